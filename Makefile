@@ -1,0 +1,83 @@
+# toolgate -- top-level build. `make` builds build/toolgate; `make run` and
+# `make test` first install whatever Debian packages are missing (.ci/deps.sh).
+#
+# Every .c under sanitize/, discovery/, conf/ and proxy/ (but proxy/main.c)
+# goes into build/libtoolgate.a, which the binary, the unit tests and the
+# fuzzers link, so a new source file needs no Makefile change.
+
+BUILD    ?= build
+CC       ?= cc
+SAN      ?=
+PKGS     := libmicrohttpd libcurl jansson inih
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+            -fno-strict-aliasing $(SAN)
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih) -lpthread -lm
+LDFLAGS  += $(SAN)
+
+LIB_SRC  := $(filter-out proxy/main.c,$(wildcard sanitize/*.c discovery/*.c conf/*.c proxy/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+HDRS     := $(wildcard sanitize/*.h discovery/*.h conf/*.h proxy/*.h)
+UNIT_SRC := $(wildcard test/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
+TOOL_SRC := $(wildcard test/tools/*.c)
+TOOL_BIN := $(TOOL_SRC:test/tools/%.c=$(BUILD)/test/%)
+
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+CONF     ?= conf/toolgate.conf
+
+.PHONY: all deps run test unit check-all asan clean install bench fuzz
+all: $(BUILD)/toolgate
+
+$(BUILD)/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libtoolgate.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/toolgate: $(BUILD)/proxy/main.o $(BUILD)/libtoolgate.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/test/%: test/unit/%.c $(BUILD)/libtoolgate.a $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS) -lcmocka
+
+$(BUILD)/test/%: test/tools/%.c $(BUILD)/libtoolgate.a $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
+
+$(BUILD)/mock-upstream: test/mock/mock_upstream.c $(BUILD)/libtoolgate.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
+
+unit: $(UNIT_BIN) $(TOOL_BIN)
+
+deps:
+	@sh .ci/deps.sh
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	./$(BUILD)/toolgate serve -c $(CONF)
+
+# The whole suite: normal build, unit tests, vectors, then the integration
+# and real-client tests against an ASan/UBSan build.
+test: deps
+	@$(MAKE) --no-print-directory all unit $(BUILD)/mock-upstream
+	@$(MAKE) --no-print-directory BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" \
+		CFLAGS="-O1 -g" build-asan/toolgate build-asan/mock-upstream
+	@sh test/run.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/mock-upstream
+	@sh bench/run.sh
+
+install: $(BUILD)/toolgate
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/toolgate $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(BUILD)/toolgate $(DESTDIR)$(PREFIX)/bin/toolgate
+	install -m 0644 conf/toolgate.conf $(DESTDIR)/etc/toolgate/toolgate.conf
+	install -m 0644 docs/toolgate.1 $(DESTDIR)$(PREFIX)/share/man/man1/toolgate.1
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,659 @@
+/* conf.c -- INI conf loading, validation and routing (see conf.h).
+ *
+ * inih does the lexing. We feed it through our own line reader so that every
+ * key knows its line, which lets us report every problem as FILE:LINE:
+ * message instead of stopping at the first. Keys are collected first and
+ * resolved per section at the end, because `schema.*` overrides only mean
+ * something once the route's dialect is known, whatever the key order.
+ */
+#include "conf.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct kv {
+    char *section;
+    char *key;
+    char *value;  /* after ${VAR} expansion */
+    int line;
+} kv;
+
+typedef struct parser {
+    const char *name;  /* file name for messages */
+    const char *text;
+    size_t pos;
+    int line;
+    kv *kvs;
+    int n, cap;
+    tg_buf *errors;
+    int nerr;
+} parser;
+
+static void perr(parser *p, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void perr(parser *p, int line, const char *fmt, ...)
+{
+    va_list ap;
+    tg_buf_printf(p->errors, "%s:%d: ", p->name, line);
+    va_start(ap, fmt);
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    tg_buf_puts(p->errors, msg);
+    tg_buf_puts(p->errors, "\n");
+    p->nerr++;
+}
+
+/* inih reader: fgets over a string, counting lines. */
+static char *read_line(char *str, int num, void *stream)
+{
+    parser *p = stream;
+    if (!p->text[p->pos])
+        return NULL;
+    int i = 0;
+    while (i < num - 1 && p->text[p->pos]) {
+        char ch = p->text[p->pos++];
+        str[i++] = ch;
+        if (ch == '\n')
+            break;
+    }
+    str[i] = '\0';
+    if (i == num - 1 && str[i - 1] != '\n') {
+        /* An over-long line: skip its tail so it stays one line. */
+        while (p->text[p->pos] && p->text[p->pos] != '\n')
+            p->pos++;
+        if (p->text[p->pos] == '\n')
+            p->pos++;
+        p->line++;
+        perr(p, p->line, "line longer than %d characters", num - 2);
+        str[0] = '\0';
+        return str;
+    }
+    p->line++;
+    return str;
+}
+
+/* ${VAR} and ${VAR:-default} from the environment; unset VAR is "". */
+static char *expand_env(const char *v)
+{
+    tg_buf out = {0};
+    while (*v) {
+        if (v[0] == '$' && v[1] == '{') {
+            const char *end = strchr(v + 2, '}');
+            if (end) {
+                char name[256];
+                size_t n = (size_t)(end - v - 2);
+                if (n >= sizeof name)
+                    n = sizeof name - 1;
+                memcpy(name, v + 2, n);
+                name[n] = '\0';
+                const char *def = NULL;
+                char *dash = strstr(name, ":-");
+                if (dash) {
+                    *dash = '\0';
+                    def = dash + 2;
+                }
+                const char *val = getenv(name);
+                if ((!val || !*val) && def)
+                    val = def;
+                if (val)
+                    tg_buf_puts(&out, val);
+                v = end + 1;
+                continue;
+            }
+        }
+        tg_buf_append(&out, v, 1);
+        v++;
+    }
+    return tg_buf_steal(&out, NULL);
+}
+
+static int on_kv(void *user, const char *section, const char *key, const char *value)
+{
+    parser *p = user;
+    if (p->n == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 32;
+        p->kvs = realloc(p->kvs, (size_t)p->cap * sizeof *p->kvs);
+    }
+    kv *k = &p->kvs[p->n++];
+    k->section = strdup(section);
+    k->key = strdup(key);
+    k->value = expand_env(value);
+    k->line = p->line;
+    return 1;
+}
+
+/* ---- value parsers ---------------------------------------------------- */
+
+int tg_parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno)
+        return -1;
+    unsigned long long mul = 1;
+    switch (toupper((unsigned char)*end)) {
+    case '\0': break;
+    case 'K': mul = 1024ULL; end++; break;
+    case 'M': mul = 1024ULL * 1024; end++; break;
+    case 'G': mul = 1024ULL * 1024 * 1024; end++; break;
+    default: return -1;
+    }
+    if (toupper((unsigned char)*end) == 'B')
+        end++;
+    if (*end)
+        return -1;
+    *out = (size_t)(v * mul);
+    return 0;
+}
+
+int tg_parse_duration_ms(const char *s, long *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || v < 0)
+        return -1;
+    double mul = 1000;
+    if (strcmp(end, "ms") == 0)
+        mul = 1;
+    else if (strcmp(end, "s") == 0 || *end == '\0')
+        mul = 1000;
+    else if (strcmp(end, "m") == 0)
+        mul = 60000;
+    else if (strcmp(end, "h") == 0)
+        mul = 3600000;
+    else
+        return -1;
+    *out = (long)(v * mul);
+    return 0;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_bool(const char *s, int *out)
+{
+    if (!strcmp(s, "on") || !strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "1"))
+        *out = 1;
+    else if (!strcmp(s, "off") || !strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "0"))
+        *out = 0;
+    else
+        return -1;
+    return 0;
+}
+
+/* "a, b ,c" -> NULL-terminated array of trimmed, non-empty strings. */
+static char **split_list(const char *s)
+{
+    int n = 0;
+    char **out = calloc(strlen(s) / 2 + 2, sizeof *out);
+    const char *p = s;
+    while (*p) {
+        while (*p == ',' || isspace((unsigned char)*p))
+            p++;
+        const char *start = p;
+        while (*p && *p != ',')
+            p++;
+        const char *end = p;
+        while (end > start && isspace((unsigned char)end[-1]))
+            end--;
+        if (end > start)
+            out[n++] = strndup(start, (size_t)(end - start));
+    }
+    out[n] = NULL;
+    return out;
+}
+
+static void free_list(char **l)
+{
+    if (!l)
+        return;
+    for (char **p = l; *p; p++)
+        free(*p);
+    free(l);
+}
+
+static int parse_listen(const char *s, char **host, int *port)
+{
+    const char *colon;
+    char *h;
+    if (s[0] == '[') {
+        const char *rb = strchr(s, ']');
+        if (!rb || rb[1] != ':')
+            return -1;
+        h = strndup(s + 1, (size_t)(rb - s - 1));
+        colon = rb + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon) {
+            h = strdup("127.0.0.1");
+            colon = s - 1;
+        } else {
+            h = colon == s ? strdup("0.0.0.0") : strndup(s, (size_t)(colon - s));
+        }
+    }
+    if (parse_int(colon + 1, 0, 65535, port)) {
+        free(h);
+        return -1;
+    }
+    free(*host);
+    *host = h;
+    return 0;
+}
+
+/* ---- sections --------------------------------------------------------- */
+
+static int server_key(parser *p, tg_conf *c, const kv *k)
+{
+    const char *key = k->key, *v = k->value;
+    if (!strcmp(key, "listen")) {
+        if (parse_listen(v, &c->listen_host, &c->listen_port))
+            perr(p, k->line, "listen: expected HOST:PORT, got '%s'", v);
+    } else if (!strcmp(key, "threads")) {
+        if (parse_int(v, 0, 256, &c->threads))
+            perr(p, k->line, "threads: expected 0..256, got '%s'", v);
+    } else if (!strcmp(key, "max_body")) {
+        if (tg_parse_size(v, &c->max_body) || c->max_body == 0)
+            perr(p, k->line, "max_body: expected a size such as 32M, got '%s'", v);
+    } else if (!strcmp(key, "max_header")) {
+        if (tg_parse_size(v, &c->max_header) || c->max_header < 1024)
+            perr(p, k->line, "max_header: expected a size of at least 1K, got '%s'", v);
+    } else if (!strcmp(key, "max_depth")) {
+        if (parse_int(v, 4, 2000, &c->max_depth))
+            perr(p, k->line, "max_depth: expected 4..2000, got '%s'", v);
+    } else if (!strcmp(key, "max_tools")) {
+        if (parse_int(v, 0, 1000000, &c->max_tools))
+            perr(p, k->line, "max_tools: expected a count, got '%s'", v);
+    } else if (!strcmp(key, "client_keys")) {
+        free_list(c->client_keys);
+        c->client_keys = split_list(v);
+        if (!c->client_keys[0]) {
+            free_list(c->client_keys);
+            c->client_keys = NULL;
+        }
+    } else if (!strcmp(key, "log_level")) {
+        static const char *lv[] = {"error", "warn", "info", "debug"};
+        int found = -1;
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(v, lv[i]))
+                found = i;
+        if (found < 0)
+            perr(p, k->line, "log_level: expected error | warn | info | debug, got '%s'", v);
+        else
+            c->log_level = (tg_log_level)found;
+    } else if (!strcmp(key, "access_log")) {
+        free(c->access_log);
+        c->access_log = strdup(v);
+    } else if (!strcmp(key, "shutdown_grace")) {
+        if (tg_parse_duration_ms(v, &c->shutdown_grace_ms))
+            perr(p, k->line, "shutdown_grace: expected a duration such as 30s, got '%s'", v);
+    } else {
+        perr(p, k->line, "unknown key '%s' in [server]", key);
+    }
+    return 0;
+}
+
+static int valid_url(const char *u)
+{
+    return (!strncmp(u, "http://", 7) && u[7]) || (!strncmp(u, "https://", 8) && u[8]);
+}
+
+static char *normalize_prefix(const char *v)
+{
+    tg_buf b = {0};
+    if (v[0] != '/')
+        tg_buf_puts(&b, "/");
+    tg_buf_puts(&b, v);
+    while (b.len > 1 && b.data[b.len - 1] == '/')
+        b.data[--b.len] = '\0';
+    return tg_buf_steal(&b, NULL);
+}
+
+/* Keys of [route NAME] other than rule overrides. The dialect is already
+ * applied to r->rules when this runs. */
+static void route_key(parser *p, tg_route *r, const kv *k)
+{
+    const char *key = k->key, *v = k->value;
+    char msg[256];
+    int b;
+    if (!strcmp(key, "models")) {
+        free_list(r->models);
+        r->models = split_list(v);
+    } else if (!strcmp(key, "prefix")) {
+        free(r->prefix);
+        r->prefix = normalize_prefix(v);
+        if (!strcmp(r->prefix, "/") || !strcmp(r->prefix, "/v1") || !strncmp(r->prefix, "/v1/", 4))
+            perr(p, k->line, "prefix: '%s' would shadow the /v1 API; pick a name such as /%s",
+                 r->prefix, r->name);
+    } else if (!strcmp(key, "upstream")) {
+        free(r->upstream);
+        r->upstream = strdup(v);
+        size_t n = strlen(r->upstream);
+        while (n > 0 && r->upstream[n - 1] == '/')
+            r->upstream[--n] = '\0';
+        if (!valid_url(r->upstream))
+            perr(p, k->line, "upstream: expected an http:// or https:// URL, got '%s'", v);
+    } else if (!strcmp(key, "api_key")) {
+        free(r->api_key);
+        r->api_key = *v ? strdup(v) : NULL;
+    } else if (!strcmp(key, "dialect")) {
+        /* resolved earlier */
+    } else if (!strcmp(key, "strip_prefix")) {
+        free(r->strip_prefix);
+        r->strip_prefix = strdup(v);
+    } else if (!strcmp(key, "discovery")) {
+        if (!strcmp(v, "off"))
+            r->rules.disc.mode = TG_DISC_OFF;
+        else if (!strcmp(v, "auto"))
+            r->rules.disc.mode = TG_DISC_AUTO;
+        else if (!strcmp(v, "on"))
+            r->rules.disc.mode = TG_DISC_ON;
+        else
+            perr(p, k->line, "discovery: expected off | auto | on, got '%s'", v);
+    } else if (!strcmp(key, "discovery_threshold")) {
+        if (parse_int(v, 0, 100000, &r->rules.disc.threshold))
+            perr(p, k->line, "discovery_threshold: expected a tool count, got '%s'", v);
+    } else if (!strcmp(key, "discovery_core")) {
+        free_list(r->rules.disc.core);
+        r->rules.disc.core = split_list(v);
+    } else if (!strcmp(key, "discovery_schemas")) {
+        if (parse_int(v, 0, 50, &r->rules.disc.search_schemas))
+            perr(p, k->line, "discovery_schemas: expected 0..50, got '%s'", v);
+    } else if (!strcmp(key, "discovery_rounds")) {
+        if (parse_int(v, 1, 32, &r->rules.disc.max_rounds))
+            perr(p, k->line, "discovery_rounds: expected 1..32, got '%s'", v);
+    } else if (!strcmp(key, "discovery_list_names")) {
+        if (parse_bool(v, &r->rules.disc.list_names))
+            perr(p, k->line, "discovery_list_names: expected on | off, got '%s'", v);
+    } else if (!strcmp(key, "text_tool_calls")) {
+        if (parse_bool(v, &b))
+            perr(p, k->line, "text_tool_calls: expected on | off, got '%s'", v);
+        else
+            r->rules.repair.text_tool_calls = b;
+    } else if (!strcmp(key, "connect_timeout") || !strcmp(key, "ttfb_timeout") ||
+               !strcmp(key, "idle_timeout") || !strcmp(key, "timeout")) {
+        long *dst = !strcmp(key, "connect_timeout") ? &r->connect_timeout_ms
+                    : !strcmp(key, "ttfb_timeout")  ? &r->ttfb_timeout_ms
+                    : !strcmp(key, "idle_timeout")  ? &r->idle_timeout_ms
+                                                    : &r->total_timeout_ms;
+        if (tg_parse_duration_ms(v, dst))
+            perr(p, k->line, "%s: expected a duration such as 30s or 500ms, got '%s'", key, v);
+    } else if (!strcmp(key, "retries")) {
+        if (parse_int(v, 0, 10, &r->retries))
+            perr(p, k->line, "retries: expected 0..10, got '%s'", v);
+    } else if (!strcmp(key, "fallback")) {
+        free(r->fallback);
+        r->fallback = *v ? strdup(v) : NULL;
+    } else if (!strncmp(key, "schema.", 7)) {
+        if (tg_schema_rules_set(&r->rules.schema, key + 7, v, msg, sizeof msg))
+            perr(p, k->line, "%s", msg);
+    } else if (!strncmp(key, "messages.", 9)) {
+        if (tg_msg_rules_set(&r->rules.msg, key + 9, v, msg, sizeof msg))
+            perr(p, k->line, "%s", msg);
+    } else if (!strncmp(key, "repair.", 7)) {
+        if (tg_repair_rules_set(&r->rules.repair, key + 7, v, msg, sizeof msg))
+            perr(p, k->line, "%s", msg);
+    } else {
+        perr(p, k->line, "unknown key '%s' in [route %s]", key, r->name);
+    }
+}
+
+static void route_init(tg_route *r, const char *name, int line)
+{
+    memset(r, 0, sizeof *r);
+    r->name = strdup(name);
+    r->line = line;
+    r->prefix = strdup("");
+    r->strip_prefix = strdup("_");
+    r->connect_timeout_ms = 10000;
+    r->ttfb_timeout_ms = 300000;
+    r->idle_timeout_ms = 300000;
+    r->total_timeout_ms = 0;
+    r->retries = 0;
+    tg_rules_preset(TG_D_OPENAI, &r->rules);
+}
+
+static void route_free(tg_route *r)
+{
+    free(r->name);
+    free_list(r->models);
+    free(r->prefix);
+    free(r->upstream);
+    free(r->api_key);
+    free(r->strip_prefix);
+    free(r->fallback);
+    free_list(r->rules.disc.core);
+}
+
+/* "route NAME" -> NAME, or NULL when the section is something else. */
+static const char *route_section_name(const char *section)
+{
+    if (strncmp(section, "route", 5) || !isspace((unsigned char)section[5]))
+        return NULL;
+    const char *n = section + 5;
+    while (isspace((unsigned char)*n))
+        n++;
+    return *n ? n : NULL;
+}
+
+static int valid_route_name(const char *n)
+{
+    for (; *n; n++)
+        if (!isalnum((unsigned char)*n) && *n != '-' && *n != '_' && *n != '.')
+            return 0;
+    return 1;
+}
+
+static void build_routes(parser *p, tg_conf *c)
+{
+    /* Sections in order of first appearance. */
+    for (int i = 0; i < p->n; i++) {
+        const kv *k = &p->kvs[i];
+        if (!strcmp(k->section, "server"))
+            continue;
+        const char *name = route_section_name(k->section);
+        if (!name) {
+            bool seen = false;
+            for (int j = 0; j < i; j++)
+                if (!strcmp(p->kvs[j].section, k->section))
+                    seen = true;
+            if (!seen) {
+                if (!*k->section)
+                    perr(p, k->line, "key '%s' outside any section", k->key);
+                else
+                    perr(p, k->line, "unknown section [%s] (expected [server] or [route NAME])",
+                         k->section);
+            }
+            continue;
+        }
+        if (tg_route_by_name(c, name))
+            continue;
+        bool first = true;
+        for (int j = 0; j < i; j++)
+            if (!strcmp(p->kvs[j].section, k->section))
+                first = false;
+        if (!first)
+            continue;
+        if (!valid_route_name(name))
+            perr(p, k->line, "route name '%s': use letters, digits, '-', '_' or '.'", name);
+        c->routes = realloc(c->routes, (size_t)(c->n_routes + 1) * sizeof *c->routes);
+        tg_route *r = &c->routes[c->n_routes++];
+        route_init(r, name, k->line);
+
+        /* The dialect first, so rule overrides apply to its preset. */
+        for (int j = i; j < p->n; j++) {
+            const kv *d = &p->kvs[j];
+            if (strcmp(d->section, k->section) || strcmp(d->key, "dialect"))
+                continue;
+            int di = tg_dialect_from_name(d->value);
+            if (di < 0)
+                perr(p, d->line, "dialect: unknown dialect '%s' (expected %s)", d->value,
+                     tg_dialect_list());
+            else
+                tg_rules_preset((tg_dialect)di, &r->rules);
+        }
+        for (int j = i; j < p->n; j++)
+            if (!strcmp(p->kvs[j].section, k->section))
+                route_key(p, r, &p->kvs[j]);
+
+        if (!r->upstream)
+            perr(p, r->line, "[route %s] needs an upstream", r->name);
+        if ((!r->models || !r->models[0]) && !r->prefix[0])
+            perr(p, r->line, "[route %s] needs models, prefix, or both", r->name);
+    }
+    for (int i = 0; i < c->n_routes; i++) {
+        tg_route *r = &c->routes[i];
+        if (r->fallback && (!tg_route_by_name(c, r->fallback) || !strcmp(r->fallback, r->name)))
+            perr(p, r->line, "[route %s] fallback '%s' is not another route", r->name, r->fallback);
+        for (int j = 0; j < i; j++)
+            if (r->prefix[0] && !strcmp(r->prefix, c->routes[j].prefix))
+                perr(p, r->line, "[route %s] prefix %s is already used by [route %s]", r->name,
+                     r->prefix, c->routes[j].name);
+    }
+}
+
+static tg_conf *conf_new(void)
+{
+    tg_conf *c = calloc(1, sizeof *c);
+    atomic_init(&c->refs, 1);
+    c->listen_host = strdup("127.0.0.1");
+    c->listen_port = 8080;
+    c->max_body = 32u << 20;
+    c->max_depth = 512;
+    c->max_tools = 4096;
+    c->max_header = 64 * 1024;
+    c->log_level = TG_LOG_INFO;
+    c->access_log = strdup("-");
+    c->shutdown_grace_ms = 30000;
+    return c;
+}
+
+static void conf_free(tg_conf *c)
+{
+    for (int i = 0; i < c->n_routes; i++)
+        route_free(&c->routes[i]);
+    free(c->routes);
+    free(c->path);
+    free(c->listen_host);
+    free(c->access_log);
+    free_list(c->client_keys);
+    free(c);
+}
+
+tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors)
+{
+    parser p = {.name = name, .text = text, .errors = errors};
+    int rc = ini_parse_stream(read_line, &p, on_kv, &p);
+    if (rc > 0)
+        perr(&p, rc, "syntax error (expected [section] or key = value)");
+    else if (rc < 0)
+        perr(&p, 0, "cannot parse");
+
+    tg_conf *c = conf_new();
+    c->path = strdup(name);
+    for (int i = 0; i < p.n; i++)
+        if (!strcmp(p.kvs[i].section, "server"))
+            server_key(&p, c, &p.kvs[i]);
+    build_routes(&p, c);
+    if (c->n_routes == 0 && p.nerr == 0)
+        perr(&p, p.line ? p.line : 1, "no [route NAME] section: toolgate has nowhere to send requests");
+    if (c->threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        c->threads = n > 0 ? (int)n : 1;
+    }
+    for (int i = 0; i < p.n; i++) {
+        free(p.kvs[i].section);
+        free(p.kvs[i].key);
+        free(p.kvs[i].value);
+    }
+    free(p.kvs);
+    if (p.nerr) {
+        conf_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+tg_conf *tg_conf_load(const char *path, tg_buf *errors)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tg_buf_printf(errors, "%s:0: cannot open: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    tg_buf text = {0};
+    char chunk[8192];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        tg_buf_append(&text, chunk, n);
+    fclose(f);
+    tg_conf *c = tg_conf_load_string(text.data ? text.data : "", path, errors);
+    tg_buf_free(&text);
+    return c;
+}
+
+tg_conf *tg_conf_ref(tg_conf *c)
+{
+    atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    return c;
+}
+
+void tg_conf_unref(tg_conf *c)
+{
+    if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1)
+        conf_free(c);
+}
+
+/* ---- router ----------------------------------------------------------- */
+
+const tg_route *tg_route_by_prefix(const tg_conf *c, const char *path, const char **rest)
+{
+    *rest = path;
+    for (int i = 0; i < c->n_routes; i++) {
+        const tg_route *r = &c->routes[i];
+        size_t n = strlen(r->prefix);
+        if (n && !strncmp(path, r->prefix, n) && (path[n] == '/' || path[n] == '\0')) {
+            *rest = path + n;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+const tg_route *tg_route_by_model(const tg_conf *c, const char *model)
+{
+    for (int i = 0; i < c->n_routes; i++) {
+        const tg_route *r = &c->routes[i];
+        for (char **g = r->models; g && *g; g++)
+            if (fnmatch(*g, model, 0) == 0)
+                return r;
+    }
+    return NULL;
+}
+
+const tg_route *tg_route_by_name(const tg_conf *c, const char *name)
+{
+    for (int i = 0; i < c->n_routes; i++)
+        if (!strcmp(c->routes[i].name, name))
+            return &c->routes[i];
+    return NULL;
+}

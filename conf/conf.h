@@ -1,0 +1,73 @@
+/* conf.h -- the immutable configuration snapshot and the router.
+ *
+ * A tg_conf is built once from an INI file (inih), validated whole, and never
+ * changed afterwards. Requests hold a reference for as long as they run; a
+ * reload builds a new snapshot and swaps it in, and the old one is freed when
+ * its last request lets go. Every string and table below belongs to the conf.
+ */
+#ifndef TG_CONF_H
+#define TG_CONF_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "../sanitize/buf.h"
+#include "../sanitize/pipeline.h"
+
+typedef struct tg_route {
+    char *name;
+    int line;               /* where its section starts */
+    char **models;          /* NULL-terminated globs on the request's "model" */
+    char *prefix;           /* "" or "/seg[/seg]", no trailing slash */
+    char *upstream;         /* base URL, no trailing slash */
+    char *api_key;          /* NULL: forward the client's Authorization */
+    char *strip_prefix;     /* marker prefix stripped upward; "" disables */
+    tg_rules_set rules;     /* the dialect preset with this route's overrides */
+    long connect_timeout_ms;
+    long ttfb_timeout_ms;   /* time to the first response byte */
+    long idle_timeout_ms;   /* between two reads of a stream */
+    long total_timeout_ms;  /* 0 = none */
+    int retries;
+    char *fallback;         /* route name or NULL */
+} tg_route;
+
+typedef enum { TG_LOG_ERROR = 0, TG_LOG_WARN, TG_LOG_INFO, TG_LOG_DEBUG } tg_log_level;
+
+typedef struct tg_conf {
+    atomic_int refs;
+    char *path;
+    char *listen_host;      /* "127.0.0.1", "::1", "0.0.0.0" ... */
+    int listen_port;
+    int threads;            /* resolved: never 0 after load */
+    size_t max_body;
+    int max_depth;          /* JSON nesting limit of request bodies */
+    int max_tools;          /* tools per request, 0 = none */
+    size_t max_header;      /* request header bytes */
+    char **client_keys;     /* NULL-terminated, or NULL when auth is off */
+    tg_log_level log_level;
+    char *access_log;       /* "-" stdout, "off", or a file path */
+    long shutdown_grace_ms;
+    tg_route *routes;
+    int n_routes;
+} tg_conf;
+
+/* Parse and validate. On failure returns NULL and appends one
+ * "FILE:LINE: message\n" per problem to errors. */
+tg_conf *tg_conf_load(const char *path, tg_buf *errors);
+tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors);
+tg_conf *tg_conf_ref(tg_conf *c);
+void tg_conf_unref(tg_conf *c);
+
+/* Router. A route whose prefix is a whole-segment prefix of path wins,
+ * whatever the model; *rest then points past the prefix. Otherwise *rest is
+ * path and the route is NULL. */
+const tg_route *tg_route_by_prefix(const tg_conf *c, const char *path, const char **rest);
+/* First route, in file order, with a models glob matching model. */
+const tg_route *tg_route_by_model(const tg_conf *c, const char *model);
+const tg_route *tg_route_by_name(const tg_conf *c, const char *name);
+
+/* Helpers shared with the CLI. */
+int tg_parse_size(const char *s, size_t *out);
+int tg_parse_duration_ms(const char *s, long *out);
+
+#endif

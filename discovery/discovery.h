@@ -1,0 +1,29 @@
+/* discovery.h -- lazy tool discovery: large tool lists collapse behind the
+ * meta-tools search_tools / get_tool_schema / call_tool, answered by toolgate.
+ */
+#ifndef TG_DISCOVERY_H
+#define TG_DISCOVERY_H
+
+#include "../sanitize/tg.h"
+
+struct tg_ctx;
+
+typedef enum { TG_DISC_OFF = 0, TG_DISC_AUTO, TG_DISC_ON } tg_disc_mode;
+
+typedef struct tg_disc_conf {
+    tg_disc_mode mode;
+    int threshold;        /* auto: collapse above this many tools */
+    char **core;          /* NULL-terminated globs always exposed (owned by conf) */
+    int search_schemas;   /* top results that carry full schemas */
+    int max_rounds;       /* inner rounds answered by toolgate */
+    int list_names;       /* list catalog names in search_tools' description */
+} tg_disc_conf;
+
+/* Request stage: may replace body["tools"]; records in ctx what it did. */
+int tg_discovery_stage(json_t *body, struct tg_ctx *ctx, tg_error *err);
+
+/* Response intercept (non-streamed). Returns 0 when resp goes to the agent,
+ * 1 when *next_body (new reference) must be sent upstream for another round. */
+int tg_discovery_intercept(json_t *resp, struct tg_ctx *ctx, json_t **next_body);
+
+#endif

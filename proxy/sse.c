@@ -1,0 +1,114 @@
+/* sse.c -- incremental SSE parser (see sse.h). Work is per line: bytes are
+ * scanned with memchr for the next line end, a line is only copied when it
+ * straddles two reads, and fields other than data/event are ignored. */
+#include "sse.h"
+
+#include <string.h>
+
+void tg_sse_init(tg_sse *p, tg_sse_event_fn on_event, tg_sse_comment_fn on_comment,
+                 void *user)
+{
+    memset(p, 0, sizeof *p);
+    p->on_event = on_event;
+    p->on_comment = on_comment;
+    p->user = user;
+}
+
+static void dispatch(tg_sse *p)
+{
+    if (p->has_data)
+        p->on_event(p->user, p->event.len ? p->event.data : NULL,
+                    p->data.data ? p->data.data : "", p->data.len);
+    tg_buf_reset(&p->data);
+    tg_buf_reset(&p->event);
+    p->has_data = false;
+}
+
+/* One whole line, without its terminator. */
+static void on_line(tg_sse *p, const char *s, size_t n)
+{
+    if (n == 0) {
+        dispatch(p);
+        return;
+    }
+    if (s[0] == ':') {
+        if (p->on_comment)
+            p->on_comment(p->user, s, n);
+        return;
+    }
+    const char *colon = memchr(s, ':', n);
+    size_t flen = colon ? (size_t)(colon - s) : n;
+    const char *v = colon ? colon + 1 : s + n;
+    size_t vlen = colon ? n - flen - 1 : 0;
+    if (vlen && *v == ' ') {
+        v++;
+        vlen--;
+    }
+    if (flen == 4 && memcmp(s, "data", 4) == 0) {
+        if (p->has_data)
+            tg_buf_append(&p->data, "\n", 1);
+        tg_buf_append(&p->data, v, vlen);
+        p->has_data = true;
+        if (p->max_event && p->data.len > p->max_event)
+            p->overflow = true;
+    } else if (flen == 5 && memcmp(s, "event", 5) == 0) {
+        tg_buf_reset(&p->event);
+        tg_buf_append(&p->event, v, vlen);
+    }
+}
+
+static const char *find_eol(const char *s, const char *end)
+{
+    for (; s < end; s++)
+        if (*s == '\n' || *s == '\r')
+            return s;
+    return NULL;
+}
+
+int tg_sse_feed(tg_sse *p, const char *b, size_t n)
+{
+    const char *end = b + n;
+    if (p->last_cr && b < end && *b == '\n')
+        b++;
+    p->last_cr = false;
+    while (b < end) {
+        const char *eol = find_eol(b, end);
+        if (!eol) {
+            tg_buf_append(&p->line, b, (size_t)(end - b));
+            if (p->max_event && p->line.len > p->max_event)
+                p->overflow = true;
+            break;
+        }
+        if (p->line.len) {
+            tg_buf_append(&p->line, b, (size_t)(eol - b));
+            on_line(p, p->line.data, p->line.len);
+            tg_buf_reset(&p->line);
+        } else {
+            on_line(p, b, (size_t)(eol - b));
+        }
+        if (*eol == '\r') {
+            if (eol + 1 == end)
+                p->last_cr = true;
+            else if (eol[1] == '\n')
+                eol++;
+        }
+        b = eol + 1;
+    }
+    return p->overflow ? -1 : 0;
+}
+
+void tg_sse_finish(tg_sse *p)
+{
+    if (p->line.len) {
+        on_line(p, p->line.data, p->line.len);
+        tg_buf_reset(&p->line);
+    }
+    dispatch(p);
+}
+
+void tg_sse_free(tg_sse *p)
+{
+    tg_buf_free(&p->line);
+    tg_buf_free(&p->data);
+    tg_buf_free(&p->event);
+}

@@ -1,0 +1,93 @@
+/* buf.c -- growable byte buffer (see buf.h). Doubling growth; consume()
+ * moves the tail down, which is cheap because readers drain whole events. */
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tg_buf_reserve(tg_buf *b, size_t extra)
+{
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < need)
+        cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (!p)
+        return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+int tg_buf_append(tg_buf *b, const void *p, size_t n)
+{
+    if (tg_buf_reserve(b, n))
+        return -1;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int tg_buf_puts(tg_buf *b, const char *s)
+{
+    return tg_buf_append(b, s, strlen(s));
+}
+
+int tg_buf_printf(tg_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || tg_buf_reserve(b, (size_t)n))
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+void tg_buf_consume(tg_buf *b, size_t n)
+{
+    if (n >= b->len) {
+        b->len = 0;
+    } else {
+        memmove(b->data, b->data + n, b->len - n);
+        b->len -= n;
+    }
+    if (b->data)
+        b->data[b->len] = '\0';
+}
+
+void tg_buf_reset(tg_buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+void tg_buf_free(tg_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+char *tg_buf_steal(tg_buf *b, size_t *len)
+{
+    if (!b->data && tg_buf_reserve(b, 0))
+        return NULL;
+    char *p = b->data;
+    if (len)
+        *len = b->len;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return p;
+}

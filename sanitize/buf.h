@@ -1,0 +1,26 @@
+/* buf.h -- a growable byte buffer, the one way bytes are accumulated. */
+#ifndef TG_BUF_H
+#define TG_BUF_H
+
+#include <stddef.h>
+
+typedef struct tg_buf {
+    char *data;  /* malloc'd, always NUL-terminated when cap > 0 */
+    size_t len;
+    size_t cap;
+} tg_buf;
+
+/* All return 0, or -1 when out of memory (buffer unchanged). */
+int tg_buf_reserve(tg_buf *b, size_t extra);
+int tg_buf_append(tg_buf *b, const void *p, size_t n);
+int tg_buf_puts(tg_buf *b, const char *s);
+int tg_buf_printf(tg_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Drop the first n bytes (consumed by a reader). */
+void tg_buf_consume(tg_buf *b, size_t n);
+void tg_buf_reset(tg_buf *b);
+void tg_buf_free(tg_buf *b);
+/* Hand the bytes to the caller (malloc'd, NUL-terminated); b becomes empty. */
+char *tg_buf_steal(tg_buf *b, size_t *len);
+
+#endif

@@ -1,0 +1,79 @@
+/* pipeline.h -- the stages in order, and the per-request context they share.
+ *
+ *   request -> route -> hygiene -> schema dialect -> discovery -> upstream
+ *           -> repair -> discovery intercept -> agent
+ *
+ * The ctx lives as long as one client request. What the request stages learn
+ * (the agent's tools, renamed tools, rewritten ids) is kept here so that the
+ * response stages can undo it: toolgate is stateless across requests, and
+ * everything is derived from the request itself.
+ */
+#ifndef TG_PIPELINE_H
+#define TG_PIPELINE_H
+
+#include <stdbool.h>
+
+#include "../discovery/discovery.h"
+#include "hygiene.h"
+#include "repair.h"
+#include "schema.h"
+#include "tg.h"
+
+/* Counters a request accumulates, for logs and /metrics. */
+typedef struct tg_stats {
+    unsigned schema_rewrites;
+    unsigned fields_stripped;
+    unsigned repairs;
+    unsigned discovery_rounds;
+    unsigned tools_in, tools_out;
+    size_t tools_bytes_in, tools_bytes_out;
+} tg_stats;
+
+typedef struct tg_ctx {
+    /* Rules in force (borrowed from the route or a bare preset). */
+    const char *route_name;          /* NULL for `rewrite --dialect` */
+    tg_dialect dialect;
+    const tg_schema_rules *schema;
+    const tg_msg_rules *msg;
+    const tg_repair_rules *repair;
+    const tg_disc_conf *disc;
+    const char *strip_prefix;        /* "" disables */
+
+    json_t *explain;                 /* NULL, or array of change records */
+
+    /* Learned on the way up, used on the way down (all owned by ctx). */
+    json_t *tools;                   /* the agent's tools as received, or NULL.
+                                        Shared with the request body: a stage
+                                        that rewrites tools builds a new array
+                                        and never edits these objects. */
+    json_t *name_map;                /* {upstream name: agent name} or NULL */
+    json_t *arg_inverse;             /* schema stage's inverse data or NULL */
+    json_t *id_map;                  /* {upstream id: agent id} or NULL */
+    json_t *disc_state;              /* discovery's per-request state or NULL */
+    json_t *request;                 /* the upstream request body (for discovery rounds) */
+    bool stream;
+    tg_stats stats;
+} tg_ctx;
+
+/* Bare ctx for a dialect preset (rules owned by the ctx's static storage of
+ * the caller: pass a tg_rules_set you keep alive). */
+typedef struct tg_rules_set {
+    tg_schema_rules schema;
+    tg_msg_rules msg;
+    tg_repair_rules repair;
+    tg_disc_conf disc;
+} tg_rules_set;
+
+void tg_rules_preset(tg_dialect d, tg_rules_set *out);
+void tg_ctx_init(tg_ctx *ctx, const char *route_name, const tg_rules_set *rules,
+                 const char *strip_prefix);
+void tg_ctx_clear(tg_ctx *ctx);  /* drops every reference the ctx owns */
+
+/* Run the request stages over body, in place. 0, or -1 with err filled. */
+int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err);
+
+/* Run the response stages over a whole chat.completion, in place.
+ * Returns 0 (resp is for the agent) or 1 (*next_body must go upstream). */
+int tg_pipeline_response(json_t *resp, tg_ctx *ctx, json_t **next_body);
+
+#endif

@@ -1,0 +1,53 @@
+/* tg.c -- errors and the explain log shared by all stages (see tg.h). */
+#include "tg.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void tg_error_set(tg_error *err, int status, const char *type, const char *code,
+                  const char *param, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    err->status = status;
+    err->type = type ? type : "invalid_request_error";
+    err->code = code;
+    snprintf(err->param, sizeof err->param, "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+}
+
+char *tg_error_body(const tg_error *err)
+{
+    json_t *e = json_pack("{s:s, s:s, s:o, s:o}", "message", err->message,
+                          "type", err->type ? err->type : "invalid_request_error",
+                          "param", err->param[0] ? json_string(err->param) : json_null(),
+                          "code", err->code ? json_string(err->code) : json_null());
+    json_t *root = json_pack("{s:o}", "error", e);
+    char *s = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return s;
+}
+
+void tg_explain_add(json_t *explain, const char *stage, const char *where,
+                    const char *pointer, const char *rule,
+                    json_t *before, json_t *after)
+{
+    if (!explain)
+        return;
+    json_t *rec = json_object();
+    json_object_set_new(rec, "stage", json_string(stage));
+    if (where)
+        json_object_set_new(rec, "where", json_string(where));
+    if (pointer)
+        json_object_set_new(rec, "pointer", json_string(pointer));
+    json_object_set_new(rec, "rule", json_string(rule));
+    if (before)
+        json_object_set_new(rec, "before", json_deep_copy(before));
+    if (after)
+        json_object_set_new(rec, "after", json_deep_copy(after));
+    json_array_append_new(explain, rec);
+}

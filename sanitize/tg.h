@@ -1,0 +1,58 @@
+/* tg.h -- the shared vocabulary of every toolgate stage.
+ *
+ * The pipeline, as the code runs it:
+ *
+ *   request -> route -> hygiene -> schema dialect -> discovery -> upstream
+ *           -> repair -> discovery intercept -> agent
+ *
+ * Every stage is a plain function over jansson values plus a tg_ctx, so each
+ * one is testable without sockets; the network code (proxy/) only moves bytes
+ * and calls tg_pipeline_* (sanitize/pipeline.h).
+ *
+ * OWNERSHIP RULE (stated once, followed everywhere, as in jq's jv.h):
+ *   - A function that takes a json_t * BORROWS it. The caller keeps its
+ *     reference; the callee increfs if it wants to keep the value.
+ *   - A function that returns a json_t * returns a NEW reference; the caller
+ *     must json_decref it. Functions returning a borrowed pointer say so in
+ *     their comment and end in _peek.
+ *   - Stages edit the body they are given IN PLACE.
+ *   - Inside our code, jansson's reference-stealing calls are used only
+ *     through their _new variants (json_object_set_new, json_array_append_new)
+ *     and only with a value created on the same line or just above it.
+ *
+ * Errors: a stage that refuses a request fills a tg_error (OpenAI error
+ * shape) and returns -1. Stages never print; they record changes in
+ * ctx->explain when it is non-NULL.
+ */
+#ifndef TG_H
+#define TG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* OpenAI-shaped error: {"error":{"message","type","param","code"}}. */
+typedef struct tg_error {
+    int status;            /* HTTP status to answer with */
+    const char *type;      /* "invalid_request_error", ... (static string) */
+    const char *code;      /* static string or NULL */
+    char param[128];       /* "" when none */
+    char message[1024];
+} tg_error;
+
+void tg_error_set(tg_error *err, int status, const char *type, const char *code,
+                  const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* Serialize as the OpenAI error body. Returns malloc'd NUL-terminated text. */
+char *tg_error_body(const tg_error *err);
+
+/* Record one change for --explain and the debug log: stage ("schema",
+ * "hygiene", "repair", "discovery"), where (tool name or message index, may
+ * be NULL), JSON pointer, rule id, and before/after values (borrowed, may be
+ * NULL). No-op when explain is NULL. */
+void tg_explain_add(json_t *explain, const char *stage, const char *where,
+                    const char *pointer, const char *rule,
+                    json_t *before, json_t *after);
+
+#endif

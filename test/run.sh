@@ -1,0 +1,56 @@
+#!/bin/sh
+# test/run.sh -- runs every suite and prints one closing line
+# "N passed, N failed". Each suite speaks TAP ("ok N - name" / "not ok N -
+# name"): cmocka unit binaries (CMOCKA_MESSAGE_OUTPUT=TAP), then every
+# test/integration/*.sh, which start the ASan build of toolgate against the
+# project's mock upstream.
+cd "$(dirname "$0")/.."
+export TG_ROOT="$PWD"
+export TG_BIN="${TG_BIN:-$PWD/build-asan/toolgate}"
+export TG_MOCK="${TG_MOCK:-$PWD/build-asan/mock-upstream}"
+export TG_SHARED="${TG_SHARED:-$(cd .. && pwd)/shared}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export CMOCKA_MESSAGE_OUTPUT=TAP
+log=$(mktemp -d)
+pass=0
+fail=0
+only="$1"
+
+tally() {  # tally NAME LOGFILE EXITCODE
+    p=$(grep -c '^ok ' "$2")
+    f=$(grep -c '^not ok ' "$2")
+    if [ "$3" != 0 ] && [ "$f" = 0 ]; then
+        f=1
+        echo "not ok - $1 exited with status $3" >>"$2"
+    fi
+    pass=$((pass + p))
+    fail=$((fail + f))
+    if [ "$f" != 0 ]; then
+        echo "FAIL  $1 ($p passed, $f failed)"
+        grep -A3 '^not ok' "$2" | head -40
+        tail -n 30 "$2" | grep -v '^ok ' | head -30
+    else
+        echo "ok    $1 ($p passed)"
+    fi
+}
+
+for t in build/test/test_*; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    case "$name" in *"$only"*) ;; *) continue ;; esac
+    "$t" >"$log/$name.log" 2>&1
+    tally "$name" "$log/$name.log" $?
+done
+
+for t in test/integration/*.sh; do
+    [ -f "$t" ] || continue
+    name=$(basename "$t" .sh)
+    case "$name" in *"$only"*) ;; *) continue ;; esac
+    sh "$t" >"$log/$name.log" 2>&1
+    tally "$name" "$log/$name.log" $?
+done
+
+rm -rf "$log"
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ] && [ "$pass" -gt 0 ]
