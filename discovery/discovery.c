@@ -11,6 +11,23 @@ int tg_discovery_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     return 0;
 }
 
+bool tg_discovery_is_meta(const tg_ctx *ctx, const char *upstream_name)
+{
+    (void)ctx;
+    (void)upstream_name;
+    return false;
+}
+
+int tg_discovery_stream_round(tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
+                              json_t **next_body)
+{
+    (void)ctx;
+    (void)assistant_msg;
+    *emit = NULL;
+    *next_body = NULL;
+    return 0;
+}
+
 int tg_discovery_intercept(json_t *resp, tg_ctx *ctx, json_t **next_body)
 {
     (void)resp;

@@ -4,6 +4,8 @@
 #ifndef TG_DISCOVERY_H
 #define TG_DISCOVERY_H
 
+#include <stdbool.h>
+
 #include "../sanitize/tg.h"
 
 struct tg_ctx;
@@ -25,5 +27,17 @@ int tg_discovery_stage(json_t *body, struct tg_ctx *ctx, tg_error *err);
 /* Response intercept (non-streamed). Returns 0 when resp goes to the agent,
  * 1 when *next_body (new reference) must be sent upstream for another round. */
 int tg_discovery_intercept(json_t *resp, struct tg_ctx *ctx, json_t **next_body);
+
+/* Streams. The stream repair asks, for each tool call as soon as its name is
+ * known, whether it is one of this request's meta-tools; those calls are held
+ * back from the agent. At the end of each upstream round it hands over the
+ * round's assembled assistant message (borrowed; upstream tool names;
+ * OpenAI shape {role, content, tool_calls}). The function fills *emit (new
+ * reference or NULL: an array of ordinary tool calls to stream to the agent,
+ * e.g. what call_tool named) and returns 1 with *next_body (new reference)
+ * when another round must go upstream, 0 when the turn is over. */
+bool tg_discovery_is_meta(const struct tg_ctx *ctx, const char *upstream_name);
+int tg_discovery_stream_round(struct tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
+                              json_t **next_body);
 
 #endif

@@ -40,6 +40,9 @@ typedef struct tg_ctx {
     const char *strip_prefix;        /* "" disables */
 
     json_t *explain;                 /* NULL, or array of change records */
+    struct tg_cache *cache;          /* owned by the worker thread that runs
+                                        this request (sanitize/cache.h); NULL
+                                        disables caching */
 
     /* Learned on the way up, used on the way down (all owned by ctx). */
     json_t *tools;                   /* the agent's tools as received, or NULL.

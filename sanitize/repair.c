@@ -53,15 +53,17 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
     tg_buf_append(out, "\n\n", 2);
 }
 
-void tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out)
+int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next_body)
 {
+    *next_body = NULL;
     if (s->done)
-        return;
+        return 0;
     tg_buf_puts(out, "data: {\"error\":{\"message\":\"");
     tg_buf_puts(out, transport_error ? "upstream stream broke before it finished"
                                      : "upstream stream ended without [DONE]");
     tg_buf_puts(out, "\",\"type\":\"upstream_error\",\"param\":null,"
                      "\"code\":\"stream_truncated\"}}\n\ndata: [DONE]\n\n");
+    return 0;
 }
 
 void tg_stream_free(tg_stream *s)

@@ -34,8 +34,12 @@ tg_stream *tg_stream_new(struct tg_ctx *ctx);
 void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out);
 /* Upstream ended. transport_error: the transfer broke (reset, timeout).
  * Flushes what is held back; a stream that never finished becomes an error
- * event followed by [DONE] (R26), never a fake stop. */
-void tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out);
+ * event followed by [DONE] (R26), never a fake stop.
+ * Returns 1 with *next_body (new reference) when discovery needs another
+ * upstream round: the network code then sends *next_body upstream and keeps
+ * feeding the SAME tg_stream, so the agent sees one stream (one finish, one
+ * [DONE], usage summed). Returns 0 when the agent's stream is complete. */
+int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next_body);
 void tg_stream_free(tg_stream *s);
 
 #endif

@@ -35,7 +35,7 @@ tally() {  # tally NAME LOGFILE EXITCODE
     fi
 }
 
-for t in build/test/test_*; do
+for t in ${BUILD:-build}/test/test_*; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     case "$name" in *"$only"*) ;; *) continue ;; esac
