@@ -1,1 +1,252 @@
-int main(void) { return 0; }
+/* main.c -- the toolgate command line: serve, check, rewrite, version.
+ * `rewrite` runs exactly the request stages the proxy runs and prints the
+ * body the proxy would send, so what a user sees is what upstream gets. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../conf/conf.h"
+#include "../sanitize/pipeline.h"
+#include "log.h"
+#include "server.h"
+
+#ifndef TG_VERSION
+#define TG_VERSION "0.1.0"
+#endif
+
+static const char usage[] =
+    "usage:\n"
+    "  toolgate [serve] [-c FILE] [--listen HOST:PORT]    run the proxy (default conf: "
+    "conf/toolgate.conf)\n"
+    "  toolgate check -c FILE                             validate a conf, print its routes\n"
+    "  toolgate rewrite -c FILE --route NAME [REQ.json] [--explain]\n"
+    "                                                     print the request body as it would be "
+    "sent upstream\n"
+    "  toolgate rewrite --dialect D [REQ.json] [--explain]\n"
+    "                                                     the same with a bare dialect preset\n"
+    "  toolgate version\n"
+    "\n"
+    "dialects: %s\n";
+
+static void print_usage(FILE *f)
+{
+    fprintf(f, usage, tg_dialect_list());
+}
+
+static tg_conf *load_or_report(const char *path)
+{
+    tg_buf errs = {0};
+    tg_conf *c = tg_conf_load(path, &errs);
+    if (!c)
+        fputs(errs.data ? errs.data : "invalid conf\n", stderr);
+    tg_buf_free(&errs);
+    return c;
+}
+
+static const char *disc_name(tg_disc_mode m)
+{
+    return m == TG_DISC_ON ? "on" : m == TG_DISC_AUTO ? "auto" : "off";
+}
+
+static int cmd_check(const char *path)
+{
+    tg_conf *c = load_or_report(path);
+    if (!c)
+        return 1;
+    printf("%s: ok, listen %s:%d, %d threads, %d routes\n", path, c->listen_host,
+           c->listen_port, c->threads, c->n_routes);
+    for (int i = 0; i < c->n_routes; i++) {
+        const tg_route *r = &c->routes[i];
+        printf("  [route %s] dialect=%s upstream=%s", r->name,
+               tg_dialect_name(r->rules.schema.dialect), r->upstream);
+        if (r->prefix[0])
+            printf(" prefix=%s", r->prefix);
+        if (r->models && r->models[0]) {
+            printf(" models=");
+            for (char **m = r->models; *m; m++)
+                printf("%s%s", m == r->models ? "" : ",", *m);
+        }
+        printf(" api_key=%s discovery=%s\n", r->api_key ? "set" : "client",
+               disc_name(r->rules.disc.mode));
+    }
+    tg_conf_unref(c);
+    return 0;
+}
+
+static json_t *read_request(const char *file)
+{
+    json_error_t je;
+    json_t *j = file ? json_load_file(file, JSON_REJECT_DUPLICATES, &je)
+                     : json_loadf(stdin, JSON_REJECT_DUPLICATES, &je);
+    if (!j)
+        fprintf(stderr, "toolgate: %s:%d:%d: %s\n", file ? file : "<stdin>", je.line, je.column,
+                je.text);
+    return j;
+}
+
+static void print_explain(json_t *explain)
+{
+    size_t i;
+    json_t *rec;
+    json_array_foreach(explain, i, rec) {
+        const char *where = json_string_value(json_object_get(rec, "where"));
+        const char *ptr = json_string_value(json_object_get(rec, "pointer"));
+        char *before = json_object_get(rec, "before")
+                           ? json_dumps(json_object_get(rec, "before"), JSON_COMPACT | JSON_ENCODE_ANY)
+                           : NULL;
+        char *after = json_object_get(rec, "after")
+                          ? json_dumps(json_object_get(rec, "after"), JSON_COMPACT | JSON_ENCODE_ANY)
+                          : NULL;
+        fprintf(stderr, "%-9s %-28s %-40s %-24s %s -> %s\n",
+                json_string_value(json_object_get(rec, "stage")), where ? where : "-",
+                ptr ? ptr : "-", json_string_value(json_object_get(rec, "rule")),
+                before ? before : "(none)", after ? after : "(removed)");
+        free(before);
+        free(after);
+    }
+    fprintf(stderr, "%zu change(s)\n", json_array_size(explain));
+}
+
+static int cmd_rewrite(const char *conf_path, const char *route_name, const char *dialect,
+                       const char *file, int explain)
+{
+    tg_conf *c = NULL;
+    tg_rules_set bare;
+    const tg_rules_set *rules;
+    const char *strip = "_";
+    const char *name = NULL;
+    if (dialect) {
+        int d = tg_dialect_from_name(dialect);
+        if (d < 0) {
+            fprintf(stderr, "toolgate: unknown dialect '%s' (expected %s)\n", dialect,
+                    tg_dialect_list());
+            return 2;
+        }
+        tg_rules_preset((tg_dialect)d, &bare);
+        rules = &bare;
+    } else {
+        c = load_or_report(conf_path);
+        if (!c)
+            return 1;
+        const tg_route *r = tg_route_by_name(c, route_name);
+        if (!r) {
+            fprintf(stderr, "toolgate: no [route %s] in %s\n", route_name, conf_path);
+            tg_conf_unref(c);
+            return 2;
+        }
+        rules = &r->rules;
+        strip = r->strip_prefix;
+        name = r->name;
+    }
+    json_t *body = read_request(file);
+    if (!body) {
+        tg_conf_unref(c);
+        return 1;
+    }
+    tg_ctx ctx;
+    tg_ctx_init(&ctx, name, rules, strip);
+    if (explain)
+        ctx.explain = json_array();
+    tg_error err;
+    int rc = 0;
+    if (!json_is_object(body)) {
+        fprintf(stderr, "toolgate: request body must be a JSON object\n");
+        rc = 1;
+    } else if (tg_pipeline_request(body, &ctx, &err)) {
+        char *e = tg_error_body(&err);
+        fprintf(stderr, "toolgate: rejected (%d): %s\n", err.status, e);
+        free(e);
+        rc = 1;
+    } else {
+        char *s = json_dumps(body, JSON_COMPACT);
+        puts(s);
+        free(s);
+        if (explain)
+            print_explain(ctx.explain);
+    }
+    tg_ctx_clear(&ctx);
+    json_decref(body);
+    tg_conf_unref(c);
+    return rc;
+}
+
+static int cmd_serve(const char *path, const char *listen)
+{
+    tg_conf *c = load_or_report(path);
+    if (!c)
+        return 1;
+    tg_log_setup(c->log_level, c->access_log);
+    int rc = tg_server_run(c, path, listen);
+    tg_conf_unref(c);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *cmd = "serve";
+    int i = 1;
+    if (argc > 1 && argv[1][0] != '-') {
+        cmd = argv[1];
+        i = 2;
+    }
+    const char *conf = NULL, *listen = NULL, *route = NULL, *dialect = NULL, *file = NULL;
+    int explain = 0;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if ((!strcmp(a, "-c") || !strcmp(a, "--conf")) && next) {
+            conf = next;
+            i++;
+        } else if (!strcmp(a, "--listen") && next) {
+            listen = next;
+            i++;
+        } else if (!strcmp(a, "--route") && next) {
+            route = next;
+            i++;
+        } else if (!strcmp(a, "--dialect") && next) {
+            dialect = next;
+            i++;
+        } else if (!strcmp(a, "--explain")) {
+            explain = 1;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            print_usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            cmd = "version";
+        } else if (a[0] != '-' && !file) {
+            file = a;
+        } else {
+            fprintf(stderr, "toolgate: unexpected argument '%s'\n", a);
+            print_usage(stderr);
+            return 2;
+        }
+    }
+    if (!strcmp(cmd, "version")) {
+        printf("toolgate %s\n", TG_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "help")) {
+        print_usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "check")) {
+        if (!conf) {
+            fprintf(stderr, "toolgate check: -c FILE is required\n");
+            return 2;
+        }
+        return cmd_check(conf);
+    }
+    if (!strcmp(cmd, "rewrite")) {
+        if (!dialect && !(conf && route)) {
+            fprintf(stderr, "toolgate rewrite: give --dialect D, or -c FILE --route NAME\n");
+            return 2;
+        }
+        return cmd_rewrite(conf, route, dialect, file, explain);
+    }
+    if (!strcmp(cmd, "serve"))
+        return cmd_serve(conf ? conf : "conf/toolgate.conf", listen);
+    fprintf(stderr, "toolgate: unknown command '%s'\n", cmd);
+    print_usage(stderr);
+    return 2;
+}

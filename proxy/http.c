@@ -1,0 +1,261 @@
+/* http.c -- HTTP helpers of the proxy (see http.h). */
+#include "http.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+void tg_header_list_add_line(tg_header_list *l, const char *line, size_t n)
+{
+    const char *colon = memchr(line, ':', n);
+    if (!colon || colon == line)
+        return;
+    const char *v = colon + 1, *end = line + n;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+        end--;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        tg_header *nv = realloc(l->v, cap * sizeof *nv);
+        if (!nv)
+            return;
+        l->v = nv;
+        l->cap = cap;
+    }
+    l->v[l->n].name = strndup(line, (size_t)(colon - line));
+    l->v[l->n].value = strndup(v, (size_t)(end - v));
+    l->n++;
+}
+
+const char *tg_header_get(const tg_header_list *l, const char *name)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (!strcasecmp(l->v[i].name, name))
+            return l->v[i].value;
+    return NULL;
+}
+
+void tg_header_list_free(tg_header_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].name);
+        free(l->v[i].value);
+    }
+    free(l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+}
+
+bool tg_header_is_hop(const char *name)
+{
+    static const char *const hop[] = {
+        "connection", "keep-alive", "proxy-connection", "proxy-authenticate",
+        "proxy-authorization", "te", "trailer", "trailers", "transfer-encoding", "upgrade",
+        NULL};
+    for (int i = 0; hop[i]; i++)
+        if (!strcasecmp(name, hop[i]))
+            return true;
+    return false;
+}
+
+/* Headers the proxy sets itself or that would break the re-encoded body. */
+static bool header_is_ours(const char *name)
+{
+    static const char *const ours[] = {"host", "content-length", "expect", "accept-encoding",
+                                       "x-request-id", "content-type", NULL};
+    for (int i = 0; ours[i]; i++)
+        if (!strcasecmp(name, ours[i]))
+            return true;
+    return false;
+}
+
+enum MHD_Result tg_forward_request_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                          const char *value)
+{
+    tg_forward_ctx *f = cls;
+    (void)kind;
+    if (tg_header_is_hop(key) || header_is_ours(key))
+        return MHD_YES;
+    if (f->drop_auth && !strcasecmp(key, "authorization"))
+        return MHD_YES;
+    tg_buf b = {0};
+    tg_buf_printf(&b, "%s: %s", key, value ? value : "");
+    *f->list = curl_slist_append(*f->list, b.data);
+    tg_buf_free(&b);
+    return MHD_YES;
+}
+
+typedef struct query_ctx {
+    tg_buf *url;
+    int n;
+} query_ctx;
+
+static void append_escaped(tg_buf *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+            tg_buf_append(b, s, 1);
+        } else {
+            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+            tg_buf_append(b, e, 3);
+        }
+    }
+}
+
+static enum MHD_Result add_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    query_ctx *q = cls;
+    (void)kind;
+    tg_buf_append(q->url, q->n++ ? "&" : "?", 1);
+    append_escaped(q->url, key);
+    if (value) {
+        tg_buf_append(q->url, "=", 1);
+        append_escaped(q->url, value);
+    }
+    return MHD_YES;
+}
+
+void tg_append_query(struct MHD_Connection *conn, tg_buf *url)
+{
+    query_ctx q = {url, 0};
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_query_arg, &q);
+}
+
+/* Compares every byte of the longer input, so the time taken does not
+ * tell how much of a key was right. */
+bool tg_consttime_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t n = la > lb ? la : lb;
+    unsigned char diff = (unsigned char)(la != lb);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char x = i < la ? (unsigned char)a[i] : 0;
+        unsigned char y = i < lb ? (unsigned char)b[i] : 0;
+        diff |= x ^ y;
+    }
+    return diff == 0;
+}
+
+bool tg_header_value_safe(const char *v)
+{
+    for (; *v; v++)
+        if ((unsigned char)*v < 0x21 || (unsigned char)*v > 0x7e)
+            return false;
+    return true;
+}
+
+void tg_request_id(char *out, size_t n)
+{
+    static const char alnum[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    unsigned char rnd[20];
+    if (getrandom(rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        for (size_t i = 0; i < sizeof rnd; i++)
+            rnd[i] = (unsigned char)((ts.tv_nsec >> (i % 8)) + i * 31 + (size_t)out);
+    }
+    size_t k = snprintf(out, n, "tg-");
+    for (size_t i = 0; i < sizeof rnd && k + 1 < n; i++)
+        out[k++] = alnum[rnd[i] % 36];
+    out[k] = '\0';
+}
+
+bool tg_json_depth_exceeds(const char *p, size_t n, int max)
+{
+    int depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (c == '"') {
+            for (i++; i < n && p[i] != '"'; i++)
+                if (p[i] == '\\')
+                    i++;
+        } else if (c == '{' || c == '[') {
+            if (++depth > max)
+                return true;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return false;
+}
+
+static int wrong_type(tg_error *err, const char *field, const char *want)
+{
+    tg_error_set(err, 400, "invalid_request_error", "invalid_type", field,
+                 "'%s' must be %s", field, want);
+    return -1;
+}
+
+int tg_validate_chat_request(json_t *body, int max_tools, tg_error *err)
+{
+    if (!json_is_object(body)) {
+        tg_error_set(err, 400, "invalid_request_error", "invalid_type", NULL,
+                     "request body must be a JSON object");
+        return -1;
+    }
+    json_t *v = json_object_get(body, "model");
+    if (v && !json_is_string(v))
+        return wrong_type(err, "model", "a string");
+    v = json_object_get(body, "messages");
+    if (!v) {
+        tg_error_set(err, 400, "invalid_request_error", "missing_required_parameter", "messages",
+                     "missing required parameter: 'messages'");
+        return -1;
+    }
+    if (!json_is_array(v))
+        return wrong_type(err, "messages", "an array of message objects");
+    size_t i;
+    json_t *m;
+    json_array_foreach(v, i, m) {
+        if (!json_is_object(m) || !json_is_string(json_object_get(m, "role"))) {
+            char f[64];
+            snprintf(f, sizeof f, "messages[%zu]", i);
+            return wrong_type(err, f, "an object with a string 'role'");
+        }
+    }
+    v = json_object_get(body, "tools");
+    if (v && !json_is_array(v) && !json_is_null(v))
+        return wrong_type(err, "tools", "an array of tool objects");
+    if (json_is_array(v)) {
+        if (max_tools && json_array_size(v) > (size_t)max_tools) {
+            tg_error_set(err, 400, "invalid_request_error", "too_many_tools", "tools",
+                         "'tools' has %zu entries; this toolgate accepts at most %d (max_tools)",
+                         json_array_size(v), max_tools);
+            return -1;
+        }
+        json_array_foreach(v, i, m) {
+            if (!json_is_object(m)) {
+                char f[64];
+                snprintf(f, sizeof f, "tools[%zu]", i);
+                return wrong_type(err, f, "an object");
+            }
+        }
+    }
+    v = json_object_get(body, "stream");
+    if (v && !json_is_boolean(v) && !json_is_null(v))
+        return wrong_type(err, "stream", "a boolean");
+    static const char *const numbers[] = {"temperature", "top_p", "max_tokens",
+                                          "max_completion_tokens", "n", "presence_penalty",
+                                          "frequency_penalty", "seed", NULL};
+    for (int k = 0; numbers[k]; k++) {
+        v = json_object_get(body, numbers[k]);
+        if (v && !json_is_number(v) && !json_is_null(v))
+            return wrong_type(err, numbers[k], "a number");
+    }
+    v = json_object_get(body, "tool_choice");
+    if (v && !json_is_string(v) && !json_is_object(v) && !json_is_null(v))
+        return wrong_type(err, "tool_choice", "a string or an object");
+    v = json_object_get(body, "stop");
+    if (v && !json_is_string(v) && !json_is_array(v) && !json_is_null(v))
+        return wrong_type(err, "stop", "a string or an array of strings");
+    return 0;
+}

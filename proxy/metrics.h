@@ -1,0 +1,29 @@
+/* metrics.h -- Prometheus counters and histograms. Each worker writes only
+ * its own tg_metrics (relaxed atomics, no locks); GET /metrics sums them. */
+#ifndef TG_METRICS_H
+#define TG_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../sanitize/pipeline.h"
+
+typedef struct tg_metrics tg_metrics;
+typedef struct tg_metrics_set tg_metrics_set;
+
+tg_metrics_set *tg_metrics_new(int workers);
+tg_metrics *tg_metrics_worker(tg_metrics_set *s, int i);
+void tg_metrics_free(tg_metrics_set *s);
+
+void tg_metrics_inflight(tg_metrics *m, int delta);
+void tg_metrics_upstream_error(tg_metrics *m, long status);
+void tg_metrics_retry(tg_metrics *m);
+/* Times are CLOCK_MONOTONIC microseconds; 0 = did not happen. */
+void tg_metrics_request_done(tg_metrics *m, const char *route, int status, bool stream,
+                             uint64_t t_start, uint64_t t_upstream, uint64_t t_first_byte,
+                             uint64_t t_done, const tg_stats *st);
+/* Text exposition format; malloc'd. */
+char *tg_metrics_render(tg_metrics_set *s, size_t *len);
+
+#endif

@@ -1,0 +1,1422 @@
+/* server.c -- workers, the client side (libmicrohttpd) and the upstream side
+ * (libcurl multi) of the proxy.
+ *
+ * Design. There is no thread per request. toolgate runs N workers (one per
+ * core by default); each is a single event loop over one epoll set that
+ * holds: its own libmicrohttpd daemon (external epoll mode, listening on its
+ * own SO_REUSEPORT socket so the kernel spreads connections), the sockets of
+ * its own curl multi handle, the client sockets of requests that wait, and an
+ * eventfd for control (stop, reload). A request lives and dies on the worker
+ * that accepted it, so the request path takes no lock and makes no thread
+ * hand-off: the client connection is suspended while upstream has nothing
+ * for it, and resumed from the curl callbacks of the same thread.
+ *
+ * The network code knows nothing of dialects. It calls tg_pipeline_request()
+ * on the parsed body, tg_pipeline_response() on a whole answer, and feeds
+ * stream events through tg_stream_*() (sanitize/), then moves bytes.
+ *
+ * Request lifetime: a tg_req is reference counted by its three possible
+ * holders: the MHD connection (until the completed callback), the upstream
+ * transfer (until the easy handle is removed) and a streaming response (until
+ * MHD frees it). All three live on one thread, so the count is a plain int.
+ */
+#include "server.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../sanitize/cache.h"
+#include "http.h"
+#include "log.h"
+#include "metrics.h"
+#include "sse.h"
+
+#define TG_VERSION_HDR "toolgate"
+#define STREAM_HIGH_WATER (1u << 20)  /* pause upstream past this much unsent */
+#define STREAM_LOW_WATER (256u << 10)
+#define MAX_UPSTREAM_BODY ((size_t)256 << 20)
+
+/* epoll tags: kind in the top byte, a generation in the middle, fd below. */
+enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT };
+#define TAG(kind, gen, fd) (((uint64_t)(kind) << 56) | ((uint64_t)((gen) & 0xffffff) << 32) | (uint32_t)(fd))
+#define TAG_KIND(t) ((int)((t) >> 56))
+#define TAG_GEN(t) ((uint32_t)(((t) >> 32) & 0xffffff))
+#define TAG_FD(t) ((int)(uint32_t)(t))
+
+typedef struct worker worker;
+
+typedef enum {
+    RQ_READ,       /* receiving the client's body */
+    RQ_WAIT,       /* suspended, upstream has nothing for us yet */
+    RQ_READY,      /* something to answer: error, whole body, or stream start */
+    RQ_STREAMING,  /* streaming response queued */
+    RQ_ANSWERED
+} rq_state;
+
+typedef struct tg_req {
+    int refs;
+    worker *w;
+    struct MHD_Connection *conn;  /* NULL once MHD is done with it */
+    tg_conf *conf;
+    const tg_route *route;
+    char id[64];
+    char method[16];
+    char *url;
+    const char *rest;             /* url past the route prefix */
+    bool is_chat;
+    rq_state state;
+    tg_buf body;                  /* client body */
+    bool too_large;
+    uint64_t t_start, t_upstream, t_first_byte, t_last_byte, t_done;
+
+    /* upstream */
+    CURL *easy;
+    struct curl_slist *up_headers;
+    tg_buf up_body;
+    char *up_url;
+    long status;
+    tg_header_list hdrs;          /* upstream response headers kept for the client */
+    bool headers_done;
+    bool is_sse;
+    bool paused;
+    tg_buf resp;                  /* whole upstream body (non-stream) */
+    bool up_running;
+    CURLcode up_result;
+    bool timed_out;
+    int attempt;
+
+    /* answer */
+    int answer_status;
+    char *answer;                 /* malloc'd body for RQ_READY non-stream */
+    size_t answer_len;
+    bool answer_from_upstream;
+
+    /* stream */
+    tg_sse sse;
+    tg_stream *stream;
+    tg_buf out;
+    size_t out_off;
+    bool stream_done;
+    bool suspended;
+    bool client_gone;
+    uint32_t gen;
+    int client_fd;
+
+    tg_ctx ctx;
+    bool ctx_live;
+    json_t *json;                 /* parsed request body */
+
+    struct tg_req *prev, *next;   /* worker's list of requests in flight */
+} tg_req;
+
+struct worker {
+    int id;
+    pthread_t thread;
+    int epfd;
+    int ctlfd;
+    int listen_fd;
+    struct MHD_Daemon *mhd;
+    CURLM *multi;
+    long curl_deadline_ms;        /* -1: none */
+    tg_conf *conf;
+    _Atomic(tg_conf *) pending_conf;
+    atomic_int stop;
+    bool draining;
+    bool mhd_pending;
+    uint64_t drain_deadline;
+    tg_req *inflight;             /* doubly linked */
+    int n_inflight;
+    uint32_t gen;
+    uint64_t next_sweep;
+    tg_cache *cache;
+    tg_metrics *metrics;
+    const struct server *srv;
+};
+
+typedef struct server {
+    worker *workers;
+    int n;
+    atomic_int ready;
+    tg_metrics_set *metrics;
+} server;
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* ---- request objects --------------------------------------------------- */
+
+static tg_req *req_ref(tg_req *r)
+{
+    r->refs++;
+    return r;
+}
+
+static void req_unlink(tg_req *r)
+{
+    worker *w = r->w;
+    if (r->prev)
+        r->prev->next = r->next;
+    else if (w->inflight == r)
+        w->inflight = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
+static void req_unref(tg_req *r)
+{
+    if (--r->refs > 0)
+        return;
+    req_unlink(r);
+    r->w->n_inflight--;
+    tg_metrics_inflight(r->w->metrics, -1);
+    tg_buf_free(&r->body);
+    tg_buf_free(&r->up_body);
+    tg_buf_free(&r->resp);
+    tg_buf_free(&r->out);
+    tg_header_list_free(&r->hdrs);
+    curl_slist_free_all(r->up_headers);
+    free(r->up_url);
+    free(r->answer);
+    free(r->url);
+    if (r->stream)
+        tg_stream_free(r->stream);
+    tg_sse_free(&r->sse);
+    if (r->ctx_live)
+        tg_ctx_clear(&r->ctx);
+    json_decref(r->json);
+    tg_conf_unref(r->conf);
+    free(r);
+}
+
+static void req_resume(tg_req *r)
+{
+    if (r->suspended && r->conn) {
+        r->suspended = false;
+        MHD_resume_connection(r->conn);
+        r->w->mhd_pending = true;  /* run MHD in this loop turn, not the next */
+    }
+}
+
+static void req_suspend(tg_req *r)
+{
+    if (!r->suspended && r->conn) {
+        r->suspended = true;
+        MHD_suspend_connection(r->conn);
+    }
+}
+
+/* Watch the client socket while we wait, so that a client that goes away
+ * cancels its upstream transfer at once instead of when data next flows. */
+static void watch_client(tg_req *r)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return;
+    r->client_fd = ci->connect_fd;
+    r->gen = ++r->w->gen & 0xffffff;
+    struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET,
+                             .data.u64 = TAG(K_CLIENT, r->gen, r->client_fd)};
+    if (epoll_ctl(r->w->epfd, EPOLL_CTL_ADD, r->client_fd, &ev) != 0)
+        r->client_fd = -1;
+}
+
+static void unwatch_client(tg_req *r)
+{
+    if (r->client_fd >= 0) {
+        epoll_ctl(r->w->epfd, EPOLL_CTL_DEL, r->client_fd, NULL);
+        r->client_fd = -1;
+    }
+}
+
+static tg_req *find_by_client(worker *w, int fd, uint32_t gen)
+{
+    for (tg_req *r = w->inflight; r; r = r->next)
+        if (r->client_fd == fd && r->gen == gen)
+            return r;
+    return NULL;
+}
+
+/* ---- answers ------------------------------------------------------------ */
+
+static void set_answer(tg_req *r, int status, char *body, size_t len, bool from_upstream)
+{
+    free(r->answer);
+    r->answer_status = status;
+    r->answer = body;
+    r->answer_len = len;
+    r->answer_from_upstream = from_upstream;
+    r->state = RQ_READY;
+}
+
+static void set_error(tg_req *r, int status, const char *type, const char *code,
+                      const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static void set_error(tg_req *r, int status, const char *type, const char *code,
+                      const char *param, const char *fmt, ...)
+{
+    tg_error err;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    tg_error_set(&err, status, type, code, param, "%s", msg);
+    char *body = tg_error_body(&err);
+    set_answer(r, status, body, strlen(body), false);
+}
+
+static void set_error_from(tg_req *r, const tg_error *err)
+{
+    char *body = tg_error_body(err);
+    set_answer(r, err->status ? err->status : 400, body, strlen(body), false);
+}
+
+static void add_common_headers(tg_req *r, struct MHD_Response *resp)
+{
+    MHD_add_response_header(resp, "X-Request-Id", r->id);
+    if (r->ctx_live && r->ctx.stats.tools_in != r->ctx.stats.tools_out) {
+        char v[128];
+        snprintf(v, sizeof v, "in=%u out=%u bytes_in=%zu bytes_out=%zu", r->ctx.stats.tools_in,
+                 r->ctx.stats.tools_out, r->ctx.stats.tools_bytes_in, r->ctx.stats.tools_bytes_out);
+        MHD_add_response_header(resp, "X-Toolgate-Tools", v);
+    }
+}
+
+static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep_type)
+{
+    for (size_t i = 0; i < r->hdrs.n; i++) {
+        const char *n = r->hdrs.v[i].name;
+        if (!keep_type && !strcasecmp(n, "content-type"))
+            continue;
+        MHD_add_response_header(resp, n, r->hdrs.v[i].value);
+    }
+}
+
+static void access_log_line(tg_req *r, int status);
+
+static enum MHD_Result queue_answer(tg_req *r)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        r->answer_len, r->answer ? r->answer : (char *)"", MHD_RESPMEM_MUST_FREE);
+    if (!r->answer)
+        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    r->answer = NULL;
+    if (!resp)
+        return MHD_NO;
+    if (r->answer_from_upstream) {
+        add_upstream_headers(r, resp, true);
+        if (r->answer_status >= 400) {
+            char v[16];
+            snprintf(v, sizeof v, "%d", r->answer_status);
+            MHD_add_response_header(resp, "X-Toolgate-Upstream-Error", v);
+        }
+    } else {
+        MHD_add_response_header(resp, "Content-Type", "application/json");
+    }
+    add_common_headers(r, resp);
+    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->answer_status, resp);
+    MHD_destroy_response(resp);
+    r->state = RQ_ANSWERED;
+    return ok;
+}
+
+/* ---- streaming to the client ------------------------------------------- */
+
+static void maybe_unpause(tg_req *r)
+{
+    if (r->paused && r->easy && r->out.len - r->out_off < STREAM_LOW_WATER) {
+        r->paused = false;
+        curl_easy_pause(r->easy, CURLPAUSE_CONT);
+    }
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    tg_req *r = cls;
+    (void)pos;
+    size_t avail = r->out.len - r->out_off;
+    if (avail) {
+        size_t n = avail < max ? avail : max;
+        memcpy(buf, r->out.data + r->out_off, n);
+        r->out_off += n;
+        if (r->out_off == r->out.len) {
+            tg_buf_reset(&r->out);
+            r->out_off = 0;
+        }
+        maybe_unpause(r);
+        return (ssize_t)n;
+    }
+    if (r->stream_done)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (r->client_gone)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    req_suspend(r);
+    return 0;
+}
+
+static void stream_reader_free(void *cls)
+{
+    req_unref(cls);
+}
+
+static enum MHD_Result queue_stream(tg_req *r)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader,
+                                          req_ref(r), stream_reader_free);
+    if (!resp) {
+        req_unref(r);
+        return MHD_NO;
+    }
+    add_upstream_headers(r, resp, true);
+    add_common_headers(r, resp);
+    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    r->state = RQ_STREAMING;
+    return ok;
+}
+
+/* ---- upstream (curl) ----------------------------------------------------- */
+
+static void upstream_done(tg_req *r);
+static int start_upstream(tg_req *r, const char *url, const char *method);
+
+static void on_sse_event(void *user, const char *event, const char *data, size_t len)
+{
+    tg_req *r = user;
+    (void)event;
+    tg_stream_event(r->stream, data, len, &r->out);
+}
+
+static void on_sse_comment(void *user, const char *text, size_t len)
+{
+    tg_req *r = user;
+    /* Keep-alive comments keep idle clients and their proxies from timing out. */
+    tg_buf_append(&r->out, text, len);
+    tg_buf_append(&r->out, "\n\n", 2);
+}
+
+static bool header_is(const char *line, size_t n, const char *name)
+{
+    size_t k = strlen(name);
+    return n > k && line[k] == ':' && !strncasecmp(line, name, k);
+}
+
+/* Headers of the final response decide the mode: a 2xx event stream to a
+ * streaming request is relayed as it comes; everything else is collected. */
+static void on_upstream_headers_done(tg_req *r)
+{
+    r->headers_done = true;
+    const char *ct = tg_header_get(&r->hdrs, "content-type");
+    if (r->ctx.stream && r->status >= 200 && r->status < 300 && ct &&
+        strstr(ct, "text/event-stream")) {
+        r->is_sse = true;
+        if (r->state == RQ_WAIT && !r->stream) {
+            r->stream = tg_stream_new(&r->ctx);
+            tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+            r->state = RQ_READY;
+            req_resume(r);
+        } else {
+            /* a later discovery round: same client stream, fresh parser */
+            tg_sse_free(&r->sse);
+            tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+        }
+    }
+}
+
+static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *ud)
+{
+    tg_req *r = ud;
+    size_t n = size * nitems;
+    if (n >= 5 && !strncmp(line, "HTTP/", 5)) {
+        const char *sp = memchr(line, ' ', n);
+        r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        tg_header_list_free(&r->hdrs);
+        return n;
+    }
+    if (n <= 2 && (line[0] == '\r' || line[0] == '\n')) {
+        if (r->status >= 200)
+            on_upstream_headers_done(r);
+        return n;
+    }
+    /* Headers the client must not receive from us as they are. */
+    if (header_is(line, n, "content-length") || header_is(line, n, "transfer-encoding") ||
+        header_is(line, n, "content-encoding") || header_is(line, n, "connection") ||
+        header_is(line, n, "keep-alive") || header_is(line, n, "date") ||
+        header_is(line, n, "proxy-connection") || header_is(line, n, "upgrade") ||
+        header_is(line, n, "trailer") || header_is(line, n, "te") ||
+        header_is(line, n, "x-request-id"))
+        return n;
+    tg_header_list_add_line(&r->hdrs, line, n);
+    return n;
+}
+
+static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
+{
+    tg_req *r = ud;
+    size_t n = size * nmemb;
+    uint64_t t = now_us();
+    if (!r->t_first_byte)
+        r->t_first_byte = t;
+    r->t_last_byte = t;
+    if (r->client_gone)
+        return 0;  /* abort the transfer */
+    if (!r->headers_done)
+        on_upstream_headers_done(r);
+    if (r->is_sse) {
+        /* A slow client: leave the bytes with curl (they come again on
+         * unpause) rather than buffer without bound. */
+        if (r->out.len - r->out_off > STREAM_HIGH_WATER) {
+            r->paused = true;
+            return CURL_WRITEFUNC_PAUSE;
+        }
+        tg_sse_feed(&r->sse, data, n);
+        if (r->out.len > r->out_off)
+            req_resume(r);
+        return n;
+    }
+    if (r->resp.len + n > MAX_UPSTREAM_BODY)
+        return 0;
+    tg_buf_append(&r->resp, data, n);
+    return n;
+}
+
+static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
+{
+    struct curl_slist *h = NULL;
+    tg_forward_ctx f = {.list = &h, .drop_auth = r->route->api_key != NULL};
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, tg_forward_request_header, &f);
+    if (r->route->api_key) {
+        tg_buf b = {0};
+        tg_buf_printf(&b, "Authorization: Bearer %s", r->route->api_key);
+        h = curl_slist_append(h, b.data);
+        tg_buf_free(&b);
+    }
+    char idh[96];
+    snprintf(idh, sizeof idh, "X-Request-Id: %s", r->id);
+    h = curl_slist_append(h, idh);
+    if (is_json_body)
+        h = curl_slist_append(h, "Content-Type: application/json");
+    h = curl_slist_append(h, "Expect:");  /* no 100-continue round trip */
+    return h;
+}
+
+static int start_upstream(tg_req *r, const char *url, const char *method)
+{
+    worker *w = r->w;
+    const tg_route *rt = r->route;
+    CURL *e = curl_easy_init();
+    if (!e)
+        return -1;
+    free(r->up_url);
+    r->up_url = strdup(url);
+    r->status = 0;
+    r->headers_done = false;
+    r->t_first_byte = 0;
+    tg_header_list_free(&r->hdrs);
+    tg_buf_reset(&r->resp);
+    if (!r->up_headers)
+        r->up_headers = build_upstream_headers(r, r->is_chat);
+    curl_easy_setopt(e, CURLOPT_URL, r->up_url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->up_headers);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_upstream_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_upstream_data);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, rt->connect_timeout_ms);
+    if (rt->total_timeout_ms)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rt->total_timeout_ms);
+    if (!strcmp(method, "POST")) {
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up_body.data ? r->up_body.data : "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->up_body.len);
+    } else if (!strcmp(method, "GET")) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+        if (r->up_body.len) {
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up_body.data);
+            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->up_body.len);
+        }
+    }
+    r->easy = e;
+    r->up_running = true;
+    r->t_upstream = now_us();
+    r->t_last_byte = r->t_upstream;
+    req_ref(r);
+    if (curl_multi_add_handle(w->multi, e) != CURLM_OK) {
+        r->easy = NULL;
+        r->up_running = false;
+        curl_easy_cleanup(e);
+        req_unref(r);
+        return -1;
+    }
+    return 0;
+}
+
+static void stop_upstream(tg_req *r)
+{
+    if (!r->easy)
+        return;
+    curl_multi_remove_handle(r->w->multi, r->easy);
+    curl_easy_cleanup(r->easy);
+    r->easy = NULL;
+    r->up_running = false;
+    req_unref(r);
+}
+
+/* ---- answers built from the upstream's -------------------------------- */
+
+static bool is_json_type(tg_req *r)
+{
+    const char *ct = tg_header_get(&r->hdrs, "content-type");
+    return !ct || strstr(ct, "json");
+}
+
+static void finish_stream(tg_req *r, bool transport_error)
+{
+    tg_sse_finish(&r->sse);
+    json_t *next = NULL;
+    if (tg_stream_end(r->stream, transport_error, &r->out, &next) == 1 && next) {
+        char *s = json_dumps(next, JSON_COMPACT);
+        json_decref(next);
+        tg_buf_reset(&r->up_body);
+        tg_buf_puts(&r->up_body, s);
+        free(s);
+        if (start_upstream(r, r->up_url, "POST") == 0) {
+            req_resume(r);
+            return;
+        }
+        json_t *ignored = NULL;
+        tg_stream_end(r->stream, true, &r->out, &ignored);
+        json_decref(ignored);
+    }
+    r->stream_done = true;
+    req_resume(r);
+}
+
+/* A whole (non-streamed) answer from upstream: repair it, or run another
+ * discovery round, or pass an error through unchanged. */
+static void finish_whole(tg_req *r)
+{
+    size_t len = r->resp.len;
+    if (!r->is_chat) {
+        set_answer(r, (int)r->status, tg_buf_steal(&r->resp, &len), len, true);
+        return;
+    }
+    if (r->status < 200 || r->status >= 300) {
+        json_t *err = (r->status == 400 && is_json_type(r))
+                          ? json_loadb(r->resp.data ? r->resp.data : "", len, 0, NULL)
+                          : NULL;
+        if (err && tg_repair_response(err, &r->ctx) == 2) {
+            char *s = json_dumps(err, JSON_COMPACT);
+            json_decref(err);
+            set_answer(r, 200, s, strlen(s), false);
+            return;
+        }
+        json_decref(err);
+        set_answer(r, (int)r->status, tg_buf_steal(&r->resp, &len), len, true);
+        return;
+    }
+    json_error_t je;
+    json_t *resp = json_loadb(r->resp.data ? r->resp.data : "", len, 0, &je);
+    if (!json_is_object(resp)) {
+        json_decref(resp);
+        set_error(r, 502, "upstream_error", "bad_upstream_response", NULL,
+                  "upstream answered %ld with a body that is not a JSON object (%s)", r->status,
+                  je.text);
+        return;
+    }
+    json_t *next = NULL;
+    if (tg_pipeline_response(resp, &r->ctx, &next) == 1 && next) {
+        json_decref(resp);
+        char *s = json_dumps(next, JSON_COMPACT);
+        json_decref(next);
+        tg_buf_reset(&r->up_body);
+        tg_buf_puts(&r->up_body, s);
+        free(s);
+        if (start_upstream(r, r->up_url, "POST") == 0)
+            return;
+        set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
+                  "could not start the next discovery round");
+        return;
+    }
+    char *s = json_dumps(resp, JSON_COMPACT);
+    json_decref(resp);
+    set_answer(r, (int)r->status, s, strlen(s), true);
+}
+
+static void upstream_done(tg_req *r)
+{
+    CURLcode rc = r->up_result;
+    if (r->client_gone) {
+        r->stream_done = true;
+        req_resume(r);
+        return;
+    }
+    if (r->is_sse && r->state >= RQ_READY && r->stream) {
+        finish_stream(r, rc != CURLE_OK || r->timed_out);
+        return;
+    }
+    if (rc != CURLE_OK || r->timed_out) {
+        bool timeout = r->timed_out || rc == CURLE_OPERATION_TIMEDOUT;
+        if (timeout)
+            set_error(r, 504, "upstream_error", "upstream_timeout", NULL,
+                      "upstream %s did not answer in time (route %s)", r->route->upstream,
+                      r->route->name);
+        else
+            set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
+                      "upstream %s failed: %s (route %s)", r->route->upstream,
+                      curl_easy_strerror(rc), r->route->name);
+    } else {
+        finish_whole(r);
+    }
+    if (r->state == RQ_READY)
+        req_resume(r);
+}
+
+static void check_curl_done(worker *w)
+{
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(w->multi, &left))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        tg_req *r = NULL;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        CURLcode rc = m->data.result;
+        r->up_result = rc;
+        req_ref(r);
+        stop_upstream(r);
+        upstream_done(r);
+        req_unref(r);
+    }
+}
+
+static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    worker *w = userp;
+    (void)e;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(w->epfd, EPOLL_CTL_DEL, s, NULL);
+        curl_multi_assign(w->multi, s, NULL);
+        return 0;
+    }
+    struct epoll_event ev = {
+        .events = (uint32_t)((what & CURL_POLL_IN ? EPOLLIN : 0) |
+                             (what & CURL_POLL_OUT ? EPOLLOUT : 0)),
+        .data.u64 = TAG(K_CURL, 0, s)};
+    if (socketp) {
+        epoll_ctl(w->epfd, EPOLL_CTL_MOD, s, &ev);
+    } else {
+        if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, s, &ev) != 0 && errno == EEXIST)
+            epoll_ctl(w->epfd, EPOLL_CTL_MOD, s, &ev);
+        curl_multi_assign(w->multi, s, (void *)1);
+    }
+    return 0;
+}
+
+static int on_curl_timer(CURLM *m, long timeout_ms, void *userp)
+{
+    worker *w = userp;
+    (void)m;
+    w->curl_deadline_ms = timeout_ms < 0 ? -1 : (long)(now_us() / 1000) + timeout_ms;
+    return 0;
+}
+
+/* ---- the client side (MHD) --------------------------------------------- */
+
+static const char *client_header(tg_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+static bool client_authorized(tg_req *r)
+{
+    char **keys = r->conf->client_keys;
+    if (!keys)
+        return true;
+    const char *auth = client_header(r, "Authorization");
+    if (!auth || strncasecmp(auth, "Bearer ", 7))
+        return false;
+    const char *tok = auth + 7;
+    bool ok = false;
+    for (char **k = keys; *k; k++)
+        ok |= tg_consttime_equal(tok, *k);
+    return ok;
+}
+
+static void answer_json(tg_req *r, int status, const char *json)
+{
+    set_answer(r, status, strdup(json), strlen(json), false);
+}
+
+static void route_list(const tg_conf *c, char *buf, size_t n)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < c->n_routes && off < n; i++)
+        off += (size_t)snprintf(buf + off, n - off, "%s%s", i ? ", " : "", c->routes[i].name);
+}
+
+/* Build the upstream body for a chat request: parse, route, run the request
+ * stages. Leaves an answer in r on error. */
+static int prepare_chat(tg_req *r, const tg_route *by_prefix)
+{
+    const tg_conf *c = r->conf;
+    json_error_t je;
+    if (tg_json_depth_exceeds(r->body.data, r->body.len, c->max_depth)) {
+        set_error(r, 400, "invalid_request_error", "json_too_deep", NULL,
+                  "request body nests deeper than %d levels", c->max_depth);
+        return -1;
+    }
+    json_t *body = json_loadb(r->body.data ? r->body.data : "", r->body.len,
+                              JSON_REJECT_DUPLICATES, &je);
+    if (!body) {
+        set_error(r, 400, "invalid_request_error", "invalid_json", NULL,
+                  "request body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
+                  je.column);
+        return -1;
+    }
+    r->json = body;
+    tg_error err;
+    if (tg_validate_chat_request(body, c->max_tools, &err)) {
+        set_error_from(r, &err);
+        return -1;
+    }
+    const char *model = json_string_value(json_object_get(body, "model"));
+    r->route = by_prefix ? by_prefix : (model ? tg_route_by_model(c, model) : NULL);
+    if (!r->route) {
+        char routes[512];
+        route_list(c, routes, sizeof routes);
+        set_error(r, 404, "invalid_request_error", "model_not_found", "model",
+                  "no route for model '%s' (routes tried, in order: %s)", model ? model : "",
+                  routes);
+        return -1;
+    }
+    tg_ctx_init(&r->ctx, r->route->name, &r->route->rules, r->route->strip_prefix);
+    r->ctx_live = true;
+    r->ctx.cache = r->w->cache;
+    if (tg_pipeline_request(body, &r->ctx, &err)) {
+        set_error_from(r, &err);
+        return -1;
+    }
+    char *s = json_dumps(body, JSON_COMPACT);
+    if (!s) {
+        set_error(r, 500, "server_error", NULL, NULL, "out of memory");
+        return -1;
+    }
+    tg_buf_free(&r->up_body);
+    r->up_body.data = s;
+    r->up_body.len = strlen(s);
+    r->up_body.cap = r->up_body.len + 1;
+    if (r->ctx.disc_state || r->ctx.request == NULL)
+        r->ctx.request = json_incref(body);
+    return 0;
+}
+
+static enum MHD_Result dispatch(tg_req *r)
+{
+    const tg_conf *c = r->conf;
+    const char *url = r->url;
+    if (!strcmp(url, "/healthz")) {
+        answer_json(r, 200, "{\"status\":\"ok\"}");
+        return queue_answer(r);
+    }
+    if (!strcmp(url, "/readyz")) {
+        bool ready = atomic_load(&r->w->srv->ready) && !r->w->draining;
+        answer_json(r, ready ? 200 : 503, ready ? "{\"status\":\"ready\"}" : "{\"status\":\"draining\"}");
+        return queue_answer(r);
+    }
+    if (!strcmp(url, "/metrics")) {
+        size_t len;
+        char *m = tg_metrics_render(r->w->srv->metrics, &len);
+        set_answer(r, 200, m, len, false);
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(len, r->answer, MHD_RESPMEM_MUST_FREE);
+        r->answer = NULL;
+        MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
+        enum MHD_Result ok = MHD_queue_response(r->conn, 200, resp);
+        MHD_destroy_response(resp);
+        r->state = RQ_ANSWERED;
+        return ok;
+    }
+    if (!client_authorized(r)) {
+        set_error(r, 401, "invalid_request_error", "invalid_api_key", NULL,
+                  "missing or unknown client key: send Authorization: Bearer <key> with one of "
+                  "the keys in [server] client_keys");
+        return queue_answer(r);
+    }
+    if (r->too_large) {
+        set_error(r, 413, "invalid_request_error", "request_too_large", NULL,
+                  "request body is larger than max_body (%zu bytes)", c->max_body);
+        return queue_answer(r);
+    }
+    const char *rest;
+    const tg_route *by_prefix = tg_route_by_prefix(c, url, &rest);
+    r->rest = rest;
+    if (!strcmp(rest, "/v1/chat/completions") || !strcmp(rest, "/chat/completions")) {
+        if (strcmp(r->method, "POST")) {
+            set_error(r, 405, "invalid_request_error", "method_not_allowed", NULL,
+                      "%s /v1/chat/completions: use POST", r->method);
+            return queue_answer(r);
+        }
+        r->is_chat = true;
+        if (prepare_chat(r, by_prefix))
+            return queue_answer(r);
+    } else if (!strncmp(rest, "/v1/", 4) || !strcmp(rest, "/v1")) {
+        r->route = by_prefix ? by_prefix : &c->routes[0];
+        tg_buf_free(&r->up_body);
+        tg_buf_append(&r->up_body, r->body.data ? r->body.data : "", r->body.len);
+    } else {
+        set_error(r, 404, "invalid_request_error", "unknown_url", NULL,
+                  "unknown path %s: toolgate serves [prefix]/v1/chat/completions, /v1/*, "
+                  "/healthz, /readyz and /metrics",
+                  url);
+        return queue_answer(r);
+    }
+
+    tg_buf u = {0};
+    tg_buf_puts(&u, r->route->upstream);
+    tg_buf_puts(&u, r->is_chat ? "/chat/completions" : r->rest + 3);
+    tg_append_query(r->conn, &u);
+    int rc = start_upstream(r, u.data, r->method);
+    tg_buf_free(&u);
+    if (rc) {
+        set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
+                  "could not start the upstream request");
+        return queue_answer(r);
+    }
+    r->state = RQ_WAIT;
+    watch_client(r);
+    req_suspend(r);
+    return MHD_YES;
+}
+
+static tg_req *req_new(worker *w, struct MHD_Connection *conn, const char *url,
+                       const char *method)
+{
+    tg_req *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->refs = 1;
+    r->w = w;
+    r->conn = conn;
+    r->conf = tg_conf_ref(w->conf);
+    r->url = strdup(url);
+    snprintf(r->method, sizeof r->method, "%s", method);
+    r->client_fd = -1;
+    r->t_start = now_us();
+    const char *id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    if (id && *id && strlen(id) < sizeof r->id && tg_header_value_safe(id))
+        snprintf(r->id, sizeof r->id, "%s", id);
+    else
+        tg_request_id(r->id, sizeof r->id);
+    tg_metrics_inflight(w->metrics, 1);
+    r->next = w->inflight;
+    if (w->inflight)
+        w->inflight->prev = r;
+    w->inflight = r;
+    w->n_inflight++;
+    return r;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    worker *w = cls;
+    tg_req *r = *con_cls;
+    (void)version;
+    if (!r) {
+        r = req_new(w, conn, url, method);
+        if (!r)
+            return MHD_NO;
+        *con_cls = r;
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > r->conf->max_body)
+            r->too_large = true;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        if (!r->too_large && r->body.len + *upload_data_size > r->conf->max_body)
+            r->too_large = true;
+        if (!r->too_large)
+            tg_buf_append(&r->body, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    switch (r->state) {
+    case RQ_READ:
+        return dispatch(r);
+    case RQ_WAIT:
+        if (r->client_gone)
+            return MHD_NO;
+        req_suspend(r);
+        return MHD_YES;
+    case RQ_READY:
+        if (r->client_gone)
+            return MHD_NO;
+        if (r->is_sse && r->stream && !r->answer)
+            return queue_stream(r);
+        return queue_answer(r);
+    default:
+        return MHD_YES;
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    tg_req *r = *con_cls;
+    (void)cls;
+    (void)conn;
+    if (!r)
+        return;
+    *con_cls = NULL;
+    unwatch_client(r);
+    r->conn = NULL;
+    r->suspended = false;
+    r->t_done = now_us();
+    int status = r->answer_status ? r->answer_status : (int)r->status;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+        r->client_gone = true;
+        stop_upstream(r);
+        if (!status)
+            status = 499;
+    }
+    access_log_line(r, status);
+    tg_metrics_request_done(r->w->metrics, r->route ? r->route->name : "-", status,
+                            r->ctx_live && r->ctx.stream, r->t_start, r->t_upstream,
+                            r->t_first_byte, r->t_done, &r->ctx.stats);
+    req_unref(r);
+}
+
+/* The client went away while we waited: cancel upstream now. */
+static void on_client_hangup(tg_req *r)
+{
+    if (r->client_gone)
+        return;
+    r->client_gone = true;
+    stop_upstream(r);
+    unwatch_client(r);
+    req_resume(r);
+}
+
+static void access_log_line(tg_req *r, int status)
+{
+    if (tg_log_level_get() < TG_LOG_INFO)
+        return;
+    json_t *o = json_object();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char when[80];
+    snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+    json_object_set_new(o, "time", json_string(when));
+    json_object_set_new(o, "id", json_string(r->id));
+    json_object_set_new(o, "method", json_string(r->method));
+    json_object_set_new(o, "path", json_string(r->url));
+    json_object_set_new(o, "route", r->route ? json_string(r->route->name) : json_null());
+    const char *model = r->json ? json_string_value(json_object_get(r->json, "model")) : NULL;
+    json_object_set_new(o, "model", model ? json_string(model) : json_null());
+    json_object_set_new(o, "status", json_integer(status));
+    json_object_set_new(o, "stream", json_boolean(r->ctx_live && r->ctx.stream));
+    json_object_set_new(o, "ms", json_real((double)(r->t_done - r->t_start) / 1000.0));
+    if (r->t_first_byte)
+        json_object_set_new(o, "upstream_ttfb_ms",
+                            json_real((double)(r->t_first_byte - r->t_upstream) / 1000.0));
+    json_object_set_new(o, "bytes_in", json_integer((json_int_t)r->body.len));
+    if (r->ctx_live) {
+        json_object_set_new(o, "tools_in", json_integer(r->ctx.stats.tools_in));
+        json_object_set_new(o, "tools_out", json_integer(r->ctx.stats.tools_out));
+        json_object_set_new(o, "repairs", json_integer(r->ctx.stats.repairs));
+        json_object_set_new(o, "stripped", json_integer(r->ctx.stats.fields_stripped));
+    }
+    char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    json_decref(o);
+    if (s) {
+        tg_access_log(s, strlen(s));
+        free(s);
+    }
+}
+
+/* ---- timers --------------------------------------------------------------- */
+
+/* Time-to-first-byte and idle limits per route; connect and total limits
+ * are curl's own. Swept a few times a second, which is plenty for limits
+ * counted in seconds. */
+static void sweep_timeouts(worker *w, uint64_t t)
+{
+    for (tg_req *r = w->inflight; r;) {
+        tg_req *next = r->next;
+        if (r->easy) {
+            const tg_route *rt = r->route;
+            bool late_first = !r->t_first_byte && rt->ttfb_timeout_ms &&
+                              t - r->t_upstream > (uint64_t)rt->ttfb_timeout_ms * 1000;
+            bool idle = r->t_first_byte && rt->idle_timeout_ms &&
+                        t - r->t_last_byte > (uint64_t)rt->idle_timeout_ms * 1000;
+            if (late_first || idle) {
+                tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id,
+                       rt->upstream, late_first ? "ttfb_timeout" : "idle_timeout");
+                r->timed_out = true;
+                r->up_result = CURLE_OPERATION_TIMEDOUT;
+                req_ref(r);
+                stop_upstream(r);
+                upstream_done(r);
+                req_unref(r);
+            }
+        }
+        r = next;
+    }
+}
+
+/* ---- the loop -------------------------------------------------------------- */
+
+static void take_new_conf(worker *w)
+{
+    tg_conf *n = atomic_exchange(&w->pending_conf, NULL);
+    if (n) {
+        tg_conf_unref(w->conf);
+        w->conf = n;
+    }
+}
+
+static void begin_drain(worker *w)
+{
+    if (w->draining)
+        return;
+    w->draining = true;
+    w->drain_deadline = now_us() + (uint64_t)w->conf->shutdown_grace_ms * 1000;
+    MHD_socket fd = MHD_quiesce_daemon(w->mhd);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+}
+
+static void run_curl_timeout(worker *w)
+{
+    int running;
+    if (w->curl_deadline_ms >= 0 && (long)(now_us() / 1000) >= w->curl_deadline_ms) {
+        w->curl_deadline_ms = -1;
+        curl_multi_socket_action(w->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+}
+
+static int loop_timeout_ms(worker *w)
+{
+    if (w->mhd_pending)
+        return 0;
+    long t = 250;
+    long now = (long)(now_us() / 1000);
+    if (w->curl_deadline_ms >= 0) {
+        long d = w->curl_deadline_ms - now;
+        t = d < 0 ? 0 : (d < t ? d : t);
+    }
+    MHD_UNSIGNED_LONG_LONG mt;
+    if (MHD_get_timeout(w->mhd, &mt) == MHD_YES && (long)mt < t)
+        t = (long)mt;
+    return (int)t;
+}
+
+/* MHD processes a resumed connection only on the run after the one that
+ * noticed the resume, so run until it has nothing due (bounded). */
+static void run_mhd_now(worker *w)
+{
+    for (int i = 0; i < 4; i++) {
+        w->mhd_pending = false;
+        MHD_run(w->mhd);
+        MHD_UNSIGNED_LONG_LONG t;
+        if (!w->mhd_pending && (MHD_get_timeout(w->mhd, &t) != MHD_YES || t > 0))
+            break;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    struct epoll_event evs[256];
+    for (;;) {
+        if (atomic_load(&w->stop))
+            begin_drain(w);
+        if (w->draining && (w->n_inflight == 0 || now_us() > w->drain_deadline))
+            break;
+        int n = epoll_wait(w->epfd, evs, 256, loop_timeout_ms(w));
+        bool run_mhd = n == 0;
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = evs[i].data.u64;
+            int running;
+            switch (TAG_KIND(tag)) {
+            case K_MHD:
+                run_mhd = true;
+                break;
+            case K_CTL: {
+                uint64_t v;
+                ssize_t rd = read(w->ctlfd, &v, sizeof v);
+                (void)rd;
+                take_new_conf(w);
+                break;
+            }
+            case K_CURL: {
+                int flags = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                            (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                            (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+                curl_multi_socket_action(w->multi, TAG_FD(tag), flags, &running);
+                break;
+            }
+            case K_CLIENT: {
+                tg_req *r = find_by_client(w, TAG_FD(tag), TAG_GEN(tag));
+                if (r)
+                    on_client_hangup(r);
+                run_mhd = true;
+                break;
+            }
+            }
+        }
+        run_curl_timeout(w);
+        check_curl_done(w);
+        if (run_mhd || w->mhd_pending || w->draining)
+            run_mhd_now(w);
+        /* A request MHD just handed us usually starts a transfer with a zero
+         * timeout: act now rather than after another epoll_wait. */
+        run_curl_timeout(w);
+        check_curl_done(w);
+        uint64_t t = now_us();
+        if (t >= w->next_sweep) {
+            w->next_sweep = t + 200000;
+            sweep_timeouts(w, t);
+        }
+    }
+    return NULL;
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+static int open_listener(const char *host, int port, char *err, size_t errlen)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai;
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    int rc = getaddrinfo(host, ps, &hints, &ai);
+    if (rc) {
+        snprintf(err, errlen, "listen %s:%d: %s", host, port, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 4096)) {
+            snprintf(err, errlen, "listen %s:%d: %s", host, port, strerror(errno));
+            close(fd);
+            fd = -1;
+        }
+    } else {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+    }
+    freeaddrinfo(ai);
+    return fd;
+}
+
+static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char *host, int port,
+                        char *err, size_t errlen)
+{
+    w->id = id;
+    w->srv = s;
+    w->conf = tg_conf_ref(conf);
+    w->curl_deadline_ms = -1;
+    w->listen_fd = open_listener(host, port, err, errlen);
+    if (w->listen_fd < 0)
+        return -1;
+    size_t memlimit = conf->max_header + 32 * 1024;
+    w->mhd = MHD_start_daemon(
+        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0, NULL, NULL, on_request, w,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)w->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, w, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)60000, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        memlimit, MHD_OPTION_END);
+    if (!w->mhd) {
+        snprintf(err, errlen, "cannot start the HTTP front end on %s:%d", host, port);
+        return -1;
+    }
+    w->epfd = epoll_create1(EPOLL_CLOEXEC);
+    w->ctlfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(w->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG(K_MHD, 0, di->epoll_fd)};
+    epoll_ctl(w->epfd, EPOLL_CTL_ADD, di->epoll_fd, &ev);
+    ev.data.u64 = TAG(K_CTL, 0, w->ctlfd);
+    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->ctlfd, &ev);
+    w->multi = curl_multi_init();
+    curl_multi_setopt(w->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+    curl_multi_setopt(w->multi, CURLMOPT_SOCKETDATA, w);
+    curl_multi_setopt(w->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    curl_multi_setopt(w->multi, CURLMOPT_TIMERDATA, w);
+    curl_multi_setopt(w->multi, CURLMOPT_MAXCONNECTS, 512L);
+    w->cache = tg_cache_new(256, 64u << 20);
+    w->metrics = tg_metrics_worker(s->metrics, id);
+    return pthread_create(&w->thread, NULL, worker_main, w) ? -1 : 0;
+}
+
+static void worker_cleanup(worker *w)
+{
+    if (w->mhd)
+        MHD_stop_daemon(w->mhd);
+    /* Anything still holding a transfer after the grace period is dropped. */
+    for (tg_req *r = w->inflight, *next; r; r = next) {
+        next = r->next;
+        stop_upstream(r);
+    }
+    if (w->multi)
+        curl_multi_cleanup(w->multi);
+    if (w->epfd > 0)
+        close(w->epfd);
+    if (w->ctlfd > 0)
+        close(w->ctlfd);
+    tg_cache_free(w->cache);
+    tg_conf_unref(atomic_exchange(&w->pending_conf, NULL));
+    tg_conf_unref(w->conf);
+}
+
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static void reload(server *s, const char *path)
+{
+    tg_buf errs = {0};
+    tg_conf *n = tg_conf_load(path, &errs);
+    if (!n) {
+        tg_log(TG_LOG_ERROR, "reload of %s rejected, the running conf stays:\n%s", path,
+               errs.data ? errs.data : "");
+        tg_buf_free(&errs);
+        return;
+    }
+    tg_buf_free(&errs);
+    for (int i = 0; i < s->n; i++) {
+        tg_conf_unref(atomic_exchange(&s->workers[i].pending_conf, tg_conf_ref(n)));
+        uint64_t one = 1;
+        ssize_t wr = write(s->workers[i].ctlfd, &one, sizeof one);
+        (void)wr;
+    }
+    tg_log(TG_LOG_INFO, "reloaded %s: %d routes", path, n->n_routes);
+    tg_conf_unref(n);
+}
+
+int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_override)
+{
+    char *host = strdup(conf->listen_host);
+    int port = conf->listen_port;
+    if (listen_override) {
+        const char *colon = strrchr(listen_override, ':');
+        if (!colon) {
+            fprintf(stderr, "toolgate: --listen: expected HOST:PORT\n");
+            free(host);
+            return 2;
+        }
+        free(host);
+        host = strndup(listen_override, (size_t)(colon - listen_override));
+        if (host[0] == '[') {
+            memmove(host, host + 1, strlen(host));
+            host[strlen(host) - 1] = '\0';
+        }
+        port = atoi(colon + 1);
+    }
+    raise_fd_limit();
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+    server s = {0};
+    s.n = conf->threads;
+    s.workers = calloc((size_t)s.n, sizeof *s.workers);
+    s.metrics = tg_metrics_new(s.n);
+    char err[256] = "";
+    int started = 0;
+    for (int i = 0; i < s.n; i++) {
+        if (worker_start(&s, &s.workers[i], i, conf, host, port, err, sizeof err)) {
+            fprintf(stderr, "toolgate: %s\n", err);
+            break;
+        }
+        started++;
+    }
+    int code = 0;
+    if (started == s.n) {
+        atomic_store(&s.ready, 1);
+        tg_log(TG_LOG_INFO, "listening on %s:%d with %d workers, %d routes (%s)", host, port, s.n,
+               conf->n_routes, conf_path ? conf_path : "-");
+        for (;;) {
+            int sig;
+            if (sigwait(&set, &sig))
+                continue;
+            if (sig == SIGHUP && conf_path) {
+                reload(&s, conf_path);
+                continue;
+            }
+            if (sig == SIGTERM || sig == SIGINT)
+                break;
+        }
+        tg_log(TG_LOG_INFO, "stopping: finishing requests in flight");
+    } else {
+        code = 1;
+    }
+    for (int i = 0; i < started; i++) {
+        atomic_store(&s.workers[i].stop, 1);
+        uint64_t one = 1;
+        ssize_t wr = write(s.workers[i].ctlfd, &one, sizeof one);
+        (void)wr;
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(s.workers[i].thread, NULL);
+    for (int i = 0; i < s.n; i++)
+        worker_cleanup(&s.workers[i]);
+    free(s.workers);
+    tg_metrics_free(s.metrics);
+    free(host);
+    curl_global_cleanup();
+    return code;
+}
