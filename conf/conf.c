@@ -26,8 +26,15 @@ typedef struct kv {
     int line;
 } kv;
 
+typedef struct section_line {
+    char *name;
+    int line;
+} section_line;
+
 typedef struct parser {
     const char *name;  /* file name for messages */
+    section_line *secs;
+    int nsecs;
     const char *text;
     size_t pos;
     int line;
@@ -51,6 +58,36 @@ static void perr(parser *p, int line, const char *fmt, ...)
     tg_buf_puts(p->errors, msg);
     tg_buf_puts(p->errors, "\n");
     p->nerr++;
+}
+
+/* Remember where each [section] starts, for messages about the section. */
+static void note_section(parser *p, const char *line)
+{
+    while (*line == ' ' || *line == '\t')
+        line++;
+    if (*line != '[')
+        return;
+    const char *end = strchr(line, ']');
+    if (!end)
+        return;
+    const char *b = line + 1;
+    while (b < end && (*b == ' ' || *b == '\t'))
+        b++;
+    const char *e = end;
+    while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    p->secs = realloc(p->secs, (size_t)(p->nsecs + 1) * sizeof *p->secs);
+    p->secs[p->nsecs].name = strndup(b, (size_t)(e - b));
+    p->secs[p->nsecs].line = p->line;
+    p->nsecs++;
+}
+
+static int section_line_of(const parser *p, const char *section, int fallback)
+{
+    for (int i = 0; i < p->nsecs; i++)
+        if (!strcmp(p->secs[i].name, section))
+            return p->secs[i].line;
+    return fallback;
 }
 
 /* inih reader: fgets over a string, counting lines. */
@@ -79,6 +116,7 @@ static char *read_line(char *str, int num, void *stream)
         return str;
     }
     p->line++;
+    note_section(p, str);
     return str;
 }
 
@@ -480,8 +518,8 @@ static void build_routes(parser *p, tg_conf *c)
                 if (!*k->section)
                     perr(p, k->line, "key '%s' outside any section", k->key);
                 else
-                    perr(p, k->line, "unknown section [%s] (expected [server] or [route NAME])",
-                         k->section);
+                    perr(p, section_line_of(p, k->section, k->line),
+                         "unknown section [%s] (expected [server] or [route NAME])", k->section);
             }
             continue;
         }
@@ -497,7 +535,7 @@ static void build_routes(parser *p, tg_conf *c)
             perr(p, k->line, "route name '%s': use letters, digits, '-', '_' or '.'", name);
         c->routes = realloc(c->routes, (size_t)(c->n_routes + 1) * sizeof *c->routes);
         tg_route *r = &c->routes[c->n_routes++];
-        route_init(r, name, k->line);
+        route_init(r, name, section_line_of(p, k->section, k->line));
 
         /* The dialect first, so rule overrides apply to its preset. */
         for (int j = i; j < p->n; j++) {
@@ -586,6 +624,9 @@ tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors)
         free(p.kvs[i].value);
     }
     free(p.kvs);
+    for (int i = 0; i < p.nsecs; i++)
+        free(p.secs[i].name);
+    free(p.secs);
     if (p.nerr) {
         conf_free(c);
         return NULL;

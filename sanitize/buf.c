@@ -20,6 +20,7 @@ int tg_buf_reserve(tg_buf *b, size_t extra)
         return -1;
     b->data = p;
     b->cap = cap;
+    b->data[b->len] = '\0';
     return 0;
 }
 

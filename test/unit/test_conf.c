@@ -1,0 +1,263 @@
+/* test_conf.c -- conf loading as data (every .conf file under test/vectors/conf
+ * says what it expects in "; expect: ..." lines: "ok", or substrings that
+ * must all appear in the FILE:LINE: messages), then the router and the
+ * value parsers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../conf/conf.h"
+
+#define VEC_DIR "test/vectors/conf"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    tg_buf b = {0};
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        tg_buf_append(&b, chunk, n);
+    fclose(f);
+    return tg_buf_steal(&b, NULL);
+}
+
+static int check_vector(const char *path)
+{
+    char *text = slurp(path);
+    if (!text) {
+        print_error("cannot read %s\n", path);
+        return 1;
+    }
+    tg_buf errs = {0};
+    tg_conf *c = tg_conf_load_string(text, path, &errs);
+    int bad = 0, expectations = 0;
+    for (char *line = text; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (!strncmp(line, "; expect: ", 10)) {
+            const char *want = line + 10;
+            expectations++;
+            if (!strcmp(want, "ok")) {
+                if (!c) {
+                    print_error("%s: expected ok, got:\n%s", path, errs.data);
+                    bad = 1;
+                }
+            } else if (c) {
+                print_error("%s: expected an error containing '%s', conf loaded\n", path, want);
+                bad = 1;
+            } else if (!errs.data || !strstr(errs.data, want)) {
+                print_error("%s: expected '%s' in:\n%s", path, want, errs.data ? errs.data : "");
+                bad = 1;
+            }
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    if (!expectations) {
+        print_error("%s: no '; expect:' line\n", path);
+        bad = 1;
+    }
+    /* Every message names the file and a line. */
+    if (!c && errs.data && strncmp(errs.data, path, strlen(path))) {
+        print_error("%s: message does not start with FILE:LINE: %s", path, errs.data);
+        bad = 1;
+    }
+    tg_conf_unref(c);
+    tg_buf_free(&errs);
+    free(text);
+    return bad;
+}
+
+static void test_conf_vectors(void **state)
+{
+    (void)state;
+    setenv("TG_TEST_UPSTREAM", "http://127.0.0.1:9/v1", 1);
+    unsetenv("TG_UNSET");
+    unsetenv("TG_UNSET_KEY");
+    DIR *d = opendir(VEC_DIR);
+    assert_non_null(d);
+    struct dirent *e;
+    int n = 0, failed = 0;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".conf"))
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", VEC_DIR, e->d_name);
+        failed += check_vector(path);
+        n++;
+    }
+    closedir(d);
+    assert_true(n >= 20);
+    assert_int_equal(failed, 0);
+}
+
+static tg_conf *load(const char *text)
+{
+    tg_buf errs = {0};
+    tg_conf *c = tg_conf_load_string(text, "t.conf", &errs);
+    if (!c)
+        print_error("%s", errs.data);
+    tg_buf_free(&errs);
+    return c;
+}
+
+static void test_values_resolved(void **state)
+{
+    (void)state;
+    tg_conf *c = load("[server]\nlisten = [::1]:8081\nmax_body = 2M\nclient_keys = a, b ,c\n"
+                      "[route r]\nmodels = x\nprefix = p/\nupstream = http://h/v1/\n"
+                      "idle_timeout = 1.5s\nconnect_timeout = 250ms\n");
+    assert_non_null(c);
+    assert_string_equal(c->listen_host, "::1");
+    assert_int_equal(c->listen_port, 8081);
+    assert_int_equal(c->max_body, 2u << 20);
+    assert_string_equal(c->client_keys[0], "a");
+    assert_string_equal(c->client_keys[1], "b");
+    assert_string_equal(c->client_keys[2], "c");
+    assert_null(c->client_keys[3]);
+    assert_true(c->threads >= 1);
+    const tg_route *r = &c->routes[0];
+    assert_string_equal(r->prefix, "/p");
+    assert_string_equal(r->upstream, "http://h/v1");
+    assert_int_equal(r->idle_timeout_ms, 1500);
+    assert_int_equal(r->connect_timeout_ms, 250);
+    assert_null(r->api_key);
+    assert_string_equal(r->strip_prefix, "_");
+    tg_conf_unref(c);
+}
+
+static void test_env_expansion(void **state)
+{
+    (void)state;
+    setenv("TG_T_KEY", "sk-123", 1);
+    unsetenv("TG_T_NONE");
+    tg_conf *c = load("[route r]\nmodels = ${TG_T_NONE:-m-*}\nupstream = http://h\n"
+                      "api_key = ${TG_T_KEY}\n[route s]\nmodels = y\nupstream = http://h\n"
+                      "api_key = ${TG_T_NONE}\n");
+    assert_non_null(c);
+    assert_string_equal(c->routes[0].models[0], "m-*");
+    assert_string_equal(c->routes[0].api_key, "sk-123");
+    assert_null(c->routes[1].api_key);  /* empty expansion = forward the client's key */
+    tg_conf_unref(c);
+}
+
+static void test_router(void **state)
+{
+    (void)state;
+    tg_conf *c = load("[route gem]\nmodels = gemini-*, google/*\nprefix = /gemini\nupstream = http://g\n"
+                      "[route oai]\nmodels = gpt-*, *\nupstream = http://o\n"
+                      "[route late]\nmodels = gemini-pro\nupstream = http://l\n"
+                      "[route deep]\nprefix = /team/a\nupstream = http://d\n");
+    assert_non_null(c);
+    const char *rest;
+    /* model globs, in file order: the first match wins */
+    assert_string_equal(tg_route_by_model(c, "gemini-2.5-pro")->name, "gem");
+    assert_string_equal(tg_route_by_model(c, "google/gemma")->name, "gem");
+    assert_string_equal(tg_route_by_model(c, "gpt-4o")->name, "oai");
+    assert_string_equal(tg_route_by_model(c, "gemini-pro")->name, "gem");
+    assert_string_equal(tg_route_by_model(c, "anything")->name, "oai");
+    /* prefixes match whole path segments only */
+    assert_string_equal(tg_route_by_prefix(c, "/gemini/v1/chat/completions", &rest)->name, "gem");
+    assert_string_equal(rest, "/v1/chat/completions");
+    assert_null(tg_route_by_prefix(c, "/geminix/v1/chat/completions", &rest));
+    assert_string_equal(rest, "/geminix/v1/chat/completions");
+    assert_null(tg_route_by_prefix(c, "/v1/chat/completions", &rest));
+    assert_string_equal(tg_route_by_prefix(c, "/team/a/v1/models", &rest)->name, "deep");
+    assert_string_equal(rest, "/v1/models");
+    assert_null(tg_route_by_prefix(c, "/team/ab/v1/models", &rest));
+    assert_string_equal(tg_route_by_prefix(c, "/gemini", &rest)->name, "gem");
+    assert_string_equal(rest, "");
+    assert_string_equal(tg_route_by_name(c, "late")->name, "late");
+    assert_null(tg_route_by_name(c, "nope"));
+    tg_conf_unref(c);
+}
+
+static void test_no_model_match(void **state)
+{
+    (void)state;
+    tg_conf *c = load("[route a]\nmodels = gpt-*\nupstream = http://o\n");
+    assert_non_null(c);
+    assert_null(tg_route_by_model(c, "claude-3"));
+    tg_conf_unref(c);
+}
+
+static void test_parsers(void **state)
+{
+    (void)state;
+    size_t z;
+    long ms;
+    assert_int_equal(tg_parse_size("32M", &z), 0);
+    assert_int_equal(z, 32u << 20);
+    assert_int_equal(tg_parse_size("10kb", &z), 0);
+    assert_int_equal(z, 10240);
+    assert_int_equal(tg_parse_size("7", &z), 0);
+    assert_int_equal(z, 7);
+    assert_int_equal(tg_parse_size("x", &z), -1);
+    assert_int_equal(tg_parse_size("5T", &z), -1);
+    assert_int_equal(tg_parse_duration_ms("2m", &ms), 0);
+    assert_int_equal(ms, 120000);
+    assert_int_equal(tg_parse_duration_ms("15", &ms), 0);
+    assert_int_equal(ms, 15000);
+    assert_int_equal(tg_parse_duration_ms("-1s", &ms), -1);
+    assert_int_equal(tg_parse_duration_ms("3 weeks", &ms), -1);
+}
+
+static void test_conf_refcount(void **state)
+{
+    (void)state;
+    tg_conf *c = load("[route a]\nmodels = x\nupstream = http://o\n");
+    assert_non_null(c);
+    tg_conf *d = tg_conf_ref(c);
+    assert_ptr_equal(c, d);
+    tg_conf_unref(c);
+    assert_string_equal(d->routes[0].name, "a");  /* still alive: one ref left */
+    tg_conf_unref(d);
+}
+
+static void test_missing_file(void **state)
+{
+    (void)state;
+    tg_buf errs = {0};
+    assert_null(tg_conf_load("/nonexistent/toolgate.conf", &errs));
+    assert_non_null(strstr(errs.data, "/nonexistent/toolgate.conf:0: cannot open"));
+    tg_buf_free(&errs);
+}
+
+static void test_shipped_conf(void **state)
+{
+    (void)state;
+    tg_buf errs = {0};
+    tg_conf *c = tg_conf_load("conf/toolgate.conf", &errs);
+    if (!c)
+        print_error("%s", errs.data);
+    assert_non_null(c);
+    const char *want[] = {"openai", "gemini", "anthropic", "groq", "mistral", "deepseek", "xai",
+                          "openrouter", "together", "fireworks", "cerebras", "ollama"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        assert_non_null(tg_route_by_name(c, want[i]));
+    assert_string_equal(c->listen_host, "127.0.0.1");
+    tg_conf_unref(c);
+    tg_buf_free(&errs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conf_vectors),    cmocka_unit_test(test_values_resolved),
+        cmocka_unit_test(test_env_expansion),   cmocka_unit_test(test_router),
+        cmocka_unit_test(test_no_model_match),  cmocka_unit_test(test_parsers),
+        cmocka_unit_test(test_conf_refcount),   cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_shipped_conf),
+    };
+    return cmocka_run_group_tests_name("conf", tests, NULL, NULL);
+}

@@ -1,0 +1,129 @@
+/* test_http.c -- the proxy's pure helpers: request shape checks (every
+ * top-level field with a wrong type gets a 400 naming it), nesting limits,
+ * constant-time key compare, header lists and hop-by-hop rules. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../proxy/http.h"
+
+static int validate(const char *json, tg_error *err)
+{
+    json_t *j = json_loads(json, 0, NULL);
+    assert_non_null(j);
+    int rc = tg_validate_chat_request(j, 3, err);
+    json_decref(j);
+    return rc;
+}
+
+static void test_valid_requests(void **state)
+{
+    (void)state;
+    tg_error err;
+    assert_int_equal(validate("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", &err), 0);
+    assert_int_equal(validate("{\"messages\":[],\"tools\":[{},{}],\"stream\":true,\"temperature\":0.5,"
+                              "\"tool_choice\":\"auto\",\"stop\":[\"x\"]}", &err), 0);
+}
+
+static void test_wrong_types_name_the_field(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"[]", ""},
+        {"{\"model\":\"m\"}", "messages"},
+        {"{\"messages\":{}}", "messages"},
+        {"{\"messages\":[1]}", "messages[0]"},
+        {"{\"messages\":[{\"content\":\"x\"}]}", "messages[0]"},
+        {"{\"messages\":[],\"model\":5}", "model"},
+        {"{\"messages\":[],\"tools\":{}}", "tools"},
+        {"{\"messages\":[],\"tools\":[1]}", "tools[0]"},
+        {"{\"messages\":[],\"tools\":[{},{},{},{}]}", "tools"},
+        {"{\"messages\":[],\"stream\":\"yes\"}", "stream"},
+        {"{\"messages\":[],\"temperature\":\"hot\"}", "temperature"},
+        {"{\"messages\":[],\"max_tokens\":[]}", "max_tokens"},
+        {"{\"messages\":[],\"tool_choice\":3}", "tool_choice"},
+        {"{\"messages\":[],\"stop\":3}", "stop"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tg_error err;
+        memset(&err, 0, sizeof err);
+        assert_int_equal(validate(cases[i][0], &err), -1);
+        assert_int_equal(err.status, 400);
+        assert_string_equal(err.param, cases[i][1]);
+        assert_true(strlen(err.message) > 0);
+        char *body = tg_error_body(&err);
+        json_t *j = json_loads(body, 0, NULL);
+        assert_non_null(json_object_get(json_object_get(j, "error"), "message"));
+        assert_non_null(json_object_get(json_object_get(j, "error"), "type"));
+        json_decref(j);
+        free(body);
+    }
+}
+
+static void test_depth(void **state)
+{
+    (void)state;
+    assert_false(tg_json_depth_exceeds("{\"a\":[1,{\"b\":2}]}", 17, 3));
+    assert_true(tg_json_depth_exceeds("{\"a\":[1,{\"b\":2}]}", 17, 2));
+    /* brackets inside strings do not count, escaped quotes do not end them */
+    const char *s = "{\"a\":\"[[[[\\\"[[[[\"}";
+    assert_false(tg_json_depth_exceeds(s, strlen(s), 1));
+    size_t n = 100000;
+    char *deep = malloc(n);
+    memset(deep, '[', n);
+    assert_true(tg_json_depth_exceeds(deep, n, 512));
+    free(deep);
+}
+
+static void test_consttime_equal(void **state)
+{
+    (void)state;
+    assert_true(tg_consttime_equal("sk-abc", "sk-abc"));
+    assert_false(tg_consttime_equal("sk-abc", "sk-abd"));
+    assert_false(tg_consttime_equal("sk-abc", "sk-ab"));
+    assert_false(tg_consttime_equal("", "x"));
+    assert_true(tg_consttime_equal("", ""));
+}
+
+static void test_header_list(void **state)
+{
+    (void)state;
+    tg_header_list l = {0};
+    tg_header_list_add_line(&l, "Content-Type: text/event-stream\r\n", 33);
+    tg_header_list_add_line(&l, "X-Foo:bar  \r\n", 13);
+    tg_header_list_add_line(&l, "garbage-without-colon\r\n", 23);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(tg_header_get(&l, "content-type"), "text/event-stream");
+    assert_string_equal(tg_header_get(&l, "x-foo"), "bar");
+    assert_null(tg_header_get(&l, "x-bar"));
+    tg_header_list_free(&l);
+    assert_true(tg_header_is_hop("Connection"));
+    assert_true(tg_header_is_hop("transfer-encoding"));
+    assert_false(tg_header_is_hop("Authorization"));
+}
+
+static void test_request_id(void **state)
+{
+    (void)state;
+    char a[64], b[64];
+    tg_request_id(a, sizeof a);
+    tg_request_id(b, sizeof b);
+    assert_true(strlen(a) > 10);
+    assert_string_not_equal(a, b);
+    assert_true(tg_header_value_safe(a));
+    assert_false(tg_header_value_safe("bad\r\nX-Injected: 1"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_requests), cmocka_unit_test(test_wrong_types_name_the_field),
+        cmocka_unit_test(test_depth),          cmocka_unit_test(test_consttime_equal),
+        cmocka_unit_test(test_header_list),    cmocka_unit_test(test_request_id),
+    };
+    return cmocka_run_group_tests_name("http", tests, NULL, NULL);
+}

@@ -1,0 +1,182 @@
+/* test_sse.c -- the SSE parser must give the same events however the bytes
+ * are split: whole, byte by byte, and in random pieces; with LF, CRLF and
+ * CR line ends (even a CR and its LF in different reads); with comments,
+ * multi-line data, and a last event that has no closing blank line. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../proxy/sse.h"
+
+typedef struct rec {
+    tg_buf out;  /* events as "E<name>|D<data>\n" and comments as "C<text>\n" */
+} rec;
+
+static void on_event(void *u, const char *event, const char *data, size_t len)
+{
+    rec *r = u;
+    tg_buf_printf(&r->out, "E%s|D", event ? event : "");
+    tg_buf_append(&r->out, data, len);
+    tg_buf_puts(&r->out, "\n");
+}
+
+static void on_comment(void *u, const char *text, size_t len)
+{
+    rec *r = u;
+    tg_buf_puts(&r->out, "C");
+    tg_buf_append(&r->out, text, len);
+    tg_buf_puts(&r->out, "\n");
+}
+
+/* Feed `in` split at the given cut points; return what was recorded. */
+static char *run_split(const char *in, const size_t *cuts, size_t ncuts)
+{
+    rec r = {0};
+    tg_sse p;
+    tg_sse_init(&p, on_event, on_comment, &r);
+    size_t n = strlen(in), prev = 0;
+    for (size_t i = 0; i <= ncuts; i++) {
+        size_t at = i < ncuts ? cuts[i] : n;
+        if (at > n)
+            at = n;
+        if (at > prev)
+            tg_sse_feed(&p, in + prev, at - prev);
+        prev = at;
+    }
+    tg_sse_finish(&p);
+    tg_sse_free(&p);
+    char *s = tg_buf_steal(&r.out, NULL);
+    return s;
+}
+
+static char *run_whole(const char *in)
+{
+    return run_split(in, NULL, 0);
+}
+
+static char *run_bytes(const char *in)
+{
+    size_t n = strlen(in);
+    size_t *cuts = calloc(n + 1, sizeof *cuts);
+    for (size_t i = 0; i < n; i++)
+        cuts[i] = i + 1;
+    char *s = run_split(in, cuts, n);
+    free(cuts);
+    return s;
+}
+
+static const char *const cases[][2] = {
+    {"data: {\"a\":1}\n\ndata: [DONE]\n\n", "E|D{\"a\":1}\nE|D[DONE]\n"},
+    {"data: one\r\n\r\ndata: two\r\n\r\n", "E|Done\nE|Dtwo\n"},
+    {"data: one\r\rdata: two\r\r", "E|Done\nE|Dtwo\n"},
+    {": keep-alive\n\ndata: x\n\n", "C: keep-alive\nE|Dx\n"},
+    {"event: error\ndata: {\"e\":1}\n\n", "Eerror|D{\"e\":1}\n"},
+    {"data: a\ndata: b\n\n", "E|Da\nb\n"},
+    {"data:nospace\n\n", "E|Dnospace\n"},
+    {"data: last-without-blank-line", "E|Dlast-without-blank-line\n"},
+    {"id: 7\nretry: 10\ndata: x\n\n", "E|Dx\n"},
+    {"\n\n\ndata: x\n\n\n", "E|Dx\n"},
+    {"data: \n\n", "E|D\n"},
+};
+
+static void test_cases_whole(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = run_whole(cases[i][0]);
+        assert_string_equal(got, cases[i][1]);
+        free(got);
+    }
+}
+
+static void test_cases_byte_by_byte(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = run_bytes(cases[i][0]);
+        assert_string_equal(got, cases[i][1]);
+        free(got);
+    }
+}
+
+static void test_cases_random_splits(void **state)
+{
+    (void)state;
+    unsigned seed = 12345;
+    for (int round = 0; round < 300; round++) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            size_t n = strlen(cases[i][0]);
+            size_t cuts[8];
+            for (int k = 0; k < 8; k++) {
+                seed = seed * 1103515245u + 12345u;
+                cuts[k] = (seed >> 8) % (n + 1);
+            }
+            /* cut points must be increasing */
+            for (int a = 0; a < 8; a++)
+                for (int b = a + 1; b < 8; b++)
+                    if (cuts[b] < cuts[a]) {
+                        size_t t = cuts[a];
+                        cuts[a] = cuts[b];
+                        cuts[b] = t;
+                    }
+            char *got = run_split(cases[i][0], cuts, 8);
+            assert_string_equal(got, cases[i][1]);
+            free(got);
+        }
+    }
+}
+
+/* A CR at the very end of one read and its LF at the start of the next is
+ * one line end, not two (which would dispatch an event early). */
+static void test_crlf_across_reads(void **state)
+{
+    (void)state;
+    const char *in = "data: a\r\ndata: b\r\n\r\n";
+    size_t cut[] = {8};  /* just after the first CR */
+    char *got = run_split(in, cut, 1);
+    assert_string_equal(got, "E|Da\nb\n");
+    free(got);
+}
+
+static void test_large_event(void **state)
+{
+    (void)state;
+    size_t n = 200000;
+    char *in = malloc(n + 16);
+    memcpy(in, "data: ", 6);
+    memset(in + 6, 'x', n);
+    memcpy(in + 6 + n, "\n\n", 3);
+    char *got = run_bytes(in);
+    assert_int_equal(strlen(got), n + 4); /* "E|D" + data + newline */
+    free(got);
+    free(in);
+}
+
+static void test_max_event_overflow(void **state)
+{
+    (void)state;
+    rec r = {0};
+    tg_sse p;
+    tg_sse_init(&p, on_event, NULL, &r);
+    p.max_event = 16;
+    assert_int_equal(tg_sse_feed(&p, "data: 0123456789abcdefghij\n\n", 28), -1);
+    tg_sse_free(&p);
+    tg_buf_free(&r.out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cases_whole),
+        cmocka_unit_test(test_cases_byte_by_byte),
+        cmocka_unit_test(test_cases_random_splits),
+        cmocka_unit_test(test_crlf_across_reads),
+        cmocka_unit_test(test_large_event),
+        cmocka_unit_test(test_max_event_overflow),
+    };
+    return cmocka_run_group_tests_name("sse", tests, NULL, NULL);
+}
