@@ -100,7 +100,9 @@ typedef struct tg_req {
     bool up_running;
     CURLcode up_result;
     bool timed_out;
-    int attempt;
+    int attempt;                  /* retries made on this route */
+    bool fell_back;               /* the route's fallback is in use */
+    uint64_t retry_at;            /* 0, or when to send again */
 
     /* answer */
     int answer_status;
@@ -144,6 +146,7 @@ struct worker {
     tg_req *inflight;             /* doubly linked */
     int n_inflight;
     uint32_t gen;
+    int n_retry_wait;             /* requests waiting for a retry */
     uint64_t next_sweep;
     tg_cache *cache;
     tg_metrics *metrics;
@@ -676,6 +679,98 @@ static void finish_whole(tg_req *r)
     set_answer(r, (int)r->status, s, strlen(s), true);
 }
 
+/* Worth another try: the request never reached a model (connect
+ * failures) or the provider said "not now" (429/5xx) -- and nothing has
+ * reached the client yet. */
+static bool retryable(const tg_req *r)
+{
+    if (r->client_gone || r->state != RQ_WAIT || r->timed_out)
+        return false;
+    switch (r->up_result) {
+    case CURLE_OK:
+        return r->status == 429 || r->status == 500 || r->status == 502 || r->status == 503 ||
+               r->status == 504;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Exponential backoff with jitter (100 ms, 200 ms, 400 ms... up to 8 s),
+ * or the provider's Retry-After when it names one (up to 60 s: longer than
+ * that, the agent had better decide). Returns -1 for "do not wait". */
+static long retry_delay_ms(tg_req *r)
+{
+    const char *ra = tg_header_get(&r->hdrs, "retry-after");
+    if (ra) {
+        char *end;
+        double secs = strtod(ra, &end);
+        if (end != ra && secs >= 0)
+            return secs > 60 ? -1 : (long)(secs * 1000);
+    }
+    long base = 100L << (r->attempt < 7 ? r->attempt : 7);
+    return base / 2 + (long)(now_us() % (uint64_t)(base / 2 + 1));
+}
+
+static int prepare_route(tg_req *r, const tg_route *route);
+
+/* Try again later, or now on the fallback route. True when it did. */
+static bool retry_or_fall_back(tg_req *r)
+{
+    if (!retryable(r))
+        return false;
+    long delay = r->attempt < r->route->retries ? retry_delay_ms(r) : -1;
+    if (delay >= 0) {
+        r->attempt++;
+        r->retry_at = now_us() + (uint64_t)delay * 1000 + 1;
+        r->w->n_retry_wait++;
+        tg_metrics_retry(r->w->metrics);
+        tg_log(TG_LOG_INFO, "request %s: upstream %s answered %ld (%s); retry %d in %ld ms",
+               r->id, r->route->upstream, r->status, curl_easy_strerror(r->up_result),
+               r->attempt, delay);
+        return true;
+    }
+    const tg_route *fb = r->route->fallback && !r->fell_back
+                             ? tg_route_by_name(r->conf, r->route->fallback)
+                             : NULL;
+    if (!fb || !r->is_chat)
+        return false;
+    tg_log(TG_LOG_WARN, "request %s: route %s failed (%ld), falling back to route %s", r->id,
+           r->route->name, r->status, fb->name);
+    r->fell_back = true;
+    r->attempt = 0;
+    if (prepare_route(r, fb))
+        return false;
+    tg_buf u = {0};
+    tg_buf_printf(&u, "%s/chat/completions", fb->upstream);
+    int rc = start_upstream(r, u.data, "POST");
+    tg_buf_free(&u);
+    return rc == 0;
+}
+
+static void fire_due_retries(worker *w, uint64_t t)
+{
+    for (tg_req *r = w->inflight; r && w->n_retry_wait > 0; r = r->next) {
+        if (!r->retry_at || r->retry_at > t)
+            continue;
+        r->retry_at = 0;
+        w->n_retry_wait--;
+        if (r->client_gone)
+            continue;
+        char *url = strdup(r->up_url);
+        if (start_upstream(r, url, r->method)) {
+            set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
+                      "could not start the upstream request");
+            req_resume(r);
+        }
+        free(url);
+    }
+}
+
 static void upstream_done(tg_req *r)
 {
     CURLcode rc = r->up_result;
@@ -684,6 +779,12 @@ static void upstream_done(tg_req *r)
         req_resume(r);
         return;
     }
+    if (retry_or_fall_back(r))
+        return;
+    if (rc != CURLE_OK)
+        tg_metrics_upstream_error(r->w->metrics, 0);
+    else if (r->status >= 400)
+        tg_metrics_upstream_error(r->w->metrics, r->status);
     if (r->is_sse && r->state >= RQ_READY && r->stream) {
         finish_stream(r, rc != CURLE_OK || r->timed_out);
         return;
@@ -824,12 +925,36 @@ static int prepare_chat(tg_req *r, const tg_route *by_prefix)
                   routes);
         return -1;
     }
-    tg_ctx_init(&r->ctx, r->route->name, &r->route->rules, r->route->strip_prefix);
+    return prepare_route(r, r->route);
+}
+
+/* Run the request stages for `route` over the client's body and keep the
+ * bytes to send. A fallback runs this again from the original bytes, so
+ * the other route gets a request rewritten for its own dialect. */
+static int prepare_route(tg_req *r, const tg_route *route)
+{
+    tg_error err;
+    json_t *body = r->json;
+    if (r->ctx_live) {  /* second time: the first run edited r->json in place */
+        tg_ctx_clear(&r->ctx);
+        r->ctx_live = false;
+        body = json_loadb(r->body.data, r->body.len, 0, NULL);
+        if (!body)
+            return -1;
+        json_decref(r->json);
+        r->json = body;
+    }
+    r->route = route;
+    tg_ctx_init(&r->ctx, route->name, &route->rules, route->strip_prefix);
     r->ctx_live = true;
     r->ctx.cache = r->w->cache;
     if (tg_pipeline_request(body, &r->ctx, &err)) {
         set_error_from(r, &err);
         return -1;
+    }
+    if (r->up_headers) {  /* the api_key may differ between routes */
+        curl_slist_free_all(r->up_headers);
+        r->up_headers = NULL;
     }
     char *s = json_dumps(body, JSON_COMPACT);
     if (!s) {
@@ -1085,9 +1210,9 @@ static void sweep_timeouts(worker *w, uint64_t t)
         tg_req *next = r->next;
         if (r->easy) {
             const tg_route *rt = r->route;
-            bool late_first = !r->t_first_byte && rt->ttfb_timeout_ms &&
+            bool late_first = !r->t_first_byte && rt->ttfb_timeout_ms && t > r->t_upstream &&
                               t - r->t_upstream > (uint64_t)rt->ttfb_timeout_ms * 1000;
-            bool idle = r->t_first_byte && rt->idle_timeout_ms &&
+            bool idle = r->t_first_byte && rt->idle_timeout_ms && t > r->t_last_byte &&
                         t - r->t_last_byte > (uint64_t)rt->idle_timeout_ms * 1000;
             if (late_first || idle) {
                 tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id,
@@ -1139,7 +1264,7 @@ static int loop_timeout_ms(worker *w)
 {
     if (w->mhd_pending)
         return 0;
-    long t = 250;
+    long t = w->n_retry_wait ? 20 : 250;
     long now = (long)(now_us() / 1000);
     if (w->curl_deadline_ms >= 0) {
         long d = w->curl_deadline_ms - now;
@@ -1214,6 +1339,8 @@ static void *worker_main(void *arg)
         run_curl_timeout(w);
         check_curl_done(w);
         uint64_t t = now_us();
+        if (w->n_retry_wait)
+            fire_due_retries(w, t);
         if (t >= w->next_sweep) {
             w->next_sweep = t + 200000;
             sweep_timeouts(w, t);
