@@ -31,6 +31,11 @@ tg_log_level tg_log_level_get(void)
     return log_level;
 }
 
+bool tg_access_log_on(void)
+{
+    return access_fd >= 0;
+}
+
 void tg_log(tg_log_level level, const char *fmt, ...)
 {
     static const char *names[] = {"error", "warn", "info", "debug"};

@@ -3,6 +3,8 @@
 #ifndef TG_LOG_H
 #define TG_LOG_H
 
+#include <stdbool.h>
+
 #include "../conf/conf.h"
 
 void tg_log_setup(tg_log_level level, const char *access_log);
@@ -11,5 +13,6 @@ void tg_log(tg_log_level level, const char *fmt, ...) __attribute__((format(prin
 /* One access-log line (a JSON object, no newline); written with one write(2)
  * so lines from several workers never interleave. */
 void tg_access_log(const char *line, size_t len);
+bool tg_access_log_on(void);
 
 #endif

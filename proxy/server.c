@@ -150,6 +150,9 @@ struct worker {
     uint64_t next_sweep;
     tg_cache *cache;
     tg_metrics *metrics;
+    CURL *spare[64];              /* reset easy handles, reused: creating one
+                                     costs more than a whole small request */
+    int n_spare;
     const struct server *srv;
 };
 
@@ -532,7 +535,7 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
 {
     worker *w = r->w;
     const tg_route *rt = r->route;
-    CURL *e = curl_easy_init();
+    CURL *e = w->n_spare ? w->spare[--w->n_spare] : curl_easy_init();
     if (!e)
         return -1;
     free(r->up_url);
@@ -591,8 +594,14 @@ static void stop_upstream(tg_req *r)
 {
     if (!r->easy)
         return;
-    curl_multi_remove_handle(r->w->multi, r->easy);
-    curl_easy_cleanup(r->easy);
+    worker *w = r->w;
+    curl_multi_remove_handle(w->multi, r->easy);
+    if (w->n_spare < (int)(sizeof w->spare / sizeof w->spare[0])) {
+        curl_easy_reset(r->easy);
+        w->spare[w->n_spare++] = r->easy;
+    } else {
+        curl_easy_cleanup(r->easy);
+    }
     r->easy = NULL;
     r->up_running = false;
     req_unref(r);
@@ -1043,7 +1052,6 @@ static enum MHD_Result dispatch(tg_req *r)
         return queue_answer(r);
     }
     r->state = RQ_WAIT;
-    watch_client(r);
     req_suspend(r);
     return MHD_YES;
 }
@@ -1159,44 +1167,74 @@ static void on_client_hangup(tg_req *r)
     req_resume(r);
 }
 
+/* Appends s as a JSON string (quotes, escapes). */
+static void json_str(tg_buf *b, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    tg_buf_append(b, "\"", 1);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            tg_buf_append(b, e, 2);
+        } else if (c < 0x20) {
+            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            tg_buf_append(b, e, 6);
+        } else {
+            tg_buf_append(b, s, 1);
+        }
+    }
+    tg_buf_append(b, "\"", 1);
+}
+
+/* One JSON line per request, built by hand: it runs for every request and
+ * jansson's object building cost more than the rest of a small request.
+ * Nothing secret is in it: no header is logged. */
 static void access_log_line(tg_req *r, int status)
 {
-    if (tg_log_level_get() < TG_LOG_INFO)
+    if (!tg_access_log_on() || tg_log_level_get() < TG_LOG_INFO)
         return;
-    json_t *o = json_object();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     struct tm tm;
     gmtime_r(&ts.tv_sec, &tm);
-    char when[80];
-    snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
-    json_object_set_new(o, "time", json_string(when));
-    json_object_set_new(o, "id", json_string(r->id));
-    json_object_set_new(o, "method", json_string(r->method));
-    json_object_set_new(o, "path", json_string(r->url));
-    json_object_set_new(o, "route", r->route ? json_string(r->route->name) : json_null());
+    tg_buf b = {0};
+    tg_buf_printf(&b, "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"id\":",
+                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                  ts.tv_nsec / 1000000);
+    json_str(&b, r->id);
+    tg_buf_puts(&b, ",\"method\":");
+    json_str(&b, r->method);
+    tg_buf_puts(&b, ",\"path\":");
+    json_str(&b, r->url);
+    tg_buf_puts(&b, ",\"route\":");
+    if (r->route)
+        json_str(&b, r->route->name);
+    else
+        tg_buf_puts(&b, "null");
     const char *model = r->json ? json_string_value(json_object_get(r->json, "model")) : NULL;
-    json_object_set_new(o, "model", model ? json_string(model) : json_null());
-    json_object_set_new(o, "status", json_integer(status));
-    json_object_set_new(o, "stream", json_boolean(r->ctx_live && r->ctx.stream));
-    json_object_set_new(o, "ms", json_real((double)(r->t_done - r->t_start) / 1000.0));
+    tg_buf_puts(&b, ",\"model\":");
+    if (model)
+        json_str(&b, model);
+    else
+        tg_buf_puts(&b, "null");
+    tg_buf_printf(&b, ",\"status\":%d,\"stream\":%s,\"ms\":%.3f", status,
+                  r->ctx_live && r->ctx.stream ? "true" : "false",
+                  (double)(r->t_done - r->t_start) / 1000.0);
     if (r->t_first_byte)
-        json_object_set_new(o, "upstream_ttfb_ms",
-                            json_real((double)(r->t_first_byte - r->t_upstream) / 1000.0));
-    json_object_set_new(o, "bytes_in", json_integer((json_int_t)r->body.len));
-    if (r->ctx_live) {
-        json_object_set_new(o, "tools_in", json_integer(r->ctx.stats.tools_in));
-        json_object_set_new(o, "tools_out", json_integer(r->ctx.stats.tools_out));
-        json_object_set_new(o, "repairs", json_integer(r->ctx.stats.repairs));
-        json_object_set_new(o, "stripped", json_integer(r->ctx.stats.fields_stripped));
-    }
-    char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    json_decref(o);
-    if (s) {
-        tg_access_log(s, strlen(s));
-        free(s);
-    }
+        tg_buf_printf(&b, ",\"upstream_ttfb_ms\":%.3f",
+                      (double)(r->t_first_byte - r->t_upstream) / 1000.0);
+    tg_buf_printf(&b, ",\"bytes_in\":%zu,\"bytes_up\":%zu,\"retries\":%d", r->body.len,
+                  r->up_body.len, r->attempt);
+    if (r->ctx_live)
+        tg_buf_printf(&b,
+                      ",\"tools_in\":%u,\"tools_out\":%u,\"repairs\":%u,\"stripped\":%u,"
+                      "\"discovery_rounds\":%u",
+                      r->ctx.stats.tools_in, r->ctx.stats.tools_out, r->ctx.stats.repairs,
+                      r->ctx.stats.fields_stripped, r->ctx.stats.discovery_rounds);
+    tg_buf_puts(&b, "}");
+    tg_access_log(b.data, b.len);
+    tg_buf_free(&b);
 }
 
 /* ---- timers --------------------------------------------------------------- */
@@ -1204,28 +1242,39 @@ static void access_log_line(tg_req *r, int status)
 /* Time-to-first-byte and idle limits per route; connect and total limits
  * are curl's own. Swept a few times a second, which is plenty for limits
  * counted in seconds. */
+static bool upstream_late(const tg_req *r, uint64_t t)
+{
+    const tg_route *rt = r->route;
+    if (!r->t_first_byte)
+        return rt->ttfb_timeout_ms && t > r->t_upstream &&
+               t - r->t_upstream > (uint64_t)rt->ttfb_timeout_ms * 1000;
+    return rt->idle_timeout_ms && t > r->t_last_byte &&
+           t - r->t_last_byte > (uint64_t)rt->idle_timeout_ms * 1000;
+}
+
+static void time_out_upstream(tg_req *r)
+{
+    tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id, r->route->upstream,
+           r->t_first_byte ? "idle_timeout" : "ttfb_timeout");
+    r->timed_out = true;
+    r->up_result = CURLE_OPERATION_TIMEDOUT;
+    req_ref(r);
+    stop_upstream(r);
+    upstream_done(r);
+    req_unref(r);
+}
+
 static void sweep_timeouts(worker *w, uint64_t t)
 {
-    for (tg_req *r = w->inflight; r;) {
-        tg_req *next = r->next;
-        if (r->easy) {
-            const tg_route *rt = r->route;
-            bool late_first = !r->t_first_byte && rt->ttfb_timeout_ms && t > r->t_upstream &&
-                              t - r->t_upstream > (uint64_t)rt->ttfb_timeout_ms * 1000;
-            bool idle = r->t_first_byte && rt->idle_timeout_ms && t > r->t_last_byte &&
-                        t - r->t_last_byte > (uint64_t)rt->idle_timeout_ms * 1000;
-            if (late_first || idle) {
-                tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id,
-                       rt->upstream, late_first ? "ttfb_timeout" : "idle_timeout");
-                r->timed_out = true;
-                r->up_result = CURLE_OPERATION_TIMEDOUT;
-                req_ref(r);
-                stop_upstream(r);
-                upstream_done(r);
-                req_unref(r);
-            }
-        }
-        r = next;
+    for (tg_req *r = w->inflight, *next; r; r = next) {
+        next = r->next;
+        /* Watch the client socket of requests that wait long enough to be
+         * worth two syscalls; quick ones finish before it matters. */
+        if (r->conn && r->client_fd < 0 && !r->client_gone && r->suspended &&
+            t - r->t_start > 50000)
+            watch_client(r);
+        if (r->easy && upstream_late(r, t))
+            time_out_upstream(r);
     }
 }
 
@@ -1390,7 +1439,9 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
     w->listen_fd = open_listener(host, port, err, errlen);
     if (w->listen_fd < 0)
         return -1;
-    size_t memlimit = conf->max_header + 32 * 1024;
+    /* MHD zeroes a connection's pool for every request: keep it to what
+     * the headers need plus a read buffer. */
+    size_t memlimit = conf->max_header + 8 * 1024;
     w->mhd = MHD_start_daemon(
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0, NULL, NULL, on_request, w,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)w->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
@@ -1428,6 +1479,8 @@ static void worker_cleanup(worker *w)
         next = r->next;
         stop_upstream(r);
     }
+    while (w->n_spare)
+        curl_easy_cleanup(w->spare[--w->n_spare]);
     if (w->multi)
         curl_multi_cleanup(w->multi);
     if (w->epfd > 0)

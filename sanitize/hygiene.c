@@ -1,30 +1,902 @@
-/* hygiene.c -- identity placeholder; message hygiene lands in its own issue. */
+/* hygiene.c -- the message-hygiene request stage (issue #4).
+ *
+ * Makes messages[] and the top-level body acceptable to the route's dialect,
+ * following dialects.md sections 4, 4.1, 4.2, 6, 7 and rules 7, 34, 36, 39,
+ * 42-49, 52, 55, 56:
+ *
+ *   - internal markers (keys starting with ctx->strip_prefix) are removed
+ *     wherever an agent's bookkeeping can hide: the top level, every message,
+ *     every tool_calls entry and its function, every content part;
+ *   - what a strict validator rejects is removed: keys outside a role's
+ *     allow-list, null-valued keys, foreign tool_calls fields, top-level
+ *     parameters the target does not know;
+ *   - what a target needs is kept or rebuilt: DeepSeek's reasoning_content on
+ *     tool-call turns, Gemini's thought signatures, Mistral and Anthropic
+ *     tool-call ids, arguments that are JSON-object strings, content shapes,
+ *     the assistant bridge Mistral wants between a tool and a user turn.
+ *
+ * Rules are data: presets[] holds one row per dialect (TG_MR_* bits, the
+ * role allow-lists, the top-level tables); the walker applies what the row
+ * and the route's overrides turn on. It walks messages[] once and edits the
+ * body in place: deleting a jansson key keeps the order of the others, so an
+ * untouched message leaves byte for byte as it came. A new messages array is
+ * built only to drop or insert a whole message.
+ *
+ * Tool-call ids are rewritten statelessly: the new id is a pure function of
+ * the old one (FNV-1a 64, base62), so turn N+1 maps every id of turn N to
+ * the same value; collisions inside one request are resolved in order of
+ * first appearance, which is stable because a history only grows.
+ */
 #include "hygiene.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pipeline.h"
+
+/* ---- the data ---------------------------------------------------------- */
+
+typedef struct role_keys {
+    const char *role;
+    const char *const *keys;  /* NULL-terminated */
+} role_keys;
+
+/* Rule 47: the OpenAI message schema as Groq, Fireworks and Cerebras check
+ * it. "function" is the legacy role with the same shape as user. */
+static const char *const oa_plain[] = {"role", "content", "name", NULL};
+static const char *const oa_assistant[] = {"role", "content", "name", "tool_calls", NULL};
+static const char *const oa_tool[] = {"role", "content", "tool_call_id", NULL};
+static const role_keys openai_roles[] = {
+    {"system", oa_plain},  {"developer", oa_plain},       {"user", oa_plain},
+    {"function", oa_plain}, {"assistant", oa_assistant}, {"tool", oa_tool},
+    {NULL, NULL},
+};
+
+/* Rule 43: Mistral's pydantic models (extra="forbid"); `name` only on tool. */
+static const char *const mi_plain[] = {"role", "content", NULL};
+static const char *const mi_assistant[] = {"role", "content", "tool_calls", "prefix", NULL};
+static const char *const mi_tool[] = {"role", "content", "tool_call_id", "name", NULL};
+static const role_keys mistral_roles[] = {
+    {"system", mi_plain}, {"user", mi_plain}, {"assistant", mi_assistant},
+    {"tool", mi_tool},    {NULL, NULL},
+};
+
+/* Section 4.1: message keys that are an agent's own records, never part of
+ * any chat-completions message schema. */
+static const char *const bookkeeping_keys[] = {
+    "tool_name", "timestamp", "metadata", "status", "id", "api_content",
+    "effect_disposition", "parsed", "codex_reasoning_items",
+    "codex_message_items", NULL,
+};
+static const char *const reasoning_keys[] = {
+    "reasoning", "reasoning_content", "reasoning_details", "reasoning_text", NULL,
+};
+/* Section 4.1: tool_calls[] fields from other APIs (Responses, Gemini). */
+static const char *const call_extra_keys[] = {
+    "extra_content", "call_id", "response_item_id", "index", "name", NULL,
+};
+static const char *const call_keys[] = {"id", "type", "function", NULL};
+static const char *const function_keys[] = {"name", "arguments", NULL};
+
+/* Rule 36: what Gemini's OpenAI-compat endpoint maps at the top level: the
+ * OpenAI chat set minus storage/Responses parameters (store,
+ * prompt_cache_key, metadata, service_tier, verbosity, reasoning...) and
+ * the legacy ones it has no field for (functions, function_call,
+ * logit_bias). */
+static const char *const gemini_top[] = {
+    "model", "messages", "tools", "tool_choice", "parallel_tool_calls",
+    "stream", "stream_options", "temperature", "top_p", "n", "max_tokens",
+    "max_completion_tokens", "stop", "response_format", "seed",
+    "presence_penalty", "frequency_penalty", "logprobs", "top_logprobs",
+    "reasoning_effort", "modalities", "audio", "user", "web_search_options",
+    "extra_body", NULL,
+};
+/* Section 4 (Mistral row): the chat request model, extra="forbid". `n` and
+ * `frequency_penalty` were observed rejected (422) and are left out although
+ * Mistral's current reference lists them; `messages.top_level = off` sends
+ * them anyway. */
+static const char *const mistral_top[] = {
+    "model", "messages", "tools", "tool_choice", "parallel_tool_calls",
+    "stream", "temperature", "top_p", "max_tokens", "stop", "random_seed",
+    "response_format", "presence_penalty", "prediction", "prompt_mode",
+    "safe_prompt", NULL,
+};
+/* Rule 49 and section 4 rows for Groq, Fireworks, Cerebras. `metadata` only
+ * means something together with `store`; `reasoning` is the OpenRouter
+ * object, unknown to these validators [U]. */
+static const char *const groq_deny[] = {
+    "store", "prompt_cache_key", "verbosity", "service_tier", "metadata",
+    "reasoning", NULL,
+};
+static const char *const fireworks_deny[] = {
+    "store", "prompt_cache_key", "verbosity", "service_tier", "metadata",
+    "reasoning", "stream_options", "vl_high_resolution_images",
+    "safety_identifier", NULL,
+};
+static const char *const cerebras_deny[] = {
+    "store", "prompt_cache_key", "verbosity", "service_tier", "metadata",
+    "reasoning", "parallel_tool_calls", "logit_bias", "frequency_penalty",
+    "presence_penalty", NULL,
+};
+
+typedef struct rename_rule {
+    const char *from, *to;
+} rename_rule;
+/* Mistral names two OpenAI parameters differently; rebuilding keeps the
+ * caller's intent where dropping would lose it. */
+static const rename_rule mistral_renames[] = {
+    {"seed", "random_seed"}, {"max_completion_tokens", "max_tokens"}, {NULL, NULL},
+};
+
+typedef struct dialect_row {
+    unsigned flags;
+    const role_keys *roles;        /* allow-lists for TG_MR_ALLOWLIST */
+    const char *msg_rule;          /* rule the message checks cite */
+    const char *const *top_allow;  /* NULL: no top-level allow-list */
+    const char *const *top_deny;
+    const rename_rule *top_rename;
+    const char *top_rule;
+} dialect_row;
+
+/* Conservative dialects (no strict validation) lose only markers and what is
+ * known to break: bookkeeping, foreign tool_calls fields, bad arguments. */
+#define MR_LENIENT (TG_MR_BOOKKEEPING | TG_MR_CALL_EXTRAS | TG_MR_FIX_CALLS)
+#define MR_STRICT                                                              \
+    (MR_LENIENT | TG_MR_ALLOWLIST | TG_MR_CALL_SHAPE | TG_MR_DROP_CACHE |      \
+     TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL)
+
+static const dialect_row presets[TG_D_COUNT] = {
+    [TG_D_OPENAI] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
+    [TG_D_OPENAI_STRICT] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
+    [TG_D_GEMINI] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_DROP_REASONING |
+                         TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL,
+                     NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
+    [TG_D_ANTHROPIC] = {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT |
+                            TG_MR_DROP_EMPTY,
+                        NULL, "section 4 anthropic", NULL, NULL, NULL, NULL},
+    [TG_D_MISTRAL] = {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_MISTRAL_IDS |
+                          TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | TG_MR_DEVELOPER_ROLE,
+                      mistral_roles, "rule 43", mistral_top, NULL, mistral_renames,
+                      "section 4 mistral"},
+    [TG_D_GROQ] = {MR_STRICT | TG_MR_DROP_NULLS, openai_roles, "rule 47", NULL,
+                   groq_deny, NULL, "rule 49"},
+    [TG_D_FIREWORKS] = {MR_STRICT, openai_roles, "rule 47", NULL, fireworks_deny,
+                        NULL, "section 4 fireworks"},
+    [TG_D_CEREBRAS] = {MR_STRICT | TG_MR_DROP_NULLS, openai_roles, "rule 47", NULL,
+                       cerebras_deny, NULL, "rule 49"},
+    [TG_D_DEEPSEEK] = {MR_LENIENT | TG_MR_KEEP_REASONING, NULL, "rule 52", NULL,
+                       NULL, NULL, NULL},
+    [TG_D_XAI] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
+    [TG_D_TOGETHER] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
+    [TG_D_OLLAMA] = {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "rule 55", NULL, NULL,
+                     NULL, NULL},
+    [TG_D_VLLM] = {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "rule 56", NULL, NULL,
+                   NULL, NULL},
+    [TG_D_PASSTHROUGH] = {0, NULL, "markers", NULL, NULL, NULL, NULL},
+};
+
+/* The conf keys a user plausibly toggles, `messages.<name> = on|off`. */
+static const struct {
+    const char *name;
+    unsigned bits;
+} conf_rules[] = {
+    {"strip_unknown", TG_MR_ALLOWLIST | TG_MR_CALL_SHAPE},
+    {"bookkeeping", TG_MR_BOOKKEEPING | TG_MR_CALL_EXTRAS},
+    {"drop_nulls", TG_MR_DROP_NULLS},
+    {"drop_reasoning", TG_MR_DROP_REASONING},
+    {"keep_reasoning", TG_MR_KEEP_REASONING},
+    {"keep_signatures", TG_MR_KEEP_SIGNATURE},
+    {"drop_cache_control", TG_MR_DROP_CACHE},
+    {"fix_tool_calls", TG_MR_FIX_CALLS},
+    {"fix_content", TG_MR_FIX_CONTENT},
+    {"mistral_ids", TG_MR_MISTRAL_IDS},
+    {"anthropic_ids", TG_MR_ANTHROPIC_IDS},
+    {"role_order", TG_MR_ROLE_ORDER},
+    {"drop_empty_assistant", TG_MR_DROP_EMPTY},
+    {"empty_text", TG_MR_EMPTY_TEXT},
+    {"developer_role", TG_MR_DEVELOPER_ROLE},
+    {"top_level", TG_MR_TOP_LEVEL},
+};
+
+/* What Mistral's role order needs between a tool result and a user turn
+ * (section 6, Mistral): the shortest assistant turn that says nothing new. */
+static const char bridge_text[] = "Done.";
+
+/* ---- rules from the conf ----------------------------------------------- */
 
 void tg_msg_rules_preset(tg_dialect d, tg_msg_rules *out)
 {
     memset(out, 0, sizeof *out);
+    if (d < 0 || d >= TG_D_COUNT)
+        d = TG_D_PASSTHROUGH;
     out->dialect = d;
+    out->flags = presets[d].flags;
+}
+
+static int parse_switch(const char *v)
+{
+    static const char *const on[] = {"on", "true", "yes", "1", NULL};
+    static const char *const off[] = {"off", "false", "no", "0", NULL};
+    for (int i = 0; on[i]; i++)
+        if (!strcasecmp(v, on[i]))
+            return 1;
+    for (int i = 0; off[i]; i++)
+        if (!strcasecmp(v, off[i]))
+            return 0;
+    return -1;
 }
 
 int tg_msg_rules_set(tg_msg_rules *r, const char *key, const char *value,
                      char *msg, size_t msglen)
 {
-    (void)r;
-    (void)value;
-    snprintf(msg, msglen, "unknown messages rule '%s'", key);
+    size_t n = sizeof conf_rules / sizeof conf_rules[0];
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(key, conf_rules[i].name))
+            continue;
+        int on = parse_switch(value ? value : "");
+        if (on < 0) {
+            snprintf(msg, msglen, "messages.%s: expected on or off, got '%s'",
+                     key, value ? value : "");
+            return -1;
+        }
+        if (on)
+            r->flags |= conf_rules[i].bits;
+        else
+            r->flags &= ~conf_rules[i].bits;
+        return 0;
+    }
+    size_t off = (size_t)snprintf(msg, msglen, "unknown messages rule '%s' (known:", key);
+    for (size_t i = 0; i < n && off < msglen; i++)
+        off += (size_t)snprintf(msg + off, msglen - off, " %s", conf_rules[i].name);
+    if (off < msglen)
+        snprintf(msg + off, msglen - off, ")");
     return -1;
 }
 
+/* ---- the walker -------------------------------------------------------- */
+
+/* A JSON pointer under construction (truncated, never overflowed, when a
+ * key is absurdly long: it only feeds the explain log). */
+typedef struct jptr {
+    char s[512];
+    size_t n;
+} jptr;
+
+static size_t jp_key(jptr *p, const char *key)
+{
+    size_t old = p->n;
+    if (p->n + 1 < sizeof p->s)
+        p->s[p->n++] = '/';
+    for (; *key && p->n + 2 < sizeof p->s; key++) {
+        if (*key == '~' || *key == '/') {  /* RFC 6901 escapes */
+            p->s[p->n++] = '~';
+            p->s[p->n++] = *key == '~' ? '0' : '1';
+        } else {
+            p->s[p->n++] = *key;
+        }
+    }
+    p->s[p->n] = '\0';
+    return old;
+}
+
+static size_t jp_idx(jptr *p, size_t i)
+{
+    size_t old = p->n;
+    int w = snprintf(p->s + p->n, sizeof p->s - p->n, "/%zu", i);
+    if (w > 0)
+        p->n += (size_t)w < sizeof p->s - p->n ? (size_t)w : sizeof p->s - p->n - 1;
+    return old;
+}
+
+static void jp_pop(jptr *p, size_t n)
+{
+    p->n = n;
+    p->s[n] = '\0';
+}
+
+typedef struct walk {
+    tg_ctx *ctx;
+    const dialect_row *row;
+    unsigned f;           /* TG_MR_* in force */
+    const char *prefix;   /* marker prefix, NULL when disabled */
+    size_t plen;
+    json_t *id_fwd;       /* agent id -> upstream id, this request */
+    json_t *id_used;      /* upstream id -> agent id, this request */
+    const char *where;    /* "messages[3]" or "body" */
+    jptr ptr;
+} walk;
+
+/* Rule 43 says it for Mistral, rule 48 for Groq and the others. */
+static const char *null_rule(const walk *w)
+{
+    return w->row->roles == mistral_roles ? "rule 43" : "rule 48";
+}
+
+static bool in_list(const char *const *list, const char *key)
+{
+    for (; list && *list; list++)
+        if (!strcmp(*list, key))
+            return true;
+    return false;
+}
+
+static bool is_marker(const walk *w, const char *key)
+{
+    return w->prefix && !strncmp(key, w->prefix, w->plen);
+}
+
+static void note(walk *w, const char *pointer, const char *name, const char *ref,
+                 json_t *before, json_t *after)
+{
+    if (!w->ctx->explain)
+        return;
+    char rule[96];
+    snprintf(rule, sizeof rule, "%s (%s)", name, ref);
+    tg_explain_add(w->ctx->explain, "hygiene", w->where, pointer, rule, before, after);
+}
+
+/* Removes obj[key] (val is its value), recording it. Safe inside
+ * json_object_foreach_safe on obj. */
+static void drop_key(walk *w, json_t *obj, const char *key, json_t *val,
+                     const char *name, const char *ref)
+{
+    size_t mark = jp_key(&w->ptr, key);
+    note(w, w->ptr.s, name, ref, val, NULL);
+    jp_pop(&w->ptr, mark);
+    w->ctx->stats.fields_stripped++;
+    json_object_del(obj, key);
+}
+
+/* Replaces obj[key] by a new value (stolen), recording before and after. */
+static void rebuild_key(walk *w, json_t *obj, const char *key, json_t *now,
+                        const char *name, const char *ref)
+{
+    size_t mark = jp_key(&w->ptr, key);
+    note(w, w->ptr.s, name, ref, json_object_get(obj, key), now);
+    jp_pop(&w->ptr, mark);
+    json_object_set_new(obj, key, now);
+}
+
+/* ---- tool-call ids (rules 39, 42; section 7) ---------------------------- */
+
+static uint64_t fnv1a(const char *s, unsigned salt)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    for (; salt; salt /= 10)  /* a salted retry hashes differently */
+        h = (h ^ (unsigned char)('0' + salt % 10)) * 1099511628211ull;
+    return h;
+}
+
+static void base62(uint64_t h, char *out, size_t n)
+{
+    static const char digits[] =
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    for (size_t i = 0; i < n; i++, h /= 62)
+        out[i] = digits[h % 62];
+    out[n] = '\0';
+}
+
+static bool is_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+static bool mistral_id_ok(const char *id)
+{
+    size_t n = 0;
+    for (; id[n]; n++)
+        if (!is_alnum(id[n]))
+            return false;
+    return n == 9;
+}
+
+static bool anthropic_id_ok(const char *id)
+{
+    if (!*id)
+        return false;
+    for (; *id; id++)
+        if (!is_alnum(*id) && *id != '_' && *id != '-')
+            return false;
+    return true;
+}
+
+/* Candidate number `salt` for id. Anthropic keeps the readable part of a
+ * foreign id and adds a hash so that "a.b" and "a:b" stay distinct. */
+static const char *candidate_id(const walk *w, const char *id, unsigned salt,
+                                char *buf, size_t len)
+{
+    if (w->f & TG_MR_MISTRAL_IDS) {
+        if (!salt && mistral_id_ok(id))
+            return id;
+        base62(fnv1a(id, salt), buf, 9);
+        return buf;
+    }
+    if (!salt && anthropic_id_ok(id))
+        return id;
+    size_t n = 0;
+    for (; id[n] && n < 40 && n + 12 < len; n++)
+        buf[n] = (is_alnum(id[n]) || id[n] == '-') ? id[n] : '_';
+    buf[n++] = '_';
+    base62(fnv1a(id, salt), buf + n, 9);
+    return buf;
+}
+
+/* The upstream id for an agent id: the same within the request (table) and
+ * across requests (pure function of the id, salted only on a collision). */
+static const char *upstream_id(walk *w, const char *id)
+{
+    json_t *known = json_object_get(w->id_fwd, id);
+    if (known)
+        return json_string_value(known);
+    char buf[64];
+    for (unsigned salt = 0;; salt++) {
+        const char *c = candidate_id(w, id, salt, buf, sizeof buf);
+        json_t *owner = json_object_get(w->id_used, c);
+        if (owner && strcmp(json_string_value(owner), id))
+            continue;
+        json_object_set_new(w->id_used, c, json_string(id));
+        json_object_set_new(w->id_fwd, id, json_string(c));
+        return json_string_value(json_object_get(w->id_fwd, id));
+    }
+}
+
+static void map_id(walk *w, json_t *obj, const char *key)
+{
+    if (!(w->f & (TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS)))
+        return;
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+        return;  /* not an id we can map (embedded NUL): leave it alone */
+    const char *id = json_string_value(v);
+    const char *up = upstream_id(w, id);
+    if (!strcmp(up, id))
+        return;
+    if (!w->ctx->id_map)
+        w->ctx->id_map = json_object();
+    json_object_set_new(w->ctx->id_map, up, json_string(id));
+    bool mistral = w->f & TG_MR_MISTRAL_IDS;
+    rebuild_key(w, obj, key, json_string(up), mistral ? "mistral-id" : "anthropic-id",
+                mistral ? "rule 42" : "rule 39");
+}
+
+/* ---- tool calls (rules 7, 34, 43, 47; section 4.1) ---------------------- */
+
+/* Rule 7: historical arguments must be a string holding a JSON object. A
+ * double-encoded object is unwrapped; an object value is serialized; what
+ * cannot be an object ("" , null, garbage) becomes "{}". */
+static json_t *fixed_arguments(json_t *args)
+{
+    if (json_is_object(args)) {
+        char *s = json_dumps(args, JSON_COMPACT);
+        json_t *out = json_string(s ? s : "{}");
+        free(s);
+        return out;
+    }
+    if (!json_is_string(args))
+        return json_string("{}");
+    json_t *v = json_loadb(json_string_value(args), json_string_length(args),
+                           JSON_DECODE_ANY, NULL);
+    json_t *out = NULL;  /* NULL: an object already, keep the caller's bytes */
+    if (json_is_string(v)) {
+        json_t *inner = json_loadb(json_string_value(v), json_string_length(v), 0, NULL);
+        out = json_is_object(inner) ? json_string(json_string_value(v)) : json_string("{}");
+        json_decref(inner);
+    } else if (!json_is_object(v)) {
+        out = json_string("{}");
+    }
+    json_decref(v);
+    return out;
+}
+
+static void clean_function(walk *w, json_t *fn)
+{
+    const char *key;
+    json_t *val;
+    void *tmp;
+
+    if (w->f & TG_MR_FIX_CALLS) {
+        json_t *args = json_object_get(fn, "arguments");
+        json_t *fixed = fixed_arguments(args);
+        if (fixed)
+            rebuild_key(w, fn, "arguments", fixed, "arguments-json", "rule 7");
+    }
+    json_object_foreach_safe(fn, tmp, key, val) {
+        if (is_marker(w, key))
+            drop_key(w, fn, key, val, "marker", "section 4.1");
+        else if ((w->f & TG_MR_CALL_SHAPE) && !in_list(function_keys, key))
+            drop_key(w, fn, key, val, "call-shape", w->row->msg_rule);
+        else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
+            drop_key(w, fn, key, val, "null-key", null_rule(w));
+    }
+}
+
+static void clean_call(walk *w, json_t *call, bool assistant)
+{
+    const char *key;
+    json_t *val;
+    void *tmp;
+
+    json_object_foreach_safe(call, tmp, key, val) {
+        bool signature = !strcmp(key, "extra_content");
+        if (is_marker(w, key))
+            drop_key(w, call, key, val, "marker", "section 4.1");
+        else if (signature && (w->f & TG_MR_KEEP_SIGNATURE))
+            continue;
+        else if (signature && (w->f & (TG_MR_CALL_EXTRAS | TG_MR_CALL_SHAPE)))
+            drop_key(w, call, key, val, "thought-signature", "rule 34");
+        else if ((w->f & TG_MR_CALL_SHAPE) && !in_list(call_keys, key))
+            drop_key(w, call, key, val, "call-shape", w->row->msg_rule);
+        else if ((w->f & TG_MR_CALL_EXTRAS) && in_list(call_extra_keys, key))
+            drop_key(w, call, key, val, "call-field", "section 4.1");
+        else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
+            drop_key(w, call, key, val, "null-key", null_rule(w));
+    }
+    if ((w->f & TG_MR_FIX_CALLS) && !json_object_get(call, "type"))
+        rebuild_key(w, call, "type", json_string("function"), "call-type", "rule 43");
+    json_t *fn = json_object_get(call, "function");
+    if (json_is_object(fn)) {
+        size_t mark = jp_key(&w->ptr, "function");
+        clean_function(w, fn);
+        jp_pop(&w->ptr, mark);
+    }
+    if (assistant)
+        map_id(w, call, "id");
+}
+
+/* Cleans messages[i].tool_calls; true when calls remain. */
+static bool clean_calls(walk *w, json_t *msg, bool assistant)
+{
+    json_t *calls = json_object_get(msg, "tool_calls");
+    if (!json_is_array(calls))
+        return false;
+    if (json_array_size(calls) == 0) {
+        if (w->f & TG_MR_FIX_CALLS)  /* [] is "too short" for OpenAI (rule 55) */
+            drop_key(w, msg, "tool_calls", calls, "empty-tool-calls", "rule 55");
+        return false;
+    }
+    size_t mark = jp_key(&w->ptr, "tool_calls");
+    for (size_t j = 0; j < json_array_size(calls); j++) {
+        json_t *call = json_array_get(calls, j);
+        if (!json_is_object(call))
+            continue;
+        size_t m2 = jp_idx(&w->ptr, j);
+        clean_call(w, call, assistant);
+        jp_pop(&w->ptr, m2);
+    }
+    jp_pop(&w->ptr, mark);
+    return true;
+}
+
+/* ---- messages (rules 43-45, 47, 52, 55, 56) ----------------------------- */
+
+typedef enum role {
+    R_NONE, R_OTHER, R_SYSTEM, R_DEVELOPER, R_USER, R_ASSISTANT, R_TOOL
+} role;
+
+static role role_of(json_t *msg)
+{
+    const char *r = json_string_value(json_object_get(msg, "role"));
+    if (!r)
+        return R_NONE;
+    return !strcmp(r, "system")      ? R_SYSTEM
+           : !strcmp(r, "developer") ? R_DEVELOPER
+           : !strcmp(r, "user")      ? R_USER
+           : !strcmp(r, "assistant") ? R_ASSISTANT
+           : !strcmp(r, "tool")      ? R_TOOL
+                                     : R_OTHER;
+}
+
+/* The role's allow-list when TG_MR_ALLOWLIST is on; a dialect without its
+ * own (a route that set messages.strip_unknown = on) gets rule 47's. */
+static const char *const *allowed_keys(const walk *w, json_t *msg)
+{
+    if (!(w->f & TG_MR_ALLOWLIST))
+        return NULL;
+    const role_keys *roles = w->row->roles ? w->row->roles : openai_roles;
+    const char *r = json_string_value(json_object_get(msg, "role"));
+    for (const role_keys *rk = roles; r && rk->role; rk++)
+        if (!strcmp(rk->role, r))
+            return rk->keys;
+    return NULL;  /* a role we know nothing about: left alone */
+}
+
+/* Rule 52: DeepSeek thinking mode needs reasoning_content back on every
+ * assistant turn that called tools. An agent that kept it as `reasoning`
+ * (OpenRouter style) gets it renamed; one that lost it sends "" rather than
+ * a certain "Missing reasoning_content" 400. */
+static void rebuild_reasoning(walk *w, json_t *msg)
+{
+    if (json_is_string(json_object_get(msg, "reasoning_content")))
+        return;
+    json_t *alt = json_object_get(msg, "reasoning");
+    if (json_is_string(alt)) {
+        rebuild_key(w, msg, "reasoning_content", json_copy(alt),
+                    "reasoning-content", "rule 52");
+        size_t mark = jp_key(&w->ptr, "reasoning");
+        note(w, w->ptr.s, "reasoning-content", "rule 52", alt, NULL);
+        jp_pop(&w->ptr, mark);
+        json_object_del(msg, "reasoning");  /* moved, not removed: not counted */
+    } else {
+        rebuild_key(w, msg, "reasoning_content", json_string(""),
+                    "reasoning-content", "rule 52");
+    }
+}
+
+/* Rules 55, 56: null and [] content become what the target parses. An
+ * assistant turn with tool calls may have null content; nothing else may. */
+static void fix_content(walk *w, json_t *msg, role r, bool has_calls)
+{
+    json_t *c = json_object_get(msg, "content");
+    if (!(w->f & TG_MR_FIX_CONTENT))
+        return;
+    if (r == R_ASSISTANT && json_is_array(c) && json_array_size(c) == 0)
+        rebuild_key(w, msg, "content", has_calls ? json_null() : json_string(""),
+                    "empty-content", "rule 56");
+    else if (!(r == R_ASSISTANT && has_calls) && r != R_OTHER && r != R_NONE &&
+             (!c || json_is_null(c)))
+        rebuild_key(w, msg, "content", json_string(""), "null-content", "rule 55");
+}
+
+/* Section 4 (Anthropic row): text blocks must be non-empty, so the empty
+ * text beside a tool call is sent as no text at all. */
+static void empty_text_to_null(walk *w, json_t *msg)
+{
+    json_t *c = json_object_get(msg, "content");
+    if ((json_is_string(c) && !json_string_length(c)) ||
+        (json_is_array(c) && !json_array_size(c)))
+        rebuild_key(w, msg, "content", json_null(), "empty-text", w->row->msg_rule);
+}
+
+/* Content parts: markers, cache_control, and for strict targets only
+ * {type, <type>} (a text part keeps "text", an image_url part "image_url"). */
+static void clean_parts(walk *w, json_t *content)
+{
+    size_t mark = jp_key(&w->ptr, "content");
+    for (size_t j = 0; j < json_array_size(content); j++) {
+        json_t *part = json_array_get(content, j);
+        if (!json_is_object(part))
+            continue;
+        /* copied: a prefix such as "t" could make "type" itself a marker */
+        char type[64];
+        const char *t = json_string_value(json_object_get(part, "type"));
+        bool shaped = (w->f & TG_MR_ALLOWLIST) && t && strlen(t) < sizeof type &&
+                      json_object_get(part, t);
+        snprintf(type, sizeof type, "%s", shaped ? t : "");
+        size_t m2 = jp_idx(&w->ptr, j);
+        const char *key;
+        json_t *val;
+        void *tmp;
+        json_object_foreach_safe(part, tmp, key, val) {
+            if (is_marker(w, key))
+                drop_key(w, part, key, val, "marker", "section 4.1");
+            else if ((w->f & TG_MR_DROP_CACHE) && !strcmp(key, "cache_control"))
+                drop_key(w, part, key, val, "cache-control", "section 4.1");
+            else if (shaped && strcmp(key, "type") && strcmp(key, type))
+                drop_key(w, part, key, val, "part-shape", w->row->msg_rule);
+        }
+        jp_pop(&w->ptr, m2);
+    }
+    jp_pop(&w->ptr, mark);
+}
+
+/* Why key must go, or NULL. Sets *ref to the rule it cites. */
+static const char *message_key_verdict(const walk *w, const char *key, json_t *val,
+                                       const char *const *allow, bool tool_turn,
+                                       const char **ref)
+{
+    bool rc = !strcmp(key, "reasoning_content");
+    *ref = w->row->msg_rule;
+    if (is_marker(w, key))
+        return *ref = "section 4.1", "marker";
+    if (rc && (w->f & TG_MR_KEEP_REASONING))
+        return tool_turn ? NULL : (*ref = "section 4.2", "reasoning-off-tool-turn");
+    if (allow && !in_list(allow, key))
+        return "role-allowlist";
+    if ((w->f & TG_MR_BOOKKEEPING) && in_list(bookkeeping_keys, key))
+        return *ref = "section 4.1", "bookkeeping";
+    if ((w->f & TG_MR_DROP_REASONING) && in_list(reasoning_keys, key))
+        return *ref = "section 4.2", "reasoning";
+    if ((w->f & TG_MR_DROP_CACHE) && !strcmp(key, "cache_control"))
+        return *ref = "section 4.1", "cache-control";
+    if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
+        return *ref = null_rule(w), "null-key";
+    return NULL;
+}
+
+/* Rule 45: an assistant turn with nothing in it. */
+static bool empty_assistant(json_t *msg)
+{
+    json_t *c = json_object_get(msg, "content");
+    bool empty = !c || json_is_null(c) || (json_is_string(c) && !json_string_length(c)) ||
+                 (json_is_array(c) && !json_array_size(c));
+    return empty && !json_object_get(msg, "tool_calls") &&
+           !json_is_true(json_object_get(msg, "prefix"));
+}
+
+/* Cleans one message in place; false when the message must be dropped. */
+static bool clean_message(walk *w, json_t *msg)
+{
+    role r = role_of(msg);
+    if (r == R_DEVELOPER && (w->f & TG_MR_DEVELOPER_ROLE)) {
+        rebuild_key(w, msg, "role", json_string("system"), "developer-role", "rule 43");
+        r = R_SYSTEM;
+    }
+    bool has_calls = clean_calls(w, msg, r == R_ASSISTANT);
+    bool tool_turn = r == R_ASSISTANT && has_calls;
+    if (tool_turn && (w->f & TG_MR_KEEP_REASONING))
+        rebuild_reasoning(w, msg);
+    fix_content(w, msg, r, has_calls);
+    if (tool_turn && (w->f & TG_MR_EMPTY_TEXT))
+        empty_text_to_null(w, msg);
+    if (json_is_array(json_object_get(msg, "content")))
+        clean_parts(w, json_object_get(msg, "content"));
+
+    const char *const *allow = allowed_keys(w, msg);
+    const char *key, *ref;
+    json_t *val;
+    void *tmp;
+    json_object_foreach_safe(msg, tmp, key, val) {
+        const char *why = message_key_verdict(w, key, val, allow, tool_turn, &ref);
+        if (why)
+            drop_key(w, msg, key, val, why, ref);
+    }
+    if (r == R_TOOL)
+        map_id(w, msg, "tool_call_id");
+
+    if (r == R_ASSISTANT && (w->f & TG_MR_DROP_EMPTY) && empty_assistant(msg)) {
+        note(w, w->ptr.s, "empty-assistant",
+             w->row->roles == mistral_roles ? "rule 45" : w->row->msg_rule, msg, NULL);
+        w->ctx->stats.fields_stripped++;
+        return false;
+    }
+    return true;
+}
+
+static json_t *bridge_message(void)
+{
+    return json_pack("{s:s, s:s}", "role", "assistant", "content", bridge_text);
+}
+
+/* Rule 44: Mistral serves only a conversation that ends on user or tool,
+ * or on an assistant prefix to continue (what a trailing assistant turn,
+ * e.g. a prefill, means). */
+static void mark_prefix(walk *w, json_t *out)
+{
+    json_t *last = json_array_get(out, json_array_size(out) - 1);
+    if (!json_is_object(last) || role_of(last) != R_ASSISTANT ||
+        json_object_get(last, "tool_calls") || json_is_true(json_object_get(last, "prefix")))
+        return;
+    char where[40];  /* an upstream index: this message is the last one sent */
+    snprintf(where, sizeof where, "messages[%zu]", json_array_size(out) - 1);
+    w->where = where;
+    jp_pop(&w->ptr, 0);
+    jp_key(&w->ptr, "messages");
+    jp_idx(&w->ptr, json_array_size(out) - 1);
+    rebuild_key(w, last, "prefix", json_true(), "assistant-prefix", "rule 44");
+}
+
+static void walk_messages(walk *w, json_t *body)
+{
+    json_t *msgs = json_object_get(body, "messages");
+    if (!json_is_array(msgs))
+        return;
+    json_t *out = json_array();
+    bool rebuilt = false;
+    role prev = R_NONE;
+    char where[40];
+    w->where = where;
+    for (size_t i = 0; i < json_array_size(msgs); i++) {
+        json_t *msg = json_array_get(msgs, i);
+        snprintf(where, sizeof where, "messages[%zu]", i);
+        jp_pop(&w->ptr, 0);
+        jp_key(&w->ptr, "messages");
+        jp_idx(&w->ptr, i);
+        if (!json_is_object(msg)) {  /* not ours to judge */
+            json_array_append(out, msg);
+            prev = R_NONE;
+            continue;
+        }
+        if (!clean_message(w, msg)) {
+            rebuilt = true;
+            continue;
+        }
+        role r = role_of(msg);
+        if ((w->f & TG_MR_ROLE_ORDER) && r == R_USER && prev == R_TOOL) {
+            json_t *bridge = bridge_message();
+            note(w, w->ptr.s, "tool-user-bridge", "rule 44", NULL, bridge);
+            json_array_append_new(out, bridge);
+            rebuilt = true;
+        }
+        json_array_append(out, msg);
+        prev = r;
+    }
+    if ((w->f & TG_MR_ROLE_ORDER) && json_array_size(out))
+        mark_prefix(w, out);
+    if (rebuilt)
+        json_object_set_new(body, "messages", out);
+    else
+        json_decref(out);
+}
+
+/* ---- top level (rules 36, 48, 49) --------------------------------------- */
+
+static void apply_renames(walk *w, json_t *body)
+{
+    for (const rename_rule *rn = w->row->top_rename; rn && rn->from; rn++) {
+        json_t *v = json_object_get(body, rn->from);
+        if (!v)
+            continue;
+        if (json_object_get(body, rn->to)) {  /* the target's own key wins */
+            drop_key(w, body, rn->from, v, "top-level", w->row->top_rule);
+            continue;
+        }
+        rebuild_key(w, body, rn->to, json_incref(v), "rename", w->row->top_rule);
+        size_t mark = jp_key(&w->ptr, rn->from);
+        note(w, w->ptr.s, "rename", w->row->top_rule, v, NULL);
+        jp_pop(&w->ptr, mark);
+        json_object_del(body, rn->from);  /* moved, not removed: not counted */
+    }
+}
+
+static void clean_top(walk *w, json_t *body)
+{
+    const char *key;
+    json_t *val;
+    void *tmp;
+
+    w->where = "body";
+    jp_pop(&w->ptr, 0);
+    bool top = (w->f & TG_MR_TOP_LEVEL) != 0;
+    if (top)
+        apply_renames(w, body);
+    json_object_foreach_safe(body, tmp, key, val) {
+        if (is_marker(w, key))
+            drop_key(w, body, key, val, "marker", "section 4.1");
+        else if (!strcmp(key, "messages"))
+            continue;
+        else if (top && w->row->top_allow && !in_list(w->row->top_allow, key))
+            drop_key(w, body, key, val, "top-level", w->row->top_rule);
+        else if (top && in_list(w->row->top_deny, key))
+            drop_key(w, body, key, val, "top-level", w->row->top_rule);
+        else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
+            drop_key(w, body, key, val, "null-key", null_rule(w));
+    }
+}
+
+/* ---- the stage ---------------------------------------------------------- */
+
 int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
-    (void)body;
-    (void)ctx;
-    (void)err;
+    (void)err;  /* hygiene never refuses: it only removes or rebuilds */
+    if (!json_is_object(body))
+        return 0;
+    tg_msg_rules fallback;
+    const tg_msg_rules *rules = ctx->msg;
+    if (!rules) {
+        tg_msg_rules_preset(ctx->dialect, &fallback);
+        rules = &fallback;
+    }
+    tg_dialect d = rules->dialect;
+    if (d < 0 || d >= TG_D_COUNT)
+        d = TG_D_PASSTHROUGH;
+
+    walk w = {.ctx = ctx, .row = &presets[d], .f = rules->flags};
+    if (ctx->strip_prefix && *ctx->strip_prefix) {
+        w.prefix = ctx->strip_prefix;
+        w.plen = strlen(ctx->strip_prefix);
+    }
+    if (w.f & (TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS)) {
+        w.id_fwd = json_object();
+        w.id_used = json_object();
+    }
+    clean_top(&w, body);
+    walk_messages(&w, body);
+    json_decref(w.id_fwd);
+    json_decref(w.id_used);
     return 0;
 }

@@ -1,5 +1,10 @@
 /* hygiene.h -- the message-hygiene stage: strips internal markers and every
  * field the route's dialect rejects, and rebuilds what it requires.
+ *
+ * A route's message rules are one dialect id plus a set of TG_MR_* bits. The
+ * preset gives the bits the dialect needs (table in hygiene.c); conf keys
+ * `messages.<rule> = on|off` flip them (tg_msg_rules_set). Internal markers
+ * (keys starting with ctx->strip_prefix) are stripped whatever the bits say.
  */
 #ifndef TG_HYGIENE_H
 #define TG_HYGIENE_H
@@ -9,16 +14,55 @@
 
 struct tg_ctx;
 
+/* What the walker may do; each bit names the dialects.md rule it serves. */
+enum {
+    TG_MR_BOOKKEEPING    = 1u << 0,  /* message bookkeeping of section 4.1 */
+    TG_MR_ALLOWLIST      = 1u << 1,  /* per-role key allow-list, content part
+                                        shape (rules 43, 47) */
+    TG_MR_CALL_SHAPE     = 1u << 2,  /* tool_calls[] exactly {id,type,function
+                                        {name,arguments}} (rules 43, 47) */
+    TG_MR_CALL_EXTRAS    = 1u << 3,  /* tool_calls[] extra_content, call_id,
+                                        response_item_id, index, name (4.1) */
+    TG_MR_KEEP_SIGNATURE = 1u << 4,  /* keep tool_calls[].extra_content
+                                        (Gemini thought signatures, rule 34) */
+    TG_MR_DROP_REASONING = 1u << 5,  /* reasoning* message keys (4.2) */
+    TG_MR_KEEP_REASONING = 1u << 6,  /* reasoning_content kept/rebuilt on
+                                        tool-call turns, dropped elsewhere
+                                        (rule 52) */
+    TG_MR_DROP_CACHE     = 1u << 7,  /* cache_control on messages and parts */
+    TG_MR_DROP_NULLS     = 1u << 8,  /* null-valued keys (rules 43, 48) */
+    TG_MR_FIX_CALLS      = 1u << 9,  /* arguments a JSON-object string, type
+                                        "function", no empty tool_calls
+                                        (rules 7, 55) */
+    TG_MR_FIX_CONTENT    = 1u << 10, /* content null/[] to what the target
+                                        accepts (rules 55, 56) */
+    TG_MR_MISTRAL_IDS    = 1u << 11, /* ids ^[a-zA-Z0-9]{9}$ (rule 42) */
+    TG_MR_ANTHROPIC_IDS  = 1u << 12, /* ids ^[a-zA-Z0-9_-]+$ (rule 39) */
+    TG_MR_ROLE_ORDER     = 1u << 13, /* Mistral bridge after a tool turn,
+                                        trailing assistant prefix (rule 44) */
+    TG_MR_DROP_EMPTY     = 1u << 14, /* empty assistant message (rule 45,
+                                        Anthropic non-empty content) */
+    TG_MR_DEVELOPER_ROLE = 1u << 15, /* developer -> system (rule 43) */
+    TG_MR_TOP_LEVEL      = 1u << 16, /* top-level parameters (rules 36, 49) */
+    TG_MR_EMPTY_TEXT     = 1u << 17, /* "" beside tool calls -> null (section
+                                        4: Anthropic text blocks non-empty) */
+};
+
 typedef struct tg_msg_rules {
     tg_dialect dialect;
-    unsigned flags;  /* TG_MR_* bits, defined in hygiene.c */
+    unsigned flags;  /* TG_MR_* bits */
 } tg_msg_rules;
 
 void tg_msg_rules_preset(tg_dialect d, tg_msg_rules *out);
+/* Applies conf key `messages.<key> = <value>` (on|off|true|false|yes|no|1|0).
+ * 0, or -1 with a one-line reason in msg. */
 int tg_msg_rules_set(tg_msg_rules *r, const char *key, const char *value,
                      char *msg, size_t msglen);
 
-/* Request stage. Edits body in place. */
+/* Request stage. Edits body in place; never refuses a request (returns 0).
+ * Records every change in ctx->explain, counts removals in
+ * ctx->stats.fields_stripped and rewritten tool-call ids in ctx->id_map
+ * ({upstream id: agent id}). */
 int tg_hygiene_stage(json_t *body, struct tg_ctx *ctx, tg_error *err);
 
 #endif
