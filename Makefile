@@ -9,9 +9,11 @@ BUILD    ?= build
 CC       ?= cc
 SAN      ?=
 PKGS     := libmicrohttpd libcurl jansson inih
-CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
-            -fno-strict-aliasing $(SAN)
+# OPT and SAN select the build (the ASan and fuzz builds set them); CFLAGS
+# from the command line is added last, so it can never drop the warnings.
+OPT      ?= -O2 -g
+TG_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+            -fno-strict-aliasing $(OPT) $(SAN) $(CFLAGS)
 LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih) -lpthread -lm
 LDFLAGS  += $(SAN)
 
@@ -32,7 +34,7 @@ all: $(BUILD)/toolgate
 
 $(BUILD)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(TG_CFLAGS) -c $< -o $@
 
 $(BUILD)/libtoolgate.a: $(LIB_OBJ)
 	@rm -f $@
@@ -43,14 +45,14 @@ $(BUILD)/toolgate: $(BUILD)/proxy/main.o $(BUILD)/libtoolgate.a
 
 $(BUILD)/test/%: test/unit/%.c $(BUILD)/libtoolgate.a $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS) -lcmocka
+	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS) -lcmocka
 
 $(BUILD)/test/%: test/tools/%.c $(BUILD)/libtoolgate.a $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
+	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
 
 $(BUILD)/mock-upstream: test/mock/mock_upstream.c $(BUILD)/libtoolgate.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
+	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
 
 unit: $(UNIT_BIN) $(TOOL_BIN)
 
@@ -66,12 +68,28 @@ run: deps
 test: deps
 	@$(MAKE) --no-print-directory all unit $(BUILD)/mock-upstream
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" \
-		CFLAGS="-O1 -g" build-asan/toolgate build-asan/mock-upstream
+		OPT="-O1 -g" build-asan/toolgate build-asan/mock-upstream
 	@sh test/run.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/mock-upstream
 	@sh bench/run.sh
+
+# Fuzzing (libFuzzer, clang from Debian): every test/fuzz/fuzz_*.c target
+# runs FUZZ_SECONDS on top of its checked-in seeds; a crash fails the run and
+# its input is kept in build-fuzz/ to become a regression vector.
+FUZZ_SECONDS ?= 60
+FUZZ_SRC := $(wildcard test/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:test/fuzz/%.c=build-fuzz/%)
+FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+
+build-fuzz/fuzz_%: test/fuzz/fuzz_%.c build-fuzz/libtoolgate.a
+	clang -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $< build-fuzz/libtoolgate.a $(LDLIBS)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang SAN="$(FUZZ_SAN)" OPT="-O1 -g" build-fuzz/libtoolgate.a
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
+	@sh test/fuzz/run.sh $(FUZZ_SECONDS)
 
 install: $(BUILD)/toolgate
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/toolgate $(DESTDIR)$(PREFIX)/share/man/man1
