@@ -1,0 +1,149 @@
+#!/bin/sh
+# ops.sh -- what an operator relies on: make install (what the Dockerfile
+# runs), SIGHUP reload (good and bad files), /metrics, retries and
+# fallback, bad input of every kind answered with a clear 4xx while
+# toolgate keeps serving, and no secret in any log.
+. "$(dirname "$0")/lib.sh"
+
+start_mock
+
+# ---- make install, as the Dockerfile does it ---------------------------------
+dest="$TG_TMP/dest"
+if make -s -C "$TG_ROOT" install DESTDIR="$dest" PREFIX=/usr >"$TG_TMP/install.log" 2>&1; then
+    ok "make install DESTDIR=... PREFIX=/usr"
+else
+    not_ok "make install DESTDIR=... PREFIX=/usr" "$(tail -n 20 "$TG_TMP/install.log")"
+fi
+check "install: binary runs" "$dest/usr/bin/toolgate" version
+check "install: --help" sh -c "'$dest/usr/bin/toolgate' --help | grep -q 'toolgate check'"
+check "install: default conf validates" "$dest/usr/bin/toolgate" check -c "$dest/etc/toolgate/toolgate.conf"
+check "install: man page" test -s "$dest/usr/share/man/man1/toolgate.1"
+
+# ---- secrets and the conf ----------------------------------------------------
+SECRET_UP="sk-up-$(date +%s)-zzSECRETzz"
+SECRET_CLIENT="ck-$(date +%s)-yySECRETyy"
+export TG_IT_UP_KEY="$SECRET_UP" TG_IT_CLIENT_KEYS="$SECRET_CLIENT,other-key"
+port=$(free_port)
+conf="$TG_TMP/ops.conf"
+write_conf() {  # write_conf EXTRA_ROUTE_TEXT
+    {
+        printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 2\nlog_level = debug\nmax_body = 1M\n' "$port"
+        printf 'max_depth = 64\nmax_tools = 50\nclient_keys = ${TG_IT_CLIENT_KEYS}\n\n'
+        printf '[route a]\nmodels = gpt-*\nupstream = http://127.0.0.1:%s/v1\napi_key = ${TG_IT_UP_KEY}\n' "$MOCK_PORT"
+        printf 'retries = 2\nfallback = b\n\n'
+        printf '[route b]\nprefix = /b\nupstream = http://127.0.0.1:%s/v1\ndialect = mistral\n\n' "$MOCK_PORT"
+        printf '%s\n' "$1"
+    } >"$conf"
+}
+write_conf ""
+start_toolgate "$conf" || exit 1
+AUTH="Authorization: Bearer $SECRET_CLIENT"
+MSG='"messages":[{"role":"user","content":"hi"}]'
+
+code=$(chat "$TG_TMP/r" "{\"model\":\"gpt-4o\",$MSG}" -H "$AUTH")
+expect_eq "client key accepted" 200 "$code"
+mock_last "$TG_TMP/last"
+expect_eq "route api_key replaces the client's key upstream" "Bearer $SECRET_UP" \
+    "$(json_get "$TG_TMP/last" headers.authorization)"
+code=$(chat "$TG_TMP/r" "{\"model\":\"gpt-4o\",$MSG}" -H "Authorization: Bearer wrong")
+expect_eq "wrong client key: 401" 401 "$code"
+
+# ---- SIGHUP -------------------------------------------------------------------
+code=$(chat "$TG_TMP/r" "{\"model\":\"claude-x\",$MSG}" -H "$AUTH")
+expect_eq "before reload: no route for claude-x" 404 "$code"
+write_conf "[route c]
+models = claude-*
+upstream = http://127.0.0.1:$MOCK_PORT/v1"
+kill -HUP "$TG_PID"
+sleep 0.5
+code=$(chat "$TG_TMP/r" "{\"model\":\"claude-x\",$MSG}" -H "$AUTH")
+expect_eq "after SIGHUP: the new route serves" 200 "$code"
+printf '[server]\nlisten = 127.0.0.1:%s\nbogus_key = 1\n' "$port" >"$conf"
+kill -HUP "$TG_PID"
+sleep 0.5
+code=$(chat "$TG_TMP/r" "{\"model\":\"claude-x\",$MSG}" -H "$AUTH")
+expect_eq "a bad conf on SIGHUP is rejected and the old conf keeps serving" 200 "$code"
+expect_match "the rejected reload is logged with FILE:LINE" "ops.conf:3: unknown key 'bogus_key'" \
+    "$(cat "$TG_LOG")"
+write_conf ""
+kill -HUP "$TG_PID"
+sleep 0.3
+
+# ---- retries and fallback -------------------------------------------------------
+mock_reset
+code=$(chat "$TG_TMP/r" "{\"model\":\"gpt-4o\",$MSG}" -H "$AUTH" -H 'X-Mock: status' -H 'X-Mock-Status: 503')
+expect_eq "503 after retries and fallback reaches the client" 503 "$code"
+expect_eq "retries=2 then fallback: 4 upstream attempts" 4 "$(mock_count)"
+mock_last "$TG_TMP/last"
+expect_eq "fallback used route b's own key handling (client key forwarded)" "Bearer $SECRET_CLIENT" \
+    "$(json_get "$TG_TMP/last" headers.authorization)"
+mock_reset
+code=$(chat "$TG_TMP/r" "{\"model\":\"gpt-4o\",$MSG}" -H "$AUTH" -H 'X-Mock: status' -H 'X-Mock-Status: 400')
+expect_eq "a 400 is not retried" "400 1" "$code $(mock_count)"
+
+# ---- bad input: a clear 4xx naming the problem, and toolgate keeps serving ------
+bad() {  # bad NAME WANT_STATUS WANT_PATTERN CURL_DATA_ARGS...
+    _n=$1 _want=$2 _pat=$3
+    shift 3
+    _code=$(tg_req "$TG_TMP/bad" POST /v1/chat/completions -H "$AUTH" -H 'Content-Type: application/json' "$@")
+    if [ "$_code" = "$_want" ] && json_get "$TG_TMP/bad" error.message >/dev/null &&
+        grep -Eq -- "$_pat" "$TG_TMP/bad"; then
+        ok "bad input: $_n -> $_want"
+    else
+        not_ok "bad input: $_n -> $_want" "got $_code: $(head -c 400 "$TG_TMP/bad")"
+    fi
+}
+bad "malformed JSON" 400 "not valid JSON" --data-binary '{"model":"gpt-4o",'
+bad "not an object" 400 "must be a JSON object" --data-binary '[1,2]'
+bad "duplicate keys" 400 "duplicate" --data-binary '{"model":"gpt-4o","model":"gpt-4o",'"$MSG"'}'
+bad "invalid UTF-8" 400 "not valid JSON" --data-binary "$(printf '{"model":"gpt-4o","messages":[{"role":"user","content":"\377\376"}]}')"
+for f in 'messages:{}:messages' 'model:5:model' 'tools:{}:tools' 'stream:"yes":stream' \
+    'temperature:"hot":temperature' 'max_tokens:[]:max_tokens' 'tool_choice:7:tool_choice' \
+    'stop:3:stop' 'messages:[7]:messages\[0\]'; do
+    key=${f%%:*}
+    rest=${f#*:}
+    val=${rest%:*}
+    param=${rest##*:}
+    if [ "$key" = messages ]; then
+        body="{\"model\":\"gpt-4o\",\"messages\":$val}"
+    elif [ "$key" = model ]; then
+        body="{$MSG,\"model\":$val}"
+    else
+        body="{\"model\":\"gpt-4o\",$MSG,\"$key\":$val}"
+    fi
+    bad "wrong type for $key" 400 "\"param\":\"$param\"" --data-binary "$body"
+done
+deep=$("$PY" -c 'print("{\"model\":\"gpt-4o\",\"messages\":[],\"x\":" + "["*100000 + "]"*100000 + "}")')
+printf '%s' "$deep" >"$TG_TMP/deep.json"
+bad "100,000-deep nesting" 400 "deeper than 64" --data-binary @"$TG_TMP/deep.json"
+head -c 3000000 /dev/zero | tr '\0' 'a' >"$TG_TMP/big.json"
+bad "body over max_body" 413 "max_body" --data-binary @"$TG_TMP/big.json"
+"$PY" -c '
+import json
+tools=[{"type":"function","function":{"name":"t%d"%i,"parameters":{"type":"object","properties":{}}}} for i in range(60)]
+print(json.dumps({"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"tools":tools}))' >"$TG_TMP/tools.json"
+bad "more tools than max_tools" 400 "max_tools" --data-binary @"$TG_TMP/tools.json"
+code=$(tg_req "$TG_TMP/r" GET /nowhere -H "$AUTH")
+expect_eq "unknown path: 404" 404 "$code"
+code=$(chat "$TG_TMP/r" "{\"model\":\"gpt-4o\",$MSG}" -H "$AUTH")
+expect_eq "still serving after all the bad input" 200 "$code"
+
+# ---- metrics -----------------------------------------------------------------------
+tg_req "$TG_TMP/metrics" GET /metrics >/dev/null
+m=$(cat "$TG_TMP/metrics")
+expect_match "metrics: requests by route and status" 'toolgate_requests_total\{worker="[0-9]+",route="a",status="200",stream="false"\} [0-9]+' "$m"
+expect_match "metrics: latency histograms" 'toolgate_added_seconds_bucket\{le="\+Inf"\} [1-9]' "$m"
+expect_match "metrics: retries counted" 'toolgate_retries_total [1-9]' "$m"
+expect_match "metrics: upstream errors by class" 'toolgate_upstream_errors_total\{class="5xx"\} [1-9]' "$m"
+expect_match "metrics: in flight gauge" 'toolgate_inflight [0-9]+' "$m"
+
+stop_toolgate
+expect_eq "SIGTERM: exit 0" 0 "$TG_STATUS"
+
+# ---- no secret in any log ----------------------------------------------------------------
+if grep -q -e "$SECRET_UP" -e "$SECRET_CLIENT" "$TG_LOG" "$TG_TMP/mock.err" 2>/dev/null; then
+    not_ok "no API key or client key in the logs" "$(grep -n -e "$SECRET_UP" -e "$SECRET_CLIENT" "$TG_LOG" | head -3)"
+else
+    ok "no API key or client key in the logs"
+fi
+finish
