@@ -124,6 +124,8 @@ typedef struct tg_req {
     tg_ctx ctx;
     bool ctx_live;
     json_t *json;                 /* parsed request body */
+    uint64_t tools_hash;          /* of the tools' raw bytes, 0 = unknown */
+    size_t tools_bytes;
 
     struct tg_req *prev, *next;   /* worker's list of requests in flight */
 } tg_req;
@@ -904,22 +906,19 @@ static void route_list(const tg_conf *c, char *buf, size_t n)
 static int prepare_chat(tg_req *r, const tg_route *by_prefix)
 {
     const tg_conf *c = r->conf;
-    json_error_t je;
     if (tg_json_depth_exceeds(r->body.data, r->body.len, c->max_depth)) {
         set_error(r, 400, "invalid_request_error", "json_too_deep", NULL,
                   "request body nests deeper than %d levels", c->max_depth);
         return -1;
     }
-    json_t *body = json_loadb(r->body.data ? r->body.data : "", r->body.len,
-                              JSON_REJECT_DUPLICATES, &je);
+    tg_error err;
+    json_t *body = tg_request_parse(r->body.data ? r->body.data : "", r->body.len, r->w->cache,
+                                    &r->tools_hash, &r->tools_bytes, &err);
     if (!body) {
-        set_error(r, 400, "invalid_request_error", "invalid_json", NULL,
-                  "request body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
-                  je.column);
+        set_error_from(r, &err);
         return -1;
     }
     r->json = body;
-    tg_error err;
     if (tg_validate_chat_request(body, c->max_tools, &err)) {
         set_error_from(r, &err);
         return -1;
@@ -947,7 +946,8 @@ static int prepare_route(tg_req *r, const tg_route *route)
     if (r->ctx_live) {  /* second time: the first run edited r->json in place */
         tg_ctx_clear(&r->ctx);
         r->ctx_live = false;
-        body = json_loadb(r->body.data, r->body.len, 0, NULL);
+        body = tg_request_parse(r->body.data, r->body.len, r->w->cache, &r->tools_hash,
+                                &r->tools_bytes, &err);
         if (!body)
             return -1;
         json_decref(r->json);
@@ -957,6 +957,8 @@ static int prepare_route(tg_req *r, const tg_route *route)
     tg_ctx_init(&r->ctx, route->name, &route->rules, route->strip_prefix);
     r->ctx_live = true;
     r->ctx.cache = r->w->cache;
+    r->ctx.tools_hash = r->tools_hash;
+    r->ctx.stats.tools_bytes_in = r->tools_bytes;
     if (tg_pipeline_request(body, &r->ctx, &err)) {
         set_error_from(r, &err);
         return -1;
@@ -965,16 +967,12 @@ static int prepare_route(tg_req *r, const tg_route *route)
         curl_slist_free_all(r->up_headers);
         r->up_headers = NULL;
     }
-    char *s = json_dumps(body, JSON_COMPACT);
-    if (!s) {
+    tg_buf_reset(&r->up_body);
+    if (tg_request_dump(body, &r->ctx, &r->up_body)) {
         set_error(r, 500, "server_error", NULL, NULL, "out of memory");
         return -1;
     }
-    tg_buf_free(&r->up_body);
-    r->up_body.data = s;
-    r->up_body.len = strlen(s);
-    r->up_body.cap = r->up_body.len + 1;
-    if (r->ctx.disc_state || r->ctx.request == NULL)
+    if (!r->ctx.request)
         r->ctx.request = json_incref(body);
     return 0;
 }

@@ -2,7 +2,10 @@
  * that says which stage runs after which; each stage lives in its own file. */
 #include "pipeline.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "cache.h"
 
 void tg_rules_preset(tg_dialect d, tg_rules_set *out)
 {
@@ -69,4 +72,218 @@ int tg_pipeline_response(json_t *resp, tg_ctx *ctx, json_t **next_body)
     *next_body = NULL;
     tg_repair_response(resp, ctx);
     return tg_discovery_intercept(resp, ctx, next_body);
+}
+
+/* ---- the raw fast path ---------------------------------------------------- */
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* p at an opening quote: returns just past the closing one, or NULL. */
+static const char *skip_string(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        const char *q = memchr(p, '"', (size_t)(end - p));
+        if (!q)
+            return NULL;
+        const char *b = q;
+        while (b > p && b[-1] == '\\')
+            b--;
+        if ((q - b) % 2 == 0)
+            return q + 1;
+        p = q;
+    }
+    return NULL;
+}
+
+/* p at a value: returns just past it, or NULL on malformed input. */
+static const char *skip_value(const char *p, const char *end)
+{
+    if (p >= end)
+        return NULL;
+    if (*p == '"')
+        return skip_string(p, end);
+    if (*p != '{' && *p != '[') {
+        while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' &&
+               *p != '\r' && *p != '\t')
+            p++;
+        return p;
+    }
+    int depth = 0;
+    for (; p < end; p++) {
+        if (*p == '"') {
+            p = skip_string(p, end);
+            if (!p)
+                return NULL;
+            p--;
+        } else if (*p == '{' || *p == '[') {
+            depth++;
+        } else if (*p == '}' || *p == ']') {
+            if (--depth == 0)
+                return p + 1;
+        }
+    }
+    return NULL;
+}
+
+/* The byte span of the value of top-level key "tools". False when absent,
+ * present twice, or when the text is not a plain JSON object (the slow
+ * path then parses everything and reports errors precisely). */
+static bool find_tools(const char *raw, size_t n, size_t *vs, size_t *ve)
+{
+    const char *p = raw, *end = raw + n;
+    bool found = false;
+    p = skip_ws(p, end);
+    if (p >= end || *p != '{')
+        return false;
+    p = skip_ws(p + 1, end);
+    while (p < end && *p != '}') {
+        if (*p != '"')
+            return false;
+        const char *ks = p + 1, *ke = skip_string(p, end);
+        if (!ke)
+            return false;
+        bool is_tools = ke - ks - 1 == 5 && !memcmp(ks, "tools", 5);
+        p = skip_ws(ke, end);
+        if (p >= end || *p != ':')
+            return false;
+        p = skip_ws(p + 1, end);
+        const char *v = p;
+        p = skip_value(p, end);
+        if (!p)
+            return false;
+        if (is_tools) {
+            if (found)
+                return false;
+            found = true;
+            *vs = (size_t)(v - raw);
+            *ve = (size_t)(p - raw);
+        }
+        p = skip_ws(p, end);
+        if (p < end && *p == ',')
+            p = skip_ws(p + 1, end);
+    }
+    return found;
+}
+
+static json_t *parse_body(const char *raw, size_t n, tg_error *err)
+{
+    json_error_t je;
+    json_t *body = json_loadb(raw, n, JSON_REJECT_DUPLICATES, &je);
+    if (!body)
+        tg_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
+                     "request body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
+                     je.column);
+    return body;
+}
+
+/* The request, parsed: the tools from the cache when these bytes were seen
+ * before (only the rest of the body is parsed), else everything. */
+json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, uint64_t *tools_hash,
+                         size_t *tools_bytes, tg_error *err)
+{
+    size_t vs, ve;
+    *tools_hash = 0;
+    *tools_bytes = 0;
+    if (!cache || !find_tools(raw, n, &vs, &ve) || raw[vs] != '[')
+        return parse_body(raw, n, err);
+    uint64_t h = tg_hash64(raw + vs, ve - vs, 0x746f6f6c73ULL);
+    *tools_hash = h ? h : 1;
+    *tools_bytes = ve - vs;
+    json_t *tools = tg_cache_get(cache, "rawtools", h);
+    if (!tools) {
+        json_t *body = parse_body(raw, n, err);
+        json_t *t = json_object_get(body, "tools");
+        if (json_is_array(t))
+            tg_cache_put(cache, "rawtools", h, t, (ve - vs) * 4);
+        return body;
+    }
+    tg_buf rest = {0};
+    tg_buf_append(&rest, raw, vs);
+    tg_buf_append(&rest, "0", 1);
+    tg_buf_append(&rest, raw + ve, n - ve);
+    json_t *body = parse_body(rest.data, rest.len, err);
+    tg_buf_free(&rest);
+    if (body)
+        json_object_set(body, "tools", tools);
+    json_decref(tools);
+    return body;
+}
+
+/* Serialize body; the tools array, which agents resend unchanged every
+ * turn, is serialized once per distinct array and spliced in. The tools
+ * key then comes last, which changes no meaning. */
+int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
+{
+    json_t *tools = json_object_get(body, "tools");
+    if (!ctx->cache || !json_is_array(tools) || !ctx->tools_hash) {
+        char *s = json_dumps(body, JSON_COMPACT);
+        if (!s)
+            return -1;
+        tg_buf_puts(out, s);
+        free(s);
+        return 0;
+    }
+    /* The array is immutable once the stages are done, and the cache
+     * entry holds a reference to it, so its address names its content. */
+    uintptr_t a = (uintptr_t)tools;
+    uint64_t key = tg_hash64(&a, sizeof a, 0x6f7574ULL);
+    json_t *entry = tg_cache_get(ctx->cache, "toolsjson", key);
+    if (entry && json_array_get(entry, 0) != tools) {
+        json_decref(entry);
+        entry = NULL;
+    }
+    if (!entry) {
+        char *s = json_dumps(tools, JSON_COMPACT);
+        if (!s)
+            return -1;
+        entry = json_pack("[O,s]", tools, s);
+        tg_cache_put(ctx->cache, "toolsjson", key, entry, strlen(s) + 64);
+        free(s);
+    }
+    const char *tools_text = json_string_value(json_array_get(entry, 1));
+    json_incref(tools);
+    json_object_del(body, "tools");
+    char *rest = json_dumps(body, JSON_COMPACT);
+    json_object_set_new(body, "tools", tools);
+    if (!rest) {
+        json_decref(entry);
+        return -1;
+    }
+    size_t rl = strlen(rest);
+    tg_buf_append(out, rest, rl - 1);  /* without the closing brace */
+    tg_buf_puts(out, rl > 2 ? ",\"tools\":" : "\"tools\":");
+    tg_buf_puts(out, tools_text);
+    tg_buf_puts(out, "}");
+    ctx->stats.tools_bytes_out = strlen(tools_text);
+    free(rest);
+    json_decref(entry);
+    return 0;
+}
+
+int tg_pipeline_request_raw(const char *raw, size_t n, tg_ctx *ctx, json_t **body_out,
+                            tg_buf *out, tg_error *err)
+{
+    size_t tools_bytes;
+    json_t *body = tg_request_parse(raw, n, ctx->cache, &ctx->tools_hash, &tools_bytes, err);
+    *body_out = body;
+    if (!body)
+        return -1;
+    ctx->stats.tools_bytes_in = tools_bytes;
+    if (!json_is_object(body)) {
+        tg_error_set(err, 400, "invalid_request_error", "invalid_type", NULL,
+                     "request body must be a JSON object");
+        return -1;
+    }
+    if (tg_pipeline_request(body, ctx, err))
+        return -1;
+    if (tg_request_dump(body, ctx, out)) {
+        tg_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+        return -1;
+    }
+    return 0;
 }

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include "../discovery/discovery.h"
+#include "buf.h"
 #include "hygiene.h"
 #include "repair.h"
 #include "schema.h"
@@ -24,6 +25,7 @@ typedef struct tg_stats {
     unsigned schema_rewrites;
     unsigned fields_stripped;
     unsigned repairs;
+    unsigned repair_failures;        /* calls delivered unrepaired or dropped */
     unsigned discovery_rounds;
     unsigned tools_in, tools_out;
     size_t tools_bytes_in, tools_bytes_out;
@@ -55,6 +57,9 @@ typedef struct tg_ctx {
     json_t *disc_state;              /* discovery's per-request state or NULL */
     json_t *request;                 /* the upstream request body (for discovery rounds) */
     bool stream;
+    uint64_t tools_hash;             /* hash of the tools' raw bytes, 0 = unknown;
+                                        stages may key their caches on it
+                                        instead of serializing the tools */
     tg_stats stats;
 } tg_ctx;
 
@@ -74,6 +79,23 @@ void tg_ctx_clear(tg_ctx *ctx);  /* drops every reference the ctx owns */
 
 /* Run the request stages over body, in place. 0, or -1 with err filled. */
 int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err);
+
+/* The two halves of the raw path, for callers that route between them:
+ * parse (tools from the cache when their bytes were seen before; sets
+ * *tools_hash, 0 when unknown) and dump (the tools' serialization spliced
+ * from the cache). */
+json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, uint64_t *tools_hash,
+                         size_t *tools_bytes, tg_error *err);
+int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out);
+
+/* The network's entry: the client's raw body in, the upstream body out.
+ * Same stages as tg_pipeline_request, but an agent's tool list, which is
+ * the same bytes turn after turn, is found by a scan, hashed, and neither
+ * parsed nor serialized again once seen (worker cache). *body_out gets the
+ * parsed request (new reference) for logging and discovery rounds.
+ * 0, or -1 with err filled (400 for bad JSON). */
+int tg_pipeline_request_raw(const char *raw, size_t n, tg_ctx *ctx, json_t **body_out,
+                            tg_buf *out, tg_error *err);
 
 /* Run the response stages over a whole chat.completion, in place.
  * Returns 0 (resp is for the agent) or 1 (*next_body must go upstream). */
