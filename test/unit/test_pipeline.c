@@ -1,0 +1,186 @@
+/* test_pipeline.c -- the raw fast path must send upstream exactly what the
+ * plain path (parse everything, run the stages, serialize) sends, on the
+ * first sight of a tool list and on every later one, for every dialect; and
+ * odd bodies (tools twice, escaped keys, tools not an array, no tools) must
+ * fall back to the plain path, errors included. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../sanitize/cache.h"
+#include "../../sanitize/pipeline.h"
+
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    tg_buf b = {0};
+    char chunk[65536];
+    size_t k;
+    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
+        tg_buf_append(&b, chunk, k);
+    fclose(f);
+    return tg_buf_steal(&b, n);
+}
+
+static const char *shared_dir(void)
+{
+    const char *s = getenv("TG_SHARED");
+    return s && *s ? s : "../shared";
+}
+
+/* The plain path's upstream body, parsed (key order aside). */
+static json_t *plain(const char *raw, size_t n, tg_dialect d)
+{
+    tg_rules_set rules;
+    tg_rules_preset(d, &rules);
+    tg_ctx ctx;
+    tg_ctx_init(&ctx, "r", &rules, "_");
+    json_t *body = json_loadb(raw, n, 0, NULL);
+    tg_error err;
+    if (body && tg_pipeline_request(body, &ctx, &err)) {
+        json_decref(body);
+        body = NULL;
+    }
+    tg_ctx_clear(&ctx);
+    return body;
+}
+
+/* The raw path's upstream body as text. */
+static char *fast(const char *raw, size_t n, tg_dialect d, tg_cache *cache, int *rc)
+{
+    tg_rules_set rules;
+    tg_rules_preset(d, &rules);
+    tg_ctx ctx;
+    tg_ctx_init(&ctx, "r", &rules, "_");
+    ctx.cache = cache;
+    json_t *body = NULL;
+    tg_buf out = {0};
+    tg_error err;
+    *rc = tg_pipeline_request_raw(raw, n, &ctx, &body, &out, &err);
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+    return tg_buf_steal(&out, NULL);
+}
+
+static void check_same(const char *raw, size_t n, tg_dialect d, tg_cache *cache)
+{
+    json_t *want = plain(raw, n, d);
+    assert_non_null(want);
+    int rc;
+    char *first = fast(raw, n, d, cache, &rc);
+    assert_int_equal(rc, 0);
+    char *second = fast(raw, n, d, cache, &rc);
+    assert_int_equal(rc, 0);
+    /* byte-identical turn after turn: prompt caches stay warm */
+    assert_string_equal(first, second);
+    json_t *got = json_loads(second, 0, NULL);
+    assert_non_null(got);
+    if (!json_equal(got, want)) {
+        char *w = json_dumps(want, JSON_COMPACT);
+        print_error("dialect %s: raw path differs from the plain path\nwant %.300s\ngot  %.300s\n",
+                    tg_dialect_name(d), w, second);
+        free(w);
+        fail();
+    }
+    json_decref(got);
+    json_decref(want);
+    free(first);
+    free(second);
+}
+
+static void test_corpus_requests_every_dialect(void **state)
+{
+    (void)state;
+    const char *names[] = {"big-50.json", "big-100.json"};
+    for (size_t i = 0; i < 2; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/corpus/requests/%s", shared_dir(), names[i]);
+        size_t n;
+        char *raw = slurp(path, &n);
+        if (!raw) {
+            print_error("corpus not found at %s (set TG_SHARED)\n", path);
+            fail();
+        }
+        tg_cache *cache = tg_cache_new(256, 64u << 20);
+        for (int d = 0; d < TG_D_COUNT; d++)
+            check_same(raw, n, (tg_dialect)d, cache);
+        tg_cache_free(cache);
+        free(raw);
+    }
+}
+
+static void test_odd_bodies_fall_back(void **state)
+{
+    (void)state;
+    static const char *const bodies[] = {
+        "{\"model\":\"m\",\"messages\":[]}",
+        "{\"model\":\"m\",\"messages\":[],\"tools\":null}",
+        "{\"model\":\"m\",\"messages\":[],\"tools\":[]}",
+        "  {\"tools\" : [ {\"type\":\"function\",\"function\":{\"name\":\"a\"}} ] , \"messages\":[]}",
+        "{\"t\\u006fols\":[],\"messages\":[{\"role\":\"user\",\"content\":\"\\\"tools\\\":[\"}]}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\\\\\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"b\"}}]}",
+    };
+    tg_cache *cache = tg_cache_new(64, 1u << 20);
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++)
+        for (int d = 0; d < TG_D_COUNT; d++)
+            check_same(bodies[i], strlen(bodies[i]), (tg_dialect)d, cache);
+    tg_cache_free(cache);
+}
+
+static void test_bad_bodies_are_errors(void **state)
+{
+    (void)state;
+    static const char *const bodies[] = {
+        "{\"tools\":[],\"tools\":[],\"messages\":[]}",  /* duplicate key */
+        "{\"tools\":[1,2,\"messages\":[]}",              /* broken inside tools */
+        "[1]",
+        "",
+    };
+    tg_cache *cache = tg_cache_new(64, 1u << 20);
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        int rc;
+        char *s = fast(bodies[i], strlen(bodies[i]), TG_D_OPENAI, cache, &rc);
+        assert_int_equal(rc, -1);
+        free(s);
+    }
+    tg_cache_free(cache);
+}
+
+/* The second request with the same tools but other messages reuses the
+ * parsed tools and still carries its own messages. */
+static void test_cached_tools_new_messages(void **state)
+{
+    (void)state;
+    const char *a = "{\"messages\":[{\"role\":\"user\",\"content\":\"one\"}],\"tools\":[{\"type\":\"function\","
+                    "\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\",\"properties\":{}}}}]}";
+    const char *b = "{\"messages\":[{\"role\":\"user\",\"content\":\"two\"}],\"tools\":[{\"type\":\"function\","
+                    "\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\",\"properties\":{}}}}]}";
+    tg_cache *cache = tg_cache_new(64, 1u << 20);
+    int rc;
+    char *x = fast(a, strlen(a), TG_D_OPENAI, cache, &rc);
+    char *y = fast(b, strlen(b), TG_D_OPENAI, cache, &rc);
+    assert_non_null(strstr(x, "\"one\""));
+    assert_non_null(strstr(y, "\"two\""));
+    assert_null(strstr(y, "\"one\""));
+    free(x);
+    free(y);
+    tg_cache_free(cache);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_corpus_requests_every_dialect),
+        cmocka_unit_test(test_odd_bodies_fall_back),
+        cmocka_unit_test(test_bad_bodies_are_errors),
+        cmocka_unit_test(test_cached_tools_new_messages),
+    };
+    return cmocka_run_group_tests_name("pipeline", tests, NULL, NULL);
+}
