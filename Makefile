@@ -29,7 +29,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 CONF     ?= conf/toolgate.conf
 
-.PHONY: all deps run test unit check-all asan clean install bench fuzz
+.PHONY: all deps run test unit clean install bench fuzz soak
 all: $(BUILD)/toolgate
 
 $(BUILD)/%.o: %.c $(HDRS)
@@ -51,7 +51,7 @@ $(BUILD)/test/%: test/tools/%.c $(BUILD)/libtoolgate.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
 
-$(BUILD)/mock-upstream: test/mock/mock_upstream.c $(BUILD)/libtoolgate.a
+$(BUILD)/mock-upstream: test/mock/mock_upstream.c test/mock/mock_strict.c $(BUILD)/libtoolgate.a
 	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
 
 unit: $(UNIT_BIN) $(TOOL_BIN)
@@ -90,6 +90,13 @@ fuzz: deps
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang SAN="$(FUZZ_SAN)" OPT="-O1 -g" build-fuzz/libtoolgate.a
 	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 	@sh test/fuzz/run.sh $(FUZZ_SECONDS)
+
+# The soak: SOAK_REQUESTS mixed requests through the ASan build (see test/soak/run.sh).
+SOAK_REQUESTS ?= 200000
+soak: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" \
+		OPT="-O1 -g" build-asan/toolgate build-asan/mock-upstream
+	@sh test/soak/run.sh $(SOAK_REQUESTS)
 
 install: $(BUILD)/toolgate
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/toolgate $(DESTDIR)$(PREFIX)/share/man/man1

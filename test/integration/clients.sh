@@ -1,0 +1,45 @@
+#!/bin/sh
+# clients.sh -- real SDK clients (openai, Vercel AI SDK) through toolgate.
+#
+# Starts the mock and toolgate, installs test/client's locked dependencies
+# when node_modules is missing (npm ci), and runs node's test runner with
+# its TAP reporter, whose top-level "ok N - name" lines test/run.sh counts.
+. "$(dirname "$0")/lib.sh"
+
+CLIENT="$TG_ROOT/test/client"
+if ! command -v node >/dev/null 2>&1; then
+    not_ok "node is installed" "the real-client tests need node >= 20 and npm"
+    finish
+fi
+if [ ! -d "$CLIENT/node_modules" ]; then
+    if ! (cd "$CLIENT" && npm ci --no-audit --no-fund --loglevel=error >"$TG_TMP/npm.log" 2>&1); then
+        not_ok "npm ci in test/client" "$(tail -n 20 "$TG_TMP/npm.log")"
+        finish
+    fi
+fi
+[ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
+
+start_mock
+PORT=$(free_port)
+CONF="$TG_TMP/clients.conf"
+{
+    conf_server "$PORT"
+    conf_route main '*'
+} >"$CONF"
+start_toolgate "$CONF" || finish
+
+# node numbers its own TAP lines; keep them as they are and let our own
+# checks (sanitizers) follow under the same counter by continuing from its
+# count.
+TG_BASE_URL="$TG_URL/v1" node --test --test-reporter=tap "$CLIENT"/*.test.mjs >"$TG_TMP/node.tap" 2>&1
+node_rc=$?
+cat "$TG_TMP/node.tap"
+TAP_N=$(grep -c '^ok \|^not ok ' "$TG_TMP/node.tap")
+TAP_FAILED=$(grep -c '^not ok ' "$TG_TMP/node.tap")
+if [ "$node_rc" != 0 ] && [ "$TAP_FAILED" = 0 ]; then
+    not_ok "node --test exited $node_rc" "$(tail -n 20 "$TG_TMP/node.tap")"
+fi
+stop_toolgate
+# node printed its own plan; ours would be a second one.
+sanitizer_clean "mock upstream" "$TG_TMP/mock.err"
+exit 0

@@ -1,0 +1,280 @@
+# lib.sh -- shared helpers for the integration tests (POSIX sh, sourced).
+#
+# A test sources this file, starts the mock upstream and toolgate, makes
+# requests with curl and prints TAP lines ("ok N - name" / "not ok N -
+# name"), which test/run.sh counts. Everything a test starts is stopped by
+# the EXIT trap, and the script exits non-zero when any check failed.
+#
+# Environment (set by test/run.sh; defaults let a test run on its own):
+#   TG_ROOT  repository root            TG_BIN   toolgate binary (ASan build)
+#   TG_MOCK  mock-upstream binary
+#
+# Sourced only: run as a script (test/run.sh runs every *.sh here), it
+# does nothing and exits 0 without printing a TAP line.
+case "$0" in */lib.sh | lib.sh) exit 0 ;; esac
+
+TG_ROOT="${TG_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}"
+TG_BIN="${TG_BIN:-$TG_ROOT/build-asan/toolgate}"
+TG_MOCK="${TG_MOCK:-$TG_ROOT/build-asan/mock-upstream}"
+export TG_ROOT TG_BIN TG_MOCK
+# Sanitizer reports must fail the run, never hide in a log.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+# The real interpreter, not a version-manager shim: shims cost ~0.5 s a call.
+PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+PY=${PY:-python3}
+
+TG_TMP=$(mktemp -d "${TMPDIR:-/tmp}/tg-it.XXXXXX")
+TAP_N=0
+TAP_FAILED=0
+MOCK_PID=
+TG_PID=
+
+# ---- TAP -----------------------------------------------------------------
+
+ok() {
+    TAP_N=$((TAP_N + 1))
+    echo "ok $TAP_N - $1"
+}
+
+# not_ok NAME DETAIL: the detail goes on "#" lines, as TAP diagnostics.
+not_ok() {
+    TAP_N=$((TAP_N + 1))
+    TAP_FAILED=$((TAP_FAILED + 1))
+    echo "not ok $TAP_N - $1"
+    [ -n "$2" ] && printf '%s\n' "$2" | sed 's/^/#   /'
+    return 0
+}
+
+# check NAME CMD...: ok when CMD exits 0.
+check() {
+    _name=$1
+    shift
+    if "$@" >"$TG_TMP/check.out" 2>&1; then
+        ok "$_name"
+    else
+        not_ok "$_name" "command failed: $*
+$(head -c 2000 "$TG_TMP/check.out")"
+    fi
+}
+
+# expect_eq NAME WANT GOT
+expect_eq() {
+    if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "want: $2
+got:  $3"; fi
+}
+
+# expect_match NAME PATTERN TEXT: TEXT contains PATTERN (grep -E).
+expect_match() {
+    if printf '%s' "$3" | grep -Eq -- "$2"; then ok "$1"; else not_ok "$1" "want /$2/ in:
+$(printf '%s' "$3" | head -c 1500)"; fi
+}
+
+# ---- JSON ----------------------------------------------------------------
+
+# json_get FILE PATH: prints the value at PATH ("choices.0.message.content";
+# "" = the whole document); strings raw, anything else as compact JSON.
+# Exits 1 when FILE is not JSON or PATH does not exist.
+json_get() {
+    "$PY" - "$1" "$2" <<'EOF'
+import json, sys
+try:
+    v = json.load(open(sys.argv[1], encoding="utf-8"))
+    for part in [p for p in sys.argv[2].split(".") if p != ""]:
+        v = v[int(part)] if isinstance(v, list) else v[part]
+except Exception:
+    sys.exit(1)
+print(v if isinstance(v, str) else json.dumps(v, separators=(",", ":")))
+EOF
+}
+
+# json_valid FILE: exits 0 when FILE holds one JSON document.
+json_valid() {
+    "$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null
+}
+
+# ---- processes -----------------------------------------------------------
+
+free_port() {
+    "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# now_ms: a millisecond clock for timing checks.
+now_ms() {
+    date +%s%3N
+}
+
+# stream_times OUT URL BODY [CURL ARGS...]: POSTs BODY with curl -N and
+# writes one line per SSE "data:" line, "MS DATA", MS counted from the
+# moment curl was started (by the same process that reads, so the reader's
+# start-up cannot delay the stamps).
+stream_times() {
+    _out=$1
+    _url=$2
+    _body=$3
+    shift 3
+    "$PY" - "$_url" "$_body" "$@" >"$_out" <<'EOF'
+import subprocess, sys, time
+url, body, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
+t0 = time.monotonic()
+p = subprocess.Popen(["curl", "-sN", "-m", "30", "-H", "Content-Type: application/json",
+                      "--data-binary", body] + extra + [url], stdout=subprocess.PIPE)
+for line in p.stdout:
+    line = line.decode("utf-8", "replace").strip()
+    if line.startswith("data:"):
+        print(int((time.monotonic() - t0) * 1000), line, flush=True)
+p.wait()
+EOF
+}
+
+# start_mock [-v]: with -v the mock logs one line per request to mock.err
+# (mock_log shows it), which tests use to see aborted upstream transfers.
+start_mock() {
+    "$TG_MOCK" --listen 127.0.0.1:0 "$@" >"$TG_TMP/mock.out" 2>"$TG_TMP/mock.err" &
+    MOCK_PID=$!
+    _i=0
+    while [ $_i -lt 100 ]; do
+        MOCK_PORT=$(sed -n 's/^port=\([0-9]*\)$/\1/p' "$TG_TMP/mock.out" 2>/dev/null)
+        [ -n "$MOCK_PORT" ] && break
+        kill -0 "$MOCK_PID" 2>/dev/null || break
+        sleep 0.05
+        _i=$((_i + 1))
+    done
+    if [ -z "$MOCK_PORT" ]; then
+        not_ok "mock upstream starts" "$(cat "$TG_TMP/mock.err")"
+        exit 1
+    fi
+    export MOCK_PORT
+    MOCK_URL="http://127.0.0.1:$MOCK_PORT"
+}
+
+# start_toolgate CONFFILE [EXTRA ARGS]: waits (10 s max) for GET /readyz = 200.
+# Returns 1 (after a not_ok line) when toolgate does not come up.
+start_toolgate() {
+    TG_CONF=$1
+    shift
+    TG_PORT=$(sed -n 's/^[[:space:]]*listen[[:space:]]*=[[:space:]]*[^:]*:\([0-9]*\).*/\1/p' "$TG_CONF" | head -n 1)
+    export TG_PORT
+    TG_URL="http://127.0.0.1:$TG_PORT"
+    TG_LOG="$TG_TMP/toolgate.$TG_PORT.log"
+    "$TG_BIN" serve -c "$TG_CONF" "$@" >>"$TG_LOG" 2>&1 &
+    TG_PID=$!
+    _i=0
+    while [ $_i -lt 200 ]; do
+        if [ "$(curl -s -o /dev/null -m 1 -w '%{http_code}' "$TG_URL/readyz")" = 200 ]; then
+            return 0
+        fi
+        kill -0 "$TG_PID" 2>/dev/null || break
+        sleep 0.05
+        _i=$((_i + 1))
+    done
+    not_ok "toolgate starts with $(basename "$TG_CONF")" "$(tail -n 20 "$TG_LOG")"
+    kill -KILL "$TG_PID" 2>/dev/null && wait "$TG_PID" 2>/dev/null
+    TG_PID=
+    return 1
+}
+
+# stop_pid PID SECONDS: SIGTERM, then SIGKILL if PID still runs after
+# SECONDS, so a hung process fails its test instead of hanging the suite.
+# Returns PID's exit status.
+stop_pid() {
+    kill -TERM "$1" 2>/dev/null
+    _i=0
+    while kill -0 "$1" 2>/dev/null && [ $_i -lt $(($2 * 10)) ]; do
+        sleep 0.1
+        _i=$((_i + 1))
+    done
+    kill -KILL "$1" 2>/dev/null
+    wait "$1"
+}
+
+# stop_toolgate: SIGTERM, wait, and report a non-zero exit or any sanitizer
+# report in its log as a failed test. Sets TG_STATUS.
+stop_toolgate() {
+    [ -n "$TG_PID" ] || return 0
+    stop_pid "$TG_PID" 20
+    TG_STATUS=$?
+    TG_PID=
+    sanitizer_clean "toolgate ($(basename "$TG_CONF"))" "$TG_LOG"
+}
+
+# sanitizer_clean WHAT LOG: one TAP line; fails on ASan/UBSan/LSan output.
+sanitizer_clean() {
+    if grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: (Address|Undefined)' "$2" 2>/dev/null; then
+        not_ok "$1 ran sanitizer-clean" "$(grep -E -A12 'ERROR: |runtime error:' "$2" | head -n 40)"
+    else
+        ok "$1 ran sanitizer-clean"
+    fi
+}
+
+stop_all() {
+    _rc=$?
+    [ -n "$TG_PID" ] && stop_pid "$TG_PID" 10 2>/dev/null
+    [ -n "$MOCK_PID" ] && stop_pid "$MOCK_PID" 5 2>/dev/null
+    rm -rf "$TG_TMP"
+    [ "$TAP_FAILED" -gt 0 ] && _rc=1
+    exit $_rc
+}
+trap stop_all EXIT
+trap 'exit 130' INT TERM
+
+# finish: prints the TAP plan; the EXIT trap sets the status.
+finish() {
+    sanitizer_clean "mock upstream" "$TG_TMP/mock.err"
+    echo "1..$TAP_N"
+    [ "$TAP_FAILED" -eq 0 ]
+    exit $?
+}
+
+# ---- requests and confs --------------------------------------------------
+
+# tg_req OUT METHOD PATH [CURL ARGS...]: request to toolgate; body in OUT,
+# response headers in OUT.h; prints the HTTP status (000 = no answer).
+tg_req() {
+    _out=$1
+    _method=$2
+    _path=$3
+    shift 3
+    curl -s -m 20 -X "$_method" -o "$_out" -D "$_out.h" -w '%{http_code}' "$@" "$TG_URL$_path"
+}
+
+# chat OUT BODY [CURL ARGS...]: POST /v1/chat/completions with a JSON body.
+chat() {
+    _out=$1
+    _body=$2
+    shift 2
+    tg_req "$_out" POST /v1/chat/completions -H 'Content-Type: application/json' --data-binary "$_body" "$@"
+}
+
+# header_value FILE NAME: the value of response header NAME in a -D dump.
+header_value() {
+    tr -d '\r' <"$1" | sed -n "s/^$2:[[:space:]]*//Ip" | tail -n 1
+}
+
+mock_last() {
+    curl -s -m 5 "$MOCK_URL/_last" >"$1"
+}
+
+mock_count() {
+    curl -s -m 5 "$MOCK_URL/_count" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["count"])'
+}
+
+mock_log() {
+    cat "$TG_TMP/mock.err"
+}
+
+mock_reset() {
+    curl -s -m 5 -X POST "$MOCK_URL/_reset" >/dev/null
+}
+
+# conf_server PORT [EXTRA LINES]: a [server] section on 127.0.0.1:PORT.
+conf_server() {
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 2\nlog_level = warn\n%s\n\n' "$1" "$2"
+}
+
+# conf_route NAME MODELS [EXTRA LINES]: a route to the mock, dialect openai.
+conf_route() {
+    printf '[route %s]\nmodels = %s\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\n%s\n\n' \
+        "$1" "$2" "$MOCK_PORT" "$3"
+}

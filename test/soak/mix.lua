@@ -1,0 +1,33 @@
+-- mix.lua -- wrk script for the soak: cycles through JSON answers, streams,
+-- tool calls, upstream faults (500, garbage, reset) and toolgate's own
+-- 4xx, so every path of the proxy runs many thousands of times.
+local msg = '"messages":[{"role":"user","content":"hi","_marker":1}]'
+local tools = '"tools":[{"type":"function","function":{"name":"read.file","description":"Read a file",' ..
+  '"parameters":{"type":"object","properties":{"path":{"type":"string"},"n":{"type":["integer","null"]}},"required":["path"]}}}]'
+local reqs = {
+  {'{"model":"gpt-soak",' .. msg .. '}', {}},
+  {'{"model":"gpt-soak","stream":true,' .. msg .. '}', {["X-Mock-Chunks"] = "8"}},
+  {'{"model":"gpt-soak",' .. msg .. ',' .. tools .. '}', {["X-Mock"] = "tools"}},
+  {'{"model":"gpt-soak","stream":true,' .. msg .. ',' .. tools .. '}', {["X-Mock"] = "tools"}},
+  {'{"model":"gem-soak",' .. msg .. ',' .. tools .. '}', {["X-Mock"] = "tools"}},
+  {'{"model":"gpt-soak",' .. msg .. '}', {["X-Mock"] = "status", ["X-Mock-Status"] = "500"}},
+  {'{"model":"gpt-soak",' .. msg .. '}', {["X-Mock"] = "garbage"}},
+  {'{"model":"gpt-soak","stream":true,' .. msg .. '}', {["X-Mock"] = "garbage"}},
+  {'{"model":"gpt-soak","stream":true,' .. msg .. '}', {["X-Mock"] = "reset"}},
+  {'{"model":"gpt-soak",' .. msg .. '}', {["X-Mock"] = "reset"}},
+  {'{"model":"nowhere",' .. msg .. '}', {}},
+  {'{"model":"gpt-soak",', {}},
+}
+local i = 0
+request = function()
+  i = i + 1
+  local r = reqs[(i % #reqs) + 1]
+  local h = {["Content-Type"] = "application/json"}
+  for k, v in pairs(r[2]) do h[k] = v end
+  return wrk.format("POST", "/v1/chat/completions", h, r[1])
+end
+done = function(summary, latency, requests)
+  io.write(string.format("soak: %d requests, %d socket errors, %d non-2xx\n", summary.requests,
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+    summary.errors.status))
+end
