@@ -27,7 +27,7 @@ request = function()
   return wrk.format("POST", "/v1/chat/completions", h, r[1])
 end
 done = function(summary, latency, requests)
-  io.write(string.format("soak: %d requests, %d socket errors, %d non-2xx\n", summary.requests,
-    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
-    summary.errors.status))
+  local e = summary.errors
+  io.write(string.format("soak: %d requests, %d socket errors (connect %d, read %d, write %d, timeout %d), %d non-2xx\n",
+    summary.requests, e.connect + e.read + e.write + e.timeout, e.connect, e.read, e.write, e.timeout, e.status))
 end

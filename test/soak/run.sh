@@ -7,6 +7,8 @@
 # sample within 20% + 8 MB of the one after the first round).
 . "$(dirname "$0")/../integration/lib.sh"
 total=${1:-200000}
+# A small quarantine, so that RSS shows what toolgate keeps, not what ASan does.
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:quarantine_size_mb=8:malloc_context_size=8"
 start_mock
 port=$(free_port)
 conf="$TG_TMP/soak.conf"
