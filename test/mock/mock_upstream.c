@@ -9,7 +9,8 @@
  * has gone away.
  *
  * Behaviour is picked per request (header X-Mock, or model "mock-NAME"):
- * default, tools, status, stall, reset, garbage, big, slow, fixture and
+ * default, tools, discovery (a scripted model that uses the meta-tools),
+ * status, stall, reset, garbage, big, slow, fixture and
  * strict:<provider> (the provider validators live in mock_strict.c, which
  * this file includes so that the Makefile builds one translation unit).
  * GET /_last, GET /_count and POST /_reset let tests see what reached us.
@@ -514,6 +515,152 @@ static enum MHD_Result answer_tools(request *r, struct MHD_Connection *conn)
     return queue_stream(r, conn, s, MHD_SIZE_UNKNOWN, "text/event-stream");
 }
 
+/* ---- discovery: a scripted model that follows the meta-tool protocol ----
+ * user turn -> search_tools{query: the user's text}; search result ->
+ * get_tool_schema{names:[first result]} (or, with X-Mock-Discovery: direct,
+ * a call of that tool by its own name); schema -> call_tool{name,
+ * arguments: X-Mock-Args}; the result of a real tool -> a text answer.
+ * Meta-tools are found by suffix, so prefixed meta names work too. */
+
+static const char *tool_with_suffix(const request *r, const char *suffix)
+{
+    json_t *tools = json_object_get(r->json, "tools");
+    size_t sl = strlen(suffix);
+    for (size_t i = 0; i < json_array_size(tools); i++) {
+        const char *n = json_string_value(
+            json_object_get(json_object_get(json_array_get(tools, i), "function"), "name"));
+        size_t nl = n ? strlen(n) : 0;
+        if (nl >= sl && strcmp(n + nl - sl, suffix) == 0)
+            return n;
+    }
+    return NULL;
+}
+
+/* The name of the call that the last tool message answers. */
+static const char *answered_call(const request *r, json_t **tool_msg)
+{
+    json_t *msgs = json_object_get(r->json, "messages");
+    size_t n = json_array_size(msgs);
+    json_t *last = json_array_get(msgs, n ? n - 1 : 0);
+    *tool_msg = last;
+    if (n == 0 || strcmp(json_string_value(json_object_get(last, "role")) ?: "", "tool"))
+        return NULL;
+    const char *id = json_string_value(json_object_get(last, "tool_call_id"));
+    for (size_t i = n; i-- > 0;) {
+        json_t *calls = json_object_get(json_array_get(msgs, i), "tool_calls");
+        for (size_t k = 0; k < json_array_size(calls); k++) {
+            json_t *c = json_array_get(calls, k);
+            if (id && !strcmp(json_string_value(json_object_get(c, "id")) ?: "", id))
+                return json_string_value(json_object_get(json_object_get(c, "function"), "name"));
+        }
+    }
+    return NULL;
+}
+
+static enum MHD_Result answer_call(request *r, struct MHD_Connection *conn, const char *name,
+                                   json_t *args)
+{
+    char *a = json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(args);
+    char id[32];
+    snprintf(id, sizeof id, "call_disc%u", (unsigned)(json_array_size(json_object_get(r->json, "messages"))));
+    enum MHD_Result ret;
+    if (!r->stream) {
+        json_t *msg = json_pack("{s:s,s:n,s:[{s:s,s:s,s:{s:s,s:s}}]}", "role", "assistant",
+                                "content", "tool_calls", "id", id, "type", "function",
+                                "function", "name", name, "arguments", a);
+        ret = queue_json(r, conn, 200, completion(r, msg, "tool_calls"));
+    } else {
+        stream *s = stream_new(conn, 0);
+        int rc = s ? 0 : -1;
+        if (rc == 0)
+            rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant", "content", "Looking. "), NULL));
+        if (rc == 0)
+            rc = stream_add_event(s, chunk(r, json_pack("{s:[{s:i,s:s,s:s,s:{s:s,s:s}}]}", "tool_calls",
+                                                        "index", 0, "id", id, "type", "function",
+                                                        "function", "name", name, "arguments", a),
+                                           NULL));
+        if (rc == 0)
+            rc = stream_add_event(s, chunk(r, json_object(), "tool_calls"));
+        if (rc == 0)
+            rc = add_done(s);
+        ret = rc ? MHD_NO : queue_stream(r, conn, s, MHD_SIZE_UNKNOWN, "text/event-stream");
+        if (rc && s)
+            stream_free(s);
+    }
+    free(a);
+    return ret;
+}
+
+static enum MHD_Result answer_text(request *r, struct MHD_Connection *conn, const char *text)
+{
+    if (!r->stream) {
+        json_t *msg = json_pack("{s:s,s:s}", "role", "assistant", "content", text);
+        return queue_json(r, conn, 200, completion(r, msg, "stop"));
+    }
+    stream *s = stream_new(conn, 0);
+    if (!s)
+        return MHD_NO;
+    int rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant", "content", text), NULL));
+    if (rc == 0)
+        rc = stream_add_event(s, chunk(r, json_object(), "stop"));
+    if (rc == 0)
+        rc = add_done(s);
+    if (rc) {
+        stream_free(s);
+        return MHD_NO;
+    }
+    return queue_stream(r, conn, s, MHD_SIZE_UNKNOWN, "text/event-stream");
+}
+
+static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
+{
+    const char *search = tool_with_suffix(r, "search_tools");
+    const char *schema = tool_with_suffix(r, "get_tool_schema");
+    const char *call = tool_with_suffix(r, "call_tool");
+    json_t *last;
+    const char *answered = answered_call(r, &last);
+    const char *args_text = header(conn, "X-Mock-Args");
+    json_t *args = json_loads(args_text ? args_text : "{}", 0, NULL);
+    if (!args)
+        args = json_object();
+    bool direct = header(conn, "X-Mock-Discovery") && !strcmp(header(conn, "X-Mock-Discovery"), "direct");
+    if (!search || !answered) {
+        json_decref(args);
+        if (!search)
+            return answer_text(r, conn, "no meta-tools offered");
+        const char *q = json_string_value(json_object_get(last, "content"));
+        return answer_call(r, conn, search, json_pack("{s:s}", "query", q ? q : "tool"));
+    }
+    json_t *result = json_loads(json_string_value(json_object_get(last, "content")) ?: "", 0, NULL);
+    enum MHD_Result ret;
+    if (!strcmp(answered, search)) {
+        const char *first = json_string_value(
+            json_object_get(json_array_get(json_object_get(result, "results"), 0), "name"));
+        if (!first)
+            ret = answer_text(r, conn, "search found nothing");
+        else if (direct)
+            ret = answer_call(r, conn, first, json_incref(args));
+        else
+            ret = answer_call(r, conn, schema ? schema : search, json_pack("{s:[s]}", "names", first));
+    } else if (schema && !strcmp(answered, schema)) {
+        const char *name = json_string_value(
+            json_object_get(json_array_get(json_object_get(result, "tools"), 0), "name"));
+        if (!name || !call)
+            ret = answer_text(r, conn, "no schema came back");
+        else
+            ret = answer_call(r, conn, call, json_pack("{s:s,s:O}", "name", name, "arguments", args));
+    } else {
+        char text[512];
+        snprintf(text, sizeof text, "done: %.400s",
+                 json_string_value(json_object_get(last, "content")) ?: "");
+        ret = answer_text(r, conn, text);
+    }
+    json_decref(result);
+    json_decref(args);
+    return ret;
+}
+
 static enum MHD_Result answer_status(request *r, struct MHD_Connection *conn)
 {
     long status = header_long(conn, "X-Mock-Status", 500);
@@ -699,6 +846,8 @@ static enum MHD_Result chat_completions(request *r, struct MHD_Connection *conn)
         return queue_error(r, conn, 400, "mock: request body is not JSON", "invalid_request_error");
     if (strcmp(sc, "tools") == 0)
         return answer_tools(r, conn);
+    if (strcmp(sc, "discovery") == 0)
+        return answer_discovery(r, conn);
     if (strcmp(sc, "status") == 0)
         return answer_status(r, conn);
     if (strcmp(sc, "reset") == 0)
