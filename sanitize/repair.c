@@ -1,72 +1,749 @@
-/* repair.c -- identity placeholder; response repair lands in its own issue.
- * The stream side already re-frames each upstream event as one SSE event and
- * turns a broken transfer into an error event (never a fake stop). */
-#include "repair.h"
+/* repair.c -- response repair for whole answers, and the pieces the stream
+ * side (repair_stream.c) shares: the rule table, tool-call normalization,
+ * finish_reason, content normalization.
+ *
+ * Order of work on one message (dialects.md section 5):
+ *   1. every tool call: split {...}{...} arguments (R4/R20), type (R1), the
+ *      agent's own name (reverse name map), arguments to a JSON-object string
+ *      (R13 object, R14 empty, whole-args double encoding, lenient JSON fix),
+ *      schema-guided decoding of double-encoded values (R15), the inverse
+ *      argument mapping of the schema stage, then ids (R8 synthesize, R9
+ *      de-duplicate). A call without a name cannot be delivered: it is
+ *      dropped, counted and recorded (never silently).
+ *   2. calls written as text into content (R12, repair_text.c).
+ *   3. content "" / [] beside calls -> null (R23, R24), Mistral content lists.
+ *   4. finish_reason (R10, R11).
+ * Arguments are re-serialized only when something changed; otherwise the
+ * provider's string goes through byte for byte. Everything else in the
+ * answer (text, reasoning, logprobs, usage, unknown fields) is not touched.
+ *
+ * Synthesized ids are "call_" + 24 alphanumerics, a hash of the response id,
+ * the choice, the position, the name and the arguments: deterministic for a
+ * given answer (tests), distinct across answers that have distinct ids.
+ */
+#include "repair_int.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "pipeline.h"
+/* --- rules: one row per dialect ------------------------------------------ */
 
-struct tg_stream {
-    tg_ctx *ctx;
-    bool done;  /* saw [DONE] */
+#define RR_ALL                                                                             \
+    (TG_RR_TYPE | TG_RR_IDS | TG_RR_FINISH | TG_RR_ARGS | TG_RR_DECODE | TG_RR_SPLIT |     \
+     TG_RR_JSON_FIX | TG_RR_CONTENT | TG_RR_ROLE | TG_RR_TOOL_USE_FAILED)
+/* passthrough still guarantees rules 8-10 (well-formed calls, finish, dense
+ * indexes) but does not second-guess argument contents or content. */
+#define RR_GUARANTEE (TG_RR_TYPE | TG_RR_IDS | TG_RR_FINISH | TG_RR_ARGS)
+
+static const unsigned preset_flags[TG_D_COUNT] = {
+    [TG_D_OPENAI] = RR_ALL,
+    [TG_D_OPENAI_STRICT] = RR_ALL,
+    [TG_D_GEMINI] = RR_ALL,
+    [TG_D_ANTHROPIC] = RR_ALL,
+    [TG_D_MISTRAL] = RR_ALL | TG_RR_CONTENT_LIST,
+    [TG_D_GROQ] = RR_ALL,
+    [TG_D_FIREWORKS] = RR_ALL,
+    [TG_D_CEREBRAS] = RR_ALL,
+    [TG_D_DEEPSEEK] = RR_ALL,
+    [TG_D_XAI] = RR_ALL,
+    [TG_D_TOGETHER] = RR_ALL,
+    [TG_D_OLLAMA] = RR_ALL,
+    [TG_D_VLLM] = RR_ALL,
+    [TG_D_PASSTHROUGH] = RR_GUARANTEE,
+};
+
+typedef struct rule_name {
+    const char *name;
+    unsigned flag;
+} rule_name;
+
+static const rule_name rule_names[] = {
+    {"type", TG_RR_TYPE},         {"R1", TG_RR_TYPE},
+    /* flag 0: always on (stream correlation and dense indexes, rule 10) */
+    {"index", 0}, {"R2", 0}, {"R3", 0}, {"R5", 0}, {"R6", 0}, {"R7", 0}, {"R16", 0},
+    {"R17", 0}, {"R18", 0}, {"R21", 0}, {"R22", 0}, {"R26", 0},
+    {"ids", TG_RR_IDS},           {"R8", TG_RR_IDS},            {"R9", TG_RR_IDS},
+    {"finish", TG_RR_FINISH},     {"R10", TG_RR_FINISH},        {"R11", TG_RR_FINISH},
+    {"args", TG_RR_ARGS},         {"R13", TG_RR_ARGS},          {"R14", TG_RR_ARGS},
+    {"decode_strings", TG_RR_DECODE}, {"R15", TG_RR_DECODE},
+    {"split", TG_RR_SPLIT},       {"R4", TG_RR_SPLIT},          {"R20", TG_RR_SPLIT},
+    {"json_fix", TG_RR_JSON_FIX},
+    {"content", TG_RR_CONTENT},   {"R23", TG_RR_CONTENT},       {"R24", TG_RR_CONTENT},
+    {"content_list", TG_RR_CONTENT_LIST},
+    {"role", TG_RR_ROLE},         {"R25", TG_RR_ROLE},
+    {"tool_use_failed", TG_RR_TOOL_USE_FAILED}, {"R27", TG_RR_TOOL_USE_FAILED},
 };
 
 void tg_repair_rules_preset(tg_dialect d, tg_repair_rules *out)
 {
     memset(out, 0, sizeof *out);
     out->dialect = d;
+    out->flags = (unsigned)d < TG_D_COUNT ? preset_flags[d] : RR_ALL;
 }
 
 int tg_repair_rules_set(tg_repair_rules *r, const char *key, const char *value,
                         char *msg, size_t msglen)
 {
-    (void)r;
-    (void)value;
-    snprintf(msg, msglen, "unknown repair rule '%s'", key);
+    bool on;
+    if (!strcmp(value, "on") || !strcmp(value, "true") || !strcmp(value, "yes") ||
+        !strcmp(value, "1"))
+        on = true;
+    else if (!strcmp(value, "off") || !strcmp(value, "false") || !strcmp(value, "no") ||
+             !strcmp(value, "0"))
+        on = false;
+    else {
+        snprintf(msg, msglen, "repair.%s: expected on | off, got '%s'", key, value);
+        return -1;
+    }
+    if (!strcmp(key, "text_tool_calls") || !strcmp(key, "R12")) {
+        r->text_tool_calls = on;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof rule_names / sizeof *rule_names; i++) {
+        if (strcmp(rule_names[i].name, key))
+            continue;
+        if (!rule_names[i].flag && !on) {
+            snprintf(msg, msglen, "repair.%s cannot be turned off (the agent always gets "
+                     "well-formed calls with dense indexes)", key);
+            return -1;
+        }
+        if (on)
+            r->flags |= rule_names[i].flag;
+        else
+            r->flags &= ~rule_names[i].flag;
+        return 0;
+    }
+    snprintf(msg, msglen,
+             "unknown repair rule '%s' (type, index, ids, finish, args, decode_strings, "
+             "split, json_fix, content, content_list, role, tool_use_failed, text_tool_calls "
+             "or an R-number)",
+             key);
     return -1;
+}
+
+/* --- small shared helpers ------------------------------------------------- */
+
+void tg_rr_note(tg_ctx *ctx, const char *rule, const char *where, json_t *before,
+                json_t *after)
+{
+    ctx->stats.repairs++;
+    int q = rule[0] == 'R' ? atoi(rule + 1) : 0;
+    ctx->stats.quirks[q > 0 && q < TG_QUIRKS ? q : 0]++;
+    tg_explain_add(ctx->explain, "repair", where, NULL, rule, before, after);
+}
+
+void tg_rr_fail(tg_ctx *ctx, const char *rule, const char *where, json_t *before)
+{
+    ctx->stats.repair_failures++;
+    tg_explain_add(ctx->explain, "repair", where, NULL, rule, before, NULL);
+}
+
+const json_t *tg_rr_tool_peek(const tg_ctx *ctx, const char *agent_name)
+{
+    if (!agent_name || !json_is_array(ctx->tools))
+        return NULL;
+    size_t i;
+    json_t *t;
+    json_array_foreach(ctx->tools, i, t) {
+        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        if (n && !strcmp(n, agent_name))
+            return t;
+    }
+    return NULL;
+}
+
+bool tg_rr_declared(const tg_ctx *ctx, const char *upstream_name)
+{
+    if (!upstream_name || !*upstream_name)
+        return false;
+    return tg_rr_tool_peek(ctx, tg_schema_agent_name(ctx, upstream_name)) != NULL;
+}
+
+bool tg_rr_text_calls_on(const tg_ctx *ctx)
+{
+    if (!ctx->repair || !ctx->repair->text_tool_calls)
+        return false;
+    if (!json_is_array(ctx->tools) || json_array_size(ctx->tools) == 0)
+        return false;
+    const char *tc = json_string_value(json_object_get(ctx->request, "tool_choice"));
+    return !(tc && !strcmp(tc, "none"));
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+uint64_t tg_rr_seed(const char *resp_id, long choice)
+{
+    uint64_t h = 14695981039346656037ull;
+    if (resp_id && *resp_id) {
+        h = fnv(h, resp_id, strlen(resp_id));
+    } else {  /* no id to derive from: make it differ per answer anyway */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        h = fnv(h, &ts, sizeof ts);
+        h = fnv(h, &resp_id, sizeof resp_id);
+    }
+    return fnv(h, &choice, sizeof choice);
+}
+
+void tg_rr_synth_id(char out[32], uint64_t seed, size_t pos, const char *name,
+                    const char *args, unsigned attempt)
+{
+    static const char alnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    uint64_t h = fnv(seed, &pos, sizeof pos);
+    h = fnv(h, name, strlen(name));
+    h = fnv(h, args, strlen(args));
+    h = fnv(h, &attempt, sizeof attempt);
+    memcpy(out, "call_", 5);
+    for (int i = 0; i < 24; i++) {
+        if (i % 8 == 0)
+            h = mix(h + (uint64_t)i);
+        out[5 + i] = alnum[h % 62];
+        h /= 62;
+    }
+    out[29] = 0;
+}
+
+/* --- arguments ------------------------------------------------------------ */
+
+static bool schema_type_is(const json_t *schema, const char *name)
+{
+    const json_t *t = json_object_get(schema, "type");
+    if (json_is_string(t))
+        return !strcmp(json_string_value(t), name);
+    size_t i;
+    json_t *x;
+    json_array_foreach(t, i, x) if (json_is_string(x) && !strcmp(json_string_value(x), name))
+        return true;
+    return false;
+}
+
+/* A string that parses to exactly one of the schema's non-string types. */
+static json_t *decode_string(const json_t *schema, const char *s, size_t n)
+{
+    if (schema_type_is(schema, "string"))
+        return NULL;  /* a string is allowed: never second-guess it */
+    json_t *v = json_loadb(s, n, JSON_DECODE_ANY, NULL);
+    if (!v)
+        return NULL;
+    bool ok = (json_is_object(v) && schema_type_is(schema, "object")) ||
+              (json_is_array(v) && schema_type_is(schema, "array")) ||
+              (json_is_integer(v) && (schema_type_is(schema, "integer") ||
+                                      schema_type_is(schema, "number"))) ||
+              (json_is_real(v) && schema_type_is(schema, "number")) ||
+              (json_is_boolean(v) && schema_type_is(schema, "boolean"));
+    if (!ok) {
+        json_decref(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* R15: walk value against schema; returns the number of values replaced. */
+static int decode_nested(tg_ctx *ctx, json_t *v, const json_t *schema, int depth)
+{
+    if (!json_is_object(schema) || depth > 32)
+        return 0;
+    int n = 0;
+    if (json_is_object(v)) {
+        const json_t *props = json_object_get(schema, "properties");
+        const char *k;
+        json_t *x;
+        void *tmp;
+        json_object_foreach_safe(v, tmp, k, x) {
+            const json_t *ps = json_object_get(props, k);
+            if (!ps)
+                ps = json_object_get(schema, "additionalProperties");
+            if (!json_is_object(ps))
+                continue;
+            if (json_is_string(x)) {
+                json_t *d = decode_string(ps, json_string_value(x), json_string_length(x));
+                if (d) {
+                    tg_rr_note(ctx, "R15", k, x, d);
+                    json_object_set_new(v, k, d);
+                    n += 1 + decode_nested(ctx, d, ps, depth + 1);
+                    continue;
+                }
+            }
+            n += decode_nested(ctx, x, ps, depth + 1);
+        }
+    } else if (json_is_array(v)) {
+        const json_t *is = json_object_get(schema, "items");
+        if (!json_is_object(is))
+            return 0;
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) {
+            if (json_is_string(x)) {
+                json_t *d = decode_string(is, json_string_value(x), json_string_length(x));
+                if (d) {
+                    tg_rr_note(ctx, "R15", NULL, x, d);
+                    json_array_set_new(v, i, d);
+                    n += 1 + decode_nested(ctx, d, is, depth + 1);
+                    continue;
+                }
+            }
+            n += decode_nested(ctx, x, is, depth + 1);
+        }
+    }
+    return n;
+}
+
+/* The arguments value (any shape, may be NULL) as a parsed object, or NULL
+ * when even the JSON fix gave up. *rewrote: the provider's string cannot be
+ * kept as it was. */
+static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool *rewrote)
+{
+    if (json_is_object(a)) {
+        tg_rr_note(ctx, "R13", name, NULL, NULL);
+        *rewrote = true;
+        return json_deep_copy(a);
+    }
+    const char *s = json_string_value(a);
+    size_t n = json_string_length(a);
+    if (!s || !json_is_string(a)) {
+        if (a && !json_is_null(a))
+            return NULL;
+        tg_rr_note(ctx, "R14", name, NULL, NULL);
+        *rewrote = true;
+        return json_object();
+    }
+    const char *p = s, *e = s + n;
+    while (p < e && isspace((unsigned char)*p))
+        p++;
+    if (p == e || (e - p == 4 && !memcmp(p, "null", 4))) {
+        tg_rr_note(ctx, "R14", name, (json_t *)a, NULL);
+        *rewrote = true;
+        return json_object();
+    }
+    json_t *v = json_loadb(s, n, 0, NULL);
+    if (json_is_object(v))
+        return v;
+    json_decref(v);
+    v = json_loadb(s, n, JSON_DECODE_ANY, NULL);
+    if (json_is_string(v)) {  /* the whole object double-encoded */
+        json_t *inner = json_loads(json_string_value(v), 0, NULL);
+        json_decref(v);
+        if (json_is_object(inner)) {
+            tg_rr_note(ctx, "R15", name, (json_t *)a, inner);
+            *rewrote = true;
+            return inner;
+        }
+        json_decref(inner);
+        return NULL;
+    }
+    if (v) {  /* valid JSON, but not an object: nothing safe to do */
+        json_decref(v);
+        return NULL;
+    }
+    if (!tg_rr_on(ctx, TG_RR_JSON_FIX))
+        return NULL;
+    v = tg_json_fix(s, n);
+    if (json_is_object(v)) {
+        tg_rr_note(ctx, "json_fix", name, (json_t *)a, v);
+        *rewrote = true;
+        return v;
+    }
+    json_decref(v);
+    return NULL;
+}
+
+/* function.arguments -> a string of a JSON object fitting the agent schema. */
+static void fix_args(tg_ctx *ctx, const char *agent_name, json_t *fn)
+{
+    json_t *a = json_object_get(fn, "arguments");
+    bool rewrote = false;
+    if (!tg_rr_on(ctx, TG_RR_ARGS) && !json_is_string(a))
+        return;
+    json_t *obj = args_object(ctx, agent_name, a, &rewrote);
+    if (!obj) {
+        tg_rr_fail(ctx, "json_fix_failed", agent_name, a);
+        if (!json_is_string(a)) {  /* still a string, as rule 8 wants */
+            char *t = a ? json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+            json_object_set_new(fn, "arguments", json_string(t ? t : "{}"));
+            free(t);
+        }
+        return;
+    }
+    int changed = 0;
+    if (tg_rr_on(ctx, TG_RR_DECODE)) {
+        const json_t *tool = tg_rr_tool_peek(ctx, agent_name);
+        changed += decode_nested(ctx, obj, json_object_get(json_object_get(tool, "function"),
+                                                           "parameters"), 0);
+    }
+    changed += tg_schema_restore_args(ctx, agent_name, obj);
+    if (rewrote || changed) {
+        char *t = json_dumps(obj, JSON_COMPACT);
+        json_object_set_new(fn, "arguments", json_string(t ? t : "{}"));
+        free(t);
+    }
+    json_decref(obj);
+}
+
+/* R4/R20: one call whose arguments are {...}{...} becomes several. */
+static void split_calls(tg_ctx *ctx, json_t *calls)
+{
+    for (size_t i = 0; i < json_array_size(calls); i++) {
+        json_t *c = json_array_get(calls, i);
+        json_t *fn = json_object_get(c, "function");
+        json_t *a = json_object_get(fn, "arguments");
+        if (!json_is_string(a))
+            continue;
+        json_t *parts = tg_json_split_objects(json_string_value(a), json_string_length(a));
+        if (!parts)
+            continue;
+        tg_rr_note(ctx, "R20", json_string_value(json_object_get(fn, "name")), a, parts);
+        size_t j;
+        json_t *o;
+        json_array_foreach(parts, j, o) {
+            json_t *nc = j ? json_deep_copy(c) : json_incref(c);
+            if (j)
+                json_object_del(nc, "id");  /* synthesized below */
+            char *t = json_dumps(o, JSON_COMPACT);
+            json_object_set_new(json_object_get(nc, "function"), "arguments",
+                                json_string(t ? t : "{}"));
+            free(t);
+            if (j)
+                json_array_insert_new(calls, i + j, nc);
+            else
+                json_decref(nc);
+        }
+        i += json_array_size(parts) - 1;
+        json_decref(parts);
+    }
+}
+
+/* One call, in place. Returns -1 when it cannot be delivered. */
+static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *ids)
+{
+    if (!json_is_object(c))
+        return -1;
+    json_t *fn = json_object_get(c, "function");
+    if (!json_is_object(fn)) {
+        /* {"name":..,"arguments":..} at the top of the call */
+        if (!json_is_string(json_object_get(c, "name")))
+            return -1;
+        fn = json_object();
+        json_object_set(fn, "name", json_object_get(c, "name"));
+        json_t *a = json_object_get(c, "arguments");
+        if (a)
+            json_object_set(fn, "arguments", a);
+        json_object_del(c, "name");
+        json_object_del(c, "arguments");
+        json_object_set_new(c, "function", fn);
+        tg_rr_note(ctx, "R1", NULL, NULL, NULL);
+    }
+    const char *up = json_string_value(json_object_get(fn, "name"));
+    if (!up || !*up)
+        return -1;
+    const char *type = json_string_value(json_object_get(c, "type"));
+    if (tg_rr_on(ctx, TG_RR_TYPE) && (!type || strcmp(type, "function"))) {
+        json_object_set_new(c, "type", json_string("function"));
+        tg_rr_note(ctx, "R1", up, NULL, NULL);
+    }
+    const char *agent = tg_schema_agent_name(ctx, up);
+    if (agent && strcmp(agent, up)) {
+        json_t *an = json_string(agent);  /* agent may point into fn */
+        json_object_set_new(fn, "name", an);
+    }
+    agent = json_string_value(json_object_get(fn, "name"));
+    fix_args(ctx, agent, fn);
+
+    if (!tg_rr_on(ctx, TG_RR_IDS))
+        return 0;
+    const char *id = json_string_value(json_object_get(c, "id"));
+    const char *args = json_string_value(json_object_get(fn, "arguments"));
+    char buf[32];
+    if (!id || !*id) {
+        unsigned att = 0;
+        do
+            tg_rr_synth_id(buf, seed, pos, agent, args ? args : "", att++);
+        while (json_object_get(ids, buf));
+        json_object_set_new(c, "id", json_string(buf));
+        tg_rr_note(ctx, "R8", agent, NULL, NULL);
+    } else if (json_object_get(ids, id)) {
+        size_t len = strlen(id) + 16;
+        char *nid = malloc(len);
+        for (unsigned k = 2; nid; k++) {
+            snprintf(nid, len, "%s_%u", id, k);
+            if (!json_object_get(ids, nid))
+                break;
+        }
+        if (nid) {
+            tg_rr_note(ctx, "R9", agent, json_object_get(c, "id"), NULL);
+            json_object_set_new(c, "id", json_string(nid));
+            free(nid);
+        }
+    }
+    json_object_set_new(ids, json_string_value(json_object_get(c, "id")), json_true());
+    return 0;
+}
+
+size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_pos,
+                       json_t *ids)
+{
+    if (tg_rr_on(ctx, TG_RR_SPLIT))
+        split_calls(ctx, calls);
+    for (size_t i = 0; i < json_array_size(calls);) {
+        json_t *c = json_array_get(calls, i);
+        if (fix_call(ctx, c, seed, first_pos + i, ids)) {
+            tg_rr_fail(ctx, "call_dropped", NULL, c);
+            json_array_remove(calls, i);
+            continue;
+        }
+        i++;
+    }
+    return json_array_size(calls);
+}
+
+json_t *tg_rr_call_from_text(const json_t *tc)
+{
+    char *a = json_dumps(json_object_get(tc, "arguments"), JSON_COMPACT);
+    json_t *c = json_pack("{s:s, s:s, s:{s:O, s:s}}", "id", "", "type", "function", "function",
+                          "name", json_object_get(tc, "name"), "arguments", a ? a : "{}");
+    free(a);
+    return c;
+}
+
+const char *tg_rr_finish(tg_ctx *ctx, const char *f, size_t ncalls)
+{
+    if (!tg_rr_on(ctx, TG_RR_FINISH))
+        return f;
+    if (f && (!strcmp(f, "length") || !strcmp(f, "content_filter")))
+        return f;
+    if (ncalls > 0)
+        return "tool_calls";
+    if (f && !strcmp(f, "tool_calls"))
+        return "stop";
+    return f;
+}
+
+int tg_rr_flatten_content(tg_ctx *ctx, json_t *msg)
+{
+    json_t *content = json_object_get(msg, "content");
+    if (!tg_rr_on(ctx, TG_RR_CONTENT_LIST) || !json_is_array(content) ||
+        json_array_size(content) == 0)
+        return 0;
+    tg_buf text = {0}, think = {0};
+    size_t i;
+    json_t *part;
+    json_array_foreach(content, i, part) {
+        const char *t = json_string_value(json_object_get(part, "type"));
+        if (!t)
+            goto keep;
+        if (!strcmp(t, "text")) {
+            const char *s = json_string_value(json_object_get(part, "text"));
+            if (s)
+                tg_buf_puts(&text, s);
+        } else if (!strcmp(t, "thinking")) {
+            json_t *th = json_object_get(part, "thinking");
+            if (json_is_string(th))
+                tg_buf_puts(&think, json_string_value(th));
+            size_t j;
+            json_t *x;
+            json_array_foreach(th, j, x) {
+                const char *s = json_string_value(json_object_get(x, "text"));
+                if (s)
+                    tg_buf_puts(&think, s);
+            }
+        } else {
+            goto keep;  /* images, audio...: not ours to flatten */
+        }
+    }
+    tg_rr_note(ctx, "R23", "content", content, NULL);
+    json_object_set_new(msg, "content", json_string(text.data ? text.data : ""));
+    if (think.len) {
+        const char *old = json_string_value(json_object_get(msg, "reasoning_content"));
+        tg_buf all = {0};
+        if (old)
+            tg_buf_puts(&all, old);
+        tg_buf_append(&all, think.data, think.len);
+        json_object_set_new(msg, "reasoning_content", json_string(all.data));
+        tg_buf_free(&all);
+    }
+    tg_buf_free(&text);
+    tg_buf_free(&think);
+    return 1;
+keep:
+    tg_buf_free(&text);
+    tg_buf_free(&think);
+    return 0;
+}
+
+/* --- whole answers -------------------------------------------------------- */
+
+/* R12: calls written into content; returns how many were recovered. */
+static size_t text_calls(tg_ctx *ctx, json_t *msg, json_t *calls, uint64_t seed, json_t *ids)
+{
+    json_t *content = json_object_get(msg, "content");
+    if (!json_is_string(content) || !tg_rr_text_calls_on(ctx))
+        return 0;
+    tg_buf rest = {0};
+    json_t *found = json_array();
+    bool at_start = true;
+    tg_text_scan(ctx, json_string_value(content), json_string_length(content), true, &at_start,
+                 &rest, found);
+    size_t n = 0;
+    if (json_array_size(found)) {
+        json_t *oc = json_array();
+        size_t i;
+        json_t *tc;
+        json_array_foreach(found, i, tc) json_array_append_new(oc, tg_rr_call_from_text(tc));
+        n = tg_rr_fix_calls(ctx, oc, seed, json_array_size(calls), ids);
+        tg_rr_note(ctx, "R12", NULL, content, oc);
+        json_array_extend(calls, oc);
+        json_decref(oc);
+        const char *r = rest.data ? rest.data : "";
+        bool blank = true;
+        for (const char *p = r; *p; p++)
+            if (!isspace((unsigned char)*p))
+                blank = false;
+        json_object_set_new(msg, "content", blank ? json_null() : json_stringn(r, rest.len));
+    }
+    json_decref(found);
+    tg_buf_free(&rest);
+    return n;
+}
+
+static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
+{
+    json_t *msg = json_object_get(choice, "message");
+    if (!json_is_object(msg))
+        return;
+    json_t *calls = json_object_get(msg, "tool_calls");
+    json_t *ids = json_object();
+    size_t n = 0;
+    if (json_is_array(calls)) {
+        json_incref(calls);
+        n = tg_rr_fix_calls(ctx, calls, seed, 0, ids);
+    } else {
+        calls = json_array();
+    }
+    if (tg_rr_on(ctx, TG_RR_ROLE)) {
+        const char *role = json_string_value(json_object_get(msg, "role"));
+        if (!role || !*role) {
+            json_object_set_new(msg, "role", json_string("assistant"));
+            tg_rr_note(ctx, "R25", NULL, NULL, NULL);
+        }
+    }
+    tg_rr_flatten_content(ctx, msg);
+    n += text_calls(ctx, msg, calls, seed, ids);
+    if (n > 0) {
+        json_object_set(msg, "tool_calls", calls);
+        json_t *content = json_object_get(msg, "content");
+        if (tg_rr_on(ctx, TG_RR_CONTENT) &&
+            ((json_is_string(content) && json_string_length(content) == 0) ||
+             (json_is_array(content) && json_array_size(content) == 0))) {
+            tg_rr_note(ctx, json_is_array(content) ? "R24" : "R23", "content", content, NULL);
+            json_object_set_new(msg, "content", json_null());
+        }
+    } else if (json_is_array(json_object_get(msg, "tool_calls")) && tg_rr_on(ctx, TG_RR_FINISH)) {
+        tg_rr_note(ctx, "R11", "tool_calls", json_object_get(msg, "tool_calls"), NULL);
+        json_object_del(msg, "tool_calls");
+    }
+    json_decref(calls);
+    json_decref(ids);
+
+    json_t *fr = json_object_get(choice, "finish_reason");
+    const char *f = json_string_value(fr);
+    const char *nf = tg_rr_finish(ctx, f, n);
+    if (nf != f) {
+        tg_rr_note(ctx, n ? "R10" : "R11", "finish_reason", fr, NULL);
+        json_object_set_new(choice, "finish_reason", nf ? json_string(nf) : json_null());
+    }
+}
+
+/* R27: Groq's 400 tool_use_failed with a failed_generation naming a declared
+ * tool becomes the chat.completion the model meant to send. */
+json_t *tg_rr_failed_generation(tg_ctx *ctx, const json_t *err)
+{
+    const char *code = json_string_value(json_object_get(err, "code"));
+    const json_t *g = json_object_get(err, "failed_generation");
+    if (!code || strcmp(code, "tool_use_failed") || !json_is_string(g) ||
+        !tg_rr_on(ctx, TG_RR_TOOL_USE_FAILED))
+        return NULL;
+    json_t *found = json_array();
+    tg_buf rest = {0};
+    bool at_start = true;
+    tg_text_scan(ctx, json_string_value(g), json_string_length(g), true, &at_start, &rest, found);
+    tg_buf_free(&rest);
+    json_t *calls = NULL;
+    if (json_array_size(found)) {
+        calls = json_array();
+        size_t i;
+        json_t *tc;
+        json_array_foreach(found, i, tc) json_array_append_new(calls, tg_rr_call_from_text(tc));
+    }
+    json_decref(found);
+    return calls;
+}
+
+static int recover_tool_use_failed(json_t *resp, tg_ctx *ctx)
+{
+    json_t *err = json_object_get(resp, "error");
+    json_t *calls = tg_rr_failed_generation(ctx, err);
+    if (!calls)
+        return 0;
+    const char *gen = json_string_value(json_object_get(err, "failed_generation"));
+    json_t *ids = json_object();
+    uint64_t seed = tg_rr_seed(gen, 0);
+    tg_rr_fix_calls(ctx, calls, seed, 0, ids);
+    json_decref(ids);
+    if (!json_array_size(calls)) {
+        json_decref(calls);
+        return 0;
+    }
+    tg_rr_note(ctx, "R27", NULL, err, calls);
+    char id[40];
+    snprintf(id, sizeof id, "chatcmpl-tg%016llx", (unsigned long long)seed);
+    const char *model = json_string_value(json_object_get(ctx->request, "model"));
+    json_t *msg = json_pack("{s:s, s:n, s:o}", "role", "assistant", "content", "tool_calls",
+                            calls);
+    json_t *choice = json_pack("{s:i, s:o, s:s}", "index", 0, "message", msg, "finish_reason",
+                               "tool_calls");
+    json_object_clear(resp);
+    json_object_set_new(resp, "id", json_string(id));
+    json_object_set_new(resp, "object", json_string("chat.completion"));
+    json_object_set_new(resp, "created", json_integer((json_int_t)time(NULL)));
+    json_object_set_new(resp, "model", json_string(model ? model : "unknown"));
+    json_object_set_new(resp, "choices", json_pack("[o]", choice));
+    return TG_REPAIR_NOW_SUCCESS;
 }
 
 int tg_repair_response(json_t *resp, tg_ctx *ctx)
 {
-    (void)resp;
-    (void)ctx;
-    return 0;
-}
-
-tg_stream *tg_stream_new(tg_ctx *ctx)
-{
-    tg_stream *s = calloc(1, sizeof *s);
-    if (s)
-        s->ctx = ctx;
-    return s;
-}
-
-void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
-{
-    if (len == 6 && memcmp(data, "[DONE]", 6) == 0)
-        s->done = true;
-    tg_buf_append(out, "data: ", 6);
-    tg_buf_append(out, data, len);
-    tg_buf_append(out, "\n\n", 2);
-}
-
-int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next_body)
-{
-    *next_body = NULL;
-    if (s->done)
+    if (!json_is_object(resp) || !ctx)
         return 0;
-    tg_buf_puts(out, "data: {\"error\":{\"message\":\"");
-    tg_buf_puts(out, transport_error ? "upstream stream broke before it finished"
-                                     : "upstream stream ended without [DONE]");
-    tg_buf_puts(out, "\",\"type\":\"upstream_error\",\"param\":null,"
-                     "\"code\":\"stream_truncated\"}}\n\ndata: [DONE]\n\n");
+    if (json_is_object(json_object_get(resp, "error")))
+        return recover_tool_use_failed(resp, ctx);
+    json_t *choices = json_object_get(resp, "choices");
+    const char *rid = json_string_value(json_object_get(resp, "id"));
+    size_t i;
+    json_t *c;
+    json_array_foreach(choices, i, c) {
+        if (!json_is_object(c))
+            continue;
+        json_t *ix = json_object_get(c, "index");
+        repair_choice(ctx, c, tg_rr_seed(rid, json_is_integer(ix) ? (long)json_integer_value(ix)
+                                                                  : (long)i));
+    }
     return 0;
-}
-
-void tg_stream_free(tg_stream *s)
-{
-    free(s);
 }

@@ -1,5 +1,16 @@
 /* repair.h -- the response-repair stage, for whole answers and for streams.
- * The rules are one table shared by both paths (repair.c).
+ * The rules are one table shared by both paths (repair.c); the stream side
+ * lives in repair_stream.c, the tool-calls-in-text parsers (R12, R27) in
+ * repair_text.c and the lenient JSON repair in jsonfix.c.
+ *
+ * What the agent is guaranteed (dialects.md section 9, rules 8 to 11): every
+ * tool call has a non-empty id unique in its message, type "function", the
+ * agent's own tool name, and arguments as a string parsing to a JSON object
+ * (unless even the bounded JSON repair failed: then the call is still
+ * delivered, and the failure is counted in ctx->stats.repair_failures and
+ * recorded in ctx->explain as rule "json_fix_failed"); finish_reason is
+ * "tool_calls" exactly when the choice carries calls ("length" and
+ * "content_filter" are kept); streamed calls have dense indexes from 0.
  */
 #ifndef TG_REPAIR_H
 #define TG_REPAIR_H
@@ -12,17 +23,44 @@
 
 struct tg_ctx;
 
+/* Rule bits (conf: `repair.<name> = on|off`, or the R-number, e.g.
+ * `repair.R15 = off`). Each dialect preset is a row of repair.c's table.
+ * Not switchable, because rule 10 depends on them: stream correlation and
+ * dense indexes (R2, R3, R5, R6, R7, R16, R17), R18 pass-through, R21/R22
+ * usage handling and R26 (a truncated stream is an error). */
+enum {
+    TG_RR_TYPE = 1u << 0,          /* type:"function" (R1)                          */
+    TG_RR_IDS = 1u << 2,           /* synthesize (R8) and de-duplicate (R9) ids     */
+    TG_RR_FINISH = 1u << 3,        /* finish_reason consistent with calls (R10,R11) */
+    TG_RR_ARGS = 1u << 4,          /* object / empty arguments (R13, R14)           */
+    TG_RR_DECODE = 1u << 5,        /* schema-guided double-encoded values (R15)     */
+    TG_RR_SPLIT = 1u << 6,         /* {...}{...} arguments split into calls (R4,R20)*/
+    TG_RR_JSON_FIX = 1u << 7,      /* lenient JSON repair of arguments              */
+    TG_RR_CONTENT = 1u << 8,       /* content "" / [] beside calls -> null (R23,R24)*/
+    TG_RR_CONTENT_LIST = 1u << 9,  /* Mistral content lists, thinking moved (R23)   */
+    TG_RR_ROLE = 1u << 10,         /* empty delta.role (R25)                        */
+    TG_RR_TOOL_USE_FAILED = 1u << 11, /* Groq tool_use_failed recovered (R27)       */
+};
+
 typedef struct tg_repair_rules {
     tg_dialect dialect;
-    unsigned flags;        /* TG_RR_* bits, defined in repair.c */
+    unsigned flags;        /* TG_RR_* bits */
     bool text_tool_calls;  /* R12: recover tool calls written into content */
 } tg_repair_rules;
 
 void tg_repair_rules_preset(tg_dialect d, tg_repair_rules *out);
+/* Apply one conf override (`key` without the "repair." prefix). Returns 0,
+ * or -1 with a message in msg. */
 int tg_repair_rules_set(tg_repair_rules *r, const char *key, const char *value,
                         char *msg, size_t msglen);
 
-/* Non-streamed: repair a parsed chat.completion in place. */
+/* Non-streamed: repair a parsed chat.completion in place. Also accepts error
+ * bodies (any JSON shape). Returns:
+ *   0  resp repaired (or left alone); the HTTP status stays as it was;
+ *   TG_REPAIR_NOW_SUCCESS (2)  resp was a Groq tool_use_failed error whose
+ *      failed_generation named a declared tool (R27): resp is now a normal
+ *      chat.completion carrying that call, and the caller must answer 200. */
+#define TG_REPAIR_NOW_SUCCESS 2
 int tg_repair_response(json_t *resp, struct tg_ctx *ctx);
 
 /* Streamed. One tg_stream per upstream response; the network code feeds it
@@ -38,7 +76,7 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out);
  * Returns 1 with *next_body (new reference) when discovery needs another
  * upstream round: the network code then sends *next_body upstream and keeps
  * feeding the SAME tg_stream, so the agent sees one stream (one finish, one
- * [DONE], usage summed). Returns 0 when the agent's stream is complete. */
+ * [DONE]). Returns 0 when the agent's stream is complete. */
 int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next_body);
 void tg_stream_free(tg_stream *s);
 

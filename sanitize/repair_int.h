@@ -1,0 +1,79 @@
+/* repair_int.h -- what the repair files share among themselves (repair.c,
+ * repair_stream.c, repair_text.c, jsonfix.c). Not for other stages. */
+#ifndef TG_REPAIR_INT_H
+#define TG_REPAIR_INT_H
+
+#include <stdint.h>
+
+#include "pipeline.h"
+
+/* jsonfix.c ------------------------------------------------------------- */
+
+/* Bounded, conservative repair of almost-JSON: single quotes, trailing
+ * commas, Python literals, bare keys, code fences, truncation (open strings
+ * and containers closed, a dangling key dropped). Returns a new value or
+ * NULL when the text is not repairable. */
+json_t *tg_json_fix(const char *s, size_t n);
+/* "{...}{...}" (several top-level objects, whitespace between): returns a
+ * new array of the parsed objects when there are at least two and every one
+ * parses strictly; NULL otherwise. */
+json_t *tg_json_split_objects(const char *s, size_t n);
+
+/* repair.c --------------------------------------------------------------- */
+
+static inline bool tg_rr_on(const tg_ctx *ctx, unsigned flag)
+{
+    return ctx->repair && (ctx->repair->flags & flag);
+}
+/* The declared tool (the agent's own tools entry, borrowed) for an agent
+ * name, or NULL. */
+const json_t *tg_rr_tool_peek(const tg_ctx *ctx, const char *agent_name);
+/* Is the upstream name one the agent declared (after reverse renaming)? */
+bool tg_rr_declared(const tg_ctx *ctx, const char *upstream_name);
+/* R12 applies: text_tool_calls on, tools declared, tool_choice not "none". */
+bool tg_rr_text_calls_on(const tg_ctx *ctx);
+/* Seed for synthesized ids, from the response id and the choice index. */
+uint64_t tg_rr_seed(const char *resp_id, long choice);
+/* "call_" + 24 alphanumerics, from a hash of the arguments (R8). */
+void tg_rr_synth_id(char out[32], uint64_t seed, size_t pos, const char *name,
+                    const char *args, unsigned attempt);
+/* Repair an array of OpenAI-shaped tool calls in place, for the message
+ * whose ids so far are the keys of `ids` (a set, updated): R20 split, R1,
+ * names reversed, R13/R14/R15/json fix/inverse arg mapping, R8/R9 ids.
+ * first_pos is the position of calls[0] in the agent's message. Calls that
+ * cannot be delivered (no name) are removed and counted as failures.
+ * Returns the number of calls left. */
+size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_pos,
+                       json_t *ids);
+/* The finish_reason the agent must see for a choice with ncalls calls;
+ * returns `f` itself when nothing changes (R10, R11). */
+const char *tg_rr_finish(tg_ctx *ctx, const char *f, size_t ncalls);
+/* Mistral content list -> text (and thinking into reasoning_content) on a
+ * message or delta (R23). Returns 1 when changed. */
+int tg_rr_flatten_content(tg_ctx *ctx, json_t *msg);
+/* Count and record one repair / one failure. */
+void tg_rr_note(tg_ctx *ctx, const char *rule, const char *where, json_t *before,
+                json_t *after);
+void tg_rr_fail(tg_ctx *ctx, const char *rule, const char *where, json_t *before);
+/* R27: the calls in a Groq tool_use_failed error's failed_generation that
+ * name declared tools (new array of OpenAI calls, not yet fixed), or NULL. */
+json_t *tg_rr_failed_generation(tg_ctx *ctx, const json_t *err);
+/* A recovered text call {"name","arguments":object} -> OpenAI tool call
+ * (new reference, empty id to be synthesized). */
+json_t *tg_rr_call_from_text(const json_t *tc);
+
+/* repair_text.c ---------------------------------------------------------- */
+
+/* Scan s[0..n) for tool-call markup (R12): bare JSON {"name","arguments"}
+ * at the start of the message, <tool_call>{json}</tool_call>, <tools>,
+ * <function=NAME><parameter=K>v</parameter></function>, <invoke name=...>.
+ * Text decided to be ordinary content is appended to `text`; calls whose
+ * names were all declared are appended to `calls` as {"name","arguments"}
+ * with arguments coerced by the declared schema, and their markup removed.
+ * Returns the bytes decided; the caller keeps s[ret..n) and scans again with
+ * more text. final: no more text will come (truncated markup is parsed as
+ * far as it goes). *at_start: only whitespace so far in this message. */
+size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
+                    bool *at_start, tg_buf *text, json_t *calls);
+
+#endif

@@ -1,0 +1,998 @@
+/* repair_stream.c -- response repair for streamed answers.
+ *
+ * Upstream tool-call deltas are untrustworthy (dialects.md section 5): the
+ * index is missing (R2, R3), reused for parallel calls (R4), sparse (R5);
+ * the name arrives after the arguments (R6); continuations repeat empty
+ * names (R7); ids are empty (R8) or repeated (R9); the whole call, finish
+ * and usage come in one chunk (R17). So tool-call deltas are never
+ * forwarded as they are: each upstream fragment is correlated to a call
+ * (by id first, then index hint, then the most recent call), and the call's
+ * arguments are buffered until the call is complete (the next call starts,
+ * or finish_reason arrives). The call then goes to the agent in ONE delta:
+ * dense index, id, type, name and the whole, repaired argument string.
+ *
+ * Trade-off, chosen on purpose: the agent sees a call's arguments when the
+ * call is complete rather than token by token. In exchange every repair
+ * that needs the whole arguments (R4/R20 splitting, R13, R15, JSON fix, the
+ * schema stage's inverse argument mapping) is possible, and nothing sent
+ * can turn out to be wrong. Agents act on a call only once it is complete,
+ * so they lose nothing but a progress display. A call with an explicit
+ * index whose arguments are still open when another index starts is kept
+ * until the finish (upstream may interleave); a fragment that still arrives
+ * for a call already sent is forwarded as a plain continuation delta.
+ *
+ * Everything else is never held: a chunk without tool calls, finish or
+ * anything to repair is forwarded as the very bytes that came (one parse to
+ * know that, no re-serialization). Content is held only with R12 on, and
+ * only from a byte that could start tool-call markup until that is decided
+ * (repair_text.c).
+ *
+ * Ends: finish_reason is made consistent with the calls sent (R10, R11) and
+ * goes out after the last call; usage rides on the finish chunk (R22) or is
+ * forwarded alone (R21). A stream that ends without a finish_reason gets an
+ * error event and [DONE] (R26), never a fake stop; calls still pending then
+ * are not delivered (they may be cut off: a truncated command must not run)
+ * and are counted as failures. A transport error after the finish changes
+ * nothing: the answer is complete, so only [DONE] is added. An upstream
+ * error event is forwarded and not doubled by ours, except Groq's
+ * tool_use_failed naming a declared tool (R27), which becomes the call.
+ *
+ * Lazy discovery: a round that called a meta-tool holds its finish, usage
+ * and [DONE] for tg_stream_end, which asks the discovery hooks whether
+ * another upstream round follows. Later rounds feed the same stream: their
+ * role deltas are dropped, indexes continue, usage is summed over rounds,
+ * so the agent sees one answer.
+ */
+#include "repair_int.h"
+
+#include <ctype.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct scall {
+    long up_index;  /* upstream index hint, -1 when none came */
+    char *id;       /* upstream id, NULL until a non-empty one came */
+    char *name;     /* upstream name, NULL until a non-empty one came */
+    tg_buf args;
+    json_t *extra;  /* other fields of the call (extra_content, R18) */
+    int out;        /* the agent's index, -1 until sent */
+    char *agent_id; /* the id the agent got (for the discovery hooks) */
+    bool complete, sent, meta;
+} scall;
+
+typedef struct schoice {
+    long index;
+    scall *calls;
+    size_t ncalls, cap;
+    long cur;         /* the most recent call, -1 */
+    size_t next_out;  /* the next dense index for the agent */
+    json_t *ids;      /* ids the agent has seen in this message (a set) */
+    uint64_t seed;
+    bool any_sent;    /* something of this choice went to the agent */
+    bool finished;
+    const char *finish;  /* upstream finish_reason (static copy below) */
+    char finish_buf[32];
+    tg_buf held;      /* R12: content not decided yet */
+    bool at_start;
+    tg_buf content;   /* this round's content, for discovery */
+} schoice;
+
+struct tg_stream {
+    tg_ctx *ctx;
+    schoice *ch;
+    size_t nch;
+    json_t *last;     /* the latest chunk: envelope for chunks we make */
+    bool r12;
+    bool keep_content;
+    bool finished;    /* a finish_reason came this round */
+    bool done;        /* [DONE] (or the terminal error) went to the agent */
+    bool saw_error;   /* upstream sent an error event */
+    bool raw_sent;    /* a chunk went out unparsed: its choices had their role */
+    bool hold;        /* discovery: finish and [DONE] wait for tg_stream_end */
+    json_t *held_finish;  /* choice indexes whose finish is held */
+    json_t *held_usage;   /* this round's usage, while held */
+    json_t *usage_sum;    /* usage of the rounds before (discovery) */
+    unsigned rounds;      /* upstream rounds finished before this one */
+    char own_id[40];      /* chunk id when upstream sent no chunk (R27) */
+};
+
+/* --- output --------------------------------------------------------------- */
+
+static int dump_cb(const char *buf, size_t n, void *data)
+{
+    return tg_buf_append(data, buf, n);
+}
+
+static void send_json(tg_buf *out, const json_t *chunk)
+{
+    tg_buf_append(out, "data: ", 6);
+    json_dump_callback(chunk, dump_cb, out, JSON_COMPACT);
+    tg_buf_append(out, "\n\n", 2);
+}
+
+static void send_raw(tg_buf *out, const char *data, size_t len)
+{
+    tg_buf_append(out, "data: ", 6);
+    tg_buf_append(out, data, len);
+    tg_buf_append(out, "\n\n", 2);
+}
+
+/* A chunk for one choice, in the envelope (id, model, created ...) of the
+ * latest upstream chunk. Steals delta. */
+static json_t *make_chunk(tg_stream *s, long index, json_t *delta, const char *finish)
+{
+    json_t *c = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(s->last, k, v) {
+        if (strcmp(k, "choices") && strcmp(k, "usage"))
+            json_object_set(c, k, v);
+    }
+    if (!s->last) {  /* nothing came from upstream but an error (R27) */
+        const char *model = json_string_value(json_object_get(s->ctx->request, "model"));
+        json_object_set_new(c, "id", json_string(s->own_id[0] ? s->own_id : "chatcmpl-tg"));
+        json_object_set_new(c, "created", json_integer((json_int_t)time(NULL)));
+        json_object_set_new(c, "model", json_string(model ? model : "unknown"));
+    }
+    if (!json_object_get(c, "object"))
+        json_object_set_new(c, "object", json_string("chat.completion.chunk"));
+    json_t *ch = json_object();
+    json_object_set_new(ch, "index", json_integer(index));
+    json_object_set_new(ch, "delta", delta ? delta : json_object());
+    json_object_set_new(ch, "finish_reason", finish ? json_string(finish) : json_null());
+    json_object_set_new(c, "choices", json_pack("[o]", ch));
+    return c;
+}
+
+/* Queue a delta for the agent; the first thing of a choice carries the role
+ * when upstream sent none (R25). Steals delta. */
+static void queue_delta(tg_stream *s, schoice *c, json_t *events, json_t *delta,
+                        const char *finish)
+{
+    if (!c->any_sent && !json_object_get(delta, "role")) {
+        json_t *d = json_object();
+        json_object_set_new(d, "role", json_string("assistant"));
+        json_object_update(d, delta);
+        json_decref(delta);
+        delta = d;
+    }
+    c->any_sent = true;
+    json_array_append_new(events, make_chunk(s, c->index, delta, finish));
+}
+
+/* --- per-choice state ----------------------------------------------------- */
+
+static schoice *choice_get(tg_stream *s, long index)
+{
+    for (size_t i = 0; i < s->nch; i++)
+        if (s->ch[i].index == index)
+            return &s->ch[i];
+    schoice *n = realloc(s->ch, (s->nch + 1) * sizeof *n);
+    if (!n)
+        return NULL;
+    s->ch = n;
+    schoice *c = &s->ch[s->nch++];
+    memset(c, 0, sizeof *c);
+    c->index = index;
+    c->cur = -1;
+    c->at_start = true;
+    c->any_sent = s->raw_sent;
+    c->ids = json_object();
+    c->seed = tg_rr_seed(json_string_value(json_object_get(s->last, "id")), index);
+    return c;
+}
+
+static void calls_clear(schoice *c)
+{
+    for (size_t i = 0; i < c->ncalls; i++) {
+        free(c->calls[i].id);
+        free(c->calls[i].name);
+        tg_buf_free(&c->calls[i].args);
+        json_decref(c->calls[i].extra);
+        free(c->calls[i].agent_id);
+    }
+    c->ncalls = 0;
+    c->cur = -1;
+}
+
+static scall *call_new(schoice *c)
+{
+    if (c->ncalls == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 4;
+        scall *n = realloc(c->calls, cap * sizeof *n);
+        if (!n)
+            return NULL;
+        c->calls = n;
+        c->cap = cap;
+    }
+    scall *k = &c->calls[c->ncalls++];
+    memset(k, 0, sizeof *k);
+    k->up_index = -1;
+    k->out = -1;
+    return k;
+}
+
+static bool args_complete(const scall *k)
+{
+    if (!k->args.len)
+        return false;
+    json_t *v = json_loadb(k->args.data, k->args.len, 0, NULL);
+    bool ok = v != NULL;
+    json_decref(v);
+    return ok;
+}
+
+/* --- sending calls -------------------------------------------------------- */
+
+/* Queue calls already repaired (steals calls), next dense indexes. */
+static void queue_fixed(tg_stream *s, schoice *c, json_t *calls, json_t *events)
+{
+    size_t i;
+    json_t *tc;
+    json_array_foreach(calls, i, tc) {
+        json_t *o = json_object();  /* index first, for readers of raw streams */
+        json_object_set_new(o, "index", json_integer((json_int_t)c->next_out++));
+        json_object_update(o, tc);
+        queue_delta(s, c, events, json_pack("{s:[o]}", "tool_calls", o), NULL);
+    }
+    json_decref(calls);
+}
+
+/* Repair and queue calls (OpenAI shape; steals calls). */
+static void queue_calls(tg_stream *s, schoice *c, json_t *calls, json_t *events)
+{
+    tg_rr_fix_calls(s->ctx, calls, c->seed, c->next_out, c->ids);
+    queue_fixed(s, c, calls, events);
+}
+
+static json_t *call_json(const scall *k)
+{
+    json_t *o = json_object();
+    if (k->extra)
+        json_object_update(o, k->extra);
+    json_object_set_new(o, "id", json_string(k->id ? k->id : ""));
+    json_object_set_new(o, "type", json_string("function"));
+    json_t *a = json_stringn(k->args.data ? k->args.data : "", k->args.len);
+    json_object_set_new(o, "function", json_pack("{s:s, s:o}", "name", k->name ? k->name : "",
+                                                 "arguments", a ? a : json_string("")));
+    return o;
+}
+
+/* Send call k if it is complete and named (meta calls stay with us). */
+static void try_send(tg_stream *s, schoice *c, scall *k, json_t *events)
+{
+    if (k->sent || !k->complete || !k->name)
+        return;
+    k->sent = true;
+    if (k->meta)
+        return;
+    k->out = (int)c->next_out;
+    json_t *arr = json_pack("[o]", call_json(k));
+    queue_calls(s, c, json_incref(arr), events);
+    const char *id = json_string_value(json_object_get(json_array_get(arr, 0), "id"));
+    k->agent_id = id ? strdup(id) : NULL;
+    json_decref(arr);
+}
+
+static void complete_call(tg_stream *s, schoice *c, long i, json_t *events)
+{
+    if (i < 0 || (size_t)i >= c->ncalls)
+        return;
+    c->calls[i].complete = true;
+    try_send(s, c, &c->calls[i], events);
+}
+
+/* Which call an upstream fragment belongs to (R2-R9); -1 = a new call. */
+static long find_call(schoice *c, long idx, const char *id, const char *name)
+{
+    if (id) {
+        for (long i = (long)c->ncalls - 1; i >= 0; i--) {
+            scall *k = &c->calls[i];
+            if (k->id && !strcmp(k->id, id)) {
+                if (name && k->name && args_complete(k))
+                    return -1;  /* R9: the same id on a second call */
+                return i;
+            }
+        }
+        if (idx < 0)
+            return -1;
+    }
+    scall *k = NULL;
+    long at = -1;
+    if (idx >= 0) {
+        for (long i = (long)c->ncalls - 1; i >= 0 && at < 0; i--)
+            if (c->calls[i].up_index == idx)
+                at = i;
+        if (at < 0 && c->cur >= 0 && c->calls[c->cur].up_index < 0 && !id &&
+            !(name && c->calls[c->cur].name)) {
+            c->calls[c->cur].up_index = idx;  /* index-less start, indexed rest */
+            return c->cur;
+        }
+        if (at < 0)
+            return -1;
+    } else {
+        at = c->cur;
+        if (at < 0)
+            return -1;
+    }
+    k = &c->calls[at];
+    if (id && k->id && strcmp(id, k->id))
+        return -1;  /* R4: another id on the same index */
+    if (id && !k->id && idx < 0)
+        return -1;
+    if (name && k->name && (strcmp(name, k->name) || args_complete(k)))
+        return -1;  /* R2/R4: a second name, never concatenated (R7) */
+    return at;
+}
+
+/* One element of delta.tool_calls. */
+static void take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *events)
+{
+    if (!json_is_object(tc))
+        return;
+    const json_t *ix = json_object_get(tc, "index");
+    long idx = json_is_integer(ix) && json_integer_value(ix) >= 0 ? (long)json_integer_value(ix)
+                                                                  : -1;
+    const char *id = json_string_value(json_object_get(tc, "id"));
+    if (id && !*id)
+        id = NULL;
+    const json_t *fn = json_object_get(tc, "function");
+    const char *name = json_string_value(json_object_get(fn, "name"));
+    if (name && !*name)
+        name = NULL;
+    const json_t *a = json_object_get(fn, "arguments");
+
+    long i = find_call(c, idx, id, name);
+    if (i < 0) {
+        /* The previous call is complete, unless its index is explicit and
+         * different and its arguments are still open: upstream may be
+         * interleaving parallel calls, so that one waits for the finish. */
+        const scall *prev = c->cur >= 0 ? &c->calls[c->cur] : NULL;
+        if (!(prev && idx >= 0 && prev->up_index >= 0 && prev->up_index != idx &&
+              !args_complete(prev)))
+            complete_call(s, c, c->cur, events);
+        scall *k = call_new(c);
+        if (!k)
+            return;
+        k->up_index = idx;
+        i = (long)c->ncalls - 1;
+    }
+    c->cur = i;
+    scall *k = &c->calls[i];
+    if (id && !k->id)
+        k->id = strdup(id);
+    if (name && !k->name) {
+        k->name = strdup(name);
+        if (tg_discovery_is_meta(s->ctx, name)) {
+            k->meta = true;
+            s->hold = true;
+        }
+    }
+    json_t *piece = NULL;
+    if (json_is_string(a)) {
+        piece = json_incref((json_t *)a);
+    } else if (json_is_object(a)) {  /* R13 in a stream */
+        char *t = json_dumps(a, JSON_COMPACT);
+        piece = json_string(t ? t : "");
+        free(t);
+        tg_rr_note(s->ctx, "R13", name, NULL, NULL);
+    }
+    json_t *extra = NULL;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)tc, key, v) {
+        if (strcmp(key, "index") && strcmp(key, "id") && strcmp(key, "type") &&
+            strcmp(key, "function")) {
+            if (!extra)
+                extra = json_object();
+            json_object_set(extra, key, v);
+        }
+    }
+    if (k->sent) {  /* late fragment of a call already sent */
+        if (!k->meta && k->out >= 0 && ((piece && json_string_length(piece)) || extra)) {
+            json_t *o = json_object();
+            json_object_set_new(o, "index", json_integer(k->out));
+            if (extra)
+                json_object_update(o, extra);
+            if (piece && json_string_length(piece))
+                json_object_set_new(o, "function", json_pack("{s:O}", "arguments", piece));
+            queue_delta(s, c, events, json_pack("{s:[o]}", "tool_calls", o), NULL);
+            tg_rr_fail(s->ctx, "late_fragment", k->name, piece);
+        }
+    } else {
+        if (piece)
+            tg_buf_append(&k->args, json_string_value(piece), json_string_length(piece));
+        if (extra) {
+            if (!k->extra)
+                k->extra = json_object();
+            json_object_update(k->extra, extra);
+        }
+        try_send(s, c, k, events);  /* a late name for a completed call (R6) */
+    }
+    json_decref(piece);
+    json_decref(extra);
+}
+
+/* --- content -------------------------------------------------------------- */
+
+/* R12: content through the scanner; returns the text decided now (new ref,
+ * or NULL when nothing), recovered calls appended to calls. */
+/* The held text is a complete open tag waiting for its closer: every
+ * closer ends in '>', so text without one cannot decide anything, and the
+ * scan (which starts over at the tag) is skipped. Keeps a long held block
+ * linear rather than quadratic in its deltas. */
+static bool waits_for_closer(const tg_buf *held)
+{
+    if (!held->len || held->data[0] != '<')
+        return false;
+    const char *gt = memchr(held->data, '>', held->len < 64 ? held->len : 64);
+    return gt != NULL;
+}
+
+static json_t *scan_content(tg_stream *s, schoice *c, const char *t, size_t n, bool final,
+                            json_t *calls)
+{
+    bool skip = !final && waits_for_closer(&c->held) && !memchr(t, '>', n);
+    tg_buf_append(&c->held, t, n);
+    if (skip)
+        return NULL;
+    tg_buf text = {0};
+    json_t *found = json_array();
+    size_t used = tg_text_scan(s->ctx, c->held.data ? c->held.data : "", c->held.len, final,
+                               &c->at_start, &text, found);
+    tg_buf_consume(&c->held, used);
+    size_t i;
+    json_t *tc;
+    json_array_foreach(found, i, tc) json_array_append_new(calls, tg_rr_call_from_text(tc));
+    if (json_array_size(found))
+        tg_rr_note(s->ctx, "R12", NULL, NULL, found);
+    json_decref(found);
+    json_t *out = text.len ? json_stringn(text.data, text.len) : NULL;
+    tg_buf_free(&text);
+    return out;
+}
+
+static void flush_choice(tg_stream *s, schoice *c, json_t *events)
+{
+    if (s->r12 && c->held.len) {
+        json_t *calls = json_array();
+        json_t *text = scan_content(s, c, "", 0, true, calls);
+        if (text)
+            queue_delta(s, c, events, json_pack("{s:o}", "content", text), NULL);
+        if (json_array_size(calls))
+            queue_calls(s, c, calls, events);
+        else
+            json_decref(calls);
+    }
+    for (size_t i = 0; i < c->ncalls; i++) {
+        scall *k = &c->calls[i];
+        k->complete = true;
+        try_send(s, c, k, events);
+        if (!k->sent) {
+            tg_rr_fail(s->ctx, "call_dropped", NULL, NULL);  /* never named */
+            k->sent = true;
+        }
+    }
+}
+
+/* --- one upstream chunk --------------------------------------------------- */
+
+/* Does a choice need more than forwarding? With commit (the chunk goes out
+ * as it came), keeps the bookkeeping a forwarded chunk needs. */
+static bool choice_needs_work(tg_stream *s, const json_t *ch, bool commit)
+{
+    if (!json_is_object(ch))
+        return false;
+    const json_t *f = json_object_get(ch, "finish_reason");
+    if (f && !json_is_null(f))
+        return true;
+    const json_t *d = json_object_get(ch, "delta");
+    if (!json_is_object(d))
+        return false;
+    if (json_object_get(d, "tool_calls"))
+        return true;
+    const json_t *role = json_object_get(d, "role");
+    if (role && s->rounds)
+        return true;  /* a later round's role delta: dropped */
+    if (role && (!json_is_string(role) || !json_string_length(role)) &&
+        tg_rr_on(s->ctx, TG_RR_ROLE))
+        return true;
+    const json_t *content = json_object_get(d, "content");
+    if (json_is_array(content) && tg_rr_on(s->ctx, TG_RR_CONTENT_LIST))
+        return true;
+    const json_t *ix = json_object_get(ch, "index");
+    long index = json_is_integer(ix) ? (long)json_integer_value(ix) : 0;
+    schoice *c = choice_get(s, index);
+    if (!c)
+        return false;
+    if (json_is_string(content) && s->r12) {
+        const char *t = json_string_value(content);
+        size_t n = json_string_length(content);
+        if (c->held.len || memchr(t, '<', n))
+            return true;
+        if (c->at_start) {
+            size_t i = 0;
+            while (i < n && isspace((unsigned char)t[i]))
+                i++;
+            if (i < n && (t[i] == '{' || t[i] == '['))
+                return true;
+            if (i < n && commit)
+                c->at_start = false;
+        }
+    }
+    if (!commit)
+        return false;
+    if (json_is_string(content) && s->keep_content)
+        tg_buf_append(&c->content, json_string_value(content), json_string_length(content));
+    c->any_sent = true;
+    return false;
+}
+
+/* Role and content of a delta, in place (R25, R23, R12). Calls recovered
+ * from content are appended to text_calls. */
+static void fix_delta(tg_stream *s, schoice *c, json_t *delta, bool has_calls,
+                      json_t *text_calls)
+{
+    if (s->rounds)  /* one stream for the agent: its role came in round one */
+        json_object_del(delta, "role");
+    json_t *role = json_object_get(delta, "role");
+    if (role && (!json_is_string(role) || !json_string_length(role)) &&
+        tg_rr_on(s->ctx, TG_RR_ROLE)) {
+        tg_rr_note(s->ctx, "R25", NULL, role, NULL);
+        if (c->any_sent)
+            json_object_del(delta, "role");
+        else
+            json_object_set_new(delta, "role", json_string("assistant"));
+    }
+    tg_rr_flatten_content(s->ctx, delta);
+    json_t *content = json_object_get(delta, "content");
+    if (json_is_string(content)) {
+        if (s->keep_content)
+            tg_buf_append(&c->content, json_string_value(content), json_string_length(content));
+        if (s->r12) {
+            json_t *t = scan_content(s, c, json_string_value(content),
+                                     json_string_length(content), false, text_calls);
+            if (t)
+                json_object_set_new(delta, "content", t);
+            else
+                json_object_del(delta, "content");
+        }
+        content = json_object_get(delta, "content");
+    }
+    /* R23/R24 in a stream: "" or [] beside tool calls says nothing. */
+    if (has_calls && tg_rr_on(s->ctx, TG_RR_CONTENT) &&
+        ((json_is_string(content) && !json_string_length(content)) ||
+         (json_is_array(content) && !json_array_size(content)) || json_is_null(content)))
+        json_object_del(delta, "content");
+}
+
+/* What remains of a delta goes out first, with logprobs and unknown fields
+ * of the choice. */
+static void queue_rest(tg_stream *s, schoice *c, const json_t *ch, json_t *delta,
+                       json_t *events)
+{
+    json_t *rest = NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)ch, k, v) {
+        if (strcmp(k, "index") && strcmp(k, "delta") && strcmp(k, "finish_reason") &&
+            !json_is_null(v)) {
+            if (!rest)
+                rest = json_object();
+            json_object_set(rest, k, v);
+        }
+    }
+    if (json_object_size(delta) || rest) {
+        size_t at = json_array_size(events);
+        queue_delta(s, c, events, json_incref(delta), NULL);
+        if (rest)
+            json_object_update(
+                json_array_get(json_object_get(json_array_get(events, at), "choices"), 0), rest);
+    }
+    json_decref(rest);
+}
+
+/* finish_reason f arrived: every call goes out, then the finish (R10/R11),
+ * or the finish waits for tg_stream_end (discovery). */
+static void finish_choice(tg_stream *s, schoice *c, const char *f, json_t *events)
+{
+    flush_choice(s, c, events);
+    c->finished = true;
+    s->finished = true;
+    snprintf(c->finish_buf, sizeof c->finish_buf, "%s", f);
+    c->finish = c->finish_buf;
+    if (s->hold) {
+        if (!s->held_finish)
+            s->held_finish = json_array();
+        json_array_append_new(s->held_finish, json_integer(c->index));
+        return;
+    }
+    const char *nf = tg_rr_finish(s->ctx, f, c->next_out);
+    if (strcmp(nf ? nf : "", f))
+        tg_rr_note(s->ctx, c->next_out ? "R10" : "R11", "finish_reason", NULL, NULL);
+    queue_delta(s, c, events, json_object(), nf);
+}
+
+static void do_choice(tg_stream *s, const json_t *ch, json_t *events)
+{
+    const json_t *ix = json_object_get(ch, "index");
+    schoice *c = choice_get(s, json_is_integer(ix) ? (long)json_integer_value(ix) : 0);
+    if (!c)
+        return;
+    json_t *delta = json_is_object(json_object_get(ch, "delta"))
+                        ? json_copy(json_object_get(ch, "delta"))
+                        : json_object();
+    json_t *tcs = json_incref(json_object_get(delta, "tool_calls"));
+    json_object_del(delta, "tool_calls");
+    json_t *text_calls = json_array();
+    fix_delta(s, c, delta, tcs != NULL, text_calls);
+    queue_rest(s, c, ch, delta, events);
+    json_decref(delta);
+
+    size_t i;
+    json_t *tc;
+    json_array_foreach(tcs, i, tc) take_call_delta(s, c, tc, events);
+    json_decref(tcs);
+    if (json_array_size(text_calls)) {
+        complete_call(s, c, c->cur, events);
+        queue_calls(s, c, text_calls, events);
+    } else {
+        json_decref(text_calls);
+    }
+    const char *f = json_string_value(json_object_get(ch, "finish_reason"));
+    if (f)
+        finish_choice(s, c, f, events);
+}
+
+/* sum + u, for the integer counters at the top of usage (new reference;
+ * u itself when there is no sum). */
+static json_t *usage_plus(const json_t *sum, json_t *u)
+{
+    if (!sum)
+        return json_incref(u);
+    json_t *r = json_deep_copy(u);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)sum, k, v) {
+        json_t *x = json_object_get(r, k);
+        if (json_is_integer(v) && (!x || json_is_integer(x)))
+            json_object_set_new(r, k, json_integer(json_integer_value(v) + json_integer_value(x)));
+    }
+    return r;
+}
+
+static void on_chunk(tg_stream *s, json_t *chunk, const char *raw, size_t len, tg_buf *out)
+{
+    json_decref(s->last);
+    s->last = json_incref(chunk);
+    const json_t *choices = json_object_get(chunk, "choices");
+    bool work = false;
+    size_t i;
+    json_t *ch;
+    json_array_foreach(choices, i, ch) if (choice_needs_work(s, ch, false)) work = true;
+    json_t *usage = json_object_get(chunk, "usage");
+    if (!json_is_object(usage))
+        usage = NULL;
+    if (usage && (s->hold || s->usage_sum))
+        work = true;  /* held with the finish, or summed over rounds */
+    if (!work) {
+        json_array_foreach(choices, i, ch) choice_needs_work(s, ch, true);
+        send_raw(out, raw, len);
+        return;
+    }
+    json_t *events = json_array();
+    json_array_foreach(choices, i, ch) if (json_is_object(ch)) do_choice(s, ch, events);
+    if (usage && s->hold) {  /* goes out with the held finish */
+        json_decref(s->held_usage);
+        s->held_usage = json_incref(usage);
+    } else if (usage) {
+        json_t *u = usage_plus(s->usage_sum, usage);
+        if (json_array_size(events)) {  /* R17/R22: on the last chunk */
+            json_object_set(json_array_get(events, json_array_size(events) - 1), "usage", u);
+        } else {  /* R21: a usage-only chunk */
+            json_t *c = make_chunk(s, 0, NULL, NULL);
+            json_object_set_new(c, "choices", json_array());
+            json_object_set(c, "usage", u);
+            json_array_append_new(events, c);
+        }
+        json_decref(u);
+    }
+    json_array_foreach(events, i, ch) send_json(out, ch);
+    json_decref(events);
+}
+
+/* --- the API ------------------------------------------------------------- */
+
+tg_stream *tg_stream_new(tg_ctx *ctx)
+{
+    tg_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->ctx = ctx;
+    s->r12 = tg_rr_text_calls_on(ctx);
+    s->keep_content = ctx->disc && ctx->disc->mode != TG_DISC_OFF;
+    return s;
+}
+
+static void send_truncated(tg_stream *s, bool transport_error, tg_buf *out)
+{
+    for (size_t i = 0; i < s->nch; i++) {
+        schoice *c = &s->ch[i];
+        if (c->held.len) {  /* undecided text is still text */
+            json_t *events = json_array();
+            queue_delta(s, c, events, json_pack("{s:s%}", "content", c->held.data, c->held.len),
+                        NULL);
+            send_json(out, json_array_get(events, 0));
+            json_decref(events);
+            tg_buf_reset(&c->held);
+        }
+        for (size_t j = 0; j < c->ncalls; j++)
+            if (!c->calls[j].sent)
+                tg_rr_fail(s->ctx, "R26", c->calls[j].name, NULL);
+    }
+    if (!s->saw_error) {
+        json_t *e = json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message",
+                              transport_error ? "upstream stream broke before it finished"
+                                              : "upstream stream ended without a finish_reason",
+                              "type", "upstream_error", "param", "code", "stream_truncated");
+        send_json(out, e);
+        json_decref(e);
+    }
+    tg_buf_puts(out, "data: [DONE]\n\n");
+    s->done = true;
+}
+
+static const char *find(const char *s, const char *e, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; e - s >= (ptrdiff_t)n; s++) {
+        s = memchr(s, needle[0], (size_t)(e - s) - n + 1);
+        if (!s)
+            return NULL;
+        if (!memcmp(s, needle, n))
+            return s;
+    }
+    return NULL;
+}
+
+static const char *after_colon(const char *p, const char *e)
+{
+    while (p < e && isspace((unsigned char)*p))
+        p++;
+    if (p < e && *p == ':')
+        p++;
+    while (p < e && isspace((unsigned char)*p))
+        p++;
+    return p;
+}
+
+/* The cheap test that lets most chunks through without a JSON parse: no
+ * tool calls, no error, every finish_reason null, every role a non-empty
+ * string, and no rule on that needs to see content. Anything unusual fails
+ * the test and takes the full path, so it only has to be conservative. */
+static bool surely_plain(const tg_stream *s, const char *d, size_t n)
+{
+    if (!s->last || s->keep_content || s->hold || s->rounds ||
+        tg_rr_on(s->ctx, TG_RR_CONTENT_LIST))
+        return false;
+    const char *e = d + n;
+    if (s->r12) {  /* R12: only past the message start, nothing held, no '<' */
+        if (!s->nch || memchr(d, '<', n) || find(d, e, "\\u003c") || find(d, e, "\\u003C"))
+            return false;
+        for (size_t i = 0; i < s->nch; i++)
+            if (s->ch[i].held.len || s->ch[i].at_start)
+                return false;
+    }
+    if (find(d, e, "tool_calls") || find(d, e, "\"error\""))
+        return false;
+    for (const char *p = find(d, e, "\"finish_reason\""); p;
+         p = find(p + 1, e, "\"finish_reason\"")) {
+        const char *v = after_colon(p + 15, e);
+        if (e - v < 4 || memcmp(v, "null", 4))
+            return false;
+    }
+    for (const char *p = find(d, e, "\"role\""); p; p = find(p + 1, e, "\"role\"")) {
+        const char *v = after_colon(p + 6, e);
+        if (e - v < 3 || v[0] != '"' || v[1] == '"')
+            return false;
+    }
+    return true;
+}
+
+/* R27 mid-stream: Groq ends a stream with a tool_use_failed error event
+ * whose failed_generation holds the call; it goes to the agent as a call
+ * and a finish, as if the provider had parsed it. */
+static bool recover_error(tg_stream *s, const json_t *chunk, tg_buf *out)
+{
+    json_t *err = json_object_get(chunk, "error");
+    if (!json_is_object(err))
+        err = json_object_get(json_object_get(chunk, "x_groq"), "error");
+    json_t *calls = json_is_object(err) ? tg_rr_failed_generation(s->ctx, err) : NULL;
+    if (!calls)
+        return false;
+    schoice *c = choice_get(s, 0);
+    if (c && !s->last) {  /* no chunk came: derive ids from the generation */
+        const char *gen = json_string_value(json_object_get(err, "failed_generation"));
+        c->seed = tg_rr_seed(gen, 0);
+        snprintf(s->own_id, sizeof s->own_id, "chatcmpl-tg%016llx", (unsigned long long)c->seed);
+    }
+    if (!c || !tg_rr_fix_calls(s->ctx, calls, c->seed, c->next_out, c->ids)) {
+        json_decref(calls);
+        return false;
+    }
+    tg_rr_note(s->ctx, "R27", NULL, err, calls);
+    json_t *events = json_array();
+    flush_choice(s, c, events);
+    queue_fixed(s, c, calls, events);
+    queue_delta(s, c, events, json_object(), tg_rr_finish(s->ctx, "tool_calls", c->next_out));
+    c->finished = s->finished = true;
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e) send_json(out, e);
+    json_decref(events);
+    return true;
+}
+
+void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
+{
+    if (s->done)
+        return;
+    if (len == 6 && !memcmp(data, "[DONE]", 6)) {
+        if (!s->finished) {
+            send_truncated(s, false, out);  /* R26 */
+        } else if (!s->hold) {
+            tg_buf_puts(out, "data: [DONE]\n\n");
+            s->done = true;
+        }
+        return;
+    }
+    if (surely_plain(s, data, len)) {
+        for (size_t i = 0; i < s->nch; i++)
+            s->ch[i].any_sent = true;
+        s->raw_sent = true;
+        send_raw(out, data, len);
+        return;
+    }
+    json_t *chunk = json_loadb(data, len, 0, NULL);
+    if (json_is_object(chunk) && !s->finished && recover_error(s, chunk, out)) {
+        json_decref(chunk);
+        return;
+    }
+    if (!json_is_object(chunk) || json_object_get(chunk, "error")) {
+        if (chunk)
+            s->saw_error = true;
+        send_raw(out, data, len);  /* not ours to judge */
+        json_decref(chunk);
+        return;
+    }
+    on_chunk(s, chunk, data, len, out);
+    json_decref(chunk);
+}
+
+/* The round's assistant message for the discovery hooks (upstream names). */
+static json_t *round_message(tg_stream *s)
+{
+    schoice *c = s->nch ? &s->ch[0] : NULL;
+    json_t *calls = json_array();
+    for (size_t i = 0; c && i < c->ncalls; i++) {
+        scall *k = &c->calls[i];
+        if (!k->name)
+            continue;
+        json_t *o = call_json(k);
+        char id[32];
+        if (k->agent_id) {
+            json_object_set_new(o, "id", json_string(k->agent_id));
+        } else if (!k->id) {  /* a meta call upstream gave no id: the hooks need one */
+            tg_rr_synth_id(id, c->seed, 1000 + i, k->name,
+                           k->args.data ? k->args.data : "", 0);
+            json_object_set_new(o, "id", json_string(id));
+        }
+        json_t *fn = json_object_get(o, "function");
+        if (!json_string_length(json_object_get(fn, "arguments")))
+            json_object_set_new(fn, "arguments", json_string("{}"));  /* R14 */
+        json_array_append_new(calls, o);
+    }
+    json_t *msg = json_object();
+    json_object_set_new(msg, "role", json_string("assistant"));
+    json_object_set_new(msg, "content", c && c->content.len
+                                            ? json_stringn(c->content.data, c->content.len)
+                                            : json_null());
+    json_object_set_new(msg, "tool_calls", calls);
+    return msg;
+}
+
+static void new_round(tg_stream *s)
+{
+    for (size_t i = 0; i < s->nch; i++) {
+        calls_clear(&s->ch[i]);
+        tg_buf_reset(&s->ch[i].content);
+        tg_buf_reset(&s->ch[i].held);
+        s->ch[i].finished = false;
+        s->ch[i].at_start = true;
+    }
+    s->finished = s->hold = false;
+    if (s->held_usage) {
+        json_t *sum = usage_plus(s->usage_sum, s->held_usage);
+        json_decref(s->usage_sum);
+        s->usage_sum = sum;
+    }
+    json_decref(s->held_finish);
+    json_decref(s->held_usage);
+    s->held_finish = s->held_usage = NULL;
+    s->rounds++;
+}
+
+int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next_body)
+{
+    *next_body = NULL;
+    if (s->done)
+        return 0;
+    if (!s->finished) {
+        send_truncated(s, transport_error, out);
+        return 0;
+    }
+    if (s->hold) {
+        json_t *msg = round_message(s);
+        json_t *emit = NULL;
+        int again = tg_discovery_stream_round(s->ctx, msg, &emit, next_body);
+        json_decref(msg);
+        json_t *events = json_array();
+        schoice *c = s->nch ? &s->ch[0] : choice_get(s, 0);
+        if (c && json_is_array(emit) && json_array_size(emit))
+            queue_calls(s, c, json_incref(emit), events);
+        json_decref(emit);
+        if (again == 1 && *next_body) {
+            size_t i;
+            json_t *e;
+            json_array_foreach(events, i, e) send_json(out, e);
+            json_decref(events);
+            new_round(s);
+            return 1;
+        }
+        json_decref(*next_body);
+        *next_body = NULL;
+        const char *note = tg_discovery_final_note(s->ctx);
+        if (c && note && *note)  /* discovery gave up: the agent still gets an answer */
+            queue_delta(s, c, events, json_pack("{s:s}", "content", note), NULL);
+        size_t i;
+        json_t *ix;
+        json_array_foreach(s->held_finish, i, ix) {
+            schoice *hc = choice_get(s, (long)json_integer_value(ix));
+            if (hc)
+                queue_delta(s, hc, events, json_object(),
+                            tg_rr_finish(s->ctx, hc->finish, hc->next_out));
+        }
+        if (s->held_usage && json_array_size(events)) {
+            json_t *u = usage_plus(s->usage_sum, s->held_usage);
+            json_object_set(json_array_get(events, json_array_size(events) - 1), "usage", u);
+            json_decref(u);
+        }
+        json_t *e;
+        json_array_foreach(events, i, e) send_json(out, e);
+        json_decref(events);
+    }
+    tg_buf_puts(out, "data: [DONE]\n\n");
+    s->done = true;
+    return 0;
+}
+
+void tg_stream_free(tg_stream *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nch; i++) {
+        calls_clear(&s->ch[i]);
+        free(s->ch[i].calls);
+        json_decref(s->ch[i].ids);
+        tg_buf_free(&s->ch[i].held);
+        tg_buf_free(&s->ch[i].content);
+    }
+    free(s->ch);
+    json_decref(s->last);
+    json_decref(s->held_finish);
+    json_decref(s->held_usage);
+    json_decref(s->usage_sum);
+    free(s);
+}

@@ -1,0 +1,525 @@
+/* repair_text.c -- tool calls written into content (R12), and Groq's
+ * failed_generation (R27), which is the same text.
+ *
+ * Models served without a matching tool-call parser write their calls as
+ * text. Four shapes are recognised:
+ *   (a) bare JSON {"name":..,"arguments":{..}} (or a list of them), only as
+ *       the first thing in the message, so prose that quotes JSON is safe;
+ *   (b) <tool_call>{json}</tool_call> and <tools>..</tools> (Hermes);
+ *   (c) <function=NAME><parameter=K>v</parameter></function> (Qwen), also
+ *       inside <tool_call>, and <function=NAME>{json}</function> (Groq);
+ *   (d) <invoke name="NAME"><parameter name="K">v</parameter></invoke>,
+ *       optionally inside <function_calls>.
+ * A block becomes calls only when every call in it names a declared tool;
+ * otherwise it stays text, untouched. XML parameter values are strings;
+ * they are coerced by the declared schema (no schema or a string type: kept
+ * as the string).
+ *
+ * The scanner is incremental (tg_text_scan): it decides text up to the
+ * first byte that could start markup, holds the rest until the markup is
+ * complete or ruled out, and at the end parses what it holds as far as it
+ * goes (truncated markup, missing closers). A block that never closes is
+ * held at most TEXT_HOLD_MAX bytes.
+ */
+#include "repair_int.h"
+
+#include <ctype.h>
+#include <stddef.h>
+#include <string.h>
+
+#define TEXT_HOLD_MAX (256u * 1024u)
+
+typedef struct tag {
+    const char *open, *close;
+} tag;
+
+static const tag tags[] = {
+    {"<tool_call>", "</tool_call>"},
+    {"<tools>", "</tools>"},
+    {"<function_calls>", "</function_calls>"},
+    {"<function=", "</function>"},
+    {"<invoke", "</invoke>"},
+};
+#define NTAGS (sizeof tags / sizeof *tags)
+
+static const char *find(const char *s, const char *end, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; s && end - s >= (ptrdiff_t)n; s++) {
+        s = memchr(s, needle[0], (size_t)(end - s) - n + 1);
+        if (!s)
+            break;
+        if (!memcmp(s, needle, n))
+            return s;
+    }
+    return NULL;
+}
+
+static void trim(const char **s, const char **e)
+{
+    while (*s < *e && isspace((unsigned char)**s))
+        (*s)++;
+    while (*e > *s && isspace((unsigned char)(*e)[-1]))
+        (*e)--;
+}
+
+/* --- schema-guided coercion of XML parameter strings -------------------- */
+
+static bool type_allows(const json_t *schema, const char *t)
+{
+    const json_t *type = json_object_get(schema, "type");
+    if (json_is_string(type))
+        return !strcmp(json_string_value(type), t);
+    if (json_is_array(type)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(type, i, x) if (json_is_string(x) && !strcmp(json_string_value(x), t))
+            return true;
+    }
+    return false;
+}
+
+static bool fits(const json_t *schema, const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return type_allows(schema, "object");
+    case JSON_ARRAY: return type_allows(schema, "array");
+    case JSON_INTEGER: return type_allows(schema, "integer") || type_allows(schema, "number");
+    case JSON_REAL: return type_allows(schema, "number");
+    case JSON_TRUE:
+    case JSON_FALSE: return type_allows(schema, "boolean");
+    case JSON_NULL: return type_allows(schema, "null");
+    default: return false;
+    }
+}
+
+static json_t *coerce_param(const json_t *prop, const char *v, size_t n)
+{
+    /* Qwen writes the value on its own line(s). */
+    if (n && v[0] == '\n') {
+        v++;
+        n--;
+    }
+    if (n && v[n - 1] == '\n')
+        n--;
+    if (json_is_object(prop) && json_object_get(prop, "type") && !type_allows(prop, "string")) {
+        const char *s = v, *e = v + n;
+        trim(&s, &e);
+        json_t *j = json_loadb(s, (size_t)(e - s), JSON_DECODE_ANY, NULL);
+        if (!j)
+            j = tg_json_fix(s, (size_t)(e - s));
+        if (j && fits(prop, j))
+            return j;
+        json_decref(j);
+    }
+    json_t *str = json_stringn(v, n);
+    return str ? str : json_string("");
+}
+
+static const json_t *param_schema(const tg_ctx *ctx, const char *name, const char *key)
+{
+    const json_t *tool = tg_rr_tool_peek(ctx, tg_schema_agent_name(ctx, name));
+    const json_t *params = json_object_get(json_object_get(tool, "function"), "parameters");
+    return json_object_get(json_object_get(params, "properties"), key);
+}
+
+/* --- block parsers; each appends {"name","arguments"} to calls ----------- */
+
+static void add_call(json_t *calls, const char *name, size_t nlen, json_t *args)
+{
+    json_t *c = json_object();
+    json_object_set_new(c, "name", json_stringn(name, nlen));
+    json_object_set_new(c, "arguments", args ? args : json_object());
+    if (!json_string_value(json_object_get(c, "name")))
+        json_object_set_new(c, "name", json_string(""));
+    json_array_append_new(calls, c);
+}
+
+/* A JSON call object in any of the usual spellings. */
+static int json_call(json_t *calls, const json_t *o)
+{
+    if (!json_is_object(o))
+        return -1;
+    const json_t *fn = json_object_get(o, "function");
+    const json_t *name = json_object_get(o, "name");
+    if (!json_is_string(name))
+        name = json_object_get(fn, "name");
+    if (!json_is_string(name))
+        name = json_is_string(fn) ? fn : json_object_get(o, "tool_name");
+    if (!json_is_string(name) || !json_string_length(name))
+        return -1;
+    static const char *const keys[] = {"arguments", "parameters", "args", "input"};
+    const json_t *a = NULL;
+    for (size_t i = 0; i < 4 && !a; i++) {
+        a = json_object_get(o, keys[i]);
+        if (!a && json_is_object(fn))
+            a = json_object_get(fn, keys[i]);
+    }
+    json_t *args = NULL;
+    if (json_is_object(a)) {
+        args = json_deep_copy(a);
+    } else if (json_is_string(a)) {
+        args = json_loads(json_string_value(a), 0, NULL);
+        if (!json_is_object(args)) {
+            json_decref(args);
+            args = tg_json_fix(json_string_value(a), json_string_length(a));
+        }
+        if (!json_is_object(args)) {
+            json_decref(args);
+            return -1;
+        }
+    } else if (a && !json_is_null(a)) {
+        return -1;
+    }
+    add_call(calls, json_string_value(name), json_string_length(name), args);
+    return 0;
+}
+
+static int parse_json_calls(json_t *calls, const char *s, const char *e)
+{
+    trim(&s, &e);
+    if (s >= e)
+        return -1;
+    json_t *v = json_loadb(s, (size_t)(e - s), 0, NULL);
+    if (!v)
+        v = tg_json_split_objects(s, (size_t)(e - s));
+    if (!v)
+        v = tg_json_fix(s, (size_t)(e - s));
+    int rc = -1;
+    if (json_is_object(v)) {
+        rc = json_call(calls, v);
+    } else if (json_is_array(v) && json_array_size(v)) {
+        size_t i;
+        json_t *x;
+        rc = 0;
+        json_array_foreach(v, i, x) if (json_call(calls, x))
+            rc = -1;
+    }
+    json_decref(v);
+    return rc;
+}
+
+/* <parameter=K>v</parameter> ... (Qwen) or <parameter name="K">v</parameter>
+ * (invoke); `eq` says which. Values end at </parameter>, at the next
+ * <parameter or at the end (missing closers). */
+static json_t *parse_params(const tg_ctx *ctx, const char *name, const char *s,
+                            const char *e, bool eq)
+{
+    json_t *args = json_object();
+    const char *open = eq ? "<parameter=" : "<parameter";
+    for (const char *p = find(s, e, open); p; p = find(p, e, open)) {
+        p += strlen(open);
+        const char *gt = memchr(p, '>', (size_t)(e - p));
+        if (!gt)
+            break;
+        const char *ks = p, *ke = gt;
+        if (!eq) {  /* name="K" */
+            const char *nm = find(p, gt, "name=");
+            if (!nm)
+                break;
+            ks = nm + 5;
+        }
+        trim(&ks, &ke);
+        if (ke > ks && (*ks == '"' || *ks == '\''))
+            ks++;
+        if (ke > ks && (ke[-1] == '"' || ke[-1] == '\''))
+            ke--;
+        const char *vs = gt + 1;
+        const char *ve = find(vs, e, "</parameter>");
+        const char *next = find(vs, e, "<parameter");
+        if (!ve || (next && next < ve))
+            ve = next ? next : e;
+        char key[256];
+        size_t kl = (size_t)(ke - ks) < sizeof key - 1 ? (size_t)(ke - ks) : sizeof key - 1;
+        memcpy(key, ks, kl);
+        key[kl] = 0;
+        if (kl)
+            json_object_set_new(args, key, coerce_param(param_schema(ctx, name, key), vs,
+                                                        (size_t)(ve - vs)));
+        p = ve;
+    }
+    return args;
+}
+
+/* <function=NAME> body </function>, one or more. */
+static int parse_function_xml(const tg_ctx *ctx, json_t *calls, const char *s, const char *e)
+{
+    int n = 0;
+    for (const char *p = find(s, e, "<function="); p; p = find(p, e, "<function=")) {
+        p += 10;
+        const char *ns = p;
+        while (p < e && *p != '>' && *p != '{' && !isspace((unsigned char)*p) && *p != '<')
+            p++;
+        size_t nlen = (size_t)(p - ns);
+        if (!nlen || nlen > 256)
+            return -1;
+        char name[260];
+        memcpy(name, ns, nlen);
+        name[nlen] = 0;
+        if (p < e && *p == '>')
+            p++;
+        const char *be = find(p, e, "</function>");
+        if (!be)
+            be = e;
+        json_t *args;
+        if (find(p, be, "<parameter=")) {
+            args = parse_params(ctx, name, p, be, true);
+        } else {
+            const char *bs = p, *bend = be;
+            trim(&bs, &bend);
+            if (bs == bend) {
+                args = json_object();
+            } else {
+                args = json_loadb(bs, (size_t)(bend - bs), 0, NULL);
+                if (!args)
+                    args = tg_json_fix(bs, (size_t)(bend - bs));
+                if (!json_is_object(args)) {
+                    json_decref(args);
+                    return -1;
+                }
+            }
+        }
+        add_call(calls, name, nlen, args);
+        n++;
+        p = be;
+    }
+    return n ? 0 : -1;
+}
+
+/* <invoke name="NAME"> <parameter name="K">v</parameter> </invoke> */
+static int parse_invoke(const tg_ctx *ctx, json_t *calls, const char *s, const char *e)
+{
+    int n = 0;
+    for (const char *p = find(s, e, "<invoke"); p; p = find(p, e, "<invoke")) {
+        p += 7;
+        const char *gt = memchr(p, '>', (size_t)(e - p));
+        const char *nm = gt ? find(p, gt, "name=") : NULL;
+        if (!nm)
+            return -1;
+        const char *ns = nm + 5, *ne = gt;
+        if (ne > ns && ne[-1] == '/')
+            ne--;
+        trim(&ns, &ne);
+        if (ne > ns && (*ns == '"' || *ns == '\''))
+            ns++;
+        const char *q = ns;
+        while (q < ne && *q != '"' && *q != '\'' && !isspace((unsigned char)*q))
+            q++;
+        ne = q;
+        size_t nlen = (size_t)(ne - ns);
+        if (!nlen || nlen > 256)
+            return -1;
+        char name[260];
+        memcpy(name, ns, nlen);
+        name[nlen] = 0;
+        const char *be = find(gt, e, "</invoke>");
+        if (!be)
+            be = e;
+        add_call(calls, name, nlen, parse_params(ctx, name, gt + 1, be, false));
+        n++;
+        p = be;
+    }
+    return n ? 0 : -1;
+}
+
+/* The inside of a <tool_call>/<tools>/<function_calls> block. */
+static int parse_body(const tg_ctx *ctx, json_t *calls, const char *s, const char *e)
+{
+    const char *t = s, *te = e;
+    trim(&t, &te);
+    if (t < te && (*t == '{' || *t == '['))
+        return parse_json_calls(calls, t, te);
+    if (find(t, te, "<function="))
+        return parse_function_xml(ctx, calls, t, te);
+    if (find(t, te, "<invoke"))
+        return parse_invoke(ctx, calls, t, te);
+    return -1;
+}
+
+/* Parse one block (from its open tag up to, not including, e) into calls;
+ * 0 only when it gave calls that all name declared tools. */
+static int parse_block(const tg_ctx *ctx, const tag *t, const char *s, const char *e,
+                       json_t *calls)
+{
+    json_t *got = json_array();
+    int rc;
+    if (!strcmp(t->open, "<function="))
+        rc = parse_function_xml(ctx, got, s, e);
+    else if (!strcmp(t->open, "<invoke"))
+        rc = parse_invoke(ctx, got, s, e);
+    else
+        rc = parse_body(ctx, got, s + strlen(t->open), e);
+    if (rc == 0 && json_array_size(got) == 0)
+        rc = -1;
+    size_t i;
+    json_t *c;
+    json_array_foreach(got, i, c) if (!tg_rr_declared(ctx, json_string_value(json_object_get(c, "name"))))
+        rc = -1;
+    if (rc == 0)
+        json_array_extend(calls, got);
+    json_decref(got);
+    return rc;
+}
+
+/* --- bare JSON at the start of the message ------------------------------ */
+
+/* End of the JSON value starting at s (brace matching, strings aware), or
+ * NULL when it has not closed yet. */
+static const char *json_end(const char *s, const char *e)
+{
+    int depth = 0;
+    bool in_str = false, esc = false;
+    for (const char *p = s; p < e; p++) {
+        char c = *p;
+        if (in_str) {
+            if (esc)
+                esc = false;
+            else if (c == '\\')
+                esc = true;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+            return p + 1;
+        }
+    }
+    return NULL;
+}
+
+/* Could the unfinished JSON at s still be a call? Decided on its first key. */
+static bool json_call_possible(const char *s, const char *e)
+{
+    static const char *const keys[] = {"name", "function", "tool_name", "arguments", "parameters"};
+    const char *p = s;
+    if (p < e && *p == '[') {
+        p++;
+        while (p < e && isspace((unsigned char)*p))
+            p++;
+    }
+    if (p >= e)
+        return true;
+    if (*p++ != '{')
+        return false;
+    while (p < e && isspace((unsigned char)*p))
+        p++;
+    if (p >= e)
+        return true;
+    if (*p++ != '"')
+        return false;
+    const char *k = p;
+    while (p < e && *p != '"')
+        p++;
+    size_t kl = (size_t)(p - k);
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        if (p < e ? (strlen(keys[i]) == kl && !memcmp(keys[i], k, kl))
+                  : (strlen(keys[i]) >= kl && !memcmp(keys[i], k, kl)))
+            return true;
+    return false;
+}
+
+/* --- the scanner --------------------------------------------------------- */
+
+/* Which tag starts at p: 1 = complete open tag (*t set), 0 = could still be
+ * one (the text ends first), -1 = no tag. */
+static int tag_at(const char *p, const char *e, const tag **t)
+{
+    size_t avail = (size_t)(e - p);
+    int partial = 0;
+    for (size_t i = 0; i < NTAGS; i++) {
+        size_t n = strlen(tags[i].open);
+        if (avail < n) {
+            if (!memcmp(p, tags[i].open, avail))
+                partial = 1;
+            continue;
+        }
+        if (memcmp(p, tags[i].open, n))
+            continue;
+        if (!strcmp(tags[i].open, "<invoke")) {  /* not "<invoked" */
+            if (avail == n) {
+                partial = 1;
+                continue;
+            }
+            if (!isspace((unsigned char)p[n]) && p[n] != '>')
+                continue;
+        }
+        *t = &tags[i];
+        return 1;
+    }
+    return partial ? 0 : -1;
+}
+
+size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
+                    bool *at_start, tg_buf *text, json_t *calls)
+{
+    const char *p = s, *e = s + n;
+    while (p < e) {
+        if (*at_start) {
+            const char *q = p;
+            while (q < e && isspace((unsigned char)*q))
+                q++;
+            tg_buf_append(text, p, (size_t)(q - p));
+            p = q;
+            if (p == e)
+                break;
+            if (*p == '{' || *p == '[') {
+                const char *je = json_end(p, e);
+                if (!je && !final && json_call_possible(p, e) &&
+                    (size_t)(e - p) < TEXT_HOLD_MAX)
+                    return (size_t)(p - s);  /* undecided: hold */
+                if (!je && final)
+                    je = e;
+                *at_start = false;
+                if (je && json_call_possible(p, je)) {
+                    json_t *got = json_array();
+                    int rc = parse_json_calls(got, p, je);
+                    size_t i;
+                    json_t *c;
+                    json_array_foreach(got, i, c) if (!tg_rr_declared(ctx, json_string_value(json_object_get(c, "name"))))
+                        rc = -1;
+                    if (rc == 0 && json_array_size(got)) {
+                        json_array_extend(calls, got);
+                        json_decref(got);
+                        p = je;
+                        continue;
+                    }
+                    json_decref(got);
+                }
+            }
+            *at_start = false;
+        }
+        const char *lt = memchr(p, '<', (size_t)(e - p));
+        if (!lt) {
+            tg_buf_append(text, p, (size_t)(e - p));
+            return n;
+        }
+        tg_buf_append(text, p, (size_t)(lt - p));
+        p = lt;
+        const tag *t = NULL;
+        int k = tag_at(p, e, &t);
+        if (k == 0 && !final)
+            return (size_t)(p - s);
+        if (k != 1) {
+            tg_buf_append(text, "<", 1);
+            p++;
+            continue;
+        }
+        const char *close = find(p + strlen(t->open), e, t->close);
+        const char *be = close ? close + strlen(t->close) : NULL;
+        if (!close) {
+            if (!final && (size_t)(e - p) < TEXT_HOLD_MAX)
+                return (size_t)(p - s);  /* the block is still coming */
+            close = be = e;
+        }
+        if (parse_block(ctx, t, p, close, calls) == 0) {
+            p = be;
+            continue;
+        }
+        /* Not a call of ours: the block is text. Scan on after its '<'. */
+        tg_buf_append(text, "<", 1);
+        p++;
+    }
+    return (size_t)(p - s);
+}

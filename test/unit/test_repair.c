@@ -1,0 +1,668 @@
+/* test_repair.c -- response repair, driven by the fixtures in
+ * test/vectors/responses/ (one cmocka test per file, every file loaded).
+ *
+ * A fixture is a JSON object:
+ *   quirk, dialect, tools, request, text_tool_calls, rules {name: on|off}
+ *   response + expected [+ expected_return]          (whole answer)
+ *   sse or sse_rounds + expected_sse [+ transport_error]
+ *                                                    (stream; sse is a list
+ *       of event payloads -- JSON values, "[DONE]", or raw strings prefixed
+ *       "raw:" -- or one string of raw SSE bytes)
+ *   cases: [[input, expected or null], ...]          (lenient JSON repair)
+ *   conf_cases: [[key, value, expected return], ...] (repair.<key> = value)
+ *   sse_rounds: several upstream rounds of one stream (lazy discovery; the
+ *       fixture's "discovery" mode and "request" go through the request
+ *       stages first).
+ *   allow_bad_args: true when a call's arguments are beyond repair.
+ * Expected values match with json_equal, except that the string "<any>"
+ * matches anything and "<id>" matches a synthesized call_ id.
+ * Streams are replayed through the SSE parser whole, one byte at a time and
+ * in random splits (several seeds); every replay must give the same events.
+ * Every output is also checked against the rules of dialects.md section 9
+ * (8: well-formed calls, 9: finish_reason, 10: dense stream indexes).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../proxy/sse.h"
+#include "../../sanitize/pipeline.h"
+#include "../../sanitize/repair_int.h"
+
+static char vec_dir[1024];
+static int fuzz_rounds = 40;  /* TG_FUZZ_ROUNDS=n for a longer run */
+
+/* --- matching ------------------------------------------------------------- */
+
+static bool is_synth_id(const char *s)
+{
+    if (!s || strlen(s) != 29 || strncmp(s, "call_", 5))
+        return false;
+    for (int i = 5; i < 29; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9')))
+            return false;
+    return true;
+}
+
+static bool match(const json_t *exp, const json_t *got)
+{
+    if (json_is_string(exp)) {
+        if (!strcmp(json_string_value(exp), "<any>"))
+            return got != NULL;
+        if (!strcmp(json_string_value(exp), "<id>"))
+            return is_synth_id(json_string_value(got));
+    }
+    if (json_is_object(exp)) {
+        if (!json_is_object(got) || json_object_size(exp) != json_object_size(got))
+            return false;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)exp, k, v) if (!match(v, json_object_get(got, k)))
+            return false;
+        return true;
+    }
+    if (json_is_array(exp)) {
+        if (!json_is_array(got) || json_array_size(exp) != json_array_size(got))
+            return false;
+        for (size_t i = 0; i < json_array_size(exp); i++)
+            if (!match(json_array_get(exp, i), json_array_get(got, i)))
+                return false;
+        return true;
+    }
+    return json_equal(exp, got);
+}
+
+static void expect_match(const json_t *exp, const json_t *got, const char *what)
+{
+    if (match(exp, got))
+        return;
+    char *e = json_dumps(exp, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *g = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY);
+    /* stdio, not print_error: cmocka truncates long messages */
+    fprintf(stderr, "# %s differs\n--- expected\n%s\n--- got\n%s\n", what, e ? e : "NULL",
+            g ? g : "NULL");
+    free(e);
+    free(g);
+    fail();
+}
+
+/* --- context -------------------------------------------------------------- */
+
+typedef struct env {
+    tg_rules_set rules;
+    tg_ctx ctx;
+} env;
+
+static void env_init(env *e, const json_t *fx)
+{
+    const char *dn = json_string_value(json_object_get(fx, "dialect"));
+    int d = dn ? tg_dialect_from_name(dn) : TG_D_OPENAI;
+    assert_true(d >= 0);
+    tg_rules_preset((tg_dialect)d, &e->rules);
+    e->rules.repair.text_tool_calls = json_is_true(json_object_get(fx, "text_tool_calls"));
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(fx, "rules"), k, v) {
+        char msg[256];
+        assert_int_equal(tg_repair_rules_set(&e->rules.repair, k, json_string_value(v), msg,
+                                             sizeof msg),
+                         0);
+    }
+    const char *disc = json_string_value(json_object_get(fx, "discovery"));
+    if (disc)
+        e->rules.disc.mode = !strcmp(disc, "on") ? TG_DISC_ON : TG_DISC_AUTO;
+    tg_ctx_init(&e->ctx, "test", &e->rules, NULL);
+    e->ctx.explain = json_array();
+    if (disc) {  /* the request stages set up tools and discovery state */
+        json_t *body = json_deep_copy(json_object_get(fx, "request"));
+        tg_error err;
+        assert_int_equal(tg_pipeline_request(body, &e->ctx, &err), 0);
+        json_decref(body);
+        return;
+    }
+    json_t *tools = json_object_get(fx, "tools");
+    if (json_is_array(tools))
+        e->ctx.tools = json_incref(tools);
+    e->ctx.request = json_incref(json_object_get(fx, "request"));
+}
+
+/* --- invariants (section 9) ------------------------------------------------ */
+
+static bool declared(const json_t *fx, const char *name)
+{
+    const json_t *tools = json_object_get(fx, "tools");
+    if (!json_is_array(tools))
+        return true;  /* nothing declared: nothing to check against */
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        if (n && !strcmp(n, name))
+            return true;
+    }
+    return false;
+}
+
+static void check_args(const json_t *fx, const char *args)
+{
+    assert_non_null(args);
+    if (json_is_true(json_object_get(fx, "allow_bad_args")))
+        return;
+    json_t *a = json_loads(args, 0, NULL);
+    if (!json_is_object(a))
+        print_error("arguments do not parse to an object: %s\n", args);
+    assert_true(json_is_object(a));
+    json_decref(a);
+}
+
+static void check_finish(const char *f, size_t ncalls)
+{
+    if (f && (!strcmp(f, "length") || !strcmp(f, "content_filter")))
+        return;
+    if (ncalls)
+        assert_string_equal(f ? f : "(null)", "tool_calls");
+    else
+        assert_true(!f || strcmp(f, "tool_calls"));
+}
+
+static void check_message(const json_t *fx, const json_t *resp)
+{
+    size_t i;
+    json_t *ch;
+    json_array_foreach(json_object_get(resp, "choices"), i, ch) {
+        const json_t *calls = json_object_get(json_object_get(ch, "message"), "tool_calls");
+        if (calls)
+            assert_true(json_is_array(calls) && json_array_size(calls) > 0);  /* rule 9 */
+        json_t *ids = json_object();
+        size_t j;
+        json_t *c;
+        json_array_foreach(calls, j, c) {
+            const char *id = json_string_value(json_object_get(c, "id"));
+            assert_true(id && *id);
+            assert_null(json_object_get(ids, id));
+            json_object_set_new(ids, id, json_true());
+            assert_string_equal(json_string_value(json_object_get(c, "type")), "function");
+            const json_t *fn = json_object_get(c, "function");
+            const char *name = json_string_value(json_object_get(fn, "name"));
+            assert_true(name && *name && declared(fx, name));
+            check_args(fx, json_string_value(json_object_get(fn, "arguments")));
+        }
+        json_decref(ids);
+        check_finish(json_string_value(json_object_get(ch, "finish_reason")), json_array_size(calls));
+    }
+}
+
+typedef struct scall_chk {
+    char id[256];
+    tg_buf args;
+} scall_chk;
+
+static void check_stream(const json_t *fx, const json_t *events)
+{
+    size_t n = json_array_size(events);
+    assert_true(n > 0);
+    assert_true(json_is_string(json_array_get(events, n - 1)));  /* [DONE] last, once */
+    bool error = false;
+    scall_chk calls[64];
+    size_t ncalls = 0;
+    const char *finish = NULL;
+    for (size_t i = 0; i + 1 < n; i++) {
+        const json_t *ev = json_array_get(events, i);
+        assert_true(json_is_object(ev));
+        if (json_object_get(ev, "error")) {
+            error = true;
+            assert_int_equal(i + 2, n);  /* the error is the last event */
+            continue;
+        }
+        size_t j;
+        json_t *ch;
+        json_array_foreach(json_object_get(ev, "choices"), j, ch) {
+            assert_true(finish == NULL);  /* nothing after the finish */
+            size_t k;
+            json_t *tc;
+            json_array_foreach(json_object_get(json_object_get(ch, "delta"), "tool_calls"), k, tc) {
+                const json_t *ix = json_object_get(tc, "index");
+                assert_true(json_is_integer(ix));  /* rule 10 */
+                size_t at = (size_t)json_integer_value(ix);
+                assert_true(at <= ncalls && at < 64);  /* dense, in order */
+                const json_t *fn = json_object_get(tc, "function");
+                const char *id = json_string_value(json_object_get(tc, "id"));
+                const char *name = json_string_value(json_object_get(fn, "name"));
+                if (at == ncalls) {  /* first delta: id, type, name */
+                    assert_true(id && *id && strlen(id) < 256);
+                    assert_string_equal(json_string_value(json_object_get(tc, "type")),
+                                        "function");
+                    assert_true(name && *name && declared(fx, name));
+                    for (size_t m = 0; m < ncalls; m++)
+                        assert_string_not_equal(calls[m].id, id);
+                    snprintf(calls[ncalls].id, sizeof calls[ncalls].id, "%s", id);
+                    memset(&calls[ncalls].args, 0, sizeof(tg_buf));
+                    ncalls++;
+                } else {  /* sent once */
+                    assert_true(!id || !strcmp(id, calls[at].id));
+                    assert_null(name);
+                }
+                const char *a = json_string_value(json_object_get(fn, "arguments"));
+                if (a)
+                    tg_buf_puts(&calls[at].args, a);
+            }
+            const char *f = json_string_value(json_object_get(ch, "finish_reason"));
+            if (f)
+                finish = f;
+        }
+    }
+    if (!error) {
+        assert_non_null(finish);
+        check_finish(finish, ncalls);
+    }
+    for (size_t m = 0; m < ncalls; m++) {
+        check_args(fx, calls[m].args.data ? calls[m].args.data : "");
+        tg_buf_free(&calls[m].args);
+    }
+}
+
+/* --- replay ---------------------------------------------------------------- */
+
+typedef struct sink {
+    tg_stream *s;
+    tg_buf out;
+    json_t *events;
+} sink;
+
+static void to_stream(void *user, const char *event, const char *data, size_t len)
+{
+    (void)event;
+    sink *k = user;
+    tg_stream_event(k->s, data, len, &k->out);
+}
+
+static void to_list(void *user, const char *event, const char *data, size_t len)
+{
+    (void)event;
+    sink *k = user;
+    json_t *v = (len == 6 && !memcmp(data, "[DONE]", 6)) ? NULL : json_loadb(data, len, 0, NULL);
+    json_array_append_new(k->events, v ? v : json_stringn(data, len));
+}
+
+static void sse_bytes(const json_t *sse, tg_buf *b)
+{
+    if (json_is_string(sse)) {
+        tg_buf_append(b, json_string_value(sse), json_string_length(sse));
+        return;
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(sse, i, e) {
+        const char *s = json_string_value(e);
+        if (s && !strncmp(s, "raw:", 4)) {
+            tg_buf_puts(b, s + 4);
+            continue;
+        }
+        tg_buf_puts(b, "data: ");
+        if (s) {
+            tg_buf_puts(b, s);
+        } else {
+            char *t = json_dumps(e, JSON_COMPACT | JSON_ENCODE_ANY);
+            tg_buf_puts(b, t);
+            free(t);
+        }
+        tg_buf_puts(b, "\n\n");
+    }
+}
+
+#define MAX_ROUNDS 4
+
+/* Upstream rounds (one, or several with discovery) replayed into one
+ * stream. split: 0 whole, 1 one byte at a time, else a PRNG seed. */
+static json_t *replay(const json_t *fx, const tg_buf *in, size_t rounds, unsigned split)
+{
+    env e;
+    env_init(&e, fx);
+    e.ctx.stream = true;
+    sink k = {.s = tg_stream_new(&e.ctx)};
+    assert_non_null(k.s);
+    tg_sse p;
+    uint64_t x = split * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t r = 0; r < rounds; r++) {
+        tg_sse_init(&p, to_stream, NULL, &k);
+        for (size_t at = 0; at < in[r].len;) {
+            size_t step = in[r].len - at;
+            if (split == 1) {
+                step = 1;
+            } else if (split > 1) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                size_t n = (size_t)(x % 23) + 1;
+                step = n < step ? n : step;
+            }
+            tg_sse_feed(&p, in[r].data + at, step);
+            at += step;
+        }
+        tg_sse_finish(&p);
+        tg_sse_free(&p);
+        json_t *next = NULL;
+        int rc = tg_stream_end(k.s, json_is_true(json_object_get(fx, "transport_error")),
+                               &k.out, &next);
+        if (r + 1 < rounds) {  /* discovery asked for another upstream round */
+            assert_int_equal(rc, 1);
+            assert_non_null(next);
+        } else {
+            assert_int_equal(rc, 0);
+            assert_null(next);
+        }
+        json_decref(next);
+    }
+    tg_stream_free(k.s);
+
+    k.events = json_array();
+    tg_sse_init(&p, to_list, NULL, &k);
+    tg_sse_feed(&p, k.out.data ? k.out.data : "", k.out.len);
+    tg_sse_finish(&p);
+    tg_sse_free(&p);
+    tg_buf_free(&k.out);
+    tg_ctx_clear(&e.ctx);
+    return k.events;
+}
+
+/* --- the tests --------------------------------------------------------------- */
+
+static void run_whole(const json_t *fx)
+{
+    env e;
+    env_init(&e, fx);
+    json_t *resp = json_deep_copy(json_object_get(fx, "response"));
+    int rc = tg_repair_response(resp, &e.ctx);
+    const json_t *er = json_object_get(fx, "expected_return");
+    assert_int_equal(rc, er ? (int)json_integer_value(er) : 0);
+    expect_match(json_object_get(fx, "expected"), resp, "response");
+    if (json_object_get(resp, "choices"))
+        check_message(fx, resp);
+    /* Repairing twice changes nothing more. */
+    json_t *again = json_deep_copy(resp);
+    tg_repair_response(again, &e.ctx);
+    expect_match(resp, again, "second repair");
+    json_decref(again);
+    json_decref(resp);
+    tg_ctx_clear(&e.ctx);
+}
+
+static void run_stream(const json_t *fx)
+{
+    tg_buf in[MAX_ROUNDS] = {{0}};
+    size_t rounds = 1;
+    const json_t *multi = json_object_get(fx, "sse_rounds");
+    if (multi) {
+        rounds = json_array_size(multi);
+        assert_true(rounds > 0 && rounds <= MAX_ROUNDS);
+        for (size_t r = 0; r < rounds; r++)
+            sse_bytes(json_array_get(multi, r), &in[r]);
+    } else {
+        sse_bytes(json_object_get(fx, "sse"), &in[0]);
+    }
+    json_t *first = replay(fx, in, rounds, 0);
+    expect_match(json_object_get(fx, "expected_sse"), first, "stream");
+    check_stream(fx, first);
+    for (unsigned split = 1; split < 12; split++) {
+        json_t *other = replay(fx, in, rounds, split);
+        if (!json_equal(first, other)) {
+            print_error("split %u gives a different stream\n", split);
+            expect_match(first, other, "split replay");
+        }
+        json_decref(other);
+    }
+    json_decref(first);
+    for (size_t r = 0; r < rounds; r++)
+        tg_buf_free(&in[r]);
+}
+
+static void run_cases(const json_t *fx)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(fx, "cases"), i, c) {
+        const char *in = json_string_value(json_array_get(c, 0));
+        assert_non_null(in);
+        json_t *got = tg_json_fix(in, strlen(in));
+        const json_t *exp = json_array_get(c, 1);
+        if (json_is_null(exp)) {
+            if (got)
+                print_error("case %zu: %s should not be repairable\n", i, in);
+            assert_null(got);
+        } else {
+            expect_match(exp, got, in);
+        }
+        json_decref(got);
+    }
+}
+
+static uint64_t rnd(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* A copy of v with random nodes swapped for values of other shapes. */
+static json_t *mutate_shape(const json_t *v, uint64_t *x)
+{
+    static const char *const repl[] = {
+        "null", "0", "-1", "1e300", "\"\"", "\"x\"", "[]", "{}", "true", "[null, 1, \"a\"]",
+        "{\"index\": \"0\"}", "\"<tool_call>{\\\"name\\\": \\\"get_weather\\\"\"", "{\"a\": {\"b\": []}}",
+        "\"{\\\"location\\\": 1}{\"", "9223372036854775807", "[{\"function\": null}]"};
+    if (rnd(x) % 9 == 0)
+        return json_loads(repl[rnd(x) % (sizeof repl / sizeof *repl)], JSON_DECODE_ANY, NULL);
+    if (json_is_object(v)) {
+        json_t *o = json_object();
+        const char *k;
+        json_t *c;
+        json_object_foreach((json_t *)v, k, c) {
+            if (rnd(x) % 13 == 0)
+                continue;  /* a key goes missing */
+            json_t *m = mutate_shape(c, x);
+            if (m)
+                json_object_set_new(o, k, m);
+        }
+        return o;
+    }
+    if (json_is_array(v)) {
+        json_t *a = json_array();
+        size_t i;
+        json_t *c;
+        json_array_foreach(v, i, c) {
+            json_t *m = mutate_shape(c, x);
+            if (m)
+                json_array_append_new(a, m);
+        }
+        return a;
+    }
+    return json_deep_copy(v);
+}
+
+static void stream_bytes(const json_t *fx, const char *b, size_t n, bool transport_error)
+{
+    env e;
+    env_init(&e, fx);
+    sink k = {.s = tg_stream_new(&e.ctx)};
+    tg_sse p;
+    tg_sse_init(&p, to_stream, NULL, &k);
+    tg_sse_feed(&p, b, n);
+    tg_sse_finish(&p);
+    json_t *next = NULL;
+    tg_stream_end(k.s, transport_error, &k.out, &next);
+    json_decref(next);
+    tg_stream_free(k.s);
+    tg_sse_free(&p);
+    tg_buf_free(&k.out);
+    tg_ctx_clear(&e.ctx);
+}
+
+/* Random shapes in place of the fixture's values. */
+static void run_shapes(const json_t *fx)
+{
+    uint64_t x = 0x2545F4914F6CDD1Dull;
+    const json_t *resp = json_object_get(fx, "response");
+    const json_t *sse = json_object_get(fx, "sse");
+    for (int round = 0; round < fuzz_rounds; round++) {
+        if (resp) {
+            env e;
+            env_init(&e, fx);
+            json_t *m = mutate_shape(resp, &x);
+            tg_repair_response(m, &e.ctx);
+            json_decref(m);
+            tg_ctx_clear(&e.ctx);
+        }
+        if (json_is_array(sse)) {
+            json_t *m = mutate_shape(sse, &x);
+            tg_buf b = {0};
+            sse_bytes(m, &b);
+            stream_bytes(fx, b.data ? b.data : "", b.len, round & 1);
+            tg_buf_free(&b);
+            json_decref(m);
+        }
+    }
+}
+
+/* Mutated fixtures: any bytes, any JSON shape, never a crash. */
+static void run_mutations(const json_t *fx)
+{
+    tg_buf in = {0};
+    sse_bytes(json_object_get(fx, "sse"), &in);
+    char *whole = json_dumps(json_object_get(fx, "response"), JSON_COMPACT);
+    uint64_t x = 88172645463325252ull;
+    for (int round = 0; round < fuzz_rounds; round++) {
+        for (int src = 0; src < 2; src++) {
+            const char *b = src ? whole : in.data;
+            size_t n = src ? (whole ? strlen(whole) : 0) : in.len;
+            if (!b || !n)
+                continue;
+            char *m = malloc(n);
+            memcpy(m, b, n);
+            for (int f = 0; f < 3; f++) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                m[x % n] = "{}[]\",:0 a<>\\"[(x >> 32) % 14];
+            }
+            env e;
+            env_init(&e, fx);
+            if (src) {
+                json_t *r = json_loadb(m, n, 0, NULL);
+                tg_repair_response(r, &e.ctx);
+                json_decref(r);
+            }
+            tg_ctx_clear(&e.ctx);
+            if (!src)
+                stream_bytes(fx, m, n, round & 1);
+            free(m);
+        }
+    }
+    free(whole);
+    tg_buf_free(&in);
+}
+
+/* conf_cases: [key, value, expected return of tg_repair_rules_set]. */
+static void run_conf(const json_t *fx)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(fx, "conf_cases"), i, c) {
+        tg_repair_rules r;
+        tg_repair_rules_preset(TG_D_OPENAI, &r);
+        char msg[256] = "";
+        int rc = tg_repair_rules_set(&r, json_string_value(json_array_get(c, 0)),
+                                     json_string_value(json_array_get(c, 1)), msg, sizeof msg);
+        if (rc != (int)json_integer_value(json_array_get(c, 2)))
+            print_error("repair.%s = %s: got %d (%s)\n", json_string_value(json_array_get(c, 0)),
+                        json_string_value(json_array_get(c, 1)), rc, msg);
+        assert_int_equal(rc, (int)json_integer_value(json_array_get(c, 2)));
+        if (rc)
+            assert_true(msg[0] != 0);
+    }
+}
+
+static void test_fixture(void **state)
+{
+    const char *name = *state;
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", vec_dir, name);
+    json_error_t err;
+    json_t *fx = json_load_file(path, 0, &err);
+    if (!fx)
+        print_error("%s:%d: %s\n", path, err.line, err.text);
+    assert_non_null(fx);
+    bool any = false;
+    if (json_object_get(fx, "response")) {
+        run_whole(fx);
+        any = true;
+    }
+    if (json_object_get(fx, "sse") || json_object_get(fx, "sse_rounds")) {
+        run_stream(fx);
+        any = true;
+    }
+    if (json_object_get(fx, "cases")) {
+        run_cases(fx);
+        any = true;
+    }
+    if (json_object_get(fx, "conf_cases")) {
+        run_conf(fx);
+        any = true;
+    }
+    assert_true(any);
+    if (!json_object_get(fx, "discovery")) {
+        run_mutations(fx);
+        run_shapes(fx);
+    }
+    json_decref(fx);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(void)
+{
+    const char *root = getenv("TG_ROOT");
+    if (getenv("TG_FUZZ_ROUNDS"))
+        fuzz_rounds = atoi(getenv("TG_FUZZ_ROUNDS"));
+    snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses", root ? root : ".");
+    DIR *d = opendir(vec_dir);
+    if (!d) {
+        fprintf(stderr, "cannot open %s\n", vec_dir);
+        return 1;
+    }
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || strcmp(de->d_name + l - 5, ".json"))
+            continue;
+        names = realloc(names, (n + 1) * sizeof *names);
+        names[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, by_name);
+    struct CMUnitTest *tests = calloc(n ? n : 1, sizeof *tests);
+    for (size_t i = 0; i < n; i++) {
+        tests[i].name = names[i];
+        tests[i].test_func = test_fixture;
+        tests[i].initial_state = names[i];
+    }
+    int rc = _cmocka_run_group_tests("repair", tests, n, NULL, NULL);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    free(tests);
+    return n ? rc : 1;
+}
