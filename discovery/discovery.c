@@ -1,37 +1,1091 @@
-/* discovery.c -- identity placeholder; lazy discovery lands in its own issue. */
+/* discovery.c -- lazy tool discovery (issue #6).
+ *
+ * A request with a large tool list goes upstream with only its core tools
+ * plus three meta-tools: search_tools (BM25 over the catalog, index.c),
+ * get_tool_schema and call_tool. toolgate answers the first two itself in
+ * inner rounds the agent never sees; call_tool, or a catalog tool called by
+ * its real name, reaches the agent as an ordinary call of that tool.
+ *
+ * Stateless: everything comes from the request. What is derived from the
+ * tool list alone (catalog, index, the upstream tools array) is one
+ * immutable json object, "the derivation", cached per worker under
+ * (kind "discovery", hash of the agent's tools and the route's rules). The
+ * upstream tools array is therefore the same bytes on every turn, and the
+ * agent's history is rewritten so that the calls it made of hidden tools
+ * read as the call_tool calls the model made (see rewrite_history).
+ *
+ * Mixed turns: when one response calls meta-tools and real tools, the real
+ * calls go to the agent at once and the meta calls are dropped. The model
+ * has already decided what to do; holding its real calls back while we run
+ * more rounds would need state across requests or risk duplicate calls. If
+ * it still needs the search, it asks again on the next turn.
+ *
+ * ctx->disc_state (per request):
+ *   {"d": derivation, "rounds": n, "usage": {...}, "note": "...", "forced": name}
+ */
 #include "discovery.h"
 
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sanitize/cache.h"
 #include "../sanitize/pipeline.h"
+#include "index.h"
+
+#define CACHE_KIND "discovery"
+#define SEARCH_DEFAULT 8
+#define SEARCH_MAX 25
+#define SUGGEST_MAX 3
+#define LINE_MAX_BYTES 160
+
+/* ---- small helpers --------------------------------------------------- */
+
+static json_t *fn_of(json_t *tool)
+{
+    json_t *fn = json_object_get(tool, "function");
+    return json_is_object(fn) ? fn : tool;
+}
+
+static const char *tool_name(json_t *tool)
+{
+    return json_string_value(json_object_get(fn_of(tool), "name"));
+}
+
+static const char *str_or(json_t *v, const char *dflt)
+{
+    const char *s = json_string_value(v);
+    return s ? s : dflt;
+}
+
+static char *dump(json_t *v)
+{
+    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+static json_t *state_d(const tg_ctx *ctx)
+{
+    return json_object_get(ctx->disc_state, "d");
+}
+
+static const char *meta_name(json_t *d, const char *which)
+{
+    return json_string_value(json_object_get(json_object_get(d, "meta"), which));
+}
+
+/* Expand @S, @G, @C in a text to this request's meta-tool names (they take
+ * a prefix when the agent has tools of those names). Into buf. */
+static const char *say(json_t *meta, const char *text, char *buf, size_t len)
+{
+    static const char *const keys[3] = { "search", "schema", "call" };
+    size_t o = 0;
+    for (const char *p = text; *p && o + 1 < len; p++) {
+        const char *k = NULL;
+        if (p[0] == '@' && (p[1] == 'S' || p[1] == 'G' || p[1] == 'C'))
+            k = keys[p[1] == 'S' ? 0 : p[1] == 'G' ? 1 : 2];
+        if (!k) {
+            buf[o++] = *p;
+            continue;
+        }
+        const char *n = json_string_value(json_object_get(meta, k));
+        o += (size_t)snprintf(buf + o, len - o, "%s", n ? n : "");
+        if (o >= len)
+            o = len - 1;
+        p++;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* Catalog position of a tool named by its upstream or agent name, or -1. */
+static long lookup(json_t *d, const char *name)
+{
+    json_t *v = name ? json_object_get(json_object_get(d, "lookup"), name) : NULL;
+    return v ? (long)json_integer_value(v) : -1;
+}
+
+static const char *up_name(json_t *d, long i)
+{
+    return json_string_value(json_array_get(json_object_get(d, "names"), (size_t)i));
+}
+
+static json_t *sanitized(json_t *d, long i)
+{
+    return json_array_get(json_object_get(d, "catalog"), (size_t)i);
+}
+
+static int is_exposed(const tg_ctx *ctx, json_t *d, const char *upstream)
+{
+    const char *forced = json_string_value(json_object_get(ctx->disc_state, "forced"));
+    return json_object_get(json_object_get(d, "exposed"), upstream) != NULL ||
+           (forced && strcmp(forced, upstream) == 0);
+}
+
+/* ---- deciding, and naming ------------------------------------------- */
+
+static int matches_core(const tg_disc_conf *dc, const char *a, const char *b)
+{
+    for (char **g = dc->core; g && *g; g++)
+        if ((a && fnmatch(*g, a, 0) == 0) || (b && fnmatch(*g, b, 0) == 0))
+            return 1;
+    return 0;
+}
+
+static int name_taken(json_t *lookup_obj, const char *prefix, const char *base)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s%s", prefix, base);
+    return json_object_get(lookup_obj, buf) != NULL;
+}
+
+/* The meta-tools keep their plain names unless the agent already has a tool
+ * of one of those names; then all three take the first free prefix, which
+ * depends only on the tool list, so it is stable across turns. */
+static json_t *choose_meta_names(json_t *lookup_obj)
+{
+    static const char *const base[3] = { "search_tools", "get_tool_schema", "call_tool" };
+    char prefix[32] = "";
+    for (int i = 1; i < 100; i++) {
+        if (!name_taken(lookup_obj, prefix, base[0]) &&
+            !name_taken(lookup_obj, prefix, base[1]) && !name_taken(lookup_obj, prefix, base[2]))
+            break;
+        if (i == 1)
+            snprintf(prefix, sizeof prefix, "toolgate_");
+        else
+            snprintf(prefix, sizeof prefix, "toolgate%d_", i);
+    }
+    char s[3][128];
+    for (int k = 0; k < 3; k++)
+        snprintf(s[k], sizeof s[k], "%s%s", prefix, base[k]);
+    return json_pack("{ssssss}", "search", s[0], "schema", s[1], "call", s[2]);
+}
+
+/* Whether call_tool's free-form `arguments` object must travel as a JSON
+ * string: strict dialects demand additionalProperties:false on every object
+ * and Gemini rejects an object without properties. */
+static int args_as_string(const tg_ctx *ctx)
+{
+    unsigned f = ctx->schema ? ctx->schema->flags : 0;
+    return (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING)) || ctx->dialect == TG_D_OPENAI_STRICT ||
+           ctx->dialect == TG_D_CEREBRAS || ctx->dialect == TG_D_GEMINI;
+}
+
+static int dialect_strict(const tg_ctx *ctx)
+{
+    unsigned f = ctx->schema ? ctx->schema->flags : 0;
+    return (f & TG_SR_STRICT) || ctx->dialect == TG_D_OPENAI_STRICT ||
+           ctx->dialect == TG_D_CEREBRAS;
+}
+
+/* ---- the meta-tools' own definitions -------------------------------- */
+
+static json_t *make_tool(const char *name, const char *desc, json_t *props, json_t *required,
+                         int strict)
+{
+    json_t *params = json_pack("{sssoso}", "type", "object", "properties", props, "required",
+                               required);
+    if (strict)
+        json_object_set_new(params, "additionalProperties", json_false());
+    json_t *fn = json_pack("{sssssO}", "name", name, "description", desc, "parameters", params);
+    if (strict)
+        json_object_set_new(fn, "strict", json_true());
+    json_decref(params);
+    return json_pack("{ssso}", "type", "function", "function", fn);
+}
+
+static json_t *prop(const char *type, const char *desc)
+{
+    return json_pack("{ssss}", "type", type, "description", desc);
+}
+
+/* search_tools' description, with the catalog's names when list_names is on,
+ * cut to the dialect's description limit (the schema stage already ran). */
+static char *search_description(const tg_ctx *ctx, json_t *meta, json_t *names, size_t ncat)
+{
+    tg_buf b = { 0 };
+    char head[640], text[640];
+    snprintf(head, sizeof head,
+             "Find tools for a task in a catalog of %zu tools that are not listed "
+             "separately. Describe what you want to do in a few words; the answer "
+             "lists matching tools (name and description) and the best matches "
+             "carry their full parameters, so you can call one right away with "
+             "@C. If you already know a tool's name, use @G or @C directly.",
+             ncat);
+    say(meta, head, text, sizeof text);
+    memcpy(head, text, sizeof head);
+    tg_buf_puts(&b, head);
+    size_t limit = ctx->schema && ctx->schema->desc_max > 0 ? (size_t)ctx->schema->desc_max
+                                                           : (size_t)-1;
+    if (ctx->disc->list_names && json_array_size(names)) {
+        tg_buf_puts(&b, " Catalog: ");
+        for (size_t i = 0; i < json_array_size(names); i++) {
+            const char *n = json_string_value(json_array_get(names, i));
+            char more[64];
+            snprintf(more, sizeof more, " ... and %zu more.", json_array_size(names) - i);
+            if (b.len + strlen(n) + 2 + 24 > limit) {
+                tg_buf_puts(&b, more);
+                break;
+            }
+            if (i)
+                tg_buf_puts(&b, ", ");
+            tg_buf_puts(&b, n);
+            if (i + 1 == json_array_size(names))
+                tg_buf_puts(&b, ".");
+        }
+    }
+    char *s = strndup(b.data ? b.data : "", b.len < limit ? b.len : limit);
+    tg_buf_free(&b);
+    return s;
+}
+
+static json_t *meta_search_tool(const tg_ctx *ctx, json_t *meta, json_t *names, size_t ncat,
+                                int strict)
+{
+    char *desc = search_description(ctx, meta, names, ncat);
+    json_t *props = json_object();
+    json_object_set_new(props, "query",
+                        prop("string", "The task in a few words, e.g. 'list open pull "
+                                       "requests' or 'take a screenshot'."));
+    json_t *req = json_pack("[s]", "query");
+    if (!strict)
+        json_object_set_new(props, "limit",
+                            prop("integer", "How many matches to return (default 8, at most 25)."));
+    json_t *t = make_tool(json_string_value(json_object_get(meta, "search")), desc, props, req,
+                          strict);
+    free(desc);
+    return t;
+}
+
+static json_t *meta_schema_tool(json_t *meta, int strict)
+{
+    char b1[256], b2[256];
+    json_t *names = json_pack("{sss{ss}ss}", "type", "array", "items", "type", "string",
+                              "description",
+                              say(meta, "Exact tool names, as given by @S or its catalog list.",
+                                  b1, sizeof b1));
+    json_t *props = json_pack("{so}", "names", names);
+    return make_tool(json_string_value(json_object_get(meta, "schema")),
+                     say(meta, "Get the full parameter schemas of catalog tools by exact name, "
+                               "before calling them with @C.", b2, sizeof b2),
+                     props, json_pack("[s]", "names"), strict);
+}
+
+static json_t *meta_call_tool(json_t *meta, int strict, int as_string)
+{
+    json_t *props = json_object();
+    json_object_set_new(props, "name", prop("string", "Exact name of the catalog tool to call."));
+    json_object_set_new(
+        props, "arguments",
+        as_string ? prop("string", "The tool's arguments as a JSON-encoded object, e.g. "
+                                   "\"{\\\"path\\\": \\\"a.txt\\\"}\"; \"{}\" when it takes none.")
+                  : prop("object", "The tool's arguments, an object matching its parameters."));
+    char b[256];
+    return make_tool(json_string_value(json_object_get(meta, "call")),
+                     say(meta, "Call a catalog tool (found with @S or @G) by name with its "
+                               "arguments.", b, sizeof b),
+                     props, json_pack("[ss]", "name", "arguments"), strict);
+}
+
+/* Pass a meta-tool through the schema engineer's single-tool rewrite when
+ * it exists, so it obeys the route's dialect exactly like the agent's. */
+static json_t *sanitize_meta(const tg_ctx *ctx, json_t *tool)
+{
+    if (!ctx->schema)
+        return tool;
+    bool strict = false;
+    json_t *t = tg_schema_rewrite_tool(ctx->schema, tool, NULL, NULL, NULL, &strict);
+    if (!t)
+        return tool;
+    json_decref(tool);
+    return t;
+}
+
+/* ---- the derivation (cached) ----------------------------------------- */
+
+/* The originals, by agent name, to index the agent's own wording. */
+static json_t *originals_by_name(json_t *originals)
+{
+    json_t *by = json_object();
+    for (size_t i = 0; i < json_array_size(originals); i++) {
+        const char *n = tool_name(json_array_get(originals, i));
+        if (n && !json_object_get(by, n))
+            json_object_set(by, n, json_array_get(originals, i));
+    }
+    return by;
+}
+
+static json_t *derive(const tg_ctx *ctx, json_t *catalog, json_t *originals)
+{
+    size_t n = json_array_size(catalog);
+    json_t *names = json_array(), *agent = json_array(), *lk = json_object();
+    json_t *exposed = json_object(), *text = json_array(), *listed = json_array();
+    json_t *by = originals_by_name(originals);
+    for (size_t i = 0; i < n; i++) {
+        json_t *t = json_array_get(catalog, i);
+        const char *u = str_or(json_object_get(fn_of(t), "name"), "");
+        const char *a = tg_schema_agent_name(ctx, u);
+        json_t *orig = json_object_get(by, a);
+        json_array_append_new(names, json_string(u));
+        json_array_append_new(agent, json_string(a));
+        json_array_append(text, orig ? orig : t);
+        if (!json_object_get(lk, u))
+            json_object_set_new(lk, u, json_integer((json_int_t)i));
+        if (!json_object_get(lk, a))
+            json_object_set_new(lk, a, json_integer((json_int_t)i));
+        if (matches_core(ctx->disc, u, a))
+            json_object_set_new(exposed, u, json_true());
+        else
+            json_array_append_new(listed, json_string(u));
+    }
+    json_decref(by);
+
+    json_t *meta = choose_meta_names(lk);
+    int strict = dialect_strict(ctx), as_string = args_as_string(ctx);
+    json_t *up = json_array();
+    for (size_t i = 0; i < n; i++)
+        if (json_object_get(exposed, json_string_value(json_array_get(names, i))))
+            json_array_append(up, json_array_get(catalog, i));
+    json_array_append_new(up, sanitize_meta(ctx, meta_search_tool(ctx, meta, listed, n, strict)));
+    json_array_append_new(up, sanitize_meta(ctx, meta_schema_tool(meta, strict)));
+    json_t *call = sanitize_meta(ctx, meta_call_tool(meta, strict, as_string));
+    /* the rewrite may itself have turned the free-form object into a string */
+    json_t *argt = json_object_get(
+        json_object_get(json_object_get(json_object_get(fn_of(call), "parameters"), "properties"),
+                        "arguments"),
+        "type");
+    if (json_is_string(argt) && strcmp(json_string_value(argt), "string") == 0)
+        as_string = 1;
+    json_array_append_new(up, call);
+
+    json_t *index = tg_dindex_build(text);
+    json_decref(text);
+    json_decref(listed);
+    json_t *d = json_pack("{sosOsosososososbso}", "names", names, "catalog", catalog, "agent",
+                          agent, "lookup", lk, "exposed", exposed, "meta", meta, "up", up,
+                          "args_string", as_string, "index", index ? index : json_object());
+    return d;
+}
+
+static size_t derivation_cost(json_t *d, size_t tools_bytes)
+{
+    return tools_bytes * 3 + tg_dindex_cost(json_object_get(d, "index"));
+}
+
+/* Everything besides the tools that shapes a derivation. */
+static uint64_t rules_key(const tg_ctx *ctx, uint64_t h)
+{
+    const tg_disc_conf *dc = ctx->disc;
+    int nums[] = { (int)ctx->dialect, dc->list_names, ctx->schema ? ctx->schema->desc_max : 0,
+                   ctx->schema ? ctx->schema->name_max : 0 };
+    unsigned flags = ctx->schema ? ctx->schema->flags : 0;
+    h = tg_hash64(nums, sizeof nums, h);
+    h = tg_hash64(&flags, sizeof flags, h);
+    for (char **g = dc->core; g && *g; g++)
+        h = tg_hash64(*g, strlen(*g) + 1, h);
+    if (ctx->route_name)
+        h = tg_hash64(ctx->route_name, strlen(ctx->route_name), h);
+    return h;
+}
+
+static uint64_t content_key(const tg_ctx *ctx, const char *tools_text)
+{
+    return rules_key(ctx, tg_hash64(tools_text, strlen(tools_text), 0x7467646973630001ull));
+}
+
+/* On a schema-cache hit body["tools"] is the very array that an earlier
+ * derivation holds as its catalog; that reference keeps the address from
+ * being reused, so the address alone identifies the content and the agent's
+ * 1,000 tools need not be serialized again. */
+static uint64_t address_key(const tg_ctx *ctx, json_t *tools)
+{
+    uintptr_t a = (uintptr_t)tools;
+    return rules_key(ctx, tg_hash64(&a, sizeof a, 0x7467646973630002ull));
+}
+
+static json_t *cached_by_address(const tg_ctx *ctx, json_t *tools)
+{
+    json_t *d = tg_cache_get(ctx->cache, CACHE_KIND, address_key(ctx, tools));
+    if (d && json_object_get(d, "catalog") != tools) {
+        json_decref(d);
+        d = NULL;
+    }
+    return d;
+}
+
+/* The derivation for this request: by address, by content, or built. */
+static json_t *derivation_for(tg_ctx *ctx, json_t *tools, json_t *originals)
+{
+    json_t *d = cached_by_address(ctx, tools);
+    if (d)
+        return d;
+    char *text = dump(originals);
+    if (!text)
+        return NULL;
+    size_t len = strlen(text);
+    uint64_t key = content_key(ctx, text);
+    free(text);
+    d = tg_cache_get(ctx->cache, CACHE_KIND, key);
+    if (!d) {
+        d = derive(ctx, tools, originals);
+        if (!d)
+            return NULL;
+        json_object_set_new(d, "bytes_in", json_integer((json_int_t)len));
+        tg_cache_put(ctx->cache, CACHE_KIND, key, d, derivation_cost(d, len));
+    }
+    if (json_object_get(d, "catalog") != tools) {
+        /* same content, another array: serve from this one from now on */
+        json_t *d2 = json_copy(d);
+        json_object_set(d2, "catalog", tools);
+        json_decref(d);
+        d = d2;
+    }
+    tg_cache_put(ctx->cache, CACHE_KIND, address_key(ctx, tools), d, 1024);
+    return d;
+}
+
+/* ---- history: calls of hidden tools read as call_tool calls ---------- */
+
+static json_t *call_tool_arguments(json_t *d, const char *upstream, const char *args_text)
+{
+    json_t *args = args_text ? json_loads(args_text, JSON_DECODE_ANY, NULL) : NULL;
+    json_t *wrapped = json_object();
+    json_object_set_new(wrapped, "name", json_string(upstream));
+    if (json_is_true(json_object_get(d, "args_string")))
+        json_object_set_new(wrapped, "arguments", json_string(args_text ? args_text : "{}"));
+    else
+        json_object_set_new(wrapped, "arguments",
+                            json_is_object(args) ? json_incref(args) : json_object());
+    json_decref(args);
+    char *s = dump(wrapped);
+    json_decref(wrapped);
+    json_t *r = json_string(s ? s : "{}");
+    free(s);
+    return r;
+}
+
+static void rewrite_history(json_t *body, const tg_ctx *ctx, json_t *d)
+{
+    json_t *msgs = json_object_get(body, "messages");
+    const char *call = meta_name(d, "call");
+    for (size_t i = 0; i < json_array_size(msgs); i++) {
+        json_t *calls = json_object_get(json_array_get(msgs, i), "tool_calls");
+        for (size_t k = 0; k < json_array_size(calls); k++) {
+            json_t *c = json_array_get(calls, k);
+            json_t *fn = json_object_get(c, "function");
+            long at = lookup(d, json_string_value(json_object_get(fn, "name")));
+            if (at < 0 || is_exposed(ctx, d, up_name(d, at)))
+                continue;
+            json_t *nc = json_object();
+            if (json_object_get(c, "id"))
+                json_object_set(nc, "id", json_object_get(c, "id"));
+            json_object_set_new(nc, "type", json_string("function"));
+            json_object_set_new(
+                nc, "function",
+                json_pack("{ssso}", "name", call, "arguments",
+                          call_tool_arguments(d, up_name(d, at),
+                                              json_string_value(json_object_get(fn, "arguments")))));
+            tg_explain_add(ctx->explain, "discovery", json_string_value(json_object_get(fn, "name")),
+                           NULL, "history_call_tool", fn, json_object_get(nc, "function"));
+            json_array_set_new(calls, k, nc);
+        }
+    }
+}
+
+/* tool_choice naming a hidden tool: expose that one tool for this turn, at
+ * the end so that the common prefix of the tools array stays the same. */
+static void honour_tool_choice(json_t *body, tg_ctx *ctx, json_t *d, json_t *tools)
+{
+    json_t *tc = json_object_get(body, "tool_choice");
+    const char *n = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+    long at = lookup(d, n);
+    if (at < 0 || is_exposed(ctx, d, up_name(d, at)))
+        return;
+    json_object_set_new(ctx->disc_state, "forced", json_string(up_name(d, at)));
+    json_array_append(tools, sanitized(d, at));
+}
+
+static int should_collapse(const tg_disc_conf *dc, size_t ntools)
+{
+    if (!dc || dc->mode == TG_DISC_OFF || ntools == 0)
+        return 0;
+    return dc->mode == TG_DISC_ON || (long)ntools > (long)dc->threshold;
+}
 
 int tg_discovery_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
-    (void)body;
-    (void)ctx;
     (void)err;
+    json_t *tools = json_object_get(body, "tools");
+    json_t *originals = ctx->tools ? ctx->tools : tools;
+    if (!json_is_array(tools))
+        return 0;
+    size_t n = json_array_size(tools);
+    ctx->stats.tools_in = (unsigned)json_array_size(originals);
+    ctx->stats.tools_out = (unsigned)n;
+    if (!should_collapse(ctx->disc, n)) {
+        if (!ctx->stats.tools_bytes_in)  /* the schema stage may have measured it */
+            ctx->stats.tools_bytes_in = json_dumpb(originals, NULL, 0, JSON_COMPACT);
+        ctx->stats.tools_bytes_out = json_dumpb(tools, NULL, 0, JSON_COMPACT);
+        return 0;
+    }
+
+    json_t *d = derivation_for(ctx, tools, originals);
+    if (!d)
+        return 0;  /* out of memory: send the tools as they are */
+    size_t bytes_in = (size_t)json_integer_value(json_object_get(d, "bytes_in"));
+    if (json_object_size(json_object_get(d, "exposed")) >= n) {
+        json_decref(d);  /* every tool is core: nothing to hide */
+        ctx->stats.tools_bytes_in = bytes_in;
+        ctx->stats.tools_bytes_out = json_dumpb(tools, NULL, 0, JSON_COMPACT);
+        return 0;
+    }
+
+    json_decref(ctx->disc_state);
+    ctx->disc_state = json_pack("{sosi}", "d", d, "rounds", 0);
+    json_t *up = json_copy(json_object_get(d, "up"));  /* shallow: tools are shared */
+    honour_tool_choice(body, ctx, d, up);
+    rewrite_history(body, ctx, d);
+    json_object_set_new(body, "tools", up);
+    json_decref(ctx->request);
+    ctx->request = json_incref(body);
+
+    ctx->stats.tools_out = (unsigned)json_array_size(up);
+    ctx->stats.tools_bytes_in = bytes_in;
+    ctx->stats.tools_bytes_out = json_dumpb(up, NULL, 0, JSON_COMPACT);
+    tg_explain_add(ctx->explain, "discovery", NULL, "/tools", "collapse", NULL, NULL);
+    return 0;
+}
+
+/* ---- answering the meta-tools ---------------------------------------- */
+
+/* The first line or sentence of a description, cut at a UTF-8 boundary. */
+static json_t *one_line(const char *s)
+{
+    if (!s)
+        return json_string("");
+    while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')
+        s++;
+    size_t n = strcspn(s, "\n");
+    for (size_t i = 20; i + 1 < n; i++)
+        if (s[i] == '.' && s[i + 1] == ' ') {
+            n = i + 1;
+            break;
+        }
+    if (n > LINE_MAX_BYTES) {
+        n = LINE_MAX_BYTES;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    json_t *r = json_stringn(s, n);
+    return r ? r : json_string("");
+}
+
+static json_t *tool_entry(json_t *d, long at, int with_params, int full_desc)
+{
+    json_t *fn = fn_of(sanitized(d, at));
+    const char *desc = json_string_value(json_object_get(fn, "description"));
+    json_t *e = json_object();
+    json_object_set_new(e, "name", json_string(up_name(d, at)));
+    json_object_set_new(e, "description", full_desc ? json_string(desc ? desc : "") : one_line(desc));
+    if (with_params) {
+        json_t *p = json_object_get(fn, "parameters");
+        json_object_set_new(e, "parameters",
+                            p ? json_incref(p) : json_pack("{ss}", "type", "object"));
+    }
+    return e;
+}
+
+static json_t *search_answer(const tg_ctx *ctx, json_t *d, const char *query, json_int_t limit)
+{
+    if (limit <= 0)
+        limit = SEARCH_DEFAULT;
+    if (limit > SEARCH_MAX)
+        limit = SEARCH_MAX;
+    size_t hits[SEARCH_MAX];
+    size_t matched = query ? tg_dindex_search(json_object_get(d, "index"), query, hits, NULL,
+                                              (size_t)limit)
+                           : 0;
+    size_t got = matched < (size_t)limit ? matched : (size_t)limit;
+    json_t *results = json_array();
+    for (size_t i = 0; i < got; i++)
+        json_array_append_new(results, tool_entry(d, (long)hits[i],
+                                                  (int)i < ctx->disc->search_schemas, 0));
+    json_t *r = json_pack("{sosI}", "results", results, "more", (json_int_t)(matched - got));
+    if (!query || !*query)
+        json_object_set_new(r, "message",
+                            json_string("Pass {\"query\": \"what you want to do\"}, e.g. "
+                                        "{\"query\": \"create a calendar event\"}."));
+    else if (!got)
+        json_object_set_new(r, "message",
+                            json_string("No tool matched. Try other words for the task; "
+                                        "the catalog's names are listed in this tool's description."));
+    return r;
+}
+
+/* Close names for a wrong one: spelling neighbours first, then what a
+ * search with the name's words finds. */
+static json_t *did_you_mean(json_t *d, const char *name)
+{
+    json_t *out = json_array();
+    json_t *names = json_object_get(d, "names");
+    size_t n = json_array_size(names);
+    unsigned best[SUGGEST_MAX];
+    long at[SUGGEST_MAX];
+    size_t k = 0;
+    unsigned cap = (unsigned)strlen(name) / 3 + 2;
+    for (size_t i = 0; i < n; i++) {
+        unsigned dist = tg_dindex_distance(name, json_string_value(json_array_get(names, i)));
+        if (dist > cap || (k == SUGGEST_MAX && dist >= best[k - 1]))
+            continue;
+        size_t j = k < SUGGEST_MAX ? k++ : k - 1;
+        while (j > 0 && best[j - 1] > dist) {
+            best[j] = best[j - 1];
+            at[j] = at[j - 1];
+            j--;
+        }
+        best[j] = dist;
+        at[j] = (long)i;
+    }
+    for (size_t i = 0; i < k; i++)
+        json_array_append_new(out, json_string(up_name(d, at[i])));
+    size_t hits[SUGGEST_MAX];
+    size_t m = tg_dindex_search(json_object_get(d, "index"), name, hits, NULL, SUGGEST_MAX);
+    for (size_t i = 0; i < m && i < SUGGEST_MAX && json_array_size(out) < SUGGEST_MAX; i++) {
+        const char *s = up_name(d, (long)hits[i]);
+        int dup = 0;
+        for (size_t j = 0; j < json_array_size(out); j++)
+            dup |= strcmp(json_string_value(json_array_get(out, j)), s) == 0;
+        if (!dup)
+            json_array_append_new(out, json_string(s));
+    }
+    return out;
+}
+
+/* A model that passes "a, b" instead of ["a", "b"] still gets both. */
+static json_t *split_names(const char *s)
+{
+    json_t *out = json_array();
+    while (*s) {
+        s += strspn(s, ", \t\n");
+        size_t n = strcspn(s, ", \t\n");
+        if (n)
+            json_array_append_new(out, json_stringn(s, n));
+        s += n;
+    }
+    return out;
+}
+
+static json_t *schema_answer(json_t *d, json_t *names)
+{
+    json_t *tools = json_array(), *unknown = json_array();
+    json_t *list = json_is_string(names) ? split_names(json_string_value(names))
+                                         : json_incref(names);
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        const char *n = json_string_value(json_array_get(list, i));
+        long at = lookup(d, n);
+        if (at >= 0)
+            json_array_append_new(tools, tool_entry(d, at, 1, 1));
+        else
+            json_array_append_new(unknown, json_pack("{ssso}", "name", n ? n : "", "did_you_mean",
+                                                     did_you_mean(d, n ? n : "")));
+    }
+    json_t *r = json_pack("{soso}", "tools", tools, "unknown", unknown);
+    char b[256];
+    if (!json_array_size(list))
+        json_object_set_new(r, "message",
+                            json_string(say(json_object_get(d, "meta"),
+                                            "Pass the exact names of the tools to describe, e.g. "
+                                            "{\"names\": [\"create_issue\"]}; @S finds names.",
+                                            b, sizeof b)));
+    json_decref(list);
+    return r;
+}
+
+/* {"error": fmt with @-names expanded and %s = name, "did_you_mean": [...]} */
+static json_t *error_answer(json_t *d, const char *fmt, const char *name)
+{
+    char text[512], msg[768];
+    say(json_object_get(d, "meta"), fmt, text, sizeof text);
+    snprintf(msg, sizeof msg, text, name ? name : "");
+    json_t *r = json_pack("{ss}", "error", msg);
+    if (name && *name)
+        json_object_set_new(r, "did_you_mean", did_you_mean(d, name));
+    return r;
+}
+
+/* ---- classifying one assistant message ------------------------------- */
+
+enum call_kind { K_REAL, K_SEARCH, K_SCHEMA, K_CALL, K_UNKNOWN };
+
+static enum call_kind kind_of(json_t *d, const char *name)
+{
+    if (!name)
+        return K_UNKNOWN;
+    if (strcmp(name, meta_name(d, "search")) == 0)
+        return K_SEARCH;
+    if (strcmp(name, meta_name(d, "schema")) == 0)
+        return K_SCHEMA;
+    if (strcmp(name, meta_name(d, "call")) == 0)
+        return K_CALL;
+    return lookup(d, name) >= 0 ? K_REAL : K_UNKNOWN;
+}
+
+static json_t *parse_args(json_t *call)
+{
+    json_t *a = json_object_get(json_object_get(call, "function"), "arguments");
+    if (json_is_object(a))
+        return json_incref(a);
+    json_t *v = json_string_value(a) ? json_loads(json_string_value(a), JSON_DECODE_ANY, NULL)
+                                     : json_object();
+    if (json_is_object(v))
+        return v;
+    json_decref(v);
+    return NULL;
+}
+
+/* A deterministic 9-character id: valid for every dialect's id rules. */
+static json_t *make_id(const char *seed, size_t n)
+{
+    static const char abc[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    uint64_t h = tg_hash64(seed, strlen(seed), 0x63616c6cull + n);
+    char id[10];
+    for (int i = 0; i < 9; i++) {
+        id[i] = abc[h % 62];
+        h = h / 62 + (uint64_t)i * 0x9e3779b97f4a7c15ull;
+    }
+    id[9] = '\0';
+    return json_string(id);
+}
+
+/* call_tool(name, arguments) -> an ordinary call of that tool, with its
+ * upstream name and the arguments as the model wrote them: the repair stage
+ * then treats it like any call (agent name, arguments checked and coerced
+ * against the real schema, id). NULL and *err set when it cannot be. */
+static json_t *convert_call_tool(json_t *d, json_t *call, json_t **err)
+{
+    json_t *args = parse_args(call);
+    const char *name = json_string_value(json_object_get(args, "name"));
+    long at = lookup(d, name);
+    json_t *inner = json_object_get(args, "arguments");
+    char *text = NULL;
+    *err = NULL;
+    if (!name) {
+        *err = error_answer(d, "@C needs {\"name\": a catalog tool name, \"arguments\": "
+                               "its arguments object}.%s", "");
+    } else if (at < 0 || kind_of(d, name) != K_REAL) {
+        *err = error_answer(d, "Unknown tool \"%s\": it is not in the catalog. Use one of "
+                               "did_you_mean, or @S to find the right one.", name);
+    } else if (json_is_string(inner)) {
+        json_t *obj = json_loads(json_string_value(inner), 0, NULL);
+        if (json_is_object(obj))
+            text = strdup(json_string_value(inner));
+        else
+            *err = error_answer(d, "@C: \"arguments\" must be a JSON object (encoded "
+                                   "as a string here); got invalid JSON for %s.", name);
+        json_decref(obj);
+    } else if (json_is_object(inner)) {
+        text = dump(inner);
+    } else {
+        text = strdup("{}");  /* omitted or null: a tool without arguments */
+    }
+    if (*err || !text) {
+        free(text);
+        json_decref(args);
+        if (!*err)
+            *err = error_answer(d, "out of memory%s", "");
+        return NULL;
+    }
+    json_t *out = json_object();
+    json_t *id = json_object_get(call, "id");
+    if (json_string_length(id))
+        json_object_set(out, "id", id);
+    else
+        json_object_set_new(out, "id", make_id(text, 0));
+    json_object_set_new(out, "type", json_string("function"));
+    json_object_set_new(out, "function",
+                        json_pack("{ssss}", "name", up_name(d, at), "arguments", text));
+    free(text);
+    json_decref(args);
+    return out;
+}
+
+/* The answer to one meta (or unknown) call, as the tool message content. */
+static json_t *answer_call(const tg_ctx *ctx, json_t *d, json_t *call, enum call_kind k)
+{
+    const char *name = json_string_value(json_object_get(json_object_get(call, "function"), "name"));
+    json_t *args = parse_args(call);
+    json_t *r;
+    if (k == K_UNKNOWN)
+        r = error_answer(d, "Unknown tool \"%s\": no tool of that name exists here. See "
+                            "did_you_mean, or use @S to find the right one, then call it "
+                            "with @C.", name ? name : "(no name)");
+    else if (!args)
+        r = error_answer(d, "The arguments of %s are not a JSON object.", name);
+    else if (k == K_SEARCH)
+        r = search_answer(ctx, d, json_string_value(json_object_get(args, "query")),
+                          json_integer_value(json_object_get(args, "limit")));
+    else if (k == K_SCHEMA)
+        r = schema_answer(d, json_object_get(args, "names"));
+    else {
+        json_t *out = convert_call_tool(d, call, &r);
+        json_decref(out);  /* convertible calls never get here */
+        if (!r)
+            r = json_object();
+    }
+    json_decref(args);
+    return r;
+}
+
+/* The upstream id of a call whose id the repair stage mapped to the agent's. */
+static json_t *upstream_id(const tg_ctx *ctx, json_t *id, bool agent_ids)
+{
+    const char *k;
+    json_t *v;
+    if (agent_ids && json_is_string(id))
+        json_object_foreach(ctx->id_map, k, v)
+            if (json_equal(v, id))
+                return json_string(k);
+    return json_incref(id);
+}
+
+/* Next round: the upstream body so far + the assistant's meta calls + our
+ * answers. ctx->request moves on to it, so rounds accumulate. */
+static json_t *next_round(tg_ctx *ctx, json_t *d, json_t *msg, json_t *answerable, bool agent_ids)
+{
+    json_t *next = json_copy(ctx->request);
+    json_t *msgs = json_copy(json_object_get(ctx->request, "messages"));
+    json_t *calls = json_array(), *results = json_array();
+    int round = (int)json_integer_value(json_object_get(ctx->disc_state, "rounds"));
+    if (!msgs)
+        msgs = json_array();
+    for (size_t i = 0; i < json_array_size(answerable); i++) {
+        json_t *c = json_array_get(answerable, i);
+        enum call_kind k = kind_of(d, json_string_value(json_object_get(
+                                          json_object_get(c, "function"), "name")));
+        json_t *id = upstream_id(ctx, json_object_get(c, "id"), agent_ids);
+        if (!json_string_length(id)) {
+            char seed[64];
+            snprintf(seed, sizeof seed, "round%d", round);
+            json_decref(id);
+            id = make_id(seed, i);
+        }
+        json_t *fn = json_object_get(c, "function");
+        json_array_append_new(calls, json_pack("{sOsss{sOsO}}", "id", id, "type", "function",
+                                               "function", "name", json_object_get(fn, "name"),
+                                               "arguments", json_object_get(fn, "arguments")));
+        json_t *ans = answer_call(ctx, d, c, k);
+        char *text = dump(ans);
+        json_array_append_new(results, json_pack("{sssOss}", "role", "tool", "tool_call_id", id,
+                                                 "content", text ? text : "{}"));
+        free(text);
+        json_decref(ans);
+        json_decref(id);
+    }
+    /* no "content": null: some dialects reject null-valued keys, and every
+     * dialect takes an assistant turn of tool calls without content */
+    json_t *content = json_object_get(msg, "content");
+    json_t *asst = json_pack("{ss}", "role", "assistant");
+    if (json_string_length(content))
+        json_object_set(asst, "content", content);
+    json_object_set_new(asst, "tool_calls", calls);
+    json_array_append_new(msgs, asst);
+    for (size_t i = 0; i < json_array_size(results); i++)
+        json_array_append(msgs, json_array_get(results, i));
+    json_decref(results);
+    json_object_set_new(next, "messages", msgs);
+    json_object_set_new(ctx->disc_state, "rounds", json_integer(round + 1));
+    ctx->stats.discovery_rounds++;
+    json_decref(ctx->request);
+    ctx->request = json_incref(next);
+    return next;
+}
+
+typedef struct verdict {
+    json_t *out_calls;   /* real calls for the agent, as they came */
+    json_t *converted;   /* call_tool calls turned into real calls */
+    json_t *answerable;  /* meta/unknown calls toolgate answers */
+} verdict;
+
+static void classify(json_t *d, json_t *msg, verdict *v)
+{
+    json_t *calls = json_object_get(msg, "tool_calls");
+    v->out_calls = json_array();
+    v->converted = json_array();
+    v->answerable = json_array();
+    for (size_t i = 0; i < json_array_size(calls); i++) {
+        json_t *c = json_array_get(calls, i), *err = NULL;
+        enum call_kind k = kind_of(d, json_string_value(json_object_get(
+                                          json_object_get(c, "function"), "name")));
+        if (k == K_REAL) {
+            json_array_append(v->out_calls, c);
+        } else if (k == K_CALL) {
+            json_t *conv = convert_call_tool(d, c, &err);
+            if (conv) {
+                json_array_append_new(v->converted, conv);
+            } else {
+                json_decref(err);
+                json_array_append(v->answerable, c);
+            }
+        } else {
+            json_array_append(v->answerable, c);
+        }
+    }
+}
+
+static void verdict_free(verdict *v)
+{
+    json_decref(v->out_calls);
+    json_decref(v->converted);
+    json_decref(v->answerable);
+}
+
+/* Non-streamed, the repair stage ran before us: converted calls get the
+ * same treatment (agent name, arguments checked against the real schema,
+ * ids) through a one-choice answer of their own. New reference. */
+static json_t *repaired(tg_ctx *ctx, json_t *resp, json_t *calls)
+{
+    const char *rid = json_string_value(json_object_get(resp, "id"));
+    json_t *one = json_pack("{sss[{sis{sssnsO}ss}]}", "id", rid ? rid : "discovery", "choices",
+                            "index", 0, "message", "role", "assistant", "content", "tool_calls",
+                            calls, "finish_reason", "tool_calls");
+    if (!one)
+        return json_incref(calls);
+    tg_repair_response(one, ctx);
+    json_t *msg = json_object_get(json_array_get(json_object_get(one, "choices"), 0), "message");
+    json_t *out = json_object_get(msg, "tool_calls");
+    json_t *r = json_incref(json_is_array(out) ? out : calls);
+    json_decref(one);
+    return r;
+}
+
+static void add_usage(tg_ctx *ctx, json_t *usage)
+{
+    static const char *const keys[] = { "prompt_tokens", "completion_tokens", "total_tokens" };
+    if (!json_is_object(usage))
+        return;
+    json_t *sum = json_object_get(ctx->disc_state, "usage");
+    if (!sum) {
+        sum = json_object();
+        json_object_set_new(ctx->disc_state, "usage", sum);
+    }
+    for (int i = 0; i < 3; i++)
+        json_object_set_new(sum, keys[i],
+                            json_integer(json_integer_value(json_object_get(sum, keys[i])) +
+                                         json_integer_value(json_object_get(usage, keys[i]))));
+}
+
+static void set_note(tg_ctx *ctx, int max_rounds)
+{
+    char note[256];
+    snprintf(note, sizeof note,
+             "(toolgate: tool discovery stopped after %d rounds without choosing a tool. "
+             "Try naming the task more precisely.)",
+             max_rounds);
+    json_object_set_new(ctx->disc_state, "note", json_string(note));
+}
+
+static int active(const tg_ctx *ctx)
+{
+    return ctx && state_d(ctx) != NULL;
+}
+
+int tg_discovery_intercept(json_t *resp, tg_ctx *ctx, json_t **next_body)
+{
+    *next_body = NULL;
+    if (!active(ctx))
+        return 0;
+    json_t *d = state_d(ctx);
+    json_t *choice = json_array_get(json_object_get(resp, "choices"), 0);
+    json_t *msg = json_object_get(choice, "message");
+    add_usage(ctx, json_object_get(resp, "usage"));
+    if (!json_is_object(msg))
+        return 0;
+
+    verdict v;
+    classify(d, msg, &v);
+    int rounds = (int)json_integer_value(json_object_get(ctx->disc_state, "rounds"));
+    int another = !json_array_size(v.out_calls) && !json_array_size(v.converted) &&
+                  json_array_size(v.answerable);
+    if (another && rounds < ctx->disc->max_rounds) {
+        *next_body = next_round(ctx, d, msg, v.answerable, true);
+        verdict_free(&v);
+        return 1;
+    }
+
+    /* the turn ends here: the agent gets its real calls, or text */
+    if (json_array_size(v.converted)) {
+        json_t *fixed = repaired(ctx, resp, v.converted);
+        json_array_extend(v.out_calls, fixed);
+        json_decref(fixed);
+    }
+    if (json_array_size(v.converted) || json_array_size(v.answerable)) {
+        if (json_array_size(v.out_calls)) {
+            json_object_set(msg, "tool_calls", v.out_calls);
+        } else {
+            json_object_del(msg, "tool_calls");
+            if (json_is_string(json_object_get(choice, "finish_reason")) &&
+                strcmp(json_string_value(json_object_get(choice, "finish_reason")), "tool_calls") == 0)
+                json_object_set_new(choice, "finish_reason", json_string("stop"));
+        }
+    }
+    if (another) {
+        set_note(ctx, ctx->disc->max_rounds);
+        if (!json_string_length(json_object_get(msg, "content")))
+            json_object_set(msg, "content", json_object_get(ctx->disc_state, "note"));
+    }
+    json_t *sum = json_object_get(ctx->disc_state, "usage");
+    if (sum && rounds > 0) {  /* the last round's usage, with the totals of all */
+        json_t *u = json_object_get(resp, "usage");
+        u = json_is_object(u) ? json_deep_copy(u) : json_object();
+        json_object_update(u, sum);
+        json_object_set_new(resp, "usage", u);
+    }
+    verdict_free(&v);
     return 0;
 }
 
 bool tg_discovery_is_meta(const tg_ctx *ctx, const char *upstream_name)
 {
-    (void)ctx;
-    (void)upstream_name;
-    return false;
+    if (!active(ctx))
+        return false;
+    return kind_of(state_d(ctx), upstream_name) != K_REAL;
 }
 
 int tg_discovery_stream_round(tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
                               json_t **next_body)
 {
-    (void)ctx;
-    (void)assistant_msg;
     *emit = NULL;
     *next_body = NULL;
-    return 0;
+    if (!active(ctx) || !json_is_object(assistant_msg))
+        return 0;
+    json_t *d = state_d(ctx);
+    verdict v;
+    classify(d, assistant_msg, &v);
+    int rounds = (int)json_integer_value(json_object_get(ctx->disc_state, "rounds"));
+    int another = !json_array_size(v.out_calls) && !json_array_size(v.converted) &&
+                  json_array_size(v.answerable);
+    int r = 0;
+    if (another && rounds < ctx->disc->max_rounds) {
+        *next_body = next_round(ctx, d, assistant_msg, v.answerable, false);
+        r = 1;
+    } else {
+        if (another)
+            set_note(ctx, ctx->disc->max_rounds);
+        if (json_array_size(v.converted))
+            *emit = json_incref(v.converted);
+    }
+    verdict_free(&v);
+    return r;
 }
 
-int tg_discovery_intercept(json_t *resp, tg_ctx *ctx, json_t **next_body)
+const char *tg_discovery_final_note(const tg_ctx *ctx)
 {
-    (void)resp;
-    (void)ctx;
-    *next_body = NULL;
-    return 0;
+    return ctx ? json_string_value(json_object_get(ctx->disc_state, "note")) : NULL;
+}
+
+json_t *tg_discovery_search(const tg_ctx *ctx, const char *query, int limit)
+{
+    if (!active(ctx))
+        return NULL;
+    return search_answer(ctx, state_d(ctx), query, limit);
 }

@@ -24,8 +24,12 @@ typedef struct tg_disc_conf {
 /* Request stage: may replace body["tools"]; records in ctx what it did. */
 int tg_discovery_stage(json_t *body, struct tg_ctx *ctx, tg_error *err);
 
-/* Response intercept (non-streamed). Returns 0 when resp goes to the agent,
- * 1 when *next_body (new reference) must be sent upstream for another round. */
+/* Response intercept (non-streamed), after the repair stage. Returns 0 when
+ * resp goes to the agent, 1 when *next_body (new reference) must be sent
+ * upstream for another round (also kept in ctx->request). call_tool calls
+ * become ordinary calls (put through tg_repair_response); usage is summed
+ * over the rounds; after max_rounds the agent gets the model's text or a
+ * note that discovery did not converge, never a dangling meta call. */
 int tg_discovery_intercept(json_t *resp, struct tg_ctx *ctx, json_t **next_body);
 
 /* Streams. The stream repair asks, for each tool call as soon as its name is
@@ -34,10 +38,27 @@ int tg_discovery_intercept(json_t *resp, struct tg_ctx *ctx, json_t **next_body)
  * round's assembled assistant message (borrowed; upstream tool names;
  * OpenAI shape {role, content, tool_calls}). The function fills *emit (new
  * reference or NULL: an array of ordinary tool calls to stream to the agent,
- * e.g. what call_tool named) and returns 1 with *next_body (new reference)
- * when another round must go upstream, 0 when the turn is over. */
+ * e.g. what call_tool named; upstream names and the arguments string as the
+ * model wrote them, so the stream repair fixes them like any call) and
+ * returns 1 with *next_body (new reference) when another round must go
+ * upstream, 0 when the turn is over.
+ *
+ * tg_discovery_is_meta is true for the meta-tools and for names that are
+ * neither exposed nor in the catalog: toolgate answers those with an error
+ * that names the closest tools. A round that calls real tools ends the turn:
+ * its meta calls are dropped (the model asks again next turn if it must). */
 bool tg_discovery_is_meta(const struct tg_ctx *ctx, const char *upstream_name);
 int tg_discovery_stream_round(struct tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
                               json_t **next_body);
+
+/* After a stream's last round: text the stream should add as content when
+ * discovery gave up after max_rounds (the agent must get some answer), or
+ * NULL. Borrowed, valid while ctx lives. */
+const char *tg_discovery_final_note(const struct tg_ctx *ctx);
+
+/* The search_tools answer for `query` over this request's catalog, as the
+ * model would get it (new reference), or NULL when discovery is not active
+ * for the request. For the eval tool and tests. */
+json_t *tg_discovery_search(const struct tg_ctx *ctx, const char *query, int limit);
 
 #endif

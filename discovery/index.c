@@ -1,0 +1,607 @@
+/* index.c -- a small BM25F ranker for tool catalogs.
+ *
+ * A tool is a document with four fields, weighted by how much they say about
+ * what the tool does: its name (split on camelCase, snake_case, dots and
+ * dashes), its description, its parameter names and their descriptions.
+ * Words are lower-cased, stop words dropped and suffixes stripped by a light
+ * stemmer, so "deleting", "deleted" and "delete" meet. Queries are written
+ * the way a user talks ("show me", "get rid of"), so query words also pull in
+ * a few generic synonyms (list/show/get, create/add/new, ...) at a lower
+ * weight; nothing here knows any particular tool.
+ *
+ * Layout (all in one json object, shareable through the cache):
+ *   "n": docs, "avgdl": mean weighted length, "dl": packed float[n],
+ *   "t": {term: packed posting[] = {uint32 doc; float tf}}  (docs ascending)
+ * Packed data are json strings made with json_stringn_nocheck: binary,
+ * never dumped, and malloc-aligned, so they are read in place.
+ */
+#include "index.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOK_MAX 48          /* longer words are cut; they are ids, not words */
+#define DESC_TOKENS_MAX 240 /* the head of a long description says what it is */
+
+enum { F_NAME, F_DESC, F_PARAM, F_PDESC, F_COUNT };
+static const float field_weight[F_COUNT] = { 3.0f, 1.0f, 1.2f, 0.4f };
+
+typedef struct posting {
+    uint32_t doc;
+    float tf;    /* field-weighted term frequency */
+    float name;  /* 1 when the term is in the tool's name */
+} posting;
+
+/* ---- words ---------------------------------------------------------- */
+
+/* Sorted (bsearch): this runs for every word of 1,000 tool descriptions. */
+static const char *const stop_words[] = {
+    "a", "about", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "by",
+    "can", "could", "currently", "do", "does", "e", "eg", "etc", "for", "from", "g", "has",
+    "have", "here", "how", "i", "if", "im", "in", "into", "is", "it", "its", "just", "let",
+    "lets", "like", "me", "my", "need", "now", "of", "on", "or", "our", "out", "please",
+    "should", "so", "some", "than", "that", "the", "their", "them", "then", "there", "these",
+    "they", "this", "those", "to", "up", "us", "via", "want", "was", "we", "were", "what",
+    "when", "where", "which", "who", "will", "with", "would", "you", "your",
+};
+
+static int cmp_word(const void *k, const void *e)
+{
+    return strcmp(k, *(const char *const *)e);
+}
+
+static int is_stop(const char *w)
+{
+    return bsearch(w, stop_words, sizeof stop_words / sizeof stop_words[0], sizeof stop_words[0],
+                   cmp_word) != NULL;
+}
+
+static int is_vowel(char c)
+{
+    return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u';
+}
+
+static int ends(const char *w, size_t n, const char *suf)
+{
+    size_t k = strlen(suf);
+    return n > k && memcmp(w + n - k, suf, k) == 0;
+}
+
+/* A light English stemmer (in place): plural, -ing, -ed, -ly and a final
+ * -e go, so that create/creates/created/creating share "creat". Porter's
+ * full algorithm buys little on tool text and costs a page of code. */
+static void stem(char *w)
+{
+    size_t n = strlen(w);
+    if (n <= 3)
+        return;
+    if (ends(w, n, "ies") && n > 4) {
+        strcpy(w + n - 3, "y");
+        n -= 2;
+    } else if (ends(w, n, "sses")) {
+        n -= 2;
+    } else if (ends(w, n, "s") && !ends(w, n, "ss") && !ends(w, n, "us") &&
+               !ends(w, n, "is")) {
+        n -= 1;
+    }
+    w[n] = '\0';
+    if (ends(w, n, "ing") && n > 5) {
+        n -= 3;
+    } else if (ends(w, n, "ed") && n > 4) {
+        n -= 2;
+    } else if (ends(w, n, "ly") && n > 5) {
+        n -= 2;
+    }
+    w[n] = '\0';
+    /* running -> runn -> run, but keep "ll" and "ss" (install, access) */
+    if (n > 3 && w[n - 1] == w[n - 2] && !is_vowel(w[n - 1]) && w[n - 1] != 'l' &&
+        w[n - 1] != 's')
+        w[--n] = '\0';
+    if (n > 4 && w[n - 1] == 'e')
+        w[--n] = '\0';
+    if (n > 4 && w[n - 1] == 'y' && !is_vowel(w[n - 2]))
+        w[n - 1] = 'i';
+}
+
+typedef void (*word_fn)(const char *word, void *ud);
+
+static void emit_piece(const char *p, size_t n, word_fn fn, void *ud)
+{
+    char w[TOK_MAX + 1];
+    if (n > TOK_MAX)
+        n = TOK_MAX;
+    for (size_t i = 0; i < n; i++)
+        w[i] = (char)tolower((unsigned char)p[i]);
+    w[n] = '\0';
+    if (n < 2 || is_stop(w))
+        return;
+    stem(w);
+    fn(w, ud);
+}
+
+/* Split one alphanumeric run on camelCase: "listPullRequests" -> list, Pull,
+ * Requests; "HTTPServer" -> HTTP, Server; digits stay with their letters. */
+static void split_camel(const char *s, size_t n, word_fn fn, void *ud)
+{
+    size_t start = 0, pieces = 0;
+    for (size_t i = 1; i < n; i++) {
+        int lo_up = islower((unsigned char)s[i - 1]) && isupper((unsigned char)s[i]);
+        int up_up_lo = i + 1 < n && isupper((unsigned char)s[i - 1]) &&
+                       isupper((unsigned char)s[i]) && islower((unsigned char)s[i + 1]);
+        if (lo_up || up_up_lo) {
+            emit_piece(s + start, i - start, fn, ud);
+            start = i;
+            pieces++;
+        }
+    }
+    emit_piece(s + start, n - start, fn, ud);
+    /* brands are camelCase too: "GitHub" must also meet "github" */
+    if (pieces >= 1 && pieces <= 2)
+        emit_piece(s, n, fn, ud);
+}
+
+/* Every non-alphanumeric byte (space, _, -, ., /, UTF-8) separates words. */
+static void words(const char *s, word_fn fn, void *ud)
+{
+    if (!s)
+        return;
+    while (*s) {
+        while (*s && !isalnum((unsigned char)*s))
+            s++;
+        const char *b = s;
+        while (*s && isalnum((unsigned char)*s))
+            s++;
+        if (s > b)
+            split_camel(b, (size_t)(s - b), fn, ud);
+    }
+}
+
+/* ---- building -------------------------------------------------------- */
+
+typedef struct builder {
+    json_t *vocab;      /* term -> id (integer) */
+    float *tf;          /* per term id, weighted tf in the current doc */
+    float *name;        /* per term id, seen in the current doc's name */
+    uint32_t *seen;     /* per term id, 1 + last doc that touched it */
+    size_t cap;         /* size of tf/seen */
+    uint32_t *touched;  /* term ids of the current doc */
+    size_t ntouched, touched_cap;
+    uint32_t doc;
+    float weight;       /* of the field being read */
+    int in_name;        /* the field being read is the name */
+    unsigned budget;    /* description words still counted */
+    float dl;           /* weighted length of the current doc */
+    /* collected (term, doc, tf) */
+    struct trip { uint32_t term, doc; float tf, name; } *trips;
+    size_t ntrips, trips_cap;
+    int oom;
+} builder;
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 256;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static void add_word(const char *w, void *ud)
+{
+    builder *b = ud;
+    if (b->oom || b->budget == 0)
+        return;
+    b->budget--;
+    json_t *idv = json_object_get(b->vocab, w);
+    size_t id;
+    if (idv) {
+        id = (size_t)json_integer_value(idv);
+    } else {
+        id = json_object_size(b->vocab);
+        json_object_set_new(b->vocab, w, json_integer((json_int_t)id));
+    }
+    if (id >= b->cap) {
+        size_t c = b->cap ? b->cap * 2 : 256;
+        while (c <= id)
+            c *= 2;
+        float *tf = realloc(b->tf, c * sizeof *tf);
+        if (!tf) {
+            b->oom = 1;
+            return;
+        }
+        b->tf = tf;
+        float *nm = realloc(b->name, c * sizeof *nm);
+        if (!nm) {
+            b->oom = 1;
+            return;
+        }
+        b->name = nm;
+        uint32_t *seen = realloc(b->seen, c * sizeof *seen);
+        if (!seen) {
+            b->oom = 1;
+            return;
+        }
+        b->seen = seen;
+        memset(seen + b->cap, 0, (c - b->cap) * sizeof *seen);
+        b->cap = c;
+    }
+    if (b->seen[id] != b->doc + 1) {
+        b->seen[id] = b->doc + 1;
+        b->tf[id] = 0;
+        b->name[id] = 0;
+        if (grow((void **)&b->touched, &b->touched_cap, b->ntouched + 1, sizeof *b->touched)) {
+            b->oom = 1;
+            return;
+        }
+        b->touched[b->ntouched++] = (uint32_t)id;
+    }
+    b->tf[id] += b->weight;
+    if (b->in_name)
+        b->name[id] = 1;
+    b->dl += b->weight;
+}
+
+static void read_field(builder *b, int field, const char *text, unsigned budget)
+{
+    b->weight = field_weight[field];
+    b->in_name = field == F_NAME;
+    b->budget = budget;
+    words(text, add_word, b);
+}
+
+/* Parameter names and descriptions, one level into nested objects/arrays:
+ * deeper levels are detail a user does not phrase a task in. */
+static void read_params(builder *b, json_t *schema, int depth)
+{
+    json_t *props = json_object_get(schema, "properties");
+    const char *key;
+    json_t *p;
+    if (!json_is_object(props))
+        return;
+    json_object_foreach(props, key, p) {
+        read_field(b, F_PARAM, key, 64);
+        read_field(b, F_PDESC, json_string_value(json_object_get(p, "description")), 48);
+        if (depth < 1) {
+            read_params(b, p, depth + 1);
+            read_params(b, json_object_get(p, "items"), depth + 1);
+        }
+    }
+}
+
+static void read_tool(builder *b, json_t *tool)
+{
+    json_t *fn = json_object_get(tool, "function");
+    if (!json_is_object(fn))
+        fn = tool;  /* tolerate a bare {name, description, parameters} */
+    read_field(b, F_NAME, json_string_value(json_object_get(fn, "name")), 64);
+    read_field(b, F_DESC, json_string_value(json_object_get(fn, "description")),
+               DESC_TOKENS_MAX);
+    read_params(b, json_object_get(fn, "parameters"), 0);
+}
+
+static void end_doc(builder *b, float *dl)
+{
+    dl[b->doc] = b->dl;
+    if (grow((void **)&b->trips, &b->trips_cap, b->ntrips + b->ntouched, sizeof *b->trips)) {
+        b->oom = 1;
+        return;
+    }
+    for (size_t i = 0; i < b->ntouched; i++) {
+        uint32_t t = b->touched[i];
+        b->trips[b->ntrips++] = (struct trip){ t, b->doc, b->tf[t], b->name[t] };
+    }
+    b->ntouched = 0;
+    b->dl = 0;
+}
+
+/* Group the (term, doc, tf) triples by term with a counting sort: docs stay
+ * ascending inside each posting list because they were collected in order. */
+static json_t *pack_postings(builder *b)
+{
+    size_t nterms = json_object_size(b->vocab);
+    size_t *start = calloc(nterms + 1, sizeof *start);
+    posting *all = malloc((b->ntrips ? b->ntrips : 1) * sizeof *all);
+    json_t *terms = json_object();
+    if (!start || !all || !terms)
+        goto fail;
+    for (size_t i = 0; i < b->ntrips; i++)
+        start[b->trips[i].term + 1]++;
+    for (size_t t = 0; t < nterms; t++)
+        start[t + 1] += start[t];
+    size_t *fill = calloc(nterms + 1, sizeof *fill);
+    if (!fill)
+        goto fail;
+    for (size_t i = 0; i < b->ntrips; i++) {
+        struct trip *tr = &b->trips[i];
+        all[start[tr->term] + fill[tr->term]++] = (posting){ tr->doc, tr->tf, tr->name };
+    }
+    free(fill);
+    const char *key;
+    json_t *idv;
+    json_object_foreach(b->vocab, key, idv) {
+        size_t t = (size_t)json_integer_value(idv);
+        json_object_set_new_nocheck(
+            terms, key,
+            json_stringn_nocheck((const char *)(all + start[t]),
+                                 (start[t + 1] - start[t]) * sizeof *all));
+    }
+    free(start);
+    free(all);
+    return terms;
+fail:
+    free(start);
+    free(all);
+    json_decref(terms);
+    return NULL;
+}
+
+json_t *tg_dindex_build(json_t *tools)
+{
+    size_t n = json_array_size(tools);
+    builder b = { .vocab = json_object() };
+    float *dl = calloc(n ? n : 1, sizeof *dl);
+    json_t *idx = NULL, *terms = NULL;
+    double total = 0;
+    if (!b.vocab || !dl)
+        goto out;
+    for (size_t i = 0; i < n && !b.oom; i++) {
+        b.doc = (uint32_t)i;
+        read_tool(&b, json_array_get(tools, i));
+        end_doc(&b, dl);
+        total += dl[i];
+    }
+    if (b.oom || !(terms = pack_postings(&b)))
+        goto out;
+    idx = json_object();
+    json_object_set_new(idx, "n", json_integer((json_int_t)n));
+    json_object_set_new(idx, "avgdl", json_real(n ? total / (double)n : 1.0));
+    json_object_set_new(idx, "dl", json_stringn_nocheck((const char *)dl, n * sizeof *dl));
+    json_object_set_new(idx, "t", terms);
+    terms = NULL;
+out:
+    json_decref(terms);
+    json_decref(b.vocab);
+    free(b.tf);
+    free(b.name);
+    free(b.seen);
+    free(b.touched);
+    free(b.trips);
+    free(dl);
+    return idx;
+}
+
+size_t tg_dindex_cost(json_t *index)
+{
+    json_t *terms = json_object_get(index, "t");
+    size_t cost = json_string_length(json_object_get(index, "dl")) + 256;
+    const char *key;
+    json_t *v;
+    json_object_foreach(terms, key, v)
+        cost += strlen(key) + json_string_length(v) + 96;  /* + jansson overhead */
+    return cost;
+}
+
+/* ---- querying -------------------------------------------------------- */
+
+/* Generic synonyms of how users phrase tasks. Groups are matched after
+ * stemming; a query word pulls in the others of its group at SYN_WEIGHT. */
+#define SYN_WEIGHT 0.45
+/* A query word in the tool's name says more than any count of it in a long
+ * description can: added on top of the saturated BM25 term. */
+#define NAME_BONUS 1.0
+/* The first groups are verbs; a query's verb counts less than its nouns
+ * ("find", "show" say little about which of 1,000 tools is meant). */
+#define VERB_GROUPS 8
+#define VERB_WEIGHT 0.8
+static const char *const synonyms[][10] = {
+    { "list", "show", "get", "fetch", "retrieve", "view", "display", "see", "read", NULL },
+    { "create", "add", "new", "make", "insert", "generate", "open", NULL },
+    { "delete", "remove", "destroy", "erase", "drop", "trash", "discard", "rid", NULL },
+    { "update", "edit", "modify", "change", "set", "patch", "rename", NULL },
+    { "search", "find", "query", "lookup", "look", "locate", "filter", NULL },
+    { "run", "execute", "start", "trigger", "launch", "invoke", "exec", NULL },
+    { "stop", "kill", "halt", "terminate", "cancel", "abort", NULL },
+    { "send", "post", "publish", "reply", NULL },
+    { "file", "document", "doc", NULL },
+    { "folder", "directory", "dir", NULL },
+    { "repo", "repository", "project", NULL },
+    { "pr", "pull", "merge", NULL },
+    { "issue", "ticket", "bug", "task", NULL },
+    { "email", "mail", "message", "inbox", NULL },
+    { "image", "picture", "photo", "screenshot", NULL },
+    { "db", "database", "sql", "table", NULL },
+    { "k8s", "kubernetes", "cluster", "pod", NULL },
+    { "log", "logs", "output", NULL },
+    { "download", "fetch", "save", NULL },
+    { "upload", "push", "attach", NULL },
+    { "chart", "graph", "plot", "diagram", "visualize", NULL },
+    { "url", "link", "page", "website", "site", "web", NULL },
+    { "click", "press", "tap", NULL },
+    { "type", "write", "enter", "fill", NULL },
+    { "config", "configuration", "configure", NULL },
+    { "user", "member", "person", "people", "account", NULL },
+    { "comment", "note", "reply", NULL },
+    { "schedule", "calendar", "event", "meeting", NULL },
+    { "move", "transfer", "relocate", NULL },
+    { "copy", "duplicate", "clone", NULL },
+    { "close", "resolve", "complete", "finish", "done", NULL },
+    { "vm", "droplet", "server", "instance", NULL },
+    { "domain", "dns", "record", NULL },
+    { "build", "pipeline", "workflow", "ci", NULL },
+    { NULL },
+};
+
+typedef struct qterm {
+    char w[TOK_MAX + 1];
+    double weight;
+} qterm;
+
+typedef struct query {
+    qterm t[64];
+    size_t n;
+    double weight;  /* for the words being added */
+} query;
+
+static void add_qword(const char *w, void *ud)
+{
+    query *q = ud;
+    for (size_t i = 0; i < q->n; i++)
+        if (strcmp(q->t[i].w, w) == 0) {
+            if (q->t[i].weight < q->weight)
+                q->t[i].weight = q->weight;
+            return;
+        }
+    if (q->n < sizeof q->t / sizeof q->t[0]) {
+        strcpy(q->t[q->n].w, w);
+        q->t[q->n++].weight = q->weight;
+    }
+}
+
+static void stem_copy(char *dst, const char *src)
+{
+    size_t n = strlen(src);
+    if (n > TOK_MAX)
+        n = TOK_MAX;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+    stem(dst);
+}
+
+static void expand_synonyms(query *q)
+{
+    size_t direct = q->n;
+    char s[TOK_MAX + 1];
+    for (size_t g = 0; synonyms[g][0]; g++) {
+        int hit = 0;
+        for (size_t k = 0; synonyms[g][k] && !hit; k++) {
+            stem_copy(s, synonyms[g][k]);
+            for (size_t i = 0; i < direct; i++)
+                if (q->t[i].weight >= 1.0 && strcmp(q->t[i].w, s) == 0)
+                    hit = 1;
+        }
+        if (!hit)
+            continue;
+        if (g < VERB_GROUPS)  /* the action is a weaker clue than its object */
+            for (size_t i = 0; i < direct; i++)
+                for (size_t k = 0; synonyms[g][k]; k++) {
+                    stem_copy(s, synonyms[g][k]);
+                    if (strcmp(q->t[i].w, s) == 0 && q->t[i].weight > VERB_WEIGHT)
+                        q->t[i].weight = VERB_WEIGHT;
+                }
+        q->weight = SYN_WEIGHT;
+        for (size_t k = 0; synonyms[g][k]; k++) {
+            stem_copy(s, synonyms[g][k]);
+            add_qword(s, q);
+        }
+    }
+}
+
+typedef struct hit {
+    size_t doc;
+    double score;
+} hit;
+
+static int better(const hit *a, const hit *b)
+{
+    return a->score > b->score || (a->score == b->score && a->doc < b->doc);
+}
+
+size_t tg_dindex_search(json_t *index, const char *query_text, size_t *out, double *score,
+                        size_t max)
+{
+    const double k1 = 1.2, bb = 0.75;
+    size_t n = (size_t)json_integer_value(json_object_get(index, "n"));
+    json_t *terms = json_object_get(index, "t");
+    const float *dl = (const float *)json_string_value(json_object_get(index, "dl"));
+    double avgdl = json_real_value(json_object_get(index, "avgdl"));
+    query q = { .weight = 1.0 };
+    if (!n || !dl || !json_is_object(terms))
+        return 0;
+    if (avgdl <= 0)
+        avgdl = 1;
+    words(query_text, add_qword, &q);
+    expand_synonyms(&q);
+
+    double *acc = calloc(n, sizeof *acc);
+    if (!acc)
+        return 0;
+    for (size_t i = 0; i < q.n; i++) {
+        json_t *pl = json_object_get(terms, q.t[i].w);
+        if (!pl)
+            continue;
+        const posting *p = (const posting *)json_string_value(pl);
+        size_t df = json_string_length(pl) / sizeof *p;
+        double idf = log(1.0 + ((double)n - (double)df + 0.5) / ((double)df + 0.5));
+        for (size_t j = 0; j < df; j++) {
+            double tf = p[j].tf;
+            double norm = k1 * (1.0 - bb + bb * dl[p[j].doc] / avgdl);
+            acc[p[j].doc] += q.t[i].weight * idf *
+                             (tf * (k1 + 1.0) / (tf + norm) + NAME_BONUS * p[j].name);
+        }
+    }
+
+    /* top `max` by insertion into a short sorted list */
+    size_t matched = 0, kept = 0;
+    hit *top = max ? malloc(max * sizeof *top) : NULL;
+    for (size_t d = 0; d < n; d++) {
+        if (acc[d] <= 0)
+            continue;
+        matched++;
+        if (!top)
+            continue;
+        hit h = { d, acc[d] };
+        if (kept == max && !better(&h, &top[kept - 1]))
+            continue;
+        size_t i = kept < max ? kept++ : kept - 1;
+        while (i > 0 && better(&h, &top[i - 1])) {
+            top[i] = top[i - 1];
+            i--;
+        }
+        top[i] = h;
+    }
+    for (size_t i = 0; i < kept; i++) {
+        out[i] = top[i].doc;
+        if (score)
+            score[i] = top[i].score;
+    }
+    free(top);
+    free(acc);
+    return matched;
+}
+
+unsigned tg_dindex_distance(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    unsigned row[129];
+    if (na > 128)
+        na = 128;
+    if (nb > 128)
+        nb = 128;
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = (unsigned)j;
+    for (size_t i = 1; i <= na; i++) {
+        unsigned diag = row[0];
+        row[0] = (unsigned)i;
+        for (size_t j = 1; j <= nb; j++) {
+            unsigned up = row[j];
+            int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+            unsigned best = diag + (same ? 0 : 1);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb] > 255 ? 255 : row[nb];
+}

@@ -1,0 +1,312 @@
+/* discovery_eval.c -- how well search_tools finds the right tool, and what
+ * discovery saves upstream.
+ *
+ *   build-disc/test/discovery_eval [-v] [queries.json]
+ *
+ * Queries (test/discovery/queries.json) are tasks phrased the way a user
+ * would, each labeled with the tool (server + name, from
+ * $TG_SHARED/corpus/tools/) that should be found. Catalogs are the tool
+ * lists of corpus/requests/big-{100,400,1000}.json; when a query's target is
+ * not among them, it takes the place of the catalog's last tool, so every
+ * query is counted at every size against the same number of distractors.
+ * Everything runs through the real request pipeline (dialect openai,
+ * discovery on) and tg_discovery_search, i.e. what the model would get.
+ *
+ * Prints recall@1/3/5 per size, the tools bytes sent upstream with and
+ * without discovery, and the cost of the discovery stage cold and cached.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../sanitize/cache.h"
+#include "../../sanitize/pipeline.h"
+
+static char shared[1024];
+
+static json_t *load(const char *rel)
+{
+    char path[2048];
+    json_error_t e;
+    snprintf(path, sizeof path, "%s/%s", shared, rel);
+    json_t *v = json_load_file(path, 0, &e);
+    if (!v)
+        fprintf(stderr, "discovery_eval: %s: %s\n", path, e.text);
+    return v;
+}
+
+static const char *fname(json_t *tool)
+{
+    return json_string_value(json_object_get(json_object_get(tool, "function"), "name"));
+}
+
+static const char *fdesc(json_t *tool)
+{
+    const char *s =
+        json_string_value(json_object_get(json_object_get(tool, "function"), "description"));
+    return s ? s : "";
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Position of the corpus tool (server, name) in a catalog: the big-N files
+ * prefix "server__" where two servers share a name. -1 when absent. */
+static long find_target(json_t *catalog, const char *server, json_t *tool)
+{
+    char pref[512];
+    snprintf(pref, sizeof pref, "%s__%s", server, fname(tool));
+    for (size_t i = 0; i < json_array_size(catalog); i++) {
+        json_t *t = json_array_get(catalog, i);
+        const char *n = fname(t);
+        if (n && (strcmp(n, fname(tool)) == 0 || strcmp(n, pref) == 0) &&
+            strcmp(fdesc(t), fdesc(tool)) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+static int name_used(json_t *catalog, const char *n, size_t skip)
+{
+    for (size_t i = 0; i < json_array_size(catalog); i++)
+        if (i != skip && strcmp(fname(json_array_get(catalog, i)), n) == 0)
+            return 1;
+    return 0;
+}
+
+/* The catalog for one query: base, or base with its last tool replaced by
+ * the target (renamed server__name if the name is taken). Sets *want. */
+static json_t *catalog_for(json_t *base, const char *server, json_t *tool, char *want, size_t wn)
+{
+    long at = find_target(base, server, tool);
+    if (at >= 0) {
+        snprintf(want, wn, "%s", fname(json_array_get(base, (size_t)at)));
+        return json_incref(base);
+    }
+    json_t *c = json_copy(base);
+    size_t last = json_array_size(c) - 1;
+    json_t *t = json_deep_copy(tool);
+    if (name_used(c, fname(tool), last)) {
+        char n[512];
+        snprintf(n, sizeof n, "%s__%s", server, fname(tool));
+        json_object_set_new(json_object_get(t, "function"), "name", json_string(n));
+    }
+    snprintf(want, wn, "%s", fname(t));
+    json_array_set_new(c, last, t);
+    return c;
+}
+
+static json_t *body_for(json_t *tools)
+{
+    return json_pack("{sss[{ssss}]sO}", "model", "m", "messages", "role", "user", "content",
+                     "hello", "tools", tools);
+}
+
+/* Run the request stages with discovery `mode`; returns the ctx (caller
+ * clears it) and the body's upstream tools bytes in *out. */
+static void run_pipeline(tg_rules_set *rules, tg_cache *cache, json_t *tools, tg_ctx *ctx)
+{
+    tg_error err;
+    tg_ctx_init(ctx, "eval", rules, NULL);
+    ctx->cache = cache;
+    json_t *body = body_for(tools);
+    if (tg_pipeline_request(body, ctx, &err))
+        fprintf(stderr, "discovery_eval: pipeline refused: %s\n", err.message);
+    json_decref(body);
+}
+
+static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *rules,
+                     tg_cache *cache, int verbose, double recall[3])
+{
+    char rel[64];
+    snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", size);
+    json_t *big = load(rel);
+    if (!big)
+        return -1;
+    json_t *base = json_object_get(big, "tools");
+    size_t hit[3] = { 0, 0, 0 }, n = 0, present = 0;
+    for (size_t q = 0; q < json_array_size(queries); q++) {
+        json_t *qq = json_array_get(queries, q);
+        const char *text = json_string_value(json_object_get(qq, "query"));
+        const char *server = json_string_value(json_object_get(qq, "server"));
+        const char *tname = json_string_value(json_object_get(qq, "tool"));
+        json_t *tool = NULL, *list = json_object_get(corpus, server ? server : "");
+        for (size_t i = 0; i < json_array_size(list); i++)
+            if (tname && strcmp(fname(json_array_get(list, i)), tname) == 0)
+                tool = json_array_get(list, i);
+        if (!text || !tool) {
+            fprintf(stderr, "discovery_eval: query %zu: no tool %s/%s\n", q,
+                    server ? server : "?", tname ? tname : "?");
+            continue;
+        }
+        char want[512];
+        if (find_target(base, server, tool) >= 0)
+            present++;
+        json_t *cat = catalog_for(base, server, tool, want, sizeof want);
+        tg_ctx ctx;
+        run_pipeline(rules, cache, cat, &ctx);
+        json_t *r = tg_discovery_search(&ctx, text, 5);
+        json_t *res = json_object_get(r, "results");
+        int rank = -1;
+        for (size_t i = 0; i < json_array_size(res) && rank < 0; i++) {
+            const char *got = json_string_value(json_object_get(json_array_get(res, i), "name"));
+            if (got && strcmp(tg_schema_agent_name(&ctx, got), want) == 0)
+                rank = (int)i;
+        }
+        n++;
+        hit[0] += rank == 0;
+        hit[1] += rank >= 0 && rank < 3;
+        hit[2] += rank >= 0 && rank < 5;
+        if (verbose && rank != 0) {
+            printf("  [%d] miss@%d %-60s want %s got", size, rank, text, want);
+            for (size_t i = 0; i < json_array_size(res) && i < 3; i++)
+                printf(" %s", json_string_value(json_object_get(json_array_get(res, i), "name")));
+            printf("\n");
+        }
+        json_decref(r);
+        tg_ctx_clear(&ctx);
+        json_decref(cat);
+    }
+    for (int k = 0; k < 3; k++)
+        recall[k] = n ? (double)hit[k] / (double)n : 0;
+    printf("| %5d | %3zu (%3zu in big-%d) | %.3f | %.3f | %.3f |\n", size, n, present, size,
+           recall[0], recall[1], recall[2]);
+    json_decref(big);
+    return 0;
+}
+
+static void bytes_row(int size, tg_rules_set *on, tg_rules_set *off, tg_rules_set *bare)
+{
+    char rel[64], plain[32];
+    snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", size);
+    json_t *big = load(rel);
+    if (!big)
+        return;
+    tg_ctx a, b;
+    tg_error err;
+    json_t *body = json_deep_copy(big);
+    tg_ctx_init(&a, "eval", off, NULL);
+    if (tg_pipeline_request(body, &a, &err))  /* the dialect may refuse that many tools */
+        snprintf(plain, sizeof plain, "refused");
+    else
+        snprintf(plain, sizeof plain, "%zu", a.stats.tools_bytes_out);
+    json_decref(body);
+    tg_ctx c;
+    run_pipeline(on, NULL, json_object_get(big, "tools"), &b);
+    run_pipeline(bare, NULL, json_object_get(big, "tools"), &c);
+    printf("| big-%-4d | %4u -> %2u | %9zu | %9s | %7zu (%4.1f%%) | %5zu (%4.2f%%) |\n", size,
+           b.stats.tools_in, b.stats.tools_out, b.stats.tools_bytes_in, plain,
+           b.stats.tools_bytes_out,
+           100.0 * (double)b.stats.tools_bytes_out /
+               (double)(b.stats.tools_bytes_in ? b.stats.tools_bytes_in : 1),
+           c.stats.tools_bytes_out,
+           100.0 * (double)c.stats.tools_bytes_out /
+               (double)(c.stats.tools_bytes_in ? c.stats.tools_bytes_in : 1));
+    tg_ctx_clear(&c);
+    tg_ctx_clear(&a);
+    tg_ctx_clear(&b);
+    json_decref(big);
+}
+
+/* The discovery stage alone on big-1000 (after hygiene and schema), with no
+ * cache, and with a warm cache. */
+static void timing(tg_rules_set *on)
+{
+    json_t *big = load("corpus/requests/big-1000.json");
+    if (!big)
+        return;
+    tg_cache *cache = tg_cache_new(64, 0);
+    double cold = 0, warm = 0;
+    const int reps = 5;
+    for (int pass = 0; pass < 2; pass++)
+        for (int r = 0; r < reps + 1; r++) {
+            tg_ctx ctx;
+            tg_error err;
+            tg_ctx_init(&ctx, "eval", on, NULL);
+            ctx.cache = pass ? cache : NULL;
+            json_t *body = json_deep_copy(big);
+            ctx.tools = json_incref(json_object_get(body, "tools"));
+            tg_hygiene_stage(body, &ctx, &err);
+            tg_schema_stage(body, &ctx, &err);
+            double t0 = now_ms();
+            tg_discovery_stage(body, &ctx, &err);
+            double dt = now_ms() - t0;
+            if (r > 0)  /* the first run of each pass warms up (and fills the cache) */
+                *(pass ? &warm : &cold) += dt / reps;
+            json_decref(body);
+            tg_ctx_clear(&ctx);
+        }
+    printf("\ndiscovery stage on big-1000: cold %.2f ms, cached %.2f ms (mean of %d)\n", cold, warm,
+           reps);
+    tg_cache_free(cache);
+    json_decref(big);
+}
+
+int main(int argc, char **argv)
+{
+    int verbose = 0;
+    const char *qpath = "test/discovery/queries.json";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-v") == 0)
+            verbose = 1;
+        else
+            qpath = argv[i];
+    }
+    const char *env = getenv("TG_SHARED");
+    snprintf(shared, sizeof shared, "%s", env && *env ? env : "../shared");
+
+    json_error_t e;
+    json_t *queries = json_load_file(qpath, 0, &e);
+    if (!json_is_array(queries)) {
+        fprintf(stderr, "discovery_eval: %s: %s\n", qpath, e.text);
+        return 1;
+    }
+    /* corpus: {server: [tools]} from the queries' servers */
+    json_t *corpus = json_object();
+    for (size_t i = 0; i < json_array_size(queries); i++) {
+        const char *s = json_string_value(json_object_get(json_array_get(queries, i), "server"));
+        char rel[512];
+        if (!s || json_object_get(corpus, s))
+            continue;
+        snprintf(rel, sizeof rel, "corpus/tools/%s.json", s);
+        json_t *t = load(rel);
+        if (t)
+            json_object_set_new(corpus, s, t);
+    }
+
+    tg_rules_set on, off;
+    tg_rules_preset(TG_D_OPENAI, &on);
+    tg_rules_preset(TG_D_OPENAI, &off);
+    on.disc.mode = TG_DISC_ON;
+    tg_cache *cache = tg_cache_new(256, 0);
+
+    printf("search_tools recall (%zu queries, %zu servers; dialect openai)\n\n",
+           json_array_size(queries), json_object_size(corpus));
+    printf("| tools | queries | R@1 | R@3 | R@5 |\n|---|---|---|---|---|\n");
+    double r[3], r400 = 0;
+    static const int sizes[] = { 100, 400, 1000 };
+    for (int i = 0; i < 3; i++) {
+        if (eval_size(sizes[i], queries, corpus, &on, cache, verbose, r) == 0 && sizes[i] == 400)
+            r400 = r[2];
+    }
+
+    printf("\nupstream tools bytes (compact JSON), openai dialect\n\n");
+    tg_rules_set bare = on;
+    bare.disc.list_names = 0;
+    printf("| request | tools | original | without discovery | discovery | discovery, "
+           "list_names=0 |\n|---|---|---|---|---|---|\n");
+    bytes_row(100, &on, &off, &bare);
+    bytes_row(400, &on, &off, &bare);
+    bytes_row(1000, &on, &off, &bare);
+    timing(&on);
+
+    tg_cache_free(cache);
+    json_decref(corpus);
+    json_decref(queries);
+    return r400 >= 0.9 ? 0 : 2;
+}

@@ -1,0 +1,840 @@
+/* test_discovery.c -- lazy tool discovery, driven by a scripted mock model.
+ *
+ * The mock model follows the protocol the meta-tools describe: it searches,
+ * asks for the schema of what it found, then calls it through call_tool.
+ * Conversations run through the real pipeline (tg_pipeline_request /
+ * tg_pipeline_response) for several dialects; the checks are what the
+ * agent receives, what goes upstream on every round, and that the tools
+ * array stays byte-identical from turn to turn. The catalog is the corpus'
+ * big-100 / big-1000 request ($TG_SHARED, else ../shared).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../sanitize/cache.h"
+#include "../../sanitize/pipeline.h"
+
+/* ---- fixtures --------------------------------------------------------- */
+
+static json_t *load_shared(const char *rel)
+{
+    char path[2048];
+    const char *env = getenv("TG_SHARED");
+    snprintf(path, sizeof path, "%s/%s", env && *env ? env : "../shared", rel);
+    json_t *v = json_load_file(path, 0, NULL);
+    if (!v)
+        fail_msg("cannot load %s (set TG_SHARED)", path);
+    return v;
+}
+
+/* A request body: big-N's tools, the messages given (stolen). */
+static json_t *request(int n, json_t *messages)
+{
+    char rel[64];
+    snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", n);
+    json_t *big = load_shared(rel);
+    json_t *body = json_pack("{sssosO}", "model", "m", "messages", messages, "tools",
+                             json_object_get(big, "tools"));
+    json_decref(big);
+    return body;
+}
+
+static json_t *user_turn(const char *text)
+{
+    return json_pack("[{ssss}]", "role", "user", "content", text);
+}
+
+static const char *fn_name(json_t *tool_or_call)
+{
+    return json_string_value(json_object_get(json_object_get(tool_or_call, "function"), "name"));
+}
+
+static char *tools_text(json_t *body)
+{
+    return json_dumps(json_object_get(body, "tools"), JSON_COMPACT);
+}
+
+/* The upstream name of a meta-tool ("search_tools", ...) in body's tools. */
+static const char *meta(json_t *body, const char *base)
+{
+    json_t *tools = json_object_get(body, "tools");
+    for (size_t i = 0; i < json_array_size(tools); i++) {
+        const char *n = fn_name(json_array_get(tools, i));
+        size_t ln = strlen(n), lb = strlen(base);
+        if (ln >= lb && strcmp(n + ln - lb, base) == 0)
+            return n;
+    }
+    return NULL;
+}
+
+static json_t *last_message(json_t *body)
+{
+    json_t *m = json_object_get(body, "messages");
+    return json_array_get(m, json_array_size(m) - 1);
+}
+
+/* ---- the mock model ---------------------------------------------------- */
+
+static int call_seq;
+
+/* One tool call; ids are 9 alphanumerics, valid in every dialect. */
+static json_t *mk_call(const char *name, json_t *args)
+{
+    char id[16];
+    snprintf(id, sizeof id, "call%05d", ++call_seq % 100000);
+    char *text = json_dumps(args, JSON_COMPACT);
+    json_t *c = json_pack("{sssss{ssss}}", "id", id, "type", "function", "function", "name", name,
+                          "arguments", text);
+    free(text);
+    json_decref(args);
+    return c;
+}
+
+/* A chat.completion with the given calls (stolen, may be NULL). */
+static json_t *mk_resp(const char *content, json_t *calls)
+{
+    json_t *msg = json_pack("{ss}", "role", "assistant");
+    json_object_set_new(msg, "content", content ? json_string(content) : json_null());
+    if (calls)
+        json_object_set_new(msg, "tool_calls", calls);
+    return json_pack("{sssssss[{sisoss}]s{sisisi}}", "id", "chatcmpl-1", "object",
+                     "chat.completion", "model", "m", "choices", "index", 0, "message", msg,
+                     "finish_reason", calls ? "tool_calls" : "stop", "usage", "prompt_tokens",
+                     100, "completion_tokens", 10, "total_tokens", 110);
+}
+
+typedef struct script {
+    const char *query;  /* what the model searches for */
+    const char *want;   /* agent name of the tool it means to call */
+    const char *args;   /* the arguments it calls it with (JSON text) */
+} script;
+
+/* What a protocol-following model answers to `body`: search first, then
+ * the schema of the wanted tool among the results, then call_tool. */
+static json_t *model(json_t *body, const tg_ctx *ctx, const script *s)
+{
+    json_t *last = last_message(body);
+    const char *role = json_string_value(json_object_get(last, "role"));
+    if (strcmp(role, "tool") != 0)
+        return mk_resp(NULL, json_pack("[o]", mk_call(meta(body, "search_tools"),
+                                                      json_pack("{ss}", "query", s->query))));
+    json_t *ans = json_loads(json_string_value(json_object_get(last, "content")), 0, NULL);
+    assert_non_null(ans);
+    json_t *results = json_object_get(ans, "results"), *tools = json_object_get(ans, "tools");
+    json_t *r = NULL;
+    if (results) {
+        const char *pick = NULL;
+        for (size_t i = 0; i < json_array_size(results); i++) {
+            const char *n = json_string_value(json_object_get(json_array_get(results, i), "name"));
+            if (strcmp(tg_schema_agent_name(ctx, n), s->want) == 0)
+                pick = n;
+        }
+        if (!pick)
+            fail_msg("search for '%s' did not find %s", s->query, s->want);
+        r = mk_resp("Let me look at that tool.",
+                    json_pack("[o]", mk_call(meta(body, "get_tool_schema"),
+                                             json_pack("{s[s]}", "names", pick))));
+    } else {
+        json_t *tool = json_array_get(tools, 0);
+        assert_non_null(json_object_get(tool, "parameters"));
+        /* call_tool's `arguments` is an object, or a JSON string where the
+         * dialect cannot express a free-form object */
+        json_t *calltool = NULL;
+        for (size_t i = 0; i < json_array_size(json_object_get(body, "tools")); i++)
+            if (strcmp(fn_name(json_array_get(json_object_get(body, "tools"), i)),
+                       meta(body, "call_tool")) == 0)
+                calltool = json_array_get(json_object_get(body, "tools"), i);
+        json_t *argtype = json_object_get(
+            json_object_get(json_object_get(json_object_get(json_object_get(calltool, "function"),
+                                                            "parameters"),
+                                            "properties"),
+                            "arguments"),
+            "type");
+        int as_string = json_is_string(argtype) && !strcmp(json_string_value(argtype), "string");
+        json_t *a = as_string ? json_string(s->args) : json_loads(s->args, 0, NULL);
+        r = mk_resp(NULL, json_pack("[o]", mk_call(meta(body, "call_tool"),
+                                                   json_pack("{sOso}", "name",
+                                                             json_object_get(tool, "name"),
+                                                             "arguments", a))));
+    }
+    json_decref(ans);
+    return r;
+}
+
+/* Run a turn: request stages, then model rounds until the agent gets the
+ * answer. Returns the agent's response; *rounds = upstream calls made. */
+static json_t *run_turn(tg_ctx *ctx, json_t *body, const script *s, int *rounds)
+{
+    tg_error err;
+    assert_int_equal(tg_pipeline_request(body, ctx, &err), 0);
+    json_t *up = json_incref(body);
+    for (*rounds = 1;; (*rounds)++) {
+        json_t *resp = model(up, ctx, s), *next = NULL;
+        int again = tg_pipeline_response(resp, ctx, &next);
+        if (!again) {
+            json_decref(up);
+            return resp;
+        }
+        assert_non_null(next);
+        assert_ptr_equal(next, ctx->request);
+        /* every round sends the same tools */
+        char *a = tools_text(up), *b = tools_text(next);
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+        json_decref(resp);
+        json_decref(up);
+        up = next;
+        assert_true(*rounds < 10);
+    }
+}
+
+static void rules_for(tg_rules_set *r, tg_dialect d)
+{
+    tg_rules_preset(d, r);
+    r->disc.mode = TG_DISC_AUTO;  /* threshold 40 < 100 tools */
+}
+
+/* ---- full conversations, per dialect (data) --------------------------- */
+
+static const tg_dialect dialects[] = { TG_D_OPENAI, TG_D_OPENAI_STRICT, TG_D_GEMINI,
+                                       TG_D_ANTHROPIC, TG_D_MISTRAL, TG_D_GROQ };
+
+static const script logs = { "show the logs of a docker container", "docker-logs",
+                             "{\"containerId\":\"web\",\"tail\":20}" };
+
+static void conversation(tg_dialect d)
+{
+    tg_rules_set rules;
+    rules_for(&rules, d);
+    tg_ctx ctx;
+    tg_ctx_init(&ctx, "r", &rules, NULL);
+    json_t *body = request(100, user_turn("Why does my web container crash? Check its logs."));
+    int rounds;
+    json_t *resp = run_turn(&ctx, body, &logs, &rounds);
+
+    /* upstream saw 3 meta-tools instead of 100 tools */
+    assert_int_equal(json_array_size(json_object_get(body, "tools")), 3);
+    assert_int_equal(ctx.stats.tools_in, 100);
+    assert_int_equal(ctx.stats.tools_out, 3);
+    assert_true(ctx.stats.tools_bytes_out * 10 < ctx.stats.tools_bytes_in);
+    assert_int_equal(rounds, 3);  /* search, schema, call */
+    assert_int_equal(ctx.stats.discovery_rounds, 2);
+
+    /* the agent gets an ordinary call of its own tool */
+    json_t *choice = json_array_get(json_object_get(resp, "choices"), 0);
+    json_t *calls = json_object_get(json_object_get(choice, "message"), "tool_calls");
+    assert_int_equal(json_array_size(calls), 1);
+    json_t *c = json_array_get(calls, 0);
+    assert_string_equal(fn_name(c), "docker-logs");
+    assert_string_equal(json_string_value(json_object_get(c, "type")), "function");
+    assert_true(json_string_length(json_object_get(c, "id")) > 0);
+    json_t *args = json_loads(json_string_value(json_object_get(json_object_get(c, "function"),
+                                                                "arguments")),
+                              0, NULL);
+    assert_string_equal(json_string_value(json_object_get(args, "containerId")), "web");
+    assert_int_equal((int)json_number_value(json_object_get(args, "tail")), 20);
+    assert_string_equal(json_string_value(json_object_get(choice, "finish_reason")), "tool_calls");
+    /* usage adds up the three rounds */
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(resp, "usage"),
+                                                        "total_tokens")),
+                     330);
+
+    /* turn 2: the agent sends the call and its result back */
+    char *tools1 = tools_text(body);
+    json_t *hist = json_pack("[{ssss}{sssns[O]}{ssss}]", "role", "user", "content", "check logs",
+                             "role", "assistant", "content", "tool_calls", c, "role", "tool",
+                             "tool_call_id", json_string_value(json_object_get(c, "id")),
+                             "content", "OOM killed");
+    json_t *body2 = request(100, hist);
+    tg_ctx ctx2;
+    tg_ctx_init(&ctx2, "r", &rules, NULL);
+    tg_error err;
+    assert_int_equal(tg_pipeline_request(body2, &ctx2, &err), 0);
+    char *tools2 = tools_text(body2);
+    assert_string_equal(tools1, tools2);  /* byte-identical: prompt caches stay warm */
+    /* the history reads as the call_tool call the model made */
+    json_t *hc = json_array_get(json_object_get(json_array_get(json_object_get(body2, "messages"),
+                                                               1),
+                                                "tool_calls"),
+                                0);
+    assert_string_equal(fn_name(hc), meta(body2, "call_tool"));
+    json_t *wrapped = json_loads(json_string_value(json_object_get(json_object_get(hc, "function"),
+                                                                   "arguments")),
+                                 0, NULL);
+    assert_string_equal(tg_schema_agent_name(&ctx2, json_string_value(json_object_get(wrapped,
+                                                                                      "name"))),
+                        "docker-logs");
+    assert_non_null(json_object_get(wrapped, "arguments"));
+
+    free(tools1);
+    free(tools2);
+    json_decref(wrapped);
+    json_decref(args);
+    json_decref(body2);
+    json_decref(resp);
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+    tg_ctx_clear(&ctx2);
+}
+
+static void test_conversations(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof dialects / sizeof dialects[0]; i++) {
+        print_message("dialect %s\n", tg_dialect_name(dialects[i]));
+        conversation(dialects[i]);
+    }
+}
+
+/* ---- single behaviours ------------------------------------------------- */
+
+/* Stage a big-100 request with rules r; returns the body (ctx filled). */
+static json_t *staged(tg_ctx *ctx, const tg_rules_set *r, int n)
+{
+    tg_error err;
+    tg_ctx_init(ctx, "r", r, NULL);
+    json_t *body = request(n, user_turn("hello"));
+    assert_int_equal(tg_pipeline_request(body, ctx, &err), 0);
+    return body;
+}
+
+/* The model's one response, through the pipeline: returns 0/1, *next. */
+static int respond(tg_ctx *ctx, json_t *resp, json_t **next)
+{
+    int r = tg_pipeline_response(resp, ctx, next);
+    return r;
+}
+
+static json_t *last_tool_answer(json_t *next)
+{
+    return json_loads(json_string_value(json_object_get(last_message(next), "content")), 0, NULL);
+}
+
+static void test_modes(void **state)
+{
+    (void)state;
+    static const struct { tg_disc_mode mode; int threshold; int n; size_t want; } cases[] = {
+        { TG_DISC_OFF, 40, 100, 100 },
+        { TG_DISC_AUTO, 40, 100, 3 },
+        { TG_DISC_AUTO, 100, 100, 100 },  /* not more than the threshold */
+        { TG_DISC_AUTO, 99, 100, 3 },
+        { TG_DISC_ON, 40, 50, 3 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tg_rules_set r;
+        tg_rules_preset(TG_D_OPENAI, &r);
+        r.disc.mode = cases[i].mode;
+        r.disc.threshold = cases[i].threshold;
+        tg_ctx ctx;
+        json_t *body = staged(&ctx, &r, cases[i].n);
+        assert_int_equal(json_array_size(json_object_get(body, "tools")), cases[i].want);
+        assert_int_equal(ctx.stats.tools_out, cases[i].want);
+        assert_true(ctx.stats.tools_bytes_in > 0 && ctx.stats.tools_bytes_out > 0);
+        if (cases[i].want != 3) {  /* off: intercept leaves answers alone */
+            json_t *resp = mk_resp(NULL, json_pack("[o]", mk_call("search_tools",
+                                                                  json_pack("{ss}", "query", "x"))));
+            json_t *next = NULL;
+            assert_int_equal(respond(&ctx, resp, &next), 0);
+            assert_null(next);
+            json_decref(resp);
+        }
+        json_decref(body);
+        tg_ctx_clear(&ctx);
+    }
+}
+
+static void test_max_rounds(void **state)
+{
+    (void)state;
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    r.disc.max_rounds = 2;
+    tg_ctx ctx;
+    json_t *body = staged(&ctx, &r, 100);
+    int answered = 0;
+    for (int i = 0; i < 5; i++) {  /* a model that never stops searching */
+        json_t *resp = mk_resp(NULL, json_pack("[o]", mk_call("search_tools",
+                                                              json_pack("{ss}", "query", "logs"))));
+        json_t *next = NULL;
+        int again = respond(&ctx, resp, &next);
+        json_decref(next);
+        if (!again) {
+            json_t *choice = json_array_get(json_object_get(resp, "choices"), 0);
+            json_t *msg = json_object_get(choice, "message");
+            assert_null(json_object_get(msg, "tool_calls"));
+            assert_non_null(strstr(json_string_value(json_object_get(msg, "content")),
+                                   "discovery"));
+            assert_string_equal(json_string_value(json_object_get(choice, "finish_reason")),
+                                "stop");
+            assert_int_equal(json_integer_value(json_object_get(json_object_get(resp, "usage"),
+                                                                "total_tokens")),
+                             330);
+            json_decref(resp);
+            answered = i;
+            break;
+        }
+        json_decref(resp);
+    }
+    assert_int_equal(answered, 2);  /* two inner rounds, then the agent gets an answer */
+    assert_int_equal(ctx.stats.discovery_rounds, 2);
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
+static void test_unknown_tool(void **state)
+{
+    (void)state;
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    tg_ctx ctx;
+    json_t *body = staged(&ctx, &r, 100);
+    /* a tool that does not exist, called directly */
+    json_t *resp = mk_resp(NULL, json_pack("[o]", mk_call("docker_logz", json_object())));
+    json_t *next = NULL;
+    assert_int_equal(respond(&ctx, resp, &next), 1);
+    json_t *ans = last_tool_answer(next);
+    assert_non_null(strstr(json_string_value(json_object_get(ans, "error")), "docker_logz"));
+    json_t *dym = json_object_get(ans, "did_you_mean");
+    int found = 0;
+    for (size_t i = 0; i < json_array_size(dym); i++)
+        found |= !strcmp(json_string_value(json_array_get(dym, i)), "docker-logs");
+    assert_true(found);
+    /* the round carries the assistant call and its answer, paired by id */
+    json_t *msgs = json_object_get(next, "messages");
+    json_t *asst = json_array_get(msgs, json_array_size(msgs) - 2);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(asst, "tool_calls"), 0), "id")),
+                        json_string_value(json_object_get(last_message(next), "tool_call_id")));
+    json_decref(ans);
+    json_decref(next);
+    json_decref(resp);
+
+    /* call_tool naming an unknown tool, and get_tool_schema with bad names */
+    resp = mk_resp(NULL, json_pack("[oo]",
+                                   mk_call("call_tool", json_pack("{sss{}}", "name", "dockr-logs",
+                                                                  "arguments")),
+                                   mk_call("get_tool_schema", json_pack("{s[ss]}", "names",
+                                                                        "docker-logs", "nope"))));
+    assert_int_equal(respond(&ctx, resp, &next), 1);
+    msgs = json_object_get(next, "messages");
+    json_t *a1 = json_loads(json_string_value(json_object_get(
+                                json_array_get(msgs, json_array_size(msgs) - 2), "content")),
+                            0, NULL);
+    json_t *a2 = last_tool_answer(next);
+    assert_non_null(json_object_get(a1, "error"));
+    assert_string_equal(json_string_value(json_array_get(json_object_get(a1, "did_you_mean"), 0)),
+                        "docker-logs");
+    assert_int_equal(json_array_size(json_object_get(a2, "tools")), 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(a2, "unknown"), 0), "name")),
+                        "nope");
+    json_decref(a1);
+    json_decref(a2);
+    json_decref(next);
+    json_decref(resp);
+
+    /* names as one string, the way some models write lists */
+    resp = mk_resp(NULL, json_pack("[o]", mk_call("get_tool_schema",
+                                                  json_pack("{ss}", "names", "kv_get, kv_put"))));
+    assert_int_equal(respond(&ctx, resp, &next), 1);
+    ans = last_tool_answer(next);
+    assert_int_equal(json_array_size(json_object_get(ans, "tools")), 2);
+    json_decref(ans);
+    json_decref(next);
+    json_decref(resp);
+
+    /* an empty name list is told what to pass */
+    resp = mk_resp(NULL, json_pack("[o]", mk_call("get_tool_schema", json_pack("{s[]}", "names"))));
+    assert_int_equal(respond(&ctx, resp, &next), 1);
+    ans = last_tool_answer(next);
+    assert_non_null(strstr(json_string_value(json_object_get(ans, "message")), "names"));
+    json_decref(ans);
+    json_decref(next);
+    json_decref(resp);
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
+static void test_search_answer(void **state)
+{
+    (void)state;
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    r.disc.search_schemas = 2;
+    tg_ctx ctx;
+    json_t *body = staged(&ctx, &r, 100);
+    json_t *resp = mk_resp(NULL, json_pack("[o]", mk_call("search_tools",
+                                                          json_pack("{sssi}", "query",
+                                                                    "take a screenshot of the page",
+                                                                    "limit", 4))));
+    json_t *next = NULL;
+    assert_int_equal(respond(&ctx, resp, &next), 1);
+    json_t *ans = last_tool_answer(next);
+    json_t *res = json_object_get(ans, "results");
+    assert_int_equal(json_array_size(res), 4);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(res, 0), "name")),
+                        "puppeteer_screenshot");
+    for (size_t i = 0; i < 4; i++) {  /* the top 2 carry their schemas */
+        json_t *e = json_array_get(res, i);
+        assert_true(json_string_length(json_object_get(e, "description")) <= 160);
+        assert_int_equal(json_object_get(e, "parameters") != NULL, i < 2);
+    }
+    assert_true(json_integer_value(json_object_get(ans, "more")) >= 0);
+    json_decref(ans);
+    json_decref(next);
+    json_decref(resp);
+
+    /* the description lists the catalog's names, unless turned off */
+    const char *desc = json_string_value(json_object_get(
+        json_object_get(json_array_get(json_object_get(body, "tools"), 0), "function"),
+        "description"));
+    assert_non_null(strstr(desc, "docker-logs"));
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+    r.disc.list_names = 0;
+    body = staged(&ctx, &r, 100);
+    desc = json_string_value(json_object_get(
+        json_object_get(json_array_get(json_object_get(body, "tools"), 0), "function"),
+        "description"));
+    assert_null(strstr(desc, "docker-logs"));
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+
+    /* a dialect's description limit cuts the list, and says so */
+    r.disc.list_names = 1;
+    r.schema.desc_max = 600;
+    body = staged(&ctx, &r, 100);
+    desc = json_string_value(json_object_get(
+        json_object_get(json_array_get(json_object_get(body, "tools"), 0), "function"),
+        "description"));
+    assert_true(strlen(desc) <= 600);
+    assert_non_null(strstr(desc, "more."));
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
+/* A model that calls a hidden tool by its real name, and one that mixes
+ * meta calls with a real call in one turn. */
+static void test_real_and_mixed_calls(void **state)
+{
+    (void)state;
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    tg_ctx ctx;
+    json_t *body = staged(&ctx, &r, 100);
+    json_t *resp = mk_resp(NULL, json_pack("[oo]",
+                                           mk_call("search_tools", json_pack("{ss}", "query", "x")),
+                                           mk_call("docker-logs",
+                                                   json_pack("{ss}", "containerId", "db"))));
+    json_t *next = NULL;
+    assert_int_equal(respond(&ctx, resp, &next), 0);
+    assert_null(next);
+    json_t *calls = json_object_get(json_object_get(json_array_get(json_object_get(resp, "choices"),
+                                                                   0),
+                                                    "message"),
+                                    "tool_calls");
+    assert_int_equal(json_array_size(calls), 1);  /* the real call only */
+    assert_string_equal(fn_name(json_array_get(calls, 0)), "docker-logs");
+    json_decref(resp);
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
+/* The agent's own tool named like a meta-tool: the meta-tools move aside. */
+static void test_name_collision(void **state)
+{
+    (void)state;
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    tg_ctx ctx;
+    tg_error err;
+    tg_ctx_init(&ctx, "r", &r, NULL);
+    json_t *body = request(100, user_turn("hi"));
+    json_array_append_new(json_object_get(body, "tools"),
+                          json_pack("{sss{sssss{ss}}}", "type", "function", "function", "name",
+                                    "search_tools", "description", "the agent's own search",
+                                    "parameters", "type", "object"));
+    assert_int_equal(tg_pipeline_request(body, &ctx, &err), 0);
+    assert_string_equal(meta(body, "search_tools"), "toolgate_search_tools");
+    assert_string_equal(meta(body, "call_tool"), "toolgate_call_tool");
+    /* the texts name the meta-tools as they are called here */
+    const char *desc = json_string_value(json_object_get(
+        json_object_get(json_array_get(json_object_get(body, "tools"), 0), "function"),
+        "description"));
+    assert_non_null(strstr(desc, "use toolgate_get_tool_schema or toolgate_call_tool"));
+    /* the agent's search_tools is a catalog tool, callable as such */
+    json_t *resp = mk_resp(NULL, json_pack("[o]", mk_call("search_tools",
+                                                          json_pack("{ss}", "q", "x"))));
+    json_t *next = NULL;
+    assert_int_equal(respond(&ctx, resp, &next), 0);
+    assert_string_equal(fn_name(json_array_get(json_object_get(json_object_get(
+                                                                   json_array_get(json_object_get(
+                                                                                      resp, "choices"),
+                                                                                  0),
+                                                                   "message"),
+                                                               "tool_calls"),
+                                               0)),
+                        "search_tools");
+    assert_false(tg_discovery_is_meta(&ctx, "search_tools"));
+    assert_true(tg_discovery_is_meta(&ctx, "toolgate_search_tools"));
+    json_decref(resp);
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
+static void test_core_and_tool_choice(void **state)
+{
+    (void)state;
+    static char *core[] = { "docker-*", "slack_post_message", NULL };
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    r.disc.core = core;
+    tg_ctx ctx;
+    json_t *body = staged(&ctx, &r, 100);
+    json_t *tools = json_object_get(body, "tools");
+    /* docker-images, docker-containers, docker-logs, slack_post_message + 3 */
+    assert_int_equal(json_array_size(tools), 7);
+    assert_string_equal(fn_name(json_array_get(tools, 0)), "docker-images");
+    assert_string_equal(fn_name(json_array_get(tools, 6)), "call_tool");
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+
+    /* tool_choice naming a hidden tool exposes it, after the fixed prefix */
+    tg_error err;
+    tg_ctx_init(&ctx, "r", &r, NULL);
+    body = request(100, user_turn("hi"));
+    json_object_set_new(body, "tool_choice",
+                        json_pack("{sss{ss}}", "type", "function", "function", "name", "kv_get"));
+    assert_int_equal(tg_pipeline_request(body, &ctx, &err), 0);
+    tools = json_object_get(body, "tools");
+    assert_int_equal(json_array_size(tools), 8);
+    assert_string_equal(fn_name(json_array_get(tools, 7)), "kv_get");
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
+static void test_stream_hooks(void **state)
+{
+    (void)state;
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    tg_ctx ctx;
+    json_t *body = staged(&ctx, &r, 100);
+    assert_true(tg_discovery_is_meta(&ctx, "search_tools"));
+    assert_true(tg_discovery_is_meta(&ctx, "call_tool"));
+    assert_true(tg_discovery_is_meta(&ctx, "no_such_tool"));  /* answered by toolgate */
+    assert_false(tg_discovery_is_meta(&ctx, "docker-logs"));
+
+    json_t *emit = NULL, *next = NULL;
+    json_t *msg = json_pack("{sssns[o]}", "role", "assistant", "content", "tool_calls",
+                            mk_call("search_tools", json_pack("{ss}", "query", "logs")));
+    assert_int_equal(tg_discovery_stream_round(&ctx, msg, &emit, &next), 1);
+    assert_null(emit);
+    assert_non_null(next);
+    json_decref(next);
+    json_decref(msg);
+
+    msg = json_pack("{sssss[o]}", "role", "assistant", "content", "calling",
+                    "tool_calls",
+                    mk_call("call_tool", json_pack("{sss{ss}}", "name", "docker-logs",
+                                                   "arguments", "containerId", "x")));
+    assert_int_equal(tg_discovery_stream_round(&ctx, msg, &emit, &next), 0);
+    assert_null(next);
+    assert_int_equal(json_array_size(emit), 1);
+    json_t *c = json_array_get(emit, 0);
+    assert_string_equal(fn_name(c), "docker-logs");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(c, "function"),
+                                                          "arguments")),
+                        "{\"containerId\":\"x\"}");
+    assert_null(tg_discovery_final_note(&ctx));
+    json_decref(emit);
+    json_decref(msg);
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
+/* One upstream round as SSE data payloads: an optional content delta, one
+ * tool call, the finish, [DONE]. */
+static void feed_round(tg_stream *st, const char *content, const char *name, const char *args,
+                       tg_buf *out)
+{
+    char ev[1024];
+    json_t *call = json_pack("{sisssss{ssss}}", "index", 0, "id", "call00077", "type", "function",
+                             "function", "name", name, "arguments", args);
+    json_t *chunks[3];
+    chunks[0] = json_pack("{sss[{sis{ssss}sn}]}", "id", "c1", "choices", "index", 0, "delta",
+                          "role", "assistant", "content", content ? content : "",
+                          "finish_reason");
+    chunks[1] = json_pack("{sss[{sis{s[o]}sn}]}", "id", "c1", "choices", "index", 0, "delta",
+                          "tool_calls", call, "finish_reason");
+    chunks[2] = json_pack("{sss[{sis{}ss}]s{sisisi}}", "id", "c1", "choices", "index", 0, "delta",
+                          "finish_reason", "tool_calls", "usage", "prompt_tokens", 10,
+                          "completion_tokens", 1, "total_tokens", 11);
+    for (int i = 0; i < 3; i++) {
+        assert_non_null(chunks[i]);
+        char *t = json_dumps(chunks[i], JSON_COMPACT);
+        snprintf(ev, sizeof ev, "%s", t);
+        tg_stream_event(st, ev, strlen(ev), out);
+        free(t);
+        json_decref(chunks[i]);
+    }
+    tg_stream_event(st, "[DONE]", 6, out);
+}
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+/* Through the stream repair: the agent sees one stream, the search round
+ * is swallowed, call_tool arrives as the real call, one finish, one [DONE]. */
+static void test_stream_conversation(void **state)
+{
+    (void)state;
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    tg_ctx ctx;
+    json_t *body = staged(&ctx, &r, 100);
+    ctx.stream = true;
+    tg_stream *st = tg_stream_new(&ctx);
+    tg_buf out = { 0 };
+    json_t *next = NULL;
+    feed_round(st, "Looking. ", "search_tools", "{\"query\":\"docker container logs\"}", &out);
+    assert_int_equal(tg_stream_end(st, false, &out, &next), 1);
+    assert_non_null(next);
+    assert_string_equal(json_string_value(json_object_get(last_message(next), "role")), "tool");
+    json_decref(next);
+    feed_round(st, NULL, "call_tool",
+               "{\"name\":\"docker-logs\",\"arguments\":{\"containerId\":\"web\"}}", &out);
+    assert_int_equal(tg_stream_end(st, false, &out, &next), 0);
+    assert_null(next);
+    const char *text = out.data;
+    assert_non_null(text);
+    assert_null(strstr(text, "search_tools"));
+    assert_null(strstr(text, "call_tool"));
+    assert_non_null(strstr(text, "Looking. "));
+    assert_non_null(strstr(text, "\"docker-logs\""));
+    assert_non_null(strstr(text, "containerId"));
+    assert_int_equal(count(text, "\"finish_reason\":\"tool_calls\""), 1);
+    assert_int_equal(count(text, "[DONE]"), 1);
+    assert_non_null(strstr(text, "\"total_tokens\":22"));  /* both rounds */
+    tg_buf_free(&out);
+    tg_stream_free(st);
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
+/* 1,000 tools; the derivation is cached and the cached path is identical. */
+static void test_large_and_cached(void **state)
+{
+    (void)state;
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    tg_cache *cache = tg_cache_new(16, 0);
+    char *first = NULL;
+    for (int turn = 0; turn < 3; turn++) {
+        tg_ctx ctx;
+        tg_error err;
+        tg_ctx_init(&ctx, "r", &r, NULL);
+        ctx.cache = cache;
+        json_t *body = request(1000, user_turn("hi"));
+        assert_int_equal(tg_pipeline_request(body, &ctx, &err), 0);
+        assert_int_equal(json_array_size(json_object_get(body, "tools")), 3);
+        char *t = tools_text(body);
+        if (!first)
+            first = t;
+        else {
+            assert_string_equal(first, t);
+            free(t);
+        }
+        json_t *res = tg_discovery_search(&ctx, "which tests are flaky in our CI project", 5);
+        assert_string_equal(json_string_value(json_object_get(
+                                json_array_get(json_object_get(res, "results"), 0), "name")),
+                            "find_flaky_tests");
+        json_decref(res);
+        json_decref(body);
+        tg_ctx_clear(&ctx);
+    }
+    assert_true(tg_cache_entries(cache) >= 1);
+    free(first);
+    tg_cache_free(cache);
+}
+
+/* Bad input never crashes and never loses the agent's answer. */
+static void test_bad_input(void **state)
+{
+    (void)state;
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    r.disc.mode = TG_DISC_ON;
+    tg_ctx ctx;
+    tg_error err;
+    static const char *const bodies[] = {
+        "{\"messages\":[],\"tools\":{}}",
+        "{\"messages\":[],\"tools\":[1,\"x\",null,{},{\"function\":{}}]}",
+        "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[1,{\"function\":3}]}],"
+        "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\"}}]}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        tg_ctx_init(&ctx, "r", &r, NULL);
+        json_t *b = json_loads(bodies[i], 0, NULL);
+        assert_non_null(b);
+        tg_pipeline_request(b, &ctx, &err);
+        json_decref(b);
+        tg_ctx_clear(&ctx);
+    }
+    json_t *body = staged(&ctx, &r, 100);
+    static const char *const resps[] = {
+        "{}",
+        "{\"choices\":[]}",
+        "{\"choices\":[{\"message\":{\"tool_calls\":[{\"function\":{\"name\":\"search_tools\","
+        "\"arguments\":\"{not json\"}}]}}]}",
+        "{\"choices\":[{\"message\":{\"tool_calls\":[{\"function\":{\"name\":\"call_tool\","
+        "\"arguments\":\"{\\\"name\\\":\\\"docker-logs\\\",\\\"arguments\\\":\\\"[1\\\"}\"}}]}}]}",
+        "{\"choices\":[{\"message\":{\"tool_calls\":[{\"function\":{\"name\":\"get_tool_schema\","
+        "\"arguments\":\"{\\\"names\\\":7}\"}},{\"id\":5}]}}]}",
+    };
+    for (size_t i = 0; i < sizeof resps / sizeof resps[0]; i++) {
+        json_t *resp = json_loads(resps[i], 0, NULL), *next = NULL;
+        assert_non_null(resp);
+        int again = respond(&ctx, resp, &next);
+        if (again) {  /* an error answer goes back to the model */
+            json_t *m = last_message(next);
+            assert_string_equal(json_string_value(json_object_get(m, "role")), "tool");
+            assert_true(json_string_length(json_object_get(m, "content")) > 2);
+        }
+        json_decref(next);
+        json_decref(resp);
+    }
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conversations),
+        cmocka_unit_test(test_modes),
+        cmocka_unit_test(test_max_rounds),
+        cmocka_unit_test(test_unknown_tool),
+        cmocka_unit_test(test_search_answer),
+        cmocka_unit_test(test_real_and_mixed_calls),
+        cmocka_unit_test(test_name_collision),
+        cmocka_unit_test(test_core_and_tool_choice),
+        cmocka_unit_test(test_stream_hooks),
+        cmocka_unit_test(test_stream_conversation),
+        cmocka_unit_test(test_large_and_cached),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
