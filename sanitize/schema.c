@@ -1,44 +1,577 @@
-/* schema.c -- identity placeholder; the dialect rewrite lands in its own issue. */
+/* schema.c -- the schema-dialect request stage (see schema.h).
+ *
+ * What lives here: the dialect presets (data: which TG_SR_* rules each
+ * provider needs, dialects.md sections 1, 3, 6, 7), the conf overrides, the
+ * reversible tool renamer, the array-level pass (names, Anthropic's strict
+ * budget), the cache in front of it, and the way-back lookups. The per-schema
+ * walker and the inverse trees are in schema_walk.c.
+ *
+ * Stateless across requests: the name map and inverses are derived from the
+ * request's own tools each time (or found in the worker's cache under a hash
+ * of exactly those tools and rules).
+ */
 #include "schema.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "pipeline.h"
+
+#define BASE (TG_SR_ROOT_OBJECT | TG_SR_ITEMS | TG_SR_REQUIRED)
+#define GEMINI_RULES                                                                       \
+    (BASE | TG_SR_NAMES | TG_SR_NAMES_GEMINI | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF |     \
+     TG_SR_ONEOF_ANYOF | TG_SR_TYPE_ARRAYS | TG_SR_CONST_ENUM | TG_SR_ENUM_STRINGS |       \
+     TG_SR_OPENAPI_SUBSET | TG_SR_ADD_TYPE | TG_SR_EMPTY_ROOT_OMIT)
+
+/* Anthropic strict limits (rule 41). */
+#define ANTH_STRICT_TOOLS 20
+#define ANTH_STRICT_OPTIONAL 24
+#define ANTH_STRICT_UNIONS 16
+
+typedef struct preset {
+    unsigned flags;
+    unsigned strict_extra;  /* what `schema.strict = on` adds; 0 = strict unsupported */
+    int name_max;
+    int max_tools;
+} preset;
+
+static const preset presets[TG_D_COUNT] = {
+    [TG_D_OPENAI] = {BASE | TG_SR_NAMES | TG_SR_STRICT_PER_TOOL, TG_SR_ALL_REQUIRED, 64, 128},
+    [TG_D_OPENAI_STRICT] = {BASE | TG_SR_NAMES | TG_SR_STRICT | TG_SR_ALL_REQUIRED,
+                            TG_SR_ALL_REQUIRED, 64, 128},
+    [TG_D_GEMINI] = {GEMINI_RULES, 0, 64, 128},
+    [TG_D_ANTHROPIC] = {BASE | TG_SR_NAMES,
+                        TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0},
+    [TG_D_MISTRAL] = {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP, 0, 64, 0},
+    [TG_D_GROQ] = {BASE | TG_SR_NAMES, 0, 64, 128},
+    [TG_D_FIREWORKS] = {BASE | TG_SR_NAMES, 0, 64, 0},
+    [TG_D_CEREBRAS] = {BASE | TG_SR_NAMES,
+                       TG_SR_ALL_REQUIRED | TG_SR_NULL_ANYOF | TG_SR_CONST_ENUM, 64, 0},
+    [TG_D_DEEPSEEK] = {BASE | TG_SR_NAMES,
+                       TG_SR_ALL_REQUIRED | TG_SR_NO_CONSTRAINTS | TG_SR_CONST_ENUM, 64, 128},
+    [TG_D_XAI] = {BASE | TG_SR_NAMES | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF |
+                      TG_SR_FREEFORM_STRING | TG_SR_XAI_PROPERTIES,
+                  0, 64, 0},
+    [TG_D_TOGETHER] = {BASE | TG_SR_NAMES, 0, 64, 0},
+    [TG_D_OLLAMA] = {BASE, 0, 0, 0},
+    [TG_D_VLLM] = {BASE, 0, 0, 0},
+    [TG_D_PASSTHROUGH] = {0, 0, 0, 0},
+};
+
+static const struct {
+    const char *name;
+    unsigned bit;
+} rule_names[] = {
+    {"root_object", TG_SR_ROOT_OBJECT},       {"items", TG_SR_ITEMS},
+    {"required", TG_SR_REQUIRED},             {"names", TG_SR_NAMES},
+    {"names_gemini", TG_SR_NAMES_GEMINI},     {"inline_refs", TG_SR_INLINE_REFS},
+    {"merge_allof", TG_SR_MERGE_ALLOF},       {"oneof_anyof", TG_SR_ONEOF_ANYOF},
+    {"type_arrays", TG_SR_TYPE_ARRAYS},       {"const_enum", TG_SR_CONST_ENUM},
+    {"enum_strings", TG_SR_ENUM_STRINGS},     {"openapi_subset", TG_SR_OPENAPI_SUBSET},
+    {"add_type", TG_SR_ADD_TYPE},             {"empty_root_omit", TG_SR_EMPTY_ROOT_OMIT},
+    {"no_constraints", TG_SR_NO_CONSTRAINTS}, {"freeform_string", TG_SR_FREEFORM_STRING},
+    {"xai_properties", TG_SR_XAI_PROPERTIES}, {"mistral_strip", TG_SR_MISTRAL_STRIP},
+};
 
 void tg_schema_rules_preset(tg_dialect d, tg_schema_rules *out)
 {
     memset(out, 0, sizeof *out);
     out->dialect = d;
+    if (d < 0 || d >= TG_D_COUNT)
+        return;
+    out->flags = presets[d].flags;
+    out->name_max = presets[d].name_max;
+    out->max_tools = presets[d].max_tools;
+}
+
+static int parse_switch(const char *v)
+{
+    if (!strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
+        return 1;
+    if (!strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
+        return 0;
+    return -1;
+}
+
+static int set_limit(int *dst, const char *key, const char *value, int hi, char *msg, size_t msglen)
+{
+    char *end;
+    long n = strtol(value, &end, 10);
+    if (!*value || *end || n < 0 || n > hi) {
+        snprintf(msg, msglen, "schema.%s: expected 0..%d, got '%s'", key, hi, value);
+        return -1;
+    }
+    *dst = (int)n;
+    return 0;
 }
 
 int tg_schema_rules_set(tg_schema_rules *r, const char *key, const char *value,
                         char *msg, size_t msglen)
 {
-    (void)r;
-    (void)value;
+    if (!strcmp(key, "desc_max"))
+        return set_limit(&r->desc_max, key, value, 1 << 20, msg, msglen);
+    if (!strcmp(key, "name_max"))
+        return set_limit(&r->name_max, key, value, 256, msg, msglen);
+    if (!strcmp(key, "max_tools"))
+        return set_limit(&r->max_tools, key, value, 100000, msg, msglen);
+    int on = parse_switch(value);
+    if (!strcmp(key, "strict")) {
+        unsigned extra = (r->dialect >= 0 && r->dialect < TG_D_COUNT) ? presets[r->dialect].strict_extra : 0;
+        if (on < 0 || (on && !extra)) {
+            snprintf(msg, msglen, on < 0 ? "schema.strict: expected on|off, got '%s'"
+                                         : "schema.strict: dialect %s has no strict mode ('%s')",
+                     on < 0 ? value : tg_dialect_name(r->dialect), value);
+            return -1;
+        }
+        if (on)
+            r->flags |= TG_SR_STRICT | extra;
+        else
+            r->flags &= ~(TG_SR_STRICT | extra);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof rule_names / sizeof rule_names[0]; i++) {
+        if (strcmp(rule_names[i].name, key))
+            continue;
+        if (on < 0) {
+            snprintf(msg, msglen, "schema.%s: expected on|off, got '%s'", key, value);
+            return -1;
+        }
+        if (on)
+            r->flags |= rule_names[i].bit;
+        else
+            r->flags &= ~rule_names[i].bit;
+        return 0;
+    }
     snprintf(msg, msglen, "unknown schema rule '%s'", key);
     return -1;
 }
 
+/* ---------------------------------------------------------------- names */
+
+static bool name_char_ok(const tg_schema_rules *r, unsigned char c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+        c == '-')
+        return true;
+    return c == '.' && (r->flags & TG_SR_NAMES_GEMINI);
+}
+
+void tg_schema_clean_name(const tg_schema_rules *r, const char *name, char *out, size_t outlen)
+{
+    size_t max = outlen - 1;
+    if (r->name_max > 0 && (size_t)r->name_max < max)
+        max = (size_t)r->name_max;
+    if (!(r->flags & TG_SR_NAMES)) {
+        snprintf(out, max + 1, "%s", *name ? name : "tool");
+        return;
+    }
+    size_t n = 0;
+    size_t cap = strlen(name) + 2;
+    char *tmp = malloc(cap);
+    if (!tmp) {
+        snprintf(out, outlen, "tool");
+        return;
+    }
+    if ((r->flags & TG_SR_NAMES_GEMINI) &&
+        !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') || name[0] == '_'))
+        tmp[n++] = '_';
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        if (name_char_ok(r, *p)) {
+            tmp[n++] = (char)*p;
+        } else if ((*p & 0xC0) != 0x80) {  /* one '_' per UTF-8 character */
+            tmp[n++] = '_';
+        }
+    }
+    tmp[n] = '\0';
+    if (n == 0 || (n == 1 && tmp[0] == '_' && !*name)) {
+        snprintf(out, outlen, "tool");
+    } else if (n <= max) {
+        memcpy(out, tmp, n + 1);
+    } else {
+        /* too long: keep a prefix and a hash of the whole, so two long names
+         * sharing a prefix stay apart */
+        uint64_t h = tg_hash64(name, strlen(name), 0);
+        size_t keep = max > 9 ? max - 9 : 0;
+        snprintf(out, outlen, "%.*s_%08x", (int)keep, tmp, (unsigned)(h & 0xffffffffu));
+        out[max] = '\0';
+    }
+    free(tmp);
+}
+
+/* A unique upstream name: the cleaned name, or with a suffix derived from the
+ * agent's name (stable whatever the tool order), then a counter. */
+static void unique_name(const tg_schema_rules *r, const char *agent, json_t *used, char *out,
+                        size_t outlen)
+{
+    char base[300];
+    tg_schema_clean_name(r, agent, base, sizeof base);
+    if (!json_object_get(used, base)) {
+        snprintf(out, outlen, "%s", base);
+        return;
+    }
+    size_t max = r->name_max > 0 ? (size_t)r->name_max : 64;
+    unsigned h = (unsigned)(tg_hash64(agent, strlen(agent), 7) & 0xffff);
+    for (unsigned k = 0; k < 100000; k++) {
+        char suffix[24];
+        if (k == 0)
+            snprintf(suffix, sizeof suffix, "_%04x", h);
+        else
+            snprintf(suffix, sizeof suffix, "_%04x%u", h, k);
+        size_t keep = strlen(base);
+        if (keep + strlen(suffix) > max)
+            keep = max > strlen(suffix) ? max - strlen(suffix) : 0;
+        snprintf(out, outlen, "%.*s%s", (int)keep, base, suffix);
+        if (!json_object_get(used, out))
+            return;
+    }
+}
+
+/* ------------------------------------------------ Anthropic strict budget */
+
+static void count_strict_load(json_t *node, int depth, int *optional, int *unions)
+{
+    if (!json_is_object(node) || depth > 64)
+        return;
+    json_t *props = json_object_get(node, "properties");
+    json_t *req = json_object_get(node, "required");
+    const char *k;
+    json_t *v;
+    json_object_foreach(props, k, v) {
+        bool r = false;
+        size_t i;
+        json_t *s;
+        json_array_foreach(req, i, s) r |= json_is_string(s) && !strcmp(json_string_value(s), k);
+        if (!r)
+            (*optional)++;
+        if (json_object_get(v, "anyOf") || json_is_array(json_object_get(v, "type")))
+            (*unions)++;
+        count_strict_load(v, depth + 1, optional, unions);
+    }
+    count_strict_load(json_object_get(node, "items"), depth + 1, optional, unions);
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(node, "anyOf"), i, b) count_strict_load(b, depth + 1, optional, unions);
+}
+
+/* Rule 41: strict:true only while the request stays inside the budget;
+ * the tools past it are still sent, with the same (strict-subset) schema. */
+static void apply_strict_budget(json_t *tools, json_t *explain)
+{
+    int ntools = 0, opt = 0, uni = 0;
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        json_t *fn = json_object_get(t, "function");
+        if (!json_is_true(json_object_get(fn, "strict")))
+            continue;
+        int o = 0, u = 0;
+        count_strict_load(json_object_get(fn, "parameters"), 0, &o, &u);
+        if (ntools + 1 <= ANTH_STRICT_TOOLS && opt + o <= ANTH_STRICT_OPTIONAL &&
+            uni + u <= ANTH_STRICT_UNIONS) {
+            ntools++;
+            opt += o;
+            uni += u;
+        } else {
+            json_object_del(fn, "strict");
+            tg_explain_add(explain, "schema", json_string_value(json_object_get(fn, "name")),
+                           "/function/strict", "strict-budget", json_true(), NULL);
+        }
+    }
+}
+
+/* --------------------------------------------------------- array rewrite */
+
+json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t *explain)
+{
+    size_t n = json_array_size(tools);
+    json_t *out = json_array();
+    json_t *names = json_object();     /* upstream -> agent, renamed only */
+    json_t *upstream = json_object();  /* agent -> upstream */
+    json_t *inverse = json_object();   /* agent -> tree */
+    json_t *used = json_object();
+    char **assigned = calloc(n ? n : 1, sizeof *assigned);
+    size_t first = explain ? json_array_size(explain) : 0;
+    size_t changes = 0;  /* without explain: renamed, dropped or lossy tools */
+    if (!assigned)
+        goto fail;
+
+    /* Names already valid keep their name first, so renaming one tool never
+     * renames another that was fine. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            const char *agent =
+                json_string_value(json_object_get(json_object_get(json_array_get(tools, i), "function"), "name"));
+            if (!agent || !*agent || assigned[i])
+                continue;
+            char clean[300];
+            tg_schema_clean_name(r, agent, clean, sizeof clean);
+            bool valid = !strcmp(clean, agent) && !json_object_get(used, agent);
+            if (pass == 0 && !valid)
+                continue;
+            if (pass == 1)
+                unique_name(r, agent, used, clean, sizeof clean);
+            assigned[i] = strdup(clean);
+            json_object_set_new(used, clean, json_true());
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *tool = json_array_get(tools, i);
+        json_t *inv = NULL;
+        bool strict = false;
+        json_t *nt = assigned[i] ? tg_schema_rewrite_tool(r, tool, assigned[i], explain, &inv, &strict)
+                                 : NULL;
+        if (!nt) {
+            if (r->dialect == TG_D_PASSTHROUGH) {
+                json_array_append(out, tool);
+            } else {
+                tg_explain_add(explain, "schema", NULL, "/tools", "drop-unusable-tool", tool, NULL);
+                changes++;
+            }
+            continue;
+        }
+        const char *agent = json_string_value(json_object_get(json_object_get(tool, "function"), "name"));
+        if (strcmp(agent, assigned[i])) {
+            json_object_set_new(names, assigned[i], json_string(agent));
+            tg_explain_add(explain, "schema", agent, "/function/name", "rename-tool",
+                           json_object_get(json_object_get(tool, "function"), "name"),
+                           json_object_get(json_object_get(nt, "function"), "name"));
+            changes++;
+        }
+        if (!json_object_get(upstream, agent))
+            json_object_set_new(upstream, agent, json_string(assigned[i]));
+        if (inv)
+            changes++;
+        if (inv && !json_object_get(inverse, agent))
+            json_object_set(inverse, agent, inv);
+        json_decref(inv);
+        json_array_append_new(out, nt);
+    }
+    if ((r->flags & TG_SR_STRICT) && (r->flags & TG_SR_STRICT_BUDGET))
+        apply_strict_budget(out, explain);
+
+    for (size_t i = 0; i < n; i++)
+        free(assigned[i]);
+    free(assigned);
+    json_decref(used);
+    if (explain)
+        changes = json_array_size(explain) - first;
+    return json_pack("{s:o,s:o,s:o,s:o,s:I}", "tools", out, "names", names, "upstream", upstream,
+                     "inverse", inverse, "changes", (json_int_t)changes);
+fail:
+    json_decref(out);
+    json_decref(names);
+    json_decref(upstream);
+    json_decref(inverse);
+    json_decref(used);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- stage */
+
+static uint64_t rules_hash(const tg_schema_rules *r, uint64_t seed)
+{
+    int32_t v[5] = {(int32_t)r->dialect, (int32_t)r->flags, r->name_max, r->desc_max, r->max_tools};
+    return tg_hash64(v, sizeof v, seed);
+}
+
+/* A hash of a JSON value's content, walked in place: serializing 200 KB of
+ * tools just to hash them would cost more than the cache saves. Objects keep
+ * insertion order in jansson, so equal requests hash equally. *bytes gets
+ * roughly the compact size (for the cache's byte budget). */
+static uint64_t hash_json(json_t *v, uint64_t h, int depth, size_t *bytes)
+{
+    unsigned char tag = (unsigned char)json_typeof(v);
+    h = tg_hash64(&tag, 1, h);
+    if (depth > 64) {  /* absurdly deep: hash its text, still exact */
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        size_t n = s ? strlen(s) : 0;
+        *bytes += n;
+        h = tg_hash64(s ? s : "", n, h);
+        free(s);
+        return h;
+    }
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x) {
+            size_t n = strlen(k);
+            *bytes += n + 4;
+            h = tg_hash64(k, n + 1, h);
+            h = hash_json(x, h, depth + 1, bytes);
+        }
+        return tg_hash64("}", 1, h);
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) h = hash_json(x, h, depth + 1, bytes);
+        *bytes += 2;
+        return tg_hash64("]", 1, h);
+    }
+    case JSON_STRING:
+        *bytes += json_string_length(v) + 2;
+        return tg_hash64(json_string_value(v), json_string_length(v), h);
+    case JSON_INTEGER: {
+        json_int_t i = json_integer_value(v);
+        *bytes += 8;
+        return tg_hash64(&i, sizeof i, h);
+    }
+    case JSON_REAL: {
+        double d = json_real_value(v);
+        *bytes += 8;
+        return tg_hash64(&d, sizeof d, h);
+    }
+    default:
+        *bytes += 4;
+        return h;
+    }
+}
+
+/* The rewrite of these tools under these rules: from the worker's cache or
+ * computed (and cached). NULL on allocation failure. */
+static json_t *rewrite_cached(const tg_schema_rules *r, json_t *tools, tg_ctx *ctx)
+{
+    if (ctx->explain || !ctx->cache)
+        return tg_schema_rewrite_tools(r, tools, ctx->explain);
+    size_t len = 0;
+    uint64_t key = rules_hash(r, hash_json(tools, 0x5c4e3a, 0, &len));
+    ctx->stats.tools_bytes_in = len;
+    json_t *res = tg_cache_get(ctx->cache, "schema", key);
+    if (res)
+        return res;
+    res = tg_schema_rewrite_tools(r, tools, NULL);
+    if (res)
+        tg_cache_put(ctx->cache, "schema", key, res, len * 3);
+    return res;
+}
+
+/* The upstream name for a name the agent used: its declared tool's, or, for
+ * a name no tool declares (history of an earlier tool list), the same
+ * deterministic cleaning, remembered in ctx->name_map for the way back. */
+static const char *upstream_for(tg_ctx *ctx, json_t *upstream, const char *agent, char *buf,
+                                size_t buflen)
+{
+    const char *u = json_string_value(json_object_get(upstream, agent));
+    if (u)
+        return u;
+    tg_schema_clean_name(ctx->schema, agent, buf, buflen);
+    if (strcmp(buf, agent)) {
+        /* name_map may be shared with the cache: copy before adding */
+        json_t *m = ctx->name_map ? json_copy(ctx->name_map) : json_object();
+        if (!json_object_get(m, buf))
+            json_object_set_new(m, buf, json_string(agent));
+        json_decref(ctx->name_map);
+        ctx->name_map = m;
+    }
+    return buf;
+}
+
+static void rename_at(tg_ctx *ctx, json_t *upstream, json_t *holder, const char *key, const char *where,
+                      const char *ptr)
+{
+    const char *agent = json_string_value(json_object_get(holder, key));
+    if (!agent || !*agent)
+        return;
+    char buf[300];
+    const char *u = upstream_for(ctx, upstream, agent, buf, sizeof buf);
+    if (!strcmp(u, agent))
+        return;
+    json_t *nu = json_string(u);
+    tg_explain_add(ctx->explain, "schema", where, ptr, "rename-tool", json_object_get(holder, key), nu);
+    json_object_set_new(holder, key, nu);
+}
+
+/* tool_choice and the history name tools; the target validates those names
+ * too (OpenAI checks messages[i].tool_calls[j].function.name, section 6). */
+static void rename_references(json_t *body, tg_ctx *ctx, json_t *upstream)
+{
+    if (!(ctx->schema->flags & TG_SR_NAMES) && !json_object_size(upstream))
+        return;
+    json_t *tc = json_object_get(body, "tool_choice");
+    if (json_is_object(tc)) {
+        rename_at(ctx, upstream, json_object_get(tc, "function"), "name", "tool_choice",
+                  "/tool_choice/function/name");
+        rename_at(ctx, upstream, tc, "name", "tool_choice", "/tool_choice/name");
+    }
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(body, "messages"), i, m) {
+        char ptr[96];
+        size_t j;
+        json_t *call;
+        json_array_foreach(json_object_get(m, "tool_calls"), j, call) {
+            snprintf(ptr, sizeof ptr, "/messages/%zu/tool_calls/%zu/function/name", i, j);
+            rename_at(ctx, upstream, json_object_get(call, "function"), "name", "messages", ptr);
+        }
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (role && !strcmp(role, "tool")) {
+            snprintf(ptr, sizeof ptr, "/messages/%zu/name", i);
+            rename_at(ctx, upstream, m, "name", "messages", ptr);
+        }
+    }
+}
+
 int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
-    (void)body;
-    (void)ctx;
-    (void)err;
+    const tg_schema_rules *r = ctx->schema;
+    if (!r || r->dialect == TG_D_PASSTHROUGH || !json_is_object(body))
+        return 0;
+    json_t *tools = json_object_get(body, "tools");
+    json_t *upstream = NULL;
+    if (json_is_array(tools)) {
+        size_t n = json_array_size(tools);
+        bool discovery = ctx->disc && ctx->disc->mode != TG_DISC_OFF;
+        if (r->max_tools > 0 && n > (size_t)r->max_tools && !discovery) {
+            tg_error_set(err, 400, "invalid_request_error", "array_above_max_length", "tools",
+                         "Invalid 'tools': array too long. Expected an array with maximum length %d, "
+                         "but got an array with length %zu instead (dialect %s%s%s; turn on "
+                         "discovery on this route to serve more tools).",
+                         r->max_tools, n, tg_dialect_name(r->dialect),
+                         ctx->route_name ? ", route " : "", ctx->route_name ? ctx->route_name : "");
+            return -1;
+        }
+        json_t *res = rewrite_cached(r, tools, ctx);
+        if (!res) {
+            tg_error_set(err, 500, "server_error", NULL, "tools", "out of memory rewriting tools");
+            return -1;
+        }
+        json_t *out = json_object_get(res, "tools");
+        json_object_set(body, "tools", out);  /* shared with the cache: see schema.h */
+        json_t *names = json_object_get(res, "names");
+        json_t *inv = json_object_get(res, "inverse");
+        json_decref(ctx->name_map);
+        json_decref(ctx->arg_inverse);
+        ctx->name_map = json_object_size(names) ? json_incref(names) : NULL;
+        ctx->arg_inverse = json_object_size(inv) ? json_incref(inv) : NULL;
+        ctx->stats.schema_rewrites += (unsigned)json_integer_value(json_object_get(res, "changes"));
+        upstream = json_incref(json_object_get(res, "upstream"));
+        json_decref(res);
+    }
+    rename_references(body, ctx, upstream);
+    json_decref(upstream);
     return 0;
 }
 
 const char *tg_schema_agent_name(const tg_ctx *ctx, const char *upstream_name)
 {
-    (void)ctx;
-    return upstream_name;
+    if (!ctx || !upstream_name)
+        return upstream_name;
+    const char *a = json_string_value(json_object_get(ctx->name_map, upstream_name));
+    return a ? a : upstream_name;
 }
 
 int tg_schema_restore_args(const tg_ctx *ctx, const char *name, json_t *args)
 {
-    (void)ctx;
-    (void)name;
-    (void)args;
-    return 0;
+    if (!ctx || !name || !json_is_object(args))
+        return 0;
+    json_t *inv = json_object_get(ctx->arg_inverse, name);
+    if (!inv)
+        return 0;
+    int count = 0;
+    json_t *res = tg_schema_inverse_apply(inv, args, &count);
+    json_decref(res);  /* an object root is always edited in place */
+    return count;
 }

@@ -1,6 +1,16 @@
 /* schema.h -- the schema-dialect stage: rewrites `tools` (and every place
  * that names a tool) into the route's dialect, and keeps, in the ctx, what
  * the way back needs to undo it (see tg.h for the ownership rule).
+ *
+ * A dialect is a row of data (schema.c: presets[]): a set of TG_SR_* rule
+ * bits plus limits. One walker (schema_walk.c) applies the rules the row
+ * turns on. Every lossy rewrite records its inverse in a small tree that
+ * mirrors the rewritten schema (the "inverse", format in schema_walk.c), and
+ * the code that applies it sits next to the code that made the rewrite.
+ *
+ * The result for one (tools array, rules) pair is cached in ctx->cache, so
+ * body["tools"] may be SHARED with the cache after the stage: later stages
+ * must replace the array, never edit it in place.
  */
 #ifndef TG_SCHEMA_H
 #define TG_SCHEMA_H
@@ -10,19 +20,47 @@
 
 struct tg_ctx;
 
+/* Rule bits (conf name in brackets, for `schema.<name> = on|off`). */
+enum {
+    TG_SR_ROOT_OBJECT = 1u << 0,    /* [root_object] root type:object, root combinators flattened (rule 3) */
+    TG_SR_ITEMS = 1u << 1,          /* [items] arrays get an items schema (rule 4) */
+    TG_SR_REQUIRED = 1u << 2,       /* [required] required names not in properties removed (rule 5) */
+    TG_SR_NAMES = 1u << 3,          /* [names] tool names mapped into the target's alphabet (section 7) */
+    TG_SR_NAMES_GEMINI = 1u << 4,   /* [names_gemini] gemini alphabet: `.` allowed, letter/_ first (rule 32) */
+    TG_SR_INLINE_REFS = 1u << 5,    /* [inline_refs] $ref inlined, $defs removed, recursion cut */
+    TG_SR_MERGE_ALLOF = 1u << 6,    /* [merge_allof] */
+    TG_SR_ONEOF_ANYOF = 1u << 7,    /* [oneof_anyof] */
+    TG_SR_TYPE_ARRAYS = 1u << 8,    /* [type_arrays] type arrays -> single type (+nullable / anyOf) */
+    TG_SR_CONST_ENUM = 1u << 9,     /* [const_enum] const -> enum:[v] */
+    TG_SR_ENUM_STRINGS = 1u << 10,  /* [enum_strings] non-string enums -> strings, format:enum */
+    TG_SR_OPENAPI_SUBSET = 1u << 11,/* [openapi_subset] Gemini keyword allow-list, nullable, formats (rules 24-29) */
+    TG_SR_ADD_TYPE = 1u << 12,      /* [add_type] every node gets a type (rule 27) */
+    TG_SR_EMPTY_ROOT_OMIT = 1u << 13,/* [empty_root_omit] root without properties -> no parameters (rule 30) */
+    TG_SR_STRICT = 1u << 14,        /* [strict] strict:true, additionalProperties:false, subset */
+    TG_SR_ALL_REQUIRED = 1u << 15,  /* (with strict) every property required, optional ones nullable */
+    TG_SR_NULL_ANYOF = 1u << 16,    /* (with strict) nullability and type unions as anyOf, never type arrays */
+    TG_SR_NO_CONSTRAINTS = 1u << 17,/* [no_constraints] min/max/length/pattern... moved to hints */
+    TG_SR_STRICT_BUDGET = 1u << 18, /* (with strict) Anthropic's 20 tools / 24 optional / 16 unions */
+    TG_SR_FREEFORM_STRING = 1u << 19,/* [freeform_string] maps and untyped nodes -> JSON-encoded strings */
+    TG_SR_XAI_PROPERTIES = 1u << 20,/* [xai_properties] no additionalProperties:false near a prop named `properties` */
+    TG_SR_MISTRAL_STRIP = 1u << 21, /* [mistral_strip] drop $id, $schema, additionalProperties:false, strict */
+    TG_SR_STRICT_PER_TOOL = 1u << 22,/* honour a tool's own strict:true (openai) */
+};
+
 /* The schema rules a preset turns on; a route may override single rules
  * (conf keys `schema.<rule> = on|off`). Held by value in the route. */
 typedef struct tg_schema_rules {
     tg_dialect dialect;
-    unsigned flags;  /* TG_SR_* bits, defined in schema.c */
+    unsigned flags;  /* TG_SR_* bits */
     int name_max;    /* tool-name length limit, 0 = none */
     int desc_max;    /* tool-description length limit, 0 = none */
     int max_tools;   /* 0 = no limit */
 } tg_schema_rules;
 
 void tg_schema_rules_preset(tg_dialect d, tg_schema_rules *out);
-/* Apply one conf override (`key` without the "schema." prefix). Returns 0,
- * or -1 with a message in msg for an unknown rule or bad value. */
+/* Apply one conf override (`key` without the "schema." prefix): a rule name
+ * above with on|off, or desc_max / name_max / max_tools = N. Returns 0, or -1
+ * with a message in msg for an unknown rule or bad value. */
 int tg_schema_rules_set(tg_schema_rules *r, const char *key, const char *value,
                         char *msg, size_t msglen);
 
@@ -36,5 +74,28 @@ const char *tg_schema_agent_name(const struct tg_ctx *ctx, const char *upstream_
  * (args is the parsed arguments object, edited in place). Returns the number
  * of values changed. */
 int tg_schema_restore_args(const struct tg_ctx *ctx, const char *name, json_t *args);
+
+/* ---- Pure pieces, for tests and the `rewrite` CLI. ---- */
+
+/* Rewrite one OpenAI-shaped tool for the rules. upstream_name is the name to
+ * give it (NULL keeps its own). explain (may be NULL) receives change
+ * records. *inverse (may be NULL) gets a new reference to the tool's inverse
+ * tree, or NULL when the rewrite lost nothing. Returns a new tool, or NULL
+ * when `tool` is not a usable function tool. `strict` is set when the tool
+ * was rewritten to a strict subset. */
+json_t *tg_schema_rewrite_tool(const tg_schema_rules *r, json_t *tool, const char *upstream_name,
+                               json_t *explain, json_t **inverse, bool *strict);
+/* Rewrite a whole tools array: {"tools": [...], "names": {upstream: agent},
+ * "upstream": {agent: upstream}, "inverse": {agent: tree}, "changes": n}. */
+json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t *explain);
+/* A name in the target's alphabet/length (section 7), without collision
+ * handling: writes at most outlen bytes (NUL included). */
+void tg_schema_clean_name(const tg_schema_rules *r, const char *name, char *out, size_t outlen);
+/* Apply an inverse tree to a value: returns the restored value (new
+ * reference; may be the same object, edited) and adds the edits to *count. */
+json_t *tg_schema_inverse_apply(json_t *inverse, json_t *value, int *count);
+/* The opposite direction (agent value -> value valid for the rewritten
+ * schema), used by tests to check that the pair round-trips. */
+json_t *tg_schema_inverse_forward(json_t *inverse, json_t *value);
 
 #endif

@@ -1,0 +1,1654 @@
+/* schema_walk.c -- the one walker that rewrites a tool's parameters schema
+ * into a dialect, driven by the TG_SR_* bits of a preset (schema.h).
+ *
+ * The walk is functional: it reads the agent's schema (never edits it) and
+ * builds a new one, node by node. Each node first goes through raw
+ * normalisation on a shallow copy (non-schema values, bare property maps,
+ * $ref inlining, allOf merging, oneOf->anyOf, const->enum, type unions), then
+ * its keys are emitted one by one: kept, rewritten, or turned into a short
+ * hint appended to the node's description, so nothing is lost silently.
+ *
+ * Termination: $ref expansion is cut when a reference is already open
+ * REF_MAX_OPEN times on the current path, after NODE_BUDGET nodes, and any
+ * node deeper than MAX_DEPTH becomes a JSON-encoded string stand-in.
+ *
+ * The inverse tree. While building node N the walker builds inv(N), an
+ * object with optional members:
+ *   "j": 1          N is a JSON-encoded stand-in: decode the string
+ *   "e": {s: v}     N's enum was stringified: map string s back to value v
+ *   "p": {k: inv}   inverse of property k
+ *   "i": inv        inverse of array items
+ *   "o": [k...]     keys strict mode made required+nullable: drop when null
+ *   "f": [k...]     same, for keys that already took null: kept as sent
+ *   "a": [inv...]   inverses of anyOf branches; each has "t" (type the target
+ *                   sends) and "ot" (type the agent expects)
+ * tg_schema_inverse_apply (way back) and tg_schema_inverse_forward (tests)
+ * read that tree and live at the end of this file, beside the rewrites.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema.h"
+
+#define MAX_DEPTH 40         /* schema nodes on one path */
+#define STRICT_MAX_OBJ 10    /* object levels allowed by OpenAI strict (rule 20) */
+#define STRICT_MAX_PROPS 4000 /* OpenAI strict allows 5000 in all (rule 20); keep a margin */
+#define REF_MAX_OPEN 2       /* a $ref may be open twice on a path: recursion unrolled once */
+#define NODE_BUDGET 20000    /* nodes emitted per tool before refs are cut */
+#define MERGE_MAX_DEPTH 6    /* nested allOf levels merged */
+#define HINT_VALUE_MAX 120   /* bytes of one hint value */
+#define PTR_MAX 512
+#define ANYOF_MAX 5          /* Cerebras strict: branches per anyOf (rule 50) */
+
+typedef struct walk {
+    const tg_schema_rules *r;
+    unsigned f;           /* effective flags for this tool */
+    json_t *root;         /* the agent's parameters, for $ref (borrowed) */
+    json_t *explain;      /* NULL or change records */
+    const char *tool;
+    const char *refs[MAX_DEPTH * 4];
+    int nrefs;
+    int nodes;
+    int props;            /* object properties emitted (rule 20 budget) */
+    int changes;
+} walk;
+
+/* ---------------------------------------------------------------- helpers */
+
+static void note(walk *w, const char *ptr, const char *rule, json_t *before, json_t *after)
+{
+    w->changes++;
+    tg_explain_add(w->explain, "schema", w->tool, ptr[0] ? ptr : "/", rule, before, after);
+}
+
+static void ptr_join(char *out, const char *base, const char *a, const char *b)
+{
+    /* JSON pointer escaping (~0, ~1) of the last segment; truncated when long. */
+    size_t n = (size_t)snprintf(out, PTR_MAX, "%s/%s", base, a);
+    if (!b || n >= PTR_MAX - 2)
+        return;
+    out[n++] = '/';
+    for (; *b && n < PTR_MAX - 3; b++) {
+        if (*b == '~' || *b == '/') {
+            out[n++] = '~';
+            out[n++] = *b == '~' ? '0' : '1';
+        } else {
+            out[n++] = *b;
+        }
+    }
+    out[n] = '\0';
+}
+
+static bool in_list(const char *const *list, const char *s)
+{
+    for (; *list; list++)
+        if (strcmp(*list, s) == 0)
+            return true;
+    return false;
+}
+
+/* Keys that make a JSON object look like a schema (for the bare-map repair). */
+static const char *const schema_words[] = {
+    "type", "properties", "items", "anyOf", "oneOf", "allOf", "$ref", "enum", "const",
+    "description", "title", "default", "required", "additionalProperties", "format",
+    "$schema", "$defs", "definitions", "not", "nullable", "examples", "example", "pattern",
+    "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "$id", NULL};
+
+static const char *const type_names[] = {"string", "number", "integer", "boolean",
+                                         "array", "object", "null", NULL};
+
+/* Rule 24: what Gemini's OpenAPI Schema knows. */
+static const char *const gemini_keys[] = {
+    "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
+    "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
+    "pattern", "example", "anyOf", "propertyOrdering", "default", "items", "minimum",
+    "maximum", NULL};
+
+/* Rule 18: never in an OpenAI strict schema. */
+static const char *const strict_forbidden[] = {
+    "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "oneOf",
+    "patternProperties", "propertyNames", "unevaluatedProperties", "default", "examples",
+    "$schema", "$id", "nullable", "example", "$comment", NULL};
+
+/* Rules 40 and 53: value constraints the strict decoders of Anthropic and
+ * DeepSeek do not take. */
+static const char *const constraint_keys[] = {
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
+    "maxLength", "pattern", "minItems", "maxItems", "uniqueItems", "minProperties",
+    "maxProperties", "patternProperties", NULL};
+
+/* Meta keys dropped without a hint: they constrain no value. */
+static const char *const meta_keys[] = {"$schema", "$id", "$comment", "strict", "$anchor",
+                                        "$dynamicAnchor", "$vocabulary", NULL};
+
+static const char *const fmt_openai[] = {"date-time", "time", "date", "duration", "email",
+                                         "hostname", "ipv4", "ipv6", "uuid", NULL};
+static const char *const fmt_anthropic[] = {"date-time", "time", "date", "duration", "email",
+                                            "hostname", "uri", "ipv4", "ipv6", "uuid", NULL};
+static const char *const fmt_none[] = {NULL};
+static const char *const fmt_g_string[] = {"enum", "date-time", NULL};
+static const char *const fmt_g_number[] = {"float", "double", "enum", NULL};
+static const char *const fmt_g_integer[] = {"int32", "int64", "enum", NULL};
+
+/* The formats a node of type `type` may carry, or NULL for "any". */
+static const char *const *format_allow(const walk *w, const char *type)
+{
+    if (w->f & TG_SR_OPENAPI_SUBSET) {
+        if (type && !strcmp(type, "number"))
+            return fmt_g_number;
+        if (type && !strcmp(type, "integer"))
+            return fmt_g_integer;
+        if (type && !strcmp(type, "string"))
+            return fmt_g_string;
+        return fmt_none;
+    }
+    if (!(w->f & TG_SR_STRICT))
+        return NULL;
+    if (w->r->dialect == TG_D_DEEPSEEK)
+        return fmt_none;
+    if (w->r->dialect == TG_D_ANTHROPIC)
+        return fmt_anthropic;
+    return fmt_openai;
+}
+
+/* Append "key: value" to the node's hint list. */
+static void hint_add(json_t *hints, const char *key, json_t *v)
+{
+    char buf[HINT_VALUE_MAX + 64];
+    char *s = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    const char *val = json_is_string(v) ? json_string_value(v) : (s ? s : "?");
+    int n = snprintf(buf, sizeof buf, "%s: %.*s%s", key, HINT_VALUE_MAX, val,
+                     strlen(val) > HINT_VALUE_MAX ? "..." : "");
+    free(s);
+    if (n > 0)
+        json_array_append_new(hints, json_string(buf));
+}
+
+static void hint_text(json_t *hints, const char *text)
+{
+    json_array_append_new(hints, json_string(text));
+}
+
+/* description + " (h1; h2)" */
+static void hints_flush(walk *w, json_t *out, json_t *hints, const char *ptr)
+{
+    size_t n = json_array_size(hints);
+    if (!n)
+        return;
+    const char *d = json_string_value(json_object_get(out, "description"));
+    size_t len = (d ? strlen(d) : 0) + 4;
+    for (size_t i = 0; i < n; i++)
+        len += json_string_length(json_array_get(hints, i)) + 2;
+    char *buf = malloc(len);
+    if (!buf)
+        return;
+    size_t at = 0;
+    if (d && *d)
+        at += (size_t)sprintf(buf, "%s ", d);
+    buf[at++] = '(';
+    for (size_t i = 0; i < n; i++)
+        at += (size_t)sprintf(buf + at, "%s%s", i ? "; " : "", json_string_value(json_array_get(hints, i)));
+    buf[at++] = ')';
+    buf[at] = '\0';
+    json_t *nd = json_string(buf);
+    free(buf);
+    if (!nd)  /* not UTF-8 (cannot happen with jansson input), keep as was */
+        return;
+    note(w, ptr, "hint", json_object_get(out, "description"), nd);
+    json_object_set_new(out, "description", nd);
+}
+
+static int count_open_refs(const walk *w, const char *ref)
+{
+    int n = 0;
+    for (int i = 0; i < w->nrefs; i++)
+        if (!strcmp(w->refs[i], ref))
+            n++;
+    return n;
+}
+
+/* Resolve a local JSON pointer ref ("#", "#/$defs/x", "#/properties/a").
+ * Returns a borrowed node or NULL. */
+static json_t *resolve_ref(const walk *w, const char *ref)
+{
+    if (ref[0] != '#')
+        return NULL;
+    json_t *cur = w->root;
+    const char *p = ref + 1;
+    char seg[256];
+    while (*p == '/' && cur) {
+        p++;
+        size_t n = 0;
+        while (*p && *p != '/' && n < sizeof seg - 1) {
+            if (p[0] == '~' && (p[1] == '0' || p[1] == '1')) {
+                seg[n++] = p[1] == '0' ? '~' : '/';
+                p += 2;
+            } else {
+                seg[n++] = *p++;
+            }
+        }
+        seg[n] = '\0';
+        if (json_is_object(cur)) {
+            cur = json_object_get(cur, seg);
+        } else if (json_is_array(cur)) {
+            char *end;
+            long i = strtol(seg, &end, 10);
+            cur = (*end || i < 0) ? NULL : json_array_get(cur, (size_t)i);
+        } else {
+            cur = NULL;
+        }
+    }
+    return (*p == '\0') ? cur : NULL;
+}
+
+static const char *ref_short_name(const char *ref)
+{
+    const char *s = strrchr(ref, '/');
+    return s ? s + 1 : ref;
+}
+
+/* ------------------------------------------------------ raw normalisation */
+
+/* A property whose value is a map of sub-schemas without any schema keyword
+ * ({"a": {"type":"string"}, "b": {...}}) meant `properties`. */
+static bool is_bare_map(json_t *n)
+{
+    if (!json_is_object(n) || json_object_size(n) == 0)
+        return false;
+    const char *k;
+    json_t *v;
+    json_object_foreach(n, k, v) {
+        if (in_list(schema_words, k) || !json_is_object(v))
+            return false;
+    }
+    return true;
+}
+
+static void merge_into(walk *w, json_t *dst, json_t *src, int depth);
+
+/* One allOf branch, with a $ref on it resolved one level. */
+static void merge_branch(walk *w, json_t *dst, json_t *b, int depth)
+{
+    if (!json_is_object(b))
+        return;
+    const char *ref = json_string_value(json_object_get(b, "$ref"));
+    if (ref && count_open_refs(w, ref) < REF_MAX_OPEN) {
+        json_t *t = resolve_ref(w, ref);
+        if (json_is_object(t) && t != b) {
+            merge_into(w, dst, t, depth + 1);
+            json_t *rest = json_copy(b);
+            json_object_del(rest, "$ref");
+            merge_into(w, dst, rest, depth + 1);
+            json_decref(rest);
+            return;
+        }
+    }
+    merge_into(w, dst, b, depth + 1);
+}
+
+/* allOf semantics, as far as one object can carry them: property and
+ * required unions, first writer wins for everything else. */
+static void merge_into(walk *w, json_t *dst, json_t *src, int depth)
+{
+    const char *k;
+    json_t *v;
+    if (depth > MERGE_MAX_DEPTH)
+        return;
+    json_object_foreach(src, k, v) {
+        json_t *have = json_object_get(dst, k);
+        if (!strcmp(k, "allOf") && json_is_array(v)) {
+            size_t i;
+            json_t *b;
+            json_array_foreach(v, i, b) merge_branch(w, dst, b, depth);
+        } else if (!strcmp(k, "properties") && json_is_object(v) && json_is_object(have)) {
+            json_t *props = json_copy(have);
+            const char *pk;
+            json_t *pv;
+            json_object_foreach(v, pk, pv) {
+                json_t *old = json_object_get(props, pk);
+                if (!old) {
+                    json_object_set(props, pk, pv);
+                } else if (old != pv) {
+                    /* both sides constrain it: an allOf the child walk merges */
+                    json_t *both = json_pack("{s:[OO]}", "allOf", old, pv);
+                    json_object_set_new(props, pk, both);
+                }
+            }
+            json_object_set_new(dst, "properties", props);
+        } else if (!strcmp(k, "required") && json_is_array(v) && json_is_array(have)) {
+            json_t *req = json_copy(have);
+            size_t i;
+            json_t *s;
+            json_array_foreach(v, i, s) json_array_append(req, s);
+            json_object_set_new(dst, "required", req);
+        } else if (!have) {
+            json_object_set(dst, k, v);
+        }
+    }
+}
+
+/* Split a multi-type node into anyOf branches, each taking the keywords of
+ * its own type (Gemini rule 26/27, Cerebras strict rule 50). */
+static const char *const array_words[] = {"items", "minItems", "maxItems", "uniqueItems", "prefixItems", NULL};
+static const char *const object_words[] = {"properties", "required", "additionalProperties",
+                                           "minProperties", "maxProperties", NULL};
+static const char *const string_words[] = {"minLength", "maxLength", "pattern", "format", NULL};
+static const char *const number_words[] = {"minimum", "maximum", "exclusiveMinimum",
+                                           "exclusiveMaximum", "multipleOf", "format", NULL};
+
+static const char *const *words_for(const char *t)
+{
+    if (!strcmp(t, "array"))
+        return array_words;
+    if (!strcmp(t, "object"))
+        return object_words;
+    if (!strcmp(t, "string"))
+        return string_words;
+    if (!strcmp(t, "number") || !strcmp(t, "integer"))
+        return number_words;
+    return NULL;
+}
+
+static void split_types(json_t *n, json_t *types)
+{
+    json_t *any = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach(types, i, t) {
+        const char *ts = json_string_value(t);
+        json_t *b = json_pack("{s:s}", "type", ts);
+        const char *const *words = words_for(ts);
+        for (; words && *words; words++) {
+            json_t *v = json_object_get(n, *words);
+            if (v)
+                json_object_set(b, *words, v);
+        }
+        json_array_append_new(any, b);
+    }
+    const char *const *all[] = {array_words, object_words, string_words, number_words};
+    for (size_t g = 0; g < 4; g++)
+        for (const char *const *wd = all[g]; *wd; wd++)
+            json_object_del(n, *wd);
+    json_object_del(n, "type");
+    json_object_del(n, "nullable");
+    json_object_set_new(n, "anyOf", any);
+}
+
+/* The type names of a node, deduplicated: from `type` (string or array),
+ * plus "null" for nullable:true. Unknown names are dropped. */
+static json_t *collect_types(json_t *n)
+{
+    json_t *out = json_array();
+    json_t *t = json_object_get(n, "type");
+    json_t *one = json_is_string(t) ? json_pack("[O]", t) : json_incref(t);
+    size_t i;
+    json_t *v;
+    json_array_foreach(one, i, v) {
+        const char *s = json_string_value(v);
+        if (!s || !in_list(type_names, s))
+            continue;
+        bool dup = false;
+        size_t j;
+        json_t *u;
+        json_array_foreach(out, j, u) dup |= !strcmp(json_string_value(u), s);
+        if (!dup)
+            json_array_append_new(out, json_string(s));
+    }
+    json_decref(one);
+    if (json_is_true(json_object_get(n, "nullable"))) {
+        bool has = false;
+        json_array_foreach(out, i, v) has |= !strcmp(json_string_value(v), "null");
+        if (!has && json_array_size(out))
+            json_array_append_new(out, json_string("null"));
+    }
+    return out;
+}
+
+static const char *json_type_of(json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_STRING: return "string";
+    case JSON_INTEGER: return "integer";
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "boolean";
+    case JSON_NULL: return "null";
+    case JSON_ARRAY: return "array";
+    default: return "object";
+    }
+}
+
+/* The type an enum's (or const's) values imply, or NULL when mixed. */
+static const char *type_of_values(json_t *vals)
+{
+    const char *t = NULL;
+    size_t i;
+    json_t *v;
+    json_array_foreach(vals, i, v) {
+        const char *vt = json_type_of(v);
+        if (!strcmp(vt, "null"))
+            continue;
+        if (!t || !strcmp(t, vt))
+            t = vt;
+        else if ((!strcmp(t, "integer") && !strcmp(vt, "number")) ||
+                 (!strcmp(t, "number") && !strcmp(vt, "integer")))
+            t = "number";
+        else
+            return NULL;
+    }
+    return t;
+}
+
+static bool is_null_branch(json_t *b)
+{
+    json_t *t = json_object_get(b, "type");
+    return json_is_string(t) && !strcmp(json_string_value(t), "null") && json_object_size(b) <= 2;
+}
+
+/* ------------------------------------------------------------- the walk */
+
+typedef struct node_in {
+    json_t *n;      /* normalised shallow copy (owned) */
+    int pushed;     /* refs pushed on w->refs while walking it */
+    const char *cut;/* non-NULL: recursive ref cut here */
+} node_in;
+
+static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
+                  json_t **inv);
+
+/* Step 1 of a node: from whatever the agent sent to a schema object. */
+static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
+{
+    node_in ni = {0};
+    if (json_is_object(in)) {
+        ni.n = json_copy(in);
+    } else {
+        ni.n = json_object();
+        if (in && !json_is_true(in))
+            note(w, ptr, "repair-non-schema", in, ni.n);
+    }
+    json_t *n = ni.n;
+    if (is_bare_map(n)) {
+        json_t *obj = json_pack("{s:s,s:O}", "type", "object", "properties", n);
+        note(w, ptr, "repair-bare-map", n, obj);
+        json_decref(n);
+        ni.n = n = obj;
+    }
+    /* $ref and allOf alternate: a merged allOf branch may bring a $ref,
+     * a resolved $ref may bring an allOf. A few passes settle real schemas. */
+    for (int pass = 0; pass < 4; pass++) {
+        bool again = false;
+        /* $ref: inline when the dialect cannot take refs (and always at the root,
+         * which must be a literal object, rule 3). */
+        for (int guard = 0; guard < 16; guard++) {
+            const char *ref = json_string_value(json_object_get(n, "$ref"));
+            if (!ref || !((w->f & TG_SR_INLINE_REFS) || root))
+                break;
+            if (count_open_refs(w, ref) >= REF_MAX_OPEN || w->nodes > NODE_BUDGET ||
+                w->nrefs >= (int)(sizeof w->refs / sizeof w->refs[0])) {
+                ni.cut = ref;
+                return ni;
+            }
+            json_t *t = resolve_ref(w, ref);
+            json_t *merged = json_is_object(t) ? json_copy(t) : json_object();
+            if (!t) {
+                json_t *d = json_sprintf("unresolved $ref %s", ref);
+                json_object_set_new(merged, "x-toolgate-hint", d);
+            }
+            const char *k;
+            json_t *v;
+            json_object_foreach(n, k, v) {
+                if (strcmp(k, "$ref"))
+                    json_object_set(merged, k, v);
+            }
+            note(w, ptr, "inline-ref", json_object_get(n, "$ref"), NULL);
+            w->refs[w->nrefs++] = ref;
+            ni.pushed++;
+            json_decref(n);
+            ni.n = n = merged;
+        }
+        if (json_is_array(json_object_get(n, "allOf")) && ((w->f & TG_SR_MERGE_ALLOF) || root)) {
+            json_t *all = json_incref(json_object_get(n, "allOf"));
+            json_object_del(n, "allOf");
+            json_t *src = json_pack("{s:O}", "allOf", all);
+            merge_into(w, n, src, 0);
+            note(w, ptr, "merge-allOf", all, NULL);
+            json_decref(src);
+            json_decref(all);
+        }
+        again = json_string_value(json_object_get(n, "$ref")) && ((w->f & TG_SR_INLINE_REFS) || root);
+        if (!again)
+            break;
+    }
+    if (json_is_array(json_object_get(n, "oneOf")) && (w->f & TG_SR_ONEOF_ANYOF)) {
+        json_t *one = json_object_get(n, "oneOf");
+        if (!json_object_get(n, "anyOf")) {
+            json_object_set(n, "anyOf", one);
+            note(w, ptr, "oneOf-to-anyOf", NULL, NULL);
+        } else if (!json_object_get(n, "x-toolgate-hint")) {
+            char *alt = json_dumps(one, JSON_COMPACT);
+            json_object_set_new(n, "x-toolgate-hint", json_sprintf("also one of: %.200s", alt ? alt : "?"));
+            free(alt);
+        }
+        json_object_del(n, "oneOf");
+    }
+    static const char *const combinators[] = {"anyOf", "oneOf", "allOf", NULL};
+    for (const char *const *c = combinators; *c; c++) {
+        json_t *v = json_object_get(n, *c);
+        if (v && (!json_is_array(v) || json_array_size(v) == 0)) {
+            note(w, ptr, "repair-empty-combinator", v, NULL);
+            json_object_del(n, *c);
+        }
+    }
+    return ni;
+}
+
+/* Root-level anyOf/oneOf: the root must be one object (rule 3), so the
+ * branches' properties are merged and only what all branches require stays
+ * required; the alternatives are spelled out in the description. */
+static void flatten_root(walk *w, json_t *n, json_t *hints)
+{
+    const char *keys[] = {"anyOf", "oneOf"};
+    for (int k = 0; k < 2; k++) {
+        json_t *br = json_object_get(n, keys[k]);
+        if (!json_is_array(br))
+            continue;
+        json_incref(br);
+        json_object_del(n, keys[k]);
+        json_t *props = json_object_get(n, "properties");
+        props = json_is_object(props) ? json_copy(props) : json_object();
+        json_t *common = NULL;
+        json_t *alts = json_array();
+        size_t i;
+        json_t *b;
+        json_array_foreach(br, i, b) {
+            json_t *tmp = json_object();
+            merge_branch(w, tmp, b, 0);
+            json_t *bp = json_object_get(tmp, "properties");
+            const char *pk;
+            json_t *pv;
+            json_object_foreach(bp, pk, pv) {
+                if (!json_object_get(props, pk))
+                    json_object_set(props, pk, pv);
+            }
+            json_t *req = json_object_get(tmp, "required");
+            json_array_append_new(alts, json_is_array(req) ? json_copy(req) : json_array());
+            if (!common) {
+                common = json_is_array(req) ? json_copy(req) : json_array();
+            } else {
+                json_t *keep = json_array();
+                size_t j;
+                json_t *s;
+                json_array_foreach(common, j, s) {
+                    size_t m;
+                    json_t *r2;
+                    bool in = false;
+                    json_array_foreach(req, m, r2) in |= json_equal(s, r2);
+                    if (in)
+                        json_array_append(keep, s);
+                }
+                json_decref(common);
+                common = keep;
+            }
+            json_decref(tmp);
+        }
+        json_object_set_new(n, "properties", props);
+        if (common && json_array_size(common)) {
+            json_t *req = json_object_get(n, "required");
+            json_t *all = json_is_array(req) ? json_copy(req) : json_array();
+            json_array_extend(all, common);
+            json_object_set_new(n, "required", all);
+        }
+        json_decref(common);
+        hint_add(hints, "one of these required sets", alts);
+        note(w, "", "flatten-root-combinator", br, NULL);
+        json_decref(alts);
+        json_decref(br);
+    }
+}
+
+/* A node the target cannot express (free-form map, untyped value, cut
+ * recursion, too deep) travels as a JSON-encoded string. */
+static json_t *standin(walk *w, json_t *n, const char *what, const char *ptr, json_t **inv)
+{
+    const char *d = json_string_value(json_object_get(n, "description"));
+    json_t *out = json_object();
+    json_object_set_new(out, "type", json_string("string"));
+    json_t *desc = json_sprintf("%s%s(%s, JSON-encoded)", d ? d : "", d && *d ? " " : "", what);
+    json_object_set_new(out, "description", desc);
+    note(w, ptr, "json-string-standin", n, out);
+    *inv = json_pack("{s:i}", "j", 1);
+    return out;
+}
+
+/* Make a strict-mode optional property accept null (OpenAI's documented
+ * optional form), in the shape the dialect takes. */
+static json_t *make_nullable(walk *w, json_t *c)
+{
+    json_t *any = json_object_get(c, "anyOf");
+    if (json_is_array(any) && !((w->f & TG_SR_NULL_ANYOF) && json_array_size(any) >= ANYOF_MAX)) {
+        size_t i;
+        json_t *b;
+        json_array_foreach(any, i, b) if (is_null_branch(b)) return json_incref(c);
+        json_array_append_new(any, json_pack("{s:s}", "type", "null"));
+        return json_incref(c);
+    }
+    json_t *t = json_object_get(c, "type");
+    if (w->f & TG_SR_NULL_ANYOF) {
+        json_t *desc = json_incref(json_object_get(c, "description"));
+        json_t *inner = json_copy(c);
+        json_object_del(inner, "description");
+        json_t *out = json_pack("{s:[o,{s:s}]}", "anyOf", inner, "type", "null");
+        if (desc)
+            json_object_set_new(out, "description", desc);
+        return out;
+    }
+    if (json_is_string(t)) {
+        if (strcmp(json_string_value(t), "null"))
+            json_object_set_new(c, "type", json_pack("[O,s]", t, "null"));
+    } else if (json_is_array(t)) {
+        bool has = false;
+        size_t i;
+        json_t *v;
+        json_array_foreach(t, i, v) has |= json_is_string(v) && !strcmp(json_string_value(v), "null");
+        if (!has)
+            json_array_append_new(t, json_string("null"));
+    }
+    json_t *cst = json_object_get(c, "const");
+    if (cst && !json_is_null(cst)) {
+        json_object_set_new(c, "enum", json_pack("[On]", cst));
+        json_object_del(c, "const");
+        return json_incref(c);
+    }
+    json_t *e = json_object_get(c, "enum");
+    if (json_is_array(e)) {
+        bool has = false;
+        size_t i;
+        json_t *v;
+        json_array_foreach(e, i, v) has |= json_is_null(v);
+        if (!has)
+            json_array_append_new(e, json_null());
+    }
+    return json_incref(c);
+}
+
+static bool originally_nullable(json_t *src)
+{
+    if (!json_is_object(src))
+        return true;  /* anything goes: null included */
+    json_t *t = json_object_get(src, "type");
+    if (json_is_true(json_object_get(src, "nullable")))
+        return true;
+    if (json_is_string(t))
+        return !strcmp(json_string_value(t), "null");
+    size_t i;
+    json_t *v;
+    json_array_foreach(t, i, v) if (json_is_string(v) && !strcmp(json_string_value(v), "null")) return true;
+    json_array_foreach(json_object_get(src, "enum"), i, v) if (json_is_null(v)) return true;
+    const char *combos[] = {"anyOf", "oneOf"};
+    for (int c = 0; c < 2; c++)
+        json_array_foreach(json_object_get(src, combos[c]), i, v) if (is_null_branch(v)) return true;
+    return !t && !json_object_get(src, "$ref") && !json_object_get(src, "anyOf") &&
+           !json_object_get(src, "oneOf") && !json_object_get(src, "allOf") &&
+           !json_object_get(src, "enum") && !json_object_get(src, "const") &&
+           !json_object_get(src, "properties");
+}
+
+/* Non-string enum values become strings (Gemini rule 28); the inverse maps
+ * each string back to the value the agent declared. */
+static json_t *stringify_enum(walk *w, json_t *e, json_t *out, json_t *inv, const char *ptr)
+{
+    json_t *vals = json_array();
+    json_t *map = json_object();
+    bool had_null = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(e, i, v) {
+        if (json_is_null(v)) {
+            had_null = true;
+            continue;
+        }
+        if (json_is_string(v)) {
+            json_array_append(vals, v);
+            continue;
+        }
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!s)
+            continue;
+        json_array_append_new(vals, json_string(s));
+        json_object_set(map, s, v);
+        free(s);
+    }
+    if (json_object_size(map)) {
+        json_object_set_new(inv, "e", map);
+        json_object_set_new(out, "format", json_string("enum"));
+        note(w, ptr, "enum-to-strings", e, vals);
+    } else {
+        json_decref(map);
+    }
+    json_object_set_new(out, "type", json_string("string"));
+    if (had_null)
+        json_object_set_new(out, "nullable", json_true());
+    return vals;
+}
+
+/* Emit the keys of normalised node n into out. */
+static void emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hints,
+                            const char *ptr, int depth, int objdepth)
+{
+    json_t *props = json_object_get(n, "properties");
+    json_t *req_in = json_object_get(n, "required");
+    if (props && !json_is_object(props)) {
+        hint_add(hints, "properties", props);
+        props = NULL;
+    }
+    if (!props && !(w->f & (TG_SR_STRICT)) && !json_object_get(n, "properties"))
+        return;
+    json_t *oprops = json_object();
+    json_t *pinv = json_object();
+    json_t *required = json_array();
+    json_t *optional = json_array();
+    json_t *fill = json_array();  /* optional but null was already allowed */
+    bool strict_all = (w->f & TG_SR_STRICT) && (w->f & TG_SR_ALL_REQUIRED);
+    const char *k;
+    json_t *v;
+    json_object_foreach(props, k, v) {
+        char cptr[PTR_MAX];
+        ptr_join(cptr, ptr, "properties", k);
+        json_t *cinv = NULL;
+        json_t *c = rw(w, v, cptr, depth + 1, objdepth, false, &cinv);
+        bool req = false;
+        size_t i;
+        json_t *r;
+        json_array_foreach(req_in, i, r) req |= json_is_string(r) && !strcmp(json_string_value(r), k);
+        if (strict_all && !req) {
+            json_t *nc = make_nullable(w, c);
+            json_decref(c);
+            c = nc;
+            json_array_append_new(originally_nullable(v) ? fill : optional, json_string(k));
+            note(w, cptr, "strict-optional-nullable", NULL, NULL);
+        }
+        if (req || strict_all)
+            json_array_append_new(required, json_string(k));
+        json_object_set_new(oprops, k, c);
+        if (cinv)
+            json_object_set_new(pinv, k, cinv);
+    }
+    size_t before = json_array_size(req_in);
+    if (json_is_array(req_in) && before != json_array_size(required) && !strict_all) {
+        note(w, ptr, "required-not-in-properties", req_in, required);
+    }
+    if (json_is_array(req_in) && !props)
+        note(w, ptr, "required-without-properties", req_in, NULL);
+    json_object_set_new(out, "properties", oprops);
+    if (json_array_size(required) || strict_all)
+        json_object_set(out, "required", required);
+    json_decref(required);
+    if (json_object_size(pinv))
+        json_object_set_new(inv, "p", pinv);
+    else
+        json_decref(pinv);
+    if (json_array_size(optional))
+        json_object_set_new(inv, "o", optional);
+    else
+        json_decref(optional);
+    if (json_array_size(fill))
+        json_object_set_new(inv, "f", fill);
+    else
+        json_decref(fill);
+}
+
+/* One key that is neither structure nor type: keep, drop or hint. */
+static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *hints,
+                       const char *ptr, const char *type)
+{
+    unsigned f = w->f;
+    if (in_list(meta_keys, k)) {
+        if ((f & (TG_SR_OPENAPI_SUBSET | TG_SR_STRICT | TG_SR_MISTRAL_STRIP)) ||
+            ((f & TG_SR_INLINE_REFS) && !strcmp(k, "$id"))) {
+            note(w, ptr, "drop-meta", v, NULL);
+            return;
+        }
+        json_object_set_new(out, k, json_deep_copy(v));
+        return;
+    }
+    if (!strcmp(k, "format")) {
+        const char *const *allow = format_allow(w, type);
+        if (allow && (!json_is_string(v) || !in_list(allow, json_string_value(v)))) {
+            hint_add(hints, k, v);
+            note(w, ptr, "format-narrowed", v, NULL);
+            return;
+        }
+        json_object_set_new(out, k, json_deep_copy(v));
+        return;
+    }
+    if ((f & TG_SR_OPENAPI_SUBSET) && !strcmp(k, "examples") && json_is_array(v) &&
+        json_array_size(v) && !json_object_get(out, "example")) {
+        json_object_set_new(out, "example", json_deep_copy(json_array_get(v, 0)));
+        note(w, ptr, "examples-to-example", v, NULL);
+        return;
+    }
+    bool drop = false;
+    if (f & TG_SR_OPENAPI_SUBSET)
+        drop = !in_list(gemini_keys, k);
+    if ((f & TG_SR_STRICT) && in_list(strict_forbidden, k))
+        drop = true;
+    if ((f & TG_SR_NO_CONSTRAINTS) && in_list(constraint_keys, k)) {
+        /* Anthropic strict keeps minItems 0 or 1 (rule 40). */
+        bool small_min = !strcmp(k, "minItems") && w->r->dialect == TG_D_ANTHROPIC &&
+                         json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 1;
+        drop = !small_min;
+    }
+    if (!strncmp(k, "x-toolgate-hint", 15)) {
+        hint_text(hints, json_string_value(v) ? json_string_value(v) : "?");
+        return;
+    }
+    if (drop) {
+        hint_add(hints, k, v);
+        note(w, ptr, "constraint-to-hint", v, NULL);
+        return;
+    }
+    json_object_set_new(out, k, json_deep_copy(v));
+}
+
+static json_t *first_type(json_t *t)
+{
+    if (json_is_string(t))
+        return t;
+    size_t i;
+    json_t *v;
+    json_array_foreach(t, i, v) if (json_is_string(v) && strcmp(json_string_value(v), "null")) return v;
+    return NULL;
+}
+
+static bool binv_is_standin(json_t *inv)
+{
+    return inv && json_object_get(inv, "j");
+}
+
+/* Cerebras strict takes at most 5 anyOf branches (rule 50): fold the tail
+ * into nested anyOf wrappers, which accept exactly the same values. */
+static void fold_branches(json_t *out, json_t *invs)
+{
+    while (json_array_size(out) > ANYOF_MAX) {
+        size_t n = json_array_size(out);
+        size_t from = n - ANYOF_MAX;  /* the last 5 go into one wrapper */
+        if (from < ANYOF_MAX - 1)
+            from = ANYOF_MAX - 1;
+        json_t *sub = json_array(), *subinv = json_array();
+        while (json_array_size(out) > from) {
+            json_array_append(sub, json_array_get(out, from));
+            json_array_remove(out, from);
+            if (invs) {
+                json_array_append(subinv, json_array_get(invs, from));
+                json_array_remove(invs, from);
+            }
+        }
+        json_array_append_new(out, json_pack("{s:o}", "anyOf", sub));
+        if (invs)
+            json_array_append_new(invs, json_pack("{s:o}", "a", subinv));
+        else
+            json_decref(subinv);
+    }
+}
+
+/* What tells anyOf branches of objects apart on the way back: their keys
+ * ("k") and single-valued discriminators ("d"). */
+static void branch_shape(json_t *c, json_t *meta)
+{
+    json_t *props = json_object_get(c, "properties");
+    if (!json_is_object(props))
+        return;
+    json_t *keys = json_array();
+    json_t *disc = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(props, k, v) {
+        json_array_append_new(keys, json_string(k));
+        json_t *e = json_object_get(v, "enum");
+        if (json_object_get(v, "const"))
+            json_object_set(disc, k, json_object_get(v, "const"));
+        else if (json_array_size(e) == 1)
+            json_object_set(disc, k, json_array_get(e, 0));
+    }
+    json_object_set_new(meta, "k", keys);
+    json_object_set_new(meta, "d", disc);
+    /* keys the agent's branch requires: strict-made-required ones excluded */
+    json_t *req = json_array();
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(c, "required"), i, r) {
+        bool added = false;
+        const char *lists[] = {"o", "f"};
+        for (int l = 0; l < 2; l++) {
+            size_t j;
+            json_t *o;
+            json_array_foreach(json_object_get(meta, lists[l]), j, o) added |= json_equal(o, r);
+        }
+        if (!added)
+            json_array_append(req, r);
+    }
+    json_object_set_new(meta, "r", req);
+}
+
+static json_t *rw_children_array(walk *w, json_t *arr, const char *ptr, const char *key,
+                                 int depth, int objdepth, json_t **inv_list)
+{
+    json_t *out = json_array();
+    json_t *invs = json_array();
+    bool any_inv = false;
+    size_t i;
+    json_t *b;
+    json_array_foreach(arr, i, b) {
+        char cptr[PTR_MAX], idx[24];
+        snprintf(idx, sizeof idx, "%zu", i);
+        ptr_join(cptr, ptr, key, idx);
+        json_t *binv = NULL;
+        json_t *c = rw(w, b, cptr, depth + 1, objdepth, false, &binv);
+        json_t *meta = binv ? binv : json_object();
+        any_inv |= binv != NULL;
+        json_t *ot = json_is_object(b) ? json_object_get(b, "type") : NULL;
+        json_t *t = first_type(json_object_get(c, "type"));
+        if (json_is_string(ot))
+            json_object_set(meta, "ot", ot);
+        else if (t && !binv_is_standin(binv))
+            json_object_set(meta, "ot", t);  /* a $ref branch: same type as its output */
+        if (t)
+            json_object_set(meta, "t", t);
+        branch_shape(c, meta);
+        json_array_append_new(invs, meta);
+        json_array_append_new(out, c);
+    }
+    if ((w->f & TG_SR_STRICT) && (w->f & TG_SR_NULL_ANYOF) && json_array_size(out) > ANYOF_MAX)
+        fold_branches(out, invs);
+    if (any_inv)
+        *inv_list = invs;
+    else
+        json_decref(invs);
+    return out;
+}
+
+/* Gemini rule 27: a node with anyOf carries nothing type-specific; push
+ * those keys into each branch. */
+static void push_into_branches(walk *w, json_t *n, const char *ptr)
+{
+    static const char *const pushed[] = {"type", "items", "properties", "required", "enum",
+                                         "format", "minimum", "maximum", "minLength",
+                                         "maxLength", "pattern", "minItems", "maxItems",
+                                         "additionalProperties", "const", NULL};
+    /* n is a shallow copy: its anyOf array is still the agent's, copy it */
+    json_t *any = json_copy(json_object_get(n, "anyOf"));
+    json_object_set_new(n, "anyOf", any);
+    bool moved = false;
+    for (const char *const *k = pushed; *k; k++) {
+        json_t *v = json_object_get(n, *k);
+        if (!v)
+            continue;
+        size_t i;
+        json_t *b;
+        json_array_foreach(any, i, b) {
+            if (json_is_object(b) && !json_object_get(b, *k) && !json_object_get(b, "$ref")) {
+                json_t *nb = json_copy(b);
+                json_object_set(nb, *k, v);
+                json_array_set_new(any, i, nb);
+            }
+        }
+        json_object_del(n, *k);
+        moved = true;
+    }
+    if (moved)
+        note(w, ptr, "anyOf-siblings-into-branches", NULL, NULL);
+}
+
+static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
+                  json_t **inv)
+{
+    unsigned f = w->f;
+    *inv = NULL;
+    w->nodes++;
+    node_in ni = normalize(w, in, ptr, root);
+    json_t *n = ni.n;
+    json_t *out = NULL;
+    json_t *hints = json_array();
+    json_t *myinv = json_object();
+
+    if (ni.cut && root) {
+        /* the root must stay an object (rule 3): an empty one, explained */
+        json_decref(n);
+        ni.n = n = json_pack("{s:s,s:s}", "type", "object", "description",
+                             "(recursive root schema could not be expressed)");
+        ni.cut = NULL;
+    }
+    if (ni.cut) {
+        char what[160];
+        snprintf(what, sizeof what, "recursive %.100s, cut at depth %d", ref_short_name(ni.cut),
+                 REF_MAX_OPEN);
+        out = standin(w, n, what, ptr, inv);
+        goto done;
+    }
+    if (!root && depth > MAX_DEPTH) {
+        out = standin(w, n, "nested too deep", ptr, inv);
+        goto done;
+    }
+    if (root && (f & TG_SR_ROOT_OBJECT))
+        flatten_root(w, n, hints);
+
+    /* Gemini: anyOf [X, {type:null}] -> X, nullable (section 3.2 step 2). */
+    if (json_is_array(json_object_get(n, "anyOf")) && (f & TG_SR_OPENAPI_SUBSET)) {
+        json_t *any = json_object_get(n, "anyOf");
+        json_t *keep = json_array();
+        bool nul = false;
+        size_t i;
+        json_t *b;
+        json_array_foreach(any, i, b) {
+            if (is_null_branch(b))
+                nul = true;
+            else
+                json_array_append(keep, b);
+        }
+        if (nul) {
+            json_object_set_new(n, "nullable", json_true());
+            if (json_array_size(keep) == 1 && json_is_object(json_array_get(keep, 0))) {
+                /* the one real branch becomes the node; walked afresh so its
+                 * own $ref/allOf/oneOf get normalised too */
+                json_t *merged = json_copy(json_array_get(keep, 0));
+                const char *k;
+                json_t *v;
+                json_object_foreach(n, k, v) if (strcmp(k, "anyOf") && !json_object_get(merged, k))
+                    json_object_set(merged, k, v);
+                note(w, ptr, "anyOf-null-to-nullable", NULL, NULL);
+                json_decref(keep);
+                out = rw(w, merged, ptr, depth + 1, objdepth, root, inv);
+                json_decref(merged);
+                goto done;
+            }
+            if (json_array_size(keep) == 0) {
+                json_object_del(n, "anyOf");
+                json_object_del(n, "nullable");
+                json_object_set_new(n, "type", json_string("null"));
+            } else {
+                json_object_set(n, "anyOf", keep);
+            }
+            note(w, ptr, "anyOf-null-to-nullable", NULL, NULL);
+        }
+        json_decref(keep);
+    }
+
+    /* const -> enum */
+    json_t *cst = json_object_get(n, "const");
+    if (cst && (f & TG_SR_CONST_ENUM)) {
+        if (!json_object_get(n, "enum"))
+            json_object_set_new(n, "enum", json_pack("[O]", cst));
+        note(w, ptr, "const-to-enum", cst, NULL);
+        json_object_del(n, "const");
+    }
+    /* an empty enum admits nothing: a broken schema, not a wish */
+    json_t *en = json_object_get(n, "enum");
+    if (en && (!json_is_array(en) || json_array_size(en) == 0)) {
+        note(w, ptr, "repair-empty-enum", en, NULL);
+        json_object_del(n, "enum");
+    }
+    en = json_object_get(n, "enum");
+
+    json_t *types = collect_types(n);
+    bool has_any = json_is_array(json_object_get(n, "anyOf"));
+    if (json_array_size(types) == 0 && !has_any && (f & (TG_SR_ADD_TYPE | TG_SR_STRICT | TG_SR_FREEFORM_STRING))) {
+        const char *t = NULL;
+        if (json_object_get(n, "properties"))
+            t = "object";
+        else if (json_object_get(n, "items"))
+            t = "array";
+        else if (en)
+            t = type_of_values(en);
+        if (t) {
+            json_array_append_new(types, json_string(t));
+            note(w, ptr, "add-type", NULL, json_string_value(json_array_get(types, 0)) ? json_array_get(types, 0) : NULL);
+        }
+    }
+    if (json_array_size(types) == 0 && json_object_get(n, "properties") && root)
+        json_array_append_new(types, json_string("object"));
+    if (root && (f & TG_SR_ROOT_OBJECT)) {
+        bool obj = json_array_size(types) == 1 && !strcmp(json_string_value(json_array_get(types, 0)), "object");
+        if (!obj) {
+            if (json_array_size(types))
+                hint_add(hints, "root type was", json_object_get(n, "type"));
+            json_array_clear(types);
+            json_array_append_new(types, json_string("object"));
+            note(w, ptr, "root-type-object", json_object_get(n, "type"), NULL);
+        }
+    }
+
+    /* Type unions: Gemini and Cerebras-strict take no type arrays. */
+    size_t nt = json_array_size(types);
+    bool has_null = false;
+    json_t *nonnull = json_array();
+    {
+        size_t i;
+        json_t *t;
+        json_array_foreach(types, i, t) {
+            if (!strcmp(json_string_value(t), "null"))
+                has_null = true;
+            else
+                json_array_append(nonnull, t);
+        }
+    }
+    bool enum_node = en && (f & TG_SR_ENUM_STRINGS);
+    bool union_split = !enum_node && !has_any &&
+                       (((f & TG_SR_TYPE_ARRAYS) && json_array_size(nonnull) > 1) ||
+                        ((f & TG_SR_STRICT) && (f & TG_SR_NULL_ANYOF) && nt > 1));
+    if (union_split) {
+        json_t *branches = (f & TG_SR_TYPE_ARRAYS) ? nonnull : types;
+        split_types(n, branches);
+        if ((f & TG_SR_OPENAPI_SUBSET) && has_null)
+            json_object_set_new(n, "nullable", json_true());
+        note(w, ptr, "type-array-to-anyOf", json_object_get(in, "type"), NULL);
+        json_array_clear(types);
+        has_any = true;
+    }
+    if (union_split)
+        json_array_clear(nonnull);
+    if (has_any && !union_split && nt > 1 && (f & TG_SR_STRICT) && (f & TG_SR_NULL_ANYOF)) {
+        /* a type union beside anyOf: the branches already say what goes */
+        hint_add(hints, "type", json_object_get(n, "type"));
+        json_object_del(n, "type");
+        json_array_clear(types);
+        json_array_clear(nonnull);
+    }
+    if (has_any && (f & TG_SR_OPENAPI_SUBSET)) {
+        push_into_branches(w, n, ptr);
+        json_array_clear(types);
+        json_array_clear(nonnull);
+        en = json_object_get(n, "enum");
+        enum_node = en && (f & TG_SR_ENUM_STRINGS) && !json_object_get(n, "anyOf");
+    }
+
+    /* Free-form maps and untyped values under strict (or for xAI/Gemini). */
+    {
+        bool is_obj = json_array_size(nonnull) == 1 && !strcmp(json_string_value(json_array_get(nonnull, 0)), "object");
+        json_t *props = json_object_get(n, "properties");
+        bool no_props = !json_is_object(props) || json_object_size(props) == 0;
+        bool closed = json_is_false(json_object_get(n, "additionalProperties")) && json_is_object(props);
+        bool untyped = !union_split && json_array_size(types) == 0 && !has_any && !en &&
+                       !json_object_get(n, "const") && !json_object_get(n, "$ref") &&
+                       !json_object_get(n, "oneOf") && !json_object_get(n, "allOf");
+        if (!root && untyped && (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING | TG_SR_ADD_TYPE))) {
+            out = standin(w, n, "any JSON value", ptr, inv);
+            json_decref(nonnull);
+            json_decref(types);
+            goto done;
+        }
+        if (!root && is_obj && !union_split && no_props && !closed && (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING))) {
+            out = standin(w, n, "JSON-encoded object; any keys", ptr, inv);
+            json_decref(nonnull);
+            json_decref(types);
+            goto done;
+        }
+        if (!root && is_obj && (f & TG_SR_STRICT) &&
+            w->props + (int)json_object_size(props) > STRICT_MAX_PROPS) {
+            out = standin(w, n, "object beyond the property budget", ptr, inv);
+            json_decref(nonnull);
+            json_decref(types);
+            goto done;
+        }
+        if (is_obj)
+            w->props += (int)json_object_size(props);
+        if (!root && is_obj && (f & TG_SR_STRICT) && objdepth + 1 > STRICT_MAX_OBJ) {
+            out = standin(w, n, "object nested too deep", ptr, inv);
+            json_decref(nonnull);
+            json_decref(types);
+            goto done;
+        }
+    }
+
+    out = json_object();
+    /* type */
+    const char *single = json_array_size(nonnull) == 1 ? json_string_value(json_array_get(nonnull, 0)) : NULL;
+    if (enum_node) {
+        json_t *vals = stringify_enum(w, en, out, myinv, ptr);
+        if (has_null)
+            json_object_set_new(out, "nullable", json_true());
+        json_object_set_new(out, "enum", vals);
+        single = "string";
+    } else if (json_array_size(types)) {
+        if ((f & TG_SR_OPENAPI_SUBSET) && single) {
+            json_object_set_new(out, "type", json_string(single));
+            if (has_null)
+                json_object_set_new(out, "nullable", json_true());
+        } else if ((f & TG_SR_OPENAPI_SUBSET) && has_null) {
+            json_object_set_new(out, "type", json_string("null"));
+        } else if (json_array_size(types) == 1) {
+            json_object_set(out, "type", json_array_get(types, 0));
+        } else {
+            json_object_set(out, "type", types);
+        }
+        if (json_is_array(json_object_get(n, "type")) && json_is_string(json_object_get(out, "type")))
+            note(w, ptr, "type-array-to-nullable", json_object_get(n, "type"), json_object_get(out, "type"));
+    }
+    json_decref(nonnull);
+
+    bool is_object = single && !strcmp(single, "object");
+    bool is_array = single && !strcmp(single, "array");
+    int myobj = objdepth + (is_object ? 1 : 0);
+
+    const char *k;
+    json_t *v;
+    json_object_foreach(n, k, v) {
+        char cptr[PTR_MAX];
+        if (!strcmp(k, "type") || !strcmp(k, "nullable") || !strcmp(k, "properties") ||
+            !strcmp(k, "required")) {
+            if (!strcmp(k, "nullable") && !(f & TG_SR_OPENAPI_SUBSET) && json_is_boolean(v) &&
+                !json_object_get(n, "type") && !(f & TG_SR_STRICT))
+                json_object_set(out, k, v);
+            continue;
+        }
+        if (!strcmp(k, "enum")) {
+            if (!enum_node)
+                json_object_set_new(out, k, json_deep_copy(v));
+            continue;
+        }
+        if (!strcmp(k, "items") || (!strcmp(k, "additionalProperties") && json_is_object(v) &&
+                                    !(f & (TG_SR_OPENAPI_SUBSET | TG_SR_STRICT)))) {
+            json_t *cinv = NULL;
+            json_t *src = v;
+            json_t *tuple = NULL;
+            if (json_is_array(v)) {  /* draft-04 tuple form */
+                tuple = json_pack("{s:O}", "anyOf", v);
+                src = tuple;
+                hint_text(hints, "items were a tuple");
+            }
+            ptr_join(cptr, ptr, k, NULL);
+            json_t *c = rw(w, src, cptr, depth + 1, myobj, false, &cinv);
+            json_decref(tuple);
+            json_object_set_new(out, k, c);
+            if (cinv)
+                json_object_set_new(myinv, !strcmp(k, "items") ? "i" : "x", cinv);
+            continue;
+        }
+        if (!strcmp(k, "additionalProperties")) {
+            if ((f & TG_SR_OPENAPI_SUBSET) || ((f & TG_SR_MISTRAL_STRIP) && json_is_false(v))) {
+                if (json_is_object(v))
+                    hint_add(hints, "additional values", json_object_get(v, "type") ? json_object_get(v, "type") : v);
+                note(w, ptr, "drop-additionalProperties", v, NULL);
+            } else if (f & TG_SR_STRICT) {
+                if (!json_is_false(v)) {
+                    hint_text(hints, "other keys not accepted");
+                    note(w, ptr, "strict-additionalProperties", v, json_false());
+                }
+            } else {
+                json_object_set_new(out, k, json_deep_copy(v));
+            }
+            continue;
+        }
+        if (!strcmp(k, "anyOf") || !strcmp(k, "oneOf") ||
+            (!strcmp(k, "allOf") && !(f & TG_SR_STRICT))) {
+            if (!json_is_array(v) || json_array_size(v) == 0) {
+                note(w, ptr, "repair-empty-combinator", v, NULL);
+                continue;
+            }
+            json_t *binv = NULL;
+            json_t *c = rw_children_array(w, v, ptr, k, depth, myobj, &binv);
+            json_object_set_new(out, k, c);
+            if (binv && strcmp(k, "allOf"))
+                json_object_set_new(myinv, "a", binv);
+            else
+                json_decref(binv);
+            continue;
+        }
+        if (!strcmp(k, "$defs") || !strcmp(k, "definitions")) {
+            if ((f & TG_SR_INLINE_REFS) || !json_is_object(v)) {
+                note(w, ptr, "drop-defs", NULL, NULL);
+                continue;
+            }
+            json_t *defs = json_object();
+            const char *dk;
+            json_t *dv;
+            json_object_foreach(v, dk, dv) {
+                char dptr[PTR_MAX];
+                json_t *dinv = NULL;
+                ptr_join(dptr, ptr, k, dk);
+                json_object_set_new(defs, dk, rw(w, dv, dptr, depth + 1, 0, false, &dinv));
+                json_decref(dinv);  /* refs are not followed on the way back */
+            }
+            json_object_set_new(out, k, defs);
+            continue;
+        }
+        if (!strcmp(k, "const") || !strcmp(k, "$ref")) {
+            if (!strcmp(k, "$ref") && (f & TG_SR_INLINE_REFS))
+                continue;
+            json_object_set_new(out, k, json_deep_copy(v));
+            continue;
+        }
+        if (!strcmp(k, "description") || !strcmp(k, "title")) {
+            if (json_is_string(v))
+                json_object_set(out, k, v);
+            continue;
+        }
+        emit_other(w, k, v, out, hints, ptr, single);
+    }
+
+    if ((f & TG_SR_OPENAPI_SUBSET) && json_is_true(json_object_get(n, "nullable")) &&
+        json_object_get(out, "anyOf"))
+        json_object_set_new(out, "nullable", json_true());
+    if (is_object || json_object_get(n, "properties") || (root && (f & TG_SR_ROOT_OBJECT)) ||
+        ((f & TG_SR_REQUIRED) && json_object_get(n, "required")))
+        emit_properties(w, n, out, myinv, hints, ptr, depth, myobj);
+    if (json_object_get(out, "properties") && !is_object && !has_any && (f & TG_SR_ROOT_OBJECT) && !root &&
+        !json_object_get(out, "type") && (f & (TG_SR_ADD_TYPE | TG_SR_STRICT))) {
+        json_object_set_new(out, "type", json_string("object"));
+        is_object = true;
+    }
+    if (!(f & TG_SR_REQUIRED) && !json_object_get(out, "properties") && json_object_get(n, "required"))
+        json_object_set(out, "required", json_object_get(n, "required"));
+    if (json_object_get(out, "required") && !json_object_get(out, "properties"))
+        json_object_del(out, "required");
+    if (json_object_get(out, "required") && json_array_size(json_object_get(out, "required")) == 0 &&
+        !(f & TG_SR_STRICT))
+        json_object_del(out, "required");
+
+    if (is_object && (f & TG_SR_STRICT)) {
+        json_t *props = json_object_get(out, "properties");
+        if (!props)
+            json_object_set_new(out, "properties", json_object());
+        if (!json_object_get(out, "required"))
+            json_object_set_new(out, "required", json_array());
+        json_object_set_new(out, "additionalProperties", json_false());
+    }
+    json_t *named = json_object_get(json_object_get(out, "properties"), "properties");
+    if ((f & TG_SR_XAI_PROPERTIES) && named) {
+        /* xAI 2026-04..09 rejected /properties/properties/additionalProperties:
+         * false; drop it there and beside it (it is xAI's default anyway) */
+        if (json_is_false(json_object_get(named, "additionalProperties"))) {
+            json_object_del(named, "additionalProperties");
+            note(w, ptr, "xai-properties-quirk", json_false(), NULL);
+        }
+        if (json_is_false(json_object_get(out, "additionalProperties"))) {
+            json_object_del(out, "additionalProperties");
+            note(w, ptr, "xai-properties-quirk", json_false(), NULL);
+        }
+    }
+    if (is_array && (f & TG_SR_ITEMS) && !json_is_object(json_object_get(out, "items"))) {
+        json_t *cinv = NULL;
+        char cptr[PTR_MAX];
+        ptr_join(cptr, ptr, "items", NULL);
+        json_t *empty = json_object();
+        json_t *c = rw(w, empty, cptr, depth + 1, myobj, false, &cinv);
+        json_decref(empty);
+        note(w, ptr, "add-items", json_object_get(n, "items"), c);
+        json_object_set_new(out, "items", c);
+        if (cinv)
+            json_object_set_new(myinv, "i", cinv);
+    }
+    json_decref(types);
+    hints_flush(w, out, hints, ptr);
+    if (json_object_size(myinv))
+        *inv = json_incref(myinv);
+
+done:
+    while (ni.pushed--)
+        w->nrefs--;
+    json_decref(myinv);
+    json_decref(hints);
+    json_decref(n);
+    return out;
+}
+
+/* The rules one tool is rewritten under: the route's, plus strict when the
+ * agent asked for it on a dialect that honours per-tool strict. */
+static unsigned effective_flags(const tg_schema_rules *r, json_t *fn)
+{
+    unsigned f = r->flags;
+    if ((f & TG_SR_STRICT_PER_TOOL) && json_is_true(json_object_get(fn, "strict")))
+        f |= TG_SR_STRICT | TG_SR_ALL_REQUIRED;
+    if (f & TG_SR_STRICT)
+        f |= TG_SR_ONEOF_ANYOF | TG_SR_MERGE_ALLOF | TG_SR_INLINE_REFS | TG_SR_ITEMS | TG_SR_REQUIRED;
+    return f;
+}
+
+static void cut_description(walk *w, json_t *fn, json_t *ofn)
+{
+    json_t *d = json_object_get(fn, "description");
+    if (!json_is_string(d)) {
+        if (d)
+            note(w, "/function/description", "drop-non-string-description", d, NULL);
+        return;
+    }
+    size_t len = json_string_length(d);
+    int max = w->r->desc_max;
+    if (max <= 3 || len <= (size_t)max) {
+        json_object_set(ofn, "description", d);
+        return;
+    }
+    const char *s = json_string_value(d);
+    size_t cut = (size_t)max - 3;
+    while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)  /* keep UTF-8 whole */
+        cut--;
+    char *buf = malloc(cut + 4);
+    if (!buf)
+        return;
+    memcpy(buf, s, cut);
+    memcpy(buf + cut, "...", 4);
+    json_t *nd = json_string(buf);
+    free(buf);
+    note(w, "/function/description", "description-cut", NULL, nd);
+    json_object_set_new(ofn, "description", nd);
+}
+
+json_t *tg_schema_rewrite_tool(const tg_schema_rules *r, json_t *tool, const char *upstream_name,
+                               json_t *explain, json_t **inverse, bool *strict)
+{
+    if (inverse)
+        *inverse = NULL;
+    if (strict)
+        *strict = false;
+    json_t *fn = json_object_get(tool, "function");
+    const char *name = json_string_value(json_object_get(fn, "name"));
+    if (!json_is_object(fn) || !name || !*name)
+        return NULL;
+    walk w = {.r = r, .f = effective_flags(r, fn), .explain = explain, .tool = name};
+    json_t *ofn = json_object();
+    json_object_set_new(ofn, "name", json_string(upstream_name ? upstream_name : name));
+    cut_description(&w, fn, ofn);
+    json_t *params = json_object_get(fn, "parameters");
+    json_t *inv = NULL;
+    if (params) {
+        w.root = params;
+        json_t *p = rw(&w, params, "", 0, 0, true, &inv);
+        bool empty = json_object_size(json_object_get(p, "properties")) == 0;
+        if (empty && (w.f & TG_SR_EMPTY_ROOT_OMIT)) {
+            note(&w, "/function/parameters", "empty-root-omitted", p, NULL);
+            json_decref(p);
+        } else {
+            json_object_set_new(ofn, "parameters", p);
+        }
+    }
+    bool st = (w.f & TG_SR_STRICT) != 0;
+    if (st)
+        json_object_set_new(ofn, "strict", json_true());
+    else if (json_object_get(fn, "strict") && !(w.f & (TG_SR_MISTRAL_STRIP | TG_SR_OPENAPI_SUBSET | TG_SR_NAMES)))
+        json_object_set(ofn, "strict", json_object_get(fn, "strict"));
+    if (strict)
+        *strict = st;
+    if (inverse)
+        *inverse = inv;
+    else
+        json_decref(inv);
+    return json_pack("{s:s,s:o}", "type", "function", "function", ofn);
+}
+
+/* ------------------------------------------------ inverse: way back, forth */
+
+static bool type_matches(const char *t, json_t *v)
+{
+    const char *vt = json_type_of(v);
+    if (!t)
+        return false;
+    return !strcmp(t, vt) || (!strcmp(t, "number") && !strcmp(vt, "integer"));
+}
+
+/* Does value v look like it was made for anyOf branch b (type `tkey`)? */
+static bool branch_matches(json_t *b, const char *tkey, json_t *v)
+{
+    json_t *t = json_object_get(b, tkey);
+    if (!t && !json_object_get(b, "a") && !json_object_get(b, "j"))
+        return false;
+    if (t && !type_matches(json_string_value(t), v))
+        return false;
+    if (!json_is_object(v))
+        return true;
+    json_t *keys = json_object_get(b, "k");
+    const char *k;
+    json_t *x;
+    if (keys) {
+        json_object_foreach(v, k, x) {
+            bool in = false;
+            size_t i;
+            json_t *s;
+            json_array_foreach(keys, i, s) in |= !strcmp(json_string_value(s), k);
+            if (!in)
+                return false;
+        }
+    }
+    size_t i;
+    json_array_foreach(json_object_get(b, "r"), i, x) {
+        if (!json_object_get(v, json_string_value(x)))
+            return false;
+    }
+    json_object_foreach(json_object_get(b, "d"), k, x) {
+        json_t *have = json_object_get(v, k);
+        if (have && !json_is_null(have) && !json_equal(have, x))
+            return false;
+    }
+    return true;
+}
+
+json_t *tg_schema_inverse_apply(json_t *inv, json_t *v, int *count)
+{
+    if (!json_is_object(inv) || !v)
+        return json_incref(v);
+    if (json_object_get(inv, "j") && json_is_string(v)) {
+        json_t *d = json_loads(json_string_value(v), JSON_DECODE_ANY, NULL);
+        if (!d)
+            return json_incref(v);  /* the model sent the bare text: keep it */
+        (*count)++;
+        return d;
+    }
+    json_t *e = json_object_get(inv, "e");
+    if (e && json_is_string(v)) {
+        json_t *m = json_object_get(e, json_string_value(v));
+        if (m) {
+            (*count)++;
+            return json_deep_copy(m);
+        }
+    }
+    json_t *p = json_object_get(inv, "p");
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *sub;
+        json_object_foreach(p, k, sub) {
+            json_t *c = json_object_get(v, k);
+            if (!c)
+                continue;
+            json_t *nc = tg_schema_inverse_apply(sub, c, count);
+            if (nc != c)
+                json_object_set_new(v, k, nc);
+            else
+                json_decref(nc);
+        }
+        size_t i;
+        json_t *o;
+        json_array_foreach(json_object_get(inv, "o"), i, o) {
+            const char *key = json_string_value(o);
+            if (key && json_is_null(json_object_get(v, key))) {
+                json_object_del(v, key);
+                (*count)++;
+            }
+        }
+    }
+    json_t *items = json_object_get(inv, "i");
+    if (json_is_array(v) && items) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(v, i, c) {
+            json_t *nc = tg_schema_inverse_apply(items, c, count);
+            if (nc != c)
+                json_array_set_new(v, i, nc);
+            else
+                json_decref(nc);
+        }
+    }
+    size_t i;
+    json_t *b;
+    json_t *branches = json_object_get(inv, "a");
+    if (json_is_string(v)) {
+        /* a JSON-encoded object/array is meant for a stand-in branch, even
+         * when a plain string branch comes first */
+        const char *s = json_string_value(v);
+        while (*s == ' ' || *s == '\n' || *s == '\t')
+            s++;
+        if (*s == '{' || *s == '[') {
+            json_array_foreach(branches, i, b) {
+                if (json_object_get(b, "j"))
+                    return tg_schema_inverse_apply(b, v, count);
+            }
+        }
+    }
+    json_array_foreach(branches, i, b) {
+        if (branch_matches(b, "t", v))
+            return tg_schema_inverse_apply(b, v, count);
+    }
+    return json_incref(v);
+}
+
+json_t *tg_schema_inverse_forward(json_t *inv, json_t *v)
+{
+    if (!json_is_object(inv) || !v)
+        return json_deep_copy(v);
+    if (json_object_get(inv, "j")) {
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        json_t *out = json_string(s ? s : "null");
+        free(s);
+        return out;
+    }
+    json_t *e = json_object_get(inv, "e");
+    if (e) {
+        const char *k;
+        json_t *m;
+        json_object_foreach(e, k, m) if (json_equal(m, v)) return json_string(k);
+    }
+    json_t *out = json_deep_copy(v);
+    if (json_is_object(out)) {
+        const char *k;
+        json_t *sub;
+        json_object_foreach(json_object_get(inv, "p"), k, sub) {
+            json_t *c = json_object_get(out, k);
+            if (c)
+                json_object_set_new(out, k, tg_schema_inverse_forward(sub, c));
+        }
+        const char *lists[] = {"o", "f"};
+        for (int l = 0; l < 2; l++) {
+            size_t i;
+            json_t *o;
+            json_array_foreach(json_object_get(inv, lists[l]), i, o) {
+                const char *key = json_string_value(o);
+                if (key && !json_object_get(out, key))
+                    json_object_set_new(out, key, json_null());
+            }
+        }
+    }
+    json_t *items = json_object_get(inv, "i");
+    if (json_is_array(out) && items) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(out, i, c) json_array_set_new(out, i, tg_schema_inverse_forward(items, c));
+    }
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(inv, "a"), i, b) {
+        if (branch_matches(b, "ot", v)) {
+            json_decref(out);
+            return tg_schema_inverse_forward(b, v);
+        }
+    }
+    return out;
+}

@@ -1,0 +1,83 @@
+#!/bin/sh
+# dialects.sh -- the product's promise end to end: a messy agent request,
+# sent through toolgate to a mock that validates like each strict provider
+# (X-Mock: strict:<provider>), is accepted, and the tool call that comes
+# back carries the agent's own tool name.
+#
+# The request has what real agents send and strict providers reject
+# (shared/research/dialects.md sections 4 and 9): a dotted tool name,
+# JSON-Schema keywords Gemini refuses, bookkeeping keys (reasoning_content,
+# extra_content, index, "_"-private keys, name on a tool message), OpenAI
+# "call_..." ids, a user turn right after a tool turn, top-level store.
+# When a provider still refuses, the test prints its verbatim error.
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
+start_mock
+PORT=$(free_port)
+CONF="$TG_TMP/dialects.conf"
+PROVIDERS="openai gemini anthropic mistral groq fireworks cerebras"
+{
+    conf_server "$PORT"
+    for p in $PROVIDERS; do
+        printf '[route %s]\nmodels = %s-*\nprefix = /%s\nupstream = http://127.0.0.1:%s/%s/v1\ndialect = %s\n\n' \
+            "$p" "$p" "$p" "$MOCK_PORT" "$p" "$p"
+    done
+} >"$CONF"
+start_toolgate "$CONF" || finish
+
+REQ="$TG_TMP/messy.json"
+"$PY" - >"$REQ" <<'EOF'
+import json
+schema = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "path": {"type": "string", "description": "file to read"},
+        "encoding": {"type": ["string", "null"]},
+        "lines": {"type": "array"},
+        "mode": {"type": "integer", "enum": [1, 2]},
+        "kind": {"const": "text"},
+    },
+    "required": ["path"],
+}
+call = {"id": "call_0fypS1hVX", "type": "function", "index": 0,
+        "function": {"name": "read.file", "arguments": "{\"path\":\"a.txt\"}"},
+        "extra_content": {"google": {"thought_signature": "c2lnbmF0dXJl"}}}
+print(json.dumps({
+    "model": "MODEL",
+    "store": True,
+    "messages": [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Read a.txt", "_meta": {"ts": 1}},
+        {"role": "assistant", "content": None, "reasoning_content": "I should read it.",
+         "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_0fypS1hVX", "name": "read.file",
+         "content": "hello"},
+        {"role": "user", "content": "Now read b.txt"},
+    ],
+    "tools": [{"type": "function",
+               "function": {"name": "read.file", "description": "Read a file", "parameters": schema}}],
+}))
+EOF
+
+for p in $PROVIDERS; do
+    sed "s/\"MODEL\"/\"$p-model\"/" "$REQ" >"$TG_TMP/req.$p.json"
+    # Control: unrewritten, the request must fail, or the check below proves nothing.
+    st=$(curl -s -o "$TG_TMP/raw" -w '%{http_code}' -H 'Content-Type: application/json' \
+        -H "X-Mock: strict:$p" --data-binary @"$TG_TMP/req.$p.json" "$MOCK_URL/$p/v1/chat/completions")
+    if [ "$st" -ge 400 ]; then ok "$p: control, the raw request is rejected ($st)"; else not_ok "$p: control, the raw request is rejected" "status $st"; fi
+    st=$(tg_req "$TG_TMP/resp" POST "/$p/v1/chat/completions" -H 'Content-Type: application/json' \
+        -H "X-Mock: strict:$p" -H 'X-Mock-Then: tools' --data-binary @"$TG_TMP/req.$p.json")
+    if [ "$st" = 200 ]; then
+        ok "$p: strict provider accepts the rewritten request"
+    else
+        not_ok "$p: strict provider accepts the rewritten request" "status $st: $(head -c 700 "$TG_TMP/resp")"
+    fi
+    name=$(json_get "$TG_TMP/resp" choices.0.message.tool_calls.0.function.name)
+    expect_eq "$p: the agent gets its own tool name back" "read.file" "$name"
+done
+
+stop_toolgate
+finish
