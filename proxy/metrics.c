@@ -37,7 +37,9 @@ struct tg_metrics {
     hist total, upstream_ttfb, added;
     atomic_ullong repairs, stripped, rewrites, disc_rounds, tools_in, tools_out, bytes_in,
         bytes_out, retries;
-    atomic_ullong up_err[6];  /* by status class: 0 = transport, 4 = 4xx, 5 = 5xx */
+    atomic_ullong up_err[6];
+    atomic_ullong quirks[TG_QUIRKS];
+    atomic_ullong repair_failures;  /* by status class: 0 = transport, 4 = 4xx, 5 = 5xx */
 };
 
 struct tg_metrics_set {
@@ -135,6 +137,10 @@ void tg_metrics_request_done(tg_metrics *m, const char *route, int status, bool 
         ADD(m->tools_out, st->tools_out);
         ADD(m->bytes_in, st->tools_bytes_in);
         ADD(m->bytes_out, st->tools_bytes_out);
+        ADD(m->repair_failures, st->repair_failures);
+        for (int q = 0; q < TG_QUIRKS; q++)
+            if (st->quirks[q])
+                ADD(m->quirks[q], st->quirks[q]);
     }
 }
 
@@ -202,6 +208,19 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
     render_hist(&b, s, offsetof(tg_metrics, added), "toolgate_added_seconds",
                 "Time toolgate spent before the request left for upstream.");
     counter(&b, "toolgate_repairs_total", "Response repairs applied.", SUM(repairs));
+    tg_buf_puts(&b, "# HELP toolgate_repairs_by_quirk_total Repairs by quirk of dialects.md section 5.\n"
+                    "# TYPE toolgate_repairs_by_quirk_total counter\n");
+    for (int q = 0; q < TG_QUIRKS; q++) {
+        unsigned long long v = 0;
+        for (int w = 0; w < s->n; w++)
+            v += GET(s->w[w].quirks[q]);
+        if (q == 0)
+            tg_buf_printf(&b, "toolgate_repairs_by_quirk_total{quirk=\"other\"} %llu\n", v);
+        else
+            tg_buf_printf(&b, "toolgate_repairs_by_quirk_total{quirk=\"R%d\"} %llu\n", q, v);
+    }
+    counter(&b, "toolgate_repair_failures_total", "Calls delivered unrepaired (logged).",
+            SUM(repair_failures));
     counter(&b, "toolgate_fields_stripped_total", "Markers and fields stripped upward.",
             SUM(stripped));
     counter(&b, "toolgate_schema_rewrites_total", "Schema rewrites applied.", SUM(rewrites));

@@ -402,7 +402,7 @@ static enum MHD_Result queue_stream(tg_req *r)
     }
     add_upstream_headers(r, resp, true);
     add_common_headers(r, resp);
-    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->status, resp);
+    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->answer_status, resp);
     MHD_destroy_response(resp);
     r->state = RQ_STREAMING;
     return ok;
@@ -444,6 +444,7 @@ static void on_upstream_headers_done(tg_req *r)
         strstr(ct, "text/event-stream")) {
         r->is_sse = true;
         if (r->state == RQ_WAIT && !r->stream) {
+            r->answer_status = (int)r->status;  /* the client's, whatever later rounds say */
             r->stream = tg_stream_new(&r->ctx);
             tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
             r->state = RQ_READY;
@@ -540,8 +541,9 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
     CURL *e = w->n_spare ? w->spare[--w->n_spare] : curl_easy_init();
     if (!e)
         return -1;
+    char *u = strdup(url);  /* url may be r->up_url itself (another round) */
     free(r->up_url);
-    r->up_url = strdup(url);
+    r->up_url = u;
     r->status = 0;
     r->headers_done = false;
     r->t_first_byte = 0;
@@ -639,6 +641,26 @@ static void finish_stream(tg_req *r, bool transport_error)
     req_resume(r);
 }
 
+/* A generation failure the repair stage can turn into a tool call (Groq's
+ * tool_use_failed, R27) on a streaming request: the agent asked for SSE, so
+ * the recovered answer goes out as a stream, through the stream repair. */
+static void answer_recovered_stream(tg_req *r)
+{
+    r->stream = tg_stream_new(&r->ctx);
+    tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+    tg_stream_event(r->stream, r->resp.data, r->resp.len, &r->out);
+    json_t *next = NULL;
+    tg_stream_end(r->stream, false, &r->out, &next);
+    json_decref(next);
+    tg_header_list_free(&r->hdrs);
+    tg_header_list_add_line(&r->hdrs, "Content-Type: text/event-stream", 31);
+    r->status = 200;
+    r->answer_status = 200;
+    r->is_sse = true;
+    r->stream_done = true;
+    r->state = RQ_READY;
+}
+
 /* A whole (non-streamed) answer from upstream: repair it, or run another
  * discovery round, or pass an error through unchanged. */
 static void finish_whole(tg_req *r)
@@ -652,7 +674,12 @@ static void finish_whole(tg_req *r)
         json_t *err = (r->status == 400 && is_json_type(r))
                           ? json_loadb(r->resp.data ? r->resp.data : "", len, 0, NULL)
                           : NULL;
-        if (err && tg_repair_response(err, &r->ctx) == 2) {
+        if (err && tg_repair_response(err, &r->ctx) == TG_REPAIR_NOW_SUCCESS) {
+            if (r->ctx.stream) {
+                json_decref(err);
+                answer_recovered_stream(r);  /* from the original bytes */
+                return;
+            }
             char *s = json_dumps(err, JSON_COMPACT);
             json_decref(err);
             set_answer(r, 200, s, strlen(s), false);

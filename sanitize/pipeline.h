@@ -20,12 +20,15 @@
 #include "schema.h"
 #include "tg.h"
 
+#define TG_QUIRKS 29
+
 /* Counters a request accumulates, for logs and /metrics. */
 typedef struct tg_stats {
     unsigned schema_rewrites;
     unsigned fields_stripped;
     unsigned repairs;
-    unsigned repair_failures;        /* calls delivered unrepaired or dropped */
+    unsigned repair_failures;
+    unsigned quirks[TG_QUIRKS];      /* repairs by quirk: [n] for Rn, [0] others */        /* calls delivered unrepaired or dropped */
     unsigned discovery_rounds;
     unsigned tools_in, tools_out;
     size_t tools_bytes_in, tools_bytes_out;

@@ -25,13 +25,19 @@ CONF="$TG_TMP/clients.conf"
 {
     conf_server "$PORT"
     conf_route main '*'
+    for d in openai gemini mistral; do
+        p=disc-$d
+        [ $d = openai ] && p=disc
+        printf '[route %s]\nprefix = /%s\nupstream = http://127.0.0.1:%s/v1\ndialect = %s\ndiscovery = on\n\n' \
+            "$p" "$p" "$MOCK_PORT" "$d"
+    done
 } >"$CONF"
 start_toolgate "$CONF" || finish
 
 # node numbers its own TAP lines; keep them as they are and let our own
 # checks (sanitizers) follow under the same counter by continuing from its
 # count.
-TG_BASE_URL="$TG_URL/v1" node --test --test-reporter=tap "$CLIENT"/*.test.mjs >"$TG_TMP/node.tap" 2>&1
+TG_BASE_URL="$TG_URL/v1" TG_ROOT_URL="$TG_URL" TG_MOCK_URL="$MOCK_URL" node --test --test-reporter=tap "$CLIENT"/*.test.mjs >"$TG_TMP/node.tap" 2>&1
 node_rc=$?
 cat "$TG_TMP/node.tap"
 TAP_N=$(grep -c '^ok \|^not ok ' "$TG_TMP/node.tap")
