@@ -63,13 +63,13 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	./$(BUILD)/toolgate serve -c $(CONF)
 
-# The whole suite: normal build, unit tests, vectors, then the integration
-# and real-client tests against an ASan/UBSan build.
+# The whole suite: the normal build (which `make install` uses), then every
+# unit test, vector and integration test against the ASan/UBSan build.
+ASAN := BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" OPT="-O1 -g"
 test: deps
-	@$(MAKE) --no-print-directory all unit $(BUILD)/mock-upstream
-	@$(MAKE) --no-print-directory BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" \
-		OPT="-O1 -g" build-asan/toolgate build-asan/mock-upstream
-	@sh test/run.sh
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(ASAN) build-asan/toolgate build-asan/mock-upstream unit
+	@BUILD=build-asan sh test/run.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/mock-upstream
@@ -94,8 +94,7 @@ fuzz: deps
 # The soak: SOAK_REQUESTS mixed requests through the ASan build (see test/soak/run.sh).
 SOAK_REQUESTS ?= 200000
 soak: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" \
-		OPT="-O1 -g" build-asan/toolgate build-asan/mock-upstream
+	@$(MAKE) --no-print-directory $(ASAN) build-asan/toolgate build-asan/mock-upstream
 	@sh test/soak/run.sh $(SOAK_REQUESTS)
 
 install: $(BUILD)/toolgate

@@ -9,7 +9,7 @@ start_mock
 
 # ---- make install, as the Dockerfile does it ---------------------------------
 dest="$TG_TMP/dest"
-if make -s -C "$TG_ROOT" install DESTDIR="$dest" PREFIX=/usr >"$TG_TMP/install.log" 2>&1; then
+if BUILD=build make -s -C "$TG_ROOT" install DESTDIR="$dest" PREFIX=/usr >"$TG_TMP/install.log" 2>&1; then
     ok "make install DESTDIR=... PREFIX=/usr"
 else
     not_ok "make install DESTDIR=... PREFIX=/usr" "$(tail -n 20 "$TG_TMP/install.log")"
