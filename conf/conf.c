@@ -636,17 +636,12 @@ tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors)
 
 tg_conf *tg_conf_load(const char *path, tg_buf *errors)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    tg_buf text = {0};
+    if (tg_buf_read_file(&text, path)) {
         tg_buf_printf(errors, "%s:0: cannot open: %s\n", path, strerror(errno));
+        tg_buf_free(&text);
         return NULL;
     }
-    tg_buf text = {0};
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        tg_buf_append(&text, chunk, n);
-    fclose(f);
     tg_conf *c = tg_conf_load_string(text.data ? text.data : "", path, errors);
     tg_buf_free(&text);
     return c;

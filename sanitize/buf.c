@@ -81,6 +81,27 @@ void tg_buf_free(tg_buf *b)
     b->len = b->cap = 0;
 }
 
+int tg_buf_read_file(tg_buf *b, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    char chunk[65536];
+    size_t n;
+    int rc = 0;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (tg_buf_append(b, chunk, n)) {
+            rc = -1;
+            break;
+        }
+    if (ferror(f))
+        rc = -1;
+    fclose(f);
+    if (tg_buf_reserve(b, 0))
+        rc = -1;
+    return rc;
+}
+
 char *tg_buf_steal(tg_buf *b, size_t *len)
 {
     if (!b->data && tg_buf_reserve(b, 0))

@@ -20,6 +20,8 @@ int tg_buf_printf(tg_buf *b, const char *fmt, ...)
 void tg_buf_consume(tg_buf *b, size_t n);
 void tg_buf_reset(tg_buf *b);
 void tg_buf_free(tg_buf *b);
+/* Append a whole file. 0, or -1 (errno set) when it cannot be read. */
+int tg_buf_read_file(tg_buf *b, const char *path);
 /* Hand the bytes to the caller (malloc'd, NUL-terminated); b becomes empty. */
 char *tg_buf_steal(tg_buf *b, size_t *len);
 

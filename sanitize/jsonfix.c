@@ -408,30 +408,10 @@ json_t *tg_json_split_objects(const char *s, size_t n)
         if (s[i] != '{')
             goto fail;
         size_t start = i;
-        int depth = 0;
-        bool in_str = false, esc = false;
-        for (; i < n; i++) {
-            char c = s[i];
-            if (in_str) {
-                if (esc)
-                    esc = false;
-                else if (c == '\\')
-                    esc = true;
-                else if (c == '"')
-                    in_str = false;
-            } else if (c == '"') {
-                in_str = true;
-            } else if (c == '{' || c == '[') {
-                depth++;
-            } else if (c == '}' || c == ']') {
-                if (--depth == 0) {
-                    i++;
-                    break;
-                }
-            }
-        }
-        if (depth != 0)
+        const char *end = tg_json_value_end(s + i, s + n);
+        if (!end)
             goto fail;
+        i = (size_t)(end - s);
         json_t *o = json_loadb(s + start, i - start, 0, NULL);
         if (!json_is_object(o)) {
             json_decref(o);

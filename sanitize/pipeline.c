@@ -83,19 +83,15 @@ static const char *skip_ws(const char *p, const char *end)
     return p;
 }
 
-/* p at an opening quote: returns just past the closing one, or NULL. */
+/* p at a string: just past it (the scanner's string rule, via a one-string
+ * container would be clumsier). */
 static const char *skip_string(const char *p, const char *end)
 {
     for (p++; p < end; p++) {
-        const char *q = memchr(p, '"', (size_t)(end - p));
-        if (!q)
-            return NULL;
-        const char *b = q;
-        while (b > p && b[-1] == '\\')
-            b--;
-        if ((q - b) % 2 == 0)
-            return q + 1;
-        p = q;
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
     }
     return NULL;
 }
@@ -107,27 +103,12 @@ static const char *skip_value(const char *p, const char *end)
         return NULL;
     if (*p == '"')
         return skip_string(p, end);
-    if (*p != '{' && *p != '[') {
-        while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' &&
-               *p != '\r' && *p != '\t')
-            p++;
-        return p;
-    }
-    int depth = 0;
-    for (; p < end; p++) {
-        if (*p == '"') {
-            p = skip_string(p, end);
-            if (!p)
-                return NULL;
-            p--;
-        } else if (*p == '{' || *p == '[') {
-            depth++;
-        } else if (*p == '}' || *p == ']') {
-            if (--depth == 0)
-                return p + 1;
-        }
-    }
-    return NULL;
+    if (*p == '{' || *p == '[')
+        return tg_json_value_end(p, end);
+    while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' &&
+           *p != '\r' && *p != '\t')
+        p++;
+    return p;
 }
 
 /* The byte span of the value of top-level key "tools". False when absent,

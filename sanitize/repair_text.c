@@ -363,32 +363,6 @@ static int parse_block(const tg_ctx *ctx, const tag *t, const char *s, const cha
 
 /* --- bare JSON at the start of the message ------------------------------ */
 
-/* End of the JSON value starting at s (brace matching, strings aware), or
- * NULL when it has not closed yet. */
-static const char *json_end(const char *s, const char *e)
-{
-    int depth = 0;
-    bool in_str = false, esc = false;
-    for (const char *p = s; p < e; p++) {
-        char c = *p;
-        if (in_str) {
-            if (esc)
-                esc = false;
-            else if (c == '\\')
-                esc = true;
-            else if (c == '"')
-                in_str = false;
-        } else if (c == '"') {
-            in_str = true;
-        } else if (c == '{' || c == '[') {
-            depth++;
-        } else if ((c == '}' || c == ']') && --depth == 0) {
-            return p + 1;
-        }
-    }
-    return NULL;
-}
-
 /* Could the unfinished JSON at s still be a call? Decided on its first key. */
 static bool json_call_possible(const char *s, const char *e)
 {
@@ -465,7 +439,7 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
             if (p == e)
                 break;
             if (*p == '{' || *p == '[') {
-                const char *je = json_end(p, e);
+                const char *je = tg_json_value_end(p, e);
                 if (!je && !final && json_call_possible(p, e) &&
                     (size_t)(e - p) < TEXT_HOLD_MAX)
                     return (size_t)(p - s);  /* undecided: hold */

@@ -32,6 +32,43 @@ char *tg_error_body(const tg_error *err)
     return s;
 }
 
+/* p at an opening quote: just past the closing one, or NULL. memchr finds
+ * the candidates, so long strings cost little. */
+static const char *string_end(const char *p, const char *e)
+{
+    for (p++; p < e;) {
+        const char *q = memchr(p, '"', (size_t)(e - p));
+        if (!q)
+            return NULL;
+        const char *b = q;
+        while (b > p && b[-1] == '\\')
+            b--;
+        if ((q - b) % 2 == 0)
+            return q + 1;
+        p = q + 1;
+    }
+    return NULL;
+}
+
+const char *tg_json_value_end(const char *s, const char *e)
+{
+    int depth = 0;
+    for (const char *p = s; p < e; p++) {
+        char c = *p;
+        if (c == '"') {
+            p = string_end(p, e);
+            if (!p)
+                return NULL;
+            p--;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+            return p + 1;
+        }
+    }
+    return NULL;
+}
+
 void tg_explain_add(json_t *explain, const char *stage, const char *where,
                     const char *pointer, const char *rule,
                     json_t *before, json_t *after)

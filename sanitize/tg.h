@@ -55,4 +55,10 @@ void tg_explain_add(json_t *explain, const char *stage, const char *where,
                     const char *pointer, const char *rule,
                     json_t *before, json_t *after);
 
+/* Where the JSON container ({...} or [...]) starting at s ends: just past
+ * its closing bracket, or NULL when it does not close before e. Strings
+ * (with escapes) are skipped, so brackets inside them do not count. One
+ * scanner for every place that must find a value's bytes without parsing. */
+const char *tg_json_value_end(const char *s, const char *e);
+
 #endif

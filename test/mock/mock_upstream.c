@@ -751,21 +751,11 @@ static enum MHD_Result answer_big(request *r, struct MHD_Connection *conn)
 
 static char *read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
     tg_buf b = { 0 };
-    char chunkbuf[65536];
-    size_t n;
-    while ((n = fread(chunkbuf, 1, sizeof(chunkbuf), f)) > 0)
-        if (tg_buf_append(&b, chunkbuf, n)) {
-            tg_buf_free(&b);
-            fclose(f);
-            return NULL;
-        }
-    fclose(f);
-    if (!b.data && tg_buf_reserve(&b, 1))
+    if (tg_buf_read_file(&b, path)) {
+        tg_buf_free(&b);
         return NULL;
+    }
     return tg_buf_steal(&b, len);
 }
 

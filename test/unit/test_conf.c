@@ -18,15 +18,11 @@
 
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
     tg_buf b = {0};
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        tg_buf_append(&b, chunk, n);
-    fclose(f);
+    if (tg_buf_read_file(&b, path)) {
+        tg_buf_free(&b);
+        return NULL;
+    }
     return tg_buf_steal(&b, NULL);
 }
 

@@ -17,15 +17,11 @@
 
 static char *slurp(const char *path, size_t *n)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
     tg_buf b = {0};
-    char chunk[65536];
-    size_t k;
-    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
-        tg_buf_append(&b, chunk, k);
-    fclose(f);
+    if (tg_buf_read_file(&b, path)) {
+        tg_buf_free(&b);
+        return NULL;
+    }
     return tg_buf_steal(&b, n);
 }
 
