@@ -59,7 +59,7 @@ typedef struct walk {
 static void note(walk *w, const char *ptr, const char *rule, json_t *before, json_t *after)
 {
     w->changes++;
-    tg_explain_add(w->explain, "schema", w->tool, ptr[0] ? ptr : "/", rule, before, after);
+    tg_explain_add(w->explain, "schema", w->tool, ptr, rule, before, after);
 }
 
 static void ptr_join(char *out, const char *base, const char *a, const char *b)
@@ -602,7 +602,7 @@ static void flatten_root(walk *w, json_t *n, json_t *hints)
         }
         json_decref(common);
         hint_add(hints, "one of these required sets", alts);
-        note(w, "", "flatten-root-combinator", br, NULL);
+        note(w, "/function/parameters", "flatten-root-combinator", br, NULL);
         json_decref(alts);
         json_decref(br);
     }
@@ -1001,99 +1001,89 @@ static void push_into_branches(walk *w, json_t *n, const char *ptr)
         note(w, ptr, "anyOf-siblings-into-branches", NULL, NULL);
 }
 
-static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
-                  json_t **inv)
+/* What the walk decided about one node's type, shared by the steps below. */
+typedef struct node_type {
+    json_t *types;    /* type names, "null" included */
+    json_t *nonnull;  /* the same without "null" */
+    bool has_null, has_any, enum_node, union_split;
+} node_type;
+
+static void node_type_clear(node_type *nt)
 {
-    unsigned f = w->f;
-    *inv = NULL;
-    w->nodes++;
-    node_in ni = normalize(w, in, ptr, root);
-    json_t *n = ni.n;
-    json_t *out = NULL;
-    json_t *hints = json_array();
-    json_t *myinv = json_object();
+    json_decref(nt->types);
+    json_decref(nt->nonnull);
+}
 
-    if (ni.cut && root) {
-        /* the root must stay an object (rule 3): an empty one, explained */
-        json_decref(n);
-        ni.n = n = json_pack("{s:s,s:s}", "type", "object", "description",
-                             "(recursive root schema could not be expressed)");
-        ni.cut = NULL;
-    }
-    if (ni.cut) {
-        char what[160];
-        snprintf(what, sizeof what, "recursive %.100s, cut at depth %d", ref_short_name(ni.cut),
-                 REF_MAX_OPEN);
-        out = standin(w, n, what, ptr, inv);
-        goto done;
-    }
-    if (!root && depth > MAX_DEPTH) {
-        out = standin(w, n, "nested too deep", ptr, inv);
-        goto done;
-    }
-    if (root && (f & TG_SR_ROOT_OBJECT))
-        flatten_root(w, n, hints);
+static const char *single_type(const node_type *nt)
+{
+    return json_array_size(nt->nonnull) == 1 ? json_string_value(json_array_get(nt->nonnull, 0)) : NULL;
+}
 
-    /* Gemini: anyOf [X, {type:null}] -> X, nullable (section 3.2 step 2). */
-    if (json_is_array(json_object_get(n, "anyOf")) && (f & TG_SR_OPENAPI_SUBSET)) {
-        json_t *any = json_object_get(n, "anyOf");
-        json_t *keep = json_array();
-        bool nul = false;
-        size_t i;
-        json_t *b;
-        json_array_foreach(any, i, b) {
-            if (is_null_branch(b))
-                nul = true;
-            else
-                json_array_append(keep, b);
+/* Gemini: anyOf [X, {type:null}] -> X + nullable (section 3.2 step 2).
+ * Returns the node that replaces n when one real branch is left (walked
+ * afresh by the caller, so the branch's own $ref/allOf get normalised), or
+ * NULL after editing n in place. */
+static json_t *collapse_null_branch(walk *w, json_t *n, const char *ptr)
+{
+    json_t *any = json_object_get(n, "anyOf");
+    json_t *keep = json_array();
+    json_t *replacement = NULL;
+    bool nul = false;
+    size_t i;
+    json_t *b;
+    json_array_foreach(any, i, b) {
+        if (is_null_branch(b))
+            nul = true;
+        else
+            json_array_append(keep, b);
+    }
+    if (nul) {
+        note(w, ptr, "anyOf-null-to-nullable", NULL, NULL);
+        json_object_set_new(n, "nullable", json_true());
+        if (json_array_size(keep) == 1 && json_is_object(json_array_get(keep, 0))) {
+            replacement = json_copy(json_array_get(keep, 0));
+            const char *k;
+            json_t *v;
+            json_object_foreach(n, k, v) if (strcmp(k, "anyOf") && !json_object_get(replacement, k))
+                json_object_set(replacement, k, v);
+        } else if (json_array_size(keep) == 0) {
+            json_object_del(n, "anyOf");
+            json_object_del(n, "nullable");
+            json_object_set_new(n, "type", json_string("null"));
+        } else {
+            json_object_set(n, "anyOf", keep);
         }
-        if (nul) {
-            json_object_set_new(n, "nullable", json_true());
-            if (json_array_size(keep) == 1 && json_is_object(json_array_get(keep, 0))) {
-                /* the one real branch becomes the node; walked afresh so its
-                 * own $ref/allOf/oneOf get normalised too */
-                json_t *merged = json_copy(json_array_get(keep, 0));
-                const char *k;
-                json_t *v;
-                json_object_foreach(n, k, v) if (strcmp(k, "anyOf") && !json_object_get(merged, k))
-                    json_object_set(merged, k, v);
-                note(w, ptr, "anyOf-null-to-nullable", NULL, NULL);
-                json_decref(keep);
-                out = rw(w, merged, ptr, depth + 1, objdepth, root, inv);
-                json_decref(merged);
-                goto done;
-            }
-            if (json_array_size(keep) == 0) {
-                json_object_del(n, "anyOf");
-                json_object_del(n, "nullable");
-                json_object_set_new(n, "type", json_string("null"));
-            } else {
-                json_object_set(n, "anyOf", keep);
-            }
-            note(w, ptr, "anyOf-null-to-nullable", NULL, NULL);
-        }
-        json_decref(keep);
     }
+    json_decref(keep);
+    return replacement;
+}
 
-    /* const -> enum */
+/* const -> enum where the target wants it; an empty enum admits nothing, so
+ * it is a broken schema, not a wish: removed. */
+static void normalize_enum(walk *w, json_t *n, const char *ptr)
+{
     json_t *cst = json_object_get(n, "const");
-    if (cst && (f & TG_SR_CONST_ENUM)) {
+    if (cst && (w->f & TG_SR_CONST_ENUM)) {
         if (!json_object_get(n, "enum"))
             json_object_set_new(n, "enum", json_pack("[O]", cst));
         note(w, ptr, "const-to-enum", cst, NULL);
         json_object_del(n, "const");
     }
-    /* an empty enum admits nothing: a broken schema, not a wish */
     json_t *en = json_object_get(n, "enum");
     if (en && (!json_is_array(en) || json_array_size(en) == 0)) {
         note(w, ptr, "repair-empty-enum", en, NULL);
         json_object_del(n, "enum");
     }
-    en = json_object_get(n, "enum");
+}
 
+/* The node's types: declared, inferred where the target needs one, forced to
+ * object at the root (rule 3). */
+static json_t *node_types(walk *w, json_t *n, const char *ptr, bool root, json_t *hints)
+{
     json_t *types = collect_types(n);
-    bool has_any = json_is_array(json_object_get(n, "anyOf"));
-    if (json_array_size(types) == 0 && !has_any && (f & (TG_SR_ADD_TYPE | TG_SR_STRICT | TG_SR_FREEFORM_STRING))) {
+    json_t *en = json_object_get(n, "enum");
+    if (json_array_size(types) == 0 && !json_is_array(json_object_get(n, "anyOf")) &&
+        (w->f & (TG_SR_ADD_TYPE | TG_SR_STRICT | TG_SR_FREEFORM_STRING))) {
         const char *t = NULL;
         if (json_object_get(n, "properties"))
             t = "object";
@@ -1103,12 +1093,10 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
             t = type_of_values(en);
         if (t) {
             json_array_append_new(types, json_string(t));
-            note(w, ptr, "add-type", NULL, json_string_value(json_array_get(types, 0)) ? json_array_get(types, 0) : NULL);
+            note(w, ptr, "add-type", NULL, json_array_get(types, 0));
         }
     }
-    if (json_array_size(types) == 0 && json_object_get(n, "properties") && root)
-        json_array_append_new(types, json_string("object"));
-    if (root && (f & TG_SR_ROOT_OBJECT)) {
+    if (root && (w->f & TG_SR_ROOT_OBJECT)) {
         bool obj = json_array_size(types) == 1 && !strcmp(json_string_value(json_array_get(types, 0)), "object");
         if (!obj) {
             if (json_array_size(types))
@@ -1118,237 +1106,229 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
             note(w, ptr, "root-type-object", json_object_get(n, "type"), NULL);
         }
     }
+    return types;
+}
 
-    /* Type unions: Gemini and Cerebras-strict take no type arrays. */
-    size_t nt = json_array_size(types);
-    bool has_null = false;
-    json_t *nonnull = json_array();
-    {
-        size_t i;
-        json_t *t;
-        json_array_foreach(types, i, t) {
-            if (!strcmp(json_string_value(t), "null"))
-                has_null = true;
-            else
-                json_array_append(nonnull, t);
-        }
+/* Type unions: Gemini and Cerebras-strict take no type arrays; Gemini takes
+ * no type-specific keys beside anyOf (rule 27). Edits n, fills nt. */
+static void resolve_unions(walk *w, json_t *n, json_t *in, const char *ptr, node_type *nt,
+                           json_t *hints)
+{
+    unsigned f = w->f;
+    size_t ntypes = json_array_size(nt->types);
+    size_t i;
+    json_t *t;
+    nt->nonnull = json_array();
+    json_array_foreach(nt->types, i, t) {
+        if (!strcmp(json_string_value(t), "null"))
+            nt->has_null = true;
+        else
+            json_array_append(nt->nonnull, t);
     }
-    bool enum_node = en && (f & TG_SR_ENUM_STRINGS);
-    bool union_split = !enum_node && !has_any &&
-                       (((f & TG_SR_TYPE_ARRAYS) && json_array_size(nonnull) > 1) ||
-                        ((f & TG_SR_STRICT) && (f & TG_SR_NULL_ANYOF) && nt > 1));
-    if (union_split) {
-        json_t *branches = (f & TG_SR_TYPE_ARRAYS) ? nonnull : types;
-        split_types(n, branches);
-        if ((f & TG_SR_OPENAPI_SUBSET) && has_null)
+    nt->has_any = json_is_array(json_object_get(n, "anyOf"));
+    nt->enum_node = json_object_get(n, "enum") && (f & TG_SR_ENUM_STRINGS);
+    nt->union_split = !nt->enum_node && !nt->has_any &&
+                      (((f & TG_SR_TYPE_ARRAYS) && json_array_size(nt->nonnull) > 1) ||
+                       ((f & TG_SR_STRICT) && (f & TG_SR_NULL_ANYOF) && ntypes > 1));
+    if (nt->union_split) {
+        split_types(n, (f & TG_SR_TYPE_ARRAYS) ? nt->nonnull : nt->types);
+        if ((f & TG_SR_OPENAPI_SUBSET) && nt->has_null)
             json_object_set_new(n, "nullable", json_true());
         note(w, ptr, "type-array-to-anyOf", json_object_get(in, "type"), NULL);
-        json_array_clear(types);
-        has_any = true;
-    }
-    if (union_split)
-        json_array_clear(nonnull);
-    if (has_any && !union_split && nt > 1 && (f & TG_SR_STRICT) && (f & TG_SR_NULL_ANYOF)) {
+        json_array_clear(nt->types);
+        json_array_clear(nt->nonnull);
+        nt->has_any = true;
+    } else if (nt->has_any && ntypes > 1 && (f & TG_SR_STRICT) && (f & TG_SR_NULL_ANYOF)) {
         /* a type union beside anyOf: the branches already say what goes */
         hint_add(hints, "type", json_object_get(n, "type"));
         json_object_del(n, "type");
-        json_array_clear(types);
-        json_array_clear(nonnull);
+        json_array_clear(nt->types);
+        json_array_clear(nt->nonnull);
     }
-    if (has_any && (f & TG_SR_OPENAPI_SUBSET)) {
+    if (nt->has_any && (f & TG_SR_OPENAPI_SUBSET)) {
         push_into_branches(w, n, ptr);
-        json_array_clear(types);
-        json_array_clear(nonnull);
-        en = json_object_get(n, "enum");
-        enum_node = en && (f & TG_SR_ENUM_STRINGS) && !json_object_get(n, "anyOf");
+        json_array_clear(nt->types);
+        json_array_clear(nt->nonnull);
+        nt->enum_node = json_object_get(n, "enum") && (f & TG_SR_ENUM_STRINGS) && !json_object_get(n, "anyOf");
     }
+}
 
-    /* Free-form maps and untyped values under strict (or for xAI/Gemini). */
-    {
-        bool is_obj = json_array_size(nonnull) == 1 && !strcmp(json_string_value(json_array_get(nonnull, 0)), "object");
-        json_t *props = json_object_get(n, "properties");
-        bool no_props = !json_is_object(props) || json_object_size(props) == 0;
-        bool closed = json_is_false(json_object_get(n, "additionalProperties")) && json_is_object(props);
-        bool untyped = !union_split && json_array_size(types) == 0 && !has_any && !en &&
-                       !json_object_get(n, "const") && !json_object_get(n, "$ref") &&
-                       !json_object_get(n, "oneOf") && !json_object_get(n, "allOf");
-        if (!root && untyped && (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING | TG_SR_ADD_TYPE))) {
-            out = standin(w, n, "any JSON value", ptr, inv);
-            json_decref(nonnull);
-            json_decref(types);
-            goto done;
-        }
-        if (!root && is_obj && !union_split && no_props && !closed && (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING))) {
-            out = standin(w, n, "JSON-encoded object; any keys", ptr, inv);
-            json_decref(nonnull);
-            json_decref(types);
-            goto done;
-        }
-        if (!root && is_obj && (f & TG_SR_STRICT) &&
-            w->props + (int)json_object_size(props) > STRICT_MAX_PROPS) {
-            out = standin(w, n, "object beyond the property budget", ptr, inv);
-            json_decref(nonnull);
-            json_decref(types);
-            goto done;
-        }
-        if (is_obj)
-            w->props += (int)json_object_size(props);
-        if (!root && is_obj && (f & TG_SR_STRICT) && objdepth + 1 > STRICT_MAX_OBJ) {
-            out = standin(w, n, "object nested too deep", ptr, inv);
-            json_decref(nonnull);
-            json_decref(types);
-            goto done;
-        }
-    }
+/* Why this node cannot be expressed in the target and must travel as a
+ * JSON-encoded string, or NULL. Also books the node's properties against
+ * the strict budget (rule 20). */
+static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool root, int objdepth)
+{
+    unsigned f = w->f;
+    const char *single = single_type(nt);
+    bool is_obj = single && !strcmp(single, "object");
+    json_t *props = json_object_get(n, "properties");
+    bool no_props = !json_is_object(props) || json_object_size(props) == 0;
+    bool closed = json_is_false(json_object_get(n, "additionalProperties")) && json_is_object(props);
+    bool untyped = !nt->union_split && json_array_size(nt->types) == 0 && !nt->has_any &&
+                   !json_object_get(n, "enum") && !json_object_get(n, "const") &&
+                   !json_object_get(n, "$ref") && !json_object_get(n, "oneOf") &&
+                   !json_object_get(n, "allOf");
+    if (root)
+        return NULL;
+    if (untyped && (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING | TG_SR_ADD_TYPE)))
+        return "any JSON value";
+    if (is_obj && no_props && !closed && (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING)))
+        return "JSON-encoded object; any keys";
+    if (is_obj && (f & TG_SR_STRICT) && w->props + (int)json_object_size(props) > STRICT_MAX_PROPS)
+        return "object beyond the property budget";
+    if (is_obj && (f & TG_SR_STRICT) && objdepth + 1 > STRICT_MAX_OBJ)
+        return "object nested too deep";
+    if (is_obj)
+        w->props += (int)json_object_size(props);
+    return NULL;
+}
 
-    out = json_object();
-    /* type */
-    const char *single = json_array_size(nonnull) == 1 ? json_string_value(json_array_get(nonnull, 0)) : NULL;
-    if (enum_node) {
-        json_t *vals = stringify_enum(w, en, out, myinv, ptr);
-        if (has_null)
+/* `type` (or the stringified enum that replaces it) into out. */
+static void emit_type(walk *w, json_t *n, json_t *out, json_t *inv, const node_type *nt, const char *ptr)
+{
+    unsigned f = w->f;
+    const char *single = single_type(nt);
+    if (nt->enum_node) {
+        json_t *vals = stringify_enum(w, json_object_get(n, "enum"), out, inv, ptr);
+        if (nt->has_null)
             json_object_set_new(out, "nullable", json_true());
         json_object_set_new(out, "enum", vals);
-        single = "string";
-    } else if (json_array_size(types)) {
-        if ((f & TG_SR_OPENAPI_SUBSET) && single) {
-            json_object_set_new(out, "type", json_string(single));
-            if (has_null)
-                json_object_set_new(out, "nullable", json_true());
-        } else if ((f & TG_SR_OPENAPI_SUBSET) && has_null) {
-            json_object_set_new(out, "type", json_string("null"));
-        } else if (json_array_size(types) == 1) {
-            json_object_set(out, "type", json_array_get(types, 0));
-        } else {
-            json_object_set(out, "type", types);
-        }
-        if (json_is_array(json_object_get(n, "type")) && json_is_string(json_object_get(out, "type")))
-            note(w, ptr, "type-array-to-nullable", json_object_get(n, "type"), json_object_get(out, "type"));
+        return;
     }
-    json_decref(nonnull);
+    if (!json_array_size(nt->types))
+        return;
+    if ((f & TG_SR_OPENAPI_SUBSET) && single) {
+        json_object_set_new(out, "type", json_string(single));
+        if (nt->has_null)
+            json_object_set_new(out, "nullable", json_true());
+    } else if ((f & TG_SR_OPENAPI_SUBSET) && nt->has_null) {
+        json_object_set_new(out, "type", json_string("null"));
+    } else if (json_array_size(nt->types) == 1) {
+        json_object_set(out, "type", json_array_get(nt->types, 0));
+    } else {
+        json_object_set(out, "type", nt->types);
+    }
+    if (json_is_array(json_object_get(n, "type")) && json_is_string(json_object_get(out, "type")))
+        note(w, ptr, "type-array-to-nullable", json_object_get(n, "type"), json_object_get(out, "type"));
+}
 
-    bool is_object = single && !strcmp(single, "object");
-    bool is_array = single && !strcmp(single, "array");
-    int myobj = objdepth + (is_object ? 1 : 0);
+/* items / additionalProperties sub-schemas. */
+static void emit_subschema(walk *w, const char *k, json_t *v, json_t *out, json_t *inv,
+                           json_t *hints, const char *ptr, int depth, int objdepth)
+{
+    char cptr[PTR_MAX];
+    json_t *cinv = NULL;
+    json_t *tuple = NULL;
+    if (json_is_array(v)) {  /* draft-04 tuple form */
+        tuple = json_pack("{s:O}", "anyOf", v);
+        v = tuple;
+        hint_text(hints, "items were a tuple");
+    }
+    ptr_join(cptr, ptr, k, NULL);
+    json_t *c = rw(w, v, cptr, depth + 1, objdepth, false, &cinv);
+    json_decref(tuple);
+    json_object_set_new(out, k, c);
+    if (cinv)
+        json_object_set_new(inv, !strcmp(k, "items") ? "i" : "x", cinv);
+}
 
+static void emit_additional(walk *w, json_t *v, json_t *out, json_t *hints, const char *ptr)
+{
+    unsigned f = w->f;
+    if ((f & TG_SR_OPENAPI_SUBSET) || ((f & TG_SR_MISTRAL_STRIP) && json_is_false(v))) {
+        if (json_is_object(v))
+            hint_add(hints, "additional values", json_object_get(v, "type") ? json_object_get(v, "type") : v);
+        note(w, ptr, "drop-additionalProperties", v, NULL);
+    } else if (f & TG_SR_STRICT) {
+        if (!json_is_false(v)) {
+            hint_text(hints, "other keys not accepted");
+            note(w, ptr, "strict-additionalProperties", v, json_false());
+        }
+    } else {
+        json_object_set_new(out, "additionalProperties", json_deep_copy(v));
+    }
+}
+
+static void emit_defs(walk *w, const char *k, json_t *v, json_t *out, const char *ptr, int depth)
+{
+    if ((w->f & TG_SR_INLINE_REFS) || !json_is_object(v)) {
+        note(w, ptr, "drop-defs", NULL, NULL);
+        return;
+    }
+    json_t *defs = json_object();
+    const char *dk;
+    json_t *dv;
+    json_object_foreach(v, dk, dv) {
+        char dptr[PTR_MAX];
+        json_t *dinv = NULL;
+        ptr_join(dptr, ptr, k, dk);
+        json_object_set_new(defs, dk, rw(w, dv, dptr, depth + 1, 0, false, &dinv));
+        json_decref(dinv);  /* refs are not followed on the way back */
+    }
+    json_object_set_new(out, k, defs);
+}
+
+/* Every key of n but type/properties/required, in n's order. */
+static void emit_keys(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hints, const node_type *nt,
+                      const char *ptr, int depth, int objdepth)
+{
+    unsigned f = w->f;
     const char *k;
     json_t *v;
     json_object_foreach(n, k, v) {
-        char cptr[PTR_MAX];
-        if (!strcmp(k, "type") || !strcmp(k, "nullable") || !strcmp(k, "properties") ||
-            !strcmp(k, "required")) {
-            if (!strcmp(k, "nullable") && !(f & TG_SR_OPENAPI_SUBSET) && json_is_boolean(v) &&
-                !json_object_get(n, "type") && !(f & TG_SR_STRICT))
+        if (!strcmp(k, "type") || !strcmp(k, "properties") || !strcmp(k, "required")) {
+            continue;
+        } else if (!strcmp(k, "nullable")) {
+            /* OpenAPI nullable became a "null" type, except on a typeless node */
+            if (!(f & (TG_SR_OPENAPI_SUBSET | TG_SR_STRICT)) && json_is_boolean(v) && !json_object_get(n, "type"))
                 json_object_set(out, k, v);
-            continue;
-        }
-        if (!strcmp(k, "enum")) {
-            if (!enum_node)
+        } else if (!strcmp(k, "enum")) {
+            if (!nt->enum_node)
                 json_object_set_new(out, k, json_deep_copy(v));
-            continue;
-        }
-        if (!strcmp(k, "items") || (!strcmp(k, "additionalProperties") && json_is_object(v) &&
-                                    !(f & (TG_SR_OPENAPI_SUBSET | TG_SR_STRICT)))) {
-            json_t *cinv = NULL;
-            json_t *src = v;
-            json_t *tuple = NULL;
-            if (json_is_array(v)) {  /* draft-04 tuple form */
-                tuple = json_pack("{s:O}", "anyOf", v);
-                src = tuple;
-                hint_text(hints, "items were a tuple");
-            }
-            ptr_join(cptr, ptr, k, NULL);
-            json_t *c = rw(w, src, cptr, depth + 1, myobj, false, &cinv);
-            json_decref(tuple);
-            json_object_set_new(out, k, c);
-            if (cinv)
-                json_object_set_new(myinv, !strcmp(k, "items") ? "i" : "x", cinv);
-            continue;
-        }
-        if (!strcmp(k, "additionalProperties")) {
-            if ((f & TG_SR_OPENAPI_SUBSET) || ((f & TG_SR_MISTRAL_STRIP) && json_is_false(v))) {
-                if (json_is_object(v))
-                    hint_add(hints, "additional values", json_object_get(v, "type") ? json_object_get(v, "type") : v);
-                note(w, ptr, "drop-additionalProperties", v, NULL);
-            } else if (f & TG_SR_STRICT) {
-                if (!json_is_false(v)) {
-                    hint_text(hints, "other keys not accepted");
-                    note(w, ptr, "strict-additionalProperties", v, json_false());
-                }
-            } else {
-                json_object_set_new(out, k, json_deep_copy(v));
-            }
-            continue;
-        }
-        if (!strcmp(k, "anyOf") || !strcmp(k, "oneOf") ||
-            (!strcmp(k, "allOf") && !(f & TG_SR_STRICT))) {
-            if (!json_is_array(v) || json_array_size(v) == 0) {
-                note(w, ptr, "repair-empty-combinator", v, NULL);
-                continue;
-            }
+        } else if (!strcmp(k, "items") || (!strcmp(k, "additionalProperties") && json_is_object(v) &&
+                                           !(f & (TG_SR_OPENAPI_SUBSET | TG_SR_STRICT)))) {
+            emit_subschema(w, k, v, out, inv, hints, ptr, depth, objdepth);
+        } else if (!strcmp(k, "additionalProperties")) {
+            emit_additional(w, v, out, hints, ptr);
+        } else if (!strcmp(k, "anyOf") || !strcmp(k, "oneOf") || (!strcmp(k, "allOf") && !(f & TG_SR_STRICT))) {
             json_t *binv = NULL;
-            json_t *c = rw_children_array(w, v, ptr, k, depth, myobj, &binv);
-            json_object_set_new(out, k, c);
+            json_object_set_new(out, k, rw_children_array(w, v, ptr, k, depth, objdepth, &binv));
             if (binv && strcmp(k, "allOf"))
-                json_object_set_new(myinv, "a", binv);
+                json_object_set_new(inv, "a", binv);
             else
                 json_decref(binv);
-            continue;
-        }
-        if (!strcmp(k, "$defs") || !strcmp(k, "definitions")) {
-            if ((f & TG_SR_INLINE_REFS) || !json_is_object(v)) {
-                note(w, ptr, "drop-defs", NULL, NULL);
-                continue;
-            }
-            json_t *defs = json_object();
-            const char *dk;
-            json_t *dv;
-            json_object_foreach(v, dk, dv) {
-                char dptr[PTR_MAX];
-                json_t *dinv = NULL;
-                ptr_join(dptr, ptr, k, dk);
-                json_object_set_new(defs, dk, rw(w, dv, dptr, depth + 1, 0, false, &dinv));
-                json_decref(dinv);  /* refs are not followed on the way back */
-            }
-            json_object_set_new(out, k, defs);
-            continue;
-        }
-        if (!strcmp(k, "const") || !strcmp(k, "$ref")) {
-            if (!strcmp(k, "$ref") && (f & TG_SR_INLINE_REFS))
-                continue;
+        } else if (!strcmp(k, "$defs") || !strcmp(k, "definitions")) {
+            emit_defs(w, k, v, out, ptr, depth);
+        } else if (!strcmp(k, "$ref")) {
+            if (!(f & TG_SR_INLINE_REFS))
+                json_object_set_new(out, k, json_deep_copy(v));
+        } else if (!strcmp(k, "const")) {
             json_object_set_new(out, k, json_deep_copy(v));
-            continue;
-        }
-        if (!strcmp(k, "description") || !strcmp(k, "title")) {
+        } else if (!strcmp(k, "description") || !strcmp(k, "title")) {
             if (json_is_string(v))
                 json_object_set(out, k, v);
-            continue;
+        } else {
+            emit_other(w, k, v, out, hints, ptr, single_type(nt));
         }
-        emit_other(w, k, v, out, hints, ptr, single);
     }
-
-    if ((f & TG_SR_OPENAPI_SUBSET) && json_is_true(json_object_get(n, "nullable")) &&
-        json_object_get(out, "anyOf"))
+    if ((f & TG_SR_OPENAPI_SUBSET) && json_is_true(json_object_get(n, "nullable")) && json_object_get(out, "anyOf"))
         json_object_set_new(out, "nullable", json_true());
-    if (is_object || json_object_get(n, "properties") || (root && (f & TG_SR_ROOT_OBJECT)) ||
-        ((f & TG_SR_REQUIRED) && json_object_get(n, "required")))
-        emit_properties(w, n, out, myinv, hints, ptr, depth, myobj);
-    if (json_object_get(out, "properties") && !is_object && !has_any && (f & TG_SR_ROOT_OBJECT) && !root &&
-        !json_object_get(out, "type") && (f & (TG_SR_ADD_TYPE | TG_SR_STRICT))) {
-        json_object_set_new(out, "type", json_string("object"));
-        is_object = true;
-    }
+}
+
+/* After properties: rule 5 clean-up, strict closing (rule 16), xAI's quirk,
+ * and items for arrays that had none (rule 4). */
+static void finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_object, bool is_array,
+                        const char *ptr, int depth, int objdepth)
+{
+    unsigned f = w->f;
+    json_t *req = json_object_get(out, "required");
     if (!(f & TG_SR_REQUIRED) && !json_object_get(out, "properties") && json_object_get(n, "required"))
         json_object_set(out, "required", json_object_get(n, "required"));
-    if (json_object_get(out, "required") && !json_object_get(out, "properties"))
+    req = json_object_get(out, "required");
+    if (req && (!json_object_get(out, "properties") || (json_array_size(req) == 0 && !(f & TG_SR_STRICT))))
         json_object_del(out, "required");
-    if (json_object_get(out, "required") && json_array_size(json_object_get(out, "required")) == 0 &&
-        !(f & TG_SR_STRICT))
-        json_object_del(out, "required");
-
     if (is_object && (f & TG_SR_STRICT)) {
-        json_t *props = json_object_get(out, "properties");
-        if (!props)
+        if (!json_object_get(out, "properties"))
             json_object_set_new(out, "properties", json_object());
         if (!json_object_get(out, "required"))
             json_object_set_new(out, "required", json_array());
@@ -1372,14 +1352,78 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
         char cptr[PTR_MAX];
         ptr_join(cptr, ptr, "items", NULL);
         json_t *empty = json_object();
-        json_t *c = rw(w, empty, cptr, depth + 1, myobj, false, &cinv);
+        json_t *c = rw(w, empty, cptr, depth + 1, objdepth, false, &cinv);
         json_decref(empty);
         note(w, ptr, "add-items", json_object_get(n, "items"), c);
         json_object_set_new(out, "items", c);
         if (cinv)
-            json_object_set_new(myinv, "i", cinv);
+            json_object_set_new(inv, "i", cinv);
     }
-    json_decref(types);
+}
+
+/* One schema node: normalise, decide, emit. Returns the new node; *inv gets
+ * its inverse tree or NULL. */
+static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
+                  json_t **inv)
+{
+    unsigned f = w->f;
+    *inv = NULL;
+    w->nodes++;
+    node_in ni = normalize(w, in, ptr, root);
+    json_t *n = ni.n;
+    json_t *out = NULL;
+    json_t *hints = json_array();
+    json_t *myinv = json_object();
+    node_type nt = {0};
+
+    if (ni.cut && root) {
+        /* the root must stay an object (rule 3): an empty one, explained */
+        json_decref(n);
+        ni.n = n = json_pack("{s:s,s:s}", "type", "object", "description",
+                             "(recursive root schema could not be expressed)");
+        ni.cut = NULL;
+    }
+    if (ni.cut) {
+        char what[160];
+        snprintf(what, sizeof what, "recursive %.100s, cut at depth %d", ref_short_name(ni.cut),
+                 REF_MAX_OPEN);
+        out = standin(w, n, what, ptr, inv);
+        goto done;
+    }
+    if (!root && depth > MAX_DEPTH) {
+        out = standin(w, n, "nested too deep", ptr, inv);
+        goto done;
+    }
+    if (root && (f & TG_SR_ROOT_OBJECT))
+        flatten_root(w, n, hints);
+    if (json_is_array(json_object_get(n, "anyOf")) && (f & TG_SR_OPENAPI_SUBSET)) {
+        json_t *one = collapse_null_branch(w, n, ptr);
+        if (one) {
+            out = rw(w, one, ptr, depth + 1, objdepth, root, inv);
+            json_decref(one);
+            goto done;
+        }
+    }
+    normalize_enum(w, n, ptr);
+    nt.types = node_types(w, n, ptr, root, hints);
+    resolve_unions(w, n, in, ptr, &nt, hints);
+    const char *why = standin_reason(w, n, &nt, root, objdepth);
+    if (why) {
+        out = standin(w, n, why, ptr, inv);
+        goto done;
+    }
+
+    out = json_object();
+    emit_type(w, n, out, myinv, &nt, ptr);
+    const char *single = nt.enum_node ? "string" : single_type(&nt);
+    bool is_object = single && !strcmp(single, "object");
+    bool is_array = single && !strcmp(single, "array");
+    int myobj = objdepth + (is_object ? 1 : 0);
+    emit_keys(w, n, out, myinv, hints, &nt, ptr, depth, myobj);
+    if (is_object || json_object_get(n, "properties") || (root && (f & TG_SR_ROOT_OBJECT)) ||
+        ((f & TG_SR_REQUIRED) && json_object_get(n, "required")))
+        emit_properties(w, n, out, myinv, hints, ptr, depth, myobj);
+    finish_node(w, n, out, myinv, is_object, is_array, ptr, depth, myobj);
     hints_flush(w, out, hints, ptr);
     if (json_object_size(myinv))
         *inv = json_incref(myinv);
@@ -1387,6 +1431,7 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
 done:
     while (ni.pushed--)
         w->nrefs--;
+    node_type_clear(&nt);
     json_decref(myinv);
     json_decref(hints);
     json_decref(n);
@@ -1453,7 +1498,7 @@ json_t *tg_schema_rewrite_tool(const tg_schema_rules *r, json_t *tool, const cha
     json_t *inv = NULL;
     if (params) {
         w.root = params;
-        json_t *p = rw(&w, params, "", 0, 0, true, &inv);
+        json_t *p = rw(&w, params, "/function/parameters", 0, 0, true, &inv);
         bool empty = json_object_size(json_object_get(p, "properties")) == 0;
         if (empty && (w.f & TG_SR_EMPTY_ROOT_OMIT)) {
             note(&w, "/function/parameters", "empty-root-omitted", p, NULL);

@@ -483,6 +483,41 @@ static void cache_stage_test(void **state)
     tg_cache_free(cache);
 }
 
+/* --explain: every change is recorded with tool, JSON pointer, rule. */
+static void explain_test(void **state)
+{
+    (void)state;
+    json_t *body = json_pack("{s:[{s:s,s:{s:s,s:{s:s,s:{s:{s:s}}}}}]}", "tools", "type", "function", "function",
+                             "name", "a.b", "parameters", "type", "object", "properties", "kind", "const", "x");
+    tg_rules_set rs;
+    tg_rules_preset(TG_D_GEMINI, &rs);
+    tg_ctx ctx;
+    tg_error err;
+    tg_ctx_init(&ctx, NULL, &rs, NULL);
+    ctx.explain = json_array();
+    assert_int_equal(tg_schema_stage(body, &ctx, &err), 0);
+    bool saw_const = false, saw_rename = false;
+    size_t i;
+    json_t *rec;
+    json_array_foreach(ctx.explain, i, rec) {
+        const char *rule = json_string_value(json_object_get(rec, "rule"));
+        const char *ptr = json_string_value(json_object_get(rec, "pointer"));
+        assert_non_null(rule);
+        assert_non_null(ptr);
+        assert_string_equal(json_string_value(json_object_get(rec, "where")), "a.b");
+        if (!strcmp(rule, "const-to-enum")) {
+            saw_const = true;
+            assert_string_equal(ptr, "/function/parameters/properties/kind");
+            assert_string_equal(json_string_value(json_object_get(rec, "before")), "x");
+        }
+        saw_rename |= !strcmp(rule, "rename-tool");
+    }
+    assert_true(saw_const);
+    assert_false(saw_rename);  /* a.b is a valid Gemini name */
+    tg_ctx_clear(&ctx);
+    json_decref(body);
+}
+
 /* ---------------------------------------------------------------- names */
 
 static void names_test(void **state)
@@ -576,6 +611,7 @@ int main(void)
     tests[n++] = (struct CMUnitTest){"cache LRU", cache_lru_test, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"cache in the stage", cache_stage_test, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"tool names (section 7)", names_test, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"explain records", explain_test, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"conf overrides", rules_set_test, NULL, NULL, NULL};
     int rc = _cmocka_run_group_tests("schema", tests, n, NULL, NULL);
     for (int i = 0; i < nv; i++) {
