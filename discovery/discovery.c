@@ -522,12 +522,8 @@ int tg_discovery_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     size_t n = json_array_size(tools);
     ctx->stats.tools_in = (unsigned)json_array_size(originals);
     ctx->stats.tools_out = (unsigned)n;
-    if (!should_collapse(ctx->disc, n)) {
-        if (!ctx->stats.tools_bytes_in)  /* the schema stage may have measured it */
-            ctx->stats.tools_bytes_in = json_dumpb(originals, NULL, 0, JSON_COMPACT);
-        ctx->stats.tools_bytes_out = json_dumpb(tools, NULL, 0, JSON_COMPACT);
-        return 0;
-    }
+    if (!should_collapse(ctx->disc, n))
+        return 0;  /* bytes are measured where they are already at hand */
 
     json_t *d = derivation_for(ctx, tools, originals);
     if (!d)

@@ -169,25 +169,6 @@ void tg_request_id(char *out, size_t n)
     out[k] = '\0';
 }
 
-bool tg_json_depth_exceeds(const char *p, size_t n, int max)
-{
-    int depth = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = p[i];
-        if (c == '"') {
-            for (i++; i < n && p[i] != '"'; i++)
-                if (p[i] == '\\')
-                    i++;
-        } else if (c == '{' || c == '[') {
-            if (++depth > max)
-                return true;
-        } else if (c == '}' || c == ']') {
-            depth--;
-        }
-    }
-    return false;
-}
-
 static int wrong_type(tg_error *err, const char *field, const char *want)
 {
     tg_error_set(err, 400, "invalid_request_error", "invalid_type", field,

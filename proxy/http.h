@@ -46,10 +46,6 @@ bool tg_consttime_equal(const char *a, const char *b);
 bool tg_header_value_safe(const char *v);
 void tg_request_id(char *out, size_t n);
 
-/* Cheap pre-parse scan: does the JSON text nest deeper than max? (Strings
- * are skipped, so brackets inside them do not count.) */
-bool tg_json_depth_exceeds(const char *p, size_t n, int max);
-
 /* The shape checks a chat request must pass before any stage runs: an
  * object with a messages array, a string model, tools an array of at most
  * max_tools, stream a boolean... Fills err naming the field. */

@@ -933,14 +933,9 @@ static void route_list(const tg_conf *c, char *buf, size_t n)
 static int prepare_chat(tg_req *r, const tg_route *by_prefix)
 {
     const tg_conf *c = r->conf;
-    if (tg_json_depth_exceeds(r->body.data, r->body.len, c->max_depth)) {
-        set_error(r, 400, "invalid_request_error", "json_too_deep", NULL,
-                  "request body nests deeper than %d levels", c->max_depth);
-        return -1;
-    }
     tg_error err;
     json_t *body = tg_request_parse(r->body.data ? r->body.data : "", r->body.len, r->w->cache,
-                                    &r->tools_hash, &r->tools_bytes, &err);
+                                    c->max_depth, &r->tools_hash, &r->tools_bytes, &err);
     if (!body) {
         set_error_from(r, &err);
         return -1;
@@ -973,8 +968,8 @@ static int prepare_route(tg_req *r, const tg_route *route)
     if (r->ctx_live) {  /* second time: the first run edited r->json in place */
         tg_ctx_clear(&r->ctx);
         r->ctx_live = false;
-        body = tg_request_parse(r->body.data, r->body.len, r->w->cache, &r->tools_hash,
-                                &r->tools_bytes, &err);
+        body = tg_request_parse(r->body.data, r->body.len, r->w->cache, r->conf->max_depth,
+                                &r->tools_hash, &r->tools_bytes, &err);
         if (!body)
             return -1;
         json_decref(r->json);

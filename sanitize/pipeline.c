@@ -164,19 +164,30 @@ static json_t *parse_body(const char *raw, size_t n, tg_error *err)
 
 /* The request, parsed: the tools from the cache when these bytes were seen
  * before (only the rest of the body is parsed), else everything. */
-json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, uint64_t *tools_hash,
-                         size_t *tools_bytes, tg_error *err)
+static bool too_deep(const char *raw, size_t n, int max_depth, tg_error *err)
+{
+    if (max_depth <= 0 || !tg_json_depth_exceeds(raw, n, max_depth))
+        return false;
+    tg_error_set(err, 400, "invalid_request_error", "json_too_deep", NULL,
+                 "request body nests deeper than %d levels", max_depth);
+    return true;
+}
+
+json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int max_depth,
+                         uint64_t *tools_hash, size_t *tools_bytes, tg_error *err)
 {
     size_t vs, ve;
     *tools_hash = 0;
     *tools_bytes = 0;
     if (!cache || !find_tools(raw, n, &vs, &ve) || raw[vs] != '[')
-        return parse_body(raw, n, err);
+        return too_deep(raw, n, max_depth, err) ? NULL : parse_body(raw, n, err);
     uint64_t h = tg_hash64(raw + vs, ve - vs, 0x746f6f6c73ULL);
     *tools_hash = h ? h : 1;
     *tools_bytes = ve - vs;
     json_t *tools = tg_cache_get(cache, "rawtools", h);
     if (!tools) {
+        if (too_deep(raw, n, max_depth, err))
+            return NULL;
         json_t *body = parse_body(raw, n, err);
         json_t *t = json_object_get(body, "tools");
         if (json_is_array(t))
@@ -187,7 +198,9 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, uint
     tg_buf_append(&rest, raw, vs);
     tg_buf_append(&rest, "0", 1);
     tg_buf_append(&rest, raw + ve, n - ve);
-    json_t *body = parse_body(rest.data, rest.len, err);
+    /* The cached tools passed this check when they were first seen. */
+    json_t *body = too_deep(rest.data, rest.len, max_depth, err) ? NULL
+                                                                : parse_body(rest.data, rest.len, err);
     tg_buf_free(&rest);
     if (body)
         json_object_set(body, "tools", tools);
@@ -250,7 +263,7 @@ int tg_pipeline_request_raw(const char *raw, size_t n, tg_ctx *ctx, json_t **bod
                             tg_buf *out, tg_error *err)
 {
     size_t tools_bytes;
-    json_t *body = tg_request_parse(raw, n, ctx->cache, &ctx->tools_hash, &tools_bytes, err);
+    json_t *body = tg_request_parse(raw, n, ctx->cache, 0, &ctx->tools_hash, &tools_bytes, err);
     *body_out = body;
     if (!body)
         return -1;

@@ -87,8 +87,8 @@ int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err);
  * parse (tools from the cache when their bytes were seen before; sets
  * *tools_hash, 0 when unknown) and dump (the tools' serialization spliced
  * from the cache). */
-json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, uint64_t *tools_hash,
-                         size_t *tools_bytes, tg_error *err);
+json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int max_depth,
+                         uint64_t *tools_hash, size_t *tools_bytes, tg_error *err);
 int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out);
 
 /* The network's entry: the client's raw body in, the upstream body out.

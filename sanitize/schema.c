@@ -436,8 +436,10 @@ static json_t *rewrite_cached(const tg_schema_rules *r, json_t *tools, tg_ctx *c
 {
     if (ctx->explain || !ctx->cache)
         return tg_schema_rewrite_tools(r, tools, ctx->explain);
-    size_t len = 0;
-    uint64_t key = rules_hash(r, hash_json(tools, 0x5c4e3a, 0, &len));
+    size_t len = ctx->stats.tools_bytes_in;
+    /* The proxy already hashed the tools' raw bytes: no walk needed. */
+    uint64_t key = ctx->tools_hash ? rules_hash(r, ctx->tools_hash ^ 0x5c4e3a)
+                                   : rules_hash(r, hash_json(tools, 0x5c4e3a, 0, &len));
     ctx->stats.tools_bytes_in = len;
     json_t *res = tg_cache_get(ctx->cache, "schema", key);
     if (res)

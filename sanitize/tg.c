@@ -69,6 +69,27 @@ const char *tg_json_value_end(const char *s, const char *e)
     return NULL;
 }
 
+bool tg_json_depth_exceeds(const char *p, size_t n, int max)
+{
+    const char *e = p + n;
+    int depth = 0;
+    for (; p < e; p++) {
+        char c = *p;
+        if (c == '"') {
+            p = string_end(p, e);
+            if (!p)
+                return false;  /* unterminated: the parser will say so */
+            p--;
+        } else if (c == '{' || c == '[') {
+            if (++depth > max)
+                return true;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return false;
+}
+
 void tg_explain_add(json_t *explain, const char *stage, const char *where,
                     const char *pointer, const char *rule,
                     json_t *before, json_t *after)

@@ -60,5 +60,8 @@ void tg_explain_add(json_t *explain, const char *stage, const char *where,
  * (with escapes) are skipped, so brackets inside them do not count. One
  * scanner for every place that must find a value's bytes without parsing. */
 const char *tg_json_value_end(const char *s, const char *e);
+/* Cheap pre-parse scan: does the JSON text nest deeper than max? Run
+ * before jansson, whose parser recurses. */
+bool tg_json_depth_exceeds(const char *p, size_t n, int max);
 
 #endif

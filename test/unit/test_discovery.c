@@ -336,7 +336,11 @@ static void test_modes(void **state)
         json_t *body = staged(&ctx, &r, cases[i].n);
         assert_int_equal(json_array_size(json_object_get(body, "tools")), cases[i].want);
         assert_int_equal(ctx.stats.tools_out, cases[i].want);
-        assert_true(ctx.stats.tools_bytes_in > 0 && ctx.stats.tools_bytes_out > 0);
+        /* when collapsed, discovery reports the bytes it saved; otherwise
+         * the pipeline's serializer measures them */
+        if (cases[i].want == 3)
+            assert_true(ctx.stats.tools_bytes_in > ctx.stats.tools_bytes_out &&
+                        ctx.stats.tools_bytes_out > 0);
         if (cases[i].want != 3) {  /* off: intercept leaves answers alone */
             json_t *resp = mk_resp(NULL, json_pack("[o]", mk_call("search_tools",
                                                                   json_pack("{ss}", "query", "x"))));
