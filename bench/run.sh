@@ -1,0 +1,599 @@
+#!/bin/sh
+# bench/run.sh -- toolgate's side-by-side benchmark (issue #7). `make bench`.
+#
+# One run, the same upstreams for all, three systems measured one after the
+# other on every body:
+#   direct    wrk/streamer -> upstream                  (the floor)
+#   nginx     wrk/streamer -> nginx -> upstream         (plain reverse proxy)
+#   toolgate  wrk/streamer -> toolgate -> upstream
+# Upstreams: streams (path /sse/...) go to the project's mock
+# (test/mock/mock_upstream.c: chunk count and delay per request). JSON answers
+# come by default from a second nginx that answers `return 200 '<the mock's
+# chat.completion>'` and discards the body unparsed: the mock parses and
+# re-serialises every body (its /_last record), which costs it tens of ms on
+# big-400 and would hide the proxies' own cost. BENCH_JSON_UPSTREAM=mock
+# sends the JSON bodies to the mock instead.
+# Every figure is printed next to toolgate's ratio to the two others, so
+# the noise of a shared machine hits all three alike. Writes bench/RESULTS.md.
+#
+# Environment: BUILD (default build) for $BUILD/toolgate and $BUILD/mock-upstream;
+# TG_SHARED (default ../shared) for corpus/requests/big-*.json; BENCH_DURATION
+# (s per wrk run, default 5); BENCH_WARMUP (s, default 1); BENCH_STREAMS (the
+# many-slow-streams test, default 5000, 0 skips it); BENCH_RESULTS (default
+# bench/RESULTS.md); BENCH_ONLY (body names, e.g. "small stream", for trials);
+# KEEP_TMP=1 keeps the temp dir (wrk outputs, logs, confs).
+set -u
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 1
+BUILD=${BUILD:-build}
+TG=$ROOT/$BUILD/toolgate
+MOCK=$ROOT/$BUILD/mock-upstream
+SHARED=${TG_SHARED:-$ROOT/../shared}
+CORPUS=$SHARED/corpus/requests
+DUR=${BENCH_DURATION:-5}
+WARM=${BENCH_WARMUP:-1}
+NSTREAMS=${BENCH_STREAMS:-5000}
+OUT=${BENCH_RESULTS:-$ROOT/bench/RESULTS.md}
+THREADS=2            # toolgate threads = nginx workers
+if [ -n "${MAKELEVEL:-}" ]; then CMD=${BENCH_CMD:-make bench}; else CMD=${BENCH_CMD:-sh bench/run.sh}; fi
+T_START=$(date +%s)
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+
+die() { echo "bench: $*" >&2; exit 1; }
+log() { echo "bench: $*" >&2; }
+
+for t in wrk nginx curl cc; do
+    command -v $t >/dev/null 2>&1 || die "missing $t (make deps installs wrk, nginx-light, curl)"
+done
+[ -x "$TG" ] || die "no $TG (make BUILD=$BUILD all)"
+[ -x "$MOCK" ] || die "no $MOCK (make BUILD=$BUILD $BUILD/mock-upstream)"
+[ -r "$CORPUS/big-100.json" ] && [ -r "$CORPUS/big-400.json" ] ||
+    die "no corpus at $CORPUS (set TG_SHARED to the directory holding corpus/)"
+
+# Many streams need many descriptors: mock + proxy each hold 2 per stream.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+NOFILE=$(ulimit -n)
+if [ "$NOFILE" != unlimited ] && [ "$NOFILE" -lt $((NSTREAMS * 2 + 200)) ]; then
+    log "ulimit -n is $NOFILE: many-streams test lowered to $(( (NOFILE - 200) / 2 )) streams"
+    NSTREAMS=$(( (NOFILE - 200) / 2 ))
+fi
+
+TMP=$(mktemp -d /tmp/toolgate-bench.XXXXXX) || die "mktemp"
+chmod 755 "$TMP"
+RES=$TMP/results
+: > "$RES"
+MOCK_PID= NGINX_PID= TG_PID= SAMPLER_PID= STATIC_PID=
+JSON_UP=${BENCH_JSON_UPSTREAM:-nginx}
+
+cleanup() {
+    for p in $SAMPLER_PID $TG_PID $MOCK_PID; do kill "$p" 2>/dev/null; done
+    for p in $NGINX_PID $STATIC_PID; do kill -QUIT "$p" 2>/dev/null; done
+    sleep 0.3
+    for p in $TG_PID $MOCK_PID $NGINX_PID $STATIC_PID; do kill -9 "$p" 2>/dev/null; done
+    [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP PIPE
+
+# ---------------------------------------------------------------- helpers
+put() { echo "$1 $2" >> "$RES"; }
+get() { awk -v k="$1" '$1 == k { v = $2 } END { print (v == "" ? "-" : v) }' "$RES"; }
+field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'; }
+
+# A port nothing answers on (curl exit 7 = connection refused).
+free_port() {
+    local p
+    p=$1
+    while :; do
+        curl -s -o /dev/null -m 1 "http://127.0.0.1:$p/"
+        [ $? -eq 7 ] && break
+        p=$((p + 1))
+    done
+    echo "$p"
+}
+
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+# utime+stime in ticks, summed over the given pids.
+cpu_ticks() {
+    local t p v
+    t=0
+    for p in "$@"; do
+        v=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)
+        t=$((t + v))
+    done
+    echo "$t"
+}
+# Sum of a /proc/PID/status field (kB) over the given pids.
+mem_kb() {
+    local f t p v
+    f=$1; shift
+    t=0
+    for p in "$@"; do
+        v=$(awk -v f="$f:" '$1 == f { print $2 }' "/proc/$p/status" 2>/dev/null || echo 0)
+        t=$((t + ${v:-0}))
+    done
+    echo "$t"
+}
+children() { # direct children of $1
+    local s
+    for s in /proc/[0-9]*/stat; do
+        awk -v pp="$1" '$4 == pp { print $1 }' "$s" 2>/dev/null
+    done
+}
+
+wait_http() { # URL: until it answers 200, up to 5 s
+    local i
+    i=0
+    while [ $i -lt 50 ]; do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' -m 1 "$1")" = 200 ] && return 0
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+
+# ---------------------------------------------------------------- bodies
+B=$TMP/bodies
+mkdir -p "$B"
+printf '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}]}' > "$B/small.json"
+printf '{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Say hello."}]}' > "$B/stream.json"
+cp "$CORPUS/big-100.json" "$B/big100.json"
+cp "$CORPUS/big-400.json" "$B/big400.json"
+# First sight of a tool list: every description changed, so no schema of
+# these bodies has been seen by any cache.
+i=1
+while [ $i -le 10 ]; do
+    sed "s/\"description\": \"/&cold$i /g" "$CORPUS/big-100.json" > "$B/cold$i.json"
+    i=$((i + 1))
+done
+
+# name  body-file  path (the same on all three systems; the mock answers */chat/completions,
+# the static nginx any path; /sse/... goes to the mock, the rest to the JSON upstream)
+BODIES="small:small.json:/v1/chat/completions
+big100:big100.json:/v1/chat/completions
+gemini100:big100.json:/gemini/v1/chat/completions
+disc400:big400.json:/disc/v1/chat/completions
+stream:stream.json:/sse/v1/chat/completions"
+
+# ---------------------------------------------------------------- start the three
+start_mock() {
+    "$MOCK" --listen 127.0.0.1:0 > "$TMP/mock.out" 2> "$TMP/mock.err" &
+    MOCK_PID=$!
+    i=0
+    while ! grep -q '^port=' "$TMP/mock.out" 2>/dev/null; do
+        sleep 0.05; i=$((i + 1)); [ $i -gt 100 ] && die "mock did not start: $(cat "$TMP/mock.err")"
+    done
+    MP=$(sed -n 's/^port=//p' "$TMP/mock.out")
+}
+
+start_static() { # nginx answering every request with the mock's JSON
+    if [ "$JSON_UP" = mock ]; then SP=$MP; STATIC_PIDS=$MOCK_PID; return; fi
+    SP=$(free_port 18500)
+    mkdir -p "$TMP/static/logs"
+    # the mock's own non-streamed answer, so that both upstreams say the same
+    ANSWER=$(curl -s -H 'Content-Type: application/json' --data-binary @"$B/small.json" \
+        "http://127.0.0.1:$MP/v1/chat/completions")
+    case $ANSWER in *chat.completion*) ;; *) die "mock answered: $ANSWER" ;; esac
+    cat > "$TMP/static/nginx.conf" <<EOF
+daemon off;
+worker_processes $THREADS;
+pid $TMP/static/nginx.pid;
+error_log $TMP/static/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $TMP/static/body;
+    keepalive_requests 1000000;
+    client_max_body_size 64m;
+    default_type application/json;
+    server {
+        listen 127.0.0.1:$SP reuseport;
+        location / { return 200 '$ANSWER'; }
+    }
+}
+EOF
+    nginx -p "$TMP/static" -c "$TMP/static/nginx.conf" > "$TMP/static/logs/stdout" 2>&1 &
+    STATIC_PID=$!
+    sleep 0.3
+    wait_http "http://127.0.0.1:$SP/" || die "static nginx did not start: $(cat "$TMP/static/logs/error.log")"
+    STATIC_PIDS="$STATIC_PID $(children "$STATIC_PID" | tr '\n' ' ')"
+}
+
+start_nginx() {
+    NP=$(free_port 18600)
+    mkdir -p "$TMP/nginx/logs" "$TMP/nginx/tmp"
+    chmod 777 "$TMP/nginx/tmp"
+    cat > "$TMP/nginx/nginx.conf" <<EOF
+daemon off;
+worker_processes $THREADS;
+worker_rlimit_nofile $((NSTREAMS * 2 + 1000));
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/logs/error.log warn;
+events { worker_connections $((NSTREAMS * 2 + 500)); multi_accept on; }
+http {
+    access_log off;
+    client_body_temp_path $TMP/nginx/tmp/body;
+    proxy_temp_path $TMP/nginx/tmp/proxy;
+    fastcgi_temp_path $TMP/nginx/tmp/fastcgi;
+    uwsgi_temp_path $TMP/nginx/tmp/uwsgi;
+    scgi_temp_path $TMP/nginx/tmp/scgi;
+    client_body_buffer_size 1m;
+    client_max_body_size 64m;
+    keepalive_requests 1000000;
+    upstream mock { server 127.0.0.1:$MP; keepalive 64; keepalive_requests 1000000; }
+    upstream json { server 127.0.0.1:$SP; keepalive 64; keepalive_requests 1000000; }
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_request_buffering on;
+    proxy_buffering off;
+    proxy_read_timeout 300s;
+    server {
+        listen 127.0.0.1:$NP reuseport;
+        location /sse/ { proxy_pass http://mock; }
+        location / { proxy_pass http://json; }
+    }
+}
+EOF
+    nginx -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" > "$TMP/nginx/logs/stdout" 2>&1 &
+    NGINX_PID=$!
+    sleep 0.3
+    wait_http "http://127.0.0.1:$NP/_count" || die "nginx did not start: $(cat "$TMP/nginx/logs/error.log")"
+    NGINX_PIDS="$NGINX_PID $(children "$NGINX_PID" | tr '\n' ' ')"
+}
+
+start_toolgate() {
+    TP=$(free_port $(( ${TP:-18700} + 1 )))
+    cat > "$TMP/toolgate.conf" <<EOF
+[server]
+listen = 127.0.0.1:$TP
+threads = $THREADS
+access_log = off
+log_level = warn
+max_body = 64M
+
+[route gemini]
+models = gemini-bench-*
+prefix = /gemini
+upstream = http://127.0.0.1:$SP/v1
+dialect = gemini
+
+[route disc]
+models = disc-bench-*
+prefix = /disc
+upstream = http://127.0.0.1:$SP/v1
+dialect = openai
+discovery = on
+
+[route sse]
+models = sse-bench-*
+prefix = /sse
+upstream = http://127.0.0.1:$MP/v1
+dialect = openai
+
+[route json]
+models = *
+upstream = http://127.0.0.1:$SP/v1
+dialect = openai
+EOF
+    "$TG" serve -c "$TMP/toolgate.conf" > "$TMP/toolgate.out" 2>> "$TMP/toolgate.err" &
+    TG_PID=$!
+    wait_http "http://127.0.0.1:$TP/readyz" || die "toolgate did not start: $(cat "$TMP/toolgate.err")"
+}
+
+mkdir -p "$BUILD/bench"
+cc -O2 -o "$BUILD/bench/streamer" bench/streamer.c || die "cannot build bench/streamer.c"
+STREAMER=$ROOT/$BUILD/bench/streamer
+
+start_mock
+start_static
+start_nginx
+start_toolgate
+log "mock :$MP  json upstream ($JSON_UP) :$SP  nginx :$NP (pids $NGINX_PIDS)  toolgate :$TP (pid $TG_PID)  tmp $TMP"
+sleep 0.5
+put rss_idle.direct "$(mem_kb VmRSS $MOCK_PID)"
+put rss_idle.nginx "$(mem_kb VmRSS $NGINX_PIDS)"
+put rss_idle.toolgate "$(mem_kb VmRSS $TG_PID)"
+
+url_of() { # system [path] -> base URL
+    case $1 in
+    direct) case ${2:-/sse/} in /sse/*) echo "http://127.0.0.1:$MP" ;; *) echo "http://127.0.0.1:$SP" ;; esac ;;
+    nginx) echo "http://127.0.0.1:$NP" ;;
+    toolgate) echo "http://127.0.0.1:$TP" ;;
+    esac
+}
+pids_of() { # system [path]
+    case $1 in
+    direct) case ${2:-/sse/} in /sse/*) echo "$MOCK_PID" ;; *) echo "$STATIC_PIDS" ;; esac ;;
+    nginx) echo "$NGINX_PIDS" ;;
+    toolgate) echo "$TG_PID" ;;
+    esac
+}
+
+# A process of ours that died is a finding: say so in RESULTS.md, with its
+# exit status (128+N = signal N), and restart it on the same port so that the
+# rest of the table still gets measured.
+: > "$TMP/incidents"
+ensure_alive() { # phase
+    local rc
+    if ! kill -0 "$MOCK_PID" 2>/dev/null; then
+        wait "$MOCK_PID" 2>/dev/null; rc=$?
+        log "the mock (pid $MOCK_PID) died before $1, exit status $rc: $(tail -3 "$TMP/mock.err")"
+        echo "- the mock upstream died before $1 (exit status $rc) and was restarted" >> "$TMP/incidents"
+        : > "$TMP/mock.out"
+        "$MOCK" --listen "127.0.0.1:$MP" > "$TMP/mock.out" 2>> "$TMP/mock.err" &
+        MOCK_PID=$!
+        [ "$JSON_UP" = mock ] && STATIC_PIDS=$MOCK_PID
+        sleep 0.5
+    fi
+    if ! kill -0 "$TG_PID" 2>/dev/null; then
+        wait "$TG_PID" 2>/dev/null; rc=$?
+        log "toolgate (pid $TG_PID) died before $1, exit status $rc: $(tail -3 "$TMP/toolgate.err")"
+        echo "- toolgate died before $1 (exit status $rc; stderr: $(tail -1 "$TMP/toolgate.err")) and was restarted" >> "$TMP/incidents"
+        start_toolgate
+    fi
+}
+
+# ---------------------------------------------------------------- cold rewrite
+# Ten never-seen tool lists (big-100, gemini route) through a fresh toolgate,
+# then the same ten straight to the mock; the median difference is the cost
+# of the first sight. curl time_total, connection set-up included on both.
+median_curl() { # base-url path files...
+    local u pth f
+    u=$1; pth=$2; shift 2
+    for f in "$@"; do
+        curl -s -o /dev/null -w '%{time_total}\n' -H 'Content-Type: application/json' \
+            --data-binary "@$f" "$u$pth"
+    done | sort -n | awk '{ v[NR] = $1 } END { printf "%d\n", (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 * 1e6 }'
+}
+COLD="$B/cold1.json $B/cold2.json $B/cold3.json $B/cold4.json $B/cold5.json $B/cold6.json $B/cold7.json $B/cold8.json $B/cold9.json $B/cold10.json"
+log "cold rewrite: 10 unseen big-100 tool lists, gemini route"
+for s in toolgate nginx direct; do
+    # shellcheck disable=SC2086
+    put "cold.$s" "$(median_curl "$(url_of $s /gemini/)" /gemini/v1/chat/completions $COLD)"
+done
+log "first sight of big-400 on the discovery route"
+for s in toolgate nginx direct; do
+    put "colddisc.$s" "$(median_curl "$(url_of $s /disc/)" /disc/v1/chat/completions "$B/big400.json")"
+done
+
+# ---------------------------------------------------------------- wrk matrix
+run_wrk() { # system name file path conns seconds -> stores name.conns.system.*
+    local s name file pth c d th pids t0 t1 line k f n
+    s=$1; name=$2; file=$3; pth=$4; c=$5; d=$6
+    th=2; [ "$c" -lt 2 ] && th=1
+    pids=$(pids_of "$s" "$pth")
+    # shellcheck disable=SC2086
+    t0=$(cpu_ticks $pids)
+    if [ "$c" = 1 ]; then
+        # One connection: bench/streamer -k, one request at a time on one
+        # keep-alive connection (wrk's percentiles at -c1 were not credible).
+        "$STREAMER" -k "$d" -p "$(url_of "$s" "$pth" | sed 's/.*://')" -u "$pth" -b "$file" \
+            > "$TMP/wrk.$name.c$c.$s" 2>&1 < /dev/null
+        line=$(grep '^requests=' "$TMP/wrk.$name.c$c.$s")
+    else
+        BODY="$file" wrk -t$th -c"$c" -d"${d}s" --timeout 10s -s bench/post.lua "$(url_of "$s" "$pth")$pth" \
+            > "$TMP/wrk.$name.c$c.$s" 2>&1 < /dev/null
+        line=$(grep '^RESULT' "$TMP/wrk.$name.c$c.$s")
+    fi
+    # shellcheck disable=SC2086
+    t1=$(cpu_ticks $pids)
+    [ -n "$line" ] || { log "load run failed: $s $name c$c: $(tail -3 "$TMP/wrk.$name.c$c.$s")"; return; }
+    k=$name.c$c.$s
+    for f in rps p50 p99 requests errors non2xx; do put "$k.$f" "$(field "$line" $f)"; done
+    n=$(field "$line" requests)
+    put "$k.cpu" "$(awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$CLK_TCK" \
+        'BEGIN { if (n > 0) printf "%.1f", (b - a) * 1e6 / hz / n; else print "-" }')"
+    log "$(printf '%-9s %-9s c%-3s %s' "$s" "$name" "$c" "$line")"
+}
+
+while IFS=: read -r name file pth; do
+    case " ${BENCH_ONLY:-$name} " in *" $name "*) ;; *) continue ;; esac
+    ensure_alive "the $name runs"
+    for s in direct nginx toolgate; do # warm-up: caches, keep-alive pools
+        BODY="$B/$file" wrk -t2 -c16 -d"${WARM}s" --timeout 10s -s bench/post.lua "$(url_of $s "$pth")$pth" >/dev/null 2>&1 < /dev/null
+    done
+    for c in 1 16 64; do
+        for s in direct nginx toolgate; do
+            run_wrk $s "$name" "$B/$file" "$pth" $c "$DUR"
+        done
+    done
+done <<EOF
+$BODIES
+EOF
+ensure_alive "the stream tests"
+put rss_load.direct "$(mem_kb VmHWM $MOCK_PID)"
+put rss_load.nginx "$(mem_kb VmHWM $NGINX_PIDS)"
+put rss_load.toolgate "$(mem_kb VmHWM $TG_PID)"
+
+# ---------------------------------------------------------------- streams
+# 8 streams in flight, 400 in all, 10 content chunks 5 ms apart each.
+log "streams: 400 x (10 chunks, 5 ms apart), 8 at a time"
+for s in direct nginx toolgate; do
+    line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u /sse/v1/chat/completions -b "$B/stream.json" -H 'X-Mock-Chunks: 10' \
+        -H 'X-Mock-Delay-Ms: 5' -c 8 -n 400 -t 60)
+    log "$(printf '%-9s %s' $s "$line")"
+    for f in ok failed coalesced ttfb_p50 ttfb_p99 gap_p50 gap_p99; do put "st.$s.$f" "$(field "$line" $f)"; done
+done
+
+# Time to first event without queueing: one stream at a time, 1 chunk, no delay.
+log "TTFB: 1000 streams one at a time"
+for s in direct nginx toolgate; do
+    line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u /sse/v1/chat/completions -b "$B/stream.json" \
+        -H 'X-Mock-Chunks: 1' -c 1 -n 1000 -t 60)
+    log "$(printf '%-9s %s' $s "$line")"
+    for f in failed ttfb_p50 ttfb_p99; do put "t1.$s.$f" "$(field "$line" $f)"; done
+done
+
+# ---------------------------------------------------------------- many slow streams
+# NSTREAMS streams open together (opened at 2,500/s), 20 chunks 500 ms apart.
+# toolgate restarts first so that its VmHWM is this test's alone.
+ensure_alive "the many-streams test"
+kill "$TG_PID"; wait "$TG_PID" 2>/dev/null
+start_toolgate
+put rss_fresh.toolgate "$(mem_kb VmRSS $TG_PID)"
+for s in direct nginx toolgate; do
+    [ "$NSTREAMS" -gt 0 ] || break
+    log "$NSTREAMS slow streams: $s"
+    pids=$(pids_of $s)
+    # shellcheck disable=SC2086
+    base=$(mem_kb VmRSS $pids)
+    (   # peak of the summed VmRSS (nginx: master + workers), sampled
+        pk=0
+        while :; do
+            v=$(mem_kb VmRSS $pids); [ "$v" -gt "$pk" ] && pk=$v && echo "$pk" > "$TMP/peak.$s"
+            sleep 0.25
+        done
+    ) &
+    SAMPLER_PID=$!
+    line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u /sse/v1/chat/completions -b "$B/stream.json" -H 'X-Mock-Chunks: 20' \
+        -H 'X-Mock-Delay-Ms: 500' -c "$NSTREAMS" -n "$NSTREAMS" -r 2500 -t 60)
+    kill $SAMPLER_PID 2>/dev/null; wait $SAMPLER_PID 2>/dev/null; SAMPLER_PID=
+    log "$(printf '%-9s %s' $s "$line")"
+    for f in ok failed peak_open ttfb_p99 gap_p99; do put "many.$s.$f" "$(field "$line" $f)"; done
+    put "many.$s.rss" "$(cat "$TMP/peak.$s" 2>/dev/null || echo "$base")"
+    [ $s = toolgate ] && put many.toolgate.hwm "$(mem_kb VmHWM $TG_PID)"
+    sleep 1
+done
+
+# ---------------------------------------------------------------- the table
+T_END=$(date +%s)
+TABLE=$TMP/table
+: > "$TABLE"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+diff_() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%d", a - b }'; }
+mb() { awk -v a="$1" 'BEGIN { if (a == "-") print "-"; else printf "%.1f", a / 1024 }'; }
+# verdict VALUE OP LIMIT  (OP: le, ge, lt, eq)
+# verdict_added VALUE LIMIT: an added figure below -LIMIT means the floor
+# itself was slower than the proxy in this run: noise, not a result.
+verdict_added() {
+    awk -v v="$1" -v l="$2" 'BEGIN { if (v == "-") print "n/a"; else if (v + 0 < -l) print "noise?";
+        else print (v + 0 <= l + 0 ? "ok" : "MISSED") }'
+}
+verdict() {
+    awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN {
+        if (v == "-" || l == "-") { print "n/a"; exit }
+        ok = (op == "le" && v + 0 <= l + 0) || (op == "ge" && v + 0 >= l + 0) ||
+             (op == "lt" && v + 0 < l + 0) || (op == "eq" && v + 0 == l + 0)
+        print (ok ? "ok" : "MISSED") }'
+}
+row() { # label direct nginx toolgate target verdict  (ratios computed here)
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4" \
+        "$(ratio "$4" "$2")" "$(ratio "$4" "$3")" "$5" "$6" >> "$TABLE"
+}
+errs() { # name.cC -> " (N errors)" when any system had errors or non-2xx
+    local e s f v
+    e=0
+    for s in direct nginx toolgate; do
+        for f in errors non2xx; do v=$(get "$1.$s.$f"); [ "$v" != - ] && e=$((e + v)); done
+    done
+    [ $e -gt 0 ] && echo " ($e errors/non-2xx)"
+}
+
+echo "| figure | direct | nginx | toolgate | tg/direct | tg/nginx | target | |" >> "$TABLE"
+echo "|---|---:|---:|---:|---:|---:|---|---|" >> "$TABLE"
+echo "$BODIES" | while IFS=: read -r name file pth; do
+    d=$(get "$name.c1.direct.p50"); n=$(get "$name.c1.nginx.p50"); t=$(get "$name.c1.toolgate.p50")
+    row "$name: latency p50 at 1 conn (µs, keep-alive)$(errs "$name.c1")" "$d" "$n" "$t" "" ""
+    d9=$(get "$name.c1.direct.p99"); n9=$(get "$name.c1.nginx.p99"); t9=$(get "$name.c1.toolgate.p99")
+    row "$name: latency p99 at 1 conn (µs, keep-alive)" "$d9" "$n9" "$t9" "" ""
+    if [ "$name" = small ]; then
+        row "small: added p50 at 1 conn (µs, minus direct)" 0 "$(diff_ "$n" "$d")" "$(diff_ "$t" "$d")" "" ""
+        a=$(diff_ "$t9" "$d9")
+        row "small: added p99 at 1 conn (µs, minus direct)" 0 "$(diff_ "$n9" "$d9")" "$a" "≤ 100" "$(verdict_added "$a" 100)"
+    fi
+    for c in 16 64; do
+        d=$(get "$name.c$c.direct.rps"); n=$(get "$name.c$c.nginx.rps"); t=$(get "$name.c$c.toolgate.rps")
+        tgt=""; v=""
+        if [ "$name" = small ] && [ $c = 64 ]; then
+            tgt="≥ 0.8 × nginx"; v=$(verdict "$(ratio "$t" "$n")" ge 0.8)
+        elif [ "$name" = gemini100 ] && [ $c = 64 ]; then
+            tgt="≥ nginx"; v=$(verdict "$(ratio "$t" "$n")" ge 1)
+        fi
+        row "$name: requests/s at $c conns$(errs "$name.c$c")" "$d" "$n" "$t" "$tgt" "$v"
+    done
+    d=$(get "$name.c64.direct.cpu"); n=$(get "$name.c64.nginx.cpu"); t=$(get "$name.c64.toolgate.cpu")
+    tgt=""; v=""
+    [ "$name" = small ] && { tgt="≤ 40"; v=$(verdict "$t" le 40); }
+    row "$name: CPU µs/request at 64 conns (process's own)" "$d" "$n" "$t" "$tgt" "$v"
+done
+d=$(get cold.direct); n=$(get cold.nginx); t=$(get cold.toolgate)
+a=$(diff_ "$t" "$d")
+row "first sight of a big-100 tool list, gemini (µs, median of 10)" "$d" "$n" "$t" "" ""
+row "first sight: added (µs, minus direct)" 0 "$(diff_ "$n" "$d")" "$a" "< 5000" "$(verdict "$a" lt 5000)"
+row "first sight of big-400, discovery on (µs, 1 request)" "$(get colddisc.direct)" "$(get colddisc.nginx)" "$(get colddisc.toolgate)" "" ""
+for f in ttfb_p50 ttfb_p99; do
+    d=$(get "t1.direct.$f"); n=$(get "t1.nginx.$f"); t=$(get "t1.toolgate.$f")
+    row "stream, 1 at a time: $f (µs, to first SSE event)" "$d" "$n" "$t" "" ""
+    a=$(diff_ "$t" "$d")
+    case $f in
+    ttfb_p50) row "stream, 1 at a time: added TTFB p50 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "" "" ;;
+    ttfb_p99) row "stream, 1 at a time: added TTFB p99 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "≤ 200" "$(verdict_added "$a" 200)" ;;
+    esac
+done
+for f in ttfb_p50 ttfb_p99 gap_p50 gap_p99; do
+    d=$(get "st.direct.$f"); n=$(get "st.nginx.$f"); t=$(get "st.toolgate.$f")
+    row "stream (8 conc, 5 ms chunks): $f (µs)" "$d" "$n" "$t" "" ""
+    a=$(diff_ "$t" "$d")
+    case $f in
+    ttfb_p99) row "stream (8 conc): added TTFB p99 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "" "" ;;
+    gap_p50) row "stream: added per-chunk delay, gap p50 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "≤ 20" "$(verdict_added "$a" 20)" ;;
+    gap_p99) row "stream: added per-chunk delay, gap p99 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "" "" ;;
+    esac
+done
+t=$(get st.toolgate.coalesced); d=$(get st.direct.coalesced); n=$(get st.nginx.coalesced)
+# Seen from the client, so a descheduled client also coalesces: 0 is "ok",
+# no more than direct or nginx had in the same run is "noise?", else MISSED.
+v=$(awk -v t="$t" -v d="$d" -v n="$n" 'BEGIN { if (t == "-") print "n/a"; else if (t + 0 == 0) print "ok";
+    else if (t + 0 <= d + 0 || t + 0 <= n + 0) print "noise?"; else print "MISSED" }')
+row "stream: events coalesced into one read (of 5,200)" "$d" "$n" "$t" "0" "$v"
+row "stream: failed streams (of 400)" "$(get st.direct.failed)" "$(get st.nginx.failed)" "$(get st.toolgate.failed)" "0" "$(verdict "$(get st.toolgate.failed)" eq 0)"
+t=$(mb "$(get rss_idle.toolgate)")
+row "RSS idle (MB)" "$(mb "$(get rss_idle.direct)")" "$(mb "$(get rss_idle.nginx)")" "$t" "< 10" "$(verdict "$t" lt 10)"
+row "peak RSS after the wrk runs (MB, VmHWM)" "$(mb "$(get rss_load.direct)")" "$(mb "$(get rss_load.nginx)")" "$(mb "$(get rss_load.toolgate)")" "" ""
+t=$(mb "$(get many.toolgate.rss)")
+row "$NSTREAMS slow streams: peak RSS (MB, sampled)" "$(mb "$(get many.direct.rss)")" "$(mb "$(get many.nginx.rss)")" "$t" "< 200" "$(verdict "$t" lt 200)"
+row "$NSTREAMS slow streams: VmHWM of a fresh toolgate (MB)" "" "" "$(mb "$(get many.toolgate.hwm)")" "" ""
+t=$(get many.toolgate.ok)
+row "$NSTREAMS slow streams: completed ok" "$(get many.direct.ok)" "$(get many.nginx.ok)" "$t" "$NSTREAMS" "$(verdict "$t" eq "$NSTREAMS")"
+row "$NSTREAMS slow streams: peak open at once" "$(get many.direct.peak_open)" "$(get many.nginx.peak_open)" "$(get many.toolgate.peak_open)" "" ""
+row "$NSTREAMS slow streams: TTFB p99 (µs)" "$(get many.direct.ttfb_p99)" "$(get many.nginx.ttfb_p99)" "$(get many.toolgate.ttfb_p99)" "" ""
+
+MODEL=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+{
+    echo "# toolgate benchmark results"
+    echo
+    echo "Written by \`bench/run.sh\`; the latest run replaces this file."
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC') ($((T_END - T_START)) s)"
+    echo "- machine: $(nproc) CPUs, $MODEL, $(uname -sr)"
+    echo "- command: \`$CMD\` (BUILD=$BUILD, $DUR s per wrk run, $WARM s warm-up, wrk $(wrk -v 2>&1 | awk 'NR==1 { print $2 }'), $(nginx -v 2>&1 | sed 's/.*: //'))"
+    echo "- load average (other users of the machine): $LOAD0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+    echo "- toolgate $("$TG" version 2>/dev/null | head -1), git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo '+dirty')"
+    echo
+    echo "direct = the load tool straight to the upstream (the floor); nginx = plain reverse"
+    echo "proxy, $THREADS workers, bodies kept in memory, upstream keep-alive, proxy_buffering off;"
+    echo "toolgate = $THREADS threads. Upstream: JSON answers from $( [ "$JSON_UP" = mock ] && echo "the project's mock" || echo "nginx \`return 200\` with the mock's chat.completion (body discarded unparsed)"),"
+    echo "streams from the project's mock (test/mock/mock_upstream.c). The load tools and upstreams"
+    echo "share the same $(nproc) CPUs. Latencies in µs. \"added\" = system minus direct, same run."
+    echo "One-connection latencies: bench/streamer -k (one request at a time on one keep-alive"
+    echo "connection, $DUR s); requests/s: wrk with bench/post.lua, 2 threads."
+    echo "CPU µs/request: utime+stime of the system's own processes (direct: the upstream's) over"
+    echo "the 64-connection run, divided by the requests wrk completed. RSS: toolgate's process;"
+    echo "nginx: master + workers; direct: the mock."
+    echo
+    cat "$TABLE"
+    echo
+    if [ -s "$TMP/incidents" ]; then
+        echo "Incidents during this run:"
+        echo
+        cat "$TMP/incidents"
+        echo
+    fi
+    echo "Bodies: small = one message, no tools; big100 = corpus big-100.json (openai route);"
+    echo "gemini100 = the same on a dialect = gemini route (schema rewriting), warm after the"
+    echo "warm-up; disc400 = big-400.json with discovery = on; stream = small body, \"stream\": true,"
+    echo "5 chunks, no delay (one request = the whole stream). Streams rows: bench/streamer.c,"
+    echo "TTFB = connect() to the first SSE event; gap = time between consecutive events."
+} > "$OUT"
+cat "$OUT"
+log "wrote $OUT in $((T_END - T_START)) s"
