@@ -43,7 +43,7 @@ $(BUILD)/libtoolgate.a: $(LIB_OBJ)
 $(BUILD)/toolgate: $(BUILD)/proxy/main.o $(BUILD)/libtoolgate.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/test/%: test/unit/%.c $(BUILD)/libtoolgate.a $(HDRS)
+$(BUILD)/test/%: test/unit/%.c $(wildcard test/unit/*.h test/unit/referee.c) $(BUILD)/libtoolgate.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS) -lcmocka
 

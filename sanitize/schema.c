@@ -39,15 +39,16 @@ typedef struct preset {
 
 static const preset presets[TG_D_COUNT] = {
     [TG_D_OPENAI] = {BASE | TG_SR_NAMES | TG_SR_STRICT_PER_TOOL, TG_SR_ALL_REQUIRED, 64, 128},
-    [TG_D_OPENAI_STRICT] = {BASE | TG_SR_NAMES | TG_SR_STRICT | TG_SR_ALL_REQUIRED,
+    [TG_D_OPENAI_STRICT] = {BASE | TG_SR_NAMES | TG_SR_STRICT | TG_SR_ALL_REQUIRED | TG_SR_SERIAL_CALLS,
                             TG_SR_ALL_REQUIRED, 64, 128},
     [TG_D_GEMINI] = {GEMINI_RULES, 0, 64, 128},
     [TG_D_ANTHROPIC] = {BASE | TG_SR_NAMES,
                         TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0},
-    [TG_D_MISTRAL] = {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP, 0, 64, 0},
-    [TG_D_GROQ] = {BASE | TG_SR_NAMES, 0, 64, 128},
-    [TG_D_FIREWORKS] = {BASE | TG_SR_NAMES, 0, 64, 0},
-    [TG_D_CEREBRAS] = {BASE | TG_SR_NAMES,
+    [TG_D_MISTRAL] = {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY |
+                          TG_SR_NO_NULL_DESC, 0, 64, 0},
+    [TG_D_GROQ] = {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC, 0, 64, 128},
+    [TG_D_FIREWORKS] = {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC, 0, 64, 0},
+    [TG_D_CEREBRAS] = {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC,
                        TG_SR_ALL_REQUIRED | TG_SR_NULL_ANYOF | TG_SR_CONST_ENUM, 64, 0},
     [TG_D_DEEPSEEK] = {BASE | TG_SR_NAMES,
                        TG_SR_ALL_REQUIRED | TG_SR_NO_CONSTRAINTS | TG_SR_CONST_ENUM, 64, 128},
@@ -73,6 +74,8 @@ static const struct {
     {"add_type", TG_SR_ADD_TYPE},             {"empty_root_omit", TG_SR_EMPTY_ROOT_OMIT},
     {"no_constraints", TG_SR_NO_CONSTRAINTS}, {"freeform_string", TG_SR_FREEFORM_STRING},
     {"xai_properties", TG_SR_XAI_PROPERTIES}, {"mistral_strip", TG_SR_MISTRAL_STRIP},
+    {"choice_any", TG_SR_CHOICE_ANY},         {"no_null_desc", TG_SR_NO_NULL_DESC},
+    {"serial_calls", TG_SR_SERIAL_CALLS},
 };
 
 void tg_schema_rules_preset(tg_dialect d, tg_schema_rules *out)
@@ -516,6 +519,81 @@ static void rename_references(json_t *body, tg_ctx *ctx, json_t *upstream)
     }
 }
 
+/* Rule 48: a tool whose description is null (or not a string) loses the
+ * key; the tools array is shared with the cache, so edit copies. */
+static void drop_null_descriptions(json_t *body, tg_ctx *ctx)
+{
+    json_t *tools = json_object_get(body, "tools");
+    json_t *copy = NULL;
+    for (size_t i = 0; i < json_array_size(tools); i++) {
+        json_t *fn = json_object_get(json_array_get(tools, i), "function");
+        json_t *d = json_object_get(fn, "description");
+        if (!d || json_is_string(d))
+            continue;
+        if (!copy)
+            copy = json_copy(tools);
+        json_t *tool = json_copy(json_array_get(copy, i));
+        json_t *f2 = json_copy(fn);
+        json_object_del(f2, "description");
+        json_object_set_new(tool, "function", f2);
+        json_array_set_new(copy, i, tool);
+        tg_explain_add(ctx->explain, "schema", json_string_value(json_object_get(fn, "name")),
+                       "/function/description", "no_null_desc (rule 48)", d, NULL);
+    }
+    if (copy)
+        json_object_set_new(body, "tools", copy);
+}
+
+/* Rule 46: Mistral takes tool_choice "auto" | "none" | "any"; naming one
+ * tool becomes "any" over a tools list holding only that tool, and
+ * "required" is spelled "any". */
+static void tool_choice_to_any(json_t *body, tg_ctx *ctx)
+{
+    json_t *tc = json_object_get(body, "tool_choice");
+    if (json_is_string(tc) && !strcmp(json_string_value(tc), "required")) {
+        tg_explain_add(ctx->explain, "schema", NULL, "/tool_choice", "choice_any (rule 46)", tc,
+                       NULL);
+        json_object_set_new(body, "tool_choice", json_string("any"));
+        return;
+    }
+    const char *name = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+    if (!json_is_object(tc) || !name)
+        return;
+    json_t *tools = json_object_get(body, "tools");
+    json_t *only = json_array();
+    for (size_t i = 0; i < json_array_size(tools); i++) {
+        json_t *t = json_array_get(tools, i);
+        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        if (n && !strcmp(n, name))
+            json_array_append(only, t);
+    }
+    if (json_array_size(only) == 0) {  /* names no tool: leave it to the provider to say so */
+        json_decref(only);
+        return;
+    }
+    tg_explain_add(ctx->explain, "schema", name, "/tool_choice", "choice_any (rule 46)", tc, NULL);
+    json_object_set_new(body, "tools", only);
+    json_object_set_new(body, "tool_choice", json_string("any"));
+}
+
+/* Request-level rules that ride on the tools: each one a preset bit. */
+static void apply_request_rules(json_t *body, tg_ctx *ctx)
+{
+    unsigned f = ctx->schema->flags;
+    if ((f & TG_SR_NO_NULL_DESC) && json_is_array(json_object_get(body, "tools")))
+        drop_null_descriptions(body, ctx);
+    if (f & TG_SR_CHOICE_ANY)
+        tool_choice_to_any(body, ctx);
+    /* Rule 23: strict decoding and parallel calls do not mix; the agent's
+     * own choice, when it made one, stands. */
+    if ((f & TG_SR_SERIAL_CALLS) && json_array_size(json_object_get(body, "tools")) &&
+        !json_object_get(body, "parallel_tool_calls")) {
+        json_object_set_new(body, "parallel_tool_calls", json_false());
+        tg_explain_add(ctx->explain, "schema", NULL, "/parallel_tool_calls",
+                       "serial_calls (rule 23)", NULL, json_false());
+    }
+}
+
 int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
     const tg_schema_rules *r = ctx->schema;
@@ -554,6 +632,7 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     }
     rename_references(body, ctx, upstream);
     json_decref(upstream);
+    apply_request_rules(body, ctx);
     return 0;
 }
 

@@ -45,6 +45,9 @@ enum {
     TG_SR_XAI_PROPERTIES = 1u << 20,/* [xai_properties] no additionalProperties:false near a prop named `properties` */
     TG_SR_MISTRAL_STRIP = 1u << 21, /* [mistral_strip] drop $id, $schema, additionalProperties:false, strict */
     TG_SR_STRICT_PER_TOOL = 1u << 22,/* honour a tool's own strict:true (openai) */
+    TG_SR_CHOICE_ANY = 1u << 23,    /* [choice_any] tool_choice object/"required" -> "any" + only that tool (rule 46) */
+    TG_SR_NO_NULL_DESC = 1u << 24,  /* [no_null_desc] tools' null/non-string descriptions dropped (rule 48) */
+    TG_SR_SERIAL_CALLS = 1u << 25,  /* [serial_calls] parallel_tool_calls:false unless the agent set it (rule 23) */
 };
 
 /* The schema rules a preset turns on; a route may override single rules

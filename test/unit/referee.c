@@ -486,7 +486,9 @@ static void check_history_names(ref_ctx *c, json_t *body)
         }
     }
     json_t *tc = json_object_get(body, "tool_choice");
-    if (json_is_object(tc)) {
+    if (json_is_object(tc) && !strcmp(c->dialect, "mistral")) {
+        violation(c, "R46", "/tool_choice", "object form (Mistral takes auto | none | any)");
+    } else if (json_is_object(tc)) {
         const char *n = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
         bool declared = false;
         size_t j;
@@ -495,6 +497,10 @@ static void check_history_names(ref_ctx *c, json_t *body)
             declared |= is(json_string_value(json_object_get(json_object_get(t, "function"), "name")), n);
         if (!declared)
             violation(c, "R15", "/tool_choice", "names an undeclared tool %s", n ? n : "?");
+    } else if (tc && !strcmp(c->dialect, "mistral")) {
+        /* rule 46: Mistral's own set; the object form is rewritten to "any" */
+        if (!any_of(json_string_value(tc), (const char *const[]){"none", "auto", "any", "required", NULL}))
+            violation(c, "R46", "/tool_choice", "not auto | none | any | required");
     } else if (tc && !any_of(json_string_value(tc), (const char *const[]){"none", "auto", "required", NULL})) {
         violation(c, "R15", "/tool_choice", "unknown form");
     }

@@ -1,0 +1,82 @@
+#!/bin/sh
+# faults.sh -- upstream faults and hostile clients: garbage JSON and garbage
+# SSE from upstream, a 10 MB answer, a client that reads slowly while others
+# are served, oversized headers, many clients that vanish mid-stream; after
+# each, toolgate still answers and its log stays sanitizer-clean.
+. "$(dirname "$0")/lib.sh"
+
+start_mock
+port=$(free_port)
+conf="$TG_TMP/faults.conf"
+{
+    conf_server "$port" "max_header = 8K"
+    conf_route main 'gpt-*' 'idle_timeout = 3s'
+} >"$conf"
+start_toolgate "$conf" || exit 1
+MSG='"messages":[{"role":"user","content":"hi"}]'
+alive() {  # alive NAME: toolgate still answers a plain request
+    code=$(chat "$TG_TMP/alive" "{\"model\":\"gpt-4o\",$MSG}")
+    expect_eq "$1: toolgate still serves" 200 "$code"
+}
+
+# ---- garbage from upstream ---------------------------------------------------
+code=$(chat "$TG_TMP/g" "{\"model\":\"gpt-4o\",$MSG}" -H 'X-Mock: garbage')
+expect_eq "garbage JSON from upstream: 502" 502 "$code"
+expect_match "garbage JSON: OpenAI-shaped error naming the upstream" '"code":"bad_upstream_response"' "$(cat "$TG_TMP/g")"
+curl -s -N -m 10 -H 'Content-Type: application/json' -H 'X-Mock: garbage' \
+    --data-binary "{\"model\":\"gpt-4o\",\"stream\":true,$MSG}" "$TG_URL/v1/chat/completions" >"$TG_TMP/gs"
+expect_match "garbage SSE from upstream: the stream still ends with [DONE]" 'data: \[DONE\]' "$(cat "$TG_TMP/gs")"
+alive "after garbage"
+
+# ---- a 10 MB answer ------------------------------------------------------------
+code=$(chat "$TG_TMP/big" "{\"model\":\"gpt-4o\",$MSG}" -H 'X-Mock: big')
+size=$(json_get "$TG_TMP/big" choices.0.message.content | wc -c)
+if [ "$code" = 200 ] && [ "$size" -gt 10000000 ]; then
+    ok "10 MB upstream answer delivered whole ($size bytes of content)"
+else
+    not_ok "10 MB upstream answer delivered whole" "status $code, $size bytes"
+fi
+
+# ---- a client that reads slowly, while others are served ------------------------
+curl -s -N -m 60 --limit-rate 20k -H 'Content-Type: application/json' -H 'X-Mock-Chunks: 3000' \
+    --data-binary "{\"model\":\"gpt-4o\",\"stream\":true,$MSG}" "$TG_URL/v1/chat/completions" \
+    >"$TG_TMP/slow" &
+slow_pid=$!
+sleep 1
+t0=$(now_ms)
+code=$(chat "$TG_TMP/fast" "{\"model\":\"gpt-4o\",$MSG}")
+dt=$(($(now_ms) - t0))
+if [ "$code" = 200 ] && [ "$dt" -lt 2000 ]; then
+    ok "a slow reader does not hold up other clients (${dt} ms)"
+else
+    not_ok "a slow reader does not hold up other clients" "status $code after $dt ms"
+fi
+wait "$slow_pid"
+events=$(grep -c '^data: ' "$TG_TMP/slow")
+expect_match "the slow reader gets the whole stream ($events events)" 'data: \[DONE\]' "$(tail -n 3 "$TG_TMP/slow")"
+
+# ---- oversized request headers ----------------------------------------------------
+big_header=$("$PY" -c 'print("x" * 20000)')
+code=$(chat "$TG_TMP/h" "{\"model\":\"gpt-4o\",$MSG}" -H "X-Big: $big_header")
+case "$code" in 4??) ok "headers over max_header: 4xx ($code)" ;; *) not_ok "headers over max_header: 4xx" "got $code" ;; esac
+alive "after oversized headers"
+
+# ---- fifty clients that vanish mid-stream ----------------------------------------
+i=0
+pids=
+while [ $i -lt 50 ]; do
+    curl -s -N -m 0.3 -H 'Content-Type: application/json' -H 'X-Mock-Chunks: 20' -H 'X-Mock-Delay-Ms: 100' \
+        --data-binary "{\"model\":\"gpt-4o\",\"stream\":true,$MSG}" "$TG_URL/v1/chat/completions" >/dev/null 2>&1 &
+    pids="$pids $!"
+    i=$((i + 1))
+done
+wait $pids  # the curls only: a bare wait would wait for the mock too
+sleep 0.5
+tg_req "$TG_TMP/m" GET /metrics >/dev/null
+inflight=$(sed -n 's/^toolgate_inflight \([0-9]*\)$/\1/p' "$TG_TMP/m")
+expect_eq "vanished clients leave nothing in flight" 1 "$inflight"
+alive "after vanished clients"
+
+stop_toolgate
+expect_eq "exit 0 on SIGTERM after the faults" 0 "$TG_STATUS"
+finish
