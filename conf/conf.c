@@ -578,7 +578,7 @@ static tg_conf *conf_new(void)
     c->max_body = 32u << 20;
     c->max_depth = 512;
     c->max_tools = 4096;
-    c->max_header = 24 * 1024;
+    c->max_header = 8 * 1024;
     c->log_level = TG_LOG_INFO;
     c->access_log = strdup("-");
     c->shutdown_grace_ms = 30000;

@@ -153,19 +153,39 @@ bool tg_header_value_safe(const char *v)
     return true;
 }
 
-void tg_request_id(char *out, size_t n)
+uint64_t tg_random_seed(void)
+{
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)ts.tv_sec;
+    }
+    return seed ? seed : 1;
+}
+
+/* xorshift64*: ids need to be unique, not secret, and a syscall per
+ * request (getrandom) costs more than the rest of the id. */
+static uint64_t next_random(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+void tg_request_id(char *out, size_t n, uint64_t *state)
 {
     static const char alnum[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    unsigned char rnd[20];
-    if (getrandom(rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        for (size_t i = 0; i < sizeof rnd; i++)
-            rnd[i] = (unsigned char)((ts.tv_nsec >> (i % 8)) + i * 31 + (size_t)out);
+    uint64_t a = next_random(state), b = next_random(state);
+    size_t k = (size_t)snprintf(out, n, "tg-");
+    for (int i = 0; i < 20 && k + 1 < n; i++) {
+        uint64_t *src = i < 10 ? &a : &b;
+        out[k++] = alnum[*src % 36];
+        *src /= 36;
     }
-    size_t k = snprintf(out, n, "tg-");
-    for (size_t i = 0; i < sizeof rnd && k + 1 < n; i++)
-        out[k++] = alnum[rnd[i] % 36];
     out[k] = '\0';
 }
 

@@ -44,7 +44,10 @@ void tg_append_query(struct MHD_Connection *conn, tg_buf *url);
 
 bool tg_consttime_equal(const char *a, const char *b);
 bool tg_header_value_safe(const char *v);
-void tg_request_id(char *out, size_t n);
+/* A new request id from the caller's PRNG state (seed it with
+ * tg_random_seed; one state per thread). */
+void tg_request_id(char *out, size_t n, uint64_t *state);
+uint64_t tg_random_seed(void);
 
 /* The shape checks a chat request must pass before any stage runs: an
  * object with a messages array, a string model, tools an array of at most

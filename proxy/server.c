@@ -155,6 +155,7 @@ struct worker {
     CURL *spare[64];              /* reset easy handles, reused: creating one
                                      costs more than a whole small request */
     int n_spare;
+    uint64_t rng;                 /* request ids */
     const struct server *srv;
 };
 
@@ -1094,7 +1095,7 @@ static tg_req *req_new(worker *w, struct MHD_Connection *conn, const char *url,
     if (id && *id && strlen(id) < sizeof r->id && tg_header_value_safe(id))
         snprintf(r->id, sizeof r->id, "%s", id);
     else
-        tg_request_id(r->id, sizeof r->id);
+        tg_request_id(r->id, sizeof r->id, &w->rng);
     tg_metrics_inflight(w->metrics, 1);
     r->next = w->inflight;
     if (w->inflight)
@@ -1456,6 +1457,7 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
     w->srv = s;
     w->conf = tg_conf_ref(conf);
     w->curl_deadline_ms = -1;
+    w->rng = tg_random_seed();
     w->listen_fd = open_listener(host, port, err, errlen);
     if (w->listen_fd < 0)
         return -1;

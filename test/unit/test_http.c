@@ -110,8 +110,9 @@ static void test_request_id(void **state)
 {
     (void)state;
     char a[64], b[64];
-    tg_request_id(a, sizeof a);
-    tg_request_id(b, sizeof b);
+    uint64_t rng = tg_random_seed();
+    tg_request_id(a, sizeof a, &rng);
+    tg_request_id(b, sizeof b, &rng);
     assert_true(strlen(a) > 10);
     assert_string_not_equal(a, b);
     assert_true(tg_header_value_safe(a));
