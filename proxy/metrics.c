@@ -227,6 +227,10 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
     counter(&b, "toolgate_discovery_rounds_total", "Inner discovery rounds.", SUM(disc_rounds));
     counter(&b, "toolgate_tools_in_total", "Tools received from agents.", SUM(tools_in));
     counter(&b, "toolgate_tools_out_total", "Tools sent upstream.", SUM(tools_out));
+    counter(&b, "toolgate_tools_bytes_in_total", "Bytes of tool definitions received.",
+            SUM(bytes_in));
+    counter(&b, "toolgate_tools_bytes_out_total", "Bytes of tool definitions sent upstream.",
+            SUM(bytes_out));
     counter(&b, "toolgate_retries_total", "Upstream retries.", SUM(retries));
     tg_buf_puts(&b, "# HELP toolgate_upstream_errors_total Upstream failures by class.\n"
                     "# TYPE toolgate_upstream_errors_total counter\n");
