@@ -82,7 +82,8 @@ typedef struct tg_req {
     const char *rest;             /* url past the route prefix */
     bool is_chat;
     rq_state state;
-    tg_buf body;                  /* client body */
+    tg_buf body;                  /* client body (freed once a stream starts) */
+    size_t body_len;              /* its length, for the log */
     bool too_large;
     uint64_t t_start, t_upstream, t_first_byte, t_last_byte, t_done;
 
@@ -392,10 +393,12 @@ static void stream_reader_free(void *cls)
     req_unref(cls);
 }
 
+/* MHD keeps a buffer of the given block size per streaming response; SSE
+ * events are small and thousands of streams may be open, so 4 KB. */
 static enum MHD_Result queue_stream(tg_req *r)
 {
     struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader,
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4 * 1024, stream_reader,
                                           req_ref(r), stream_reader_free);
     if (!resp) {
         req_unref(r);
@@ -446,6 +449,11 @@ static void on_upstream_headers_done(tg_req *r)
         r->is_sse = true;
         if (r->state == RQ_WAIT && !r->stream) {
             r->answer_status = (int)r->status;  /* the client's, whatever later rounds say */
+            /* No retry or fallback once a stream has begun, so the client's
+             * raw body (an agent's may be hundreds of KB) can go now rather
+             * than live as long as the stream. */
+            r->body_len = r->body.len;
+            tg_buf_free(&r->body);
             r->stream = tg_stream_new(&r->ctx);
             tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
             r->state = RQ_READY;
@@ -561,6 +569,11 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_upstream_data);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    /* Streams hold a transfer open for minutes and their events are small:
+     * a 4 KB receive buffer instead of curl's 16 KB keeps thousands of open
+     * streams affordable; whole answers keep the default, fewer reads. */
+    if (r->ctx_live && r->ctx.stream)
+        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 4096L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
@@ -1245,7 +1258,8 @@ static void access_log_line(tg_req *r, int status)
     if (r->t_first_byte)
         tg_buf_printf(&b, ",\"upstream_ttfb_ms\":%.3f",
                       (double)(r->t_first_byte - r->t_upstream) / 1000.0);
-    tg_buf_printf(&b, ",\"bytes_in\":%zu,\"bytes_up\":%zu,\"retries\":%d", r->body.len,
+    tg_buf_printf(&b, ",\"bytes_in\":%zu,\"bytes_up\":%zu,\"retries\":%d",
+                  r->body.len ? r->body.len : r->body_len,
                   r->up_body.len, r->attempt);
     if (r->ctx_live)
         tg_buf_printf(&b,
