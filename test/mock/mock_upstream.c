@@ -448,6 +448,22 @@ static int add_done(stream *s)
     return stream_add(s, "data: [DONE]\n\n", 14);
 }
 
+/* Closes a scripted stream: the finish chunk, [DONE], then queues it; rc is
+ * the result of the events added so far. */
+static enum MHD_Result end_stream(request *r, struct MHD_Connection *conn, stream *s, int rc,
+                                  const char *finish)
+{
+    if (rc == 0)
+        rc = stream_add_event(s, chunk(r, json_object(), finish));
+    if (rc == 0)
+        rc = add_done(s);
+    if (rc) {
+        stream_free(s);
+        return MHD_NO;
+    }
+    return queue_stream(r, conn, s, MHD_SIZE_UNKNOWN, "text/event-stream");
+}
+
 static const char *first_tool_name(const request *r)
 {
     json_t *tool = json_array_get(json_object_get(r->json, "tools"), 0);
@@ -472,15 +488,7 @@ static enum MHD_Result answer_default(request *r, struct MHD_Connection *conn)
         snprintf(tok, sizeof(tok), "tok%ld ", i);
         rc = stream_add_event(s, chunk(r, json_pack("{s:s}", "content", tok), NULL));
     }
-    if (rc == 0)
-        rc = stream_add_event(s, chunk(r, json_object(), "stop"));
-    if (rc == 0)
-        rc = add_done(s);
-    if (rc) {
-        stream_free(s);
-        return MHD_NO;
-    }
-    return queue_stream(r, conn, s, MHD_SIZE_UNKNOWN, "text/event-stream");
+    return end_stream(r, conn, s, rc, "stop");
 }
 
 static enum MHD_Result answer_tools(request *r, struct MHD_Connection *conn)
@@ -504,15 +512,7 @@ static enum MHD_Result answer_tools(request *r, struct MHD_Connection *conn)
         rc = stream_add_event(s, chunk(r, json_pack("{s:[{s:i,s:{s:s}}]}", "tool_calls", "index", 0,
                                                     "function", "arguments", frag[i]),
                                        NULL));
-    if (rc == 0)
-        rc = stream_add_event(s, chunk(r, json_object(), "tool_calls"));
-    if (rc == 0)
-        rc = add_done(s);
-    if (rc) {
-        stream_free(s);
-        return MHD_NO;
-    }
-    return queue_stream(r, conn, s, MHD_SIZE_UNKNOWN, "text/event-stream");
+    return end_stream(r, conn, s, rc, "tool_calls");
 }
 
 /* ---- discovery: a scripted model that follows the meta-tool protocol ----
@@ -602,15 +602,7 @@ static enum MHD_Result answer_text(request *r, struct MHD_Connection *conn, cons
     if (!s)
         return MHD_NO;
     int rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant", "content", text), NULL));
-    if (rc == 0)
-        rc = stream_add_event(s, chunk(r, json_object(), "stop"));
-    if (rc == 0)
-        rc = add_done(s);
-    if (rc) {
-        stream_free(s);
-        return MHD_NO;
-    }
-    return queue_stream(r, conn, s, MHD_SIZE_UNKNOWN, "text/event-stream");
+    return end_stream(r, conn, s, rc, "stop");
 }
 
 static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
