@@ -675,6 +675,16 @@ static void answer_recovered_stream(tg_req *r)
     r->state = RQ_READY;
 }
 
+/* Did the response stages leave the answer exactly as the provider sent
+ * it? Only when no repair was noted and nothing could have been mapped back
+ * (tool names, arguments, ids, discovery rounds). */
+static bool answer_untouched(const tg_req *r, unsigned repairs, unsigned failures)
+{
+    const tg_ctx *c = &r->ctx;
+    return c->stats.repairs == repairs && c->stats.repair_failures == failures && !c->name_map &&
+           !c->arg_inverse && !c->id_map && !c->disc_state;
+}
+
 /* A whole (non-streamed) answer from upstream: repair it, or run another
  * discovery round, or pass an error through unchanged. */
 static void finish_whole(tg_req *r)
@@ -713,6 +723,7 @@ static void finish_whole(tg_req *r)
         return;
     }
     json_t *next = NULL;
+    unsigned repairs = r->ctx.stats.repairs, failures = r->ctx.stats.repair_failures;
     if (tg_pipeline_response(resp, &r->ctx, &next) == 1 && next) {
         json_decref(resp);
         char *s = json_dumps(next, JSON_COMPACT);
@@ -724,6 +735,13 @@ static void finish_whole(tg_req *r)
             return;
         set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
                   "could not start the next discovery round");
+        return;
+    }
+    if (answer_untouched(r, repairs, failures)) {
+        /* Nothing was repaired or mapped: the provider's own bytes, as they
+         * came, which also spares serializing them again. */
+        json_decref(resp);
+        set_answer(r, (int)r->status, tg_buf_steal(&r->resp, &len), len, true);
         return;
     }
     char *s = json_dumps(resp, JSON_COMPACT);
