@@ -713,6 +713,12 @@ static void finish_whole(tg_req *r)
         set_answer(r, (int)r->status, tg_buf_steal(&r->resp, &len), len, true);
         return;
     }
+    if (tg_repair_surely_plain(&r->ctx, r->resp.data ? r->resp.data : "", len)) {
+        /* Most answers carry no tool call and need nothing: relayed as
+         * they came, without paying for a parse. */
+        set_answer(r, (int)r->status, tg_buf_steal(&r->resp, &len), len, true);
+        return;
+    }
     json_error_t je;
     json_t *resp = json_loadb(r->resp.data ? r->resp.data : "", len, 0, &je);
     if (!json_is_object(resp)) {

@@ -747,3 +747,46 @@ int tg_repair_response(json_t *resp, tg_ctx *ctx)
     }
     return 0;
 }
+
+/* --- whole answers that need nothing -------------------------------------- */
+
+static const char *find_in(const char *d, const char *e, const char *needle)
+{
+    return memmem(d, (size_t)(e - d), needle, strlen(needle));
+}
+
+/* The first non-blank byte after the colon that follows a key at p. */
+static const char *value_after(const char *p, const char *e)
+{
+    while (p < e && *p != ':')
+        p++;
+    for (p++; p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'); p++)
+        ;
+    return p;
+}
+
+bool tg_repair_surely_plain(const tg_ctx *ctx, const char *d, size_t n)
+{
+    const char *e = d + n;
+    if (ctx->disc_state || (ctx->repair && ctx->repair->text_tool_calls && ctx->tools))
+        return false;
+    while (d < e && (*d == ' ' || *d == '\n' || *d == '\r' || *d == '\t'))
+        d++;
+    while (e > d && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\r' || e[-1] == '\t'))
+        e--;
+    if (d == e || *d != '{' || tg_json_value_end(d, e) != e)
+        return false;
+    if (find_in(d, e, "tool_calls") || find_in(d, e, "function_call") || find_in(d, e, "\"error\""))
+        return false;
+    for (const char *p = find_in(d, e, "\"content\""); p; p = find_in(p + 1, e, "\"content\"")) {
+        const char *v = value_after(p + 9, e);
+        if (v < e && *v == '[')
+            return false;  /* R23: a list of parts */
+    }
+    for (const char *p = find_in(d, e, "\"role\""); p; p = find_in(p + 1, e, "\"role\"")) {
+        const char *v = value_after(p + 6, e);
+        if (e - v < 3 || v[0] != '"' || v[1] == '"')
+            return false;  /* R25 */
+    }
+    return true;
+}

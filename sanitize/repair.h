@@ -63,6 +63,12 @@ int tg_repair_rules_set(tg_repair_rules *r, const char *key, const char *value,
 #define TG_REPAIR_NOW_SUCCESS 2
 int tg_repair_response(json_t *resp, struct tg_ctx *ctx);
 
+/* Byte-level look at a whole answer: true when it is surely a JSON object
+ * that no rule would touch (no tool calls, no error, no content list, no
+ * empty role, no discovery round or text recovery pending), so the caller
+ * may relay it without parsing. False means "parse and repair". */
+bool tg_repair_surely_plain(const struct tg_ctx *ctx, const char *body, size_t n);
+
 /* Streamed. One tg_stream per upstream response; the network code feeds it
  * each SSE event's data payload (without "data: ", not NUL-terminated; the
  * final "[DONE]" included) and writes out whatever it appends to `out`
