@@ -257,6 +257,25 @@ static json_t *decode_string(const json_t *schema, const char *s, size_t n)
     return v;
 }
 
+static int decode_nested(tg_ctx *ctx, json_t *v, const json_t *schema, int depth);
+
+/* R15 for one member or element x declared by schema ps: a decoded value
+ * (new reference) when x is a double-encoded string of the declared type,
+ * else NULL after walking into x. *n counts the values replaced. */
+static json_t *decode_slot(tg_ctx *ctx, json_t *x, const json_t *ps, const char *where,
+                           int depth, int *n)
+{
+    json_t *d = json_is_string(x) ? decode_string(ps, json_string_value(x), json_string_length(x))
+                                  : NULL;
+    if (d) {
+        tg_rr_note(ctx, "R15", where, x, d);
+        *n += 1 + decode_nested(ctx, d, ps, depth + 1);
+    } else {
+        *n += decode_nested(ctx, x, ps, depth + 1);
+    }
+    return d;
+}
+
 /* R15: walk value against schema; returns the number of values replaced. */
 static int decode_nested(tg_ctx *ctx, json_t *v, const json_t *schema, int depth)
 {
@@ -272,18 +291,9 @@ static int decode_nested(tg_ctx *ctx, json_t *v, const json_t *schema, int depth
             const json_t *ps = json_object_get(props, k);
             if (!ps)
                 ps = json_object_get(schema, "additionalProperties");
-            if (!json_is_object(ps))
-                continue;
-            if (json_is_string(x)) {
-                json_t *d = decode_string(ps, json_string_value(x), json_string_length(x));
-                if (d) {
-                    tg_rr_note(ctx, "R15", k, x, d);
-                    json_object_set_new(v, k, d);
-                    n += 1 + decode_nested(ctx, d, ps, depth + 1);
-                    continue;
-                }
-            }
-            n += decode_nested(ctx, x, ps, depth + 1);
+            json_t *d = json_is_object(ps) ? decode_slot(ctx, x, ps, k, depth, &n) : NULL;
+            if (d)
+                json_object_set_new(v, k, d);
         }
     } else if (json_is_array(v)) {
         const json_t *is = json_object_get(schema, "items");
@@ -292,16 +302,9 @@ static int decode_nested(tg_ctx *ctx, json_t *v, const json_t *schema, int depth
         size_t i;
         json_t *x;
         json_array_foreach(v, i, x) {
-            if (json_is_string(x)) {
-                json_t *d = decode_string(is, json_string_value(x), json_string_length(x));
-                if (d) {
-                    tg_rr_note(ctx, "R15", NULL, x, d);
-                    json_array_set_new(v, i, d);
-                    n += 1 + decode_nested(ctx, d, is, depth + 1);
-                    continue;
-                }
-            }
-            n += decode_nested(ctx, x, is, depth + 1);
+            json_t *d = decode_slot(ctx, x, is, NULL, depth, &n);
+            if (d)
+                json_array_set_new(v, i, d);
         }
     }
     return n;
