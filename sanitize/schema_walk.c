@@ -1567,6 +1567,18 @@ static bool branch_matches(json_t *b, const char *tkey, json_t *v)
     return true;
 }
 
+/* The inverse applied to one child: a replacement (new reference), or NULL
+ * when the child was edited in place or left as it was. */
+static json_t *inverse_child(json_t *inv, json_t *c, int *count)
+{
+    json_t *nc = tg_schema_inverse_apply(inv, c, count);
+    if (nc == c) {
+        json_decref(nc);
+        return NULL;
+    }
+    return nc;
+}
+
 json_t *tg_schema_inverse_apply(json_t *inv, json_t *v, int *count)
 {
     if (!json_is_object(inv) || !v)
@@ -1594,11 +1606,9 @@ json_t *tg_schema_inverse_apply(json_t *inv, json_t *v, int *count)
             json_t *c = json_object_get(v, k);
             if (!c)
                 continue;
-            json_t *nc = tg_schema_inverse_apply(sub, c, count);
-            if (nc != c)
+            json_t *nc = inverse_child(sub, c, count);
+            if (nc)
                 json_object_set_new(v, k, nc);
-            else
-                json_decref(nc);
         }
         size_t i;
         json_t *o;
@@ -1615,11 +1625,9 @@ json_t *tg_schema_inverse_apply(json_t *inv, json_t *v, int *count)
         size_t i;
         json_t *c;
         json_array_foreach(v, i, c) {
-            json_t *nc = tg_schema_inverse_apply(items, c, count);
-            if (nc != c)
+            json_t *nc = inverse_child(items, c, count);
+            if (nc)
                 json_array_set_new(v, i, nc);
-            else
-                json_decref(nc);
         }
     }
     size_t i;
