@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../conf/conf.h"
+#include "../sanitize/cache.h"
 #include "../sanitize/pipeline.h"
 #include "log.h"
 #include "server.h"
@@ -74,15 +75,22 @@ static int cmd_check(const char *path)
     return 0;
 }
 
-static json_t *read_request(const char *file)
+/* The request's raw bytes, from the file or stdin. */
+static int read_request(const char *file, tg_buf *raw)
 {
-    json_error_t je;
-    json_t *j = file ? json_load_file(file, JSON_REJECT_DUPLICATES, &je)
-                     : json_loadf(stdin, JSON_REJECT_DUPLICATES, &je);
-    if (!j)
-        fprintf(stderr, "toolgate: %s:%d:%d: %s\n", file ? file : "<stdin>", je.line, je.column,
-                je.text);
-    return j;
+    int rc = 0;
+    if (file) {
+        rc = tg_buf_read_file(raw, file);
+    } else {
+        char chunk[65536];
+        size_t n;
+        while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
+            tg_buf_append(raw, chunk, n);
+        rc = ferror(stdin) ? -1 : tg_buf_reserve(raw, 0);
+    }
+    if (rc)
+        fprintf(stderr, "toolgate: cannot read %s\n", file ? file : "<stdin>");
+    return rc;
 }
 
 static void print_explain(json_t *explain)
@@ -139,34 +147,39 @@ static int cmd_rewrite(const char *conf_path, const char *route_name, const char
         strip = r->strip_prefix;
         name = r->name;
     }
-    json_t *body = read_request(file);
-    if (!body) {
+    tg_buf raw = {0};
+    if (read_request(file, &raw)) {
+        tg_buf_free(&raw);
         tg_conf_unref(c);
         return 1;
     }
+    /* The proxy's own path (raw parse, stages, spliced serialization) with
+     * a cache like a worker's, so the bytes printed are the bytes sent. */
+    tg_cache *cache = tg_cache_new(16, 64u << 20);
     tg_ctx ctx;
     tg_ctx_init(&ctx, name, rules, strip);
+    ctx.cache = cache;
     if (explain)
         ctx.explain = json_array();
     tg_error err;
+    json_t *body = NULL;
+    tg_buf out = {0};
     int rc = 0;
-    if (!json_is_object(body)) {
-        fprintf(stderr, "toolgate: request body must be a JSON object\n");
-        rc = 1;
-    } else if (tg_pipeline_request(body, &ctx, &err)) {
+    if (tg_pipeline_request_raw(raw.data, raw.len, &ctx, &body, &out, &err)) {
         char *e = tg_error_body(&err);
         fprintf(stderr, "toolgate: rejected (%d): %s\n", err.status, e);
         free(e);
         rc = 1;
     } else {
-        char *s = json_dumps(body, JSON_COMPACT);
-        puts(s);
-        free(s);
+        puts(out.data);
         if (explain)
             print_explain(ctx.explain);
     }
+    tg_buf_free(&out);
+    tg_buf_free(&raw);
     tg_ctx_clear(&ctx);
     json_decref(body);
+    tg_cache_free(cache);
     tg_conf_unref(c);
     return rc;
 }
