@@ -48,6 +48,13 @@ expect_eq "route api_key replaces the client's key upstream" "Bearer $SECRET_UP"
 code=$(chat "$TG_TMP/r" "{\"model\":\"gpt-4o\",$MSG}" -H "Authorization: Bearer wrong")
 expect_eq "wrong client key: 401" 401 "$code"
 
+# ---- `toolgate rewrite` prints the very bytes the proxy sends ------------------
+printf '%s' '{"model":"gpt-4o","tools":[{"type":"function","function":{"name":"read.file","parameters":{"type":"object","properties":{"p":{"type":"string"}}}}}],"messages":[{"role":"user","content":"hi","_mark":1}],"temperature":0.7}' >"$TG_TMP/rw.json"
+chat "$TG_TMP/r" "$(cat "$TG_TMP/rw.json")" -H "$AUTH" >/dev/null
+mock_last "$TG_TMP/last"
+"$TG_BIN" rewrite -c "$conf" --route a "$TG_TMP/rw.json" >"$TG_TMP/rw.out" 2>"$TG_TMP/rw.err"
+expect_eq "rewrite prints exactly the body sent upstream" "$(json_get "$TG_TMP/last" body)" "$(cat "$TG_TMP/rw.out")"
+
 # ---- SIGHUP -------------------------------------------------------------------
 code=$(chat "$TG_TMP/r" "{\"model\":\"claude-x\",$MSG}" -H "$AUTH")
 expect_eq "before reload: no route for claude-x" 404 "$code"
