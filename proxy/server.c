@@ -24,6 +24,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -85,6 +86,7 @@ typedef struct tg_req {
     tg_buf body;                  /* client body (freed once a stream starts) */
     size_t body_len;              /* its length, for the log */
     bool too_large;
+    bool headers_too_large;
     uint64_t t_start, t_upstream, t_first_byte, t_last_byte, t_done;
 
     /* upstream */
@@ -157,8 +159,18 @@ struct worker {
                                      costs more than a whole small request */
     int n_spare;
     uint64_t rng;                 /* request ids */
+    uint8_t *upfd;                /* per upstream socket: UPFD_* bits */
+    size_t n_upfd;
     const struct server *srv;
 };
+
+/* Upstream sockets stay in the worker's epoll set between transfers: curl
+ * removes a keep-alive connection's socket after every response and adds it
+ * back for the next request, two epoll_ctl calls a request for nothing. A
+ * removed socket that was only waiting for input is parked instead (still
+ * registered, ignored); an event on a parked socket (the upstream closed
+ * it) unregisters it, and curl's close callback forgets it. */
+enum { UPFD_IN = 1, UPFD_OUT = 2, UPFD_REG = 4, UPFD_PARKED = 8 };
 
 typedef struct server {
     worker *workers;
@@ -543,6 +555,8 @@ static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
     return h;
 }
 
+static int on_curl_close(void *userp, curl_socket_t s);
+
 static int start_upstream(tg_req *r, const char *url, const char *method)
 {
     worker *w = r->w;
@@ -574,6 +588,8 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
      * streams affordable; whole answers keep the default, fewer reads. */
     if (r->ctx_live && r->ctx.stream)
         curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 4096L);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_curl_close);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, w);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
@@ -900,27 +916,77 @@ static void check_curl_done(worker *w)
     }
 }
 
+static uint8_t *upfd_slot(worker *w, curl_socket_t s)
+{
+    if (s < 0)
+        return NULL;
+    if ((size_t)s >= w->n_upfd) {
+        size_t n = w->n_upfd ? w->n_upfd : 256;
+        while (n <= (size_t)s)
+            n *= 2;
+        uint8_t *p = realloc(w->upfd, n);
+        if (!p)
+            return NULL;
+        memset(p + w->n_upfd, 0, n - w->n_upfd);
+        w->upfd = p;
+        w->n_upfd = n;
+    }
+    return &w->upfd[s];
+}
+
 static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
 {
     worker *w = userp;
     (void)e;
+    (void)socketp;
+    uint8_t *st = upfd_slot(w, s);
     if (what == CURL_POLL_REMOVE) {
-        epoll_ctl(w->epfd, EPOLL_CTL_DEL, s, NULL);
-        curl_multi_assign(w->multi, s, NULL);
+        if (st && (*st & (UPFD_REG | UPFD_OUT)) == UPFD_REG && (*st & UPFD_IN)) {
+            *st |= UPFD_PARKED;
+        } else {
+            epoll_ctl(w->epfd, EPOLL_CTL_DEL, s, NULL);
+            if (st)
+                *st = 0;
+        }
         return 0;
     }
+    uint8_t want = (uint8_t)((what & CURL_POLL_IN ? UPFD_IN : 0) |
+                             (what & CURL_POLL_OUT ? UPFD_OUT : 0));
     struct epoll_event ev = {
-        .events = (uint32_t)((what & CURL_POLL_IN ? EPOLLIN : 0) |
-                             (what & CURL_POLL_OUT ? EPOLLOUT : 0)),
+        .events = (uint32_t)((want & UPFD_IN ? EPOLLIN : 0) | (want & UPFD_OUT ? EPOLLOUT : 0)),
         .data.u64 = TAG(K_CURL, 0, s)};
-    if (socketp) {
-        epoll_ctl(w->epfd, EPOLL_CTL_MOD, s, &ev);
-    } else {
-        if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, s, &ev) != 0 && errno == EEXIST)
+    if (st && (*st & UPFD_REG)) {
+        if ((*st & (UPFD_IN | UPFD_OUT)) != want)
             epoll_ctl(w->epfd, EPOLL_CTL_MOD, s, &ev);
-        curl_multi_assign(w->multi, s, (void *)1);
+    } else if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, s, &ev) != 0 && errno == EEXIST) {
+        epoll_ctl(w->epfd, EPOLL_CTL_MOD, s, &ev);
     }
+    if (st)
+        *st = (uint8_t)(UPFD_REG | want);
     return 0;
+}
+
+/* An event for a curl socket: curl's, unless the socket is parked. */
+static void on_curl_event(worker *w, curl_socket_t s, uint32_t events)
+{
+    uint8_t *st = (size_t)s < w->n_upfd ? &w->upfd[s] : NULL;
+    if (st && (*st & UPFD_PARKED)) {
+        epoll_ctl(w->epfd, EPOLL_CTL_DEL, s, NULL);
+        *st = 0;
+        return;
+    }
+    int running;
+    int flags = (events & EPOLLIN ? CURL_CSELECT_IN : 0) | (events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                (events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+    curl_multi_socket_action(w->multi, s, flags, &running);
+}
+
+static int on_curl_close(void *userp, curl_socket_t s)
+{
+    worker *w = userp;
+    if ((size_t)s < w->n_upfd)
+        w->upfd[s] = 0;  /* close() drops it from the epoll set */
+    return close(s);
 }
 
 static int on_curl_timer(CURLM *m, long timeout_ms, void *userp)
@@ -1069,6 +1135,12 @@ static enum MHD_Result dispatch(tg_req *r)
                   "the keys in [server] client_keys");
         return queue_answer(r);
     }
+    if (r->headers_too_large) {
+        set_error(r, 431, "invalid_request_error", "request_header_fields_too_large", NULL,
+                  "request line and headers are larger than max_header (%zu bytes)",
+                  c->max_header);
+        return queue_answer(r);
+    }
     if (r->too_large) {
         set_error(r, 413, "invalid_request_error", "request_too_large", NULL,
                   "request body is larger than max_body (%zu bytes)", c->max_body);
@@ -1142,6 +1214,23 @@ static tg_req *req_new(worker *w, struct MHD_Connection *conn, const char *url,
     return r;
 }
 
+static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
+                                        const char *value)
+{
+    (void)kind;
+    *(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 4;  /* ": " CRLF */
+    return MHD_YES;
+}
+
+/* MHD's own limit is its connection pool, which is sized for reading
+ * bodies in large pieces; max_header is enforced here. */
+static bool headers_exceed(struct MHD_Connection *conn, const char *url, size_t max)
+{
+    size_t n = strlen(url) + 32;  /* method, version, CRLF */
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header_bytes, &n);
+    return n > max;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -1156,8 +1245,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         *con_cls = r;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > r->conf->max_body)
+        unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
+        if (headers_exceed(conn, url, r->conf->max_header))
+            r->headers_too_large = r->too_large = true;  /* nothing of the body is kept */
+        else if (n > r->conf->max_body)
             r->too_large = true;
+        else if (n)  /* one allocation, no copies as the body arrives */
+            tg_buf_reserve(&r->body, (size_t)n);
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -1410,7 +1504,6 @@ static void *worker_main(void *arg)
         bool run_mhd = n == 0;
         for (int i = 0; i < n; i++) {
             uint64_t tag = evs[i].data.u64;
-            int running;
             switch (TAG_KIND(tag)) {
             case K_MHD:
                 run_mhd = true;
@@ -1422,13 +1515,9 @@ static void *worker_main(void *arg)
                 take_new_conf(w);
                 break;
             }
-            case K_CURL: {
-                int flags = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
-                            (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
-                            (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
-                curl_multi_socket_action(w->multi, TAG_FD(tag), flags, &running);
+            case K_CURL:
+                on_curl_event(w, TAG_FD(tag), evs[i].events);
                 break;
-            }
             case K_CLIENT: {
                 tg_req *r = find_by_client(w, TAG_FD(tag), TAG_GEN(tag));
                 if (r)
@@ -1499,9 +1588,11 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
     w->listen_fd = open_listener(host, port, err, errlen);
     if (w->listen_fd < 0)
         return -1;
-    /* MHD zeroes a connection's pool for every request: keep it to what
-     * the headers need plus a read buffer. */
-    size_t memlimit = conf->max_header + 8 * 1024;
+    /* The pool holds the headers and the read buffer, so its size is how
+     * much of a body one recv() takes: with 8 KB over max_header a 184 KB
+     * agent request took 25 reads, with 32 KB about 8. MHD zeroes the pool
+     * for every request, so it is not made larger still. */
+    size_t memlimit = conf->max_header + 32 * 1024;
     w->mhd = MHD_start_daemon(
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0, NULL, NULL, on_request, w,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)w->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
@@ -1543,6 +1634,7 @@ static void worker_cleanup(worker *w)
         curl_easy_cleanup(w->spare[--w->n_spare]);
     if (w->multi)
         curl_multi_cleanup(w->multi);
+    free(w->upfd);
     if (w->epfd > 0)
         close(w->epfd);
     if (w->ctlfd > 0)
@@ -1602,6 +1694,12 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
         port = atoi(colon + 1);
     }
     raise_fd_limit();
+    /* Request bodies of a few hundred KB come and go at thousands a second:
+     * keep them on the workers' heaps instead of an mmap, page faults and
+     * munmap for each (glibc's dynamic threshold also trims worker heaps
+     * back with madvise, so the next body faults its pages in again). */
+    mallopt(M_MMAP_THRESHOLD, 8 << 20);
+    mallopt(M_TRIM_THRESHOLD, 16 << 20);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     signal(SIGPIPE, SIG_IGN);
     sigset_t set;

@@ -111,13 +111,54 @@ static const char *skip_value(const char *p, const char *end)
     return p;
 }
 
-/* The byte span of the value of top-level key "tools". False when absent,
- * present twice, or when the text is not a plain JSON object (the slow
- * path then parses everything and reports errors precisely). */
-static bool find_tools(const char *raw, size_t n, size_t *vs, size_t *ve)
+/* Tool arrays seen before are recognised without scanning or hashing
+ * them: the cache maps a hash of an array's first bytes to [its bytes, the
+ * hash of all of them], and one memcmp (much faster than hashing) proves the
+ * body holds the same array. Identical bytes that form a complete JSON array
+ * end where that array ended, so a match also gives the span. */
+#define TG_SPAN_PREFIX 256
+
+static uint64_t span_prefix_key(const char *v, size_t avail)
+{
+    return tg_hash64(v, avail < TG_SPAN_PREFIX ? avail : TG_SPAN_PREFIX, 0x7370616eULL);
+}
+
+static bool known_tools_span(tg_cache *cache, const char *v, const char *end, size_t *len,
+                             uint64_t *hash)
+{
+    size_t avail = (size_t)(end - v);
+    json_t *seen = tg_cache_get(cache, "rawspan", span_prefix_key(v, avail));
+    json_t *bytes = json_array_get(seen, 0);
+    size_t l = json_string_length(bytes);
+    bool same = bytes && l <= avail && !memcmp(v, json_string_value(bytes), l);
+    if (same) {
+        *len = l;
+        *hash = (uint64_t)json_integer_value(json_array_get(seen, 1));
+    }
+    json_decref(seen);
+    return same;
+}
+
+static void remember_tools_span(tg_cache *cache, const char *v, size_t len, uint64_t hash)
+{
+    /* The bytes parsed as JSON a moment ago: valid UTF-8, no check needed. */
+    json_t *seen = json_pack("[o,I]", json_stringn_nocheck(v, len), (json_int_t)hash);
+    if (!seen)
+        return;
+    tg_cache_put(cache, "rawspan", span_prefix_key(v, len), seen, len + 64);
+    json_decref(seen);
+}
+
+/* The byte span of the value of top-level key "tools", and the hash of its
+ * bytes (0 when not yet computed). False when absent, present twice, or
+ * when the text is not a plain JSON object (the slow path then parses
+ * everything and reports errors precisely). */
+static bool find_tools(const char *raw, size_t n, tg_cache *cache, size_t *vs, size_t *ve,
+                       uint64_t *hash)
 {
     const char *p = raw, *end = raw + n;
     bool found = false;
+    *hash = 0;
     p = skip_ws(p, end);
     if (p >= end || *p != '{')
         return false;
@@ -134,7 +175,11 @@ static bool find_tools(const char *raw, size_t n, size_t *vs, size_t *ve)
             return false;
         p = skip_ws(p + 1, end);
         const char *v = p;
-        p = skip_value(p, end);
+        size_t known;
+        if (is_tools && !found && *v == '[' && known_tools_span(cache, v, end, &known, hash))
+            p = v + known;
+        else
+            p = skip_value(p, end);
         if (!p)
             return false;
         if (is_tools) {
@@ -179,10 +224,14 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
     size_t vs, ve;
     *tools_hash = 0;
     *tools_bytes = 0;
-    if (!cache || !find_tools(raw, n, &vs, &ve) || raw[vs] != '[')
+    uint64_t h;
+    if (!cache || !find_tools(raw, n, cache, &vs, &ve, &h) || raw[vs] != '[')
         return too_deep(raw, n, max_depth, err) ? NULL : parse_body(raw, n, err);
-    uint64_t h = tg_hash64(raw + vs, ve - vs, 0x746f6f6c73ULL);
-    *tools_hash = h ? h : 1;
+    if (!h) {
+        h = tg_hash64(raw + vs, ve - vs, 0x746f6f6c73ULL);
+        h = h ? h : 1;
+    }
+    *tools_hash = h;
     *tools_bytes = ve - vs;
     json_t *tools = tg_cache_get(cache, "rawtools", h);
     if (!tools) {
@@ -190,8 +239,10 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
             return NULL;
         json_t *body = parse_body(raw, n, err);
         json_t *t = json_object_get(body, "tools");
-        if (json_is_array(t))
+        if (json_is_array(t)) {
             tg_cache_put(cache, "rawtools", h, t, (ve - vs) * 4);
+            remember_tools_span(cache, raw + vs, ve - vs, h);
+        }
         return body;
     }
     tg_buf rest = {0};
@@ -239,7 +290,8 @@ int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
         tg_cache_put(ctx->cache, "toolsjson", key, entry, strlen(s) + 64);
         free(s);
     }
-    const char *tools_text = json_string_value(json_array_get(entry, 1));
+    json_t *text = json_array_get(entry, 1);
+    size_t tl = json_string_length(text);
     json_incref(tools);
     json_object_del(body, "tools");
     char *rest = json_dumps(body, JSON_COMPACT);
@@ -249,14 +301,17 @@ int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
         return -1;
     }
     size_t rl = strlen(rest);
-    tg_buf_append(out, rest, rl - 1);  /* without the closing brace */
-    tg_buf_puts(out, rl > 2 ? ",\"tools\":" : "\"tools\":");
-    tg_buf_puts(out, tools_text);
-    tg_buf_puts(out, "}");
-    ctx->stats.tools_bytes_out = strlen(tools_text);
+    int rc = tg_buf_reserve(out, rl + tl + 16);
+    if (!rc) {
+        tg_buf_append(out, rest, rl - 1);  /* without the closing brace */
+        tg_buf_puts(out, rl > 2 ? ",\"tools\":" : "\"tools\":");
+        tg_buf_append(out, json_string_value(text), tl);
+        tg_buf_append(out, "}", 1);
+    }
+    ctx->stats.tools_bytes_out = tl;
     free(rest);
     json_decref(entry);
-    return 0;
+    return rc;
 }
 
 int tg_pipeline_request_raw(const char *raw, size_t n, tg_ctx *ctx, json_t **body_out,

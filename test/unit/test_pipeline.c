@@ -170,6 +170,51 @@ static void test_cached_tools_new_messages(void **state)
     tg_cache_free(cache);
 }
 
+/* A tool list seen before is recognised by its bytes, not scanned again:
+ * a longer list with the same first bytes, the known list followed by
+ * garbage or by a second "tools" key, and a list that only starts like the
+ * known one must still be read (or refused) as if never seen. */
+static void test_known_tools_span(void **state)
+{
+    (void)state;
+    char tool[512], one[1024], two[2048];
+    snprintf(tool, sizeof tool,
+             "{\"type\":\"function\",\"function\":{\"name\":\"f%%d\",\"description\":\"%0200d\"}}", 0);
+    char t1[512], t2[512];
+    snprintf(t1, sizeof t1, tool, 1);
+    snprintf(t2, sizeof t2, tool, 2);
+    snprintf(one, sizeof one, "[%s]", t1);
+    snprintf(two, sizeof two, "[%s,%s]", t1, t2);  /* same first 256 bytes */
+    char body[4096];
+    tg_cache *cache = tg_cache_new(64, 1u << 20);
+    int rc;
+    snprintf(body, sizeof body, "{\"messages\":[],\"tools\":%s}", one);
+    check_same(body, strlen(body), TG_D_OPENAI, cache);
+    snprintf(body, sizeof body, "{\"messages\":[],\"tools\":%s}", two);
+    check_same(body, strlen(body), TG_D_OPENAI, cache);
+    char *s = fast(body, strlen(body), TG_D_OPENAI, cache, &rc);
+    assert_non_null(strstr(s, "\"f2\""));
+    free(s);
+    snprintf(body, sizeof body, "{\"messages\":[],\"tools\":%s}", one);
+    check_same(body, strlen(body), TG_D_OPENAI, cache);
+    s = fast(body, strlen(body), TG_D_OPENAI, cache, &rc);
+    assert_null(strstr(s, "\"f2\""));
+    free(s);
+    static const char *const tails[] = {"x}", ",\"tools\":[]}", "]}", ""};
+    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+        snprintf(body, sizeof body, "{\"messages\":[],\"tools\":%s%s", one, tails[i]);
+        s = fast(body, strlen(body), TG_D_OPENAI, cache, &rc);
+        assert_int_equal(rc, -1);
+        free(s);
+    }
+    /* a prefix of the known list, cut inside it */
+    snprintf(body, sizeof body, "{\"messages\":[],\"tools\":%.*s}", (int)strlen(one) - 2, one);
+    s = fast(body, strlen(body), TG_D_OPENAI, cache, &rc);
+    assert_int_equal(rc, -1);
+    free(s);
+    tg_cache_free(cache);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_odd_bodies_fall_back),
         cmocka_unit_test(test_bad_bodies_are_errors),
         cmocka_unit_test(test_cached_tools_new_messages),
+        cmocka_unit_test(test_known_tools_span),
     };
     return cmocka_run_group_tests_name("pipeline", tests, NULL, NULL);
 }
