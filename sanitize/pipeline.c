@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "jsonio.h"
 
 void tg_rules_preset(tg_dialect d, tg_rules_set *out)
 {
@@ -199,7 +200,7 @@ static bool find_tools(const char *raw, size_t n, tg_cache *cache, size_t *vs, s
 static json_t *parse_body(const char *raw, size_t n, tg_error *err)
 {
     json_error_t je;
-    json_t *body = json_loadb(raw, n, JSON_REJECT_DUPLICATES, &je);
+    json_t *body = tg_json_load(raw, n, JSON_REJECT_DUPLICATES, &je);
     if (!body)
         tg_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
                      "request body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
@@ -265,14 +266,8 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
 int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
 {
     json_t *tools = json_object_get(body, "tools");
-    if (!ctx->cache || !json_is_array(tools) || !ctx->tools_hash) {
-        char *s = json_dumps(body, JSON_COMPACT);
-        if (!s)
-            return -1;
-        tg_buf_puts(out, s);
-        free(s);
-        return 0;
-    }
+    if (!ctx->cache || !json_is_array(tools) || !ctx->tools_hash)
+        return tg_json_dump(body, out);
     /* The array is immutable once the stages are done, and the cache
      * entry holds a reference to it, so its address names its content. */
     uintptr_t a = (uintptr_t)tools;
@@ -283,33 +278,34 @@ int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
         entry = NULL;
     }
     if (!entry) {
-        char *s = json_dumps(tools, JSON_COMPACT);
-        if (!s)
+        tg_buf t = {0};
+        if (tg_json_dump(tools, &t)) {
+            tg_buf_free(&t);
             return -1;
-        entry = json_pack("[O,s]", tools, s);
-        tg_cache_put(ctx->cache, "toolsjson", key, entry, strlen(s) + 64);
-        free(s);
+        }
+        entry = json_pack("[O,o]", tools, json_stringn_nocheck(t.data ? t.data : "", t.len));
+        tg_cache_put(ctx->cache, "toolsjson", key, entry, t.len + 64);
+        tg_buf_free(&t);
+        if (!entry)
+            return -1;
     }
     json_t *text = json_array_get(entry, 1);
     size_t tl = json_string_length(text);
     json_incref(tools);
     json_object_del(body, "tools");
-    char *rest = json_dumps(body, JSON_COMPACT);
+    size_t start = out->len;
+    int rc = tg_json_dump(body, out);
     json_object_set_new(body, "tools", tools);
-    if (!rest) {
-        json_decref(entry);
-        return -1;
-    }
-    size_t rl = strlen(rest);
-    int rc = tg_buf_reserve(out, rl + tl + 16);
+    if (!rc)
+        rc = tg_buf_reserve(out, tl + 16);
     if (!rc) {
-        tg_buf_append(out, rest, rl - 1);  /* without the closing brace */
-        tg_buf_puts(out, rl > 2 ? ",\"tools\":" : "\"tools\":");
+        bool empty = out->len - start <= 2;
+        out->len--;  /* the closing brace */
+        tg_buf_puts(out, empty ? "\"tools\":" : ",\"tools\":");
         tg_buf_append(out, json_string_value(text), tl);
-        tg_buf_append(out, "}", 1);
+        rc = tg_buf_append(out, "}", 1);
     }
     ctx->stats.tools_bytes_out = tl;
-    free(rest);
     json_decref(entry);
     return rc;
 }

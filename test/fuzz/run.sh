@@ -15,6 +15,7 @@ for bin in build-fuzz/fuzz_*; do
     case "$name" in
         conf) seeds="$seeds test/vectors/conf" ;;
         repair) [ -d test/vectors/responses ] && seeds="$seeds test/vectors/responses" ;;
+        jsonio) seeds="$seeds test/vectors/json" ;;
     esac
     scratch=$(mktemp -d)
     n=$((n + 1))

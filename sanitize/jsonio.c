@@ -1,0 +1,489 @@
+/* jsonio.c -- the fast JSON reader and writer (see jsonio.h).
+ *
+ * The reader is a recursive descent over the whole buffer. Strings are the
+ * bulk of agent JSON (descriptions), so a string is scanned for its end and
+ * for bytes that need care in one tight loop, and one without escapes is
+ * handed to jansson straight from the input. Every rule jansson enforces is
+ * enforced here too; where enforcing it would take a second implementation
+ * of something subtle (number overflow rules, \u0000), the reader declines
+ * and jansson decides.
+ */
+#include "jsonio.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEPTH 2000  /* under jansson's JSON_PARSER_MAX_DEPTH */
+
+typedef struct {
+    const char *p, *end;
+    size_t flags;
+    int depth;
+    tg_buf scratch;  /* decoded strings with escapes */
+} reader;
+
+static json_t *read_value(reader *r);
+
+static void skip_ws(reader *r)
+{
+    while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
+        r->p++;
+}
+
+/* Length of the valid UTF-8 sequence at p (first byte >= 0x80), or 0. */
+static size_t utf8_len(const unsigned char *p, const unsigned char *end)
+{
+    unsigned c = p[0];
+    size_t n;
+    uint32_t cp;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+        cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if ((size_t)(end - p) < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+static int hex4(const char *p, uint32_t *out)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= (uint32_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (uint32_t)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (uint32_t)(c - 'A' + 10);
+        else
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static void put_utf8(tg_buf *b, uint32_t cp)
+{
+    char u[4];
+    size_t n;
+    if (cp < 0x80) {
+        u[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        u[0] = (char)(0xC0 | (cp >> 6));
+        u[1] = (char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        u[0] = (char)(0xE0 | (cp >> 12));
+        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[2] = (char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        u[0] = (char)(0xF0 | (cp >> 18));
+        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[3] = (char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    tg_buf_append(b, u, n);
+}
+
+/* One escape at p (just past the backslash) into b; p moves past it. */
+static bool read_escape(reader *r, tg_buf *b)
+{
+    if (r->p >= r->end)
+        return false;
+    char c = *r->p++;
+    const char *simple = strchr("\"\\/bfnrt", c);
+    if (c && simple) {
+        static const char out[] = "\"\\/\b\f\n\r\t";
+        tg_buf_append(b, &out[simple - "\"\\/bfnrt"], 1);
+        return true;
+    }
+    uint32_t cp, lo;
+    if (c != 'u' || r->end - r->p < 4 || hex4(r->p, &cp))
+        return false;
+    r->p += 4;
+    if (cp == 0)
+        return false;  /* jansson refuses \u0000 without JSON_ALLOW_NUL */
+    if (cp >= 0xDC00 && cp <= 0xDFFF)
+        return false;
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        if (r->end - r->p < 6 || r->p[0] != '\\' || r->p[1] != 'u' || hex4(r->p + 2, &lo) ||
+            lo < 0xDC00 || lo > 0xDFFF)
+            return false;
+        r->p += 6;
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+    }
+    put_utf8(b, cp);
+    return true;
+}
+
+/* r->p at the opening quote. On success *s, *n name the decoded bytes
+ * (in the input when there was no escape, else in r->scratch). */
+static bool read_string_bytes(reader *r, const char **s, size_t *n)
+{
+    const unsigned char *p = (const unsigned char *)r->p + 1;
+    const unsigned char *end = (const unsigned char *)r->end;
+    const unsigned char *start = p;
+    for (;;) {
+        while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+            p++;
+        if (p >= end || *p < 0x20)
+            return false;
+        if (*p == '"') {
+            *s = (const char *)start;
+            *n = (size_t)(p - start);
+            r->p = (const char *)p + 1;
+            return true;
+        }
+        if (*p == '\\')
+            break;
+        size_t k = utf8_len(p, end);
+        if (!k)
+            return false;
+        p += k;
+    }
+    /* Escapes: decode from here on into scratch. */
+    tg_buf *b = &r->scratch;
+    b->len = 0;
+    tg_buf_append(b, start, (size_t)(p - start));
+    r->p = (const char *)p;
+    for (;;) {
+        const unsigned char *q = (const unsigned char *)r->p;
+        const unsigned char *run = q;
+        while (q < end && *q >= 0x20 && *q < 0x80 && *q != '"' && *q != '\\')
+            q++;
+        tg_buf_append(b, run, (size_t)(q - run));
+        r->p = (const char *)q;
+        if (q >= end || *q < 0x20)
+            return false;
+        if (*q == '"') {
+            r->p++;
+            *s = b->data ? b->data : "";
+            *n = b->len;
+            return true;
+        }
+        if (*q == '\\') {
+            r->p++;
+            if (!read_escape(r, b))
+                return false;
+            continue;
+        }
+        size_t k = utf8_len(q, end);
+        if (!k)
+            return false;
+        tg_buf_append(b, q, k);
+        r->p += k;
+    }
+}
+
+static json_t *read_number(reader *r)
+{
+    const char *s = r->p, *p = s;
+    bool real = false;
+    if (p < r->end && *p == '-')
+        p++;
+    if (p >= r->end)
+        return NULL;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < r->end && *p >= '0' && *p <= '9')
+            p++;
+    } else {
+        return NULL;
+    }
+    if (p < r->end && *p == '.') {
+        real = true;
+        p++;
+        if (p >= r->end || *p < '0' || *p > '9')
+            return NULL;
+        while (p < r->end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if (p < r->end && (*p == 'e' || *p == 'E')) {
+        real = true;
+        p++;
+        if (p < r->end && (*p == '+' || *p == '-'))
+            p++;
+        if (p >= r->end || *p < '0' || *p > '9')
+            return NULL;
+        while (p < r->end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    char num[64];
+    size_t len = (size_t)(p - s);
+    if (len >= sizeof num)
+        return NULL;  /* long numbers: jansson's rules */
+    memcpy(num, s, len);
+    num[len] = '\0';
+    r->p = p;
+    errno = 0;
+    if (!real) {
+        long long v = strtoll(num, NULL, 10);
+        if (errno == ERANGE)
+            return NULL;
+        return json_integer((json_int_t)v);
+    }
+    double d = strtod(num, NULL);
+    if (errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL))
+        return NULL;
+    return json_real(d);
+}
+
+static bool take_word(reader *r, const char *w, size_t n)
+{
+    if ((size_t)(r->end - r->p) < n || memcmp(r->p, w, n))
+        return false;
+    r->p += n;
+    return true;
+}
+
+static json_t *read_array(reader *r)
+{
+    json_t *a = json_array();
+    r->p++;
+    skip_ws(r);
+    if (r->p < r->end && *r->p == ']') {
+        r->p++;
+        return a;
+    }
+    for (;;) {
+        json_t *v = read_value(r);
+        if (!v || json_array_append_new(a, v))
+            break;
+        skip_ws(r);
+        if (r->p >= r->end)
+            break;
+        if (*r->p == ']') {
+            r->p++;
+            return a;
+        }
+        if (*r->p != ',')
+            break;
+        r->p++;
+        skip_ws(r);
+    }
+    json_decref(a);
+    return NULL;
+}
+
+static json_t *read_object(reader *r)
+{
+    json_t *o = json_object();
+    r->p++;
+    skip_ws(r);
+    if (r->p < r->end && *r->p == '}') {
+        r->p++;
+        return o;
+    }
+    char small[128];
+    for (;;) {
+        const char *k;
+        size_t kn;
+        if (r->p >= r->end || *r->p != '"' || !read_string_bytes(r, &k, &kn))
+            break;
+        /* the next string may reuse the scratch buffer: keep the key */
+        char *key = kn < sizeof small ? small : malloc(kn + 1);
+        if (!key)
+            break;
+        memcpy(key, k, kn);
+        key[kn] = '\0';
+        skip_ws(r);
+        json_t *v = NULL;
+        if (r->p < r->end && *r->p == ':') {
+            r->p++;
+            skip_ws(r);
+            v = read_value(r);
+        }
+        bool ok = v && !((r->flags & JSON_REJECT_DUPLICATES) && json_object_getn(o, key, kn));
+        if (ok)
+            ok = !json_object_setn_new_nocheck(o, key, kn, v);
+        else
+            json_decref(v);
+        if (key != small)
+            free(key);
+        if (!ok)
+            break;
+        skip_ws(r);
+        if (r->p >= r->end)
+            break;
+        if (*r->p == '}') {
+            r->p++;
+            return o;
+        }
+        if (*r->p != ',')
+            break;
+        r->p++;
+        skip_ws(r);
+    }
+    json_decref(o);
+    return NULL;
+}
+
+static json_t *read_value(reader *r)
+{
+    if (r->p >= r->end)
+        return NULL;
+    json_t *v = NULL;
+    switch (*r->p) {
+    case '{':
+    case '[':
+        if (++r->depth > MAX_DEPTH)
+            return NULL;
+        v = *r->p == '{' ? read_object(r) : read_array(r);
+        r->depth--;
+        return v;
+    case '"': {
+        const char *s;
+        size_t n;
+        return read_string_bytes(r, &s, &n) ? json_stringn_nocheck(s, n) : NULL;
+    }
+    case 't':
+        return take_word(r, "true", 4) ? json_true() : NULL;
+    case 'f':
+        return take_word(r, "false", 5) ? json_false() : NULL;
+    case 'n':
+        return take_word(r, "null", 4) ? json_null() : NULL;
+    default:
+        return read_number(r);
+    }
+}
+
+json_t *tg_json_parse(const char *s, size_t n, size_t flags)
+{
+    reader r = {.p = s, .end = s + n, .flags = flags};
+    skip_ws(&r);
+    json_t *v = NULL;
+    if (r.p < r.end && (*r.p == '{' || *r.p == '['))
+        v = read_value(&r);
+    skip_ws(&r);
+    if (v && r.p != r.end) {
+        json_decref(v);
+        v = NULL;
+    }
+    tg_buf_free(&r.scratch);
+    return v;
+}
+
+json_t *tg_json_load(const char *s, size_t n, size_t flags, json_error_t *err)
+{
+    json_t *v = tg_json_parse(s, n, flags);
+    return v ? v : json_loadb(s, n, flags, err);
+}
+
+/* ---- the writer ------------------------------------------------------------ */
+
+static int dump_string(const char *s, size_t n, tg_buf *out)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (tg_buf_reserve(out, n + 2))
+        return -1;
+    tg_buf_append(out, "\"", 1);
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        const unsigned char *run = p;
+        while (p < end && *p >= 0x20 && *p != '"' && *p != '\\')
+            p++;
+        tg_buf_append(out, run, (size_t)(p - run));
+        if (p >= end)
+            break;
+        char e[6] = {'\\', 0};
+        size_t en = 2;
+        switch (*p) {
+        case '"': e[1] = '"'; break;
+        case '\\': e[1] = '\\'; break;
+        case '\b': e[1] = 'b'; break;
+        case '\f': e[1] = 'f'; break;
+        case '\n': e[1] = 'n'; break;
+        case '\r': e[1] = 'r'; break;
+        case '\t': e[1] = 't'; break;
+        default:
+            memcpy(e, "\\u00", 4);
+            e[4] = hex[*p >> 4];
+            e[5] = hex[*p & 15];
+            en = 6;
+        }
+        tg_buf_append(out, e, en);
+        p++;
+    }
+    return tg_buf_append(out, "\"", 1);
+}
+
+int tg_json_dump(const json_t *v, tg_buf *out)
+{
+    char num[32];
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        tg_buf_append(out, "{", 1);
+        bool first = true;
+        for (void *it = json_object_iter((json_t *)v); it;
+             it = json_object_iter_next((json_t *)v, it)) {
+            if (!first)
+                tg_buf_append(out, ",", 1);
+            first = false;
+            if (dump_string(json_object_iter_key(it), json_object_iter_key_len(it), out))
+                return -1;
+            tg_buf_append(out, ":", 1);
+            if (tg_json_dump(json_object_iter_value(it), out))
+                return -1;
+        }
+        return tg_buf_append(out, "}", 1);
+    }
+    case JSON_ARRAY: {
+        tg_buf_append(out, "[", 1);
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            if (i)
+                tg_buf_append(out, ",", 1);
+            if (tg_json_dump(json_array_get(v, i), out))
+                return -1;
+        }
+        return tg_buf_append(out, "]", 1);
+    }
+    case JSON_STRING:
+        return dump_string(json_string_value(v), json_string_length(v), out);
+    case JSON_INTEGER: {
+        int k = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        return tg_buf_append(out, num, (size_t)k);
+    }
+    case JSON_REAL: {  /* rare in requests: jansson's own formatting, exactly */
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!s)
+            return -1;
+        int rc = tg_buf_puts(out, s);
+        free(s);
+        return rc;
+    }
+    case JSON_TRUE:
+        return tg_buf_append(out, "true", 4);
+    case JSON_FALSE:
+        return tg_buf_append(out, "false", 5);
+    case JSON_NULL:
+        return tg_buf_append(out, "null", 4);
+    }
+    return -1;
+}

@@ -1,0 +1,156 @@
+/* test_jsonio.c -- the fast JSON reader and writer against jansson, the
+ * oracle. Vectors in test/vectors/json: "ok-*" must be read by the fast
+ * reader itself, "bad-*" must be refused by both, "any-*" may go either way
+ * but never disagree. Then the whole corpus (every tool file and request
+ * body) must read to a value equal to jansson's and write back to the very
+ * bytes json_dumps(JSON_COMPACT) writes. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../sanitize/jsonio.h"
+
+static const char *shared_dir(void)
+{
+    const char *s = getenv("TG_SHARED");
+    return s && *s ? s : "../shared";
+}
+
+/* The fast writer must write what jansson writes. */
+static void check_dump(const json_t *v, const char *what)
+{
+    tg_buf out = {0};
+    assert_int_equal(tg_json_dump(v, &out), 0);
+    char *want = json_dumps(v, JSON_COMPACT);
+    assert_non_null(want);
+    if (strlen(want) != out.len || memcmp(want, out.data, out.len)) {
+        print_error("%s: writer differs\nwant %.200s\ngot  %.200s\n", what, want, out.data);
+        fail();
+    }
+    free(want);
+    tg_buf_free(&out);
+}
+
+/* Reads s both ways under flags; returns whether the fast reader took it. */
+static int check_read(const char *s, size_t n, size_t flags, const char *what)
+{
+    json_t *fast = tg_json_parse(s, n, flags);
+    json_t *slow = json_loadb(s, n, flags, NULL);
+    if (fast && !slow) {
+        print_error("%s (flags %zu): fast reader accepted what jansson refuses\n", what, flags);
+        fail();
+    }
+    if (fast && !json_equal(fast, slow)) {
+        print_error("%s (flags %zu): values differ\n", what, flags);
+        fail();
+    }
+    if (fast)
+        check_dump(fast, what);
+    int took = fast != NULL;
+    json_decref(fast);
+    json_decref(slow);
+    return took;
+}
+
+static void test_vectors(void **state)
+{
+    (void)state;
+    DIR *d = opendir("test/vectors/json");
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strstr(e->d_name, ".json"))
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "test/vectors/json/%s", e->d_name);
+        tg_buf b = {0};
+        assert_int_equal(tg_buf_read_file(&b, path), 0);
+        const char *s = b.data ? b.data : "";
+        int took = check_read(s, b.len, 0, e->d_name);
+        check_read(s, b.len, JSON_REJECT_DUPLICATES, e->d_name);
+        if (!strncmp(e->d_name, "ok-", 3) && !took) {
+            print_error("%s: the fast reader declined a plain document\n", e->d_name);
+            fail();
+        }
+        if (!strncmp(e->d_name, "bad-", 4)) {
+            json_t *j = json_loadb(s, b.len, 0, NULL);
+            if (j || took) {
+                print_error("%s: a bad vector was accepted\n", e->d_name);
+                fail();
+            }
+        }
+        tg_buf_free(&b);
+        n++;
+    }
+    closedir(d);
+    assert_true(n >= 40);
+}
+
+static int read_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        print_error("corpus not found at %s (set TG_SHARED)\n", dir);
+        fail();
+    }
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strstr(e->d_name, ".json"))
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        tg_buf b = {0};
+        assert_int_equal(tg_buf_read_file(&b, path), 0);
+        if (!check_read(b.data, b.len, JSON_REJECT_DUPLICATES, e->d_name)) {
+            print_error("%s: the fast reader declined a corpus file\n", e->d_name);
+            fail();
+        }
+        tg_buf_free(&b);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void test_corpus(void **state)
+{
+    (void)state;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/corpus/tools", shared_dir());
+    int n = read_dir(dir);
+    snprintf(dir, sizeof dir, "%s/corpus/requests", shared_dir());
+    n += read_dir(dir);
+    assert_true(n >= 47);
+}
+
+/* Values no parse produces: built by hand, written both ways. */
+static void test_writer_edges(void **state)
+{
+    (void)state;
+    json_t *v = json_pack("{s:s, s:f, s:f, s:f, s:I, s:[], s:{}, s:b, s:n}", "ctl", "\x01\x1f\"\\/\b\f\n\r\t",
+                          "r1", 0.1, "r2", 1e300, "r3", -2.0, "i", (json_int_t)-42, "a", "o", "t", 1,
+                          "z");
+    assert_non_null(v);
+    json_object_set_new(v, "nul", json_stringn("a\0b", 3));
+    json_object_setn_new(v, "k\0ey", 4, json_integer(1));
+    check_dump(v, "edges");
+    json_decref(v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vectors),
+        cmocka_unit_test(test_corpus),
+        cmocka_unit_test(test_writer_edges),
+    };
+    return cmocka_run_group_tests_name("jsonio", tests, NULL, NULL);
+}
