@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "../sanitize/cache.h"
+#include "../sanitize/jsonio.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -655,11 +656,9 @@ static void finish_stream(tg_req *r, bool transport_error)
     tg_sse_finish(&r->sse);
     json_t *next = NULL;
     if (tg_stream_end(r->stream, transport_error, &r->out, &next) == 1 && next) {
-        char *s = json_dumps(next, JSON_COMPACT);
-        json_decref(next);
         tg_buf_reset(&r->up_body);
-        tg_buf_puts(&r->up_body, s);
-        free(s);
+        tg_json_dump(next, &r->up_body);
+        json_decref(next);
         if (start_upstream(r, r->up_url, "POST") == 0) {
             req_resume(r);
             return;
@@ -737,7 +736,7 @@ static void finish_whole(tg_req *r)
         return;
     }
     json_error_t je;
-    json_t *resp = json_loadb(r->resp.data ? r->resp.data : "", len, 0, &je);
+    json_t *resp = tg_json_load(r->resp.data ? r->resp.data : "", len, 0, &je);
     if (!json_is_object(resp)) {
         json_decref(resp);
         set_error(r, 502, "upstream_error", "bad_upstream_response", NULL,
@@ -749,11 +748,9 @@ static void finish_whole(tg_req *r)
     unsigned repairs = r->ctx.stats.repairs, failures = r->ctx.stats.repair_failures;
     if (tg_pipeline_response(resp, &r->ctx, &next) == 1 && next) {
         json_decref(resp);
-        char *s = json_dumps(next, JSON_COMPACT);
-        json_decref(next);
         tg_buf_reset(&r->up_body);
-        tg_buf_puts(&r->up_body, s);
-        free(s);
+        tg_json_dump(next, &r->up_body);
+        json_decref(next);
         if (start_upstream(r, r->up_url, "POST") == 0)
             return;
         set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
@@ -767,9 +764,11 @@ static void finish_whole(tg_req *r)
         set_answer(r, (int)r->status, tg_buf_steal(&r->resp, &len), len, true);
         return;
     }
-    char *s = json_dumps(resp, JSON_COMPACT);
+    tg_buf out = {0};
+    tg_json_dump(resp, &out);
     json_decref(resp);
-    set_answer(r, (int)r->status, s, strlen(s), true);
+    char *s = tg_buf_steal(&out, &len);
+    set_answer(r, (int)r->status, s, len, true);
 }
 
 /* Worth another try: the request never reached a model (connect

@@ -43,6 +43,7 @@
  * role deltas are dropped, indexes continue, usage is summed over rounds,
  * so the agent sees one answer.
  */
+#include "jsonio.h"
 #include "repair_int.h"
 
 #include <ctype.h>
@@ -855,7 +856,7 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
         send_raw(out, data, len);
         return;
     }
-    json_t *chunk = json_loadb(data, len, 0, NULL);
+    json_t *chunk = tg_json_load(data, len, 0, NULL);
     if (json_is_object(chunk) && !s->finished && recover_error(s, chunk, out)) {
         json_decref(chunk);
         return;

@@ -58,8 +58,13 @@ expect_match "the slow reader gets the whole stream ($events events)" 'data: \[D
 # ---- oversized request headers ----------------------------------------------------
 big_header=$("$PY" -c 'print("x" * 20000)')
 code=$(chat "$TG_TMP/h" "{\"model\":\"gpt-4o\",$MSG}" -H "X-Big: $big_header")
-case "$code" in 431) ok "headers over max_header: 431" ;; *) not_ok "headers over max_header: 431" "got $code" ;; esac
-expect_match "the 431 is OpenAI-shaped and names max_header" '"code":"request_header_fields_too_large"' "$(cat "$TG_TMP/h")"
+case "$code" in 431) ok "headers far over max_header: 431" ;; *) not_ok "headers far over max_header: 431" "got $code" ;; esac
+# Just over max_header (8K here) toolgate itself answers, OpenAI-shaped;
+# far over it (past the connection's pool) libmicrohttpd answers 431 first.
+big_header=$("$PY" -c 'print("x" * 9000)')
+code=$(chat "$TG_TMP/h" "{\"model\":\"gpt-4o\",$MSG}" -H "X-Big: $big_header")
+case "$code" in 431) ok "headers just over max_header: 431" ;; *) not_ok "headers just over max_header: 431" "got $code" ;; esac
+expect_match "that 431 is OpenAI-shaped" '"code":"request_header_fields_too_large"' "$(cat "$TG_TMP/h")"
 alive "after oversized headers"
 
 # ---- fifty clients that vanish mid-stream ----------------------------------------
