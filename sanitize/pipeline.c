@@ -279,6 +279,8 @@ int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
     }
     if (!entry) {
         tg_buf t = {0};
+        /* about the size the agent sent: one allocation, not a doubling series */
+        tg_buf_reserve(&t, ctx->stats.tools_bytes_in + ctx->stats.tools_bytes_in / 4 + 64);
         if (tg_json_dump(tools, &t)) {
             tg_buf_free(&t);
             return -1;
