@@ -238,6 +238,8 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
     if (!tools) {
         if (too_deep(raw, n, max_depth, err))
             return NULL;
+        /* the parsed array, its rewrite and their texts: about 8x the bytes */
+        tg_heap_prefault((ve - vs) * 8);
         json_t *body = parse_body(raw, n, err);
         json_t *t = json_object_get(body, "tools");
         if (json_is_array(t)) {

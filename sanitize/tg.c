@@ -4,6 +4,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <sys/mman.h>
 
 void tg_error_set(tg_error *err, int status, const char *type, const char *code,
                   const char *param, const char *fmt, ...)
@@ -108,4 +111,23 @@ void tg_explain_add(json_t *explain, const char *stage, const char *where,
     if (after)
         json_object_set_new(rec, "after", json_deep_copy(after));
     json_array_append_new(explain, rec);
+}
+
+void tg_heap_prefault(size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+    /* The block goes back to the heap at once; the next allocations are
+     * carved from the same, now mapped, pages (the proxy keeps worker
+     * heaps from being trimmed, see server.c). */
+    char *p = malloc(bytes);
+    if (!p)
+        return;
+    uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+    uintptr_t e = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
+    if (e > a)
+        madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+    free(p);
+#else
+    (void)bytes;
+#endif
 }

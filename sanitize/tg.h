@@ -64,4 +64,9 @@ const char *tg_json_value_end(const char *s, const char *e);
  * before jansson, whose parser recurses. */
 bool tg_json_depth_exceeds(const char *p, size_t n, int max);
 
+/* About to build `bytes` of new JSON values (an unseen tool list): have the
+ * heap's pages mapped in one system call instead of one page fault each,
+ * which on virtual machines costs microseconds a page. Best effort. */
+void tg_heap_prefault(size_t bytes);
+
 #endif
