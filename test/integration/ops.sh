@@ -55,6 +55,26 @@ mock_last "$TG_TMP/last"
 "$TG_BIN" rewrite -c "$conf" --route a "$TG_TMP/rw.json" >"$TG_TMP/rw.out" 2>"$TG_TMP/rw.err"
 expect_eq "rewrite prints exactly the body sent upstream" "$(json_get "$TG_TMP/last" body)" "$(cat "$TG_TMP/rw.out")"
 
+# A stream whose request is an agent's (about 190 KB of tools and history): the
+# body toolgate sent upstream is freed once sent, and still logged right.
+"$PY" -c '
+import json
+tools = [{"type": "function", "function": {"name": "tool_%d" % i, "description": "d" * 3500,
+          "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}}} for i in range(40)]
+print(json.dumps({"model": "gpt-4o", "stream": True, "tools": tools,
+                  "messages": [{"role": "user", "content": "x" * 40000}]}))' >"$TG_TMP/bigstream.json"
+curl -s -N -m 10 -H 'Content-Type: application/json' -H "$AUTH" --data-binary "@$TG_TMP/bigstream.json" \
+    "$TG_URL/v1/chat/completions" >"$TG_TMP/bigstream.out"
+expect_match "a stream with a 190 KB request completes" 'data: \[DONE\]' "$(tail -n 2 "$TG_TMP/bigstream.out")"
+mock_last "$TG_TMP/last"
+sent=$(json_get "$TG_TMP/last" body | wc -c)
+logged=$(grep -o '"bytes_up":[0-9]*' "$TG_LOG" | tail -n 1 | cut -d: -f2)
+if [ "$sent" -gt 150000 ] && [ "${logged:-0}" -ge $((sent - 1)) ] && [ "${logged:-0}" -le $((sent + 1)) ]; then
+    ok "its access-log line counts the $logged bytes sent upstream"
+else
+    not_ok "its access-log line counts the bytes sent upstream" "mock got $sent, log says ${logged:-nothing}"
+fi
+
 # ---- SIGHUP -------------------------------------------------------------------
 code=$(chat "$TG_TMP/r" "{\"model\":\"claude-x\",$MSG}" -H "$AUTH")
 expect_eq "before reload: no route for claude-x" 404 "$code"
