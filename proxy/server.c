@@ -171,7 +171,9 @@ struct worker {
  * back for the next request, two epoll_ctl calls a request for nothing. A
  * removed socket that was only waiting for input is parked instead (still
  * registered, ignored); an event on a parked socket (the upstream closed
- * it) unregisters it, and curl's close callback forgets it. */
+ * it) unregisters it. Upstream sockets are opened and closed through our
+ * callbacks, which reset the state, so a new socket that gets a closed
+ * one's number starts unregistered. */
 enum { UPFD_IN = 1, UPFD_OUT = 2, UPFD_REG = 4, UPFD_PARKED = 8 };
 
 typedef struct server {
@@ -567,6 +569,7 @@ static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
 }
 
 static int on_curl_close(void *userp, curl_socket_t s);
+static curl_socket_t on_curl_open(void *userp, curlsocktype purpose, struct curl_sockaddr *a);
 
 static int start_upstream(tg_req *r, const char *url, const char *method)
 {
@@ -599,6 +602,8 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
      * streams affordable; whole answers keep the default, fewer reads. */
     if (r->ctx_live && r->ctx.stream)
         curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 1024L);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_curl_open);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, w);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_curl_close);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, w);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
@@ -973,8 +978,9 @@ static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *userp, void 
         .events = (uint32_t)((want & UPFD_IN ? EPOLLIN : 0) | (want & UPFD_OUT ? EPOLLOUT : 0)),
         .data.u64 = TAG(K_CURL, 0, s)};
     if (st && (*st & UPFD_REG)) {
-        if ((*st & (UPFD_IN | UPFD_OUT)) != want)
-            epoll_ctl(w->epfd, EPOLL_CTL_MOD, s, &ev);
+        if ((*st & (UPFD_IN | UPFD_OUT)) != want && epoll_ctl(w->epfd, EPOLL_CTL_MOD, s, &ev) &&
+            errno == ENOENT)
+            epoll_ctl(w->epfd, EPOLL_CTL_ADD, s, &ev);
     } else if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, s, &ev) != 0 && errno == EEXIST) {
         epoll_ctl(w->epfd, EPOLL_CTL_MOD, s, &ev);
     }
@@ -996,6 +1002,18 @@ static void on_curl_event(worker *w, curl_socket_t s, uint32_t events)
     int flags = (events & EPOLLIN ? CURL_CSELECT_IN : 0) | (events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
                 (events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
     curl_multi_socket_action(w->multi, s, flags, &running);
+}
+
+/* Every upstream socket is opened here, so a new socket never inherits the
+ * state of a closed one that had the same number. */
+static curl_socket_t on_curl_open(void *userp, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    worker *w = userp;
+    (void)purpose;
+    curl_socket_t s = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    if (s >= 0 && (size_t)s < w->n_upfd)
+        w->upfd[s] = 0;
+    return s < 0 ? CURL_SOCKET_BAD : s;
 }
 
 static int on_curl_close(void *userp, curl_socket_t s)
@@ -1552,6 +1570,10 @@ static void *worker_main(void *arg)
          * timeout: act now rather than after another epoll_wait. */
         run_curl_timeout(w);
         check_curl_done(w);
+        /* A quick upstream may have answered during that transfer start:
+         * hand it to MHD now rather than after another epoll_wait. */
+        if (w->mhd_pending)
+            run_mhd_now(w);
         uint64_t t = now_us();
         if (w->n_retry_wait)
             fire_due_retries(w, t);

@@ -19,6 +19,23 @@ alive() {  # alive NAME: toolgate still answers a plain request
     expect_eq "$1: toolgate still serves" 200 "$code"
 }
 
+# ---- upstream closes its connections --------------------------------------------
+# Half the answers say "Connection: close": the sockets toolgate keeps
+# registered between transfers are closed and their numbers reused by new
+# connections, which must still be watched (a missed one would hang here).
+bad=0
+i=0
+while [ $i -lt 40 ]; do
+    if [ $((i % 2)) -eq 0 ]; then
+        code=$(chat "$TG_TMP/kc" "{\"model\":\"gpt-4o\",$MSG}" -H 'X-Mock-Close: 1' -m 3)
+    else
+        code=$(chat "$TG_TMP/kc" "{\"model\":\"gpt-4o\",$MSG}" -m 3)
+    fi
+    [ "$code" = 200 ] || bad=$((bad + 1))
+    i=$((i + 1))
+done
+expect_eq "40 requests, upstream closing every other connection: all 200" 0 "$bad"
+
 # ---- garbage from upstream ---------------------------------------------------
 code=$(chat "$TG_TMP/g" "{\"model\":\"gpt-4o\",$MSG}" -H 'X-Mock: garbage')
 expect_eq "garbage JSON from upstream: 502" 502 "$code"

@@ -373,6 +373,8 @@ static enum MHD_Result queue_buffer(request *r, struct MHD_Connection *conn,
         return MHD_NO;
     }
     MHD_add_response_header(resp, "Content-Type", ctype);
+    if (header(conn, "X-Mock-Close"))  /* no keep-alive: the proxy must open anew */
+        MHD_add_response_header(resp, "Connection", "close");
     r->status = status;
     enum MHD_Result ret = MHD_queue_response(conn, status, resp);
     MHD_destroy_response(resp);
