@@ -14,6 +14,8 @@ typedef struct tg_buf {
 int tg_buf_reserve(tg_buf *b, size_t extra);
 int tg_buf_append(tg_buf *b, const void *p, size_t n);
 int tg_buf_puts(tg_buf *b, const char *s);
+/* Append code point cp (at most U+10FFFF) encoded as UTF-8. */
+int tg_buf_put_utf8(tg_buf *b, unsigned long cp);
 int tg_buf_printf(tg_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Drop the first n bytes (consumed by a reader). */

@@ -9,6 +9,7 @@
  * and nesting depth are capped, and every step consumes input, so the work
  * is linear in the input.
  */
+#include "jsonio.h"
 #include "repair_int.h"
 
 #include <ctype.h>
@@ -31,57 +32,6 @@ static void skip_ws(rd *r)
 {
     while (r->p < r->end && isspace((unsigned char)*r->p))
         r->p++;
-}
-
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c |= 0x20;
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-static void put_utf8(tg_buf *b, unsigned cp)
-{
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xC0 | (cp >> 6));
-        u[1] = (char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | (cp >> 12));
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        u[0] = (char)(0xF0 | (cp >> 18));
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[3] = (char)(0x80 | (cp & 0x3F));
-        n = 4;
-    }
-    tg_buf_append(b, u, n);
-}
-
-/* \uXXXX (with surrogate pairs); r->p is just past the 'u'. */
-static int read_u16(rd *r, unsigned *cp)
-{
-    if (r->end - r->p < 4)
-        return -1;
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        int h = hexval((unsigned char)r->p[i]);
-        if (h < 0)
-            return -1;
-        v = v << 4 | (unsigned)h;
-    }
-    r->p += 4;
-    *cp = v;
-    return 0;
 }
 
 /* A string in ' or " quotes. Unknown escapes keep the character; a string
@@ -115,21 +65,12 @@ static json_t *read_string(rd *r)
         case 'b': tg_buf_append(&b, "\b", 1); break;
         case 'f': tg_buf_append(&b, "\f", 1); break;
         case 'u': {
-            unsigned cp, lo;
-            if (read_u16(r, &cp))
+            unsigned long cp;
+            int k = tg_json_u_escape(r->p, r->end, &cp);
+            if (k < 0)
                 goto fail;
-            if (cp >= 0xD800 && cp < 0xDC00 && r->end - r->p >= 6 && r->p[0] == '\\' &&
-                r->p[1] == 'u') {
-                r->p += 2;
-                if (read_u16(r, &lo) || lo < 0xDC00 || lo > 0xDFFF)
-                    goto fail;
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            } else if (cp >= 0xD800 && cp < 0xE000) {
-                goto fail;
-            }
-            if (cp == 0)
-                goto fail;
-            put_utf8(&b, cp);
+            r->p += k;
+            tg_buf_put_utf8(&b, cp);
             break;
         }
         default: tg_buf_append(&b, &c, 1); break;

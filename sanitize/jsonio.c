@@ -66,18 +66,18 @@ static size_t utf8_len(const unsigned char *p, const unsigned char *end)
     return n;
 }
 
-static int hex4(const char *p, uint32_t *out)
+static int hex4(const char *p, unsigned long *out)
 {
-    uint32_t v = 0;
+    unsigned long v = 0;
     for (int i = 0; i < 4; i++) {
         char c = p[i];
         v <<= 4;
         if (c >= '0' && c <= '9')
-            v |= (uint32_t)(c - '0');
+            v |= (unsigned long)(c - '0');
         else if (c >= 'a' && c <= 'f')
-            v |= (uint32_t)(c - 'a' + 10);
+            v |= (unsigned long)(c - 'a' + 10);
         else if (c >= 'A' && c <= 'F')
-            v |= (uint32_t)(c - 'A' + 10);
+            v |= (unsigned long)(c - 'A' + 10);
         else
             return -1;
     }
@@ -85,30 +85,20 @@ static int hex4(const char *p, uint32_t *out)
     return 0;
 }
 
-static void put_utf8(tg_buf *b, uint32_t cp)
+int tg_json_u_escape(const char *p, const char *end, unsigned long *cp)
 {
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xC0 | (cp >> 6));
-        u[1] = (char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | (cp >> 12));
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        u[0] = (char)(0xF0 | (cp >> 18));
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[3] = (char)(0x80 | (cp & 0x3F));
-        n = 4;
+    unsigned long hi, lo;
+    if (end - p < 4 || hex4(p, &hi) || hi == 0 || (hi >= 0xDC00 && hi <= 0xDFFF))
+        return -1;
+    if (hi < 0xD800 || hi > 0xDBFF) {
+        *cp = hi;
+        return 4;
     }
-    tg_buf_append(b, u, n);
+    if (end - p < 10 || p[4] != '\\' || p[5] != 'u' || hex4(p + 6, &lo) || lo < 0xDC00 ||
+        lo > 0xDFFF)
+        return -1;
+    *cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+    return 10;
 }
 
 /* One escape at p (just past the backslash) into b; p moves past it. */
@@ -123,22 +113,12 @@ static bool read_escape(reader *r, tg_buf *b)
         tg_buf_append(b, &out[simple - "\"\\/bfnrt"], 1);
         return true;
     }
-    uint32_t cp, lo;
-    if (c != 'u' || r->end - r->p < 4 || hex4(r->p, &cp))
+    unsigned long cp;
+    int k = c == 'u' ? tg_json_u_escape(r->p, r->end, &cp) : -1;
+    if (k < 0)
         return false;
-    r->p += 4;
-    if (cp == 0)
-        return false;  /* jansson refuses \u0000 without JSON_ALLOW_NUL */
-    if (cp >= 0xDC00 && cp <= 0xDFFF)
-        return false;
-    if (cp >= 0xD800 && cp <= 0xDBFF) {
-        if (r->end - r->p < 6 || r->p[0] != '\\' || r->p[1] != 'u' || hex4(r->p + 2, &lo) ||
-            lo < 0xDC00 || lo > 0xDFFF)
-            return false;
-        r->p += 6;
-        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-    }
-    put_utf8(b, cp);
+    r->p += k;
+    tg_buf_put_utf8(b, cp);
     return true;
 }
 

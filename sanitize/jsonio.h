@@ -33,6 +33,12 @@ json_t *tg_json_parse(const char *s, size_t n, size_t flags);
  * declines. */
 json_t *tg_json_load(const char *s, size_t n, size_t flags, json_error_t *err);
 
+/* A \uXXXX escape, p just past the "u": the code point, surrogate pairs
+ * joined. Returns the bytes read from p (4, or 10 for a pair), or -1 for
+ * bad hex digits, a lone surrogate, or \u0000 (which jansson refuses by
+ * default and no request of ours needs). */
+int tg_json_u_escape(const char *p, const char *end, unsigned long *cp);
+
 /* Appends the compact serialization of v to out. 0, or -1 (out of memory,
  * or a value jansson could not serialize either). */
 int tg_json_dump(const json_t *v, tg_buf *out);
