@@ -23,7 +23,7 @@
 typedef struct {
     const char *p, *end;
     size_t flags;
-    int depth;
+    int depth, max_depth;
     tg_buf scratch;  /* decoded strings with escapes */
 } reader;
 
@@ -333,7 +333,7 @@ static json_t *read_value(reader *r)
     switch (*r->p) {
     case '{':
     case '[':
-        if (++r->depth > MAX_DEPTH)
+        if (++r->depth > r->max_depth)
             return NULL;
         v = *r->p == '{' ? read_object(r) : read_array(r);
         r->depth--;
@@ -356,7 +356,13 @@ static json_t *read_value(reader *r)
 
 json_t *tg_json_parse(const char *s, size_t n, size_t flags)
 {
+    return tg_json_parse_depth(s, n, flags, MAX_DEPTH);
+}
+
+json_t *tg_json_parse_depth(const char *s, size_t n, size_t flags, int max_depth)
+{
     reader r = {.p = s, .end = s + n, .flags = flags};
+    r.max_depth = max_depth > 0 && max_depth < MAX_DEPTH ? max_depth : MAX_DEPTH;
     skip_ws(&r);
     json_t *v = NULL;
     if (r.p < r.end && (*r.p == '{' || *r.p == '['))

@@ -29,6 +29,10 @@
  * an array, as for json_loadb without JSON_DECODE_ANY. */
 json_t *tg_json_parse(const char *s, size_t n, size_t flags);
 
+/* The same, declining past max_depth levels of nesting (<= 0: jansson's
+ * limit), so that a caller with its own limit needs no pre-scan. */
+json_t *tg_json_parse_depth(const char *s, size_t n, size_t flags, int max_depth);
+
 /* The same, falling back to json_loadb (and its error) when the fast reader
  * declines. */
 json_t *tg_json_load(const char *s, size_t n, size_t flags, json_error_t *err);

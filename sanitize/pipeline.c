@@ -197,19 +197,6 @@ static bool find_tools(const char *raw, size_t n, tg_cache *cache, size_t *vs, s
     return found;
 }
 
-static json_t *parse_body(const char *raw, size_t n, tg_error *err)
-{
-    json_error_t je;
-    json_t *body = tg_json_load(raw, n, JSON_REJECT_DUPLICATES, &je);
-    if (!body)
-        tg_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
-                     "request body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
-                     je.column);
-    return body;
-}
-
-/* The request, parsed: the tools from the cache when these bytes were seen
- * before (only the rest of the body is parsed), else everything. */
 static bool too_deep(const char *raw, size_t n, int max_depth, tg_error *err)
 {
     if (max_depth <= 0 || !tg_json_depth_exceeds(raw, n, max_depth))
@@ -219,6 +206,26 @@ static bool too_deep(const char *raw, size_t n, int max_depth, tg_error *err)
     return true;
 }
 
+/* The fast reader keeps to max_depth itself; only a body it declines is
+ * scanned for depth (before jansson, whose own limit is deeper) and then
+ * handed to jansson for the error message, or for what the fast reader
+ * leaves to it. */
+static json_t *parse_body(const char *raw, size_t n, int max_depth, tg_error *err)
+{
+    json_t *body = tg_json_parse_depth(raw, n, JSON_REJECT_DUPLICATES, max_depth);
+    if (body || too_deep(raw, n, max_depth, err))
+        return body;
+    json_error_t je;
+    body = json_loadb(raw, n, JSON_REJECT_DUPLICATES, &je);
+    if (!body)
+        tg_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
+                     "request body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
+                     je.column);
+    return body;
+}
+
+/* The request, parsed: the tools from the cache when these bytes were seen
+ * before (only the rest of the body is parsed), else everything. */
 json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int max_depth,
                          uint64_t *tools_hash, size_t *tools_bytes, tg_error *err)
 {
@@ -227,7 +234,7 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
     *tools_bytes = 0;
     uint64_t h;
     if (!cache || !find_tools(raw, n, cache, &vs, &ve, &h) || raw[vs] != '[')
-        return too_deep(raw, n, max_depth, err) ? NULL : parse_body(raw, n, err);
+        return parse_body(raw, n, max_depth, err);
     if (!h) {
         h = tg_hash64(raw + vs, ve - vs, 0x746f6f6c73ULL);
         h = h ? h : 1;
@@ -236,11 +243,9 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
     *tools_bytes = ve - vs;
     json_t *tools = tg_cache_get(cache, "rawtools", h);
     if (!tools) {
-        if (too_deep(raw, n, max_depth, err))
-            return NULL;
         /* the parsed array, its rewrite and their texts: about 8x the bytes */
         tg_heap_prefault((ve - vs) * 8);
-        json_t *body = parse_body(raw, n, err);
+        json_t *body = parse_body(raw, n, max_depth, err);
         json_t *t = json_object_get(body, "tools");
         if (json_is_array(t)) {
             tg_cache_put(cache, "rawtools", h, t, (ve - vs) * 4);
@@ -252,9 +257,8 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
     tg_buf_append(&rest, raw, vs);
     tg_buf_append(&rest, "0", 1);
     tg_buf_append(&rest, raw + ve, n - ve);
-    /* The cached tools passed this check when they were first seen. */
-    json_t *body = too_deep(rest.data, rest.len, max_depth, err) ? NULL
-                                                                : parse_body(rest.data, rest.len, err);
+    /* The cached tools passed the depth check when they were first seen. */
+    json_t *body = parse_body(rest.data, rest.len, max_depth, err);
     tg_buf_free(&rest);
     if (body)
         json_object_set(body, "tools", tools);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../../sanitize/jsonio.h"
+#include "../../sanitize/tg.h"
 
 static const char *shared_dir(void)
 {
@@ -145,12 +146,43 @@ static void test_writer_edges(void **state)
     json_decref(v);
 }
 
+/* The reader's own depth limit counts levels as tg_json_depth_exceeds
+ * does, so the request path can skip its separate scan. */
+static void test_depth_limit(void **state)
+{
+    (void)state;
+    const char *s = "{\"a\":[[1],{\"b\":[]}]}";  /* 4 levels */
+    json_t *v = tg_json_parse_depth(s, strlen(s), 0, 4);
+    assert_non_null(v);
+    json_decref(v);
+    assert_null(tg_json_parse_depth(s, strlen(s), 0, 3));
+    assert_false(tg_json_depth_exceeds(s, strlen(s), 4));
+    assert_true(tg_json_depth_exceeds(s, strlen(s), 3));
+}
+
+/* \u escapes: pairs joined, lone halves and \u0000 refused. */
+static void test_u_escape(void **state)
+{
+    (void)state;
+    unsigned long cp;
+    assert_int_equal(tg_json_u_escape("00e9", "00e9" + 4, &cp), 4);
+    assert_int_equal(cp, 0xe9);
+    const char *pair = "d83d\\ude00";
+    assert_int_equal(tg_json_u_escape(pair, pair + strlen(pair), &cp), 10);
+    assert_int_equal(cp, 0x1f600);
+    const char *bad[] = {"d83d", "de00", "0000", "12g4", "12", "d83d\\u0041"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(tg_json_u_escape(bad[i], bad[i] + strlen(bad[i]), &cp), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vectors),
         cmocka_unit_test(test_corpus),
         cmocka_unit_test(test_writer_edges),
+        cmocka_unit_test(test_depth_limit),
+        cmocka_unit_test(test_u_escape),
     };
     return cmocka_run_group_tests_name("jsonio", tests, NULL, NULL);
 }
