@@ -243,6 +243,22 @@ static bool take_word(reader *r, const char *w, size_t n)
     return true;
 }
 
+/* After a member of an array or object: 0 at its closing bracket (consumed),
+ * 1 at a comma (consumed, another member follows), -1 on anything else. */
+static int after_member(reader *r, char close)
+{
+    skip_ws(r);
+    if (r->p >= r->end)
+        return -1;
+    char c = *r->p++;
+    if (c == close)
+        return 0;
+    if (c != ',')
+        return -1;
+    skip_ws(r);
+    return 1;
+}
+
 static json_t *read_array(reader *r)
 {
     json_t *a = json_array();
@@ -256,17 +272,11 @@ static json_t *read_array(reader *r)
         json_t *v = read_value(r);
         if (!v || json_array_append_new(a, v))
             break;
-        skip_ws(r);
-        if (r->p >= r->end)
-            break;
-        if (*r->p == ']') {
-            r->p++;
+        int next = after_member(r, ']');
+        if (next == 0)
             return a;
-        }
-        if (*r->p != ',')
+        if (next < 0)
             break;
-        r->p++;
-        skip_ws(r);
     }
     json_decref(a);
     return NULL;
@@ -309,17 +319,11 @@ static json_t *read_object(reader *r)
             free(key);
         if (!ok)
             break;
-        skip_ws(r);
-        if (r->p >= r->end)
-            break;
-        if (*r->p == '}') {
-            r->p++;
+        int next = after_member(r, '}');
+        if (next == 0)
             return o;
-        }
-        if (*r->p != ',')
+        if (next < 0)
             break;
-        r->p++;
-        skip_ws(r);
     }
     json_decref(o);
     return NULL;
