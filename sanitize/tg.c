@@ -1,4 +1,5 @@
-/* tg.c -- errors and the explain log shared by all stages (see tg.h). */
+/* tg.c -- what all stages share (see tg.h): errors, the explain log, the
+ * JSON byte scanner and the heap prefault. */
 #include "tg.h"
 
 #include <stdarg.h>
