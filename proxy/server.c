@@ -455,27 +455,6 @@ static bool header_is(const char *line, size_t n, const char *name)
     return n > k && line[k] == ':' && !strncasecmp(line, name, k);
 }
 
-/* Once a stream has begun and no discovery round can follow, the parsed
- * request (an agent's whole history) is needed only for what the repairs
- * and the access log read: the model and the tool choice. The agent's tools
- * stay in ctx->tools. */
-static void slim_request(tg_req *r)
-{
-    if (r->ctx.disc_state || !r->ctx.request)
-        return;
-    json_t *slim = json_object();
-    static const char *const keep[] = {"model", "tool_choice"};
-    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
-        json_t *v = json_object_get(r->ctx.request, keep[i]);
-        if (v)
-            json_object_set(slim, keep[i], v);
-    }
-    json_decref(r->ctx.request);
-    json_decref(r->json);
-    r->ctx.request = slim;
-    r->json = json_incref(slim);
-}
-
 /* Headers of the final response decide the mode: a 2xx event stream to a
  * streaming request is relayed as it comes; everything else is collected. */
 static void on_upstream_headers_done(tg_req *r)
@@ -500,7 +479,10 @@ static void on_upstream_headers_done(tg_req *r)
             if (!curl_easy_getinfo(r->easy, CURLINFO_SIZE_UPLOAD_T, &sent) &&
                 sent == (curl_off_t)r->up_body.len)
                 tg_buf_free(&r->up_body);
-            slim_request(r);
+            if (tg_ctx_trim_request(&r->ctx)) {  /* the log reads the model from r->json */
+                json_decref(r->json);
+                r->json = json_incref(r->ctx.request);
+            }
             r->stream = tg_stream_new(&r->ctx);
             tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
             r->state = RQ_READY;

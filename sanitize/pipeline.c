@@ -47,6 +47,23 @@ void tg_ctx_clear(tg_ctx *ctx)
     ctx->id_map = ctx->disc_state = ctx->request = NULL;
 }
 
+bool tg_ctx_trim_request(tg_ctx *ctx)
+{
+    if (ctx->disc_state || !ctx->request)
+        return false;
+    /* what repair.c and repair_stream.c read from the request */
+    static const char *const keep[] = {"model", "tool_choice"};
+    json_t *slim = json_object();
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        json_t *v = json_object_get(ctx->request, keep[i]);
+        if (v)
+            json_object_set(slim, keep[i], v);
+    }
+    json_decref(ctx->request);
+    ctx->request = slim;
+    return true;
+}
+
 int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err)
 {
     json_t *tools = json_object_get(body, "tools");

@@ -79,6 +79,11 @@ void tg_rules_preset(tg_dialect d, tg_rules_set *out);
 void tg_ctx_init(tg_ctx *ctx, const char *route_name, const tg_rules_set *rules,
                  const char *strip_prefix);
 void tg_ctx_clear(tg_ctx *ctx);  /* drops every reference the ctx owns */
+/* A streamed answer has begun and the request can no longer be resent:
+ * unless a discovery round may follow, ctx->request keeps only what the
+ * response stages read (an agent's whole history otherwise lives as long as
+ * the stream). Returns whether ctx->request was replaced. */
+bool tg_ctx_trim_request(tg_ctx *ctx);
 
 /* Run the request stages over body, in place. 0, or -1 with err filled. */
 int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err);

@@ -215,6 +215,28 @@ static void test_known_tools_span(void **state)
     tg_cache_free(cache);
 }
 
+/* Once a stream has begun, the request keeps only what the response stages
+ * read, unless a discovery round may still need all of it. */
+static void test_trim_request(void **state)
+{
+    (void)state;
+    tg_rules_set rules;
+    tg_rules_preset(TG_D_OPENAI, &rules);
+    tg_ctx ctx;
+    tg_ctx_init(&ctx, "r", &rules, "_");
+    ctx.request = json_pack("{s:s, s:s, s:[{s:s}]}", "model", "m", "tool_choice", "none",
+                            "messages", "role", "user");
+    assert_true(tg_ctx_trim_request(&ctx));
+    assert_int_equal(json_object_size(ctx.request), 2);
+    assert_string_equal(json_string_value(json_object_get(ctx.request, "model")), "m");
+    assert_string_equal(json_string_value(json_object_get(ctx.request, "tool_choice")), "none");
+    ctx.disc_state = json_object();
+    json_object_set_new(ctx.request, "messages", json_array());
+    assert_false(tg_ctx_trim_request(&ctx));
+    assert_non_null(json_object_get(ctx.request, "messages"));
+    tg_ctx_clear(&ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -223,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_bad_bodies_are_errors),
         cmocka_unit_test(test_cached_tools_new_messages),
         cmocka_unit_test(test_known_tools_span),
+        cmocka_unit_test(test_trim_request),
     };
     return cmocka_run_group_tests_name("pipeline", tests, NULL, NULL);
 }
