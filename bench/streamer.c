@@ -14,11 +14,18 @@
  * Prints one line of key=value pairs (times in microseconds):
  *   ok failed events coalesced peak_open ttfb_p50 ttfb_p99 gap_p50 gap_p99
  *   gap_max wall_ms
+ * and, when events carry the mock's send stamps (X-Mock-Stamp), lat_n
+ * lat_p50 lat_p99.
  * ttfb: from connect() to the first byte of the first SSE event ("data:").
  * gap:  between two consecutive events of a stream, each event counted once
  *       at the read() that brought its first byte. An event whose first byte
  *       came in the same read() as the previous event's is "coalesced" and
- *       gives no gap sample.
+ *       gives no gap sample. A delay every event suffers alike cancels out
+ *       of a gap, so gaps show jitter, not per-chunk delay; that is lat:
+ * lat:  per stamped event, from the mock's send (its "@t" + 16-digit
+ *       CLOCK_MONOTONIC microsecond, written as the piece goes to the
+ *       socket) to the read() that brought the stamp here. Same machine,
+ *       same clock, so this is the event's one-way latency.
  *
  * Build: cc -O2 -o streamer streamer.c   (no dependencies)
  */
@@ -50,10 +57,14 @@ typedef struct {
     char head[16];
     int headlen;
     int m_data, m_done; /* partial matches of "data:" / "data: [DONE]" */
+    int m_stamp, in_stamp, ndigits; /* "@t" matched, then the stamp's digits */
+    uint64_t stamp;
 } conn;
 
 static const char PAT_DATA[] = "data:";
 static const char PAT_DONE[] = "data: [DONE]";
+static const char PAT_STAMP[] = "@t";
+#define STAMP_DIGITS 16
 
 static uint64_t now_us(void)
 {
@@ -109,6 +120,29 @@ static int step(int *m, const char *pat, size_t patlen, char c)
         return 0;
     }
     *m = (c == pat[0]) ? 1 : 0;
+    return 0;
+}
+
+/* Feeds one byte to the "@t" + STAMP_DIGITS scanner; returns 1 when a
+ * whole stamp has been read into c->stamp. */
+static int scan_stamp(conn *c, char ch)
+{
+    if (c->in_stamp) {
+        if (ch < '0' || ch > '9') {
+            c->in_stamp = 0;
+            return 0;
+        }
+        c->stamp = c->stamp * 10 + (uint64_t)(ch - '0');
+        if (++c->ndigits < STAMP_DIGITS)
+            return 0;
+        c->in_stamp = 0;
+        return 1;
+    }
+    if (step(&c->m_stamp, PAT_STAMP, sizeof(PAT_STAMP) - 1, ch)) {
+        c->in_stamp = 1;
+        c->ndigits = 0;
+        c->stamp = 0;
+    }
     return 0;
 }
 
@@ -325,7 +359,7 @@ int main(int argc, char **argv)
     }
     int ep = epoll_create1(0);
     struct epoll_event *evs = malloc(1024 * sizeof(*evs));
-    samples ttfb = { 0 }, gap = { 0 };
+    samples ttfb = { 0 }, gap = { 0 }, lat = { 0 };
     long ok = 0, failed = 0, events = 0, coalesced = 0, launched = 0, open_now = 0, peak_open = 0;
     long fail_status = 0, fail_io = 0, fail_eof = 0, fail_timeout = 0;
     int first_errno = 0;
@@ -450,6 +484,8 @@ int main(int argc, char **argv)
                             new_events++;
                         if (step(&c->m_done, PAT_DONE, sizeof(PAT_DONE) - 1, ch))
                             c->saw_done = 1;
+                        if (scan_stamp(c, ch) && tr >= c->stamp)
+                            push(&lat, tr - c->stamp);
                     }
                     if (new_events) {
                         /* An event is counted when "data:" completes; its
@@ -491,10 +527,13 @@ int main(int argc, char **argv)
     uint64_t wall = now_us() - start;
     qsort(ttfb.v, ttfb.n, sizeof(uint32_t), cmp_u32);
     qsort(gap.v, gap.n, sizeof(uint32_t), cmp_u32);
+    qsort(lat.v, lat.n, sizeof(uint32_t), cmp_u32);
     printf("ok=%ld failed=%ld events=%ld coalesced=%ld peak_open=%ld ttfb_p50=%ld ttfb_p99=%ld "
            "gap_p50=%ld gap_p99=%ld gap_max=%ld wall_ms=%lu",
            ok, failed, events, coalesced, peak_open, pct(&ttfb, 50), pct(&ttfb, 99), pct(&gap, 50),
            pct(&gap, 99), gap.n ? (long)gap.v[gap.n - 1] : -1L, (unsigned long)(wall / 1000));
+    if (lat.n)
+        printf(" lat_n=%zu lat_p50=%ld lat_p99=%ld", lat.n, pct(&lat, 50), pct(&lat, 99));
     if (failed)
         printf(" fail_status=%ld fail_io=%ld fail_eof=%ld fail_timeout=%ld first_error=%s", fail_status,
                fail_io, fail_eof, fail_timeout, first_errno ? strerror(first_errno) : "-");

@@ -148,4 +148,29 @@ else
     not_ok "$N concurrent slow streams all complete" "complete: $good of $N in ${secs} s"
 fi
 
+# X-Mock-Stamp (bench/run.sh's per-chunk latency): every content chunk carries
+# the mock's send time, and bench/streamer reads one latency per chunk.
+mreq "$B" '{"model":"m1","stream":true}' -H 'X-Mock-Chunks: 3' -H 'X-Mock-Stamp: 1' >/dev/null
+check "stamp: each content chunk carries @t + 16 digits, rising" "$PY" -c '
+import json, re, sys
+ev = [json.loads(l[6:]) for l in open(sys.argv[1]) if l.startswith("data: {")]
+st = [int(m.group(1)) for e in ev for m in [re.search(r"@t(\d{16}) $", e["choices"][0]["delta"].get("content") or "")] if m]
+assert len(st) == 3 and st == sorted(st) and st[0] > 0, st' "$B"
+mreq "$B" '{"model":"m1","stream":true}' -H 'X-Mock-Chunks: 3' >/dev/null
+expect_eq "stamp: none without the header" 0 "$(grep -c '@t' "$B")"
+if cc -O2 -o "$TG_TMP/streamer" "$TG_ROOT/bench/streamer.c" 2>"$TG_TMP/streamer.err"; then
+    printf '{"model":"m1","stream":true}' >"$TG_TMP/sbody"
+    line=$("$TG_TMP/streamer" -p "$MOCK_PORT" -b "$TG_TMP/sbody" -H 'X-Mock-Chunks: 4' -H 'X-Mock-Delay-Ms: 2' \
+        -H 'X-Mock-Stamp: 1' -c 3 -n 6 -t 20)
+    n=$(echo "$line" | sed -n 's/.* lat_n=\([0-9]*\).*/\1/p')
+    p50=$(echo "$line" | sed -n 's/.* lat_p50=\([0-9]*\).*/\1/p')
+    if [ "$n" = 24 ] && [ -n "$p50" ] && [ "$p50" -gt 0 ] && [ "$p50" -lt 1000000 ]; then
+        ok "streamer: one latency per stamped chunk (24), p50 ${p50} us"
+    else
+        not_ok "streamer: one latency per stamped chunk" "$line"
+    fi
+else
+    not_ok "streamer builds" "$(cat "$TG_TMP/streamer.err")"
+fi
+
 finish

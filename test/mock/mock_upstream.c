@@ -54,6 +54,13 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 /* ------------------------------------------------------------------ */
 /* Timer: a min-heap of (deadline, connection) and one thread that resumes
  * each connection when its deadline passes. A connection is pushed only
@@ -269,7 +276,15 @@ typedef struct stream {
     uint64_t next_due; /* when piece `next` may start */
     unsigned delay_ms;
     bool abort_at_end; /* "reset": drop the connection instead of ending */
+    bool stamp;        /* write the send time into each piece's STAMP slot */
 } stream;
+
+/* X-Mock-Stamp: each content piece carries STAMP, whose digits become the
+ * CLOCK_MONOTONIC microsecond at which the piece is handed to MHD for
+ * sending, so that a client on the same machine can measure each chunk's
+ * one-way latency (bench/streamer.c reads it). */
+#define STAMP "@t0000000000000000"
+#define STAMP_DIGITS 16
 
 static void stream_free(void *cls)
 {
@@ -332,6 +347,16 @@ static int stream_add_event(stream *s, json_t *ev)
     return rc;
 }
 
+static void stamp_piece(char *piece, size_t len)
+{
+    char *at = memmem(piece, len, "@t", 2);
+    if (!at || (size_t)(at - piece) + 2 + STAMP_DIGITS > len)
+        return;
+    char digits[STAMP_DIGITS + 1];
+    snprintf(digits, sizeof digits, "%0*" PRIu64, STAMP_DIGITS, now_us());
+    memcpy(at + 2, digits, STAMP_DIGITS);
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
@@ -346,6 +371,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
             sleep_until(s->conn, s->next_due);
             return 0;
         }
+        if (s->stamp)
+            stamp_piece(s->piece[s->next], s->piece_len[s->next]);
     }
     size_t left = s->piece_len[s->next] - s->off;
     size_t n = left < max ? left : max;
@@ -484,10 +511,11 @@ static enum MHD_Result answer_default(request *r, struct MHD_Connection *conn)
     stream *s = stream_new(conn, (unsigned)delay);
     if (!s)
         return MHD_NO;
+    s->stamp = header(conn, "X-Mock-Stamp") != NULL;
     int rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant", "content", ""), NULL));
     for (long i = 0; i < chunks && rc == 0; i++) {
-        char tok[32];
-        snprintf(tok, sizeof(tok), "tok%ld ", i);
+        char tok[48];
+        snprintf(tok, sizeof(tok), "tok%ld %s", i, s->stamp ? STAMP " " : "");
         rc = stream_add_event(s, chunk(r, json_pack("{s:s}", "content", tok), NULL));
     }
     return end_stream(r, conn, s, rc, "stop");
