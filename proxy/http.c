@@ -196,6 +196,60 @@ static int wrong_type(tg_error *err, const char *field, const char *want)
     return -1;
 }
 
+/* One message's fields that every provider types alike: content a string,
+ * null or an array of typed parts; tool_calls an array of calls whose
+ * function has a string name and string (or object: it is serialized
+ * later) arguments; tool_call_id and name strings. */
+static int validate_message(json_t *m, size_t i, tg_error *err)
+{
+    char f[96];
+    json_t *c = json_object_get(m, "content");
+    if (c && !json_is_string(c) && !json_is_array(c) && !json_is_null(c)) {
+        snprintf(f, sizeof f, "messages[%zu].content", i);
+        return wrong_type(err, f, "a string, null or an array of content parts");
+    }
+    size_t j;
+    json_t *part;
+    json_array_foreach(c, j, part) {
+        if (!json_is_object(part) || !json_is_string(json_object_get(part, "type"))) {
+            snprintf(f, sizeof f, "messages[%zu].content[%zu]", i, j);
+            return wrong_type(err, f, "an object with a string 'type'");
+        }
+    }
+    static const char *const strings[] = {"tool_call_id", "name", NULL};
+    for (int k = 0; strings[k]; k++) {
+        json_t *v = json_object_get(m, strings[k]);
+        if (v && !json_is_string(v) && !json_is_null(v)) {
+            snprintf(f, sizeof f, "messages[%zu].%s", i, strings[k]);
+            return wrong_type(err, f, "a string");
+        }
+    }
+    json_t *calls = json_object_get(m, "tool_calls");
+    if (calls && !json_is_array(calls) && !json_is_null(calls)) {
+        snprintf(f, sizeof f, "messages[%zu].tool_calls", i);
+        return wrong_type(err, f, "an array of tool call objects");
+    }
+    json_t *call;
+    json_array_foreach(calls, j, call) {
+        json_t *fn = json_object_get(call, "function");
+        if (!json_is_object(call) || !json_is_object(fn)) {
+            snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu]%s", i, j,
+                     json_is_object(call) ? ".function" : "");
+            return wrong_type(err, f, "an object");
+        }
+        if (!json_is_string(json_object_get(fn, "name"))) {
+            snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu].function.name", i, j);
+            return wrong_type(err, f, "a string");
+        }
+        json_t *args = json_object_get(fn, "arguments");
+        if (args && !json_is_string(args) && !json_is_object(args) && !json_is_null(args)) {
+            snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu].function.arguments", i, j);
+            return wrong_type(err, f, "a string of JSON");
+        }
+    }
+    return 0;
+}
+
 int tg_validate_chat_request(json_t *body, int max_tools, tg_error *err)
 {
     if (!json_is_object(body)) {
@@ -222,6 +276,8 @@ int tg_validate_chat_request(json_t *body, int max_tools, tg_error *err)
             snprintf(f, sizeof f, "messages[%zu]", i);
             return wrong_type(err, f, "an object with a string 'role'");
         }
+        if (validate_message(m, i, err))
+            return -1;
     }
     v = json_object_get(body, "tools");
     if (v && !json_is_array(v) && !json_is_null(v))

@@ -762,7 +762,7 @@ static void finish_whole(tg_req *r)
         return;
     }
     json_error_t je;
-    json_t *resp = tg_json_load(r->resp.data ? r->resp.data : "", len, 0, &je);
+    json_t *resp = tg_json_load(r->resp.data ? r->resp.data : "", len, JSON_ALLOW_NUL, &je);
     if (!json_is_object(resp)) {
         json_decref(resp);
         set_error(r, 502, "upstream_error", "bad_upstream_response", NULL,

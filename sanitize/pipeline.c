@@ -229,11 +229,11 @@ static bool too_deep(const char *raw, size_t n, int max_depth, tg_error *err)
  * leaves to it. */
 static json_t *parse_body(const char *raw, size_t n, int max_depth, tg_error *err)
 {
-    json_t *body = tg_json_parse_depth(raw, n, JSON_REJECT_DUPLICATES, max_depth);
+    json_t *body = tg_json_parse_depth(raw, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, max_depth);
     if (body || too_deep(raw, n, max_depth, err))
         return body;
     json_error_t je;
-    body = json_loadb(raw, n, JSON_REJECT_DUPLICATES, &je);
+    body = json_loadb(raw, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!body)
         tg_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
                      "request body is not valid JSON: %s (line %d, column %d)", je.text, je.line,

@@ -241,7 +241,7 @@ static json_t *decode_string(const json_t *schema, const char *s, size_t n)
 {
     if (schema_type_is(schema, "string"))
         return NULL;  /* a string is allowed: never second-guess it */
-    json_t *v = json_loadb(s, n, JSON_DECODE_ANY, NULL);
+    json_t *v = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     if (!v)
         return NULL;
     bool ok = (json_is_object(v) && schema_type_is(schema, "object")) ||
@@ -337,7 +337,7 @@ static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool 
         *rewrote = true;
         return json_object();
     }
-    json_t *v = json_loadb(s, n, 0, NULL);
+    json_t *v = json_loadb(s, n, JSON_ALLOW_NUL, NULL);
     if (json_is_object(v))
         return v;
     json_decref(v);

@@ -219,7 +219,7 @@ static bool args_complete(const scall *k)
 {
     if (!k->args.len)
         return false;
-    json_t *v = json_loadb(k->args.data, k->args.len, 0, NULL);
+    json_t *v = json_loadb(k->args.data, k->args.len, JSON_ALLOW_NUL, NULL);
     bool ok = v != NULL;
     json_decref(v);
     return ok;
@@ -856,7 +856,7 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
         send_raw(out, data, len);
         return;
     }
-    json_t *chunk = tg_json_load(data, len, 0, NULL);
+    json_t *chunk = tg_json_load(data, len, JSON_ALLOW_NUL, NULL);
     if (json_is_object(chunk) && !s->finished && recover_error(s, chunk, out)) {
         json_decref(chunk);
         return;

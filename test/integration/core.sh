@@ -136,6 +136,17 @@ chat "$B" '{"model":"glob-b-1","messages":[{"role":"user","content":"hi"}]}' >/d
 mock_last "$TG_TMP/last"
 expect_eq "routing: later glob when the first does not match" "/second/v1/chat/completions" "$(json_get "$TG_TMP/last" path)"
 
+# RFC 8259 allows \u0000 in a string (a tool that read a binary file): the
+# request goes upstream with it, not refused as "not valid JSON".
+mock_reset
+st=$(chat "$B" '{"model":"gpt-4o","messages":[{"role":"user","content":"bytes: a\u0000b"}]}')
+mock_last "$TG_TMP/last"
+check "\\u0000 in content: 200 and sent upstream as it came" "$PY" -c '
+import json, sys
+assert sys.argv[2] == "200", sys.argv[2]
+up = json.loads(json.load(open(sys.argv[1]))["body"])
+assert up["messages"][0]["content"] == "bytes: a\0b", up' "$TG_TMP/last" "$st"
+
 # toolgate's own errors, OpenAI-shaped, and nothing sent upstream.
 mock_reset
 st=$(chat "$B" '{"model":"no-such-model-xyz","messages":[]}')

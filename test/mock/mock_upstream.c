@@ -945,7 +945,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return queue_error(r, conn, 404, "mock: no such endpoint", "invalid_request_error");
     if (r->too_big)
         return queue_error(r, conn, 413, "mock: body too large", "invalid_request_error");
-    r->json = r->body.data ? json_loadb(r->body.data, r->body.len, 0, NULL) : NULL;
+    r->json = r->body.data ? json_loadb(r->body.data, r->body.len, JSON_ALLOW_NUL, NULL) : NULL;
     pick_scenario(r, conn);
     long delay = header_long(conn, "X-Mock-Delay-Ms", -1);
     if (strcmp(r->scenario, "stall") == 0 && delay >= 0)

@@ -27,6 +27,13 @@ static void test_valid_requests(void **state)
     assert_int_equal(validate("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", &err), 0);
     assert_int_equal(validate("{\"messages\":[],\"tools\":[{},{}],\"stream\":true,\"temperature\":0.5,"
                               "\"tool_choice\":\"auto\",\"stop\":[\"x\"]}", &err), 0);
+    /* what agents send and toolgate repairs is not refused: null content
+     * beside calls, arguments as an object, parts of any type */
+    assert_int_equal(validate("{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":"
+                              "[{\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":{\"a\":1}}}]},"
+                              "{\"role\":\"tool\",\"tool_call_id\":\"c\",\"content\":[{\"type\":\"text\","
+                              "\"text\":\"x\"},{\"type\":\"image_url\",\"image_url\":{\"url\":\"u\"}}]}]}",
+                              &err), 0);
 }
 
 static void test_wrong_types_name_the_field(void **state)
@@ -47,6 +54,23 @@ static void test_wrong_types_name_the_field(void **state)
         {"{\"messages\":[],\"max_tokens\":[]}", "max_tokens"},
         {"{\"messages\":[],\"tool_choice\":3}", "tool_choice"},
         {"{\"messages\":[],\"stop\":3}", "stop"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages[0].content"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":{}}]}", "messages[0].content"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":[\"hi\"]}]}", "messages[0].content[0]"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"hi\"}]}]}",
+         "messages[0].content[0]"},
+        {"{\"messages\":[{\"role\":\"user\",\"name\":7}]}", "messages[0].name"},
+        {"{\"messages\":[{\"role\":\"tool\",\"tool_call_id\":1}]}", "messages[0].tool_call_id"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":{}}]}", "messages[0].tool_calls"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[\"x\"]}]}",
+         "messages[0].tool_calls[0]"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"function\":\"f\"}]}]}",
+         "messages[0].tool_calls[0].function"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"function\":{}}]}]}",
+         "messages[0].tool_calls[0].function.name"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"function\":"
+         "{\"name\":\"f\",\"arguments\":5}}]}]}",
+         "messages[0].tool_calls[0].function.arguments"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tg_error err;
