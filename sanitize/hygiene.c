@@ -13,7 +13,15 @@
  *   - what a target needs is kept or rebuilt: DeepSeek's reasoning_content on
  *     tool-call turns, Gemini's thought signatures, Mistral and Anthropic
  *     tool-call ids, arguments that are JSON-object strings, content shapes,
- *     the assistant bridge Mistral wants between a tool and a user turn.
+ *     the assistant bridge Mistral wants between a tool and a user turn;
+ *   - before all that, a first pass pairs tool calls with their answers
+ *     (rule 6, which every provider enforces): a call without an id gets
+ *     one, an answer without tool_call_id answers the first open call, a call
+ *     left unanswered when the next non-tool turn (or the end) comes gets a
+ *     stated "no result" answer, and an answer to no open call (its call was
+ *     trimmed from the history, or it answers twice) becomes a user turn
+ *     that says whose result it is. Legacy function_call / role "function"
+ *     turns become tool_calls / "tool" turns on targets that reject them.
  *
  * Rules are data: presets[] holds one row per dialect (TG_MR_* bits, the
  * role allow-lists, the top-level tables); the walker applies what the row
@@ -143,14 +151,18 @@ typedef struct dialect_row {
 
 /* Conservative dialects (no strict validation) lose only markers and what is
  * known to break: bookkeeping, foreign tool_calls fields, bad arguments. */
-#define MR_LENIENT (TG_MR_BOOKKEEPING | TG_MR_CALL_EXTRAS | TG_MR_FIX_CALLS)
+#define MR_LENIENT                                                             \
+    (TG_MR_BOOKKEEPING | TG_MR_CALL_EXTRAS | TG_MR_FIX_CALLS | TG_MR_PAIR_CALLS |  \
+     TG_MR_LEGACY_FUNCS)
+/* OpenAI itself still serves the legacy function-calling turns. */
+#define MR_OPENAI (MR_LENIENT & ~TG_MR_LEGACY_FUNCS)
 #define MR_STRICT                                                              \
     (MR_LENIENT | TG_MR_ALLOWLIST | TG_MR_CALL_SHAPE | TG_MR_DROP_CACHE |      \
      TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL)
 
 static const dialect_row presets[TG_D_COUNT] = {
-    [TG_D_OPENAI] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
-    [TG_D_OPENAI_STRICT] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
+    [TG_D_OPENAI] = {MR_OPENAI, NULL, "section 4.1", NULL, NULL, NULL, NULL},
+    [TG_D_OPENAI_STRICT] = {MR_OPENAI, NULL, "section 4.1", NULL, NULL, NULL, NULL},
     [TG_D_GEMINI] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_DROP_REASONING |
                          TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL,
                      NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
@@ -199,6 +211,8 @@ static const struct {
     {"empty_text", TG_MR_EMPTY_TEXT},
     {"developer_role", TG_MR_DEVELOPER_ROLE},
     {"top_level", TG_MR_TOP_LEVEL},
+    {"pair_tool_calls", TG_MR_PAIR_CALLS},
+    {"legacy_functions", TG_MR_LEGACY_FUNCS},
 };
 
 /* What Mistral's role order needs between a tool result and a user turn
@@ -480,10 +494,10 @@ static json_t *fixed_arguments(json_t *args)
     if (!json_is_string(args))
         return json_string("{}");
     json_t *v = json_loadb(json_string_value(args), json_string_length(args),
-                           JSON_DECODE_ANY, NULL);
+                           JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     json_t *out = NULL;  /* NULL: an object already, keep the caller's bytes */
     if (json_is_string(v)) {
-        json_t *inner = json_loadb(json_string_value(v), json_string_length(v), 0, NULL);
+        json_t *inner = json_loadb(json_string_value(v), json_string_length(v), JSON_ALLOW_NUL, NULL);
         out = json_is_object(inner) ? json_string(json_string_value(v)) : json_string("{}");
         json_decref(inner);
     } else if (!json_is_object(v)) {
@@ -652,6 +666,69 @@ static void empty_text_to_null(walk *w, json_t *msg)
         rebuild_key(w, msg, "content", json_null(), "empty-text", w->row->msg_rule);
 }
 
+/* Markers inside a part's own objects (image_url, input_audio, file...):
+ * nothing below a content part is a schema, so every level is the agent's. */
+static void strip_markers_deep(walk *w, json_t *v)
+{
+    const char *key;
+    json_t *val;
+    void *tmp;
+    size_t j;
+    if (json_is_array(v)) {
+        json_array_foreach(v, j, val) {
+            size_t mark = jp_idx(&w->ptr, j);
+            strip_markers_deep(w, val);
+            jp_pop(&w->ptr, mark);
+        }
+        return;
+    }
+    json_object_foreach_safe(v, tmp, key, val) {
+        if (is_marker(w, key)) {
+            drop_key(w, v, key, val, "marker", "section 4.1");
+            continue;
+        }
+        size_t mark = jp_key(&w->ptr, key);
+        strip_markers_deep(w, val);
+        jp_pop(&w->ptr, mark);
+    }
+}
+
+/* Section 4 (Anthropic row): a text part with no text is an empty text
+ * block, which Anthropic rejects; it says nothing, so it goes. */
+static void drop_empty_text_parts(walk *w, json_t *msg)
+{
+    json_t *c = json_object_get(msg, "content");
+    size_t mark = jp_key(&w->ptr, "content");
+    for (size_t j = json_array_size(c); j-- > 0;) {
+        json_t *part = json_array_get(c, j);
+        json_t *text = json_object_get(part, "text");
+        const char *t = json_string_value(json_object_get(part, "type"));
+        if (!t || strcmp(t, "text") || !json_is_string(text) || json_string_length(text))
+            continue;
+        size_t m2 = jp_idx(&w->ptr, j);
+        note(w, w->ptr.s, "empty-text-part", w->row->msg_rule, part, NULL);
+        jp_pop(&w->ptr, m2);
+        w->ctx->stats.fields_stripped++;
+        json_array_remove(c, j);
+    }
+    jp_pop(&w->ptr, mark);
+}
+
+/* A refusal is the assistant's text where the target has no refusal field:
+ * moved into empty content rather than lost with the key. */
+static void refusal_to_content(walk *w, json_t *msg, const char *const *allow)
+{
+    json_t *ref = json_object_get(msg, "refusal");
+    json_t *c = json_object_get(msg, "content");
+    bool drops = (allow && !in_list(allow, "refusal")) || (w->f & TG_MR_DROP_EMPTY);
+    if (!drops || !json_is_string(ref) || !json_string_length(ref))
+        return;
+    if (c && !json_is_null(c) && !(json_is_string(c) && !json_string_length(c)) &&
+        !(json_is_array(c) && !json_array_size(c)))
+        return;
+    rebuild_key(w, msg, "content", json_copy(ref), "refusal-as-content", w->row->msg_rule);
+}
+
 /* Content parts: markers, cache_control, and for strict targets only
  * {type, <type>} (a text part keeps "text", an image_url part "image_url"). */
 static void clean_parts(walk *w, json_t *content)
@@ -678,6 +755,11 @@ static void clean_parts(walk *w, json_t *content)
                 drop_key(w, part, key, val, "cache-control", "section 4.1");
             else if (shaped && strcmp(key, "type") && strcmp(key, type))
                 drop_key(w, part, key, val, "part-shape", w->row->msg_rule);
+            else if (w->prefix && (json_is_object(val) || json_is_array(val))) {
+                size_t m3 = jp_key(&w->ptr, key);
+                strip_markers_deep(w, val);
+                jp_pop(&w->ptr, m3);
+            }
         }
         jp_pop(&w->ptr, m2);
     }
@@ -708,13 +790,17 @@ static const char *message_key_verdict(const walk *w, const char *key, json_t *v
     return NULL;
 }
 
+static bool empty_content(json_t *msg)
+{
+    json_t *c = json_object_get(msg, "content");
+    return !c || json_is_null(c) || (json_is_string(c) && !json_string_length(c)) ||
+           (json_is_array(c) && !json_array_size(c));
+}
+
 /* Rule 45: an assistant turn with nothing in it. */
 static bool empty_assistant(json_t *msg)
 {
-    json_t *c = json_object_get(msg, "content");
-    bool empty = !c || json_is_null(c) || (json_is_string(c) && !json_string_length(c)) ||
-                 (json_is_array(c) && !json_array_size(c));
-    return empty && !json_object_get(msg, "tool_calls") &&
+    return empty_content(msg) && !json_object_get(msg, "tool_calls") &&
            !json_is_true(json_object_get(msg, "prefix"));
 }
 
@@ -728,6 +814,11 @@ static bool clean_message(walk *w, json_t *msg)
     }
     bool has_calls = clean_calls(w, msg, r == R_ASSISTANT);
     bool tool_turn = r == R_ASSISTANT && has_calls;
+    const char *const *allow = allowed_keys(w, msg);
+    if (r == R_ASSISTANT)
+        refusal_to_content(w, msg, allow);
+    if ((w->f & TG_MR_EMPTY_TEXT) && json_is_array(json_object_get(msg, "content")))
+        drop_empty_text_parts(w, msg);
     if (tool_turn && (w->f & TG_MR_KEEP_REASONING))
         rebuild_reasoning(w, msg);
     fix_content(w, msg, r, has_calls);
@@ -736,7 +827,6 @@ static bool clean_message(walk *w, json_t *msg)
     if (json_is_array(json_object_get(msg, "content")))
         clean_parts(w, json_object_get(msg, "content"));
 
-    const char *const *allow = allowed_keys(w, msg);
     const char *key, *ref;
     json_t *val;
     void *tmp;
@@ -748,6 +838,11 @@ static bool clean_message(walk *w, json_t *msg)
     if (r == R_TOOL)
         map_id(w, msg, "tool_call_id");
 
+    if (r == R_SYSTEM && (w->f & TG_MR_EMPTY_TEXT) && empty_content(msg)) {
+        note(w, w->ptr.s, "empty-system", w->row->msg_rule, msg, NULL);
+        w->ctx->stats.fields_stripped++;
+        return false;
+    }
     if (r == R_ASSISTANT && (w->f & TG_MR_DROP_EMPTY) && empty_assistant(msg)) {
         note(w, w->ptr.s, "empty-assistant",
              w->row->roles == mistral_roles ? "rule 45" : w->row->msg_rule, msg, NULL);
@@ -755,6 +850,191 @@ static bool clean_message(walk *w, json_t *msg)
         return false;
     }
     return true;
+}
+
+/* ---- tool-call pairing (rule 6) and legacy functions ------------------- */
+
+static const char no_result_text[] = "No result: this tool call was not answered.";
+
+/* An id for a call that came without one: a pure function of the call's
+ * place in the history, so the next turn makes the same one. */
+static json_t *made_call_id(size_t msg, size_t call)
+{
+    char id[48];
+    snprintf(id, sizeof id, "call_%zu_%zu", msg, call);
+    return json_string(id);
+}
+
+/* A legacy assistant turn {function_call: {name, arguments}} as the
+ * tool_calls turn every current API reads. */
+static void legacy_call_to_tool_calls(walk *w, json_t *msg, size_t i)
+{
+    json_t *fc = json_object_get(msg, "function_call");
+    if (!json_is_object(fc) || json_object_get(msg, "tool_calls"))
+        return;
+    json_t *call = json_pack("{s:o, s:s, s:O}", "id", made_call_id(i, 0), "type", "function",
+                             "function", fc);
+    rebuild_key(w, msg, "tool_calls", json_pack("[o]", call), "legacy-function-call",
+                "rule 43");
+    json_object_del(msg, "function_call");
+}
+
+/* The index in open (a JSON array of [id, name]) of the call a tool answer
+ * with this id and name answers, or -1. An answer with no id takes the
+ * first open call of its name, else the first open call. */
+static long open_call(json_t *open, const char *id, const char *name)
+{
+    size_t k;
+    json_t *e;
+    if (id) {
+        json_array_foreach(open, k, e)
+            if (!strcmp(json_string_value(json_array_get(e, 0)), id))
+                return (long)k;
+        return -1;
+    }
+    json_array_foreach(open, k, e) {
+        const char *open_name = json_string_value(json_array_get(e, 1));
+        if (name && open_name && !strcmp(open_name, name))
+            return (long)k;
+    }
+    return json_array_size(open) ? 0 : -1;
+}
+
+/* Answers every call still open with a stated non-result. */
+static void close_open_calls(walk *w, json_t *out, json_t *open)
+{
+    size_t k;
+    json_t *e;
+    json_array_foreach(open, k, e) {
+        json_t *answer = json_pack("{s:s, s:O, s:s}", "role", "tool", "tool_call_id",
+                                   json_array_get(e, 0), "content", no_result_text);
+        note(w, w->ptr.s, "unanswered-call", "rule 6", NULL, answer);
+        json_array_append_new(out, answer);
+    }
+    json_array_clear(open);
+}
+
+/* A tool answer that answers no open call, as a user turn that says whose
+ * result it is; its content is kept as it was. */
+static void orphan_to_user(walk *w, json_t *msg)
+{
+    const char *id = json_string_value(json_object_get(msg, "tool_call_id"));
+    const char *name = json_string_value(json_object_get(msg, "name"));
+    char head[160];
+    snprintf(head, sizeof head, "Result of an earlier tool call (%s%s%.64s):", name ? name : "",
+             name ? ", id " : "id ", id ? id : "unknown");
+    json_t *before = json_deep_copy(msg);
+    json_t *c = json_object_get(msg, "content");
+    json_t *now;
+    if (json_is_array(c)) {
+        now = json_pack("[{s:s, s:s}]", "type", "text", "text", head);
+        json_array_extend(now, c);
+    } else {
+        tg_buf b = {0};
+        tg_buf_puts(&b, head);
+        if (json_is_string(c) && json_string_length(c)) {
+            tg_buf_puts(&b, "\n");
+            tg_buf_append(&b, json_string_value(c), json_string_length(c));
+        }
+        now = json_stringn(b.data ? b.data : "", b.len);
+        tg_buf_free(&b);
+    }
+    json_object_set_new(msg, "content", now);
+    json_object_set_new(msg, "role", json_string("user"));
+    json_object_del(msg, "tool_call_id");
+    json_object_del(msg, "name");
+    note(w, w->ptr.s, "orphan-tool-answer", "rule 6", before, msg);
+    json_decref(before);
+}
+
+/* Gives the calls of an assistant turn ids where they have none and opens
+ * them (after answering what was still open). */
+static void open_calls(walk *w, json_t *msg, size_t i, json_t *out, json_t *open)
+{
+    close_open_calls(w, out, open);
+    json_t *calls = json_object_get(msg, "tool_calls");
+    size_t j;
+    json_t *call;
+    json_array_foreach(calls, j, call) {
+        if (!json_is_object(call))
+            continue;
+        json_t *id = json_object_get(call, "id");
+        if (!json_is_string(id) || !json_string_length(id)) {
+            size_t mark = jp_key(&w->ptr, "tool_calls");
+            jp_idx(&w->ptr, j);
+            rebuild_key(w, call, "id", made_call_id(i, j), "missing-call-id", "rule 6");
+            jp_pop(&w->ptr, mark);
+            id = json_object_get(call, "id");
+        }
+        json_t *name = json_object_get(json_object_get(call, "function"), "name");
+        json_array_append_new(open, json_pack("[O,O]", id, json_is_string(name) ? name : json_null()));
+    }
+}
+
+/* Takes a tool (or legacy "function") answer: true when it answers an open
+ * call, which it then closes; it gets that call's id if it had none. */
+static bool answer_call(walk *w, json_t *msg, json_t *open)
+{
+    json_t *idv = json_object_get(msg, "tool_call_id");
+    const char *id = json_is_string(idv) && json_string_length(idv) ? json_string_value(idv) : NULL;
+    long k = open_call(open, id, json_string_value(json_object_get(msg, "name")));
+    if (k < 0)
+        return false;
+    if (!id)
+        rebuild_key(w, msg, "tool_call_id", json_copy(json_array_get(json_array_get(open, (size_t)k), 0)),
+                    "missing-tool-call-id", "rule 6");
+    json_array_remove(open, (size_t)k);
+    return true;
+}
+
+/* Rule 6 over the whole history, before the per-message pass. */
+static void pair_tool_calls(walk *w, json_t *body)
+{
+    json_t *msgs = json_object_get(body, "messages");
+    if (!json_is_array(msgs) || !(w->f & (TG_MR_PAIR_CALLS | TG_MR_LEGACY_FUNCS)))
+        return;
+    json_t *out = json_array(), *open = json_array();
+    char where[40];
+    w->where = where;
+    bool pair = w->f & TG_MR_PAIR_CALLS;
+    size_t n_in = json_array_size(msgs);
+    for (size_t i = 0; i < n_in; i++) {
+        json_t *msg = json_array_get(msgs, i);
+        snprintf(where, sizeof where, "messages[%zu]", i);
+        jp_pop(&w->ptr, 0);
+        jp_key(&w->ptr, "messages");
+        jp_idx(&w->ptr, i);
+        role r = json_is_object(msg) ? role_of(msg) : R_NONE;
+        bool legacy_answer = r == R_OTHER && (w->f & TG_MR_LEGACY_FUNCS) &&
+                             !strcmp(json_string_value(json_object_get(msg, "role")), "function");
+        if (legacy_answer) {
+            rebuild_key(w, msg, "role", json_string("tool"), "legacy-function-role", "rule 43");
+            r = R_TOOL;
+        }
+        if (r == R_ASSISTANT && (w->f & TG_MR_LEGACY_FUNCS))
+            legacy_call_to_tool_calls(w, msg, i);
+        if (!pair) {
+            json_array_append(out, msg);
+            continue;
+        }
+        if (r == R_TOOL) {
+            if (!answer_call(w, msg, open)) {
+                close_open_calls(w, out, open);
+                orphan_to_user(w, msg);
+            }
+        } else if (r == R_ASSISTANT && json_is_array(json_object_get(msg, "tool_calls"))) {
+            open_calls(w, msg, i, out, open);
+        } else {
+            close_open_calls(w, out, open);
+        }
+        json_array_append(out, msg);
+    }
+    snprintf(where, sizeof where, "messages[%zu]", n_in);
+    close_open_calls(w, out, open);
+    if (json_array_size(out) != n_in)
+        json_object_set(body, "messages", out);
+    json_decref(out);
+    json_decref(open);
 }
 
 static json_t *bridge_message(void)
@@ -895,6 +1175,7 @@ int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
         w.id_used = json_object();
     }
     clean_top(&w, body);
+    pair_tool_calls(&w, body);
     walk_messages(&w, body);
     json_decref(w.id_fwd);
     json_decref(w.id_used);

@@ -44,8 +44,14 @@ enum {
                                         Anthropic non-empty content) */
     TG_MR_DEVELOPER_ROLE = 1u << 15, /* developer -> system (rule 43) */
     TG_MR_TOP_LEVEL      = 1u << 16, /* top-level parameters (rules 36, 49) */
-    TG_MR_EMPTY_TEXT     = 1u << 17, /* "" beside tool calls -> null (section
-                                        4: Anthropic text blocks non-empty) */
+    TG_MR_EMPTY_TEXT     = 1u << 17, /* "" beside tool calls -> null, empty
+                                        text parts and system turns dropped
+                                        (section 4: Anthropic text blocks
+                                        non-empty) */
+    TG_MR_PAIR_CALLS     = 1u << 18, /* rule 6: every call answered once, in
+                                        its tool block; missing ids made */
+    TG_MR_LEGACY_FUNCS   = 1u << 19, /* history's function_call / role
+                                        "function" as tool_calls / "tool" */
 };
 
 typedef struct tg_msg_rules {
