@@ -547,6 +547,67 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
 /* Root-level anyOf/oneOf: the root must be one object (rule 3), so the
  * branches' properties are merged and only what all branches require stays
  * required; the alternatives are spelled out in the description. */
+/* Whether a property schema only pins values: {const} or {enum}, with at
+ * most a type, a title and a description beside. */
+static bool pins_values(json_t *v)
+{
+    if (!json_is_object(v) || !(json_object_get(v, "const") || json_is_array(json_object_get(v, "enum"))))
+        return false;
+    const char *k;
+    json_t *x;
+    json_object_foreach(v, k, x) {
+        if (strcmp(k, "const") && strcmp(k, "enum") && strcmp(k, "type") && strcmp(k, "title") &&
+            strcmp(k, "description"))
+            return false;
+    }
+    return true;
+}
+
+/* One property that several branches of a flattened root declare apiece
+ * (a discriminated union's `kind`, a field typed per variant): the merged
+ * schema must accept what any branch accepted. Pinned values merge into one
+ * enum; anything else becomes an anyOf of the variants, which the child
+ * walk rewrites for the target like any other. */
+static json_t *merge_variants(json_t *vs)
+{
+    size_t i;
+    json_t *v;
+    bool pinned = true;
+    json_t *type = NULL;
+    json_array_foreach(vs, i, v) {
+        pinned &= pins_values(v);
+        json_t *t = json_object_get(v, "type");
+        if (i == 0)
+            type = t;
+        else if (!(t && type && json_equal(t, type)))
+            type = NULL;
+    }
+    if (!pinned)
+        return json_pack("{s:O}", "anyOf", vs);
+    json_t *vals = json_array();
+    json_array_foreach(vs, i, v) {
+        json_t *c = json_object_get(v, "const");
+        json_t *e = json_object_get(v, "enum");
+        json_t *one = c ? json_pack("[O]", c) : json_incref(e);
+        size_t j, m;
+        json_t *x, *y;
+        json_array_foreach(one, j, x) {
+            bool dup = false;
+            json_array_foreach(vals, m, y) dup |= json_equal(x, y);
+            if (!dup)
+                json_array_append(vals, x);
+        }
+        json_decref(one);
+    }
+    json_t *out = json_pack("{s:o}", "enum", vals);
+    if (type)
+        json_object_set(out, "type", type);
+    json_t *d = json_object_get(json_array_get(vs, 0), "description");
+    if (d)
+        json_object_set(out, "description", d);
+    return out;
+}
+
 static void flatten_root(walk *w, json_t *n, json_t *hints)
 {
     const char *keys[] = {"anyOf", "oneOf"};
@@ -560,6 +621,7 @@ static void flatten_root(walk *w, json_t *n, json_t *hints)
         props = json_is_object(props) ? json_copy(props) : json_object();
         json_t *common = NULL;
         json_t *alts = json_array();
+        json_t *variants = json_object();  /* property -> its distinct schemas */
         size_t i;
         json_t *b;
         json_array_foreach(br, i, b) {
@@ -569,8 +631,20 @@ static void flatten_root(walk *w, json_t *n, json_t *hints)
             const char *pk;
             json_t *pv;
             json_object_foreach(bp, pk, pv) {
-                if (!json_object_get(props, pk))
+                if (json_object_get(props, pk) && !json_object_get(variants, pk))
+                    continue;  /* the root's own declaration wins */
+                json_t *vs = json_object_get(variants, pk);
+                if (!vs) {
                     json_object_set(props, pk, pv);
+                    json_object_set_new(variants, pk, json_pack("[O]", pv));
+                    continue;
+                }
+                size_t m;
+                json_t *x;
+                bool dup = false;
+                json_array_foreach(vs, m, x) dup |= json_equal(x, pv);
+                if (!dup)
+                    json_array_append(vs, pv);
             }
             json_t *req = json_object_get(tmp, "required");
             json_array_append_new(alts, json_is_array(req) ? json_copy(req) : json_array());
@@ -593,6 +667,13 @@ static void flatten_root(walk *w, json_t *n, json_t *hints)
             }
             json_decref(tmp);
         }
+        const char *vk;
+        json_t *vs;
+        json_object_foreach(variants, vk, vs) {
+            if (json_array_size(vs) > 1)
+                json_object_set_new(props, vk, merge_variants(vs));
+        }
+        json_decref(variants);
         json_object_set_new(n, "properties", props);
         if (common && json_array_size(common)) {
             json_t *req = json_object_get(n, "required");
