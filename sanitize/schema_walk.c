@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "schema.h"
 
@@ -458,6 +459,43 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
                   json_t **inv);
 
 /* Step 1 of a node: from whatever the agent sent to a schema object. */
+/* "STRING", "Integer": Gemini's SDKs write OpenAPI type names in capitals
+ * and Gemini reads them case-insensitively (rule 26); every other target
+ * knows only the lower-case JSON Schema names. */
+static json_t *lower_type_name(json_t *t)
+{
+    static const char *const names[] = {"string", "number", "integer", "boolean",
+                                        "object", "array", "null", NULL};
+    const char *s = json_string_value(t);
+    for (const char *const *nm = names; s && *nm; nm++)
+        if (strcmp(s, *nm) && !strcasecmp(s, *nm))
+            return json_string(*nm);
+    return NULL;
+}
+
+static void lower_type_names(walk *w, json_t *n, const char *ptr)
+{
+    json_t *t = json_object_get(n, "type");
+    json_t *now = NULL;
+    if (json_is_string(t)) {
+        now = lower_type_name(t);
+    } else if (json_is_array(t)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(t, i, e) {
+            json_t *l = lower_type_name(e);
+            if (l && !now)
+                now = json_deep_copy(t);
+            if (l)
+                json_array_set_new(now, i, l);
+        }
+    }
+    if (now) {
+        note(w, ptr, "lower-case-type", t, now);
+        json_object_set_new(n, "type", now);
+    }
+}
+
 static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
 {
     node_in ni = {0};
@@ -469,6 +507,7 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
             note(w, ptr, "repair-non-schema", in, ni.n);
     }
     json_t *n = ni.n;
+    lower_type_names(w, n, ptr);
     if (is_bare_map(n)) {
         json_t *obj = json_pack("{s:s,s:O}", "type", "object", "properties", n);
         note(w, ptr, "repair-bare-map", n, obj);
@@ -496,11 +535,23 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
                 json_t *d = json_sprintf("unresolved $ref %s", ref);
                 json_object_set_new(merged, "x-toolgate-hint", d);
             }
+            /* Keywords beside a $ref apply too (allOf semantics): they
+             * override the target's, except properties and required, which
+             * add to them. */
             const char *k;
             json_t *v;
             json_object_foreach(n, k, v) {
-                if (strcmp(k, "$ref"))
+                json_t *have = json_object_get(merged, k);
+                if (!strcmp(k, "$ref"))
+                    continue;
+                if ((!strcmp(k, "properties") && json_is_object(have) && json_is_object(v)) ||
+                    (!strcmp(k, "required") && json_is_array(have) && json_is_array(v))) {
+                    json_t *src = json_pack("{s:O}", k, v);
+                    merge_into(w, merged, src, 0);
+                    json_decref(src);
+                } else {
                     json_object_set(merged, k, v);
+                }
             }
             note(w, ptr, "inline-ref", json_object_get(n, "$ref"), NULL);
             w->refs[w->nrefs++] = ref;
