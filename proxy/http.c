@@ -250,6 +250,56 @@ static int validate_message(json_t *m, size_t i, tg_error *err)
     return 0;
 }
 
+/* tools[i]: an object; a function tool (type "function" or none) has a
+ * function object with a string name and, if any, object parameters. Tools
+ * of other types (custom, built-ins) are the target's to judge. */
+static int validate_tool(json_t *t, size_t i, tg_error *err)
+{
+    char f[64];
+    snprintf(f, sizeof f, "tools[%zu]", i);
+    if (!json_is_object(t))
+        return wrong_type(err, f, "an object");
+    json_t *type = json_object_get(t, "type");
+    if (type && !json_is_string(type)) {
+        snprintf(f, sizeof f, "tools[%zu].type", i);
+        return wrong_type(err, f, "a string");
+    }
+    if (type && strcmp(json_string_value(type), "function"))
+        return 0;
+    json_t *fn = json_object_get(t, "function");
+    if (!json_is_object(fn)) {
+        snprintf(f, sizeof f, "tools[%zu].function", i);
+        return wrong_type(err, f, "an object with the function's name and parameters");
+    }
+    if (!json_is_string(json_object_get(fn, "name"))) {
+        snprintf(f, sizeof f, "tools[%zu].function.name", i);
+        return wrong_type(err, f, "a string");
+    }
+    json_t *params = json_object_get(fn, "parameters");
+    if (params && !json_is_object(params) && !json_is_null(params)) {
+        snprintf(f, sizeof f, "tools[%zu].function.parameters", i);
+        return wrong_type(err, f, "a JSON Schema object");
+    }
+    return 0;
+}
+
+/* Rule 15: a tool_choice that names a function names a declared one. */
+static bool chosen_tool_missing(json_t *body, json_t *choice)
+{
+    const char *name = json_string_value(json_object_get(json_object_get(choice, "function"), "name"));
+    json_t *tools = json_object_get(body, "tools");
+    if (!name || !json_is_array(tools))
+        return false;
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        if (n && !strcmp(n, name))
+            return false;
+    }
+    return true;
+}
+
 int tg_validate_chat_request(json_t *body, int max_tools, tg_error *err)
 {
     if (!json_is_object(body)) {
@@ -290,11 +340,8 @@ int tg_validate_chat_request(json_t *body, int max_tools, tg_error *err)
             return -1;
         }
         json_array_foreach(v, i, m) {
-            if (!json_is_object(m)) {
-                char f[64];
-                snprintf(f, sizeof f, "tools[%zu]", i);
-                return wrong_type(err, f, "an object");
-            }
+            if (validate_tool(m, i, err))
+                return -1;
         }
     }
     v = json_object_get(body, "stream");
@@ -311,6 +358,12 @@ int tg_validate_chat_request(json_t *body, int max_tools, tg_error *err)
     v = json_object_get(body, "tool_choice");
     if (v && !json_is_string(v) && !json_is_object(v) && !json_is_null(v))
         return wrong_type(err, "tool_choice", "a string or an object");
+    if (chosen_tool_missing(body, v)) {
+        tg_error_set(err, 400, "invalid_request_error", "invalid_value", "tool_choice",
+                     "'tool_choice' names the tool '%.128s', which is not in 'tools'",
+                     json_string_value(json_object_get(json_object_get(v, "function"), "name")));
+        return -1;
+    }
     v = json_object_get(body, "stop");
     if (v && !json_is_string(v) && !json_is_array(v) && !json_is_null(v))
         return wrong_type(err, "stop", "a string or an array of strings");

@@ -9,6 +9,7 @@
 #include "../conf/conf.h"
 #include "../sanitize/cache.h"
 #include "../sanitize/pipeline.h"
+#include "http.h"
 #include "log.h"
 #include "server.h"
 
@@ -165,7 +166,12 @@ static int cmd_rewrite(const char *conf_path, const char *route_name, const char
     json_t *body = NULL;
     tg_buf out = {0};
     int rc = 0;
-    if (tg_pipeline_request_raw(raw.data, raw.len, &ctx, &body, &out, &err)) {
+    /* serve checks the request's shape before the stages: so does this */
+    json_t *shape = json_loadb(raw.data ? raw.data : "", raw.len,
+                               JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
+    bool bad = shape && tg_validate_chat_request(shape, c ? c->max_tools : 0, &err);
+    json_decref(shape);
+    if (bad || tg_pipeline_request_raw(raw.data, raw.len, &ctx, &body, &out, &err)) {
         char *e = tg_error_body(&err);
         fprintf(stderr, "toolgate: rejected (%d): %s\n", err.status, e);
         free(e);

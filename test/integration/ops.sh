@@ -54,6 +54,14 @@ chat "$TG_TMP/r" "$(cat "$TG_TMP/rw.json")" -H "$AUTH" >/dev/null
 mock_last "$TG_TMP/last"
 "$TG_BIN" rewrite -c "$conf" --route a "$TG_TMP/rw.json" >"$TG_TMP/rw.out" 2>"$TG_TMP/rw.err"
 expect_eq "rewrite prints exactly the body sent upstream" "$(json_get "$TG_TMP/last" body)" "$(cat "$TG_TMP/rw.out")"
+# ...and refuses what serve refuses, with the same OpenAI-shaped error.
+printf '%s' '{"model":"gpt-4o","tools":[{"type":"function"}],"messages":[]}' >"$TG_TMP/rwbad.json"
+st=$(chat "$TG_TMP/r" "$(cat "$TG_TMP/rwbad.json")" -H "$AUTH")
+"$TG_BIN" rewrite -c "$conf" --route a "$TG_TMP/rwbad.json" >"$TG_TMP/rw.out" 2>"$TG_TMP/rw.err"
+rc=$?
+expect_eq "rewrite refuses a tool without a function, like serve (400, param tools[0].function)" \
+    "400 1 tools[0].function" "$st $rc $(json_get "$TG_TMP/r" error.param)"
+expect_match "rewrite names the field on stderr" 'tools\[0\]\.function' "$(cat "$TG_TMP/rw.err")"
 
 # A stream whose request is an agent's (about 190 KB of tools and history): the
 # body toolgate sent upstream is freed once sent, and still logged right.

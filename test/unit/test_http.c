@@ -25,8 +25,10 @@ static void test_valid_requests(void **state)
     (void)state;
     tg_error err;
     assert_int_equal(validate("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", &err), 0);
-    assert_int_equal(validate("{\"messages\":[],\"tools\":[{},{}],\"stream\":true,\"temperature\":0.5,"
-                              "\"tool_choice\":\"auto\",\"stop\":[\"x\"]}", &err), 0);
+    assert_int_equal(validate("{\"messages\":[],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\"}},"
+                              "{\"type\":\"custom\",\"custom\":{\"name\":\"b\"}}],\"stream\":true,\"temperature\":0.5,"
+                              "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"a\"}},\"stop\":[\"x\"]}",
+                              &err), 0);
     /* what agents send and toolgate repairs is not refused: null content
      * beside calls, arguments as an object, parts of any type */
     assert_int_equal(validate("{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":"
@@ -48,6 +50,14 @@ static void test_wrong_types_name_the_field(void **state)
         {"{\"messages\":[],\"model\":5}", "model"},
         {"{\"messages\":[],\"tools\":{}}", "tools"},
         {"{\"messages\":[],\"tools\":[1]}", "tools[0]"},
+        {"{\"messages\":[],\"tools\":[{\"type\":\"function\"}]}", "tools[0].function"},
+        {"{\"messages\":[],\"tools\":[{\"type\":\"function\",\"function\":\"f\"}]}", "tools[0].function"},
+        {"{\"messages\":[],\"tools\":[{\"type\":5,\"function\":{\"name\":\"f\"}}]}", "tools[0].type"},
+        {"{\"messages\":[],\"tools\":[{\"function\":{\"name\":7}}]}", "tools[0].function.name"},
+        {"{\"messages\":[],\"tools\":[{\"function\":{\"name\":\"f\",\"parameters\":\"{}\"}}]}",
+         "tools[0].function.parameters"},
+        {"{\"messages\":[],\"tools\":[{\"function\":{\"name\":\"f\"}}],\"tool_choice\":"
+         "{\"type\":\"function\",\"function\":{\"name\":\"g\"}}}", "tool_choice"},
         {"{\"messages\":[],\"tools\":[{},{},{},{}]}", "tools"},
         {"{\"messages\":[],\"stream\":\"yes\"}", "stream"},
         {"{\"messages\":[],\"temperature\":\"hot\"}", "temperature"},
