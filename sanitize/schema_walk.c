@@ -1555,7 +1555,13 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
     if (is_object || json_object_get(n, "properties") || (root && (f & TG_SR_ROOT_OBJECT)) ||
         ((f & TG_SR_REQUIRED) && json_object_get(n, "required")))
         emit_properties(w, n, out, myinv, hints, ptr, depth, myobj);
-    finish_node(w, n, out, myinv, is_object, is_array, ptr, depth, myobj);
+    /* a type list with object in it ("object", "array") closes its object
+     * case too (rule 16): the object keywords bind only objects */
+    bool may_be_object = is_object;
+    size_t ti;
+    json_t *tv;
+    json_array_foreach(nt.nonnull, ti, tv) may_be_object |= !strcmp(json_string_value(tv), "object");
+    finish_node(w, n, out, myinv, may_be_object, is_array, ptr, depth, myobj);
     hints_flush(w, out, hints, ptr);
     if (json_object_size(myinv))
         *inv = json_incref(myinv);
