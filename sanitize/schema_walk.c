@@ -52,6 +52,7 @@ typedef struct walk {
     int nrefs;
     int nodes;
     int props;            /* object properties emitted (rule 20 budget) */
+    int enums;            /* enum values emitted (rule 21 budget) */
     int changes;
 } walk;
 
@@ -1192,7 +1193,28 @@ static json_t *collapse_null_branch(walk *w, json_t *n, const char *ptr)
 
 /* const -> enum where the target wants it; an empty enum admits nothing, so
  * it is a broken schema, not a wish: removed. */
-static void normalize_enum(walk *w, json_t *n, const char *ptr)
+/* Rule 21 (strict): at most 1,000 enum values in a tool, and a string enum
+ * of more than 250 values at most 15,000 characters. An enum past the
+ * budget is not sent as a constraint; its values go into the description
+ * (cut), so the model still sees what is allowed. */
+static void enum_budget(walk *w, json_t *n, const char *ptr, json_t *hints)
+{
+    json_t *en = json_object_get(n, "enum");
+    size_t count = json_array_size(en), chars = 0, i;
+    json_t *v;
+    json_array_foreach(en, i, v) chars += json_is_string(v) ? json_string_length(v) : 0;
+    if (w->enums + count <= 1000 && (count <= 250 || chars <= 15000)) {
+        w->enums += (int)count;
+        return;
+    }
+    json_incref(en);
+    json_object_del(n, "enum");
+    note(w, ptr, "enum-budget (rule 21)", en, NULL);
+    hint_add(hints, "one of", en);
+    json_decref(en);
+}
+
+static void normalize_enum(walk *w, json_t *n, const char *ptr, json_t *hints)
 {
     json_t *cst = json_object_get(n, "const");
     if (cst && (w->f & TG_SR_CONST_ENUM)) {
@@ -1206,6 +1228,8 @@ static void normalize_enum(walk *w, json_t *n, const char *ptr)
         note(w, ptr, "repair-empty-enum", en, NULL);
         json_object_del(n, "enum");
     }
+    if (json_is_array(en) && (w->f & TG_SR_STRICT))
+        enum_budget(w, n, ptr, hints);
 }
 
 /* The node's types: declared, inferred where the target needs one, forced to
@@ -1536,7 +1560,7 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
             goto done;
         }
     }
-    normalize_enum(w, n, ptr);
+    normalize_enum(w, n, ptr, hints);
     nt.types = node_types(w, n, ptr, root, hints);
     resolve_unions(w, n, in, ptr, &nt, hints);
     const char *why = standin_reason(w, n, &nt, root, objdepth);
