@@ -109,7 +109,8 @@ static const char *const gemini_keys[] = {
 
 /* Rule 18: never in an OpenAI strict schema. */
 static const char *const strict_forbidden[] = {
-    "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "oneOf",
+    "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
+    "dependencies" /* their draft-7 spelling */, "oneOf",
     "patternProperties", "propertyNames", "unevaluatedProperties", "default", "examples",
     "$schema", "$id", "nullable", "example", "$comment", NULL};
 
