@@ -831,6 +831,14 @@ static bool originally_nullable(json_t *src)
 
 /* Non-string enum values become strings (Gemini rule 28); the inverse maps
  * each string back to the value the agent declared. */
+static bool enum_has(json_t *vals, const char *s)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(vals, i, v) if (json_is_string(v) && !strcmp(json_string_value(v), s)) return true;
+    return false;
+}
+
 static json_t *stringify_enum(walk *w, json_t *e, json_t *out, json_t *inv, const char *ptr)
 {
     json_t *vals = json_array();
@@ -844,14 +852,18 @@ static json_t *stringify_enum(walk *w, json_t *e, json_t *out, json_t *inv, cons
             continue;
         }
         if (json_is_string(v)) {
-            json_array_append(vals, v);
+            if (!enum_has(vals, json_string_value(v)))
+                json_array_append(vals, v);
             continue;
         }
         char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
         if (!s)
             continue;
-        json_array_append_new(vals, json_string(s));
-        json_object_set(map, s, v);
+        /* 1 beside "1": one value upstream, and the agent's own string wins */
+        if (!enum_has(vals, s) && !enum_has(e, s)) {
+            json_array_append_new(vals, json_string(s));
+            json_object_set(map, s, v);
+        }
         free(s);
     }
     if (json_object_size(map)) {
@@ -1349,7 +1361,10 @@ static void emit_type(walk *w, json_t *n, json_t *out, json_t *inv, const node_t
         json_t *vals = stringify_enum(w, json_object_get(n, "enum"), out, inv, ptr);
         if (nt->has_null)
             json_object_set_new(out, "nullable", json_true());
-        json_object_set_new(out, "enum", vals);
+        if (json_array_size(vals))  /* only null was allowed: nullable says it (rule 28) */
+            json_object_set_new(out, "enum", vals);
+        else
+            json_decref(vals);
         return;
     }
     if (!json_array_size(nt->types))
