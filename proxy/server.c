@@ -1568,6 +1568,12 @@ static void *worker_main(void *arg)
         }
         run_curl_timeout(w);
         check_curl_done(w);
+        /* MHD may have work no event announces (a connection it has not
+         * read to EAGAIN stays on its ready list): curl events alone must
+         * not starve it. */
+        MHD_UNSIGNED_LONG_LONG mt;
+        if (!run_mhd && MHD_get_timeout(w->mhd, &mt) == MHD_YES && mt == 0)
+            run_mhd = true;
         if (run_mhd || w->mhd_pending || w->draining)
             run_mhd_now(w);
         /* A request MHD just handed us usually starts a transfer with a zero
