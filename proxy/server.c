@@ -114,6 +114,7 @@ typedef struct tg_req {
     char *answer;                 /* malloc'd body for RQ_READY non-stream */
     size_t answer_len;
     bool answer_from_upstream;
+    bool answer_retyped;          /* upstream's headers, but our JSON body */
 
     /* stream */
     tg_sse sse;
@@ -294,6 +295,7 @@ static void set_answer(tg_req *r, int status, char *body, size_t len, bool from_
     r->answer = body;
     r->answer_len = len;
     r->answer_from_upstream = from_upstream;
+    r->answer_retyped = false;
     r->state = RQ_READY;
 }
 
@@ -354,7 +356,9 @@ static enum MHD_Result queue_answer(tg_req *r)
     if (!resp)
         return MHD_NO;
     if (r->answer_from_upstream) {
-        add_upstream_headers(r, resp, true);
+        add_upstream_headers(r, resp, !r->answer_retyped);
+        if (r->answer_retyped)
+            MHD_add_response_header(resp, "Content-Type", "application/json");
         if (r->answer_status >= 400) {
             char v[16];
             snprintf(v, sizeof v, "%d", r->answer_status);
@@ -727,8 +731,24 @@ static bool answer_untouched(const tg_req *r, unsigned repairs, unsigned failure
            !c->arg_inverse && !c->id_map && !c->disc_state;
 }
 
+/* An upstream error answer, with the upstream's status (or `status` for a
+ * 2xx that carried no answer): relayed as it came when OpenAI-shaped, else
+ * rewritten into that shape with the provider's message kept, so that
+ * every client shows it. */
+static void relay_upstream_error(tg_req *r, int status)
+{
+    size_t len = r->resp.len, n = 0;
+    char *norm = tg_upstream_error_body(r->resp.data, len, r->status, &n);
+    if (!norm) {
+        set_answer(r, status, tg_buf_steal(&r->resp, &len), len, true);
+        return;
+    }
+    set_answer(r, status, norm, n, true);
+    r->answer_retyped = true;
+}
+
 /* A whole (non-streamed) answer from upstream: repair it, or run another
- * discovery round, or pass an error through unchanged. */
+ * discovery round, or relay an error in OpenAI's shape. */
 static void finish_whole(tg_req *r)
 {
     size_t len = r->resp.len;
@@ -752,7 +772,7 @@ static void finish_whole(tg_req *r)
             return;
         }
         json_decref(err);
-        set_answer(r, (int)r->status, tg_buf_steal(&r->resp, &len), len, true);
+        relay_upstream_error(r, (int)r->status);
         return;
     }
     if (tg_repair_surely_plain(&r->ctx, r->resp.data ? r->resp.data : "", len)) {
@@ -761,13 +781,12 @@ static void finish_whole(tg_req *r)
         set_answer(r, (int)r->status, tg_buf_steal(&r->resp, &len), len, true);
         return;
     }
-    json_error_t je;
-    json_t *resp = tg_json_load(r->resp.data ? r->resp.data : "", len, JSON_ALLOW_NUL, &je);
+    json_t *resp = tg_json_load(r->resp.data ? r->resp.data : "", len, JSON_ALLOW_NUL, NULL);
     if (!json_is_object(resp)) {
+        /* a success status over an error ([{"error": ...}]) or garbage:
+         * what the provider said, as an error the agent can read */
         json_decref(resp);
-        set_error(r, 502, "upstream_error", "bad_upstream_response", NULL,
-                  "upstream answered %ld with a body that is not a JSON object (%s)", r->status,
-                  je.text);
+        relay_upstream_error(r, 502);
         return;
     }
     json_t *next = NULL;

@@ -36,6 +36,50 @@ while [ $i -lt 40 ]; do
 done
 expect_eq "40 requests, upstream closing every other connection: all 200" 0 "$bad"
 
+# ---- provider error bodies: every client must be able to read them -----------
+# (their shapes from dialects.md section 4 and the providers' docs)
+fx() {  # fx NAME STATUS CTYPE BODY [stream]: toolgate's answer to that upstream answer
+    printf '%s' "$4" >"$TG_TMP/fx-$1.json"
+    chat "$TG_TMP/fx-$1.out" "{\"model\":\"gpt-4o\",${5:+\"stream\":true,}$MSG}" -H 'X-Mock: fixture' \
+        -H "X-Mock-Fixture: $TG_TMP/fx-$1.json" -H "X-Mock-Status: $2" -H "X-Mock-Content-Type: $3"
+}
+st=$(fx empty200 200 application/json '[]')
+check "a 200 whose body is not an object: 502, OpenAI-shaped, toolgate alive" "$PY" -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+assert sys.argv[2] == "502" and "without a chat completion" in e["message"], (sys.argv[2], e)' \
+    "$TG_TMP/fx-empty200.out" "$st"
+alive "after a 200 with []"
+st=$(fx gemini429 429 application/json '[{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}]' s)
+check "Gemini's [{error}] 429 (stream request): message, type and code in OpenAI's shape, provider body kept" "$PY" -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+assert sys.argv[2] == "429", sys.argv[2]
+assert e["message"].startswith("Resource has been exhausted") and e["type"] == "RESOURCE_EXHAUSTED" and e["code"] == 429, e
+assert e["provider_error"][0]["error"]["status"] == "RESOURCE_EXHAUSTED", e' "$TG_TMP/fx-gemini429.out" "$st"
+st=$(fx mistral 400 application/json '{"object":"error","message":"Tool call id was call_0fypS1hVX but must be a-z, A-Z, 0-9, with a length of 9.","type":"invalid_function_call","param":null,"code":"3280"}')
+check "Mistral's top-level error object: message, type, code kept" "$PY" -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+assert sys.argv[2] == "400" and e["message"].startswith("Tool call id was") and e["type"] == "invalid_function_call" and e["code"] == "3280", e' \
+    "$TG_TMP/fx-mistral.out" "$st"
+st=$(fx detail 422 application/json '{"detail":[{"type":"extra_forbidden","loc":["body","messages",6,"assistant","tool_calls",0,"name"],"msg":"Extra inputs are not permitted","input":null}]}')
+check "a 422 FastAPI detail list becomes the message" "$PY" -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+assert sys.argv[2] == "422" and "extra_forbidden" in e["message"] and e["type"] == "invalid_request_error", e' \
+    "$TG_TMP/fx-detail.out" "$st"
+st=$(fx html 502 text/html '<html><body>502 Bad Gateway</body></html>')
+check "an HTML 502 from a load balancer: JSON error carrying its text" "$PY" -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+assert sys.argv[2] == "502" and "502 Bad Gateway" in e["message"] and e["type"] == "api_error", e' \
+    "$TG_TMP/fx-html.out" "$st"
+expect_match "the rewritten error says it is JSON" 'application/json' "$(header_value "$TG_TMP/fx-html.out.h" Content-Type)"
+OAI='{"error":{"message":"Invalid value","type":"invalid_request_error","param":"messages","code":null}}'
+st=$(fx openai 400 application/json "$OAI")
+expect_eq "an OpenAI-shaped error is relayed byte for byte" "400 $OAI" "$st $(cat "$TG_TMP/fx-openai.out")"
+
 # ---- garbage from upstream ---------------------------------------------------
 code=$(chat "$TG_TMP/g" "{\"model\":\"gpt-4o\",$MSG}" -H 'X-Mock: garbage')
 expect_eq "garbage JSON from upstream: 502" 502 "$code"

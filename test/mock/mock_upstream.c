@@ -788,8 +788,11 @@ static enum MHD_Result answer_fixture(request *r, struct MHD_Connection *conn)
     char *data = path ? read_file(path, &len) : NULL;
     if (!data)
         return queue_error(r, conn, 500, "mock: cannot read X-Mock-Fixture", "server_error");
-    if (!ends_with(path, ".sse"))
-        return queue_buffer(r, conn, 200, "application/json", data, len);
+    if (!ends_with(path, ".sse")) {  /* X-Mock-Status / X-Mock-Content-Type may say otherwise */
+        const char *ctype = header(conn, "X-Mock-Content-Type");
+        return queue_buffer(r, conn, (unsigned)header_long(conn, "X-Mock-Status", 200),
+                            ctype ? ctype : "application/json", data, len);
+    }
     stream *s = stream_new(conn, (unsigned)header_long(conn, "X-Mock-Delay-Ms", 0));
     int rc = s ? 0 : -1;
     /* One piece per SSE event, so delays fall between events. */
