@@ -643,7 +643,7 @@ static void do_choice(tg_stream *s, const json_t *ch, json_t *events)
         json_decref(text_calls);
     }
     const char *f = json_string_value(json_object_get(ch, "finish_reason"));
-    if (f)
+    if (f && *f)  /* "" on every chunk (Ollama, sglang) means not finished */
         finish_choice(s, c, f, events);
 }
 
@@ -861,7 +861,8 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
         json_decref(chunk);
         return;
     }
-    if (!json_is_object(chunk) || json_object_get(chunk, "error")) {
+    json_t *error = json_object_get(chunk, "error");
+    if (!json_is_object(chunk) || (error && !json_is_null(error))) {  /* "error": null is none */
         if (chunk)
             s->saw_error = true;
         send_raw(out, data, len);  /* not ours to judge */
