@@ -17,8 +17,8 @@
  * schema stage's inverse argument mapping) is possible, and nothing sent
  * can turn out to be wrong. Agents act on a call only once it is complete,
  * so they lose nothing but a progress display. A call with an explicit
- * index whose arguments are still open when another index starts is kept
- * until the finish (upstream may interleave); a fragment that still arrives
+ * index (or id) whose arguments are still open when another index (or id)
+ * starts is kept until the finish (upstream may interleave); a fragment that still arrives
  * for a call already sent is forwarded as a plain continuation delta.
  *
  * Everything else is never held: a chunk without tool calls, finish or
@@ -347,12 +347,15 @@ static void take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *
 
     long i = find_call(c, idx, id, name);
     if (i < 0) {
-        /* The previous call is complete, unless its index is explicit and
-         * different and its arguments are still open: upstream may be
-         * interleaving parallel calls, so that one waits for the finish. */
+        /* The previous call is complete, unless its index (or its id) is
+         * explicit and different and its arguments are still open: upstream
+         * may be interleaving parallel calls, so that one waits for the
+         * finish (later fragments find it by id or index). */
         const scall *prev = c->cur >= 0 ? &c->calls[c->cur] : NULL;
-        if (!(prev && idx >= 0 && prev->up_index >= 0 && prev->up_index != idx &&
-              !args_complete(prev)))
+        bool open = prev && !args_complete(prev);
+        bool by_index = open && idx >= 0 && prev->up_index >= 0 && prev->up_index != idx;
+        bool by_id = open && id && prev->id && strcmp(prev->id, id);
+        if (!(by_index || by_id))
             complete_call(s, c, c->cur, events);
         scall *k = call_new(c);
         if (!k)
