@@ -114,7 +114,7 @@ typedef struct tg_req {
     char *answer;                 /* malloc'd body for RQ_READY non-stream */
     size_t answer_len;
     bool answer_from_upstream;
-    bool answer_retyped;          /* upstream's headers, but our JSON body */
+    const char *answer_type;      /* NULL, or our Content-Type over upstream's */
 
     /* stream */
     tg_sse sse;
@@ -295,7 +295,7 @@ static void set_answer(tg_req *r, int status, char *body, size_t len, bool from_
     r->answer = body;
     r->answer_len = len;
     r->answer_from_upstream = from_upstream;
-    r->answer_retyped = false;
+    r->answer_type = NULL;
     r->state = RQ_READY;
 }
 
@@ -356,9 +356,9 @@ static enum MHD_Result queue_answer(tg_req *r)
     if (!resp)
         return MHD_NO;
     if (r->answer_from_upstream) {
-        add_upstream_headers(r, resp, !r->answer_retyped);
-        if (r->answer_retyped)
-            MHD_add_response_header(resp, "Content-Type", "application/json");
+        add_upstream_headers(r, resp, !r->answer_type);
+        if (r->answer_type)
+            MHD_add_response_header(resp, "Content-Type", r->answer_type);
         if (r->answer_status >= 400) {
             char v[16];
             snprintf(v, sizeof v, "%d", r->answer_status);
@@ -744,7 +744,7 @@ static void relay_upstream_error(tg_req *r, int status)
         return;
     }
     set_answer(r, status, norm, n, true);
-    r->answer_retyped = true;
+    r->answer_type = "application/json";
 }
 
 /* A whole (non-streamed) answer from upstream: repair it, or run another
@@ -801,6 +801,20 @@ static void finish_whole(tg_req *r)
         set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
                   "could not start the next discovery round");
         return;
+    }
+    if (r->ctx.stream) {
+        /* The agent asked for a stream and the provider answered whole
+         * (older Ollama with tools, some gateways): sent as the stream it
+         * would have been, or the agent's client finds no chunk at all. */
+        tg_buf sse = {0};
+        if (tg_completion_sse(resp, &sse) == 0) {
+            json_decref(resp);
+            char *s = tg_buf_steal(&sse, &len);
+            set_answer(r, (int)r->status, s, len, true);
+            r->answer_type = "text/event-stream";
+            return;
+        }
+        tg_buf_free(&sse);
     }
     if (answer_untouched(r, repairs, failures)) {
         /* Nothing was repaired or mapped: the provider's own bytes, as they

@@ -21,6 +21,7 @@
  * the choice, the position, the name and the arguments: deterministic for a
  * given answer (tests), distinct across answers that have distinct ids.
  */
+#include "jsonio.h"
 #include "repair_int.h"
 
 #include <ctype.h>
@@ -792,4 +793,74 @@ bool tg_repair_surely_plain(const tg_ctx *ctx, const char *d, size_t n)
             return false;  /* R25 */
     }
     return true;
+}
+
+/* ---- a whole answer as a stream ------------------------------------------ */
+
+static json_t *chunk_of(json_t *resp, json_t *choice)
+{
+    json_t *ch = json_pack("{s:O?, s:s, s:O?, s:O?, s:[o]}", "id", json_object_get(resp, "id"),
+                           "object", "chat.completion.chunk", "created",
+                           json_object_get(resp, "created"), "model",
+                           json_object_get(resp, "model"), "choices", choice);
+    json_t *fp = json_object_get(resp, "system_fingerprint");
+    if (ch && fp)
+        json_object_set(ch, "system_fingerprint", fp);
+    return ch;
+}
+
+static void send_chunk(tg_buf *out, json_t *chunk)
+{
+    tg_buf_puts(out, "data: ");
+    tg_json_dump(chunk, out);
+    tg_buf_puts(out, "\n\n");
+    json_decref(chunk);
+}
+
+int tg_completion_sse(json_t *resp, tg_buf *out)
+{
+    json_t *choices = json_object_get(resp, "choices");
+    if (!json_is_array(choices))
+        return -1;
+    static const char *const carried[] = {"content", "refusal", "reasoning_content", "reasoning",
+                                          NULL};
+    size_t i, n = json_array_size(choices);
+    json_t *c;
+    json_array_foreach(choices, i, c) {
+        json_t *msg = json_object_get(c, "message");
+        json_t *ix = json_object_get(c, "index");
+        json_int_t index = json_is_integer(ix) ? json_integer_value(ix) : (json_int_t)i;
+        json_t *role = json_object_get(msg, "role");
+        json_t *delta = json_object();
+        json_object_set_new(delta, "role", json_is_string(role) ? json_incref(role) : json_string("assistant"));
+        for (const char *const *k = carried; *k; k++) {
+            json_t *v = json_object_get(msg, *k);
+            if (json_is_string(v))
+                json_object_set(delta, *k, v);
+        }
+        send_chunk(out, chunk_of(resp, json_pack("{s:I, s:o, s:n}", "index", index, "delta", delta,
+                                                 "finish_reason")));
+        json_t *calls = json_object_get(msg, "tool_calls");
+        if (json_array_size(calls)) {
+            json_t *tcs = json_array();
+            size_t j;
+            json_t *tc;
+            json_array_foreach(calls, j, tc) {
+                json_t *t = json_deep_copy(tc);
+                json_object_set_new(t, "index", json_integer((json_int_t)j));
+                json_array_append_new(tcs, t);
+            }
+            send_chunk(out, chunk_of(resp, json_pack("{s:I, s:{s:o}, s:n}", "index", index, "delta",
+                                                     "tool_calls", tcs, "finish_reason")));
+        }
+        json_t *fin = json_object_get(c, "finish_reason");
+        json_t *last = chunk_of(resp, json_pack("{s:I, s:{}, s:O}", "index", index, "delta",
+                                                "finish_reason", json_is_string(fin) ? fin : json_null()));
+        json_t *usage = json_object_get(resp, "usage");
+        if (i + 1 == n && usage)
+            json_object_set(last, "usage", usage);
+        send_chunk(out, last);
+    }
+    tg_buf_puts(out, "data: [DONE]\n\n");
+    return 0;
 }

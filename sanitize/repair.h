@@ -69,6 +69,12 @@ int tg_repair_response(json_t *resp, struct tg_ctx *ctx);
  * may relay it without parsing. False means "parse and repair". */
 bool tg_repair_surely_plain(const struct tg_ctx *ctx, const char *body, size_t n);
 
+/* A whole chat.completion (already repaired) as the stream it would have
+ * been: per choice a role/content chunk, one chunk with all its tool calls,
+ * a finish chunk (usage on the last), then [DONE]; appended to out as SSE
+ * events. -1 (out untouched) when resp has no choices array. */
+int tg_completion_sse(json_t *resp, tg_buf *out);
+
 /* Streamed. One tg_stream per upstream response; the network code feeds it
  * each SSE event's data payload (without "data: ", not NUL-terminated; the
  * final "[DONE]" included) and writes out whatever it appends to `out`

@@ -93,3 +93,47 @@ test('openai SDK: upstream error surfaces as APIError with its status', async ()
     },
   );
 });
+
+// Fixtures the mock replays as the provider's answer (X-Mock-Fixture).
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+const fixtureDir = mkdtempSync(join(tmpdir(), 'tg-fx-'));
+const fixture = (name, body) => {
+  const path = join(fixtureDir, name);
+  writeFileSync(path, typeof body === 'string' ? body : JSON.stringify(body));
+  return path;
+};
+
+test('openai SDK: a whole answer to a streaming request still arrives as a stream', async () => {
+  const path = fixture('whole.json', {
+    id: 'w1', object: 'chat.completion', created: 1, model: 'm',
+    choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', content: 'Checking.',
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] } }],
+    usage: { prompt_tokens: 5, completion_tokens: 7, total_tokens: 12 },
+  });
+  const stream = client().chat.completions.stream(
+    { model: 'gpt-4o-mini', messages, tools, stream: true },
+    { headers: { 'X-Mock': 'fixture', 'X-Mock-Fixture': path } });
+  const final = await stream.finalChatCompletion();
+  const choice = final.choices[0];
+  assert.equal(choice.message.content, 'Checking.');
+  assert.equal(choice.finish_reason, 'tool_calls');
+  assert.equal(choice.message.tool_calls[0].function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(choice.message.tool_calls[0].function.arguments), { city: 'Paris' });
+});
+
+test('openai SDK: a Gemini-shaped error body surfaces its message', async () => {
+  const path = fixture('gemini429.json',
+    [{ error: { code: 429, message: 'Resource has been exhausted (e.g. check quota).', status: 'RESOURCE_EXHAUSTED' } }]);
+  await assert.rejects(
+    client().chat.completions.create({ model: 'gpt-4o-mini', messages },
+      { headers: { 'X-Mock': 'fixture', 'X-Mock-Fixture': path, 'X-Mock-Status': '429' } }),
+    (err) => {
+      assert.ok(err instanceof OpenAI.APIError, `not an APIError: ${err}`);
+      assert.equal(err.status, 429);
+      assert.match(err.message, /Resource has been exhausted/);
+      return true;
+    },
+  );
+});
