@@ -54,13 +54,4 @@ uint64_t tg_random_seed(void);
  * max_tools, stream a boolean... Fills err naming the field. */
 int tg_validate_chat_request(json_t *body, int max_tools, tg_error *err);
 
-/* A provider's error answer in the shape every OpenAI client reads,
- * {"error": {"message", "type", "param", "code"}}: NULL when the body has
- * that shape already (relay it as it came), else a new body (the caller
- * frees it, *outlen its length) whose message is the provider's message
- * (Gemini's [{"error": ...}], Mistral's and vLLM's top-level message,
- * FastAPI's detail, plain text) and whose error.provider_error keeps the
- * provider's whole JSON body. */
-char *tg_upstream_error_body(const char *body, size_t len, long status, size_t *outlen);
-
 #endif

@@ -864,3 +864,110 @@ int tg_completion_sse(json_t *resp, tg_buf *out)
     tg_buf_puts(out, "data: [DONE]\n\n");
     return 0;
 }
+
+/* ---- provider error bodies ---------------------------------------------- */
+
+static const char *error_type_for(long status)
+{
+    switch (status) {
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 429: return "rate_limit_error";
+    default: return status >= 400 && status < 500 ? "invalid_request_error" : "api_error";
+    }
+}
+
+/* The provider's message, type and code, wherever its shape keeps them. */
+static void find_error_parts(json_t *v, const char **msg, json_t **type, json_t **code,
+                             json_t **param, int depth)
+{
+    if (depth > 3 || !v)
+        return;
+    if (json_is_array(v)) {  /* Gemini: [{"error": {...}}] */
+        find_error_parts(json_array_get(v, 0), msg, type, code, param, depth + 1);
+        return;
+    }
+    if (!json_is_object(v))
+        return;
+    json_t *e = json_object_get(v, "error");
+    if (json_is_object(e)) {
+        find_error_parts(e, msg, type, code, param, depth + 1);
+    } else if (json_is_string(e) && !*msg) {
+        *msg = json_string_value(e);
+    }
+    json_t *m = json_object_get(v, "message");
+    if (!*msg && json_is_string(m))
+        *msg = json_string_value(m);
+    json_t *t = json_object_get(v, "type");
+    if (!json_is_string(t))
+        t = json_object_get(v, "status");  /* Gemini: "RESOURCE_EXHAUSTED" */
+    if (!*type && json_is_string(t) && strcmp(json_string_value(t), "error"))
+        *type = t;
+    json_t *c = json_object_get(v, "code");
+    if (!*code && (json_is_string(c) || json_is_integer(c)))
+        *code = c;
+    json_t *p = json_object_get(v, "param");
+    if (!*param && json_is_string(p))
+        *param = p;
+}
+
+char *tg_upstream_error_body(const char *body, size_t len, long status, size_t *outlen)
+{
+    json_t *v = json_loadb(body ? body : "", len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    json_t *e = json_object_get(v, "error");
+    if (json_is_object(e) && json_is_string(json_object_get(e, "message"))) {
+        json_decref(v);
+        return NULL;  /* OpenAI's shape already */
+    }
+    const char *msg = NULL;
+    json_t *type = NULL, *code = NULL, *param = NULL;
+    find_error_parts(v, &msg, &type, &code, &param, 0);
+    char *text = NULL;
+    json_t *detail = json_object_get(v, "detail");  /* FastAPI / pydantic */
+    if (!msg && detail) {
+        text = json_is_string(detail) ? strdup(json_string_value(detail))
+                                      : json_dumps(detail, JSON_COMPACT);
+        msg = text;
+    }
+    if (!msg && v) {
+        text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        msg = text;
+    }
+    json_t *out_msg;
+    if (msg && status >= 200 && status < 300) {
+        out_msg = json_sprintf("upstream answered %ld without a chat completion: %.2000s", status, msg);
+    } else if (msg) {
+        out_msg = json_string(msg);
+    } else {  /* not JSON: the provider's text (cut, made valid UTF-8) */
+        tg_buf b = {0};
+        tg_buf_printf(&b, "upstream answered %ld%s: ", status,
+                      status >= 200 && status < 300 ? " without a chat completion" : "");
+        size_t n = len > 2000 ? 2000 : len;
+        for (size_t i = 0; i < n; i++) {
+            unsigned char ch = (unsigned char)body[i];
+            char c = ch < 0x80 && (ch >= 0x20 || ch == '\n' || ch == '\t') ? (char)ch : '?';
+            tg_buf_append(&b, &c, 1);
+        }
+        out_msg = json_stringn(b.data ? b.data : "", b.len);
+        tg_buf_free(&b);
+    }
+    if (!out_msg)
+        out_msg = json_sprintf("upstream answered %ld", status);
+    bool ok_status = status >= 200 && status < 300;  /* a success with no answer in it */
+    json_t *tp = type ? json_incref(type)
+                      : json_string(ok_status ? "upstream_error" : error_type_for(status));
+    json_t *cd = code ? json_incref(code)
+                      : ok_status ? json_string("bad_upstream_response") : json_null();
+    json_t *err = json_pack("{s:o, s:o, s:O, s:o}", "message", out_msg, "type", tp, "param",
+                            param ? param : json_null(), "code", cd);
+    if (v)
+        json_object_set(err, "provider_error", v);
+    json_t *wrap = json_pack("{s:o}", "error", err);
+    free(text);
+    json_decref(v);
+    char *s = json_dumps(wrap, JSON_COMPACT);
+    json_decref(wrap);
+    *outlen = s ? strlen(s) : 0;
+    return s;
+}

@@ -69,6 +69,15 @@ int tg_repair_response(json_t *resp, struct tg_ctx *ctx);
  * may relay it without parsing. False means "parse and repair". */
 bool tg_repair_surely_plain(const struct tg_ctx *ctx, const char *body, size_t n);
 
+/* A provider's error answer in the shape every OpenAI client reads,
+ * {"error": {"message", "type", "param", "code"}}: NULL when the body has
+ * that shape already (relay it as it came), else a new body (the caller
+ * frees it, *outlen its length) whose message is the provider's message
+ * (Gemini's [{"error": ...}], Mistral's and vLLM's top-level message,
+ * FastAPI's detail, plain text) and whose error.provider_error keeps the
+ * provider's whole JSON body. */
+char *tg_upstream_error_body(const char *body, size_t len, long status, size_t *outlen);
+
 /* A whole chat.completion (already repaired) as the stream it would have
  * been: per choice a role/content chunk, one chunk with all its tool calls,
  * a finish chunk (usage on the last), then [DONE]; appended to out as SSE

@@ -839,6 +839,36 @@ static bool recover_error(tg_stream *s, const json_t *chunk, tg_buf *out)
     return true;
 }
 
+/* An upstream error event, in any provider's shape: {"error": {...}} (not
+ * "error": null), Mistral's and vLLM's {"object": "error", "message"}, or
+ * Gemini's [{"error": ...}] (an array, so not an object at all). */
+static bool is_error_event(const json_t *chunk)
+{
+    const json_t *e = json_object_get(chunk, "error");
+    if (e && !json_is_null(e))
+        return true;
+    const char *obj = json_string_value(json_object_get(chunk, "object"));
+    return !json_object_get(chunk, "choices") &&
+           ((obj && !strcmp(obj, "error")) || json_is_string(json_object_get(chunk, "message")));
+}
+
+/* Forwards an error event in OpenAI's shape, which is what clients raise
+ * with the message (openai-node reads data.error.message); other data it
+ * cannot judge goes as it came. */
+static void send_error_event(tg_buf *out, const char *data, size_t len, bool json)
+{
+    size_t n = 0;
+    char *norm = json ? tg_upstream_error_body(data, len, 500, &n) : NULL;
+    if (!norm) {
+        send_raw(out, data, len);
+        return;
+    }
+    tg_buf_puts(out, "data: ");
+    tg_buf_append(out, norm, n);
+    tg_buf_puts(out, "\n\n");
+    free(norm);
+}
+
 void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
     if (s->done)
@@ -864,11 +894,10 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
         json_decref(chunk);
         return;
     }
-    json_t *error = json_object_get(chunk, "error");
-    if (!json_is_object(chunk) || (error && !json_is_null(error))) {  /* "error": null is none */
+    if (!json_is_object(chunk) || is_error_event(chunk)) {
         if (chunk)
             s->saw_error = true;
-        send_raw(out, data, len);  /* not ours to judge */
+        send_error_event(out, data, len, chunk != NULL);
         json_decref(chunk);
         return;
     }
