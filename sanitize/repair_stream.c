@@ -90,6 +90,7 @@ struct tg_stream {
     bool finished;    /* a finish_reason came this round */
     bool done;        /* [DONE] (or the terminal error) went to the agent */
     bool saw_error;   /* upstream sent an error event */
+    tg_buf bad_event; /* the first event that was not JSON (its start) */
     bool raw_sent;    /* a chunk went out unparsed: its choices had their role */
     bool hold;        /* discovery: finish and [DONE] wait for tg_stream_end */
     json_t *held_finish;  /* choice indexes whose finish is held */
@@ -737,10 +738,16 @@ static void send_truncated(tg_stream *s, bool transport_error, tg_buf *out)
                 tg_rr_fail(s->ctx, "R26", c->calls[j].name, NULL);
     }
     if (!s->saw_error) {
-        json_t *e = json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message",
-                              transport_error ? "upstream stream broke before it finished"
-                                              : "upstream stream ended without a finish_reason",
+        tg_buf m = {0};
+        tg_buf_puts(&m, transport_error ? "upstream stream broke before it finished"
+                                        : "upstream stream ended without a finish_reason");
+        if (s->bad_event.len) {  /* most likely the event it was cut in */
+            tg_buf_puts(&m, "; it sent an event that is not JSON: ");
+            tg_buf_append(&m, s->bad_event.data, s->bad_event.len);
+        }
+        json_t *e = json_pack("{s:{s:s%, s:s, s:n, s:s}}", "error", "message", m.data, m.len,
                               "type", "upstream_error", "param", "code", "stream_truncated");
+        tg_buf_free(&m);
         send_json(out, e);
         json_decref(e);
     }
@@ -790,6 +797,15 @@ static bool surely_plain(const tg_stream *s, const char *d, size_t n)
                 return false;
     }
     if (find(d, e, "tool_calls") || find(d, e, "\"error\""))
+        return false;
+    /* an event cut short (the last of a broken stream) must take the
+     * parse; one that still ends in a brace is left to the client */
+    const char *first = d, *last = e - 1;
+    while (first < e && (*first == ' ' || *first == '\t'))
+        first++;
+    while (last > first && (*last == ' ' || *last == '\t' || *last == '\r' || *last == '\n'))
+        last--;
+    if (first >= e || *first != '{' || *last != '}')
         return false;
     for (const char *p = find(d, e, "\"finish_reason\""); p;
          p = find(p + 1, e, "\"finish_reason\"")) {
@@ -855,10 +871,10 @@ static bool is_error_event(const json_t *chunk)
 /* Forwards an error event in OpenAI's shape, which is what clients raise
  * with the message (openai-node reads data.error.message); other data it
  * cannot judge goes as it came. */
-static void send_error_event(tg_buf *out, const char *data, size_t len, bool json)
+static void send_error_event(tg_buf *out, const char *data, size_t len)
 {
     size_t n = 0;
-    char *norm = json ? tg_upstream_error_body(data, len, 500, &n) : NULL;
+    char *norm = tg_upstream_error_body(data, len, 500, &n);
     if (!norm) {
         send_raw(out, data, len);
         return;
@@ -890,14 +906,29 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
         return;
     }
     json_t *chunk = tg_json_load(data, len, JSON_ALLOW_NUL, NULL);
+    if (!chunk) {  /* a byte that is not UTF-8 (a provider's Latin-1) must not
+                    * cost the chunk its repairs: U+FFFD in its place */
+        tg_buf fixed = {0};
+        if (tg_buf_put_valid_utf8(&fixed, data, len))
+            chunk = tg_json_load(fixed.data, fixed.len, JSON_ALLOW_NUL, NULL);
+        tg_buf_free(&fixed);
+    }
     if (json_is_object(chunk) && !s->finished && recover_error(s, chunk, out)) {
         json_decref(chunk);
         return;
     }
+    if (!chunk) {
+        /* Garbage, or the event a cut stream ended in: not relayed (a
+         * client dies on half an object without saying why); an answer
+         * that then finishes loses nothing, one that does not says it in
+         * its truncation error. */
+        if (!s->bad_event.len)
+            tg_buf_put_valid_utf8(&s->bad_event, data, len > 300 ? 300 : len);
+        return;
+    }
     if (!json_is_object(chunk) || is_error_event(chunk)) {
-        if (chunk)
-            s->saw_error = true;
-        send_error_event(out, data, len, chunk != NULL);
+        s->saw_error = true;
+        send_error_event(out, data, len);
         json_decref(chunk);
         return;
     }
@@ -1024,6 +1055,7 @@ void tg_stream_free(tg_stream *s)
         tg_buf_free(&s->ch[i].content);
     }
     free(s->ch);
+    tg_buf_free(&s->bad_event);
     json_decref(s->last);
     json_decref(s->held_finish);
     json_decref(s->held_usage);

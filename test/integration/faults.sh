@@ -80,6 +80,32 @@ OAI='{"error":{"message":"Invalid value","type":"invalid_request_error","param":
 st=$(fx openai 400 application/json "$OAI")
 expect_eq "an OpenAI-shaped error is relayed byte for byte" "400 $OAI" "$st $(cat "$TG_TMP/fx-openai.out")"
 
+# ---- events toolgate cannot parse as they came ----------------------------------
+# A Latin-1 byte in a call's arguments (U+FFFD in its place, the call still
+# repaired and finished), and a stream cut in the middle of an event (not
+# relayed half-parsed; the truncation error quotes it).
+printf 'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"id":"call_1","function":{"name":"get_weather","arguments":"{\\"location\\":\\"Z\374rich\\"}"}}]},"finish_reason":null}]}\n\ndata: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n' >"$TG_TMP/latin1.sse"
+TOOLS='"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}]'
+curl -s -N -m 10 -H 'Content-Type: application/json' -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/latin1.sse" \
+    --data-binary "{\"model\":\"gpt-4o\",\"stream\":true,$MSG,$TOOLS}" "$TG_URL/v1/chat/completions" >"$TG_TMP/latin1.out"
+check "a Latin-1 byte in arguments: the call keeps its index, U+FFFD in place, finish tool_calls (R10)" "$PY" -c '
+import json, sys
+ev = [json.loads(l[6:]) for l in open(sys.argv[1], encoding="utf-8") if l.startswith("data: {")]
+calls = [tc for e in ev for c in e.get("choices", []) for tc in c["delta"].get("tool_calls", [])]
+fins = [c["finish_reason"] for e in ev for c in e.get("choices", []) if c.get("finish_reason")]
+assert len(calls) == 1 and calls[0]["index"] == 0 and json.loads(calls[0]["function"]["arguments"]) == {"location": "Z\ufffdrich"}, calls
+assert fins == ["tool_calls"], fins' "$TG_TMP/latin1.out"
+printf 'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}\n\ndata: {"id":"c1","choices":[{"index":0,"delta":{"content":"the' >"$TG_TMP/cut.sse"
+curl -s -N -m 10 -H 'Content-Type: application/json' -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/cut.sse" \
+    --data-binary "{\"model\":\"gpt-4o\",\"stream\":true,$MSG}" "$TG_URL/v1/chat/completions" >"$TG_TMP/cut.out"
+check "a stream cut mid-event: no half event relayed, one error quoting it, then [DONE]" "$PY" -c '
+import json, sys
+data = [l[6:].strip() for l in open(sys.argv[1]) if l.startswith("data: ")]
+assert data[-1] == "[DONE]", data
+ev = [json.loads(d) for d in data[:-1]]
+errs = [e for e in ev if "error" in e]
+assert len(errs) == 1 and errs[0] is ev[-1] and "not JSON" in errs[0]["error"]["message"], ev' "$TG_TMP/cut.out"
+
 # ---- garbage from upstream ---------------------------------------------------
 code=$(chat "$TG_TMP/g" "{\"model\":\"gpt-4o\",$MSG}" -H 'X-Mock: garbage')
 expect_eq "garbage JSON from upstream: 502" 502 "$code"
