@@ -95,6 +95,13 @@ calls = [tc for e in ev for c in e.get("choices", []) for tc in c["delta"].get("
 fins = [c["finish_reason"] for e in ev for c in e.get("choices", []) if c.get("finish_reason")]
 assert len(calls) == 1 and calls[0]["index"] == 0 and json.loads(calls[0]["function"]["arguments"]) == {"location": "Z\ufffdrich"}, calls
 assert fins == ["tool_calls"], fins' "$TG_TMP/latin1.out"
+printf '{"id":"r1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","function":{"name":"get_weather","arguments":"{\\"location\\":\\"Z\374rich\\"}"}}]},"finish_reason":"stop"}]}' >"$TG_TMP/latin1.json"
+st=$(chat "$TG_TMP/latin1w.out" "{\"model\":\"gpt-4o\",$MSG,$TOOLS}" -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/latin1.json")
+check "the same whole: 200, repaired (type, finish tool_calls), not a 502" "$PY" -c '
+import json, sys
+assert sys.argv[2] == "200", sys.argv[2]
+c = json.load(open(sys.argv[1], encoding="utf-8"))["choices"][0]
+assert c["finish_reason"] == "tool_calls" and c["message"]["tool_calls"][0]["type"] == "function", c' "$TG_TMP/latin1w.out" "$st"
 printf 'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}\n\ndata: {"id":"c1","choices":[{"index":0,"delta":{"content":"the' >"$TG_TMP/cut.sse"
 curl -s -N -m 10 -H 'Content-Type: application/json' -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/cut.sse" \
     --data-binary "{\"model\":\"gpt-4o\",\"stream\":true,$MSG}" "$TG_URL/v1/chat/completions" >"$TG_TMP/cut.out"
