@@ -1117,6 +1117,22 @@ static json_t *rw_children_array(walk *w, json_t *arr, const char *ptr, const ch
 
 /* Gemini rule 27: a node with anyOf carries nothing type-specific; push
  * those keys into each branch. */
+/* anyOf branches that only add to their parent ({required: [k]}, {properties:
+ * {...}} with no type): on strict targets each branch must stand alone. */
+static bool partial_branches(json_t *n)
+{
+    size_t i;
+    json_t *b;
+    if (!json_object_get(n, "type"))
+        return false;
+    json_array_foreach(json_object_get(n, "anyOf"), i, b) {
+        if (json_is_object(b) && !json_object_get(b, "type") && !json_object_get(b, "$ref") &&
+            !json_object_get(b, "anyOf") && !json_object_get(b, "enum") && !json_object_get(b, "const"))
+            return true;
+    }
+    return false;
+}
+
 static void push_into_branches(walk *w, json_t *n, const char *ptr)
 {
     static const char *const pushed[] = {"type", "items", "properties", "required", "enum",
@@ -1134,11 +1150,23 @@ static void push_into_branches(walk *w, json_t *n, const char *ptr)
         size_t i;
         json_t *b;
         json_array_foreach(any, i, b) {
-            if (json_is_object(b) && !json_object_get(b, *k) && !json_object_get(b, "$ref")) {
-                json_t *nb = json_copy(b);
+            if (!json_is_object(b) || json_object_get(b, "$ref"))
+                continue;
+            json_t *have = json_object_get(b, *k);
+            json_t *nb = NULL;
+            if (!have) {
+                nb = json_copy(b);
                 json_object_set(nb, *k, v);
-                json_array_set_new(any, i, nb);
+            } else if ((!strcmp(*k, "properties") && json_is_object(have) && json_is_object(v)) ||
+                       (!strcmp(*k, "required") && json_is_array(have) && json_is_array(v))) {
+                /* the parent's properties and required bind every branch */
+                nb = json_copy(b);
+                json_t *src = json_pack("{s:O}", *k, v);
+                merge_into(w, nb, src, 0);
+                json_decref(src);
             }
+            if (nb)
+                json_array_set_new(any, i, nb);
         }
         json_object_del(n, *k);
         moved = true;
@@ -1314,7 +1342,7 @@ static void resolve_unions(walk *w, json_t *n, json_t *in, const char *ptr, node
         json_array_clear(nt->types);
         json_array_clear(nt->nonnull);
     }
-    if (nt->has_any && (f & TG_SR_OPENAPI_SUBSET)) {
+    if (nt->has_any && ((f & TG_SR_OPENAPI_SUBSET) || ((f & TG_SR_STRICT) && partial_branches(n)))) {
         push_into_branches(w, n, ptr);
         json_array_clear(nt->types);
         json_array_clear(nt->nonnull);
