@@ -25,6 +25,7 @@
  * tg_schema_inverse_apply (way back) and tg_schema_inverse_forward (tests)
  * read that tree and live at the end of this file, beside the rewrites.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,11 @@ static json_t *resolve_ref(const walk *w, const char *ref)
             if (p[0] == '~' && (p[1] == '0' || p[1] == '1')) {
                 seg[n++] = p[1] == '0' ? '~' : '/';
                 p += 2;
+            } else if (p[0] == '%' && isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2])) {
+                /* a URI fragment: "#/$defs/x%20y" names $defs["x y"] */
+                char hex[3] = {p[1], p[2], '\0'};
+                seg[n++] = (char)strtol(hex, NULL, 16);
+                p += 3;
             } else {
                 seg[n++] = *p++;
             }
