@@ -1567,6 +1567,33 @@ static void finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_ob
     }
 }
 
+/* An enum sent as strings is a string node: number bounds no longer fit it
+ * (their values are in the enum anyway), and a default that is not a
+ * string is sent as the string the enum spells it with. */
+static void retype_enum_keys(walk *w, json_t *out, const char *ptr)
+{
+    static const char *const numeric[] = {"minimum", "maximum", "exclusiveMinimum",
+                                          "exclusiveMaximum", "multipleOf", NULL};
+    for (const char *const *k = numeric; *k; k++) {
+        json_t *v = json_object_get(out, *k);
+        if (v) {
+            note(w, ptr, "enum-as-strings-drops-bound", v, NULL);
+            json_object_del(out, *k);
+        }
+    }
+    json_t *d = json_object_get(out, "default");
+    if (d && !json_is_string(d)) {
+        char *t = json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY);
+        json_t *now = t ? json_string(t) : NULL;
+        free(t);
+        note(w, ptr, "enum-as-strings-default", d, now);
+        if (now)
+            json_object_set_new(out, "default", now);
+        else
+            json_object_del(out, "default");
+    }
+}
+
 /* One schema node: normalise, decide, emit. Returns the new node; *inv gets
  * its inverse tree or NULL. */
 static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
@@ -1626,6 +1653,8 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
     bool is_array = single && !strcmp(single, "array");
     int myobj = objdepth + (is_object ? 1 : 0);
     emit_keys(w, n, out, myinv, hints, &nt, ptr, depth, myobj);
+    if (nt.enum_node)
+        retype_enum_keys(w, out, ptr);
     if (is_object || json_object_get(n, "properties") || (root && (f & TG_SR_ROOT_OBJECT)) ||
         ((f & TG_SR_REQUIRED) && json_object_get(n, "required")))
         emit_properties(w, n, out, myinv, hints, ptr, depth, myobj);
