@@ -2,6 +2,8 @@
  * moves the tail down, which is cheap because readers drain whole events. */
 #include "buf.h"
 
+#include <stdint.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,37 +142,36 @@ char *tg_buf_steal(tg_buf *b, size_t *len)
     return p;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+size_t tg_utf8_len(const unsigned char *p, const unsigned char *end)
 {
-    unsigned char c = s[0];
-    size_t len;
-    unsigned long cp;
+    unsigned c = p[0];
+    size_t n;
+    uint32_t cp;
     if (c < 0x80)
         return 1;
     if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
+        n = 2;
         cp = c & 0x1F;
     } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
+        n = 3;
         cp = c & 0x0F;
     } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
+        n = 4;
         cp = c & 0x07;
     } else {
         return 0;
     }
-    if (n < len)
+    if ((size_t)(end - p) < n)
         return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
             return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
+        cp = (cp << 6) | (p[i] & 0x3F);
     }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
-    return len;
+    return n;
 }
 
 size_t tg_buf_put_valid_utf8(tg_buf *b, const char *s, size_t n)
@@ -178,7 +179,7 @@ size_t tg_buf_put_valid_utf8(tg_buf *b, const char *s, size_t n)
     const unsigned char *u = (const unsigned char *)s;
     size_t bad = 0, i = 0, run = 0;
     while (i < n) {
-        size_t k = utf8_seq(u + i, n - i);
+        size_t k = tg_utf8_len(u + i, u + n);
         if (k) {
             i += k;
             continue;

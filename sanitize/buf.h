@@ -16,6 +16,10 @@ int tg_buf_append(tg_buf *b, const void *p, size_t n);
 int tg_buf_puts(tg_buf *b, const char *s);
 /* Append code point cp (at most U+10FFFF) encoded as UTF-8. */
 int tg_buf_put_utf8(tg_buf *b, unsigned long cp);
+/* Length of the valid UTF-8 sequence at p (1 for ASCII), or 0 when the
+ * bytes from p to end do not start one (overlong, surrogate, past
+ * U+10FFFF, cut). */
+size_t tg_utf8_len(const unsigned char *p, const unsigned char *end);
 /* Appends s[0..n) with every byte that is not part of a valid UTF-8
  * sequence (overlong, surrogate, past U+10FFFF, cut) replaced by U+FFFD;
  * returns how many were replaced. */

@@ -35,37 +35,6 @@ static void skip_ws(reader *r)
         r->p++;
 }
 
-/* Length of the valid UTF-8 sequence at p (first byte >= 0x80), or 0. */
-static size_t utf8_len(const unsigned char *p, const unsigned char *end)
-{
-    unsigned c = p[0];
-    size_t n;
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if ((size_t)(end - p) < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
-}
-
 static int hex4(const char *p, unsigned long *out)
 {
     unsigned long v = 0;
@@ -142,7 +111,7 @@ static bool read_string_bytes(reader *r, const char **s, size_t *n)
         }
         if (*p == '\\')
             break;
-        size_t k = utf8_len(p, end);
+        size_t k = tg_utf8_len(p, end);
         if (!k)
             return false;
         p += k;
@@ -173,7 +142,7 @@ static bool read_string_bytes(reader *r, const char **s, size_t *n)
                 return false;
             continue;
         }
-        size_t k = utf8_len(q, end);
+        size_t k = tg_utf8_len(q, end);
         if (!k)
             return false;
         tg_buf_append(b, q, k);

@@ -169,6 +169,30 @@ static void test_u_escape(void **state)
         assert_int_equal(tg_json_u_escape(bad[i], bad[i] + strlen(bad[i]), &cp), -1);
 }
 
+/* Bytes that are not UTF-8 become U+FFFD one by one; valid text, including
+ * 4-byte sequences, is copied as it is. */
+static void test_valid_utf8(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+        size_t bad;
+    } cases[] = {
+        {"caf\xc3\xa9 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xf0\x9f\x98\x80", 0},
+        {"Z\xfcrich", "Z\xef\xbf\xbdrich", 1},                   /* Latin-1 */
+        {"\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd", 2},             /* overlong */
+        {"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", 3}, /* surrogate */
+        {"ab\xe2\x82", "ab\xef\xbf\xbd\xef\xbf\xbd", 2},         /* cut */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tg_buf b = {0};
+        assert_int_equal(tg_buf_put_valid_utf8(&b, cases[i].in, strlen(cases[i].in)), cases[i].bad);
+        assert_int_equal(b.len, strlen(cases[i].out));
+        assert_memory_equal(b.data, cases[i].out, b.len);
+        tg_buf_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_writer_edges),
         cmocka_unit_test(test_depth_limit),
         cmocka_unit_test(test_u_escape),
+        cmocka_unit_test(test_valid_utf8),
     };
     return cmocka_run_group_tests_name("jsonio", tests, NULL, NULL);
 }
