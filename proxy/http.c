@@ -300,7 +300,7 @@ static bool chosen_tool_missing(json_t *body, json_t *choice)
     return true;
 }
 
-int tg_validate_chat_request(json_t *body, int max_tools, tg_error *err)
+int tg_validate_chat_request(json_t *body, int max_tools, bool tools_checked, tg_error *err)
 {
     if (!json_is_object(body)) {
         tg_error_set(err, 400, "invalid_request_error", "invalid_type", NULL,
@@ -340,7 +340,7 @@ int tg_validate_chat_request(json_t *body, int max_tools, tg_error *err)
             return -1;
         }
         json_array_foreach(v, i, m) {
-            if (validate_tool(m, i, err))
+            if (!tools_checked && validate_tool(m, i, err))
                 return -1;
         }
     }

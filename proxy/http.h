@@ -51,7 +51,9 @@ uint64_t tg_random_seed(void);
 
 /* The shape checks a chat request must pass before any stage runs: an
  * object with a messages array, a string model, tools an array of at most
- * max_tools, stream a boolean... Fills err naming the field. */
-int tg_validate_chat_request(json_t *body, int max_tools, tg_error *err);
+ * max_tools, stream a boolean... Fills err naming the field. tools_checked:
+ * this very tools array passed before (the worker's cache knows it), so its
+ * entries are not walked again. */
+int tg_validate_chat_request(json_t *body, int max_tools, bool tools_checked, tg_error *err);
 
 #endif

@@ -169,7 +169,7 @@ static int cmd_rewrite(const char *conf_path, const char *route_name, const char
     /* serve checks the request's shape before the stages: so does this */
     json_t *shape = json_loadb(raw.data ? raw.data : "", raw.len,
                                JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
-    bool bad = shape && tg_validate_chat_request(shape, c ? c->max_tools : 0, &err);
+    bool bad = shape && tg_validate_chat_request(shape, c ? c->max_tools : 0, false, &err);
     json_decref(shape);
     if (bad || tg_pipeline_request_raw(raw.data, raw.len, &ctx, &body, &out, &err)) {
         char *e = tg_error_body(&err);

@@ -1123,10 +1123,17 @@ static int prepare_chat(tg_req *r, const tg_route *by_prefix)
         return -1;
     }
     r->json = body;
-    if (tg_validate_chat_request(body, c->max_tools, &err)) {
+    /* An agent resends its tool list every turn: once a list (by its bytes'
+     * hash) has passed, its entries are not walked again. */
+    json_t *ok = r->tools_hash ? tg_cache_get(r->w->cache, "toolsok", r->tools_hash) : NULL;
+    bool checked = ok != NULL;
+    json_decref(ok);
+    if (tg_validate_chat_request(body, c->max_tools, checked, &err)) {
         set_error_from(r, &err);
         return -1;
     }
+    if (r->tools_hash && !checked)
+        tg_cache_put(r->w->cache, "toolsok", r->tools_hash, json_true(), 16);
     const char *model = json_string_value(json_object_get(body, "model"));
     r->route = by_prefix ? by_prefix : (model ? tg_route_by_model(c, model) : NULL);
     if (!r->route) {

@@ -147,6 +147,13 @@ assert sys.argv[2] == "200", sys.argv[2]
 up = json.loads(json.load(open(sys.argv[1]))["body"])
 assert up["messages"][0]["content"] == "bytes: a\0b", up' "$TG_TMP/last" "$st"
 
+# A tool list that failed its check fails again when resent: only lists
+# that passed are remembered as checked.
+BADT='{"model":"gpt-4o","messages":[],"tools":[{"type":"function","function":{"name":"a"}},{"type":"function"}]}'
+expect_eq "a bad tool list is refused every time it is sent (400 tools[1].function twice)" \
+    "400 tools[1].function 400 tools[1].function" \
+    "$(chat "$B" "$BADT") $(json_get "$B" error.param) $(chat "$B" "$BADT") $(json_get "$B" error.param)"
+
 # toolgate's own errors, OpenAI-shaped, and nothing sent upstream.
 mock_reset
 st=$(chat "$B" '{"model":"no-such-model-xyz","messages":[]}')

@@ -15,7 +15,7 @@ static int validate(const char *json, tg_error *err)
 {
     json_t *j = json_loads(json, 0, NULL);
     assert_non_null(j);
-    int rc = tg_validate_chat_request(j, 3, err);
+    int rc = tg_validate_chat_request(j, 3, false, err);
     json_decref(j);
     return rc;
 }
