@@ -475,7 +475,12 @@ static json_t *lower_type_name(json_t *t)
     static const char *const names[] = {"string", "number", "integer", "boolean",
                                         "object", "array", "null", NULL};
     const char *s = json_string_value(t);
-    for (const char *const *nm = names; s && *nm; nm++)
+    bool upper = false;  /* nearly every schema spells types in lower case */
+    for (const char *c = s; c && *c && !upper; c++)
+        upper = *c >= 'A' && *c <= 'Z';
+    if (!upper)
+        return NULL;
+    for (const char *const *nm = names; *nm; nm++)
         if (strcmp(s, *nm) && !strcasecmp(s, *nm))
             return json_string(*nm);
     return NULL;
