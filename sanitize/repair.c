@@ -594,8 +594,12 @@ keep:
 
 /* --- whole answers -------------------------------------------------------- */
 
-/* R12: calls written into content; returns how many were recovered. */
-static size_t text_calls(tg_ctx *ctx, json_t *msg, json_t *calls, uint64_t seed, json_t *ids)
+/* R12: calls written into content; returns how many were recovered. An
+ * answer cut by the token limit (cut) keeps a call whose markup never
+ * closed as the text it is: its arguments may be missing, and a truncated
+ * command must not run. */
+static size_t text_calls(tg_ctx *ctx, json_t *msg, json_t *calls, uint64_t seed, json_t *ids,
+                         bool cut)
 {
     json_t *content = json_object_get(msg, "content");
     if (!json_is_string(content) || !tg_rr_text_calls_on(ctx))
@@ -603,8 +607,11 @@ static size_t text_calls(tg_ctx *ctx, json_t *msg, json_t *calls, uint64_t seed,
     tg_buf rest = {0};
     json_t *found = json_array();
     bool at_start = true;
-    tg_text_scan(ctx, json_string_value(content), json_string_length(content), true, &at_start,
-                 &rest, found);
+    const char *text = json_string_value(content);
+    size_t len = json_string_length(content);
+    size_t used = tg_text_scan(ctx, text, len, !cut, &at_start, &rest, found);
+    if (used < len)  /* cut: the unclosed tail, as it came */
+        tg_buf_append(&rest, text + used, len - used);
     size_t n = 0;
     if (json_array_size(found)) {
         json_t *oc = json_array();
@@ -649,7 +656,8 @@ static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
         }
     }
     tg_rr_flatten_content(ctx, msg);
-    n += text_calls(ctx, msg, calls, seed, ids);
+    const char *fin = json_string_value(json_object_get(choice, "finish_reason"));
+    n += text_calls(ctx, msg, calls, seed, ids, fin && !strcmp(fin, "length"));
     if (n > 0) {
         json_object_set(msg, "tool_calls", calls);
         json_t *content = json_object_get(msg, "content");
