@@ -1123,6 +1123,13 @@ static void apply_renames(walk *w, json_t *body)
     }
 }
 
+static bool json_only_beside_tools(json_t *body, const char *key, json_t *val)
+{
+    const char *t = json_string_value(json_object_get(val, "type"));
+    return !strcmp(key, "response_format") && t && !strcmp(t, "json_object") &&
+           json_array_size(json_object_get(body, "tools")) > 0;
+}
+
 static void clean_top(walk *w, json_t *body)
 {
     const char *key;
@@ -1139,6 +1146,10 @@ static void clean_top(walk *w, json_t *body)
             drop_key(w, body, key, val, "marker", "section 4.1");
         else if (!strcmp(key, "messages"))
             continue;
+        else if (top && w->row == &presets[TG_D_GROQ] && json_only_beside_tools(body, key, val))
+            /* Groq: "response_format json_object cannot be combined with
+             * tool/function calling" (section 4): the tools win */
+            drop_key(w, body, key, val, "json-object-with-tools", "section 4 groq");
         else if (top && w->row->top_allow && !in_list(w->row->top_allow, key))
             drop_key(w, body, key, val, "top-level", w->row->top_rule);
         else if (top && in_list(w->row->top_deny, key))
