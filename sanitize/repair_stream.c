@@ -459,13 +459,21 @@ static json_t *scan_content(tg_stream *s, schoice *c, const char *t, size_t n, b
     return out;
 }
 
-static void flush_choice(tg_stream *s, schoice *c, json_t *events)
+/* Sends what the choice still holds. cut (finish "length"): markup that
+ * never closed goes as the text it is, not as a call whose arguments may
+ * be missing (a truncated command must not run). */
+static void flush_choice(tg_stream *s, schoice *c, json_t *events, bool cut)
 {
     if (s->r12 && c->held.len) {
         json_t *calls = json_array();
-        json_t *text = scan_content(s, c, "", 0, true, calls);
+        json_t *text = scan_content(s, c, "", 0, !cut, calls);
         if (text)
             queue_delta(s, c, events, json_pack("{s:o}", "content", text), NULL);
+        if (cut && c->held.len) {
+            queue_delta(s, c, events, json_pack("{s:s%}", "content", c->held.data, c->held.len),
+                        NULL);
+            tg_buf_reset(&c->held);
+        }
         if (json_array_size(calls))
             queue_calls(s, c, calls, events);
         else
@@ -603,7 +611,7 @@ static void queue_rest(tg_stream *s, schoice *c, const json_t *ch, json_t *delta
  * or the finish waits for tg_stream_end (discovery). */
 static void finish_choice(tg_stream *s, schoice *c, const char *f, json_t *events)
 {
-    flush_choice(s, c, events);
+    flush_choice(s, c, events, !strcmp(f, "length"));
     c->finished = true;
     s->finished = true;
     snprintf(c->finish_buf, sizeof c->finish_buf, "%s", f);
@@ -844,7 +852,7 @@ static bool recover_error(tg_stream *s, const json_t *chunk, tg_buf *out)
     }
     tg_rr_note(s->ctx, "R27", NULL, err, calls);
     json_t *events = json_array();
-    flush_choice(s, c, events);
+    flush_choice(s, c, events, false);
     queue_fixed(s, c, calls, events);
     queue_delta(s, c, events, json_object(), tg_rr_finish(s->ctx, "tool_calls", c->next_out));
     c->finished = s->finished = true;
