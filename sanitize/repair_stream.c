@@ -27,7 +27,9 @@
  * only from a byte that could start tool-call markup until that is decided
  * (repair_text.c).
  *
- * Ends: finish_reason is made consistent with the calls sent (R10, R11) and
+ * Ends: a finish_reason that comes while a call's arguments are still open
+ * waits for them (some providers send fragments after it) or for the end of
+ * the stream. It is made consistent with the calls sent (R10, R11) and
  * goes out after the last call; usage rides on the finish chunk (R22) or is
  * forwarded alone (R21). A stream that ends without a finish_reason gets an
  * error event and [DONE] (R26), never a fake stop; calls still pending then
@@ -75,6 +77,8 @@ typedef struct schoice {
     bool finished;
     const char *finish;  /* upstream finish_reason (static copy below) */
     char finish_buf[32];
+    char deferred[32];   /* a finish that came while a call's arguments were
+                            still open: applied when they close, or at the end */
     tg_buf held;      /* R12: content not decided yet */
     bool at_start;
     tg_buf content;   /* this round's content, for discovery */
@@ -609,7 +613,45 @@ static void queue_rest(tg_stream *s, schoice *c, const json_t *ch, json_t *delta
 
 /* finish_reason f arrived: every call goes out, then the finish (R10/R11),
  * or the finish waits for tg_stream_end (discovery). */
+/* A call whose arguments have begun and are not yet whole JSON. */
+static bool has_open_call(const schoice *c)
+{
+    for (size_t i = 0; i < c->ncalls; i++)
+        if (!c->calls[i].sent && c->calls[i].args.len && !args_complete(&c->calls[i]))
+            return true;
+    return false;
+}
+
+static void finish_now(tg_stream *s, schoice *c, const char *f, json_t *events);
+
+/* finish_reason f arrived. Some providers still send argument fragments
+ * after it: while a call's arguments are open the finish waits (for them
+ * to close, or for the end of the stream) instead of cutting the call. */
 static void finish_choice(tg_stream *s, schoice *c, const char *f, json_t *events)
+{
+    if (has_open_call(c)) {
+        snprintf(c->deferred, sizeof c->deferred, "%s", f);
+        return;
+    }
+    finish_now(s, c, f, events);
+}
+
+/* The finishes still waiting: now (the stream ends), or where their calls
+ * have closed (force false). */
+static void release_finishes(tg_stream *s, bool force, json_t *events)
+{
+    for (size_t i = 0; i < s->nch; i++) {
+        schoice *c = &s->ch[i];
+        if (!c->deferred[0] || (!force && has_open_call(c)))
+            continue;
+        char f[32];
+        snprintf(f, sizeof f, "%s", c->deferred);
+        c->deferred[0] = '\0';
+        finish_now(s, c, f, events);
+    }
+}
+
+static void finish_now(tg_stream *s, schoice *c, const char *f, json_t *events)
 {
     flush_choice(s, c, events, !strcmp(f, "length"));
     c->finished = true;
@@ -697,6 +739,7 @@ static void on_chunk(tg_stream *s, json_t *chunk, const char *raw, size_t len, t
     }
     json_t *events = json_array();
     json_array_foreach(choices, i, ch) if (json_is_object(ch)) do_choice(s, ch, events);
+    release_finishes(s, false, events);
     if (usage && s->hold) {  /* goes out with the held finish */
         json_decref(s->held_usage);
         s->held_usage = json_incref(usage);
@@ -893,11 +936,23 @@ static void send_error_event(tg_buf *out, const char *data, size_t len)
     free(norm);
 }
 
+/* The stream ends: finishes still waiting for their calls go now. */
+static void send_released(tg_stream *s, tg_buf *out)
+{
+    json_t *events = json_array();
+    release_finishes(s, true, events);
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e) send_json(out, e);
+    json_decref(events);
+}
+
 void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
     if (s->done)
         return;
     if (len == 6 && !memcmp(data, "[DONE]", 6)) {
+        send_released(s, out);
         if (!s->finished) {
             send_truncated(s, false, out);  /* R26 */
         } else if (!s->hold) {
@@ -983,6 +1038,7 @@ static void new_round(tg_stream *s)
         tg_buf_reset(&s->ch[i].content);
         tg_buf_reset(&s->ch[i].held);
         s->ch[i].finished = false;
+        s->ch[i].deferred[0] = '\0';
         s->ch[i].at_start = true;
     }
     s->finished = s->hold = false;
@@ -1002,6 +1058,7 @@ int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next
     *next_body = NULL;
     if (s->done)
         return 0;
+    send_released(s, out);
     if (!s->finished) {
         send_truncated(s, transport_error, out);
         return 0;
