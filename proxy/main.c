@@ -166,12 +166,18 @@ static int cmd_rewrite(const char *conf_path, const char *route_name, const char
     json_t *body = NULL;
     tg_buf out = {0};
     int rc = 0;
-    /* serve checks the request's shape before the stages: so does this */
-    json_t *shape = json_loadb(raw.data ? raw.data : "", raw.len,
-                               JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
-    bool bad = shape && tg_validate_chat_request(shape, c ? c->max_tools : 0, false, &err);
-    json_decref(shape);
-    if (bad || tg_pipeline_request_raw(raw.data, raw.len, &ctx, &body, &out, &err)) {
+    /* serve's steps: one parse, the shape checks, the stages, the dump */
+    size_t tools_bytes = 0;
+    body = tg_request_parse(raw.data ? raw.data : "", raw.len, cache, c ? c->max_depth : 0,
+                            &ctx.tools_hash, &tools_bytes, &err);
+    ctx.stats.tools_bytes_in = tools_bytes;
+    bool ok = body && !tg_validate_chat_request(body, c ? c->max_tools : 0, false, &err) &&
+              !tg_pipeline_request(body, &ctx, &err);
+    if (ok && tg_request_dump(body, &ctx, &out)) {
+        tg_error_set(&err, 500, "server_error", NULL, NULL, "out of memory");
+        ok = false;
+    }
+    if (!ok) {
         char *e = tg_error_body(&err);
         fprintf(stderr, "toolgate: rejected (%d): %s\n", err.status, e);
         free(e);
