@@ -781,13 +781,7 @@ static void finish_whole(tg_req *r)
         set_answer(r, (int)r->status, tg_buf_steal(&r->resp, &len), len, true);
         return;
     }
-    json_t *resp = tg_json_load(r->resp.data ? r->resp.data : "", len, JSON_ALLOW_NUL, NULL);
-    if (!resp) {  /* a byte that is not UTF-8 (Latin-1) costs no answer: U+FFFD */
-        tg_buf fixed = {0};
-        if (tg_buf_put_valid_utf8(&fixed, r->resp.data ? r->resp.data : "", len))
-            resp = tg_json_load(fixed.data, fixed.len, JSON_ALLOW_NUL, NULL);
-        tg_buf_free(&fixed);
-    }
+    json_t *resp = tg_json_load_answer(r->resp.data ? r->resp.data : "", len);
     if (!json_is_object(resp)) {
         /* a success status over an error ([{"error": ...}]) or garbage:
          * what the provider said, as an error the agent can read */

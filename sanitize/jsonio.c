@@ -349,6 +349,18 @@ json_t *tg_json_parse_depth(const char *s, size_t n, size_t flags, int max_depth
     return v;
 }
 
+json_t *tg_json_load_answer(const char *s, size_t n)
+{
+    json_t *v = tg_json_load(s, n, JSON_ALLOW_NUL, NULL);
+    if (v)
+        return v;
+    tg_buf fixed = {0};
+    if (tg_buf_put_valid_utf8(&fixed, s, n))
+        v = tg_json_load(fixed.data, fixed.len, JSON_ALLOW_NUL, NULL);
+    tg_buf_free(&fixed);
+    return v;
+}
+
 json_t *tg_json_load(const char *s, size_t n, size_t flags, json_error_t *err)
 {
     json_t *v = tg_json_parse(s, n, flags);

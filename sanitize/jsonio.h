@@ -37,6 +37,11 @@ json_t *tg_json_parse_depth(const char *s, size_t n, size_t flags, int max_depth
  * declines. */
 json_t *tg_json_load(const char *s, size_t n, size_t flags, json_error_t *err);
 
+/* A provider's answer or event: tg_json_load with \u0000 allowed, and when
+ * that fails on bytes that are not UTF-8 (a provider's Latin-1), once more
+ * with U+FFFD in their place, so that such a byte costs no repair. */
+json_t *tg_json_load_answer(const char *s, size_t n);
+
 /* A \uXXXX escape, p just past the "u": the code point, surrogate pairs
  * joined. Returns the bytes read from p (4, or 10 for a pair), or -1 for
  * bad hex digits, a lone surrogate, or \u0000 (which jansson refuses by

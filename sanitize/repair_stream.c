@@ -968,14 +968,7 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
         send_raw(out, data, len);
         return;
     }
-    json_t *chunk = tg_json_load(data, len, JSON_ALLOW_NUL, NULL);
-    if (!chunk) {  /* a byte that is not UTF-8 (a provider's Latin-1) must not
-                    * cost the chunk its repairs: U+FFFD in its place */
-        tg_buf fixed = {0};
-        if (tg_buf_put_valid_utf8(&fixed, data, len))
-            chunk = tg_json_load(fixed.data, fixed.len, JSON_ALLOW_NUL, NULL);
-        tg_buf_free(&fixed);
-    }
+    json_t *chunk = tg_json_load_answer(data, len);
     if (json_is_object(chunk) && !s->finished && recover_error(s, chunk, out)) {
         json_decref(chunk);
         return;
