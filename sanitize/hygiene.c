@@ -173,8 +173,8 @@ static const dialect_row presets[TG_D_COUNT] = {
                           TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | TG_MR_DEVELOPER_ROLE,
                       mistral_roles, "rule 43", mistral_top, NULL, mistral_renames,
                       "section 4 mistral"},
-    [TG_D_GROQ] = {MR_STRICT | TG_MR_DROP_NULLS, openai_roles, "rule 47", NULL,
-                   groq_deny, NULL, "rule 49"},
+    [TG_D_GROQ] = {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS, openai_roles,
+                   "rule 47", NULL, groq_deny, NULL, "rule 49"},
     [TG_D_FIREWORKS] = {MR_STRICT, openai_roles, "rule 47", NULL, fireworks_deny,
                         NULL, "section 4 fireworks"},
     [TG_D_CEREBRAS] = {MR_STRICT | TG_MR_DROP_NULLS, openai_roles, "rule 47", NULL,
@@ -213,6 +213,7 @@ static const struct {
     {"top_level", TG_MR_TOP_LEVEL},
     {"pair_tool_calls", TG_MR_PAIR_CALLS},
     {"legacy_functions", TG_MR_LEGACY_FUNCS},
+    {"json_mode_with_tools", TG_MR_JSON_MODE_TOOLS},
 };
 
 /* What Mistral's role order needs between a tool result and a user turn
@@ -1146,7 +1147,7 @@ static void clean_top(walk *w, json_t *body)
             drop_key(w, body, key, val, "marker", "section 4.1");
         else if (!strcmp(key, "messages"))
             continue;
-        else if (top && w->row == &presets[TG_D_GROQ] && json_only_beside_tools(body, key, val))
+        else if ((w->f & TG_MR_JSON_MODE_TOOLS) && json_only_beside_tools(body, key, val))
             /* Groq: "response_format json_object cannot be combined with
              * tool/function calling" (section 4): the tools win */
             drop_key(w, body, key, val, "json-object-with-tools", "section 4 groq");

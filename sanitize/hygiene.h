@@ -52,6 +52,8 @@ enum {
                                         its tool block; missing ids made */
     TG_MR_LEGACY_FUNCS   = 1u << 19, /* history's function_call / role
                                         "function" as tool_calls / "tool" */
+    TG_MR_JSON_MODE_TOOLS = 1u << 20, /* response_format json_object goes when
+                                        tools are sent (Groq, section 4) */
 };
 
 typedef struct tg_msg_rules {
