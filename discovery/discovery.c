@@ -32,6 +32,7 @@
 
 #include "../sanitize/cache.h"
 #include "../sanitize/pipeline.h"
+#include "../sanitize/jsonio.h"
 #include "index.h"
 
 #define CACHE_KIND "discovery"
@@ -61,7 +62,7 @@ static const char *str_or(json_t *v, const char *dflt)
 
 static char *dump(json_t *v)
 {
-    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    return tg_json_dumps(v);
 }
 
 static json_t *state_d(const tg_ctx *ctx)
@@ -448,7 +449,7 @@ static json_t *derivation_for(tg_ctx *ctx, json_t *tools, json_t *originals)
 
 static json_t *call_tool_arguments(json_t *d, const char *upstream, const char *args_text)
 {
-    json_t *args = args_text ? json_loads(args_text, JSON_DECODE_ANY, NULL) : NULL;
+    json_t *args = args_text ? tg_json_load(args_text, strlen(args_text), JSON_DECODE_ANY, NULL) : NULL;
     json_t *wrapped = json_object();
     json_object_set_new(wrapped, "name", json_string(upstream));
     if (json_is_true(json_object_get(d, "args_string")))
@@ -731,7 +732,7 @@ static json_t *parse_args(json_t *call)
     json_t *a = json_object_get(json_object_get(call, "function"), "arguments");
     if (json_is_object(a))
         return json_incref(a);
-    json_t *v = json_string_value(a) ? json_loads(json_string_value(a), JSON_DECODE_ANY, NULL)
+    json_t *v = json_string_value(a) ? tg_json_load(json_string_value(a), json_string_length(a), JSON_DECODE_ANY, NULL)
                                      : json_object();
     if (json_is_object(v))
         return v;
@@ -772,7 +773,7 @@ static json_t *convert_call_tool(json_t *d, json_t *call, json_t **err)
         *err = error_answer(d, "Unknown tool \"%s\": it is not in the catalog. Use one of "
                                "did_you_mean, or @S to find the right one.", name);
     } else if (json_is_string(inner)) {
-        json_t *obj = json_loads(json_string_value(inner), 0, NULL);
+        json_t *obj = tg_json_load(json_string_value(inner), json_string_length(inner), 0, NULL);
         if (json_is_object(obj))
             text = strdup(json_string_value(inner));
         else

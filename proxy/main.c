@@ -9,6 +9,7 @@
 #include "../conf/conf.h"
 #include "../sanitize/cache.h"
 #include "../sanitize/pipeline.h"
+#include "../sanitize/jsonio.h"
 #include "http.h"
 #include "log.h"
 #include "server.h"
@@ -102,10 +103,10 @@ static void print_explain(json_t *explain)
         const char *where = json_string_value(json_object_get(rec, "where"));
         const char *ptr = json_string_value(json_object_get(rec, "pointer"));
         char *before = json_object_get(rec, "before")
-                           ? json_dumps(json_object_get(rec, "before"), JSON_COMPACT | JSON_ENCODE_ANY)
+                           ? tg_json_dumps(json_object_get(rec, "before"))
                            : NULL;
         char *after = json_object_get(rec, "after")
-                          ? json_dumps(json_object_get(rec, "after"), JSON_COMPACT | JSON_ENCODE_ANY)
+                          ? tg_json_dumps(json_object_get(rec, "after"))
                           : NULL;
         fprintf(stderr, "%-9s %-28s %-40s %-24s %s -> %s\n",
                 json_string_value(json_object_get(rec, "stage")), where ? where : "-",

@@ -758,7 +758,7 @@ static void finish_whole(tg_req *r)
     }
     if (r->status < 200 || r->status >= 300) {
         json_t *err = (r->status == 400 && is_json_type(r))
-                          ? json_loadb(r->resp.data ? r->resp.data : "", len, 0, NULL)
+                          ? tg_json_load(r->resp.data ? r->resp.data : "", len, 0, NULL)
                           : NULL;
         if (err && tg_repair_response(err, &r->ctx) == TG_REPAIR_NOW_SUCCESS) {
             if (r->ctx.stream) {
@@ -766,7 +766,7 @@ static void finish_whole(tg_req *r)
                 answer_recovered_stream(r);  /* from the original bytes */
                 return;
             }
-            char *s = json_dumps(err, JSON_COMPACT);
+            char *s = tg_json_dumps(err);
             json_decref(err);
             set_answer(r, 200, s, strlen(s), false);
             return;

@@ -44,6 +44,7 @@
 #include <strings.h>
 
 #include "pipeline.h"
+#include "jsonio.h"
 
 /* ---- the data ---------------------------------------------------------- */
 
@@ -487,18 +488,18 @@ static void map_id(walk *w, json_t *obj, const char *key)
 static json_t *fixed_arguments(json_t *args)
 {
     if (json_is_object(args)) {
-        char *s = json_dumps(args, JSON_COMPACT);
+        char *s = tg_json_dumps(args);
         json_t *out = json_string(s ? s : "{}");
         free(s);
         return out;
     }
     if (!json_is_string(args))
         return json_string("{}");
-    json_t *v = json_loadb(json_string_value(args), json_string_length(args),
+    json_t *v = tg_json_load(json_string_value(args), json_string_length(args),
                            JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     json_t *out = NULL;  /* NULL: an object already, keep the caller's bytes */
     if (json_is_string(v)) {
-        json_t *inner = json_loadb(json_string_value(v), json_string_length(v), JSON_ALLOW_NUL, NULL);
+        json_t *inner = tg_json_load(json_string_value(v), json_string_length(v), JSON_ALLOW_NUL, NULL);
         out = json_is_object(inner) ? json_string(json_string_value(v)) : json_string("{}");
         json_decref(inner);
     } else if (!json_is_object(v)) {

@@ -353,7 +353,7 @@ json_t *tg_json_split_objects(const char *s, size_t n)
         if (!end)
             goto fail;
         i = (size_t)(end - s);
-        json_t *o = json_loadb(s + start, i - start, 0, NULL);
+        json_t *o = tg_json_load(s + start, i - start, 0, NULL);
         if (!json_is_object(o)) {
             json_decref(o);
             goto fail;

@@ -11,6 +11,7 @@
 #include "jsonio.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -150,6 +151,25 @@ static bool read_string_bytes(reader *r, const char **s, size_t *n)
     }
 }
 
+/* An integer past the int64 range is kept as the nearest double, the way a
+ * JavaScript or Python client reads it, rather than refusing the whole
+ * document over one "maximum": 18446744073709551615. A real that overflows
+ * a double is refused, as jansson and the providers' parsers refuse it. */
+static json_t *number_value(const char *num, bool real)
+{
+    errno = 0;
+    if (!real) {
+        long long v = strtoll(num, NULL, 10);
+        if (errno != ERANGE)
+            return json_integer((json_int_t)v);
+        errno = 0;
+    }
+    double d = strtod(num, NULL);
+    if (errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL))
+        return NULL;
+    return json_real(d);
+}
+
 static json_t *read_number(reader *r)
 {
     const char *s = r->p, *p = s;
@@ -184,24 +204,17 @@ static json_t *read_number(reader *r)
         while (p < r->end && *p >= '0' && *p <= '9')
             p++;
     }
-    char num[64];
     size_t len = (size_t)(p - s);
-    if (len >= sizeof num)
-        return NULL;  /* long numbers: jansson's rules */
+    char small[64], *num = len < sizeof small ? small : malloc(len + 1);
+    if (!num)
+        return NULL;
     memcpy(num, s, len);
     num[len] = '\0';
     r->p = p;
-    errno = 0;
-    if (!real) {
-        long long v = strtoll(num, NULL, 10);
-        if (errno == ERANGE)
-            return NULL;
-        return json_integer((json_int_t)v);
-    }
-    double d = strtod(num, NULL);
-    if (errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL))
-        return NULL;
-    return json_real(d);
+    json_t *v = number_value(num, real);
+    if (num != small)
+        free(num);
+    return v;
 }
 
 static bool take_word(reader *r, const char *w, size_t n)
@@ -338,7 +351,7 @@ json_t *tg_json_parse_depth(const char *s, size_t n, size_t flags, int max_depth
     r.max_depth = max_depth > 0 && max_depth < MAX_DEPTH ? max_depth : MAX_DEPTH;
     skip_ws(&r);
     json_t *v = NULL;
-    if (r.p < r.end && (*r.p == '{' || *r.p == '['))
+    if (r.p < r.end && (*r.p == '{' || *r.p == '[' || (flags & JSON_DECODE_ANY)))
         v = read_value(&r);
     skip_ws(&r);
     if (v && r.p != r.end) {
@@ -405,9 +418,54 @@ static int dump_string(const char *s, size_t n, tg_buf *out)
     return tg_buf_append(out, "\"", 1);
 }
 
+/* The shortest text that reads back as the same double: a provider's 0.1
+ * leaves as 0.1, not as the 0.10000000000000001 of jansson's %.17g. Like
+ * jansson, it keeps a real looking real ("1.0") and writes the exponent
+ * without "+" or leading zeros. -1 for inf and nan, which JSON cannot say. */
+static int format_real(double d, char *buf, size_t size)
+{
+    if (!isfinite(d))
+        return -1;
+    /* 15 digits always read back exactly when fewer would (and %g drops
+     * the zeros); a subnormal carries fewer digits, so search from 1. */
+    int k = 0;
+    for (int prec = fabs(d) < DBL_MIN ? 1 : 15; prec <= 17; prec++) {
+        k = snprintf(buf, size, "%.*g", prec, d);
+        if (strtod(buf, NULL) == d)
+            break;
+    }
+    char *e = strchr(buf, 'e');
+    if (!e && !strchr(buf, '.'))
+        return k + snprintf(buf + k, size - (size_t)k, ".0");
+    if (e) {
+        char *src = e + 1, *dst = e + 1;
+        if (*src == '+')
+            src++;
+        else if (*src == '-')
+            *dst++ = *src++;
+        while (*src == '0' && src[1])
+            src++;
+        memmove(dst, src, strlen(src) + 1);
+        k = (int)strlen(buf);
+    }
+    return k;
+}
+
+char *tg_json_dumps(const json_t *v)
+{
+    tg_buf b = {0};
+    if (tg_json_dump(v, &b)) {
+        tg_buf_free(&b);
+        return NULL;
+    }
+    return tg_buf_steal(&b, NULL);
+}
+
 int tg_json_dump(const json_t *v, tg_buf *out)
 {
     char num[32];
+    if (!v)
+        return -1;
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
         tg_buf_append(out, "{", 1);
@@ -441,13 +499,9 @@ int tg_json_dump(const json_t *v, tg_buf *out)
         int k = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return tg_buf_append(out, num, (size_t)k);
     }
-    case JSON_REAL: {  /* rare in requests: jansson's own formatting, exactly */
-        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        if (!s)
-            return -1;
-        int rc = tg_buf_puts(out, s);
-        free(s);
-        return rc;
+    case JSON_REAL: {
+        int k = format_real(json_real_value(v), num, sizeof num);
+        return k < 0 ? -1 : tg_buf_append(out, num, (size_t)k);
     }
     case JSON_TRUE:
         return tg_buf_append(out, "true", 4);

@@ -8,14 +8,19 @@
  *
  * They are exact, not lenient: tg_json_parse accepts what json_loadb
  * accepts and builds an equal value; anything it is not sure of (invalid
- * input, \u0000, integers out of range, nesting past jansson's limit) makes
- * it return NULL, and the caller then asks jansson, which accepts or
- * explains. tg_json_dump writes the bytes json_dumps(v, JSON_COMPACT)
+ * input, \u0000, nesting past jansson's limit) makes it return NULL, and
+ * the caller then asks jansson, which accepts or explains. Two departures,
+ * both about numbers, both so that a provider's or an agent's numbers pass
+ * through as they were: an integer past int64 (which jansson refuses) reads
+ * as the nearest double, and a real is written as the shortest text that
+ * reads back as the same double (jansson writes 0.1 as 0.10000000000000001).
+ * Otherwise tg_json_dump writes the bytes json_dumps(v, JSON_COMPACT)
  * writes. test/unit/test_jsonio.c checks both against jansson on the whole
  * corpus and on edge cases; the fuzz target fuzz_jsonio does it on noise.
+ * Every JSON this project writes goes through tg_json_dump.
  *
  * Ownership follows sanitize/tg.h: tg_json_parse returns a NEW reference;
- * tg_json_dump borrows v.
+ * tg_json_dump and tg_json_dumps borrow v.
  */
 #ifndef TG_JSONIO_H
 #define TG_JSONIO_H
@@ -25,8 +30,8 @@
 
 #include "buf.h"
 
-/* flags: 0 or JSON_REJECT_DUPLICATES. The top level must be an object or
- * an array, as for json_loadb without JSON_DECODE_ANY. */
+/* flags: JSON_REJECT_DUPLICATES, JSON_DECODE_ANY (without it the top level
+ * must be an object or an array, as for json_loadb). */
 json_t *tg_json_parse(const char *s, size_t n, size_t flags);
 
 /* The same, declining past max_depth levels of nesting (<= 0: jansson's
@@ -48,8 +53,12 @@ json_t *tg_json_load_answer(const char *s, size_t n);
  * default and no request of ours needs). */
 int tg_json_u_escape(const char *p, const char *end, unsigned long *cp);
 
-/* Appends the compact serialization of v to out. 0, or -1 (out of memory,
- * or a value jansson could not serialize either). */
+/* Appends the compact serialization of v to out. 0, or -1 (v NULL, out of
+ * memory, or a value jansson could not serialize either). */
 int tg_json_dump(const json_t *v, tg_buf *out);
+
+/* The same as a malloc'd NUL-terminated string (json_dumps's contract with
+ * JSON_COMPACT | JSON_ENCODE_ANY), or NULL. */
+char *tg_json_dumps(const json_t *v);
 
 #endif

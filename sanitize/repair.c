@@ -242,7 +242,7 @@ static json_t *decode_string(const json_t *schema, const char *s, size_t n)
 {
     if (schema_type_is(schema, "string"))
         return NULL;  /* a string is allowed: never second-guess it */
-    json_t *v = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    json_t *v = tg_json_load(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     if (!v)
         return NULL;
     bool ok = (json_is_object(v) && schema_type_is(schema, "object")) ||
@@ -338,13 +338,13 @@ static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool 
         *rewrote = true;
         return json_object();
     }
-    json_t *v = json_loadb(s, n, JSON_ALLOW_NUL, NULL);
+    json_t *v = tg_json_load(s, n, JSON_ALLOW_NUL, NULL);
     if (json_is_object(v))
         return v;
     json_decref(v);
-    v = json_loadb(s, n, JSON_DECODE_ANY, NULL);
+    v = tg_json_load(s, n, JSON_DECODE_ANY, NULL);
     if (json_is_string(v)) {  /* the whole object double-encoded */
-        json_t *inner = json_loads(json_string_value(v), 0, NULL);
+        json_t *inner = tg_json_load(json_string_value(v), json_string_length(v), 0, NULL);
         json_decref(v);
         if (json_is_object(inner)) {
             tg_rr_note(ctx, "R15", name, (json_t *)a, inner);
@@ -381,7 +381,7 @@ static void fix_args(tg_ctx *ctx, const char *agent_name, json_t *fn)
     if (!obj) {
         tg_rr_fail(ctx, "json_fix_failed", agent_name, a);
         if (!json_is_string(a)) {  /* still a string, as rule 8 wants */
-            char *t = a ? json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+            char *t = a ? tg_json_dumps(a) : NULL;
             json_object_set_new(fn, "arguments", json_string(t ? t : "{}"));
             free(t);
         }
@@ -395,7 +395,7 @@ static void fix_args(tg_ctx *ctx, const char *agent_name, json_t *fn)
     }
     changed += tg_schema_restore_args(ctx, agent_name, obj);
     if (rewrote || changed) {
-        char *t = json_dumps(obj, JSON_COMPACT);
+        char *t = tg_json_dumps(obj);
         json_object_set_new(fn, "arguments", json_string(t ? t : "{}"));
         free(t);
     }
@@ -421,7 +421,7 @@ static void split_calls(tg_ctx *ctx, json_t *calls)
             json_t *nc = j ? json_deep_copy(c) : json_incref(c);
             if (j)
                 json_object_del(nc, "id");  /* synthesized below */
-            char *t = json_dumps(o, JSON_COMPACT);
+            char *t = tg_json_dumps(o);
             json_object_set_new(json_object_get(nc, "function"), "arguments",
                                 json_string(t ? t : "{}"));
             free(t);
@@ -520,7 +520,7 @@ size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_p
 
 json_t *tg_rr_call_from_text(const json_t *tc)
 {
-    char *a = json_dumps(json_object_get(tc, "arguments"), JSON_COMPACT);
+    char *a = tg_json_dumps(json_object_get(tc, "arguments"));
     json_t *c = json_pack("{s:s, s:s, s:{s:O, s:s}}", "id", "", "type", "function", "function",
                           "name", json_object_get(tc, "name"), "arguments", a ? a : "{}");
     free(a);
@@ -922,7 +922,7 @@ static void find_error_parts(json_t *v, const char **msg, json_t **type, json_t 
 
 char *tg_upstream_error_body(const char *body, size_t len, long status, size_t *outlen)
 {
-    json_t *v = json_loadb(body ? body : "", len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    json_t *v = tg_json_load(body ? body : "", len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     json_t *e = json_object_get(v, "error");
     if (json_is_object(e) && json_is_string(json_object_get(e, "message"))) {
         json_decref(v);
@@ -935,11 +935,11 @@ char *tg_upstream_error_body(const char *body, size_t len, long status, size_t *
     json_t *detail = json_object_get(v, "detail");  /* FastAPI / pydantic */
     if (!msg && detail) {
         text = json_is_string(detail) ? strdup(json_string_value(detail))
-                                      : json_dumps(detail, JSON_COMPACT);
+                                      : tg_json_dumps(detail);
         msg = text;
     }
     if (!msg && v) {
-        text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        text = tg_json_dumps(v);
         msg = text;
     }
     json_t *out_msg;
@@ -974,7 +974,7 @@ char *tg_upstream_error_body(const char *body, size_t len, long status, size_t *
     json_t *wrap = json_pack("{s:o}", "error", err);
     free(text);
     json_decref(v);
-    char *s = json_dumps(wrap, JSON_COMPACT);
+    char *s = tg_json_dumps(wrap);
     json_decref(wrap);
     *outlen = s ? strlen(s) : 0;
     return s;

@@ -106,15 +106,10 @@ struct tg_stream {
 
 /* --- output --------------------------------------------------------------- */
 
-static int dump_cb(const char *buf, size_t n, void *data)
-{
-    return tg_buf_append(data, buf, n);
-}
-
 static void send_json(tg_buf *out, const json_t *chunk)
 {
     tg_buf_append(out, "data: ", 6);
-    json_dump_callback(chunk, dump_cb, out, JSON_COMPACT);
+    tg_json_dump(chunk, out);
     tg_buf_append(out, "\n\n", 2);
 }
 
@@ -224,7 +219,7 @@ static bool args_complete(const scall *k)
 {
     if (!k->args.len)
         return false;
-    json_t *v = json_loadb(k->args.data, k->args.len, JSON_ALLOW_NUL, NULL);
+    json_t *v = tg_json_load(k->args.data, k->args.len, JSON_ALLOW_NUL, NULL);
     bool ok = v != NULL;
     json_decref(v);
     return ok;
@@ -383,7 +378,7 @@ static void take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *
     if (json_is_string(a)) {
         piece = json_incref((json_t *)a);
     } else if (json_is_object(a)) {  /* R13 in a stream */
-        char *t = json_dumps(a, JSON_COMPACT);
+        char *t = tg_json_dumps(a);
         piece = json_string(t ? t : "");
         free(t);
         tg_rr_note(s->ctx, "R13", name, NULL, NULL);

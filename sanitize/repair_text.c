@@ -22,6 +22,7 @@
  * held at most TEXT_HOLD_MAX bytes.
  */
 #include "repair_int.h"
+#include "jsonio.h"
 
 #include <ctype.h>
 #include <stddef.h>
@@ -105,7 +106,7 @@ static json_t *coerce_param(const json_t *prop, const char *v, size_t n)
     if (json_is_object(prop) && json_object_get(prop, "type") && !type_allows(prop, "string")) {
         const char *s = v, *e = v + n;
         trim(&s, &e);
-        json_t *j = json_loadb(s, (size_t)(e - s), JSON_DECODE_ANY, NULL);
+        json_t *j = tg_json_load(s, (size_t)(e - s), JSON_DECODE_ANY, NULL);
         if (!j)
             j = tg_json_fix(s, (size_t)(e - s));
         if (j && fits(prop, j))
@@ -159,7 +160,7 @@ static int json_call(json_t *calls, const json_t *o)
     if (json_is_object(a)) {
         args = json_deep_copy(a);
     } else if (json_is_string(a)) {
-        args = json_loads(json_string_value(a), 0, NULL);
+        args = tg_json_load(json_string_value(a), json_string_length(a), 0, NULL);
         if (!json_is_object(args)) {
             json_decref(args);
             args = tg_json_fix(json_string_value(a), json_string_length(a));
@@ -180,7 +181,7 @@ static int parse_json_calls(json_t *calls, const char *s, const char *e)
     trim(&s, &e);
     if (s >= e)
         return -1;
-    json_t *v = json_loadb(s, (size_t)(e - s), 0, NULL);
+    json_t *v = tg_json_load(s, (size_t)(e - s), 0, NULL);
     if (!v)
         v = tg_json_split_objects(s, (size_t)(e - s));
     if (!v)
@@ -270,7 +271,7 @@ static int parse_function_xml(const tg_ctx *ctx, json_t *calls, const char *s, c
             if (bs == bend) {
                 args = json_object();
             } else {
-                args = json_loadb(bs, (size_t)(bend - bs), 0, NULL);
+                args = tg_json_load(bs, (size_t)(bend - bs), 0, NULL);
                 if (!args)
                     args = tg_json_fix(bs, (size_t)(bend - bs));
                 if (!json_is_object(args)) {

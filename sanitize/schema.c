@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "jsonio.h"
 #include "pipeline.h"
 
 #define BASE (TG_SR_ROOT_OBJECT | TG_SR_ITEMS | TG_SR_REQUIRED)
@@ -388,7 +389,7 @@ static uint64_t hash_json(json_t *v, uint64_t h, int depth, size_t *bytes)
     unsigned char tag = (unsigned char)json_typeof(v);
     h = tg_hash64(&tag, 1, h);
     if (depth > 64) {  /* absurdly deep: hash its text, still exact */
-        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        char *s = tg_json_dumps(v);
         size_t n = s ? strlen(s) : 0;
         *bytes += n;
         h = tg_hash64(s ? s : "", n, h);

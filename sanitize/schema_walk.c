@@ -32,6 +32,7 @@
 #include <strings.h>
 
 #include "schema.h"
+#include "jsonio.h"
 
 #define MAX_DEPTH 40         /* schema nodes on one path */
 #define STRICT_MAX_OBJ 10    /* object levels allowed by OpenAI strict (rule 20) */
@@ -160,7 +161,7 @@ static const char *const *format_allow(const walk *w, const char *type)
 static void hint_add(json_t *hints, const char *key, json_t *v)
 {
     char buf[HINT_VALUE_MAX + 64];
-    char *s = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *s = json_is_string(v) ? NULL : tg_json_dumps(v);
     const char *val = json_is_string(v) ? json_string_value(v) : (s ? s : "?");
     int n = snprintf(buf, sizeof buf, "%s: %.*s%s", key, HINT_VALUE_MAX, val,
                      strlen(val) > HINT_VALUE_MAX ? "..." : "");
@@ -591,7 +592,7 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
             json_object_set(n, "anyOf", one);
             note(w, ptr, "oneOf-to-anyOf", NULL, NULL);
         } else if (!json_object_get(n, "x-toolgate-hint")) {
-            char *alt = json_dumps(one, JSON_COMPACT);
+            char *alt = tg_json_dumps(one);
             json_object_set_new(n, "x-toolgate-hint", json_sprintf("also one of: %.200s", alt ? alt : "?"));
             free(alt);
         }
@@ -867,7 +868,7 @@ static json_t *stringify_enum(walk *w, json_t *e, json_t *out, json_t *inv, cons
                 json_array_append(vals, v);
             continue;
         }
-        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        char *s = tg_json_dumps(v);
         if (!s)
             continue;
         /* 1 beside "1": one value upstream, and the agent's own string wins */
@@ -1588,7 +1589,7 @@ static void retype_enum_keys(walk *w, json_t *out, const char *ptr)
     }
     json_t *d = json_object_get(out, "default");
     if (d && !json_is_string(d)) {
-        char *t = json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY);
+        char *t = tg_json_dumps(d);
         json_t *now = t ? json_string(t) : NULL;
         free(t);
         note(w, ptr, "enum-as-strings-default", d, now);
@@ -1830,7 +1831,7 @@ json_t *tg_schema_inverse_apply(json_t *inv, json_t *v, int *count)
     if (!json_is_object(inv) || !v)
         return json_incref(v);
     if (json_object_get(inv, "j") && json_is_string(v)) {
-        json_t *d = json_loads(json_string_value(v), JSON_DECODE_ANY, NULL);
+        json_t *d = tg_json_load(json_string_value(v), json_string_length(v), JSON_DECODE_ANY, NULL);
         if (!d)
             return json_incref(v);  /* the model sent the bare text: keep it */
         (*count)++;
@@ -1904,7 +1905,7 @@ json_t *tg_schema_inverse_forward(json_t *inv, json_t *v)
     if (!json_is_object(inv) || !v)
         return json_deep_copy(v);
     if (json_object_get(inv, "j")) {
-        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        char *s = tg_json_dumps(v);
         json_t *out = json_string(s ? s : "null");
         free(s);
         return out;

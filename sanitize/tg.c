@@ -1,6 +1,7 @@
 /* tg.c -- what all stages share (see tg.h): errors, the explain log, the
  * JSON byte scanner and the heap prefault. */
 #include "tg.h"
+#include "jsonio.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,7 +32,7 @@ char *tg_error_body(const tg_error *err)
                           "param", err->param[0] ? json_string(err->param) : json_null(),
                           "code", err->code ? json_string(err->code) : json_null());
     json_t *root = json_pack("{s:o}", "error", e);
-    char *s = json_dumps(root, JSON_COMPACT);
+    char *s = tg_json_dumps(root);
     json_decref(root);
     return s;
 }

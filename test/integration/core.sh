@@ -147,6 +147,20 @@ assert sys.argv[2] == "200", sys.argv[2]
 up = json.loads(json.load(open(sys.argv[1]))["body"])
 assert up["messages"][0]["content"] == "bytes: a\0b", up' "$TG_TMP/last" "$st"
 
+# Numbers pass as they came: a real keeps its shortest text (0.1, not
+# jansson's 0.10000000000000001) and an integer past int64 (a u64 maximum in
+# a generated schema) is valid JSON, not a 400.
+mock_reset
+st=$(chat "$B" '{"model":"gpt-4o","temperature":0.1,"top_p":0.95,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"n":{"type":"integer","minimum":0,"maximum":18446744073709551615},"x":{"type":"number","multipleOf":0.01}}}}}]}')
+mock_last "$TG_TMP/last"
+check "numbers: 0.1 stays 0.1 upstream, a u64 maximum is accepted" "$PY" -c '
+import json, sys
+assert sys.argv[2] == "200", sys.argv[2]
+raw = json.load(open(sys.argv[1]))["body"]
+assert "\"temperature\":0.1," in raw and "\"top_p\":0.95," in raw and "\"multipleOf\":0.01" in raw, raw
+n = json.loads(raw)["tools"][0]["function"]["parameters"]["properties"]["n"]
+assert float(n["maximum"]) == 18446744073709551615.0, n' "$TG_TMP/last" "$st"
+
 # A tool list that failed its check fails again when resent: only lists
 # that passed are remembered as checked.
 BADT='{"model":"gpt-4o","messages":[],"tools":[{"type":"function","function":{"name":"a"}},{"type":"function"}]}'

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "../../proxy/sse.h"
+#include "../../sanitize/jsonio.h"
 #include "../../sanitize/pipeline.h"
 #include "../../sanitize/repair_int.h"
 
@@ -156,7 +157,7 @@ static void check_args(const json_t *fx, const char *args)
     assert_non_null(args);
     if (json_is_true(json_object_get(fx, "allow_bad_args")))
         return;
-    json_t *a = json_loads(args, 0, NULL);
+    json_t *a = tg_json_load(args, strlen(args), JSON_ALLOW_NUL, NULL);  /* wide integers too */
     if (!json_is_object(a))
         print_error("arguments do not parse to an object: %s\n", args);
     assert_true(json_is_object(a));
