@@ -1110,6 +1110,16 @@ static int prepare_chat(tg_req *r, const tg_route *by_prefix)
 {
     const tg_conf *c = r->conf;
     tg_error err;
+    /* The body is read and rewritten, so it must be plain JSON: a gzip body
+     * would otherwise fail as "not valid JSON" near its first byte. */
+    const char *enc = client_header(r, "content-encoding");
+    if (enc && *enc && strcasecmp(enc, "identity")) {
+        set_error(r, 415, "invalid_request_error", "unsupported_content_encoding", NULL,
+                  "request body has Content-Encoding '%.64s': toolgate reads and rewrites chat "
+                  "requests, so send the body uncompressed",
+                  enc);
+        return -1;
+    }
     json_t *body = tg_request_parse(r->body.data ? r->body.data : "", r->body.len, r->w->cache,
                                     c->max_depth, &r->tools_hash, &r->tools_bytes, &err);
     if (!body) {
