@@ -393,6 +393,12 @@ static void route_key(parser *p, tg_route *r, const kv *k)
     } else if (!strcmp(key, "api_key")) {
         free(r->api_key);
         r->api_key = *v ? strdup(v) : NULL;
+    } else if (!strcmp(key, "upstream_model")) {
+        free(r->upstream_model);
+        r->upstream_model = *v ? strdup(v) : NULL;
+    } else if (!strcmp(key, "strip_model_prefix")) {
+        free_list(r->strip_model);
+        r->strip_model = split_list(v);
     } else if (!strcmp(key, "dialect")) {
         /* resolved earlier */
     } else if (!strcmp(key, "strip_prefix")) {
@@ -477,6 +483,8 @@ static void route_free(tg_route *r)
     free(r->prefix);
     free(r->upstream);
     free(r->api_key);
+    free(r->upstream_model);
+    free_list(r->strip_model);
     free(r->strip_prefix);
     free(r->fallback);
     free_list(r->rules.disc.core);
@@ -684,6 +692,22 @@ const tg_route *tg_route_by_model(const tg_conf *c, const char *model)
                 return r;
     }
     return NULL;
+}
+
+bool tg_route_rewrite_model(const tg_route *r, json_t *body)
+{
+    const char *model = json_string_value(json_object_get(body, "model"));
+    const char *to = r->upstream_model;
+    for (char **p = r->strip_model; !to && model && p && *p; p++) {
+        size_t n = strlen(*p);
+        if (n && !strncmp(model, *p, n) && model[n])
+            to = model + n;
+    }
+    if (!to || (model && !strcmp(model, to)))
+        return false;
+    /* `to` may point into the string being replaced */
+    json_object_set_new(body, "model", json_string(to));
+    return true;
 }
 
 const tg_route *tg_route_by_name(const tg_conf *c, const char *name)

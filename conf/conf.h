@@ -9,6 +9,7 @@
 #define TG_CONF_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../sanitize/buf.h"
@@ -21,6 +22,8 @@ typedef struct tg_route {
     char *prefix;           /* "" or "/seg[/seg]", no trailing slash */
     char *upstream;         /* base URL, no trailing slash */
     char *api_key;          /* NULL: forward the client's Authorization */
+    char *upstream_model;   /* NULL, or the model name sent upstream whatever the agent asked */
+    char **strip_model;     /* NULL-terminated prefixes cut from the model name ("groq/") */
     char *strip_prefix;     /* marker prefix stripped upward; "" disables */
     tg_rules_set rules;     /* the dialect preset with this route's overrides */
     long connect_timeout_ms;
@@ -65,6 +68,12 @@ const tg_route *tg_route_by_prefix(const tg_conf *c, const char *path, const cha
 /* First route, in file order, with a models glob matching model. */
 const tg_route *tg_route_by_model(const tg_conf *c, const char *model);
 const tg_route *tg_route_by_name(const tg_conf *c, const char *name);
+/* The route stage's one edit of the body: the model the provider knows.
+ * An agent names models the way its conf routes them ("groq/llama-3.3-70b",
+ * an alias such as "fast"); the provider knows only its own names. Sets
+ * body.model from upstream_model, or cuts the first strip_model prefix
+ * that matches; returns whether the model changed. */
+bool tg_route_rewrite_model(const tg_route *r, json_t *body);
 
 /* Helpers shared with the CLI. */
 int tg_parse_size(const char *s, size_t *out);

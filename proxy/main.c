@@ -70,6 +70,10 @@ static int cmd_check(const char *path)
             for (char **m = r->models; *m; m++)
                 printf("%s%s", m == r->models ? "" : ",", *m);
         }
+        if (r->upstream_model)
+            printf(" upstream_model=%s", r->upstream_model);
+        for (char **m = r->strip_model; m && *m; m++)
+            printf("%s%s", m == r->strip_model ? " strip_model_prefix=" : ",", *m);
         printf(" api_key=%s discovery=%s\n", r->api_key ? "set" : "client",
                disc_name(r->rules.disc.mode));
     }
@@ -126,6 +130,7 @@ static int cmd_rewrite(const char *conf_path, const char *route_name, const char
     const tg_rules_set *rules;
     const char *strip = "_";
     const char *name = NULL;
+    const tg_route *route = NULL;
     if (dialect) {
         int d = tg_dialect_from_name(dialect);
         if (d < 0) {
@@ -146,6 +151,7 @@ static int cmd_rewrite(const char *conf_path, const char *route_name, const char
             return 2;
         }
         rules = &r->rules;
+        route = r;
         strip = r->strip_prefix;
         name = r->name;
     }
@@ -172,8 +178,10 @@ static int cmd_rewrite(const char *conf_path, const char *route_name, const char
     body = tg_request_parse(raw.data ? raw.data : "", raw.len, cache, c ? c->max_depth : 0,
                             &ctx.tools_hash, &tools_bytes, &err);
     ctx.stats.tools_bytes_in = tools_bytes;
-    bool ok = body && !tg_validate_chat_request(body, c ? c->max_tools : 0, false, &err) &&
-              !tg_pipeline_request(body, &ctx, &err);
+    bool ok = body && !tg_validate_chat_request(body, c ? c->max_tools : 0, false, &err);
+    if (ok && route)
+        tg_route_rewrite_model(route, body);
+    ok = ok && !tg_pipeline_request(body, &ctx, &err);
     if (ok && tg_request_dump(body, &ctx, &out)) {
         tg_error_set(&err, 500, "server_error", NULL, NULL, "out of memory");
         ok = false;

@@ -1174,6 +1174,7 @@ static int prepare_route(tg_req *r, const tg_route *route)
     r->ctx.cache = r->w->cache;
     r->ctx.tools_hash = r->tools_hash;
     r->ctx.stats.tools_bytes_in = r->tools_bytes;
+    tg_route_rewrite_model(route, body);
     if (tg_pipeline_request(body, &r->ctx, &err)) {
         set_error_from(r, &err);
         return -1;

@@ -23,6 +23,8 @@ export TG_IT_ROUTE_KEY="sk-route-key"
     printf '[route pre]\nmodels = never-*\nprefix = /pre\nupstream = http://127.0.0.1:%s/pre/v1\ndialect = openai\n\n' "$MOCK_PORT"
     printf '[route dead]\nmodels = dead-*\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nconnect_timeout = 2s\n\n' "$CLOSED"
     printf '[route slow]\nmodels = slow-*\nupstream = http://127.0.0.1:%s/slow/v1\ndialect = openai\nttfb_timeout = 1s\nidle_timeout = 1s\n\n' "$MOCK_PORT"
+    printf '[route prov]\nmodels = prov/*\nstrip_model_prefix = other/, prov/\nupstream = http://127.0.0.1:%s/prov/v1\ndialect = openai\n\n' "$MOCK_PORT"
+    printf '[route alias]\nmodels = fast\nupstream_model = real-model-1\nupstream = http://127.0.0.1:%s/alias/v1\ndialect = openai\n\n' "$MOCK_PORT"
     printf '[route main]\nmodels = mock-*, gpt-*\nupstream = http://127.0.0.1:%s/main/v1\napi_key = ${TG_IT_ROUTE_KEY}\ndialect = openai\n' "$MOCK_PORT"
 } >"$CONF"
 B="$TG_TMP/body"
@@ -36,7 +38,7 @@ if [ $rc = 0 ] && printf '%s' "$out" | grep -Eq '[0-9]+\.[0-9]+'; then ok "toolg
 out=$("$TG_BIN" check -c "$CONF" 2>&1)
 rc=$?
 expect_eq "toolgate check: good conf exits 0" 0 "$rc"
-expect_match "toolgate check lists every route" 'first.*second.*pre.*dead.*slow.*main' "$(printf '%s' "$out" | tr '\n' ' ')"
+expect_match "toolgate check lists every route" 'first.*second.*pre.*dead.*slow.*prov.*alias.*main' "$(printf '%s' "$out" | tr '\n' ' ')"
 
 # The shipped conf, with none of its ${VAR}s set (empty expansions).
 out=$(env -i PATH="$PATH" ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" "$TG_BIN" check -c "$TG_ROOT/conf/toolgate.conf" 2>&1)
@@ -135,6 +137,21 @@ expect_eq "routing: first matching route in file order" "/first/v1/chat/completi
 chat "$B" '{"model":"glob-b-1","messages":[{"role":"user","content":"hi"}]}' >/dev/null
 mock_last "$TG_TMP/last"
 expect_eq "routing: later glob when the first does not match" "/second/v1/chat/completions" "$(json_get "$TG_TMP/last" path)"
+
+# The route stage names the model as the provider knows it: a routing
+# prefix is cut, an alias becomes the provider's model; the rest of the
+# body is untouched.
+chat "$B" '{"model":"prov/llama-3.3-70b","messages":[{"role":"user","content":"hi"}]}' >/dev/null
+mock_last "$TG_TMP/last"
+expect_eq "routing: strip_model_prefix cuts the matching prefix" "/prov/v1/chat/completions llama-3.3-70b" \
+    "$(json_get "$TG_TMP/last" path) $(json_get "$TG_TMP/last" body.model)"
+chat "$B" '{"model":"fast","messages":[{"role":"user","content":"hi"}],"temperature":0.5}' >/dev/null
+mock_last "$TG_TMP/last"
+expect_eq "routing: upstream_model replaces an alias" "/alias/v1/chat/completions real-model-1 0.5" \
+    "$(json_get "$TG_TMP/last" path) $(json_get "$TG_TMP/last" body.model) $(json_get "$TG_TMP/last" body.temperature)"
+chat "$B" '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}' >/dev/null
+mock_last "$TG_TMP/last"
+expect_eq "routing: a route without either keeps the model" "gpt-4o" "$(json_get "$TG_TMP/last" body.model)"
 
 # RFC 8259 allows \u0000 in a string (a tool that read a binary file): the
 # request goes upstream with it, not refused as "not valid JSON".

@@ -74,7 +74,9 @@ $(printf '%s' "$3" | head -c 1500)"; fi
 # ---- JSON ----------------------------------------------------------------
 
 # json_get FILE PATH: prints the value at PATH ("choices.0.message.content";
-# "" = the whole document); strings raw, anything else as compact JSON.
+# "" = the whole document; a string met on the way is read as JSON text, so
+# "body.model" reads the mock's record of a body); strings raw, anything
+# else as compact JSON.
 # Exits 1 when FILE is not JSON or PATH does not exist.
 json_get() {
     "$PY" - "$1" "$2" <<'EOF'
@@ -82,6 +84,8 @@ import json, sys
 try:
     v = json.load(open(sys.argv[1], encoding="utf-8"))
     for part in [p for p in sys.argv[2].split(".") if p != ""]:
+        if isinstance(v, str):  # a JSON text (the mock's record of a body)
+            v = json.loads(v)
         v = v[int(part)] if isinstance(v, list) else v[part]
 except Exception:
     sys.exit(1)

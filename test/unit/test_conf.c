@@ -187,6 +187,41 @@ static void test_no_model_match(void **state)
     tg_conf_unref(c);
 }
 
+/* The route stage's model edit: an alias is replaced, a routing prefix is
+ * cut (the first listed that matches), anything else is left alone. */
+static const char *rewritten(const tg_conf *c, const char *route, const char *model)
+{
+    static char out[128];
+    json_t *body = json_pack("{s:s}", "model", model);
+    tg_route_rewrite_model(tg_route_by_name(c, route), body);
+    snprintf(out, sizeof out, "%s", json_string_value(json_object_get(body, "model")));
+    json_decref(body);
+    return out;
+}
+
+static void test_model_rewrite(void **state)
+{
+    (void)state;
+    tg_conf *c = load("[route groq]\nmodels = groq/*, g/*\nstrip_model_prefix = groq/, g/\n"
+                      "upstream = http://g\n"
+                      "[route fast]\nmodels = fast\nupstream_model = llama-3.3-70b\n"
+                      "strip_model_prefix = groq/\nupstream = http://f\n"
+                      "[route plain]\nmodels = *\nupstream = http://p\n");
+    assert_non_null(c);
+    assert_string_equal(rewritten(c, "groq", "groq/llama-3.3-70b"), "llama-3.3-70b");
+    assert_string_equal(rewritten(c, "groq", "g/openai/gpt-oss-120b"), "openai/gpt-oss-120b");
+    assert_string_equal(rewritten(c, "groq", "llama-3.3-70b"), "llama-3.3-70b");
+    assert_string_equal(rewritten(c, "groq", "groq/"), "groq/");  /* nothing would be left */
+    assert_string_equal(rewritten(c, "fast", "fast"), "llama-3.3-70b");
+    assert_string_equal(rewritten(c, "fast", "groq/x"), "llama-3.3-70b");  /* the alias wins */
+    assert_string_equal(rewritten(c, "plain", "groq/x"), "groq/x");
+    json_t *none = json_object();  /* a body without a model gets the alias only */
+    assert_false(tg_route_rewrite_model(tg_route_by_name(c, "groq"), none));
+    assert_true(tg_route_rewrite_model(tg_route_by_name(c, "fast"), none));
+    json_decref(none);
+    tg_conf_unref(c);
+}
+
 static void test_parsers(void **state)
 {
     (void)state;
@@ -253,7 +288,7 @@ int main(void)
         cmocka_unit_test(test_env_expansion),   cmocka_unit_test(test_router),
         cmocka_unit_test(test_no_model_match),  cmocka_unit_test(test_parsers),
         cmocka_unit_test(test_conf_refcount),   cmocka_unit_test(test_missing_file),
-        cmocka_unit_test(test_shipped_conf),
+        cmocka_unit_test(test_shipped_conf),    cmocka_unit_test(test_model_rewrite),
     };
     return cmocka_run_group_tests_name("conf", tests, NULL, NULL);
 }
