@@ -1161,6 +1161,67 @@ static void clean_top(walk *w, json_t *body)
     }
 }
 
+/* ---- legacy functions at the top level ---------------------------------- */
+
+/* The function-calling API before tools: functions[] and function_call.
+ * Only OpenAI still reads them; Gemini has no field for them (rule 36) and
+ * Mistral's model forbids them (rule 43), so an allow-list would drop the
+ * agent's every tool without a word. On a route that rewrites the legacy
+ * history (TG_MR_LEGACY_FUNCS) they become tools[] and tool_choice before
+ * anything else runs, so the schema, name and discovery stages treat them
+ * as any tool, and ctx->legacy_functions has the response stages answer in
+ * the shape such an agent reads (tg_repair_legacy_answer). One call
+ * per turn is all that shape can say: parallel_tool_calls goes false. */
+static bool declares(const json_t *tools, const char *name)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        if (n && !strcmp(n, name))
+            return true;
+    }
+    return false;
+}
+
+static void legacy_functions_to_tools(walk *w, json_t *body)
+{
+    json_t *fns = json_object_get(body, "functions");
+    json_t *fc = json_object_get(body, "function_call");
+    w->where = "body";
+    jp_pop(&w->ptr, 0);
+    if (json_is_array(fns) && json_array_size(fns)) {
+        json_t *tools = json_object_get(body, "tools");
+        json_t *now = json_is_array(tools) ? json_copy(tools) : json_array();
+        size_t i;
+        json_t *f;
+        json_array_foreach(fns, i, f) {
+            const char *name = json_string_value(json_object_get(f, "name"));
+            if (name && declares(now, name))
+                continue;  /* the same function declared both ways */
+            json_array_append_new(now, json_pack("{s:s, s:O}", "type", "function", "function", f));
+        }
+        rebuild_key(w, body, "tools", now, "legacy-functions", "rule 43");
+        json_object_del(body, "functions");
+        if (!json_object_get(body, "parallel_tool_calls"))
+            json_object_set_new(body, "parallel_tool_calls", json_false());
+        w->ctx->legacy_functions = true;
+    }
+    if (fc && !json_object_get(body, "tool_choice") &&
+        json_array_size(json_object_get(body, "tools"))) {
+        json_t *choice = NULL;
+        if (json_is_string(fc))  /* "none" and "auto" mean the same for tools */
+            choice = json_incref(fc);
+        else if (json_is_string(json_object_get(fc, "name")))
+            choice = json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name",
+                               json_object_get(fc, "name"));
+        if (choice)
+            rebuild_key(w, body, "tool_choice", choice, "legacy-function-call", "rule 43");
+    }
+    if (fc)
+        json_object_del(body, "function_call");
+}
+
 /* ---- the stage ---------------------------------------------------------- */
 
 int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
@@ -1187,6 +1248,8 @@ int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
         w.id_fwd = json_object();
         w.id_used = json_object();
     }
+    if (w.f & TG_MR_LEGACY_FUNCS)
+        legacy_functions_to_tools(&w, body);
     clean_top(&w, body);
     pair_tool_calls(&w, body);
     walk_messages(&w, body);

@@ -66,15 +66,16 @@ bool tg_ctx_trim_request(tg_ctx *ctx)
 
 int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err)
 {
+    ctx->stream = json_is_true(json_object_get(body, "stream"));
+    /* hygiene leaves tools as they came, but may make them from the
+     * legacy functions[] */
+    if (tg_hygiene_stage(body, ctx, err))
+        return -1;
     json_t *tools = json_object_get(body, "tools");
     if (json_is_array(tools)) {
         ctx->tools = json_incref(tools);
         ctx->stats.tools_in = (unsigned)json_array_size(tools);
     }
-    ctx->stream = json_is_true(json_object_get(body, "stream"));
-
-    if (tg_hygiene_stage(body, ctx, err))
-        return -1;
     if (tg_schema_stage(body, ctx, err))
         return -1;
     if (tg_discovery_stage(body, ctx, err))
@@ -89,7 +90,10 @@ int tg_pipeline_response(json_t *resp, tg_ctx *ctx, json_t **next_body)
 {
     *next_body = NULL;
     tg_repair_response(resp, ctx);
-    return tg_discovery_intercept(resp, ctx, next_body);
+    int rc = tg_discovery_intercept(resp, ctx, next_body);
+    if (rc == 0 && ctx->legacy_functions)
+        tg_repair_legacy_answer(resp);
+    return rc;
 }
 
 /* ---- the raw fast path ---------------------------------------------------- */

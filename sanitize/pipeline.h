@@ -60,6 +60,8 @@ typedef struct tg_ctx {
     json_t *disc_state;              /* discovery's per-request state or NULL */
     json_t *request;                 /* the upstream request body (for discovery rounds) */
     bool stream;
+    bool legacy_functions;           /* the agent sent functions[]: answer
+                                        with function_call (hygiene.c) */
     uint64_t tools_hash;             /* hash of the tools' raw bytes, 0 = unknown;
                                         stages may key their caches on it
                                         instead of serializing the tools */

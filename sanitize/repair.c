@@ -737,6 +737,8 @@ static int recover_tool_use_failed(json_t *resp, tg_ctx *ctx)
     json_object_set_new(resp, "created", json_integer((json_int_t)time(NULL)));
     json_object_set_new(resp, "model", json_string(model ? model : "unknown"));
     json_object_set_new(resp, "choices", json_pack("[o]", choice));
+    if (ctx->legacy_functions)  /* this answer skips the response stages */
+        tg_repair_legacy_answer(resp);
     return TG_REPAIR_NOW_SUCCESS;
 }
 
@@ -978,4 +980,63 @@ char *tg_upstream_error_body(const char *body, size_t len, long status, size_t *
     json_decref(wrap);
     *outlen = s ? strlen(s) : 0;
     return s;
+}
+
+/* --- the legacy answer shape ---------------------------------------------- */
+
+/* An agent that declared functions[] (hygiene.c turned them into tools)
+ * reads message.function_call and finish_reason "function_call". Its first
+ * call becomes that: in a message the first entry, in a stream delta the
+ * entry of index 0 (whole or a continuation of its arguments). That shape
+ * holds one call; any after it stay in tool_calls, since an answer is never
+ * cut. */
+void tg_rr_legacy_calls(json_t *holder)
+{
+    json_t *calls = json_object_get(holder, "tool_calls");
+    if (!json_is_array(calls) || !json_array_size(calls))
+        return;
+    size_t i, at = 0;
+    json_t *c;
+    if (json_object_get(json_array_get(calls, 0), "index")) {  /* a delta */
+        at = (size_t)-1;
+        json_array_foreach(calls, i, c) {
+            json_t *ix = json_object_get(c, "index");
+            if (json_is_integer(ix) && json_integer_value(ix) == 0) {
+                at = i;
+                break;
+            }
+        }
+    }
+    json_t *call = json_array_get(calls, at);
+    if (!call)
+        return;
+    json_t *fn = json_object_get(call, "function");
+    json_t *legacy = json_object();
+    if (json_is_string(json_object_get(fn, "name")))
+        json_object_set(legacy, "name", json_object_get(fn, "name"));
+    if (json_is_string(json_object_get(fn, "arguments")))
+        json_object_set(legacy, "arguments", json_object_get(fn, "arguments"));
+    json_object_set_new(holder, "function_call", legacy);
+    json_array_remove(calls, at);
+    if (!json_array_size(calls))
+        json_object_del(holder, "tool_calls");
+}
+
+const char *tg_rr_legacy_finish(const char *f)
+{
+    return f && !strcmp(f, "tool_calls") ? "function_call" : f;
+}
+
+void tg_repair_legacy_answer(json_t *resp)
+{
+    size_t i;
+    json_t *ch;
+    json_array_foreach(json_object_get(resp, "choices"), i, ch) {
+        json_t *msg = json_object_get(ch, "message");
+        if (json_is_object(msg))
+            tg_rr_legacy_calls(msg);
+        const char *f = json_string_value(json_object_get(ch, "finish_reason"));
+        if (f && tg_rr_legacy_finish(f) != f)
+            json_object_set_new(ch, "finish_reason", json_string(tg_rr_legacy_finish(f)));
+    }
 }

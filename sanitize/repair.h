@@ -63,6 +63,11 @@ int tg_repair_rules_set(tg_repair_rules *r, const char *key, const char *value,
 #define TG_REPAIR_NOW_SUCCESS 2
 int tg_repair_response(json_t *resp, struct tg_ctx *ctx);
 
+/* The agent sent the legacy functions[] (ctx->legacy_functions): its first
+ * tool call becomes message.function_call and finish_reason "tool_calls"
+ * becomes "function_call", in place. The last response stage. */
+void tg_repair_legacy_answer(json_t *resp);
+
 /* Byte-level look at a whole answer: true when it is surely a JSON object
  * that no rule would touch (no tool calls, no error, no content list, no
  * empty role, no discovery round or text recovery pending), so the caller

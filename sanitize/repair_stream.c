@@ -139,6 +139,11 @@ static json_t *make_chunk(tg_stream *s, long index, json_t *delta, const char *f
     }
     if (!json_object_get(c, "object"))
         json_object_set_new(c, "object", json_string("chat.completion.chunk"));
+    if (s->ctx->legacy_functions) {
+        if (delta)
+            tg_rr_legacy_calls(delta);
+        finish = tg_rr_legacy_finish(finish);
+    }
     json_t *ch = json_object();
     json_object_set_new(ch, "index", json_integer(index));
     json_object_set_new(ch, "delta", delta ? delta : json_object());

@@ -79,5 +79,58 @@ for p in $PROVIDERS; do
     expect_eq "$p: the agent gets its own tool name back" "read.file" "$name"
 done
 
+# Legacy function calling (functions[] / function_call): Gemini has no field
+# for it and Mistral forbids it (rules 36, 43), so the agent's functions go
+# up as tools and its call comes back as function_call, whole and streamed.
+"$PY" - >"$TG_TMP/legacy.json" <<'EOF'
+import json
+print(json.dumps({
+    "model": "MODEL",
+    "messages": [{"role": "user", "content": "Read a.txt"}],
+    "functions": [{"name": "read.file", "description": "Read a file",
+                   "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                                  "required": ["path"], "additionalProperties": False}}],
+    "function_call": "auto",
+}))
+EOF
+cat >"$TG_TMP/legacy_stream.py" <<'EOF'
+import json, sys
+name, args, finish, calls = None, "", None, 0
+for line in open(sys.argv[1]):
+    if not line.startswith("data: ") or line.startswith("data: [DONE]"):
+        continue
+    for ch in json.loads(line[6:]).get("choices", []):
+        d = ch.get("delta", {})
+        calls += len(d.get("tool_calls") or [])
+        fc = d.get("function_call")
+        if fc:
+            name = fc.get("name") or name
+            args += fc.get("arguments", "")
+        finish = ch.get("finish_reason") or finish
+ok = isinstance(json.loads(args or "null"), dict)
+print(name, finish, calls, "args-ok" if ok else "args-bad")
+EOF
+for p in gemini mistral; do
+    sed "s/\"MODEL\"/\"$p-model\"/" "$TG_TMP/legacy.json" >"$TG_TMP/legacy.$p.json"
+    st=$(tg_req "$TG_TMP/resp" POST "/$p/v1/chat/completions" -H 'Content-Type: application/json' \
+        -H "X-Mock: strict:$p" -H 'X-Mock-Then: tools' --data-binary @"$TG_TMP/legacy.$p.json")
+    expect_eq "$p legacy functions: strict provider accepts them as tools" 200 "$st"
+    mock_last "$TG_TMP/last"
+    expect_eq "$p legacy functions: upstream got no functions key" "" "$(json_get "$TG_TMP/last" body.functions)"
+    expect_eq "$p legacy functions: upstream got the function as its one tool" 1 \
+        "$(json_get "$TG_TMP/last" body.tools | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)))')"
+    expect_eq "$p legacy functions: the agent gets function_call with its own name" "read.file" \
+        "$(json_get "$TG_TMP/resp" choices.0.message.function_call.name)"
+    expect_eq "$p legacy functions: finish_reason function_call" "function_call" \
+        "$(json_get "$TG_TMP/resp" choices.0.finish_reason)"
+    expect_eq "$p legacy functions: no tool_calls beside it" "" \
+        "$(json_get "$TG_TMP/resp" choices.0.message.tool_calls)"
+    sed 's/"function_call": "auto"/"function_call": "auto", "stream": true/' "$TG_TMP/legacy.$p.json" >"$TG_TMP/legacy.s.json"
+    tg_req "$TG_TMP/sresp" POST "/$p/v1/chat/completions" -H 'Content-Type: application/json' \
+        -H "X-Mock: strict:$p" -H 'X-Mock-Then: tools' --data-binary @"$TG_TMP/legacy.s.json" >/dev/null
+    expect_eq "$p legacy functions, streamed: function_call deltas and finish" \
+        "read.file function_call 0 args-ok" "$("$PY" "$TG_TMP/legacy_stream.py" "$TG_TMP/sresp" 2>&1)"
+done
+
 stop_toolgate
 finish
