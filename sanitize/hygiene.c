@@ -164,8 +164,8 @@ typedef struct dialect_row {
 static const dialect_row presets[TG_D_COUNT] = {
     [TG_D_OPENAI] = {MR_OPENAI, NULL, "section 4.1", NULL, NULL, NULL, NULL},
     [TG_D_OPENAI_STRICT] = {MR_OPENAI, NULL, "section 4.1", NULL, NULL, NULL, NULL},
-    [TG_D_GEMINI] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_DROP_REASONING |
-                         TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL,
+    [TG_D_GEMINI] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
+                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL,
                      NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
     [TG_D_ANTHROPIC] = {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT |
                             TG_MR_DROP_EMPTY,
@@ -215,6 +215,7 @@ static const struct {
     {"pair_tool_calls", TG_MR_PAIR_CALLS},
     {"legacy_functions", TG_MR_LEGACY_FUNCS},
     {"json_mode_with_tools", TG_MR_JSON_MODE_TOOLS},
+    {"fill_signatures", TG_MR_FILL_SIGNATURE},
 };
 
 /* What Mistral's role order needs between a tool result and a user turn
@@ -322,6 +323,7 @@ typedef struct walk {
     json_t *id_fwd;       /* agent id -> upstream id, this request */
     json_t *id_used;      /* upstream id -> agent id, this request */
     const char *where;    /* "messages[3]" or "body" */
+    bool fill_signature;  /* TG_MR_FILL_SIGNATURE and a model that checks */
     jptr ptr;
 } walk;
 
@@ -565,6 +567,50 @@ static void clean_call(walk *w, json_t *call, bool assistant)
 }
 
 /* Cleans messages[i].tool_calls; true when calls remain. */
+/* R19: Gemini 3 refuses a history whose tool-call turn lost its thought
+ * signature ("Function call is missing a thought_signature", section 8),
+ * and agents that rebuild messages from their own types drop the
+ * extra_content that carried it (R18). toolgate keeps no state across
+ * requests to put the real one back, so such a turn gets the value Google
+ * documents for calls it did not sign, on its first call, which is where
+ * Gemini puts a turn's signature. A turn that kept any signature is left as
+ * it is. */
+static const char skip_signature[] = "skip_thought_signature_validator";
+
+static bool has_signature(const json_t *call)
+{
+    return json_is_string(json_object_get(
+        json_object_get(json_object_get(call, "extra_content"), "google"), "thought_signature"));
+}
+
+static void fill_signature(walk *w, json_t *calls)
+{
+    size_t j;
+    json_t *call;
+    json_array_foreach(calls, j, call) if (has_signature(call)) return;
+    call = json_array_get(calls, 0);
+    if (!json_is_object(call) || json_object_get(call, "extra_content"))
+        return;
+    size_t mark = jp_idx(&w->ptr, 0);
+    rebuild_key(w, call, "extra_content",
+                json_pack("{s:{s:s}}", "google", "thought_signature", skip_signature),
+                "thought-signature-fill", "R19");
+    jp_pop(&w->ptr, mark);
+}
+
+/* Gemini 3 and later check signatures; 1.x and 2.x models do not, and a
+ * name without a version (gemini-flash-latest) is taken as current. */
+static bool model_checks_signatures(const char *model)
+{
+    const char *g = model ? strstr(model, "gemini-") : NULL;
+    if (!g)
+        return false;
+    g += strlen("gemini-");
+    if (*g < '0' || *g > '9')
+        return true;
+    return atoi(g) >= 3;
+}
+
 static bool clean_calls(walk *w, json_t *msg, bool assistant)
 {
     json_t *calls = json_object_get(msg, "tool_calls");
@@ -584,6 +630,8 @@ static bool clean_calls(walk *w, json_t *msg, bool assistant)
         clean_call(w, call, assistant);
         jp_pop(&w->ptr, m2);
     }
+    if (assistant && w->fill_signature)
+        fill_signature(w, calls);
     jp_pop(&w->ptr, mark);
     return true;
 }
@@ -1250,6 +1298,8 @@ int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     }
     if (w.f & TG_MR_LEGACY_FUNCS)
         legacy_functions_to_tools(&w, body);
+    w.fill_signature = (w.f & TG_MR_FILL_SIGNATURE) &&
+                       model_checks_signatures(json_string_value(json_object_get(body, "model")));
     clean_top(&w, body);
     pair_tool_calls(&w, body);
     walk_messages(&w, body);

@@ -54,6 +54,9 @@ enum {
                                         "function" as tool_calls / "tool" */
     TG_MR_JSON_MODE_TOOLS = 1u << 20, /* response_format json_object goes when
                                         tools are sent (Groq, section 4) */
+    TG_MR_FILL_SIGNATURE = 1u << 21, /* Gemini 3: a tool-call turn replayed
+                                        without any thought signature gets
+                                        Google's validator-skipping one (R19) */
 };
 
 typedef struct tg_msg_rules {

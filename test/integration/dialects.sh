@@ -132,5 +132,33 @@ for p in gemini mistral; do
         "read.file function_call 0 args-ok" "$("$PY" "$TG_TMP/legacy_stream.py" "$TG_TMP/sresp" 2>&1)"
 done
 
+# R19: Gemini 3 refuses a tool-call turn replayed without its thought
+# signature, which agents that rebuild their messages drop.
+"$PY" - >"$TG_TMP/nosig.json" <<'EOF'
+import json
+print(json.dumps({
+    "model": "gemini-3-flash-preview",
+    "messages": [
+        {"role": "user", "content": "Read a.txt"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "read_file", "arguments": "{\"path\":\"a.txt\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "hello"},
+    ],
+    "tools": [{"type": "function", "function": {"name": "read_file", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}],
+}))
+EOF
+st=$(curl -s -o "$TG_TMP/raw" -w '%{http_code}' -H 'Content-Type: application/json' \
+    -H "X-Mock: strict:gemini" --data-binary @"$TG_TMP/nosig.json" "$MOCK_URL/gemini/v1/chat/completions")
+expect_eq "gemini 3 R19: control, a turn without a thought signature is refused" 400 "$st"
+st=$(tg_req "$TG_TMP/resp" POST "/gemini/v1/chat/completions" -H 'Content-Type: application/json' \
+    -H "X-Mock: strict:gemini" --data-binary @"$TG_TMP/nosig.json")
+if [ "$st" = 200 ]; then
+    ok "gemini 3 R19: accepted through toolgate"
+else
+    not_ok "gemini 3 R19: accepted through toolgate" "status $st: $(head -c 700 "$TG_TMP/resp")"
+fi
+
 stop_toolgate
 finish

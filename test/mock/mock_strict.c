@@ -623,6 +623,44 @@ static bool gemini_name_ok(const char *n)
     return matches_charset(n, "_.-", 1, 64);
 }
 
+/* R19: Gemini 3 wants the thought signature back on the first function
+ * call of every model step of the current turn (after the last user
+ * message); the error is the one dialects.md section 8 quotes. */
+static verdict gemini_signatures(json_t *req)
+{
+    const char *model = json_string_value(json_object_get(req, "model"));
+    if (!model || !strstr(model, "gemini-3"))
+        return (verdict){ 0, NULL };
+    json_t *msgs = json_object_get(req, "messages");
+    size_t start = 0;
+    for (size_t i = 0; i < json_array_size(msgs); i++) {
+        const char *r = json_string_value(json_object_get(json_array_get(msgs, i), "role"));
+        if (r && !strcmp(r, "user"))
+            start = i + 1;
+    }
+    for (size_t i = start; i < json_array_size(msgs); i++) {
+        json_t *call = json_array_get(json_object_get(json_array_get(msgs, i), "tool_calls"), 0);
+        if (!call)
+            continue;
+        json_t *sig = json_object_get(
+            json_object_get(json_object_get(call, "extra_content"), "google"), "thought_signature");
+        if (json_is_string(sig) && json_string_length(sig))
+            continue;
+        char m[600];
+        snprintf(m, sizeof m,
+                 "Function call is missing a thought_signature in functionCall parts. This is "
+                 "required for tools to work correctly, and missing thought_signature may lead to "
+                 "degraded model performance. Additional data, function call `default_api:%s` , "
+                 "position %zu. Please refer to https://ai.google.dev/gemini-api/docs/"
+                 "thought-signatures for more details.",
+                 json_string_value(json_object_get(json_object_get(call, "function"), "name"))
+                     ?: "?",
+                 i + 1);
+        return gemini_error(m, false, NULL);
+    }
+    return (verdict){ 0, NULL };
+}
+
 static verdict check_gemini(json_t *req)
 {
     /* The chat-completions fields Gemini's compat endpoint maps; others 400. */
@@ -654,7 +692,7 @@ static verdict check_gemini(json_t *req)
         if (r.body)
             return r;
     }
-    return (verdict){ 0, NULL };
+    return gemini_signatures(req);
 }
 
 /* ------------------------------------------------------------------ */
