@@ -324,6 +324,7 @@ typedef struct walk {
     json_t *id_used;      /* upstream id -> agent id, this request */
     const char *where;    /* "messages[3]" or "body" */
     bool fill_signature;  /* TG_MR_FILL_SIGNATURE and a model that checks */
+    bool last;            /* the message walked is the history's last */
     jptr ptr;
 } walk;
 
@@ -893,6 +894,15 @@ static bool clean_message(walk *w, json_t *msg)
         w->ctx->stats.fields_stripped++;
         return false;
     }
+    /* Anthropic: "text content blocks must be non-empty". An empty user
+     * turn says nothing, so it goes, but not the last one: without it the
+     * request would ask for something else (a continuation of the
+     * assistant), and the provider's own error is the honest answer. */
+    if (r == R_USER && (w->f & TG_MR_EMPTY_TEXT) && !w->last && empty_content(msg)) {
+        note(w, w->ptr.s, "empty-user", w->row->msg_rule, msg, NULL);
+        w->ctx->stats.fields_stripped++;
+        return false;
+    }
     if (r == R_ASSISTANT && (w->f & TG_MR_DROP_EMPTY) && empty_assistant(msg)) {
         note(w, w->ptr.s, "empty-assistant",
              w->row->roles == mistral_roles ? "rule 45" : w->row->msg_rule, msg, NULL);
@@ -1131,6 +1141,7 @@ static void walk_messages(walk *w, json_t *body)
             prev = R_NONE;
             continue;
         }
+        w->last = i + 1 == json_array_size(msgs);
         if (!clean_message(w, msg)) {
             rebuilt = true;
             continue;

@@ -45,7 +45,8 @@ enum {
     TG_MR_DEVELOPER_ROLE = 1u << 15, /* developer -> system (rule 43) */
     TG_MR_TOP_LEVEL      = 1u << 16, /* top-level parameters (rules 36, 49) */
     TG_MR_EMPTY_TEXT     = 1u << 17, /* "" beside tool calls -> null, empty
-                                        text parts and system turns dropped
+                                        text parts, system turns and user
+                                        turns but the last dropped
                                         (section 4: Anthropic text blocks
                                         non-empty) */
     TG_MR_PAIR_CALLS     = 1u << 18, /* rule 6: every call answered once, in
