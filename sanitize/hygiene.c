@@ -1231,18 +1231,6 @@ static void clean_top(walk *w, json_t *body)
  * as any tool, and ctx->legacy_functions has the response stages answer in
  * the shape such an agent reads (tg_repair_legacy_answer). One call
  * per turn is all that shape can say: parallel_tool_calls goes false. */
-static bool declares(const json_t *tools, const char *name)
-{
-    size_t i;
-    json_t *t;
-    json_array_foreach(tools, i, t) {
-        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
-        if (n && !strcmp(n, name))
-            return true;
-    }
-    return false;
-}
-
 static void legacy_functions_to_tools(walk *w, json_t *body)
 {
     json_t *fns = json_object_get(body, "functions");
@@ -1256,7 +1244,7 @@ static void legacy_functions_to_tools(walk *w, json_t *body)
         json_t *f;
         json_array_foreach(fns, i, f) {
             const char *name = json_string_value(json_object_get(f, "name"));
-            if (name && declares(now, name))
+            if (tg_tool_named(now, name))
                 continue;  /* the same function declared both ways */
             json_array_append_new(now, json_pack("{s:s, s:O}", "type", "function", "function", f));
         }

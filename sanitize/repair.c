@@ -144,16 +144,7 @@ void tg_rr_fail(tg_ctx *ctx, const char *rule, const char *where, json_t *before
 
 const json_t *tg_rr_tool_peek(const tg_ctx *ctx, const char *agent_name)
 {
-    if (!agent_name || !json_is_array(ctx->tools))
-        return NULL;
-    size_t i;
-    json_t *t;
-    json_array_foreach(ctx->tools, i, t) {
-        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
-        if (n && !strcmp(n, agent_name))
-            return t;
-    }
-    return NULL;
+    return tg_tool_named(ctx->tools, agent_name);
 }
 
 bool tg_rr_declared(const tg_ctx *ctx, const char *upstream_name)

@@ -133,3 +133,17 @@ void tg_heap_prefault(size_t bytes)
     (void)bytes;
 #endif
 }
+
+const json_t *tg_tool_named(const json_t *tools, const char *name)
+{
+    size_t i;
+    json_t *t;
+    if (!name)
+        return NULL;
+    json_array_foreach(tools, i, t) {
+        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        if (n && !strcmp(n, name))
+            return t;
+    }
+    return NULL;
+}

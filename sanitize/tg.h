@@ -55,6 +55,10 @@ void tg_explain_add(json_t *explain, const char *stage, const char *where,
                     const char *pointer, const char *rule,
                     json_t *before, json_t *after);
 
+/* The entry of an OpenAI tools[] array whose function is called name
+ * (borrowed), or NULL; NULL tools or name find nothing. */
+const json_t *tg_tool_named(const json_t *tools, const char *name);
+
 /* Where the JSON container ({...} or [...]) starting at s ends: just past
  * its closing bracket, or NULL when it does not close before e. Strings
  * (with escapes) are skipped, so brackets inside them do not count. One

@@ -151,14 +151,7 @@ static bool declared(const json_t *fx, const char *name)
     const json_t *tools = json_object_get(fx, "tools");
     if (!json_is_array(tools))
         return true;  /* nothing declared: nothing to check against */
-    size_t i;
-    json_t *t;
-    json_array_foreach(tools, i, t) {
-        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
-        if (n && !strcmp(n, name))
-            return true;
-    }
-    return false;
+    return tg_tool_named(tools, name) != NULL;
 }
 
 static void check_args(const json_t *fx, const char *args)
