@@ -1231,10 +1231,33 @@ static void clean_top(walk *w, json_t *body)
  * as any tool, and ctx->legacy_functions has the response stages answer in
  * the shape such an agent reads (tg_repair_legacy_answer). One call
  * per turn is all that shape can say: parallel_tool_calls goes false. */
-static void legacy_functions_to_tools(walk *w, json_t *body)
+static int bad_functions(json_t *fns, tg_error *err)
+{
+    if (!json_is_array(fns)) {
+        tg_error_set(err, 400, "invalid_request_error", "invalid_type", "functions",
+                     "'functions' must be an array of function objects");
+        return -1;
+    }
+    size_t i;
+    json_t *f;
+    json_array_foreach(fns, i, f) {
+        if (!json_is_string(json_object_get(f, "name"))) {
+            char param[64];
+            snprintf(param, sizeof param, "functions[%zu].name", i);
+            tg_error_set(err, 400, "invalid_request_error", "invalid_type", param,
+                         "'%s' must be a string", param);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int legacy_functions_to_tools(walk *w, json_t *body, tg_error *err)
 {
     json_t *fns = json_object_get(body, "functions");
     json_t *fc = json_object_get(body, "function_call");
+    if (fns && bad_functions(fns, err))
+        return -1;
     w->where = "body";
     jp_pop(&w->ptr, 0);
     if (json_is_array(fns) && json_array_size(fns)) {
@@ -1267,13 +1290,13 @@ static void legacy_functions_to_tools(walk *w, json_t *body)
     }
     if (fc)
         json_object_del(body, "function_call");
+    return 0;
 }
 
 /* ---- the stage ---------------------------------------------------------- */
 
 int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
-    (void)err;  /* hygiene never refuses: it only removes or rebuilds */
     if (!json_is_object(body))
         return 0;
     tg_msg_rules fallback;
@@ -1291,12 +1314,13 @@ int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
         w.prefix = ctx->strip_prefix;
         w.plen = strlen(ctx->strip_prefix);
     }
+    /* the one refusal: legacy functions that cannot become tools */
+    if ((w.f & TG_MR_LEGACY_FUNCS) && legacy_functions_to_tools(&w, body, err))
+        return -1;
     if (w.f & (TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS)) {
         w.id_fwd = json_object();
         w.id_used = json_object();
     }
-    if (w.f & TG_MR_LEGACY_FUNCS)
-        legacy_functions_to_tools(&w, body);
     w.fill_signature = (w.f & TG_MR_FILL_SIGNATURE) &&
                        model_checks_signatures(json_string_value(json_object_get(body, "model")));
     clean_top(&w, body);

@@ -71,7 +71,9 @@ void tg_msg_rules_preset(tg_dialect d, tg_msg_rules *out);
 int tg_msg_rules_set(tg_msg_rules *r, const char *key, const char *value,
                      char *msg, size_t msglen);
 
-/* Request stage. Edits body in place; never refuses a request (returns 0).
+/* Request stage. Edits body in place; refuses (-1, err filled) only legacy
+ * functions[] it must turn into tools and cannot (not an array, an entry
+ * without a name); otherwise 0.
  * Records every change in ctx->explain, counts removals in
  * ctx->stats.fields_stripped and rewritten tool-call ids in ctx->id_map
  * ({upstream id: agent id}). */

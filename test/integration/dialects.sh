@@ -131,6 +131,10 @@ for p in gemini mistral; do
     expect_eq "$p legacy functions, streamed: function_call deltas and finish" \
         "read.file function_call 0 args-ok" "$("$PY" "$TG_TMP/legacy_stream.py" "$TG_TMP/sresp" 2>&1)"
 done
+st=$(tg_req "$TG_TMP/resp" POST "/mistral/v1/chat/completions" -H 'Content-Type: application/json' \
+    --data-binary '{"model":"mistral-x","messages":[{"role":"user","content":"hi"}],"functions":[{"name":"a"},{"description":"no name"}]}')
+expect_eq "legacy functions: one without a name is a 400 naming it" "400 functions[1].name" \
+    "$st $(json_get "$TG_TMP/resp" error.param)"
 
 # R19: Gemini 3 refuses a tool-call turn replayed without its thought
 # signature, which agents that rebuild their messages drop.
