@@ -56,6 +56,8 @@ typedef struct tg_ctx {
                                         and never edits these objects. */
     json_t *name_map;                /* {upstream name: agent name} or NULL */
     json_t *arg_inverse;             /* schema stage's inverse data or NULL */
+    json_t *rf_inverse;              /* the inverse of a rewritten
+                                        response_format schema, or NULL */
     json_t *id_map;                  /* {upstream id: agent id} or NULL */
     json_t *disc_state;              /* discovery's per-request state or NULL */
     json_t *request;                 /* the upstream request body (for discovery rounds) */

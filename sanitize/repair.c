@@ -625,11 +625,43 @@ static size_t text_calls(tg_ctx *ctx, json_t *msg, json_t *calls, uint64_t seed,
     return n;
 }
 
+/* The JSON a model wrote for a rewritten response_format schema, as the
+ * agent's own schema says it (schema.c, rewrite_response_format): a new
+ * string, or NULL when it does not parse or nothing changes. */
+json_t *tg_rr_structured_content(tg_ctx *ctx, const char *text, size_t n)
+{
+    if (!ctx->rf_inverse || !n)
+        return NULL;
+    json_t *v = tg_json_load(text, n, JSON_ALLOW_NUL, NULL);
+    if (!v)
+        return NULL;
+    int count = 0;
+    json_t *restored = tg_schema_inverse_apply(ctx->rf_inverse, v, &count);
+    json_decref(v);
+    json_t *out = NULL;
+    if (count > 0) {
+        tg_buf b = {0};
+        if (tg_json_dump(restored, &b) == 0)
+            out = json_stringn(b.data ? b.data : "", b.len);
+        tg_buf_free(&b);
+        tg_rr_note(ctx, "structured-output", "content", NULL, NULL);
+    }
+    json_decref(restored);
+    return out;
+}
+
 static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
 {
     json_t *msg = json_object_get(choice, "message");
     if (!json_is_object(msg))
         return;
+    json_t *text = json_object_get(msg, "content");
+    if (ctx->rf_inverse && json_is_string(text)) {
+        json_t *now = tg_rr_structured_content(ctx, json_string_value(text),
+                                               json_string_length(text));
+        if (now)
+            json_object_set_new(msg, "content", now);
+    }
     json_t *calls = json_object_get(msg, "tool_calls");
     json_t *ids = json_object();
     size_t n = 0;
@@ -773,7 +805,8 @@ static const char *value_after(const char *p, const char *e)
 bool tg_repair_surely_plain(const tg_ctx *ctx, const char *d, size_t n)
 {
     const char *e = d + n;
-    if (ctx->disc_state || (ctx->repair && ctx->repair->text_tool_calls && ctx->tools))
+    if (ctx->disc_state || ctx->rf_inverse ||
+        (ctx->repair && ctx->repair->text_tool_calls && ctx->tools))
         return false;
     while (d < e && (*d == ' ' || *d == '\n' || *d == '\r' || *d == '\t'))
         d++;

@@ -48,6 +48,9 @@ size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_p
 /* The finish_reason the agent must see for a choice with ncalls calls;
  * returns `f` itself when nothing changes (R10, R11). */
 const char *tg_rr_finish(tg_ctx *ctx, const char *f, size_t ncalls);
+/* Content written for a rewritten response_format schema, restored to the
+ * agent's schema: a new string, or NULL (unparsable, or nothing to undo). */
+json_t *tg_rr_structured_content(tg_ctx *ctx, const char *text, size_t n);
 /* The legacy answer shape on a message or stream delta: its first call (a
  * delta's index 0) as function_call (see tg_repair_legacy_answer). */
 void tg_rr_legacy_calls(json_t *holder);

@@ -80,6 +80,8 @@ typedef struct schoice {
     char deferred[32];   /* a finish that came while a call's arguments were
                             still open: applied when they close, or at the end */
     tg_buf held;      /* R12: content not decided yet */
+    tg_buf structured;/* content for a rewritten response_format schema:
+                         restored as a whole at the finish */
     bool at_start;
     tg_buf content;   /* this round's content, for discovery */
 } schoice;
@@ -466,8 +468,23 @@ static json_t *scan_content(tg_stream *s, schoice *c, const char *t, size_t n, b
 /* Sends what the choice still holds. cut (finish "length"): markup that
  * never closed goes as the text it is, not as a call whose arguments may
  * be missing (a truncated command must not run). */
+/* Structured content goes out whole, restored when the JSON is whole
+ * (not cut by "length") and the inverse changes it, else as it came. */
+static void flush_structured(tg_stream *s, schoice *c, json_t *events, bool cut)
+{
+    if (!c->structured.len)
+        return;
+    json_t *text = cut ? NULL
+                       : tg_rr_structured_content(s->ctx, c->structured.data, c->structured.len);
+    if (!text)
+        text = json_stringn(c->structured.data, c->structured.len);
+    queue_delta(s, c, events, json_pack("{s:o}", "content", text), NULL);
+    tg_buf_reset(&c->structured);
+}
+
 static void flush_choice(tg_stream *s, schoice *c, json_t *events, bool cut)
 {
+    flush_structured(s, c, events, cut);
     if (s->r12 && c->held.len) {
         json_t *calls = json_array();
         json_t *text = scan_content(s, c, "", 0, !cut, calls);
@@ -518,6 +535,8 @@ static bool choice_needs_work(tg_stream *s, const json_t *ch, bool commit)
         return true;
     const json_t *content = json_object_get(d, "content");
     if (json_is_array(content) && tg_rr_on(s->ctx, TG_RR_CONTENT_LIST))
+        return true;
+    if (json_is_string(content) && s->ctx->rf_inverse)
         return true;
     const json_t *ix = json_object_get(ch, "index");
     long index = json_is_integer(ix) ? (long)json_integer_value(ix) : 0;
@@ -577,6 +596,11 @@ static void fix_delta(tg_stream *s, schoice *c, json_t *delta, bool has_calls,
                 json_object_del(delta, "content");
         }
         content = json_object_get(delta, "content");
+    }
+    if (json_is_string(content) && s->ctx->rf_inverse) {
+        tg_buf_append(&c->structured, json_string_value(content), json_string_length(content));
+        json_object_del(delta, "content");
+        content = NULL;
     }
     /* R23/R24 in a stream: "" or [] beside tool calls says nothing. */
     if (has_calls && tg_rr_on(s->ctx, TG_RR_CONTENT) &&
@@ -776,6 +800,12 @@ static void send_truncated(tg_stream *s, bool transport_error, tg_buf *out)
 {
     for (size_t i = 0; i < s->nch; i++) {
         schoice *c = &s->ch[i];
+        if (c->structured.len) {  /* the answer so far, as it came */
+            json_t *events = json_array();
+            flush_structured(s, c, events, true);
+            send_json(out, json_array_get(events, 0));
+            json_decref(events);
+        }
         if (c->held.len) {  /* undecided text is still text */
             json_t *events = json_array();
             queue_delta(s, c, events, json_pack("{s:s%}", "content", c->held.data, c->held.len),
@@ -836,7 +866,7 @@ static const char *after_colon(const char *p, const char *e)
  * the test and takes the full path, so it only has to be conservative. */
 static bool surely_plain(const tg_stream *s, const char *d, size_t n)
 {
-    if (!s->last || s->keep_content || s->hold || s->rounds ||
+    if (!s->last || s->keep_content || s->hold || s->rounds || s->ctx->rf_inverse ||
         tg_rr_on(s->ctx, TG_RR_CONTENT_LIST))
         return false;
     const char *e = d + n;
@@ -1110,6 +1140,7 @@ void tg_stream_free(tg_stream *s)
         free(s->ch[i].calls);
         json_decref(s->ch[i].ids);
         tg_buf_free(&s->ch[i].held);
+        tg_buf_free(&s->ch[i].structured);
         tg_buf_free(&s->ch[i].content);
     }
     free(s->ch);

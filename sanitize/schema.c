@@ -595,6 +595,52 @@ static void apply_request_rules(json_t *body, tg_ctx *ctx)
     }
 }
 
+/* response_format {type: json_schema, json_schema: {name, schema, strict}}
+ * is held to the rules of a strict tool's parameters (dialects.md section
+ * 0: openai-strict covers response_format.json_schema.strict), and schemas
+ * written for other models break them: optional properties, no
+ * additionalProperties:false (section 2's errors quote "Invalid schema for
+ * response_format"). On a strict route, or on openai when the agent asked
+ * for strict, it is rewritten as a tool's parameters are; a lossy rewrite
+ * leaves its inverse in ctx->rf_inverse, and the repair stage applies it
+ * to the JSON the model writes in content, so the agent gets what its own
+ * schema says (no null for a property it made optional). Other targets
+ * take JSON Schema there (Gemini since 2025-11) or ignore it (Anthropic). */
+static void rewrite_response_format(json_t *body, tg_ctx *ctx)
+{
+    const tg_schema_rules *r = ctx->schema;
+    json_t *rf = json_object_get(body, "response_format");
+    json_t *js = json_object_get(rf, "json_schema");
+    json_t *schema = json_object_get(js, "schema");
+    const char *type = json_string_value(json_object_get(rf, "type"));
+    if (!type || strcmp(type, "json_schema") || !json_is_object(schema))
+        return;
+    bool asked = json_is_true(json_object_get(js, "strict"));
+    if (!(r->flags & TG_SR_STRICT) && !(asked && (r->flags & TG_SR_STRICT_PER_TOOL)))
+        return;
+    json_t *tool = json_pack("{s:s, s:{s:s, s:O, s:b}}", "type", "function", "function", "name",
+                             "response_format", "parameters", schema, "strict", 1);
+    json_t *inv = NULL;
+    bool strict = false;
+    json_t *out = tool ? tg_schema_rewrite_tool(r, tool, NULL, ctx->explain, &inv, &strict) : NULL;
+    json_decref(tool);
+    json_t *params = json_object_get(json_object_get(out, "function"), "parameters");
+    if (strict && json_is_object(params) && (!asked || !json_equal(params, schema))) {
+        json_t *njs = json_copy(js);
+        json_object_set(njs, "schema", params);
+        json_object_set_new(njs, "strict", json_true());
+        json_t *nrf = json_copy(rf);
+        json_object_set_new(nrf, "json_schema", njs);
+        json_object_set_new(body, "response_format", nrf);
+        json_decref(ctx->rf_inverse);
+        ctx->rf_inverse = inv;
+        inv = NULL;
+        ctx->stats.schema_rewrites++;
+    }
+    json_decref(inv);
+    json_decref(out);
+}
+
 int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
     const tg_schema_rules *r = ctx->schema;
@@ -633,6 +679,7 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     }
     rename_references(body, ctx, upstream);
     json_decref(upstream);
+    rewrite_response_format(body, ctx);
     apply_request_rules(body, ctx);
     return 0;
 }

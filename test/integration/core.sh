@@ -71,6 +71,29 @@ st=$(chat "$B" '{"model":"mock-tools","messages":[{"role":"user","content":"weat
 expect_eq "tools: tool call name relayed" "get_weather" "$(json_get "$B" choices.0.message.tool_calls.0.function.name)"
 expect_eq "tools: finish_reason tool_calls" "tool_calls" "$(json_get "$B" choices.0.finish_reason)"
 
+# Structured output (dialects.md section 2): a strict response_format with an
+# optional property goes up with it required and nullable, and the null the
+# model must then write for it does not reach the agent, whole or streamed.
+RF='"response_format":{"type":"json_schema","json_schema":{"name":"person","strict":true,"schema":{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"]}}}'
+st=$(chat "$B" "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"who?\"}],$RF}" -H 'X-Mock: structured')
+mock_last "$TG_TMP/last"
+expect_eq "structured output: upstream schema has every property required" '["name","age"]' \
+    "$(json_get "$TG_TMP/last" body.response_format.json_schema.schema.required)"
+expect_eq "structured output: the agent gets its own schema's JSON" '{"name":"x"}' \
+    "$(json_get "$B" choices.0.message.content)"
+stream_times "$TG_TMP/sstream" "$TG_URL/v1/chat/completions" "{\"model\":\"gpt-4o\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"who?\"}],$RF}" \
+    -H 'X-Mock: structured' 2>/dev/null
+so=$("$PY" -c '
+import json, sys
+text = ""
+for line in open(sys.argv[1]):
+    line = line.split(" ", 1)[1] if " " in line else line
+    if line.startswith("data: {"):
+        for ch in json.loads(line[6:]).get("choices", []):
+            text += ch.get("delta", {}).get("content") or ""
+print(text)' "$TG_TMP/sstream" 2>&1)
+expect_eq "structured output, streamed: the agent gets its own schema's JSON" '{"name":"x"}' "$so"
+
 # A 10 MB answer is relayed whole.
 st=$(chat "$B" '{"model":"gpt-4o","messages":[{"role":"user","content":"long"}]}' -H 'X-Mock: big')
 expect_eq "10 MB response: status 200" 200 "$st"

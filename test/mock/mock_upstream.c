@@ -10,7 +10,8 @@
  *
  * Behaviour is picked per request (header X-Mock, or model "mock-NAME"):
  * default, tools, discovery (a scripted model that uses the meta-tools),
- * status, stall, reset, garbage, big, slow, fixture and
+ * structured (JSON for the request's response_format, as a strict model
+ * writes it), status, stall, reset, garbage, big, slow, fixture and
  * strict:<provider> (the provider validators live in mock_strict.c, which
  * this file includes so that the Makefile builds one translation unit).
  * GET /_last, GET /_count and POST /_reset let tests see what reached us.
@@ -521,6 +522,67 @@ static enum MHD_Result answer_default(request *r, struct MHD_Connection *conn)
     return end_stream(r, conn, s, rc, "stop");
 }
 
+/* A value for a schema node as a strict-mode model writes one: null where
+ * the type allows null (an optional property made nullable), else a sample
+ * of the type; objects get every property. */
+static json_t *sample_value(json_t *node)
+{
+    json_t *type = json_object_get(node, "type");
+    size_t i;
+    json_t *t;
+    json_array_foreach(type, i, t) if (!strcmp(json_string_value(t) ?: "", "null")) return json_null();
+    json_array_foreach(json_object_get(node, "anyOf"), i, t)
+        if (!strcmp(json_string_value(json_object_get(t, "type")) ?: "", "null")) return json_null();
+    const char *ty = json_is_array(type) ? json_string_value(json_array_get(type, 0))
+                                         : json_string_value(type);
+    if (!ty)
+        ty = json_object_get(node, "properties") ? "object" : "string";
+    if (!strcmp(ty, "integer"))
+        return json_integer(1);
+    if (!strcmp(ty, "number"))
+        return json_real(1.5);
+    if (!strcmp(ty, "boolean"))
+        return json_true();
+    if (!strcmp(ty, "array"))
+        return json_array();
+    if (!strcmp(ty, "object")) {
+        json_t *o = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(node, "properties"), k, v)
+            json_object_set_new(o, k, sample_value(v));
+        return o;
+    }
+    return json_string("x");
+}
+
+static enum MHD_Result answer_structured(request *r, struct MHD_Connection *conn)
+{
+    json_t *schema = json_object_get(
+        json_object_get(json_object_get(r->json, "response_format"), "json_schema"), "schema");
+    json_t *v = sample_value(schema);  /* a NULL schema samples a string */
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(v);
+    enum MHD_Result ret;
+    if (!r->stream) {
+        ret = queue_json(r, conn, 200,
+                         completion(r, json_pack("{s:s,s:s}", "role", "assistant", "content", text), "stop"));
+        free(text);
+        return ret;
+    }
+    stream *s = stream_new(conn, 0);
+    if (!s) {
+        free(text);
+        return MHD_NO;
+    }
+    size_t half = strlen(text) / 2;  /* the JSON in two pieces, as tokens come */
+    int rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:s%}", "role", "assistant", "content", text, half), NULL));
+    if (rc == 0)
+        rc = stream_add_event(s, chunk(r, json_pack("{s:s}", "content", text + half), NULL));
+    free(text);
+    return end_stream(r, conn, s, rc, "stop");
+}
+
 static enum MHD_Result answer_tools(request *r, struct MHD_Connection *conn)
 {
     const char *name = first_tool_name(r);
@@ -861,6 +923,8 @@ static enum MHD_Result chat_completions(request *r, struct MHD_Connection *conn)
         return queue_error(r, conn, 400, "mock: request body is not JSON", "invalid_request_error");
     if (strcmp(sc, "tools") == 0)
         return answer_tools(r, conn);
+    if (strcmp(sc, "structured") == 0)
+        return answer_structured(r, conn);
     if (strcmp(sc, "discovery") == 0)
         return answer_discovery(r, conn);
     if (strcmp(sc, "status") == 0)

@@ -13,6 +13,8 @@
  *   sse_rounds: several upstream rounds of one stream (lazy discovery; the
  *       fixture's "discovery" mode and "request" go through the request
  *       stages first).
+ *   request_stages: true to run "request" through the request stages
+ *       (what the response stages learn from it, e.g. response_format).
  *   allow_bad_args: true when a call's arguments are beyond repair.
  * Expected values match with json_equal, except that the string "<any>"
  * matches anything and "<id>" matches a synthesized call_ id.
@@ -131,7 +133,8 @@ static void env_init(env *e, const json_t *fx)
     tg_ctx_init(&e->ctx, "test", &e->rules, NULL);
     e->ctx.explain = json_array();
     e->ctx.legacy_functions = legacy(fx);
-    if (disc) {  /* the request stages set up tools and discovery state */
+    if (disc || json_is_true(json_object_get(fx, "request_stages"))) {
+        /* the request stages set up tools, discovery state, response_format */
         json_t *body = json_deep_copy(json_object_get(fx, "request"));
         tg_error err;
         assert_int_equal(tg_pipeline_request(body, &e->ctx, &err), 0);
