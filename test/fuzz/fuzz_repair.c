@@ -26,6 +26,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tg_ctx ctx;
     tg_ctx_init(&ctx, NULL, &rules, "_");
     ctx.tools = json_loads(tools, 0, NULL);
+    /* the answer shapes the request can ask for: legacy function_call, and
+     * a strict response_format whose optional properties became nullable */
+    ctx.legacy_functions = size > 1 && (data[1] & 2);
+    if (size > 1 && (data[1] & 4))
+        ctx.rf_inverse = json_loads("{\"o\":[\"city\",\"days\"],\"p\":{\"tags\":{\"o\":[]}}}",
+                                    0, NULL);
 
     json_t *resp = json_loadb((const char *)data, size, 0, NULL);
     if (resp) {

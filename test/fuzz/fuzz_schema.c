@@ -12,11 +12,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *params = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
     if (!params)
         return 0;
-    for (int d = 0; d < TG_D_COUNT; d++) {
-        json_t *body = json_pack("{s:s, s:[{s:s,s:s}], s:[{s:s, s:{s:s, s:s, s:O}}]}", "model", "m",
-                                 "messages", "role", "user", "content", "hi", "tools", "type",
-                                 "function", "function", "name", "fuzz.tool", "description", "d",
-                                 "parameters", params);
+    for (int i = 0; i < 3 * TG_D_COUNT; i++) {
+        int d = i % TG_D_COUNT;
+        /* the same schema as a tool's parameters, a legacy function's, and
+         * a strict response_format's */
+        json_t *body =
+            i < TG_D_COUNT
+                ? json_pack("{s:s, s:[{s:s,s:s}], s:[{s:s, s:{s:s, s:s, s:O}}]}", "model", "m",
+                            "messages", "role", "user", "content", "hi", "tools", "type",
+                            "function", "function", "name", "fuzz.tool", "description", "d",
+                            "parameters", params)
+            : i < 2 * TG_D_COUNT
+                ? json_pack("{s:s, s:[{s:s,s:s}], s:[{s:s, s:O}], s:s}", "model", "m", "messages",
+                            "role", "user", "content", "hi", "functions", "name", "fuzz.fn",
+                            "parameters", params, "function_call", "auto")
+                : json_pack("{s:s, s:[{s:s,s:s}], s:{s:s, s:{s:s, s:b, s:O}}}", "model", "m",
+                            "messages", "role", "user", "content", "hi", "response_format",
+                            "type", "json_schema", "json_schema", "name", "out", "strict", 1,
+                            "schema", params);
         tg_rules_set rules;
         tg_rules_preset((tg_dialect)d, &rules);
         tg_ctx ctx;
