@@ -293,6 +293,11 @@ sleep 0.5
 put rss_idle.direct "$(mem_kb VmRSS $MOCK_PID)"
 put rss_idle.nginx "$(mem_kb VmRSS $NGINX_PIDS)"
 put rss_idle.toolgate "$(mem_kb VmRSS $TG_PID)"
+# the part that is the process's own (heap, stacks, written library data),
+# not pages of shared libraries it maps
+put anon_idle.direct "$(mem_kb RssAnon $MOCK_PID)"
+put anon_idle.nginx "$(mem_kb RssAnon $NGINX_PIDS)"
+put anon_idle.toolgate "$(mem_kb RssAnon $TG_PID)"
 
 url_of() { # system [path] -> base URL
     case $1 in
@@ -569,6 +574,7 @@ row "stream: events coalesced into one read (of 5,200)" "$d" "$n" "$t" "0" "$v"
 row "stream: failed streams (of 400)" "$(get st.direct.failed)" "$(get st.nginx.failed)" "$(get st.toolgate.failed)" "0" "$(verdict "$(get st.toolgate.failed)" eq 0)"
 t=$(mb "$(get rss_idle.toolgate)")
 row "RSS idle (MB)" "$(mb "$(get rss_idle.direct)")" "$(mb "$(get rss_idle.nginx)")" "$t" "< 10" "$(verdict "$t" lt 10)"
+row "RSS idle, anonymous only (MB, RssAnon: without shared-library pages)" "$(mb "$(get anon_idle.direct)")" "$(mb "$(get anon_idle.nginx)")" "$(mb "$(get anon_idle.toolgate)")" "" ""
 row "peak RSS after the wrk runs (MB, VmHWM)" "$(mb "$(get rss_load.direct)")" "$(mb "$(get rss_load.nginx)")" "$(mb "$(get rss_load.toolgate)")" "" ""
 t=$(mb "$(get many.toolgate.rss)")
 row "$NSTREAMS slow streams: peak RSS (MB, sampled)" "$(mb "$(get many.direct.rss)")" "$(mb "$(get many.nginx.rss)")" "$t" "< 200" "$(verdict "$t" lt 200)"
