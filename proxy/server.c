@@ -93,7 +93,12 @@ typedef struct tg_req {
     /* upstream */
     CURL *easy;
     struct curl_slist *up_headers;
-    tg_buf up_body;
+    tg_buf up_body;               /* the body sent upstream; its head when
+                                     up_tools is set */
+    json_t *up_tools;             /* the tools' cached text, sent after
+                                     up_body and before a closing "}", or
+                                     NULL (tg_request_dump_split) */
+    size_t up_pos;                /* curl's read position in those pieces */
     size_t up_len;                /* its length, for the log once freed */
     char *up_url;
     long status;
@@ -211,6 +216,19 @@ static void req_unlink(tg_req *r)
     r->prev = r->next = NULL;
 }
 
+/* The upstream body's length: its head, the tools' text and "}". */
+static size_t up_body_len(const tg_req *r)
+{
+    return r->up_body.len + (r->up_tools ? json_string_length(r->up_tools) + 1 : 0);
+}
+
+static void up_body_free(tg_req *r)
+{
+    tg_buf_free(&r->up_body);
+    json_decref(r->up_tools);
+    r->up_tools = NULL;
+}
+
 static void req_unref(tg_req *r)
 {
     if (--r->refs > 0)
@@ -219,7 +237,7 @@ static void req_unref(tg_req *r)
     r->w->n_inflight--;
     tg_metrics_inflight(r->w->metrics, -1);
     tg_buf_free(&r->body);
-    tg_buf_free(&r->up_body);
+    up_body_free(r);
     tg_buf_free(&r->resp);
     tg_buf_free(&r->out);
     tg_header_list_free(&r->hdrs);
@@ -479,10 +497,10 @@ static void on_upstream_headers_done(tg_req *r)
              * it: agents' streams would otherwise each hold their request
              * (tool lists included) for as long as the model talks. */
             curl_off_t sent = 0;
-            r->up_len = r->up_body.len;
+            r->up_len = up_body_len(r);
             if (!curl_easy_getinfo(r->easy, CURLINFO_SIZE_UPLOAD_T, &sent) &&
-                sent == (curl_off_t)r->up_body.len)
-                tg_buf_free(&r->up_body);
+                sent == (curl_off_t)r->up_len)
+                up_body_free(r);
             if (tg_ctx_trim_request(&r->ctx)) {  /* the log reads the model from r->json */
                 json_decref(r->json);
                 r->json = json_incref(r->ctx.request);
@@ -579,6 +597,47 @@ static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
 static int on_curl_close(void *userp, curl_socket_t s);
 static curl_socket_t on_curl_open(void *userp, curlsocktype purpose, struct curl_sockaddr *a);
 
+/* The upstream body in pieces: an agent's tool list (hundreds of KB, the
+ * same every turn) is sent from the worker cache's text of it, so the body
+ * is never assembled: curl reads the head, the tools' text and "}" through
+ * on_upstream_read, one copy into its upload buffer instead of two. */
+static size_t on_upstream_read(char *buf, size_t size, size_t n, void *userp)
+{
+    tg_req *r = userp;
+    size_t want = size * n, got = 0;
+    size_t hl = r->up_body.len, tl = json_string_length(r->up_tools);
+    while (got < want && r->up_pos < hl + tl + 1) {
+        const char *src;
+        size_t avail;
+        if (r->up_pos < hl) {
+            src = r->up_body.data + r->up_pos;
+            avail = hl - r->up_pos;
+        } else if (r->up_pos < hl + tl) {
+            src = json_string_value(r->up_tools) + (r->up_pos - hl);
+            avail = hl + tl - r->up_pos;
+        } else {
+            src = "}";
+            avail = 1;
+        }
+        size_t k = avail < want - got ? avail : want - got;
+        memcpy(buf + got, src, k);
+        got += k;
+        r->up_pos += k;
+    }
+    return got;
+}
+
+/* curl rewinds when it resends on a fresh connection (a kept-alive one
+ * that the upstream had closed). */
+static int on_upstream_seek(void *userp, curl_off_t offset, int origin)
+{
+    tg_req *r = userp;
+    if (origin != SEEK_SET || offset < 0 || (size_t)offset > up_body_len(r))
+        return CURL_SEEKFUNC_CANTSEEK;
+    r->up_pos = (size_t)offset;
+    return CURL_SEEKFUNC_OK;
+}
+
 static int start_upstream(tg_req *r, const char *url, const char *method)
 {
     worker *w = r->w;
@@ -621,13 +680,22 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
     if (rt->total_timeout_ms)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rt->total_timeout_ms);
     if (!strcmp(method, "POST")) {
+        size_t total = up_body_len(r);
         curl_easy_setopt(e, CURLOPT_POST, 1L);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up_body.data ? r->up_body.data : "");
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->up_body.len);
+        if (r->up_tools) {
+            r->up_pos = 0;
+            curl_easy_setopt(e, CURLOPT_READFUNCTION, on_upstream_read);
+            curl_easy_setopt(e, CURLOPT_READDATA, r);
+            curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_upstream_seek);
+            curl_easy_setopt(e, CURLOPT_SEEKDATA, r);
+        } else {
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up_body.data ? r->up_body.data : "");
+        }
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)total);
         /* curl copies a body past 64 KB through its upload buffer, 64 KB a
          * send; an agent's 200 KB request then takes one send, not four.
          * The buffer lives only for the transfer. */
-        size_t ul = r->up_body.len < (512u << 10) ? r->up_body.len : (512u << 10);
+        size_t ul = total < (512u << 10) ? total : (512u << 10);
         if (!r->ctx.stream && ul > 64 * 1024)  /* streams keep theirs as long as they run */
             curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, (long)ul);
         else
@@ -686,7 +754,7 @@ static void finish_stream(tg_req *r, bool transport_error)
     tg_sse_finish(&r->sse);
     json_t *next = NULL;
     if (tg_stream_end(r->stream, transport_error, &r->out, &next) == 1 && next) {
-        tg_buf_reset(&r->up_body);
+        up_body_free(r);
         tg_json_dump(next, &r->up_body);
         json_decref(next);
         if (start_upstream(r, r->up_url, "POST") == 0) {
@@ -793,7 +861,7 @@ static void finish_whole(tg_req *r)
     unsigned repairs = r->ctx.stats.repairs, failures = r->ctx.stats.repair_failures;
     if (tg_pipeline_response(resp, &r->ctx, &next) == 1 && next) {
         json_decref(resp);
-        tg_buf_reset(&r->up_body);
+        up_body_free(r);
         tg_json_dump(next, &r->up_body);
         json_decref(next);
         if (start_upstream(r, r->up_url, "POST") == 0)
@@ -1183,8 +1251,8 @@ static int prepare_route(tg_req *r, const tg_route *route)
         curl_slist_free_all(r->up_headers);
         r->up_headers = NULL;
     }
-    tg_buf_reset(&r->up_body);
-    if (tg_request_dump(body, &r->ctx, &r->up_body)) {
+    up_body_free(r);
+    if (tg_request_dump_split(body, &r->ctx, &r->up_body, &r->up_tools)) {
         set_error(r, 500, "server_error", NULL, NULL, "out of memory");
         return -1;
     }
@@ -1250,7 +1318,7 @@ static enum MHD_Result dispatch(tg_req *r)
             return queue_answer(r);
     } else if (!strncmp(rest, "/v1/", 4) || !strcmp(rest, "/v1")) {
         r->route = by_prefix ? by_prefix : &c->routes[0];
-        tg_buf_free(&r->up_body);
+        up_body_free(r);
         tg_buf_append(&r->up_body, r->body.data ? r->body.data : "", r->body.len);
     } else {
         set_error(r, 404, "invalid_request_error", "unknown_url", NULL,
@@ -1468,7 +1536,7 @@ static void access_log_line(tg_req *r, int status)
                       (double)(r->t_first_byte - r->t_upstream) / 1000.0);
     tg_buf_printf(&b, ",\"bytes_in\":%zu,\"bytes_up\":%zu,\"retries\":%d",
                   r->body.len ? r->body.len : r->body_len,
-                  r->up_body.len ? r->up_body.len : r->up_len, r->attempt);
+                  up_body_len(r) ? up_body_len(r) : r->up_len, r->attempt);
     if (r->ctx_live)
         tg_buf_printf(&b,
                       ",\"tools_in\":%u,\"tools_out\":%u,\"repairs\":%u,\"stripped\":%u,"

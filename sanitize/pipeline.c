@@ -289,13 +289,17 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
 }
 
 /* Serialize body; the tools array, which agents resend unchanged every
- * turn, is serialized once per distinct array and spliced in. The tools
- * key then comes last, which changes no meaning. */
-int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
+ * turn, is serialized once per distinct array and not copied at all: head
+ * gets the body up to `"tools":` and *tools_text the cached text of the
+ * array (a new reference to a string), and the body is head, that text and
+ * "}". The tools key then comes last, which changes no meaning. Without a
+ * cached array, head is the whole body and *tools_text NULL. */
+int tg_request_dump_split(json_t *body, tg_ctx *ctx, tg_buf *head, json_t **tools_text)
 {
+    *tools_text = NULL;
     json_t *tools = json_object_get(body, "tools");
     if (!ctx->cache || !json_is_array(tools) || !ctx->tools_hash)
-        return tg_json_dump(body, out);
+        return tg_json_dump(body, head);
     /* The array is immutable once the stages are done, and the cache
      * entry holds a reference to it, so its address names its content. */
     uintptr_t a = (uintptr_t)tools;
@@ -320,23 +324,35 @@ int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
             return -1;
     }
     json_t *text = json_array_get(entry, 1);
-    size_t tl = json_string_length(text);
     json_incref(tools);
     json_object_del(body, "tools");
-    size_t start = out->len;
-    int rc = tg_json_dump(body, out);
+    size_t start = head->len;
+    int rc = tg_json_dump(body, head);
     json_object_set_new(body, "tools", tools);
-    if (!rc)
-        rc = tg_buf_reserve(out, tl + 16);
     if (!rc) {
-        bool empty = out->len - start <= 2;
-        out->len--;  /* the closing brace */
-        tg_buf_puts(out, empty ? "\"tools\":" : ",\"tools\":");
-        tg_buf_append(out, json_string_value(text), tl);
-        rc = tg_buf_append(out, "}", 1);
+        bool empty = head->len - start <= 2;
+        head->len--;  /* the closing brace */
+        rc = tg_buf_puts(head, empty ? "\"tools\":" : ",\"tools\":");
     }
-    ctx->stats.tools_bytes_out = tl;
+    ctx->stats.tools_bytes_out = json_string_length(text);
+    if (!rc)
+        *tools_text = json_incref(text);
     json_decref(entry);
+    return rc;
+}
+
+int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
+{
+    json_t *text;
+    int rc = tg_request_dump_split(body, ctx, out, &text);
+    if (!rc && text) {
+        rc = tg_buf_reserve(out, json_string_length(text) + 1);
+        if (!rc)
+            tg_buf_append(out, json_string_value(text), json_string_length(text));
+        if (!rc)
+            rc = tg_buf_append(out, "}", 1);
+    }
+    json_decref(text);
     return rc;
 }
 

@@ -99,6 +99,10 @@ int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err);
 json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int max_depth,
                          uint64_t *tools_hash, size_t *tools_bytes, tg_error *err);
 int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out);
+/* The same without copying the tools' text: the body is head, then
+ * *tools_text (a new reference to a string, or NULL when head is already
+ * the whole body), then "}". For senders that can send pieces. */
+int tg_request_dump_split(json_t *body, tg_ctx *ctx, tg_buf *head, json_t **tools_text);
 
 /* The network's entry: the client's raw body in, the upstream body out.
  * Same stages as tg_pipeline_request, but an agent's tool list, which is
