@@ -605,7 +605,31 @@ static void apply_request_rules(json_t *body, tg_ctx *ctx)
  * leaves its inverse in ctx->rf_inverse, and the repair stage applies it
  * to the JSON the model writes in content, so the agent gets what its own
  * schema says (no null for a property it made optional). Other targets
- * take JSON Schema there (Gemini since 2025-11) or ignore it (Anthropic). */
+ * take JSON Schema there (Gemini since 2025-11) or ignore it (Anthropic).
+ *
+ * A tool survives a strict rewrite that narrows what it can receive; an
+ * answer does not: a root that is not an object, or a map (an object of
+ * any keys), would come back as an object the agent did not ask for, or an
+ * empty one. Such a schema goes as it came, and the provider says why. */
+static bool answer_shape_lost(const json_t *changes)
+{
+    static const char *const lossy[] = {"root-type-object", "repair-bare-map"};
+    size_t i;
+    json_t *c;
+    json_array_foreach(changes, i, c) {
+        const char *rule = json_string_value(json_object_get(c, "rule"));
+        for (size_t k = 0; rule && k < sizeof lossy / sizeof lossy[0]; k++)
+            if (!strncmp(rule, lossy[k], strlen(lossy[k])))
+                return true;
+        /* additionalProperties was a schema (or true): a map, now closed */
+        json_t *before = json_object_get(c, "before");
+        if (rule && !strncmp(rule, "strict-additionalProperties", 27) &&
+            (json_is_object(before) || json_is_true(before)))
+            return true;
+    }
+    return false;
+}
+
 static void rewrite_response_format(json_t *body, tg_ctx *ctx)
 {
     const tg_schema_rules *r = ctx->schema;
@@ -620,12 +644,15 @@ static void rewrite_response_format(json_t *body, tg_ctx *ctx)
         return;
     json_t *tool = json_pack("{s:s, s:{s:s, s:O, s:b}}", "type", "function", "function", "name",
                              "response_format", "parameters", schema, "strict", 1);
-    json_t *inv = NULL;
+    json_t *inv = NULL, *changes = json_array();
     bool strict = false;
-    json_t *out = tool ? tg_schema_rewrite_tool(r, tool, NULL, ctx->explain, &inv, &strict) : NULL;
+    json_t *out = tool ? tg_schema_rewrite_tool(r, tool, NULL, changes, &inv, &strict) : NULL;
     json_decref(tool);
     json_t *params = json_object_get(json_object_get(out, "function"), "parameters");
-    if (strict && json_is_object(params) && (!asked || !json_equal(params, schema))) {
+    if (strict && json_is_object(params) && (!asked || !json_equal(params, schema)) &&
+        !answer_shape_lost(changes)) {
+        if (ctx->explain)
+            json_array_extend(ctx->explain, changes);
         json_t *njs = json_copy(js);
         json_object_set(njs, "schema", params);
         json_object_set_new(njs, "strict", json_true());
@@ -639,6 +666,7 @@ static void rewrite_response_format(json_t *body, tg_ctx *ctx)
     }
     json_decref(inv);
     json_decref(out);
+    json_decref(changes);
 }
 
 int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)

@@ -217,6 +217,69 @@ static void test_known_tools_span(void **state)
 
 /* Once a stream has begun, the request keeps only what the response stages
  * read, unless a discovery round may still need all of it. */
+/* The schema of a strict response_format after the request stages. */
+static json_t *rf_schema_after(tg_dialect d, const char *schema, bool strict)
+{
+    char raw[1024];
+    snprintf(raw, sizeof raw,
+             "{\"model\":\"m\",\"messages\":[],\"response_format\":{\"type\":\"json_schema\","
+             "\"json_schema\":{\"name\":\"o\",\"strict\":%s,\"schema\":%s}}}",
+             strict ? "true" : "false", schema);
+    tg_rules_set rules;
+    tg_rules_preset(d, &rules);
+    tg_ctx ctx;
+    tg_ctx_init(&ctx, "r", &rules, "_");
+    json_t *body = json_loads(raw, 0, NULL);
+    assert_non_null(body);
+    tg_error err;
+    assert_int_equal(tg_pipeline_request(body, &ctx, &err), 0);
+    json_t *out = json_incref(
+        json_object_get(json_object_get(json_object_get(body, "response_format"), "json_schema"),
+                        "schema"));
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+    return out;
+}
+
+static void expect_rf(tg_dialect d, const char *schema, bool strict, const char *want)
+{
+    json_t *got = rf_schema_after(d, schema, strict);
+    json_t *w = json_loads(want, 0, NULL);
+    assert_non_null(w);
+    if (!json_equal(got, w)) {
+        char *g = json_dumps(got, JSON_COMPACT);
+        print_error("dialect %s, schema %s\nwant %s\ngot  %s\n", tg_dialect_name(d), schema, want, g);
+        free(g);
+        fail();
+    }
+    json_decref(got);
+    json_decref(w);
+}
+
+/* Structured outputs (dialects.md sections 0 and 2): a strict
+ * response_format is made strict-valid where the answer keeps its shape,
+ * and left to the provider where it would not (a root that is not an
+ * object, a map); nothing changes without strict on openai, or on targets
+ * that take JSON Schema there. */
+static void test_response_format(void **state)
+{
+    (void)state;
+    const char *optional = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"},"
+                           "\"b\":{\"type\":\"integer\"}},\"required\":[\"a\"]}";
+    const char *strict_form = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"},"
+                              "\"b\":{\"type\":[\"integer\",\"null\"]}},\"required\":[\"a\",\"b\"],"
+                              "\"additionalProperties\":false}";
+    expect_rf(TG_D_OPENAI, optional, true, strict_form);
+    expect_rf(TG_D_OPENAI_STRICT, optional, false, strict_form);
+    expect_rf(TG_D_OPENAI, optional, false, optional);
+    expect_rf(TG_D_GEMINI, optional, true, optional);
+    expect_rf(TG_D_MISTRAL, optional, true, optional);
+    const char *root_array = "{\"type\":\"array\",\"items\":{\"type\":\"string\"}}";
+    expect_rf(TG_D_OPENAI, root_array, true, root_array);
+    const char *root_map = "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}";
+    expect_rf(TG_D_OPENAI_STRICT, root_map, true, root_map);
+}
+
 static void test_trim_request(void **state)
 {
     (void)state;
@@ -246,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_cached_tools_new_messages),
         cmocka_unit_test(test_known_tools_span),
         cmocka_unit_test(test_trim_request),
+        cmocka_unit_test(test_response_format),
     };
     return cmocka_run_group_tests_name("pipeline", tests, NULL, NULL);
 }
