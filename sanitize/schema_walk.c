@@ -1814,6 +1814,26 @@ static bool branch_matches(json_t *b, const char *tkey, json_t *v)
     return true;
 }
 
+/* Does inverse b (or one of its anyOf branches) hold v in a stringified
+ * enum? Back: v is the string the target sent; forth: v is the agent's
+ * value. Branches that each pin one number (z.union of z.literal) are all
+ * strings upstream, so the type alone cannot pick the branch. */
+static bool enum_maps(json_t *b, json_t *v, bool back, int depth)
+{
+    json_t *e = json_object_get(b, "e");
+    if (back && json_is_string(v) && json_object_get(e, json_string_value(v)))
+        return true;
+    const char *k;
+    json_t *m;
+    if (!back)
+        json_object_foreach(e, k, m) if (json_equal(m, v)) return true;
+    size_t i;
+    json_t *c;
+    if (depth < 8)
+        json_array_foreach(json_object_get(b, "a"), i, c) if (enum_maps(c, v, back, depth + 1)) return true;
+    return false;
+}
+
 /* The inverse applied to one child: a replacement (new reference), or NULL
  * when the child was edited in place or left as it was. */
 static json_t *inverse_child(json_t *inv, json_t *c, int *count)
@@ -1894,6 +1914,10 @@ json_t *tg_schema_inverse_apply(json_t *inv, json_t *v, int *count)
         }
     }
     json_array_foreach(branches, i, b) {
+        if (json_is_string(v) && enum_maps(b, v, true, 0))
+            return tg_schema_inverse_apply(b, v, count);
+    }
+    json_array_foreach(branches, i, b) {
         if (branch_matches(b, "t", v))
             return tg_schema_inverse_apply(b, v, count);
     }
@@ -1944,6 +1968,12 @@ json_t *tg_schema_inverse_forward(json_t *inv, json_t *v)
     }
     size_t i;
     json_t *b;
+    json_array_foreach(json_object_get(inv, "a"), i, b) {
+        if (!json_is_object(v) && !json_is_array(v) && enum_maps(b, v, false, 0)) {
+            json_decref(out);
+            return tg_schema_inverse_forward(b, v);
+        }
+    }
     json_array_foreach(json_object_get(inv, "a"), i, b) {
         if (branch_matches(b, "ot", v)) {
             json_decref(out);
