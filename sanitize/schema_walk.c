@@ -1232,6 +1232,13 @@ static json_t *collapse_null_branch(walk *w, json_t *n, const char *ptr)
             json_t *v;
             json_object_foreach(n, k, v) if (strcmp(k, "anyOf") && !json_object_get(replacement, k))
                 json_object_set(replacement, k, v);
+            /* the property's description and the value's both say
+             * something (zod: .describe() before and after .nullable()) */
+            const char *outer = json_string_value(json_object_get(n, "description"));
+            const char *inner = json_string_value(json_object_get(replacement, "description"));
+            if (outer && inner && *outer && strcmp(outer, inner))
+                json_object_set_new(replacement, "description",
+                                    json_sprintf("%s%s%s", outer, *inner ? " " : "", inner));
         } else if (json_array_size(keep) == 0) {
             json_object_del(n, "anyOf");
             json_object_del(n, "nullable");
