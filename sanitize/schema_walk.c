@@ -510,6 +510,57 @@ static void lower_type_names(walk *w, json_t *n, const char *ptr)
     }
 }
 
+/* A draft 2020-12 tuple (zod v4 z.tuple, pydantic tuple[int, str]):
+ * prefixItems, with items false, absent, or the schema of the rest. The
+ * targets that rewrite every node (strict, Gemini, xAI) would get
+ * prefixItems unrewritten (an object in it breaks rule 16) beside an items
+ * stand-in that says "any JSON value"; they take it as the draft-04 tuple
+ * form is taken: items is any of the positions, their order in a hint. */
+static void tuple_to_items(walk *w, json_t *n, const char *ptr)
+{
+    json_t *pre = json_object_get(n, "prefixItems");
+    if (!json_is_array(pre) || !(w->f & (TG_SR_STRICT | TG_SR_OPENAPI_SUBSET | TG_SR_FREEFORM_STRING)))
+        return;
+    json_t *rest = json_object_get(n, "items");
+    json_t *any = json_array();
+    json_t *order = json_array();
+    size_t i;
+    json_t *b;
+    json_array_foreach(pre, i, b) {
+        json_t *t = json_object_get(b, "type");
+        const char *ref = json_string_value(json_object_get(b, "$ref"));
+        bool dup = false;
+        size_t j;
+        json_t *x;
+        json_array_foreach(any, j, x) dup |= json_equal(x, b);
+        if (!dup)
+            json_array_append(any, b);
+        json_array_append_new(order, json_is_string(t) ? json_incref(t)
+                                     : json_string(ref ? ref_short_name(ref) : "value"));
+    }
+    if (json_is_true(rest) || json_is_object(rest)) {  /* the rest: more items may follow */
+        json_t *r = json_is_true(rest) ? json_object() : json_incref(rest);
+        bool dup = false;
+        json_array_foreach(any, i, b) dup |= json_equal(b, r);
+        if (!dup)
+            json_array_append(any, r);
+        json_decref(r);
+    }
+    char *o = tg_json_dumps(order);
+    json_object_set_new(n, "x-toolgate-hint-tuple", json_sprintf("items in order: %.200s", o ? o : "?"));
+    free(o);
+    json_decref(order);
+    note(w, ptr, "prefixItems-to-items", pre, NULL);
+    json_object_del(n, "prefixItems");
+    if (json_array_size(any) == 1)
+        json_object_set(n, "items", json_array_get(any, 0));
+    else if (json_array_size(any) > 1)
+        json_object_set_new(n, "items", json_pack("{s:O}", "anyOf", any));
+    else
+        json_object_del(n, "items");
+    json_decref(any);
+}
+
 static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
 {
     node_in ni = {0};
@@ -598,6 +649,7 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
         }
         json_object_del(n, "oneOf");
     }
+    tuple_to_items(w, n, ptr);
     static const char *const combinators[] = {"anyOf", "oneOf", "allOf", NULL};
     for (const char *const *c = combinators; *c; c++) {
         json_t *v = json_object_get(n, *c);
