@@ -1634,7 +1634,8 @@ static void finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_ob
 
 /* An enum sent as strings is a string node: number bounds no longer fit it
  * (their values are in the enum anyway), and a default that is not a
- * string is sent as the string the enum spells it with. */
+ * string is sent as the string the enum spells it with; a null default
+ * (pydantic's Optional[...] = None) stays null, as nullable says. */
 static void retype_enum_keys(walk *w, json_t *out, const char *ptr)
 {
     static const char *const numeric[] = {"minimum", "maximum", "exclusiveMinimum",
@@ -1647,7 +1648,7 @@ static void retype_enum_keys(walk *w, json_t *out, const char *ptr)
         }
     }
     json_t *d = json_object_get(out, "default");
-    if (d && !json_is_string(d)) {
+    if (d && !json_is_string(d) && !json_is_null(d)) {  /* null: the node is nullable */
         char *t = tg_json_dumps(d);
         json_t *now = t ? json_string(t) : NULL;
         free(t);
