@@ -510,6 +510,57 @@ static void lower_type_names(walk *w, json_t *n, const char *ptr)
     }
 }
 
+/* A draft 2020-12 tuple (zod v4 z.tuple, pydantic tuple[int, str]):
+ * prefixItems, with items false, absent, or the schema of the rest. The
+ * targets that rewrite every node (strict, Gemini, xAI) would get
+ * prefixItems unrewritten (an object in it breaks rule 16) beside an items
+ * stand-in that says "any JSON value"; they take it as the draft-04 tuple
+ * form is taken: items is any of the positions, their order in a hint. */
+static void tuple_to_items(walk *w, json_t *n, const char *ptr)
+{
+    json_t *pre = json_object_get(n, "prefixItems");
+    if (!json_is_array(pre) || !(w->f & (TG_SR_STRICT | TG_SR_OPENAPI_SUBSET | TG_SR_FREEFORM_STRING)))
+        return;
+    json_t *rest = json_object_get(n, "items");
+    json_t *any = json_array();
+    json_t *order = json_array();
+    size_t i;
+    json_t *b;
+    json_array_foreach(pre, i, b) {
+        json_t *t = json_object_get(b, "type");
+        const char *ref = json_string_value(json_object_get(b, "$ref"));
+        bool dup = false;
+        size_t j;
+        json_t *x;
+        json_array_foreach(any, j, x) dup |= json_equal(x, b);
+        if (!dup)
+            json_array_append(any, b);
+        json_array_append_new(order, json_is_string(t) ? json_incref(t)
+                                     : json_string(ref ? ref_short_name(ref) : "value"));
+    }
+    if (json_is_true(rest) || json_is_object(rest)) {  /* the rest: more items may follow */
+        json_t *r = json_is_true(rest) ? json_object() : json_incref(rest);
+        bool dup = false;
+        json_array_foreach(any, i, b) dup |= json_equal(b, r);
+        if (!dup)
+            json_array_append(any, r);
+        json_decref(r);
+    }
+    char *o = tg_json_dumps(order);
+    json_object_set_new(n, "x-toolgate-hint-tuple", json_sprintf("items in order: %.200s", o ? o : "?"));
+    free(o);
+    json_decref(order);
+    note(w, ptr, "prefixItems-to-items", pre, NULL);
+    json_object_del(n, "prefixItems");
+    if (json_array_size(any) == 1)
+        json_object_set(n, "items", json_array_get(any, 0));
+    else if (json_array_size(any) > 1)
+        json_object_set_new(n, "items", json_pack("{s:O}", "anyOf", any));
+    else
+        json_object_del(n, "items");
+    json_decref(any);
+}
+
 static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
 {
     node_in ni = {0};
@@ -598,6 +649,7 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
         }
         json_object_del(n, "oneOf");
     }
+    tuple_to_items(w, n, ptr);
     static const char *const combinators[] = {"anyOf", "oneOf", "allOf", NULL};
     for (const char *const *c = combinators; *c; c++) {
         json_t *v = json_object_get(n, *c);
@@ -1232,6 +1284,13 @@ static json_t *collapse_null_branch(walk *w, json_t *n, const char *ptr)
             json_t *v;
             json_object_foreach(n, k, v) if (strcmp(k, "anyOf") && !json_object_get(replacement, k))
                 json_object_set(replacement, k, v);
+            /* the property's description and the value's both say
+             * something (zod: .describe() before and after .nullable()) */
+            const char *outer = json_string_value(json_object_get(n, "description"));
+            const char *inner = json_string_value(json_object_get(replacement, "description"));
+            if (outer && inner && *outer && strcmp(outer, inner))
+                json_object_set_new(replacement, "description",
+                                    json_sprintf("%s%s%s", outer, *inner ? " " : "", inner));
         } else if (json_array_size(keep) == 0) {
             json_object_del(n, "anyOf");
             json_object_del(n, "nullable");
@@ -1575,7 +1634,8 @@ static void finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_ob
 
 /* An enum sent as strings is a string node: number bounds no longer fit it
  * (their values are in the enum anyway), and a default that is not a
- * string is sent as the string the enum spells it with. */
+ * string is sent as the string the enum spells it with; a null default
+ * (pydantic's Optional[...] = None) stays null, as nullable says. */
 static void retype_enum_keys(walk *w, json_t *out, const char *ptr)
 {
     static const char *const numeric[] = {"minimum", "maximum", "exclusiveMinimum",
@@ -1588,7 +1648,7 @@ static void retype_enum_keys(walk *w, json_t *out, const char *ptr)
         }
     }
     json_t *d = json_object_get(out, "default");
-    if (d && !json_is_string(d)) {
+    if (d && !json_is_string(d) && !json_is_null(d)) {  /* null: the node is nullable */
         char *t = tg_json_dumps(d);
         json_t *now = t ? json_string(t) : NULL;
         free(t);
@@ -1814,6 +1874,26 @@ static bool branch_matches(json_t *b, const char *tkey, json_t *v)
     return true;
 }
 
+/* Does inverse b (or one of its anyOf branches) hold v in a stringified
+ * enum? Back: v is the string the target sent; forth: v is the agent's
+ * value. Branches that each pin one number (z.union of z.literal) are all
+ * strings upstream, so the type alone cannot pick the branch. */
+static bool enum_maps(json_t *b, json_t *v, bool back, int depth)
+{
+    json_t *e = json_object_get(b, "e");
+    if (back && json_is_string(v) && json_object_get(e, json_string_value(v)))
+        return true;
+    const char *k;
+    json_t *m;
+    if (!back)
+        json_object_foreach(e, k, m) if (json_equal(m, v)) return true;
+    size_t i;
+    json_t *c;
+    if (depth < 8)
+        json_array_foreach(json_object_get(b, "a"), i, c) if (enum_maps(c, v, back, depth + 1)) return true;
+    return false;
+}
+
 /* The inverse applied to one child: a replacement (new reference), or NULL
  * when the child was edited in place or left as it was. */
 static json_t *inverse_child(json_t *inv, json_t *c, int *count)
@@ -1894,6 +1974,10 @@ json_t *tg_schema_inverse_apply(json_t *inv, json_t *v, int *count)
         }
     }
     json_array_foreach(branches, i, b) {
+        if (json_is_string(v) && enum_maps(b, v, true, 0))
+            return tg_schema_inverse_apply(b, v, count);
+    }
+    json_array_foreach(branches, i, b) {
         if (branch_matches(b, "t", v))
             return tg_schema_inverse_apply(b, v, count);
     }
@@ -1944,6 +2028,12 @@ json_t *tg_schema_inverse_forward(json_t *inv, json_t *v)
     }
     size_t i;
     json_t *b;
+    json_array_foreach(json_object_get(inv, "a"), i, b) {
+        if (!json_is_object(v) && !json_is_array(v) && enum_maps(b, v, false, 0)) {
+            json_decref(out);
+            return tg_schema_inverse_forward(b, v);
+        }
+    }
     json_array_foreach(json_object_get(inv, "a"), i, b) {
         if (branch_matches(b, "ot", v)) {
             json_decref(out);

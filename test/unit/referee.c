@@ -633,9 +633,19 @@ static bool valid_at(json_t *root, json_t *s, json_t *v, int depth)
             }
         }
     }
+    /* tuples: prefixItems (2020-12; items then binds the rest, false
+     * closes it) or the draft-04 items array */
     json_t *items = json_object_get(s, "items");
-    if (json_is_array(v) && json_is_object(items)) {
-        json_array_foreach(v, i, b) if (!valid_at(root, items, b, depth + 1)) return false;
+    json_t *pre = json_object_get(s, "prefixItems");
+    size_t from = json_is_array(pre) ? json_array_size(pre) : 0;
+    if (!json_is_array(pre))
+        pre = json_is_array(items) ? items : NULL;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, b) {
+            json_t *at = i < json_array_size(pre) ? json_array_get(pre, i) : i >= from ? items : NULL;
+            if ((json_is_object(at) || json_is_false(at)) && !valid_at(root, at, b, depth + 1))
+                return false;
+        }
     }
     return true;
 }
@@ -697,6 +707,21 @@ static json_t *gen_typed(json_t *root, json_t *s, const char *t, unsigned *seed,
     if (is(t, "array")) {
         json_t *a = json_array();
         json_t *items = json_object_get(s, "items");
+        json_t *pre = json_object_get(s, "prefixItems");
+        if (!json_is_array(pre))
+            pre = json_is_array(items) ? items : NULL;
+        size_t at;
+        json_t *p;
+        json_array_foreach(pre, at, p) {  /* a tuple: every position, in order */
+            json_t *v = gen_at(root, p, seed, depth + 1);
+            if (!v) {
+                json_decref(a);
+                return NULL;
+            }
+            json_array_append_new(a, v);
+        }
+        if (pre)
+            return a;
         unsigned n = depth > 4 ? 0 : rnd(seed, 3);
         for (unsigned i = 0; i < n; i++) {
             json_t *v = json_is_object(items) ? gen_at(root, items, seed, depth + 1) : json_string("x");

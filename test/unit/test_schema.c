@@ -1,7 +1,8 @@
 /* test_schema.c -- the schema-dialect stage (issue #3).
  *
  *  - vectors: every JSON file of test/vectors/schema is one test (format below);
- *  - sweep: every corpus tool, rewritten for every dialect, must pass the
+ *  - sweep: every corpus tool (shared/corpus/tools and test/corpus/tools),
+ *    rewritten for every dialect, must pass the
  *    tests' own section-9 referee (referee.c), and instances valid for the
  *    agent's schema must survive forward -> rewritten schema -> inverse;
  *  - property: random, often broken schemas never crash or loop the walker
@@ -31,6 +32,7 @@
 #include "referee.c"
 
 #define VEC_DIR "test/vectors/schema"
+#define LOCAL_CORPUS "test/corpus/tools"
 
 typedef struct config {
     const char *dialect;
@@ -170,14 +172,17 @@ static void vector_test(void **state)
 
 /* ---------------------------------------------------------------- sweep */
 
-static json_t *load_corpus_tools(void)
+static int name_cmp(const void *a, const void *b)
 {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/corpus/tools", shared_dir());
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every tools array of dir's *.json files, in name order, appended to all. */
+static void load_tools_dir(const char *dir, json_t *all)
+{
     DIR *d = opendir(dir);
     if (!d)
-        return NULL;
-    json_t *all = json_array();
+        return;
     struct dirent *e;
     char **names = NULL;
     size_t n = 0;
@@ -188,7 +193,7 @@ static json_t *load_corpus_tools(void)
         names[n++] = strdup(e->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof *names, (int (*)(const void *, const void *))strcmp);
+    qsort(names, n, sizeof *names, name_cmp);  /* the strings, not the pointers' bytes */
     for (size_t i = 0; i < n; i++) {
         char path[1400];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -198,6 +203,18 @@ static json_t *load_corpus_tools(void)
         free(names[i]);
     }
     free(names);
+}
+
+/* The shared corpus (47 captured servers), then the project's own curated
+ * additions in test/corpus/tools (tools from npm MCP servers and the zod /
+ * pydantic generators that the shared corpus lacks). */
+static json_t *load_corpus_tools(void)
+{
+    char dir[1024];
+    json_t *all = json_array();
+    snprintf(dir, sizeof dir, "%s/corpus/tools", shared_dir());
+    load_tools_dir(dir, all);
+    load_tools_dir(LOCAL_CORPUS, all);
     return all;
 }
 
