@@ -114,7 +114,9 @@ static const char *const strict_forbidden[] = {
     "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
     "dependencies" /* their draft-7 spelling */, "oneOf",
     "patternProperties", "propertyNames", "unevaluatedProperties", "default", "examples",
-    "$schema", "$id", "nullable", "example", "$comment", NULL};
+    "$schema", "$id", "nullable", "example", "$comment",
+    /* pydantic's OpenAPI keyword; its mapping names $defs that inlining removes */
+    "discriminator", NULL};
 
 /* Rules 40 and 53: value constraints the strict decoders of Anthropic and
  * DeepSeek do not take. */
