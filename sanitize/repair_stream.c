@@ -465,9 +465,6 @@ static json_t *scan_content(tg_stream *s, schoice *c, const char *t, size_t n, b
     return out;
 }
 
-/* Sends what the choice still holds. cut (finish "length"): markup that
- * never closed goes as the text it is, not as a call whose arguments may
- * be missing (a truncated command must not run). */
 /* Structured content goes out whole, restored when the JSON is whole
  * (not cut by "length") and the inverse changes it, else as it came. */
 static void flush_structured(tg_stream *s, schoice *c, json_t *events, bool cut)
@@ -482,6 +479,9 @@ static void flush_structured(tg_stream *s, schoice *c, json_t *events, bool cut)
     tg_buf_reset(&c->structured);
 }
 
+/* Sends what the choice still holds. cut (finish "length"): markup that
+ * never closed goes as the text it is, not as a call whose arguments may
+ * be missing (a truncated command must not run). */
 static void flush_choice(tg_stream *s, schoice *c, json_t *events, bool cut)
 {
     flush_structured(s, c, events, cut);
@@ -800,20 +800,17 @@ static void send_truncated(tg_stream *s, bool transport_error, tg_buf *out)
 {
     for (size_t i = 0; i < s->nch; i++) {
         schoice *c = &s->ch[i];
-        if (c->structured.len) {  /* the answer so far, as it came */
-            json_t *events = json_array();
-            flush_structured(s, c, events, true);
-            send_json(out, json_array_get(events, 0));
-            json_decref(events);
-        }
+        json_t *events = json_array();
+        flush_structured(s, c, events, true);  /* the answer so far, as it came */
         if (c->held.len) {  /* undecided text is still text */
-            json_t *events = json_array();
             queue_delta(s, c, events, json_pack("{s:s%}", "content", c->held.data, c->held.len),
                         NULL);
-            send_json(out, json_array_get(events, 0));
-            json_decref(events);
             tg_buf_reset(&c->held);
         }
+        size_t k;
+        json_t *ev;
+        json_array_foreach(events, k, ev) send_json(out, ev);
+        json_decref(events);
         for (size_t j = 0; j < c->ncalls; j++)
             if (!c->calls[j].sent)
                 tg_rr_fail(s->ctx, "R26", c->calls[j].name, NULL);
