@@ -630,6 +630,34 @@ static bool answer_shape_lost(const json_t *changes)
     return false;
 }
 
+/* [the strict form of schema, its inverse or null], or [null, null] when
+ * it stays as it came (new reference). explain (may be NULL) gets the
+ * changes when the form is used. */
+static json_t *strict_response_schema(const tg_schema_rules *r, json_t *schema, bool asked,
+                                      json_t *explain)
+{
+    json_t *tool = json_pack("{s:s, s:{s:s, s:O, s:b}}", "type", "function", "function", "name",
+                             "response_format", "parameters", schema, "strict", 1);
+    json_t *inv = NULL, *changes = json_array();
+    bool strict = false;
+    json_t *out = tool ? tg_schema_rewrite_tool(r, tool, NULL, changes, &inv, &strict) : NULL;
+    json_decref(tool);
+    json_t *params = json_object_get(json_object_get(out, "function"), "parameters");
+    json_t *res;
+    if (strict && json_is_object(params) && (!asked || !json_equal(params, schema)) &&
+        !answer_shape_lost(changes)) {
+        if (explain)
+            json_array_extend(explain, changes);
+        res = json_pack("[O,o]", params, inv ? inv : json_null());
+    } else {
+        json_decref(inv);
+        res = json_pack("[n,n]");
+    }
+    json_decref(out);
+    json_decref(changes);
+    return res;
+}
+
 static void rewrite_response_format(json_t *body, tg_ctx *ctx)
 {
     const tg_schema_rules *r = ctx->schema;
@@ -642,31 +670,33 @@ static void rewrite_response_format(json_t *body, tg_ctx *ctx)
     bool asked = json_is_true(json_object_get(js, "strict"));
     if (!(r->flags & TG_SR_STRICT) && !(asked && (r->flags & TG_SR_STRICT_PER_TOOL)))
         return;
-    json_t *tool = json_pack("{s:s, s:{s:s, s:O, s:b}}", "type", "function", "function", "name",
-                             "response_format", "parameters", schema, "strict", 1);
-    json_t *inv = NULL, *changes = json_array();
-    bool strict = false;
-    json_t *out = tool ? tg_schema_rewrite_tool(r, tool, NULL, changes, &inv, &strict) : NULL;
-    json_decref(tool);
-    json_t *params = json_object_get(json_object_get(out, "function"), "parameters");
-    if (strict && json_is_object(params) && (!asked || !json_equal(params, schema)) &&
-        !answer_shape_lost(changes)) {
-        if (ctx->explain)
-            json_array_extend(ctx->explain, changes);
+    /* an agent sends the same schema every turn: rewritten once a worker */
+    json_t *res = NULL;
+    uint64_t key = 0;
+    size_t len = 0;
+    if (ctx->cache && !ctx->explain) {
+        key = rules_hash(r, hash_json(schema, asked ? 0x72662dULL : 0x726600ULL, 0, &len));
+        res = tg_cache_get(ctx->cache, "rfschema", key);
+    }
+    if (!res) {
+        res = strict_response_schema(r, schema, asked, ctx->explain);
+        if (res && key)
+            tg_cache_put(ctx->cache, "rfschema", key, res, len * 3 + 64);
+    }
+    json_t *params = json_array_get(res, 0);
+    if (json_is_object(params)) {
         json_t *njs = json_copy(js);
-        json_object_set(njs, "schema", params);
+        json_object_set(njs, "schema", params);  /* shared with the cache */
         json_object_set_new(njs, "strict", json_true());
         json_t *nrf = json_copy(rf);
         json_object_set_new(nrf, "json_schema", njs);
         json_object_set_new(body, "response_format", nrf);
+        json_t *inv = json_array_get(res, 1);
         json_decref(ctx->rf_inverse);
-        ctx->rf_inverse = inv;
-        inv = NULL;
+        ctx->rf_inverse = json_is_null(inv) ? NULL : json_incref(inv);
         ctx->stats.schema_rewrites++;
     }
-    json_decref(inv);
-    json_decref(out);
-    json_decref(changes);
+    json_decref(res);
 }
 
 int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
