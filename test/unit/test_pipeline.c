@@ -217,8 +217,19 @@ static void test_known_tools_span(void **state)
 
 /* Once a stream has begun, the request keeps only what the response stages
  * read, unless a discovery round may still need all of it. */
-/* The schema of a strict response_format after the request stages. */
+/* The schema of a strict response_format after the request stages (with
+ * a worker cache when cache is not NULL; *inverse, when not NULL, gets
+ * whether an inverse was kept for the answer). */
+static json_t *rf_schema_cached(tg_dialect d, const char *schema, bool strict, tg_cache *cache,
+                                bool *inverse);
+
 static json_t *rf_schema_after(tg_dialect d, const char *schema, bool strict)
+{
+    return rf_schema_cached(d, schema, strict, NULL, NULL);
+}
+
+static json_t *rf_schema_cached(tg_dialect d, const char *schema, bool strict, tg_cache *cache,
+                                bool *inverse)
 {
     char raw[1024];
     snprintf(raw, sizeof raw,
@@ -229,10 +240,13 @@ static json_t *rf_schema_after(tg_dialect d, const char *schema, bool strict)
     tg_rules_preset(d, &rules);
     tg_ctx ctx;
     tg_ctx_init(&ctx, "r", &rules, "_");
+    ctx.cache = cache;
     json_t *body = json_loads(raw, 0, NULL);
     assert_non_null(body);
     tg_error err;
     assert_int_equal(tg_pipeline_request(body, &ctx, &err), 0);
+    if (inverse)
+        *inverse = ctx.rf_inverse != NULL;
     json_t *out = json_incref(
         json_object_get(json_object_get(json_object_get(body, "response_format"), "json_schema"),
                         "schema"));
@@ -278,6 +292,20 @@ static void test_response_format(void **state)
     expect_rf(TG_D_OPENAI, root_array, true, root_array);
     const char *root_map = "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}";
     expect_rf(TG_D_OPENAI_STRICT, root_map, true, root_map);
+
+    /* a worker's second sight of the schema comes from its cache, the
+     * same form and the same way back */
+    tg_cache *cache = tg_cache_new(64, 1u << 20);
+    json_t *want = json_loads(strict_form, 0, NULL);
+    for (int i = 0; i < 2; i++) {
+        bool inv = false;
+        json_t *got = rf_schema_cached(TG_D_OPENAI, optional, true, cache, &inv);
+        assert_true(json_equal(got, want));
+        assert_true(inv);
+        json_decref(got);
+    }
+    json_decref(want);
+    tg_cache_free(cache);
 }
 
 static void test_trim_request(void **state)
