@@ -31,6 +31,11 @@ CONF="$TG_TMP/clients.conf"
         printf '[route %s]\nprefix = /%s\nupstream = http://127.0.0.1:%s/v1\ndialect = %s\ndiscovery = on\n\n' \
             "$p" "$p" "$MOCK_PORT" "$d"
     done
+    # one plain route per rewriting dialect, for agent loops (agent.test.mjs)
+    for d in gemini mistral anthropic groq; do
+        printf '[route %s]\nprefix = /%s\nupstream = http://127.0.0.1:%s/v1\ndialect = %s\n\n' \
+            "$d" "$d" "$MOCK_PORT" "$d"
+    done
 } >"$CONF"
 start_toolgate "$CONF" || finish
 

@@ -11,7 +11,8 @@
  * Behaviour is picked per request (header X-Mock, or model "mock-NAME"):
  * default, tools, discovery (a scripted model that uses the meta-tools),
  * structured (JSON for the request's response_format, as a strict model
- * writes it), status, stall, reset, garbage, big, slow, fixture and
+ * writes it), agent (a call of the first tool, then, once its result is in
+ * the history under the call's own id, a text that quotes it), status, stall, reset, garbage, big, slow, fixture and
  * strict:<provider> (the provider validators live in mock_strict.c, which
  * this file includes so that the Makefile builds one translation unit).
  * GET /_last, GET /_count and POST /_reset let tests see what reached us.
@@ -583,6 +584,30 @@ static enum MHD_Result answer_structured(request *r, struct MHD_Connection *conn
     return end_stream(r, conn, s, rc, "stop");
 }
 
+static enum MHD_Result answer_tools(request *r, struct MHD_Connection *conn);
+static const char *answered_call(const request *r, json_t **tool_msg);
+
+/* One turn of an agent loop: the result of a call (matched by id, so a
+ * proxy that rewrites ids must keep history and answer paired) ends it. */
+static enum MHD_Result answer_agent(request *r, struct MHD_Connection *conn)
+{
+    json_t *tool_msg = NULL;
+    if (!answered_call(r, &tool_msg))
+        return answer_tools(r, conn);
+    const char *result = json_string_value(json_object_get(tool_msg, "content"));
+    char text[256];
+    snprintf(text, sizeof text, "result: %.200s", result ? result : "?");
+    if (!r->stream)
+        return queue_json(r, conn, 200,
+                          completion(r, json_pack("{s:s,s:s}", "role", "assistant", "content", text),
+                                     "stop"));
+    stream *s = stream_new(conn, 0);
+    if (!s)
+        return MHD_NO;
+    int rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant", "content", text), NULL));
+    return end_stream(r, conn, s, rc, "stop");
+}
+
 static enum MHD_Result answer_tools(request *r, struct MHD_Connection *conn)
 {
     const char *name = first_tool_name(r);
@@ -925,6 +950,8 @@ static enum MHD_Result chat_completions(request *r, struct MHD_Connection *conn)
         return answer_tools(r, conn);
     if (strcmp(sc, "structured") == 0)
         return answer_structured(r, conn);
+    if (strcmp(sc, "agent") == 0)
+        return answer_agent(r, conn);
     if (strcmp(sc, "discovery") == 0)
         return answer_discovery(r, conn);
     if (strcmp(sc, "status") == 0)
