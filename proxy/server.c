@@ -96,7 +96,7 @@ typedef struct tg_req {
     tg_buf up_body;               /* the body sent upstream; its head when
                                      up_tools is set */
     json_t *up_tools;             /* the tools' cached text, sent after
-                                     up_body and before a closing "}", or
+                                     up_body and before TG_REQUEST_TAIL, or
                                      NULL (tg_request_dump_split) */
     size_t up_pos;                /* curl's read position in those pieces */
     size_t up_len;                /* its length, for the log once freed */
@@ -216,10 +216,12 @@ static void req_unlink(tg_req *r)
     r->prev = r->next = NULL;
 }
 
-/* The upstream body's length: its head, the tools' text and "}". */
+#define TAIL_LEN (sizeof TG_REQUEST_TAIL - 1)
+
+/* The upstream body's length: its head, the tools' text and the tail. */
 static size_t up_body_len(const tg_req *r)
 {
-    return r->up_body.len + (r->up_tools ? json_string_length(r->up_tools) + 1 : 0);
+    return r->up_body.len + (r->up_tools ? json_string_length(r->up_tools) + TAIL_LEN : 0);
 }
 
 static void up_body_free(tg_req *r)
@@ -599,14 +601,14 @@ static curl_socket_t on_curl_open(void *userp, curlsocktype purpose, struct curl
 
 /* The upstream body in pieces: an agent's tool list (hundreds of KB, the
  * same every turn) is sent from the worker cache's text of it, so the body
- * is never assembled: curl reads the head, the tools' text and "}" through
+ * is never assembled: curl reads the head, the tools' text and the tail through
  * on_upstream_read, one copy into its upload buffer instead of two. */
 static size_t on_upstream_read(char *buf, size_t size, size_t n, void *userp)
 {
     tg_req *r = userp;
     size_t want = size * n, got = 0;
     size_t hl = r->up_body.len, tl = json_string_length(r->up_tools);
-    while (got < want && r->up_pos < hl + tl + 1) {
+    while (got < want && r->up_pos < hl + tl + TAIL_LEN) {
         const char *src;
         size_t avail;
         if (r->up_pos < hl) {
@@ -616,8 +618,8 @@ static size_t on_upstream_read(char *buf, size_t size, size_t n, void *userp)
             src = json_string_value(r->up_tools) + (r->up_pos - hl);
             avail = hl + tl - r->up_pos;
         } else {
-            src = "}";
-            avail = 1;
+            src = TG_REQUEST_TAIL + (r->up_pos - hl - tl);
+            avail = hl + tl + TAIL_LEN - r->up_pos;
         }
         size_t k = avail < want - got ? avail : want - got;
         memcpy(buf + got, src, k);

@@ -567,7 +567,6 @@ static void clean_call(walk *w, json_t *call, bool assistant)
         map_id(w, call, "id");
 }
 
-/* Cleans messages[i].tool_calls; true when calls remain. */
 /* R19: Gemini 3 refuses a history whose tool-call turn lost its thought
  * signature ("Function call is missing a thought_signature", section 8),
  * and agents that rebuild messages from their own types drop the
@@ -612,6 +611,7 @@ static bool model_checks_signatures(const char *model)
     return atoi(g) >= 3;
 }
 
+/* Cleans messages[i].tool_calls; true when calls remain. */
 static bool clean_calls(walk *w, json_t *msg, bool assistant)
 {
     json_t *calls = json_object_get(msg, "tool_calls");
@@ -855,6 +855,14 @@ static bool empty_assistant(json_t *msg)
            !json_is_true(json_object_get(msg, "prefix"));
 }
 
+/* Records that a whole message goes; false, for clean_message to return. */
+static bool message_dropped(walk *w, json_t *msg, const char *name, const char *ref)
+{
+    note(w, w->ptr.s, name, ref, msg, NULL);
+    w->ctx->stats.fields_stripped++;
+    return false;
+}
+
 /* Cleans one message in place; false when the message must be dropped. */
 static bool clean_message(walk *w, json_t *msg)
 {
@@ -889,26 +897,17 @@ static bool clean_message(walk *w, json_t *msg)
     if (r == R_TOOL)
         map_id(w, msg, "tool_call_id");
 
-    if (r == R_SYSTEM && (w->f & TG_MR_EMPTY_TEXT) && empty_content(msg)) {
-        note(w, w->ptr.s, "empty-system", w->row->msg_rule, msg, NULL);
-        w->ctx->stats.fields_stripped++;
-        return false;
-    }
+    if (r == R_SYSTEM && (w->f & TG_MR_EMPTY_TEXT) && empty_content(msg))
+        return message_dropped(w, msg, "empty-system", w->row->msg_rule);
     /* Anthropic: "text content blocks must be non-empty". An empty user
      * turn says nothing, so it goes, but not the last one: without it the
      * request would ask for something else (a continuation of the
      * assistant), and the provider's own error is the honest answer. */
-    if (r == R_USER && (w->f & TG_MR_EMPTY_TEXT) && !w->last && empty_content(msg)) {
-        note(w, w->ptr.s, "empty-user", w->row->msg_rule, msg, NULL);
-        w->ctx->stats.fields_stripped++;
-        return false;
-    }
-    if (r == R_ASSISTANT && (w->f & TG_MR_DROP_EMPTY) && empty_assistant(msg)) {
-        note(w, w->ptr.s, "empty-assistant",
-             w->row->roles == mistral_roles ? "rule 45" : w->row->msg_rule, msg, NULL);
-        w->ctx->stats.fields_stripped++;
-        return false;
-    }
+    if (r == R_USER && (w->f & TG_MR_EMPTY_TEXT) && !w->last && empty_content(msg))
+        return message_dropped(w, msg, "empty-user", w->row->msg_rule);
+    if (r == R_ASSISTANT && (w->f & TG_MR_DROP_EMPTY) && empty_assistant(msg))
+        return message_dropped(w, msg, "empty-assistant",
+                               w->row->roles == mistral_roles ? "rule 45" : w->row->msg_rule);
     return true;
 }
 
@@ -1231,6 +1230,8 @@ static void clean_top(walk *w, json_t *body)
  * as any tool, and ctx->legacy_functions has the response stages answer in
  * the shape such an agent reads (tg_repair_legacy_answer). One call
  * per turn is all that shape can say: parallel_tool_calls goes false. */
+
+/* Functions that cannot become tools are the stage's one refusal. */
 static int bad_functions(json_t *fns, tg_error *err)
 {
     if (!json_is_array(fns)) {

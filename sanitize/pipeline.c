@@ -346,11 +346,11 @@ int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
     json_t *text;
     int rc = tg_request_dump_split(body, ctx, out, &text);
     if (!rc && text) {
-        rc = tg_buf_reserve(out, json_string_length(text) + 1);
+        rc = tg_buf_reserve(out, json_string_length(text) + sizeof TG_REQUEST_TAIL);
         if (!rc)
             tg_buf_append(out, json_string_value(text), json_string_length(text));
         if (!rc)
-            rc = tg_buf_append(out, "}", 1);
+            rc = tg_buf_puts(out, TG_REQUEST_TAIL);
     }
     json_decref(text);
     return rc;

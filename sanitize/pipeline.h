@@ -101,7 +101,8 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
 int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out);
 /* The same without copying the tools' text: the body is head, then
  * *tools_text (a new reference to a string, or NULL when head is already
- * the whole body), then "}". For senders that can send pieces. */
+ * the whole body), then TG_REQUEST_TAIL. For senders that can send pieces. */
+#define TG_REQUEST_TAIL "}"
 int tg_request_dump_split(json_t *body, tg_ctx *ctx, tg_buf *head, json_t **tools_text);
 
 /* The network's entry: the client's raw body in, the upstream body out.

@@ -622,8 +622,9 @@ static bool answer_shape_lost(const json_t *changes)
             if (!strncmp(rule, lossy[k], strlen(lossy[k])))
                 return true;
         /* additionalProperties was a schema (or true): a map, now closed */
+        static const char closed[] = "strict-additionalProperties";
         json_t *before = json_object_get(c, "before");
-        if (rule && !strncmp(rule, "strict-additionalProperties", 27) &&
+        if (rule && !strncmp(rule, closed, sizeof closed - 1) &&
             (json_is_object(before) || json_is_true(before)))
             return true;
     }
