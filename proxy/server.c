@@ -618,7 +618,7 @@ static size_t on_upstream_read(char *buf, size_t size, size_t n, void *userp)
             src = json_string_value(r->up_tools) + (r->up_pos - hl);
             avail = hl + tl - r->up_pos;
         } else {
-            src = TG_REQUEST_TAIL + (r->up_pos - hl - tl);
+            src = &TG_REQUEST_TAIL[r->up_pos - hl - tl];
             avail = hl + tl + TAIL_LEN - r->up_pos;
         }
         size_t k = avail < want - got ? avail : want - got;
