@@ -444,6 +444,13 @@ static void route_key(parser *p, tg_route *r, const kv *k)
     } else if (!strcmp(key, "retries")) {
         if (parse_int(v, 0, 10, &r->retries))
             perr(p, k->line, "retries: expected 0..10, got '%s'", v);
+    } else if (!strcmp(key, "responses")) {
+        if (!strcmp(v, "bridge"))
+            r->responses = 1;
+        else if (!strcmp(v, "pass"))
+            r->responses = 0;
+        else
+            perr(p, k->line, "responses: expected bridge | pass, got '%s'", v);
     } else if (!strcmp(key, "fallback")) {
         free(r->fallback);
         r->fallback = *v ? strdup(v) : NULL;
@@ -473,6 +480,7 @@ static void route_init(tg_route *r, const char *name, int line)
     r->idle_timeout_ms = 300000;
     r->total_timeout_ms = 0;
     r->retries = 0;
+    r->responses = -1;
     tg_rules_preset(TG_D_OPENAI, &r->rules);
 }
 
@@ -716,4 +724,12 @@ const tg_route *tg_route_by_name(const tg_conf *c, const char *name)
         if (!strcmp(c->routes[i].name, name))
             return &c->routes[i];
     return NULL;
+}
+
+bool tg_route_bridges_responses(const tg_route *r)
+{
+    if (r->responses >= 0)
+        return r->responses == 1;
+    tg_dialect d = r->rules.schema.dialect;
+    return d != TG_D_OPENAI && d != TG_D_OPENAI_STRICT && d != TG_D_PASSTHROUGH;
 }

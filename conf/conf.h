@@ -32,6 +32,7 @@ typedef struct tg_route {
     long total_timeout_ms;  /* 0 = none */
     int retries;
     char *fallback;         /* route name or NULL */
+    int responses;          /* /v1/responses: 1 bridge to chat, 0 pass, -1 by dialect */
 } tg_route;
 
 typedef enum { TG_LOG_ERROR = 0, TG_LOG_WARN, TG_LOG_INFO, TG_LOG_DEBUG } tg_log_level;
@@ -59,6 +60,11 @@ typedef struct tg_conf {
 tg_conf *tg_conf_load(const char *path, tg_buf *errors);
 tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors);
 tg_conf *tg_conf_ref(tg_conf *c);
+/* Does the route answer /v1/responses itself, over the provider's chat
+ * completions (sanitize/responses_api.h)? Unless the conf says, every
+ * dialect but openai, openai-strict and passthrough, whose providers have
+ * the Responses API of their own. */
+bool tg_route_bridges_responses(const tg_route *r);
 void tg_conf_unref(tg_conf *c);
 
 /* Router. A route whose prefix is a whole-segment prefix of path wins,

@@ -45,6 +45,7 @@
 
 #include "../sanitize/cache.h"
 #include "../sanitize/jsonio.h"
+#include "../sanitize/responses_api.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -131,6 +132,10 @@ typedef struct tg_req {
     bool client_gone;
     uint32_t gen;
     int client_fd;
+
+    /* /v1/responses over chat (sanitize/responses_api.h), or NULL */
+    tg_resp_bridge *bridge;
+    tg_buf chat_out;              /* the chat stream's text, before the bridge */
 
     tg_ctx ctx;
     bool ctx_live;
@@ -242,6 +247,8 @@ static void req_unref(tg_req *r)
     up_body_free(r);
     tg_buf_free(&r->resp);
     tg_buf_free(&r->out);
+    tg_buf_free(&r->chat_out);
+    tg_resp_bridge_free(r->bridge);
     tg_header_list_free(&r->hdrs);
     curl_slist_free_all(r->up_headers);
     free(r->up_url);
@@ -366,8 +373,37 @@ static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep
 
 static void access_log_line(tg_req *r, int status);
 
+/* A Responses API client's whole answer: the chat answer (JSON, or SSE
+ * when the agent asked for a stream) as a Response. Errors keep OpenAI's
+ * error shape, which the Responses API shares. */
+static void bridge_whole_answer(tg_req *r)
+{
+    if (r->answer_status < 200 || r->answer_status >= 300 || !r->answer)
+        return;
+    tg_buf out = {0};
+    if (r->answer_type && strstr(r->answer_type, "event-stream")) {
+        tg_responses_stream(r->bridge, r->answer, r->answer_len, &out);
+        tg_responses_stream_end(r->bridge, &out);
+    } else {
+        json_t *chat = tg_json_load(r->answer, r->answer_len, 0, NULL);
+        if (!json_is_object(chat)) {
+            json_decref(chat);
+            return;
+        }
+        json_t *resp = tg_responses_answer(r->bridge, chat);
+        json_decref(chat);
+        tg_json_dump(resp, &out);
+        json_decref(resp);
+        r->answer_type = "application/json";
+    }
+    free(r->answer);
+    r->answer = tg_buf_steal(&out, &r->answer_len);
+}
+
 static enum MHD_Result queue_answer(tg_req *r)
 {
+    if (r->bridge)
+        bridge_whole_answer(r);
     struct MHD_Response *resp = MHD_create_response_from_buffer(
         r->answer_len, r->answer ? r->answer : (char *)"", MHD_RESPMEM_MUST_FREE);
     if (!r->answer)
@@ -458,11 +494,29 @@ static enum MHD_Result queue_stream(tg_req *r)
 static void upstream_done(tg_req *r);
 static int start_upstream(tg_req *r, const char *url, const char *method);
 
+/* Where the repaired chat stream goes: to the client, or first through
+ * the Responses bridge (bridge_flush). */
+static tg_buf *stream_dst(tg_req *r)
+{
+    return r->bridge ? &r->chat_out : &r->out;
+}
+
+static void bridge_flush(tg_req *r, bool end)
+{
+    if (!r->bridge)
+        return;
+    tg_responses_stream(r->bridge, r->chat_out.data, r->chat_out.len, &r->out);
+    tg_buf_reset(&r->chat_out);
+    if (end)
+        tg_responses_stream_end(r->bridge, &r->out);
+}
+
 static void on_sse_event(void *user, const char *event, const char *data, size_t len)
 {
     tg_req *r = user;
     (void)event;
-    tg_stream_event(r->stream, data, len, &r->out);
+    tg_stream_event(r->stream, data, len, stream_dst(r));
+    bridge_flush(r, false);
 }
 
 static void on_sse_comment(void *user, const char *text, size_t len)
@@ -755,18 +809,20 @@ static void finish_stream(tg_req *r, bool transport_error)
 {
     tg_sse_finish(&r->sse);
     json_t *next = NULL;
-    if (tg_stream_end(r->stream, transport_error, &r->out, &next) == 1 && next) {
+    if (tg_stream_end(r->stream, transport_error, stream_dst(r), &next) == 1 && next) {
         up_body_free(r);
         tg_json_dump(next, &r->up_body);
         json_decref(next);
         if (start_upstream(r, r->up_url, "POST") == 0) {
+            bridge_flush(r, false);
             req_resume(r);
             return;
         }
         json_t *ignored = NULL;
-        tg_stream_end(r->stream, true, &r->out, &ignored);
+        tg_stream_end(r->stream, true, stream_dst(r), &ignored);
         json_decref(ignored);
     }
+    bridge_flush(r, true);
     r->stream_done = true;
     req_resume(r);
 }
@@ -778,10 +834,11 @@ static void answer_recovered_stream(tg_req *r)
 {
     r->stream = tg_stream_new(&r->ctx);
     tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
-    tg_stream_event(r->stream, r->resp.data, r->resp.len, &r->out);
+    tg_stream_event(r->stream, r->resp.data, r->resp.len, stream_dst(r));
     json_t *next = NULL;
-    tg_stream_end(r->stream, false, &r->out, &next);
+    tg_stream_end(r->stream, false, stream_dst(r), &next);
     json_decref(next);
+    bridge_flush(r, true);
     tg_header_list_free(&r->hdrs);
     tg_header_list_add_line(&r->hdrs, "Content-Type: text/event-stream", 31);
     r->status = 200;
@@ -1174,14 +1231,10 @@ static void route_list(const tg_conf *c, char *buf, size_t n)
         off += (size_t)snprintf(buf + off, n - off, "%s%s", i ? ", " : "", c->routes[i].name);
 }
 
-/* Build the upstream body for a chat request: parse, route, run the request
- * stages. Leaves an answer in r on error. */
-static int prepare_chat(tg_req *r, const tg_route *by_prefix)
+/* The body is read and rewritten, so it must be plain JSON: a gzip body
+ * would otherwise fail as "not valid JSON" near its first byte. */
+static int body_plain(tg_req *r)
 {
-    const tg_conf *c = r->conf;
-    tg_error err;
-    /* The body is read and rewritten, so it must be plain JSON: a gzip body
-     * would otherwise fail as "not valid JSON" near its first byte. */
     const char *enc = client_header(r, "content-encoding");
     if (enc && *enc && strcasecmp(enc, "identity")) {
         set_error(r, 415, "invalid_request_error", "unsupported_content_encoding", NULL,
@@ -1190,6 +1243,57 @@ static int prepare_chat(tg_req *r, const tg_route *by_prefix)
                   enc);
         return -1;
     }
+    return 0;
+}
+
+/* /v1/responses: on a route that bridges it, the body becomes a chat
+ * request (sanitize/responses_api.h) that goes the chat way, and the answer
+ * is turned back on its way out. Returns 0 for the chat way, 1 when the
+ * route's provider takes the request as it is (r->route set), -1 with an
+ * answer in r. */
+static int prepare_responses(tg_req *r, const tg_route *by_prefix)
+{
+    tg_error err;
+    uint64_t hash;
+    size_t bytes;
+    if (body_plain(r))
+        return -1;
+    json_t *body = tg_request_parse(r->body.data ? r->body.data : "", r->body.len, NULL,
+                                    r->conf->max_depth, &hash, &bytes, &err);
+    if (!body) {
+        set_error_from(r, &err);
+        return -1;
+    }
+    const char *model = json_string_value(json_object_get(body, "model"));
+    const tg_route *route = by_prefix ? by_prefix : model ? tg_route_by_model(r->conf, model) : NULL;
+    if (route && !tg_route_bridges_responses(route)) {
+        json_decref(body);
+        r->route = route;
+        return 1;
+    }
+    json_t *chat = NULL;
+    int rc = tg_responses_to_chat(body, &chat, &r->bridge, &err);
+    json_decref(body);
+    if (rc) {
+        set_error_from(r, &err);
+        return -1;
+    }
+    /* from here on the chat request is the client's body, which a fallback
+     * rewrites again for its own route */
+    tg_buf_reset(&r->body);
+    tg_json_dump(chat, &r->body);
+    json_decref(chat);
+    return 0;
+}
+
+/* Build the upstream body for a chat request: parse, route, run the request
+ * stages. Leaves an answer in r on error. */
+static int prepare_chat(tg_req *r, const tg_route *by_prefix)
+{
+    const tg_conf *c = r->conf;
+    tg_error err;
+    if (body_plain(r))
+        return -1;
     json_t *body = tg_request_parse(r->body.data ? r->body.data : "", r->body.len, r->w->cache,
                                     c->max_depth, &r->tools_hash, &r->tools_bytes, &err);
     if (!body) {
@@ -1318,13 +1422,26 @@ static enum MHD_Result dispatch(tg_req *r)
         r->is_chat = true;
         if (prepare_chat(r, by_prefix))
             return queue_answer(r);
+    } else if ((!strcmp(rest, "/v1/responses") || !strcmp(rest, "/responses")) &&
+               !strcmp(r->method, "POST")) {
+        int k = prepare_responses(r, by_prefix);
+        if (k < 0)
+            return queue_answer(r);
+        r->is_chat = k == 0;
+        if (k == 0 && prepare_chat(r, by_prefix))
+            return queue_answer(r);
+        if (k == 1) {
+            up_body_free(r);
+            tg_buf_append(&r->up_body, r->body.data ? r->body.data : "", r->body.len);
+        }
     } else if (!strncmp(rest, "/v1/", 4) || !strcmp(rest, "/v1")) {
         r->route = by_prefix ? by_prefix : &c->routes[0];
         up_body_free(r);
         tg_buf_append(&r->up_body, r->body.data ? r->body.data : "", r->body.len);
     } else {
         set_error(r, 404, "invalid_request_error", "unknown_url", NULL,
-                  "unknown path %s: toolgate serves [prefix]/v1/chat/completions, /v1/*, "
+                  "unknown path %s: toolgate serves [prefix]/v1/chat/completions, "
+                  "[prefix]/v1/responses, /v1/*, "
                   "/healthz, /readyz and /metrics",
                   url);
         return queue_answer(r);
@@ -1332,7 +1449,9 @@ static enum MHD_Result dispatch(tg_req *r)
 
     tg_buf u = {0};
     tg_buf_puts(&u, r->route->upstream);
-    tg_buf_puts(&u, r->is_chat ? "/chat/completions" : r->rest + 3);
+    tg_buf_puts(&u, r->is_chat                    ? "/chat/completions"
+                    : !strncmp(r->rest, "/v1", 3) ? r->rest + 3
+                                                  : r->rest);
     tg_append_query(r->conn, &u);
     int rc = start_upstream(r, u.data, r->method);
     tg_buf_free(&u);

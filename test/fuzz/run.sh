@@ -16,6 +16,7 @@ for bin in build-fuzz/fuzz_*; do
         conf) seeds="$seeds test/vectors/conf" ;;
         repair) [ -d test/vectors/responses ] && seeds="$seeds test/vectors/responses" ;;
         jsonio) seeds="$seeds test/vectors/json" ;;
+        responses) seeds="$seeds test/vectors/responses_api" ;;
     esac
     scratch=$(mktemp -d)
     n=$((n + 1))

@@ -264,6 +264,26 @@ static void test_missing_file(void **state)
     tg_buf_free(&errs);
 }
 
+/* /v1/responses is bridged over chat unless the route's provider has the
+ * Responses API itself (openai, openai-strict, passthrough), or the conf
+ * says otherwise. */
+static void test_responses_default(void **state)
+{
+    (void)state;
+    tg_conf *c = load("[route o]\nprefix = /o\nupstream = http://h\n"
+                      "[route s]\nprefix = /s\nupstream = http://h\ndialect = openai-strict\n"
+                      "[route g]\nprefix = /g\nupstream = http://h\ndialect = gemini\n"
+                      "[route m]\nprefix = /m\nupstream = http://h\ndialect = mistral\nresponses = pass\n"
+                      "[route b]\nprefix = /b\nupstream = http://h\nresponses = bridge\n");
+    assert_non_null(c);
+    assert_false(tg_route_bridges_responses(tg_route_by_name(c, "o")));
+    assert_false(tg_route_bridges_responses(tg_route_by_name(c, "s")));
+    assert_true(tg_route_bridges_responses(tg_route_by_name(c, "g")));
+    assert_false(tg_route_bridges_responses(tg_route_by_name(c, "m")));
+    assert_true(tg_route_bridges_responses(tg_route_by_name(c, "b")));
+    tg_conf_unref(c);
+}
+
 static void test_shipped_conf(void **state)
 {
     (void)state;
@@ -289,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_no_model_match),  cmocka_unit_test(test_parsers),
         cmocka_unit_test(test_conf_refcount),   cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_shipped_conf),    cmocka_unit_test(test_model_rewrite),
+        cmocka_unit_test(test_responses_default),
     };
     return cmocka_run_group_tests_name("conf", tests, NULL, NULL);
 }

@@ -1,0 +1,1190 @@
+/* responses_api.c -- the Responses API bridge (see responses_api.h).
+ *
+ * Upward, input items become chat messages: a message item becomes a
+ * message, consecutive function_call items join the assistant turn before
+ * them as its tool_calls, a function_call_output becomes a tool message and
+ * a reasoning item's text rides on the next assistant turn as
+ * reasoning_content (hygiene then keeps or drops it per dialect). Function
+ * tools are unflattened, tool_choice and text.format take their chat
+ * spellings. Keys the Responses API defines but chat lacks are dropped;
+ * keys it does not define (a provider's own, such as top_k) go up as they
+ * came, for hygiene's allow-lists to judge like any chat request's.
+ *
+ * Downward, one chat choice becomes the Response's output items in the
+ * order a Responses model emits them: reasoning, message, function calls.
+ * A stream is an event machine over the repaired chat chunks: items are
+ * opened on their first delta and closed (".done" events, in output
+ * order) when the chat stream finishes, so every event a client's
+ * accumulator sees refers to an item it was told about.
+ */
+#include "responses_api.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "jsonio.h"
+
+struct tg_resp_bridge {
+    json_t *echo;          /* request fields every Response repeats */
+    /* stream state */
+    tg_buf pending;        /* chat SSE text short of a whole event */
+    json_int_t seq;        /* sequence_number of the next event */
+    bool started, finished;
+    json_t *id;            /* the Response's id and envelope, from the first chunk */
+    json_t *model;
+    json_int_t created;
+    json_int_t arrived;    /* when the request came: created_at when upstream names none */
+    json_t *output;        /* every item so far, in output_index order */
+    int msg_at, reason_at; /* output index of the open message / reasoning item, -1 */
+    int part_kind;         /* the open part of the message: 0 none, 1 text, 2 refusal */
+    tg_buf text;           /* the open part's or reasoning summary's text so far */
+    tg_buf reason;
+    json_t *calls;         /* {chat tool_calls index: output index} of open calls */
+    json_t *usage;         /* chat usage, the latest seen */
+    char finish[32];       /* chat finish_reason of choice 0 */
+    unsigned n_items;      /* for item ids */
+};
+
+/* ---- request ---------------------------------------------------------- */
+
+/* Keys the Responses API defines; anything else is the agent's or a
+ * provider's extra and goes up as it came. */
+static const char *const responses_keys[] = {
+    "background", "conversation", "include", "input", "instructions", "max_output_tokens",
+    "max_tool_calls", "metadata", "model", "parallel_tool_calls", "previous_response_id",
+    "prompt", "prompt_cache_key", "prompt_cache_retention", "reasoning", "safety_identifier",
+    "service_tier", "store", "stream", "stream_options", "temperature", "text", "tool_choice",
+    "tools", "top_logprobs", "top_p", "truncation", "user", "context_management", NULL};
+
+/* What the Response object repeats from its request. */
+static const char *const echoed_keys[] = {"instructions", "max_output_tokens", "metadata",
+                                          "parallel_tool_calls", "reasoning", "temperature",
+                                          "text", "tool_choice", "tools", "top_p", "user",
+                                          "model", NULL};
+
+static bool is_one_of(const char *k, const char *const *list)
+{
+    for (; *list; list++)
+        if (!strcmp(k, *list))
+            return true;
+    return false;
+}
+
+static int bad(tg_error *err, const char *param, const char *fmt, const char *what)
+{
+    tg_error_set(err, 400, "invalid_request_error", "invalid_value", param, fmt, what);
+    return -1;
+}
+
+/* The text of parts [{type, text}] (input_text, output_text, summary_text,
+ * reasoning_text, refusal), joined; NULL when a part carries no text. */
+static int join_text_parts(const json_t *parts, tg_buf *out)
+{
+    size_t i;
+    const json_t *p;
+    json_array_foreach(parts, i, p) {
+        const json_t *t = json_object_get(p, "text");
+        if (!json_is_string(t))
+            t = json_object_get(p, "refusal");
+        if (!json_is_string(t))
+            return -1;
+        tg_buf_append(out, json_string_value(t), json_string_length(t));
+    }
+    return 0;
+}
+
+/* One input content part as a chat content part (new reference). */
+static json_t *chat_part(const json_t *p, const char *path, tg_error *err)
+{
+    char param[128];
+    const char *type = json_string_value(json_object_get(p, "type"));
+    snprintf(param, sizeof param, "%.100s.type", path);
+    if (!type) {
+        bad(err, param, "%s: every content part needs a type (input_text, input_image, ...)", path);
+        return NULL;
+    }
+    if (!strcmp(type, "input_text") || !strcmp(type, "output_text") || !strcmp(type, "text")) {
+        const json_t *t = json_object_get(p, "text");
+        if (!json_is_string(t)) {
+            snprintf(param, sizeof param, "%.100s.text", path);
+            bad(err, param, "%s: a text part needs a string", param);
+            return NULL;
+        }
+        return json_pack("{s:s, s:O}", "type", "text", "text", t);
+    }
+    if (!strcmp(type, "input_image")) {
+        const json_t *url = json_object_get(p, "image_url");
+        if (!json_is_string(url)) {
+            snprintf(param, sizeof param, "%.100s.image_url", path);
+            bad(err, param,
+                "%s: an image must come as a URL or a data: URL (a file_id names OpenAI's file "
+                "store, which the route's provider cannot read)",
+                param);
+            return NULL;
+        }
+        json_t *img = json_pack("{s:O}", "url", url);
+        const json_t *detail = json_object_get(p, "detail");
+        if (json_is_string(detail))
+            json_object_set(img, "detail", (json_t *)detail);
+        return json_pack("{s:s, s:o}", "type", "image_url", "image_url", img);
+    }
+    if (!strcmp(type, "input_file")) {
+        json_t *file = json_object();
+        static const char *const keys[] = {"file_data", "file_id", "filename", NULL};
+        for (const char *const *k = keys; *k; k++) {
+            const json_t *v = json_object_get(p, *k);
+            if (json_is_string(v))
+                json_object_set(file, *k, (json_t *)v);
+        }
+        if (!json_object_size(file)) {
+            json_decref(file);
+            bad(err, path, "%s: a file part needs file_data or file_id (file_url has no chat form)",
+                path);
+            return NULL;
+        }
+        return json_pack("{s:s, s:o}", "type", "file", "file", file);
+    }
+    if (!strcmp(type, "input_audio")) {
+        const json_t *a = json_object_get(p, "input_audio");
+        if (json_is_object(a))
+            return json_pack("{s:s, s:O}", "type", "input_audio", "input_audio", a);
+    }
+    bad(err, param, "%s: content part type not understood by the chat bridge", param);
+    return NULL;
+}
+
+/* A message's content: strings stay strings; parts become chat parts,
+ * joined into one string where chat wants text only (assistant, system,
+ * developer) or where all of them are text. */
+static json_t *chat_content(const char *role, const json_t *content, const char *path,
+                            tg_error *err)
+{
+    if (json_is_string(content))
+        return json_incref((json_t *)content);
+    if (json_is_null(content) || !content)
+        return json_string("");
+    if (!json_is_array(content)) {
+        bad(err, path, "%s: expected a string or an array of content parts", path);
+        return NULL;
+    }
+    bool text_only = strcmp(role, "user") != 0;
+    tg_buf t = {0};
+    if (join_text_parts(content, &t) == 0) {
+        json_t *s = json_stringn(t.data ? t.data : "", t.len);
+        tg_buf_free(&t);
+        return s;
+    }
+    tg_buf_free(&t);
+    if (text_only) {
+        bad(err, path, "%s: only text parts can stand in this role's content", path);
+        return NULL;
+    }
+    json_t *parts = json_array();
+    size_t i;
+    const json_t *p;
+    json_array_foreach(content, i, p) {
+        char sub[128];
+        snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+        json_t *c = chat_part(p, sub, err);
+        if (!c) {
+            json_decref(parts);
+            return NULL;
+        }
+        json_array_append_new(parts, c);
+    }
+    return parts;
+}
+
+/* A function_call_output's output: a string, or parts as chat parts. */
+static json_t *tool_content(const json_t *output, const char *path, tg_error *err)
+{
+    if (json_is_string(output))
+        return json_incref((json_t *)output);
+    if (json_is_array(output))
+        return chat_content("user", output, path, err);
+    if (!output || json_is_null(output))
+        return json_string("");
+    /* some agents put the tool's JSON result here as it is */
+    char *s = tg_json_dumps(output);
+    json_t *v = json_string(s ? s : "");
+    free(s);
+    return v;
+}
+
+static json_t *last_assistant(json_t *messages)
+{
+    size_t n = json_array_size(messages);
+    json_t *m = n ? json_array_get(messages, n - 1) : NULL;
+    const char *role = json_string_value(json_object_get(m, "role"));
+    return role && !strcmp(role, "assistant") ? m : NULL;
+}
+
+static json_t *assistant_turn(json_t *messages, json_t **reasoning)
+{
+    json_t *m = json_pack("{s:s, s:n}", "role", "assistant", "content");
+    if (*reasoning) {
+        json_object_set_new(m, "reasoning_content", *reasoning);
+        *reasoning = NULL;
+    }
+    json_array_append_new(messages, m);
+    return m;
+}
+
+static int input_function_call(const json_t *item, const char *path, json_t *messages,
+                               json_t **reasoning, tg_error *err)
+{
+    char param[128];
+    const json_t *call_id = json_object_get(item, "call_id");
+    const json_t *name = json_object_get(item, "name");
+    const json_t *args = json_object_get(item, "arguments");
+    if (!json_is_string(call_id))
+        call_id = json_object_get(item, "id");
+    if (!json_is_string(call_id) || !json_string_length(call_id)) {
+        snprintf(param, sizeof param, "%.100s.call_id", path);
+        return bad(err, param, "%s: a function_call needs its call_id", param);
+    }
+    if (!json_is_string(name)) {
+        snprintf(param, sizeof param, "%.100s.name", path);
+        return bad(err, param, "%s: a function_call needs the function's name", param);
+    }
+    json_t *a;
+    if (json_is_string(args))
+        a = json_incref((json_t *)args);
+    else if (!args || json_is_null(args))
+        a = json_string("{}");
+    else {
+        char *s = tg_json_dumps(args);
+        a = json_string(s ? s : "{}");
+        free(s);
+    }
+    json_t *m = last_assistant(messages);
+    if (!m || *reasoning)
+        m = assistant_turn(messages, reasoning);
+    json_t *calls = json_object_get(m, "tool_calls");
+    if (!calls) {
+        calls = json_array();
+        json_object_set_new(m, "tool_calls", calls);
+    }
+    json_array_append_new(calls, json_pack("{s:O, s:s, s:{s:O, s:o}}", "id", call_id, "type",
+                                           "function", "function", "name", name, "arguments", a));
+    return 0;
+}
+
+static int input_message(const json_t *item, const char *path, json_t *messages,
+                         json_t **reasoning, tg_error *err)
+{
+    char param[128];
+    const char *role = json_string_value(json_object_get(item, "role"));
+    snprintf(param, sizeof param, "%.100s.role", path);
+    if (!role || (strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "system") &&
+                  strcmp(role, "developer")))
+        return bad(err, param, "%s: expected user, assistant, system or developer", param);
+    snprintf(param, sizeof param, "%.100s.content", path);
+    json_t *content = chat_content(role, json_object_get(item, "content"), param, err);
+    if (!content)
+        return -1;
+    if (!strcmp(role, "assistant")) {
+        json_t *m = assistant_turn(messages, reasoning);
+        json_object_set_new(m, "content", content);
+        return 0;
+    }
+    json_array_append_new(messages, json_pack("{s:s, s:o}", "role", role, "content", content));
+    return 0;
+}
+
+static int input_item(const json_t *item, size_t i, json_t *messages, json_t **reasoning,
+                      tg_error *err)
+{
+    char path[64], param[80];
+    snprintf(path, sizeof path, "input[%zu]", i);
+    if (!json_is_object(item))
+        return bad(err, path, "%s: expected an input item object", path);
+    const char *type = json_string_value(json_object_get(item, "type"));
+    if (!type && json_object_get(item, "role"))
+        type = "message";
+    snprintf(param, sizeof param, "%.100s.type", path);
+    if (!type)
+        return bad(err, param, "%s: an input item needs a type", param);
+    if (!strcmp(type, "message"))
+        return input_message(item, path, messages, reasoning, err);
+    if (!strcmp(type, "function_call"))
+        return input_function_call(item, path, messages, reasoning, err);
+    if (!strcmp(type, "function_call_output")) {
+        const json_t *call_id = json_object_get(item, "call_id");
+        if (!json_is_string(call_id)) {
+            snprintf(param, sizeof param, "%.100s.call_id", path);
+            return bad(err, param, "%s: a function_call_output needs the call_id it answers",
+                       param);
+        }
+        snprintf(param, sizeof param, "%.100s.output", path);
+        json_t *c = tool_content(json_object_get(item, "output"), param, err);
+        if (!c)
+            return -1;
+        json_array_append_new(messages, json_pack("{s:s, s:O, s:o}", "role", "tool",
+                                                  "tool_call_id", call_id, "content", c));
+        return 0;
+    }
+    if (!strcmp(type, "reasoning")) {
+        /* Encrypted reasoning is OpenAI's alone; its readable text is what
+         * other providers can be given back. */
+        tg_buf t = {0};
+        if (*reasoning)
+            tg_buf_puts(&t, json_string_value(*reasoning));
+        static const char *const keys[] = {"summary", "content", NULL};
+        for (const char *const *k = keys; *k; k++) {
+            const json_t *parts = json_object_get(item, *k);
+            if (json_is_array(parts) && json_array_size(parts)) {
+                if (t.len)
+                    tg_buf_puts(&t, "\n");
+                join_text_parts(parts, &t);
+            }
+        }
+        json_decref(*reasoning);
+        *reasoning = t.len ? json_stringn(t.data, t.len) : NULL;
+        tg_buf_free(&t);
+        return 0;
+    }
+    if (!strcmp(type, "item_reference"))
+        return bad(err, path,
+                   "%s: item_reference points at a stored item; toolgate keeps none, so send "
+                   "the item itself",
+                   path);
+    tg_error_set(err, 400, "invalid_request_error", "unsupported_value", param,
+                 "%s: '%.64s' items belong to tools that OpenAI runs; the provider behind this "
+                 "route has chat completions only",
+                 param, type);
+    return -1;
+}
+
+static int convert_input(const json_t *input, json_t *messages, tg_error *err)
+{
+    if (json_is_string(input)) {
+        json_array_append_new(messages, json_pack("{s:s, s:O}", "role", "user", "content", input));
+        return 0;
+    }
+    if (!json_is_array(input))
+        return bad(err, "input", "%s: expected a string or an array of input items", "input");
+    json_t *reasoning = NULL;
+    size_t i;
+    const json_t *item;
+    json_array_foreach(input, i, item) {
+        if (input_item(item, i, messages, &reasoning, err)) {
+            json_decref(reasoning);
+            return -1;
+        }
+    }
+    json_decref(reasoning);
+    return 0;
+}
+
+static json_t *convert_tools(const json_t *tools, tg_error *err)
+{
+    if (!json_is_array(tools)) {
+        bad(err, "tools", "%s: expected an array of tools", "tools");
+        return NULL;
+    }
+    json_t *out = json_array();
+    size_t i;
+    const json_t *t;
+    json_array_foreach(tools, i, t) {
+        char param[64];
+        const char *type = json_string_value(json_object_get(t, "type"));
+        snprintf(param, sizeof param, "tools[%zu].type", i);
+        if (!type || strcmp(type, "function")) {
+            tg_error_set(err, 400, "invalid_request_error", "unsupported_value", param,
+                         "%s: '%.64s' is a tool that OpenAI runs on its own servers; the "
+                         "provider behind this route takes function tools only",
+                         param, type ? type : "(none)");
+            json_decref(out);
+            return NULL;
+        }
+        const json_t *name = json_object_get(t, "name");
+        if (!json_is_string(name)) {
+            snprintf(param, sizeof param, "tools[%zu].name", i);
+            bad(err, param, "%s: a function tool needs a name", param);
+            json_decref(out);
+            return NULL;
+        }
+        json_t *fn = json_pack("{s:O}", "name", name);
+        static const char *const keys[] = {"description", "parameters", "strict", NULL};
+        for (const char *const *k = keys; *k; k++) {
+            const json_t *v = json_object_get(t, *k);
+            if (v && !json_is_null(v))
+                json_object_set(fn, *k, (json_t *)v);
+        }
+        json_array_append_new(out, json_pack("{s:s, s:o}", "type", "function", "function", fn));
+    }
+    return out;
+}
+
+/* allowed_tools has no chat form every provider takes: the tools it does
+ * not allow are left out of the list, which is what it means. */
+static int allowed_tools_only(json_t *chat, const json_t *choice, tg_error *err)
+{
+    const json_t *allowed = json_object_get(choice, "tools");
+    json_t *tools = json_object_get(chat, "tools");
+    if (!json_is_array(allowed))
+        return bad(err, "tool_choice.tools", "%s: expected the allowed tools", "tool_choice.tools");
+    json_t *kept = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        const char *name = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        size_t j;
+        const json_t *a;
+        json_array_foreach(allowed, j, a) {
+            const char *an = json_string_value(json_object_get(a, "name"));
+            if (name && an && !strcmp(name, an)) {
+                json_array_append(kept, t);
+                break;
+            }
+        }
+    }
+    json_object_set_new(chat, "tools", kept);
+    const char *mode = json_string_value(json_object_get(choice, "mode"));
+    json_object_set_new(chat, "tool_choice", json_string(mode && !strcmp(mode, "required")
+                                                             ? "required"
+                                                             : "auto"));
+    return 0;
+}
+
+static int convert_tool_choice(json_t *chat, const json_t *choice, tg_error *err)
+{
+    if (!choice || json_is_null(choice))
+        return 0;
+    if (json_is_string(choice)) {
+        json_object_set(chat, "tool_choice", (json_t *)choice);
+        return 0;
+    }
+    const char *type = json_string_value(json_object_get(choice, "type"));
+    if (type && !strcmp(type, "function") && json_is_string(json_object_get(choice, "name"))) {
+        json_object_set_new(chat, "tool_choice",
+                            json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name",
+                                      json_object_get(choice, "name")));
+        return 0;
+    }
+    if (type && !strcmp(type, "allowed_tools"))
+        return allowed_tools_only(chat, choice, err);
+    tg_error_set(err, 400, "invalid_request_error", "unsupported_value", "tool_choice",
+                 "tool_choice: '%.64s' names a tool OpenAI runs; the chat bridge takes auto, "
+                 "none, required, a function or allowed_tools",
+                 type ? type : "(no type)");
+    return -1;
+}
+
+static int convert_text_format(json_t *chat, const json_t *text, tg_error *err)
+{
+    const json_t *format = json_object_get(text, "format");
+    const char *type = json_string_value(json_object_get(format, "type"));
+    if (!format || json_is_null(format) || (type && !strcmp(type, "text")))
+        return 0;
+    if (type && !strcmp(type, "json_object")) {
+        json_object_set_new(chat, "response_format", json_pack("{s:s}", "type", "json_object"));
+        return 0;
+    }
+    if (!type || strcmp(type, "json_schema"))
+        return bad(err, "text.format.type", "%s: expected text, json_object or json_schema",
+                   "text.format.type");
+    json_t *js = json_object();
+    static const char *const keys[] = {"name", "description", "schema", "strict", NULL};
+    for (const char *const *k = keys; *k; k++) {
+        const json_t *v = json_object_get(format, *k);
+        if (v && !json_is_null(v))
+            json_object_set(js, *k, (json_t *)v);
+    }
+    if (!json_object_get(js, "name"))
+        json_object_set_new(js, "name", json_string("response"));
+    json_object_set_new(chat, "response_format",
+                        json_pack("{s:s, s:o}", "type", "json_schema", "json_schema", js));
+    return 0;
+}
+
+static int refuse_stateful(const json_t *body, tg_error *err)
+{
+    static const char *const stateful[] = {"previous_response_id", "conversation", "prompt", NULL};
+    for (const char *const *k = stateful; *k; k++) {
+        const json_t *v = json_object_get(body, *k);
+        if (v && !json_is_null(v)) {
+            tg_error_set(err, 400, "invalid_request_error", "unsupported_parameter", *k,
+                         "%s: this route's provider has chat completions only and toolgate "
+                         "stores no responses, so send the whole conversation in input",
+                         *k);
+            return -1;
+        }
+    }
+    if (json_is_true(json_object_get(body, "background"))) {
+        tg_error_set(err, 400, "invalid_request_error", "unsupported_parameter", "background",
+                     "background: responses run in the background need a stored response, "
+                     "which the chat bridge cannot keep");
+        return -1;
+    }
+    return 0;
+}
+
+static int convert_request(const json_t *body, json_t *chat, tg_error *err)
+{
+    if (refuse_stateful(body, err))
+        return -1;
+    json_t *messages = json_array();
+    json_object_set_new(chat, "messages", messages);
+    const json_t *v = json_object_get(body, "model");
+    if (v)
+        json_object_set(chat, "model", (json_t *)v);
+    v = json_object_get(body, "instructions");
+    if (json_is_string(v) && json_string_length(v))
+        json_array_append_new(messages, json_pack("{s:s, s:O}", "role", "system", "content", v));
+    else if (v && !json_is_null(v) && !json_is_string(v))
+        return bad(err, "instructions", "%s: expected a string", "instructions");
+    v = json_object_get(body, "input");
+    if (!v)
+        return bad(err, "input", "%s: required (a string or an array of input items)", "input");
+    if (convert_input(v, messages, err))
+        return -1;
+    v = json_object_get(body, "tools");
+    if (v && !json_is_null(v)) {
+        json_t *tools = convert_tools(v, err);
+        if (!tools)
+            return -1;
+        if (json_array_size(tools))
+            json_object_set_new(chat, "tools", tools);
+        else
+            json_decref(tools);
+    }
+    if (convert_tool_choice(chat, json_object_get(body, "tool_choice"), err))
+        return -1;
+    v = json_object_get(body, "text");
+    if (json_is_object(v) && convert_text_format(chat, v, err))
+        return -1;
+    v = json_object_get(json_object_get(body, "reasoning"), "effort");
+    if (json_is_string(v))
+        json_object_set(chat, "reasoning_effort", (json_t *)v);
+    v = json_object_get(body, "max_output_tokens");
+    if (v && !json_is_null(v))
+        json_object_set(chat, "max_tokens", (json_t *)v);
+    static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "user",
+                                       NULL};
+    for (const char *const *k = same; *k; k++) {
+        v = json_object_get(body, *k);
+        if (v && !json_is_null(v))
+            json_object_set(chat, *k, (json_t *)v);
+    }
+    if (json_is_true(json_object_get(body, "stream"))) {
+        json_object_set_new(chat, "stream", json_true());
+        /* the Response's usage comes from the chat stream's last chunk */
+        json_object_set_new(chat, "stream_options", json_pack("{s:b}", "include_usage", 1));
+    }
+    const char *k;
+    json_t *extra;
+    json_object_foreach((json_t *)body, k, extra) {
+        if (!is_one_of(k, responses_keys))
+            json_object_set(chat, k, extra);
+    }
+    return 0;
+}
+
+int tg_responses_to_chat(const json_t *body, json_t **chat, tg_resp_bridge **bridge,
+                         tg_error *err)
+{
+    *chat = NULL;
+    *bridge = NULL;
+    if (!json_is_object(body)) {
+        tg_error_set(err, 400, "invalid_request_error", "invalid_type", NULL,
+                     "request body must be a JSON object");
+        return -1;
+    }
+    json_t *c = json_object();
+    if (convert_request(body, c, err)) {
+        json_decref(c);
+        return -1;
+    }
+    tg_resp_bridge *b = calloc(1, sizeof *b);
+    if (!b) {
+        json_decref(c);
+        tg_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+        return -1;
+    }
+    b->echo = json_object();
+    for (const char *const *k = echoed_keys; *k; k++) {
+        json_t *v = json_object_get(body, *k);
+        if (v)
+            json_object_set(b->echo, *k, v);
+    }
+    b->msg_at = b->reason_at = -1;
+    b->arrived = (json_int_t)time(NULL);
+    *chat = c;
+    *bridge = b;
+    return 0;
+}
+
+void tg_resp_bridge_free(tg_resp_bridge *b)
+{
+    if (!b)
+        return;
+    json_decref(b->echo);
+    json_decref(b->id);
+    json_decref(b->model);
+    json_decref(b->output);
+    json_decref(b->calls);
+    json_decref(b->usage);
+    tg_buf_free(&b->pending);
+    tg_buf_free(&b->text);
+    tg_buf_free(&b->reason);
+    free(b);
+}
+
+/* ---- the Response object ------------------------------------------------ */
+
+static json_int_t int_at(const json_t *o, const char *k1, const char *k2)
+{
+    const json_t *v = json_object_get(o, k1);
+    if (k2)
+        v = json_object_get(v, k2);
+    return json_is_integer(v) ? json_integer_value(v) : 0;
+}
+
+/* Chat usage in the Responses API's names, or null. */
+static json_t *usage_of(const json_t *u)
+{
+    if (!json_is_object(u))
+        return json_null();
+    json_int_t in = int_at(u, "prompt_tokens", NULL), out = int_at(u, "completion_tokens", NULL);
+    json_int_t total = json_is_integer(json_object_get(u, "total_tokens"))
+                           ? int_at(u, "total_tokens", NULL)
+                           : in + out;
+    return json_pack("{s:I, s:{s:I}, s:I, s:{s:I}, s:I}", "input_tokens", in,
+                     "input_tokens_details", "cached_tokens",
+                     int_at(u, "prompt_tokens_details", "cached_tokens"), "output_tokens", out,
+                     "output_tokens_details", "reasoning_tokens",
+                     int_at(u, "completion_tokens_details", "reasoning_tokens"), "total_tokens",
+                     total);
+}
+
+static json_t *echo_or(tg_resp_bridge *b, const char *k, json_t *dflt)
+{
+    json_t *v = json_object_get(b->echo, k);
+    if (v && !json_is_null(v)) {
+        json_decref(dflt);
+        return json_incref(v);
+    }
+    return dflt;
+}
+
+/* status: completed | incomplete | failed | in_progress, from the chat
+ * finish_reason where it is done. */
+static json_t *response_object(tg_resp_bridge *b, json_t *id, json_t *model, json_int_t created,
+                               const char *status, const char *finish, json_t *output,
+                               json_t *usage, json_t *error)
+{
+    const char *why = NULL;
+    if (!strcmp(status, "completed") && finish) {
+        if (!strcmp(finish, "length"))
+            why = "max_output_tokens";
+        else if (!strcmp(finish, "content_filter"))
+            why = "content_filter";
+        if (why)
+            status = "incomplete";
+    }
+    json_t *r = json_object();
+    json_object_set(r, "id", id);
+    json_object_set_new(r, "object", json_string("response"));
+    json_object_set_new(r, "created_at", json_integer(created));
+    json_object_set_new(r, "status", json_string(status));
+    json_object_set_new(r, "error", error ? error : json_null());
+    json_object_set_new(r, "incomplete_details",
+                        why ? json_pack("{s:s}", "reason", why) : json_null());
+    json_object_set_new(r, "instructions", echo_or(b, "instructions", json_null()));
+    json_object_set_new(r, "max_output_tokens", echo_or(b, "max_output_tokens", json_null()));
+    if (!json_is_string(model))
+        model = json_object_get(b->echo, "model");
+    json_object_set_new(r, "model", json_is_string(model) ? json_incref(model) : json_string(""));
+    json_object_set(r, "output", output);
+    json_object_set_new(r, "parallel_tool_calls", echo_or(b, "parallel_tool_calls", json_true()));
+    json_object_set_new(r, "previous_response_id", json_null());
+    json_object_set_new(r, "reasoning",
+                        echo_or(b, "reasoning", json_pack("{s:n, s:n}", "effort", "summary")));
+    json_object_set_new(r, "store", json_false());
+    json_object_set_new(r, "temperature", echo_or(b, "temperature", json_null()));
+    json_object_set_new(r, "text",
+                        echo_or(b, "text", json_pack("{s:{s:s}}", "format", "type", "text")));
+    json_object_set_new(r, "tool_choice", echo_or(b, "tool_choice", json_string("auto")));
+    json_object_set_new(r, "tools", echo_or(b, "tools", json_array()));
+    json_object_set_new(r, "top_p", echo_or(b, "top_p", json_null()));
+    json_object_set_new(r, "truncation", json_string("disabled"));
+    json_object_set_new(r, "usage", usage ? usage : json_null());
+    json_object_set_new(r, "user", echo_or(b, "user", json_null()));
+    json_object_set_new(r, "metadata", echo_or(b, "metadata", json_object()));
+    return r;
+}
+
+static json_t *item_id(tg_resp_bridge *b, const char *kind)
+{
+    char s[160];
+    const char *base = json_string_value(b->id);
+    snprintf(s, sizeof s, "%s_%u_%s", kind, b->n_items++, base ? base : "toolgate");
+    return json_string(s);
+}
+
+static json_t *response_id(const json_t *chat_id)
+{
+    char s[160];
+    const char *v = json_string_value(chat_id);
+    snprintf(s, sizeof s, "resp_%.140s", v && *v ? v : "toolgate");
+    return json_string(s);
+}
+
+static json_t *text_part(const char *type, const char *text, size_t n)
+{
+    if (!strcmp(type, "refusal"))
+        return json_pack("{s:s, s:s%}", "type", "refusal", "refusal", text, n);
+    return json_pack("{s:s, s:s%, s:[], s:[]}", "type", "output_text", "text", text, n,
+                     "annotations", "logprobs");
+}
+
+static json_t *call_item(json_t *id, const json_t *call, const char *status)
+{
+    const json_t *fn = json_object_get(call, "function");
+    const json_t *name = json_object_get(fn, "name"), *args = json_object_get(fn, "arguments");
+    const json_t *cid = json_object_get(call, "id");
+    return json_pack("{s:o, s:s, s:s, s:s, s:s, s:s}", "id", id, "type", "function_call",
+                     "status", status, "call_id", json_is_string(cid) ? json_string_value(cid) : "",
+                     "name", json_is_string(name) ? json_string_value(name) : "", "arguments",
+                     json_is_string(args) ? json_string_value(args) : "");
+}
+
+static const char *message_reasoning(const json_t *msg)
+{
+    const char *r = json_string_value(json_object_get(msg, "reasoning_content"));
+    if (!r || !*r)
+        r = json_string_value(json_object_get(msg, "reasoning"));
+    return r && *r ? r : NULL;
+}
+
+json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion)
+{
+    json_t *choices = json_object_get(completion, "choices");
+    json_t *choice = json_array_get(choices, 0);
+    json_t *msg = json_object_get(choice, "message");
+    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    json_decref(b->id);
+    b->id = response_id(json_object_get(completion, "id"));
+    json_t *output = json_array();
+    const char *reasoning = message_reasoning(msg);
+    if (reasoning)
+        json_array_append_new(output,
+                              json_pack("{s:o, s:s, s:[{s:s, s:s}]}", "id", item_id(b, "rs"),
+                                        "type", "reasoning", "summary", "type", "summary_text",
+                                        "text", reasoning));
+    json_t *parts = json_array();
+    const json_t *content = json_object_get(msg, "content");
+    tg_buf t = {0};
+    if (json_is_string(content))
+        tg_buf_append(&t, json_string_value(content), json_string_length(content));
+    else if (json_is_array(content))
+        join_text_parts(content, &t);
+    if (t.len)
+        json_array_append_new(parts, text_part("output_text", t.data, t.len));
+    tg_buf_free(&t);
+    const json_t *refusal = json_object_get(msg, "refusal");
+    if (json_is_string(refusal) && json_string_length(refusal))
+        json_array_append_new(parts, text_part("refusal", json_string_value(refusal),
+                                               json_string_length(refusal)));
+    if (json_array_size(parts))
+        json_array_append_new(output, json_pack("{s:o, s:s, s:s, s:s, s:o}", "id",
+                                                item_id(b, "msg"), "type", "message", "status",
+                                                "completed", "role", "assistant", "content", parts));
+    else
+        json_decref(parts);
+    size_t i;
+    const json_t *call;
+    json_array_foreach(json_object_get(msg, "tool_calls"), i, call) {
+        json_array_append_new(output, call_item(item_id(b, "fc"), call, "completed"));
+    }
+    const json_t *created = json_object_get(completion, "created");
+    json_t *r = response_object(b, b->id, json_object_get(completion, "model"),
+                                json_is_integer(created) ? json_integer_value(created) : b->arrived,
+                                "completed", finish, output,
+                                usage_of(json_object_get(completion, "usage")), NULL);
+    json_decref(output);
+    return r;
+}
+
+/* ---- the event stream --------------------------------------------------- */
+
+static json_t *event_new(tg_resp_bridge *b, const char *type)
+{
+    return json_pack("{s:s, s:I}", "type", type, "sequence_number", b->seq++);
+}
+
+/* Writes the event (stolen) as "event: TYPE\ndata: JSON\n\n". */
+static void emit(tg_buf *out, json_t *ev)
+{
+    tg_buf_puts(out, "event: ");
+    tg_buf_puts(out, json_string_value(json_object_get(ev, "type")));
+    tg_buf_puts(out, "\ndata: ");
+    tg_json_dump(ev, out);
+    tg_buf_puts(out, "\n\n");
+    json_decref(ev);
+}
+
+static json_t *stream_response(tg_resp_bridge *b, const char *status, json_t *error)
+{
+    return response_object(b, b->id, b->model, b->created, status,
+                           b->finish[0] ? b->finish : NULL, b->output,
+                           !strcmp(status, "in_progress") ? NULL : usage_of(b->usage), error);
+}
+
+static void stream_start(tg_resp_bridge *b, const json_t *chunk, tg_buf *out)
+{
+    b->started = true;
+    b->id = response_id(json_object_get(chunk, "id"));
+    const json_t *m = json_object_get(chunk, "model");
+    b->model = json_is_string(m) ? json_incref((json_t *)m) : NULL;
+    const json_t *c = json_object_get(chunk, "created");
+    b->created = json_is_integer(c) ? json_integer_value(c) : b->arrived;
+    b->output = json_array();
+    b->calls = json_object();
+    static const char *const first[] = {"response.created", "response.in_progress", NULL};
+    for (const char *const *t = first; *t; t++) {
+        json_t *ev = event_new(b, *t);
+        json_object_set_new(ev, "response", stream_response(b, "in_progress", NULL));
+        emit(out, ev);
+    }
+}
+
+static json_t *item_event(tg_resp_bridge *b, const char *type, int at)
+{
+    json_t *ev = event_new(b, type);
+    json_object_set_new(ev, "output_index", json_integer(at));
+    return ev;
+}
+
+static json_t *part_event(tg_resp_bridge *b, const char *type, int at)
+{
+    json_t *item = json_array_get(b->output, (size_t)at);
+    json_t *ev = event_new(b, type);
+    json_object_set(ev, "item_id", json_object_get(item, "id"));
+    json_object_set_new(ev, "output_index", json_integer(at));
+    json_object_set_new(ev, "content_index",
+                        json_integer((json_int_t)json_array_size(json_object_get(item, "content"))));
+    return ev;
+}
+
+static int add_item(tg_resp_bridge *b, json_t *item, tg_buf *out)
+{
+    int at = (int)json_array_size(b->output);
+    json_array_append_new(b->output, item);
+    json_t *ev = item_event(b, "response.output_item.added", at);
+    json_object_set(ev, "item", item);
+    emit(out, ev);
+    return at;
+}
+
+static void item_done(tg_resp_bridge *b, int at, tg_buf *out)
+{
+    json_t *item = json_array_get(b->output, (size_t)at);
+    json_object_set_new(item, "status", json_string("completed"));
+    json_t *ev = item_event(b, "response.output_item.done", at);
+    json_object_set(ev, "item", item);
+    emit(out, ev);
+}
+
+static void close_part(tg_resp_bridge *b, tg_buf *out)
+{
+    if (!b->part_kind)
+        return;
+    bool refusal = b->part_kind == 2;
+    json_t *item = json_array_get(b->output, (size_t)b->msg_at);
+    json_t *part = text_part(refusal ? "refusal" : "output_text", b->text.data ? b->text.data : "",
+                             b->text.len);
+    json_t *ev = part_event(b, refusal ? "response.refusal.done" : "response.output_text.done",
+                            b->msg_at);
+    json_object_set(ev, refusal ? "refusal" : "text", json_object_get(part, refusal ? "refusal" : "text"));
+    emit(out, ev);
+    ev = part_event(b, "response.content_part.done", b->msg_at);
+    json_object_set(ev, "part", part);
+    emit(out, ev);
+    json_array_append_new(json_object_get(item, "content"), part);
+    tg_buf_reset(&b->text);
+    b->part_kind = 0;
+}
+
+static void close_message(tg_resp_bridge *b, tg_buf *out)
+{
+    if (b->msg_at < 0)
+        return;
+    close_part(b, out);
+    item_done(b, b->msg_at, out);
+    b->msg_at = -1;
+}
+
+static void close_reasoning(tg_resp_bridge *b, tg_buf *out)
+{
+    if (b->reason_at < 0)
+        return;
+    json_t *item = json_array_get(b->output, (size_t)b->reason_at);
+    json_t *id = json_object_get(item, "id");
+    json_t *part = json_pack("{s:s, s:s%}", "type", "summary_text", "text",
+                             b->reason.data ? b->reason.data : "", b->reason.len);
+    json_t *ev = event_new(b, "response.reasoning_summary_text.done");
+    json_object_set(ev, "item_id", id);
+    json_object_set_new(ev, "output_index", json_integer(b->reason_at));
+    json_object_set_new(ev, "summary_index", json_integer(0));
+    json_object_set(ev, "text", json_object_get(part, "text"));
+    emit(out, ev);
+    ev = event_new(b, "response.reasoning_summary_part.done");
+    json_object_set(ev, "item_id", id);
+    json_object_set_new(ev, "output_index", json_integer(b->reason_at));
+    json_object_set_new(ev, "summary_index", json_integer(0));
+    json_object_set(ev, "part", part);
+    emit(out, ev);
+    json_array_append_new(json_object_get(item, "summary"), part);
+    item_done(b, b->reason_at, out);
+    tg_buf_reset(&b->reason);
+    b->reason_at = -1;
+}
+
+static void on_reasoning(tg_resp_bridge *b, const char *text, tg_buf *out)
+{
+    if (b->reason_at < 0) {
+        close_message(b, out);
+        b->reason_at = add_item(b, json_pack("{s:o, s:s, s:[]}", "id", item_id(b, "rs"), "type",
+                                             "reasoning", "summary"),
+                                out);
+        json_t *ev = event_new(b, "response.reasoning_summary_part.added");
+        json_object_set(ev, "item_id", json_object_get(json_array_get(b->output, (size_t)b->reason_at), "id"));
+        json_object_set_new(ev, "output_index", json_integer(b->reason_at));
+        json_object_set_new(ev, "summary_index", json_integer(0));
+        json_object_set_new(ev, "part", json_pack("{s:s, s:s}", "type", "summary_text", "text", ""));
+        emit(out, ev);
+    }
+    tg_buf_puts(&b->reason, text);
+    json_t *ev = event_new(b, "response.reasoning_summary_text.delta");
+    json_object_set(ev, "item_id", json_object_get(json_array_get(b->output, (size_t)b->reason_at), "id"));
+    json_object_set_new(ev, "output_index", json_integer(b->reason_at));
+    json_object_set_new(ev, "summary_index", json_integer(0));
+    json_object_set_new(ev, "delta", json_string(text));
+    emit(out, ev);
+}
+
+/* Text (kind 1) or refusal (kind 2) for the message item, opened on need. */
+static void on_text(tg_resp_bridge *b, int kind, const char *text, tg_buf *out)
+{
+    close_reasoning(b, out);
+    if (b->msg_at < 0)
+        b->msg_at = add_item(b, json_pack("{s:o, s:s, s:s, s:s, s:[]}", "id", item_id(b, "msg"),
+                                          "type", "message", "status", "in_progress", "role",
+                                          "assistant", "content"),
+                             out);
+    if (b->part_kind != kind) {
+        close_part(b, out);
+        b->part_kind = kind;
+        json_t *ev = part_event(b, "response.content_part.added", b->msg_at);
+        json_object_set_new(ev, "part", text_part(kind == 2 ? "refusal" : "output_text", "", 0));
+        emit(out, ev);
+    }
+    tg_buf_puts(&b->text, text);
+    json_t *ev = part_event(b, kind == 2 ? "response.refusal.delta" : "response.output_text.delta",
+                            b->msg_at);
+    json_object_set_new(ev, "delta", json_string(text));
+    if (kind == 1)
+        json_object_set_new(ev, "logprobs", json_array());
+    emit(out, ev);
+}
+
+static void on_call(tg_resp_bridge *b, const json_t *tc, size_t pos, tg_buf *out)
+{
+    char key[32];
+    const json_t *ix = json_object_get(tc, "index");
+    snprintf(key, sizeof key, "%lld",
+             (long long)(json_is_integer(ix) ? json_integer_value(ix) : (json_int_t)pos));
+    const json_t *fn = json_object_get(tc, "function");
+    const char *args = json_string_value(json_object_get(fn, "arguments"));
+    json_t *at_v = json_object_get(b->calls, key);
+    int at;
+    if (!at_v) {
+        close_reasoning(b, out);
+        close_message(b, out);
+        json_t *item = call_item(item_id(b, "fc"), tc, "in_progress");
+        json_object_set_new(item, "arguments", json_string(""));
+        at = add_item(b, item, out);
+        json_object_set_new(b->calls, key, json_integer(at));
+    } else {
+        at = (int)json_integer_value(at_v);
+    }
+    json_t *item = json_array_get(b->output, (size_t)at);
+    const char *name = json_string_value(json_object_get(fn, "name"));
+    if (name && *name && !*json_string_value(json_object_get(item, "name")))
+        json_object_set_new(item, "name", json_string(name));
+    if (args && *args) {
+        tg_buf a = {0};
+        tg_buf_puts(&a, json_string_value(json_object_get(item, "arguments")));
+        tg_buf_puts(&a, args);
+        json_object_set_new(item, "arguments", json_stringn(a.data, a.len));
+        tg_buf_free(&a);
+        json_t *ev = item_event(b, "response.function_call_arguments.delta", at);
+        json_object_set(ev, "item_id", json_object_get(item, "id"));
+        json_object_set_new(ev, "delta", json_string(args));
+        emit(out, ev);
+    }
+}
+
+static void close_calls(tg_resp_bridge *b, tg_buf *out)
+{
+    size_t n = json_array_size(b->output);
+    for (size_t at = 0; at < n; at++) {
+        json_t *item = json_array_get(b->output, at);
+        const char *status = json_string_value(json_object_get(item, "status"));
+        if (strcmp(json_string_value(json_object_get(item, "type")), "function_call") ||
+            !status || strcmp(status, "in_progress"))
+            continue;
+        json_t *ev = item_event(b, "response.function_call_arguments.done", (int)at);
+        json_object_set(ev, "item_id", json_object_get(item, "id"));
+        json_object_set(ev, "arguments", json_object_get(item, "arguments"));
+        emit(out, ev);
+        item_done(b, (int)at, out);
+    }
+    json_object_clear(b->calls);
+}
+
+static void stream_finish(tg_resp_bridge *b, tg_buf *out)
+{
+    close_reasoning(b, out);
+    close_message(b, out);
+    close_calls(b, out);
+    json_t *r = stream_response(b, "completed", NULL);
+    const char *status = json_string_value(json_object_get(r, "status"));
+    json_t *ev = event_new(b, strcmp(status, "completed") ? "response.incomplete"
+                                                          : "response.completed");
+    json_object_set_new(ev, "response", r);
+    emit(out, ev);
+    b->finished = true;
+}
+
+/* An error event of the chat stream ends the Response as failed, after
+ * the error itself, which is what clients raise. */
+static void stream_fail(tg_resp_bridge *b, const json_t *error, tg_buf *out)
+{
+    const json_t *msg = json_object_get(error, "message");
+    const json_t *code = json_object_get(error, "code");
+    const json_t *param = json_object_get(error, "param");
+    json_t *ev = event_new(b, "error");
+    json_object_set_new(ev, "code", json_is_string(code) ? json_incref((json_t *)code) : json_null());
+    json_object_set_new(ev, "message", json_string(json_is_string(msg) ? json_string_value(msg)
+                                                                       : "upstream error"));
+    json_object_set_new(ev, "param",
+                        json_is_string(param) ? json_incref((json_t *)param) : json_null());
+    emit(out, ev);
+    close_reasoning(b, out);
+    close_message(b, out);
+    close_calls(b, out);
+    ev = event_new(b, "response.failed");
+    json_object_set_new(
+        ev, "response",
+        stream_response(b, "failed",
+                        json_pack("{s:s, s:s}", "code",
+                                  json_is_string(code) ? json_string_value(code) : "server_error",
+                                  "message",
+                                  json_is_string(msg) ? json_string_value(msg) : "upstream error")));
+    emit(out, ev);
+    b->finished = true;
+}
+
+static void on_chunk(tg_resp_bridge *b, const json_t *chunk, tg_buf *out)
+{
+    if (!b->started)
+        stream_start(b, chunk, out);
+    const json_t *error = json_object_get(chunk, "error");
+    if (json_is_object(error)) {
+        stream_fail(b, error, out);
+        return;
+    }
+    const json_t *usage = json_object_get(chunk, "usage");
+    if (json_is_object(usage)) {
+        json_decref(b->usage);
+        b->usage = json_incref((json_t *)usage);
+    }
+    size_t i;
+    const json_t *choice;
+    json_array_foreach(json_object_get(chunk, "choices"), i, choice) {
+        const json_t *ix = json_object_get(choice, "index");
+        if (json_is_integer(ix) && json_integer_value(ix) != 0)
+            continue;  /* the Responses API has one output */
+        const json_t *delta = json_object_get(choice, "delta");
+        const char *r = message_reasoning(delta);
+        if (r)
+            on_reasoning(b, r, out);
+        const char *t = json_string_value(json_object_get(delta, "content"));
+        if (t && *t)
+            on_text(b, 1, t, out);
+        t = json_string_value(json_object_get(delta, "refusal"));
+        if (t && *t)
+            on_text(b, 2, t, out);
+        size_t j;
+        const json_t *tc;
+        json_array_foreach(json_object_get(delta, "tool_calls"), j, tc) on_call(b, tc, j, out);
+        const char *f = json_string_value(json_object_get(choice, "finish_reason"));
+        if (f && *f)
+            snprintf(b->finish, sizeof b->finish, "%s", f);
+    }
+}
+
+/* One chat SSE event: its data lines, joined. */
+static void on_event(tg_resp_bridge *b, const char *ev, size_t n, tg_buf *out)
+{
+    tg_buf data = {0};
+    const char *p = ev, *e = ev + n;
+    while (p < e) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        const char *le = nl ? nl : e;
+        if (le - p >= 5 && !memcmp(p, "data:", 5)) {
+            const char *d = p + 5;
+            if (d < le && *d == ' ')
+                d++;
+            if (data.len)
+                tg_buf_puts(&data, "\n");
+            tg_buf_append(&data, d, (size_t)(le - d));
+        }
+        p = nl ? nl + 1 : e;
+    }
+    if (data.len == 6 && !memcmp(data.data, "[DONE]", 6)) {
+        if (!b->started)
+            stream_start(b, NULL, out);
+        if (!b->finished)
+            stream_finish(b, out);
+    } else if (data.len && !b->finished) {
+        json_t *chunk = tg_json_load(data.data, data.len, 0, NULL);
+        if (json_is_object(chunk))
+            on_chunk(b, chunk, out);
+        json_decref(chunk);
+    }
+    tg_buf_free(&data);
+}
+
+void tg_responses_stream(tg_resp_bridge *b, const char *sse, size_t n, tg_buf *out)
+{
+    tg_buf_append(&b->pending, sse, n);
+    size_t off = 0;
+    for (;;) {
+        const char *s = b->pending.data + off;
+        size_t left = b->pending.len - off;
+        const char *end = left >= 2 ? memmem(s, left, "\n\n", 2) : NULL;
+        if (!end)
+            break;
+        on_event(b, s, (size_t)(end - s), out);
+        off += (size_t)(end - s) + 2;
+    }
+    tg_buf_consume(&b->pending, off);
+}
+
+void tg_responses_stream_end(tg_resp_bridge *b, tg_buf *out)
+{
+    if (b->finished)
+        return;
+    if (!b->started)
+        stream_start(b, NULL, out);
+    json_t *e = json_pack("{s:s, s:s}", "code", "stream_truncated", "message",
+                          "upstream stream ended before it finished");
+    stream_fail(b, e, out);
+    json_decref(e);
+}

@@ -1,0 +1,41 @@
+/* responses_api.h -- OpenAI's Responses API (/v1/responses) over chat
+ * completions, for agents that speak the newer API (the AI SDK's default
+ * OpenAI model, the Agents SDK, Codex) to providers that only have chat.
+ *
+ *   Responses request -> tg_responses_to_chat -> (the whole chat pipeline)
+ *   -> chat answer -> tg_responses_answer / tg_responses_stream -> Response
+ *
+ * The bridge is the outermost stage on both sides: everything between sees
+ * an ordinary chat request and answer, so hygiene, schema dialects,
+ * discovery and repair apply unchanged. Stateless like the rest of
+ * toolgate: what needs the provider's stored state (previous_response_id,
+ * conversation, item_reference) is refused with a 400 naming the field,
+ * never guessed. Ownership follows sanitize/tg.h.
+ */
+#ifndef TG_RESPONSES_API_H
+#define TG_RESPONSES_API_H
+
+#include "buf.h"
+#include "tg.h"
+
+typedef struct tg_resp_bridge tg_resp_bridge;
+
+/* The Responses request body (borrowed) as a chat completions body (*chat,
+ * new reference), and the bridge that will shape its answer (*bridge, owned
+ * by the caller). 0, or -1 with err filled (400, param naming the field). */
+int tg_responses_to_chat(const json_t *body, json_t **chat, tg_resp_bridge **bridge,
+                         tg_error *err);
+
+/* A whole chat.completion (borrowed) as a Response object (new reference). */
+json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion);
+
+/* A chat completion stream's SSE text, in pieces of any size, as the
+ * Responses API's event stream (appended to out). The chat stream's
+ * [DONE] ends the response; tg_responses_stream_end ends it when the chat
+ * stream stopped without one. */
+void tg_responses_stream(tg_resp_bridge *b, const char *sse, size_t n, tg_buf *out);
+void tg_responses_stream_end(tg_resp_bridge *b, tg_buf *out);
+
+void tg_resp_bridge_free(tg_resp_bridge *b);
+
+#endif

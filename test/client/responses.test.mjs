@@ -1,0 +1,164 @@
+// responses.test.mjs -- the Responses API (/v1/responses) bridged to chat
+// completions, with the real clients that speak it: the openai SDK's
+// client.responses (create and stream) and the AI SDK's OpenAI provider,
+// whose default model is the Responses one. The routes behind /gemini,
+// /mistral, /anthropic and /groq bridge by default; /rbridge is an openai
+// route that says `responses = bridge`. Model "mock-agent" (the mock) ends
+// its loop only when a tool result answers its call by id, so the
+// function_call / function_call_output pairing must survive the way to chat
+// and back, and renamed tools (a dotted name) must come back as the agent's.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { generateText, streamText, generateObject, tool, jsonSchema, stepCountIs } from 'ai';
+import { createOpenAI } from '@ai-sdk/openai';
+import { z } from 'zod';
+import { baseURL, API_KEY } from './common.mjs';
+
+const root = () => baseURL().replace(/\/v1$/, '');
+const routes = ['/gemini', '/mistral', '/anthropic', '/groq', '/rbridge'];
+const city = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
+const tools = [{ type: 'function', name: 'weather.get', description: 'Weather', parameters: city, strict: false }];
+
+async function lastUpstream() {
+  const last = await (await fetch(`${process.env.TG_MOCK_URL}/_last`)).json();
+  return { path: last.path, body: typeof last.body === 'string' ? JSON.parse(last.body) : last.body };
+}
+
+for (const route of routes) {
+  const url = `${root()}${route}/v1`;
+
+  test(`openai SDK responses.create loop via ${route}: function_call, output, answer`, async () => {
+    const client = new OpenAI({ baseURL: url, apiKey: API_KEY, maxRetries: 0 });
+    const input = [{ role: 'user', content: 'Weather in Paris?' }];
+    const first = await client.responses.create({ model: 'mock-agent', input, tools, instructions: 'Be brief.' });
+    assert.equal(first.object, 'response');
+    assert.equal(first.status, 'completed');
+    const call = first.output.find((o) => o.type === 'function_call');
+    assert.ok(call, JSON.stringify(first.output));
+    assert.equal(call.name, 'weather.get');
+    assert.ok(call.call_id);
+    const up = await lastUpstream();
+    assert.equal(up.path, '/v1/chat/completions');
+    assert.equal(up.body.messages[0].role === 'system' || up.body.messages[0].role === 'user', true);
+    input.push(...first.output);
+    input.push({ type: 'function_call_output', call_id: call.call_id, output: 'sunny' });
+    const second = await client.responses.create({ model: 'mock-agent', input, tools });
+    assert.equal(second.output_text, 'result: sunny');
+    assert.ok(second.usage.input_tokens >= 0 && second.usage.output_tokens >= 0);
+  });
+
+  test(`openai SDK responses.stream via ${route}: events in order, final response`, async () => {
+    const client = new OpenAI({ baseURL: url, apiKey: API_KEY, maxRetries: 0 });
+    const stream = client.responses.stream({ model: 'mock-agent', input: 'Weather in Paris?', tools });
+    const types = [];
+    let last = -1;
+    for await (const ev of stream) {
+      types.push(ev.type);
+      assert.ok(ev.sequence_number > last, `sequence_number grows: ${ev.sequence_number} after ${last}`);
+      last = ev.sequence_number;
+    }
+    const final = await stream.finalResponse();
+    assert.equal(types[0], 'response.created');
+    assert.equal(types.at(-1), 'response.completed');
+    assert.ok(types.includes('response.function_call_arguments.done'));
+    const call = final.output.find((o) => o.type === 'function_call');
+    assert.equal(call.name, 'weather.get');
+    assert.deepEqual(JSON.parse(call.arguments), {});
+  });
+
+  test(`AI SDK OpenAI Responses model, agent loop via ${route}`, async () => {
+    const provider = createOpenAI({ baseURL: url, apiKey: API_KEY });
+    const seen = [];
+    const r = await generateText({
+      model: provider.responses('mock-agent'),
+      prompt: 'Weather in Paris?',
+      tools: {
+        'weather.get': tool({
+          description: 'Weather for a city',
+          inputSchema: jsonSchema(city),
+          execute: async (input) => {
+            seen.push(input);
+            return 'sunny';
+          },
+        }),
+      },
+      providerOptions: { openai: { store: false } },
+      stopWhen: stepCountIs(4),
+      maxRetries: 0,
+    });
+    assert.equal(seen.length, 1, 'the tool ran once');
+    assert.equal(r.steps.length, 2);
+    assert.equal(r.steps[0].toolCalls[0].toolName, 'weather.get');
+    assert.match(r.text, /^result: .*sunny/);
+  });
+
+  test(`AI SDK OpenAI Responses model, streamed agent loop via ${route}`, async () => {
+    const provider = createOpenAI({ baseURL: url, apiKey: API_KEY });
+    const errors = [];
+    const r = streamText({
+      model: provider.responses('mock-agent'),
+      prompt: 'Weather in Paris?',
+      tools: { 'weather.get': tool({ inputSchema: jsonSchema(city), execute: async () => 'sunny' }) },
+      providerOptions: { openai: { store: false } },
+      stopWhen: stepCountIs(4),
+      maxRetries: 0,
+      onError: ({ error }) => errors.push(error),
+    });
+    let text = '';
+    for await (const d of r.textStream) text += d;
+    assert.deepEqual(errors, []);
+    assert.equal((await r.steps).length, 2);
+    assert.match(text, /^result: .*sunny/);
+  });
+}
+
+for (const route of ['/gemini', '/rbridge']) {
+  test(`AI SDK generateObject over the Responses API via ${route}: text.format becomes response_format`, async () => {
+    const provider = createOpenAI({ baseURL: `${root()}${route}/v1`, apiKey: API_KEY });
+    const r = await generateObject({
+      model: provider.responses('mock-structured'),
+      schema: z.object({ name: z.string(), age: z.number().int().optional() }),
+      prompt: 'Who?',
+      providerOptions: { openai: { store: false } },
+      maxRetries: 0,
+    });
+    assert.equal(r.object.name, 'x');
+    const up = await lastUpstream();
+    assert.equal(up.body.response_format.type, 'json_schema');
+    assert.deepEqual(Object.keys(up.body.response_format.json_schema.schema.properties).sort(), ['age', 'name']);
+    if (route === '/rbridge') {
+      // openai strict: every property required upstream, the null the model
+      // writes for the optional one removed on the way back (structured.test.mjs)
+      assert.deepEqual([...up.body.response_format.json_schema.schema.required].sort(), ['age', 'name']);
+      assert.deepEqual(r.object, { name: 'x' });
+    }
+  });
+}
+
+test('a stateful Responses field gets a 400 naming it', async () => {
+  const client = new OpenAI({ baseURL: `${root()}/mistral/v1`, apiKey: API_KEY, maxRetries: 0 });
+  await assert.rejects(
+    client.responses.create({ model: 'mock-agent', input: 'hi', previous_response_id: 'resp_123' }),
+    (e) => e.status === 400 && e.param === 'previous_response_id',
+  );
+});
+
+test('a tool OpenAI hosts gets a 400 naming it', async () => {
+  const client = new OpenAI({ baseURL: `${root()}/gemini/v1`, apiKey: API_KEY, maxRetries: 0 });
+  await assert.rejects(
+    client.responses.create({ model: 'mock-agent', input: 'hi', tools: [{ type: 'web_search' }] }),
+    (e) => e.status === 400 && e.param === 'tools[0].type' && /web_search/.test(e.message),
+  );
+});
+
+test('an openai route passes /v1/responses through as it came', async () => {
+  await fetch(`${root()}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
+    body: JSON.stringify({ model: 'mock-default', input: 'hi', _mine: 1 }),
+  });
+  const up = await lastUpstream();
+  assert.equal(up.path, '/v1/responses');
+  assert.equal(up.body._mine, 1);
+});

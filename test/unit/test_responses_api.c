@@ -1,0 +1,309 @@
+/* test_responses_api.c -- the Responses API bridge, driven by the vectors
+ * in test/vectors/responses_api/ (one cmocka test per file).
+ *
+ * A vector is a JSON object with "request" (a /v1/responses body) and any of:
+ *   chat                 the chat body it must become (exact)
+ *   error_param          it must be refused: 400 naming this field
+ *   answer + response    a chat.completion and the Response it must become
+ *   sse + events [+ final]
+ *                        chat stream payloads (JSON values or "[DONE]") and
+ *                        the Responses events they must become: a list of
+ *                        [type, fields] pairs, fields matched as a subset;
+ *                        final is matched against the last event's response
+ * Expected objects match as subsets (keys not named are not checked),
+ * arrays element by element with equal lengths; "<any>" matches anything.
+ * Every stream is also replayed byte by byte and in random splits, must give
+ * the same bytes, and must keep the Responses invariants: sequence numbers
+ * 0, 1, 2..., every item event refers to an item announced before and not
+ * yet done, and the final response's output is the items as they were done.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../sanitize/jsonio.h"
+#include "../../sanitize/responses_api.h"
+
+static char vec_dir[1024];
+
+static bool subset(const json_t *exp, const json_t *got)
+{
+    if (json_is_string(exp) && !strcmp(json_string_value(exp), "<any>"))
+        return got != NULL;
+    if (json_is_object(exp)) {
+        if (!json_is_object(got))
+            return false;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)exp, k, v) if (!subset(v, json_object_get(got, k)))
+            return false;
+        return true;
+    }
+    if (json_is_array(exp)) {
+        if (!json_is_array(got) || json_array_size(exp) != json_array_size(got))
+            return false;
+        for (size_t i = 0; i < json_array_size(exp); i++)
+            if (!subset(json_array_get(exp, i), json_array_get(got, i)))
+                return false;
+        return true;
+    }
+    return json_equal(exp, got);
+}
+
+static void expect(bool ok, const json_t *exp, const json_t *got, const char *what)
+{
+    if (ok)
+        return;
+    char *e = json_dumps(exp, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *g = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY);
+    fprintf(stderr, "# %s differs\n--- expected\n%s\n--- got\n%s\n", what, e ? e : "NULL",
+            g ? g : "NULL");
+    free(e);
+    free(g);
+    fail();
+}
+
+static void run_request(const json_t *v, tg_resp_bridge **bridge)
+{
+    json_t *chat = NULL;
+    tg_error err;
+    int rc = tg_responses_to_chat(json_object_get(v, "request"), &chat, bridge, &err);
+    const json_t *param = json_object_get(v, "error_param");
+    if (param) {
+        if (rc == 0)
+            fprintf(stderr, "# accepted, but %s should have been refused\n", json_string_value(param));
+        assert_int_equal(rc, -1);
+        assert_int_equal(err.status, 400);
+        json_t *got = json_string(err.param);
+        expect(json_equal(param, got), param, got, "error param");
+        json_decref(got);
+        assert_null(*bridge);
+        return;
+    }
+    if (rc)
+        fprintf(stderr, "# refused: %s\n", err.message);
+    assert_int_equal(rc, 0);
+    const json_t *want = json_object_get(v, "chat");
+    if (want)
+        expect(json_equal(want, chat), want, chat, "chat body");
+    json_decref(chat);
+}
+
+/* The chat stream as SSE text, as the repair stage writes it. */
+static void chat_sse(const json_t *payloads, tg_buf *out)
+{
+    size_t i;
+    const json_t *p;
+    json_array_foreach(payloads, i, p) {
+        tg_buf_puts(out, "data: ");
+        if (json_is_string(p))
+            tg_buf_puts(out, json_string_value(p));
+        else
+            tg_json_dump(p, out);
+        tg_buf_puts(out, "\n\n");
+    }
+}
+
+static void convert_in_pieces(const json_t *request, const tg_buf *in, size_t piece, unsigned seed,
+                              tg_buf *out)
+{
+    json_t *chat = NULL;
+    tg_resp_bridge *b = NULL;
+    tg_error err;
+    assert_int_equal(tg_responses_to_chat(request, &chat, &b, &err), 0);
+    json_decref(chat);
+    size_t off = 0;
+    while (off < in->len) {
+        size_t n = piece ? piece : 1 + (size_t)(rand_r(&seed) % 40);
+        if (n > in->len - off)
+            n = in->len - off;
+        tg_responses_stream(b, in->data + off, n, out);
+        off += n;
+    }
+    tg_responses_stream_end(b, out);
+    tg_resp_bridge_free(b);
+}
+
+/* The events of a Responses stream, as [type, data] pairs. */
+static json_t *parse_events(const tg_buf *sse)
+{
+    json_t *evs = json_array();
+    const char *p = sse->data, *e = sse->data + sse->len;
+    while (p < e) {
+        const char *end = memmem(p, (size_t)(e - p), "\n\n", 2);
+        assert_non_null(end);
+        const char *data = memmem(p, (size_t)(end - p), "\ndata: ", 7);
+        assert_non_null(data);
+        assert_memory_equal(p, "event: ", 7);
+        json_t *d = tg_json_load(data + 7, (size_t)(end - data - 7), 0, NULL);
+        assert_non_null(d);
+        json_t *type = json_stringn(p + 7, (size_t)(data - p - 7));
+        assert_true(json_equal(type, json_object_get(d, "type")));
+        json_array_append_new(evs, json_pack("[o, o]", type, d));
+        p = end + 2;
+    }
+    return evs;
+}
+
+static void check_invariants(const json_t *evs)
+{
+    json_t *open = json_object(), *done = json_array();
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(evs, i, ev) {
+        const char *type = json_string_value(json_array_get(ev, 0));
+        const json_t *d = json_array_get(ev, 1);
+        assert_int_equal(json_integer_value(json_object_get(d, "sequence_number")), (json_int_t)i);
+        const json_t *item = json_object_get(d, "item");
+        const char *id = json_string_value(json_object_get(item ? item : d, item ? "id" : "item_id"));
+        if (!strcmp(type, "response.output_item.added")) {
+            assert_null(json_object_get(open, id));
+            assert_int_equal(json_integer_value(json_object_get(d, "output_index")),
+                             (json_int_t)(json_array_size(done) + json_object_size(open)));
+            json_object_set(open, id, json_object_get(d, "output_index"));
+        } else if (id) {
+            if (!json_object_get(open, id))
+                fprintf(stderr, "# %s refers to item %s, which is not open\n", type, id);
+            assert_non_null(json_object_get(open, id));
+            if (!strcmp(type, "response.output_item.done")) {
+                json_array_append(done, (json_t *)item);
+                json_object_del(open, id);
+            }
+        }
+    }
+    assert_int_equal(json_object_size(open), 0);
+    const json_t *last = json_array_get(json_array_get(evs, json_array_size(evs) - 1), 1);
+    const char *lt = json_string_value(json_object_get(last, "type"));
+    assert_true(!strcmp(lt, "response.completed") || !strcmp(lt, "response.incomplete") ||
+                !strcmp(lt, "response.failed"));
+    const json_t *out = json_object_get(json_object_get(last, "response"), "output");
+    expect(json_equal(done, out), done, out, "final output against the items done");
+    json_decref(open);
+    json_decref(done);
+}
+
+static void run_stream(const json_t *v)
+{
+    const json_t *request = json_object_get(v, "request");
+    tg_buf in = {0}, whole = {0};
+    chat_sse(json_object_get(v, "sse"), &in);
+    convert_in_pieces(request, &in, in.len, 0, &whole);
+    for (unsigned seed = 0; seed < 12; seed++) {
+        tg_buf split = {0};
+        convert_in_pieces(request, &in, seed == 0 ? 1 : 0, seed, &split);
+        if (split.len != whole.len || memcmp(split.data, whole.data, whole.len)) {
+            /* created_at is the clock's when no chunk names a time, and a
+             * second may have passed: once more, both of them */
+            tg_buf_reset(&whole);
+            tg_buf_reset(&split);
+            convert_in_pieces(request, &in, in.len, 0, &whole);
+            convert_in_pieces(request, &in, seed == 0 ? 1 : 0, seed, &split);
+        }
+        /* the response ids and sequence are the same whatever the split */
+        if (split.len != whole.len || memcmp(split.data, whole.data, whole.len))
+            fprintf(stderr, "# split %u gives other bytes\n", seed);
+        assert_true(split.len == whole.len && !memcmp(split.data, whole.data, whole.len));
+        tg_buf_free(&split);
+    }
+    json_t *evs = parse_events(&whole);
+    check_invariants(evs);
+    const json_t *want = json_object_get(v, "events");
+    json_t *types = json_array();
+    size_t i;
+    const json_t *ev;
+    json_array_foreach(evs, i, ev) json_array_append(types, json_array_get(ev, 0));
+    bool ok = json_array_size(want) == json_array_size(evs);
+    for (i = 0; ok && i < json_array_size(want); i++) {
+        const json_t *w = json_array_get(want, i), *g = json_array_get(evs, i);
+        const json_t *wt = json_is_array(w) ? json_array_get(w, 0) : w;
+        ok = json_equal(wt, json_array_get(g, 0)) &&
+             (!json_is_array(w) || subset(json_array_get(w, 1), json_array_get(g, 1)));
+    }
+    expect(ok, want, types, "events (got: their types)");
+    json_decref(types);
+    const json_t *final = json_object_get(v, "final");
+    if (final) {
+        const json_t *r = json_object_get(json_array_get(json_array_get(evs, json_array_size(evs) - 1), 1),
+                                          "response");
+        expect(subset(final, r), final, r, "final response");
+    }
+    json_decref(evs);
+    tg_buf_free(&in);
+    tg_buf_free(&whole);
+}
+
+static void test_vector(void **state)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", vec_dir, (const char *)*state);
+    json_error_t je;
+    json_t *v = json_load_file(path, 0, &je);
+    if (!v)
+        fprintf(stderr, "# %s: %s (line %d)\n", path, je.text, je.line);
+    assert_non_null(v);
+    tg_resp_bridge *b = NULL;
+    run_request(v, &b);
+    bool any = json_object_get(v, "chat") || json_object_get(v, "error_param");
+    const json_t *answer = json_object_get(v, "answer");
+    if (answer) {
+        json_t *r = tg_responses_answer(b, answer);
+        const json_t *want = json_object_get(v, "response");
+        expect(subset(want, r), want, r, "response");
+        json_decref(r);
+        any = true;
+    }
+    tg_resp_bridge_free(b);
+    if (json_object_get(v, "sse")) {
+        run_stream(v);
+        any = true;
+    }
+    assert_true(any);
+    json_decref(v);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(void)
+{
+    const char *root = getenv("TG_ROOT");
+    snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses_api", root ? root : ".");
+    DIR *d = opendir(vec_dir);
+    if (!d) {
+        fprintf(stderr, "cannot open %s\n", vec_dir);
+        return 1;
+    }
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || strcmp(de->d_name + l - 5, ".json"))
+            continue;
+        names = realloc(names, (n + 1) * sizeof *names);
+        names[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, by_name);
+    struct CMUnitTest *tests = calloc(n ? n : 1, sizeof *tests);
+    for (size_t i = 0; i < n; i++) {
+        tests[i].name = names[i];
+        tests[i].test_func = test_vector;
+        tests[i].initial_state = names[i];
+    }
+    int rc = _cmocka_run_group_tests("responses_api", tests, n, NULL, NULL);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    free(tests);
+    return n ? rc : 1;
+}
