@@ -208,3 +208,36 @@ for (const [route, provider, model] of strict) {
     assert.match(text, /^results: .*out0.* \| .*out1.* \| .*out2/);
   });
 }
+
+// Two or three calls of one function in a turn, under ids a provider got
+// wrong: every call named after its function (R9, native Gemini adapters)
+// or no id at all (R2). The agent must get unique ids, and its answers,
+// sent under those ids, must reach the provider paired with its calls.
+const one = [{ type: 'function', function: { name: 'weather.get', parameters: schemas['weather.get'] } }];
+for (const route of routes) {
+  for (const ids of ['name', 'empty']) {
+    for (const stream of [false, true]) {
+      test(`openai SDK: three calls of one tool with ${ids} ids via ${route || '/ (openai)'}${stream ? ', streamed' : ''}`, async () => {
+        const client = new OpenAI({ baseURL: `${root()}${route}/v1`, apiKey: API_KEY, maxRetries: 0, timeout: 20000,
+          defaultHeaders: { 'X-Mock-Calls': '3', 'X-Mock-Ids': ids, 'X-Mock-Style': 'gemini' } });
+        const messages = [{ role: 'user', content: 'Paris, Rome, Oslo' }];
+        const req = { model: 'mock-parallel', messages, tools: one };
+        let calls;
+        if (stream) {
+          ({ calls } = await assemble(await client.chat.completions.create({ ...req, stream: true })));
+        } else {
+          calls = (await client.chat.completions.create(req)).choices[0].message.tool_calls;
+        }
+        assert.equal(calls.length, 3, JSON.stringify(calls));
+        assert.deepEqual(calls.map((c) => c.function.name), ['weather.get', 'weather.get', 'weather.get']);
+        assert.deepEqual(calls.map((c) => JSON.parse(c.function.arguments).city), ['v0', 'v1', 'v2']);
+        const got = calls.map((c) => c.id);
+        assert.ok(got.every((id) => typeof id === 'string' && id.length > 0), `ids: ${got}`);
+        assert.equal(new Set(got).size, 3, `ids unique: ${got}`);
+        messages.push({ role: 'assistant', content: null, tool_calls: calls }, ...answers(calls));
+        const second = await client.chat.completions.create(req);
+        assert.equal(second.choices[0].message.content, 'results: r0 | r1 | r2');
+      });
+    }
+  }
+}

@@ -644,10 +644,12 @@ static enum MHD_Result answer_tools(request *r, struct MHD_Connection *conn)
  * sampled from each tool's schema with strings "v<i>" so that no two calls
  * are alike. Streamed, each call opens with its id and name and its
  * arguments follow in three fragments; with X-Mock-Style: gemini each call
- * comes whole in its own chunk without an index (R3). A turn whose history
- * ends with the tool answers of the last assistant turn -> a text listing
- * every result in call order ("results: a | b"), or "unanswered: ID" for a
- * call without its answer, so a proxy must keep every pair together. */
+ * comes whole in its own chunk without an index (R3); X-Mock-Ids: name gives
+ * every call its function's name as id (R9), empty gives none (R2). A turn
+ * whose history ends with the tool answers of the last assistant turn -> a
+ * text listing every result in call order ("results: a | b"), or
+ * "unanswered: ID" for a call without its answer, so a proxy must keep
+ * every pair together. */
 
 static json_t *sample_tagged(json_t *node, const char *tag)
 {
@@ -726,11 +728,16 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
     long n = header_long(conn, "X-Mock-Calls", nt < 3 ? (long)nt : 3);
     const char *style = header(conn, "X-Mock-Style");
     bool gemini = style && !strcmp(style, "gemini");
+    const char *ids = header(conn, "X-Mock-Ids");
     json_t *calls = json_array();
     for (long i = 0; i < n; i++) {
         json_t *fn = json_object_get(json_array_get(tools, (size_t)i % nt), "function");
-        char id[32], tag[24];
+        char id[80], tag[24];
         snprintf(id, sizeof id, "call_par%ld", i);
+        if (ids && !strcmp(ids, "name")) /* R9: native adapters' id is the function's name */
+            snprintf(id, sizeof id, "%.70s", json_string_value(json_object_get(fn, "name")) ?: "");
+        else if (ids && !strcmp(ids, "empty")) /* R2: Gemini's parallel calls */
+            id[0] = '\0';
         snprintf(tag, sizeof tag, "v%ld", i);
         json_t *args = sample_tagged(json_object_get(fn, "parameters"), tag);
         if (!json_is_object(args)) {
