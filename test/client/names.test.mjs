@@ -108,3 +108,41 @@ for (const [route, model, hdrs, label] of cases) {
     });
   }
 }
+
+// A forced tool_choice names a tool that is renamed upstream: the choice
+// must name the renamed tool (Mistral takes only "any", with the list cut
+// to that tool, rule 46), and the call must come back under the agent's
+// name. The mock obeys a forced choice as a model does, calling the tool
+// the choice names, whatever the list holds.
+for (const [route, model, callsHdrs, label] of cases) {
+  const url = () => `${root()}${route}/v1`;
+  // without X-Mock-Calls: Mistral's list cut to one tool gets one call
+  const { 'X-Mock-Calls': _, ...hdrs } = callsHdrs;
+  for (const forced of ['github.create_issue', 'météo.du_jour', names[3]]) {
+    test(`openai SDK forced tool_choice ${forced.slice(0, 24)} via ${label}`, async () => {
+      const client = new OpenAI({ baseURL: url(), apiKey: API_KEY, maxRetries: 0, timeout: 20000, defaultHeaders: hdrs });
+      const r = await client.chat.completions.create({
+        model,
+        messages: [{ role: 'user', content: 'Use that one' }],
+        tools: names.map((n) => ({ type: 'function', function: { name: n, parameters: param } })),
+        tool_choice: { type: 'function', function: { name: forced } },
+      });
+      const calls = r.choices[0].message.tool_calls;
+      assert.deepEqual(calls.map((c) => c.function.name), [forced]);
+    });
+  }
+
+  test(`AI SDK toolChoice on a renamed tool via ${label}`, async () => {
+    const ran = [];
+    const provider = createOpenAICompatible({ baseURL: url(), name: 'toolgate', apiKey: API_KEY, headers: hdrs });
+    const r = await generateText({
+      model: provider(model),
+      prompt: 'Use that one',
+      tools: Object.fromEntries(names.map((n) => [n, tool({ inputSchema: jsonSchema(param), execute: async () => (ran.push(n), 'done') })])),
+      toolChoice: { type: 'tool', toolName: 'mcp__server__tool-name' },
+      maxRetries: 0,
+    });
+    assert.deepEqual(r.toolCalls.map((c) => c.toolName), ['mcp__server__tool-name']);
+    assert.deepEqual(ran, ['mcp__server__tool-name']);
+  });
+}

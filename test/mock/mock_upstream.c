@@ -726,12 +726,26 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
     if (nt == 0)
         return answer_text(r, conn, "no tools");
     long n = header_long(conn, "X-Mock-Calls", nt < 3 ? (long)nt : 3);
+    /* A forced tool_choice is obeyed as a model does: one call of that tool
+     * (a name the list lacks is called all the same, as the agent would
+     * then see it). */
+    const char *forced = json_string_value(
+        json_object_get(json_object_get(json_object_get(r->json, "tool_choice"), "function"), "name"));
+    json_t *forced_tool = NULL;
+    if (forced) {
+        forced_tool = json_pack("{s:{s:s,s:O}}", "function", "name", forced, "parameters",
+                                json_object_get(json_object_get(json_array_get(tools, 0), "function"), "parameters"));
+        for (size_t t = 0; t < nt; t++)
+            if (!strcmp(json_string_value(json_object_get(json_object_get(json_array_get(tools, t), "function"), "name")) ?: "", forced))
+                json_object_set(forced_tool, "function", json_object_get(json_array_get(tools, t), "function"));
+        n = 1;
+    }
     const char *style = header(conn, "X-Mock-Style");
     bool gemini = style && !strcmp(style, "gemini");
     const char *ids = header(conn, "X-Mock-Ids");
     json_t *calls = json_array();
     for (long i = 0; i < n; i++) {
-        json_t *fn = json_object_get(json_array_get(tools, (size_t)i % nt), "function");
+        json_t *fn = json_object_get(forced_tool ? forced_tool : json_array_get(tools, (size_t)i % nt), "function");
         char id[80], tag[24];
         snprintf(id, sizeof id, "call_par%ld", i);
         if (ids && !strcmp(ids, "name")) /* R9: native adapters' id is the function's name */
@@ -751,6 +765,7 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
                                                "arguments", a));
         free(a);
     }
+    json_decref(forced_tool);
     if (!r->stream) {
         json_t *msg = json_pack("{s:s,s:n,s:o}", "role", "assistant", "content", "tool_calls", calls);
         return queue_json(r, conn, 200, completion(r, msg, "tool_calls"));
