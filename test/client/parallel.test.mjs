@@ -241,3 +241,63 @@ for (const route of routes) {
     }
   }
 }
+
+// Parallel calls of strict tools with optional properties (the AI SDK's
+// tool({ strict: true }), which @ai-sdk/openai sends as is): toolgate sends the strict form
+// up (optional properties required and nullable), the mock writes null for
+// each as a strict model does, and each call's arguments must come back
+// without those nulls, also when the calls stream in fragments side by side.
+import { createOpenAI } from '@ai-sdk/openai';
+import { z } from 'zod';
+
+const strictSchemas = {
+  'weather.get': z.object({ city: z.string(), unit: z.enum(['c', 'f']).optional() }),
+  notes_add: z.object({
+    text: z.string(),
+    due: z.number().optional(),
+    meta: z.object({ a: z.string(), b: z.string().optional() }).optional(),
+  }),
+};
+const strictExpected = [['weather.get', { city: 'v0' }], ['notes_add', { text: 'v1' }]];
+
+for (const mode of ['generateText', 'streamText']) {
+  test(`@ai-sdk/openai chat ${mode}: parallel strict calls lose the nulls of optional properties, then the answer`, async () => {
+    const ran = [];
+    const errors = [];
+    const model = createOpenAI({ baseURL: baseURL(), apiKey: API_KEY }).chat('mock-parallel');
+    const args = {
+      model,
+      prompt: 'Two things',
+      tools: Object.fromEntries(
+        Object.entries(strictSchemas).map(([n, s]) => [n, tool({ strict: true, inputSchema: s, execute: async (input) => (ran.push([n, input]), `ok-${n}`) })]),
+      ),
+      stopWhen: stepCountIs(4),
+      maxRetries: 0,
+    };
+    let text = '';
+    if (mode === 'generateText') {
+      text = (await generateText(args)).text;
+    } else {
+      const r = streamText({ ...args, onError: ({ error }) => errors.push(error) });
+      for await (const d of r.textStream) text += d;
+    }
+    assert.deepEqual(errors.map(String), []);
+    ran.sort((a, b) => a[0].localeCompare(b[0]));
+    assert.deepEqual(ran, [...strictExpected].sort((a, b) => a[0].localeCompare(b[0])));
+    assert.match(text, /^results: .*ok-weather\.get.* \| .*ok-notes_add/);
+  });
+}
+
+test('openai SDK: streamed parallel strict calls with optional properties come back without nulls', async () => {
+  const client = new OpenAI({ baseURL: baseURL(), apiKey: API_KEY, maxRetries: 0, timeout: 20000 });
+  const tools = [
+    { type: 'function', function: { name: 'weather.get', strict: true,
+      parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } }, required: ['city'] } } },
+    { type: 'function', function: { name: 'notes_add', strict: true,
+      parameters: { type: 'object', properties: { text: { type: 'string' }, due: { type: 'number' },
+        meta: { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } }, required: ['a'] } }, required: ['text'] } } },
+  ];
+  const { calls } = await assemble(await client.chat.completions.create(
+    { model: 'mock-parallel', messages: [{ role: 'user', content: 'Two things' }], tools, stream: true }));
+  assert.deepEqual(calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]), strictExpected);
+});
