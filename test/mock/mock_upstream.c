@@ -11,7 +11,8 @@
  * Behaviour is picked per request (header X-Mock, or model "mock-NAME"):
  * default, tools, discovery (a scripted model that uses the meta-tools),
  * structured (JSON for the request's response_format, as a strict model
- * writes it), agent (a call of the first tool, then, once its result is in
+ * writes it), parallel (several calls in one turn, then the results in
+ * call order), agent (a call of the first tool, then, once its result is in
  * the history under the call's own id, a text that quotes it), status, stall, reset, garbage, big, slow, fixture and
  * strict:<provider> (the provider validators live in mock_strict.c, which
  * this file includes so that the Makefile builds one translation unit).
@@ -534,6 +535,10 @@ static json_t *sample_value(json_t *node)
     json_array_foreach(type, i, t) if (!strcmp(json_string_value(t) ?: "", "null")) return json_null();
     json_array_foreach(json_object_get(node, "anyOf"), i, t)
         if (!strcmp(json_string_value(json_object_get(t, "type")) ?: "", "null")) return json_null();
+    if (json_is_true(json_object_get(node, "nullable"))) /* the OpenAPI form (Gemini) */
+        return json_null();
+    if (json_array_size(json_object_get(node, "enum")))  /* as a constrained model would */
+        return json_deep_copy(json_array_get(json_object_get(node, "enum"), 0));
     const char *ty = json_is_array(type) ? json_string_value(json_array_get(type, 0))
                                          : json_string_value(type);
     if (!ty)
@@ -629,6 +634,172 @@ static enum MHD_Result answer_tools(request *r, struct MHD_Connection *conn)
         rc = stream_add_event(s, chunk(r, json_pack("{s:[{s:i,s:{s:s}}]}", "tool_calls", "index", 0,
                                                     "function", "arguments", frag[i]),
                                        NULL));
+    return end_stream(r, conn, s, rc, "tool_calls");
+}
+
+/* ---- parallel: several tool calls in one turn ----
+ * A user turn -> calls of the first N declared tools (N from X-Mock-Calls,
+ * default min(3, tools); past the tool count the list is taken again, so
+ * one function can be called twice in a turn), ids call_par0.., arguments
+ * sampled from each tool's schema with strings "v<i>" so that no two calls
+ * are alike. Streamed, each call opens with its id and name and its
+ * arguments follow in three fragments; with X-Mock-Style: gemini each call
+ * comes whole in its own chunk without an index (R3); X-Mock-Ids: name gives
+ * every call its function's name as id (R9), empty gives none (R2). A turn
+ * whose history ends with the tool answers of the last assistant turn -> a
+ * text listing every result in call order ("results: a | b"), or
+ * "unanswered: ID" for a call without its answer, so a proxy must keep
+ * every pair together. */
+
+static json_t *sample_tagged(json_t *node, const char *tag)
+{
+    json_t *v = sample_value(node);
+    bool free_text = !json_object_get(node, "enum");
+    if (json_is_string(v) && free_text) {
+        json_decref(v);
+        return json_string(tag);
+    }
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *p;
+        json_object_foreach(json_object_get(node, "properties"), k, p) {
+            json_t *cur = json_object_get(v, k);
+            if (json_is_string(cur) && !json_object_get(p, "enum"))
+                json_object_set_new(v, k, json_string(tag));
+        }
+    }
+    return v;
+}
+
+/* The text for a history that ends with tool answers; NULL when the last
+ * message is not one. */
+static char *parallel_results(const request *r)
+{
+    json_t *msgs = json_object_get(r->json, "messages");
+    size_t n = json_array_size(msgs);
+    const char *lrole = json_string_value(json_object_get(json_array_get(msgs, n ? n - 1 : 0), "role"));
+    if (n == 0 || !lrole || strcmp(lrole, "tool"))
+        return NULL;
+    size_t a = n;
+    while (a-- > 0 && !json_array_size(json_object_get(json_array_get(msgs, a), "tool_calls")))
+        ;
+    tg_buf out = { 0 };
+    if (a == (size_t)-1) {
+        tg_buf_puts(&out, "unanswered: no assistant turn with tool_calls");
+        return out.data;
+    }
+    json_t *calls = json_object_get(json_array_get(msgs, a), "tool_calls");
+    tg_buf_puts(&out, "results: ");
+    for (size_t k = 0; k < json_array_size(calls); k++) {
+        const char *id = json_string_value(json_object_get(json_array_get(calls, k), "id")) ?: "";
+        const char *content = NULL;
+        for (size_t t = a + 1; t < n && !content; t++) {
+            json_t *m = json_array_get(msgs, t);
+            if (!strcmp(json_string_value(json_object_get(m, "tool_call_id")) ?: "", id))
+                content = json_string_value(json_object_get(m, "content"));
+        }
+        if (!content) {
+            out.len = 0;
+            tg_buf_puts(&out, "unanswered: ");
+            tg_buf_puts(&out, id);
+            return out.data;
+        }
+        if (k)
+            tg_buf_puts(&out, " | ");
+        tg_buf_puts(&out, content);
+    }
+    return out.data;
+}
+
+static enum MHD_Result answer_text(request *r, struct MHD_Connection *conn, const char *text);
+
+static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
+{
+    char *text = parallel_results(r);
+    if (text) {
+        enum MHD_Result ret = answer_text(r, conn, text);
+        free(text);
+        return ret;
+    }
+    json_t *tools = json_object_get(r->json, "tools");
+    size_t nt = json_array_size(tools);
+    if (nt == 0)
+        return answer_text(r, conn, "no tools");
+    long n = header_long(conn, "X-Mock-Calls", nt < 3 ? (long)nt : 3);
+    /* A forced tool_choice is obeyed as a model does: one call of that tool
+     * (a name the list lacks is called all the same, as the agent would
+     * then see it). */
+    const char *forced = json_string_value(
+        json_object_get(json_object_get(json_object_get(r->json, "tool_choice"), "function"), "name"));
+    json_t *forced_tool = NULL;
+    if (forced) {
+        forced_tool = json_pack("{s:{s:s,s:O}}", "function", "name", forced, "parameters",
+                                json_object_get(json_object_get(json_array_get(tools, 0), "function"), "parameters"));
+        for (size_t t = 0; t < nt; t++)
+            if (!strcmp(json_string_value(json_object_get(json_object_get(json_array_get(tools, t), "function"), "name")) ?: "", forced))
+                json_object_set(forced_tool, "function", json_object_get(json_array_get(tools, t), "function"));
+        n = 1;
+    }
+    const char *style = header(conn, "X-Mock-Style");
+    bool gemini = style && !strcmp(style, "gemini");
+    const char *ids = header(conn, "X-Mock-Ids");
+    json_t *calls = json_array();
+    for (long i = 0; i < n; i++) {
+        json_t *fn = json_object_get(forced_tool ? forced_tool : json_array_get(tools, (size_t)i % nt), "function");
+        char id[80], tag[24];
+        snprintf(id, sizeof id, "call_par%ld", i);
+        if (ids && !strcmp(ids, "name")) /* R9: native adapters' id is the function's name */
+            snprintf(id, sizeof id, "%.70s", json_string_value(json_object_get(fn, "name")) ?: "");
+        else if (ids && !strcmp(ids, "empty")) /* R2: Gemini's parallel calls */
+            id[0] = '\0';
+        snprintf(tag, sizeof tag, "v%ld", i);
+        json_t *args = sample_tagged(json_object_get(fn, "parameters"), tag);
+        if (!json_is_object(args)) {
+            json_decref(args);
+            args = json_object();
+        }
+        char *a = json_dumps(args, JSON_COMPACT);
+        json_decref(args);
+        json_array_append_new(calls, json_pack("{s:s,s:s,s:{s:O,s:s}}", "id", id, "type", "function",
+                                               "function", "name", json_object_get(fn, "name"),
+                                               "arguments", a));
+        free(a);
+    }
+    json_decref(forced_tool);
+    if (!r->stream) {
+        json_t *msg = json_pack("{s:s,s:n,s:o}", "role", "assistant", "content", "tool_calls", calls);
+        return queue_json(r, conn, 200, completion(r, msg, "tool_calls"));
+    }
+    stream *s = stream_new(conn, (unsigned)header_long(conn, "X-Mock-Delay-Ms", 0));
+    if (!s) {
+        json_decref(calls);
+        return MHD_NO;
+    }
+    int rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant", "content", ""), NULL));
+    size_t i;
+    json_t *c;
+    json_array_foreach(calls, i, c) {
+        json_t *fn = json_object_get(c, "function");
+        const char *a = json_string_value(json_object_get(fn, "arguments"));
+        if (rc)
+            break;
+        if (gemini) {
+            rc = stream_add_event(s, chunk(r, json_pack("{s:[O]}", "tool_calls", c), NULL));
+            continue;
+        }
+        rc = stream_add_event(s, chunk(r, json_pack("{s:[{s:I,s:O,s:s,s:{s:O,s:s}}]}", "tool_calls",
+                                                    "index", (json_int_t)i, "id", json_object_get(c, "id"),
+                                                    "type", "function", "function", "name",
+                                                    json_object_get(fn, "name"), "arguments", ""),
+                                       NULL));
+        size_t len = strlen(a), cut[4] = { 0, len / 3, 2 * len / 3, len };
+        for (int k = 0; k < 3 && rc == 0; k++)
+            rc = stream_add_event(s, chunk(r, json_pack("{s:[{s:I,s:{s:s%}}]}", "tool_calls", "index",
+                                                        (json_int_t)i, "function", "arguments",
+                                                        a + cut[k], cut[k + 1] - cut[k]),
+                                           NULL));
+    }
+    json_decref(calls);
     return end_stream(r, conn, s, rc, "tool_calls");
 }
 
@@ -911,6 +1082,8 @@ static enum MHD_Result answer_strict(request *r, struct MHD_Connection *conn)
     const char *then = header(conn, "X-Mock-Then");
     if (then && strcmp(then, "tools") == 0)
         return answer_tools(r, conn);
+    if (then && strcmp(then, "parallel") == 0)
+        return answer_parallel(r, conn);
     return answer_default(r, conn);
 }
 
@@ -952,6 +1125,8 @@ static enum MHD_Result chat_completions(request *r, struct MHD_Connection *conn)
         return answer_structured(r, conn);
     if (strcmp(sc, "agent") == 0)
         return answer_agent(r, conn);
+    if (strcmp(sc, "parallel") == 0)
+        return answer_parallel(r, conn);
     if (strcmp(sc, "discovery") == 0)
         return answer_discovery(r, conn);
     if (strcmp(sc, "status") == 0)
