@@ -136,6 +136,65 @@ st=$(tg_req "$TG_TMP/resp" POST "/mistral/v1/chat/completions" -H 'Content-Type:
 expect_eq "legacy functions: one without a name is a 400 naming it" "400 functions[1].name" \
     "$st $(json_get "$TG_TMP/resp" error.param)"
 
+# The Responses API bridged to each strict provider: the same messy agent,
+# but speaking /v1/responses (a reasoning item, function_call and
+# function_call_output items, "_"-private keys on an item and at the top,
+# include/store/reasoning). Each strict personality must accept the chat
+# request it becomes, and the stream must end in response.completed with the
+# agent's own tool name in a function_call item.
+"$PY" - >"$TG_TMP/responses.json" <<'EOF'
+import json
+print(json.dumps({
+    "model": "MODEL", "stream": True, "store": False, "instructions": "You are a coding agent.",
+    "include": ["reasoning.encrypted_content"], "reasoning": {"effort": "low"},
+    "max_output_tokens": 500, "_session": {"id": 7},
+    "input": [
+        {"role": "user", "content": "Read a.txt", "_meta": {"ts": 1}},
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Read it."}],
+         "encrypted_content": "gAAAAB"},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_0fypS1hVXabcdef", "name": "read.file",
+         "arguments": "{\"path\":\"a.txt\"}", "status": "completed"},
+        {"type": "function_call_output", "call_id": "call_0fypS1hVXabcdef", "output": "hello"},
+        {"role": "user", "content": [{"type": "input_text", "text": "Now read b.txt"}]},
+    ],
+    "tools": [{"type": "function", "name": "read.file", "description": "Read a file", "strict": False,
+               "parameters": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+                              "additionalProperties": False,
+                              "properties": {"path": {"type": "string"}, "enc": {"type": ["string", "null"]}},
+                              "required": ["path"]}}],
+}))
+EOF
+cat >"$TG_TMP/responses_stream.py" <<'EOF'
+import json, sys
+types, calls, seq = [], [], []
+ev = None
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    if line.startswith("event: "):
+        ev = line[7:]
+    elif line.startswith("data: "):
+        d = json.loads(line[6:])
+        assert d["type"] == ev, (d["type"], ev)
+        types.append(ev)
+        seq.append(d["sequence_number"])
+        if ev == "response.output_item.done" and d["item"]["type"] == "function_call":
+            calls.append(d["item"]["name"])
+assert seq == list(range(len(seq))), seq
+print(types[-1] if types else "nothing", ",".join(calls))
+EOF
+for p in gemini anthropic mistral groq fireworks cerebras; do
+    sed "s/\"MODEL\"/\"$p-model\"/" "$TG_TMP/responses.json" >"$TG_TMP/responses.$p.json"
+    st=$(tg_req "$TG_TMP/resp" POST "/$p/v1/responses" -H 'Content-Type: application/json' \
+        -H "X-Mock: strict:$p" -H 'X-Mock-Then: tools' --data-binary @"$TG_TMP/responses.$p.json")
+    got=$("$PY" "$TG_TMP/responses_stream.py" "$TG_TMP/resp" 2>&1)
+    if [ "$st" = 200 ] && [ "$got" = "response.completed read.file" ]; then
+        ok "$p: a Responses API agent through the bridge is accepted and gets its call"
+    else
+        not_ok "$p: a Responses API agent through the bridge is accepted and gets its call" \
+            "status $st, $got: $(head -c 900 "$TG_TMP/resp")"
+    fi
+done
+
 # R19: Gemini 3 refuses a tool-call turn replayed without its thought
 # signature, which agents that rebuild their messages drop.
 "$PY" - >"$TG_TMP/nosig.json" <<'EOF'
