@@ -23,3 +23,20 @@ export const weatherParameters = {
   },
   required: ['city'],
 };
+
+// An AI SDK agent loop, streamed: streamText until the model stops calling
+// tools (at most `steps` steps), its text stream drained. Fails on any error
+// the SDK reports; returns the text and the steps for the caller to check.
+export async function streamAgentLoop(streamText, stepCountIs, options, steps = 4) {
+  const errors = [];
+  const r = streamText({
+    stopWhen: stepCountIs(steps),
+    maxRetries: 0,
+    ...options,
+    onError: ({ error }) => errors.push(error),
+  });
+  let text = '';
+  for await (const d of r.textStream) text += d;
+  assert.deepEqual(errors.map(String), []);
+  return { text, steps: await r.steps };
+}

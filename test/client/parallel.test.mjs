@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { generateText, streamText, tool, jsonSchema, stepCountIs } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { baseURL, API_KEY } from './common.mjs';
+import { baseURL, API_KEY, streamAgentLoop } from './common.mjs';
 
 const root = () => baseURL().replace(/\/v1$/, '');
 const routes = ['', '/gemini', '/mistral', '/anthropic', '/groq'];
@@ -142,21 +142,14 @@ for (const route of routes) {
 
   test(`AI SDK streamText with parallel calls via ${name}`, async () => {
     const ran = [];
-    const errors = [];
     const provider = createOpenAICompatible({ baseURL: url(), name: 'toolgate', apiKey: API_KEY });
-    const r = streamText({
+    const { text, steps } = await streamAgentLoop(streamText, stepCountIs, {
       model: provider('mock-parallel'),
       prompt: 'Three things at once',
       tools: aiTools(ran),
-      stopWhen: stepCountIs(4),
-      maxRetries: 0,
-      onError: ({ error }) => errors.push(error),
     });
-    let text = '';
-    for await (const d of r.textStream) text += d;
-    assert.deepEqual(errors, []);
     checkRan(ran);
-    assert.equal((await r.steps).length, 2);
+    assert.equal(steps.length, 2);
     assert.match(text, /^results: .*out0.* \| .*out1.* \| .*out2/);
   });
 }

@@ -29,7 +29,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
+#include "vectors.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,57 +45,9 @@ static int fuzz_rounds = 40;  /* TG_FUZZ_ROUNDS=n for a longer run */
 
 /* --- matching ------------------------------------------------------------- */
 
-static bool is_synth_id(const char *s)
-{
-    if (!s || strlen(s) != 29 || strncmp(s, "call_", 5))
-        return false;
-    for (int i = 5; i < 29; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-              (s[i] >= '0' && s[i] <= '9')))
-            return false;
-    return true;
-}
-
-static bool match(const json_t *exp, const json_t *got)
-{
-    if (json_is_string(exp)) {
-        if (!strcmp(json_string_value(exp), "<any>"))
-            return got != NULL;
-        if (!strcmp(json_string_value(exp), "<id>"))
-            return is_synth_id(json_string_value(got));
-    }
-    if (json_is_object(exp)) {
-        if (!json_is_object(got) || json_object_size(exp) != json_object_size(got))
-            return false;
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)exp, k, v) if (!match(v, json_object_get(got, k)))
-            return false;
-        return true;
-    }
-    if (json_is_array(exp)) {
-        if (!json_is_array(got) || json_array_size(exp) != json_array_size(got))
-            return false;
-        for (size_t i = 0; i < json_array_size(exp); i++)
-            if (!match(json_array_get(exp, i), json_array_get(got, i)))
-                return false;
-        return true;
-    }
-    return json_equal(exp, got);
-}
-
 static void expect_match(const json_t *exp, const json_t *got, const char *what)
 {
-    if (match(exp, got))
-        return;
-    char *e = json_dumps(exp, JSON_COMPACT | JSON_ENCODE_ANY);
-    char *g = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY);
-    /* stdio, not print_error: cmocka truncates long messages */
-    fprintf(stderr, "# %s differs\n--- expected\n%s\n--- got\n%s\n", what, e ? e : "NULL",
-            g ? g : "NULL");
-    free(e);
-    free(g);
-    fail();
+    vector_expect(vector_match(exp, got, false), exp, got, what);
 }
 
 /* --- context -------------------------------------------------------------- */
@@ -658,44 +611,11 @@ static void test_fixture(void **state)
     json_decref(fx);
 }
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int main(void)
 {
     const char *root = getenv("TG_ROOT");
     if (getenv("TG_FUZZ_ROUNDS"))
         fuzz_rounds = atoi(getenv("TG_FUZZ_ROUNDS"));
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses", root ? root : ".");
-    DIR *d = opendir(vec_dir);
-    if (!d) {
-        fprintf(stderr, "cannot open %s\n", vec_dir);
-        return 1;
-    }
-    char **names = NULL;
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        size_t l = strlen(de->d_name);
-        if (l < 6 || strcmp(de->d_name + l - 5, ".json"))
-            continue;
-        names = realloc(names, (n + 1) * sizeof *names);
-        names[n++] = strdup(de->d_name);
-    }
-    closedir(d);
-    qsort(names, n, sizeof *names, by_name);
-    struct CMUnitTest *tests = calloc(n ? n : 1, sizeof *tests);
-    for (size_t i = 0; i < n; i++) {
-        tests[i].name = names[i];
-        tests[i].test_func = test_fixture;
-        tests[i].initial_state = names[i];
-    }
-    int rc = _cmocka_run_group_tests("repair", tests, n, NULL, NULL);
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-    free(tests);
-    return n ? rc : 1;
+    return run_vector_files("repair", vec_dir, test_fixture);
 }
