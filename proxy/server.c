@@ -1267,6 +1267,10 @@ static int prepare_responses(tg_req *r, const tg_route *by_prefix)
     const char *model = json_string_value(json_object_get(body, "model"));
     const tg_route *route = by_prefix ? by_prefix : model ? tg_route_by_model(r->conf, model) : NULL;
     if (route && !tg_route_bridges_responses(route)) {
+        if (tg_responses_strip_markers(body, route->strip_prefix)) {
+            tg_buf_reset(&r->body);
+            tg_json_dump(body, &r->body);
+        }
         json_decref(body);
         r->route = route;
         return 1;

@@ -633,6 +633,44 @@ void tg_resp_bridge_free(tg_resp_bridge *b)
     free(b);
 }
 
+static size_t strip_markers_deep(json_t *v, const char *prefix, size_t plen)
+{
+    size_t n = 0, i;
+    const char *k;
+    json_t *val;
+    void *tmp;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, val) n += strip_markers_deep(val, prefix, plen);
+        return n;
+    }
+    json_object_foreach_safe(v, tmp, k, val) {
+        if (!strncmp(k, prefix, plen)) {
+            json_object_del(v, k);
+            n++;
+        } else {
+            n += strip_markers_deep(val, prefix, plen);
+        }
+    }
+    return n;
+}
+
+size_t tg_responses_strip_markers(json_t *body, const char *prefix)
+{
+    size_t plen = prefix ? strlen(prefix) : 0, n = 0;
+    if (!plen || !json_is_object(body))
+        return 0;
+    const char *k;
+    json_t *val;
+    void *tmp;
+    json_object_foreach_safe(body, tmp, k, val) {
+        if (!strncmp(k, prefix, plen)) {
+            json_object_del(body, k);
+            n++;
+        }
+    }
+    return n + strip_markers_deep(json_object_get(body, "input"), prefix, plen);
+}
+
 /* ---- the Response object ------------------------------------------------ */
 
 static json_int_t int_at(const json_t *o, const char *k1, const char *k2)

@@ -38,4 +38,11 @@ void tg_responses_stream_end(tg_resp_bridge *b, tg_buf *out);
 
 void tg_resp_bridge_free(tg_resp_bridge *b);
 
+/* For a route that passes /v1/responses to a provider that has the API:
+ * the agent's private keys (starting with prefix, "_" by default) go from
+ * the body's top level and from its input items at any depth, as hygiene
+ * takes them from a chat request; tool schemas, whose property names are
+ * the agent's data, and metadata are left alone. Returns how many went. */
+size_t tg_responses_strip_markers(json_t *body, const char *prefix);
+
 #endif

@@ -145,13 +145,23 @@ test('a tool OpenAI hosts gets a 400 naming it', async () => {
   );
 });
 
-test('an openai route passes /v1/responses through as it came', async () => {
+test('an openai route passes /v1/responses through, less the agent\'s private keys', async () => {
+  const body = {
+    model: 'mock-default',
+    input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi', _ui: 1 }], _ts: 2 }],
+    tools: [{ type: 'function', name: 'f', parameters: { type: 'object', properties: { _id: { type: 'string' } } } }],
+    metadata: { _k: 'v' },
+    _mine: 1,
+  };
   await fetch(`${root()}/v1/responses`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
-    body: JSON.stringify({ model: 'mock-default', input: 'hi', _mine: 1 }),
+    body: JSON.stringify(body),
   });
   const up = await lastUpstream();
   assert.equal(up.path, '/v1/responses');
-  assert.equal(up.body._mine, 1);
+  delete body._mine;
+  delete body.input[0]._ts;
+  delete body.input[0].content[0]._ui;
+  assert.deepEqual(up.body, body, 'only the markers went; a schema property and metadata named _ stay');
 });
