@@ -9,6 +9,8 @@
 // and back, and renamed tools (a dotted name) must come back as the agent's.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import OpenAI from 'openai';
 import { generateText, streamText, generateObject, tool, jsonSchema, stepCountIs } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
@@ -165,3 +167,29 @@ test('an openai route passes /v1/responses through, less the agent\'s private ke
   delete body.input[0].content[0]._ui;
   assert.deepEqual(up.body, body, 'only the markers went; a schema property and metadata named _ stay');
 });
+
+// Lazy discovery behind the bridge: 100 real tools in Responses shape go
+// through a discovery route; the mock's scripted model searches, reads a
+// schema and calls call_tool, rounds toolgate answers itself, and the agent
+// gets one function_call of its own tool, never a meta-tool, whole and
+// streamed.
+const shared = process.env.TG_SHARED || path.resolve(process.cwd(), '../shared');
+const big = JSON.parse(fs.readFileSync(path.join(shared, 'corpus/requests/big-100.json'), 'utf8'));
+const flatTools = big.tools.map((t) => ({ type: 'function', ...t.function }));
+const agentNames = new Set(flatTools.map((t) => t.name));
+
+for (const prefix of ['/disc-gemini', '/disc-mistral']) {
+  test(`Responses API with lazy discovery via ${prefix}: one call of the agent's own tool`, async () => {
+    const client = new OpenAI({ baseURL: `${root()}${prefix}/v1`, apiKey: API_KEY, maxRetries: 0 });
+    const headers = { 'X-Mock': 'discovery' };
+    const r = await client.responses.create({ model: 'any', input: 'read the file notes.txt', tools: flatTools }, { headers });
+    const calls = r.output.filter((o) => o.type === 'function_call');
+    assert.equal(calls.length, 1, JSON.stringify(r.output));
+    assert.ok(agentNames.has(calls[0].name), `${calls[0].name} is one of the agent's tools`);
+    const stream = client.responses.stream({ model: 'any', input: 'read the file notes.txt', tools: flatTools }, { headers });
+    const final = await stream.finalResponse();
+    const scalls = final.output.filter((o) => o.type === 'function_call');
+    assert.deepEqual(scalls.map((c) => c.name), calls.map((c) => c.name));
+    assert.equal(final.status, 'completed');
+  });
+}
