@@ -584,11 +584,12 @@ static void fix_delta(tg_stream *s, schoice *c, json_t *delta, bool has_calls,
         else
             json_object_set_new(delta, "role", json_string("assistant"));
     }
-    bool was_list = json_is_array(json_object_get(delta, "content"));
+    json_t *list = json_object_get(delta, "content");
+    bool empty_list = json_is_array(list) && !json_array_size(list);
     tg_rr_flatten_content(s->ctx, delta);
     json_t *content = json_object_get(delta, "content");
-    if (was_list && json_is_string(content) && !json_string_length(content)) {
-        json_object_del(delta, "content");  /* R24: [] (or no text parts) says nothing */
+    if (empty_list && json_is_string(content)) {
+        json_object_del(delta, "content");  /* R24: [] says nothing */
         content = NULL;
     }
     if (json_is_string(content)) {
