@@ -534,6 +534,13 @@ const char *tg_rr_finish(tg_ctx *ctx, const char *f, size_t ncalls)
 int tg_rr_flatten_content(tg_ctx *ctx, json_t *msg)
 {
     json_t *content = json_object_get(msg, "content");
+    if (json_is_array(content) && json_array_size(content) == 0 && tg_rr_on(ctx, TG_RR_CONTENT)) {
+        /* R24: [] is no content (the OpenAI shape is string or null); beside
+         * calls the "" then becomes null, in a delta it goes */
+        tg_rr_note(ctx, "R24", "content", content, NULL);
+        json_object_set_new(msg, "content", json_string(""));
+        return 1;
+    }
     if (!tg_rr_on(ctx, TG_RR_CONTENT_LIST) || !json_is_array(content) ||
         json_array_size(content) == 0)
         return 0;

@@ -534,8 +534,10 @@ static bool choice_needs_work(tg_stream *s, const json_t *ch, bool commit)
         tg_rr_on(s->ctx, TG_RR_ROLE))
         return true;
     const json_t *content = json_object_get(d, "content");
-    if (json_is_array(content) && tg_rr_on(s->ctx, TG_RR_CONTENT_LIST))
-        return true;
+    if (json_is_array(content) &&
+        (tg_rr_on(s->ctx, TG_RR_CONTENT_LIST) ||
+         (!json_array_size(content) && tg_rr_on(s->ctx, TG_RR_CONTENT))))
+        return true;  /* R23 parts, R24 [] */
     if (json_is_string(content) && s->ctx->rf_inverse)
         return true;
     const json_t *ix = json_object_get(ch, "index");
@@ -582,8 +584,14 @@ static void fix_delta(tg_stream *s, schoice *c, json_t *delta, bool has_calls,
         else
             json_object_set_new(delta, "role", json_string("assistant"));
     }
+    json_t *list = json_object_get(delta, "content");
+    bool empty_list = json_is_array(list) && !json_array_size(list);
     tg_rr_flatten_content(s->ctx, delta);
     json_t *content = json_object_get(delta, "content");
+    if (empty_list && json_is_string(content)) {
+        json_object_del(delta, "content");  /* R24: [] says nothing */
+        content = NULL;
+    }
     if (json_is_string(content)) {
         if (s->keep_content)
             tg_buf_append(&c->content, json_string_value(content), json_string_length(content));
@@ -890,6 +898,11 @@ static bool surely_plain(const tg_stream *s, const char *d, size_t n)
         const char *v = after_colon(p + 15, e);
         if (e - v < 4 || memcmp(v, "null", 4))
             return false;
+    }
+    for (const char *p = find(d, e, "\"content\""); p; p = find(p + 1, e, "\"content\"")) {
+        const char *v = after_colon(p + 9, e);
+        if (v < e && *v == '[')
+            return false;  /* R23 parts, R24 [] */
     }
     for (const char *p = find(d, e, "\"role\""); p; p = find(p + 1, e, "\"role\"")) {
         const char *v = after_colon(p + 6, e);

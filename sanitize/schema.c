@@ -577,10 +577,29 @@ static void tool_choice_to_any(json_t *body, tg_ctx *ctx)
     json_object_set_new(body, "tool_choice", json_string("any"));
 }
 
+/* Rule 15: a named tool_choice in the Responses API's shape
+ * {"type":"function","name":X} (sent by clients that speak both APIs) is
+ * written in the chat-completions shape every target parses,
+ * {"type":"function","function":{"name":X}}; Mistral's rule 46 then
+ * applies to it like to any other. */
+static void tool_choice_chat_shape(json_t *body, tg_ctx *ctx)
+{
+    json_t *tc = json_object_get(body, "tool_choice");
+    json_t *name = json_object_get(tc, "name");
+    if (!json_is_object(tc) || !json_is_string(name) || json_object_get(tc, "function"))
+        return;
+    json_t *nu = json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name", name);
+    tg_explain_add(ctx->explain, "schema", json_string_value(name), "/tool_choice",
+                   "tool_choice chat shape (rule 15)", tc, nu);
+    json_object_set_new(body, "tool_choice", nu);
+}
+
 /* Request-level rules that ride on the tools: each one a preset bit. */
 static void apply_request_rules(json_t *body, tg_ctx *ctx)
 {
     unsigned f = ctx->schema->flags;
+    if (f)
+        tool_choice_chat_shape(body, ctx);
     if ((f & TG_SR_NO_NULL_DESC) && json_is_array(json_object_get(body, "tools")))
         drop_null_descriptions(body, ctx);
     if (f & TG_SR_CHOICE_ANY)

@@ -886,6 +886,8 @@ static bool originally_nullable(json_t *src)
     json_t *v;
     json_array_foreach(t, i, v) if (json_is_string(v) && !strcmp(json_string_value(v), "null")) return true;
     json_array_foreach(json_object_get(src, "enum"), i, v) if (json_is_null(v)) return true;
+    if (json_is_null(json_object_get(src, "const")))
+        return true;  /* const: null (zod z.null(), pydantic None literal) */
     const char *combos[] = {"anyOf", "oneOf"};
     for (int c = 0; c < 2; c++)
         json_array_foreach(json_object_get(src, combos[c]), i, v) if (is_null_branch(v)) return true;
