@@ -585,6 +585,16 @@ static void tool_choice_to_any(json_t *body, tg_ctx *ctx)
 static void tool_choice_chat_shape(json_t *body, tg_ctx *ctx)
 {
     json_t *tc = json_object_get(body, "tool_choice");
+    if (json_is_string(tc) && !strcmp(json_string_value(tc), "any") &&
+        !(ctx->schema->flags & TG_SR_CHOICE_ANY)) {
+        /* Mistral's spelling of "required", which agents written for
+         * Mistral (or Anthropic's native API) send; rule 15's targets take
+         * only "required" */
+        tg_explain_add(ctx->explain, "schema", NULL, "/tool_choice", "tool_choice any (rule 15)",
+                       tc, NULL);
+        json_object_set_new(body, "tool_choice", json_string("required"));
+        return;
+    }
     json_t *name = json_object_get(tc, "name");
     if (!json_is_object(tc) || !json_is_string(name) || json_object_get(tc, "function"))
         return;
