@@ -1440,8 +1440,12 @@ static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool 
                    !json_object_get(n, "enum") && !json_object_get(n, "const") &&
                    !json_object_get(n, "$ref") && !json_object_get(n, "oneOf") &&
                    !json_object_get(n, "allOf");
-    if (root)
+    if (root) {
+        /* the root's own properties count too (rule 20); a root over the
+         * budget by itself cannot be helped and goes as it is */
+        w->props += json_is_object(props) ? (int)json_object_size(props) : 0;
         return NULL;
+    }
     if (untyped && (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING | TG_SR_ADD_TYPE)))
         return "any JSON value";
     if (is_obj && no_props && !closed && (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING)))

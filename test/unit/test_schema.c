@@ -565,6 +565,46 @@ static void names_test(void **state)
     assert_string_not_equal(out, again);  /* same prefix, different names */
 }
 
+/* Rule 20: OpenAI strict counts every object's properties, the root's
+ * too. A root near the budget leaves no room for a nested object of its
+ * own: that object travels as a JSON-encoded string (stand-in). */
+static void root_budget_test(void **state)
+{
+    (void)state;
+    json_t *props = json_object();
+    char k[16];
+    for (int i = 0; i < 3990; i++) {
+        snprintf(k, sizeof k, "p%d", i);
+        json_object_set_new(props, k, json_pack("{s:s}", "type", "string"));
+    }
+    json_t *inner = json_object();
+    for (int i = 0; i < 20; i++) {
+        snprintf(k, sizeof k, "q%d", i);
+        json_object_set_new(inner, k, json_pack("{s:s}", "type", "string"));
+    }
+    json_object_set_new(props, "nested", json_pack("{s:s, s:o}", "type", "object", "properties", inner));
+    json_t *body = json_pack("{s:[{s:s, s:{s:s, s:{s:s, s:o}}}]}", "tools", "type", "function",
+                             "function", "name", "wide", "parameters", "type", "object",
+                             "properties", props);
+    tg_rules_set rs;
+    tg_rules_preset(TG_D_OPENAI_STRICT, &rs);
+    tg_ctx ctx;
+    tg_error err;
+    tg_ctx_init(&ctx, NULL, &rs, NULL);
+    assert_int_equal(tg_schema_stage(body, &ctx, &err), 0);
+    json_t *params = json_object_get(
+        json_object_get(json_array_get(json_object_get(body, "tools"), 0), "function"), "parameters");
+    json_t *nested = json_object_get(json_object_get(params, "properties"), "nested");
+    char *text = json_dumps(nested, JSON_COMPACT);  /* nullable too: it was optional */
+    assert_non_null(text);
+    assert_non_null(strstr(text, "JSON-encoded"));
+    assert_null(strstr(text, "\"q0\""));
+    free(text);
+    assert_int_equal(json_object_size(json_object_get(params, "properties")), 3991);
+    tg_ctx_clear(&ctx);
+    json_decref(body);
+}
+
 static void rules_set_test(void **state)
 {
     (void)state;
@@ -630,6 +670,7 @@ int main(void)
     tests[n++] = (struct CMUnitTest){"tool names (section 7)", names_test, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"explain records", explain_test, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"conf overrides", rules_set_test, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"strict budget counts the root (rule 20)", root_budget_test, NULL, NULL, NULL};
     int rc = _cmocka_run_group_tests("schema", tests, n, NULL, NULL);
     for (int i = 0; i < nv; i++) {
         free(paths[i]);
