@@ -1363,6 +1363,13 @@ static json_t *node_types(walk *w, json_t *n, const char *ptr, bool root, json_t
             t = "array";
         else if (en)
             t = type_of_values(en);
+        else if (json_object_get(n, "const")) {
+            /* a typeless const (zod's z.literal() in some versions):
+             * strict wants every node typed, like an enum's */
+            json_t *one = json_pack("[O]", json_object_get(n, "const"));
+            t = type_of_values(one);
+            json_decref(one);
+        }
         if (t) {
             json_array_append_new(types, json_string(t));
             note(w, ptr, "add-type", NULL, json_array_get(types, 0));
