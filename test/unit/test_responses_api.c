@@ -242,9 +242,112 @@ static void test_vector(void **state)
     json_decref(v);
 }
 
+/* The chat stream a repair fixture expects, assembled as a client would:
+ * the text of choice 0 and its calls in the order they began. */
+static void assemble_chat(const json_t *payloads, tg_buf *text, json_t *calls)
+{
+    json_t *by_index = json_object();
+    size_t i, j;
+    const json_t *p, *ch, *tc;
+    json_array_foreach(payloads, i, p) {
+        json_array_foreach(json_object_get(p, "choices"), j, ch) {
+            const json_t *ix = json_object_get(ch, "index");
+            if (json_is_integer(ix) && json_integer_value(ix) != 0)
+                continue;
+            const json_t *delta = json_object_get(ch, "delta");
+            const char *c = json_string_value(json_object_get(delta, "content"));
+            if (c)
+                tg_buf_puts(text, c);
+            size_t k;
+            json_array_foreach(json_object_get(delta, "tool_calls"), k, tc) {
+                char key[32];
+                snprintf(key, sizeof key, "%lld", (long long)json_integer_value(json_object_get(tc, "index")));
+                json_t *call = json_object_get(by_index, key);
+                if (!call) {
+                    call = json_pack("{s:s, s:s}", "name", "", "arguments", "");
+                    json_object_set_new(by_index, key, call);
+                    json_array_append(calls, call);
+                }
+                const json_t *fn = json_object_get(tc, "function");
+                const char *name = json_string_value(json_object_get(fn, "name"));
+                const char *args = json_string_value(json_object_get(fn, "arguments"));
+                if (name && *name && !*json_string_value(json_object_get(call, "name")))
+                    json_object_set_new(call, "name", json_string(name));
+                if (args) {
+                    tg_buf a = {0};
+                    tg_buf_puts(&a, json_string_value(json_object_get(call, "arguments")));
+                    tg_buf_puts(&a, args);
+                    json_object_set_new(call, "arguments", json_stringn(a.data, a.len));
+                    tg_buf_free(&a);
+                }
+            }
+        }
+    }
+    json_decref(by_index);
+}
+
+/* Every repaired chat stream of test/vectors/responses (the repair
+ * fixtures' expected_sse) through the bridge: the Responses invariants
+ * hold, and the Response says what the chat stream said: the same text,
+ * the same calls with the same names and arguments, in the same order. */
+static void test_repair_fixture(void **state)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", vec_dir, (const char *)*state);
+    json_t *fx = json_load_file(path, 0, NULL);
+    assert_non_null(fx);
+    const json_t *payloads = json_object_get(fx, "expected_sse");
+    assert_true(json_is_array(payloads));
+    json_t *request = json_pack("{s:s, s:s, s:b}", "model", "m", "input", "x", "stream", 1);
+    tg_buf in = {0}, out = {0}, text = {0};
+    chat_sse(payloads, &in);
+    convert_in_pieces(request, &in, in.len, 0, &out);
+    json_t *evs = parse_events(&out);
+    check_invariants(evs);
+    const json_t *last = json_array_get(json_array_get(evs, json_array_size(evs) - 1), 1);
+    const json_t *resp = json_object_get(last, "response");
+    if (strcmp(json_string_value(json_object_get(last, "type")), "response.failed")) {
+        json_t *calls = json_array();
+        assemble_chat(payloads, &text, calls);
+        tg_buf got_text = {0};
+        json_t *got_calls = json_array();
+        size_t i, j;
+        const json_t *item, *part;
+        json_array_foreach(json_object_get(resp, "output"), i, item) {
+            const char *type = json_string_value(json_object_get(item, "type"));
+            if (!strcmp(type, "function_call"))
+                json_array_append_new(got_calls, json_pack("{s:O, s:O}", "name", json_object_get(item, "name"),
+                                                           "arguments", json_object_get(item, "arguments")));
+            json_array_foreach(json_object_get(item, "content"), j, part) {
+                const char *t = json_string_value(json_object_get(part, "text"));
+                if (t)
+                    tg_buf_puts(&got_text, t);
+            }
+        }
+        json_t *want_text = json_stringn(text.data ? text.data : "", text.len);
+        json_t *have_text = json_stringn(got_text.data ? got_text.data : "", got_text.len);
+        expect(json_equal(want_text, have_text), want_text, have_text, "text");
+        expect(json_equal(calls, got_calls), calls, got_calls, "calls");
+        json_decref(want_text);
+        json_decref(have_text);
+        json_decref(calls);
+        json_decref(got_calls);
+        tg_buf_free(&got_text);
+    }
+    json_decref(evs);
+    json_decref(request);
+    json_decref(fx);
+    tg_buf_free(&in);
+    tg_buf_free(&out);
+    tg_buf_free(&text);
+}
+
 int main(void)
 {
     const char *root = getenv("TG_ROOT");
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses_api", root ? root : ".");
-    return run_vector_files("responses_api", vec_dir, test_vector);
+    int rc = run_vector_files("responses_api", vec_dir, test_vector);
+    snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses", root ? root : ".");
+    return rc | run_vector_files_with("repaired streams through the bridge", vec_dir,
+                                      test_repair_fixture, "\"expected_sse\"");
 }
