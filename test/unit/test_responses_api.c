@@ -342,12 +342,74 @@ static void test_repair_fixture(void **state)
     tg_buf_free(&text);
 }
 
+/* Every repaired whole answer of the repair fixtures ("expected") as a
+ * Response: its message text and its calls, in order, as the chat answer
+ * has them, and the status its finish_reason means. */
+static void test_repair_answer(void **state)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", vec_dir, (const char *)*state);
+    json_t *fx = json_load_file(path, 0, NULL);
+    assert_non_null(fx);
+    const json_t *answer = json_object_get(fx, "expected");
+    assert_true(json_is_object(answer));
+    json_t *request = json_pack("{s:s, s:s}", "model", "m", "input", "x");
+    json_t *chat = NULL;
+    tg_resp_bridge *b = NULL;
+    tg_error err;
+    assert_int_equal(tg_responses_to_chat(request, &chat, &b, &err), 0);
+    json_t *r = tg_responses_answer(b, answer);
+    const json_t *choice = json_array_get(json_object_get(answer, "choices"), 0);
+    const json_t *msg = json_object_get(choice, "message");
+    json_t *want = json_array(), *got = json_array();
+    size_t i, j;
+    const json_t *tc, *item, *part;
+    json_array_foreach(json_object_get(msg, "tool_calls"), i, tc) {
+        const json_t *fn = json_object_get(tc, "function");
+        json_array_append_new(want, json_pack("{s:O?, s:O?, s:O?}", "call_id", json_object_get(tc, "id"),
+                                              "name", json_object_get(fn, "name"), "arguments",
+                                              json_object_get(fn, "arguments")));
+    }
+    tg_buf text = {0};
+    json_array_foreach(json_object_get(r, "output"), i, item) {
+        if (!strcmp(json_string_value(json_object_get(item, "type")), "function_call"))
+            json_array_append_new(got, json_pack("{s:O, s:O, s:O}", "call_id", json_object_get(item, "call_id"),
+                                                 "name", json_object_get(item, "name"), "arguments",
+                                                 json_object_get(item, "arguments")));
+        json_array_foreach(json_object_get(item, "content"), j, part) {
+            const char *t = json_string_value(json_object_get(part, "text"));
+            if (t)
+                tg_buf_puts(&text, t);
+        }
+    }
+    expect(json_equal(want, got), want, got, "calls");
+    const json_t *content = json_object_get(msg, "content");
+    if (json_is_string(content)) {
+        json_t *have = json_stringn(text.data ? text.data : "", text.len);
+        expect(json_equal(content, have), content, have, "text");
+        json_decref(have);
+    }
+    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    const char *status = json_string_value(json_object_get(r, "status"));
+    assert_string_equal(status, finish && !strcmp(finish, "length") ? "incomplete" : "completed");
+    tg_buf_free(&text);
+    json_decref(want);
+    json_decref(got);
+    json_decref(r);
+    json_decref(chat);
+    tg_resp_bridge_free(b);
+    json_decref(request);
+    json_decref(fx);
+}
+
 int main(void)
 {
     const char *root = getenv("TG_ROOT");
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses_api", root ? root : ".");
     int rc = run_vector_files("responses_api", vec_dir, test_vector);
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses", root ? root : ".");
-    return rc | run_vector_files_with("repaired streams through the bridge", vec_dir,
-                                      test_repair_fixture, "\"expected_sse\"");
+    rc |= run_vector_files_with("repaired streams through the bridge", vec_dir,
+                                test_repair_fixture, "\"expected_sse\"");
+    return rc | run_vector_files_with("repaired answers through the bridge", vec_dir,
+                                      test_repair_answer, "\"expected\"");
 }
