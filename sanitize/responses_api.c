@@ -938,6 +938,10 @@ static void close_part(tg_resp_bridge *b, tg_buf *out)
     json_t *ev = part_event(b, refusal ? "response.refusal.done" : "response.output_text.done",
                             b->msg_at);
     json_object_set(ev, refusal ? "refusal" : "text", json_object_get(part, refusal ? "refusal" : "text"));
+    /* the contract's output_text.done carries the part's logprobs, as
+     * every delta does */
+    if (!refusal)
+        json_object_set(ev, "logprobs", json_object_get(part, "logprobs"));
     emit(out, ev);
     ev = part_event(b, "response.content_part.done", b->msg_at);
     json_object_set(ev, "part", part);
