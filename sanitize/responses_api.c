@@ -27,6 +27,7 @@
 
 struct tg_resp_bridge {
     json_t *echo;          /* request fields every Response repeats */
+    bool encrypted;        /* include asked for reasoning.encrypted_content */
     /* stream state */
     tg_buf pending;        /* chat SSE text short of a whole event */
     json_int_t seq;        /* sequence_number of the next event */
@@ -76,6 +77,13 @@ static int bad(tg_error *err, const char *param, const char *fmt, const char *wh
     tg_error_set(err, 400, "invalid_request_error", "invalid_value", param, fmt, what);
     return -1;
 }
+
+/* A reasoning item's encrypted_content when the request includes
+ * reasoning.encrypted_content: the reasoning text under this tag. Clients
+ * treat it as opaque and send it back (the AI SDK with store:false drops
+ * every reasoning item that has none), so a replayed item whose summary is
+ * empty still gives its text back; OpenAI's own (untagged) stays opaque. */
+#define ENCRYPTED_TAG "toolgate:"
 
 /* The text of parts [{type, text}] (input_text, output_text, summary_text,
  * reasoning_text, refusal), joined; NULL when a part carries no text. */
@@ -331,6 +339,7 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
         tg_buf t = {0};
         if (*reasoning)
             tg_buf_puts(&t, json_string_value(*reasoning));
+        size_t before = t.len;
         static const char *const keys[] = {"summary", "content", NULL};
         for (const char *const *k = keys; *k; k++) {
             const json_t *parts = json_object_get(item, *k);
@@ -339,6 +348,15 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
                     tg_buf_puts(&t, "\n");
                 join_text_parts(parts, &t);
             }
+        }
+        const char *enc = json_string_value(json_object_get(item, "encrypted_content"));
+        size_t tag = strlen(ENCRYPTED_TAG);
+        /* toolgate's own encrypted_content holds the whole text: it speaks
+         * when the item's summary and content said nothing */
+        if (t.len == before && enc && !strncmp(enc, ENCRYPTED_TAG, tag) && enc[tag]) {
+            if (t.len)
+                tg_buf_puts(&t, "\n");
+            tg_buf_puts(&t, enc + tag);
         }
         json_decref(*reasoning);
         *reasoning = t.len ? json_stringn(t.data, t.len) : NULL;
@@ -610,6 +628,13 @@ int tg_responses_to_chat(const json_t *body, json_t **chat, tg_resp_bridge **bri
         if (v)
             json_object_set(b->echo, *k, v);
     }
+    size_t i;
+    const json_t *inc;
+    json_array_foreach(json_object_get(body, "include"), i, inc) {
+        const char *s = json_string_value(inc);
+        if (s && !strcmp(s, "reasoning.encrypted_content"))
+            b->encrypted = true;
+    }
     b->msg_at = b->reason_at = -1;
     b->arrived = (json_int_t)time(NULL);
     *chat = c;
@@ -755,6 +780,18 @@ static json_t *response_object(tg_resp_bridge *b, json_t *id, json_t *model, jso
     return r;
 }
 
+/* The reasoning item's encrypted_content, when asked for (see ENCRYPTED_TAG). */
+static void set_encrypted(tg_resp_bridge *b, json_t *item, const char *text, size_t n)
+{
+    if (!b->encrypted)
+        return;
+    tg_buf e = {0};
+    tg_buf_puts(&e, ENCRYPTED_TAG);
+    tg_buf_append(&e, text, n);
+    json_object_set_new(item, "encrypted_content", json_stringn(e.data, e.len));
+    tg_buf_free(&e);
+}
+
 static json_t *item_id(tg_resp_bridge *b, const char *kind)
 {
     char s[160];
@@ -808,11 +845,12 @@ json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion)
     b->id = response_id(json_object_get(completion, "id"));
     json_t *output = json_array();
     const char *reasoning = message_reasoning(msg);
-    if (reasoning)
-        json_array_append_new(output,
-                              json_pack("{s:o, s:s, s:[{s:s, s:s}]}", "id", item_id(b, "rs"),
-                                        "type", "reasoning", "summary", "type", "summary_text",
-                                        "text", reasoning));
+    if (reasoning) {
+        json_t *item = json_pack("{s:o, s:s, s:[{s:s, s:s}]}", "id", item_id(b, "rs"), "type",
+                                 "reasoning", "summary", "type", "summary_text", "text", reasoning);
+        set_encrypted(b, item, reasoning, strlen(reasoning));
+        json_array_append_new(output, item);
+    }
     json_t *parts = json_array();
     const json_t *content = json_object_get(msg, "content");
     tg_buf t = {0};
@@ -981,6 +1019,7 @@ static void close_reasoning(tg_resp_bridge *b, tg_buf *out)
     json_object_set(ev, "part", part);
     emit(out, ev);
     json_array_append_new(json_object_get(item, "summary"), part);
+    set_encrypted(b, item, b->reason.data ? b->reason.data : "", b->reason.len);
     item_done(b, b->reason_at, out);
     tg_buf_reset(&b->reason);
     b->reason_at = -1;
