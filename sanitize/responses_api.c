@@ -40,6 +40,7 @@ struct tg_resp_bridge {
     int msg_at, reason_at; /* output index of the open message / reasoning item, -1 */
     int part_kind;         /* the open part of the message: 0 none, 1 text, 2 refusal */
     tg_buf text;           /* the open part's or reasoning summary's text so far */
+    json_t *logprobs;      /* the open output_text part's logprobs so far */
     tg_buf reason;
     json_t *calls;         /* {chat tool_calls index: output index} of open calls */
     json_t *usage;         /* chat usage, the latest seen */
@@ -580,6 +581,19 @@ static int convert_request(const json_t *body, json_t *chat, tg_error *err)
     v = json_object_get(body, "max_output_tokens");
     if (v && !json_is_null(v))
         json_object_set(chat, "max_tokens", (json_t *)v);
+    /* logprobs come when include names them (top_logprobs alone returns
+     * none, and chat refuses top_logprobs without logprobs) */
+    size_t i;
+    json_array_foreach(json_object_get(body, "include"), i, v) {
+        const char *s = json_string_value(v);
+        if (s && !strcmp(s, "message.output_text.logprobs")) {
+            json_object_set_new(chat, "logprobs", json_true());
+            v = json_object_get(body, "top_logprobs");
+            if (json_is_integer(v))
+                json_object_set(chat, "top_logprobs", (json_t *)v);
+            break;
+        }
+    }
     static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "user",
                                        NULL};
     for (const char *const *k = same; *k; k++) {
@@ -652,6 +666,7 @@ void tg_resp_bridge_free(tg_resp_bridge *b)
     json_decref(b->output);
     json_decref(b->calls);
     json_decref(b->usage);
+    json_decref(b->logprobs);
     tg_buf_free(&b->pending);
     tg_buf_free(&b->text);
     tg_buf_free(&b->reason);
@@ -858,8 +873,14 @@ json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion)
         tg_buf_append(&t, json_string_value(content), json_string_length(content));
     else if (json_is_array(content))
         join_text_parts(content, &t);
-    if (t.len)
-        json_array_append_new(parts, text_part("output_text", t.data, t.len));
+    if (t.len) {
+        json_t *part = text_part("output_text", t.data, t.len);
+        /* chat's logprobs.content entries have the Responses shape */
+        const json_t *lp = json_object_get(json_object_get(choice, "logprobs"), "content");
+        if (json_is_array(lp))
+            json_object_set(part, "logprobs", (json_t *)lp);
+        json_array_append_new(parts, part);
+    }
     tg_buf_free(&t);
     const json_t *refusal = json_object_get(msg, "refusal");
     if (json_is_string(refusal) && json_string_length(refusal))
@@ -973,6 +994,10 @@ static void close_part(tg_resp_bridge *b, tg_buf *out)
     json_t *item = json_array_get(b->output, (size_t)b->msg_at);
     json_t *part = text_part(refusal ? "refusal" : "output_text", b->text.data ? b->text.data : "",
                              b->text.len);
+    if (!refusal && b->logprobs)
+        json_object_set(part, "logprobs", b->logprobs);
+    json_decref(b->logprobs);
+    b->logprobs = NULL;
     json_t *ev = part_event(b, refusal ? "response.refusal.done" : "response.output_text.done",
                             b->msg_at);
     json_object_set(ev, refusal ? "refusal" : "text", json_object_get(part, refusal ? "refusal" : "text"));
@@ -1048,8 +1073,10 @@ static void on_reasoning(tg_resp_bridge *b, const char *text, tg_buf *out)
     emit(out, ev);
 }
 
-/* Text (kind 1) or refusal (kind 2) for the message item, opened on need. */
-static void on_text(tg_resp_bridge *b, int kind, const char *text, tg_buf *out)
+/* Text (kind 1, with the chunk's logprobs or NULL) or refusal (kind 2)
+ * for the message item, opened on need. */
+static void on_text(tg_resp_bridge *b, int kind, const char *text, const json_t *logprobs,
+                    tg_buf *out)
 {
     close_reasoning(b, out);
     if (b->msg_at < 0)
@@ -1068,8 +1095,13 @@ static void on_text(tg_resp_bridge *b, int kind, const char *text, tg_buf *out)
     json_t *ev = part_event(b, kind == 2 ? "response.refusal.delta" : "response.output_text.delta",
                             b->msg_at);
     json_object_set_new(ev, "delta", json_string(text));
-    if (kind == 1)
-        json_object_set_new(ev, "logprobs", json_array());
+    if (kind == 1) {
+        json_t *lp = json_is_array(logprobs) ? json_incref((json_t *)logprobs) : json_array();
+        if (!b->logprobs)
+            b->logprobs = json_array();
+        json_array_extend(b->logprobs, lp);
+        json_object_set_new(ev, "logprobs", lp);
+    }
     emit(out, ev);
 }
 
@@ -1197,10 +1229,11 @@ static void on_chunk(tg_resp_bridge *b, const json_t *chunk, tg_buf *out)
             on_reasoning(b, r, out);
         const char *t = json_string_value(json_object_get(delta, "content"));
         if (t && *t)
-            on_text(b, 1, t, out);
+            on_text(b, 1, t,
+                    json_object_get(json_object_get(choice, "logprobs"), "content"), out);
         t = json_string_value(json_object_get(delta, "refusal"));
         if (t && *t)
-            on_text(b, 2, t, out);
+            on_text(b, 2, t, NULL, out);
         size_t j;
         const json_t *tc;
         json_array_foreach(json_object_get(delta, "tool_calls"), j, tc) on_call(b, tc, j, out);
