@@ -32,6 +32,7 @@ setTracingDisabled(true);
 const root = () => baseURL().replace(/\/v1$/, '');
 const bridged = ['/gemini', '/mistral', '/anthropic', '/groq'];
 const chatRoutes = ['', ...bridged];
+const responsesRoutes = [...bridged, '/rbridge']; // /rbridge: an openai route that bridges
 
 async function lastUpstream() {
   const last = await (await fetch(`${process.env.TG_MOCK_URL}/_last`)).json();
@@ -101,7 +102,7 @@ async function drain(streamed) {
 }
 
 const models = [
-  ...bridged.map((route) => ({ kind: 'Responses', route, make: (m) => new OpenAIResponsesModel(client(route), m) })),
+  ...responsesRoutes.map((route) => ({ kind: 'Responses', route, make: (m) => new OpenAIResponsesModel(client(route), m) })),
   ...chatRoutes.map((route) => ({ kind: 'ChatCompletions', route, make: (m) => new OpenAIChatCompletionsModel(client(route), m) })),
 ];
 
@@ -200,5 +201,33 @@ for (const { kind, route, make } of models.filter((m) => m.kind === 'Responses' 
     assert.match(result.finalOutput, /^results: .*Weather agent/);
     const up = await lastUpstream();
     assert.ok(up.body.messages.some((m) => m.role === 'system' && m.content === 'Weather.'), 'the second agent asked');
+  });
+}
+
+// Two tools, two calls in one turn (ids call_par0, call_par1, each rewritten
+// for Mistral and paired again on the way back): both run, and the answer
+// lists both results in call order, whole and streamed.
+for (const { kind, route, make } of models) {
+  const via = route || '/ (openai)';
+  test(`Agents SDK ${kind} model via ${via}: two calls in one turn, both results in order`, async () => {
+    const ran = [];
+    const mkTool = (name, sky) => tool({
+      name,
+      description: `${sky} weather`,
+      parameters: z.object({ city: z.string() }),
+      execute: async ({ city }) => {
+        ran.push([name, city]);
+        return `${sky} in ${city}`;
+      },
+    });
+    const agent = new Agent({ name: 'Two', instructions: 'Both.', model: make('mock-parallel'), tools: [mkTool('sunny_check', 'sunny'), mkTool('rain_check', 'rainy')] });
+    for (const stream of [false, true]) {
+      ran.length = 0;
+      const result = await run(agent, 'Weather?', stream ? { stream: true } : {});
+      if (stream) await drain(result);
+      assert.deepEqual(ran.sort(), [['rain_check', 'v1'], ['sunny_check', 'v0']]);
+      assert.deepEqual(toolItems(result).calls.map((c) => c.rawItem.name), ['sunny_check', 'rain_check']);
+      assert.equal(result.finalOutput, 'results: sunny in v0 | rainy in v1');
+    }
   });
 }
