@@ -1,5 +1,6 @@
 #!/bin/sh
-# clients.sh -- real SDK clients (openai, Vercel AI SDK) through toolgate.
+# clients.sh -- real SDK clients (openai, Vercel AI SDK, OpenAI Agents SDK,
+# LangChain) through toolgate.
 #
 # Starts the mock and toolgate, installs test/client's locked dependencies
 # when node_modules is missing (npm ci), and runs node's test runner with
