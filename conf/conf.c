@@ -312,6 +312,9 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
     } else if (!strcmp(key, "max_body")) {
         if (tg_parse_size(v, &c->max_body) || c->max_body == 0)
             perr(p, k->line, "max_body: expected a size such as 32M, got '%s'", v);
+    } else if (!strcmp(key, "responses_store")) {
+        if (tg_parse_size(v, &c->responses_store))
+            perr(p, k->line, "responses_store: expected a size such as 32M (0: keep none), got '%s'", v);
     } else if (!strcmp(key, "max_header")) {
         if (tg_parse_size(v, &c->max_header) || c->max_header < 1024)
             perr(p, k->line, "max_header: expected a size of at least 1K, got '%s'", v);
@@ -592,6 +595,7 @@ static tg_conf *conf_new(void)
     c->listen_host = strdup("127.0.0.1");
     c->listen_port = 8080;
     c->max_body = 32u << 20;
+    c->responses_store = 32u << 20;
     c->max_depth = 512;
     c->max_tools = 4096;
     c->max_header = 8 * 1024;

@@ -44,6 +44,7 @@ typedef struct tg_conf {
     int listen_port;
     int threads;            /* resolved: never 0 after load */
     size_t max_body;
+    size_t responses_store; /* bytes of Responses items kept for item_reference (read at start) */
     int max_depth;          /* JSON nesting limit of request bodies */
     int max_tools;          /* tools per request, 0 = none */
     size_t max_header;      /* request header bytes */

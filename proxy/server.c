@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "../sanitize/cache.h"
+#include "../sanitize/itemstore.h"
 #include "../sanitize/jsonio.h"
 #include "../sanitize/responses_api.h"
 #include "http.h"
@@ -192,6 +193,7 @@ typedef struct server {
     int n;
     atomic_int ready;
     tg_metrics_set *metrics;
+    tg_itemstore *items;  /* Responses items for item_reference (itemstore.h) */
 } server;
 
 static uint64_t now_us(void)
@@ -373,6 +375,31 @@ static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep
 
 static void access_log_line(tg_req *r, int status);
 
+/* The items of a bridged answer, kept where a later item_reference to
+ * them is answered (sanitize/itemstore.h). */
+static void remember_items(tg_req *r)
+{
+    json_t *items = tg_responses_items(r->bridge);
+    size_t i;
+    json_t *item;
+    json_array_foreach(items, i, item) {
+        const char *id = json_string_value(json_object_get(item, "id"));
+        char *text = id ? tg_json_dumps(item) : NULL;
+        if (text)
+            tg_itemstore_put(r->w->srv->items, id, text);
+        free(text);
+    }
+    json_decref(items);
+}
+
+static json_t *stored_item(void *store, const char *id)
+{
+    char *text = tg_itemstore_get(store, id);
+    json_t *item = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
+    free(text);
+    return item;
+}
+
 /* A Responses API client's whole answer: the chat answer (JSON, or SSE
  * when the agent asked for a stream) as a Response. Errors keep OpenAI's
  * error shape, which the Responses API shares. */
@@ -398,6 +425,7 @@ static void bridge_whole_answer(tg_req *r)
     }
     free(r->answer);
     r->answer = tg_buf_steal(&out, &r->answer_len);
+    remember_items(r);
 }
 
 static enum MHD_Result queue_answer(tg_req *r)
@@ -507,8 +535,10 @@ static void bridge_flush(tg_req *r, bool end)
         return;
     tg_responses_stream(r->bridge, r->chat_out.data, r->chat_out.len, &r->out);
     tg_buf_reset(&r->chat_out);
-    if (end)
+    if (end) {
         tg_responses_stream_end(r->bridge, &r->out);
+        remember_items(r);
+    }
 }
 
 static void on_sse_event(void *user, const char *event, const char *data, size_t len)
@@ -1276,12 +1306,16 @@ static int prepare_responses(tg_req *r, const tg_route *by_prefix)
         return 1;
     }
     json_t *chat = NULL;
-    int rc = tg_responses_to_chat(body, &chat, &r->bridge, &err);
+    int rc = tg_responses_to_chat_with(body, stored_item, r->w->srv->items, &chat, &r->bridge,
+                                       &err);
     json_decref(body);
     if (rc) {
         set_error_from(r, &err);
         return -1;
     }
+    char name[64];  /* ids unique past this request, for the item store */
+    tg_request_id(name, sizeof name, &r->w->rng);
+    tg_resp_bridge_name(r->bridge, name + 3);
     /* from here on the chat request is the client's body, which a fallback
      * rewrites again for its own route */
     tg_buf_reset(&r->body);
@@ -2009,6 +2043,7 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
     s.n = conf->threads;
     s.workers = calloc((size_t)s.n, sizeof *s.workers);
     s.metrics = tg_metrics_new(s.n);
+    s.items = tg_itemstore_new(conf->responses_store);
     char err[256] = "";
     int started = 0;
     for (int i = 0; i < s.n; i++) {
@@ -2050,6 +2085,7 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
         worker_cleanup(&s.workers[i]);
     free(s.workers);
     tg_metrics_free(s.metrics);
+    tg_itemstore_free(s.items);
     free(host);
     curl_global_cleanup();
     return code;

@@ -46,6 +46,7 @@ struct tg_resp_bridge {
     json_t *usage;         /* chat usage, the latest seen */
     char finish[32];       /* chat finish_reason of choice 0 */
     unsigned n_items;      /* for item ids */
+    char name[64];         /* the caller's unique name for ids, or "" */
 };
 
 /* ---- request ---------------------------------------------------------- */
@@ -302,8 +303,40 @@ static int input_message(const json_t *item, const char *path, json_t *messages,
     return 0;
 }
 
+/* Who answers item_reference (tg_responses_to_chat_with). */
+typedef struct lookup {
+    tg_resp_lookup fn;
+    void *ud;
+} lookup;
+
 static int input_item(const json_t *item, size_t i, json_t *messages, json_t **reasoning,
-                      tg_error *err)
+                      const lookup *lk, tg_error *err);
+
+/* An item_reference: the item it names, from the store, converted in its
+ * place; a reference to a reference is not followed. */
+static int input_reference(const json_t *item, size_t i, const char *path, json_t *messages,
+                           json_t **reasoning, const lookup *lk, tg_error *err)
+{
+    const char *id = json_string_value(json_object_get(item, "id"));
+    json_t *found = id && lk->fn ? lk->fn(lk->ud, id) : NULL;
+    const char *type = json_string_value(json_object_get(found, "type"));
+    if (!found || !type || !strcmp(type, "item_reference")) {
+        json_decref(found);
+        tg_error_set(err, 400, "invalid_request_error", "item_not_found", path,
+                     "%s: item_reference '%.80s' names an item toolgate does not hold (it keeps "
+                     "the items of recent answers in memory, [server] responses_store); send the "
+                     "item itself, as clients do with store: false (the AI SDK: "
+                     "providerOptions.openai.store = false)",
+                     path, id ? id : "");
+        return -1;
+    }
+    int rc = input_item(found, i, messages, reasoning, lk, err);
+    json_decref(found);
+    return rc;
+}
+
+static int input_item(const json_t *item, size_t i, json_t *messages, json_t **reasoning,
+                      const lookup *lk, tg_error *err)
 {
     char path[64], param[80];
     snprintf(path, sizeof path, "input[%zu]", i);
@@ -365,10 +398,7 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
         return 0;
     }
     if (!strcmp(type, "item_reference"))
-        return bad(err, path,
-                   "%s: item_reference points at a stored item; toolgate keeps none, so send "
-                   "the item itself",
-                   path);
+        return input_reference(item, i, path, messages, reasoning, lk, err);
     tg_error_set(err, 400, "invalid_request_error", "unsupported_value", param,
                  "%s: '%.64s' items belong to tools that OpenAI runs; the provider behind this "
                  "route has chat completions only",
@@ -376,7 +406,7 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
     return -1;
 }
 
-static int convert_input(const json_t *input, json_t *messages, tg_error *err)
+static int convert_input(const json_t *input, json_t *messages, const lookup *lk, tg_error *err)
 {
     if (json_is_string(input)) {
         json_array_append_new(messages, json_pack("{s:s, s:O}", "role", "user", "content", input));
@@ -388,7 +418,7 @@ static int convert_input(const json_t *input, json_t *messages, tg_error *err)
     size_t i;
     const json_t *item;
     json_array_foreach(input, i, item) {
-        if (input_item(item, i, messages, &reasoning, err)) {
+        if (input_item(item, i, messages, &reasoning, lk, err)) {
             json_decref(reasoning);
             return -1;
         }
@@ -541,7 +571,7 @@ static int refuse_stateful(const json_t *body, tg_error *err)
     return 0;
 }
 
-static int convert_request(const json_t *body, json_t *chat, tg_error *err)
+static int convert_request(const json_t *body, json_t *chat, const lookup *lk, tg_error *err)
 {
     if (refuse_stateful(body, err))
         return -1;
@@ -558,7 +588,7 @@ static int convert_request(const json_t *body, json_t *chat, tg_error *err)
     v = json_object_get(body, "input");
     if (!v)
         return bad(err, "input", "%s: required (a string or an array of input items)", "input");
-    if (convert_input(v, messages, err))
+    if (convert_input(v, messages, lk, err))
         return -1;
     v = json_object_get(body, "tools");
     if (v && !json_is_null(v)) {
@@ -618,6 +648,13 @@ static int convert_request(const json_t *body, json_t *chat, tg_error *err)
 int tg_responses_to_chat(const json_t *body, json_t **chat, tg_resp_bridge **bridge,
                          tg_error *err)
 {
+    return tg_responses_to_chat_with(body, NULL, NULL, chat, bridge, err);
+}
+
+int tg_responses_to_chat_with(const json_t *body, tg_resp_lookup fn, void *ud, json_t **chat,
+                              tg_resp_bridge **bridge, tg_error *err)
+{
+    lookup lk = {fn, ud};
     *chat = NULL;
     *bridge = NULL;
     if (!json_is_object(body)) {
@@ -626,7 +663,7 @@ int tg_responses_to_chat(const json_t *body, json_t **chat, tg_resp_bridge **bri
         return -1;
     }
     json_t *c = json_object();
-    if (convert_request(body, c, err)) {
+    if (convert_request(body, c, &lk, err)) {
         json_decref(c);
         return -1;
     }
@@ -807,20 +844,32 @@ static void set_encrypted(tg_resp_bridge *b, json_t *item, const char *text, siz
     tg_buf_free(&e);
 }
 
+/* Ids: from the caller's unique name (tg_resp_bridge_name) when it gave
+ * one, which a store of items needs; else from the chat answer's id. */
 static json_t *item_id(tg_resp_bridge *b, const char *kind)
 {
     char s[160];
-    const char *base = json_string_value(b->id);
-    snprintf(s, sizeof s, "%s_%u_%s", kind, b->n_items++, base ? base : "toolgate");
+    const char *base = b->name[0] ? b->name : json_string_value(b->id);
+    snprintf(s, sizeof s, "%s_%u_%.120s", kind, b->n_items++, base ? base : "toolgate");
     return json_string(s);
 }
 
-static json_t *response_id(const json_t *chat_id)
+static json_t *response_id(const tg_resp_bridge *b, const json_t *chat_id)
 {
     char s[160];
-    const char *v = json_string_value(chat_id);
+    const char *v = b->name[0] ? b->name : json_string_value(chat_id);
     snprintf(s, sizeof s, "resp_%.140s", v && *v ? v : "toolgate");
     return json_string(s);
+}
+
+void tg_resp_bridge_name(tg_resp_bridge *b, const char *unique)
+{
+    snprintf(b->name, sizeof b->name, "%s", unique);
+}
+
+json_t *tg_responses_items(const tg_resp_bridge *b)
+{
+    return b->output ? json_incref(b->output) : json_array();
 }
 
 static json_t *text_part(const char *type, const char *text, size_t n)
@@ -857,7 +906,7 @@ json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion)
     json_t *msg = json_object_get(choice, "message");
     const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
     json_decref(b->id);
-    b->id = response_id(json_object_get(completion, "id"));
+    b->id = response_id(b, json_object_get(completion, "id"));
     json_t *output = json_array();
     const char *reasoning = message_reasoning(msg);
     if (reasoning) {
@@ -902,7 +951,8 @@ json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion)
                                 json_is_integer(created) ? json_integer_value(created) : b->arrived,
                                 "completed", finish, output,
                                 usage_of(json_object_get(completion, "usage")), NULL);
-    json_decref(output);
+    json_decref(b->output);
+    b->output = output;  /* tg_responses_items */
     return r;
 }
 
@@ -934,7 +984,7 @@ static json_t *stream_response(tg_resp_bridge *b, const char *status, json_t *er
 static void stream_start(tg_resp_bridge *b, const json_t *chunk, tg_buf *out)
 {
     b->started = true;
-    b->id = response_id(json_object_get(chunk, "id"));
+    b->id = response_id(b, json_object_get(chunk, "id"));
     const json_t *m = json_object_get(chunk, "model");
     b->model = json_is_string(m) ? json_incref((json_t *)m) : NULL;
     const json_t *c = json_object_get(chunk, "created");

@@ -9,8 +9,10 @@
  * an ordinary chat request and answer, so hygiene, schema dialects,
  * discovery and repair apply unchanged. Stateless like the rest of
  * toolgate: what needs the provider's stored state (previous_response_id,
- * conversation, item_reference) is refused with a 400 naming the field,
- * never guessed. Ownership follows sanitize/tg.h.
+ * conversation) is refused with a 400 naming the field, never guessed; an
+ * item_reference is answered from the caller's store of recent items
+ * (itemstore.h) when it holds the item, and refused when it does not.
+ * Ownership follows sanitize/tg.h.
  */
 #ifndef TG_RESPONSES_API_H
 #define TG_RESPONSES_API_H
@@ -25,6 +27,20 @@ typedef struct tg_resp_bridge tg_resp_bridge;
  * by the caller). 0, or -1 with err filled (400, param naming the field). */
 int tg_responses_to_chat(const json_t *body, json_t **chat, tg_resp_bridge **bridge,
                          tg_error *err);
+
+/* The same, with fn answering item_reference inputs: the item an id names
+ * (new reference), or NULL when it does not hold it (then a 400). */
+typedef json_t *(*tg_resp_lookup)(void *ud, const char *id);
+int tg_responses_to_chat_with(const json_t *body, tg_resp_lookup fn, void *ud, json_t **chat,
+                              tg_resp_bridge **bridge, tg_error *err);
+
+/* Names the Response and its items from unique (at most 63 bytes), which a
+ * store of items needs; without it ids come from the chat answer's id. */
+void tg_resp_bridge_name(tg_resp_bridge *b, const char *unique);
+
+/* The output items of the Response made so far (new reference), for the
+ * caller to keep where item_reference can find them. */
+json_t *tg_responses_items(const tg_resp_bridge *b);
 
 /* A whole chat.completion (borrowed) as a Response object (new reference). */
 json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion);

@@ -193,3 +193,51 @@ for (const prefix of ['/disc-gemini', '/disc-mistral']) {
     assert.equal(final.status, 'completed');
   });
 }
+
+// The AI SDK with its default store (true) thinks the provider keeps the
+// turns it answered: on the next turn it sends the model's earlier text
+// and reasoning back as item_reference. toolgate keeps the items of its
+// bridged answers (itemstore.h) and gives them back to the history. The
+// mock says a sentence beside its call (X-Mock-Say) and answers "lost: ..."
+// unless the next turn's history has that sentence with the call.
+for (const route of ['/gemini', '/mistral', '/anthropic']) {
+  const url = `${root()}${route}/v1`;
+  const headers = { 'X-Mock-Say': 'Let me look that up.', 'X-Mock-Think': 'The user wants weather.' };
+  test(`AI SDK Responses model with store on (item_reference) via ${route}`, async () => {
+    const provider = createOpenAI({ baseURL: url, apiKey: API_KEY });
+    const r = await generateText({
+      model: provider.responses('mock-agent'),
+      prompt: 'Weather in Paris?',
+      headers,
+      tools: { 'weather.get': tool({ inputSchema: jsonSchema(city), execute: async () => 'sunny' }) },
+      stopWhen: stepCountIs(4),
+      maxRetries: 0,
+    });
+    assert.equal(r.steps.length, 2);
+    assert.equal(r.steps[0].text, 'Let me look that up.');
+    assert.equal(r.text, 'result: sunny');
+  });
+
+  test(`AI SDK Responses model with store on, streamed, via ${route}`, async () => {
+    const provider = createOpenAI({ baseURL: url, apiKey: API_KEY });
+    const { text, steps } = await streamAgentLoop(streamText, stepCountIs, {
+      model: provider.responses('mock-agent'),
+      prompt: 'Weather in Paris?',
+      headers,
+      tools: { 'weather.get': tool({ inputSchema: jsonSchema(city), execute: async () => 'sunny' }) },
+    });
+    assert.equal(steps.length, 2);
+    assert.match(text, /result: sunny$/);
+  });
+}
+
+test('an item_reference toolgate does not hold is a 400 naming it and saying what to do', async () => {
+  const client = new OpenAI({ baseURL: `${root()}/gemini/v1`, apiKey: API_KEY, maxRetries: 0 });
+  await assert.rejects(
+    client.responses.create({
+      model: 'mock-agent',
+      input: [{ role: 'user', content: 'hi' }, { type: 'item_reference', id: 'msg_never_seen' }],
+    }),
+    (e) => e.status === 400 && e.param === 'input[1]' && /store: false/.test(e.message),
+  );
+});

@@ -592,16 +592,35 @@ static enum MHD_Result answer_structured(request *r, struct MHD_Connection *conn
 static enum MHD_Result answer_tools(request *r, struct MHD_Connection *conn);
 static const char *answered_call(const request *r, json_t **tool_msg);
 
+/* The text the assistant turn before the tool answer carried (X-Mock-Say:
+ * the agent's model said something beside its call), or NULL. */
+static const char *said_before_call(const request *r)
+{
+    json_t *msgs = json_object_get(r->json, "messages");
+    for (size_t i = json_array_size(msgs); i-- > 0;) {
+        json_t *m = json_array_get(msgs, i);
+        if (!strcmp(json_string_value(json_object_get(m, "role")) ?: "", "assistant"))
+            return json_string_value(json_object_get(m, "content"));
+    }
+    return NULL;
+}
+
 /* One turn of an agent loop: the result of a call (matched by id, so a
- * proxy that rewrites ids must keep history and answer paired) ends it. */
+ * proxy that rewrites ids must keep history and answer paired) ends it.
+ * With X-Mock-Say the call's turn also says that text, and the answer is
+ * "lost: ..." unless the history gives the text back with the call. */
 static enum MHD_Result answer_agent(request *r, struct MHD_Connection *conn)
 {
     json_t *tool_msg = NULL;
     if (!answered_call(r, &tool_msg))
         return answer_tools(r, conn);
     const char *result = json_string_value(json_object_get(tool_msg, "content"));
+    const char *say = header(conn, "X-Mock-Say"), *said = said_before_call(r);
     char text[256];
-    snprintf(text, sizeof text, "result: %.200s", result ? result : "?");
+    if (say && *say && (!said || strcmp(say, said)))
+        snprintf(text, sizeof text, "lost: the turn of the call said '%.100s'", said ? said : "(nothing)");
+    else
+        snprintf(text, sizeof text, "result: %.200s", result ? result : "?");
     if (!r->stream)
         return queue_json(r, conn, 200,
                           completion(r, json_pack("{s:s,s:s}", "role", "assistant", "content", text),
@@ -616,19 +635,35 @@ static enum MHD_Result answer_agent(request *r, struct MHD_Connection *conn)
 static enum MHD_Result answer_tools(request *r, struct MHD_Connection *conn)
 {
     const char *name = first_tool_name(r);
+    /* X-Mock-Say / X-Mock-Think: text and reasoning beside the call */
+    const char *say = header(conn, "X-Mock-Say"), *think = header(conn, "X-Mock-Think");
     if (!r->stream) {
         json_t *msg = json_pack("{s:s,s:n,s:[{s:s,s:s,s:{s:s,s:s}}]}", "role", "assistant",
                                 "content", "tool_calls", "id", "call_mock1", "type", "function",
                                 "function", "name", name, "arguments", "{}");
+        if (say && *say)
+            json_object_set_new(msg, "content", json_string(say));
+        if (think && *think)
+            json_object_set_new(msg, "reasoning_content", json_string(think));
         return queue_json(r, conn, 200, completion(r, msg, "tool_calls"));
     }
     stream *s = stream_new(conn, (unsigned)header_long(conn, "X-Mock-Delay-Ms", 0));
     if (!s)
         return MHD_NO;
+    int rc = 0;
+    if (think && *think)
+        rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant",
+                                                    "reasoning_content", think), NULL));
+    if (say && *say && rc == 0)
+        rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant", "content", say),
+                                       NULL));
     json_t *first = json_pack("{s:s,s:n,s:[{s:i,s:s,s:s,s:{s:s,s:s}}]}", "role", "assistant",
                               "content", "tool_calls", "index", 0, "id", "call_mock1", "type",
                               "function", "function", "name", name, "arguments", "");
-    int rc = stream_add_event(s, chunk(r, first, NULL));
+    if (rc == 0)
+        rc = stream_add_event(s, chunk(r, first, NULL));
+    else
+        json_decref(first);
     const char *frag[] = { "{", "}" };
     for (size_t i = 0; i < 2 && rc == 0; i++)
         rc = stream_add_event(s, chunk(r, json_pack("{s:[{s:i,s:{s:s}}]}", "tool_calls", "index", 0,

@@ -1,7 +1,8 @@
 /* test_responses_api.c -- the Responses API bridge, driven by the vectors
  * in test/vectors/responses_api/ (one cmocka test per file).
  *
- * A vector is a JSON object with "request" (a /v1/responses body) and any of:
+ * A vector is a JSON object with "request" (a /v1/responses body), an
+ * optional "store" ({id: item}, what answers its item_references), and any of:
  *   chat                 the chat body it must become (exact)
  *   error_param          it must be refused: 400 naming this field
  *   answer + response    a chat.completion and the Response it must become
@@ -44,11 +45,19 @@ static void expect(bool ok, const json_t *exp, const json_t *got, const char *wh
     vector_expect(ok, exp, got, what);
 }
 
+/* The vector's "store" ({id: item}) answers item_reference. */
+static json_t *vector_store(void *store, const char *id)
+{
+    json_t *item = json_object_get(store, id);
+    return item ? json_deep_copy(item) : NULL;
+}
+
 static void run_request(const json_t *v, tg_resp_bridge **bridge)
 {
     json_t *chat = NULL;
     tg_error err;
-    int rc = tg_responses_to_chat(json_object_get(v, "request"), &chat, bridge, &err);
+    int rc = tg_responses_to_chat_with(json_object_get(v, "request"), vector_store,
+                                       json_object_get(v, "store"), &chat, bridge, &err);
     const json_t *param = json_object_get(v, "error_param");
     if (param) {
         if (rc == 0)
