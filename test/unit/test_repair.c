@@ -579,13 +579,7 @@ static void run_conf(const json_t *fx)
 static void test_fixture(void **state)
 {
     const char *name = *state;
-    char path[2048];
-    snprintf(path, sizeof path, "%s/%s", vec_dir, name);
-    json_error_t err;
-    json_t *fx = json_load_file(path, 0, &err);
-    if (!fx)
-        print_error("%s:%d: %s\n", path, err.line, err.text);
-    assert_non_null(fx);
+    json_t *fx = load_vector(vec_dir, name);
     bool any = false;
     if (json_object_get(fx, "response")) {
         run_whole(fx);

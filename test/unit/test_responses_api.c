@@ -224,13 +224,7 @@ static void run_stream(const json_t *v)
 
 static void test_vector(void **state)
 {
-    char path[2048];
-    snprintf(path, sizeof path, "%s/%s", vec_dir, (const char *)*state);
-    json_error_t je;
-    json_t *v = json_load_file(path, 0, &je);
-    if (!v)
-        fprintf(stderr, "# %s: %s (line %d)\n", path, je.text, je.line);
-    assert_non_null(v);
+    json_t *v = load_vector(vec_dir, *state);
     tg_resp_bridge *b = NULL;
     run_request(v, &b);
     bool any = json_object_get(v, "chat") || json_object_get(v, "error_param");
@@ -301,10 +295,7 @@ static void assemble_chat(const json_t *payloads, tg_buf *text, json_t *calls)
  * the same calls with the same names and arguments, in the same order. */
 static void test_repair_fixture(void **state)
 {
-    char path[2048];
-    snprintf(path, sizeof path, "%s/%s", vec_dir, (const char *)*state);
-    json_t *fx = json_load_file(path, 0, NULL);
-    assert_non_null(fx);
+    json_t *fx = load_vector(vec_dir, *state);
     const json_t *payloads = json_object_get(fx, "expected_sse");
     assert_true(json_is_array(payloads));
     json_t *request = json_pack("{s:s, s:s, s:b}", "model", "m", "input", "x", "stream", 1);
@@ -356,10 +347,7 @@ static void test_repair_fixture(void **state)
  * has them, and the status its finish_reason means. */
 static void test_repair_answer(void **state)
 {
-    char path[2048];
-    snprintf(path, sizeof path, "%s/%s", vec_dir, (const char *)*state);
-    json_t *fx = json_load_file(path, 0, NULL);
-    assert_non_null(fx);
+    json_t *fx = load_vector(vec_dir, *state);
     const json_t *answer = json_object_get(fx, "expected");
     assert_true(json_is_object(answer));
     json_t *request = json_pack("{s:s, s:s}", "model", "m", "input", "x");

@@ -72,6 +72,19 @@ static void vector_expect(bool ok, const json_t *exp, const json_t *got, const c
     fail();
 }
 
+/* The vector file `name` of dir, parsed; fails the test when it is not JSON. */
+static json_t *load_vector(const char *dir, const char *name)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    json_error_t je;
+    json_t *v = json_load_file(path, 0, &je);
+    if (!v)
+        fprintf(stderr, "# %s:%d: %s\n", path, je.line, je.text);
+    assert_non_null(v);
+    return v;
+}
+
 static int vector_names_cmp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
