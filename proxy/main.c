@@ -10,6 +10,7 @@
 #include "../sanitize/cache.h"
 #include "../sanitize/pipeline.h"
 #include "../sanitize/jsonio.h"
+#include "../sanitize/responses_api.h"
 #include "http.h"
 #include "log.h"
 #include "server.h"
@@ -28,6 +29,8 @@ static const char usage[] =
     "sent upstream\n"
     "  toolgate rewrite --dialect D [REQ.json] [--explain]\n"
     "                                                     the same with a bare dialect preset\n"
+    "  toolgate rewrite ... --responses [REQ.json]        REQ is a /v1/responses body: the chat\n"
+    "                                                     body the bridge sends instead\n"
     "  toolgate version\n"
     "\n"
     "dialects: %s\n";
@@ -122,8 +125,31 @@ static void print_explain(json_t *explain)
     fprintf(stderr, "%zu change(s)\n", json_array_size(explain));
 }
 
+/* A /v1/responses body in raw, replaced by the chat body the bridge makes
+ * of it (sanitize/responses_api.h). 0, or -1 with the refusal printed. */
+static int bridge_request(tg_buf *raw)
+{
+    json_t *body = tg_json_load(raw->data ? raw->data : "", raw->len, 0, NULL);
+    json_t *chat = NULL;
+    tg_resp_bridge *b = NULL;
+    tg_error err;
+    int rc = tg_responses_to_chat(body, &chat, &b, &err);
+    json_decref(body);
+    tg_resp_bridge_free(b);
+    if (rc) {
+        char *e = tg_error_body(&err);
+        fprintf(stderr, "toolgate: rejected (%d): %s\n", err.status, e);
+        free(e);
+        return -1;
+    }
+    tg_buf_reset(raw);
+    tg_json_dump(chat, raw);
+    json_decref(chat);
+    return 0;
+}
+
 static int cmd_rewrite(const char *conf_path, const char *route_name, const char *dialect,
-                       const char *file, int explain)
+                       const char *file, int explain, int responses)
 {
     tg_conf *c = NULL;
     tg_rules_set bare;
@@ -156,7 +182,7 @@ static int cmd_rewrite(const char *conf_path, const char *route_name, const char
         name = r->name;
     }
     tg_buf raw = {0};
-    if (read_request(file, &raw)) {
+    if (read_request(file, &raw) || (responses && bridge_request(&raw))) {
         tg_buf_free(&raw);
         tg_conf_unref(c);
         return 1;
@@ -225,7 +251,7 @@ int main(int argc, char **argv)
         i = 2;
     }
     const char *conf = NULL, *listen = NULL, *route = NULL, *dialect = NULL, *file = NULL;
-    int explain = 0;
+    int explain = 0, responses = 0;
     for (; i < argc; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -243,6 +269,8 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--explain")) {
             explain = 1;
+        } else if (!strcmp(a, "--responses")) {
+            responses = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             print_usage(stdout);
             return 0;
@@ -276,7 +304,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "toolgate rewrite: give --dialect D, or -c FILE --route NAME\n");
             return 2;
         }
-        return cmd_rewrite(conf, route, dialect, file, explain);
+        return cmd_rewrite(conf, route, dialect, file, explain, responses);
     }
     if (!strcmp(cmd, "serve"))
         return cmd_serve(conf ? conf : "conf/toolgate.conf", listen);

@@ -62,6 +62,14 @@ rc=$?
 expect_eq "rewrite refuses a tool without a function, like serve (400, param tools[0].function)" \
     "400 1 tools[0].function" "$st $rc $(json_get "$TG_TMP/r" error.param)"
 expect_match "rewrite names the field on stderr" 'tools\[0\]\.function' "$(cat "$TG_TMP/rw.err")"
+# --responses: a /v1/responses body, as the bridge sends it (route b, mistral)
+printf '%s' '{"model":"m","instructions":"Be brief.","input":[{"role":"user","content":"hi","_m":1},{"type":"function_call","call_id":"call_abc","name":"read.file","arguments":"{}"},{"type":"function_call_output","call_id":"call_abc","output":"x"}],"tools":[{"type":"function","name":"read.file","parameters":{"type":"object","properties":{"p":{"type":"string"}}}}]}' >"$TG_TMP/rwr.json"
+tg_req "$TG_TMP/r" POST /b/v1/responses -H "$AUTH" -H 'Content-Type: application/json' --data-binary @"$TG_TMP/rwr.json" >/dev/null
+mock_last "$TG_TMP/last"
+"$TG_BIN" rewrite -c "$conf" --route b --responses "$TG_TMP/rwr.json" >"$TG_TMP/rw.out" 2>"$TG_TMP/rw.err"
+expect_eq "rewrite --responses prints exactly the chat body the bridge sends upstream" \
+    "$(json_get "$TG_TMP/last" body)" "$(cat "$TG_TMP/rw.out")"
+expect_eq "... which went to chat completions" "/v1/chat/completions" "$(json_get "$TG_TMP/last" path)"
 
 # A stream whose request is an agent's (about 190 KB of tools and history): the
 # body toolgate sent upstream is freed once sent, and still logged right.
