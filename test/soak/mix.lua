@@ -1,9 +1,14 @@
 -- mix.lua -- wrk script for the soak: cycles through JSON answers, streams,
--- tool calls, upstream faults (500, garbage, reset) and toolgate's own
--- 4xx, so every path of the proxy runs many thousands of times.
+-- tool calls, upstream faults (500, garbage, reset), toolgate's own 4xx and
+-- the Responses bridge (whole, streamed, an item_reference the item store
+-- may or may not still hold), so every path of the proxy runs many
+-- thousands of times.
 local msg = '"messages":[{"role":"user","content":"hi","_marker":1}]'
 local tools = '"tools":[{"type":"function","function":{"name":"read.file","description":"Read a file",' ..
   '"parameters":{"type":"object","properties":{"path":{"type":"string"},"n":{"type":["integer","null"]}},"required":["path"]}}}]'
+local rtools = '"tools":[{"type":"function","name":"read.file","parameters":{"type":"object",' ..
+  '"properties":{"path":{"type":"string"}},"required":["path"]}}]'
+local say = {["X-Mock"] = "tools", ["X-Mock-Say"] = "Reading it.", ["X-Mock-Think"] = "A file."}
 local reqs = {
   {'{"model":"gpt-soak",' .. msg .. '}', {}},
   {'{"model":"gpt-soak","stream":true,' .. msg .. '}', {["X-Mock-Chunks"] = "8"}},
@@ -17,6 +22,11 @@ local reqs = {
   {'{"model":"gpt-soak",' .. msg .. '}', {["X-Mock"] = "reset"}},
   {'{"model":"nowhere",' .. msg .. '}', {}},
   {'{"model":"gpt-soak",', {}},
+  {'{"model":"gem-soak","input":"hi",' .. rtools .. '}', say, "/v1/responses"},
+  {'{"model":"gem-soak","stream":true,"input":[{"role":"user","content":"hi"}],' .. rtools .. '}', say,
+   "/v1/responses"},
+  {'{"model":"gem-soak","input":[{"role":"user","content":"hi"},{"type":"item_reference","id":"msg_1_soak"}]}', {},
+   "/v1/responses"},
 }
 local i = 0
 request = function()
@@ -24,7 +34,7 @@ request = function()
   local r = reqs[(i % #reqs) + 1]
   local h = {["Content-Type"] = "application/json"}
   for k, v in pairs(r[2]) do h[k] = v end
-  return wrk.format("POST", "/v1/chat/completions", h, r[1])
+  return wrk.format("POST", r[3] or "/v1/chat/completions", h, r[1])
 end
 done = function(summary, latency, requests)
   local e = summary.errors
