@@ -734,6 +734,5 @@ bool tg_route_bridges_responses(const tg_route *r)
 {
     if (r->responses >= 0)
         return r->responses == 1;
-    tg_dialect d = r->rules.schema.dialect;
-    return d != TG_D_OPENAI && d != TG_D_OPENAI_STRICT && d != TG_D_PASSTHROUGH;
+    return r->rules.schema.dialect != TG_D_PASSTHROUGH;
 }

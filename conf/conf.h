@@ -63,8 +63,9 @@ tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors)
 tg_conf *tg_conf_ref(tg_conf *c);
 /* Does the route answer /v1/responses itself, over the provider's chat
  * completions (sanitize/responses_api.h)? Unless the conf says, every
- * dialect but openai, openai-strict and passthrough, whose providers have
- * the Responses API of their own. */
+ * dialect but passthrough: the bridge is what puts a Responses request
+ * through the route's rules (OpenAI's own Responses API, with its hosted
+ * tools and stored responses, is `responses = pass`). */
 bool tg_route_bridges_responses(const tg_route *r);
 void tg_conf_unref(tg_conf *c);
 

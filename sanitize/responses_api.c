@@ -400,8 +400,9 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
     if (!strcmp(type, "item_reference"))
         return input_reference(item, i, path, messages, reasoning, lk, err);
     tg_error_set(err, 400, "invalid_request_error", "unsupported_value", param,
-                 "%s: '%.64s' items belong to tools that OpenAI runs; the provider behind this "
-                 "route has chat completions only",
+                 "%s: '%.64s' items belong to tools that OpenAI runs, which toolgate's "
+                 "bridge to chat completions cannot (a route to OpenAI itself can pass "
+                 "/v1/responses through: responses = pass)",
                  param, type);
     return -1;
 }
@@ -443,7 +444,8 @@ static json_t *convert_tools(const json_t *tools, tg_error *err)
         if (!type || strcmp(type, "function")) {
             tg_error_set(err, 400, "invalid_request_error", "unsupported_value", param,
                          "%s: '%.64s' is a tool that OpenAI runs on its own servers; the "
-                         "provider behind this route takes function tools only",
+                         "bridge to chat completions takes function tools only (a route to "
+                         "OpenAI itself can pass /v1/responses through: responses = pass)",
                          param, type ? type : "(none)");
             json_decref(out);
             return NULL;
@@ -556,8 +558,9 @@ static int refuse_stateful(const json_t *body, tg_error *err)
         const json_t *v = json_object_get(body, *k);
         if (v && !json_is_null(v)) {
             tg_error_set(err, 400, "invalid_request_error", "unsupported_parameter", *k,
-                         "%s: this route's provider has chat completions only and toolgate "
-                         "stores no responses, so send the whole conversation in input",
+                         "%s: toolgate's bridge to chat completions stores no responses, so "
+                         "send the whole conversation in input (a route to OpenAI itself can "
+                         "pass /v1/responses through: responses = pass)",
                          *k);
             return -1;
         }

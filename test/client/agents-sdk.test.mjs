@@ -1,8 +1,8 @@
 // agents-sdk.test.mjs -- the OpenAI Agents SDK for JS (@openai/agents)
 // through toolgate: an Agent with function tools (zod parameters) run with
 // run(agent, input), whole and streamed, with the SDK's default Responses
-// model (bridged over chat on /gemini, /mistral, /anthropic, /groq) and with
-// its Chat Completions model (those routes and /).
+// model (bridged over chat on every route: /, /gemini, /mistral, /anthropic,
+// /groq, /rbridge) and with its Chat Completions model.
 //
 // Model "mock-parallel" (the mock) calls the first declared tool with
 // arguments sampled from its schema (strings "v0"), then, once the result
@@ -32,7 +32,7 @@ setTracingDisabled(true);
 const root = () => baseURL().replace(/\/v1$/, '');
 const bridged = ['/gemini', '/mistral', '/anthropic', '/groq'];
 const chatRoutes = ['', ...bridged];
-const responsesRoutes = [...bridged, '/rbridge']; // /rbridge: an openai route that bridges
+const responsesRoutes = ['', ...bridged, '/rbridge']; // '' and /rbridge: openai routes, which bridge too
 
 async function lastUpstream() {
   const last = await (await fetch(`${process.env.TG_MOCK_URL}/_last`)).json();

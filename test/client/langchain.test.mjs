@@ -3,7 +3,7 @@
 // agent's own names and parsed args, whole and as streamed tool_call_chunks),
 // a tool loop closed with a ToolMessage, withStructuredOutput (a zod schema,
 // method jsonSchema and functionCalling), and the same on the Responses API
-// (useResponsesApi: true) through the bridged routes.
+// (useResponsesApi: true) through the bridged routes (all of them).
 //
 // Model "mock-parallel" (the mock) calls the first declared tool (or the one
 // tool_choice forces) with arguments sampled from its schema, strings "v0";
@@ -21,7 +21,7 @@ import { baseURL, API_KEY } from './common.mjs';
 const root = () => baseURL().replace(/\/v1$/, '');
 const bridged = ['/gemini', '/mistral', '/anthropic', '/groq'];
 const chatRoutes = ['', ...bridged];
-const responsesRoutes = [...bridged, '/rbridge'];
+const responsesRoutes = ['', ...bridged, '/rbridge']; // every route but passthrough bridges
 
 async function lastUpstream() {
   const last = await (await fetch(`${process.env.TG_MOCK_URL}/_last`)).json();

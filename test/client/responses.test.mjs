@@ -1,9 +1,9 @@
 // responses.test.mjs -- the Responses API (/v1/responses) bridged to chat
 // completions, with the real clients that speak it: the openai SDK's
 // client.responses (create and stream) and the AI SDK's OpenAI provider,
-// whose default model is the Responses one. The routes behind /gemini,
-// /mistral, /anthropic and /groq bridge by default; /rbridge is an openai
-// route that says `responses = bridge`. Model "mock-agent" (the mock) ends
+// whose default model is the Responses one. Every route bridges by default
+// (the root one is openai); /rbridge is an openai route that says
+// `responses = bridge`, /rpass one that says `responses = pass`. Model "mock-agent" (the mock) ends
 // its loop only when a tool result answers its call by id, so the
 // function_call / function_call_output pairing must survive the way to chat
 // and back, and renamed tools (a dotted name) must come back as the agent's.
@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { baseURL, API_KEY, streamAgentLoop } from './common.mjs';
 
 const root = () => baseURL().replace(/\/v1$/, '');
-const routes = ['/gemini', '/mistral', '/anthropic', '/groq', '/rbridge'];
+const routes = ['', '/gemini', '/mistral', '/anthropic', '/groq', '/rbridge'];
 const city = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
 const tools = [{ type: 'function', name: 'weather.get', description: 'Weather', parameters: city, strict: false }];
 
@@ -30,7 +30,7 @@ async function lastUpstream() {
 for (const route of routes) {
   const url = `${root()}${route}/v1`;
 
-  test(`openai SDK responses.create loop via ${route}: function_call, output, answer`, async () => {
+  test(`openai SDK responses.create loop via ${route || "/"}: function_call, output, answer`, async () => {
     const client = new OpenAI({ baseURL: url, apiKey: API_KEY, maxRetries: 0 });
     const input = [{ role: 'user', content: 'Weather in Paris?' }];
     const first = await client.responses.create({ model: 'mock-agent', input, tools, instructions: 'Be brief.' });
@@ -50,7 +50,7 @@ for (const route of routes) {
     assert.ok(second.usage.input_tokens >= 0 && second.usage.output_tokens >= 0);
   });
 
-  test(`openai SDK responses.stream via ${route}: events in order, final response`, async () => {
+  test(`openai SDK responses.stream via ${route || "/"}: events in order, final response`, async () => {
     const client = new OpenAI({ baseURL: url, apiKey: API_KEY, maxRetries: 0 });
     const stream = client.responses.stream({ model: 'mock-agent', input: 'Weather in Paris?', tools });
     const types = [];
@@ -69,7 +69,7 @@ for (const route of routes) {
     assert.deepEqual(JSON.parse(call.arguments), {});
   });
 
-  test(`AI SDK OpenAI Responses model, agent loop via ${route}`, async () => {
+  test(`AI SDK OpenAI Responses model, agent loop via ${route || "/"}`, async () => {
     const provider = createOpenAI({ baseURL: url, apiKey: API_KEY });
     const seen = [];
     const r = await generateText({
@@ -95,7 +95,7 @@ for (const route of routes) {
     assert.match(r.text, /^result: .*sunny/);
   });
 
-  test(`AI SDK OpenAI Responses model, streamed agent loop via ${route}`, async () => {
+  test(`AI SDK OpenAI Responses model, streamed agent loop via ${route || "/"}`, async () => {
     const provider = createOpenAI({ baseURL: url, apiKey: API_KEY });
     const { text, steps } = await streamAgentLoop(streamText, stepCountIs, {
       model: provider.responses('mock-agent'),
@@ -109,7 +109,7 @@ for (const route of routes) {
 }
 
 for (const route of ['/gemini', '/rbridge']) {
-  test(`AI SDK generateObject over the Responses API via ${route}: text.format becomes response_format`, async () => {
+  test(`AI SDK generateObject over the Responses API via ${route || "/"}: text.format becomes response_format`, async () => {
     const provider = createOpenAI({ baseURL: `${root()}${route}/v1`, apiKey: API_KEY });
     const r = await generateObject({
       model: provider.responses('mock-structured'),
@@ -147,7 +147,7 @@ test('a tool OpenAI hosts gets a 400 naming it', async () => {
   );
 });
 
-test('an openai route passes /v1/responses through, less the agent\'s private keys', async () => {
+test('a route with responses = pass passes /v1/responses through, less the agent\'s private keys', async () => {
   const body = {
     model: 'mock-default',
     input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi', _ui: 1 }], _ts: 2 }],
@@ -155,7 +155,7 @@ test('an openai route passes /v1/responses through, less the agent\'s private ke
     metadata: { _k: 'v' },
     _mine: 1,
   };
-  await fetch(`${root()}/v1/responses`, {
+  await fetch(`${root()}/rpass/v1/responses`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
     body: JSON.stringify(body),
@@ -203,7 +203,7 @@ for (const prefix of ['/disc-gemini', '/disc-mistral']) {
 for (const route of ['/gemini', '/mistral', '/anthropic']) {
   const url = `${root()}${route}/v1`;
   const headers = { 'X-Mock-Say': 'Let me look that up.', 'X-Mock-Think': 'The user wants weather.' };
-  test(`AI SDK Responses model with store on (item_reference) via ${route}`, async () => {
+  test(`AI SDK Responses model with store on (item_reference) via ${route || "/"}`, async () => {
     const provider = createOpenAI({ baseURL: url, apiKey: API_KEY });
     const r = await generateText({
       model: provider.responses('mock-agent'),
@@ -218,7 +218,7 @@ for (const route of ['/gemini', '/mistral', '/anthropic']) {
     assert.equal(r.text, 'result: sunny');
   });
 
-  test(`AI SDK Responses model with store on, streamed, via ${route}`, async () => {
+  test(`AI SDK Responses model with store on, streamed, via ${route || "/"}`, async () => {
     const provider = createOpenAI({ baseURL: url, apiKey: API_KEY });
     const { text, steps } = await streamAgentLoop(streamText, stepCountIs, {
       model: provider.responses('mock-agent'),

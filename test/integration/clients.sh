@@ -41,8 +41,11 @@ CONF="$TG_TMP/clients.conf"
         printf '[route %s]\nprefix = /%s\nupstream = http://127.0.0.1:%s/v1\ndialect = %s\n\n' \
             "$d" "$d" "$MOCK_PORT" "$d"
     done
-    # an openai route that bridges /v1/responses over chat (responses.test.mjs)
+    # openai routes that bridge /v1/responses over chat (the default, and
+    # said) and that pass it through (responses.test.mjs)
     printf '[route rbridge]\nprefix = /rbridge\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nresponses = bridge\n\n' \
+        "$MOCK_PORT"
+    printf '[route rpass]\nprefix = /rpass\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nresponses = pass\n\n' \
         "$MOCK_PORT"
 } >"$CONF"
 start_toolgate "$CONF" || finish

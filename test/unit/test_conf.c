@@ -264,9 +264,8 @@ static void test_missing_file(void **state)
     tg_buf_free(&errs);
 }
 
-/* /v1/responses is bridged over chat unless the route's provider has the
- * Responses API itself (openai, openai-strict, passthrough), or the conf
- * says otherwise. */
+/* /v1/responses is bridged over chat on every dialect but passthrough,
+ * unless the conf says otherwise. */
 static void test_responses_default(void **state)
 {
     (void)state;
@@ -274,13 +273,15 @@ static void test_responses_default(void **state)
                       "[route s]\nprefix = /s\nupstream = http://h\ndialect = openai-strict\n"
                       "[route g]\nprefix = /g\nupstream = http://h\ndialect = gemini\n"
                       "[route m]\nprefix = /m\nupstream = http://h\ndialect = mistral\nresponses = pass\n"
-                      "[route b]\nprefix = /b\nupstream = http://h\nresponses = bridge\n");
+                      "[route b]\nprefix = /b\nupstream = http://h\nresponses = bridge\n"
+                      "[route p]\nprefix = /p\nupstream = http://h\ndialect = passthrough\n");
     assert_non_null(c);
-    assert_false(tg_route_bridges_responses(tg_route_by_name(c, "o")));
-    assert_false(tg_route_bridges_responses(tg_route_by_name(c, "s")));
+    assert_true(tg_route_bridges_responses(tg_route_by_name(c, "o")));
+    assert_true(tg_route_bridges_responses(tg_route_by_name(c, "s")));
     assert_true(tg_route_bridges_responses(tg_route_by_name(c, "g")));
     assert_false(tg_route_bridges_responses(tg_route_by_name(c, "m")));
     assert_true(tg_route_bridges_responses(tg_route_by_name(c, "b")));
+    assert_false(tg_route_bridges_responses(tg_route_by_name(c, "p")));
     tg_conf_unref(c);
 }
 
