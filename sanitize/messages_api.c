@@ -1,0 +1,1127 @@
+/* messages_api.c -- the Messages API bridge (see messages_api.h).
+ *
+ * Upward, each Anthropic message becomes chat messages: an assistant
+ * message's text blocks its content, its tool_use blocks its tool_calls
+ * (input as the arguments' JSON text) and its thinking its
+ * reasoning_content (hygiene keeps or drops it per dialect); a user
+ * message's tool_result blocks become tool messages, in order, before a
+ * user message with the rest (images a tool returned ride there, since a
+ * chat tool message holds text only). `system` is the first message.
+ * Tools, tool_choice, sampling keys and the thinking budget take their
+ * chat spellings; keys the Messages API defines but chat lacks are
+ * dropped; keys it does not define (a provider's own) and top_k go up as
+ * they came, for hygiene's allow-lists to judge.
+ *
+ * Downward, choice 0 becomes the Message's content in the order a Claude
+ * model writes it: thinking, text, tool_use. A stream is an event machine
+ * over the repaired chat chunks: blocks are sequential, opened on their
+ * first delta and closed when another block starts or the stream ends, so
+ * every delta refers to the open block. The repair stage sends each tool
+ * call whole in one delta, so calls never interleave; a fragment for a
+ * call whose block is already closed cannot be placed, and ends the
+ * message with an error rather than a call with cut arguments.
+ */
+#include "messages_api.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "jsonio.h"
+
+enum { BLK_NONE, BLK_TEXT, BLK_THINKING, BLK_TOOL };
+
+struct tg_msg_bridge {
+    json_t *model;         /* the request's model, when the answer names none */
+    json_t *stops;         /* the request's stop_sequences, or NULL */
+    /* stream state */
+    tg_buf pending;        /* chat SSE text short of a whole event */
+    bool started, finished;
+    int n_blocks;          /* blocks opened so far: the next one's index */
+    int open;              /* BLK_* of the open block */
+    json_t *call_key;      /* chat tool_calls index (as text) of the open tool block */
+    tg_buf args;           /* its arguments so far, sent when the block closes */
+    json_t *calls_done;    /* {index: true} of tool blocks closed */
+    json_t *usage;         /* chat usage, the latest seen */
+    char finish[32];       /* chat finish_reason of choice 0 */
+    json_t *stop_reason;   /* choice 0's stop_reason (vLLM names the stop string) */
+};
+
+/* ---- request ---------------------------------------------------------- */
+
+/* Keys the Messages API defines; anything else is a provider's extra and
+ * goes up as it came. top_k is not here: chat has no top_k, but several
+ * providers take it, so hygiene judges it like any extra. */
+static const char *const messages_keys[] = {
+    "model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
+    "metadata", "stream", "tools", "tool_choice", "thinking", "service_tier", "container",
+    "mcp_servers", "context_management", NULL};
+
+static bool is_one_of(const char *k, const char *const *list)
+{
+    for (; *list; list++)
+        if (!strcmp(k, *list))
+            return true;
+    return false;
+}
+
+static int bad(tg_error *err, const char *param, const char *fmt, const char *what)
+{
+    tg_error_set(err, 400, "invalid_request_error", "invalid_value", param, fmt, what);
+    return -1;
+}
+
+static bool is_type(const json_t *block, const char *type)
+{
+    const char *t = json_string_value(json_object_get(block, "type"));
+    return t && !strcmp(t, type);
+}
+
+/* Text blocks [{type: text, text}] (or a string) joined by blank lines
+ * into t; -1 naming the first block that is not text. */
+static int join_text_blocks(const json_t *v, tg_buf *t, const char *path, tg_error *err)
+{
+    if (json_is_string(v)) {
+        tg_buf_append(t, json_string_value(v), json_string_length(v));
+        return 0;
+    }
+    if (!v || json_is_null(v))
+        return 0;
+    char param[192];
+    if (!json_is_array(v))
+        return bad(err, path, "%s: expected a string or an array of text blocks", path);
+    size_t i;
+    const json_t *blk;
+    json_array_foreach(v, i, blk) {
+        const json_t *text = json_object_get(blk, "text");
+        if (!is_type(blk, "text") || !json_is_string(text)) {
+            snprintf(param, sizeof param, "%.100s[%zu]", path, i);
+            return bad(err, param, "%s: expected a text block {\"type\": \"text\", \"text\": ...}",
+                       param);
+        }
+        if (t->len)
+            tg_buf_puts(t, "\n\n");
+        tg_buf_append(t, json_string_value(text), json_string_length(text));
+    }
+    return 0;
+}
+
+/* An image block as a chat image_url part (new reference). */
+static json_t *image_part(const json_t *blk, const char *path, tg_error *err)
+{
+    char param[192];
+    const json_t *src = json_object_get(blk, "source");
+    const char *st = json_string_value(json_object_get(src, "type"));
+    snprintf(param, sizeof param, "%.100s.source", path);
+    if (st && !strcmp(st, "base64")) {
+        const char *mt = json_string_value(json_object_get(src, "media_type"));
+        const char *data = json_string_value(json_object_get(src, "data"));
+        if (!mt || !data) {
+            bad(err, param, "%s: a base64 image needs media_type and data", param);
+            return NULL;
+        }
+        tg_buf u = {0};
+        tg_buf_printf(&u, "data:%s;base64,", mt);
+        tg_buf_puts(&u, data);
+        json_t *part = json_pack("{s:s, s:{s:s%}}", "type", "image_url", "image_url", "url",
+                                 u.data, u.len);
+        tg_buf_free(&u);
+        return part;
+    }
+    if (st && !strcmp(st, "url") && json_is_string(json_object_get(src, "url")))
+        return json_pack("{s:s, s:{s:O}}", "type", "image_url", "image_url", "url",
+                         json_object_get(src, "url"));
+    bad(err, param,
+        "%s: an image must come as base64 data or a URL (a file source names Anthropic's "
+        "Files API, which the route's provider cannot read)",
+        param);
+    return NULL;
+}
+
+/* A document block, when it is plain text, as a text part (new reference);
+ * PDFs and files only Anthropic reads are refused. */
+static json_t *document_part(const json_t *blk, const char *path, tg_error *err)
+{
+    char param[192];
+    const json_t *src = json_object_get(blk, "source");
+    const char *st = json_string_value(json_object_get(src, "type"));
+    const char *mt = json_string_value(json_object_get(src, "media_type"));
+    tg_buf t = {0};
+    const char *title = json_string_value(json_object_get(blk, "title"));
+    if (title && *title) {
+        tg_buf_puts(&t, title);
+        tg_buf_puts(&t, "\n\n");
+    }
+    if (st && !strcmp(st, "text") && (!mt || !strcmp(mt, "text/plain")) &&
+        json_is_string(json_object_get(src, "data"))) {
+        tg_buf_puts(&t, json_string_value(json_object_get(src, "data")));
+    } else if (st && !strcmp(st, "content")) {
+        snprintf(param, sizeof param, "%.100s.source.content", path);
+        tg_buf c = {0};
+        if (join_text_blocks(json_object_get(src, "content"), &c, param, err)) {
+            tg_buf_free(&c);
+            tg_buf_free(&t);
+            return NULL;
+        }
+        tg_buf_append(&t, c.data ? c.data : "", c.len);
+        tg_buf_free(&c);
+    } else {
+        tg_buf_free(&t);
+        snprintf(param, sizeof param, "%.100s.source", path);
+        bad(err, param,
+            "%s: only plain-text documents can be bridged to chat completions (a PDF, a URL or "
+            "a file is read by Anthropic's servers; send the text as a text block)",
+            param);
+        return NULL;
+    }
+    json_t *part = json_pack("{s:s, s:s%}", "type", "text", "text", t.data ? t.data : "", t.len);
+    tg_buf_free(&t);
+    return part;
+}
+
+/* Parts as chat content: a string when all are text (joined by blank
+ * lines), else the parts as they are. Steals parts. */
+static json_t *content_of(json_t *parts)
+{
+    tg_buf t = {0};
+    size_t i;
+    const json_t *p;
+    bool text_only = true;
+    json_array_foreach(parts, i, p) {
+        if (!is_type(p, "text")) {
+            text_only = false;
+            break;
+        }
+        if (i)
+            tg_buf_puts(&t, "\n\n");
+        tg_buf_puts(&t, json_string_value(json_object_get(p, "text")));
+    }
+    if (!text_only) {
+        tg_buf_free(&t);
+        return parts;
+    }
+    json_decref(parts);
+    json_t *s = json_stringn(t.data ? t.data : "", t.len);
+    tg_buf_free(&t);
+    return s;
+}
+
+/* A tool_result block as a chat tool message; its images go to *images
+ * (parts of the user message that follows the tool messages). */
+static int tool_result(const json_t *blk, const char *path, json_t *messages, json_t *images,
+                       tg_error *err)
+{
+    char param[192];
+    const json_t *id = json_object_get(blk, "tool_use_id");
+    if (!json_is_string(id) || !json_string_length(id)) {
+        snprintf(param, sizeof param, "%.100s.tool_use_id", path);
+        return bad(err, param, "%s: a tool_result needs the tool_use_id it answers", param);
+    }
+    tg_buf t = {0};
+    if (json_is_true(json_object_get(blk, "is_error")))
+        tg_buf_puts(&t, "[tool error] ");
+    const json_t *c = json_object_get(blk, "content");
+    if (json_is_string(c)) {
+        tg_buf_append(&t, json_string_value(c), json_string_length(c));
+    } else if (json_is_array(c)) {
+        size_t i, n_text = 0;
+        const json_t *b;
+        json_array_foreach(c, i, b) {
+            snprintf(param, sizeof param, "%.100s.content[%zu]", path, i);
+            json_t *part = NULL;
+            if (is_type(b, "text") && json_is_string(json_object_get(b, "text"))) {
+                if (n_text++)
+                    tg_buf_puts(&t, "\n\n");
+                tg_buf_puts(&t, json_string_value(json_object_get(b, "text")));
+                continue;
+            }
+            if (is_type(b, "image"))
+                part = image_part(b, param, err);
+            else if (is_type(b, "document"))
+                part = document_part(b, param, err);
+            else
+                bad(err, param, "%s: a tool_result holds text, image or document blocks", param);
+            if (!part) {
+                tg_buf_free(&t);
+                return -1;
+            }
+            if (is_type(part, "text")) {
+                if (n_text++)
+                    tg_buf_puts(&t, "\n\n");
+                tg_buf_puts(&t, json_string_value(json_object_get(part, "text")));
+                json_decref(part);
+                continue;
+            }
+            if (!json_array_size(images)) {
+                json_t *note = json_pack("{s:s, s:s+}", "type", "text", "text",
+                                         "Images returned by tool call ", json_string_value(id));
+                json_array_append_new(images, note);
+            }
+            json_array_append_new(images, part);
+            if (n_text++)
+                tg_buf_puts(&t, "\n\n");
+            tg_buf_puts(&t, "(image: see the next user message)");
+        }
+    } else if (c && !json_is_null(c)) {
+        snprintf(param, sizeof param, "%.100s.content", path);
+        tg_buf_free(&t);
+        return bad(err, param, "%s: expected a string or an array of content blocks", param);
+    }
+    json_array_append_new(messages, json_pack("{s:s, s:O, s:s%}", "role", "tool", "tool_call_id",
+                                              id, "content", t.data ? t.data : "", t.len));
+    tg_buf_free(&t);
+    return 0;
+}
+
+static int user_message(const json_t *content, const char *path, json_t *messages,
+                        tg_error *err)
+{
+    char param[192];
+    json_t *parts = json_array(), *images = json_array();
+    size_t i;
+    const json_t *blk;
+    int rc = 0;
+    json_array_foreach(content, i, blk) {
+        snprintf(param, sizeof param, "%.100s[%zu]", path, i);
+        const char *type = json_string_value(json_object_get(blk, "type"));
+        json_t *part = NULL;
+        if (type && !strcmp(type, "tool_result")) {
+            if ((rc = tool_result(blk, param, messages, images, err)))
+                break;
+            continue;
+        }
+        if (type && !strcmp(type, "text")) {
+            const json_t *t = json_object_get(blk, "text");
+            if (!json_is_string(t)) {
+                snprintf(param, sizeof param, "%.100s[%zu].text", path, i);
+                rc = bad(err, param, "%s: a text block needs a string", param);
+                break;
+            }
+            part = json_pack("{s:s, s:O}", "type", "text", "text", t);
+        } else if (type && !strcmp(type, "image")) {
+            part = image_part(blk, param, err);
+        } else if (type && !strcmp(type, "document")) {
+            part = document_part(blk, param, err);
+        } else {
+            snprintf(param, sizeof param, "%.100s[%zu].type", path, i);
+            rc = bad(err, param,
+                     "%s: a user message takes text, image, document (plain text) and "
+                     "tool_result blocks on the chat bridge",
+                     param);
+            break;
+        }
+        if (!part) {
+            rc = -1;
+            break;
+        }
+        json_array_append_new(parts, part);
+    }
+    if (!rc) {
+        json_array_extend(images, parts);
+        if (json_array_size(images))
+            json_array_append_new(messages, json_pack("{s:s, s:o}", "role", "user", "content",
+                                                      content_of(json_incref(images))));
+    }
+    json_decref(parts);
+    json_decref(images);
+    return rc;
+}
+
+static int assistant_message(const json_t *content, const char *path, json_t *messages,
+                             tg_error *err)
+{
+    char param[192];
+    tg_buf text = {0}, thinking = {0};
+    json_t *calls = json_array();
+    size_t i, n_text = 0;
+    const json_t *blk;
+    int rc = 0;
+    json_array_foreach(content, i, blk) {
+        const char *type = json_string_value(json_object_get(blk, "type"));
+        if (type && !strcmp(type, "text") && json_is_string(json_object_get(blk, "text"))) {
+            if (n_text++)
+                tg_buf_puts(&text, "\n\n");
+            tg_buf_puts(&text, json_string_value(json_object_get(blk, "text")));
+        } else if (type && !strcmp(type, "thinking")) {
+            const char *t = json_string_value(json_object_get(blk, "thinking"));
+            if (t && *t) {
+                if (thinking.len)
+                    tg_buf_puts(&thinking, "\n\n");
+                tg_buf_puts(&thinking, t);
+            }
+        } else if (type && !strcmp(type, "redacted_thinking")) {
+            continue;  /* encrypted for Anthropic's models alone */
+        } else if (type && !strcmp(type, "tool_use")) {
+            const json_t *id = json_object_get(blk, "id"), *name = json_object_get(blk, "name");
+            const json_t *input = json_object_get(blk, "input");
+            if (!json_is_string(id) || !json_string_length(id) || !json_is_string(name)) {
+                snprintf(param, sizeof param, "%.100s[%zu]", path, i);
+                rc = bad(err, param, "%s: a tool_use block needs its id and name", param);
+                break;
+            }
+            char *args = input && !json_is_null(input) ? tg_json_dumps(input) : NULL;
+            json_array_append_new(calls, json_pack("{s:O, s:s, s:{s:O, s:s}}", "id", id, "type",
+                                                   "function", "function", "name", name,
+                                                   "arguments", args ? args : "{}"));
+            free(args);
+        } else {
+            snprintf(param, sizeof param, "%.100s[%zu].type", path, i);
+            rc = bad(err, param,
+                     "%s: an assistant message takes text, thinking and tool_use blocks on the "
+                     "chat bridge (server tool blocks come from tools only Anthropic runs)",
+                     param);
+            break;
+        }
+    }
+    if (!rc) {
+        json_t *m = json_pack("{s:s}", "role", "assistant");
+        if (n_text || !json_array_size(calls))
+            json_object_set_new(m, "content", json_stringn(text.data ? text.data : "", text.len));
+        else
+            json_object_set_new(m, "content", json_null());
+        if (thinking.len)
+            json_object_set_new(m, "reasoning_content", json_stringn(thinking.data, thinking.len));
+        if (json_array_size(calls))
+            json_object_set(m, "tool_calls", calls);
+        json_array_append_new(messages, m);
+    }
+    json_decref(calls);
+    tg_buf_free(&text);
+    tg_buf_free(&thinking);
+    return rc;
+}
+
+static int convert_messages(const json_t *msgs, json_t *messages, tg_error *err)
+{
+    if (!json_is_array(msgs))
+        return bad(err, "messages", "%s: required, an array of messages", "messages");
+    size_t i;
+    const json_t *m;
+    json_array_foreach(msgs, i, m) {
+        char path[64], param[96];
+        snprintf(path, sizeof path, "messages[%zu]", i);
+        if (!json_is_object(m))
+            return bad(err, path, "%s: expected a message object", path);
+        const char *role = json_string_value(json_object_get(m, "role"));
+        snprintf(param, sizeof param, "%s.role", path);
+        if (!role || (strcmp(role, "user") && strcmp(role, "assistant")))
+            return bad(err, param, "%s: expected user or assistant (the system prompt is the "
+                       "top-level system)", param);
+        const json_t *content = json_object_get(m, "content");
+        snprintf(param, sizeof param, "%s.content", path);
+        if (json_is_string(content)) {
+            json_array_append_new(messages,
+                                  json_pack("{s:s, s:O}", "role", role, "content", content));
+            continue;
+        }
+        if (!json_is_array(content))
+            return bad(err, param, "%s: expected a string or an array of content blocks", param);
+        if (!strcmp(role, "user") ? user_message(content, param, messages, err)
+                                  : assistant_message(content, param, messages, err))
+            return -1;
+    }
+    return 0;
+}
+
+/* Tools only Anthropic runs have a type (web_search_20250305, bash_...,
+ * text_editor_..., computer_..., code_execution_...); a custom tool has
+ * none, or "custom". */
+static json_t *convert_tools(const json_t *tools, tg_error *err)
+{
+    if (!json_is_array(tools)) {
+        bad(err, "tools", "%s: expected an array of tools", "tools");
+        return NULL;
+    }
+    json_t *out = json_array();
+    size_t i;
+    const json_t *t;
+    json_array_foreach(tools, i, t) {
+        char param[64];
+        const json_t *type = json_object_get(t, "type");
+        if (type && !json_is_null(type) &&
+            (!json_is_string(type) || strcmp(json_string_value(type), "custom"))) {
+            snprintf(param, sizeof param, "tools[%zu].type", i);
+            tg_error_set(err, 400, "invalid_request_error", "unsupported_value", param,
+                         "%s: '%.64s' is a tool that Anthropic runs on its own servers; the "
+                         "bridge to chat completions takes custom tools only (name, "
+                         "description, input_schema)",
+                         param, json_is_string(type) ? json_string_value(type) : "?");
+            json_decref(out);
+            return NULL;
+        }
+        const json_t *name = json_object_get(t, "name");
+        if (!json_is_string(name)) {
+            snprintf(param, sizeof param, "tools[%zu].name", i);
+            bad(err, param, "%s: a tool needs a name", param);
+            json_decref(out);
+            return NULL;
+        }
+        json_t *fn = json_pack("{s:O}", "name", name);
+        const json_t *v = json_object_get(t, "description");
+        if (json_is_string(v))
+            json_object_set(fn, "description", (json_t *)v);
+        v = json_object_get(t, "input_schema");
+        json_object_set_new(fn, "parameters",
+                            json_is_object(v) ? json_incref((json_t *)v)
+                                              : json_pack("{s:s, s:{}}", "type", "object",
+                                                          "properties"));
+        v = json_object_get(t, "strict");
+        if (json_is_boolean(v))
+            json_object_set(fn, "strict", (json_t *)v);
+        json_array_append_new(out, json_pack("{s:s, s:o}", "type", "function", "function", fn));
+    }
+    return out;
+}
+
+static int convert_tool_choice(json_t *chat, const json_t *choice, tg_error *err)
+{
+    if (!choice || json_is_null(choice))
+        return 0;
+    const char *type = json_string_value(json_object_get(choice, "type"));
+    if (!type)
+        return bad(err, "tool_choice.type", "%s: expected auto, any, tool or none",
+                   "tool_choice.type");
+    if (!strcmp(type, "auto") || !strcmp(type, "none")) {
+        json_object_set_new(chat, "tool_choice", json_string(type));
+    } else if (!strcmp(type, "any")) {
+        json_object_set_new(chat, "tool_choice", json_string("required"));
+    } else if (!strcmp(type, "tool")) {
+        const json_t *name = json_object_get(choice, "name");
+        if (!json_is_string(name))
+            return bad(err, "tool_choice.name", "%s: a tool choice names its tool",
+                       "tool_choice.name");
+        json_object_set_new(chat, "tool_choice", json_pack("{s:s, s:{s:O}}", "type", "function",
+                                                           "function", "name", name));
+    } else {
+        return bad(err, "tool_choice.type", "%s: expected auto, any, tool or none",
+                   "tool_choice.type");
+    }
+    if (json_is_true(json_object_get(choice, "disable_parallel_tool_use")) &&
+        strcmp(type, "none"))
+        json_object_set_new(chat, "parallel_tool_calls", json_false());
+    return 0;
+}
+
+/* thinking {type: enabled, budget_tokens} as chat's reasoning_effort: the
+ * budget's order of magnitude (Anthropic's minimum is 1024; Claude Code's
+ * "think" / "think hard" / "ultrathink" ask about 4k, 10k and 32k). */
+static void convert_thinking(json_t *chat, const json_t *thinking)
+{
+    const char *type = json_string_value(json_object_get(thinking, "type"));
+    if (!type || strcmp(type, "enabled"))
+        return;
+    const json_t *b = json_object_get(thinking, "budget_tokens");
+    json_int_t budget = json_is_integer(b) ? json_integer_value(b) : 0;
+    const char *effort = budget <= 0 ? "medium" : budget < 4096 ? "low" : budget < 16384 ? "medium" : "high";
+    json_object_set_new(chat, "reasoning_effort", json_string(effort));
+}
+
+static int refuse_servers(const json_t *body, tg_error *err)
+{
+    static const char *const keys[] = {"mcp_servers", "container", NULL};
+    for (const char *const *k = keys; *k; k++) {
+        const json_t *v = json_object_get(body, *k);
+        if (v && !json_is_null(v) && !(json_is_array(v) && !json_array_size(v))) {
+            tg_error_set(err, 400, "invalid_request_error", "unsupported_parameter", *k,
+                         "%s: MCP connectors and code execution containers run on Anthropic's "
+                         "servers, which the bridge to chat completions cannot reach (a route "
+                         "to Anthropic itself can pass /v1/messages through: messages = pass)",
+                         *k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int convert_request(const json_t *body, json_t *chat, tg_error *err)
+{
+    if (refuse_servers(body, err))
+        return -1;
+    json_t *messages = json_array();
+    json_object_set_new(chat, "messages", messages);
+    const json_t *v = json_object_get(body, "model");
+    if (v)
+        json_object_set(chat, "model", (json_t *)v);
+    v = json_object_get(body, "system");
+    if (v && !json_is_null(v)) {
+        tg_buf t = {0};
+        if (join_text_blocks(v, &t, "system", err)) {
+            tg_buf_free(&t);
+            return -1;
+        }
+        if (t.len)
+            json_array_append_new(messages, json_pack("{s:s, s:s%}", "role", "system", "content",
+                                                      t.data, t.len));
+        tg_buf_free(&t);
+    }
+    if (convert_messages(json_object_get(body, "messages"), messages, err))
+        return -1;
+    v = json_object_get(body, "tools");
+    if (v && !json_is_null(v)) {
+        json_t *tools = convert_tools(v, err);
+        if (!tools)
+            return -1;
+        if (json_array_size(tools))
+            json_object_set_new(chat, "tools", tools);
+        else
+            json_decref(tools);
+    }
+    if (convert_tool_choice(chat, json_object_get(body, "tool_choice"), err))
+        return -1;
+    v = json_object_get(body, "stop_sequences");
+    if (json_is_array(v) && json_array_size(v))
+        json_object_set(chat, "stop", (json_t *)v);
+    else if (v && !json_is_null(v) && !json_is_array(v))
+        return bad(err, "stop_sequences", "%s: expected an array of strings", "stop_sequences");
+    static const char *const same[] = {"max_tokens", "temperature", "top_p", NULL};
+    for (const char *const *k = same; *k; k++) {
+        v = json_object_get(body, *k);
+        if (v && !json_is_null(v))
+            json_object_set(chat, *k, (json_t *)v);
+    }
+    v = json_object_get(json_object_get(body, "metadata"), "user_id");
+    if (json_is_string(v))
+        json_object_set(chat, "user", (json_t *)v);
+    convert_thinking(chat, json_object_get(body, "thinking"));
+    if (json_is_true(json_object_get(body, "stream"))) {
+        json_object_set_new(chat, "stream", json_true());
+        /* the message's usage comes from the chat stream's last chunk */
+        json_object_set_new(chat, "stream_options", json_pack("{s:b}", "include_usage", 1));
+    }
+    const char *k;
+    json_t *extra;
+    json_object_foreach((json_t *)body, k, extra) {
+        if (!is_one_of(k, messages_keys))
+            json_object_set(chat, k, extra);
+    }
+    return 0;
+}
+
+int tg_messages_to_chat(const json_t *body, json_t **chat, tg_msg_bridge **bridge,
+                        tg_error *err)
+{
+    *chat = NULL;
+    *bridge = NULL;
+    if (!json_is_object(body)) {
+        tg_error_set(err, 400, "invalid_request_error", "invalid_type", NULL,
+                     "request body must be a JSON object");
+        return -1;
+    }
+    json_t *c = json_object();
+    if (convert_request(body, c, err)) {
+        json_decref(c);
+        return -1;
+    }
+    tg_msg_bridge *b = calloc(1, sizeof *b);
+    if (!b) {
+        json_decref(c);
+        tg_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+        return -1;
+    }
+    const json_t *m = json_object_get(body, "model");
+    b->model = json_is_string(m) ? json_incref((json_t *)m) : json_string("");
+    const json_t *stops = json_object_get(body, "stop_sequences");
+    b->stops = json_is_array(stops) ? json_incref((json_t *)stops) : NULL;
+    b->calls_done = json_object();
+    *chat = c;
+    *bridge = b;
+    return 0;
+}
+
+void tg_msg_bridge_free(tg_msg_bridge *b)
+{
+    if (!b)
+        return;
+    json_decref(b->model);
+    json_decref(b->stops);
+    json_decref(b->call_key);
+    json_decref(b->calls_done);
+    json_decref(b->usage);
+    json_decref(b->stop_reason);
+    tg_buf_free(&b->pending);
+    tg_buf_free(&b->args);
+    free(b);
+}
+
+static size_t strip_keys(json_t *o, const char *prefix, size_t plen)
+{
+    size_t n = 0;
+    const char *k;
+    json_t *val;
+    void *tmp;
+    if (!json_is_object(o))
+        return 0;
+    json_object_foreach_safe(o, tmp, k, val) {
+        if (!strncmp(k, prefix, plen)) {
+            json_object_del(o, k);
+            n++;
+        }
+    }
+    return n;
+}
+
+size_t tg_messages_strip_markers(json_t *body, const char *prefix)
+{
+    size_t plen = prefix ? strlen(prefix) : 0;
+    if (!plen || !json_is_object(body))
+        return 0;
+    size_t n = strip_keys(body, prefix, plen), i, j, l;
+    json_t *m, *blk, *inner;
+    json_array_foreach(json_object_get(body, "messages"), i, m) {
+        n += strip_keys(m, prefix, plen);
+        json_array_foreach(json_object_get(m, "content"), j, blk) {
+            n += strip_keys(blk, prefix, plen);
+            if (is_type(blk, "tool_result"))
+                json_array_foreach(json_object_get(blk, "content"), l, inner)
+                    n += strip_keys(inner, prefix, plen);
+        }
+    }
+    return n;
+}
+
+/* ---- the Message object ------------------------------------------------- */
+
+static json_int_t int_at(const json_t *o, const char *k1, const char *k2)
+{
+    const json_t *v = json_object_get(o, k1);
+    if (k2)
+        v = json_object_get(v, k2);
+    return json_is_integer(v) ? json_integer_value(v) : 0;
+}
+
+/* Chat usage in Anthropic's names: input_tokens are those not read from
+ * the cache, as Anthropic counts them. */
+static json_t *usage_of(const json_t *u)
+{
+    json_int_t in = int_at(u, "prompt_tokens", NULL), out = int_at(u, "completion_tokens", NULL);
+    json_int_t cached = int_at(u, "prompt_tokens_details", "cached_tokens");
+    if (cached > in)
+        cached = in;
+    json_t *r = json_pack("{s:I, s:I}", "input_tokens", in - cached, "output_tokens", out);
+    if (json_is_integer(json_object_get(json_object_get(u, "prompt_tokens_details"), "cached_tokens")))
+        json_object_set_new(r, "cache_read_input_tokens", json_integer(cached));
+    return r;
+}
+
+/* "msg_" and the chat answer's id, which clients treat as opaque. */
+static json_t *message_id(const json_t *chat_id)
+{
+    char s[160];
+    const char *v = json_string_value(chat_id);
+    snprintf(s, sizeof s, "msg_%.140s", v && *v ? v : "toolgate");
+    return json_string(s);
+}
+
+/* The stop string that ended the answer, when the provider names it (vLLM
+ * puts it in the choice's stop_reason) and the request asked for it. */
+static const char *stop_hit(const tg_msg_bridge *b, const json_t *stop_reason)
+{
+    const char *s = json_string_value(stop_reason);
+    size_t i;
+    const json_t *v;
+    if (s)
+        json_array_foreach(b->stops, i, v) if (json_is_string(v) && !strcmp(s, json_string_value(v)))
+            return s;
+    return NULL;
+}
+
+static const char *stop_reason_of(const tg_msg_bridge *b, const char *finish, bool calls,
+                                  const json_t *stop_reason)
+{
+    if (finish && !strcmp(finish, "length"))
+        return "max_tokens";
+    if (calls)
+        return "tool_use";
+    if (finish && !strcmp(finish, "content_filter"))
+        return "refusal";
+    if (stop_hit(b, stop_reason))
+        return "stop_sequence";
+    return "end_turn";
+}
+
+/* A call's arguments as tool_use input: the object they hold, {} for
+ * none. The repair stage makes arguments JSON where it can; what it could
+ * not (and delivers as it came) stays the model's text, as a string: input
+ * is never made up, and the client's validation of the input refuses it
+ * and tells the model, as an OpenAI agent's parse of the arguments would. */
+static json_t *input_of(const char *args, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (args[i] == ' ' || args[i] == '\n' || args[i] == '\t' || args[i] == '\r'))
+        i++;
+    if (i == n)
+        return json_object();
+    json_t *v = tg_json_load(args, n, 0, NULL);
+    if (json_is_object(v))
+        return v;
+    json_decref(v);
+    return json_stringn(args, n);
+}
+
+static const char *message_reasoning(const json_t *msg)
+{
+    const char *r = json_string_value(json_object_get(msg, "reasoning_content"));
+    if (!r || !*r)
+        r = json_string_value(json_object_get(msg, "reasoning"));
+    return r && *r ? r : NULL;
+}
+
+json_t *tg_messages_answer(tg_msg_bridge *b, const json_t *completion)
+{
+    const json_t *choice = json_array_get(json_object_get(completion, "choices"), 0);
+    const json_t *msg = json_object_get(choice, "message");
+    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    json_t *content = json_array();
+    const char *reasoning = message_reasoning(msg);
+    if (reasoning)
+        json_array_append_new(content, json_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking",
+                                                 reasoning, "signature", ""));
+    const json_t *c = json_object_get(msg, "content");
+    tg_buf t = {0};
+    size_t i;
+    const json_t *p;
+    if (json_is_string(c))
+        tg_buf_append(&t, json_string_value(c), json_string_length(c));
+    else
+        json_array_foreach(c, i, p) if (json_is_string(json_object_get(p, "text")))
+            tg_buf_puts(&t, json_string_value(json_object_get(p, "text")));
+    const json_t *refusal = json_object_get(msg, "refusal");
+    if (json_is_string(refusal) && json_string_length(refusal))
+        tg_buf_append(&t, json_string_value(refusal), json_string_length(refusal));
+    if (t.len)
+        json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text", t.data,
+                                                 t.len));
+    tg_buf_free(&t);
+    const json_t *call;
+    size_t n_calls = 0;
+    json_array_foreach(json_object_get(msg, "tool_calls"), i, call) {
+        const json_t *fn = json_object_get(call, "function");
+        const char *id = json_string_value(json_object_get(call, "id"));
+        const char *name = json_string_value(json_object_get(fn, "name"));
+        json_array_append_new(content, json_pack("{s:s, s:s, s:s, s:o}", "type", "tool_use", "id",
+                                                 id ? id : "", "name", name ? name : "", "input",
+                                                 input_of(json_string_value(json_object_get(fn, "arguments")),
+                                                          json_string_length(json_object_get(fn, "arguments")))));
+        n_calls++;
+    }
+    const json_t *model = json_object_get(completion, "model");
+    const json_t *sr = json_object_get(choice, "stop_reason");
+    const char *hit = stop_hit(b, sr);
+    const char *why = stop_reason_of(b, finish, n_calls > 0, sr);
+    return json_pack("{s:o, s:s, s:s, s:O, s:o, s:s, s:o, s:o}", "id",
+                     message_id(json_object_get(completion, "id")), "type", "message", "role",
+                     "assistant", "model", json_is_string(model) ? model : b->model, "content",
+                     content, "stop_reason", why, "stop_sequence",
+                     hit && !strcmp(why, "stop_sequence") ? json_string(hit) : json_null(),
+                     "usage", usage_of(json_object_get(completion, "usage")));
+}
+
+/* ---- the event stream --------------------------------------------------- */
+
+/* Writes the event (stolen) as "event: TYPE\ndata: JSON\n\n". */
+static void emit(tg_buf *out, json_t *ev)
+{
+    tg_buf_puts(out, "event: ");
+    tg_buf_puts(out, json_string_value(json_object_get(ev, "type")));
+    tg_buf_puts(out, "\ndata: ");
+    tg_json_dump(ev, out);
+    tg_buf_puts(out, "\n\n");
+    json_decref(ev);
+}
+
+static void stream_start(tg_msg_bridge *b, const json_t *chunk, tg_buf *out)
+{
+    b->started = true;
+    const json_t *m = json_object_get(chunk, "model");
+    json_t *msg = json_pack("{s:o, s:s, s:s, s:O, s:[], s:n, s:n, s:{s:I, s:I}}", "id",
+                            message_id(json_object_get(chunk, "id")), "type", "message", "role",
+                            "assistant", "model", json_is_string(m) ? m : b->model, "content",
+                            "stop_reason", "stop_sequence", "usage", "input_tokens",
+                            (json_int_t)0, "output_tokens", (json_int_t)0);
+    emit(out, json_pack("{s:s, s:o}", "type", "message_start", "message", msg));
+}
+
+static void block_delta(tg_msg_bridge *b, json_t *delta, tg_buf *out);
+
+/* A tool block's input goes in one input_json_delta as it closes: the
+ * repair stage sends each call whole anyway, and only whole arguments can
+ * be told apart from the text input_of keeps as a string. */
+static void close_block(tg_msg_bridge *b, tg_buf *out)
+{
+    if (b->open == BLK_NONE)
+        return;
+    if (b->open == BLK_TOOL) {
+        json_object_set_new(b->calls_done, json_string_value(b->call_key), json_true());
+        json_decref(b->call_key);
+        b->call_key = NULL;
+        json_t *input = input_of(b->args.data ? b->args.data : "", b->args.len);
+        if (json_is_string(input) || json_object_size(input)) {
+            tg_buf t = {0};  /* the object as it came, or the text as a JSON string */
+            if (json_is_string(input))
+                tg_json_dump(input, &t);
+            else
+                tg_buf_append(&t, b->args.data, b->args.len);
+            block_delta(b, json_pack("{s:s, s:s%}", "type", "input_json_delta", "partial_json",
+                                     t.data, t.len),
+                        out);
+            tg_buf_free(&t);
+        }
+        json_decref(input);
+        tg_buf_reset(&b->args);
+    }
+    emit(out, json_pack("{s:s, s:i}", "type", "content_block_stop", "index", b->n_blocks - 1));
+    b->open = BLK_NONE;
+}
+
+/* Opens a block (content_block, stolen) as the next index. */
+static void open_block(tg_msg_bridge *b, int kind, json_t *block, tg_buf *out)
+{
+    close_block(b, out);
+    emit(out, json_pack("{s:s, s:i, s:o}", "type", "content_block_start", "index", b->n_blocks,
+                        "content_block", block));
+    b->n_blocks++;
+    b->open = kind;
+}
+
+/* delta (stolen) for the open block. */
+static void block_delta(tg_msg_bridge *b, json_t *delta, tg_buf *out)
+{
+    emit(out, json_pack("{s:s, s:i, s:o}", "type", "content_block_delta", "index",
+                        b->n_blocks - 1, "delta", delta));
+}
+
+static void on_text(tg_msg_bridge *b, int kind, const char *text, tg_buf *out)
+{
+    if (b->open != kind) {
+        if (kind == BLK_TEXT)
+            open_block(b, kind, json_pack("{s:s, s:s}", "type", "text", "text", ""), out);
+        else
+            open_block(b, kind,
+                       json_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking", "", "signature",
+                                 ""),
+                       out);
+    }
+    if (kind == BLK_TEXT)
+        block_delta(b, json_pack("{s:s, s:s}", "type", "text_delta", "text", text), out);
+    else
+        block_delta(b, json_pack("{s:s, s:s}", "type", "thinking_delta", "thinking", text), out);
+}
+
+static void stream_fail(tg_msg_bridge *b, const char *type, const char *message, tg_buf *out);
+
+static void on_call(tg_msg_bridge *b, const json_t *tc, size_t pos, tg_buf *out)
+{
+    char key[32];
+    const json_t *ix = json_object_get(tc, "index");
+    snprintf(key, sizeof key, "%lld",
+             (long long)(json_is_integer(ix) ? json_integer_value(ix) : (json_int_t)pos));
+    const json_t *fn = json_object_get(tc, "function");
+    const char *args = json_string_value(json_object_get(fn, "arguments"));
+    bool current = b->open == BLK_TOOL && !strcmp(json_string_value(b->call_key), key);
+    if (!current) {
+        if (json_object_get(b->calls_done, key)) {
+            stream_fail(b, "api_error",
+                        "upstream sent more of a tool call's arguments after the next content "
+                        "block began; the call is withheld rather than sent cut",
+                        out);
+            return;
+        }
+        const char *id = json_string_value(json_object_get(tc, "id"));
+        const char *name = json_string_value(json_object_get(fn, "name"));
+        open_block(b, BLK_TOOL,
+                   json_pack("{s:s, s:s, s:s, s:{}}", "type", "tool_use", "id", id ? id : "",
+                             "name", name ? name : "", "input"),
+                   out);
+        b->call_key = json_string(key);
+    }
+    if (args)
+        tg_buf_puts(&b->args, args);
+}
+
+static void stream_finish(tg_msg_bridge *b, tg_buf *out)
+{
+    close_block(b, out);
+    const char *finish = b->finish[0] ? b->finish : NULL;
+    bool calls = json_object_size(b->calls_done) > 0;
+    const char *why = stop_reason_of(b, finish, calls, b->stop_reason);
+    const char *hit = stop_hit(b, b->stop_reason);
+    json_t *usage = usage_of(b->usage);
+    emit(out, json_pack("{s:s, s:{s:s, s:o}, s:o}", "type", "message_delta", "delta",
+                        "stop_reason", why, "stop_sequence",
+                        hit && !strcmp(why, "stop_sequence") ? json_string(hit) : json_null(),
+                        "usage", usage));
+    emit(out, json_pack("{s:s}", "type", "message_stop"));
+    b->finished = true;
+}
+
+/* An error ends the stream, which clients raise; no message_stop follows,
+ * as with Anthropic. A block still open stays so: a cut call's input is
+ * never sent (the repair stage withholds such calls too). */
+static void stream_fail(tg_msg_bridge *b, const char *type, const char *message, tg_buf *out)
+{
+    emit(out, json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", type, "message",
+                        message));
+    b->finished = true;
+}
+
+/* Anthropic's error type for a chat error's type or code. */
+static const char *error_type_of(const json_t *error)
+{
+    const char *t = json_string_value(json_object_get(error, "type"));
+    const char *c = json_string_value(json_object_get(error, "code"));
+    static const char *const known[] = {"invalid_request_error", "authentication_error",
+                                        "permission_error",      "not_found_error",
+                                        "request_too_large",     "rate_limit_error",
+                                        "api_error",             "overloaded_error", NULL};
+    if (t && is_one_of(t, known))
+        return t;
+    const char *s[] = {t, c};
+    for (int i = 0; i < 2; i++) {
+        if (s[i] && strstr(s[i], "rate_limit"))
+            return "rate_limit_error";
+        if (s[i] && strstr(s[i], "overload"))
+            return "overloaded_error";
+    }
+    return "api_error";
+}
+
+static void on_chunk(tg_msg_bridge *b, const json_t *chunk, tg_buf *out)
+{
+    if (!b->started)
+        stream_start(b, chunk, out);
+    const json_t *error = json_object_get(chunk, "error");
+    if (json_is_object(error)) {
+        const char *msg = json_string_value(json_object_get(error, "message"));
+        stream_fail(b, error_type_of(error), msg ? msg : "upstream error", out);
+        return;
+    }
+    const json_t *usage = json_object_get(chunk, "usage");
+    if (json_is_object(usage)) {
+        json_decref(b->usage);
+        b->usage = json_incref((json_t *)usage);
+    }
+    size_t i;
+    const json_t *choice;
+    json_array_foreach(json_object_get(chunk, "choices"), i, choice) {
+        const json_t *ix = json_object_get(choice, "index");
+        if (json_is_integer(ix) && json_integer_value(ix) != 0)
+            continue;  /* a Message is one answer */
+        const json_t *delta = json_object_get(choice, "delta");
+        const char *r = message_reasoning(delta);
+        if (r)
+            on_text(b, BLK_THINKING, r, out);
+        const char *t = json_string_value(json_object_get(delta, "content"));
+        if (t && *t)
+            on_text(b, BLK_TEXT, t, out);
+        t = json_string_value(json_object_get(delta, "refusal"));
+        if (t && *t)
+            on_text(b, BLK_TEXT, t, out);
+        size_t j;
+        const json_t *tc;
+        json_array_foreach(json_object_get(delta, "tool_calls"), j, tc) {
+            on_call(b, tc, j, out);
+            if (b->finished)
+                return;
+        }
+        const char *f = json_string_value(json_object_get(choice, "finish_reason"));
+        if (f && *f)
+            snprintf(b->finish, sizeof b->finish, "%s", f);
+        const json_t *sr = json_object_get(choice, "stop_reason");
+        if (json_is_string(sr)) {
+            json_decref(b->stop_reason);
+            b->stop_reason = json_incref((json_t *)sr);
+        }
+    }
+}
+
+/* One chat SSE event: its data lines, joined. */
+static void on_event(tg_msg_bridge *b, const char *ev, size_t n, tg_buf *out)
+{
+    tg_buf data = {0};
+    const char *p = ev, *e = ev + n;
+    while (p < e) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        const char *le = nl ? nl : e;
+        if (le - p >= 5 && !memcmp(p, "data:", 5)) {
+            const char *d = p + 5;
+            if (d < le && *d == ' ')
+                d++;
+            if (data.len)
+                tg_buf_puts(&data, "\n");
+            tg_buf_append(&data, d, (size_t)(le - d));
+        }
+        p = nl ? nl + 1 : e;
+    }
+    if (data.len == 6 && !memcmp(data.data, "[DONE]", 6)) {
+        if (!b->started)
+            stream_start(b, NULL, out);
+        if (!b->finished)
+            stream_finish(b, out);
+    } else if (data.len && !b->finished) {
+        json_t *chunk = tg_json_load(data.data, data.len, 0, NULL);
+        if (json_is_object(chunk))
+            on_chunk(b, chunk, out);
+        json_decref(chunk);
+    }
+    tg_buf_free(&data);
+}
+
+void tg_messages_stream(tg_msg_bridge *b, const char *sse, size_t n, tg_buf *out)
+{
+    tg_buf_append(&b->pending, sse, n);
+    size_t off = 0;
+    for (;;) {
+        const char *s = b->pending.data + off;
+        size_t left = b->pending.len - off;
+        const char *end = left >= 2 ? memmem(s, left, "\n\n", 2) : NULL;
+        if (!end)
+            break;
+        on_event(b, s, (size_t)(end - s), out);
+        off += (size_t)(end - s) + 2;
+    }
+    tg_buf_consume(&b->pending, off);
+}
+
+void tg_messages_stream_end(tg_msg_bridge *b, tg_buf *out)
+{
+    if (b->finished)
+        return;
+    if (!b->started)
+        stream_start(b, NULL, out);
+    stream_fail(b, "api_error", "upstream stream ended before it finished", out);
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+static const char *error_type_for(int status)
+{
+    switch (status) {
+    case 400: case 405: case 415: case 422: case 431: return "invalid_request_error";
+    case 401: return "authentication_error";
+    case 402: return "billing_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 408: case 504: return "timeout_error";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_error";
+    case 503: case 529: return "overloaded_error";
+    default: return status >= 400 && status < 500 ? "invalid_request_error" : "api_error";
+    }
+}
+
+char *tg_messages_error_body(int status, const char *body, size_t n, size_t *len)
+{
+    json_t *v = body && n ? tg_json_load(body, n, 0, NULL) : NULL;
+    const json_t *error = json_object_get(v, "error");
+    if (!json_is_object(error) || is_type(v, "error")) {
+        json_decref(v);
+        return NULL;
+    }
+    const char *msg = json_string_value(json_object_get(error, "message"));
+    json_t *a = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type",
+                          error_type_for(status), "message", msg ? msg : "error");
+    json_decref(v);
+    tg_buf out = {0};
+    tg_json_dump(a, &out);
+    json_decref(a);
+    return tg_buf_steal(&out, len);
+}
