@@ -454,6 +454,13 @@ static void route_key(parser *p, tg_route *r, const kv *k)
             r->responses = 0;
         else
             perr(p, k->line, "responses: expected bridge | pass, got '%s'", v);
+    } else if (!strcmp(key, "messages")) {
+        if (!strcmp(v, "bridge"))
+            r->messages = 1;
+        else if (!strcmp(v, "pass"))
+            r->messages = 0;
+        else
+            perr(p, k->line, "messages: expected bridge | pass, got '%s'", v);
     } else if (!strcmp(key, "fallback")) {
         free(r->fallback);
         r->fallback = *v ? strdup(v) : NULL;
@@ -484,6 +491,7 @@ static void route_init(tg_route *r, const char *name, int line)
     r->total_timeout_ms = 0;
     r->retries = 0;
     r->responses = -1;
+    r->messages = -1;
     tg_rules_preset(TG_D_OPENAI, &r->rules);
 }
 
@@ -735,4 +743,11 @@ bool tg_route_bridges_responses(const tg_route *r)
     if (r->responses >= 0)
         return r->responses == 1;
     return r->rules.schema.dialect != TG_D_PASSTHROUGH;
+}
+
+bool tg_route_bridges_messages(const tg_route *r)
+{
+    if (r->messages >= 0)
+        return r->messages == 1;
+    return r->rules.schema.dialect != TG_D_PASSTHROUGH && r->rules.schema.dialect != TG_D_ANTHROPIC;
 }

@@ -33,6 +33,7 @@ typedef struct tg_route {
     int retries;
     char *fallback;         /* route name or NULL */
     int responses;          /* /v1/responses: 1 bridge to chat, 0 pass, -1 by dialect */
+    int messages;           /* /v1/messages: 1 bridge to chat, 0 pass, -1 by dialect */
 } tg_route;
 
 typedef enum { TG_LOG_ERROR = 0, TG_LOG_WARN, TG_LOG_INFO, TG_LOG_DEBUG } tg_log_level;
@@ -67,6 +68,11 @@ tg_conf *tg_conf_ref(tg_conf *c);
  * through the route's rules (OpenAI's own Responses API, with its hosted
  * tools and stored responses, is `responses = pass`). */
 bool tg_route_bridges_responses(const tg_route *r);
+/* Does the route answer Anthropic's /v1/messages itself, over the
+ * provider's chat completions (sanitize/messages_api.h)? Unless the conf
+ * says, every dialect but anthropic and passthrough, whose providers speak
+ * the Messages API themselves and get it passed through. */
+bool tg_route_bridges_messages(const tg_route *r);
 void tg_conf_unref(tg_conf *c);
 
 /* Router. A route whose prefix is a whole-segment prefix of path wins,

@@ -285,6 +285,29 @@ static void test_responses_default(void **state)
     tg_conf_unref(c);
 }
 
+/* /v1/messages is bridged over chat on every dialect but anthropic and
+ * passthrough (whose providers speak it), unless the conf says otherwise. */
+static void test_messages_default(void **state)
+{
+    (void)state;
+    tg_conf *c = load("[route o]\nprefix = /o\nupstream = http://h\n"
+                      "[route g]\nprefix = /g\nupstream = http://h\ndialect = gemini\n"
+                      "[route a]\nprefix = /a\nupstream = http://h\ndialect = anthropic\n"
+                      "[route ab]\nprefix = /ab\nupstream = http://h\ndialect = anthropic\nmessages = bridge\n"
+                      "[route m]\nprefix = /m\nupstream = http://h\ndialect = mistral\nmessages = pass\n"
+                      "[route p]\nprefix = /p\nupstream = http://h\ndialect = passthrough\n");
+    assert_non_null(c);
+    assert_true(tg_route_bridges_messages(tg_route_by_name(c, "o")));
+    assert_true(tg_route_bridges_messages(tg_route_by_name(c, "g")));
+    assert_false(tg_route_bridges_messages(tg_route_by_name(c, "a")));
+    assert_true(tg_route_bridges_messages(tg_route_by_name(c, "ab")));
+    assert_false(tg_route_bridges_messages(tg_route_by_name(c, "m")));
+    assert_false(tg_route_bridges_messages(tg_route_by_name(c, "p")));
+    /* the two keys are independent */
+    assert_true(tg_route_bridges_responses(tg_route_by_name(c, "m")));
+    tg_conf_unref(c);
+}
+
 static void test_shipped_conf(void **state)
 {
     (void)state;
@@ -311,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_conf_refcount),   cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_shipped_conf),    cmocka_unit_test(test_model_rewrite),
         cmocka_unit_test(test_responses_default),
+        cmocka_unit_test(test_messages_default),
     };
     return cmocka_run_group_tests_name("conf", tests, NULL, NULL);
 }
