@@ -46,6 +46,7 @@
 #include "../sanitize/cache.h"
 #include "../sanitize/itemstore.h"
 #include "../sanitize/jsonio.h"
+#include "../sanitize/messages_api.h"
 #include "../sanitize/responses_api.h"
 #include "http.h"
 #include "log.h"
@@ -134,8 +135,10 @@ typedef struct tg_req {
     uint32_t gen;
     int client_fd;
 
-    /* /v1/responses over chat (sanitize/responses_api.h), or NULL */
-    tg_resp_bridge *bridge;
+    /* An agent API over chat (/v1/responses, /v1/messages): api is set
+     * for a request to its path, bridge once the route bridges it */
+    const struct bridge_api *api;
+    void *bridge;                 /* api's bridge state, or NULL */
     tg_buf chat_out;              /* the chat stream's text, before the bridge */
 
     tg_ctx ctx;
@@ -146,6 +149,30 @@ typedef struct tg_req {
 
     struct tg_req *prev, *next;   /* worker's list of requests in flight */
 } tg_req;
+
+/* ---- agent APIs over chat ------------------------------------------------
+ *
+ * The Responses API (sanitize/responses_api.h) and Anthropic's Messages API
+ * (sanitize/messages_api.h) reach every route the same way: the body
+ * becomes a chat request before the route's stages and the chat answer
+ * (whole or streamed) is turned back after them, or, on a route whose
+ * provider has the API itself, the body goes through with only the
+ * agent's private keys taken out. What differs is in this table. */
+typedef struct bridge_api {
+    const char *name;             /* for messages: "/v1/responses" */
+    bool (*bridges)(const tg_route *route);
+    size_t (*strip_markers)(json_t *body, const char *prefix);
+    /* body -> chat body (*chat), with r->bridge set; 0, or -1 with err */
+    int (*to_chat)(tg_req *r, const json_t *body, json_t **chat, tg_error *err);
+    json_t *(*answer)(void *b, const json_t *completion);
+    void (*stream)(void *b, const char *sse, size_t n, tg_buf *out);
+    void (*stream_end)(void *b, tg_buf *out);
+    void (*done)(tg_req *r);      /* the answer is whole (NULL: nothing to do) */
+    /* an error answer in the API's own shape, or NULL to leave it (NULL:
+     * the API shares OpenAI's) */
+    char *(*error_body)(int status, const char *body, size_t n, size_t *len);
+    void (*free)(void *b);
+} bridge_api;
 
 struct worker {
     int id;
@@ -250,7 +277,8 @@ static void req_unref(tg_req *r)
     tg_buf_free(&r->resp);
     tg_buf_free(&r->out);
     tg_buf_free(&r->chat_out);
-    tg_resp_bridge_free(r->bridge);
+    if (r->bridge)
+        r->api->free(r->bridge);
     tg_header_list_free(&r->hdrs);
     curl_slist_free_all(r->up_headers);
     free(r->up_url);
@@ -375,6 +403,27 @@ static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep
 
 static void access_log_line(tg_req *r, int status);
 
+
+static json_t *stored_item(void *store, const char *id)
+{
+    char *text = tg_itemstore_get(store, id);
+    json_t *item = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
+    free(text);
+    return item;
+}
+
+static int responses_to_chat(tg_req *r, const json_t *body, json_t **chat, tg_error *err)
+{
+    tg_resp_bridge *b = NULL;
+    if (tg_responses_to_chat_with(body, stored_item, r->w->srv->items, chat, &b, err))
+        return -1;
+    char name[64];  /* ids unique past this request, for the item store */
+    tg_request_id(name, sizeof name, &r->w->rng);
+    tg_resp_bridge_name(b, name + 3);
+    r->bridge = b;
+    return 0;
+}
+
 /* The items of a bridged answer, kept where a later item_reference to
  * them is answered (sanitize/itemstore.h). */
 static void remember_items(tg_req *r)
@@ -392,32 +441,58 @@ static void remember_items(tg_req *r)
     json_decref(items);
 }
 
-static json_t *stored_item(void *store, const char *id)
+static json_t *responses_answer(void *b, const json_t *c) { return tg_responses_answer(b, c); }
+static void responses_stream(void *b, const char *sse, size_t n, tg_buf *out)
 {
-    char *text = tg_itemstore_get(store, id);
-    json_t *item = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
-    free(text);
-    return item;
+    tg_responses_stream(b, sse, n, out);
+}
+static void responses_stream_end(void *b, tg_buf *out) { tg_responses_stream_end(b, out); }
+static void responses_free(void *b) { tg_resp_bridge_free(b); }
+
+static const bridge_api responses_api = {
+    "/v1/responses", tg_route_bridges_responses, tg_responses_strip_markers, responses_to_chat,
+    responses_answer, responses_stream, responses_stream_end, remember_items, NULL,
+    responses_free};
+
+static int messages_to_chat(tg_req *r, const json_t *body, json_t **chat, tg_error *err)
+{
+    tg_msg_bridge *b = NULL;
+    if (tg_messages_to_chat(body, chat, &b, err))
+        return -1;
+    r->bridge = b;
+    return 0;
 }
 
-/* A Responses API client's whole answer: the chat answer (JSON, or SSE
- * when the agent asked for a stream) as a Response. Errors keep OpenAI's
- * error shape, which the Responses API shares. */
+static json_t *messages_answer(void *b, const json_t *c) { return tg_messages_answer(b, c); }
+static void messages_stream(void *b, const char *sse, size_t n, tg_buf *out)
+{
+    tg_messages_stream(b, sse, n, out);
+}
+static void messages_stream_end(void *b, tg_buf *out) { tg_messages_stream_end(b, out); }
+static void messages_free(void *b) { tg_msg_bridge_free(b); }
+
+static const bridge_api messages_api = {
+    "/v1/messages", tg_route_bridges_messages, tg_messages_strip_markers, messages_to_chat,
+    messages_answer, messages_stream, messages_stream_end, NULL, tg_messages_error_body,
+    messages_free};
+
+/* A bridged request's whole answer: the chat answer (JSON, or SSE when the
+ * agent asked for a stream) in the API's shape. */
 static void bridge_whole_answer(tg_req *r)
 {
     if (r->answer_status < 200 || r->answer_status >= 300 || !r->answer)
         return;
     tg_buf out = {0};
     if (r->answer_type && strstr(r->answer_type, "event-stream")) {
-        tg_responses_stream(r->bridge, r->answer, r->answer_len, &out);
-        tg_responses_stream_end(r->bridge, &out);
+        r->api->stream(r->bridge, r->answer, r->answer_len, &out);
+        r->api->stream_end(r->bridge, &out);
     } else {
         json_t *chat = tg_json_load(r->answer, r->answer_len, 0, NULL);
         if (!json_is_object(chat)) {
             json_decref(chat);
             return;
         }
-        json_t *resp = tg_responses_answer(r->bridge, chat);
+        json_t *resp = r->api->answer(r->bridge, chat);
         json_decref(chat);
         tg_json_dump(resp, &out);
         json_decref(resp);
@@ -425,13 +500,33 @@ static void bridge_whole_answer(tg_req *r)
     }
     free(r->answer);
     r->answer = tg_buf_steal(&out, &r->answer_len);
-    remember_items(r);
+    if (r->api->done)
+        r->api->done(r);
+}
+
+/* An error answer to a request of an API with its own error shape, bridged
+ * or passed, toolgate's or the provider's, in that shape (an error already
+ * in it goes as it came), so the API's clients show the message. */
+static void api_error_shape(tg_req *r)
+{
+    if (!r->api || !r->api->error_body || !r->answer ||
+        (r->answer_status >= 200 && r->answer_status < 300))
+        return;
+    size_t len = 0;
+    char *body = r->api->error_body(r->answer_status, r->answer, r->answer_len, &len);
+    if (!body)
+        return;
+    free(r->answer);
+    r->answer = body;
+    r->answer_len = len;
+    r->answer_type = "application/json";
 }
 
 static enum MHD_Result queue_answer(tg_req *r)
 {
     if (r->bridge)
         bridge_whole_answer(r);
+    api_error_shape(r);
     struct MHD_Response *resp = MHD_create_response_from_buffer(
         r->answer_len, r->answer ? r->answer : (char *)"", MHD_RESPMEM_MUST_FREE);
     if (!r->answer)
@@ -523,7 +618,7 @@ static void upstream_done(tg_req *r);
 static int start_upstream(tg_req *r, const char *url, const char *method);
 
 /* Where the repaired chat stream goes: to the client, or first through
- * the Responses bridge (bridge_flush). */
+ * the request's bridge (bridge_flush). */
 static tg_buf *stream_dst(tg_req *r)
 {
     return r->bridge ? &r->chat_out : &r->out;
@@ -533,11 +628,12 @@ static void bridge_flush(tg_req *r, bool end)
 {
     if (!r->bridge)
         return;
-    tg_responses_stream(r->bridge, r->chat_out.data, r->chat_out.len, &r->out);
+    r->api->stream(r->bridge, r->chat_out.data, r->chat_out.len, &r->out);
     tg_buf_reset(&r->chat_out);
     if (end) {
-        tg_responses_stream_end(r->bridge, &r->out);
-        remember_items(r);
+        r->api->stream_end(r->bridge, &r->out);
+        if (r->api->done)
+            r->api->done(r);
     }
 }
 
@@ -1276,12 +1372,12 @@ static int body_plain(tg_req *r)
     return 0;
 }
 
-/* /v1/responses: on a route that bridges it, the body becomes a chat
- * request (sanitize/responses_api.h) that goes the chat way, and the answer
- * is turned back on its way out. Returns 0 for the chat way, 1 when the
- * route's provider takes the request as it is (r->route set), -1 with an
- * answer in r. */
-static int prepare_responses(tg_req *r, const tg_route *by_prefix)
+/* A request of an agent API (r->api): on a route that bridges it, the body
+ * becomes a chat request that goes the chat way, and the answer is turned
+ * back on its way out. Returns 0 for the chat way, 1 when the route's
+ * provider takes the request as it is (r->route set), -1 with an answer
+ * in r. */
+static int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
 {
     tg_error err;
     uint64_t hash;
@@ -1296,8 +1392,8 @@ static int prepare_responses(tg_req *r, const tg_route *by_prefix)
     }
     const char *model = json_string_value(json_object_get(body, "model"));
     const tg_route *route = by_prefix ? by_prefix : model ? tg_route_by_model(r->conf, model) : NULL;
-    if (route && !tg_route_bridges_responses(route)) {
-        if (tg_responses_strip_markers(body, route->strip_prefix)) {
+    if (route && !r->api->bridges(route)) {
+        if (r->api->strip_markers(body, route->strip_prefix)) {
             tg_buf_reset(&r->body);
             tg_json_dump(body, &r->body);
         }
@@ -1305,17 +1401,24 @@ static int prepare_responses(tg_req *r, const tg_route *by_prefix)
         r->route = route;
         return 1;
     }
+    if (pass_only) {
+        json_decref(body);
+        if (!route)
+            return 0;  /* prepare_chat's 404 names the routes tried */
+        set_error(r, 404, "invalid_request_error", "unsupported_endpoint", NULL,
+                  "%s%s: route '%s' bridges %s over the provider's chat completions, which "
+                  "count no tokens without generating; this endpoint is answered on routes that "
+                  "pass the API through to a provider that has it",
+                  r->api->name, r->rest + strlen(r->api->name), route->name, r->api->name);
+        return -1;
+    }
     json_t *chat = NULL;
-    int rc = tg_responses_to_chat_with(body, stored_item, r->w->srv->items, &chat, &r->bridge,
-                                       &err);
+    int rc = r->api->to_chat(r, body, &chat, &err);
     json_decref(body);
     if (rc) {
         set_error_from(r, &err);
         return -1;
     }
-    char name[64];  /* ids unique past this request, for the item store */
-    tg_request_id(name, sizeof name, &r->w->rng);
-    tg_resp_bridge_name(r->bridge, name + 3);
     /* from here on the chat request is the client's body, which a fallback
      * rewrites again for its own route */
     tg_buf_reset(&r->body);
@@ -1405,6 +1508,16 @@ static int prepare_route(tg_req *r, const tg_route *route)
     return 0;
 }
 
+/* The agent API a path (past the route prefix) belongs to, or NULL. */
+static const bridge_api *api_of(const char *rest)
+{
+    if (!strcmp(rest, "/v1/responses") || !strcmp(rest, "/responses"))
+        return &responses_api;
+    if (!strcmp(rest, "/v1/messages") || !strcmp(rest, "/v1/messages/count_tokens"))
+        return &messages_api;
+    return NULL;
+}
+
 static enum MHD_Result dispatch(tg_req *r)
 {
     const tg_conf *c = r->conf;
@@ -1431,6 +1544,10 @@ static enum MHD_Result dispatch(tg_req *r)
         r->state = RQ_ANSWERED;
         return ok;
     }
+    const char *rest;
+    const tg_route *by_prefix = tg_route_by_prefix(c, url, &rest);
+    r->rest = rest;
+    r->api = api_of(rest);  /* its errors take the API's shape from here on */
     if (!client_authorized(r)) {
         set_error(r, 401, "invalid_request_error", "invalid_api_key", NULL,
                   "missing or unknown client key: send Authorization: Bearer <key> with one of "
@@ -1448,9 +1565,6 @@ static enum MHD_Result dispatch(tg_req *r)
                   "request body is larger than max_body (%zu bytes)", c->max_body);
         return queue_answer(r);
     }
-    const char *rest;
-    const tg_route *by_prefix = tg_route_by_prefix(c, url, &rest);
-    r->rest = rest;
     if (!strcmp(rest, "/v1/chat/completions") || !strcmp(rest, "/chat/completions")) {
         if (strcmp(r->method, "POST")) {
             set_error(r, 405, "invalid_request_error", "method_not_allowed", NULL,
@@ -1460,9 +1574,10 @@ static enum MHD_Result dispatch(tg_req *r)
         r->is_chat = true;
         if (prepare_chat(r, by_prefix))
             return queue_answer(r);
-    } else if ((!strcmp(rest, "/v1/responses") || !strcmp(rest, "/responses")) &&
-               !strcmp(r->method, "POST")) {
-        int k = prepare_responses(r, by_prefix);
+    } else if (r->api && !strcmp(r->method, "POST")) {
+        /* count_tokens has no chat form: passed through, or refused */
+        bool count = !strcmp(rest, "/v1/messages/count_tokens");
+        int k = prepare_bridged(r, by_prefix, count);
         if (k < 0)
             return queue_answer(r);
         r->is_chat = k == 0;
@@ -1479,7 +1594,7 @@ static enum MHD_Result dispatch(tg_req *r)
     } else {
         set_error(r, 404, "invalid_request_error", "unknown_url", NULL,
                   "unknown path %s: toolgate serves [prefix]/v1/chat/completions, "
-                  "[prefix]/v1/responses, /v1/*, "
+                  "[prefix]/v1/responses, [prefix]/v1/messages, /v1/*, "
                   "/healthz, /readyz and /metrics",
                   url);
         return queue_answer(r);
