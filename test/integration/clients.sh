@@ -47,6 +47,10 @@ CONF="$TG_TMP/clients.conf"
         "$MOCK_PORT"
     printf '[route rpass]\nprefix = /rpass\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nresponses = pass\n\n' \
         "$MOCK_PORT"
+    # an anthropic route that bridges /v1/messages over chat (the anthropic
+    # route above passes it through; messages.test.mjs)
+    printf '[route abridge]\nprefix = /abridge\nupstream = http://127.0.0.1:%s/v1\ndialect = anthropic\nmessages = bridge\n\n' \
+        "$MOCK_PORT"
 } >"$CONF"
 start_toolgate "$CONF" || finish
 
