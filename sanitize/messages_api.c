@@ -54,7 +54,7 @@ struct tg_msg_bridge {
 static const char *const messages_keys[] = {
     "model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
     "metadata", "stream", "tools", "tool_choice", "thinking", "service_tier", "container",
-    "mcp_servers", "context_management", NULL};
+    "mcp_servers", "context_management", "output_format", NULL};
 
 static bool is_one_of(const char *k, const char *const *list)
 {
@@ -582,6 +582,18 @@ static int convert_request(const json_t *body, json_t *chat, tg_error *err)
     if (json_is_string(v))
         json_object_set(chat, "user", (json_t *)v);
     convert_thinking(chat, json_object_get(body, "thinking"));
+    /* structured outputs: output_format {type: json_schema, schema} */
+    v = json_object_get(body, "output_format");
+    if (v && !json_is_null(v)) {
+        const char *t = json_string_value(json_object_get(v, "type"));
+        const json_t *schema = json_object_get(v, "schema");
+        if (!t || strcmp(t, "json_schema") || !json_is_object(schema))
+            return bad(err, "output_format", "%s: expected {\"type\": \"json_schema\", \"schema\": {...}}",
+                       "output_format");
+        json_object_set_new(chat, "response_format",
+                            json_pack("{s:s, s:{s:s, s:O, s:b}}", "type", "json_schema",
+                                      "json_schema", "name", "output", "schema", schema, "strict", 1));
+    }
     if (json_is_true(json_object_get(body, "stream"))) {
         json_object_set_new(chat, "stream", json_true());
         /* the message's usage comes from the chat stream's last chunk */
