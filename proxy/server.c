@@ -160,6 +160,10 @@ typedef struct tg_req {
  * agent's private keys taken out. What differs is in this table. */
 typedef struct bridge_api {
     const char *name;             /* for messages: "/v1/responses" */
+    /* the client's query string is the API's (Claude Code's ?beta=true),
+     * not for the chat upstream of a bridged request (an Azure client's
+     * api-version, sent with /v1/responses too, is) */
+    bool own_query;
     bool (*bridges)(const tg_route *route);
     size_t (*strip_markers)(json_t *body, const char *prefix);
     /* body -> chat body (*chat), with r->bridge set; 0, or -1 with err */
@@ -450,7 +454,7 @@ static void responses_stream_end(void *b, tg_buf *out) { tg_responses_stream_end
 static void responses_free(void *b) { tg_resp_bridge_free(b); }
 
 static const bridge_api responses_api = {
-    "/v1/responses", tg_route_bridges_responses, tg_responses_strip_markers, responses_to_chat,
+    "/v1/responses", false, tg_route_bridges_responses, tg_responses_strip_markers, responses_to_chat,
     responses_answer, responses_stream, responses_stream_end, remember_items, NULL,
     responses_free};
 
@@ -472,7 +476,7 @@ static void messages_stream_end(void *b, tg_buf *out) { tg_messages_stream_end(b
 static void messages_free(void *b) { tg_msg_bridge_free(b); }
 
 static const bridge_api messages_api = {
-    "/v1/messages", tg_route_bridges_messages, tg_messages_strip_markers, messages_to_chat,
+    "/v1/messages", true, tg_route_bridges_messages, tg_messages_strip_markers, messages_to_chat,
     messages_answer, messages_stream, messages_stream_end, NULL, tg_messages_error_body,
     messages_free};
 
@@ -1605,7 +1609,8 @@ static enum MHD_Result dispatch(tg_req *r)
     tg_buf_puts(&u, r->is_chat                    ? "/chat/completions"
                     : !strncmp(r->rest, "/v1", 3) ? r->rest + 3
                                                   : r->rest);
-    tg_append_query(r->conn, &u);
+    if (!r->bridge || !r->api->own_query)
+        tg_append_query(r->conn, &u);
     int rc = start_upstream(r, u.data, r->method);
     tg_buf_free(&u);
     if (rc) {
