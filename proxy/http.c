@@ -82,7 +82,8 @@ enum MHD_Result tg_forward_request_header(void *cls, enum MHD_ValueKind kind, co
     (void)kind;
     if (tg_header_is_hop(key) || header_is_ours(key))
         return MHD_YES;
-    if (f->drop_auth && !strcasecmp(key, "authorization"))
+    if (f->drop_auth && (!strcasecmp(key, "authorization") ||
+                         (f->key_header && !strcasecmp(key, f->key_header))))
         return MHD_YES;
     tg_buf b = {0};
     tg_buf_printf(&b, "%s: %s", key, value ? value : "");

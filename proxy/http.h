@@ -35,6 +35,8 @@ bool tg_header_is_hop(const char *name);
 typedef struct tg_forward_ctx {
     struct curl_slist **list;
     bool drop_auth;  /* the route has its own api_key */
+    const char *key_header;  /* NULL, or a header that also carries a key
+                                (x-api-key), dropped with drop_auth */
 } tg_forward_ctx;
 enum MHD_Result tg_forward_request_header(void *cls, enum MHD_ValueKind kind, const char *key,
                                           const char *value);

@@ -160,6 +160,10 @@ typedef struct tg_req {
  * agent's private keys taken out. What differs is in this table. */
 typedef struct bridge_api {
     const char *name;             /* for messages: "/v1/responses" */
+    /* the header the API's own servers read a key from ("x-api-key"), or
+     * NULL for Authorization: Bearer; a passed request carries the route's
+     * api_key there */
+    const char *key_header;
     /* the client's query string is the API's (Claude Code's ?beta=true),
      * not for the chat upstream of a bridged request (an Azure client's
      * api-version, sent with /v1/responses too, is) */
@@ -454,7 +458,7 @@ static void responses_stream_end(void *b, tg_buf *out) { tg_responses_stream_end
 static void responses_free(void *b) { tg_resp_bridge_free(b); }
 
 static const bridge_api responses_api = {
-    "/v1/responses", false, tg_route_bridges_responses, tg_responses_strip_markers, responses_to_chat,
+    "/v1/responses", NULL, false, tg_route_bridges_responses, tg_responses_strip_markers, responses_to_chat,
     responses_answer, responses_stream, responses_stream_end, remember_items, NULL,
     responses_free};
 
@@ -476,7 +480,7 @@ static void messages_stream_end(void *b, tg_buf *out) { tg_messages_stream_end(b
 static void messages_free(void *b) { tg_msg_bridge_free(b); }
 
 static const bridge_api messages_api = {
-    "/v1/messages", true, tg_route_bridges_messages, tg_messages_strip_markers, messages_to_chat,
+    "/v1/messages", "x-api-key", true, tg_route_bridges_messages, tg_messages_strip_markers, messages_to_chat,
     messages_answer, messages_stream, messages_stream_end, NULL, tg_messages_error_body,
     messages_free};
 
@@ -763,11 +767,18 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
 static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
 {
     struct curl_slist *h = NULL;
-    tg_forward_ctx f = {.list = &h, .drop_auth = r->route->api_key != NULL};
+    /* a request passed to the API's own servers takes the key where they
+     * read it (Anthropic's: x-api-key) */
+    const char *key_header = r->api && !r->bridge ? r->api->key_header : NULL;
+    tg_forward_ctx f = {.list = &h, .drop_auth = r->route->api_key != NULL,
+                        .key_header = r->api ? r->api->key_header : NULL};
     MHD_get_connection_values(r->conn, MHD_HEADER_KIND, tg_forward_request_header, &f);
     if (r->route->api_key) {
         tg_buf b = {0};
-        tg_buf_printf(&b, "Authorization: Bearer %s", r->route->api_key);
+        if (key_header)
+            tg_buf_printf(&b, "%s: %s", key_header, r->route->api_key);
+        else
+            tg_buf_printf(&b, "Authorization: Bearer %s", r->route->api_key);
         h = curl_slist_append(h, b.data);
         tg_buf_free(&b);
     }

@@ -23,7 +23,8 @@ const tools = [{ name: 'weather.get', description: 'Weather for a city', input_s
 
 async function lastUpstream() {
   const last = await (await fetch(`${process.env.TG_MOCK_URL}/_last`)).json();
-  return { path: last.path, body: typeof last.body === 'string' ? JSON.parse(last.body) : last.body };
+  const headers = Object.fromEntries(Object.entries(last.headers || {}).map(([k, v]) => [k.toLowerCase(), v]));
+  return { path: last.path, headers, body: typeof last.body === 'string' ? JSON.parse(last.body) : last.body };
 }
 
 const client = (route, headers = {}) =>
@@ -238,4 +239,18 @@ test('an anthropic route passes /v1/messages through, without the agent\'s priva
   assert.equal(up.body.messages[0].content[0]._note, undefined);
   assert.deepEqual(up.body.messages[1].content[0].input, { _keep: 'the model said it' });
   assert.deepEqual(up.body.tools, body.tools);
+});
+
+test('a passed request carries the route\'s api_key as x-api-key; without one the client\'s key goes as it came', async () => {
+  const c = client('/apass');
+  await assert.rejects(c.messages.create({ model: 'mock-agent', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }));
+  let up = await lastUpstream();
+  assert.equal(up.path, '/v1/messages');
+  assert.equal(up.headers['x-api-key'], 'route-key');
+  assert.equal(up.headers.authorization, undefined);
+  await client('').messages.create({ model: 'mock-agent', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] });
+  up = await lastUpstream();
+  assert.equal(up.path, '/v1/chat/completions');
+  // no route key: the client's (the Anthropic SDK sends it as a Bearer token) goes as it came
+  assert.equal(up.headers.authorization, `Bearer ${API_KEY}`, JSON.stringify(up.headers));
 });

@@ -51,6 +51,8 @@ CONF="$TG_TMP/clients.conf"
     # route above passes it through; messages.test.mjs)
     printf '[route abridge]\nprefix = /abridge\nupstream = http://127.0.0.1:%s/v1\ndialect = anthropic\nmessages = bridge\n\n' \
         "$MOCK_PORT"
+    printf '[route apass]\nprefix = /apass\nupstream = http://127.0.0.1:%s/v1\ndialect = anthropic\napi_key = route-key\n\n' \
+        "$MOCK_PORT"
 } >"$CONF"
 start_toolgate "$CONF" || finish
 
