@@ -17,6 +17,7 @@ for bin in build-fuzz/fuzz_*; do
         repair) [ -d test/vectors/responses ] && seeds="$seeds test/vectors/responses" ;;
         jsonio) seeds="$seeds test/vectors/json" ;;
         responses) seeds="$seeds test/vectors/responses_api" ;;
+        messages) seeds="$seeds test/vectors/messages_api" ;;
     esac
     scratch=$(mktemp -d)
     n=$((n + 1))
