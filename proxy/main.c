@@ -10,6 +10,7 @@
 #include "../sanitize/cache.h"
 #include "../sanitize/pipeline.h"
 #include "../sanitize/jsonio.h"
+#include "../sanitize/messages_api.h"
 #include "../sanitize/responses_api.h"
 #include "http.h"
 #include "log.h"
@@ -31,6 +32,7 @@ static const char usage[] =
     "                                                     the same with a bare dialect preset\n"
     "  toolgate rewrite ... --responses [REQ.json]        REQ is a /v1/responses body: the chat\n"
     "                                                     body the bridge sends instead\n"
+    "  toolgate rewrite ... --messages [REQ.json]         the same for an Anthropic /v1/messages body\n"
     "  toolgate version\n"
     "\n"
     "dialects: %s\n";
@@ -125,17 +127,27 @@ static void print_explain(json_t *explain)
     fprintf(stderr, "%zu change(s)\n", json_array_size(explain));
 }
 
-/* A /v1/responses body in raw, replaced by the chat body the bridge makes
- * of it (sanitize/responses_api.h). 0, or -1 with the refusal printed. */
-static int bridge_request(tg_buf *raw)
+enum { BRIDGE_NONE, BRIDGE_RESPONSES, BRIDGE_MESSAGES };
+
+/* A /v1/responses (sanitize/responses_api.h) or /v1/messages body
+ * (sanitize/messages_api.h) in raw, replaced by the chat body the bridge
+ * makes of it. 0, or -1 with the refusal printed. */
+static int bridge_request(tg_buf *raw, int api)
 {
     json_t *body = tg_json_load(raw->data ? raw->data : "", raw->len, 0, NULL);
     json_t *chat = NULL;
-    tg_resp_bridge *b = NULL;
     tg_error err;
-    int rc = tg_responses_to_chat(body, &chat, &b, &err);
+    int rc;
+    if (api == BRIDGE_MESSAGES) {
+        tg_msg_bridge *b = NULL;
+        rc = tg_messages_to_chat(body, &chat, &b, &err);
+        tg_msg_bridge_free(b);
+    } else {
+        tg_resp_bridge *b = NULL;
+        rc = tg_responses_to_chat(body, &chat, &b, &err);
+        tg_resp_bridge_free(b);
+    }
     json_decref(body);
-    tg_resp_bridge_free(b);
     if (rc) {
         char *e = tg_error_body(&err);
         fprintf(stderr, "toolgate: rejected (%d): %s\n", err.status, e);
@@ -149,7 +161,7 @@ static int bridge_request(tg_buf *raw)
 }
 
 static int cmd_rewrite(const char *conf_path, const char *route_name, const char *dialect,
-                       const char *file, int explain, int responses)
+                       const char *file, int explain, int bridge)
 {
     tg_conf *c = NULL;
     tg_rules_set bare;
@@ -182,7 +194,7 @@ static int cmd_rewrite(const char *conf_path, const char *route_name, const char
         name = r->name;
     }
     tg_buf raw = {0};
-    if (read_request(file, &raw) || (responses && bridge_request(&raw))) {
+    if (read_request(file, &raw) || (bridge && bridge_request(&raw, bridge))) {
         tg_buf_free(&raw);
         tg_conf_unref(c);
         return 1;
@@ -251,7 +263,7 @@ int main(int argc, char **argv)
         i = 2;
     }
     const char *conf = NULL, *listen = NULL, *route = NULL, *dialect = NULL, *file = NULL;
-    int explain = 0, responses = 0;
+    int explain = 0, bridge = BRIDGE_NONE;
     for (; i < argc; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -270,7 +282,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--explain")) {
             explain = 1;
         } else if (!strcmp(a, "--responses")) {
-            responses = 1;
+            bridge = BRIDGE_RESPONSES;
+        } else if (!strcmp(a, "--messages")) {
+            bridge = BRIDGE_MESSAGES;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             print_usage(stdout);
             return 0;
@@ -304,7 +318,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "toolgate rewrite: give --dialect D, or -c FILE --route NAME\n");
             return 2;
         }
-        return cmd_rewrite(conf, route, dialect, file, explain, responses);
+        return cmd_rewrite(conf, route, dialect, file, explain, bridge);
     }
     if (!strcmp(cmd, "serve"))
         return cmd_serve(conf ? conf : "conf/toolgate.conf", listen);

@@ -70,6 +70,14 @@ mock_last "$TG_TMP/last"
 expect_eq "rewrite --responses prints exactly the chat body the bridge sends upstream" \
     "$(json_get "$TG_TMP/last" body)" "$(cat "$TG_TMP/rw.out")"
 expect_eq "... which went to chat completions" "/v1/chat/completions" "$(json_get "$TG_TMP/last" path)"
+# --messages: an Anthropic /v1/messages body, as its bridge sends it (route b, mistral)
+printf '%s' '{"model":"m","max_tokens":64,"system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi","_m":1},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_abc","name":"read.file","input":{"p":"x"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_abc","content":"x"}]}],"tools":[{"name":"read.file","input_schema":{"type":"object","properties":{"p":{"type":"string"}}}}]}' >"$TG_TMP/rwm.json"
+tg_req "$TG_TMP/r" POST /b/v1/messages -H "$AUTH" -H 'Content-Type: application/json' --data-binary @"$TG_TMP/rwm.json" >/dev/null
+mock_last "$TG_TMP/last"
+"$TG_BIN" rewrite -c "$conf" --route b --messages "$TG_TMP/rwm.json" >"$TG_TMP/rw.out" 2>"$TG_TMP/rw.err"
+expect_eq "rewrite --messages prints exactly the chat body the Messages bridge sends upstream" \
+    "$(json_get "$TG_TMP/last" body)" "$(cat "$TG_TMP/rw.out")"
+expect_eq "... which went to chat completions" "/v1/chat/completions" "$(json_get "$TG_TMP/last" path)"
 
 # A stream whose request is an agent's (about 190 KB of tools and history): the
 # body toolgate sent upstream is freed once sent, and still logged right.
