@@ -159,7 +159,7 @@ typedef struct tg_req {
  * provider has the API itself, the body goes through with only the
  * agent's private keys taken out. What differs is in this table. */
 typedef struct bridge_api {
-    const char *name;             /* for messages: "/v1/responses" */
+    const char *name;             /* its path, for messages: "/v1/messages" */
     /* the header the API's own servers read a key from ("x-api-key"), or
      * NULL for Authorization: Bearer; a passed request carries the route's
      * api_key there */
@@ -458,9 +458,16 @@ static void responses_stream_end(void *b, tg_buf *out) { tg_responses_stream_end
 static void responses_free(void *b) { tg_resp_bridge_free(b); }
 
 static const bridge_api responses_api = {
-    "/v1/responses", NULL, false, tg_route_bridges_responses, tg_responses_strip_markers, responses_to_chat,
-    responses_answer, responses_stream, responses_stream_end, remember_items, NULL,
-    responses_free};
+    .name = "/v1/responses",
+    .bridges = tg_route_bridges_responses,
+    .strip_markers = tg_responses_strip_markers,
+    .to_chat = responses_to_chat,
+    .answer = responses_answer,
+    .stream = responses_stream,
+    .stream_end = responses_stream_end,
+    .done = remember_items,
+    .free = responses_free,
+};
 
 static int messages_to_chat(tg_req *r, const json_t *body, json_t **chat, tg_error *err)
 {
@@ -480,9 +487,18 @@ static void messages_stream_end(void *b, tg_buf *out) { tg_messages_stream_end(b
 static void messages_free(void *b) { tg_msg_bridge_free(b); }
 
 static const bridge_api messages_api = {
-    "/v1/messages", "x-api-key", true, tg_route_bridges_messages, tg_messages_strip_markers, messages_to_chat,
-    messages_answer, messages_stream, messages_stream_end, NULL, tg_messages_error_body,
-    messages_free};
+    .name = "/v1/messages",
+    .key_header = "x-api-key",
+    .own_query = true,
+    .bridges = tg_route_bridges_messages,
+    .strip_markers = tg_messages_strip_markers,
+    .to_chat = messages_to_chat,
+    .answer = messages_answer,
+    .stream = messages_stream,
+    .stream_end = messages_stream_end,
+    .error_body = tg_messages_error_body,
+    .free = messages_free,
+};
 
 /* A bridged request's whole answer: the chat answer (JSON, or SSE when the
  * agent asked for a stream) in the API's shape. */
@@ -1416,10 +1432,17 @@ static int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         r->route = route;
         return 1;
     }
-    if (pass_only) {
+    if (pass_only) {  /* an endpoint with no chat form */
+        if (!route) {
+            char routes[512];
+            route_list(r->conf, routes, sizeof routes);
+            set_error(r, 404, "invalid_request_error", "model_not_found", "model",
+                      "no route for model '%s' (routes tried, in order: %s)", model ? model : "",
+                      routes);
+            json_decref(body);
+            return -1;
+        }
         json_decref(body);
-        if (!route)
-            return 0;  /* prepare_chat's 404 names the routes tried */
         set_error(r, 404, "invalid_request_error", "unsupported_endpoint", NULL,
                   "%s%s: route '%s' bridges %s over the provider's chat completions, which "
                   "count no tokens without generating; this endpoint is answered on routes that "
