@@ -17,9 +17,11 @@
  * over the repaired chat chunks: blocks are sequential, opened on their
  * first delta and closed when another block starts or the stream ends, so
  * every delta refers to the open block. The repair stage sends each tool
- * call whole in one delta, so calls never interleave; a fragment for a
- * call whose block is already closed cannot be placed, and ends the
- * message with an error rather than a call with cut arguments.
+ * call whole in one delta, so calls never interleave; a tool block's input
+ * goes in one input_json_delta as it closes (input_of decides what the
+ * arguments are only once they are whole). A fragment for a call whose
+ * block is already closed cannot be placed, and ends the message with an
+ * error rather than a call with cut arguments.
  */
 #include "messages_api.h"
 
