@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bridge.h"
 #include "jsonio.h"
 
 enum { BLK_NONE, BLK_TEXT, BLK_THINKING, BLK_TOOL };
@@ -58,20 +59,6 @@ static const char *const messages_keys[] = {
     "metadata", "stream", "tools", "tool_choice", "thinking", "service_tier", "container",
     "mcp_servers", "context_management", "output_format", NULL};
 
-static bool is_one_of(const char *k, const char *const *list)
-{
-    for (; *list; list++)
-        if (!strcmp(k, *list))
-            return true;
-    return false;
-}
-
-static int bad(tg_error *err, const char *param, const char *fmt, const char *what)
-{
-    tg_error_set(err, 400, "invalid_request_error", "invalid_value", param, fmt, what);
-    return -1;
-}
-
 static bool is_type(const json_t *block, const char *type)
 {
     const char *t = json_string_value(json_object_get(block, "type"));
@@ -90,14 +77,14 @@ static int join_text_blocks(const json_t *v, tg_buf *t, const char *path, tg_err
         return 0;
     char param[192];
     if (!json_is_array(v))
-        return bad(err, path, "%s: expected a string or an array of text blocks", path);
+        return tg_bridge_bad(err, path, "%s: expected a string or an array of text blocks", path);
     size_t i;
     const json_t *blk;
     json_array_foreach(v, i, blk) {
         const json_t *text = json_object_get(blk, "text");
         if (!is_type(blk, "text") || !json_is_string(text)) {
             snprintf(param, sizeof param, "%.100s[%zu]", path, i);
-            return bad(err, param, "%s: expected a text block {\"type\": \"text\", \"text\": ...}",
+            return tg_bridge_bad(err, param, "%s: expected a text block {\"type\": \"text\", \"text\": ...}",
                        param);
         }
         if (t->len)
@@ -118,7 +105,7 @@ static json_t *image_part(const json_t *blk, const char *path, tg_error *err)
         const char *mt = json_string_value(json_object_get(src, "media_type"));
         const char *data = json_string_value(json_object_get(src, "data"));
         if (!mt || !data) {
-            bad(err, param, "%s: a base64 image needs media_type and data", param);
+            tg_bridge_bad(err, param, "%s: a base64 image needs media_type and data", param);
             return NULL;
         }
         tg_buf u = {0};
@@ -132,7 +119,7 @@ static json_t *image_part(const json_t *blk, const char *path, tg_error *err)
     if (st && !strcmp(st, "url") && json_is_string(json_object_get(src, "url")))
         return json_pack("{s:s, s:{s:O}}", "type", "image_url", "image_url", "url",
                          json_object_get(src, "url"));
-    bad(err, param,
+    tg_bridge_bad(err, param,
         "%s: an image must come as base64 data or a URL (a file source names Anthropic's "
         "Files API, which the route's provider cannot read)",
         param);
@@ -169,7 +156,7 @@ static json_t *document_part(const json_t *blk, const char *path, tg_error *err)
     } else {
         tg_buf_free(&t);
         snprintf(param, sizeof param, "%.100s.source", path);
-        bad(err, param,
+        tg_bridge_bad(err, param,
             "%s: only plain-text documents can be bridged to chat completions (a PDF, a URL or "
             "a file is read by Anthropic's servers; send the text as a text block)",
             param);
@@ -216,7 +203,7 @@ static int tool_result(const json_t *blk, const char *path, json_t *messages, js
     const json_t *id = json_object_get(blk, "tool_use_id");
     if (!json_is_string(id) || !json_string_length(id)) {
         snprintf(param, sizeof param, "%.100s.tool_use_id", path);
-        return bad(err, param, "%s: a tool_result needs the tool_use_id it answers", param);
+        return tg_bridge_bad(err, param, "%s: a tool_result needs the tool_use_id it answers", param);
     }
     tg_buf t = {0};
     if (json_is_true(json_object_get(blk, "is_error")))
@@ -241,7 +228,7 @@ static int tool_result(const json_t *blk, const char *path, json_t *messages, js
             else if (is_type(b, "document"))
                 part = document_part(b, param, err);
             else
-                bad(err, param, "%s: a tool_result holds text, image or document blocks", param);
+                tg_bridge_bad(err, param, "%s: a tool_result holds text, image or document blocks", param);
             if (!part) {
                 tg_buf_free(&t);
                 return -1;
@@ -266,7 +253,7 @@ static int tool_result(const json_t *blk, const char *path, json_t *messages, js
     } else if (c && !json_is_null(c)) {
         snprintf(param, sizeof param, "%.100s.content", path);
         tg_buf_free(&t);
-        return bad(err, param, "%s: expected a string or an array of content blocks", param);
+        return tg_bridge_bad(err, param, "%s: expected a string or an array of content blocks", param);
     }
     json_array_append_new(messages, json_pack("{s:s, s:O, s:s%}", "role", "tool", "tool_call_id",
                                               id, "content", t.data ? t.data : "", t.len));
@@ -295,7 +282,7 @@ static int user_message(const json_t *content, const char *path, json_t *message
             const json_t *t = json_object_get(blk, "text");
             if (!json_is_string(t)) {
                 snprintf(param, sizeof param, "%.100s[%zu].text", path, i);
-                rc = bad(err, param, "%s: a text block needs a string", param);
+                rc = tg_bridge_bad(err, param, "%s: a text block needs a string", param);
                 break;
             }
             part = json_pack("{s:s, s:O}", "type", "text", "text", t);
@@ -305,7 +292,7 @@ static int user_message(const json_t *content, const char *path, json_t *message
             part = document_part(blk, param, err);
         } else {
             snprintf(param, sizeof param, "%.100s[%zu].type", path, i);
-            rc = bad(err, param,
+            rc = tg_bridge_bad(err, param,
                      "%s: a user message takes text, image, document (plain text) and "
                      "tool_result blocks on the chat bridge",
                      param);
@@ -357,7 +344,7 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
             const json_t *input = json_object_get(blk, "input");
             if (!json_is_string(id) || !json_string_length(id) || !json_is_string(name)) {
                 snprintf(param, sizeof param, "%.100s[%zu]", path, i);
-                rc = bad(err, param, "%s: a tool_use block needs its id and name", param);
+                rc = tg_bridge_bad(err, param, "%s: a tool_use block needs its id and name", param);
                 break;
             }
             char *args = input && !json_is_null(input) ? tg_json_dumps(input) : NULL;
@@ -367,7 +354,7 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
             free(args);
         } else {
             snprintf(param, sizeof param, "%.100s[%zu].type", path, i);
-            rc = bad(err, param,
+            rc = tg_bridge_bad(err, param,
                      "%s: an assistant message takes text, thinking and tool_use blocks on the "
                      "chat bridge (server tool blocks come from tools only Anthropic runs)",
                      param);
@@ -395,18 +382,18 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
 static int convert_messages(const json_t *msgs, json_t *messages, tg_error *err)
 {
     if (!json_is_array(msgs))
-        return bad(err, "messages", "%s: required, an array of messages", "messages");
+        return tg_bridge_bad(err, "messages", "%s: required, an array of messages", "messages");
     size_t i;
     const json_t *m;
     json_array_foreach(msgs, i, m) {
         char path[64], param[96];
         snprintf(path, sizeof path, "messages[%zu]", i);
         if (!json_is_object(m))
-            return bad(err, path, "%s: expected a message object", path);
+            return tg_bridge_bad(err, path, "%s: expected a message object", path);
         const char *role = json_string_value(json_object_get(m, "role"));
         snprintf(param, sizeof param, "%s.role", path);
         if (!role || (strcmp(role, "user") && strcmp(role, "assistant")))
-            return bad(err, param, "%s: expected user or assistant (the system prompt is the "
+            return tg_bridge_bad(err, param, "%s: expected user or assistant (the system prompt is the "
                        "top-level system)", param);
         const json_t *content = json_object_get(m, "content");
         snprintf(param, sizeof param, "%s.content", path);
@@ -416,7 +403,7 @@ static int convert_messages(const json_t *msgs, json_t *messages, tg_error *err)
             continue;
         }
         if (!json_is_array(content))
-            return bad(err, param, "%s: expected a string or an array of content blocks", param);
+            return tg_bridge_bad(err, param, "%s: expected a string or an array of content blocks", param);
         if (!strcmp(role, "user") ? user_message(content, param, messages, err)
                                   : assistant_message(content, param, messages, err))
             return -1;
@@ -430,7 +417,7 @@ static int convert_messages(const json_t *msgs, json_t *messages, tg_error *err)
 static json_t *convert_tools(const json_t *tools, tg_error *err)
 {
     if (!json_is_array(tools)) {
-        bad(err, "tools", "%s: expected an array of tools", "tools");
+        tg_bridge_bad(err, "tools", "%s: expected an array of tools", "tools");
         return NULL;
     }
     json_t *out = json_array();
@@ -453,7 +440,7 @@ static json_t *convert_tools(const json_t *tools, tg_error *err)
         const json_t *name = json_object_get(t, "name");
         if (!json_is_string(name)) {
             snprintf(param, sizeof param, "tools[%zu].name", i);
-            bad(err, param, "%s: a tool needs a name", param);
+            tg_bridge_bad(err, param, "%s: a tool needs a name", param);
             json_decref(out);
             return NULL;
         }
@@ -480,7 +467,7 @@ static int convert_tool_choice(json_t *chat, const json_t *choice, tg_error *err
         return 0;
     const char *type = json_string_value(json_object_get(choice, "type"));
     if (!type)
-        return bad(err, "tool_choice.type", "%s: expected auto, any, tool or none",
+        return tg_bridge_bad(err, "tool_choice.type", "%s: expected auto, any, tool or none",
                    "tool_choice.type");
     if (!strcmp(type, "auto") || !strcmp(type, "none")) {
         json_object_set_new(chat, "tool_choice", json_string(type));
@@ -489,12 +476,12 @@ static int convert_tool_choice(json_t *chat, const json_t *choice, tg_error *err
     } else if (!strcmp(type, "tool")) {
         const json_t *name = json_object_get(choice, "name");
         if (!json_is_string(name))
-            return bad(err, "tool_choice.name", "%s: a tool choice names its tool",
+            return tg_bridge_bad(err, "tool_choice.name", "%s: a tool choice names its tool",
                        "tool_choice.name");
         json_object_set_new(chat, "tool_choice", json_pack("{s:s, s:{s:O}}", "type", "function",
                                                            "function", "name", name));
     } else {
-        return bad(err, "tool_choice.type", "%s: expected auto, any, tool or none",
+        return tg_bridge_bad(err, "tool_choice.type", "%s: expected auto, any, tool or none",
                    "tool_choice.type");
     }
     if (json_is_true(json_object_get(choice, "disable_parallel_tool_use")) &&
@@ -573,7 +560,7 @@ static int convert_request(const json_t *body, json_t *chat, tg_error *err)
     if (json_is_array(v) && json_array_size(v))
         json_object_set(chat, "stop", (json_t *)v);
     else if (v && !json_is_null(v) && !json_is_array(v))
-        return bad(err, "stop_sequences", "%s: expected an array of strings", "stop_sequences");
+        return tg_bridge_bad(err, "stop_sequences", "%s: expected an array of strings", "stop_sequences");
     static const char *const same[] = {"max_tokens", "temperature", "top_p", NULL};
     for (const char *const *k = same; *k; k++) {
         v = json_object_get(body, *k);
@@ -590,7 +577,7 @@ static int convert_request(const json_t *body, json_t *chat, tg_error *err)
         const char *t = json_string_value(json_object_get(v, "type"));
         const json_t *schema = json_object_get(v, "schema");
         if (!t || strcmp(t, "json_schema") || !json_is_object(schema))
-            return bad(err, "output_format", "%s: expected {\"type\": \"json_schema\", \"schema\": {...}}",
+            return tg_bridge_bad(err, "output_format", "%s: expected {\"type\": \"json_schema\", \"schema\": {...}}",
                        "output_format");
         json_object_set_new(chat, "response_format",
                             json_pack("{s:s, s:{s:s, s:O, s:b}}", "type", "json_schema",
@@ -604,7 +591,7 @@ static int convert_request(const json_t *body, json_t *chat, tg_error *err)
     const char *k;
     json_t *extra;
     json_object_foreach((json_t *)body, k, extra) {
-        if (!is_one_of(k, messages_keys))
+        if (!tg_bridge_is_one_of(k, messages_keys))
             json_object_set(chat, k, extra);
     }
     return 0;
@@ -694,20 +681,12 @@ size_t tg_messages_strip_markers(json_t *body, const char *prefix)
 
 /* ---- the Message object ------------------------------------------------- */
 
-static json_int_t int_at(const json_t *o, const char *k1, const char *k2)
-{
-    const json_t *v = json_object_get(o, k1);
-    if (k2)
-        v = json_object_get(v, k2);
-    return json_is_integer(v) ? json_integer_value(v) : 0;
-}
-
 /* Chat usage in Anthropic's names: input_tokens are those not read from
  * the cache, as Anthropic counts them. */
 static json_t *usage_of(const json_t *u)
 {
-    json_int_t in = int_at(u, "prompt_tokens", NULL), out = int_at(u, "completion_tokens", NULL);
-    json_int_t cached = int_at(u, "prompt_tokens_details", "cached_tokens");
+    json_int_t in = tg_bridge_int_at(u, "prompt_tokens", NULL), out = tg_bridge_int_at(u, "completion_tokens", NULL);
+    json_int_t cached = tg_bridge_int_at(u, "prompt_tokens_details", "cached_tokens");
     if (cached > in)
         cached = in;
     json_t *r = json_pack("{s:I, s:I}", "input_tokens", in - cached, "output_tokens", out);
@@ -771,21 +750,13 @@ static json_t *input_of(const char *args, size_t n)
     return json_stringn(args, n);
 }
 
-static const char *message_reasoning(const json_t *msg)
-{
-    const char *r = json_string_value(json_object_get(msg, "reasoning_content"));
-    if (!r || !*r)
-        r = json_string_value(json_object_get(msg, "reasoning"));
-    return r && *r ? r : NULL;
-}
-
 json_t *tg_messages_answer(tg_msg_bridge *b, const json_t *completion)
 {
     const json_t *choice = json_array_get(json_object_get(completion, "choices"), 0);
     const json_t *msg = json_object_get(choice, "message");
     const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
     json_t *content = json_array();
-    const char *reasoning = message_reasoning(msg);
+    const char *reasoning = tg_bridge_reasoning(msg);
     if (reasoning)
         json_array_append_new(content, json_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking",
                                                  reasoning, "signature", ""));
@@ -831,17 +802,6 @@ json_t *tg_messages_answer(tg_msg_bridge *b, const json_t *completion)
 
 /* ---- the event stream --------------------------------------------------- */
 
-/* Writes the event (stolen) as "event: TYPE\ndata: JSON\n\n". */
-static void emit(tg_buf *out, json_t *ev)
-{
-    tg_buf_puts(out, "event: ");
-    tg_buf_puts(out, json_string_value(json_object_get(ev, "type")));
-    tg_buf_puts(out, "\ndata: ");
-    tg_json_dump(ev, out);
-    tg_buf_puts(out, "\n\n");
-    json_decref(ev);
-}
-
 static void stream_start(tg_msg_bridge *b, const json_t *chunk, tg_buf *out)
 {
     b->started = true;
@@ -851,7 +811,7 @@ static void stream_start(tg_msg_bridge *b, const json_t *chunk, tg_buf *out)
                             "assistant", "model", json_is_string(m) ? m : b->model, "content",
                             "stop_reason", "stop_sequence", "usage", "input_tokens",
                             (json_int_t)0, "output_tokens", (json_int_t)0);
-    emit(out, json_pack("{s:s, s:o}", "type", "message_start", "message", msg));
+    tg_bridge_emit(out, json_pack("{s:s, s:o}", "type", "message_start", "message", msg));
 }
 
 static void block_delta(tg_msg_bridge *b, json_t *delta, tg_buf *out);
@@ -882,7 +842,7 @@ static void close_block(tg_msg_bridge *b, tg_buf *out)
         json_decref(input);
         tg_buf_reset(&b->args);
     }
-    emit(out, json_pack("{s:s, s:i}", "type", "content_block_stop", "index", b->n_blocks - 1));
+    tg_bridge_emit(out, json_pack("{s:s, s:i}", "type", "content_block_stop", "index", b->n_blocks - 1));
     b->open = BLK_NONE;
 }
 
@@ -890,7 +850,7 @@ static void close_block(tg_msg_bridge *b, tg_buf *out)
 static void open_block(tg_msg_bridge *b, int kind, json_t *block, tg_buf *out)
 {
     close_block(b, out);
-    emit(out, json_pack("{s:s, s:i, s:o}", "type", "content_block_start", "index", b->n_blocks,
+    tg_bridge_emit(out, json_pack("{s:s, s:i, s:o}", "type", "content_block_start", "index", b->n_blocks,
                         "content_block", block));
     b->n_blocks++;
     b->open = kind;
@@ -899,7 +859,7 @@ static void open_block(tg_msg_bridge *b, int kind, json_t *block, tg_buf *out)
 /* delta (stolen) for the open block. */
 static void block_delta(tg_msg_bridge *b, json_t *delta, tg_buf *out)
 {
-    emit(out, json_pack("{s:s, s:i, s:o}", "type", "content_block_delta", "index",
+    tg_bridge_emit(out, json_pack("{s:s, s:i, s:o}", "type", "content_block_delta", "index",
                         b->n_blocks - 1, "delta", delta));
 }
 
@@ -959,11 +919,11 @@ static void stream_finish(tg_msg_bridge *b, tg_buf *out)
     const char *why = stop_reason_of(b, finish, calls, b->stop_reason);
     const char *hit = stop_hit(b, b->stop_reason);
     json_t *usage = usage_of(b->usage);
-    emit(out, json_pack("{s:s, s:{s:s, s:o}, s:o}", "type", "message_delta", "delta",
+    tg_bridge_emit(out, json_pack("{s:s, s:{s:s, s:o}, s:o}", "type", "message_delta", "delta",
                         "stop_reason", why, "stop_sequence",
                         hit && !strcmp(why, "stop_sequence") ? json_string(hit) : json_null(),
                         "usage", usage));
-    emit(out, json_pack("{s:s}", "type", "message_stop"));
+    tg_bridge_emit(out, json_pack("{s:s}", "type", "message_stop"));
     b->finished = true;
 }
 
@@ -972,7 +932,7 @@ static void stream_finish(tg_msg_bridge *b, tg_buf *out)
  * never sent (the repair stage withholds such calls too). */
 static void stream_fail(tg_msg_bridge *b, const char *type, const char *message, tg_buf *out)
 {
-    emit(out, json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", type, "message",
+    tg_bridge_emit(out, json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", type, "message",
                         message));
     b->finished = true;
 }
@@ -986,7 +946,7 @@ static const char *error_type_of(const json_t *error)
                                         "permission_error",      "not_found_error",
                                         "request_too_large",     "rate_limit_error",
                                         "api_error",             "overloaded_error", NULL};
-    if (t && is_one_of(t, known))
+    if (t && tg_bridge_is_one_of(t, known))
         return t;
     const char *s[] = {t, c};
     for (int i = 0; i < 2; i++) {
@@ -1020,7 +980,7 @@ static void on_chunk(tg_msg_bridge *b, const json_t *chunk, tg_buf *out)
         if (json_is_integer(ix) && json_integer_value(ix) != 0)
             continue;  /* a Message is one answer */
         const json_t *delta = json_object_get(choice, "delta");
-        const char *r = message_reasoning(delta);
+        const char *r = tg_bridge_reasoning(delta);
         if (r)
             on_text(b, BLK_THINKING, r, out);
         const char *t = json_string_value(json_object_get(delta, "content"));
@@ -1047,52 +1007,33 @@ static void on_chunk(tg_msg_bridge *b, const json_t *chunk, tg_buf *out)
     }
 }
 
-/* One chat SSE event: its data lines, joined. */
-static void on_event(tg_msg_bridge *b, const char *ev, size_t n, tg_buf *out)
+/* One event of the chat stream: [DONE] ends the answer, a chunk feeds it. */
+typedef struct feed {
+    tg_msg_bridge *b;
+    tg_buf *out;
+} feed;
+
+static void on_data(void *ud, const char *data, size_t len)
 {
-    tg_buf data = {0};
-    const char *p = ev, *e = ev + n;
-    while (p < e) {
-        const char *nl = memchr(p, '\n', (size_t)(e - p));
-        const char *le = nl ? nl : e;
-        if (le - p >= 5 && !memcmp(p, "data:", 5)) {
-            const char *d = p + 5;
-            if (d < le && *d == ' ')
-                d++;
-            if (data.len)
-                tg_buf_puts(&data, "\n");
-            tg_buf_append(&data, d, (size_t)(le - d));
-        }
-        p = nl ? nl + 1 : e;
-    }
-    if (data.len == 6 && !memcmp(data.data, "[DONE]", 6)) {
+    tg_msg_bridge *b = ((feed *)ud)->b;
+    tg_buf *out = ((feed *)ud)->out;
+    if (len == 6 && !memcmp(data, "[DONE]", 6)) {
         if (!b->started)
             stream_start(b, NULL, out);
         if (!b->finished)
             stream_finish(b, out);
-    } else if (data.len && !b->finished) {
-        json_t *chunk = tg_json_load(data.data, data.len, 0, NULL);
+    } else if (!b->finished) {
+        json_t *chunk = tg_json_load(data, len, 0, NULL);
         if (json_is_object(chunk))
             on_chunk(b, chunk, out);
         json_decref(chunk);
     }
-    tg_buf_free(&data);
 }
 
 void tg_messages_stream(tg_msg_bridge *b, const char *sse, size_t n, tg_buf *out)
 {
-    tg_buf_append(&b->pending, sse, n);
-    size_t off = 0;
-    for (;;) {
-        const char *s = b->pending.data + off;
-        size_t left = b->pending.len - off;
-        const char *end = left >= 2 ? memmem(s, left, "\n\n", 2) : NULL;
-        if (!end)
-            break;
-        on_event(b, s, (size_t)(end - s), out);
-        off += (size_t)(end - s) + 2;
-    }
-    tg_buf_consume(&b->pending, off);
+    feed f = {b, out};
+    tg_bridge_read_sse(&b->pending, sse, n, on_data, &f);
 }
 
 void tg_messages_stream_end(tg_msg_bridge *b, tg_buf *out)

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bridge.h"
 #include "jsonio.h"
 
 struct tg_resp_bridge {
@@ -66,20 +67,6 @@ static const char *const echoed_keys[] = {"instructions", "max_output_tokens", "
                                           "text", "tool_choice", "tools", "top_p", "user",
                                           "model", NULL};
 
-static bool is_one_of(const char *k, const char *const *list)
-{
-    for (; *list; list++)
-        if (!strcmp(k, *list))
-            return true;
-    return false;
-}
-
-static int bad(tg_error *err, const char *param, const char *fmt, const char *what)
-{
-    tg_error_set(err, 400, "invalid_request_error", "invalid_value", param, fmt, what);
-    return -1;
-}
-
 /* A reasoning item's encrypted_content when the request includes
  * reasoning.encrypted_content: the reasoning text under this tag. Clients
  * treat it as opaque and send it back (the AI SDK with store:false drops
@@ -111,14 +98,14 @@ static json_t *chat_part(const json_t *p, const char *path, tg_error *err)
     const char *type = json_string_value(json_object_get(p, "type"));
     snprintf(param, sizeof param, "%.100s.type", path);
     if (!type) {
-        bad(err, param, "%s: every content part needs a type (input_text, input_image, ...)", path);
+        tg_bridge_bad(err, param, "%s: every content part needs a type (input_text, input_image, ...)", path);
         return NULL;
     }
     if (!strcmp(type, "input_text") || !strcmp(type, "output_text") || !strcmp(type, "text")) {
         const json_t *t = json_object_get(p, "text");
         if (!json_is_string(t)) {
             snprintf(param, sizeof param, "%.100s.text", path);
-            bad(err, param, "%s: a text part needs a string", param);
+            tg_bridge_bad(err, param, "%s: a text part needs a string", param);
             return NULL;
         }
         return json_pack("{s:s, s:O}", "type", "text", "text", t);
@@ -127,7 +114,7 @@ static json_t *chat_part(const json_t *p, const char *path, tg_error *err)
         const json_t *url = json_object_get(p, "image_url");
         if (!json_is_string(url)) {
             snprintf(param, sizeof param, "%.100s.image_url", path);
-            bad(err, param,
+            tg_bridge_bad(err, param,
                 "%s: an image must come as a URL or a data: URL (a file_id names OpenAI's file "
                 "store, which the route's provider cannot read)",
                 param);
@@ -149,7 +136,7 @@ static json_t *chat_part(const json_t *p, const char *path, tg_error *err)
         }
         if (!json_object_size(file)) {
             json_decref(file);
-            bad(err, path, "%s: a file part needs file_data or file_id (file_url has no chat form)",
+            tg_bridge_bad(err, path, "%s: a file part needs file_data or file_id (file_url has no chat form)",
                 path);
             return NULL;
         }
@@ -160,7 +147,7 @@ static json_t *chat_part(const json_t *p, const char *path, tg_error *err)
         if (json_is_object(a))
             return json_pack("{s:s, s:O}", "type", "input_audio", "input_audio", a);
     }
-    bad(err, param, "%s: content part type not understood by the chat bridge", param);
+    tg_bridge_bad(err, param, "%s: content part type not understood by the chat bridge", param);
     return NULL;
 }
 
@@ -175,7 +162,7 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
     if (json_is_null(content) || !content)
         return json_string("");
     if (!json_is_array(content)) {
-        bad(err, path, "%s: expected a string or an array of content parts", path);
+        tg_bridge_bad(err, path, "%s: expected a string or an array of content parts", path);
         return NULL;
     }
     bool text_only = strcmp(role, "user") != 0;
@@ -187,7 +174,7 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
     }
     tg_buf_free(&t);
     if (text_only) {
-        bad(err, path, "%s: only text parts can stand in this role's content", path);
+        tg_bridge_bad(err, path, "%s: only text parts can stand in this role's content", path);
         return NULL;
     }
     json_t *parts = json_array();
@@ -252,11 +239,11 @@ static int input_function_call(const json_t *item, const char *path, json_t *mes
         call_id = json_object_get(item, "id");
     if (!json_is_string(call_id) || !json_string_length(call_id)) {
         snprintf(param, sizeof param, "%.100s.call_id", path);
-        return bad(err, param, "%s: a function_call needs its call_id", param);
+        return tg_bridge_bad(err, param, "%s: a function_call needs its call_id", param);
     }
     if (!json_is_string(name)) {
         snprintf(param, sizeof param, "%.100s.name", path);
-        return bad(err, param, "%s: a function_call needs the function's name", param);
+        return tg_bridge_bad(err, param, "%s: a function_call needs the function's name", param);
     }
     json_t *a;
     if (json_is_string(args))
@@ -289,7 +276,7 @@ static int input_message(const json_t *item, const char *path, json_t *messages,
     snprintf(param, sizeof param, "%.100s.role", path);
     if (!role || (strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "system") &&
                   strcmp(role, "developer")))
-        return bad(err, param, "%s: expected user, assistant, system or developer", param);
+        return tg_bridge_bad(err, param, "%s: expected user, assistant, system or developer", param);
     snprintf(param, sizeof param, "%.100s.content", path);
     json_t *content = chat_content(role, json_object_get(item, "content"), param, err);
     if (!content)
@@ -341,13 +328,13 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
     char path[64], param[80];
     snprintf(path, sizeof path, "input[%zu]", i);
     if (!json_is_object(item))
-        return bad(err, path, "%s: expected an input item object", path);
+        return tg_bridge_bad(err, path, "%s: expected an input item object", path);
     const char *type = json_string_value(json_object_get(item, "type"));
     if (!type && json_object_get(item, "role"))
         type = "message";
     snprintf(param, sizeof param, "%.100s.type", path);
     if (!type)
-        return bad(err, param, "%s: an input item needs a type", param);
+        return tg_bridge_bad(err, param, "%s: an input item needs a type", param);
     if (!strcmp(type, "message"))
         return input_message(item, path, messages, reasoning, err);
     if (!strcmp(type, "function_call"))
@@ -356,7 +343,7 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
         const json_t *call_id = json_object_get(item, "call_id");
         if (!json_is_string(call_id)) {
             snprintf(param, sizeof param, "%.100s.call_id", path);
-            return bad(err, param, "%s: a function_call_output needs the call_id it answers",
+            return tg_bridge_bad(err, param, "%s: a function_call_output needs the call_id it answers",
                        param);
         }
         snprintf(param, sizeof param, "%.100s.output", path);
@@ -414,7 +401,7 @@ static int convert_input(const json_t *input, json_t *messages, const lookup *lk
         return 0;
     }
     if (!json_is_array(input))
-        return bad(err, "input", "%s: expected a string or an array of input items", "input");
+        return tg_bridge_bad(err, "input", "%s: expected a string or an array of input items", "input");
     json_t *reasoning = NULL;
     size_t i;
     const json_t *item;
@@ -431,7 +418,7 @@ static int convert_input(const json_t *input, json_t *messages, const lookup *lk
 static json_t *convert_tools(const json_t *tools, tg_error *err)
 {
     if (!json_is_array(tools)) {
-        bad(err, "tools", "%s: expected an array of tools", "tools");
+        tg_bridge_bad(err, "tools", "%s: expected an array of tools", "tools");
         return NULL;
     }
     json_t *out = json_array();
@@ -453,7 +440,7 @@ static json_t *convert_tools(const json_t *tools, tg_error *err)
         const json_t *name = json_object_get(t, "name");
         if (!json_is_string(name)) {
             snprintf(param, sizeof param, "tools[%zu].name", i);
-            bad(err, param, "%s: a function tool needs a name", param);
+            tg_bridge_bad(err, param, "%s: a function tool needs a name", param);
             json_decref(out);
             return NULL;
         }
@@ -476,7 +463,7 @@ static int allowed_tools_only(json_t *chat, const json_t *choice, tg_error *err)
     const json_t *allowed = json_object_get(choice, "tools");
     json_t *tools = json_object_get(chat, "tools");
     if (!json_is_array(allowed))
-        return bad(err, "tool_choice.tools", "%s: expected the allowed tools", "tool_choice.tools");
+        return tg_bridge_bad(err, "tool_choice.tools", "%s: expected the allowed tools", "tool_choice.tools");
     json_t *kept = json_array();
     size_t i;
     json_t *t;
@@ -535,7 +522,7 @@ static int convert_text_format(json_t *chat, const json_t *text, tg_error *err)
         return 0;
     }
     if (!type || strcmp(type, "json_schema"))
-        return bad(err, "text.format.type", "%s: expected text, json_object or json_schema",
+        return tg_bridge_bad(err, "text.format.type", "%s: expected text, json_object or json_schema",
                    "text.format.type");
     json_t *js = json_object();
     static const char *const keys[] = {"name", "description", "schema", "strict", NULL};
@@ -587,10 +574,10 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
     if (json_is_string(v) && json_string_length(v))
         json_array_append_new(messages, json_pack("{s:s, s:O}", "role", "system", "content", v));
     else if (v && !json_is_null(v) && !json_is_string(v))
-        return bad(err, "instructions", "%s: expected a string", "instructions");
+        return tg_bridge_bad(err, "instructions", "%s: expected a string", "instructions");
     v = json_object_get(body, "input");
     if (!v)
-        return bad(err, "input", "%s: required (a string or an array of input items)", "input");
+        return tg_bridge_bad(err, "input", "%s: required (a string or an array of input items)", "input");
     if (convert_input(v, messages, lk, err))
         return -1;
     v = json_object_get(body, "tools");
@@ -642,7 +629,7 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
     const char *k;
     json_t *extra;
     json_object_foreach((json_t *)body, k, extra) {
-        if (!is_one_of(k, responses_keys))
+        if (!tg_bridge_is_one_of(k, responses_keys))
             json_object_set(chat, k, extra);
     }
     return 0;
@@ -753,28 +740,20 @@ size_t tg_responses_strip_markers(json_t *body, const char *prefix)
 
 /* ---- the Response object ------------------------------------------------ */
 
-static json_int_t int_at(const json_t *o, const char *k1, const char *k2)
-{
-    const json_t *v = json_object_get(o, k1);
-    if (k2)
-        v = json_object_get(v, k2);
-    return json_is_integer(v) ? json_integer_value(v) : 0;
-}
-
 /* Chat usage in the Responses API's names, or null. */
 static json_t *usage_of(const json_t *u)
 {
     if (!json_is_object(u))
         return json_null();
-    json_int_t in = int_at(u, "prompt_tokens", NULL), out = int_at(u, "completion_tokens", NULL);
+    json_int_t in = tg_bridge_int_at(u, "prompt_tokens", NULL), out = tg_bridge_int_at(u, "completion_tokens", NULL);
     json_int_t total = json_is_integer(json_object_get(u, "total_tokens"))
-                           ? int_at(u, "total_tokens", NULL)
+                           ? tg_bridge_int_at(u, "total_tokens", NULL)
                            : in + out;
     return json_pack("{s:I, s:{s:I}, s:I, s:{s:I}, s:I}", "input_tokens", in,
                      "input_tokens_details", "cached_tokens",
-                     int_at(u, "prompt_tokens_details", "cached_tokens"), "output_tokens", out,
+                     tg_bridge_int_at(u, "prompt_tokens_details", "cached_tokens"), "output_tokens", out,
                      "output_tokens_details", "reasoning_tokens",
-                     int_at(u, "completion_tokens_details", "reasoning_tokens"), "total_tokens",
+                     tg_bridge_int_at(u, "completion_tokens_details", "reasoning_tokens"), "total_tokens",
                      total);
 }
 
@@ -894,14 +873,6 @@ static json_t *call_item(json_t *id, const json_t *call, const char *status)
                      json_is_string(args) ? json_string_value(args) : "");
 }
 
-static const char *message_reasoning(const json_t *msg)
-{
-    const char *r = json_string_value(json_object_get(msg, "reasoning_content"));
-    if (!r || !*r)
-        r = json_string_value(json_object_get(msg, "reasoning"));
-    return r && *r ? r : NULL;
-}
-
 json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion)
 {
     json_t *choices = json_object_get(completion, "choices");
@@ -911,7 +882,7 @@ json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion)
     json_decref(b->id);
     b->id = response_id(b, json_object_get(completion, "id"));
     json_t *output = json_array();
-    const char *reasoning = message_reasoning(msg);
+    const char *reasoning = tg_bridge_reasoning(msg);
     if (reasoning) {
         json_t *item = json_pack("{s:o, s:s, s:[{s:s, s:s}]}", "id", item_id(b, "rs"), "type",
                                  "reasoning", "summary", "type", "summary_text", "text", reasoning);
@@ -966,17 +937,6 @@ static json_t *event_new(tg_resp_bridge *b, const char *type)
     return json_pack("{s:s, s:I}", "type", type, "sequence_number", b->seq++);
 }
 
-/* Writes the event (stolen) as "event: TYPE\ndata: JSON\n\n". */
-static void emit(tg_buf *out, json_t *ev)
-{
-    tg_buf_puts(out, "event: ");
-    tg_buf_puts(out, json_string_value(json_object_get(ev, "type")));
-    tg_buf_puts(out, "\ndata: ");
-    tg_json_dump(ev, out);
-    tg_buf_puts(out, "\n\n");
-    json_decref(ev);
-}
-
 static json_t *stream_response(tg_resp_bridge *b, const char *status, json_t *error)
 {
     return response_object(b, b->id, b->model, b->created, status,
@@ -998,7 +958,7 @@ static void stream_start(tg_resp_bridge *b, const json_t *chunk, tg_buf *out)
     for (const char *const *t = first; *t; t++) {
         json_t *ev = event_new(b, *t);
         json_object_set_new(ev, "response", stream_response(b, "in_progress", NULL));
-        emit(out, ev);
+        tg_bridge_emit(out, ev);
     }
 }
 
@@ -1026,7 +986,7 @@ static int add_item(tg_resp_bridge *b, json_t *item, tg_buf *out)
     json_array_append_new(b->output, item);
     json_t *ev = item_event(b, "response.output_item.added", at);
     json_object_set(ev, "item", item);
-    emit(out, ev);
+    tg_bridge_emit(out, ev);
     return at;
 }
 
@@ -1036,7 +996,7 @@ static void item_done(tg_resp_bridge *b, int at, tg_buf *out)
     json_object_set_new(item, "status", json_string("completed"));
     json_t *ev = item_event(b, "response.output_item.done", at);
     json_object_set(ev, "item", item);
-    emit(out, ev);
+    tg_bridge_emit(out, ev);
 }
 
 static void close_part(tg_resp_bridge *b, tg_buf *out)
@@ -1058,10 +1018,10 @@ static void close_part(tg_resp_bridge *b, tg_buf *out)
      * every delta does */
     if (!refusal)
         json_object_set(ev, "logprobs", json_object_get(part, "logprobs"));
-    emit(out, ev);
+    tg_bridge_emit(out, ev);
     ev = part_event(b, "response.content_part.done", b->msg_at);
     json_object_set(ev, "part", part);
-    emit(out, ev);
+    tg_bridge_emit(out, ev);
     json_array_append_new(json_object_get(item, "content"), part);
     tg_buf_reset(&b->text);
     b->part_kind = 0;
@@ -1089,13 +1049,13 @@ static void close_reasoning(tg_resp_bridge *b, tg_buf *out)
     json_object_set_new(ev, "output_index", json_integer(b->reason_at));
     json_object_set_new(ev, "summary_index", json_integer(0));
     json_object_set(ev, "text", json_object_get(part, "text"));
-    emit(out, ev);
+    tg_bridge_emit(out, ev);
     ev = event_new(b, "response.reasoning_summary_part.done");
     json_object_set(ev, "item_id", id);
     json_object_set_new(ev, "output_index", json_integer(b->reason_at));
     json_object_set_new(ev, "summary_index", json_integer(0));
     json_object_set(ev, "part", part);
-    emit(out, ev);
+    tg_bridge_emit(out, ev);
     json_array_append_new(json_object_get(item, "summary"), part);
     set_encrypted(b, item, b->reason.data ? b->reason.data : "", b->reason.len);
     item_done(b, b->reason_at, out);
@@ -1115,7 +1075,7 @@ static void on_reasoning(tg_resp_bridge *b, const char *text, tg_buf *out)
         json_object_set_new(ev, "output_index", json_integer(b->reason_at));
         json_object_set_new(ev, "summary_index", json_integer(0));
         json_object_set_new(ev, "part", json_pack("{s:s, s:s}", "type", "summary_text", "text", ""));
-        emit(out, ev);
+        tg_bridge_emit(out, ev);
     }
     tg_buf_puts(&b->reason, text);
     json_t *ev = event_new(b, "response.reasoning_summary_text.delta");
@@ -1123,7 +1083,7 @@ static void on_reasoning(tg_resp_bridge *b, const char *text, tg_buf *out)
     json_object_set_new(ev, "output_index", json_integer(b->reason_at));
     json_object_set_new(ev, "summary_index", json_integer(0));
     json_object_set_new(ev, "delta", json_string(text));
-    emit(out, ev);
+    tg_bridge_emit(out, ev);
 }
 
 /* Text (kind 1, with the chunk's logprobs or NULL) or refusal (kind 2)
@@ -1142,7 +1102,7 @@ static void on_text(tg_resp_bridge *b, int kind, const char *text, const json_t 
         b->part_kind = kind;
         json_t *ev = part_event(b, "response.content_part.added", b->msg_at);
         json_object_set_new(ev, "part", text_part(kind == 2 ? "refusal" : "output_text", "", 0));
-        emit(out, ev);
+        tg_bridge_emit(out, ev);
     }
     tg_buf_puts(&b->text, text);
     json_t *ev = part_event(b, kind == 2 ? "response.refusal.delta" : "response.output_text.delta",
@@ -1155,7 +1115,7 @@ static void on_text(tg_resp_bridge *b, int kind, const char *text, const json_t 
         json_array_extend(b->logprobs, lp);
         json_object_set_new(ev, "logprobs", lp);
     }
-    emit(out, ev);
+    tg_bridge_emit(out, ev);
 }
 
 static void on_call(tg_resp_bridge *b, const json_t *tc, size_t pos, tg_buf *out)
@@ -1191,7 +1151,7 @@ static void on_call(tg_resp_bridge *b, const json_t *tc, size_t pos, tg_buf *out
         json_t *ev = item_event(b, "response.function_call_arguments.delta", at);
         json_object_set(ev, "item_id", json_object_get(item, "id"));
         json_object_set_new(ev, "delta", json_string(args));
-        emit(out, ev);
+        tg_bridge_emit(out, ev);
     }
 }
 
@@ -1207,7 +1167,7 @@ static void close_calls(tg_resp_bridge *b, tg_buf *out)
         json_t *ev = item_event(b, "response.function_call_arguments.done", (int)at);
         json_object_set(ev, "item_id", json_object_get(item, "id"));
         json_object_set(ev, "arguments", json_object_get(item, "arguments"));
-        emit(out, ev);
+        tg_bridge_emit(out, ev);
         item_done(b, (int)at, out);
     }
     json_object_clear(b->calls);
@@ -1223,7 +1183,7 @@ static void stream_finish(tg_resp_bridge *b, tg_buf *out)
     json_t *ev = event_new(b, strcmp(status, "completed") ? "response.incomplete"
                                                           : "response.completed");
     json_object_set_new(ev, "response", r);
-    emit(out, ev);
+    tg_bridge_emit(out, ev);
     b->finished = true;
 }
 
@@ -1240,7 +1200,7 @@ static void stream_fail(tg_resp_bridge *b, const json_t *error, tg_buf *out)
                                                                        : "upstream error"));
     json_object_set_new(ev, "param",
                         json_is_string(param) ? json_incref((json_t *)param) : json_null());
-    emit(out, ev);
+    tg_bridge_emit(out, ev);
     close_reasoning(b, out);
     close_message(b, out);
     close_calls(b, out);
@@ -1252,7 +1212,7 @@ static void stream_fail(tg_resp_bridge *b, const json_t *error, tg_buf *out)
                                   json_is_string(code) ? json_string_value(code) : "server_error",
                                   "message",
                                   json_is_string(msg) ? json_string_value(msg) : "upstream error")));
-    emit(out, ev);
+    tg_bridge_emit(out, ev);
     b->finished = true;
 }
 
@@ -1277,7 +1237,7 @@ static void on_chunk(tg_resp_bridge *b, const json_t *chunk, tg_buf *out)
         if (json_is_integer(ix) && json_integer_value(ix) != 0)
             continue;  /* the Responses API has one output */
         const json_t *delta = json_object_get(choice, "delta");
-        const char *r = message_reasoning(delta);
+        const char *r = tg_bridge_reasoning(delta);
         if (r)
             on_reasoning(b, r, out);
         const char *t = json_string_value(json_object_get(delta, "content"));
@@ -1296,52 +1256,33 @@ static void on_chunk(tg_resp_bridge *b, const json_t *chunk, tg_buf *out)
     }
 }
 
-/* One chat SSE event: its data lines, joined. */
-static void on_event(tg_resp_bridge *b, const char *ev, size_t n, tg_buf *out)
+/* One event of the chat stream: [DONE] ends the answer, a chunk feeds it. */
+typedef struct feed {
+    tg_resp_bridge *b;
+    tg_buf *out;
+} feed;
+
+static void on_data(void *ud, const char *data, size_t len)
 {
-    tg_buf data = {0};
-    const char *p = ev, *e = ev + n;
-    while (p < e) {
-        const char *nl = memchr(p, '\n', (size_t)(e - p));
-        const char *le = nl ? nl : e;
-        if (le - p >= 5 && !memcmp(p, "data:", 5)) {
-            const char *d = p + 5;
-            if (d < le && *d == ' ')
-                d++;
-            if (data.len)
-                tg_buf_puts(&data, "\n");
-            tg_buf_append(&data, d, (size_t)(le - d));
-        }
-        p = nl ? nl + 1 : e;
-    }
-    if (data.len == 6 && !memcmp(data.data, "[DONE]", 6)) {
+    tg_resp_bridge *b = ((feed *)ud)->b;
+    tg_buf *out = ((feed *)ud)->out;
+    if (len == 6 && !memcmp(data, "[DONE]", 6)) {
         if (!b->started)
             stream_start(b, NULL, out);
         if (!b->finished)
             stream_finish(b, out);
-    } else if (data.len && !b->finished) {
-        json_t *chunk = tg_json_load(data.data, data.len, 0, NULL);
+    } else if (!b->finished) {
+        json_t *chunk = tg_json_load(data, len, 0, NULL);
         if (json_is_object(chunk))
             on_chunk(b, chunk, out);
         json_decref(chunk);
     }
-    tg_buf_free(&data);
 }
 
 void tg_responses_stream(tg_resp_bridge *b, const char *sse, size_t n, tg_buf *out)
 {
-    tg_buf_append(&b->pending, sse, n);
-    size_t off = 0;
-    for (;;) {
-        const char *s = b->pending.data + off;
-        size_t left = b->pending.len - off;
-        const char *end = left >= 2 ? memmem(s, left, "\n\n", 2) : NULL;
-        if (!end)
-            break;
-        on_event(b, s, (size_t)(end - s), out);
-        off += (size_t)(end - s) + 2;
-    }
-    tg_buf_consume(&b->pending, off);
+    feed f = {b, out};
+    tg_bridge_read_sse(&b->pending, sse, n, on_data, &f);
 }
 
 void tg_responses_stream_end(tg_resp_bridge *b, tg_buf *out)

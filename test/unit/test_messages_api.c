@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "vectors.h"
+#include "bridge_vectors.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,16 +37,6 @@
 #include "../../sanitize/messages_api.h"
 
 static char vec_dir[1024];
-
-static bool subset(const json_t *exp, const json_t *got)
-{
-    return vector_match(exp, got, true);
-}
-
-static void expect(bool ok, const json_t *exp, const json_t *got, const char *what)
-{
-    vector_expect(ok, exp, got, what);
-}
 
 static void run_request(const json_t *v, tg_msg_bridge **bridge)
 {
@@ -75,21 +65,6 @@ static void run_request(const json_t *v, tg_msg_bridge **bridge)
     json_decref(chat);
 }
 
-/* The chat stream as SSE text, as the repair stage writes it. */
-static void chat_sse(const json_t *payloads, tg_buf *out)
-{
-    size_t i;
-    const json_t *p;
-    json_array_foreach(payloads, i, p) {
-        tg_buf_puts(out, "data: ");
-        if (json_is_string(p))
-            tg_buf_puts(out, json_string_value(p));
-        else
-            tg_json_dump(p, out);
-        tg_buf_puts(out, "\n\n");
-    }
-}
-
 static void convert_in_pieces(const json_t *request, const tg_buf *in, size_t piece, unsigned seed,
                               tg_buf *out)
 {
@@ -108,27 +83,6 @@ static void convert_in_pieces(const json_t *request, const tg_buf *in, size_t pi
     }
     tg_messages_stream_end(b, out);
     tg_msg_bridge_free(b);
-}
-
-/* The events of a Messages stream, as [type, data] pairs. */
-static json_t *parse_events(const tg_buf *sse)
-{
-    json_t *evs = json_array();
-    const char *p = sse->data, *e = sse->data + sse->len;
-    while (p < e) {
-        const char *end = memmem(p, (size_t)(e - p), "\n\n", 2);
-        assert_non_null(end);
-        const char *data = memmem(p, (size_t)(end - p), "\ndata: ", 7);
-        assert_non_null(data);
-        assert_memory_equal(p, "event: ", 7);
-        json_t *d = tg_json_load(data + 7, (size_t)(end - data - 7), 0, NULL);
-        assert_non_null(d);
-        json_t *type = json_stringn(p + 7, (size_t)(data - p - 7));
-        assert_true(json_equal(type, json_object_get(d, "type")));
-        json_array_append_new(evs, json_pack("[o, o]", type, d));
-        p = end + 2;
-    }
-    return evs;
 }
 
 static const char *delta_kind_for(const char *block)
@@ -336,56 +290,6 @@ static json_t *expected_input(const char *a)
     return json_string(a);
 }
 
-/* The chat stream a repair fixture expects, assembled as a client would:
- * the text of choice 0 and its calls (name, arguments parsed) in the order
- * they began. */
-static void assemble_chat(const json_t *payloads, tg_buf *text, json_t *calls)
-{
-    json_t *by_index = json_object();
-    size_t i, j;
-    const json_t *p, *ch, *tc;
-    json_array_foreach(payloads, i, p) {
-        json_array_foreach(json_object_get(p, "choices"), j, ch) {
-            const json_t *ix = json_object_get(ch, "index");
-            if (json_is_integer(ix) && json_integer_value(ix) != 0)
-                continue;
-            const json_t *delta = json_object_get(ch, "delta");
-            const char *c = json_string_value(json_object_get(delta, "content"));
-            if (c)
-                tg_buf_puts(text, c);
-            size_t k;
-            json_array_foreach(json_object_get(delta, "tool_calls"), k, tc) {
-                char key[32];
-                snprintf(key, sizeof key, "%lld", (long long)json_integer_value(json_object_get(tc, "index")));
-                json_t *call = json_object_get(by_index, key);
-                if (!call) {
-                    call = json_pack("{s:s, s:s}", "name", "", "arguments", "");
-                    json_object_set_new(by_index, key, call);
-                    json_array_append(calls, call);
-                }
-                const json_t *fn = json_object_get(tc, "function");
-                const char *name = json_string_value(json_object_get(fn, "name"));
-                const char *args = json_string_value(json_object_get(fn, "arguments"));
-                if (name && *name && !*json_string_value(json_object_get(call, "name")))
-                    json_object_set_new(call, "name", json_string(name));
-                if (args) {
-                    tg_buf a = {0};
-                    tg_buf_puts(&a, json_string_value(json_object_get(call, "arguments")));
-                    tg_buf_puts(&a, args);
-                    json_object_set_new(call, "arguments", json_stringn(a.data, a.len));
-                    tg_buf_free(&a);
-                }
-            }
-        }
-    }
-    json_decref(by_index);
-    json_array_foreach(calls, i, tc) {
-        const char *a = json_string_value(json_object_get(tc, "arguments"));
-        json_object_set_new((json_t *)tc, "input", expected_input(a));
-        json_object_del((json_t *)tc, "arguments");
-    }
-}
-
 /* Every repaired chat stream of test/vectors/responses (the repair
  * fixtures' expected_sse) through the bridge: the Messages invariants
  * hold, and the message says what the chat stream said: the same text,
@@ -405,6 +309,14 @@ static void test_repair_fixture(void **state)
     if (!json_object_get(msg, "error")) {
         json_t *calls = json_array();
         assemble_chat(payloads, &text, calls);
+        /* a Message's tool_use carries the arguments parsed, as input */
+        size_t ci;
+        json_t *tc;
+        json_array_foreach(calls, ci, tc) {
+            const char *a = json_string_value(json_object_get(tc, "arguments"));
+            json_object_set_new(tc, "input", expected_input(a));
+            json_object_del(tc, "arguments");
+        }
         tg_buf got_text = {0};
         json_t *got_calls = json_array();
         size_t i;
