@@ -1,12 +1,14 @@
 -- mix.lua -- wrk script for the soak: cycles through JSON answers, streams,
 -- tool calls, upstream faults (500, garbage, reset), toolgate's own 4xx and
 -- the Responses bridge (whole, streamed, an item_reference the item store
--- may or may not still hold), so every path of the proxy runs many
--- thousands of times.
+-- may or may not still hold) and the Messages bridge (whole, streamed), so
+-- every path of the proxy runs many thousands of times.
 local msg = '"messages":[{"role":"user","content":"hi","_marker":1}]'
 local tools = '"tools":[{"type":"function","function":{"name":"read.file","description":"Read a file",' ..
   '"parameters":{"type":"object","properties":{"path":{"type":"string"},"n":{"type":["integer","null"]}},"required":["path"]}}}]'
 local rtools = '"tools":[{"type":"function","name":"read.file","parameters":{"type":"object",' ..
+  '"properties":{"path":{"type":"string"}},"required":["path"]}}]'
+local mtools = '"tools":[{"name":"read.file","input_schema":{"type":"object",' ..
   '"properties":{"path":{"type":"string"}},"required":["path"]}}]'
 local say = {["X-Mock"] = "tools", ["X-Mock-Say"] = "Reading it.", ["X-Mock-Think"] = "A file."}
 local reqs = {
@@ -27,6 +29,10 @@ local reqs = {
    "/v1/responses"},
   {'{"model":"gem-soak","input":[{"role":"user","content":"hi"},{"type":"item_reference","id":"msg_1_soak"}]}', {},
    "/v1/responses"},
+  {'{"model":"gem-soak","max_tokens":100,"messages":[{"role":"user","content":"hi"}],' .. mtools .. '}', say,
+   "/v1/messages"},
+  {'{"model":"gem-soak","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}],' .. mtools .. '}',
+   say, "/v1/messages"},
 }
 local i = 0
 request = function()
