@@ -64,23 +64,131 @@ static void event_data(const char *ev, size_t n, tg_buf *data)
     }
 }
 
-void tg_bridge_read_sse(tg_buf *pending, const char *sse, size_t n,
-                        void (*on_data)(void *ud, const char *data, size_t len), void *ud)
+static void start_once(tg_chat_reader *rd, const tg_chat_events *ev, void *b,
+                       const json_t *chunk, tg_buf *out)
 {
-    tg_buf_append(pending, sse, n);
+    if (rd->started)
+        return;
+    rd->started = true;
+    ev->start(b, chunk, out);
+}
+
+static void keep(json_t **slot, const json_t *v)
+{
+    json_decref(*slot);
+    *slot = json_incref((json_t *)v);
+}
+
+/* Choice 0's delta, in the order a client shows it. False when a call
+ * ended the stream. */
+static bool read_choice(tg_chat_reader *rd, const tg_chat_events *ev, void *b,
+                        const json_t *choice, tg_buf *out)
+{
+    const json_t *delta = json_object_get(choice, "delta");
+    const char *r = tg_bridge_reasoning(delta);
+    if (r)
+        ev->reasoning(b, r, out);
+    const char *t = json_string_value(json_object_get(delta, "content"));
+    if (t && *t)
+        ev->text(b, t, json_object_get(json_object_get(choice, "logprobs"), "content"), out);
+    t = json_string_value(json_object_get(delta, "refusal"));
+    if (t && *t)
+        ev->refusal(b, t, out);
+    size_t j;
+    const json_t *tc;
+    json_array_foreach(json_object_get(delta, "tool_calls"), j, tc) {
+        if (!ev->call(b, tc, j, out))
+            return false;
+    }
+    const char *f = json_string_value(json_object_get(choice, "finish_reason"));
+    if (f && *f)
+        snprintf(rd->finish, sizeof rd->finish, "%s", f);
+    const json_t *sr = json_object_get(choice, "stop_reason");
+    if (json_is_string(sr))
+        keep(&rd->stop_reason, sr);
+    return true;
+}
+
+static void read_chunk(tg_chat_reader *rd, const tg_chat_events *ev, void *b,
+                       const json_t *chunk, tg_buf *out)
+{
+    start_once(rd, ev, b, chunk, out);
+    const json_t *error = json_object_get(chunk, "error");
+    if (json_is_object(error)) {
+        rd->finished = true;
+        ev->fail(b, error, out);
+        return;
+    }
+    const json_t *usage = json_object_get(chunk, "usage");
+    if (json_is_object(usage))
+        keep(&rd->usage, usage);
+    size_t i;
+    const json_t *choice;
+    json_array_foreach(json_object_get(chunk, "choices"), i, choice) {
+        const json_t *ix = json_object_get(choice, "index");
+        if (json_is_integer(ix) && json_integer_value(ix) != 0)
+            continue;  /* both APIs have one answer */
+        if (!read_choice(rd, ev, b, choice, out)) {
+            rd->finished = true;
+            return;
+        }
+    }
+}
+
+/* One event's data: [DONE] ends the answer, a chunk feeds it. */
+static void read_data(tg_chat_reader *rd, const tg_chat_events *ev, void *b, const char *data,
+                      size_t len, tg_buf *out)
+{
+    if (rd->finished)
+        return;
+    if (len == 6 && !memcmp(data, "[DONE]", 6)) {
+        start_once(rd, ev, b, NULL, out);
+        rd->finished = true;
+        ev->finish(b, out);
+        return;
+    }
+    json_t *chunk = tg_json_load(data, len, 0, NULL);
+    if (json_is_object(chunk))
+        read_chunk(rd, ev, b, chunk, out);
+    json_decref(chunk);
+}
+
+void tg_chat_read(tg_chat_reader *rd, const tg_chat_events *ev, void *b, const char *sse,
+                  size_t n, tg_buf *out)
+{
+    tg_buf_append(&rd->pending, sse, n);
     size_t off = 0;
     for (;;) {
-        const char *s = pending->data + off;
-        size_t left = pending->len - off;
+        const char *s = rd->pending.data + off;
+        size_t left = rd->pending.len - off;
         const char *end = left >= 2 ? memmem(s, left, "\n\n", 2) : NULL;
         if (!end)
             break;
         tg_buf data = {0};
         event_data(s, (size_t)(end - s), &data);
         if (data.len)
-            on_data(ud, data.data, data.len);
+            read_data(rd, ev, b, data.data, data.len, out);
         tg_buf_free(&data);
         off += (size_t)(end - s) + 2;
     }
-    tg_buf_consume(pending, off);
+    tg_buf_consume(&rd->pending, off);
+}
+
+void tg_chat_read_end(tg_chat_reader *rd, const tg_chat_events *ev, void *b, tg_buf *out)
+{
+    if (rd->finished)
+        return;
+    start_once(rd, ev, b, NULL, out);
+    rd->finished = true;
+    json_t *e = json_pack("{s:s, s:s, s:s}", "type", "api_error", "code", "stream_truncated",
+                          "message", "upstream stream ended before it finished");
+    ev->fail(b, e, out);
+    json_decref(e);
+}
+
+void tg_chat_reader_free(tg_chat_reader *rd)
+{
+    tg_buf_free(&rd->pending);
+    json_decref(rd->usage);
+    json_decref(rd->stop_reason);
 }

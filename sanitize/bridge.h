@@ -25,10 +25,37 @@ const char *tg_bridge_reasoning(const json_t *msg);
  * "event: TYPE\ndata: JSON\n\n", the framing both APIs' streams use. */
 void tg_bridge_emit(tg_buf *out, json_t *ev);
 
-/* The chat stream's SSE text, in pieces of any size (the part of an event
- * not yet whole waits in pending): on_data gets each whole event's data,
- * its data lines joined ("[DONE]" included). */
-void tg_bridge_read_sse(tg_buf *pending, const char *sse, size_t n,
-                        void (*on_data)(void *ud, const char *data, size_t len), void *ud);
+/* The repaired chat stream a bridge is fed, read into what it says, for
+ * the bridge's callbacks (b is the bridge, out its event stream): start
+ * first (chunk NULL when none came), then choice 0's deltas in order, then
+ * finish at [DONE] or fail at an error event. Nothing follows those. call
+ * returns false when the bridge itself had to end the stream (a call it
+ * cannot send whole); it then wrote its own error. */
+typedef struct tg_chat_events {
+    void (*start)(void *b, const json_t *chunk, tg_buf *out);
+    void (*reasoning)(void *b, const char *text, tg_buf *out);
+    void (*text)(void *b, const char *text, const json_t *logprobs, tg_buf *out);
+    void (*refusal)(void *b, const char *text, tg_buf *out);
+    bool (*call)(void *b, const json_t *call, size_t pos, tg_buf *out);
+    void (*finish)(void *b, tg_buf *out);
+    void (*fail)(void *b, const json_t *error, tg_buf *out);
+} tg_chat_events;
+
+/* What the reader keeps of the stream, for the bridge to read too. */
+typedef struct tg_chat_reader {
+    tg_buf pending;       /* SSE text short of a whole event */
+    bool started, finished;
+    json_t *usage;        /* the latest chat usage, or NULL */
+    char finish[32];      /* choice 0's finish_reason, or "" */
+    json_t *stop_reason;  /* choice 0's stop_reason (vLLM names the stop string), or NULL */
+} tg_chat_reader;
+
+/* The chat stream's SSE text, in pieces of any size. */
+void tg_chat_read(tg_chat_reader *rd, const tg_chat_events *ev, void *b, const char *sse,
+                  size_t n, tg_buf *out);
+/* The chat stream stopped: one that did not finish fails as truncated
+ * (never a made-up end). */
+void tg_chat_read_end(tg_chat_reader *rd, const tg_chat_events *ev, void *b, tg_buf *out);
+void tg_chat_reader_free(tg_chat_reader *rd);
 
 #endif

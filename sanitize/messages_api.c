@@ -37,16 +37,12 @@ struct tg_msg_bridge {
     json_t *model;         /* the request's model, when the answer names none */
     json_t *stops;         /* the request's stop_sequences, or NULL */
     /* stream state */
-    tg_buf pending;        /* chat SSE text short of a whole event */
-    bool started, finished;
+    tg_chat_reader rd;     /* the chat stream read so far (bridge.h) */
     int n_blocks;          /* blocks opened so far: the next one's index */
     int open;              /* BLK_* of the open block */
     json_t *call_key;      /* chat tool_calls index (as text) of the open tool block */
     tg_buf args;           /* its arguments so far, sent when the block closes */
     json_t *calls_done;    /* {index: true} of tool blocks closed */
-    json_t *usage;         /* chat usage, the latest seen */
-    char finish[32];       /* chat finish_reason of choice 0 */
-    json_t *stop_reason;   /* choice 0's stop_reason (vLLM names the stop string) */
 };
 
 /* ---- request ---------------------------------------------------------- */
@@ -636,9 +632,7 @@ void tg_msg_bridge_free(tg_msg_bridge *b)
     json_decref(b->stops);
     json_decref(b->call_key);
     json_decref(b->calls_done);
-    json_decref(b->usage);
-    json_decref(b->stop_reason);
-    tg_buf_free(&b->pending);
+    tg_chat_reader_free(&b->rd);
     tg_buf_free(&b->args);
     free(b);
 }
@@ -802,9 +796,9 @@ json_t *tg_messages_answer(tg_msg_bridge *b, const json_t *completion)
 
 /* ---- the event stream --------------------------------------------------- */
 
-static void stream_start(tg_msg_bridge *b, const json_t *chunk, tg_buf *out)
+static void stream_start(void *vb, const json_t *chunk, tg_buf *out)
 {
-    b->started = true;
+    tg_msg_bridge *b = vb;
     const json_t *m = json_object_get(chunk, "model");
     json_t *msg = json_pack("{s:o, s:s, s:s, s:O, s:[], s:n, s:n, s:{s:I, s:I}}", "id",
                             message_id(json_object_get(chunk, "id")), "type", "message", "role",
@@ -880,10 +874,11 @@ static void on_text(tg_msg_bridge *b, int kind, const char *text, tg_buf *out)
         block_delta(b, json_pack("{s:s, s:s}", "type", "thinking_delta", "thinking", text), out);
 }
 
-static void stream_fail(tg_msg_bridge *b, const char *type, const char *message, tg_buf *out);
+static void emit_error(const char *type, const char *message, tg_buf *out);
 
-static void on_call(tg_msg_bridge *b, const json_t *tc, size_t pos, tg_buf *out)
+static bool on_call(void *vb, const json_t *tc, size_t pos, tg_buf *out)
 {
+    tg_msg_bridge *b = vb;
     char key[32];
     const json_t *ix = json_object_get(tc, "index");
     snprintf(key, sizeof key, "%lld",
@@ -893,11 +888,11 @@ static void on_call(tg_msg_bridge *b, const json_t *tc, size_t pos, tg_buf *out)
     bool current = b->open == BLK_TOOL && !strcmp(json_string_value(b->call_key), key);
     if (!current) {
         if (json_object_get(b->calls_done, key)) {
-            stream_fail(b, "api_error",
-                        "upstream sent more of a tool call's arguments after the next content "
-                        "block began; the call is withheld rather than sent cut",
-                        out);
-            return;
+            emit_error("api_error",
+                       "upstream sent more of a tool call's arguments after the next content "
+                       "block began; the call is withheld rather than sent cut",
+                       out);
+            return false;
         }
         const char *id = json_string_value(json_object_get(tc, "id"));
         const char *name = json_string_value(json_object_get(fn, "name"));
@@ -909,32 +904,32 @@ static void on_call(tg_msg_bridge *b, const json_t *tc, size_t pos, tg_buf *out)
     }
     if (args)
         tg_buf_puts(&b->args, args);
+    return true;
 }
 
-static void stream_finish(tg_msg_bridge *b, tg_buf *out)
+static void stream_finish(void *vb, tg_buf *out)
 {
+    tg_msg_bridge *b = vb;
     close_block(b, out);
-    const char *finish = b->finish[0] ? b->finish : NULL;
+    const char *finish = b->rd.finish[0] ? b->rd.finish : NULL;
     bool calls = json_object_size(b->calls_done) > 0;
-    const char *why = stop_reason_of(b, finish, calls, b->stop_reason);
-    const char *hit = stop_hit(b, b->stop_reason);
-    json_t *usage = usage_of(b->usage);
+    const char *why = stop_reason_of(b, finish, calls, b->rd.stop_reason);
+    const char *hit = stop_hit(b, b->rd.stop_reason);
+    json_t *usage = usage_of(b->rd.usage);
     tg_bridge_emit(out, json_pack("{s:s, s:{s:s, s:o}, s:o}", "type", "message_delta", "delta",
                         "stop_reason", why, "stop_sequence",
                         hit && !strcmp(why, "stop_sequence") ? json_string(hit) : json_null(),
                         "usage", usage));
     tg_bridge_emit(out, json_pack("{s:s}", "type", "message_stop"));
-    b->finished = true;
 }
 
 /* An error ends the stream, which clients raise; no message_stop follows,
  * as with Anthropic. A block still open stays so: a cut call's input is
  * never sent (the repair stage withholds such calls too). */
-static void stream_fail(tg_msg_bridge *b, const char *type, const char *message, tg_buf *out)
+static void emit_error(const char *type, const char *message, tg_buf *out)
 {
     tg_bridge_emit(out, json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", type, "message",
                         message));
-    b->finished = true;
 }
 
 /* Anthropic's error type for a chat error's type or code. */
@@ -958,91 +953,48 @@ static const char *error_type_of(const json_t *error)
     return "api_error";
 }
 
-static void on_chunk(tg_msg_bridge *b, const json_t *chunk, tg_buf *out)
+static void on_fail(void *vb, const json_t *error, tg_buf *out)
 {
-    if (!b->started)
-        stream_start(b, chunk, out);
-    const json_t *error = json_object_get(chunk, "error");
-    if (json_is_object(error)) {
-        const char *msg = json_string_value(json_object_get(error, "message"));
-        stream_fail(b, error_type_of(error), msg ? msg : "upstream error", out);
-        return;
-    }
-    const json_t *usage = json_object_get(chunk, "usage");
-    if (json_is_object(usage)) {
-        json_decref(b->usage);
-        b->usage = json_incref((json_t *)usage);
-    }
-    size_t i;
-    const json_t *choice;
-    json_array_foreach(json_object_get(chunk, "choices"), i, choice) {
-        const json_t *ix = json_object_get(choice, "index");
-        if (json_is_integer(ix) && json_integer_value(ix) != 0)
-            continue;  /* a Message is one answer */
-        const json_t *delta = json_object_get(choice, "delta");
-        const char *r = tg_bridge_reasoning(delta);
-        if (r)
-            on_text(b, BLK_THINKING, r, out);
-        const char *t = json_string_value(json_object_get(delta, "content"));
-        if (t && *t)
-            on_text(b, BLK_TEXT, t, out);
-        t = json_string_value(json_object_get(delta, "refusal"));
-        if (t && *t)
-            on_text(b, BLK_TEXT, t, out);
-        size_t j;
-        const json_t *tc;
-        json_array_foreach(json_object_get(delta, "tool_calls"), j, tc) {
-            on_call(b, tc, j, out);
-            if (b->finished)
-                return;
-        }
-        const char *f = json_string_value(json_object_get(choice, "finish_reason"));
-        if (f && *f)
-            snprintf(b->finish, sizeof b->finish, "%s", f);
-        const json_t *sr = json_object_get(choice, "stop_reason");
-        if (json_is_string(sr)) {
-            json_decref(b->stop_reason);
-            b->stop_reason = json_incref((json_t *)sr);
-        }
-    }
+    (void)vb;
+    const char *msg = json_string_value(json_object_get(error, "message"));
+    emit_error(error_type_of(error), msg ? msg : "upstream error", out);
 }
 
-/* One event of the chat stream: [DONE] ends the answer, a chunk feeds it. */
-typedef struct feed {
-    tg_msg_bridge *b;
-    tg_buf *out;
-} feed;
-
-static void on_data(void *ud, const char *data, size_t len)
+static void on_thinking(void *b, const char *text, tg_buf *out)
 {
-    tg_msg_bridge *b = ((feed *)ud)->b;
-    tg_buf *out = ((feed *)ud)->out;
-    if (len == 6 && !memcmp(data, "[DONE]", 6)) {
-        if (!b->started)
-            stream_start(b, NULL, out);
-        if (!b->finished)
-            stream_finish(b, out);
-    } else if (!b->finished) {
-        json_t *chunk = tg_json_load(data, len, 0, NULL);
-        if (json_is_object(chunk))
-            on_chunk(b, chunk, out);
-        json_decref(chunk);
-    }
+    on_text(b, BLK_THINKING, text, out);
 }
+
+/* a refusal is the answer's text: a Message has no refusal block */
+static void on_answer_text(void *b, const char *text, tg_buf *out)
+{
+    on_text(b, BLK_TEXT, text, out);
+}
+
+static void on_content(void *b, const char *text, const json_t *logprobs, tg_buf *out)
+{
+    (void)logprobs;  /* a Message has none */
+    on_text(b, BLK_TEXT, text, out);
+}
+
+static const tg_chat_events messages_events = {
+    .start = stream_start,
+    .reasoning = on_thinking,
+    .text = on_content,
+    .refusal = on_answer_text,
+    .call = on_call,
+    .finish = stream_finish,
+    .fail = on_fail,
+};
 
 void tg_messages_stream(tg_msg_bridge *b, const char *sse, size_t n, tg_buf *out)
 {
-    feed f = {b, out};
-    tg_bridge_read_sse(&b->pending, sse, n, on_data, &f);
+    tg_chat_read(&b->rd, &messages_events, b, sse, n, out);
 }
 
 void tg_messages_stream_end(tg_msg_bridge *b, tg_buf *out)
 {
-    if (b->finished)
-        return;
-    if (!b->started)
-        stream_start(b, NULL, out);
-    stream_fail(b, "api_error", "upstream stream ended before it finished", out);
+    tg_chat_read_end(&b->rd, &messages_events, b, out);
 }
 
 /* ---- errors --------------------------------------------------------------- */

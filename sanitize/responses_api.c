@@ -30,9 +30,8 @@ struct tg_resp_bridge {
     json_t *echo;          /* request fields every Response repeats */
     bool encrypted;        /* include asked for reasoning.encrypted_content */
     /* stream state */
-    tg_buf pending;        /* chat SSE text short of a whole event */
+    tg_chat_reader rd;     /* the chat stream read so far (bridge.h) */
     json_int_t seq;        /* sequence_number of the next event */
-    bool started, finished;
     json_t *id;            /* the Response's id and envelope, from the first chunk */
     json_t *model;
     json_int_t created;
@@ -44,8 +43,6 @@ struct tg_resp_bridge {
     json_t *logprobs;      /* the open output_text part's logprobs so far */
     tg_buf reason;
     json_t *calls;         /* {chat tool_calls index: output index} of open calls */
-    json_t *usage;         /* chat usage, the latest seen */
-    char finish[32];       /* chat finish_reason of choice 0 */
     unsigned n_items;      /* for item ids */
     char name[64];         /* the caller's unique name for ids, or "" */
 };
@@ -692,9 +689,8 @@ void tg_resp_bridge_free(tg_resp_bridge *b)
     json_decref(b->model);
     json_decref(b->output);
     json_decref(b->calls);
-    json_decref(b->usage);
     json_decref(b->logprobs);
-    tg_buf_free(&b->pending);
+    tg_chat_reader_free(&b->rd);
     tg_buf_free(&b->text);
     tg_buf_free(&b->reason);
     free(b);
@@ -940,13 +936,13 @@ static json_t *event_new(tg_resp_bridge *b, const char *type)
 static json_t *stream_response(tg_resp_bridge *b, const char *status, json_t *error)
 {
     return response_object(b, b->id, b->model, b->created, status,
-                           b->finish[0] ? b->finish : NULL, b->output,
-                           !strcmp(status, "in_progress") ? NULL : usage_of(b->usage), error);
+                           b->rd.finish[0] ? b->rd.finish : NULL, b->output,
+                           !strcmp(status, "in_progress") ? NULL : usage_of(b->rd.usage), error);
 }
 
-static void stream_start(tg_resp_bridge *b, const json_t *chunk, tg_buf *out)
+static void stream_start(void *vb, const json_t *chunk, tg_buf *out)
 {
-    b->started = true;
+    tg_resp_bridge *b = vb;
     b->id = response_id(b, json_object_get(chunk, "id"));
     const json_t *m = json_object_get(chunk, "model");
     b->model = json_is_string(m) ? json_incref((json_t *)m) : NULL;
@@ -1063,8 +1059,9 @@ static void close_reasoning(tg_resp_bridge *b, tg_buf *out)
     b->reason_at = -1;
 }
 
-static void on_reasoning(tg_resp_bridge *b, const char *text, tg_buf *out)
+static void on_reasoning(void *vb, const char *text, tg_buf *out)
 {
+    tg_resp_bridge *b = vb;
     if (b->reason_at < 0) {
         close_message(b, out);
         b->reason_at = add_item(b, json_pack("{s:o, s:s, s:[]}", "id", item_id(b, "rs"), "type",
@@ -1118,8 +1115,9 @@ static void on_text(tg_resp_bridge *b, int kind, const char *text, const json_t 
     tg_bridge_emit(out, ev);
 }
 
-static void on_call(tg_resp_bridge *b, const json_t *tc, size_t pos, tg_buf *out)
+static bool on_call(void *vb, const json_t *tc, size_t pos, tg_buf *out)
 {
+    tg_resp_bridge *b = vb;
     char key[32];
     const json_t *ix = json_object_get(tc, "index");
     snprintf(key, sizeof key, "%lld",
@@ -1153,6 +1151,7 @@ static void on_call(tg_resp_bridge *b, const json_t *tc, size_t pos, tg_buf *out
         json_object_set_new(ev, "delta", json_string(args));
         tg_bridge_emit(out, ev);
     }
+    return true;
 }
 
 static void close_calls(tg_resp_bridge *b, tg_buf *out)
@@ -1173,8 +1172,9 @@ static void close_calls(tg_resp_bridge *b, tg_buf *out)
     json_object_clear(b->calls);
 }
 
-static void stream_finish(tg_resp_bridge *b, tg_buf *out)
+static void stream_finish(void *vb, tg_buf *out)
 {
+    tg_resp_bridge *b = vb;
     close_reasoning(b, out);
     close_message(b, out);
     close_calls(b, out);
@@ -1184,13 +1184,13 @@ static void stream_finish(tg_resp_bridge *b, tg_buf *out)
                                                           : "response.completed");
     json_object_set_new(ev, "response", r);
     tg_bridge_emit(out, ev);
-    b->finished = true;
 }
 
 /* An error event of the chat stream ends the Response as failed, after
  * the error itself, which is what clients raise. */
-static void stream_fail(tg_resp_bridge *b, const json_t *error, tg_buf *out)
+static void stream_fail(void *vb, const json_t *error, tg_buf *out)
 {
+    tg_resp_bridge *b = vb;
     const json_t *msg = json_object_get(error, "message");
     const json_t *code = json_object_get(error, "code");
     const json_t *param = json_object_get(error, "param");
@@ -1213,86 +1213,34 @@ static void stream_fail(tg_resp_bridge *b, const json_t *error, tg_buf *out)
                                   "message",
                                   json_is_string(msg) ? json_string_value(msg) : "upstream error")));
     tg_bridge_emit(out, ev);
-    b->finished = true;
 }
 
-static void on_chunk(tg_resp_bridge *b, const json_t *chunk, tg_buf *out)
+static void on_output_text(void *b, const char *text, const json_t *logprobs, tg_buf *out)
 {
-    if (!b->started)
-        stream_start(b, chunk, out);
-    const json_t *error = json_object_get(chunk, "error");
-    if (json_is_object(error)) {
-        stream_fail(b, error, out);
-        return;
-    }
-    const json_t *usage = json_object_get(chunk, "usage");
-    if (json_is_object(usage)) {
-        json_decref(b->usage);
-        b->usage = json_incref((json_t *)usage);
-    }
-    size_t i;
-    const json_t *choice;
-    json_array_foreach(json_object_get(chunk, "choices"), i, choice) {
-        const json_t *ix = json_object_get(choice, "index");
-        if (json_is_integer(ix) && json_integer_value(ix) != 0)
-            continue;  /* the Responses API has one output */
-        const json_t *delta = json_object_get(choice, "delta");
-        const char *r = tg_bridge_reasoning(delta);
-        if (r)
-            on_reasoning(b, r, out);
-        const char *t = json_string_value(json_object_get(delta, "content"));
-        if (t && *t)
-            on_text(b, 1, t,
-                    json_object_get(json_object_get(choice, "logprobs"), "content"), out);
-        t = json_string_value(json_object_get(delta, "refusal"));
-        if (t && *t)
-            on_text(b, 2, t, NULL, out);
-        size_t j;
-        const json_t *tc;
-        json_array_foreach(json_object_get(delta, "tool_calls"), j, tc) on_call(b, tc, j, out);
-        const char *f = json_string_value(json_object_get(choice, "finish_reason"));
-        if (f && *f)
-            snprintf(b->finish, sizeof b->finish, "%s", f);
-    }
+    on_text(b, 1, text, logprobs, out);
 }
 
-/* One event of the chat stream: [DONE] ends the answer, a chunk feeds it. */
-typedef struct feed {
-    tg_resp_bridge *b;
-    tg_buf *out;
-} feed;
-
-static void on_data(void *ud, const char *data, size_t len)
+static void on_refusal(void *b, const char *text, tg_buf *out)
 {
-    tg_resp_bridge *b = ((feed *)ud)->b;
-    tg_buf *out = ((feed *)ud)->out;
-    if (len == 6 && !memcmp(data, "[DONE]", 6)) {
-        if (!b->started)
-            stream_start(b, NULL, out);
-        if (!b->finished)
-            stream_finish(b, out);
-    } else if (!b->finished) {
-        json_t *chunk = tg_json_load(data, len, 0, NULL);
-        if (json_is_object(chunk))
-            on_chunk(b, chunk, out);
-        json_decref(chunk);
-    }
+    on_text(b, 2, text, NULL, out);
 }
+
+static const tg_chat_events responses_events = {
+    .start = stream_start,
+    .reasoning = on_reasoning,
+    .text = on_output_text,
+    .refusal = on_refusal,
+    .call = on_call,
+    .finish = stream_finish,
+    .fail = stream_fail,
+};
 
 void tg_responses_stream(tg_resp_bridge *b, const char *sse, size_t n, tg_buf *out)
 {
-    feed f = {b, out};
-    tg_bridge_read_sse(&b->pending, sse, n, on_data, &f);
+    tg_chat_read(&b->rd, &responses_events, b, sse, n, out);
 }
 
 void tg_responses_stream_end(tg_resp_bridge *b, tg_buf *out)
 {
-    if (b->finished)
-        return;
-    if (!b->started)
-        stream_start(b, NULL, out);
-    json_t *e = json_pack("{s:s, s:s}", "code", "stream_truncated", "message",
-                          "upstream stream ended before it finished");
-    stream_fail(b, e, out);
-    json_decref(e);
+    tg_chat_read_end(&b->rd, &responses_events, b, out);
 }
