@@ -1457,8 +1457,10 @@ static int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         set_error_from(r, &err);
         return -1;
     }
-    /* from here on the chat request is the client's body, which a fallback
-     * rewrites again for its own route */
+    /* from here on the chat request is the client's body: a fallback
+     * rewrites it again for its own route, and prepare_chat reads it like
+     * any chat body, so the worker's tool-list cache (keyed by the tools'
+     * bytes, which the conversion writes the same every turn) serves it */
     tg_buf_reset(&r->body);
     tg_json_dump(chat, &r->body);
     json_decref(chat);
