@@ -1328,6 +1328,36 @@ static int legacy_functions_to_tools(walk *w, json_t *body, tg_error *err)
 
 /* ---- the stage ---------------------------------------------------------- */
 
+/* One assistant turn toolgate builds from the provider's own answer (a
+ * discovery round, discovery.c): what it carried (thought signatures,
+ * reasoning) goes back as it came where the dialect keeps it, and goes
+ * where the dialect refuses it, by the same rules as the agent's turns.
+ * Its ids are the provider's already: no mapping. */
+void tg_hygiene_replayed(json_t *msg, tg_ctx *ctx)
+{
+    tg_msg_rules fallback;
+    const tg_msg_rules *rules = ctx->msg;
+    if (!rules) {
+        tg_msg_rules_preset(ctx->dialect, &fallback);
+        rules = &fallback;
+    }
+    tg_dialect d = rules->dialect;
+    if (d < 0 || d >= TG_D_COUNT)
+        d = TG_D_PASSTHROUGH;
+    walk w = {.ctx = ctx, .row = &presets[d],
+              .f = rules->flags & ~(TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS)};
+    if (ctx->strip_prefix && *ctx->strip_prefix) {
+        w.prefix = ctx->strip_prefix;
+        w.plen = strlen(ctx->strip_prefix);
+    }
+    w.fill_signature = (w.f & TG_MR_FILL_SIGNATURE) &&
+                       model_checks_signatures(json_string_value(
+                           json_object_get(ctx->request, "model")));
+    w.where = "round";
+    w.last = true;
+    clean_message(&w, msg);
+}
+
 int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
     if (!json_is_object(body))

@@ -79,4 +79,11 @@ int tg_msg_rules_set(tg_msg_rules *r, const char *key, const char *value,
  * ({upstream id: agent id}). */
 int tg_hygiene_stage(json_t *body, struct tg_ctx *ctx, tg_error *err);
 
+/* One assistant turn toolgate built from the provider's answer (an inner
+ * discovery round): the route's message rules applied to it alone, so
+ * that the provider's opaque fields (thought signatures, R18; reasoning,
+ * rule 52) go back where the dialect keeps them and nowhere else; its ids
+ * are left as the provider gave them. Edits msg in place. */
+void tg_hygiene_replayed(json_t *msg, struct tg_ctx *ctx);
+
 #endif

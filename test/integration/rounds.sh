@@ -1,0 +1,62 @@
+#!/bin/sh
+# rounds.sh -- the turns toolgate builds itself (inner discovery rounds),
+# end to end against the mock's scripted discovery model:
+#   - they carry the provider's opaque fields back as they came (Gemini 3's
+#     thought signature, R18/R19: the mock refuses a replayed call that lost
+#     it, as Gemini does), whole and streamed.
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
+start_mock
+
+PORT=$(free_port)
+CONF="$TG_TMP/rounds.conf"
+{
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = warn\n\n' "$PORT"
+    printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\ndiscovery = on\n\n' "$MOCK_PORT"
+} >"$CONF"
+start_toolgate "$CONF" || finish
+B="$TG_TMP/body"
+
+# five tools, all behind the meta-tools (discovery = on)
+TOOLS=$("$PY" -c '
+import json
+print(json.dumps([{"type": "function", "function": {"name": n, "description": d,
+    "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}
+    for n, d in [("get_weather", "the weather forecast for a city"), ("send_mail", "sends an email"),
+                 ("read_file", "reads a file"), ("list_events", "calendar events of a day"),
+                 ("add_note", "adds a note")]]))')
+body() {  # body STREAM: a chat request that starts a discovery
+    printf '{"model":"gemini-3-pro","stream":%s,"messages":[{"role":"user","content":"weather forecast"}],"tools":%s}' "$1" "$TOOLS"
+}
+# signed: "n/m", of the m calls the mock made that its last request
+# replayed, n carry the signature it gave them
+signed() {
+    mock_last "$TG_TMP/last"
+    "$PY" - "$TG_TMP/last" <<'EOF'
+import json, sys
+b = json.loads(json.load(open(sys.argv[1]))["body"])
+calls = [c for m in b["messages"] for c in m.get("tool_calls", []) if c["id"].startswith("call_disc")]
+ok = [c for c in calls if c.get("extra_content", {}).get("google", {}).get("thought_signature") == "sig-Zm9v"]
+print("%d/%d" % (len(ok), len(calls)))
+EOF
+}
+SIG='X-Mock-Signature: sig-Zm9v'
+
+# ---- opaque fields ride back on the rounds toolgate builds ----------------
+
+st=$(tg_req "$B" POST /gem/v1/chat/completions -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$SIG" --data-binary "$(body false)")
+expect_eq "whole: the rounds after a signed search_tools call are accepted" 200 "$st"
+expect_eq "whole: the agent gets its real tool's call" get_weather "$(json_get "$B" choices.0.message.tool_calls.0.function.name)"
+expect_eq "whole: both replayed calls carry the signature as Gemini gave it" 2/2 "$(signed)"
+
+st=$(tg_req "$B" POST /gem/v1/chat/completions -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$SIG" --data-binary "$(body true)")
+expect_eq "streamed: answered" 200 "$st"
+expect_match "streamed: the agent gets its real tool's call" '"name":"get_weather"' "$(cat "$B")"
+expect_eq "streamed: both replayed calls carry the signature" 2/2 "$(signed)"
+if grep -q '"error"' "$B"; then not_ok "streamed: no error event" "$(head -c 1500 "$B")"; else ok "streamed: no error event"; fi
+
+stop_toolgate
+finish
