@@ -1180,6 +1180,27 @@ int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next
     return 0;
 }
 
+void tg_stream_fail(tg_stream *s, long status, const char *body, size_t len, tg_buf *out)
+{
+    if (s->done)
+        return;
+    size_t n = 0;
+    char *norm = tg_upstream_error_body(body ? body : "", len, status, &n);
+    json_t *e = norm ? tg_json_load(norm, n, 0, NULL) : tg_json_load(body ? body : "", len, 0, NULL);
+    free(norm);
+    if (!json_is_object(json_object_get(e, "error"))) {
+        json_decref(e);
+        e = json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message",
+                      "the provider refused the next round without a readable error", "type",
+                      "upstream_error", "param", "code", "upstream_error");
+    }
+    json_object_set_new(json_object_get(e, "error"), "status", json_integer(status));
+    send_json(out, e);  /* one line, whatever the provider's body looked like */
+    json_decref(e);
+    tg_buf_puts(out, "data: [DONE]\n\n");
+    s->saw_error = s->done = true;
+}
+
 void tg_stream_free(tg_stream *s)
 {
     if (!s)

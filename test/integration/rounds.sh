@@ -3,7 +3,11 @@
 # end to end against the mock's scripted discovery model:
 #   - they carry the provider's opaque fields back as they came (Gemini 3's
 #     thought signature, R18/R19: the mock refuses a replayed call that lost
-#     it, as Gemini does), whole and streamed.
+#     it, as Gemini does), whole and streamed;
+#   - a round the provider refuses reaches the client as the provider's
+#     error (status, message, code), in the API's own shape (chat, the
+#     Responses and the Messages bridges), streamed and whole, logged and
+#     counted; a streamed answer says it is text/event-stream.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
@@ -57,6 +61,61 @@ expect_eq "streamed: answered" 200 "$st"
 expect_match "streamed: the agent gets its real tool's call" '"name":"get_weather"' "$(cat "$B")"
 expect_eq "streamed: both replayed calls carry the signature" 2/2 "$(signed)"
 if grep -q '"error"' "$B"; then not_ok "streamed: no error event" "$(head -c 1500 "$B")"; else ok "streamed: no error event"; fi
+expect_match "streamed discovery answers are text/event-stream" '^text/event-stream' \
+    "$(header_value "$B.h" Content-Type)"
+
+# ---- a refused round reaches the client as the provider's error -------------
+
+REF='X-Mock-Refuse-Round: 1'
+st=$(tg_req "$B" POST /gem/v1/chat/completions -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" --data-binary "$(body false)")
+expect_eq "whole: a refused round is the provider's status" 400 "$st"
+expect_eq "whole: ... and its code" round_refused "$(json_get "$B" error.code)"
+
+st=$(tg_req "$B" POST /gem/v1/chat/completions -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" --data-binary "$(body true)")
+"$PY" - "$B" >"$TG_TMP/ev" <<'EOF'
+import json, sys
+events = [l[6:] for l in open(sys.argv[1]).read().splitlines() if l.startswith("data: ")]
+err = [json.loads(e)["error"] for e in events if e != "[DONE]" and "error" in json.loads(e)]
+print(len(err), err[0].get("code") if err else "", err[0].get("status") if err else "",
+      err[0].get("message") if err else "", events[-1] if events else "")
+EOF
+if [ "$st" = 400 ]; then
+    expect_eq "streamed chat: refused before a byte went out, the provider's status" round_refused "$(json_get "$B" error.code)"
+else
+    expect_eq "streamed chat: the provider's error (code, status, message), then [DONE]" \
+        "1 round_refused 400 mock: round 1 refused [DONE]" "$(cat "$TG_TMP/ev")"
+fi
+
+RESP=$("$PY" -c '
+import json, sys
+tools = json.loads(sys.argv[1])
+print(json.dumps({"model": "gemini-3-pro", "stream": True, "input": "weather forecast",
+    "tools": [dict(type="function", **t["function"]) for t in tools]}))' "$TOOLS")
+st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" --data-binary "$RESP")
+expect_match "streamed Responses: an error event with the provider's code" \
+    '"type":"error".*"code":"round_refused".*"message":"mock: round 1 refused"|"code":"round_refused".*"type":"error"' "$(cat "$B")"
+expect_match "streamed Responses: then response.failed" 'event: response.failed' "$(cat "$B")"
+
+MSG=$("$PY" -c '
+import json, sys
+tools = json.loads(sys.argv[1])
+print(json.dumps({"model": "gemini-3-pro", "stream": True, "max_tokens": 100,
+    "messages": [{"role": "user", "content": "weather forecast"}],
+    "tools": [{"name": t["function"]["name"], "description": t["function"]["description"],
+               "input_schema": t["function"]["parameters"]} for t in tools]}))' "$TOOLS")
+st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" --data-binary "$MSG")
+expect_match "streamed Messages: Anthropic's error event with the provider's message" \
+    'event: error' "$(cat "$B")"
+expect_match "streamed Messages: ... naming it" 'mock: round 1 refused' "$(cat "$B")"
+
+tg_req "$B" GET /metrics >/dev/null
+expect_match "refused rounds are counted" '^toolgate_discovery_round_errors_total 4$' "$(cat "$B")"
+expect_match "refused rounds are logged" 'refused discovery round 1 with 400: .*round_refused' \
+    "$(cat "$TG_LOG")"
 
 stop_toolgate
 finish
