@@ -16,7 +16,7 @@ start_mock
 PORT=$(free_port)
 CONF="$TG_TMP/rounds.conf"
 {
-    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = warn\n\n' "$PORT"
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\n\n' "$PORT"
     printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\ndiscovery = on\n\n' "$MOCK_PORT"
 } >"$CONF"
 start_toolgate "$CONF" || finish
@@ -88,6 +88,13 @@ else
         "1 round_refused 400 mock: round 1 refused [DONE]" "$(cat "$TG_TMP/ev")"
 fi
 
+# the model said nothing before its search call: no byte has reached the
+# client when the next round is refused, so the answer is the error itself
+st=$(tg_req "$B" POST /gem/v1/chat/completions -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" -H 'X-Mock-Quiet: 1' --data-binary "$(body true)")
+expect_eq "streamed chat, nothing sent yet: the provider's status" 400 "$st"
+expect_eq "streamed chat, nothing sent yet: its code" round_refused "$(json_get "$B" error.code)"
+
 RESP=$("$PY" -c '
 import json, sys
 tools = json.loads(sys.argv[1])
@@ -113,9 +120,12 @@ expect_match "streamed Messages: Anthropic's error event with the provider's mes
 expect_match "streamed Messages: ... naming it" 'mock: round 1 refused' "$(cat "$B")"
 
 tg_req "$B" GET /metrics >/dev/null
-expect_match "refused rounds are counted" '^toolgate_discovery_round_errors_total 4$' "$(cat "$B")"
+expect_match "refused rounds are counted" '^toolgate_discovery_round_errors_total 5$' "$(cat "$B")"
 expect_match "refused rounds are logged" 'refused discovery round 1 with 400: .*round_refused' \
     "$(cat "$TG_LOG")"
 
 stop_toolgate
+# every line of the log is in, once toolgate has exited
+expect_match "streamed chat, nothing sent yet: the access log says 400" \
+    '"status":400,"stream":true' "$(cat "$TG_LOG")"
 finish

@@ -847,6 +847,7 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
  * X-Mock-Signature: SIG makes it Gemini 3: its calls carry
  * extra_content.google.thought_signature SIG, and a history in which one
  * of its calls lost it is refused with Gemini's 400 (R19).
+ * X-Mock-Quiet: a streamed call comes without the text before it.
  * X-Mock-Refuse-Round: N refuses the request once the history holds N
  * tool answers (an inner round the proxy builds), with a 400 whose
  * message, type and code name the round. */
@@ -941,7 +942,7 @@ static enum MHD_Result answer_call(request *r, struct MHD_Connection *conn, cons
     } else {
         stream *s = stream_new(conn, 0);
         int rc = s ? 0 : -1;
-        if (rc == 0)
+        if (rc == 0 && !header(conn, "X-Mock-Quiet"))  /* quiet: the call alone */
             rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant", "content", "Looking. "), NULL));
         if (rc == 0) {
             json_t *d = json_pack("{s:[{s:i,s:s,s:s,s:{s:s,s:s}}]}", "tool_calls", "index", 0,
