@@ -165,13 +165,15 @@ static const dialect_row presets[TG_D_COUNT] = {
     [TG_D_OPENAI] = {MR_OPENAI, NULL, "section 4.1", NULL, NULL, NULL, NULL},
     [TG_D_OPENAI_STRICT] = {MR_OPENAI, NULL, "section 4.1", NULL, NULL, NULL, NULL},
     [TG_D_GEMINI] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
-                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL,
+                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL |
+                         TG_MR_SYSTEM_FIRST,
                      NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
     [TG_D_ANTHROPIC] = {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT |
                             TG_MR_DROP_EMPTY,
                         NULL, "section 4 anthropic", NULL, NULL, NULL, NULL},
     [TG_D_MISTRAL] = {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_MISTRAL_IDS |
-                          TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | TG_MR_DEVELOPER_ROLE,
+                          TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | TG_MR_DEVELOPER_ROLE |
+                          TG_MR_SYSTEM_FIRST,
                       mistral_roles, "rule 43", mistral_top, NULL, mistral_renames,
                       "section 4 mistral"},
     [TG_D_GROQ] = {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS, openai_roles,
@@ -184,10 +186,10 @@ static const dialect_row presets[TG_D_COUNT] = {
                        NULL, NULL, NULL},
     [TG_D_XAI] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
     [TG_D_TOGETHER] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
-    [TG_D_OLLAMA] = {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "rule 55", NULL, NULL,
-                     NULL, NULL},
-    [TG_D_VLLM] = {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "rule 56", NULL, NULL,
-                   NULL, NULL},
+    [TG_D_OLLAMA] = {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 55",
+                     NULL, NULL, NULL, NULL},
+    [TG_D_VLLM] = {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 56", NULL,
+                   NULL, NULL, NULL},
     [TG_D_PASSTHROUGH] = {0, NULL, "markers", NULL, NULL, NULL, NULL},
 };
 
@@ -216,6 +218,7 @@ static const struct {
     {"legacy_functions", TG_MR_LEGACY_FUNCS},
     {"json_mode_with_tools", TG_MR_JSON_MODE_TOOLS},
     {"fill_signatures", TG_MR_FILL_SIGNATURE},
+    {"system_first", TG_MR_SYSTEM_FIRST},
 };
 
 /* What Mistral's role order needs between a tool result and a user turn
@@ -1120,11 +1123,14 @@ static void mark_prefix(walk *w, json_t *out)
 }
 
 /* Rule 44: Mistral's role order has system turns only before the
- * conversation ("Unexpected role 'system' after role 'tool'"), while the
- * Messages API, and so Claude Code, puts one after the first user turn.
- * A late system turn joins the leading one (its text after a blank line),
- * or goes to the end of the leading system block when either is not
- * plain text. */
+ * conversation ("Unexpected role 'system' after role 'tool'"); the chat
+ * templates open models are served with say the same (Qwen's: "System
+ * message must be at the beginning", on vLLM and Ollama), and Google's
+ * SDKs take system text only as the system instruction [U for the compat
+ * endpoint]. The Messages API, and so Claude Code, puts one after the
+ * first user turn. A late system turn joins the leading one (its text
+ * after a blank line), or goes to the end of the leading system block
+ * when either is not plain text. */
 static void system_to_front(walk *w, json_t *out, json_t *msg)
 {
     size_t lead = 0;
@@ -1173,7 +1179,7 @@ static void walk_messages(walk *w, json_t *body)
             continue;
         }
         role r = role_of(msg);
-        if ((w->f & TG_MR_ROLE_ORDER) && r == R_SYSTEM && prev != R_NONE && prev != R_SYSTEM) {
+        if ((w->f & TG_MR_SYSTEM_FIRST) && r == R_SYSTEM && prev != R_NONE && prev != R_SYSTEM) {
             system_to_front(w, out, msg);
             rebuilt = true;
             continue;

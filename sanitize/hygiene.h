@@ -58,6 +58,9 @@ enum {
     TG_MR_FILL_SIGNATURE = 1u << 21, /* Gemini 3: a tool-call turn replayed
                                         without any thought signature gets
                                         Google's validator-skipping one (R19) */
+    TG_MR_SYSTEM_FIRST   = 1u << 22, /* a system turn after the conversation
+                                        started joins the leading one (rule
+                                        44; Qwen's chat template, Gemini) */
 };
 
 typedef struct tg_msg_rules {
