@@ -160,7 +160,7 @@ test('a server tool is left out, said in X-Toolgate-Dropped; the custom tools st
 });
 
 test('a system message inside messages (Claude Code sends one) is carried as a system turn', async () => {
-  const c = client('/gemini');
+  const c = client('');
   const data = await c.messages.create({
     model: 'mock-default',
     max_tokens: 100,
@@ -171,8 +171,23 @@ test('a system message inside messages (Claude Code sends one) is carried as a s
     ],
   });
   assert.equal(data.type, 'message');
-  const up = await lastUpstream();
+  let up = await lastUpstream();
   assert.deepEqual(up.body.messages.map((m) => m.role), ['system', 'user', 'system']);
+  /* where the dialect wants system turns first (system_first), it joins the first */
+  await client('/mistral').messages.create({
+    model: 'mock-default',
+    max_tokens: 100,
+    system: 'You are an agent.',
+    messages: [
+      { role: 'user', content: 'Hi' },
+      { role: 'system', content: 'Agent types: general.' },
+    ],
+  });
+  up = await lastUpstream();
+  assert.deepEqual(up.body.messages, [
+    { role: 'system', content: 'You are an agent.\n\nAgent types: general.' },
+    { role: 'user', content: 'Hi' },
+  ]);
 });
 
 test('AI SDK Anthropic provider shows a refusal\'s message', async () => {
