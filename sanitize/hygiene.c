@@ -1339,7 +1339,8 @@ static int legacy_functions_to_tools(walk *w, json_t *body, tg_error *err)
  * reasoning) goes back as it came where the dialect keeps it, and goes
  * where the dialect refuses it, by the same rules as the agent's turns.
  * Its ids are the provider's already: no mapping. */
-void tg_hygiene_replayed(json_t *msg, tg_ctx *ctx)
+/* A walk with the route's rules (its preset when the ctx has none). */
+static walk walk_for(tg_ctx *ctx)
 {
     tg_msg_rules fallback;
     const tg_msg_rules *rules = ctx->msg;
@@ -1350,12 +1351,18 @@ void tg_hygiene_replayed(json_t *msg, tg_ctx *ctx)
     tg_dialect d = rules->dialect;
     if (d < 0 || d >= TG_D_COUNT)
         d = TG_D_PASSTHROUGH;
-    walk w = {.ctx = ctx, .row = &presets[d],
-              .f = rules->flags & ~(TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS)};
+    walk w = {.ctx = ctx, .row = &presets[d], .f = rules->flags};
     if (ctx->strip_prefix && *ctx->strip_prefix) {
         w.prefix = ctx->strip_prefix;
         w.plen = strlen(ctx->strip_prefix);
     }
+    return w;
+}
+
+void tg_hygiene_replayed(json_t *msg, tg_ctx *ctx)
+{
+    walk w = walk_for(ctx);
+    w.f &= ~(TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS);
     w.fill_signature = (w.f & TG_MR_FILL_SIGNATURE) &&
                        model_checks_signatures(json_string_value(
                            json_object_get(ctx->request, "model")));
@@ -1368,21 +1375,7 @@ int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
     if (!json_is_object(body))
         return 0;
-    tg_msg_rules fallback;
-    const tg_msg_rules *rules = ctx->msg;
-    if (!rules) {
-        tg_msg_rules_preset(ctx->dialect, &fallback);
-        rules = &fallback;
-    }
-    tg_dialect d = rules->dialect;
-    if (d < 0 || d >= TG_D_COUNT)
-        d = TG_D_PASSTHROUGH;
-
-    walk w = {.ctx = ctx, .row = &presets[d], .f = rules->flags};
-    if (ctx->strip_prefix && *ctx->strip_prefix) {
-        w.prefix = ctx->strip_prefix;
-        w.plen = strlen(ctx->strip_prefix);
-    }
+    walk w = walk_for(ctx);
     /* the one refusal: legacy functions that cannot become tools */
     if ((w.f & TG_MR_LEGACY_FUNCS) && legacy_functions_to_tools(&w, body, err))
         return -1;
