@@ -119,8 +119,20 @@ expect_match "streamed Messages: Anthropic's error event with the provider's mes
     'event: error' "$(cat "$B")"
 expect_match "streamed Messages: ... naming it" 'mock: round 1 refused' "$(cat "$B")"
 
+# whole, through the bridges: the error answer in each API's shape
+st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" --data-binary "$(printf '%s' "$RESP" | sed 's/"stream": true/"stream": false/')")
+expect_eq "whole Responses: the provider's status" 400 "$st"
+expect_eq "whole Responses: its code" round_refused "$(json_get "$B" error.code)"
+st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" --data-binary "$(printf '%s' "$MSG" | sed 's/"stream": true/"stream": false/')")
+expect_eq "whole Messages: the provider's status" 400 "$st"
+expect_eq "whole Messages: Anthropic's error shape with the provider's message" \
+    "error invalid_request_error mock: round 1 refused" \
+    "$(json_get "$B" type) $(json_get "$B" error.type) $(json_get "$B" error.message)"
+
 tg_req "$B" GET /metrics >/dev/null
-expect_match "refused rounds are counted" '^toolgate_discovery_round_errors_total 5$' "$(cat "$B")"
+expect_match "refused rounds are counted" '^toolgate_discovery_round_errors_total 7$' "$(cat "$B")"
 expect_match "refused rounds are logged" 'refused discovery round 1 with 400: .*round_refused' \
     "$(cat "$TG_LOG")"
 
