@@ -656,7 +656,6 @@ static enum MHD_Result queue_stream(tg_req *r)
      * them), so the stream says what it is itself */
     add_upstream_headers(r, resp, false);
     MHD_add_response_header(resp, "Content-Type", "text/event-stream");
-    MHD_add_response_header(resp, "Cache-Control", "no-cache");
     add_common_headers(r, resp);
     enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->answer_status, resp);
     MHD_destroy_response(resp);
