@@ -208,7 +208,7 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
     render_hist(&b, s, offsetof(tg_metrics, added), "toolgate_added_seconds",
                 "Time toolgate spent before the request left for upstream.");
     counter(&b, "toolgate_repairs_total", "Response repairs applied.", SUM(repairs));
-    tg_buf_puts(&b, "# HELP toolgate_repairs_by_quirk_total Repairs by quirk of dialects.md section 5.\n"
+    tg_buf_puts(&b, "# HELP toolgate_repairs_by_quirk_total Repairs by quirk of docs/dialects.md section 5.\n"
                     "# TYPE toolgate_repairs_by_quirk_total counter\n");
     for (int q = 0; q < TG_QUIRKS; q++) {
         unsigned long long v = 0;

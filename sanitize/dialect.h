@@ -4,7 +4,9 @@
  * indexed by this id (schema.c: schema rules, hygiene.c: message rules,
  * repair.c: response rules), so a preset is data spread over the stages that
  * use it, and a route's conf overrides are applied to a copy of that data
- * when the conf is loaded (never per request).
+ * when the conf is loaded (never per request). The rules themselves, and
+ * the numbers comments cite them by (rule N, R-numbers, section N), are
+ * those of docs/dialects.md.
  */
 #ifndef TG_DIALECT_H
 #define TG_DIALECT_H

@@ -1,7 +1,7 @@
 /* hygiene.c -- the message-hygiene request stage (issue #4).
  *
  * Makes messages[] and the top-level body acceptable to the route's dialect,
- * following dialects.md sections 4, 4.1, 4.2, 6, 7 and rules 7, 34, 36, 39,
+ * following docs/dialects.md sections 4, 4.1, 4.2, 6, 7 and rules 7, 34, 36, 39,
  * 42-49, 52, 55, 56:
  *
  *   - internal markers (keys starting with ctx->strip_prefix) are removed

@@ -3,7 +3,7 @@
  * lives in repair_stream.c, the tool-calls-in-text parsers (R12, R27) in
  * repair_text.c and the lenient JSON repair in jsonfix.c.
  *
- * What the agent is guaranteed (dialects.md section 9, rules 8 to 11): every
+ * What the agent is guaranteed (docs/dialects.md section 9, rules 8 to 11): every
  * tool call has a non-empty id unique in its message, type "function", the
  * agent's own tool name, and arguments as a string parsing to a JSON object
  * (unless even the bounded JSON repair failed: then the call is still

@@ -1,6 +1,6 @@
 /* repair_stream.c -- response repair for streamed answers.
  *
- * Upstream tool-call deltas are untrustworthy (dialects.md section 5): the
+ * Upstream tool-call deltas are untrustworthy (docs/dialects.md section 5): the
  * index is missing (R2, R3), reused for parallel calls (R4), sparse (R5);
  * the name arrives after the arguments (R6); continuations repeat empty
  * names (R7); ids are empty (R8) or repeated (R9); the whole call, finish

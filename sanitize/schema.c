@@ -1,7 +1,7 @@
 /* schema.c -- the schema-dialect request stage (see schema.h).
  *
  * What lives here: the dialect presets (data: which TG_SR_* rules each
- * provider needs, dialects.md sections 1, 3, 6, 7), the conf overrides, the
+ * provider needs, docs/dialects.md sections 1, 3, 6, 7), the conf overrides, the
  * reversible tool renamer, the array-level pass (names, Anthropic's strict
  * budget), the cache in front of it, and the way-back lookups. The per-schema
  * walker and the inverse trees are in schema_walk.c.
@@ -625,7 +625,7 @@ static void apply_request_rules(json_t *body, tg_ctx *ctx)
 }
 
 /* response_format {type: json_schema, json_schema: {name, schema, strict}}
- * is held to the rules of a strict tool's parameters (dialects.md section
+ * is held to the rules of a strict tool's parameters (docs/dialects.md section
  * 0: openai-strict covers response_format.json_schema.strict), and schemas
  * written for other models break them: optional properties, no
  * additionalProperties:false (section 2's errors quote "Invalid schema for

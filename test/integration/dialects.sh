@@ -5,7 +5,7 @@
 # back carries the agent's own tool name.
 #
 # The request has what real agents send and strict providers reject
-# (shared/research/dialects.md sections 4 and 9): a dotted tool name,
+# (docs/dialects.md sections 4 and 9): a dotted tool name,
 # JSON-Schema keywords Gemini refuses, bookkeeping keys (reasoning_content,
 # extra_content, index, "_"-private keys, name on a tool message), OpenAI
 # "call_..." ids, a user turn right after a tool turn, top-level store.

@@ -2,7 +2,7 @@
  *
  * Included by mock_upstream.c (the Makefile compiles that one file). For
  * scenario "strict:<provider>" the mock checks the request the way the
- * provider is documented to (shared/research/dialects.md sections 4, 4.1,
+ * provider is documented to (docs/dialects.md sections 4, 4.1,
  * 6, 9 rules 36 and 42-49) and answers with that provider's verbatim error
  * body and status (section 8). Only documented checks are made: a check
  * the real provider does not do would make toolgate's tests lie.
@@ -625,7 +625,7 @@ static bool gemini_name_ok(const char *n)
 
 /* R19: Gemini 3 wants the thought signature back on the first function
  * call of every model step of the current turn (after the last user
- * message); the error is the one dialects.md section 8 quotes. */
+ * message); the error is the one docs/dialects.md section 8 quotes. */
 static verdict gemini_signatures(json_t *req)
 {
     const char *model = json_string_value(json_object_get(req, "model"));

@@ -1,4 +1,4 @@
-/* referee.c -- section 9 of dialects.md as code, plus a structural
+/* referee.c -- section 9 of docs/dialects.md as code, plus a structural
  * validator, an instance generator and a random-schema generator for the
  * schema tests (see referee.h). Written from the spec, not from the stage:
  * nothing here includes sanitize/ headers.

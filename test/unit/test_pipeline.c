@@ -270,7 +270,7 @@ static void expect_rf(tg_dialect d, const char *schema, bool strict, const char 
     json_decref(w);
 }
 
-/* Structured outputs (dialects.md sections 0 and 2): a strict
+/* Structured outputs (docs/dialects.md sections 0 and 2): a strict
  * response_format is made strict-valid where the answer keeps its shape,
  * and left to the provider where it would not (a root that is not an
  * object, a map); nothing changes without strict on openai, or on targets
