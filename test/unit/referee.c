@@ -103,6 +103,14 @@ static const char *const deepseek_banned[] = {
 static const char *const type_set[] = {"string", "number", "integer", "boolean", "array",
                                        "object", "null", NULL};
 
+/* rule 59: properties / required only on a node that may be an object */
+static void check_object_keywords(ref_ctx *c, json_t *n, const char *ptr)
+{
+    json_t *t = json_object_get(n, "type");
+    if (t && !type_has(n, "object") && (json_object_get(n, "properties") || json_object_get(n, "required")))
+        violation(c, "R59", ptr, "properties/required on a non-object type");
+}
+
 static void check_common(ref_ctx *c, json_t *n, const char *ptr)
 {
     /* rule 4 */
@@ -157,10 +165,10 @@ static void check_openai_strict(ref_ctx *c, json_t *n, const char *ptr, int objd
     json_t *f = json_object_get(n, "format");
     if (f && !any_of(json_string_value(f), strict_formats))
         violation(c, "R19", ptr, "format %s", json_string_value(f));
+    if ((type_has(n, "object") || type_has(n, "array")) && objdepth > 10)
+        violation(c, "R20", ptr, "nesting %d > 10", objdepth);
     if (type_has(n, "object")) {
         c->props_total += (int)json_object_size(json_object_get(n, "properties"));
-        if (objdepth > 10)
-            violation(c, "R20", ptr, "object nesting %d > 10", objdepth);
         json_object_foreach(json_object_get(n, "properties"), k, v) c->string_total += (long)strlen(k);
     }
     json_t *e = json_object_get(n, "enum");
@@ -201,6 +209,10 @@ static void check_gemini(ref_ctx *c, json_t *n, const char *ptr)
     if (any && (json_object_get(n, "items") || json_object_get(n, "properties") ||
                 json_object_get(n, "enum") || json_object_get(n, "format")))
         violation(c, "R27", ptr, "type-specific siblings beside anyOf");
+    /* rule 58: no empty properties below the root (rule 30 has the root) */
+    json_t *props = json_object_get(n, "properties");
+    if (*ptr && json_is_object(props) && json_object_size(props) == 0)
+        violation(c, "R58", ptr, "empty properties below the root");
     json_t *e = json_object_get(n, "enum");
     if (e) {
         if (!json_is_array(e) || json_array_size(e) == 0)
@@ -300,9 +312,14 @@ static void check_node(ref_ctx *c, json_t *n, const char *ptr, int depth, int ob
         violation(c, "R20", ptr, "runaway nesting");
         return;
     }
-    if (type_has(n, "object"))
+    /* rule 20: object and array levels both count (the stricter reading,
+     * which OpenAI's "11 levels of nesting" error for objects in arrays
+     * shows it uses) */
+    if (type_has(n, "object") || type_has(n, "array"))
         objdepth++;
     check_common(c, n, ptr);
+    if (dialect_is(c, "gemini") || c->strict)
+        check_object_keywords(c, n, ptr);
     if (dialect_is(c, "gemini"))
         check_gemini(c, n, ptr);
     if (c->strict && (dialect_is(c, "openai-strict") || dialect_is(c, "openai")))
