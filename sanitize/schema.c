@@ -20,7 +20,7 @@
 #include "jsonio.h"
 #include "pipeline.h"
 
-#define BASE (TG_SR_ROOT_OBJECT | TG_SR_ITEMS | TG_SR_REQUIRED)
+#define BASE (TG_SR_ROOT_OBJECT | TG_SR_ITEMS | TG_SR_REQUIRED | TG_SR_EMPTY_TOOLS)
 #define GEMINI_RULES                                                                       \
     (BASE | TG_SR_NAMES | TG_SR_NAMES_GEMINI | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF |     \
      TG_SR_ONEOF_ANYOF | TG_SR_TYPE_ARRAYS | TG_SR_CONST_ENUM | TG_SR_ENUM_STRINGS |       \
@@ -76,7 +76,7 @@ static const struct {
     {"no_constraints", TG_SR_NO_CONSTRAINTS}, {"freeform_string", TG_SR_FREEFORM_STRING},
     {"xai_properties", TG_SR_XAI_PROPERTIES}, {"mistral_strip", TG_SR_MISTRAL_STRIP},
     {"choice_any", TG_SR_CHOICE_ANY},         {"no_null_desc", TG_SR_NO_NULL_DESC},
-    {"serial_calls", TG_SR_SERIAL_CALLS},
+    {"serial_calls", TG_SR_SERIAL_CALLS},     {"empty_tools", TG_SR_EMPTY_TOOLS},
 };
 
 void tg_schema_rules_preset(tg_dialect d, tg_schema_rules *out)
@@ -604,6 +604,34 @@ static void tool_choice_chat_shape(json_t *body, tg_ctx *ctx)
     json_object_set_new(body, "tool_choice", nu);
 }
 
+/* Rule 61: an empty tools list, and a tool_choice or parallel_tool_calls
+ * with no tool to apply to, mean nothing; Mistral refuses the list (422
+ * extra_forbidden at body.tools) and OpenAI-style validators refuse the
+ * other two without tools. They go, said in --explain and the count. A
+ * legacy functions list still gives tool_choice something to choose. */
+static void drop_empty_tools(json_t *body, tg_ctx *ctx)
+{
+    json_t *tools = json_object_get(body, "tools");
+    if (tools && (json_is_null(tools) || (json_is_array(tools) && !json_array_size(tools)))) {
+        tg_explain_add(ctx->explain, "schema", NULL, "/tools", "empty_tools (rule 61)", tools, NULL);
+        json_object_del(body, "tools");
+        ctx->stats.schema_rewrites++;
+    }
+    if (json_object_get(body, "tools") || json_array_size(json_object_get(body, "functions")))
+        return;
+    static const char *const orphans[] = {"tool_choice", "parallel_tool_calls"};
+    for (size_t i = 0; i < sizeof orphans / sizeof orphans[0]; i++) {
+        json_t *v = json_object_get(body, orphans[i]);
+        if (!v)
+            continue;
+        char ptr[32];
+        snprintf(ptr, sizeof ptr, "/%s", orphans[i]);
+        tg_explain_add(ctx->explain, "schema", NULL, ptr, "empty_tools (rule 61)", v, NULL);
+        json_object_del(body, orphans[i]);
+        ctx->stats.schema_rewrites++;
+    }
+}
+
 /* Request-level rules that ride on the tools: each one a preset bit. */
 static void apply_request_rules(json_t *body, tg_ctx *ctx)
 {
@@ -622,6 +650,8 @@ static void apply_request_rules(json_t *body, tg_ctx *ctx)
         tg_explain_add(ctx->explain, "schema", NULL, "/parallel_tool_calls",
                        "serial_calls (rule 23)", NULL, json_false());
     }
+    if (f & TG_SR_EMPTY_TOOLS)
+        drop_empty_tools(body, ctx);
 }
 
 /* response_format {type: json_schema, json_schema: {name, schema, strict}}

@@ -48,6 +48,7 @@ enum {
     TG_SR_CHOICE_ANY = 1u << 23,    /* [choice_any] tool_choice object/"required" -> "any" + only that tool (rule 46) */
     TG_SR_NO_NULL_DESC = 1u << 24,  /* [no_null_desc] tools' null/non-string descriptions dropped (rule 48) */
     TG_SR_SERIAL_CALLS = 1u << 25,  /* [serial_calls] parallel_tool_calls:false unless the agent set it (rule 23) */
+    TG_SR_EMPTY_TOOLS = 1u << 26,   /* [empty_tools] no tools: [], nor tool_choice / parallel_tool_calls without tools (rule 61) */
 };
 
 /* The schema rules a preset turns on; a route may override single rules
