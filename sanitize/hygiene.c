@@ -167,6 +167,11 @@ static const dialect_row presets[TG_D_COUNT] = {
     [TG_D_GEMINI] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
                          TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL,
                      NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
+    /* Vertex's OpenAI-compatible endpoint fronts the same models: the same
+     * thought signatures (R19) and top-level set (section 6, Vertex) */
+    [TG_D_VERTEX] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
+                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL,
+                     NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
     [TG_D_ANTHROPIC] = {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT |
                             TG_MR_DROP_EMPTY,
                         NULL, "section 4 anthropic", NULL, NULL, NULL, NULL},

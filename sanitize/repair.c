@@ -43,6 +43,7 @@ static const unsigned preset_flags[TG_D_COUNT] = {
     [TG_D_OPENAI] = RR_ALL,
     [TG_D_OPENAI_STRICT] = RR_ALL,
     [TG_D_GEMINI] = RR_ALL,
+    [TG_D_VERTEX] = RR_ALL,
     [TG_D_ANTHROPIC] = RR_ALL,
     [TG_D_MISTRAL] = RR_ALL | TG_RR_CONTENT_LIST,
     [TG_D_GROQ] = RR_ALL,

@@ -43,6 +43,7 @@ static const preset presets[TG_D_COUNT] = {
     [TG_D_OPENAI_STRICT] = {BASE | TG_SR_NAMES | TG_SR_STRICT | TG_SR_ALL_REQUIRED | TG_SR_SERIAL_CALLS,
                             TG_SR_ALL_REQUIRED, 64, 128},
     [TG_D_GEMINI] = {GEMINI_RULES, 0, 64, 128},
+    [TG_D_VERTEX] = {GEMINI_RULES | TG_SR_ANYOF_ALONE, 0, 64, 128},
     [TG_D_ANTHROPIC] = {BASE | TG_SR_NAMES,
                         TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0},
     [TG_D_MISTRAL] = {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY |
@@ -77,6 +78,7 @@ static const struct {
     {"xai_properties", TG_SR_XAI_PROPERTIES}, {"mistral_strip", TG_SR_MISTRAL_STRIP},
     {"choice_any", TG_SR_CHOICE_ANY},         {"no_null_desc", TG_SR_NO_NULL_DESC},
     {"serial_calls", TG_SR_SERIAL_CALLS},     {"empty_tools", TG_SR_EMPTY_TOOLS},
+    {"anyof_alone", TG_SR_ANYOF_ALONE},
 };
 
 void tg_schema_rules_preset(tg_dialect d, tg_schema_rules *out)

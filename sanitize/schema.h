@@ -49,6 +49,7 @@ enum {
     TG_SR_NO_NULL_DESC = 1u << 24,  /* [no_null_desc] tools' null/non-string descriptions dropped (rule 48) */
     TG_SR_SERIAL_CALLS = 1u << 25,  /* [serial_calls] parallel_tool_calls:false unless the agent set it (rule 23) */
     TG_SR_EMPTY_TOOLS = 1u << 26,   /* [empty_tools] no tools: [], nor tool_choice / parallel_tool_calls without tools (rule 61) */
+    TG_SR_ANYOF_ALONE = 1u << 27,   /* [anyof_alone] a node with anyOf holds nothing else (Vertex, rule 60) */
 };
 
 /* The schema rules a preset turns on; a route may override single rules

@@ -1860,6 +1860,59 @@ static void retype_enum_keys(walk *w, json_t *out, const char *ptr)
     }
 }
 
+/* Rule 60 (Vertex): "When using any_of, it must be the only field set". What
+ * rule 27 left beside the anyOf (description, title, default, nullable...)
+ * moves into every branch: the description is prefixed to each branch's own,
+ * a default is said in it, nullable and the rest go as they are. Values keep
+ * their shape, so the inverse tree is unchanged. */
+/* One branch gets the fields its anyOf parent may not keep; a branch that
+ * is itself an anyOf passes them on to its own branches. */
+static void give_to_branch(json_t *b, json_t *moved, const char *d, const char *ds, int depth)
+{
+    json_t *sub = json_object_get(b, "anyOf");
+    if (json_is_array(sub) && depth < 2 * MAX_DEPTH) {  /* deeper became a stand-in */
+        size_t i;
+        json_t *c;
+        json_array_foreach(sub, i, c) if (json_is_object(c)) give_to_branch(c, moved, d, ds, depth + 1);
+        return;
+    }
+    const char *bd = json_string_value(json_object_get(b, "description"));
+    if (d || ds) {
+        json_t *nd = json_sprintf("%s%s%s%s%.*s%s", d ? d : "", d && bd ? " " : "", bd ? bd : "",
+                                  ds ? ((d || bd) ? " (default: " : "(default: ") : "", HINT_VALUE_MAX,
+                                  ds ? ds : "", ds ? ")" : "");
+        if (nd)
+            json_object_set_new(b, "description", nd);
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(moved, k, v) {
+        if (strcmp(k, "description") && strcmp(k, "default") && !json_object_get(b, k))
+            json_object_set(b, k, v);
+    }
+}
+
+static void anyof_alone(walk *w, json_t *out, const char *ptr)
+{
+    json_t *any = json_object_get(out, "anyOf");
+    if (!json_is_array(any) || json_object_size(out) < 2)
+        return;
+    const char *d = json_string_value(json_object_get(out, "description"));
+    json_t *dflt = json_object_get(out, "default");
+    char *ds = dflt ? tg_json_dumps(dflt) : NULL;
+    json_t *moved = json_copy(out);
+    json_object_del(moved, "anyOf");
+    size_t i;
+    json_t *b;
+    json_array_foreach(any, i, b) if (json_is_object(b)) give_to_branch(b, moved, d, ds, 0);
+    free(ds);
+    json_incref(any);
+    json_object_clear(out);
+    json_object_set_new(out, "anyOf", any);
+    note(w, ptr, "anyOf-alone (rule 60)", moved, NULL);
+    json_decref(moved);
+}
+
 /* One schema node: normalise, decide, emit. Returns the new node; *inv gets
  * its inverse tree or NULL. */
 static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
@@ -1944,6 +1997,8 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
     }
     finish_node(w, n, out, myinv, may_be_object, may_be_array, root, ptr, depth, myobj);
     hints_flush(w, out, hints, ptr);
+    if (f & TG_SR_ANYOF_ALONE)
+        anyof_alone(w, out, ptr);
     if (json_object_size(myinv))
         *inv = json_incref(myinv);
 

@@ -72,6 +72,10 @@ static bool type_has(json_t *node, const char *t)
 
 static bool dialect_is(ref_ctx *c, const char *d)
 {
+    /* Vertex's endpoint takes what the Gemini API takes (section 6), plus
+     * rule 60 */
+    if (is(d, "gemini") && is(c->dialect, "vertex"))
+        return true;
     return is(c->dialect, d);
 }
 
@@ -209,6 +213,9 @@ static void check_gemini(ref_ctx *c, json_t *n, const char *ptr)
     if (any && (json_object_get(n, "items") || json_object_get(n, "properties") ||
                 json_object_get(n, "enum") || json_object_get(n, "format")))
         violation(c, "R27", ptr, "type-specific siblings beside anyOf");
+    /* rule 60 (Vertex): anyOf is the only field of its node */
+    if (is(c->dialect, "vertex") && json_object_get(n, "anyOf") && json_object_size(n) > 1)
+        violation(c, "R60", ptr, "fields beside anyOf");
     /* rule 58: no empty properties below the root (rule 30 has the root) */
     json_t *props = json_object_get(n, "properties");
     if (*ptr && json_is_object(props) && json_object_size(props) == 0)
