@@ -56,7 +56,88 @@ typedef struct walk {
     int props;            /* object properties emitted (rule 20 budget) */
     int enums;            /* enum values emitted (rule 21 budget) */
     int changes;
+    tg_schema_budget *b;  /* the request's (rule 62), never NULL */
 } walk;
+
+/* ----------------------------------------------------- budget (rule 62) */
+
+#define BUDGET_FLOOR_BYTES (1u << 20)  /* any request may grow to this, under schema.max_bytes */
+#define BUDGET_FLOOR_NODES 250000      /* nodes walked, any request */
+
+void tg_schema_budget_init(tg_schema_budget *b, const tg_schema_rules *r, size_t in_bytes)
+{
+    memset(b, 0, sizeof *b);
+    size_t growth = r->max_growth > 0 ? (size_t)r->max_growth : 1;
+    size_t cap = r->max_bytes > 0 ? (size_t)r->max_bytes : BUDGET_FLOOR_BYTES;
+    size_t lim = in_bytes * growth;
+    if (lim < BUDGET_FLOOR_BYTES)
+        lim = BUDGET_FLOOR_BYTES;
+    if (cap < 2 * in_bytes)  /* tools that big already: a rewrite near the identity fits */
+        cap = 2 * in_bytes;
+    b->max_bytes = lim < cap ? lim : cap;
+    /* a schema node takes well over 4 bytes of the input: this is more than
+     * twice the nodes the tools hold, and inlining's growth is what it stops */
+    b->max_nodes = in_bytes / 4 > BUDGET_FLOOR_NODES ? in_bytes / 4 : BUDGET_FLOOR_NODES;
+}
+
+static size_t value_bytes(json_t *v, int depth)
+{
+    size_t n = 0;
+    const char *k;
+    json_t *x;
+    size_t i;
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        return json_string_length(v) + 2;
+    case JSON_OBJECT:
+        if (depth > 64)
+            return 2;
+        json_object_foreach(v, k, x) n += strlen(k) + 4 + value_bytes(x, depth + 1);
+        return n + 2;
+    case JSON_ARRAY:
+        if (depth > 64)
+            return 2;
+        json_array_foreach(v, i, x) n += value_bytes(x, depth + 1) + 1;
+        return n + 2;
+    default:
+        return 6;
+    }
+}
+
+size_t tg_schema_json_bytes(json_t *v)
+{
+    return v ? value_bytes(v, 0) : 0;
+}
+
+/* The bytes of node out itself: its child schema nodes count themselves
+ * when they are built. */
+static size_t own_bytes(json_t *out)
+{
+    size_t n = 2;
+    const char *k, *pk;
+    json_t *v, *pv;
+    json_object_foreach(out, k, v) {
+        n += strlen(k) + 4;
+        if (json_is_object(v) && (!strcmp(k, "properties") || !strcmp(k, "$defs") ||
+                                  !strcmp(k, "definitions"))) {
+            json_object_foreach(v, pk, pv) n += strlen(pk) + 4;
+        } else if (json_is_object(v) && (!strcmp(k, "items") || !strcmp(k, "additionalProperties"))) {
+            n += 0;
+        } else if (json_is_array(v) && (!strcmp(k, "anyOf") || !strcmp(k, "allOf") || !strcmp(k, "oneOf"))) {
+            n += json_array_size(v) + 2;
+        } else {
+            n += value_bytes(v, 0);
+        }
+    }
+    return n;
+}
+
+static void budget_spend(walk *w, json_t *out)
+{
+    w->b->bytes += own_bytes(out);
+    if (w->b->bytes > w->b->max_bytes)
+        w->b->over = true;
+}
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -936,6 +1017,7 @@ static json_t *standin(walk *w, json_t *n, const char *what, const char *ptr, js
     json_object_set_new(out, "description", desc);
     note(w, ptr, "json-string-standin", n, out);
     *inv = json_pack("{s:i}", "j", 1);
+    budget_spend(w, out);
     return out;
 }
 
@@ -1921,6 +2003,11 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
     unsigned f = w->f;
     *inv = NULL;
     w->nodes++;
+    if (w->b->over || ++w->b->nodes > w->b->max_nodes) {
+        /* rule 62: the request is refused; finish the walk without work */
+        w->b->over = true;
+        return json_object();
+    }
     node_in ni = normalize(w, in, ptr, root);
     json_t *n = ni.n;
     json_t *out = NULL;
@@ -1999,6 +2086,7 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
     hints_flush(w, out, hints, ptr);
     if (f & TG_SR_ANYOF_ALONE)
         anyof_alone(w, out, ptr);
+    budget_spend(w, out);
     if (json_object_size(myinv))
         *inv = json_incref(myinv);
 
@@ -2056,6 +2144,24 @@ static void cut_description(walk *w, json_t *fn, json_t *ofn)
 json_t *tg_schema_rewrite_tool(const tg_schema_rules *r, json_t *tool, const char *upstream_name,
                                json_t *explain, json_t **inverse, bool *strict)
 {
+    tg_schema_budget b;
+    tg_schema_budget_init(&b, r, tg_schema_json_bytes(tool));
+    json_t *t = tg_schema_rewrite_tool_budget(r, tool, upstream_name, explain, inverse, strict, &b);
+    if (b.over) {  /* not to be sent: the caller treats it as unusable */
+        json_decref(t);
+        if (inverse) {
+            json_decref(*inverse);
+            *inverse = NULL;
+        }
+        return NULL;
+    }
+    return t;
+}
+
+json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, const char *upstream_name,
+                                      json_t *explain, json_t **inverse, bool *strict,
+                                      tg_schema_budget *budget)
+{
     if (inverse)
         *inverse = NULL;
     if (strict)
@@ -2064,7 +2170,7 @@ json_t *tg_schema_rewrite_tool(const tg_schema_rules *r, json_t *tool, const cha
     const char *name = json_string_value(json_object_get(fn, "name"));
     if (!json_is_object(fn) || !name || !*name)
         return NULL;
-    walk w = {.r = r, .f = effective_flags(r, fn), .explain = explain, .tool = name};
+    walk w = {.r = r, .f = effective_flags(r, fn), .explain = explain, .tool = name, .b = budget};
     json_t *ofn = json_object();
     json_object_set_new(ofn, "name", json_string(upstream_name ? upstream_name : name));
     cut_description(&w, fn, ofn);
