@@ -8,9 +8,17 @@
  * its keys are emitted one by one: kept, rewritten, or turned into a short
  * hint appended to the node's description, so nothing is lost silently.
  *
+ * Joining two schemas (allOf branches, keywords beside a $ref, a node's
+ * keywords pushed into its anyOf branches) goes through merge_keyword, which
+ * keeps both sides' constraints (the tighter bound, both items schemas) and
+ * turns what one keyword cannot hold into a hint: a constraint may move,
+ * never vanish.
+ *
  * Termination: $ref expansion is cut when a reference is already open
  * REF_MAX_OPEN times on the current path, after NODE_BUDGET nodes, and any
- * node deeper than MAX_DEPTH becomes a JSON-encoded string stand-in.
+ * node deeper than MAX_DEPTH becomes a JSON-encoded string stand-in. Size:
+ * every node built is counted against the request's budget (rule 62), and
+ * once it is spent the walk returns at once and the request is refused.
  *
  * The inverse tree. While building node N the walker builds inv(N), an
  * object with optional members:
