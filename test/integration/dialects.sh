@@ -39,6 +39,10 @@ schema = {
         "lines": {"type": "array"},
         "mode": {"type": "integer", "enum": [1, 2]},
         "kind": {"const": "text"},
+        # rule 58: an empty properties below the root; rule 59: properties
+        # on a string (browser-use#7, opencode#11889)
+        "options": {"type": "object", "properties": {}},
+        "pattern": {"type": "string", "properties": {"re": {"type": "string"}}},
     },
     "required": ["path"],
 }

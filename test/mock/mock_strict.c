@@ -582,8 +582,13 @@ static verdict gemini_schema(json_t *node, const char *path, bool root)
     if (t && strcasecmp(t, "array") == 0 && !json_is_object(json_object_get(node, "items")))
         return gemini_field(path, ".items: missing field.");
     json_t *props = json_object_get(node, "properties");
-    if (root && t && strcasecmp(t, "object") == 0 && json_object_size(props) == 0)
+    /* the root must have properties (rule 30); below it an object may
+     * have none, but never an empty properties (rule 58, browser-use#7) */
+    if (t && strcasecmp(t, "object") == 0 && json_object_size(props) == 0 && (root || props))
         return gemini_field(path, ".properties: should be non-empty for OBJECT type");
+    /* rule 59 (opencode#11889) */
+    if (t && strcasecmp(t, "object") != 0 && props)
+        return gemini_field(path, ".properties: only allowed for OBJECT type");
     size_t i;
     json_t *req;
     json_array_foreach(json_object_get(node, "required"), i, req) {
