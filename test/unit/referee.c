@@ -540,6 +540,12 @@ int referee_check(const char *dialect, json_t *body, json_t *why)
     json_array_foreach(tools, i, t) check_tool(&c, t, i, seen);
     json_decref(seen);
     c.tool = NULL;
+    /* rule 61: no empty tools list, nor a choice with no tool to choose */
+    if (tools && (!json_is_array(tools) || !json_array_size(tools)))
+        violation(&c, "R61", "/tools", "empty or null tools");
+    if (!json_array_size(tools) && !json_array_size(json_object_get(body, "functions")) &&
+        (json_object_get(body, "tool_choice") || json_object_get(body, "parallel_tool_calls")))
+        violation(&c, "R61", "/tool_choice", "tool_choice or parallel_tool_calls without tools");
     int mt = max_tools(&c);
     if (mt && json_array_size(tools) > (size_t)mt)
         violation(&c, "R13", "/tools", "%zu tools", json_array_size(tools));
