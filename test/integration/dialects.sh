@@ -16,7 +16,7 @@
 start_mock
 PORT=$(free_port)
 CONF="$TG_TMP/dialects.conf"
-PROVIDERS="openai gemini anthropic mistral groq fireworks cerebras"
+PROVIDERS="openai gemini vertex anthropic mistral groq fireworks cerebras"
 {
     conf_server "$PORT"
     for p in $PROVIDERS; do
@@ -43,6 +43,9 @@ schema = {
         # on a string (browser-use#7, opencode#11889)
         "options": {"type": "object", "properties": {}},
         "pattern": {"type": "string", "properties": {"re": {"type": "string"}}},
+        # rule 60: Vertex takes nothing beside an anyOf (litellm#11164)
+        "base": {"anyOf": [{"type": "string"}, {"type": "integer"}],
+                 "description": "base branch", "title": "Base", "default": None},
     },
     "required": ["path"],
 }
