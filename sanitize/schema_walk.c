@@ -1546,8 +1546,12 @@ static json_t *collapse_null_branch(walk *w, json_t *n, const char *ptr)
             replacement = json_copy(json_array_get(keep, 0));
             const char *k;
             json_t *v;
-            json_object_foreach(n, k, v) if (strcmp(k, "anyOf") && !json_object_get(replacement, k))
-                json_object_set(replacement, k, v);
+            /* the node's keywords bind the branch too (merged, rule 27) */
+            json_object_foreach(n, k, v) if (strcmp(k, "anyOf") && strcmp(k, "description"))
+                merge_keyword(replacement, k, v, false);
+            if (!json_object_get(replacement, "description") && json_object_get(n, "description"))
+                json_object_set(replacement, "description", json_object_get(n, "description"));
+            json_object_set_new(replacement, "nullable", json_true());
             /* the property's description and the value's both say
              * something (zod: .describe() before and after .nullable()) */
             const char *outer = json_string_value(json_object_get(n, "description"));
