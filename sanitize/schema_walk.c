@@ -126,16 +126,16 @@ static size_t own_bytes(json_t *out)
     json_t *v, *pv;
     json_object_foreach(out, k, v) {
         n += strlen(k) + 4;
-        if (json_is_object(v) && (!strcmp(k, "properties") || !strcmp(k, "$defs") ||
-                                  !strcmp(k, "definitions"))) {
+        bool map = json_is_object(v) && (!strcmp(k, "properties") || !strcmp(k, "$defs") ||
+                                          !strcmp(k, "definitions"));
+        bool child = json_is_object(v) && (!strcmp(k, "items") || !strcmp(k, "additionalProperties"));
+        bool list = json_is_array(v) && (!strcmp(k, "anyOf") || !strcmp(k, "allOf") || !strcmp(k, "oneOf"));
+        if (map)
             json_object_foreach(v, pk, pv) n += strlen(pk) + 4;
-        } else if (json_is_object(v) && (!strcmp(k, "items") || !strcmp(k, "additionalProperties"))) {
-            n += 0;
-        } else if (json_is_array(v) && (!strcmp(k, "anyOf") || !strcmp(k, "allOf") || !strcmp(k, "oneOf"))) {
+        else if (list)
             n += json_array_size(v) + 2;
-        } else {
+        else if (!child)
             n += value_bytes(v, 0);
-        }
     }
     return n;
 }
