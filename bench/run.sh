@@ -250,6 +250,8 @@ threads = $THREADS
 access_log = off
 log_level = warn
 max_body = 64M
+forward_headers = x-mock*
+max_conns_per_ip = 0
 
 [route gemini]
 models = gemini-bench-*
