@@ -243,6 +243,12 @@ fi
 expect_eq "/metrics without a key: 401" 401 "$(tg_req "$O.m" GET /metrics)"
 expect_eq "/metrics with a client key: 200" 200 "$(tg_req "$O.m" GET /metrics -H "$B")"
 expect_eq "/healthz and /readyz need none" "200 200" "$(tg_req "$O.m" GET /healthz) $(tg_req "$O.m" GET /readyz)"
+hwm=$(vmhwm)
+if [ "$hwm" -lt 80000 ]; then
+    ok "toolgate's peak RSS through all of the above: $hwm KB (< 80 MB)"
+else
+    not_ok "toolgate's peak RSS through all of the above stays under 80 MB" "VmHWM $hwm KB"
+fi
 stop_toolgate
 
 # ---- 7. budgets: bodies held at once, connections per address ------------------
