@@ -5,6 +5,10 @@
  * text. Four shapes are recognised:
  *   (a) bare JSON {"name":..,"arguments":{..}} (or a list of them), only as
  *       the first thing in the message, so prose that quotes JSON is safe;
+ *       also wrapped the way the model saw its tools declared,
+ *       {"type":"function","function":{"name","parameters"}} (Llama 3.x
+ *       through vLLM, vllm-project/vllm#11786), or with "type" first beside
+ *       the name; a final brace the model left off is added;
  *   (b) <tool_call>{json}</tool_call> and <tools>..</tools> (Hermes);
  *   (c) <function=NAME><parameter=K>v</parameter></function> (Qwen), also
  *       inside <tool_call>, and <function=NAME>{json}</function> (Groq);
@@ -140,6 +144,11 @@ static void add_call(json_t *calls, const char *name, size_t nlen, json_t *args)
 static int json_call(json_t *calls, const json_t *o)
 {
     if (!json_is_object(o))
+        return -1;
+    /* {"type":"function",...} is a tool object; any other type (a schema,
+     * {"type":"object",...}) is data that happens to carry a name */
+    const char *type = json_string_value(json_object_get(o, "type"));
+    if (type && strcmp(type, "function"))
         return -1;
     const json_t *fn = json_object_get(o, "function");
     const json_t *name = json_object_get(o, "name");
@@ -364,10 +373,12 @@ static int parse_block(const tg_ctx *ctx, const tag *t, const char *s, const cha
 
 /* --- bare JSON at the start of the message ------------------------------ */
 
-/* Could the unfinished JSON at s still be a call? Decided on its first key. */
+/* Could the unfinished JSON at s still be a call? Decided on its first key
+ * ("type": the OpenAI tool object, {"type":"function","function":{..}}). */
 static bool json_call_possible(const char *s, const char *e)
 {
-    static const char *const keys[] = {"name", "function", "tool_name", "arguments", "parameters"};
+    static const char *const keys[] = {"name", "function", "tool_name", "arguments", "parameters",
+                                       "type"};
     const char *p = s;
     if (p < e && *p == '[') {
         p++;
