@@ -40,6 +40,7 @@ enum {
     TG_RR_CONTENT_LIST = 1u << 9,  /* Mistral content lists, thinking moved (R23)   */
     TG_RR_ROLE = 1u << 10,         /* empty delta.role (R25)                        */
     TG_RR_TOOL_USE_FAILED = 1u << 11, /* Groq tool_use_failed recovered (R27)       */
+    TG_RR_FORBIDDEN_KEYS = 1u << 12,  /* keys additionalProperties:false forbids (R29)*/
 };
 
 typedef struct tg_repair_rules {

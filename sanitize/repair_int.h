@@ -69,6 +69,21 @@ json_t *tg_rr_failed_generation(tg_ctx *ctx, const json_t *err);
  * (new reference, empty id to be synthesized). */
 json_t *tg_rr_call_from_text(const json_t *tc);
 
+/* repair_schema.c -------------------------------------------------------- */
+
+/* R15: values of the agent tool's arguments that are strings where its
+ * schema ($ref/$defs, unions followed) wants an object, array, number or
+ * boolean, and that parse to exactly that, are replaced in place. Returns
+ * the number replaced (each noted). */
+int tg_rr_decode_values(tg_ctx *ctx, const char *agent_name, json_t *args);
+/* R29: keys of an object the agent's schema closes (additionalProperties:
+ * false, no patternProperties) that it does not declare are removed, at
+ * every level. Returns the number removed (each noted). */
+int tg_rr_drop_forbidden_keys(tg_ctx *ctx, const char *agent_name, json_t *args);
+/* Could R15 or R29 (as switched on) change arguments of this agent tool?
+ * False means its arguments need no whole-value repair from the schema. */
+bool tg_rr_schema_repairs(const tg_ctx *ctx, const char *agent_name);
+
 /* repair_text.c ---------------------------------------------------------- */
 
 /* Scan s[0..n) for tool-call markup (R12): bare JSON {"name","arguments"}
