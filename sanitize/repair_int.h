@@ -9,11 +9,8 @@
 
 /* jsonfix.c ------------------------------------------------------------- */
 
-/* Bounded, conservative repair of almost-JSON: single quotes, trailing
- * commas, Python literals, bare keys, code fences, truncation (open strings
- * and containers closed, a dangling key dropped). Returns a new value or
- * NULL when the text is not repairable. */
-json_t *tg_json_fix(const char *s, size_t n);
+/* tg_json_fix (the lenient repair) is in jsonio.h: message hygiene uses it
+ * on replayed history too. */
 /* "{...}{...}" (several top-level objects, whitespace between): returns a
  * new array of the parsed objects when there are at least two and every one
  * parses strictly; NULL otherwise. */
