@@ -40,10 +40,15 @@
 /* passthrough still guarantees rules 8-10 (well-formed calls, finish, dense
  * indexes) but does not second-guess argument contents or content. */
 #define RR_GUARANTEE (TG_RR_TYPE | TG_RR_IDS | TG_RR_FINISH | TG_RR_ARGS)
+/* Streamed arguments are relayed as they come where the provider writes
+ * well-formed argument JSON in order (OpenAI, and whatever passthrough
+ * fronts); elsewhere R4/R13/R20 and broken JSON are common enough that a
+ * call is held until it is whole (repair.stream_args turns it on). */
+#define RR_STREAM TG_RR_STREAM_ARGS
 
 static const unsigned preset_flags[TG_D_COUNT] = {
-    [TG_D_OPENAI] = RR_ALL,
-    [TG_D_OPENAI_STRICT] = RR_ALL,
+    [TG_D_OPENAI] = RR_ALL | RR_STREAM,
+    [TG_D_OPENAI_STRICT] = RR_ALL | RR_STREAM,
     [TG_D_GEMINI] = RR_ALL,
     [TG_D_ANTHROPIC] = RR_ALL,
     [TG_D_MISTRAL] = RR_ALL | TG_RR_CONTENT_LIST,
@@ -55,7 +60,7 @@ static const unsigned preset_flags[TG_D_COUNT] = {
     [TG_D_TOGETHER] = RR_ALL,
     [TG_D_OLLAMA] = RR_ALL,
     [TG_D_VLLM] = RR_ALL,
-    [TG_D_PASSTHROUGH] = RR_GUARANTEE,
+    [TG_D_PASSTHROUGH] = RR_GUARANTEE | RR_STREAM,
 };
 
 typedef struct rule_name {
@@ -79,6 +84,7 @@ static const rule_name rule_names[] = {
     {"role", TG_RR_ROLE},         {"R25", TG_RR_ROLE},
     {"tool_use_failed", TG_RR_TOOL_USE_FAILED}, {"R27", TG_RR_TOOL_USE_FAILED},
     {"forbidden_keys", TG_RR_FORBIDDEN_KEYS}, {"R29", TG_RR_FORBIDDEN_KEYS},
+    {"stream_args", TG_RR_STREAM_ARGS},
 };
 
 void tg_repair_rules_preset(tg_dialect d, tg_repair_rules *out)
@@ -123,7 +129,7 @@ int tg_repair_rules_set(tg_repair_rules *r, const char *key, const char *value,
     snprintf(msg, msglen,
              "unknown repair rule '%s' (type, index, ids, finish, args, decode_strings, "
              "split, json_fix, content, content_list, role, tool_use_failed, forbidden_keys, "
-             "text_tool_calls "
+             "stream_args, text_tool_calls "
              "or an R-number)",
              key);
     return -1;
@@ -380,10 +386,17 @@ static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *i
     agent = json_string_value(json_object_get(fn, "name"));
     fix_args(ctx, agent, fn);
 
+    tg_rr_assign_id(ctx, c, seed, pos, agent, json_string_value(json_object_get(fn, "arguments")),
+                    ids);
+    return 0;
+}
+
+void tg_rr_assign_id(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, const char *agent,
+                     const char *args, json_t *ids)
+{
     if (!tg_rr_on(ctx, TG_RR_IDS))
-        return 0;
+        return;
     const char *id = json_string_value(json_object_get(c, "id"));
-    const char *args = json_string_value(json_object_get(fn, "arguments"));
     char buf[32];
     if (!id || !*id) {
         unsigned att = 0;
@@ -407,7 +420,6 @@ static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *i
         }
     }
     json_object_set_new(ids, json_string_value(json_object_get(c, "id")), json_true());
-    return 0;
 }
 
 size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_pos,

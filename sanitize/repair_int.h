@@ -42,6 +42,11 @@ void tg_rr_synth_id(char out[32], uint64_t seed, size_t pos, const char *name,
  * Returns the number of calls left. */
 size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_pos,
                        json_t *ids);
+/* R8/R9 for one call (its "id" set in place): a missing id is synthesized
+ * from the agent name and args, one the message has already is made
+ * unique; the result joins the `ids` set. */
+void tg_rr_assign_id(tg_ctx *ctx, json_t *call, uint64_t seed, size_t pos, const char *agent,
+                     const char *args, json_t *ids);
 /* The finish_reason the agent must see for a choice with ncalls calls;
  * returns `f` itself when nothing changes (R10, R11). */
 const char *tg_rr_finish(tg_ctx *ctx, const char *f, size_t ncalls);
@@ -65,6 +70,26 @@ json_t *tg_rr_failed_generation(tg_ctx *ctx, const json_t *err);
 /* A recovered text call {"name","arguments":object} -> OpenAI tool call
  * (new reference, empty id to be synthesized). */
 json_t *tg_rr_call_from_text(const json_t *tc);
+
+/* json_prefix.c ---------------------------------------------------------- */
+
+#define TG_JPREFIX_DEPTH 64
+/* Incremental check that text is the start of one strict JSON object.
+ * Zero-initialize; no resources. */
+typedef struct tg_jprefix {
+    char stack[TG_JPREFIX_DEPTH];
+    char lit[40];
+    unsigned char st, nlit, uhex;
+    int depth;
+    bool in_str, esc, key, bad;
+    size_t pos;  /* bytes accepted so far */
+} tg_jprefix;
+/* Feed n more bytes: returns how many of them keep the text a prefix of
+ * one object (n, or fewer once it stops being one; 0 ever after). */
+size_t tg_jprefix_feed(tg_jprefix *j, const char *s, size_t n);
+/* The object has closed (what came after it may have been refused: then
+ * pos < the bytes fed). */
+bool tg_jprefix_complete(const tg_jprefix *j);
 
 /* repair_schema.c -------------------------------------------------------- */
 
