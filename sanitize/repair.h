@@ -99,6 +99,11 @@ int tg_completion_sse(json_t *resp, tg_buf *out);
 typedef struct tg_stream tg_stream;
 tg_stream *tg_stream_new(struct tg_ctx *ctx);
 void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out);
+/* An event that gives the agent nothing while it has had nothing for `ms`
+ * (default 3000) is answered with an SSE comment, ": keepalive", so that
+ * idle timeouts do not cut a stream whose tool call is held. 0: after every
+ * such event (tests). */
+void tg_stream_set_keepalive(tg_stream *s, unsigned ms);
 /* Upstream ended. transport_error: the transfer broke (reset, timeout).
  * Flushes what is held back; a stream that never finished becomes an error
  * event followed by [DONE] (R26), never a fake stop.

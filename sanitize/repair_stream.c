@@ -133,6 +133,7 @@ struct tg_stream {
     char own_id[40];      /* chunk id when upstream sent no chunk (R27) */
     json_t *live_tools;   /* {upstream name: true|false}: relayed live? */
     struct timespec last_out;  /* when the agent last got bytes */
+    long keepalive_ms;    /* TG_KEEPALIVE_MS, or what tg_stream_set_keepalive set */
 };
 
 /* --- output --------------------------------------------------------------- */
@@ -1011,7 +1012,13 @@ tg_stream *tg_stream_new(tg_ctx *ctx)
     s->r12 = tg_rr_text_calls_on(ctx);
     s->keep_content = ctx->disc && ctx->disc->mode != TG_DISC_OFF;
     clock_gettime(CLOCK_MONOTONIC, &s->last_out);
+    s->keepalive_ms = TG_KEEPALIVE_MS;
     return s;
+}
+
+void tg_stream_set_keepalive(tg_stream *s, unsigned ms)
+{
+    s->keepalive_ms = ms;
 }
 
 static void send_truncated(tg_stream *s, bool transport_error, tg_buf *out)
@@ -1258,7 +1265,7 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
     stream_event(s, data, len, out);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    if (out->len == before && !s->done && ms_since(&s->last_out, &now) >= TG_KEEPALIVE_MS)
+    if (out->len == before && !s->done && ms_since(&s->last_out, &now) >= s->keepalive_ms)
         tg_buf_puts(out, ": keepalive\n\n");
     if (out->len != before)
         s->last_out = now;

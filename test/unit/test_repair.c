@@ -15,6 +15,8 @@
  *   sse_rounds: several upstream rounds of one stream (lazy discovery; the
  *       fixture's "discovery" mode and "request" go through the request
  *       stages first).
+ *   keepalive_ms + keepalives: the stream's keepalive interval, and how many
+ *       ": keepalive" comments it must send (every replay alike).
  *   request_stages: true to run "request" through the request stages
  *       (what the response stages learn from it, e.g. response_format).
  *   allow_bad_args: true when a call's arguments are beyond repair.
@@ -318,6 +320,9 @@ static json_t *replay(const json_t *fx, const tg_buf *in, size_t rounds, unsigne
     e.ctx.stream = true;
     sink k = {.s = tg_stream_new(&e.ctx)};
     assert_non_null(k.s);
+    const json_t *ka = json_object_get(fx, "keepalive_ms");
+    if (json_is_integer(ka))
+        tg_stream_set_keepalive(k.s, (unsigned)json_integer_value(ka));
     tg_sse p;
     uint64_t x = split * 0x9E3779B97F4A7C15ull + 1;
     for (size_t r = 0; r < rounds; r++) {
@@ -351,6 +356,17 @@ static json_t *replay(const json_t *fx, const tg_buf *in, size_t rounds, unsigne
         json_decref(next);
     }
     tg_stream_free(k.s);
+    const json_t *want_ka = json_object_get(fx, "keepalives");
+    if (want_ka) {
+        long got = 0;
+        for (const char *at = k.out.data; at && (at = memmem(at, k.out.len - (size_t)(at - k.out.data),
+                                                             ": keepalive\n\n", 13));
+             at++)
+            got++;
+        if (got != json_integer_value(want_ka))
+            print_error("%ld keepalive comments, want %lld\n", got, (long long)json_integer_value(want_ka));
+        assert_int_equal(got, json_integer_value(want_ka));
+    }
 
     k.events = json_array();
     tg_sse_init(&p, to_list, NULL, &k);
