@@ -958,10 +958,84 @@ static json_t *usage_plus(const json_t *sum, json_t *u)
     return r;
 }
 
+/* Only these keys, each (but `must`) absent or null. */
+static bool only_keys(const json_t *o, const char *must, const char *const *may)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v) {
+        if (!strcmp(k, must))
+            continue;
+        bool ok = false;
+        for (const char *const *m = may; *m && !ok; m++)
+            ok = !strcmp(k, *m) && (json_is_null(v) || !strcmp(k, "index"));
+        if (!ok)
+            return false;
+    }
+    return json_object_get(o, must) != NULL;
+}
+
+/* The common chunk of a live call, {"choices":[{"index","delta":
+ * {"tool_calls":[{"index","function":{"arguments"}}]}}]} with the agent's
+ * own index, whose fragment keeps the arguments the start of an object:
+ * it goes out as the very bytes that came (no re-serialization). */
+static bool relay_raw(tg_stream *s, const json_t *chunk, const char *raw, size_t len,
+                      tg_buf *out)
+{
+    static const char *const chunk_keys[] = {"id", "object", "created", "model",
+                                             "system_fingerprint", "service_tier", "usage",
+                                             "index", NULL};
+    static const char *const choice_keys[] = {"index", "finish_reason", "logprobs", NULL};
+    static const char *const call_keys[] = {"index", NULL};
+    const json_t *choices = json_object_get(chunk, "choices");
+    const json_t *ch = json_array_get(choices, 0);
+    if (json_array_size(choices) != 1 || s->ctx->legacy_functions || s->hold ||
+        !only_keys(ch, "delta", choice_keys))
+        return false;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)chunk, k, v) {
+        bool ok = !strcmp(k, "choices");
+        for (const char *const *m = chunk_keys; *m && !ok; m++)
+            ok = !strcmp(k, *m) && (strcmp(k, "usage") || json_is_null(v));
+        if (!ok)
+            return false;
+    }
+    const json_t *delta = json_object_get(ch, "delta");
+    const json_t *tcs = json_object_get(delta, "tool_calls");
+    const json_t *tc = json_array_get(tcs, 0);
+    const json_t *fn = json_object_get(tc, "function");
+    const json_t *a = json_object_get(fn, "arguments");
+    const json_t *ix = json_object_get(tc, "index");
+    const json_t *cix = json_object_get(ch, "index");
+    if (json_object_size(delta) != 1 || json_array_size(tcs) != 1 || !only_keys(tc, "function", call_keys) ||
+        json_object_size(fn) != 1 || !json_is_string(a) || !json_is_integer(ix) ||
+        (cix && !json_is_integer(cix)))
+        return false;
+    schoice *c = choice_get(s, cix ? (long)json_integer_value(cix) : 0);
+    if (!c || c->live_open < 0 || !c->any_sent)
+        return false;
+    long idx = (long)json_integer_value(ix);
+    scall *call = &c->calls[c->live_open];
+    if (find_call(c, idx, NULL, NULL) != c->live_open || call->out != idx)
+        return false;
+    tg_jprefix t = call->jp;
+    size_t n = json_string_length(a);
+    if (tg_jprefix_feed(&t, json_string_value(a), n) != n)
+        return false;
+    call->jp = t;
+    tg_buf_append(&call->args, json_string_value(a), n);
+    c->cur = c->live_open;
+    send_raw(out, raw, len);
+    return true;
+}
+
 static void on_chunk(tg_stream *s, json_t *chunk, const char *raw, size_t len, tg_buf *out)
 {
     json_decref(s->last);
     s->last = json_incref(chunk);
+    if (s->live_open && relay_raw(s, chunk, raw, len, out))
+        return;
     const json_t *choices = json_object_get(chunk, "choices");
     bool work = false;
     size_t i;
