@@ -753,7 +753,7 @@ static bool choice_needs_work(tg_stream *s, const json_t *ch, bool commit)
     if (json_is_string(content) && s->r12) {
         const char *t = json_string_value(content);
         size_t n = json_string_length(content);
-        if (c->held.len || memchr(t, '<', n))
+        if (c->held.len || memchr(t, '<', n) || memchr(t, '[', n))  /* '[': [TOOL_CALLS] */
             return true;
         if (c->at_start) {
             size_t i = 0;
@@ -1168,8 +1168,9 @@ static bool surely_plain(const tg_stream *s, const char *d, size_t n)
         tg_rr_on(s->ctx, TG_RR_CONTENT_LIST))
         return false;
     const char *e = d + n;
-    if (s->r12) {  /* R12: only past the message start, nothing held, no '<' */
-        if (!s->nch || memchr(d, '<', n) || find(d, e, "\\u003c") || find(d, e, "\\u003C"))
+    if (s->r12) {  /* R12: only past the message start, nothing held, no '<' or '[' */
+        if (!s->nch || memchr(d, '<', n) || memchr(d, '[', n) || find(d, e, "\\u003c") ||
+            find(d, e, "\\u003C") || find(d, e, "\\u005b") || find(d, e, "\\u005B"))
             return false;
         for (size_t i = 0; i < s->nch; i++)
             if (s->ch[i].held.len || s->ch[i].at_start)
