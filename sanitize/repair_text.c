@@ -220,6 +220,23 @@ static int parse_json_calls(json_t *calls, const char *s, const char *e)
     return rc;
 }
 
+/* Arguments written as JSON text between s and e: an object (new
+ * reference; {} for nothing but blanks), repaired if need be, or NULL. */
+static json_t *args_text(const char *s, const char *e)
+{
+    trim(&s, &e);
+    if (s == e)
+        return json_object();
+    json_t *a = tg_json_load(s, (size_t)(e - s), 0, NULL);
+    if (!a)
+        a = tg_json_fix(s, (size_t)(e - s));
+    if (!json_is_object(a)) {
+        json_decref(a);
+        return NULL;
+    }
+    return a;
+}
+
 /* <parameter=K>v</parameter> ... (Qwen) or <parameter name="K">v</parameter>
  * (invoke); `eq` says which. Values end at </parameter>, at the next
  * <parameter or at the end (missing closers). */
@@ -282,24 +299,10 @@ static int parse_function_xml(const tg_ctx *ctx, json_t *calls, const char *s, c
         const char *be = find(p, e, "</function>");
         if (!be)
             be = e;
-        json_t *args;
-        if (find(p, be, "<parameter=")) {
-            args = parse_params(ctx, name, p, be, true);
-        } else {
-            const char *bs = p, *bend = be;
-            trim(&bs, &bend);
-            if (bs == bend) {
-                args = json_object();
-            } else {
-                args = tg_json_load(bs, (size_t)(bend - bs), 0, NULL);
-                if (!args)
-                    args = tg_json_fix(bs, (size_t)(bend - bs));
-                if (!json_is_object(args)) {
-                    json_decref(args);
-                    return -1;
-                }
-            }
-        }
+        json_t *args = find(p, be, "<parameter=") ? parse_params(ctx, name, p, be, true)
+                                                   : args_text(p, be);
+        if (!args)
+            return -1;
         add_call(calls, name, nlen, args);
         n++;
         p = be;
@@ -369,14 +372,9 @@ static int parse_kimi(json_t *calls, const char *s, const char *e)
         const char *as = a + sizeof argb - 1, *ae = find(as, e, end);
         if (!ae)
             ae = e;
-        trim(&as, &ae);
-        json_t *args = as < ae ? tg_json_load(as, (size_t)(ae - as), 0, NULL) : json_object();
+        json_t *args = args_text(as, ae);
         if (!args)
-            args = tg_json_fix(as, (size_t)(ae - as));
-        if (!json_is_object(args)) {
-            json_decref(args);
             return -1;
-        }
         add_call(calls, ns, (size_t)(ne - ns), args);
         n++;
         p = ae;
@@ -394,15 +392,9 @@ static int parse_marked(json_t *calls, const char *s, const char *e)
     const char *args = find(s, e, "[ARGS]");
     if (!args || args == s || args - s > 256)
         return -1;
-    const char *as = args + 6, *ae = e;
-    trim(&as, &ae);
-    json_t *a = as < ae ? tg_json_load(as, (size_t)(ae - as), 0, NULL) : json_object();
+    json_t *a = args_text(args + 6, e);
     if (!a)
-        a = tg_json_fix(as, (size_t)(ae - as));
-    if (!json_is_object(a)) {
-        json_decref(a);
         return -1;
-    }
     const char *ne = args;
     trim(&s, &ne);
     add_call(calls, s, (size_t)(ne - s), a);
