@@ -66,9 +66,13 @@ static json_t *parse_events(const tg_buf *sse)
     return evs;
 }
 
-/* How many comment blocks (": keepalive") a bridge wrote. */
-static long count_comments(const tg_buf *sse)
+/* A vector's "comments": how many comment blocks (": keepalive", the
+ * repair stage's while it holds a call) the bridge must have passed on. */
+static void check_comments(const json_t *v, const tg_buf *sse)
 {
+    const json_t *want = json_object_get(v, "comments");
+    if (!want)
+        return;
     long n = 0;
     const char *p = sse->data, *e = sse->data + sse->len;
     while (p && p < e) {
@@ -77,7 +81,9 @@ static long count_comments(const tg_buf *sse)
         const char *end = memmem(p, (size_t)(e - p), "\n\n", 2);
         p = end ? end + 2 : NULL;
     }
-    return n;
+    if (n != json_integer_value(want))
+        fprintf(stderr, "# %ld comments, want %lld\n", n, (long long)json_integer_value(want));
+    assert_int_equal(n, json_integer_value(want));
 }
 
 /* The chat stream a repair fixture expects, assembled as a client would:

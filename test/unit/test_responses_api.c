@@ -149,13 +149,7 @@ static void run_stream(const json_t *v)
         assert_true(split.len == whole.len && !memcmp(split.data, whole.data, whole.len));
         tg_buf_free(&split);
     }
-    const json_t *comments = json_object_get(v, "comments");
-    if (comments) {  /* the repair stage's keepalives go through the bridge */
-        if (count_comments(&whole) != json_integer_value(comments))
-            fprintf(stderr, "# %ld comments, want %lld\n", count_comments(&whole),
-                    (long long)json_integer_value(comments));
-        assert_int_equal(count_comments(&whole), json_integer_value(comments));
-    }
+    check_comments(v, &whole);
     json_t *evs = parse_events(&whole);
     check_invariants(evs);
     const json_t *want = json_object_get(v, "events");
