@@ -408,6 +408,30 @@ static void split_live(tg_stream *s, schoice *c, scall *k, json_t *events)
     queue_calls(s, c, calls, events);
 }
 
+/* Where the repair's compact text r continues what was sent (p, the start
+ * of an object as the provider wrote it): the length of r's part that p
+ * already says, whitespace outside strings aside, or (size_t)-1. */
+static size_t continues(const char *p, size_t n, const char *r, size_t rn)
+{
+    size_t j = 0;
+    bool str = false, esc = false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = p[i];
+        if (!str && (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'))
+            continue;  /* the compact text has none there */
+        if (j >= rn || r[j] != ch)
+            return (size_t)-1;
+        j++;
+        if (esc)
+            esc = false;
+        else if (str && ch == '\\')
+            esc = true;
+        else if (ch == '"')
+            str = !str;
+    }
+    return j;
+}
+
 /* Nothing to do when a live call's arguments were one whole object; else
  * what the agent lacks: "{}" for none (R14), the rest of the
  * whole-value repair where it continues what was sent, or the held bytes
@@ -456,8 +480,9 @@ static void end_live(tg_stream *s, schoice *c, scall *k, json_t *events)
     json_t *a = json_object_get(json_object_get(json_array_get(one, 0), "function"), "arguments");
     const char *r = json_string_value(a);
     size_t rn = json_string_length(a);
-    if (r && rn >= sent && !memcmp(r, k->args.data, sent)) {
-        queue_args(s, c, k, r + sent, rn - sent, events);
+    size_t at = continues(k->args.data, sent, r, rn);
+    if (r && at != (size_t)-1) {
+        queue_args(s, c, k, r + at, rn - at, events);
     } else {
         tg_rr_fail(s->ctx, "json_fix_failed", k->name, a);
         queue_args(s, c, k, k->args.data + sent, k->args.len - sent, events);
