@@ -168,6 +168,63 @@ static void test_max_event_overflow(void **state)
     tg_buf_free(&r.out);
 }
 
+/* The two ways an upstream can make a parser hold without end: one line
+ * that never ends, and data lines that never get their blank line. Either
+ * way the parser stops at max_event (plus one read), lets go of what it
+ * held and delivers nothing more, not even at the finish. */
+static void feed_until_refused(const char *piece, size_t max)
+{
+    rec r = {0};
+    tg_sse p;
+    tg_sse_init(&p, on_event, NULL, &r);
+    p.max_event = max;
+    size_t fed = 0, n = strlen(piece);
+    int rc = 0;
+    while (rc == 0 && fed < 64 * max) {
+        rc = tg_sse_feed(&p, piece, n);
+        fed += n;
+        assert_true(p.line.len <= max && p.data.len <= max);
+    }
+    assert_int_equal(rc, -1);
+    assert_null(p.line.data);
+    assert_null(p.data.data);
+    assert_int_equal(tg_sse_feed(&p, "\n\ndata: late\n\n", 16), -1);
+    tg_sse_finish(&p);
+    assert_null(r.out.data);  /* no event came out of it */
+    tg_sse_free(&p);
+}
+
+static void test_max_event_endless_line(void **state)
+{
+    (void)state;
+    feed_until_refused("data: {\"x\":\"", 1024);  /* first piece, then: */
+    feed_until_refused("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 1024);
+}
+
+static void test_max_event_endless_data_lines(void **state)
+{
+    (void)state;
+    feed_until_refused("data: yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\n", 1024);
+    feed_until_refused("data: y\r\n", 1024);
+}
+
+/* An event just under the limit still goes through whole. */
+static void test_max_event_fits(void **state)
+{
+    (void)state;
+    rec r = {0};
+    tg_sse p;
+    tg_sse_init(&p, on_event, NULL, &r);
+    p.max_event = 64;
+    char in[128] = "data: ";
+    memset(in + 6, 'z', 60);
+    memcpy(in + 66, "\n\n", 3);
+    assert_int_equal(tg_sse_feed(&p, in, strlen(in)), 0);
+    assert_int_equal(r.out.len, 3 + 60 + 1);
+    tg_sse_free(&p);
+    tg_buf_free(&r.out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +234,9 @@ int main(void)
         cmocka_unit_test(test_crlf_across_reads),
         cmocka_unit_test(test_large_event),
         cmocka_unit_test(test_max_event_overflow),
+        cmocka_unit_test(test_max_event_endless_line),
+        cmocka_unit_test(test_max_event_endless_data_lines),
+        cmocka_unit_test(test_max_event_fits),
     };
     return cmocka_run_group_tests_name("sse", tests, NULL, NULL);
 }
