@@ -1774,7 +1774,7 @@ static tg_req *req_new(worker *w, struct MHD_Connection *conn, const char *url,
  * next head under the same deadline. */
 static void heads_add(worker *w, head_wait *h)
 {
-    if (h->listed)
+    if (!h || h->listed)  /* NULL: its calloc failed, the connection goes unwatched */
         return;
     h->since = now_us();
     h->listed = true;
