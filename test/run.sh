@@ -48,6 +48,9 @@ for t in test/integration/*.sh test/adversary/*.sh; do
     [ -f "$t" ] || continue
     name=$(basename "$t" .sh)
     [ "$name" = lib ] && continue
+    # adversary-NAME: an adversary suite may share an integration suite's
+    # name (clients), and `sh test/run.sh adversary` runs them all
+    case "$t" in test/adversary/*) name="adversary-$name" ;; esac
     case "$name" in *"$only"*) ;; *) continue ;; esac
     sh "$t" >"$log/$name.log" 2>&1
     tally "$name" "$log/$name.log" $?
