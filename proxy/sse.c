@@ -4,7 +4,11 @@
  * max_event bounds both things an upstream can make it keep: an unfinished
  * line and the data of an unfinished event. Past it the parser lets go of
  * both and takes no more input, so it never holds more than max_event
- * plus one read. */
+ * plus one read. A line is measured whole as well as while it is still
+ * open, against the same limit (with room for "data: "), so where the
+ * reads split the input never changes where the parser stops. */
+
+#define LINE_SLACK 6  /* "data: ": a line may be this much longer than its value */
 #include "sse.h"
 
 #include <string.h>
@@ -31,6 +35,10 @@ static void dispatch(tg_sse *p)
 /* One whole line, without its terminator. */
 static void on_line(tg_sse *p, const char *s, size_t n)
 {
+    if (p->max_event && n > p->max_event + LINE_SLACK) {
+        p->overflow = true;
+        return;
+    }
     if (n == 0) {
         dispatch(p);
         return;
@@ -49,7 +57,7 @@ static void on_line(tg_sse *p, const char *s, size_t n)
         vlen--;
     }
     if (flen == 4 && memcmp(s, "data", 4) == 0) {
-        if (p->max_event && p->data.len + vlen + 1 > p->max_event) {
+        if (p->max_event && p->data.len + (p->has_data ? 1 : 0) + vlen > p->max_event) {
             p->overflow = true;
             return;
         }
@@ -92,7 +100,7 @@ int tg_sse_feed(tg_sse *p, const char *b, size_t n)
     while (b < end && !p->overflow) {
         const char *eol = find_eol(b, end);
         if (!eol) {
-            if (p->max_event && p->line.len + (size_t)(end - b) > p->max_event)
+            if (p->max_event && p->line.len + (size_t)(end - b) > p->max_event + LINE_SLACK)
                 p->overflow = true;
             else
                 tg_buf_append(&p->line, b, (size_t)(end - b));
