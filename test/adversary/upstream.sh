@@ -31,7 +31,7 @@ while [ $i -lt 100 ]; do
 done
 [ -n "$HPORT" ] || { not_ok "hostile upstream starts" "$(cat "$TG_TMP/hostile.err")"; exit 1; }
 # lib.sh stops what it started; the hostile upstream goes with the same trap
-trap 'kill $HOSTILE_PID 2>/dev/null; stop_all' EXIT
+trap '_st=$?; kill $HOSTILE_PID 2>/dev/null; (exit $_st); stop_all' EXIT
 HURL="http://127.0.0.1:$HPORT"
 
 KEYS=${TG_ADV_KEYS-"max_event = 1M
@@ -117,6 +117,20 @@ for mode in endless_line endless_event; do
     bound "$mode" 48
     expect_eq "$mode: counted" 1 "$(metric 'toolgate_limits_total{limit="max_event"}')"
 done
+
+# the bridged APIs end such a stream in their own shapes
+fresh || exit 1
+t0=$(now_ms)
+curl -sN -m 8 -o "$TG_TMP/el.resp" "$TG_URL/v1/responses" -H 'Content-Type: application/json' \
+    --data-binary '{"model":"endless_line","stream":true,"input":"hi"}'
+curl -sN -m 8 -o "$TG_TMP/el.msg" "$TG_URL/v1/messages" -H 'Content-Type: application/json' \
+    --data-binary '{"model":"endless_event","stream":true,"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}'
+ms=$(($(now_ms) - t0))
+expect_match "endless line on the Responses API: response.failed naming max_event" \
+    'response.failed.*max_event' "$(tr -d '\n' <"$TG_TMP/el.resp")"
+expect_match "endless event on the Messages API: an error event naming max_event" \
+    'event: error.*max_event' "$(tr -d '\n' <"$TG_TMP/el.msg")"
+bound "endless line and event on the bridged APIs" 48
 
 # ---- item 6: whole answers past max_answer, plain and gzip'd --------------
 for mode in giant gzip_bomb; do
@@ -274,6 +288,5 @@ expect_match "Responses stream: response.failed" 'response.failed' "$(cat "$TG_T
 expect_match "Messages stream: an error event" 'event: error' "$(cat "$TG_TMP/term.msg")"
 sanitizer_clean "toolgate (adversary)" "$TG_LOG"
 
-kill $HOSTILE_PID 2>/dev/null
 echo "1..$TAP_N"
 [ "$TAP_FAILED" -eq 0 ]
