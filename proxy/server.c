@@ -101,7 +101,9 @@ typedef struct tg_req {
     tg_buf body;                  /* client body (freed once a stream starts) */
     size_t body_len;              /* its length, for the log */
     bool too_large;
-    bool headers_too_large;
+    bool over_budget;             /* max_body_memory was reached while reading */
+    size_t body_charge;           /* bytes of max_body_memory this body holds */
+    const tg_route *by_prefix;    /* the route its path names, or NULL */
     uint64_t t_start, t_upstream, t_first_byte, t_last_byte, t_done;
 
     /* upstream */
@@ -157,6 +159,8 @@ typedef struct tg_req {
     bool ctx_live;
     json_t *json;                 /* parsed request body */
     uint64_t tools_hash;          /* of the tools' raw bytes, 0 = unknown */
+    const char *client_key;       /* the client_keys entry it matched, or NULL */
+    uint64_t owner;               /* whose Responses items it may read (item_owner) */
     size_t tools_bytes;
 
     struct tg_req *prev, *next;   /* worker's list of requests in flight */
@@ -221,10 +225,11 @@ struct worker {
     CURL *spare[64];              /* reset easy handles, reused: creating one
                                      costs more than a whole small request */
     int n_spare;
-    uint64_t rng;                 /* request ids */
+    tg_random rng;                /* ids (request ids, Responses and items) */
     uint8_t *upfd;                /* per upstream socket: UPFD_* bits */
     size_t n_upfd;
     struct server *srv;
+    atomic_size_t *body_bytes;    /* the server's, for max_body_memory */
 };
 
 /* Upstream sockets stay in the worker's epoll set between transfers: curl
@@ -244,6 +249,8 @@ typedef struct server {
     atomic_int open_reqs;  /* requests in flight on all workers (the drain) */
     tg_metrics_set *metrics;
     tg_itemstore *items;  /* Responses items for item_reference (itemstore.h) */
+    uint64_t owner_seed;  /* random per process: owners are not guessable hashes */
+    atomic_size_t body_bytes;  /* request bodies held, against max_body_memory */
 } server;
 
 static uint64_t now_us(void)
@@ -288,10 +295,31 @@ static void up_body_free(tg_req *r)
     r->up_tools = NULL;
 }
 
+/* max_body_memory: every worker's bodies count against one budget, taken
+ * before a byte is stored and given back when the body is freed. */
+static bool body_charge(tg_req *r, size_t n)
+{
+    size_t was = atomic_fetch_add(r->w->body_bytes, n);
+    if (was + n > r->conf->max_body_memory) {
+        atomic_fetch_sub(r->w->body_bytes, n);
+        return false;
+    }
+    r->body_charge += n;
+    return true;
+}
+
+static void body_release(tg_req *r)
+{
+    if (r->body_charge)
+        atomic_fetch_sub(r->w->body_bytes, r->body_charge);
+    r->body_charge = 0;
+}
+
 static void req_unref(tg_req *r)
 {
     if (--r->refs > 0)
         return;
+    body_release(r);
     req_unlink(r);
     r->w->n_inflight--;
     atomic_fetch_sub_explicit(&r->w->srv->open_reqs, 1, memory_order_relaxed);
@@ -430,9 +458,10 @@ static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep
 static void access_log_line(tg_req *r, int status);
 
 
-static json_t *stored_item(void *store, const char *id)
+static json_t *stored_item(void *ud, const char *id)
 {
-    char *text = tg_itemstore_get(store, id);
+    tg_req *r = ud;
+    char *text = tg_itemstore_get(r->w->srv->items, r->owner, id);
     json_t *item = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
     free(text);
     return item;
@@ -441,7 +470,7 @@ static json_t *stored_item(void *store, const char *id)
 static int responses_to_chat(tg_req *r, const json_t *body, json_t **chat, tg_error *err)
 {
     tg_resp_bridge *b = NULL;
-    if (tg_responses_to_chat_with(body, stored_item, r->w->srv->items, chat, &b, err))
+    if (tg_responses_to_chat_with(body, stored_item, r, chat, &b, err))
         return -1;
     char name[64];  /* ids unique past this request, for the item store */
     tg_request_id(name, sizeof name, &r->w->rng);
@@ -461,7 +490,7 @@ static void remember_items(tg_req *r)
         const char *id = json_string_value(json_object_get(item, "id"));
         char *text = id ? tg_json_dumps(item) : NULL;
         if (text)
-            tg_itemstore_put(r->w->srv->items, id, text);
+            tg_itemstore_put(r->w->srv->items, r->owner, id, text);
         free(text);
     }
     json_decref(items);
@@ -736,6 +765,7 @@ static void on_upstream_headers_done(tg_req *r)
              * than live as long as the stream. */
             r->body_len = r->body.len;
             tg_buf_free(&r->body);
+            body_release(r);
             /* Nor does the body sent upstream, once curl has sent all of
              * it: agents' streams would otherwise each hold their request
              * (tool lists included) for as long as the model talks. */
@@ -842,29 +872,46 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+/* The headers sent upstream: the client's that a provider reads (http.h:
+ * an allow-list, credentials by their own rules), then the provider key:
+ * the route's api_key, else what the client sent in
+ * x-upstream-authorization, else the client's own Authorization unless it
+ * was toolgate's client key, which never leaves toolgate. */
+static const char *client_header(tg_req *r, const char *name);
+
 static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
 {
     struct curl_slist *h = NULL;
     /* a request passed to the API's own servers takes the key where they
      * read it (Anthropic's: x-api-key) */
     const char *key_header = r->api && !r->bridge ? r->api->key_header : NULL;
+    const char *up_auth = client_header(r, "x-upstream-authorization");
     tg_forward_ctx f = {.list = &h, .drop_auth = r->route->api_key != NULL,
-                        .key_header = r->api ? r->api->key_header : NULL};
+                        .client_key = r->client_key, .upstream_auth = up_auth,
+                        .extra = r->conf->forward_headers};
     MHD_get_connection_values(r->conn, MHD_HEADER_KIND, tg_forward_request_header, &f);
-    if (r->route->api_key) {
-        tg_buf b = {0};
-        if (key_header)
-            tg_buf_printf(&b, "%s: %s", key_header, r->route->api_key);
-        else
-            tg_buf_printf(&b, "Authorization: Bearer %s", r->route->api_key);
+    tg_buf b = {0};
+    if (r->route->api_key && key_header)
+        tg_buf_printf(&b, "%s: %s", key_header, r->route->api_key);
+    else if (r->route->api_key)
+        tg_buf_printf(&b, "Authorization: Bearer %s", r->route->api_key);
+    else if (up_auth && *up_auth)
+        tg_buf_printf(&b, "Authorization: %s", up_auth);
+    if (b.len)
         h = curl_slist_append(h, b.data);
-        tg_buf_free(&b);
-    }
+    tg_buf_free(&b);
     char idh[96];
     snprintf(idh, sizeof idh, "X-Request-Id: %s", r->id);
     h = curl_slist_append(h, idh);
-    if (is_json_body)
+    const char *ct = client_header(r, "content-type");
+    if (is_json_body) {
         h = curl_slist_append(h, "Content-Type: application/json");
+    } else if (ct && *ct) {  /* a passed body goes with the type it came with */
+        tg_buf t = {0};
+        tg_buf_printf(&t, "Content-Type: %s", ct);
+        h = curl_slist_append(h, t.data);
+        tg_buf_free(&t);
+    }
     h = curl_slist_append(h, "Expect:");  /* no 100-continue round trip */
     return h;
 }
@@ -932,6 +979,9 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
     if (!r->up_headers)
         r->up_headers = build_upstream_headers(r, r->is_chat);
     curl_easy_setopt(e, CURLOPT_URL, r->up_url);
+    /* the path was checked for dot segments (refuse_on_headers): curl
+     * must not resolve any it would find in the route's base URL either */
+    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->up_headers);
@@ -1231,7 +1281,7 @@ static bool retry_or_fall_back(tg_req *r)
         r->w->n_retry_wait++;
         tg_metrics_retry(r->w->metrics);
         tg_log(TG_LOG_INFO, "request %s: upstream %s answered %ld (%s); retry %d in %ld ms",
-               r->id, r->route->upstream, r->status, curl_easy_strerror(r->up_result),
+               r->id, r->route->upstream_shown, r->status, curl_easy_strerror(r->up_result),
                r->attempt, delay);
         return true;
     }
@@ -1305,11 +1355,11 @@ static void upstream_done(tg_req *r)
         bool timeout = r->timed_out || rc == CURLE_OPERATION_TIMEDOUT;
         if (timeout)
             set_error(r, 504, "upstream_error", "upstream_timeout", NULL,
-                      "upstream %s did not answer in time (route %s)", r->route->upstream,
+                      "upstream %s did not answer in time (route %s)", r->route->upstream_shown,
                       r->route->name);
         else
             set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
-                      "upstream %s failed: %s (route %s)", r->route->upstream,
+                      "upstream %s failed: %s (route %s)", r->route->upstream_shown,
                       curl_easy_strerror(rc), r->route->name);
     } else {
         finish_whole(r);
@@ -1447,9 +1497,41 @@ static bool client_authorized(tg_req *r)
         return false;
     const char *tok = auth + 7;
     bool ok = false;
-    for (char **k = keys; *k; k++)
-        ok |= tg_consttime_equal(tok, *k);
+    for (char **k = keys; *k; k++) {  /* every key compared: no early exit */
+        bool eq = tg_consttime_equal(tok, *k);
+        if (eq && !ok)
+            r->client_key = *k;
+        ok |= eq;
+    }
     return ok;
+}
+
+/* Headers that carry a provider credential, for item_owner and for the
+ * forwarding rules (http.h). */
+static const char *upstream_credential(tg_req *r)
+{
+    static const char *const names[] = {"x-upstream-authorization", "authorization", "x-api-key",
+                                        "api-key", "x-goog-api-key", NULL};
+    for (int i = 0; names[i]; i++) {
+        const char *v = client_header(r, names[i]);
+        if (v && *v && !(r->client_key && i == 1))
+            return v;
+    }
+    return NULL;
+}
+
+/* Whose Responses items a request may read and leaves (itemstore.h): the
+ * client key it matched when client_keys is set; else the provider
+ * credential it carries, which is the client's identity at the provider;
+ * else, with neither, everyone on the route alike. Hashed with a seed
+ * drawn at start, so the key kept in the store tells nothing. */
+static uint64_t item_owner(tg_req *r, const tg_route *route)
+{
+    const char *cred = upstream_credential(r);
+    const char *kind = r->client_key ? "key" : cred ? "credential" : "route";
+    const char *v = r->client_key ? r->client_key : cred ? cred : route ? route->name : "";
+    uint64_t h = tg_hash64(kind, strlen(kind), r->w->srv->owner_seed);
+    return tg_hash64(v, strlen(v), h);
 }
 
 static void answer_json(tg_req *r, int status, const char *json)
@@ -1528,6 +1610,7 @@ static int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         return -1;
     }
     json_t *chat = NULL;
+    r->owner = item_owner(r, route);
     int rc = r->api->to_chat(r, body, &chat, &err);
     json_decref(body);
     if (rc) {
@@ -1648,7 +1731,7 @@ static enum MHD_Result dispatch(tg_req *r)
         answer_json(r, ready ? 200 : 503, ready ? "{\"status\":\"ready\"}" : "{\"status\":\"draining\"}");
         return queue_answer(r);
     }
-    if (!strcmp(url, "/metrics")) {
+    if (!strcmp(url, "/metrics")) {  /* its key was checked on the headers */
         size_t len;
         char *m = tg_metrics_render(r->w->srv->metrics, &len);
         set_answer(r, 200, m, len, false);
@@ -1661,20 +1744,12 @@ static enum MHD_Result dispatch(tg_req *r)
         r->state = RQ_ANSWERED;
         return ok;
     }
-    const char *rest;
-    const tg_route *by_prefix = tg_route_by_prefix(c, url, &rest);
-    r->rest = rest;
-    r->api = api_of(rest);  /* its errors take the API's shape from here on */
-    if (!client_authorized(r)) {
-        set_error(r, 401, "invalid_request_error", "invalid_api_key", NULL,
-                  "missing or unknown client key: send Authorization: Bearer <key> with one of "
-                  "the keys in [server] client_keys");
-        return queue_answer(r);
-    }
-    if (r->headers_too_large) {
-        set_error(r, 431, "invalid_request_error", "request_header_fields_too_large", NULL,
-                  "request line and headers are larger than max_header (%zu bytes)",
-                  c->max_header);
+    const char *rest = r->rest;
+    const tg_route *by_prefix = r->by_prefix;
+    if (r->over_budget) {
+        set_error(r, 503, "server_error", "overloaded", NULL,
+                  "toolgate holds max_body_memory (%zu bytes) of request bodies at once; "
+                  "retry shortly", c->max_body_memory);
         return queue_answer(r);
     }
     if (r->too_large) {
@@ -1719,9 +1794,9 @@ static enum MHD_Result dispatch(tg_req *r)
 
     tg_buf u = {0};
     tg_buf_puts(&u, r->route->upstream);
-    tg_buf_puts(&u, r->is_chat                    ? "/chat/completions"
-                    : !strncmp(r->rest, "/v1", 3) ? r->rest + 3
-                                                  : r->rest);
+    tg_append_path(&u, r->is_chat                    ? "/chat/completions"
+                       : !strncmp(r->rest, "/v1", 3) ? r->rest + 3
+                                                     : r->rest);
     if (!r->bridge || !r->api->own_query)
         tg_append_query(r->conn, &u);
     int rc = start_upstream(r, u.data, r->method);
@@ -1862,6 +1937,41 @@ static bool headers_exceed(struct MHD_Connection *conn, const char *url, size_t 
     return n > max;
 }
 
+/* What the request line and headers alone decide is answered before a
+ * byte of the body is read: with client_keys set, nobody without a key
+ * makes toolgate hold a body. Returns true with the answer in r. */
+static bool refuse_on_headers(tg_req *r, const char *url)
+{
+    const tg_conf *c = r->conf;
+    r->by_prefix = tg_route_by_prefix(c, url, &r->rest);
+    r->api = api_of(r->rest);  /* its errors take the API's shape from here on */
+    bool open_path = !strcmp(url, "/healthz") || !strcmp(url, "/readyz") ||
+                     (!strcmp(url, "/metrics") && !c->metrics_auth);
+    if (!open_path && !client_authorized(r)) {
+        set_error(r, 401, "invalid_request_error", "invalid_api_key", NULL,
+                  "missing or unknown client key: send Authorization: Bearer <key> with one of "
+                  "the keys in [server] client_keys");
+        return true;
+    }
+    if (headers_exceed(r->conn, url, c->max_header)) {
+        set_error(r, 431, "invalid_request_error", "request_header_fields_too_large", NULL,
+                  "request line and headers are larger than max_header (%zu bytes)",
+                  c->max_header);
+        return true;
+    }
+    if (tg_path_has_dot_segment(url)) {
+        if (!r->api && !strncmp(r->rest, "/v1/messages", 12))
+            r->api = &messages_api;  /* refused in the shape of the API it aimed at */
+        set_error(r, 400, "invalid_request_error", "invalid_path", NULL,
+                  "path %.200s has a dot segment ('.' or '..', raw or percent-encoded): "
+                  "toolgate forwards paths as they are and refuses one that would leave its "
+                  "route",
+                  url);
+        return true;
+    }
+    return false;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -1876,21 +1986,34 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!r)
             return MHD_NO;
         *con_cls = r;
+        if (refuse_on_headers(r, url))
+            return queue_answer(r);  /* MHD reads no body after an answer */
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
-        if (headers_exceed(conn, url, r->conf->max_header))
-            r->headers_too_large = r->too_large = true;  /* nothing of the body is kept */
-        else if (n > r->conf->max_body)
+        if (n > r->conf->max_body) {
             r->too_large = true;
-        else if (n)  /* one allocation, no copies as the body arrives */
+        } else if (n && !body_charge(r, (size_t)n)) {
+            r->over_budget = true;
+            return dispatch(r);  /* the 503, before the body is read */
+        } else if (n) {  /* one allocation, no copies as the body arrives */
             tg_buf_reserve(&r->body, (size_t)n);
+        }
         return MHD_YES;
     }
     if (*upload_data_size) {
-        if (!r->too_large && r->body.len + *upload_data_size > r->conf->max_body)
+        size_t k = *upload_data_size;
+        if (!r->too_large && r->body.len + k > r->conf->max_body)
             r->too_large = true;
-        if (!r->too_large)
-            tg_buf_append(&r->body, upload_data, *upload_data_size);
+        /* a body without Content-Length is charged as it comes */
+        if (!r->too_large && !r->over_budget && r->body.len + k > r->body_charge &&
+            !body_charge(r, r->body.len + k - r->body_charge))
+            r->over_budget = true;
+        if (r->too_large || r->over_budget) {
+            tg_buf_free(&r->body);
+            body_release(r);
+        } else {
+            tg_buf_append(&r->body, upload_data, k);
+        }
         *upload_data_size = 0;
         return MHD_YES;
     }
@@ -2044,7 +2167,7 @@ static bool upstream_late(const tg_req *r, uint64_t t)
 
 static void time_out_upstream(tg_req *r)
 {
-    tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id, r->route->upstream,
+    tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id, r->route->upstream_shown,
            r->t_first_byte ? "idle_timeout" : "ttfb_timeout");
     r->timed_out = true;
     r->up_result = CURLE_OPERATION_TIMEDOUT;
@@ -2314,9 +2437,10 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
 {
     w->id = id;
     w->srv = s;
+    w->body_bytes = &s->body_bytes;
     w->conf = tg_conf_ref(conf);
     w->curl_deadline_ms = -1;
-    w->rng = tg_random_seed();
+    tg_random_init(&w->rng);
     w->listen_fd = open_listener(host, port, err, errlen);
     if (w->listen_fd < 0)
         return -1;
@@ -2328,13 +2452,19 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
      * cost 33 KB each with 8 KB over max_header, 51 KB with 32 KB. Streams
      * that stay open for minutes win. */
     size_t memlimit = conf->max_header + 8 * 1024;
+    /* MHD counts per daemon and the kernel spreads a client's connections
+     * over the workers' sockets evenly: each worker takes its share of
+     * max_conns_per_ip (0: MHD's "no limit") */
+    unsigned per_ip = conf->max_conns_per_ip
+                          ? (unsigned)((conf->max_conns_per_ip + conf->threads - 1) / conf->threads)
+                          : 0;
     w->mhd = MHD_start_daemon(
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0, NULL, NULL, on_request, w,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)w->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, w, MHD_OPTION_NOTIFY_CONNECTION, on_connection, w,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)60000, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        memlimit, MHD_OPTION_END);
+        memlimit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_END);
     if (!w->mhd) {
         snprintf(err, errlen, "cannot start the HTTP front end on %s:%d", host, port);
         return -1;
@@ -2455,6 +2585,9 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
     s.workers = calloc((size_t)s.n, sizeof *s.workers);
     s.metrics = tg_metrics_new(s.n);
     s.items = tg_itemstore_new(conf->responses_store);
+    tg_random seed;
+    tg_random_init(&seed);
+    tg_random_bytes(&seed, &s.owner_seed, sizeof s.owner_seed);
     char err[320] = "";
     int started = 0;
     bool free_port = port_free(host, port, err, sizeof err) == 0;

@@ -20,7 +20,7 @@
 #include "schema.h"
 #include "tg.h"
 
-#define TG_QUIRKS 29
+#define TG_QUIRKS 30
 
 /* Counters a request accumulates, for logs and /metrics. */
 typedef struct tg_stats {

@@ -40,6 +40,9 @@ enum {
     TG_RR_CONTENT_LIST = 1u << 9,  /* Mistral content lists, thinking moved (R23)   */
     TG_RR_ROLE = 1u << 10,         /* empty delta.role (R25)                        */
     TG_RR_TOOL_USE_FAILED = 1u << 11, /* Groq tool_use_failed recovered (R27)       */
+    TG_RR_FORBIDDEN_KEYS = 1u << 12,  /* keys additionalProperties:false forbids (R29)*/
+    TG_RR_STREAM_ARGS = 1u << 13,  /* relay a streamed call's arguments as they come
+                                      where no rule needs them whole (repair_stream.c) */
 };
 
 typedef struct tg_repair_rules {
@@ -96,6 +99,11 @@ int tg_completion_sse(json_t *resp, tg_buf *out);
 typedef struct tg_stream tg_stream;
 tg_stream *tg_stream_new(struct tg_ctx *ctx);
 void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out);
+/* An event that gives the agent nothing while it has had nothing for `ms`
+ * (default 3000) is answered with an SSE comment, ": keepalive", so that
+ * idle timeouts do not cut a stream whose tool call is held. 0: after every
+ * such event (tests). */
+void tg_stream_set_keepalive(tg_stream *s, unsigned ms);
 /* Upstream ended. transport_error: the transfer broke (reset, timeout).
  * Flushes what is held back; a stream that never finished becomes an error
  * event followed by [DONE] (R26), never a fake stop.

@@ -94,6 +94,10 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
 /* A name in the target's alphabet/length (section 7), without collision
  * handling: writes at most outlen bytes (NUL included). */
 void tg_schema_clean_name(const tg_schema_rules *r, const char *name, char *out, size_t outlen);
+/* Resolve a local JSON pointer $ref ("#", "#/$defs/x", "#/definitions/x",
+ * "#/properties/a", ~0 ~1 and %XX escapes) against root: a borrowed node,
+ * or NULL. */
+json_t *tg_schema_resolve_ref(const json_t *root, const char *ref);
 /* Apply an inverse tree to a value: returns the restored value (new
  * reference; may be the same object, edited) and adds the edits to *count. */
 json_t *tg_schema_inverse_apply(json_t *inverse, json_t *value, int *count);

@@ -215,13 +215,11 @@ static int count_open_refs(const walk *w, const char *ref)
     return n;
 }
 
-/* Resolve a local JSON pointer ref ("#", "#/$defs/x", "#/properties/a").
- * Returns a borrowed node or NULL. */
-static json_t *resolve_ref(const walk *w, const char *ref)
+json_t *tg_schema_resolve_ref(const json_t *root, const char *ref)
 {
-    if (ref[0] != '#')
+    if (!ref || ref[0] != '#')
         return NULL;
-    json_t *cur = w->root;
+    json_t *cur = (json_t *)root;
     const char *p = ref + 1;
     char seg[256];
     while (*p == '/' && cur) {
@@ -252,6 +250,11 @@ static json_t *resolve_ref(const walk *w, const char *ref)
         }
     }
     return (*p == '\0') ? cur : NULL;
+}
+
+static json_t *resolve_ref(const walk *w, const char *ref)
+{
+    return tg_schema_resolve_ref(w->root, ref);
 }
 
 static const char *ref_short_name(const char *ref)
