@@ -51,6 +51,9 @@ typedef struct tg_conf {
     int max_depth;          /* JSON nesting limit of request bodies */
     int max_tools;          /* tools per request, 0 = none */
     size_t max_header;      /* request header bytes */
+    size_t max_event;       /* one upstream SSE event (line or data lines) */
+    size_t max_answer;      /* a whole upstream answer, counted decoded */
+    long header_timeout_ms; /* from accept (or the previous answer) to a whole request head */
     char **client_keys;     /* NULL-terminated, or NULL when auth is off */
     bool metrics_auth;      /* /metrics asks for a client key (default: with client_keys) */
     size_t max_body_memory; /* all request bodies held at once, all workers */

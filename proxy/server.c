@@ -56,7 +56,7 @@
 #define TG_VERSION_HDR "toolgate"
 #define STREAM_HIGH_WATER (1u << 20)  /* pause upstream past this much unsent */
 #define STREAM_LOW_WATER (256u << 10)
-#define MAX_UPSTREAM_BODY ((size_t)256 << 20)
+#define STREAM_KEEP (64u << 10)       /* a stream's output buffer kept once drained */
 
 /* epoll tags: kind in the top byte, a generation in the middle, fd below. */
 enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT };
@@ -66,6 +66,17 @@ enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT };
 #define TAG_FD(t) ((int)(uint32_t)(t))
 
 typedef struct worker worker;
+
+/* A client connection that has not sent a whole request head yet: from
+ * its accept, or from the end of its previous answer (keep-alive). The
+ * worker keeps them in arrival order, so the sweep looks only at the
+ * oldest (header_timeout). */
+typedef struct head_wait {
+    struct MHD_Connection *conn;
+    uint64_t since;
+    bool listed;
+    struct head_wait *prev, *next;
+} head_wait;
 
 typedef enum {
     RQ_READ,       /* receiving the client's body */
@@ -115,6 +126,7 @@ typedef struct tg_req {
     bool up_running;
     CURLcode up_result;
     bool timed_out;
+    bool answer_cut;              /* the whole answer passed max_answer */
     int attempt;                  /* retries made on this route */
     bool fell_back;               /* the route's fallback is in use */
     uint64_t retry_at;            /* 0, or when to send again */
@@ -200,8 +212,10 @@ struct worker {
     atomic_int stop;
     bool draining;
     bool mhd_pending;
-    uint64_t drain_deadline;
+    uint64_t drain_deadline;      /* end of shutdown_grace, then of the last flush */
+    bool drain_cut;               /* the grace passed: open requests were ended */
     tg_req *inflight;             /* doubly linked */
+    head_wait *heads, *heads_tail;  /* connections waiting for a request head */
     int n_inflight;
     uint32_t gen;
     int n_retry_wait;             /* requests waiting for a retry */
@@ -214,7 +228,7 @@ struct worker {
     tg_random rng;                /* ids (request ids, Responses and items) */
     uint8_t *upfd;                /* per upstream socket: UPFD_* bits */
     size_t n_upfd;
-    const struct server *srv;
+    struct server *srv;
     atomic_size_t *body_bytes;    /* the server's, for max_body_memory */
 };
 
@@ -232,6 +246,7 @@ typedef struct server {
     worker *workers;
     int n;
     atomic_int ready;
+    atomic_int open_reqs;  /* requests in flight on all workers (the drain) */
     tg_metrics_set *metrics;
     tg_itemstore *items;  /* Responses items for item_reference (itemstore.h) */
     uint64_t owner_seed;  /* random per process: owners are not guessable hashes */
@@ -307,6 +322,7 @@ static void req_unref(tg_req *r)
     body_release(r);
     req_unlink(r);
     r->w->n_inflight--;
+    atomic_fetch_sub_explicit(&r->w->srv->open_reqs, 1, memory_order_relaxed);
     tg_metrics_inflight(r->w->metrics, -1);
     tg_buf_free(&r->body);
     up_body_free(r);
@@ -419,6 +435,8 @@ static void set_error_from(tg_req *r, const tg_error *err)
 static void add_common_headers(tg_req *r, struct MHD_Response *resp)
 {
     MHD_add_response_header(resp, "X-Request-Id", r->id);
+    if (r->w->draining)  /* shutting down: the client's next request goes elsewhere */
+        MHD_add_response_header(resp, "Connection", "close");
     if (r->ctx_live && r->ctx.stats.tools_in != r->ctx.stats.tools_out) {
         char v[128];
         snprintf(v, sizeof v, "in=%u out=%u bytes_in=%zu bytes_out=%zu", r->ctx.stats.tools_in,
@@ -626,7 +644,19 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         memcpy(buf, r->out.data + r->out_off, n);
         r->out_off += n;
         if (r->out_off == r->out.len) {
-            tg_buf_reset(&r->out);
+            /* drained: a buffer grown while the client lagged goes */
+            if (r->out.cap > STREAM_KEEP)
+                tg_buf_free(&r->out);
+            else
+                tg_buf_reset(&r->out);
+            r->out_off = 0;
+        } else if (r->out_off >= STREAM_KEEP && r->out_off >= r->out.len / 2) {
+            /* Sent bytes go once they are half the buffer. Upstream adds
+             * while the client reads, so the buffer may never drain: kept,
+             * the sent bytes made a stream cost all it ever sent (a client
+             * that does not read held the ~3 MB a socket takes), not the
+             * unsent bytes the pause bounds. */
+            tg_buf_consume(&r->out, r->out_off);
             r->out_off = 0;
         }
         maybe_unpause(r);
@@ -706,6 +736,13 @@ static void on_sse_comment(void *user, const char *text, size_t len)
     tg_buf_append(&r->out, "\n\n", 2);
 }
 
+/* A parser for the (next) upstream stream, bounded by max_event. */
+static void sse_start(tg_req *r)
+{
+    tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+    r->sse.max_event = r->conf->max_event;
+}
+
 static bool header_is(const char *line, size_t n, const char *name)
 {
     size_t k = strlen(name);
@@ -742,13 +779,13 @@ static void on_upstream_headers_done(tg_req *r)
                 r->json = json_incref(r->ctx.request);
             }
             r->stream = tg_stream_new(&r->ctx);
-            tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+            sse_start(r);
             r->state = RQ_READY;
             req_resume(r);
         } else {
             /* a later discovery round: same client stream, fresh parser */
             tg_sse_free(&r->sse);
-            tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+            sse_start(r);
         }
     }
 }
@@ -780,6 +817,23 @@ static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *u
     return n;
 }
 
+/* An upstream event past max_event (one endless line, or data lines
+ * without the blank line that ends an event): the agent's stream ends
+ * with the error event of a cut stream, in its API's shape, and the
+ * transfer stops (the caller returns 0 to curl). */
+static void cut_long_event(tg_req *r)
+{
+    char msg[192];
+    snprintf(msg, sizeof msg,
+             "upstream sent a stream event larger than max_event (%zu bytes); the stream was cut",
+             r->conf->max_event);
+    tg_log(TG_LOG_WARN, "request %s: route %s: %s", r->id, r->route->name, msg);
+    tg_metrics_limit(r->w->metrics, TG_LIMIT_MAX_EVENT);
+    tg_stream_fail(r->stream, "event_too_large", msg, stream_dst(r));
+    bridge_flush(r, false);
+    req_resume(r);
+}
+
 static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
 {
     tg_req *r = ud;
@@ -799,13 +853,21 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
             r->paused = true;
             return CURL_WRITEFUNC_PAUSE;
         }
-        tg_sse_feed(&r->sse, data, n);
+        if (tg_sse_feed(&r->sse, data, n)) {
+            cut_long_event(r);
+            return 0;
+        }
         if (r->out.len > r->out_off)
             req_resume(r);
         return n;
     }
-    if (r->resp.len + n > MAX_UPSTREAM_BODY)
-        return 0;
+    /* Bytes as decoded (curl inflates gzip, br, zstd before this call), so
+     * a small compressed answer cannot grow past the bound either. */
+    if (r->resp.len + n > r->conf->max_answer) {
+        r->answer_cut = true;
+        tg_buf_free(&r->resp);
+        return 0;  /* stops the transfer */
+    }
     tg_buf_append(&r->resp, data, n);
     return n;
 }
@@ -913,6 +975,7 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
     r->t_first_byte = 0;
     tg_header_list_free(&r->hdrs);
     tg_buf_reset(&r->resp);
+    r->answer_cut = false;
     if (!r->up_headers)
         r->up_headers = build_upstream_headers(r, r->is_chat);
     curl_easy_setopt(e, CURLOPT_URL, r->up_url);
@@ -926,7 +989,10 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
     curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_upstream_data);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  /* decoded bytes count (max_answer) */
+    /* an upstream's 3xx goes to the client as it came: followed, it
+     * would take the request (and the route's key) where it names */
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     /* Streams hold a transfer open for minutes and their events are small:
      * a 1 KB receive buffer instead of curl's 16 KB keeps thousands of open
      * streams affordable; whole answers keep the default, fewer reads. */
@@ -1040,7 +1106,7 @@ static void finish_stream(tg_req *r, bool transport_error)
 static void answer_recovered_stream(tg_req *r)
 {
     r->stream = tg_stream_new(&r->ctx);
-    tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+    sse_start(r);
     tg_stream_event(r->stream, r->resp.data, r->resp.len, stream_dst(r));
     json_t *next = NULL;
     tg_stream_end(r->stream, false, stream_dst(r), &next);
@@ -1261,6 +1327,17 @@ static void upstream_done(tg_req *r)
     CURLcode rc = r->up_result;
     if (r->client_gone) {
         r->stream_done = true;
+        req_resume(r);
+        return;
+    }
+    if (r->answer_cut) {
+        tg_log(TG_LOG_WARN, "request %s: route %s: upstream answered more than max_answer (%zu bytes)",
+               r->id, r->route->name, r->conf->max_answer);
+        tg_metrics_limit(r->w->metrics, TG_LIMIT_MAX_ANSWER);
+        set_error(r, 502, "upstream_error", "answer_too_large", NULL,
+                  "the upstream of route %s answered more than max_answer (%zu bytes, counted "
+                  "decoded); the answer was cut off",
+                  r->route->name, r->conf->max_answer);
         req_resume(r);
         return;
     }
@@ -1759,7 +1836,88 @@ static tg_req *req_new(worker *w, struct MHD_Connection *conn, const char *url,
         w->inflight->prev = r;
     w->inflight = r;
     w->n_inflight++;
+    atomic_fetch_add_explicit(&w->srv->open_reqs, 1, memory_order_relaxed);
     return r;
+}
+
+/* ---- request heads (header_timeout) ------------------------------------ */
+
+/* libmicrohttpd's connection timeout restarts with every byte, so a
+ * client that sends its head a byte at a time (slowloris) would hold a
+ * connection for as long as it likes; header_timeout is a deadline for
+ * the whole head instead. An idle kept-alive connection waits for its
+ * next head under the same deadline. */
+static void heads_add(worker *w, head_wait *h)
+{
+    if (!h || h->listed)  /* NULL: its calloc failed, the connection goes unwatched */
+        return;
+    h->since = now_us();
+    h->listed = true;
+    h->next = NULL;
+    h->prev = w->heads_tail;
+    if (w->heads_tail)
+        w->heads_tail->next = h;
+    else
+        w->heads = h;
+    w->heads_tail = h;
+}
+
+static void heads_del(worker *w, head_wait *h)
+{
+    if (!h || !h->listed)
+        return;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        w->heads = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    else
+        w->heads_tail = h->prev;
+    h->prev = h->next = NULL;
+    h->listed = false;
+}
+
+static head_wait *head_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    worker *w = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        head_wait *h = calloc(1, sizeof *h);
+        if (h) {
+            h->conn = conn;
+            heads_add(w, h);
+        }
+        *socket_context = h;
+    } else if (*socket_context) {
+        heads_del(w, *socket_context);
+        free(*socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/* Heads late past header_timeout: the socket is shut down, which
+ * libmicrohttpd sees as the client's close and cleans up as one. */
+static void sweep_heads(worker *w, uint64_t t)
+{
+    uint64_t limit = (uint64_t)w->conf->header_timeout_ms * 1000;
+    while (w->heads && t - w->heads->since > limit) {
+        head_wait *h = w->heads;
+        heads_del(w, h);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(h->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci)
+            shutdown(ci->connect_fd, SHUT_RDWR);
+        tg_metrics_limit(w->metrics, TG_LIMIT_HEADER_TIMEOUT);
+        w->mhd_pending = true;
+    }
 }
 
 static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -1823,6 +1981,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     tg_req *r = *con_cls;
     (void)version;
     if (!r) {
+        heads_del(w, head_of(conn));  /* the head is whole */
         r = req_new(w, conn, url, method);
         if (!r)
             return MHD_NO;
@@ -1881,8 +2040,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     tg_req *r = *con_cls;
-    (void)cls;
-    (void)conn;
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        heads_add(cls, head_of(conn));  /* kept alive: the next head's deadline runs */
     if (!r)
         return;
     *con_cls = NULL;
@@ -1898,6 +2057,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
             status = 499;
     }
     access_log_line(r, status);
+    if (r->ctx_live && r->ctx.stats.bad_chunks)
+        tg_log(TG_LOG_WARN,
+               "request %s: route %s: upstream sent %u stream events that were not valid chat "
+               "chunks (repaired or dropped)",
+               r->id, r->route ? r->route->name : "-", r->ctx.stats.bad_chunks);
     tg_metrics_request_done(r->w->metrics, r->route ? r->route->name : "-", status,
                             r->ctx_live && r->ctx.stream, r->t_start, r->t_upstream,
                             r->t_first_byte, r->t_done, &r->ctx.stats);
@@ -2038,15 +2202,74 @@ static void take_new_conf(worker *w)
     }
 }
 
+/* SIGTERM. The listener stays open through shutdown_grace, so /readyz
+ * answers 503 (a load balancer asking sees "draining", not a refused
+ * connection) and requests that still come are served, each answer
+ * closing its connection. */
 static void begin_drain(worker *w)
 {
     if (w->draining)
         return;
     w->draining = true;
     w->drain_deadline = now_us() + (uint64_t)w->conf->shutdown_grace_ms * 1000;
-    MHD_socket fd = MHD_quiesce_daemon(w->mhd);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+}
+
+/* shutdown_grace has passed: every request still open gets an end in its
+ * API's shape -- a stream the error event of a cut stream (and [DONE] on
+ * chat), a request still waiting for upstream a 503 -- and its connection
+ * is resumed, so the answers can be written before the daemon stops (it
+ * refuses to stop while a connection is suspended). */
+static void end_open_requests(worker *w)
+{
+    static const char msg[] = "toolgate is shutting down and shutdown_grace has passed; the "
+                              "stream was cut";
+    for (tg_req *r = w->inflight, *next; r; r = next) {
+        next = r->next;
+        if (!r->conn || r->client_gone || r->state == RQ_ANSWERED || r->stream_done)
+            continue;
+        if (r->state == RQ_READ)
+            continue;  /* still reading its body: closed with the daemon */
+        req_ref(r);
+        stop_upstream(r);
+        if (r->retry_at) {
+            r->retry_at = 0;
+            w->n_retry_wait--;
+        }
+        tg_metrics_limit(w->metrics, TG_LIMIT_SHUTDOWN);
+        if (r->stream) {
+            tg_stream_fail(r->stream, "shutting_down", msg, stream_dst(r));
+            bridge_flush(r, true);
+            r->stream_done = true;
+        } else if (r->state == RQ_WAIT) {
+            set_error(r, 503, "server_error", "shutting_down", NULL,
+                      "toolgate is shutting down and shutdown_grace has passed before upstream "
+                      "answered");
+        }
+        req_resume(r);
+        req_unref(r);
+    }
+}
+
+/* The drain's end: when no worker has a request open (a worker done
+ * before the others keeps serving: its listener still gets connections,
+ * /readyz among them), or at shutdown_grace, when the open requests are
+ * ended and the loop runs a last second to write their ends. True when
+ * it is over. */
+static bool drain_over(worker *w)
+{
+    uint64_t t = now_us();
+    if (atomic_load_explicit(&w->srv->open_reqs, memory_order_relaxed) == 0)
+        return true;
+    if (t < w->drain_deadline)
+        return false;
+    if (w->drain_cut)
+        return true;
+    w->drain_cut = true;
+    tg_log(TG_LOG_WARN, "shutdown_grace passed with %d requests open: ending them",
+           w->n_inflight);
+    end_open_requests(w);
+    w->drain_deadline = t + 1000000;
+    return false;
 }
 
 static void run_curl_timeout(worker *w)
@@ -2094,7 +2317,7 @@ static void *worker_main(void *arg)
     for (;;) {
         if (atomic_load(&w->stop))
             begin_drain(w);
-        if (w->draining && (w->n_inflight == 0 || now_us() > w->drain_deadline))
+        if (w->draining && drain_over(w))
             break;
         int n = epoll_wait(w->epfd, evs, 256, loop_timeout_ms(w));
         bool run_mhd = n == 0;
@@ -2147,6 +2370,7 @@ static void *worker_main(void *arg)
         if (t >= w->next_sweep) {
             w->next_sweep = t + 200000;
             sweep_timeouts(w, t);
+            sweep_heads(w, t);
         }
     }
     return NULL;
@@ -2154,7 +2378,9 @@ static void *worker_main(void *arg)
 
 /* ---- set-up ------------------------------------------------------------------ */
 
-static int open_listener(const char *host, int port, char *err, size_t errlen)
+/* A listening socket on host:port; shared: with SO_REUSEPORT, which gives
+ * every worker its own socket on the one port. 0 or -1 with err. */
+static int bind_listener(const char *host, int port, bool shared, char *err, size_t errlen)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
@@ -2170,9 +2396,13 @@ static int open_listener(const char *host, int port, char *err, size_t errlen)
     int one = 1;
     if (fd >= 0) {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+        if (shared)
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 4096)) {
-            snprintf(err, errlen, "listen %s:%d: %s", host, port, strerror(errno));
+            snprintf(err, errlen, "listen %s:%d: %s%s", host, port, strerror(errno),
+                     errno == EADDRINUSE ? " (another program, or another toolgate, listens "
+                                           "there)"
+                                         : "");
             close(fd);
             fd = -1;
         }
@@ -2181,6 +2411,25 @@ static int open_listener(const char *host, int port, char *err, size_t errlen)
     }
     freeaddrinfo(ai);
     return fd;
+}
+
+/* SO_REUSEPORT would also let a second toolgate (or any program of the
+ * same user that sets it) bind beside the first and take half its
+ * connections. So before the workers bind, the port is taken once
+ * without it: that fails with "address in use" whoever listens there,
+ * and is let go at once for the workers' sockets. */
+static int port_free(const char *host, int port, char *err, size_t errlen)
+{
+    int fd = bind_listener(host, port, false, err, errlen);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+static int open_listener(const char *host, int port, char *err, size_t errlen)
+{
+    return bind_listener(host, port, true, err, errlen);
 }
 
 static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char *host, int port,
@@ -2212,7 +2461,8 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
     w->mhd = MHD_start_daemon(
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0, NULL, NULL, on_request, w,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)w->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, w, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
+        on_completed, w, MHD_OPTION_NOTIFY_CONNECTION, on_connection, w,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)60000, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         memlimit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_END);
     if (!w->mhd) {
@@ -2239,6 +2489,11 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
 
 static void worker_cleanup(worker *w)
 {
+    /* libmicrohttpd aborts the process when stopped with a connection
+     * suspended: a client that did not take its end in time is resumed
+     * (and closed by the stop) */
+    for (tg_req *r = w->inflight; r; r = r->next)
+        req_resume(r);
     if (w->mhd)
         MHD_stop_daemon(w->mhd);
     /* Anything still holding a transfer after the grace period is dropped. */
@@ -2333,9 +2588,12 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
     tg_random seed;
     tg_random_init(&seed);
     tg_random_bytes(&seed, &s.owner_seed, sizeof s.owner_seed);
-    char err[256] = "";
+    char err[320] = "";
     int started = 0;
-    for (int i = 0; i < s.n; i++) {
+    bool free_port = port_free(host, port, err, sizeof err) == 0;
+    if (!free_port)
+        fprintf(stderr, "toolgate: %s\n", err);
+    for (int i = 0; free_port && i < s.n; i++) {
         if (worker_start(&s, &s.workers[i], i, conf, host, port, err, sizeof err)) {
             fprintf(stderr, "toolgate: %s\n", err);
             break;
@@ -2343,7 +2601,7 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
         started++;
     }
     int code = 0;
-    if (started == s.n) {
+    if (free_port && started == s.n) {
         atomic_store(&s.ready, 1);
         tg_log(TG_LOG_INFO, "listening on %s:%d with %d workers, %d routes (%s)", host, port, s.n,
                conf->n_routes, conf_path ? conf_path : "-");

@@ -112,6 +112,11 @@ void tg_stream_set_keepalive(tg_stream *s, unsigned ms);
  * feeding the SAME tg_stream, so the agent sees one stream (one finish, one
  * [DONE]). Returns 0 when the agent's stream is complete. */
 int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next_body);
+/* The network code gives up on the stream (an event past max_event, a
+ * shutdown): what is held goes out as for a cut stream, then an error
+ * event {"error": {"message": msg, "code": code}} and [DONE]; a stream
+ * whose finish already went gets only its [DONE]. No more rounds. */
+void tg_stream_fail(tg_stream *s, const char *code, const char *msg, tg_buf *out);
 void tg_stream_free(tg_stream *s);
 
 #endif

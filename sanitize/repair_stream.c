@@ -134,6 +134,7 @@ struct tg_stream {
     json_t *live_tools;   /* {upstream name: true|false}: relayed live? */
     struct timespec last_out;  /* when the agent last got bytes */
     long keepalive_ms;    /* TG_KEEPALIVE_MS, or what tg_stream_set_keepalive set */
+    const char *fail_code, *fail_msg;  /* tg_stream_fail's, for send_truncated */
 };
 
 /* --- output --------------------------------------------------------------- */
@@ -1143,14 +1144,16 @@ static void send_truncated(tg_stream *s, bool transport_error, tg_buf *out)
     }
     if (!s->saw_error) {
         tg_buf m = {0};
-        tg_buf_puts(&m, transport_error ? "upstream stream broke before it finished"
-                                        : "upstream stream ended without a finish_reason");
-        if (s->bad_event.len) {  /* most likely the event it was cut in */
+        tg_buf_puts(&m, s->fail_msg              ? s->fail_msg
+                        : transport_error ? "upstream stream broke before it finished"
+                                          : "upstream stream ended without a finish_reason");
+        if (s->bad_event.len && !s->fail_msg) {  /* most likely the event it was cut in */
             tg_buf_puts(&m, "; it sent an event that is not JSON: ");
             tg_buf_append(&m, s->bad_event.data, s->bad_event.len);
         }
         json_t *e = json_pack("{s:{s:s%, s:s, s:n, s:s}}", "error", "message", m.data, m.len,
-                              "type", "upstream_error", "param", "code", "stream_truncated");
+                              "type", "upstream_error", "param", "code",
+                              s->fail_code ? s->fail_code : "stream_truncated");
         tg_buf_free(&m);
         send_json(out, e);
         json_decref(e);
@@ -1220,8 +1223,23 @@ static bool surely_plain(const tg_stream *s, const char *d, size_t n)
     }
     for (const char *p = find(d, e, "\"content\""); p; p = find(p + 1, e, "\"content\"")) {
         const char *v = after_colon(p + 9, e);
-        if (v < e && *v == '[')
-            return false;  /* R23 parts, R24 [] */
+        if (v < e && *v != '"' && (e - v < 4 || memcmp(v, "null", 4)))
+            return false;  /* R23 parts, R24 [], or not text at all (check_chunk) */
+    }
+    /* choices an array starting with an object, deltas objects: anything
+     * else is check_chunk's */
+    for (const char *p = find(d, e, "\"choices\""); p; p = find(p + 1, e, "\"choices\"")) {
+        const char *v = after_colon(p + 9, e);
+        if (v >= e || *v != '[')
+            return false;
+        v = after_colon(v + 1, e);
+        if (v >= e || (*v != '{' && *v != ']'))
+            return false;
+    }
+    for (const char *p = find(d, e, "\"delta\""); p; p = find(p + 1, e, "\"delta\"")) {
+        const char *v = after_colon(p + 7, e);
+        if (v >= e || *v != '{')
+            return false;
     }
     for (const char *p = find(d, e, "\"role\""); p; p = find(p + 1, e, "\"role\"")) {
         const char *v = after_colon(p + 6, e);
@@ -1306,6 +1324,102 @@ static void send_released(tg_stream *s, tg_buf *out)
     json_decref(events);
 }
 
+/* Gemini's error events are arrays: [{"error": ...}]. */
+static bool is_error_array(const json_t *v)
+{
+    return json_is_array(v) && json_object_get(json_array_get(v, 0), "error");
+}
+
+/* One delta's fields that clients read without looking: content text or
+ * null (parts are R23's), role and the reasoning text strings, tool_calls
+ * an array. A number or boolean for content has a clear text, which it
+ * becomes; anything else of the wrong type goes. Returns the changes. */
+static int check_delta(json_t *delta)
+{
+    int bad = 0;
+    json_t *c = json_object_get(delta, "content");
+    if (json_is_number(c) || json_is_boolean(c)) {
+        char *text = tg_json_dumps(c);
+        json_object_set_new(delta, "content", json_string(text ? text : ""));
+        free(text);
+        bad++;
+    } else if (c && !json_is_string(c) && !json_is_null(c) && !json_is_array(c)) {
+        json_object_del(delta, "content");
+        bad++;
+    }
+    static const char *const strings[] = {"role", "reasoning_content", "reasoning", "refusal",
+                                          NULL};
+    for (int i = 0; strings[i]; i++) {
+        json_t *v = json_object_get(delta, strings[i]);
+        if (v && !json_is_string(v) && !json_is_null(v)) {
+            json_object_del(delta, strings[i]);
+            bad++;
+        }
+    }
+    json_t *tc = json_object_get(delta, "tool_calls");
+    if (tc && !json_is_array(tc) && !json_is_null(tc)) {
+        json_object_del(delta, "tool_calls");
+        bad++;
+    }
+    return bad;
+}
+
+/* A chunk's shape, checked before anything reads it, so a provider's bug
+ * or a hostile upstream never reaches the agent as it came: choices an
+ * array (null: none) of objects, each delta an object (null: an empty
+ * one), finish_reason a string or null, then check_delta. Repaired in
+ * place; returns the number of changes, or -1 when nothing of the chunk
+ * can be kept (not an object, choices neither an array nor null). */
+static int check_chunk(json_t *chunk)
+{
+    if (!json_is_object(chunk))
+        return -1;
+    json_t *choices = json_object_get(chunk, "choices");
+    if (!choices)
+        return 0;
+    if (json_is_null(choices)) {
+        json_object_set_new(chunk, "choices", json_array());
+        return 1;
+    }
+    if (!json_is_array(choices))
+        return -1;
+    int bad = 0;
+    for (size_t i = 0; i < json_array_size(choices);) {
+        json_t *ch = json_array_get(choices, i);
+        json_t *delta = json_object_get(ch, "delta");
+        if (!json_is_object(ch) || (delta && !json_is_object(delta) && !json_is_null(delta))) {
+            json_array_remove(choices, i);  /* a choice with no readable delta */
+            bad++;
+            continue;
+        }
+        json_t *f = json_object_get(ch, "finish_reason");
+        if (f && !json_is_string(f) && !json_is_null(f)) {
+            json_object_del(ch, "finish_reason");
+            bad++;
+        }
+        if (json_is_object(delta))
+            bad += check_delta(delta);
+        i++;
+    }
+    return bad;
+}
+
+void tg_stream_fail(tg_stream *s, const char *code, const char *msg, tg_buf *out)
+{
+    if (s->done)
+        return;
+    send_released(s, out);
+    if (s->finished && !s->hold) {  /* the answer is whole: it only lacked [DONE] */
+        tg_buf_puts(out, "data: [DONE]\n\n");
+        s->done = true;
+        return;
+    }
+    s->fail_code = code;
+    s->fail_msg = msg;
+    send_truncated(s, true, out);
+    s->fail_code = s->fail_msg = NULL;
+}
+
 static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
     if (len == 6 && !memcmp(data, "[DONE]", 6)) {
@@ -1335,13 +1449,24 @@ static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out
          * client dies on half an object without saying why); an answer
          * that then finishes loses nothing, one that does not says it in
          * its truncation error. */
+        s->ctx->stats.bad_chunks++;
         if (!s->bad_event.len)
             tg_buf_put_valid_utf8(&s->bad_event, data, len > 300 ? 300 : len);
         return;
     }
-    if (!json_is_object(chunk) || is_error_event(chunk)) {
+    if (is_error_array(chunk) || (json_is_object(chunk) && is_error_event(chunk))) {
         s->saw_error = true;
         send_error_event(out, data, len);
+        json_decref(chunk);
+        return;
+    }
+    int bad = check_chunk(chunk);
+    if (bad) {  /* counted; the server logs it with the request */
+        s->ctx->stats.bad_chunks++;
+        char *fixed = bad > 0 ? tg_json_dumps(chunk) : NULL;
+        if (fixed)
+            on_chunk(s, chunk, fixed, strlen(fixed), out);
+        free(fixed);
         json_decref(chunk);
         return;
     }

@@ -122,6 +122,10 @@ static void test_values_resolved(void **state)
     assert_string_equal(c->client_keys[2], "c");
     assert_null(c->client_keys[3]);
     assert_true(c->threads >= 1);
+    /* the Security bounds, when the conf does not name them (README) */
+    assert_int_equal(c->max_event, 4u << 20);
+    assert_int_equal(c->max_answer, 32u << 20);
+    assert_int_equal(c->header_timeout_ms, 10000);
     const tg_route *r = &c->routes[0];
     assert_string_equal(r->prefix, "/p");
     assert_string_equal(r->upstream, "http://h/v1");
