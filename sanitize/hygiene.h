@@ -14,7 +14,7 @@
 
 struct tg_ctx;
 
-/* What the walker may do; each bit names the dialects.md rule it serves. */
+/* What the walker may do; each bit names the docs/dialects.md rule it serves. */
 enum {
     TG_MR_BOOKKEEPING    = 1u << 0,  /* message bookkeeping of section 4.1 */
     TG_MR_ALLOWLIST      = 1u << 1,  /* per-role key allow-list, content part
