@@ -11,7 +11,7 @@ start_mock
 PORT=$(free_port)
 CONF="$TG_TMP/bridges.conf"
 {
-    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\n\n' "$PORT"
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nforward_headers = x-mock*\n\n' "$PORT"
     printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\n\n' "$MOCK_PORT"
     printf '[route strict]\nprefix = /strict\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nhosted_tools = refuse\n\n' "$MOCK_PORT"
     conf_route main '*'
