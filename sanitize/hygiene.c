@@ -1141,7 +1141,7 @@ static void mark_prefix(walk *w, json_t *out)
     rebuild_key(w, last, "prefix", json_true(), "assistant-prefix", "rule 44");
 }
 
-/* Rule 44: Mistral's role order has system turns only before the
+/* Rule 63: Mistral's role order has system turns only before the
  * conversation ("Unexpected role 'system' after role 'tool'"); the chat
  * templates open models are served with say the same (Qwen's: "System
  * message must be at the beginning", on vLLM and Ollama), and Google's
@@ -1155,7 +1155,7 @@ static void system_to_front(walk *w, json_t *out, json_t *msg)
     size_t lead = 0;
     while (lead < json_array_size(out) && role_of(json_array_get(out, lead)) == R_SYSTEM)
         lead++;
-    note(w, w->ptr.s, "system-first", "rule 44", msg, NULL);
+    note(w, w->ptr.s, "system-first", "rule 63", msg, NULL);
     json_t *first = lead ? json_array_get(out, lead - 1) : NULL;
     json_t *have = json_object_get(first, "content"), *add = json_object_get(msg, "content");
     if (json_is_string(have) && json_is_string(add)) {

@@ -60,7 +60,7 @@ enum {
                                         Google's validator-skipping one (R19) */
     TG_MR_SYSTEM_FIRST   = 1u << 22, /* a system turn after the conversation
                                         started joins the leading one (rule
-                                        44; Qwen's chat template, Gemini) */
+                                        63; Qwen's chat template, Gemini) */
 };
 
 typedef struct tg_msg_rules {

@@ -9,7 +9,7 @@
  * chat tool message holds text only). `system` is the first message; a
  * system message inside messages (Claude Code sends one after the first
  * user turn, and Anthropic takes it) stays at its place, for hygiene to
- * move where a dialect wants system turns first (rule 44).
+ * move where a dialect wants system turns first (rule 63).
  * Tools, tool_choice, sampling keys and the thinking budget take their
  * chat spellings; thinking and output_config.effort become
  * reasoning_effort where the model takes one; keys the Messages API
