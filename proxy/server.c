@@ -123,6 +123,8 @@ typedef struct tg_req {
     bool is_sse;                  /* the client's answer is a stream */
     bool round_sse;               /* this upstream round's answer is one: a later
                                      discovery round may answer an error instead */
+    bool raw_sse;                 /* a passed-through stream (an API's own, on a
+                                     route that passes it): relayed byte for byte */
     bool paused;
     tg_buf resp;                  /* whole upstream body (non-stream) */
     bool up_running;
@@ -776,6 +778,70 @@ static bool header_is(const char *line, size_t n, const char *name)
     return n > k && line[k] == ':' && !strncasecmp(line, name, k);
 }
 
+/* No retry or fallback once a stream has begun, so the client's raw body
+ * (an agent's may be hundreds of KB) can go now rather than live as long as
+ * the stream. Nor does the body sent upstream, once curl has sent all of
+ * it: agents' streams would otherwise each hold their request (tool lists
+ * included) for as long as the model talks. */
+static void release_bodies(tg_req *r)
+{
+    r->body_len = r->body.len;
+    tg_buf_free(&r->body);
+    body_release(r);
+    curl_off_t sent = 0;
+    r->up_len = up_body_len(r);
+    if (!curl_easy_getinfo(r->easy, CURLINFO_SIZE_UPLOAD_T, &sent) &&
+        sent == (curl_off_t)r->up_len)
+        up_body_free(r);
+}
+
+/* A request toolgate passes through (an agent API on a route that passes
+ * it, or any other /v1 path) whose provider answers a 2xx event stream:
+ * the bytes go to the client as they come, with no parser and nothing
+ * held but what the client has not read yet (the pause bounds it). Before
+ * this, such a stream (Claude Code on an anthropic route) reached the
+ * client whole, at its end. */
+static bool start_raw_stream(tg_req *r, const char *ct)
+{
+    if (r->is_chat || r->state != RQ_WAIT || r->status < 200 || r->status >= 300 || !ct ||
+        !strstr(ct, "text/event-stream"))
+        return false;
+    r->is_sse = r->raw_sse = true;
+    r->answer_status = (int)r->status;
+    release_bodies(r);
+    r->state = RQ_READY;
+    req_resume(r);
+    return true;
+}
+
+/* A passed-through stream cut short (upstream gone, a timeout, shutdown):
+ * its end is an error event in the shape its API's clients read. */
+static void raw_stream_error(tg_req *r, const char *code, const char *msg)
+{
+    json_t *e;
+    const char *event = "error";
+    if (r->api && !strcmp(r->api->name, "/v1/messages"))
+        e = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", "api_error",
+                      "message", msg);
+    else if (r->api)  /* the Responses API's error event */
+        e = json_pack("{s:s, s:s, s:s, s:n}", "type", "error", "code", code, "message", msg,
+                      "param");
+    else {
+        event = NULL;
+        e = json_pack("{s:{s:s, s:s, s:s}}", "error", "message", msg, "type", "upstream_error",
+                      "code", code);
+    }
+    if (event) {
+        tg_buf_puts(&r->out, "event: ");
+        tg_buf_puts(&r->out, event);
+        tg_buf_puts(&r->out, "\n");
+    }
+    tg_buf_puts(&r->out, "data: ");
+    tg_json_dump(e, &r->out);
+    tg_buf_puts(&r->out, "\n\n");
+    json_decref(e);
+}
+
 /* Headers of the final response decide the mode: a 2xx event stream to a
  * streaming request is relayed as it comes; everything else is collected. */
 static void on_upstream_headers_done(tg_req *r)
@@ -783,25 +849,14 @@ static void on_upstream_headers_done(tg_req *r)
     r->headers_done = true;
     const char *ct = tg_header_get(&r->hdrs, "content-type");
     r->round_sse = false;  /* collected whole unless it is the stream we asked for */
+    if (start_raw_stream(r, ct))
+        return;
     if (r->ctx.stream && r->status >= 200 && r->status < 300 && ct &&
         strstr(ct, "text/event-stream")) {
         r->is_sse = r->round_sse = true;
         if (r->state == RQ_WAIT && !r->stream) {
             r->answer_status = (int)r->status;  /* the client's, whatever later rounds say */
-            /* No retry or fallback once a stream has begun, so the client's
-             * raw body (an agent's may be hundreds of KB) can go now rather
-             * than live as long as the stream. */
-            r->body_len = r->body.len;
-            tg_buf_free(&r->body);
-            body_release(r);
-            /* Nor does the body sent upstream, once curl has sent all of
-             * it: agents' streams would otherwise each hold their request
-             * (tool lists included) for as long as the model talks. */
-            curl_off_t sent = 0;
-            r->up_len = up_body_len(r);
-            if (!curl_easy_getinfo(r->easy, CURLINFO_SIZE_UPLOAD_T, &sent) &&
-                sent == (curl_off_t)r->up_len)
-                up_body_free(r);
+            release_bodies(r);
             if (tg_ctx_trim_request(&r->ctx)) {  /* the log reads the model from r->json */
                 json_decref(r->json);
                 r->json = json_incref(r->ctx.request);
@@ -874,6 +929,15 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
         return 0;  /* abort the transfer */
     if (!r->headers_done)
         on_upstream_headers_done(r);
+    if (r->raw_sse) {
+        if (r->out.len - r->out_off > STREAM_HIGH_WATER) {
+            r->paused = true;
+            return CURL_WRITEFUNC_PAUSE;
+        }
+        tg_buf_append(&r->out, data, n);
+        req_resume(r);
+        return n;
+    }
     if (r->is_sse && r->round_sse) {
         /* A slow client: leave the bytes with curl (they come again on
          * unpause) rather than buffer without bound. */
@@ -1430,6 +1494,19 @@ static void upstream_done(tg_req *r)
         tg_metrics_upstream_error(r->w->metrics, 0);
     else if (r->status >= 400)
         tg_metrics_upstream_error(r->w->metrics, r->status);
+    if (r->raw_sse && r->state >= RQ_READY) {
+        if (rc != CURLE_OK || r->timed_out) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "upstream %s cut the stream: %s (route %s)",
+                     r->route->upstream_shown,
+                     r->timed_out ? "timed out" : curl_easy_strerror(rc), r->route->name);
+            tg_log(TG_LOG_WARN, "request %s: %s", r->id, msg);
+            raw_stream_error(r, r->timed_out ? "upstream_timeout" : "stream_truncated", msg);
+        }
+        r->stream_done = true;
+        req_resume(r);
+        return;
+    }
     if (r->is_sse && r->state >= RQ_READY && r->stream) {
         if (rc == CURLE_OK && !r->timed_out && !r->round_sse)
             round_answered_whole(r);
@@ -2144,6 +2221,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     case RQ_READY:
         if (r->client_gone)
             return MHD_NO;
+        if (r->raw_sse)
+            return queue_stream(r);
         if (r->is_sse && r->stream && !r->answer) {
             /* the status line waits for the stream's first byte, so that
              * a discovery round refused before then is answered with the
@@ -2363,6 +2442,9 @@ static void end_open_requests(worker *w)
         if (r->stream) {
             tg_stream_fail(r->stream, "shutting_down", msg, stream_dst(r));
             bridge_flush(r, true);
+            r->stream_done = true;
+        } else if (r->raw_sse) {
+            raw_stream_error(r, "shutting_down", msg);
             r->stream_done = true;
         } else if (r->state == RQ_WAIT) {
             set_error(r, 503, "server_error", "shutting_down", NULL,

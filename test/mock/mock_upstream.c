@@ -1318,6 +1318,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return ret;
     if (strcmp(method, "POST") == 0)
         remember_post(conn, url, &r->body); /* any POST: tests check what a proxy sent */
+    /* a fixture is what any POST answers (a passed-through API's own path) */
+    const char *scen = header(conn, "X-Mock");
+    if (strcmp(method, "POST") == 0 && scen && !strcmp(scen, "fixture") &&
+        !ends_with(url, "/chat/completions"))
+        return answer_fixture(r, conn);
     if (strcmp(method, "POST") != 0 || !ends_with(url, "/chat/completions"))
         return queue_error(r, conn, 404, "mock: no such endpoint", "invalid_request_error");
     if (r->too_big)
