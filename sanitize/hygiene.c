@@ -131,6 +131,12 @@ static const char *const cerebras_deny[] = {
     "presence_penalty", NULL,
 };
 
+/* Rule 67: sampling parameters of other APIs that OpenAI's chat endpoint
+ * refuses ("Unrecognized request argument supplied: top_k"). The Messages
+ * bridge forwards Anthropic's top_k as an extra, and agents written for
+ * vLLM or OpenRouter send the others; OpenAI has no equivalent, so they go. */
+static const char *const openai_deny[] = {"top_k", "min_p", "repetition_penalty", NULL};
+
 typedef struct rename_rule {
     const char *from, *to;
 } rename_rule;
@@ -162,8 +168,10 @@ typedef struct dialect_row {
      TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL)
 
 static const dialect_row presets[TG_D_COUNT] = {
-    [TG_D_OPENAI] = {MR_OPENAI, NULL, "section 4.1", NULL, NULL, NULL, NULL},
-    [TG_D_OPENAI_STRICT] = {MR_OPENAI, NULL, "section 4.1", NULL, NULL, NULL, NULL},
+    [TG_D_OPENAI] = {MR_OPENAI | TG_MR_TOP_LEVEL, NULL, "section 4.1", NULL, openai_deny,
+                     NULL, "rule 67"},
+    [TG_D_OPENAI_STRICT] = {MR_OPENAI | TG_MR_TOP_LEVEL, NULL, "section 4.1", NULL,
+                            openai_deny, NULL, "rule 67"},
     [TG_D_GEMINI] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
                          TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL |
                          TG_MR_SYSTEM_FIRST,
