@@ -19,6 +19,8 @@ void tg_metrics_free(tg_metrics_set *s);
 void tg_metrics_inflight(tg_metrics *m, int delta);
 void tg_metrics_upstream_error(tg_metrics *m, long status);
 void tg_metrics_retry(tg_metrics *m);
+/* A put or get ("put", "get") the Responses item store could not do. */
+void tg_metrics_store_error(tg_metrics *m, const char *op);
 /* Times are CLOCK_MONOTONIC microseconds; 0 = did not happen. */
 void tg_metrics_request_done(tg_metrics *m, const char *route, int status, bool stream,
                              uint64_t t_start, uint64_t t_upstream, uint64_t t_first_byte,

@@ -36,7 +36,7 @@
 static char vec_dir[1024];
 
 /* The vector's "store" ({id: item}) answers item_reference. */
-static json_t *vector_store(void *store, const char *id)
+static json_t *vector_store(void *store, const char *id, tg_error *err)
 {
     json_t *item = json_object_get(store, id);
     return item ? json_deep_copy(item) : NULL;
