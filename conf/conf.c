@@ -385,6 +385,15 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
     } else if (!strcmp(key, "max_header")) {
         if (tg_parse_size(v, &c->max_header) || c->max_header < 1024)
             perr(p, k->line, "max_header: expected a size of at least 1K, got '%s'", v);
+    } else if (!strcmp(key, "max_event")) {
+        if (tg_parse_size(v, &c->max_event) || c->max_event < 1024)
+            perr(p, k->line, "max_event: expected a size of at least 1K such as 4M, got '%s'", v);
+    } else if (!strcmp(key, "max_answer")) {
+        if (tg_parse_size(v, &c->max_answer) || c->max_answer < 1024)
+            perr(p, k->line, "max_answer: expected a size of at least 1K such as 32M, got '%s'", v);
+    } else if (!strcmp(key, "header_timeout")) {
+        if (tg_parse_duration_ms(v, &c->header_timeout_ms) || c->header_timeout_ms <= 0)
+            perr(p, k->line, "header_timeout: expected a duration such as 10s, got '%s'", v);
     } else if (!strcmp(key, "max_depth")) {
         if (parse_int(v, 4, 2000, &c->max_depth))
             perr(p, k->line, "max_depth: expected 4..2000, got '%s'", v);
@@ -572,6 +581,13 @@ static void route_key(parser *p, tg_route *r, const kv *k)
             r->messages = 0;
         else
             perr(p, k->line, "messages: expected bridge | pass, got '%s'", v);
+    } else if (!strcmp(key, "hosted_tools")) {
+        if (!strcmp(v, "drop"))
+            r->refuse_hosted = false;
+        else if (!strcmp(v, "refuse"))
+            r->refuse_hosted = true;
+        else
+            perr(p, k->line, "hosted_tools: expected drop | refuse, got '%s'", v);
     } else if (!strcmp(key, "fallback")) {
         free(r->fallback);
         r->fallback = *v ? strdup(v) : NULL;
@@ -721,6 +737,9 @@ static tg_conf *conf_new(void)
     c->max_depth = 512;
     c->max_tools = 4096;
     c->max_header = 8 * 1024;
+    c->max_event = 4u << 20;
+    c->max_answer = 32u << 20;
+    c->header_timeout_ms = 10000;
     c->max_body_memory = 256u << 20;
     c->max_conns_per_ip = 1024;
     c->log_level = TG_LOG_INFO;

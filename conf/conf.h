@@ -36,6 +36,8 @@ typedef struct tg_route {
     char *fallback;         /* route name or NULL */
     int responses;          /* /v1/responses: 1 bridge to chat, 0 pass, -1 by dialect */
     int messages;           /* /v1/messages: 1 bridge to chat, 0 pass, -1 by dialect */
+    bool refuse_hosted;     /* hosted_tools = refuse: a bridged request's tools that only
+                               the API's own servers run are a 400, not dropped */
 } tg_route;
 
 typedef enum { TG_LOG_ERROR = 0, TG_LOG_WARN, TG_LOG_INFO, TG_LOG_DEBUG } tg_log_level;
@@ -54,6 +56,9 @@ typedef struct tg_conf {
     int max_depth;          /* JSON nesting limit of request bodies */
     int max_tools;          /* tools per request, 0 = none */
     size_t max_header;      /* request header bytes */
+    size_t max_event;       /* one upstream SSE event (line or data lines) */
+    size_t max_answer;      /* a whole upstream answer, counted decoded */
+    long header_timeout_ms; /* from accept (or the previous answer) to a whole request head */
     char **client_keys;     /* NULL-terminated, or NULL when auth is off */
     bool metrics_auth;      /* /metrics asks for a client key (default: with client_keys) */
     size_t max_body_memory; /* all request bodies held at once, all workers */

@@ -19,6 +19,19 @@ void tg_metrics_free(tg_metrics_set *s);
 void tg_metrics_inflight(tg_metrics *m, int delta);
 void tg_metrics_upstream_error(tg_metrics *m, long status);
 void tg_metrics_retry(tg_metrics *m);
+/* n things a bridge left out of one request (hosted tools...). */
+void tg_metrics_dropped(tg_metrics *m, size_t n);
+/* An inner discovery round the provider answered with an error. */
+void tg_metrics_round_error(tg_metrics *m);
+/* A bound of the Security section cut something off. */
+typedef enum {
+    TG_LIMIT_MAX_EVENT,       /* an upstream SSE event past max_event */
+    TG_LIMIT_MAX_ANSWER,      /* a whole upstream answer past max_answer */
+    TG_LIMIT_HEADER_TIMEOUT,  /* a request head not whole within header_timeout */
+    TG_LIMIT_SHUTDOWN,        /* a stream still open at the end of shutdown_grace */
+    TG_LIMIT_N
+} tg_limit;
+void tg_metrics_limit(tg_metrics *m, tg_limit which);
 /* A put or get ("put", "get") the Responses item store could not do. */
 void tg_metrics_store_error(tg_metrics *m, const char *op);
 /* Times are CLOCK_MONOTONIC microseconds; 0 = did not happen. */

@@ -56,7 +56,7 @@
 #define TG_VERSION_HDR "toolgate"
 #define STREAM_HIGH_WATER (1u << 20)  /* pause upstream past this much unsent */
 #define STREAM_LOW_WATER (256u << 10)
-#define MAX_UPSTREAM_BODY ((size_t)256 << 20)
+#define STREAM_KEEP (64u << 10)       /* a stream's output buffer kept once drained */
 
 /* epoll tags: kind in the top byte, a generation in the middle, fd below. */
 enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT };
@@ -66,6 +66,17 @@ enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT };
 #define TAG_FD(t) ((int)(uint32_t)(t))
 
 typedef struct worker worker;
+
+/* A client connection that has not sent a whole request head yet: from
+ * its accept, or from the end of its previous answer (keep-alive). The
+ * worker keeps them in arrival order, so the sweep looks only at the
+ * oldest (header_timeout). */
+typedef struct head_wait {
+    struct MHD_Connection *conn;
+    uint64_t since;
+    bool listed;
+    struct head_wait *prev, *next;
+} head_wait;
 
 typedef enum {
     RQ_READ,       /* receiving the client's body */
@@ -109,12 +120,15 @@ typedef struct tg_req {
     long status;
     tg_header_list hdrs;          /* upstream response headers kept for the client */
     bool headers_done;
-    bool is_sse;
+    bool is_sse;                  /* the client's answer is a stream */
+    bool round_sse;               /* this upstream round's answer is one: a later
+                                     discovery round may answer an error instead */
     bool paused;
     tg_buf resp;                  /* whole upstream body (non-stream) */
     bool up_running;
     CURLcode up_result;
     bool timed_out;
+    bool answer_cut;              /* the whole answer passed max_answer */
     int attempt;                  /* retries made on this route */
     bool fell_back;               /* the route's fallback is in use */
     uint64_t retry_at;            /* 0, or when to send again */
@@ -141,6 +155,7 @@ typedef struct tg_req {
      * for a request to its path, bridge once the route bridges it */
     const struct bridge_api *api;
     void *bridge;                 /* api's bridge state, or NULL */
+    char *dropped;                /* what the bridge left out, for X-Toolgate-Dropped */
     tg_buf chat_out;              /* the chat stream's text, before the bridge */
 
     tg_ctx ctx;
@@ -174,8 +189,11 @@ typedef struct bridge_api {
     bool own_query;
     bool (*bridges)(const tg_route *route);
     size_t (*strip_markers)(json_t *body, const char *prefix);
-    /* body -> chat body (*chat), with r->bridge set; 0, or -1 with err */
-    int (*to_chat)(tg_req *r, const json_t *body, json_t **chat, tg_error *err);
+    /* body -> chat body (*chat), with r->bridge set, for route (NULL
+     * when none matched yet); 0, or -1 with err */
+    int (*to_chat)(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
+                   tg_error *err);
+    const json_t *(*dropped)(const void *b);  /* {kind: [name]} left out (bridge.h) */
     json_t *(*answer)(void *b, const json_t *completion);
     void (*stream)(void *b, const char *sse, size_t n, tg_buf *out);
     void (*stream_end)(void *b, tg_buf *out);
@@ -200,8 +218,10 @@ struct worker {
     atomic_int stop;
     bool draining;
     bool mhd_pending;
-    uint64_t drain_deadline;
+    uint64_t drain_deadline;      /* end of shutdown_grace, then of the last flush */
+    bool drain_cut;               /* the grace passed: open requests were ended */
     tg_req *inflight;             /* doubly linked */
+    head_wait *heads, *heads_tail;  /* connections waiting for a request head */
     int n_inflight;
     uint32_t gen;
     int n_retry_wait;             /* requests waiting for a retry */
@@ -214,7 +234,7 @@ struct worker {
     tg_random rng;                /* ids (request ids, Responses and items) */
     uint8_t *upfd;                /* per upstream socket: UPFD_* bits */
     size_t n_upfd;
-    const struct server *srv;
+    struct server *srv;
     atomic_size_t *body_bytes;    /* the server's, for max_body_memory */
 };
 
@@ -232,6 +252,7 @@ typedef struct server {
     worker *workers;
     int n;
     atomic_int ready;
+    atomic_int open_reqs;  /* requests in flight on all workers (the drain) */
     tg_metrics_set *metrics;
     tg_store *items;      /* Responses items for item_reference (store.h) */
     atomic_size_t body_bytes;  /* request bodies held, against max_body_memory */
@@ -306,6 +327,7 @@ static void req_unref(tg_req *r)
     body_release(r);
     req_unlink(r);
     r->w->n_inflight--;
+    atomic_fetch_sub_explicit(&r->w->srv->open_reqs, 1, memory_order_relaxed);
     tg_metrics_inflight(r->w->metrics, -1);
     tg_buf_free(&r->body);
     up_body_free(r);
@@ -317,6 +339,7 @@ static void req_unref(tg_req *r)
     tg_header_list_free(&r->hdrs);
     curl_slist_free_all(r->up_headers);
     free(r->up_url);
+    free(r->dropped);
     free(r->answer);
     free(r->url);
     if (r->stream)
@@ -418,12 +441,16 @@ static void set_error_from(tg_req *r, const tg_error *err)
 static void add_common_headers(tg_req *r, struct MHD_Response *resp)
 {
     MHD_add_response_header(resp, "X-Request-Id", r->id);
+    if (r->w->draining)  /* shutting down: the client's next request goes elsewhere */
+        MHD_add_response_header(resp, "Connection", "close");
     if (r->ctx_live && r->ctx.stats.tools_in != r->ctx.stats.tools_out) {
         char v[128];
         snprintf(v, sizeof v, "in=%u out=%u bytes_in=%zu bytes_out=%zu", r->ctx.stats.tools_in,
                  r->ctx.stats.tools_out, r->ctx.stats.tools_bytes_in, r->ctx.stats.tools_bytes_out);
         MHD_add_response_header(resp, "X-Toolgate-Tools", v);
     }
+    if (r->dropped)
+        MHD_add_response_header(resp, "X-Toolgate-Dropped", r->dropped);
 }
 
 static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep_type)
@@ -460,10 +487,18 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
     return item;
 }
 
-static int responses_to_chat(tg_req *r, const json_t *body, json_t **chat, tg_error *err)
+static tg_bridge_opts bridge_opts(const tg_route *route)
+{
+    tg_bridge_opts o = {.refuse_hosted = route && route->refuse_hosted};
+    return o;
+}
+
+static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
+                             tg_error *err)
 {
     tg_resp_bridge *b = NULL;
-    if (tg_responses_to_chat_with(body, stored_item, r, chat, &b, err))
+    tg_bridge_opts o = bridge_opts(route);
+    if (tg_responses_to_chat_opts(body, &o, stored_item, r, chat, &b, err))
         return -1;
     char name[64];  /* ids unique past this request, for the item store */
     tg_request_id(name, sizeof name, &r->w->rng);
@@ -498,12 +533,14 @@ static void responses_stream(void *b, const char *sse, size_t n, tg_buf *out)
 }
 static void responses_stream_end(void *b, tg_buf *out) { tg_responses_stream_end(b, out); }
 static void responses_free(void *b) { tg_resp_bridge_free(b); }
+static const json_t *responses_dropped(const void *b) { return tg_resp_bridge_dropped(b); }
 
 static const bridge_api responses_api = {
     .name = "/v1/responses",
     .bridges = tg_route_bridges_responses,
     .strip_markers = tg_responses_strip_markers,
     .to_chat = responses_to_chat,
+    .dropped = responses_dropped,
     .answer = responses_answer,
     .stream = responses_stream,
     .stream_end = responses_stream_end,
@@ -511,10 +548,12 @@ static const bridge_api responses_api = {
     .free = responses_free,
 };
 
-static int messages_to_chat(tg_req *r, const json_t *body, json_t **chat, tg_error *err)
+static int messages_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
+                            tg_error *err)
 {
     tg_msg_bridge *b = NULL;
-    if (tg_messages_to_chat(body, chat, &b, err))
+    tg_bridge_opts o = bridge_opts(route);
+    if (tg_messages_to_chat_opts(body, &o, chat, &b, err))
         return -1;
     r->bridge = b;
     return 0;
@@ -527,6 +566,7 @@ static void messages_stream(void *b, const char *sse, size_t n, tg_buf *out)
 }
 static void messages_stream_end(void *b, tg_buf *out) { tg_messages_stream_end(b, out); }
 static void messages_free(void *b) { tg_msg_bridge_free(b); }
+static const json_t *messages_dropped(const void *b) { return tg_msg_bridge_dropped(b); }
 
 static const bridge_api messages_api = {
     .name = "/v1/messages",
@@ -535,6 +575,7 @@ static const bridge_api messages_api = {
     .bridges = tg_route_bridges_messages,
     .strip_markers = tg_messages_strip_markers,
     .to_chat = messages_to_chat,
+    .dropped = messages_dropped,
     .answer = messages_answer,
     .stream = messages_stream,
     .stream_end = messages_stream_end,
@@ -639,7 +680,19 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         memcpy(buf, r->out.data + r->out_off, n);
         r->out_off += n;
         if (r->out_off == r->out.len) {
-            tg_buf_reset(&r->out);
+            /* drained: a buffer grown while the client lagged goes */
+            if (r->out.cap > STREAM_KEEP)
+                tg_buf_free(&r->out);
+            else
+                tg_buf_reset(&r->out);
+            r->out_off = 0;
+        } else if (r->out_off >= STREAM_KEEP && r->out_off >= r->out.len / 2) {
+            /* Sent bytes go once they are half the buffer. Upstream adds
+             * while the client reads, so the buffer may never drain: kept,
+             * the sent bytes made a stream cost all it ever sent (a client
+             * that does not read held the ~3 MB a socket takes), not the
+             * unsent bytes the pause bounds. */
+            tg_buf_consume(&r->out, r->out_off);
             r->out_off = 0;
         }
         maybe_unpause(r);
@@ -670,7 +723,11 @@ static enum MHD_Result queue_stream(tg_req *r)
         req_unref(r);
         return MHD_NO;
     }
-    add_upstream_headers(r, resp, true);
+    /* the upstream's headers are the last round's by now (a discovery
+     * round that started before the client was answered has replaced
+     * them), so the stream says what it is itself */
+    add_upstream_headers(r, resp, false);
+    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
     add_common_headers(r, resp);
     enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->answer_status, resp);
     MHD_destroy_response(resp);
@@ -719,6 +776,13 @@ static void on_sse_comment(void *user, const char *text, size_t len)
     tg_buf_append(&r->out, "\n\n", 2);
 }
 
+/* A parser for the (next) upstream stream, bounded by max_event. */
+static void sse_start(tg_req *r)
+{
+    tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+    r->sse.max_event = r->conf->max_event;
+}
+
 static bool header_is(const char *line, size_t n, const char *name)
 {
     size_t k = strlen(name);
@@ -731,9 +795,10 @@ static void on_upstream_headers_done(tg_req *r)
 {
     r->headers_done = true;
     const char *ct = tg_header_get(&r->hdrs, "content-type");
+    r->round_sse = false;  /* collected whole unless it is the stream we asked for */
     if (r->ctx.stream && r->status >= 200 && r->status < 300 && ct &&
         strstr(ct, "text/event-stream")) {
-        r->is_sse = true;
+        r->is_sse = r->round_sse = true;
         if (r->state == RQ_WAIT && !r->stream) {
             r->answer_status = (int)r->status;  /* the client's, whatever later rounds say */
             /* No retry or fallback once a stream has begun, so the client's
@@ -755,13 +820,13 @@ static void on_upstream_headers_done(tg_req *r)
                 r->json = json_incref(r->ctx.request);
             }
             r->stream = tg_stream_new(&r->ctx);
-            tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+            sse_start(r);
             r->state = RQ_READY;
             req_resume(r);
         } else {
             /* a later discovery round: same client stream, fresh parser */
             tg_sse_free(&r->sse);
-            tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+            sse_start(r);
         }
     }
 }
@@ -793,6 +858,23 @@ static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *u
     return n;
 }
 
+/* An upstream event past max_event (one endless line, or data lines
+ * without the blank line that ends an event): the agent's stream ends
+ * with the error event of a cut stream, in its API's shape, and the
+ * transfer stops (the caller returns 0 to curl). */
+static void cut_long_event(tg_req *r)
+{
+    char msg[192];
+    snprintf(msg, sizeof msg,
+             "upstream sent a stream event larger than max_event (%zu bytes); the stream was cut",
+             r->conf->max_event);
+    tg_log(TG_LOG_WARN, "request %s: route %s: %s", r->id, r->route->name, msg);
+    tg_metrics_limit(r->w->metrics, TG_LIMIT_MAX_EVENT);
+    tg_stream_fail(r->stream, "event_too_large", msg, stream_dst(r));
+    bridge_flush(r, false);
+    req_resume(r);
+}
+
 static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
 {
     tg_req *r = ud;
@@ -805,20 +887,28 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
         return 0;  /* abort the transfer */
     if (!r->headers_done)
         on_upstream_headers_done(r);
-    if (r->is_sse) {
+    if (r->is_sse && r->round_sse) {
         /* A slow client: leave the bytes with curl (they come again on
          * unpause) rather than buffer without bound. */
         if (r->out.len - r->out_off > STREAM_HIGH_WATER) {
             r->paused = true;
             return CURL_WRITEFUNC_PAUSE;
         }
-        tg_sse_feed(&r->sse, data, n);
+        if (tg_sse_feed(&r->sse, data, n)) {
+            cut_long_event(r);
+            return 0;
+        }
         if (r->out.len > r->out_off)
             req_resume(r);
         return n;
     }
-    if (r->resp.len + n > MAX_UPSTREAM_BODY)
-        return 0;
+    /* Bytes as decoded (curl inflates gzip, br, zstd before this call), so
+     * a small compressed answer cannot grow past the bound either. */
+    if (r->resp.len + n > r->conf->max_answer) {
+        r->answer_cut = true;
+        tg_buf_free(&r->resp);
+        return 0;  /* stops the transfer */
+    }
     tg_buf_append(&r->resp, data, n);
     return n;
 }
@@ -926,6 +1016,7 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
     r->t_first_byte = 0;
     tg_header_list_free(&r->hdrs);
     tg_buf_reset(&r->resp);
+    r->answer_cut = false;
     if (!r->up_headers)
         r->up_headers = build_upstream_headers(r, r->is_chat);
     curl_easy_setopt(e, CURLOPT_URL, r->up_url);
@@ -939,7 +1030,10 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
     curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_upstream_data);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  /* decoded bytes count (max_answer) */
+    /* an upstream's 3xx goes to the client as it came: followed, it
+     * would take the request (and the route's key) where it names */
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     /* Streams hold a transfer open for minutes and their events are small:
      * a 1 KB receive buffer instead of curl's 16 KB keeps thousands of open
      * streams affordable; whole answers keep the default, fewer reads. */
@@ -1047,13 +1141,66 @@ static void finish_stream(tg_req *r, bool transport_error)
     req_resume(r);
 }
 
+/* A later discovery round of a stream that the provider answered whole:
+ * a completion (some gateways answer so) goes on through the stream as
+ * the chunks it would have been; an error ends the client's stream with
+ * the provider's error (status, message, code) in the stream's own error
+ * shape, or, when nothing has reached the client yet, as the error answer
+ * itself, with its status. Logged and counted either way: a lost error
+ * makes agents retry blind (Codex retried five times on stream_truncated). */
+static void relay_upstream_error(tg_req *r, int status);
+
+/* A discovery round toolgate built was refused: a warning with the
+ * provider's words, and the count. */
+static void round_refused(tg_req *r)
+{
+    size_t len = r->resp.len;
+    tg_metrics_round_error(r->w->metrics);
+    tg_log(TG_LOG_WARN, "request %s: upstream %s refused discovery round %u with %ld: %.*s",
+           r->id, r->route->upstream, r->ctx.stats.discovery_rounds, r->status,
+           (int)(len < 400 ? len : 400), r->resp.data ? r->resp.data : "");
+}
+
+static void round_answered_whole(tg_req *r)
+{
+    const char *body = r->resp.data ? r->resp.data : "";
+    size_t len = r->resp.len;
+    if (r->status >= 200 && r->status < 300) {
+        json_t *resp = tg_json_load_answer(body, len);
+        tg_buf sse = {0};
+        if (json_is_object(resp) && !json_object_get(resp, "error") &&
+            tg_completion_sse(resp, &sse) == 0) {
+            json_decref(resp);
+            r->round_sse = true;
+            tg_sse_feed(&r->sse, sse.data, sse.len);
+            tg_buf_free(&sse);
+            finish_stream(r, false);
+            return;
+        }
+        json_decref(resp);
+        tg_buf_free(&sse);
+    }
+    round_refused(r);
+    if (r->state == RQ_READY && !r->out.len && !r->chat_out.len) {
+        /* the client has had nothing, not even the status line */
+        r->is_sse = false;
+        relay_upstream_error(r, r->status >= 400 ? (int)r->status : 502);
+        req_resume(r);
+        return;
+    }
+    tg_stream_round_refused(r->stream, r->status, body, len, stream_dst(r));
+    bridge_flush(r, true);
+    r->stream_done = true;
+    req_resume(r);
+}
+
 /* A generation failure the repair stage can turn into a tool call (Groq's
  * tool_use_failed, R27) on a streaming request: the agent asked for SSE, so
  * the recovered answer goes out as a stream, through the stream repair. */
 static void answer_recovered_stream(tg_req *r)
 {
     r->stream = tg_stream_new(&r->ctx);
-    tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+    sse_start(r);
     tg_stream_event(r->stream, r->resp.data, r->resp.len, stream_dst(r));
     json_t *next = NULL;
     tg_stream_end(r->stream, false, stream_dst(r), &next);
@@ -1119,6 +1266,8 @@ static void finish_whole(tg_req *r)
             return;
         }
         json_decref(err);
+        if (r->ctx.stats.discovery_rounds)  /* a round toolgate built was refused */
+            round_refused(r);
         relay_upstream_error(r, (int)r->status);
         return;
     }
@@ -1277,6 +1426,17 @@ static void upstream_done(tg_req *r)
         req_resume(r);
         return;
     }
+    if (r->answer_cut) {
+        tg_log(TG_LOG_WARN, "request %s: route %s: upstream answered more than max_answer (%zu bytes)",
+               r->id, r->route->name, r->conf->max_answer);
+        tg_metrics_limit(r->w->metrics, TG_LIMIT_MAX_ANSWER);
+        set_error(r, 502, "upstream_error", "answer_too_large", NULL,
+                  "the upstream of route %s answered more than max_answer (%zu bytes, counted "
+                  "decoded); the answer was cut off",
+                  r->route->name, r->conf->max_answer);
+        req_resume(r);
+        return;
+    }
     if (retry_or_fall_back(r))
         return;
     if (rc != CURLE_OK)
@@ -1284,7 +1444,10 @@ static void upstream_done(tg_req *r)
     else if (r->status >= 400)
         tg_metrics_upstream_error(r->w->metrics, r->status);
     if (r->is_sse && r->state >= RQ_READY && r->stream) {
-        finish_stream(r, rc != CURLE_OK || r->timed_out);
+        if (rc == CURLE_OK && !r->timed_out && !r->round_sse)
+            round_answered_whole(r);
+        else
+            finish_stream(r, rc != CURLE_OK || r->timed_out);
         return;
     }
     if (rc != CURLE_OK || r->timed_out) {
@@ -1497,6 +1660,22 @@ static int body_plain(tg_req *r)
     return 0;
 }
 
+/* What the bridge left out of the request (tools only the API's own
+ * servers run...): said in X-Toolgate-Dropped, the log and the metrics,
+ * so that an agent that keeps working without them is not left guessing. */
+static void note_dropped(tg_req *r)
+{
+    const json_t *d = r->api->dropped ? r->api->dropped(r->bridge) : NULL;
+    size_t n = tg_bridge_dropped_count(d);
+    if (!n)
+        return;
+    free(r->dropped);
+    r->dropped = tg_bridge_dropped_text(d);
+    tg_metrics_dropped(r->w->metrics, n);
+    tg_log(TG_LOG_INFO, "request %s: %s bridge dropped what its chat upstream cannot run: %s",
+           r->id, r->api->name, r->dropped ? r->dropped : "");
+}
+
 /* A request of an agent API (r->api): on a route that bridges it, the body
  * becomes a chat request that goes the chat way, and the answer is turned
  * back on its way out. Returns 0 for the chat way, 1 when the route's
@@ -1546,12 +1725,13 @@ static int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
     }
     json_t *chat = NULL;
     r->owner = item_owner(r, route);
-    int rc = r->api->to_chat(r, body, &chat, &err);
+    int rc = r->api->to_chat(r, route, body, &chat, &err);
     json_decref(body);
     if (rc) {
         set_error_from(r, &err);
         return -1;
     }
+    note_dropped(r);
     /* from here on the chat request is the client's body: a fallback
      * rewrites it again for its own route, and prepare_chat reads it like
      * any chat body, so the worker's tool-list cache (keyed by the tools'
@@ -1653,6 +1833,15 @@ static const bridge_api *api_of(const char *rest)
     return NULL;
 }
 
+/* Clients check a base URL before they use it (Claude Code sends HEAD to
+ * its ANTHROPIC_BASE_URL): the root and every route prefix answer, like
+ * /healthz, without a key. */
+static bool base_url_check(const tg_req *r)
+{
+    return (!strcmp(r->method, "HEAD") || !strcmp(r->method, "GET")) &&
+           (!*r->rest || !strcmp(r->rest, "/"));
+}
+
 static enum MHD_Result dispatch(tg_req *r)
 {
     const tg_conf *c = r->conf;
@@ -1681,6 +1870,10 @@ static enum MHD_Result dispatch(tg_req *r)
     }
     const char *rest = r->rest;
     const tg_route *by_prefix = r->by_prefix;
+    if (base_url_check(r)) {
+        answer_json(r, 200, "{\"status\":\"ok\"}");
+        return queue_answer(r);
+    }
     if (r->over_budget) {
         set_error(r, 503, "server_error", "overloaded", NULL,
                   "toolgate holds max_body_memory (%zu bytes) of request bodies at once; "
@@ -1771,7 +1964,88 @@ static tg_req *req_new(worker *w, struct MHD_Connection *conn, const char *url,
         w->inflight->prev = r;
     w->inflight = r;
     w->n_inflight++;
+    atomic_fetch_add_explicit(&w->srv->open_reqs, 1, memory_order_relaxed);
     return r;
+}
+
+/* ---- request heads (header_timeout) ------------------------------------ */
+
+/* libmicrohttpd's connection timeout restarts with every byte, so a
+ * client that sends its head a byte at a time (slowloris) would hold a
+ * connection for as long as it likes; header_timeout is a deadline for
+ * the whole head instead. An idle kept-alive connection waits for its
+ * next head under the same deadline. */
+static void heads_add(worker *w, head_wait *h)
+{
+    if (!h || h->listed)  /* NULL: its calloc failed, the connection goes unwatched */
+        return;
+    h->since = now_us();
+    h->listed = true;
+    h->next = NULL;
+    h->prev = w->heads_tail;
+    if (w->heads_tail)
+        w->heads_tail->next = h;
+    else
+        w->heads = h;
+    w->heads_tail = h;
+}
+
+static void heads_del(worker *w, head_wait *h)
+{
+    if (!h || !h->listed)
+        return;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        w->heads = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    else
+        w->heads_tail = h->prev;
+    h->prev = h->next = NULL;
+    h->listed = false;
+}
+
+static head_wait *head_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    worker *w = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        head_wait *h = calloc(1, sizeof *h);
+        if (h) {
+            h->conn = conn;
+            heads_add(w, h);
+        }
+        *socket_context = h;
+    } else if (*socket_context) {
+        heads_del(w, *socket_context);
+        free(*socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/* Heads late past header_timeout: the socket is shut down, which
+ * libmicrohttpd sees as the client's close and cleans up as one. */
+static void sweep_heads(worker *w, uint64_t t)
+{
+    uint64_t limit = (uint64_t)w->conf->header_timeout_ms * 1000;
+    while (w->heads && t - w->heads->since > limit) {
+        head_wait *h = w->heads;
+        heads_del(w, h);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(h->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci)
+            shutdown(ci->connect_fd, SHUT_RDWR);
+        tg_metrics_limit(w->metrics, TG_LIMIT_HEADER_TIMEOUT);
+        w->mhd_pending = true;
+    }
 }
 
 static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -1800,7 +2074,7 @@ static bool refuse_on_headers(tg_req *r, const char *url)
     r->by_prefix = tg_route_by_prefix(c, url, &r->rest);
     r->api = api_of(r->rest);  /* its errors take the API's shape from here on */
     bool open_path = !strcmp(url, "/healthz") || !strcmp(url, "/readyz") ||
-                     (!strcmp(url, "/metrics") && !c->metrics_auth);
+                     (!strcmp(url, "/metrics") && !c->metrics_auth) || base_url_check(r);
     if (!open_path && !client_authorized(r)) {
         set_error(r, 401, "invalid_request_error", "invalid_api_key", NULL,
                   "missing or unknown client key: send Authorization: Bearer <key> with one of "
@@ -1835,6 +2109,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     tg_req *r = *con_cls;
     (void)version;
     if (!r) {
+        heads_del(w, head_of(conn));  /* the head is whole */
         r = req_new(w, conn, url, method);
         if (!r)
             return MHD_NO;
@@ -1881,8 +2156,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     case RQ_READY:
         if (r->client_gone)
             return MHD_NO;
-        if (r->is_sse && r->stream && !r->answer)
+        if (r->is_sse && r->stream && !r->answer) {
+            /* the status line waits for the stream's first byte, so that
+             * a discovery round refused before then is answered with the
+             * provider's own status (round_answered_whole) */
+            if (!r->out.len && !r->stream_done) {
+                req_suspend(r);
+                return MHD_YES;
+            }
             return queue_stream(r);
+        }
         return queue_answer(r);
     default:
         return MHD_YES;
@@ -1893,8 +2176,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     tg_req *r = *con_cls;
-    (void)cls;
-    (void)conn;
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        heads_add(cls, head_of(conn));  /* kept alive: the next head's deadline runs */
     if (!r)
         return;
     *con_cls = NULL;
@@ -1910,6 +2193,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
             status = 499;
     }
     access_log_line(r, status);
+    if (r->ctx_live && r->ctx.stats.bad_chunks)
+        tg_log(TG_LOG_WARN,
+               "request %s: route %s: upstream sent %u stream events that were not valid chat "
+               "chunks (repaired or dropped)",
+               r->id, r->route ? r->route->name : "-", r->ctx.stats.bad_chunks);
     tg_metrics_request_done(r->w->metrics, r->route ? r->route->name : "-", status,
                             r->ctx_live && r->ctx.stream, r->t_start, r->t_upstream,
                             r->t_first_byte, r->t_done, &r->ctx.stats);
@@ -2050,15 +2338,74 @@ static void take_new_conf(worker *w)
     }
 }
 
+/* SIGTERM. The listener stays open through shutdown_grace, so /readyz
+ * answers 503 (a load balancer asking sees "draining", not a refused
+ * connection) and requests that still come are served, each answer
+ * closing its connection. */
 static void begin_drain(worker *w)
 {
     if (w->draining)
         return;
     w->draining = true;
     w->drain_deadline = now_us() + (uint64_t)w->conf->shutdown_grace_ms * 1000;
-    MHD_socket fd = MHD_quiesce_daemon(w->mhd);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+}
+
+/* shutdown_grace has passed: every request still open gets an end in its
+ * API's shape -- a stream the error event of a cut stream (and [DONE] on
+ * chat), a request still waiting for upstream a 503 -- and its connection
+ * is resumed, so the answers can be written before the daemon stops (it
+ * refuses to stop while a connection is suspended). */
+static void end_open_requests(worker *w)
+{
+    static const char msg[] = "toolgate is shutting down and shutdown_grace has passed; the "
+                              "stream was cut";
+    for (tg_req *r = w->inflight, *next; r; r = next) {
+        next = r->next;
+        if (!r->conn || r->client_gone || r->state == RQ_ANSWERED || r->stream_done)
+            continue;
+        if (r->state == RQ_READ)
+            continue;  /* still reading its body: closed with the daemon */
+        req_ref(r);
+        stop_upstream(r);
+        if (r->retry_at) {
+            r->retry_at = 0;
+            w->n_retry_wait--;
+        }
+        tg_metrics_limit(w->metrics, TG_LIMIT_SHUTDOWN);
+        if (r->stream) {
+            tg_stream_fail(r->stream, "shutting_down", msg, stream_dst(r));
+            bridge_flush(r, true);
+            r->stream_done = true;
+        } else if (r->state == RQ_WAIT) {
+            set_error(r, 503, "server_error", "shutting_down", NULL,
+                      "toolgate is shutting down and shutdown_grace has passed before upstream "
+                      "answered");
+        }
+        req_resume(r);
+        req_unref(r);
+    }
+}
+
+/* The drain's end: when no worker has a request open (a worker done
+ * before the others keeps serving: its listener still gets connections,
+ * /readyz among them), or at shutdown_grace, when the open requests are
+ * ended and the loop runs a last second to write their ends. True when
+ * it is over. */
+static bool drain_over(worker *w)
+{
+    uint64_t t = now_us();
+    if (atomic_load_explicit(&w->srv->open_reqs, memory_order_relaxed) == 0)
+        return true;
+    if (t < w->drain_deadline)
+        return false;
+    if (w->drain_cut)
+        return true;
+    w->drain_cut = true;
+    tg_log(TG_LOG_WARN, "shutdown_grace passed with %d requests open: ending them",
+           w->n_inflight);
+    end_open_requests(w);
+    w->drain_deadline = t + 1000000;
+    return false;
 }
 
 static void run_curl_timeout(worker *w)
@@ -2106,7 +2453,7 @@ static void *worker_main(void *arg)
     for (;;) {
         if (atomic_load(&w->stop))
             begin_drain(w);
-        if (w->draining && (w->n_inflight == 0 || now_us() > w->drain_deadline))
+        if (w->draining && drain_over(w))
             break;
         int n = epoll_wait(w->epfd, evs, 256, loop_timeout_ms(w));
         bool run_mhd = n == 0;
@@ -2159,6 +2506,7 @@ static void *worker_main(void *arg)
         if (t >= w->next_sweep) {
             w->next_sweep = t + 200000;
             sweep_timeouts(w, t);
+            sweep_heads(w, t);
         }
     }
     return NULL;
@@ -2166,7 +2514,9 @@ static void *worker_main(void *arg)
 
 /* ---- set-up ------------------------------------------------------------------ */
 
-static int open_listener(const char *host, int port, char *err, size_t errlen)
+/* A listening socket on host:port; shared: with SO_REUSEPORT, which gives
+ * every worker its own socket on the one port. 0 or -1 with err. */
+static int bind_listener(const char *host, int port, bool shared, char *err, size_t errlen)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
@@ -2182,9 +2532,13 @@ static int open_listener(const char *host, int port, char *err, size_t errlen)
     int one = 1;
     if (fd >= 0) {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+        if (shared)
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 4096)) {
-            snprintf(err, errlen, "listen %s:%d: %s", host, port, strerror(errno));
+            snprintf(err, errlen, "listen %s:%d: %s%s", host, port, strerror(errno),
+                     errno == EADDRINUSE ? " (another program, or another toolgate, listens "
+                                           "there)"
+                                         : "");
             close(fd);
             fd = -1;
         }
@@ -2193,6 +2547,25 @@ static int open_listener(const char *host, int port, char *err, size_t errlen)
     }
     freeaddrinfo(ai);
     return fd;
+}
+
+/* SO_REUSEPORT would also let a second toolgate (or any program of the
+ * same user that sets it) bind beside the first and take half its
+ * connections. So before the workers bind, the port is taken once
+ * without it: that fails with "address in use" whoever listens there,
+ * and is let go at once for the workers' sockets. */
+static int port_free(const char *host, int port, char *err, size_t errlen)
+{
+    int fd = bind_listener(host, port, false, err, errlen);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+static int open_listener(const char *host, int port, char *err, size_t errlen)
+{
+    return bind_listener(host, port, true, err, errlen);
 }
 
 static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char *host, int port,
@@ -2224,7 +2597,8 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
     w->mhd = MHD_start_daemon(
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0, NULL, NULL, on_request, w,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)w->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, w, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
+        on_completed, w, MHD_OPTION_NOTIFY_CONNECTION, on_connection, w,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)60000, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         memlimit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_END);
     if (!w->mhd) {
@@ -2251,6 +2625,11 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
 
 static void worker_cleanup(worker *w)
 {
+    /* libmicrohttpd aborts the process when stopped with a connection
+     * suspended: a client that did not take its end in time is resumed
+     * (and closed by the stop) */
+    for (tg_req *r = w->inflight; r; r = r->next)
+        req_resume(r);
     if (w->mhd)
         MHD_stop_daemon(w->mhd);
     /* Anything still holding a transfer after the grace period is dropped. */
@@ -2341,7 +2720,7 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
     s.n = conf->threads;
     s.workers = calloc((size_t)s.n, sizeof *s.workers);
     s.metrics = tg_metrics_new(s.n);
-    char err[256] = "";
+    char err[320] = "";
     s.items = tg_store_open(conf, s.n, err, sizeof err);
     if (!s.items) {
         fprintf(stderr, "toolgate: %s\n", err);
@@ -2353,7 +2732,10 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
     }
     tg_log(TG_LOG_INFO, "Responses items kept in %s", s.items->name);
     int started = 0;
-    for (int i = 0; i < s.n; i++) {
+    bool free_port = port_free(host, port, err, sizeof err) == 0;
+    if (!free_port)
+        fprintf(stderr, "toolgate: %s\n", err);
+    for (int i = 0; free_port && i < s.n; i++) {
         if (worker_start(&s, &s.workers[i], i, conf, host, port, err, sizeof err)) {
             fprintf(stderr, "toolgate: %s\n", err);
             break;
@@ -2361,7 +2743,7 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
         started++;
     }
     int code = 0;
-    if (started == s.n) {
+    if (free_port && started == s.n) {
         atomic_store(&s.ready, 1);
         tg_log(TG_LOG_INFO, "listening on %s:%d with %d workers, %d routes (%s)", host, port, s.n,
                conf->n_routes, conf_path ? conf_path : "-");

@@ -1,7 +1,7 @@
 /* hygiene.c -- the message-hygiene request stage (issue #4).
  *
  * Makes messages[] and the top-level body acceptable to the route's dialect,
- * following dialects.md sections 4, 4.1, 4.2, 6, 7 and rules 7, 34, 36, 39,
+ * following docs/dialects.md sections 4, 4.1, 4.2, 6, 7 and rules 7, 34, 36, 39,
  * 42-49, 52, 55, 56:
  *
  *   - internal markers (keys starting with ctx->strip_prefix) are removed
@@ -165,13 +165,20 @@ static const dialect_row presets[TG_D_COUNT] = {
     [TG_D_OPENAI] = {MR_OPENAI, NULL, "section 4.1", NULL, NULL, NULL, NULL},
     [TG_D_OPENAI_STRICT] = {MR_OPENAI, NULL, "section 4.1", NULL, NULL, NULL, NULL},
     [TG_D_GEMINI] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
+                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL |
+                         TG_MR_SYSTEM_FIRST,
+                     NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
+    /* Vertex's OpenAI-compatible endpoint fronts the same models: the same
+     * thought signatures (R19) and top-level set (section 6, Vertex) */
+    [TG_D_VERTEX] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
                          TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL,
                      NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
     [TG_D_ANTHROPIC] = {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT |
                             TG_MR_DROP_EMPTY,
                         NULL, "section 4 anthropic", NULL, NULL, NULL, NULL},
     [TG_D_MISTRAL] = {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_MISTRAL_IDS |
-                          TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | TG_MR_DEVELOPER_ROLE,
+                          TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | TG_MR_DEVELOPER_ROLE |
+                          TG_MR_SYSTEM_FIRST,
                       mistral_roles, "rule 43", mistral_top, NULL, mistral_renames,
                       "section 4 mistral"},
     [TG_D_GROQ] = {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS, openai_roles,
@@ -184,10 +191,10 @@ static const dialect_row presets[TG_D_COUNT] = {
                        NULL, NULL, NULL},
     [TG_D_XAI] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
     [TG_D_TOGETHER] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
-    [TG_D_OLLAMA] = {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "rule 55", NULL, NULL,
-                     NULL, NULL},
-    [TG_D_VLLM] = {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "rule 56", NULL, NULL,
-                   NULL, NULL},
+    [TG_D_OLLAMA] = {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 55",
+                     NULL, NULL, NULL, NULL},
+    [TG_D_VLLM] = {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 56", NULL,
+                   NULL, NULL, NULL},
     [TG_D_PASSTHROUGH] = {0, NULL, "markers", NULL, NULL, NULL, NULL},
 };
 
@@ -216,6 +223,7 @@ static const struct {
     {"legacy_functions", TG_MR_LEGACY_FUNCS},
     {"json_mode_with_tools", TG_MR_JSON_MODE_TOOLS},
     {"fill_signatures", TG_MR_FILL_SIGNATURE},
+    {"system_first", TG_MR_SYSTEM_FIRST},
 };
 
 /* What Mistral's role order needs between a tool result and a user turn
@@ -1133,6 +1141,36 @@ static void mark_prefix(walk *w, json_t *out)
     rebuild_key(w, last, "prefix", json_true(), "assistant-prefix", "rule 44");
 }
 
+/* Rule 63: Mistral's role order has system turns only before the
+ * conversation ("Unexpected role 'system' after role 'tool'"); the chat
+ * templates open models are served with say the same (Qwen's: "System
+ * message must be at the beginning", on vLLM and Ollama), and Google's
+ * SDKs take system text only as the system instruction [U for the compat
+ * endpoint]. The Messages API, and so Claude Code, puts one after the
+ * first user turn. A late system turn joins the leading one (its text
+ * after a blank line), or goes to the end of the leading system block
+ * when either is not plain text. */
+static void system_to_front(walk *w, json_t *out, json_t *msg)
+{
+    size_t lead = 0;
+    while (lead < json_array_size(out) && role_of(json_array_get(out, lead)) == R_SYSTEM)
+        lead++;
+    note(w, w->ptr.s, "system-first", "rule 63", msg, NULL);
+    json_t *first = lead ? json_array_get(out, lead - 1) : NULL;
+    json_t *have = json_object_get(first, "content"), *add = json_object_get(msg, "content");
+    if (json_is_string(have) && json_is_string(add)) {
+        tg_buf t = {0};
+        tg_buf_append(&t, json_string_value(have), json_string_length(have));
+        if (t.len && json_string_length(add))
+            tg_buf_puts(&t, "\n\n");
+        tg_buf_append(&t, json_string_value(add), json_string_length(add));
+        json_object_set_new(first, "content", json_stringn(t.data ? t.data : "", t.len));
+        tg_buf_free(&t);
+        return;
+    }
+    json_array_insert(out, lead, msg);
+}
+
 static void walk_messages(walk *w, json_t *body)
 {
     json_t *msgs = json_object_get(body, "messages");
@@ -1160,6 +1198,11 @@ static void walk_messages(walk *w, json_t *body)
             continue;
         }
         role r = role_of(msg);
+        if ((w->f & TG_MR_SYSTEM_FIRST) && r == R_SYSTEM && prev != R_NONE && prev != R_SYSTEM) {
+            system_to_front(w, out, msg);
+            rebuilt = true;
+            continue;
+        }
         if ((w->f & TG_MR_ROLE_ORDER) && r == R_USER && prev == R_TOOL) {
             json_t *bridge = bridge_message();
             note(w, w->ptr.s, "tool-user-bridge", "rule 44", NULL, bridge);
@@ -1310,10 +1353,14 @@ static int legacy_functions_to_tools(walk *w, json_t *body, tg_error *err)
 
 /* ---- the stage ---------------------------------------------------------- */
 
-int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
+/* One assistant turn toolgate builds from the provider's own answer (a
+ * discovery round, discovery.c): what it carried (thought signatures,
+ * reasoning) goes back as it came where the dialect keeps it, and goes
+ * where the dialect refuses it, by the same rules as the agent's turns.
+ * Its ids are the provider's already: no mapping. */
+/* A walk with the route's rules (its preset when the ctx has none). */
+static walk walk_for(tg_ctx *ctx)
 {
-    if (!json_is_object(body))
-        return 0;
     tg_msg_rules fallback;
     const tg_msg_rules *rules = ctx->msg;
     if (!rules) {
@@ -1323,12 +1370,31 @@ int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     tg_dialect d = rules->dialect;
     if (d < 0 || d >= TG_D_COUNT)
         d = TG_D_PASSTHROUGH;
-
     walk w = {.ctx = ctx, .row = &presets[d], .f = rules->flags};
     if (ctx->strip_prefix && *ctx->strip_prefix) {
         w.prefix = ctx->strip_prefix;
         w.plen = strlen(ctx->strip_prefix);
     }
+    return w;
+}
+
+void tg_hygiene_replayed(json_t *msg, tg_ctx *ctx)
+{
+    walk w = walk_for(ctx);
+    w.f &= ~(TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS);
+    w.fill_signature = (w.f & TG_MR_FILL_SIGNATURE) &&
+                       model_checks_signatures(json_string_value(
+                           json_object_get(ctx->request, "model")));
+    w.where = "round";
+    w.last = true;
+    clean_message(&w, msg);
+}
+
+int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
+{
+    if (!json_is_object(body))
+        return 0;
+    walk w = walk_for(ctx);
     /* the one refusal: legacy functions that cannot become tools */
     if ((w.f & TG_MR_LEGACY_FUNCS) && legacy_functions_to_tools(&w, body, err))
         return -1;

@@ -14,7 +14,7 @@
 
 struct tg_ctx;
 
-/* What the walker may do; each bit names the dialects.md rule it serves. */
+/* What the walker may do; each bit names the docs/dialects.md rule it serves. */
 enum {
     TG_MR_BOOKKEEPING    = 1u << 0,  /* message bookkeeping of section 4.1 */
     TG_MR_ALLOWLIST      = 1u << 1,  /* per-role key allow-list, content part
@@ -58,6 +58,9 @@ enum {
     TG_MR_FILL_SIGNATURE = 1u << 21, /* Gemini 3: a tool-call turn replayed
                                         without any thought signature gets
                                         Google's validator-skipping one (R19) */
+    TG_MR_SYSTEM_FIRST   = 1u << 22, /* a system turn after the conversation
+                                        started joins the leading one (rule
+                                        63; Qwen's chat template, Gemini) */
 };
 
 typedef struct tg_msg_rules {
@@ -78,5 +81,12 @@ int tg_msg_rules_set(tg_msg_rules *r, const char *key, const char *value,
  * ctx->stats.fields_stripped and rewritten tool-call ids in ctx->id_map
  * ({upstream id: agent id}). */
 int tg_hygiene_stage(json_t *body, struct tg_ctx *ctx, tg_error *err);
+
+/* One assistant turn toolgate built from the provider's answer (an inner
+ * discovery round): the route's message rules applied to it alone, so
+ * that the provider's opaque fields (thought signatures, R18; reasoning,
+ * rule 52) go back where the dialect keeps them and nowhere else; its ids
+ * are left as the provider gave them. Edits msg in place. */
+void tg_hygiene_replayed(json_t *msg, struct tg_ctx *ctx);
 
 #endif

@@ -2,7 +2,7 @@
  * side (repair_stream.c) shares: the rule table, tool-call normalization,
  * finish_reason, content normalization.
  *
- * Order of work on one message (dialects.md section 5):
+ * Order of work on one message (docs/dialects.md section 5):
  *   1. every tool call: split {...}{...} arguments (R4/R20), type (R1), the
  *      agent's own name (reverse name map), arguments to a JSON-object string
  *      (R13 object, R14 empty, whole-args double encoding, lenient JSON fix),
@@ -50,6 +50,7 @@ static const unsigned preset_flags[TG_D_COUNT] = {
     [TG_D_OPENAI] = RR_ALL | RR_STREAM,
     [TG_D_OPENAI_STRICT] = RR_ALL | RR_STREAM,
     [TG_D_GEMINI] = RR_ALL,
+    [TG_D_VERTEX] = RR_ALL,
     [TG_D_ANTHROPIC] = RR_ALL,
     [TG_D_MISTRAL] = RR_ALL | TG_RR_CONTENT_LIST,
     [TG_D_GROQ] = RR_ALL,

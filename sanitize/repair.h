@@ -3,7 +3,7 @@
  * lives in repair_stream.c, the tool-calls-in-text parsers (R12, R27) in
  * repair_text.c and the lenient JSON repair in jsonfix.c.
  *
- * What the agent is guaranteed (dialects.md section 9, rules 8 to 11): every
+ * What the agent is guaranteed (docs/dialects.md section 9, rules 8 to 11): every
  * tool call has a non-empty id unique in its message, type "function", the
  * agent's own tool name, and arguments as a string parsing to a JSON object
  * (unless even the bounded JSON repair failed: then the call is still
@@ -112,6 +112,18 @@ void tg_stream_set_keepalive(tg_stream *s, unsigned ms);
  * feeding the SAME tg_stream, so the agent sees one stream (one finish, one
  * [DONE]). Returns 0 when the agent's stream is complete. */
 int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next_body);
+/* The provider refused the next upstream round (status, its body of len
+ * bytes) while the agent's stream is open: the provider's error, in
+ * OpenAI's shape with its status beside it (error.status), then [DONE],
+ * end the stream. What was held back of the round before is dropped: it
+ * was the meta-tool call the round answered. */
+void tg_stream_round_refused(tg_stream *s, long status, const char *body, size_t len,
+                             tg_buf *out);
+/* The network code gives up on the stream (an event past max_event, a
+ * shutdown): what is held goes out as for a cut stream, then an error
+ * event {"error": {"message": msg, "code": code}} and [DONE]; a stream
+ * whose finish already went gets only its [DONE]. No more rounds. */
+void tg_stream_fail(tg_stream *s, const char *code, const char *msg, tg_buf *out);
 void tg_stream_free(tg_stream *s);
 
 #endif

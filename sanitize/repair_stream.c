@@ -1,6 +1,6 @@
 /* repair_stream.c -- response repair for streamed answers.
  *
- * Upstream tool-call deltas are untrustworthy (dialects.md section 5): the
+ * Upstream tool-call deltas are untrustworthy (docs/dialects.md section 5): the
  * index is missing (R2, R3), reused for parallel calls (R4), sparse (R5);
  * the name arrives after the arguments (R6); continuations repeat empty
  * names (R7); ids are empty (R8) or repeated (R9); the whole call, finish
@@ -105,6 +105,10 @@ typedef struct schoice {
                          restored as a whole at the finish */
     bool at_start;
     tg_buf content;   /* this round's content, for discovery */
+    json_t *opaque;   /* this round's reasoning fields as the provider sent
+                         them ({reasoning_content: text, reasoning_details:
+                         [...]}), for the discovery round that replays the
+                         turn (tg_discovery_stream_round), or NULL */
     long live_open;   /* the call being relayed live, -1 */
     json_t *after;    /* chunks (text, reasoning) that came while it was
                          open: they follow it, so a call's fragments are
@@ -134,6 +138,7 @@ struct tg_stream {
     json_t *live_tools;   /* {upstream name: true|false}: relayed live? */
     struct timespec last_out;  /* when the agent last got bytes */
     long keepalive_ms;    /* TG_KEEPALIVE_MS, or what tg_stream_set_keepalive set */
+    const char *fail_code, *fail_msg;  /* tg_stream_fail's, for send_truncated */
 };
 
 /* --- output --------------------------------------------------------------- */
@@ -743,6 +748,35 @@ static void flush_choice(tg_stream *s, schoice *c, json_t *events, bool cut)
 
 /* --- one upstream chunk --------------------------------------------------- */
 
+/* A delta's reasoning fields, kept for the round's message: a provider
+ * that reasons (DeepSeek's thinking mode, rule 52; OpenRouter's
+ * reasoning_details) must get them back on the turn toolgate replays. */
+static void keep_opaque(tg_stream *s, schoice *c, const json_t *delta)
+{
+    static const char *const keys[] = {"reasoning_content", "reasoning", "reasoning_details", NULL};
+    if (!s->keep_content)
+        return;
+    for (const char *const *k = keys; *k; k++) {
+        const json_t *v = json_object_get(delta, *k);
+        if (!v || json_is_null(v))
+            continue;
+        if (!c->opaque)
+            c->opaque = json_object();
+        json_t *had = json_object_get(c->opaque, *k);
+        if (json_is_string(v) && json_is_string(had)) {
+            tg_buf t = {0};
+            tg_buf_append(&t, json_string_value(had), json_string_length(had));
+            tg_buf_append(&t, json_string_value(v), json_string_length(v));
+            json_object_set_new(c->opaque, *k, json_stringn(t.data, t.len));
+            tg_buf_free(&t);
+        } else if (json_is_array(v) && json_is_array(had)) {
+            json_array_extend(had, (json_t *)v);
+        } else {
+            json_object_set_new(c->opaque, *k, json_deep_copy(v));
+        }
+    }
+}
+
 /* Does a choice need more than forwarding? With commit (the chunk goes out
  * as it came), keeps the bookkeeping a forwarded chunk needs. */
 static bool choice_needs_work(tg_stream *s, const json_t *ch, bool commit)
@@ -794,6 +828,7 @@ static bool choice_needs_work(tg_stream *s, const json_t *ch, bool commit)
         return false;
     if (json_is_string(content) && s->keep_content)
         tg_buf_append(&c->content, json_string_value(content), json_string_length(content));
+    keep_opaque(s, c, d);
     c->any_sent = true;
     return false;
 }
@@ -805,6 +840,7 @@ static void fix_delta(tg_stream *s, schoice *c, json_t *delta, bool has_calls,
 {
     if (s->rounds)  /* one stream for the agent: its role came in round one */
         json_object_del(delta, "role");
+    keep_opaque(s, c, delta);
     json_t *role = json_object_get(delta, "role");
     if (role && (!json_is_string(role) || !json_string_length(role)) &&
         tg_rr_on(s->ctx, TG_RR_ROLE)) {
@@ -1143,14 +1179,16 @@ static void send_truncated(tg_stream *s, bool transport_error, tg_buf *out)
     }
     if (!s->saw_error) {
         tg_buf m = {0};
-        tg_buf_puts(&m, transport_error ? "upstream stream broke before it finished"
-                                        : "upstream stream ended without a finish_reason");
-        if (s->bad_event.len) {  /* most likely the event it was cut in */
+        tg_buf_puts(&m, s->fail_msg              ? s->fail_msg
+                        : transport_error ? "upstream stream broke before it finished"
+                                          : "upstream stream ended without a finish_reason");
+        if (s->bad_event.len && !s->fail_msg) {  /* most likely the event it was cut in */
             tg_buf_puts(&m, "; it sent an event that is not JSON: ");
             tg_buf_append(&m, s->bad_event.data, s->bad_event.len);
         }
         json_t *e = json_pack("{s:{s:s%, s:s, s:n, s:s}}", "error", "message", m.data, m.len,
-                              "type", "upstream_error", "param", "code", "stream_truncated");
+                              "type", "upstream_error", "param", "code",
+                              s->fail_code ? s->fail_code : "stream_truncated");
         tg_buf_free(&m);
         send_json(out, e);
         json_decref(e);
@@ -1220,8 +1258,23 @@ static bool surely_plain(const tg_stream *s, const char *d, size_t n)
     }
     for (const char *p = find(d, e, "\"content\""); p; p = find(p + 1, e, "\"content\"")) {
         const char *v = after_colon(p + 9, e);
-        if (v < e && *v == '[')
-            return false;  /* R23 parts, R24 [] */
+        if (v < e && *v != '"' && (e - v < 4 || memcmp(v, "null", 4)))
+            return false;  /* R23 parts, R24 [], or not text at all (check_chunk) */
+    }
+    /* choices an array starting with an object, deltas objects: anything
+     * else is check_chunk's */
+    for (const char *p = find(d, e, "\"choices\""); p; p = find(p + 1, e, "\"choices\"")) {
+        const char *v = after_colon(p + 9, e);
+        if (v >= e || *v != '[')
+            return false;
+        v = after_colon(v + 1, e);
+        if (v >= e || (*v != '{' && *v != ']'))
+            return false;
+    }
+    for (const char *p = find(d, e, "\"delta\""); p; p = find(p + 1, e, "\"delta\"")) {
+        const char *v = after_colon(p + 7, e);
+        if (v >= e || *v != '{')
+            return false;
     }
     for (const char *p = find(d, e, "\"role\""); p; p = find(p + 1, e, "\"role\"")) {
         const char *v = after_colon(p + 6, e);
@@ -1306,6 +1359,102 @@ static void send_released(tg_stream *s, tg_buf *out)
     json_decref(events);
 }
 
+/* Gemini's error events are arrays: [{"error": ...}]. */
+static bool is_error_array(const json_t *v)
+{
+    return json_is_array(v) && json_object_get(json_array_get(v, 0), "error");
+}
+
+/* One delta's fields that clients read without looking: content text or
+ * null (parts are R23's), role and the reasoning text strings, tool_calls
+ * an array. A number or boolean for content has a clear text, which it
+ * becomes; anything else of the wrong type goes. Returns the changes. */
+static int check_delta(json_t *delta)
+{
+    int bad = 0;
+    json_t *c = json_object_get(delta, "content");
+    if (json_is_number(c) || json_is_boolean(c)) {
+        char *text = tg_json_dumps(c);
+        json_object_set_new(delta, "content", json_string(text ? text : ""));
+        free(text);
+        bad++;
+    } else if (c && !json_is_string(c) && !json_is_null(c) && !json_is_array(c)) {
+        json_object_del(delta, "content");
+        bad++;
+    }
+    static const char *const strings[] = {"role", "reasoning_content", "reasoning", "refusal",
+                                          NULL};
+    for (int i = 0; strings[i]; i++) {
+        json_t *v = json_object_get(delta, strings[i]);
+        if (v && !json_is_string(v) && !json_is_null(v)) {
+            json_object_del(delta, strings[i]);
+            bad++;
+        }
+    }
+    json_t *tc = json_object_get(delta, "tool_calls");
+    if (tc && !json_is_array(tc) && !json_is_null(tc)) {
+        json_object_del(delta, "tool_calls");
+        bad++;
+    }
+    return bad;
+}
+
+/* A chunk's shape, checked before anything reads it, so a provider's bug
+ * or a hostile upstream never reaches the agent as it came: choices an
+ * array (null: none) of objects, each delta an object (null: an empty
+ * one), finish_reason a string or null, then check_delta. Repaired in
+ * place; returns the number of changes, or -1 when nothing of the chunk
+ * can be kept (not an object, choices neither an array nor null). */
+static int check_chunk(json_t *chunk)
+{
+    if (!json_is_object(chunk))
+        return -1;
+    json_t *choices = json_object_get(chunk, "choices");
+    if (!choices)
+        return 0;
+    if (json_is_null(choices)) {
+        json_object_set_new(chunk, "choices", json_array());
+        return 1;
+    }
+    if (!json_is_array(choices))
+        return -1;
+    int bad = 0;
+    for (size_t i = 0; i < json_array_size(choices);) {
+        json_t *ch = json_array_get(choices, i);
+        json_t *delta = json_object_get(ch, "delta");
+        if (!json_is_object(ch) || (delta && !json_is_object(delta) && !json_is_null(delta))) {
+            json_array_remove(choices, i);  /* a choice with no readable delta */
+            bad++;
+            continue;
+        }
+        json_t *f = json_object_get(ch, "finish_reason");
+        if (f && !json_is_string(f) && !json_is_null(f)) {
+            json_object_del(ch, "finish_reason");
+            bad++;
+        }
+        if (json_is_object(delta))
+            bad += check_delta(delta);
+        i++;
+    }
+    return bad;
+}
+
+void tg_stream_fail(tg_stream *s, const char *code, const char *msg, tg_buf *out)
+{
+    if (s->done)
+        return;
+    send_released(s, out);
+    if (s->finished && !s->hold) {  /* the answer is whole: it only lacked [DONE] */
+        tg_buf_puts(out, "data: [DONE]\n\n");
+        s->done = true;
+        return;
+    }
+    s->fail_code = code;
+    s->fail_msg = msg;
+    send_truncated(s, true, out);
+    s->fail_code = s->fail_msg = NULL;
+}
+
 static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
     if (len == 6 && !memcmp(data, "[DONE]", 6)) {
@@ -1335,13 +1484,24 @@ static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out
          * client dies on half an object without saying why); an answer
          * that then finishes loses nothing, one that does not says it in
          * its truncation error. */
+        s->ctx->stats.bad_chunks++;
         if (!s->bad_event.len)
             tg_buf_put_valid_utf8(&s->bad_event, data, len > 300 ? 300 : len);
         return;
     }
-    if (!json_is_object(chunk) || is_error_event(chunk)) {
+    if (is_error_array(chunk) || (json_is_object(chunk) && is_error_event(chunk))) {
         s->saw_error = true;
         send_error_event(out, data, len);
+        json_decref(chunk);
+        return;
+    }
+    int bad = check_chunk(chunk);
+    if (bad) {  /* counted; the server logs it with the request */
+        s->ctx->stats.bad_chunks++;
+        char *fixed = bad > 0 ? tg_json_dumps(chunk) : NULL;
+        if (fixed)
+            on_chunk(s, chunk, fixed, strlen(fixed), out);
+        free(fixed);
         json_decref(chunk);
         return;
     }
@@ -1399,6 +1559,8 @@ static json_t *round_message(tg_stream *s)
     json_object_set_new(msg, "content", c && c->content.len
                                             ? json_stringn(c->content.data, c->content.len)
                                             : json_null());
+    if (c && c->opaque)
+        json_object_update(msg, c->opaque);
     json_object_set_new(msg, "tool_calls", calls);
     return msg;
 }
@@ -1409,6 +1571,8 @@ static void new_round(tg_stream *s)
         calls_clear(&s->ch[i]);
         tg_buf_reset(&s->ch[i].content);
         tg_buf_reset(&s->ch[i].held);
+        json_decref(s->ch[i].opaque);
+        s->ch[i].opaque = NULL;
         s->ch[i].finished = false;
         s->ch[i].deferred[0] = '\0';
         s->ch[i].at_start = true;
@@ -1481,6 +1645,28 @@ int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next
     return 0;
 }
 
+void tg_stream_round_refused(tg_stream *s, long status, const char *body, size_t len,
+                             tg_buf *out)
+{
+    if (s->done)
+        return;
+    size_t n = 0;
+    char *norm = tg_upstream_error_body(body ? body : "", len, status, &n);
+    json_t *e = norm ? tg_json_load(norm, n, 0, NULL) : tg_json_load(body ? body : "", len, 0, NULL);
+    free(norm);
+    if (!json_is_object(json_object_get(e, "error"))) {
+        json_decref(e);
+        e = json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message",
+                      "the provider refused the next round without a readable error", "type",
+                      "upstream_error", "param", "code", "upstream_error");
+    }
+    json_object_set_new(json_object_get(e, "error"), "status", json_integer(status));
+    send_json(out, e);  /* one line, whatever the provider's body looked like */
+    json_decref(e);
+    tg_buf_puts(out, "data: [DONE]\n\n");
+    s->saw_error = s->done = true;
+}
+
 void tg_stream_free(tg_stream *s)
 {
     if (!s)
@@ -1493,6 +1679,7 @@ void tg_stream_free(tg_stream *s)
         tg_buf_free(&s->ch[i].held);
         tg_buf_free(&s->ch[i].structured);
         tg_buf_free(&s->ch[i].content);
+        json_decref(s->ch[i].opaque);
     }
     free(s->ch);
     tg_buf_free(&s->bad_event);

@@ -71,7 +71,7 @@ st=$(chat "$B" '{"model":"mock-tools","messages":[{"role":"user","content":"weat
 expect_eq "tools: tool call name relayed" "get_weather" "$(json_get "$B" choices.0.message.tool_calls.0.function.name)"
 expect_eq "tools: finish_reason tool_calls" "tool_calls" "$(json_get "$B" choices.0.finish_reason)"
 
-# Structured output (dialects.md section 2): a strict response_format with an
+# Structured output (docs/dialects.md section 2): a strict response_format with an
 # optional property goes up with it required and nullable, and the null the
 # model must then write for it does not reach the agent, whole or streamed.
 RF='"response_format":{"type":"json_schema","json_schema":{"name":"person","strict":true,"schema":{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"]}}}'

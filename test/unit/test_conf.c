@@ -122,6 +122,10 @@ static void test_values_resolved(void **state)
     assert_string_equal(c->client_keys[2], "c");
     assert_null(c->client_keys[3]);
     assert_true(c->threads >= 1);
+    /* the Security bounds, when the conf does not name them (README) */
+    assert_int_equal(c->max_event, 4u << 20);
+    assert_int_equal(c->max_answer, 32u << 20);
+    assert_int_equal(c->header_timeout_ms, 10000);
     const tg_route *r = &c->routes[0];
     assert_string_equal(r->prefix, "/p");
     assert_string_equal(r->upstream, "http://h/v1");
@@ -355,6 +359,25 @@ static void test_messages_default(void **state)
     tg_conf_unref(c);
 }
 
+/* hosted_tools: drop by default, refuse when asked, nothing else. */
+static void test_hosted_tools(void **state)
+{
+    (void)state;
+    tg_conf *c = load("[route d]\nprefix = /d\nupstream = http://h\n"
+                      "[route r]\nprefix = /r\nupstream = http://h\nhosted_tools = refuse\n"
+                      "[route x]\nprefix = /x\nupstream = http://h\nhosted_tools = drop\n");
+    assert_non_null(c);
+    assert_false(tg_route_by_name(c, "d")->refuse_hosted);
+    assert_true(tg_route_by_name(c, "r")->refuse_hosted);
+    assert_false(tg_route_by_name(c, "x")->refuse_hosted);
+    tg_conf_unref(c);
+    tg_buf errs = {0};
+    c = tg_conf_load_string("[route b]\nupstream = http://h\nhosted_tools = maybe\n", "t", &errs);
+    assert_null(c);
+    assert_non_null(strstr(errs.data, "hosted_tools: expected drop | refuse"));
+    tg_buf_free(&errs);
+}
+
 static void test_shipped_conf(void **state)
 {
     (void)state;
@@ -382,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_shipped_conf),    cmocka_unit_test(test_model_rewrite),
         cmocka_unit_test(test_responses_default),
         cmocka_unit_test(test_messages_default),
+        cmocka_unit_test(test_hosted_tools),
         cmocka_unit_test(test_security_keys),
     };
     return cmocka_run_group_tests_name("conf", tests, NULL, NULL);

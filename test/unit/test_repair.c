@@ -24,7 +24,7 @@
  * matches anything and "<id>" matches a synthesized call_ id.
  * Streams are replayed through the SSE parser whole, one byte at a time and
  * in random splits (several seeds); every replay must give the same events.
- * Every output is also checked against the rules of dialects.md section 9
+ * Every output is also checked against the rules of docs/dialects.md section 9
  * (8: well-formed calls, 9: finish_reason, 10: dense stream indexes).
  */
 #include <setjmp.h>
