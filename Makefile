@@ -8,13 +8,13 @@
 BUILD    ?= build
 CC       ?= cc
 SAN      ?=
-PKGS     := libmicrohttpd libcurl jansson inih
+PKGS     := libmicrohttpd libcurl jansson inih hiredis libcrypto
 # OPT and SAN select the build (the ASan and fuzz builds set them); CFLAGS
 # from the command line is added last, so it can never drop the warnings.
 OPT      ?= -O2 -g
 TG_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -fno-strict-aliasing $(OPT) $(SAN) $(CFLAGS)
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih) -lpthread -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lcrypto) -lpthread -lm
 LDFLAGS  += $(SAN)
 
 LIB_SRC  := $(filter-out proxy/main.c,$(wildcard sanitize/*.c discovery/*.c conf/*.c proxy/*.c))

@@ -1,10 +1,14 @@
 #!/bin/sh
 # bench/run.sh -- toolgate's side-by-side benchmark (issue #7). `make bench`.
 #
-# One run, the same upstreams for all, three systems measured one after the
+# One run, the same upstreams for all, the systems measured one after the
 # other on every body:
 #   direct    wrk/streamer -> upstream                  (the floor)
 #   nginx     wrk/streamer -> nginx -> upstream         (plain reverse proxy)
+#   portkey   wrk/streamer -> Portkey AI gateway -> upstream (a real peer:
+#             npm @portkey-ai/gateway, pinned in bench/package-lock.json,
+#             installed with npm ci; an OpenAI pass-through to the same
+#             upstreams; on small, big100, stream and the stream tests)
 #   toolgate  wrk/streamer -> toolgate -> upstream
 # Upstreams: streams (path /sse/...) go to the project's mock
 # (test/mock/mock_upstream.c: chunk count and delay per request). JSON answers
@@ -21,6 +25,7 @@
 # (s per wrk run, default 5); BENCH_WARMUP (s, default 1); BENCH_STREAMS (the
 # many-slow-streams test, default 5000, 0 skips it); BENCH_RESULTS (default
 # bench/RESULTS.md); BENCH_ONLY (body names, e.g. "small stream", for trials);
+# BENCH_PEER (default portkey; "none" leaves the peer out);
 # KEEP_TMP=1 keeps the temp dir (wrk outputs, logs, confs).
 set -u
 
@@ -63,14 +68,18 @@ TMP=$(mktemp -d /tmp/toolgate-bench.XXXXXX) || die "mktemp"
 chmod 755 "$TMP"
 RES=$TMP/results
 : > "$RES"
-MOCK_PID= NGINX_PID= TG_PID= SAMPLER_PID= STATIC_PID=
+MOCK_PID= NGINX_PID= TG_PID= SAMPLER_PID= STATIC_PID= PK_PID=
+PEER=${BENCH_PEER:-portkey}
+# the bodies the peer is measured on (a pass-through: the gemini and
+# discovery routes are toolgate's own work)
+PEER_BODIES="small big100 stream"
 JSON_UP=${BENCH_JSON_UPSTREAM:-nginx}
 
 cleanup() {
-    for p in $SAMPLER_PID $TG_PID $MOCK_PID; do kill "$p" 2>/dev/null; done
+    for p in $SAMPLER_PID $TG_PID $MOCK_PID $PK_PID; do kill "$p" 2>/dev/null; done
     for p in $NGINX_PID $STATIC_PID; do kill -QUIT "$p" 2>/dev/null; done
     sleep 0.3
-    for p in $TG_PID $MOCK_PID $NGINX_PID $STATIC_PID; do kill -9 "$p" 2>/dev/null; done
+    for p in $TG_PID $MOCK_PID $NGINX_PID $STATIC_PID $PK_PID; do kill -9 "$p" 2>/dev/null; done
     [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -283,6 +292,47 @@ EOF
     wait_http "http://127.0.0.1:$TP/readyz" || die "toolgate did not start: $(cat "$TMP/toolgate.err")"
 }
 
+# The Portkey AI gateway (Node.js): its own start-server.js, headless (no
+# console UI, no log stream), NODE_ENV=production, kept on 127.0.0.1 by
+# bench/portkey-loopback.mjs (it listens on every interface otherwise). It
+# calls no one but the upstream a request names: each request carries
+# x-portkey-provider: openai and x-portkey-custom-host (the mock for
+# streams, the JSON upstream otherwise), and x-portkey-forward-headers
+# passes the mock's X-Mock-* knobs on, as nginx and toolgate do.
+PK_DIR=$ROOT/bench/node_modules/@portkey-ai/gateway
+PK_MAIN=$PK_DIR/build/start-server.js
+if [ "$PEER" = portkey ]; then
+    if ! command -v node >/dev/null 2>&1; then
+        log "no node: the peer is left out"; PEER=none
+    elif [ ! -f "$PK_MAIN" ] || [ bench/package-lock.json -nt "$PK_DIR/package.json" ]; then
+        log "installing the peer: npm ci in bench/"
+        (cd bench && npm ci --no-audit --no-fund >/dev/null 2>&1) || { log "npm ci failed: the peer is left out"; PEER=none; }
+    fi
+fi
+PK_FWD=x-mock,x-mock-chunks,x-mock-delay-ms,x-mock-stamp,x-mock-calls,x-mock-arg-pieces
+start_portkey() {
+    PP=$(free_port 18800)
+    NODE_ENV=production node --import "$ROOT/bench/portkey-loopback.mjs" "$PK_MAIN" \
+        --port="$PP" --headless > "$TMP/portkey.out" 2> "$TMP/portkey.err" < /dev/null &
+    PK_PID=$!
+    wait_http "http://127.0.0.1:$PP/" || die "portkey did not start: $(tail -5 "$TMP/portkey.err")"
+}
+# The peer's headers for a path (one word each: no spaces, for the streamer).
+peer_h() { # path -> "-H k:v ..."
+    case $1 in
+    /sse/*) echo "-H x-portkey-provider:openai -H x-portkey-custom-host:http://127.0.0.1:$MP/v1 -H x-portkey-forward-headers:$PK_FWD" ;;
+    *) echo "-H x-portkey-provider:openai -H x-portkey-custom-host:http://127.0.0.1:$SP/v1" ;;
+    esac
+}
+# The systems a body or test runs on.
+systems() { # [body]
+    if [ "$PEER" = portkey ] && { [ -z "${1:-}" ] || echo " $PEER_BODIES " | grep -q " $1 "; }; then
+        echo "direct nginx portkey toolgate"
+    else
+        echo "direct nginx toolgate"
+    fi
+}
+
 mkdir -p "$BUILD/bench"
 cc -O2 -o "$BUILD/bench/streamer" bench/streamer.c || die "cannot build bench/streamer.c"
 STREAMER=$ROOT/$BUILD/bench/streamer
@@ -291,10 +341,13 @@ start_mock
 start_static
 start_nginx
 start_toolgate
-log "mock :$MP  json upstream ($JSON_UP) :$SP  nginx :$NP (pids $NGINX_PIDS)  toolgate :$TP (pid $TG_PID)  tmp $TMP"
+[ "$PEER" = portkey ] && start_portkey
+log "mock :$MP  json upstream ($JSON_UP) :$SP  nginx :$NP (pids $NGINX_PIDS)  toolgate :$TP (pid $TG_PID)  portkey :${PP:--} (pid ${PK_PID:--})  tmp $TMP"
 sleep 0.5
 put rss_idle.direct "$(mem_kb VmRSS $MOCK_PID)"
 put rss_idle.nginx "$(mem_kb VmRSS $NGINX_PIDS)"
+[ -n "$PK_PID" ] && put rss_idle.portkey "$(mem_kb VmRSS $PK_PID)"
+[ -n "$PK_PID" ] && put anon_idle.portkey "$(mem_kb RssAnon $PK_PID)"
 put rss_idle.toolgate "$(mem_kb VmRSS $TG_PID)"
 # the part that is the process's own (heap, stacks, written library data),
 # not pages of shared libraries it maps
@@ -307,13 +360,23 @@ url_of() { # system [path] -> base URL
     direct) case ${2:-/sse/} in /sse/*) echo "http://127.0.0.1:$MP" ;; *) echo "http://127.0.0.1:$SP" ;; esac ;;
     nginx) echo "http://127.0.0.1:$NP" ;;
     toolgate) echo "http://127.0.0.1:$TP" ;;
+    portkey) echo "http://127.0.0.1:$PP" ;;
     esac
+}
+# The path a system is asked on: the peer has one, the upstream is in its headers.
+path_of() { # system path
+    case $1 in portkey) echo /v1/chat/completions ;; *) echo "$2" ;; esac
+}
+# Extra streamer arguments for a system and path.
+hdrs_of() { # system path
+    case $1 in portkey) peer_h "$2" ;; *) echo "" ;; esac
 }
 pids_of() { # system [path]
     case $1 in
     direct) case ${2:-/sse/} in /sse/*) echo "$MOCK_PID" ;; *) echo "$STATIC_PIDS" ;; esac ;;
     nginx) echo "$NGINX_PIDS" ;;
     toolgate) echo "$TG_PID" ;;
+    portkey) echo "$PK_PID" ;;
     esac
 }
 
@@ -338,6 +401,12 @@ ensure_alive() { # phase
         log "toolgate (pid $TG_PID) died before $1, exit status $rc: $(tail -3 "$TMP/toolgate.err")"
         echo "- toolgate died before $1 (exit status $rc; stderr: $(tail -1 "$TMP/toolgate.err")) and was restarted" >> "$TMP/incidents"
         start_toolgate
+    fi
+    if [ -n "$PK_PID" ] && ! kill -0 "$PK_PID" 2>/dev/null; then
+        wait "$PK_PID" 2>/dev/null; rc=$?
+        log "portkey (pid $PK_PID) died before $1, exit status $rc: $(tail -3 "$TMP/portkey.err")"
+        echo "- portkey died before $1 (exit status $rc; stderr: $(tail -1 "$TMP/portkey.err")) and was restarted" >> "$TMP/incidents"
+        start_portkey
     fi
 }
 
@@ -375,11 +444,13 @@ run_wrk() { # system name file path conns seconds -> stores name.conns.system.*
     if [ "$c" = 1 ]; then
         # One connection: bench/streamer -k, one request at a time on one
         # keep-alive connection (wrk's percentiles at -c1 were not credible).
-        "$STREAMER" -k "$d" -p "$(url_of "$s" "$pth" | sed 's/.*://')" -u "$pth" -b "$file" \
-            > "$TMP/wrk.$name.c$c.$s" 2>&1 < /dev/null
+        # shellcheck disable=SC2046
+        "$STREAMER" -k "$d" -p "$(url_of "$s" "$pth" | sed 's/.*://')" -u "$(path_of "$s" "$pth")" -b "$file" \
+            $(hdrs_of "$s" "$pth") > "$TMP/wrk.$name.c$c.$s" 2>&1 < /dev/null
         line=$(grep '^requests=' "$TMP/wrk.$name.c$c.$s")
     else
-        BODY="$file" wrk -t$th -c"$c" -d"${d}s" --timeout 10s -s bench/post.lua "$(url_of "$s" "$pth")$pth" \
+        HEADERS=$(hdrs_of "$s" "$pth" | sed 's/^-H //; s/ -H /|/g') \
+        BODY="$file" wrk -t$th -c"$c" -d"${d}s" --timeout 10s -s bench/post.lua "$(url_of "$s" "$pth")$(path_of "$s" "$pth")" \
             > "$TMP/wrk.$name.c$c.$s" 2>&1 < /dev/null
         line=$(grep '^RESULT' "$TMP/wrk.$name.c$c.$s")
     fi
@@ -397,11 +468,12 @@ run_wrk() { # system name file path conns seconds -> stores name.conns.system.*
 while IFS=: read -r name file pth; do
     case " ${BENCH_ONLY:-$name} " in *" $name "*) ;; *) continue ;; esac
     ensure_alive "the $name runs"
-    for s in direct nginx toolgate; do # warm-up: caches, keep-alive pools
-        BODY="$B/$file" wrk -t2 -c16 -d"${WARM}s" --timeout 10s -s bench/post.lua "$(url_of $s "$pth")$pth" >/dev/null 2>&1 < /dev/null
+    for s in $(systems "$name"); do # warm-up: caches, keep-alive pools
+        HEADERS=$(hdrs_of "$s" "$pth" | sed 's/^-H //; s/ -H /|/g') \
+        BODY="$B/$file" wrk -t2 -c16 -d"${WARM}s" --timeout 10s -s bench/post.lua "$(url_of $s "$pth")$(path_of $s "$pth")" >/dev/null 2>&1 < /dev/null
     done
     for c in 1 16 64; do
-        for s in direct nginx toolgate; do
+        for s in $(systems "$name"); do
             run_wrk $s "$name" "$B/$file" "$pth" $c "$DUR"
         done
     done
@@ -422,24 +494,27 @@ ensure_alive "the stream tests"
 put rss_load.direct "$(mem_kb VmHWM $MOCK_PID)"
 put rss_load.nginx "$(mem_kb VmHWM $NGINX_PIDS)"
 put rss_load.toolgate "$(mem_kb VmHWM $TG_PID)"
+[ -n "$PK_PID" ] && put rss_load.portkey "$(mem_kb VmHWM $PK_PID)"
 
 # ---------------------------------------------------------------- streams
 # 8 streams in flight, 400 in all, 10 content chunks 5 ms apart each. The
 # mock stamps each content chunk with its send time (X-Mock-Stamp), so the
 # streamer measures every chunk's one-way latency, mock to client.
 log "streams: 400 x (10 chunks, 5 ms apart), 8 at a time"
-for s in direct nginx toolgate; do
-    line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u /sse/v1/chat/completions -b "$B/stream.json" -H 'X-Mock-Chunks: 10' \
-        -H 'X-Mock-Delay-Ms: 5' -H 'X-Mock-Stamp: 1' -c 8 -n 400 -t 60)
+for s in $(systems); do
+    # shellcheck disable=SC2046
+    line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u "$(path_of $s /sse/v1/chat/completions)" -b "$B/stream.json" -H 'X-Mock-Chunks: 10' \
+        -H 'X-Mock-Delay-Ms: 5' -H 'X-Mock-Stamp: 1' $(hdrs_of $s /sse/) -c 8 -n 400 -t 60)
     log "$(printf '%-9s %s' $s "$line")"
     for f in ok failed coalesced ttfb_p50 ttfb_p99 gap_p50 gap_p99 lat_n lat_p50 lat_p99; do put "st.$s.$f" "$(field "$line" $f)"; done
 done
 
 # Time to first event without queueing: one stream at a time, 1 chunk, no delay.
 log "TTFB: 1000 streams one at a time"
-for s in direct nginx toolgate; do
-    line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u /sse/v1/chat/completions -b "$B/stream.json" \
-        -H 'X-Mock-Chunks: 1' -c 1 -n 1000 -t 60)
+for s in $(systems); do
+    # shellcheck disable=SC2046
+    line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u "$(path_of $s /sse/v1/chat/completions)" -b "$B/stream.json" \
+        -H 'X-Mock-Chunks: 1' $(hdrs_of $s /sse/) -c 1 -n 1000 -t 60)
     log "$(printf '%-9s %s' $s "$line")"
     for f in failed ttfb_p50 ttfb_p99; do put "t1.$s.$f" "$(field "$line" $f)"; done
 done
@@ -450,10 +525,11 @@ done
 # The sse route is dialect openai, where such a call is relayed as it comes
 # (bench/toolstream.sh runs this alone, also against a held route).
 log "tool-call streams: 20 x (one call, 20 argument fragments 20 ms apart), 4 at a time"
-for s in direct nginx toolgate; do
-    line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u /sse/v1/chat/completions -b "$B/toolstream.json" \
+for s in $(systems); do
+    # shellcheck disable=SC2046
+    line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u "$(path_of $s /sse/v1/chat/completions)" -b "$B/toolstream.json" \
         -H 'X-Mock: parallel' -H 'X-Mock-Calls: 1' -H 'X-Mock-Arg-Pieces: 20' -H 'X-Mock-Delay-Ms: 20' \
-        -c 4 -n 20 -t 60)
+        $(hdrs_of $s /sse/) -c 4 -n 20 -t 60)
     log "$(printf '%-9s %s' $s "$line")"
     for f in ok events ttfa_p50 ttfa_p99; do put "ts.$s.$f" "$(field "$line" $f)"; done
 done
@@ -465,7 +541,7 @@ ensure_alive "the many-streams test"
 kill "$TG_PID"; wait "$TG_PID" 2>/dev/null
 start_toolgate
 put rss_fresh.toolgate "$(mem_kb VmRSS $TG_PID)"
-for s in direct nginx toolgate; do
+for s in $(systems); do
     [ "$NSTREAMS" -gt 0 ] || break
     log "$NSTREAMS slow streams: $s"
     pids=$(pids_of $s)
@@ -479,8 +555,9 @@ for s in direct nginx toolgate; do
         done
     ) &
     SAMPLER_PID=$!
-    line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u /sse/v1/chat/completions -b "$B/stream.json" -H 'X-Mock-Chunks: 20' \
-        -H 'X-Mock-Delay-Ms: 500' -c "$NSTREAMS" -n "$NSTREAMS" -r 2500 -t 60)
+    # shellcheck disable=SC2046
+    line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u "$(path_of $s /sse/v1/chat/completions)" -b "$B/stream.json" -H 'X-Mock-Chunks: 20' \
+        -H 'X-Mock-Delay-Ms: 500' $(hdrs_of $s /sse/) -c "$NSTREAMS" -n "$NSTREAMS" -r 2500 -t 60)
     kill $SAMPLER_PID 2>/dev/null; wait $SAMPLER_PID 2>/dev/null; SAMPLER_PID=
     log "$(printf '%-9s %s' $s "$line")"
     for f in ok failed peak_open ttfb_p99 gap_p99; do put "many.$s.$f" "$(field "$line" $f)"; done
@@ -494,7 +571,7 @@ T_END=$(date +%s)
 TABLE=$TMP/table
 : > "$TABLE"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
-diff_() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%d", a - b }'; }
+diff_() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "") print ""; else if (a == "-" || b == "-") print "-"; else printf "%d", a - b }'; }
 mb() { awk -v a="$1" 'BEGIN { if (a == "-") print "-"; else printf "%.1f", a / 1024 }'; }
 # verdict VALUE OP LIMIT  (OP: le, ge, lt, eq)
 # verdict_added VALUE LIMIT: an added figure below -LIMIT means the floor
@@ -510,30 +587,45 @@ verdict() {
              (op == "lt" && v + 0 < l + 0) || (op == "eq" && v + 0 == l + 0)
         print (ok ? "ok" : "MISSED") }'
 }
-row() { # label direct nginx toolgate target verdict  (ratios computed here)
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4" \
-        "$(ratio "$4" "$2")" "$(ratio "$4" "$3")" "$5" "$6" >> "$TABLE"
+# row label direct nginx toolgate target verdict [portkey]  (ratios computed
+# here; the peer's cell and ratio stay empty on rows it is not measured on)
+row() {
+    local p rp
+    p=${7:-}; rp=""
+    [ -n "$p" ] && rp=$(ratio "$4" "$p")
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$p" "$4" \
+        "$(ratio "$4" "$2")" "$(ratio "$4" "$3")" "$rp" "$5" "$6" >> "$TABLE"
+}
+# peer NAME: the peer's figure NAME (a key of $RES), or empty when the peer
+# is not measured on that body ("-" when it was to be and was not).
+peer() {
+    [ "$PEER" = portkey ] || { echo ""; return; }
+    case " $PEER_BODIES many t1 st ts rss_idle anon_idle rss_load " in
+    *" ${1%%.*} "*) get "$1" ;;
+    *) echo "" ;;
+    esac
 }
 errs() { # name.cC -> " (N errors)" when any system had errors or non-2xx
     local e s f v
     e=0
-    for s in direct nginx toolgate; do
+    for s in direct nginx portkey toolgate; do
         for f in errors non2xx; do v=$(get "$1.$s.$f"); [ "$v" != - ] && e=$((e + v)); done
     done
     [ $e -gt 0 ] && echo " ($e errors/non-2xx)"
 }
 
-echo "| figure | direct | nginx | toolgate | tg/direct | tg/nginx | target | |" >> "$TABLE"
-echo "|---|---:|---:|---:|---:|---:|---|---|" >> "$TABLE"
+echo "| figure | direct | nginx | portkey | toolgate | tg/direct | tg/nginx | tg/portkey | target | |" >> "$TABLE"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---|---|" >> "$TABLE"
 echo "$BODIES" | while IFS=: read -r name file pth; do
     d=$(get "$name.c1.direct.p50"); n=$(get "$name.c1.nginx.p50"); t=$(get "$name.c1.toolgate.p50")
-    row "$name: latency p50 at 1 conn (µs, keep-alive)$(errs "$name.c1")" "$d" "$n" "$t" "" ""
+    p=$(peer "$name.c1.portkey.p50"); p9=$(peer "$name.c1.portkey.p99")
+    row "$name: latency p50 at 1 conn (µs, keep-alive)$(errs "$name.c1")" "$d" "$n" "$t" "" "" "$p"
     d9=$(get "$name.c1.direct.p99"); n9=$(get "$name.c1.nginx.p99"); t9=$(get "$name.c1.toolgate.p99")
-    row "$name: latency p99 at 1 conn (µs, keep-alive)" "$d9" "$n9" "$t9" "" ""
+    row "$name: latency p99 at 1 conn (µs, keep-alive)" "$d9" "$n9" "$t9" "" "" "$p9"
     if [ "$name" = small ]; then
-        row "small: added p50 at 1 conn (µs, minus direct)" 0 "$(diff_ "$n" "$d")" "$(diff_ "$t" "$d")" "" ""
+        row "small: added p50 at 1 conn (µs, minus direct)" 0 "$(diff_ "$n" "$d")" "$(diff_ "$t" "$d")" "" "" "$(diff_ "$p" "$d")"
         a=$(diff_ "$t9" "$d9")
-        row "small: added p99 at 1 conn (µs, minus direct)" 0 "$(diff_ "$n9" "$d9")" "$a" "≤ 100" "$(verdict_added "$a" 100)"
+        row "small: added p99 at 1 conn (µs, minus direct)" 0 "$(diff_ "$n9" "$d9")" "$a" "≤ 100" "$(verdict_added "$a" 100)" "$(diff_ "$p9" "$d9")"
     fi
     for c in 16 64; do
         d=$(get "$name.c$c.direct.rps"); n=$(get "$name.c$c.nginx.rps"); t=$(get "$name.c$c.toolgate.rps")
@@ -543,12 +635,12 @@ echo "$BODIES" | while IFS=: read -r name file pth; do
         elif [ "$name" = gemini100 ] && [ $c = 64 ]; then
             tgt="≥ nginx"; v=$(verdict "$(ratio "$t" "$n")" ge 1)
         fi
-        row "$name: requests/s at $c conns$(errs "$name.c$c")" "$d" "$n" "$t" "$tgt" "$v"
+        row "$name: requests/s at $c conns$(errs "$name.c$c")" "$d" "$n" "$t" "$tgt" "$v" "$(peer "$name.c$c.portkey.rps")"
     done
     d=$(get "$name.c64.direct.cpu"); n=$(get "$name.c64.nginx.cpu"); t=$(get "$name.c64.toolgate.cpu")
     tgt=""; v=""
     [ "$name" = small ] && { tgt="≤ 40"; v=$(verdict "$t" le 40); }
-    row "$name: CPU µs/request at 64 conns (process's own)" "$d" "$n" "$t" "$tgt" "$v"
+    row "$name: CPU µs/request at 64 conns (process's own)" "$d" "$n" "$t" "$tgt" "$v" "$(peer "$name.c64.portkey.cpu")"
 done
 d=$(get cold.direct); n=$(get cold.nginx); t=$(get cold.toolgate)
 a=$(diff_ "$t" "$d")
@@ -560,51 +652,52 @@ row "first sight of a big-100 tool list, gemini, after the load runs (µs, media
 row "first sight, after the load runs: added (µs, minus direct)" 0 "$(diff_ "$n" "$d")" "$a" "< 5000" "$(verdict "$a" lt 5000)"
 row "first sight of big-400, discovery on (µs, 1 request)" "$(get colddisc.direct)" "$(get colddisc.nginx)" "$(get colddisc.toolgate)" "" ""
 for f in ttfb_p50 ttfb_p99; do
-    d=$(get "t1.direct.$f"); n=$(get "t1.nginx.$f"); t=$(get "t1.toolgate.$f")
-    row "stream, 1 at a time: $f (µs, to first SSE event)" "$d" "$n" "$t" "" ""
+    d=$(get "t1.direct.$f"); n=$(get "t1.nginx.$f"); t=$(get "t1.toolgate.$f"); p=$(peer "t1.portkey.$f")
+    row "stream, 1 at a time: $f (µs, to first SSE event)" "$d" "$n" "$t" "" "" "$p"
     a=$(diff_ "$t" "$d")
     case $f in
-    ttfb_p50) row "stream, 1 at a time: added TTFB p50 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "" "" ;;
-    ttfb_p99) row "stream, 1 at a time: added TTFB p99 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "≤ 200" "$(verdict_added "$a" 200)" ;;
+    ttfb_p50) row "stream, 1 at a time: added TTFB p50 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "" "" "$(diff_ "$p" "$d")" ;;
+    ttfb_p99) row "stream, 1 at a time: added TTFB p99 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "≤ 200" "$(verdict_added "$a" 200)" "$(diff_ "$p" "$d")" ;;
     esac
 done
 for f in ttfb_p50 ttfb_p99 lat_p50 lat_p99 gap_p50 gap_p99; do
-    d=$(get "st.direct.$f"); n=$(get "st.nginx.$f"); t=$(get "st.toolgate.$f")
+    d=$(get "st.direct.$f"); n=$(get "st.nginx.$f"); t=$(get "st.toolgate.$f"); p=$(peer "st.portkey.$f")
     case $f in
-    lat_*) row "stream (8 conc, 5 ms chunks): chunk latency ${f#lat_}, mock send to client read (µs)" "$d" "$n" "$t" "" "" ;;
-    gap_*) row "stream (8 conc, 5 ms chunks): gap between events ${f#gap_}, jitter (µs)" "$d" "$n" "$t" "" "" ;;
-    *) row "stream (8 conc, 5 ms chunks): $f (µs)" "$d" "$n" "$t" "" "" ;;
+    lat_*) row "stream (8 conc, 5 ms chunks): chunk latency ${f#lat_}, mock send to client read (µs)" "$d" "$n" "$t" "" "" "$p" ;;
+    gap_*) row "stream (8 conc, 5 ms chunks): gap between events ${f#gap_}, jitter (µs)" "$d" "$n" "$t" "" "" "$p" ;;
+    *) row "stream (8 conc, 5 ms chunks): $f (µs)" "$d" "$n" "$t" "" "" "$p" ;;
     esac
-    a=$(diff_ "$t" "$d")
+    a=$(diff_ "$t" "$d"); pa=$(diff_ "$p" "$d")
     case $f in
-    ttfb_p99) row "stream (8 conc): added TTFB p99 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "" "" ;;
-    lat_p50) row "stream: added per-chunk delay p50 (µs, chunk latency minus direct)" 0 "$(diff_ "$n" "$d")" "$a" "≤ 20" "$(verdict_added "$a" 20)" ;;
-    lat_p99) row "stream: added per-chunk delay p99 (µs, chunk latency minus direct)" 0 "$(diff_ "$n" "$d")" "$a" "" "" ;;
+    ttfb_p99) row "stream (8 conc): added TTFB p99 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "" "" "$pa" ;;
+    lat_p50) row "stream: added per-chunk delay p50 (µs, chunk latency minus direct)" 0 "$(diff_ "$n" "$d")" "$a" "≤ 20" "$(verdict_added "$a" 20)" "$pa" ;;
+    lat_p99) row "stream: added per-chunk delay p99 (µs, chunk latency minus direct)" 0 "$(diff_ "$n" "$d")" "$a" "" "" "$pa" ;;
     esac
 done
-d=$(get ts.direct.ttfa_p50); n=$(get ts.nginx.ttfa_p50); t=$(get ts.toolgate.ttfa_p50)
-row "tool-call stream (20 fragments, 20 ms apart): first argument fragment p50 (µs from connect)" "$d" "$n" "$t" "" ""
+d=$(get ts.direct.ttfa_p50); n=$(get ts.nginx.ttfa_p50); t=$(get ts.toolgate.ttfa_p50); p=$(peer ts.portkey.ttfa_p50)
+row "tool-call stream (20 fragments, 20 ms apart): first argument fragment p50 (µs from connect)" "$d" "$n" "$t" "" "" "$p"
 a=$(diff_ "$t" "$d")
-row "tool-call stream: added time to first argument fragment p50 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "≤ 1000" "$(verdict_added "$a" 1000)"
-row "tool-call stream: events reaching the client (of 480)" "$(get ts.direct.events)" "$(get ts.nginx.events)" "$(get ts.toolgate.events)" "" ""
+row "tool-call stream: added time to first argument fragment p50 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "≤ 1000" "$(verdict_added "$a" 1000)" "$(diff_ "$p" "$d")"
+row "tool-call stream: events reaching the client (of 480)" "$(get ts.direct.events)" "$(get ts.nginx.events)" "$(get ts.toolgate.events)" "" "" "$(peer ts.portkey.events)"
 t=$(get st.toolgate.coalesced); d=$(get st.direct.coalesced); n=$(get st.nginx.coalesced)
 # Seen from the client, so a descheduled client also coalesces: 0 is "ok",
 # no more than direct or nginx had in the same run is "noise?", else MISSED.
 v=$(awk -v t="$t" -v d="$d" -v n="$n" 'BEGIN { if (t == "-") print "n/a"; else if (t + 0 == 0) print "ok";
     else if (t + 0 <= d + 0 || t + 0 <= n + 0) print "noise?"; else print "MISSED" }')
-row "stream: events coalesced into one read (of 5,200)" "$d" "$n" "$t" "0" "$v"
-row "stream: failed streams (of 400)" "$(get st.direct.failed)" "$(get st.nginx.failed)" "$(get st.toolgate.failed)" "0" "$(verdict "$(get st.toolgate.failed)" eq 0)"
+row "stream: events coalesced into one read (of 5,200)" "$d" "$n" "$t" "0" "$v" "$(peer st.portkey.coalesced)"
+row "stream: failed streams (of 400)" "$(get st.direct.failed)" "$(get st.nginx.failed)" "$(get st.toolgate.failed)" "0" "$(verdict "$(get st.toolgate.failed)" eq 0)" "$(peer st.portkey.failed)"
+pmb() { [ -n "$1" ] && mb "$1"; }  # the peer's MB, or empty
 t=$(mb "$(get rss_idle.toolgate)")
-row "RSS idle (MB)" "$(mb "$(get rss_idle.direct)")" "$(mb "$(get rss_idle.nginx)")" "$t" "< 10" "$(verdict "$t" lt 10)"
-row "RSS idle, anonymous only (MB, RssAnon: without shared-library pages)" "$(mb "$(get anon_idle.direct)")" "$(mb "$(get anon_idle.nginx)")" "$(mb "$(get anon_idle.toolgate)")" "" ""
-row "peak RSS after the wrk runs (MB, VmHWM)" "$(mb "$(get rss_load.direct)")" "$(mb "$(get rss_load.nginx)")" "$(mb "$(get rss_load.toolgate)")" "" ""
+row "RSS idle (MB)" "$(mb "$(get rss_idle.direct)")" "$(mb "$(get rss_idle.nginx)")" "$t" "< 10" "$(verdict "$t" lt 10)" "$(pmb "$(peer rss_idle.portkey)")"
+row "RSS idle, anonymous only (MB, RssAnon: without shared-library pages)" "$(mb "$(get anon_idle.direct)")" "$(mb "$(get anon_idle.nginx)")" "$(mb "$(get anon_idle.toolgate)")" "" "" "$(pmb "$(peer anon_idle.portkey)")"
+row "peak RSS after the wrk runs (MB, VmHWM)" "$(mb "$(get rss_load.direct)")" "$(mb "$(get rss_load.nginx)")" "$(mb "$(get rss_load.toolgate)")" "" "" "$(pmb "$(peer rss_load.portkey)")"
 t=$(mb "$(get many.toolgate.rss)")
-row "$NSTREAMS slow streams: peak RSS (MB, sampled)" "$(mb "$(get many.direct.rss)")" "$(mb "$(get many.nginx.rss)")" "$t" "< 200" "$(verdict "$t" lt 200)"
+row "$NSTREAMS slow streams: peak RSS (MB, sampled)" "$(mb "$(get many.direct.rss)")" "$(mb "$(get many.nginx.rss)")" "$t" "< 200" "$(verdict "$t" lt 200)" "$(pmb "$(peer many.portkey.rss)")"
 row "$NSTREAMS slow streams: VmHWM of a fresh toolgate (MB)" "" "" "$(mb "$(get many.toolgate.hwm)")" "" ""
 t=$(get many.toolgate.ok)
-row "$NSTREAMS slow streams: completed ok" "$(get many.direct.ok)" "$(get many.nginx.ok)" "$t" "$NSTREAMS" "$(verdict "$t" eq "$NSTREAMS")"
-row "$NSTREAMS slow streams: peak open at once" "$(get many.direct.peak_open)" "$(get many.nginx.peak_open)" "$(get many.toolgate.peak_open)" "" ""
-row "$NSTREAMS slow streams: TTFB p99 (µs)" "$(get many.direct.ttfb_p99)" "$(get many.nginx.ttfb_p99)" "$(get many.toolgate.ttfb_p99)" "" ""
+row "$NSTREAMS slow streams: completed ok" "$(get many.direct.ok)" "$(get many.nginx.ok)" "$t" "$NSTREAMS" "$(verdict "$t" eq "$NSTREAMS")" "$(peer many.portkey.ok)"
+row "$NSTREAMS slow streams: peak open at once" "$(get many.direct.peak_open)" "$(get many.nginx.peak_open)" "$(get many.toolgate.peak_open)" "" "" "$(peer many.portkey.peak_open)"
+row "$NSTREAMS slow streams: TTFB p99 (µs)" "$(get many.direct.ttfb_p99)" "$(get many.nginx.ttfb_p99)" "$(get many.toolgate.ttfb_p99)" "" "" "$(peer many.portkey.ttfb_p99)"
 
 MODEL=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 {
@@ -620,6 +713,11 @@ MODEL=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
     echo
     echo "direct = the load tool straight to the upstream (the floor); nginx = plain reverse"
     echo "proxy, $THREADS workers, bodies kept in memory, upstream keep-alive, proxy_buffering off;"
+    if [ "$PEER" = portkey ]; then
+        echo "portkey = the Portkey AI gateway $(sed -n 's/.*"version": "\(.*\)".*/\1/p' "$PK_DIR/package.json" | head -1) (npm @portkey-ai/gateway, Node.js $(node --version), one process),"
+        echo "an OpenAI pass-through (x-portkey-provider: openai, x-portkey-custom-host: the same upstream),"
+        echo "headless, NODE_ENV=production; measured on small, big100, stream and the stream tests."
+    fi
     echo "toolgate = $THREADS threads. Upstream: JSON answers from $( [ "$JSON_UP" = mock ] && echo "the project's mock" || echo "nginx \`return 200\` with the mock's chat.completion (body discarded unparsed)"),"
     echo "streams from the project's mock (test/mock/mock_upstream.c). The load tools and upstreams"
     echo "share the same $(nproc) CPUs. Latencies in µs. \"added\" = system minus direct, same run."

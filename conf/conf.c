@@ -218,6 +218,56 @@ int tg_parse_duration_ms(const char *s, long *out)
     return 0;
 }
 
+int tg_parse_redis_url(const char *s, tg_redis_url *u)
+{
+    memset(u, 0, sizeof *u);
+    u->port = 6379;
+    if (strncmp(s, "redis://", 8))
+        return -1;
+    s += 8;
+    const char *at = strrchr(s, '@');
+    if (at) {
+        if (*s != ':' || (size_t)(at - s - 1) >= sizeof u->password)
+            return -1;
+        memcpy(u->password, s + 1, (size_t)(at - s - 1));
+        s = at + 1;
+    }
+    const char *end = s + strcspn(s, "/");
+    const char *host = s, *hend;
+    if (*s == '[') {
+        host = s + 1;
+        hend = memchr(host, ']', (size_t)(end - host));
+        if (!hend)
+            return -1;
+        s = hend + 1;
+    } else {
+        hend = memchr(s, ':', (size_t)(end - s));
+        if (!hend)
+            hend = end;
+        s = hend;
+    }
+    if (hend == host || (size_t)(hend - host) >= sizeof u->host)
+        return -1;
+    memcpy(u->host, host, (size_t)(hend - host));
+    if (*s == ':') {
+        char *e;
+        long port = strtol(s + 1, &e, 10);
+        if (e == s + 1 || e != end || port < 1 || port > 65535)
+            return -1;
+        u->port = (int)port;
+    } else if (s != end) {
+        return -1;
+    }
+    if (*end == '/' && end[1]) {
+        char *e;
+        long db = strtol(end + 1, &e, 10);
+        if (*e || e == end + 1 || db < 0 || db > 1000000)
+            return -1;
+        u->db = (int)db;
+    }
+    return 0;
+}
+
 static int parse_int(const char *s, int lo, int hi, int *out)
 {
     char *end;
@@ -314,8 +364,24 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
         if (tg_parse_size(v, &c->max_body) || c->max_body == 0)
             perr(p, k->line, "max_body: expected a size such as 32M, got '%s'", v);
     } else if (!strcmp(key, "responses_store")) {
-        if (tg_parse_size(v, &c->responses_store))
-            perr(p, k->line, "responses_store: expected a size such as 32M (0: keep none), got '%s'", v);
+        free(c->responses_redis);
+        c->responses_redis = NULL;
+        tg_redis_url u;
+        if (!strncmp(v, "redis://", 8)) {
+            if (tg_parse_redis_url(v, &u))
+                perr(p, k->line, "responses_store: expected redis://[:PASSWORD@]HOST[:PORT][/DB], "
+                                 "got '%s'", v);
+            else
+                c->responses_redis = strdup(v);
+        } else if (tg_parse_size(v, &c->responses_store))
+            perr(p, k->line, "responses_store: expected a size such as 32M (0: keep none) or "
+                             "redis://HOST:PORT/DB, got '%s'", v);
+    } else if (!strcmp(key, "responses_per_owner")) {
+        if (tg_parse_size(v, &c->responses_per_owner) || c->responses_per_owner == 0)
+            perr(p, k->line, "responses_per_owner: expected a size such as 4M, got '%s'", v);
+    } else if (!strcmp(key, "responses_ttl")) {
+        if (tg_parse_duration_ms(v, &c->responses_ttl_ms) || c->responses_ttl_ms < 1000)
+            perr(p, k->line, "responses_ttl: expected a duration of at least 1s such as 1h, got '%s'", v);
     } else if (!strcmp(key, "max_header")) {
         if (tg_parse_size(v, &c->max_header) || c->max_header < 1024)
             perr(p, k->line, "max_header: expected a size of at least 1K, got '%s'", v);
@@ -666,6 +732,8 @@ static tg_conf *conf_new(void)
     c->listen_port = 8080;
     c->max_body = 32u << 20;
     c->responses_store = 32u << 20;
+    c->responses_per_owner = 4u << 20;
+    c->responses_ttl_ms = 3600L * 1000;
     c->max_depth = 512;
     c->max_tools = 4096;
     c->max_header = 8 * 1024;
@@ -688,6 +756,7 @@ static void conf_free(tg_conf *c)
     free(c->path);
     free(c->listen_host);
     free(c->access_log);
+    free(c->responses_redis);
     free_list(c->client_keys);
     free_list(c->forward_headers);
     free(c);

@@ -50,6 +50,9 @@ typedef struct tg_conf {
     int threads;            /* resolved: never 0 after load */
     size_t max_body;
     size_t responses_store; /* bytes of Responses items kept for item_reference (read at start) */
+    char *responses_redis;  /* "redis://HOST:PORT/DB" keeps them in Redis instead, or NULL */
+    size_t responses_per_owner; /* bytes one owner keeps in Redis */
+    long responses_ttl_ms;  /* how long Redis keeps an owner's items after its last answer */
     int max_depth;          /* JSON nesting limit of request bodies */
     int max_tools;          /* tools per request, 0 = none */
     size_t max_header;      /* request header bytes */
@@ -108,5 +111,14 @@ char *tg_url_redact(const char *url);
 /* Helpers shared with the CLI. */
 int tg_parse_size(const char *s, size_t *out);
 int tg_parse_duration_ms(const char *s, long *out);
+
+/* redis://[:PASSWORD@]HOST[:PORT][/DB]; HOST may be [v6]. 0, or -1. */
+typedef struct tg_redis_url {
+    char host[256];
+    int port;               /* 6379 when not given */
+    int db;                 /* 0 when not given */
+    char password[256];     /* "" when none */
+} tg_redis_url;
+int tg_parse_redis_url(const char *s, tg_redis_url *u);
 
 #endif

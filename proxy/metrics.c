@@ -36,7 +36,7 @@ struct tg_metrics {
     atomic_llong inflight;
     hist total, upstream_ttfb, added;
     atomic_ullong repairs, stripped, rewrites, disc_rounds, tools_in, tools_out, bytes_in,
-        bytes_out, retries, dropped, round_errors;
+        bytes_out, retries, dropped, round_errors, store_put_err, store_get_err;
     atomic_ullong up_err[6];
     atomic_ullong quirks[TG_QUIRKS];
     atomic_ullong repair_failures;  /* by status class: 0 = transport, 4 = 4xx, 5 = 5xx */
@@ -97,6 +97,14 @@ void tg_metrics_dropped(tg_metrics *m, size_t n)
 void tg_metrics_round_error(tg_metrics *m)
 {
     ADD(m->round_errors, 1);
+}
+
+void tg_metrics_store_error(tg_metrics *m, const char *op)
+{
+    if (!strcmp(op, "get"))
+        ADD(m->store_get_err, 1);
+    else
+        ADD(m->store_put_err, 1);
 }
 
 static void observe(hist *h, uint64_t us)
@@ -273,5 +281,9 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
                                           "shutdown_grace"};
     for (int k = 0; k < TG_LIMIT_N; k++)
         tg_buf_printf(&b, "toolgate_limits_total{limit=\"%s\"} %llu\n", lim[k], SUM(limits[k]));
+    tg_buf_puts(&b, "# HELP toolgate_store_errors_total Responses item store operations that "
+                    "could not reach it.\n# TYPE toolgate_store_errors_total counter\n");
+    tg_buf_printf(&b, "toolgate_store_errors_total{op=\"put\"} %llu\n", SUM(store_put_err));
+    tg_buf_printf(&b, "toolgate_store_errors_total{op=\"get\"} %llu\n", SUM(store_get_err));
     return tg_buf_steal(&b, len);
 }

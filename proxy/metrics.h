@@ -32,6 +32,8 @@ typedef enum {
     TG_LIMIT_N
 } tg_limit;
 void tg_metrics_limit(tg_metrics *m, tg_limit which);
+/* A put or get ("put", "get") the Responses item store could not do. */
+void tg_metrics_store_error(tg_metrics *m, const char *op);
 /* Times are CLOCK_MONOTONIC microseconds; 0 = did not happen. */
 void tg_metrics_request_done(tg_metrics *m, const char *route, int status, bool stream,
                              uint64_t t_start, uint64_t t_upstream, uint64_t t_first_byte,

@@ -44,13 +44,13 @@
 #include <unistd.h>
 
 #include "../sanitize/cache.h"
-#include "../sanitize/itemstore.h"
 #include "../sanitize/jsonio.h"
 #include "../sanitize/messages_api.h"
 #include "../sanitize/responses_api.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "store.h"
 #include "sse.h"
 
 #define TG_VERSION_HDR "toolgate"
@@ -256,8 +256,7 @@ typedef struct server {
     atomic_int ready;
     atomic_int open_reqs;  /* requests in flight on all workers (the drain) */
     tg_metrics_set *metrics;
-    tg_itemstore *items;  /* Responses items for item_reference (itemstore.h) */
-    uint64_t owner_seed;  /* random per process: owners are not guessable hashes */
+    tg_store *items;      /* Responses items for item_reference (store.h) */
     atomic_size_t body_bytes;  /* request bodies held, against max_body_memory */
 } server;
 
@@ -469,10 +468,22 @@ static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep
 static void access_log_line(tg_req *r, int status);
 
 
-static json_t *stored_item(void *ud, const char *id)
+/* An item_reference answered from the store; when the store cannot be
+ * reached the client is told so (a 503 it may retry), never that its item
+ * does not exist. */
+static json_t *stored_item(void *ud, const char *id, tg_error *err)
 {
     tg_req *r = ud;
-    char *text = tg_itemstore_get(r->w->srv->items, r->owner, id);
+    tg_store *st = r->w->srv->items;
+    char *text = NULL;
+    if (tg_store_get(st, r->w->id, r->owner, id, &text) == TG_STORE_DOWN) {
+        tg_metrics_store_error(r->w->metrics, "get");
+        tg_error_set(err, 503, "api_error", "store_unavailable", "input",
+                     "input: item_reference '%.80s' cannot be answered now: the store of "
+                     "Responses items ([server] responses_store, %s) cannot be reached; "
+                     "retry, or send the item itself (store: false)", id, st->name);
+        return NULL;
+    }
     json_t *item = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
     free(text);
     return item;
@@ -508,8 +519,10 @@ static void remember_items(tg_req *r)
     json_array_foreach(items, i, item) {
         const char *id = json_string_value(json_object_get(item, "id"));
         char *text = id ? tg_json_dumps(item) : NULL;
-        if (text)
-            tg_itemstore_put(r->w->srv->items, r->owner, id, text);
+        /* a store that cannot be reached only costs later references (a
+         * 503 then): the answer goes out as it is */
+        if (text && tg_store_put(r->w->srv->items, r->w->id, r->owner, id, text))
+            tg_metrics_store_error(r->w->metrics, "put");
         free(text);
     }
     json_decref(items);
@@ -1686,15 +1699,14 @@ static const char *upstream_credential(tg_req *r)
 /* Whose Responses items a request may read and leaves (itemstore.h): the
  * client key it matched when client_keys is set; else the provider
  * credential it carries, which is the client's identity at the provider;
- * else, with neither, everyone on the route alike. Hashed with a seed
- * drawn at start, so the key kept in the store tells nothing. */
+ * else, with neither, everyone on the route alike. Hashed the same way in
+ * every replica, so a shared store finds it (store.h tg_store_owner). */
 static uint64_t item_owner(tg_req *r, const tg_route *route)
 {
     const char *cred = upstream_credential(r);
     const char *kind = r->client_key ? "key" : cred ? "credential" : "route";
     const char *v = r->client_key ? r->client_key : cred ? cred : route ? route->name : "";
-    uint64_t h = tg_hash64(kind, strlen(kind), r->w->srv->owner_seed);
-    return tg_hash64(v, strlen(v), h);
+    return tg_store_owner(kind, v);
 }
 
 static void answer_json(tg_req *r, int status, const char *json)
@@ -2790,11 +2802,17 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
     s.n = conf->threads;
     s.workers = calloc((size_t)s.n, sizeof *s.workers);
     s.metrics = tg_metrics_new(s.n);
-    s.items = tg_itemstore_new(conf->responses_store);
-    tg_random seed;
-    tg_random_init(&seed);
-    tg_random_bytes(&seed, &s.owner_seed, sizeof s.owner_seed);
     char err[320] = "";
+    s.items = tg_store_open(conf, s.n, err, sizeof err);
+    if (!s.items) {
+        fprintf(stderr, "toolgate: %s\n", err);
+        tg_metrics_free(s.metrics);
+        free(s.workers);
+        free(host);
+        curl_global_cleanup();
+        return 1;
+    }
+    tg_log(TG_LOG_INFO, "Responses items kept in %s", s.items->name);
     int started = 0;
     bool free_port = port_free(host, port, err, sizeof err) == 0;
     if (!free_port)
@@ -2838,7 +2856,7 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
         worker_cleanup(&s.workers[i]);
     free(s.workers);
     tg_metrics_free(s.metrics);
-    tg_itemstore_free(s.items);
+    tg_store_free(s.items);
     free(host);
     curl_global_cleanup();
     return code;

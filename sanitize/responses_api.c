@@ -397,13 +397,16 @@ static int input_reference(const json_t *item, size_t i, const char *path, json_
                            json_t **reasoning, const lookup *lk, tg_error *err)
 {
     const char *id = json_string_value(json_object_get(item, "id"));
-    json_t *found = id && lk->fn ? lk->fn(lk->ud, id) : NULL;
+    err->status = 0;
+    json_t *found = id && lk->fn ? lk->fn(lk->ud, id, err) : NULL;
+    if (!found && err->status)
+        return -1;
     const char *type = json_string_value(json_object_get(found, "type"));
     if (!found || !type || !strcmp(type, "item_reference")) {
         json_decref(found);
         tg_error_set(err, 400, "invalid_request_error", "item_not_found", path,
                      "%s: item_reference '%.80s' names an item toolgate does not hold (it keeps "
-                     "the items of recent answers in memory, [server] responses_store); send the "
+                     "the items of recent answers for a while, [server] responses_store); send the "
                      "item itself, as clients do with store: false (the AI SDK: "
                      "providerOptions.openai.store = false)",
                      path, id ? id : "");

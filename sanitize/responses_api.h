@@ -32,8 +32,10 @@ int tg_responses_to_chat(const json_t *body, json_t **chat, tg_resp_bridge **bri
                          tg_error *err);
 
 /* The same, with fn answering item_reference inputs: the item an id names
- * (new reference), or NULL when it does not hold it (then a 400). */
-typedef json_t *(*tg_resp_lookup)(void *ud, const char *id);
+ * (new reference), or NULL when it does not hold it (then a 400), or NULL
+ * with err filled (err->status set) when it cannot tell, such as a store
+ * that cannot be reached: that error is the answer. */
+typedef json_t *(*tg_resp_lookup)(void *ud, const char *id, tg_error *err);
 int tg_responses_to_chat_with(const json_t *body, tg_resp_lookup fn, void *ud, json_t **chat,
                               tg_resp_bridge **bridge, tg_error *err);
 /* The same with the route's choices (bridge.h); the two above use the

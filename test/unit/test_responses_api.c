@@ -36,7 +36,7 @@
 static char vec_dir[1024];
 
 /* The vector's "store" ({id: item}) answers item_reference. */
-static json_t *vector_store(void *store, const char *id)
+static json_t *vector_store(void *store, const char *id, tg_error *err)
 {
     json_t *item = json_object_get(store, id);
     return item ? json_deep_copy(item) : NULL;
@@ -312,9 +312,38 @@ static void test_repair_answer(void **state)
     json_decref(fx);
 }
 
+/* A store that cannot answer (store.h: DOWN) fills the error itself: that
+ * error is the answer, not the 400 of an item toolgate does not hold. */
+static json_t *store_down(void *ud, const char *id, tg_error *err)
+{
+    tg_error_set(err, 503, "api_error", "store_unavailable", "input", "store away");
+    return NULL;
+}
+
+static void test_store_down(void **state)
+{
+    json_t *req = json_pack("{s:s, s:[{s:s, s:s}]}", "model", "m", "input", "type",
+                            "item_reference", "id", "msg_1");
+    json_t *chat = NULL;
+    tg_resp_bridge *b = NULL;
+    tg_error err;
+    assert_int_equal(tg_responses_to_chat_with(req, store_down, NULL, &chat, &b, &err), -1);
+    assert_int_equal(err.status, 503);
+    assert_string_equal(err.code, "store_unavailable");
+    assert_null(b);
+    json_t *empty = json_object();
+    assert_int_equal(tg_responses_to_chat_with(req, vector_store, empty, &chat, &b, &err), -1);
+    assert_int_equal(err.status, 400);  /* a store that answers "not held" */
+    json_decref(empty);
+    json_decref(req);
+}
+
 int main(void)
 {
     const char *root = getenv("TG_ROOT");
+    const struct CMUnitTest store[] = {cmocka_unit_test(test_store_down)};
+    if (cmocka_run_group_tests_name("item_reference lookups", store, NULL, NULL))
+        return 1;
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses_api", root ? root : ".");
     int rc = run_vector_files("responses_api", vec_dir, test_vector);
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses", root ? root : ".");
