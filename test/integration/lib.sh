@@ -47,6 +47,20 @@ not_ok() {
     return 0
 }
 
+# todo PASSED NAME REASON [DETAIL]: a test of a known break that waits for
+# its fix (TAP "# TODO"): run and shown, counted neither way by
+# test/run.sh; PASSED is 0 when it passed (then the TODO can go).
+todo() {
+    TAP_N=$((TAP_N + 1))
+    if [ "$1" = 0 ]; then
+        echo "ok $TAP_N - $2 # TODO $3 (passes now: remove the TODO)"
+    else
+        echo "not ok $TAP_N - $2 # TODO $3"
+        [ -n "$4" ] && printf '%s\n' "$4" | sed 's/^/#   /'
+    fi
+    return 0
+}
+
 # check NAME CMD...: ok when CMD exits 0.
 check() {
     _name=$1
