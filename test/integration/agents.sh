@@ -85,8 +85,7 @@ route_info() {
 todo_reason() {
     case "$1 $2 $3" in
     "codex "*) echo "issue 15: the Responses bridge refuses Codex's namespace and web_search tools" ;;
-    "claude anthropic "*) ;;
-    "claude "*) echo "issue 15: the Messages bridge refuses the system message Claude Code puts in messages for a model it does not know" ;;
+    "claude "*) echo "issue 15: the Messages bridge refuses the system message Claude Code puts in messages" ;;
     *" disc trip") echo "issue 15: discovery's inner round drops Gemini 3's thought_signature" ;;
     esac
 }
@@ -117,9 +116,12 @@ start_toolgate "$CONF" || finish
 # Claude Code: ANTHROPIC_BASE_URL is the route's prefix (the SDK appends
 # /v1/messages); the key goes as Bearer (ANTHROPIC_AUTH_TOKEN). -p prints
 # the final text; the Read tool needs no permission inside the work dir.
+# On a route to Claude models it keeps its own default model (no
+# ANTHROPIC_MODEL), as a user of such a route would.
 run_claude() {
+    case $3 in claude-*) set -- "$1" "$2" "" "$4" ;; esac
     env -i PATH="$PATH" HOME="$1/home" \
-        ANTHROPIC_BASE_URL="$2" ANTHROPIC_AUTH_TOKEN=dummy ANTHROPIC_MODEL="$3" \
+        ANTHROPIC_BASE_URL="$2" ANTHROPIC_AUTH_TOKEN=dummy ${3:+ANTHROPIC_MODEL="$3"} \
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 \
         DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 \
         timeout "$TIMEOUT" "$BIN/claude" -p "$4"
