@@ -11,8 +11,8 @@
 #
 # Each agent gets a task whose prompt carries the mock's directive
 # ("MOCK_CALL <tool> key=value", test/mock/mock_upstream.c): the scripted
-# model calls the agent's own file-reading tool on a file that holds a
-# token, the agent runs it and sends the result back, and the model's final
+# model calls the agent's own tool to read a file that holds a token (or,
+# Codex, to list a directory that holds a file of that name), the agent runs it and sends the result back, and the model's final
 # text quotes that result, which the agent prints. The token in the agent's
 # output proves the round trip. Every agent runs on one route per dialect
 # (gemini with a 2.5 and a 3 model, anthropic, mistral, openai-strict, groq,
@@ -85,6 +85,7 @@ route_info() {
 todo_reason() {
     case "$1 $2 $3" in
     "codex "*) echo "issue 15: the Responses bridge refuses Codex's namespace and web_search tools" ;;
+    "claude "*" 2xx") echo "issue 15: the Messages bridge refuses the system message Claude Code puts in messages; HEAD <prefix>/api/hello is a 404" ;;
     "claude "*) echo "issue 15: the Messages bridge refuses the system message Claude Code puts in messages" ;;
     *" disc trip") echo "issue 15: discovery's inner round drops Gemini 3's thought_signature" ;;
     esac
@@ -116,14 +117,17 @@ start_toolgate "$CONF" || finish
 # Claude Code: ANTHROPIC_BASE_URL is the route's prefix (the SDK appends
 # /v1/messages); the key goes as Bearer (ANTHROPIC_AUTH_TOKEN). -p prints
 # the final text; the Read tool needs no permission inside the work dir.
+# The four switches that CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC stands
+# for are set one by one, so that its check of the base URL (HEAD
+# <base>/api/hello), which that variable also turns off, is made.
 # On a route to Claude models it keeps its own default model (no
 # ANTHROPIC_MODEL), as a user of such a route would.
 run_claude() {
     case $3 in claude-*) set -- "$1" "$2" "" "$4" ;; esac
     env -i PATH="$PATH" HOME="$1/home" \
         ANTHROPIC_BASE_URL="$2" ANTHROPIC_AUTH_TOKEN=dummy ${3:+ANTHROPIC_MODEL="$3"} \
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 \
-        DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 \
+        DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 \
+        DISABLE_BUG_COMMAND=1 \
         timeout "$TIMEOUT" "$BIN/claude" -p "$4"
 }
 tool_claude() { echo "Read file_path=$1"; }
@@ -148,7 +152,9 @@ EOF
     env -i PATH="$PATH" HOME="$1/home" TOOLGATE_API_KEY=dummy \
         timeout "$TIMEOUT" "$BIN/codex" exec --skip-git-repo-check "$4"
 }
-tool_codex() { echo "exec_command cmd='cat $1'"; }
+# Codex lists a directory (its shell tool, in its read-only sandbox) where
+# the others read a file: the token is the name of the file in it.
+tool_codex() { echo "exec_command cmd='ls $(dirname "$1")/box'"; }
 
 # opencode: a provider on the AI SDK's openai-compatible package (bundled)
 # in the project's opencode.json. npm is pointed at a closed port: opencode
@@ -193,6 +199,7 @@ start_run() {
     route_info "$2"
     _token="tok-$1-$2-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
     printf 'The secret word is %s.\n' "$_token" >"$_d/work/note.txt"
+    mkdir "$_d/work/box" && : >"$_d/work/box/$_token"
     echo "$_token" >"$_d/token"
     _prompt="Read the file note.txt and tell me the secret word. MOCK_CALL $(tool_$1 "$_d/work/note.txt")"
     (_t0=$(now_ms)
@@ -220,10 +227,12 @@ diagnose() {
 }
 
 # refused_requests AGENT ROUTE: the run's requests that toolgate answered
-# with a status other than 2xx ("METHOD PATH STATUS" lines).
+# with a status other than 2xx ("METHOD PATH STATUS" lines), or a line that
+# says none reached it.
 refused_requests() {
     "$PY" - "$TG_LOG" "/$1-$2" <<'EOF'
 import json, sys
+seen = 0
 for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
     if not line.startswith("{"):
         continue
@@ -232,8 +241,13 @@ for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
     except ValueError:
         continue
     p = r.get("path") or ""
-    if (p == sys.argv[2] or p.startswith(sys.argv[2] + "/")) and not 200 <= r.get("status", 0) < 300:
+    if p != sys.argv[2] and not p.startswith(sys.argv[2] + "/"):
+        continue
+    seen += 1
+    if not 200 <= r.get("status", 0) < 300:
         print(r.get("method"), p, r.get("status"))
+if not seen:
+    print("no request of the agent reached toolgate")
 EOF
 }
 
