@@ -18,8 +18,9 @@
 # (gemini with a 2.5 and a 3 model, anthropic, mistral, openai-strict, groq,
 # deepseek) and on one with discovery on, each route in front of the
 # mock's strict validator for that provider, so a request the provider
-# would refuse fails here too. Every agent streams; none of them has a
-# setting for a non-streamed request.
+# would refuse fails here too. Every agent streams, and none of them has a
+# setting for non-streamed requests; Claude Code falls back to them when a
+# stream breaks, which claude_whole provokes to test the whole answers.
 #
 # A second check per run: every request the agent made (side requests
 # included: titles, quota checks, token counts, model lists) got a 2xx.
@@ -34,7 +35,7 @@
 
 DIR="$TG_ROOT/test/agents"
 BIN="$DIR/node_modules/.bin"
-AGENTS=${TG_AGENTS:-claude codex opencode qwen}
+AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
 ROUTES=${TG_AGENT_ROUTES:-gemini25 gemini3 anthropic mistral strict groq deepseek disc}
 TIMEOUT=60
 
@@ -85,8 +86,8 @@ route_info() {
 todo_reason() {
     case "$1 $2 $3" in
     "codex "*) echo "issue 15: the Responses bridge refuses Codex's namespace and web_search tools" ;;
-    "claude "*" 2xx") echo "issue 15: the Messages bridge refuses the system message Claude Code puts in messages; HEAD <prefix>/api/hello is a 404" ;;
-    "claude "*) echo "issue 15: the Messages bridge refuses the system message Claude Code puts in messages" ;;
+    "claude"*" 2xx") echo "issue 15: the Messages bridge refuses the system message Claude Code puts in messages; HEAD <prefix>/api/hello is a 404" ;;
+    "claude"*) echo "issue 15: the Messages bridge refuses the system message Claude Code puts in messages" ;;
     *" disc trip") echo "issue 15: discovery's inner round drops Gemini 3's thought_signature" ;;
     esac
 }
@@ -131,6 +132,13 @@ run_claude() {
         timeout "$TIMEOUT" "$BIN/claude" -p "$4"
 }
 tool_claude() { echo "Read file_path=$1"; }
+
+# Claude Code, whole: it sends a request again unstreamed when its stream
+# ends unfinished, which the mock does to every streamed answer here
+# (MOCK_CUT_STREAMS), so the round trip goes through the bridge's
+# non-streamed path; no setting makes it ask unstreamed at first.
+run_claude_whole() { run_claude "$@"; }
+tool_claude_whole() { echo "Read file_path=$1 MOCK_CUT_STREAMS"; }
 
 # Codex: a model provider whose base_url is the route's /v1 (Codex appends
 # /responses; wire_api "responses" is its only and default wire API).
@@ -255,12 +263,19 @@ EOF
 report() {
     _d="$TG_TMP/run/$1-$2"
     _v=$(cat "$TG_TMP/version.$1")
-    _name="$1 $_v, route $2 ($(route_info "$2"; echo "$R_DIALECT $R_MODEL${R_EXTRA:+, $R_EXTRA}"), streamed)"
+    _mode=streamed
+    [ "$1" = claude_whole ] && _mode="whole: the unstreamed retry of a cut stream"
+    _name="${1%_whole} $_v, route $2 ($(route_info "$2"; echo "$R_DIALECT $R_MODEL${R_EXTRA:+, $R_EXTRA}"), $_mode)"
     _token=$(cat "$_d/token")
     _why=$(todo_reason "$1" "$2" trip)
     _pass=1
     if [ "$(cat "$_d/rc" 2>/dev/null)" = 0 ] && grep -q "MOCK_RESULT:.*$_token" "$_d/out"; then
         _pass=0
+    fi
+    # whole: the answers it printed came from unstreamed requests
+    if [ "$1" = claude_whole ] && ! grep -F "\"path\":\"/$1-$2/v1/messages\"" "$TG_LOG" |
+        grep -q '"stream":false'; then
+        _pass=1
     fi
     _what="$_name: the tool ran, its result went back, the final text was printed"
     if [ -n "$_why" ]; then
@@ -286,6 +301,7 @@ $(diagnose "$1" "$2")"
 }
 
 version @anthropic-ai/claude-code >"$TG_TMP/version.claude"
+cp "$TG_TMP/version.claude" "$TG_TMP/version.claude_whole"
 version @openai/codex >"$TG_TMP/version.codex"
 version opencode-ai >"$TG_TMP/version.opencode"
 version @qwen-code/qwen-code >"$TG_TMP/version.qwen"

@@ -150,6 +150,12 @@ SR='{"role":"tool","tool_call_id":"s1","content":"{}"}'
 mreq "$B" "{\"model\":\"m\",\"messages\":[$DU,$SC,$SR],\"tools\":[$MT]}" >/dev/null
 expect_eq "directive, discovery: then called through call_tool" 'call_tool {"name":"Read","arguments":{"file_path":"/tmp/a.txt","cmd":"cat a b"}}' \
     "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+CU='{"role":"user","content":"MOCK_CALL Read file_path=/tmp/a.txt MOCK_CUT_STREAMS"}'
+mreq "$B" "{\"model\":\"m\",\"stream\":true,\"messages\":[$CU],\"tools\":[$RT]}" >/dev/null
+expect_eq "directive, MOCK_CUT_STREAMS: a stream ends without a finish or [DONE]" '1 0 0' \
+    "$(grep -c '^data: {' "$B") $(grep -c 'finish_reason":"' "$B") $(grep -c DONE "$B")"
+mreq "$B" "{\"model\":\"m\",\"messages\":[$CU],\"tools\":[$RT]}" >/dev/null
+expect_eq "directive, MOCK_CUT_STREAMS: a whole answer is not cut" 'Read' "$(json_get "$B" choices.0.message.tool_calls.0.function.name)"
 mreq "$B" '{"model":"m","messages":[{"role":"user","content":"hi"}]}' >/dev/null
 expect_eq "no directive: the default answer" 'hello from mock' "$(json_get "$B" choices.0.message.content)"
 st=$(curl -s -o "$B" -w '%{http_code}' --data-binary '{"model":"m","messages":[],"reasoning":{}}' "$MOCK_URL/as/strict:gemini/any/v1/chat/completions")

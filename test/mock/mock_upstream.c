@@ -1003,12 +1003,16 @@ static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
  * directive but neither the tool nor the meta-tools (an agent's title or
  * summary side request) gets a short text. Gemini 3 models (model names
  * containing "gemini-3") sign their first call of a step with a
- * thought_signature, as Gemini does (R19); strict:gemini wants it back. */
+ * thought_signature, as Gemini does (R19); strict:gemini wants it back.
+ * With MOCK_CUT_STREAMS anywhere in that message every streamed answer is
+ * cut short (non-streamed ones are not), to drive an agent's fallback to
+ * non-streamed requests. */
 
 typedef struct directive {
     char tool[128];
     json_t *args;     /* owned */
     size_t at;        /* index of the message that carried it */
+    bool cut_streams; /* MOCK_CUT_STREAMS: a streamed answer ends unfinished */
 } directive;
 
 /* The text of a message's content: the string, or its text parts joined. */
@@ -1081,6 +1085,7 @@ static bool find_directive(const request *r, directive *d)
         snprintf(d->tool, sizeof d->tool, "%.*s", (int)(n < sizeof d->tool ? n : sizeof d->tool - 1), at);
         d->args = directive_args(at + n);
         d->at = i;
+        d->cut_streams = strstr(text.data, "MOCK_CUT_STREAMS") != NULL;
         tg_buf_free(&text);
         return d->tool[0] != '\0';
     }
@@ -1186,6 +1191,21 @@ static enum MHD_Result answer_result(request *r, struct MHD_Connection *conn, co
     return answer_text(r, conn, text);
 }
 
+/* A stream that stops after its first words, without a finish_reason or
+ * [DONE]: what makes Claude Code send its request again unstreamed. */
+static enum MHD_Result answer_cut_stream(request *r, struct MHD_Connection *conn)
+{
+    stream *s = stream_new(conn, 0);
+    if (!s)
+        return MHD_NO;
+    if (stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant", "content", "Cut "),
+                                  NULL))) {
+        stream_free(s);
+        return MHD_NO;
+    }
+    return queue_stream(r, conn, s, MHD_SIZE_UNKNOWN, "text/event-stream");
+}
+
 /* Answers a request that carries a directive; false (nothing queued) when
  * it carries none. */
 static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_Result *ret)
@@ -1193,6 +1213,11 @@ static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_R
     directive d = { 0 };
     if (!find_directive(r, &d))
         return false;
+    if (d.cut_streams && r->stream) {
+        json_decref(d.args);
+        *ret = answer_cut_stream(r, conn);
+        return true;
+    }
     const char *search = tool_with_suffix(r, "search_tools");
     const char *call_tool = tool_with_suffix(r, "call_tool");
     tg_buf result = { 0 };
