@@ -461,6 +461,13 @@ static void route_key(parser *p, tg_route *r, const kv *k)
             r->messages = 0;
         else
             perr(p, k->line, "messages: expected bridge | pass, got '%s'", v);
+    } else if (!strcmp(key, "hosted_tools")) {
+        if (!strcmp(v, "drop"))
+            r->refuse_hosted = false;
+        else if (!strcmp(v, "refuse"))
+            r->refuse_hosted = true;
+        else
+            perr(p, k->line, "hosted_tools: expected drop | refuse, got '%s'", v);
     } else if (!strcmp(key, "fallback")) {
         free(r->fallback);
         r->fallback = *v ? strdup(v) : NULL;

@@ -34,6 +34,8 @@ typedef struct tg_route {
     char *fallback;         /* route name or NULL */
     int responses;          /* /v1/responses: 1 bridge to chat, 0 pass, -1 by dialect */
     int messages;           /* /v1/messages: 1 bridge to chat, 0 pass, -1 by dialect */
+    bool refuse_hosted;     /* hosted_tools = refuse: a bridged request's tools that only
+                               the API's own servers run are a 400, not dropped */
 } tg_route;
 
 typedef enum { TG_LOG_ERROR = 0, TG_LOG_WARN, TG_LOG_INFO, TG_LOG_DEBUG } tg_log_level;

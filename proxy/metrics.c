@@ -36,7 +36,7 @@ struct tg_metrics {
     atomic_llong inflight;
     hist total, upstream_ttfb, added;
     atomic_ullong repairs, stripped, rewrites, disc_rounds, tools_in, tools_out, bytes_in,
-        bytes_out, retries;
+        bytes_out, retries, dropped, round_errors;
     atomic_ullong up_err[6];
     atomic_ullong quirks[TG_QUIRKS];
     atomic_ullong repair_failures;  /* by status class: 0 = transport, 4 = 4xx, 5 = 5xx */
@@ -85,6 +85,16 @@ void tg_metrics_upstream_error(tg_metrics *m, long status)
 void tg_metrics_retry(tg_metrics *m)
 {
     ADD(m->retries, 1);
+}
+
+void tg_metrics_dropped(tg_metrics *m, size_t n)
+{
+    ADD(m->dropped, n);
+}
+
+void tg_metrics_round_error(tg_metrics *m)
+{
+    ADD(m->round_errors, 1);
 }
 
 static void observe(hist *h, uint64_t us)
@@ -232,6 +242,13 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
     counter(&b, "toolgate_tools_bytes_out_total", "Bytes of tool definitions sent upstream.",
             SUM(bytes_out));
     counter(&b, "toolgate_retries_total", "Upstream retries.", SUM(retries));
+    counter(&b, "toolgate_bridge_dropped_total",
+            "Tools, history items and fields a bridged request had that its chat upstream "
+            "cannot run, left out (X-Toolgate-Dropped).",
+            SUM(dropped));
+    counter(&b, "toolgate_discovery_round_errors_total",
+            "Inner discovery rounds the provider refused; the client got its error.",
+            SUM(round_errors));
     tg_buf_puts(&b, "# HELP toolgate_upstream_errors_total Upstream failures by class.\n"
                     "# TYPE toolgate_upstream_errors_total counter\n");
     static const char *cls[] = {"transport", "", "", "", "4xx", "5xx"};

@@ -19,6 +19,10 @@ void tg_metrics_free(tg_metrics_set *s);
 void tg_metrics_inflight(tg_metrics *m, int delta);
 void tg_metrics_upstream_error(tg_metrics *m, long status);
 void tg_metrics_retry(tg_metrics *m);
+/* n things a bridge left out of one request (hosted tools...). */
+void tg_metrics_dropped(tg_metrics *m, size_t n);
+/* An inner discovery round the provider answered with an error. */
+void tg_metrics_round_error(tg_metrics *m);
 /* Times are CLOCK_MONOTONIC microseconds; 0 = did not happen. */
 void tg_metrics_request_done(tg_metrics *m, const char *route, int status, bool stream,
                              uint64_t t_start, uint64_t t_upstream, uint64_t t_first_byte,

@@ -139,6 +139,7 @@ typedef struct tg_req {
      * for a request to its path, bridge once the route bridges it */
     const struct bridge_api *api;
     void *bridge;                 /* api's bridge state, or NULL */
+    char *dropped;                /* what the bridge left out, for X-Toolgate-Dropped */
     tg_buf chat_out;              /* the chat stream's text, before the bridge */
 
     tg_ctx ctx;
@@ -170,8 +171,11 @@ typedef struct bridge_api {
     bool own_query;
     bool (*bridges)(const tg_route *route);
     size_t (*strip_markers)(json_t *body, const char *prefix);
-    /* body -> chat body (*chat), with r->bridge set; 0, or -1 with err */
-    int (*to_chat)(tg_req *r, const json_t *body, json_t **chat, tg_error *err);
+    /* body -> chat body (*chat), with r->bridge set, for route (NULL
+     * when none matched yet); 0, or -1 with err */
+    int (*to_chat)(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
+                   tg_error *err);
+    const json_t *(*dropped)(const void *b);  /* {kind: [name]} left out (bridge.h) */
     json_t *(*answer)(void *b, const json_t *completion);
     void (*stream)(void *b, const char *sse, size_t n, tg_buf *out);
     void (*stream_end)(void *b, tg_buf *out);
@@ -290,6 +294,7 @@ static void req_unref(tg_req *r)
     tg_header_list_free(&r->hdrs);
     curl_slist_free_all(r->up_headers);
     free(r->up_url);
+    free(r->dropped);
     free(r->answer);
     free(r->url);
     if (r->stream)
@@ -397,6 +402,8 @@ static void add_common_headers(tg_req *r, struct MHD_Response *resp)
                  r->ctx.stats.tools_out, r->ctx.stats.tools_bytes_in, r->ctx.stats.tools_bytes_out);
         MHD_add_response_header(resp, "X-Toolgate-Tools", v);
     }
+    if (r->dropped)
+        MHD_add_response_header(resp, "X-Toolgate-Dropped", r->dropped);
 }
 
 static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep_type)
@@ -420,10 +427,18 @@ static json_t *stored_item(void *store, const char *id)
     return item;
 }
 
-static int responses_to_chat(tg_req *r, const json_t *body, json_t **chat, tg_error *err)
+static tg_bridge_opts bridge_opts(const tg_route *route)
+{
+    tg_bridge_opts o = {.refuse_hosted = route && route->refuse_hosted};
+    return o;
+}
+
+static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
+                             tg_error *err)
 {
     tg_resp_bridge *b = NULL;
-    if (tg_responses_to_chat_with(body, stored_item, r->w->srv->items, chat, &b, err))
+    tg_bridge_opts o = bridge_opts(route);
+    if (tg_responses_to_chat_opts(body, &o, stored_item, r->w->srv->items, chat, &b, err))
         return -1;
     char name[64];  /* ids unique past this request, for the item store */
     tg_request_id(name, sizeof name, &r->w->rng);
@@ -456,12 +471,14 @@ static void responses_stream(void *b, const char *sse, size_t n, tg_buf *out)
 }
 static void responses_stream_end(void *b, tg_buf *out) { tg_responses_stream_end(b, out); }
 static void responses_free(void *b) { tg_resp_bridge_free(b); }
+static const json_t *responses_dropped(const void *b) { return tg_resp_bridge_dropped(b); }
 
 static const bridge_api responses_api = {
     .name = "/v1/responses",
     .bridges = tg_route_bridges_responses,
     .strip_markers = tg_responses_strip_markers,
     .to_chat = responses_to_chat,
+    .dropped = responses_dropped,
     .answer = responses_answer,
     .stream = responses_stream,
     .stream_end = responses_stream_end,
@@ -469,10 +486,12 @@ static const bridge_api responses_api = {
     .free = responses_free,
 };
 
-static int messages_to_chat(tg_req *r, const json_t *body, json_t **chat, tg_error *err)
+static int messages_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
+                            tg_error *err)
 {
     tg_msg_bridge *b = NULL;
-    if (tg_messages_to_chat(body, chat, &b, err))
+    tg_bridge_opts o = bridge_opts(route);
+    if (tg_messages_to_chat_opts(body, &o, chat, &b, err))
         return -1;
     r->bridge = b;
     return 0;
@@ -485,6 +504,7 @@ static void messages_stream(void *b, const char *sse, size_t n, tg_buf *out)
 }
 static void messages_stream_end(void *b, tg_buf *out) { tg_messages_stream_end(b, out); }
 static void messages_free(void *b) { tg_msg_bridge_free(b); }
+static const json_t *messages_dropped(const void *b) { return tg_msg_bridge_dropped(b); }
 
 static const bridge_api messages_api = {
     .name = "/v1/messages",
@@ -493,6 +513,7 @@ static const bridge_api messages_api = {
     .bridges = tg_route_bridges_messages,
     .strip_markers = tg_messages_strip_markers,
     .to_chat = messages_to_chat,
+    .dropped = messages_dropped,
     .answer = messages_answer,
     .stream = messages_stream,
     .stream_end = messages_stream_end,
@@ -1403,6 +1424,22 @@ static int body_plain(tg_req *r)
     return 0;
 }
 
+/* What the bridge left out of the request (tools only the API's own
+ * servers run...): said in X-Toolgate-Dropped, the log and the metrics,
+ * so that an agent that keeps working without them is not left guessing. */
+static void note_dropped(tg_req *r)
+{
+    const json_t *d = r->api->dropped ? r->api->dropped(r->bridge) : NULL;
+    size_t n = tg_bridge_dropped_count(d);
+    if (!n)
+        return;
+    free(r->dropped);
+    r->dropped = tg_bridge_dropped_text(d);
+    tg_metrics_dropped(r->w->metrics, n);
+    tg_log(TG_LOG_INFO, "request %s: %s bridge dropped what its chat upstream cannot run: %s",
+           r->id, r->api->name, r->dropped ? r->dropped : "");
+}
+
 /* A request of an agent API (r->api): on a route that bridges it, the body
  * becomes a chat request that goes the chat way, and the answer is turned
  * back on its way out. Returns 0 for the chat way, 1 when the route's
@@ -1451,12 +1488,13 @@ static int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         return -1;
     }
     json_t *chat = NULL;
-    int rc = r->api->to_chat(r, body, &chat, &err);
+    int rc = r->api->to_chat(r, route, body, &chat, &err);
     json_decref(body);
     if (rc) {
         set_error_from(r, &err);
         return -1;
     }
+    note_dropped(r);
     /* from here on the chat request is the client's body: a fallback
      * rewrites it again for its own route, and prepare_chat reads it like
      * any chat body, so the worker's tool-list cache (keyed by the tools'
@@ -1587,6 +1625,14 @@ static enum MHD_Result dispatch(tg_req *r)
     const char *rest;
     const tg_route *by_prefix = tg_route_by_prefix(c, url, &rest);
     r->rest = rest;
+    /* Clients check a base URL before they use it (Claude Code sends HEAD
+     * to its ANTHROPIC_BASE_URL): the root and every route prefix answer,
+     * like /healthz, without a key. */
+    if ((!strcmp(r->method, "HEAD") || !strcmp(r->method, "GET")) &&
+        (!*rest || !strcmp(rest, "/"))) {
+        answer_json(r, 200, "{\"status\":\"ok\"}");
+        return queue_answer(r);
+    }
     r->api = api_of(rest);  /* its errors take the API's shape from here on */
     if (!client_authorized(r)) {
         set_error(r, 401, "invalid_request_error", "invalid_api_key", NULL,

@@ -1,6 +1,7 @@
 /* bridge.c -- see bridge.h. */
 #include "bridge.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "jsonio.h"
@@ -9,6 +10,70 @@ int tg_bridge_bad(tg_error *err, const char *param, const char *fmt, const char 
 {
     tg_error_set(err, 400, "invalid_request_error", "invalid_value", param, fmt, what);
     return -1;
+}
+
+/* A name goes into a response header: only [A-Za-z0-9_.:-], at most 64
+ * bytes, so a client's odd type cannot forge a header line. */
+static void header_safe(const char *name, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = name ? name : ""; *p && n + 1 < cap; p++) {
+        char c = *p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '.' || c == ':' || c == '-';
+        out[n++] = ok ? c : '?';
+    }
+    out[n] = '\0';
+    if (!n)
+        snprintf(out, cap, "?");
+}
+
+void tg_bridge_drop(json_t *dropped, const char *kind, const char *raw)
+{
+    json_t *list = json_object_get(dropped, kind);
+    char name[65];
+    if (!json_is_object(dropped))
+        return;
+    header_safe(raw, name, sizeof name);
+    if (!list) {
+        list = json_array();
+        json_object_set_new(dropped, kind, list);
+    }
+    size_t i;
+    const json_t *v;
+    json_array_foreach(list, i, v) if (!strcmp(json_string_value(v), name)) return;
+    json_array_append_new(list, json_string(name));
+}
+
+char *tg_bridge_dropped_text(const json_t *dropped)
+{
+    tg_buf t = {0};
+    const char *kind;
+    const json_t *list;
+    json_object_foreach((json_t *)dropped, kind, list) {
+        if (!json_array_size(list))
+            continue;
+        if (t.len)
+            tg_buf_puts(&t, "; ");
+        tg_buf_puts(&t, kind);
+        size_t i;
+        const json_t *v;
+        json_array_foreach(list, i, v) {
+            tg_buf_puts(&t, i ? ", " : " ");
+            tg_buf_puts(&t, json_string_value(v));
+        }
+    }
+    size_t n;
+    return t.len ? tg_buf_steal(&t, &n) : NULL;
+}
+
+size_t tg_bridge_dropped_count(const json_t *dropped)
+{
+    size_t n = 0;
+    const char *kind;
+    const json_t *list;
+    json_object_foreach((json_t *)dropped, kind, list) n += json_array_size(list);
+    return n;
 }
 
 bool tg_bridge_is_one_of(const char *k, const char *const *list)

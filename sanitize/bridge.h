@@ -11,6 +11,25 @@
 #include "buf.h"
 #include "tg.h"
 
+/* What a bridge does with what the chat upstream cannot carry: tools
+ * that only the API's own servers run (web search, code execution, MCP
+ * connectors...), their items in the history, server-side containers.
+ * By default they are dropped and the drop is reported (tg_bridge_drop);
+ * refuse_hosted (a route's `hosted_tools = refuse`) makes each a 400
+ * naming it, as toolgate did before. */
+typedef struct tg_bridge_opts {
+    bool refuse_hosted;
+} tg_bridge_opts;
+
+/* Records in dropped ({kind: [name, ...]}, borrowed) that name of kind
+ * ("tools", "input", "fields"...) was left out; a name is listed once. */
+void tg_bridge_drop(json_t *dropped, const char *kind, const char *name);
+/* dropped as one header line, "tools web_search, file_search; fields
+ * container" (malloc'd), or NULL when nothing was dropped. */
+char *tg_bridge_dropped_text(const json_t *dropped);
+/* The number of names in dropped. */
+size_t tg_bridge_dropped_count(const json_t *dropped);
+
 /* A 400 invalid_value naming param; fmt has one %s, for what. Returns -1. */
 int tg_bridge_bad(tg_error *err, const char *param, const char *fmt, const char *what);
 /* Is k one of the NULL-terminated list? */

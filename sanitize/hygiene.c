@@ -1119,6 +1119,33 @@ static void mark_prefix(walk *w, json_t *out)
     rebuild_key(w, last, "prefix", json_true(), "assistant-prefix", "rule 44");
 }
 
+/* Rule 44: Mistral's role order has system turns only before the
+ * conversation ("Unexpected role 'system' after role 'tool'"), while the
+ * Messages API, and so Claude Code, puts one after the first user turn.
+ * A late system turn joins the leading one (its text after a blank line),
+ * or goes to the end of the leading system block when either is not
+ * plain text. */
+static void system_to_front(walk *w, json_t *out, json_t *msg)
+{
+    size_t lead = 0;
+    while (lead < json_array_size(out) && role_of(json_array_get(out, lead)) == R_SYSTEM)
+        lead++;
+    note(w, w->ptr.s, "system-first", "rule 44", msg, NULL);
+    json_t *first = lead ? json_array_get(out, lead - 1) : NULL;
+    json_t *have = json_object_get(first, "content"), *add = json_object_get(msg, "content");
+    if (json_is_string(have) && json_is_string(add)) {
+        tg_buf t = {0};
+        tg_buf_append(&t, json_string_value(have), json_string_length(have));
+        if (t.len && json_string_length(add))
+            tg_buf_puts(&t, "\n\n");
+        tg_buf_append(&t, json_string_value(add), json_string_length(add));
+        json_object_set_new(first, "content", json_stringn(t.data ? t.data : "", t.len));
+        tg_buf_free(&t);
+        return;
+    }
+    json_array_insert(out, lead, msg);
+}
+
 static void walk_messages(walk *w, json_t *body)
 {
     json_t *msgs = json_object_get(body, "messages");
@@ -1146,6 +1173,11 @@ static void walk_messages(walk *w, json_t *body)
             continue;
         }
         role r = role_of(msg);
+        if ((w->f & TG_MR_ROLE_ORDER) && r == R_SYSTEM && prev != R_NONE && prev != R_SYSTEM) {
+            system_to_front(w, out, msg);
+            rebuilt = true;
+            continue;
+        }
         if ((w->f & TG_MR_ROLE_ORDER) && r == R_USER && prev == R_TOOL) {
             json_t *bridge = bridge_message();
             note(w, w->ptr.s, "tool-user-bridge", "rule 44", NULL, bridge);

@@ -6,11 +6,21 @@
  * reasoning_content (hygiene keeps or drops it per dialect); a user
  * message's tool_result blocks become tool messages, in order, before a
  * user message with the rest (images a tool returned ride there, since a
- * chat tool message holds text only). `system` is the first message.
+ * chat tool message holds text only). `system` is the first message; a
+ * system message inside messages (Claude Code sends one after the first
+ * user turn, and Anthropic takes it) stays at its place, for hygiene to
+ * move where a dialect wants system turns first (rule 44).
  * Tools, tool_choice, sampling keys and the thinking budget take their
- * chat spellings; keys the Messages API defines but chat lacks are
- * dropped; keys it does not define (a provider's own) and top_k go up as
- * they came, for hygiene's allow-lists to judge.
+ * chat spellings; thinking and output_config.effort become
+ * reasoning_effort where the model takes one; keys the Messages API
+ * defines but chat lacks are dropped; keys it does not define (a
+ * provider's own) and top_k go up as they came, for hygiene's allow-lists
+ * to judge. What only Anthropic's servers run (server tools, their blocks
+ * in the history, MCP servers, containers) is dropped and listed in
+ * b->dropped, or refused when the route says hosted_tools = refuse;
+ * Anthropic's client tools (bash, text_editor, computer, memory), which
+ * the agent runs, become function tools with the schema Anthropic's
+ * models know them by.
  *
  * Downward, choice 0 becomes the Message's content in the order a Claude
  * model writes it: thinking, text, tool_use. A stream is an event machine
@@ -25,6 +35,7 @@
  */
 #include "messages_api.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,7 +54,14 @@ struct tg_msg_bridge {
     json_t *call_key;      /* chat tool_calls index (as text) of the open tool block */
     tg_buf args;           /* its arguments so far, sent when the block closes */
     json_t *calls_done;    /* {index: true} of tool blocks closed */
+    json_t *dropped;       /* {kind: [name]} left out upward (bridge.h) */
 };
+
+/* What the request conversion reads and records besides the body. */
+typedef struct conv {
+    const tg_bridge_opts *o;
+    json_t *dropped;       /* {kind: [name]} */
+} conv;
 
 /* ---- request ---------------------------------------------------------- */
 
@@ -53,7 +71,18 @@ struct tg_msg_bridge {
 static const char *const messages_keys[] = {
     "model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
     "metadata", "stream", "tools", "tool_choice", "thinking", "service_tier", "container",
-    "mcp_servers", "context_management", "output_format", NULL};
+    "mcp_servers", "context_management", "output_format", "output_config", NULL};
+
+/* Assistant blocks of tools only Anthropic runs (server_tool_use and the
+ * results its servers wrote into the answer). */
+static bool is_server_block(const char *type)
+{
+    static const char *const exact[] = {"server_tool_use", "mcp_tool_use", "mcp_tool_result",
+                                        "container_upload", NULL};
+    size_t n = strlen(type), k = strlen("_tool_result");
+    return tg_bridge_is_one_of(type, exact) ||
+           (n > k && !strcmp(type + n - k, "_tool_result") && strcmp(type, "tool_result"));
+}
 
 static bool is_type(const json_t *block, const char *type)
 {
@@ -312,7 +341,7 @@ static int user_message(const json_t *content, const char *path, json_t *message
 }
 
 static int assistant_message(const json_t *content, const char *path, json_t *messages,
-                             tg_error *err)
+                             conv *cv, tg_error *err)
 {
     char param[192];
     tg_buf text = {0}, thinking = {0};
@@ -335,6 +364,8 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
             }
         } else if (type && !strcmp(type, "redacted_thinking")) {
             continue;  /* encrypted for Anthropic's models alone */
+        } else if (type && is_server_block(type) && !cv->o->refuse_hosted) {
+            tg_bridge_drop(cv->dropped, "content", type);  /* what Anthropic ran */
         } else if (type && !strcmp(type, "tool_use")) {
             const json_t *id = json_object_get(blk, "id"), *name = json_object_get(blk, "name");
             const json_t *input = json_object_get(blk, "input");
@@ -375,7 +406,22 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
     return rc;
 }
 
-static int convert_messages(const json_t *msgs, json_t *messages, tg_error *err)
+/* A system message inside messages, as a chat system message. */
+static int system_message(const json_t *content, const char *path, json_t *messages,
+                          tg_error *err)
+{
+    tg_buf t = {0};
+    if (join_text_blocks(content, &t, path, err)) {
+        tg_buf_free(&t);
+        return -1;
+    }
+    json_array_append_new(messages, json_pack("{s:s, s:s%}", "role", "system", "content",
+                                              t.data ? t.data : "", t.len));
+    tg_buf_free(&t);
+    return 0;
+}
+
+static int convert_messages(const json_t *msgs, json_t *messages, conv *cv, tg_error *err)
 {
     if (!json_is_array(msgs))
         return tg_bridge_bad(err, "messages", "%s: required, an array of messages", "messages");
@@ -388,11 +434,15 @@ static int convert_messages(const json_t *msgs, json_t *messages, tg_error *err)
             return tg_bridge_bad(err, path, "%s: expected a message object", path);
         const char *role = json_string_value(json_object_get(m, "role"));
         snprintf(param, sizeof param, "%s.role", path);
-        if (!role || (strcmp(role, "user") && strcmp(role, "assistant")))
-            return tg_bridge_bad(err, param, "%s: expected user or assistant (the system prompt is the "
-                       "top-level system)", param);
+        if (!role || (strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "system")))
+            return tg_bridge_bad(err, param, "%s: expected user, assistant or system", param);
         const json_t *content = json_object_get(m, "content");
         snprintf(param, sizeof param, "%s.content", path);
+        if (!strcmp(role, "system")) {
+            if (system_message(content, param, messages, err))
+                return -1;
+            continue;
+        }
         if (json_is_string(content)) {
             json_array_append_new(messages,
                                   json_pack("{s:s, s:O}", "role", role, "content", content));
@@ -401,16 +451,74 @@ static int convert_messages(const json_t *msgs, json_t *messages, tg_error *err)
         if (!json_is_array(content))
             return tg_bridge_bad(err, param, "%s: expected a string or an array of content blocks", param);
         if (!strcmp(role, "user") ? user_message(content, param, messages, err)
-                                  : assistant_message(content, param, messages, err))
+                                  : assistant_message(content, param, messages, cv, err))
             return -1;
     }
     return 0;
 }
 
-/* Tools only Anthropic runs have a type (web_search_20250305, bash_...,
- * text_editor_..., computer_..., code_execution_...); a custom tool has
- * none, or "custom". */
-static json_t *convert_tools(const json_t *tools, tg_error *err)
+/* Anthropic's client tools: typed, but run by the agent, so the model is
+ * told their schema as a function tool's (the one Anthropic documents for
+ * each; the model knows them by it). Every other typed tool
+ * (web_search_..., web_fetch_..., code_execution_..., tool_search_...,
+ * mcp_toolset) runs on Anthropic's servers. */
+static const struct client_tool {
+    const char *prefix;
+    const char *schema;
+} client_tools[] = {
+    {"bash_", "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\"},"
+              "\"restart\":{\"type\":\"boolean\"}}}"},
+    {"text_editor_",
+     "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\",\"enum\":[\"view\","
+     "\"create\",\"str_replace\",\"insert\",\"undo_edit\"]},\"path\":{\"type\":\"string\"},"
+     "\"file_text\":{\"type\":\"string\"},\"old_str\":{\"type\":\"string\"},\"new_str\":"
+     "{\"type\":\"string\"},\"insert_line\":{\"type\":\"integer\"},\"view_range\":{\"type\":"
+     "\"array\",\"items\":{\"type\":\"integer\"}}},\"required\":[\"command\",\"path\"]}"},
+    {"memory_",
+     "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\",\"enum\":[\"view\","
+     "\"create\",\"str_replace\",\"insert\",\"delete\",\"rename\"]},\"path\":{\"type\":"
+     "\"string\"},\"file_text\":{\"type\":\"string\"},\"old_str\":{\"type\":\"string\"},"
+     "\"new_str\":{\"type\":\"string\"},\"insert_line\":{\"type\":\"integer\"},\"insert_text\":"
+     "{\"type\":\"string\"},\"old_path\":{\"type\":\"string\"},\"new_path\":{\"type\":"
+     "\"string\"},\"view_range\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}},"
+     "\"required\":[\"command\"]}"},
+    {"computer_",
+     "{\"type\":\"object\",\"properties\":{\"action\":{\"type\":\"string\"},\"coordinate\":"
+     "{\"type\":\"array\",\"items\":{\"type\":\"integer\"}},\"start_coordinate\":{\"type\":"
+     "\"array\",\"items\":{\"type\":\"integer\"}},\"text\":{\"type\":\"string\"},"
+     "\"scroll_direction\":{\"type\":\"string\"},\"scroll_amount\":{\"type\":\"integer\"},"
+     "\"duration\":{\"type\":\"number\"},\"key\":{\"type\":\"string\"}},\"required\":"
+     "[\"action\"]}"},
+    {NULL, NULL},
+};
+
+static const struct client_tool *client_tool(const char *type)
+{
+    for (const struct client_tool *c = client_tools; c->prefix; c++)
+        if (!strncmp(type, c->prefix, strlen(c->prefix)))
+            return c;
+    return NULL;
+}
+
+/* A client tool of Anthropic's as a chat function tool (new reference). */
+static json_t *client_function(const json_t *t, const char *type, const struct client_tool *c)
+{
+    const json_t *name = json_object_get(t, "name");
+    json_t *fn = json_pack("{s:O, s:s+}", "name", name, "description", "Anthropic's ", type);
+    json_object_set_new(fn, "parameters", json_loads(c->schema, 0, NULL));
+    const json_t *w = json_object_get(t, "display_width_px"), *h = json_object_get(t, "display_height_px");
+    if (json_is_integer(w) && json_is_integer(h)) {
+        char d[160];
+        snprintf(d, sizeof d, "Anthropic's %.40s: a display of %lld x %lld pixels", type,
+                 (long long)json_integer_value(w), (long long)json_integer_value(h));
+        json_object_set_new(fn, "description", json_string(d));
+    }
+    return json_pack("{s:s, s:o}", "type", "function", "function", fn);
+}
+
+/* A custom tool has no type, or "custom"; client tools are translated;
+ * server tools are dropped (listed in cv->dropped) or refused. */
+static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
 {
     if (!json_is_array(tools)) {
         tg_bridge_bad(err, "tools", "%s: expected an array of tools", "tools");
@@ -422,18 +530,28 @@ static json_t *convert_tools(const json_t *tools, tg_error *err)
     json_array_foreach(tools, i, t) {
         char param[64];
         const json_t *type = json_object_get(t, "type");
+        const json_t *name = json_object_get(t, "name");
         if (type && !json_is_null(type) &&
             (!json_is_string(type) || strcmp(json_string_value(type), "custom"))) {
+            const char *ty = json_is_string(type) ? json_string_value(type) : "?";
+            const struct client_tool *c = client_tool(ty);
+            if (c && json_is_string(name)) {
+                json_array_append_new(out, client_function(t, ty, c));
+                continue;
+            }
+            if (!cv->o->refuse_hosted) {
+                tg_bridge_drop(cv->dropped, "tools", ty);
+                continue;
+            }
             snprintf(param, sizeof param, "tools[%zu].type", i);
             tg_error_set(err, 400, "invalid_request_error", "unsupported_value", param,
                          "%s: '%.64s' is a tool that Anthropic runs on its own servers; the "
-                         "bridge to chat completions takes custom tools only (name, "
-                         "description, input_schema)",
-                         param, json_is_string(type) ? json_string_value(type) : "?");
+                         "route refuses such tools (hosted_tools = refuse) rather than "
+                         "leave them out",
+                         param, ty);
             json_decref(out);
             return NULL;
         }
-        const json_t *name = json_object_get(t, "name");
         if (!json_is_string(name)) {
             snprintf(param, sizeof param, "tools[%zu].name", i);
             tg_bridge_bad(err, param, "%s: a tool needs a name", param);
@@ -486,40 +604,144 @@ static int convert_tool_choice(json_t *chat, const json_t *choice, tg_error *err
     return 0;
 }
 
-/* thinking {type: enabled, budget_tokens} as chat's reasoning_effort: the
- * budget's order of magnitude (Anthropic's minimum is 1024; Claude Code's
- * "think" / "think hard" / "ultrathink" ask about 4k, 10k and 32k). */
-static void convert_thinking(json_t *chat, const json_t *thinking)
+/* Models that take reasoning_effort. OpenAI refuses it on its models that
+ * do not reason (gpt-4o, gpt-4.1: "Unrecognized request argument" or
+ * "not supported with this model"); other providers' names are left to
+ * the route's hygiene (rule 36's allow-list keeps it for Gemini, Mistral's
+ * drops it). */
+static bool model_takes_effort(const char *model)
 {
+    static const char *const plain[] = {"gpt-4", "gpt-3", "chatgpt-", "o1-mini", "o1-preview",
+                                        NULL};
+    const char *slash = model ? strrchr(model, '/') : NULL;
+    const char *m = slash ? slash + 1 : model;
+    for (const char *const *p = plain; m && *p; p++)
+        if (!strncmp(m, *p, strlen(*p)))
+            return false;
+    return true;
+}
+
+/* Anthropic's effort (low, medium, high, max) in chat's words. */
+static const char *chat_effort(const char *effort)
+{
+    if (!strcmp(effort, "low") || !strcmp(effort, "medium") || !strcmp(effort, "high"))
+        return effort;
+    return !strcmp(effort, "max") ? "high" : NULL;
+}
+
+/* thinking {type: enabled, budget_tokens} and output_config {effort} as
+ * chat's reasoning_effort: an effort named wins; else the budget's order
+ * of magnitude (Anthropic's minimum is 1024; Claude Code's "think" /
+ * "think hard" / "ultrathink" ask about 4k, 10k and 32k). thinking
+ * adaptive without an effort leaves the choice to the model, as it does
+ * on Anthropic's. */
+static void convert_effort(json_t *chat, const json_t *body, conv *cv)
+{
+    const json_t *thinking = json_object_get(body, "thinking");
     const char *type = json_string_value(json_object_get(thinking, "type"));
-    if (!type || strcmp(type, "enabled"))
+    const char *named = json_string_value(json_object_get(json_object_get(body, "output_config"),
+                                                          "effort"));
+    const char *effort = named ? chat_effort(named) : NULL;
+    if (named && !effort)
+        tg_bridge_drop(cv->dropped, "fields", "output_config.effort");
+    if (!effort && type && !strcmp(type, "enabled")) {
+        const json_t *b = json_object_get(thinking, "budget_tokens");
+        json_int_t budget = json_is_integer(b) ? json_integer_value(b) : 0;
+        effort = budget <= 0 ? "medium" : budget < 4096 ? "low" : budget < 16384 ? "medium" : "high";
+    }
+    if (type && !strcmp(type, "disabled"))
+        effort = NULL;
+    if (!effort)
         return;
-    const json_t *b = json_object_get(thinking, "budget_tokens");
-    json_int_t budget = json_is_integer(b) ? json_integer_value(b) : 0;
-    const char *effort = budget <= 0 ? "medium" : budget < 4096 ? "low" : budget < 16384 ? "medium" : "high";
+    if (!model_takes_effort(json_string_value(json_object_get(body, "model")))) {
+        tg_bridge_drop(cv->dropped, "fields", named ? "output_config.effort" : "thinking");
+        return;
+    }
     json_object_set_new(chat, "reasoning_effort", json_string(effort));
 }
 
-static int refuse_servers(const json_t *body, tg_error *err)
+/* metadata.user_id as chat's user. OpenAI takes at most 64 characters
+ * there and Claude Code's is a JSON text of about 150, so a longer one
+ * goes as a stable hash of it (FNV-1a 64): the same user, the same value. */
+static void convert_user(json_t *chat, const json_t *body)
+{
+    const json_t *v = json_object_get(json_object_get(body, "metadata"), "user_id");
+    if (!json_is_string(v) || !json_string_length(v))
+        return;
+    if (json_string_length(v) <= 64) {
+        json_object_set(chat, "user", (json_t *)v);
+        return;
+    }
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *p = (const unsigned char *)json_string_value(v);
+    for (size_t i = 0; i < json_string_length(v); i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    char u[32];
+    snprintf(u, sizeof u, "tg-%016llx", (unsigned long long)h);
+    json_object_set_new(chat, "user", json_string(u));
+}
+
+/* MCP connectors and code execution containers run on Anthropic's
+ * servers: left out with a word, or refused. */
+static int servers(const json_t *body, conv *cv, tg_error *err)
 {
     static const char *const keys[] = {"mcp_servers", "container", NULL};
     for (const char *const *k = keys; *k; k++) {
         const json_t *v = json_object_get(body, *k);
-        if (v && !json_is_null(v) && !(json_is_array(v) && !json_array_size(v))) {
-            tg_error_set(err, 400, "invalid_request_error", "unsupported_parameter", *k,
-                         "%s: MCP connectors and code execution containers run on Anthropic's "
-                         "servers, which the bridge to chat completions cannot reach (a route "
-                         "to Anthropic itself can pass /v1/messages through: messages = pass)",
-                         *k);
-            return -1;
+        if (!v || json_is_null(v) || (json_is_array(v) && !json_array_size(v)))
+            continue;
+        if (!cv->o->refuse_hosted) {
+            tg_bridge_drop(cv->dropped, "fields", *k);
+            continue;
         }
+        tg_error_set(err, 400, "invalid_request_error", "unsupported_parameter", *k,
+                     "%s: MCP connectors and code execution containers run on Anthropic's "
+                     "servers, which the bridge to chat completions cannot reach (a route "
+                     "to Anthropic itself can pass /v1/messages through: messages = pass)",
+                     *k);
+        return -1;
     }
     return 0;
 }
 
-static int convert_request(const json_t *body, json_t *chat, tg_error *err)
+/* structured outputs: output_format, or output_config.format as the API
+ * now spells it, {type: json_schema, schema} */
+static int convert_format(json_t *chat, const json_t *body, tg_error *err)
 {
-    if (refuse_servers(body, err))
+    const char *param = "output_format";
+    const json_t *v = json_object_get(body, param);
+    if (!v || json_is_null(v)) {
+        param = "output_config.format";
+        v = json_object_get(json_object_get(body, "output_config"), "format");
+    }
+    if (!v || json_is_null(v))
+        return 0;
+    const char *t = json_string_value(json_object_get(v, "type"));
+    const json_t *schema = json_object_get(v, "schema");
+    if (!t || strcmp(t, "json_schema") || !json_is_object(schema))
+        return tg_bridge_bad(err, param, "%s: expected {\"type\": \"json_schema\", \"schema\": {...}}",
+                             param);
+    json_object_set_new(chat, "response_format",
+                        json_pack("{s:s, s:{s:s, s:O, s:b}}", "type", "json_schema",
+                                  "json_schema", "name", "output", "schema", schema, "strict", 1));
+    return 0;
+}
+
+/* A tool_choice that names a tool left out (a server tool) means nothing
+ * the upstream can do: it goes too. */
+static void choice_of_dropped(json_t *chat, conv *cv)
+{
+    const char *name = json_string_value(json_object_get(
+        json_object_get(json_object_get(chat, "tool_choice"), "function"), "name"));
+    if (!name || tg_tool_named(json_object_get(chat, "tools"), name))
+        return;
+    json_object_del(chat, "tool_choice");
+    tg_bridge_drop(cv->dropped, "fields", "tool_choice");
+}
+
+static int convert_request(const json_t *body, json_t *chat, conv *cv, tg_error *err)
+{
+    if (servers(body, cv, err))
         return -1;
     json_t *messages = json_array();
     json_object_set_new(chat, "messages", messages);
@@ -538,11 +760,11 @@ static int convert_request(const json_t *body, json_t *chat, tg_error *err)
                                                       t.data, t.len));
         tg_buf_free(&t);
     }
-    if (convert_messages(json_object_get(body, "messages"), messages, err))
+    if (convert_messages(json_object_get(body, "messages"), messages, cv, err))
         return -1;
     v = json_object_get(body, "tools");
     if (v && !json_is_null(v)) {
-        json_t *tools = convert_tools(v, err);
+        json_t *tools = convert_tools(v, cv, err);
         if (!tools)
             return -1;
         if (json_array_size(tools))
@@ -552,6 +774,7 @@ static int convert_request(const json_t *body, json_t *chat, tg_error *err)
     }
     if (convert_tool_choice(chat, json_object_get(body, "tool_choice"), err))
         return -1;
+    choice_of_dropped(chat, cv);
     v = json_object_get(body, "stop_sequences");
     if (json_is_array(v) && json_array_size(v))
         json_object_set(chat, "stop", (json_t *)v);
@@ -563,22 +786,10 @@ static int convert_request(const json_t *body, json_t *chat, tg_error *err)
         if (v && !json_is_null(v))
             json_object_set(chat, *k, (json_t *)v);
     }
-    v = json_object_get(json_object_get(body, "metadata"), "user_id");
-    if (json_is_string(v))
-        json_object_set(chat, "user", (json_t *)v);
-    convert_thinking(chat, json_object_get(body, "thinking"));
-    /* structured outputs: output_format {type: json_schema, schema} */
-    v = json_object_get(body, "output_format");
-    if (v && !json_is_null(v)) {
-        const char *t = json_string_value(json_object_get(v, "type"));
-        const json_t *schema = json_object_get(v, "schema");
-        if (!t || strcmp(t, "json_schema") || !json_is_object(schema))
-            return tg_bridge_bad(err, "output_format", "%s: expected {\"type\": \"json_schema\", \"schema\": {...}}",
-                       "output_format");
-        json_object_set_new(chat, "response_format",
-                            json_pack("{s:s, s:{s:s, s:O, s:b}}", "type", "json_schema",
-                                      "json_schema", "name", "output", "schema", schema, "strict", 1));
-    }
+    convert_user(chat, body);
+    convert_effort(chat, body, cv);
+    if (convert_format(chat, body, err))
+        return -1;
     if (json_is_true(json_object_get(body, "stream"))) {
         json_object_set_new(chat, "stream", json_true());
         /* the message's usage comes from the chat stream's last chunk */
@@ -596,6 +807,13 @@ static int convert_request(const json_t *body, json_t *chat, tg_error *err)
 int tg_messages_to_chat(const json_t *body, json_t **chat, tg_msg_bridge **bridge,
                         tg_error *err)
 {
+    static const tg_bridge_opts dflt = {0};
+    return tg_messages_to_chat_opts(body, &dflt, chat, bridge, err);
+}
+
+int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t **chat,
+                             tg_msg_bridge **bridge, tg_error *err)
+{
     *chat = NULL;
     *bridge = NULL;
     if (!json_is_object(body)) {
@@ -604,12 +822,15 @@ int tg_messages_to_chat(const json_t *body, json_t **chat, tg_msg_bridge **bridg
         return -1;
     }
     json_t *c = json_object();
-    if (convert_request(body, c, err)) {
+    conv cv = {o, json_object()};
+    if (convert_request(body, c, &cv, err)) {
         json_decref(c);
+        json_decref(cv.dropped);
         return -1;
     }
     tg_msg_bridge *b = calloc(1, sizeof *b);
     if (!b) {
+        json_decref(cv.dropped);
         json_decref(c);
         tg_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
         return -1;
@@ -619,9 +840,15 @@ int tg_messages_to_chat(const json_t *body, json_t **chat, tg_msg_bridge **bridg
     const json_t *stops = json_object_get(body, "stop_sequences");
     b->stops = json_is_array(stops) ? json_incref((json_t *)stops) : NULL;
     b->calls_done = json_object();
+    b->dropped = cv.dropped;
     *chat = c;
     *bridge = b;
     return 0;
+}
+
+const json_t *tg_msg_bridge_dropped(const tg_msg_bridge *b)
+{
+    return b ? b->dropped : NULL;
 }
 
 void tg_msg_bridge_free(tg_msg_bridge *b)
@@ -632,6 +859,7 @@ void tg_msg_bridge_free(tg_msg_bridge *b)
     json_decref(b->stops);
     json_decref(b->call_key);
     json_decref(b->calls_done);
+    json_decref(b->dropped);
     tg_chat_reader_free(&b->rd);
     tg_buf_free(&b->args);
     free(b);

@@ -6,7 +6,16 @@
  * a reasoning item's text rides on the next assistant turn as
  * reasoning_content (hygiene then keeps or drops it per dialect). Function
  * tools are unflattened, tool_choice and text.format take their chat
- * spellings. Keys the Responses API defines but chat lacks are dropped;
+ * spellings. The tools Codex runs itself but declares in other shapes
+ * become function tools too: a namespace's tools each (named
+ * "<namespace>__<name>"), a custom (freeform) tool one taking {input}, and
+ * local_shell and a client tool_search theirs; their calls come back in
+ * the shape each is declared in (a function_call with its namespace, a
+ * custom_tool_call, a local_shell_call, a tool_search_call), through
+ * b->kinds. Tools only OpenAI's servers run (web_search, file_search,
+ * code_interpreter, image_generation, computer_use, mcp...) and their
+ * items in the history are dropped and listed in b->dropped, or refused
+ * when the route says hosted_tools = refuse. Keys the Responses API defines but chat lacks are dropped;
  * keys it does not define (a provider's own, such as top_k) go up as they
  * came, for hygiene's allow-lists to judge like any chat request's.
  *
@@ -45,7 +54,19 @@ struct tg_resp_bridge {
     json_t *calls;         /* {chat tool_calls index: output index} of open calls */
     unsigned n_items;      /* for item ids */
     char name[64];         /* the caller's unique name for ids, or "" */
+    json_t *kinds;         /* {chat tool name: {kind, name[, namespace]}} of the
+                              tools declared in another shape than a plain
+                              function (see tool_kind) */
+    json_t *raw;           /* {output index: arguments so far} of such calls, streamed */
+    json_t *dropped;       /* {kind: [name]} left out upward (bridge.h) */
 };
+
+/* What the request conversion reads and records besides the body. */
+typedef struct conv {
+    const tg_bridge_opts *o;
+    json_t *dropped;       /* {kind: [name]} */
+    json_t *kinds;         /* as tg_resp_bridge's */
+} conv;
 
 /* ---- request ---------------------------------------------------------- */
 
@@ -225,33 +246,40 @@ static json_t *assistant_turn(json_t *messages, json_t **reasoning)
     return m;
 }
 
-static int input_function_call(const json_t *item, const char *path, json_t *messages,
-                               json_t **reasoning, tg_error *err)
+/* A namespaced tool's chat name: "<namespace>__<name>", or the two as
+ * they are when the namespace already ends in "_" (Codex's MCP
+ * namespaces, "mcp__server__"). New reference. */
+static json_t *flat_name(const char *ns, const char *name)
 {
-    char param[128];
-    const json_t *call_id = json_object_get(item, "call_id");
-    const json_t *name = json_object_get(item, "name");
-    const json_t *args = json_object_get(item, "arguments");
-    if (!json_is_string(call_id))
-        call_id = json_object_get(item, "id");
-    if (!json_is_string(call_id) || !json_string_length(call_id)) {
-        snprintf(param, sizeof param, "%.100s.call_id", path);
-        return tg_bridge_bad(err, param, "%s: a function_call needs its call_id", param);
-    }
-    if (!json_is_string(name)) {
-        snprintf(param, sizeof param, "%.100s.name", path);
-        return tg_bridge_bad(err, param, "%s: a function_call needs the function's name", param);
-    }
-    json_t *a;
-    if (json_is_string(args))
-        a = json_incref((json_t *)args);
-    else if (!args || json_is_null(args))
-        a = json_string("{}");
-    else {
-        char *s = tg_json_dumps(args);
-        a = json_string(s ? s : "{}");
-        free(s);
-    }
+    tg_buf t = {0};
+    tg_buf_puts(&t, ns);
+    size_t n = strlen(ns);
+    if (!n || ns[n - 1] != '_')
+        tg_buf_puts(&t, "__");
+    tg_buf_puts(&t, name);
+    json_t *v = json_stringn(t.data, t.len);
+    tg_buf_free(&t);
+    return v;
+}
+
+/* JSON text of v (a string stays itself), "{}" for none. New reference. */
+static json_t *args_text(const json_t *v)
+{
+    if (json_is_string(v))
+        return json_incref((json_t *)v);
+    if (!v || json_is_null(v))
+        return json_string("{}");
+    char *s = tg_json_dumps(v);
+    json_t *a = json_string(s ? s : "{}");
+    free(s);
+    return a;
+}
+
+/* A call of the history as a tool call of the assistant turn before it
+ * (a new one when a reasoning item came between). Steals name and args. */
+static void add_call(json_t *messages, json_t **reasoning, const json_t *call_id, json_t *name,
+                     json_t *args)
+{
     json_t *m = last_assistant(messages);
     if (!m || *reasoning)
         m = assistant_turn(messages, reasoning);
@@ -260,8 +288,57 @@ static int input_function_call(const json_t *item, const char *path, json_t *mes
         calls = json_array();
         json_object_set_new(m, "tool_calls", calls);
     }
-    json_array_append_new(calls, json_pack("{s:O, s:s, s:{s:O, s:o}}", "id", call_id, "type",
-                                           "function", "function", "name", name, "arguments", a));
+    json_array_append_new(calls, json_pack("{s:O, s:s, s:{s:o, s:o}}", "id", call_id, "type",
+                                           "function", "function", "name", name, "arguments",
+                                           args));
+}
+
+/* function_call, custom_tool_call, local_shell_call and tool_search_call
+ * items: the call of the chat tool each was declared as (convert_tools). */
+static int input_call(const json_t *item, const char *type, const char *path, json_t *messages,
+                      json_t **reasoning, tg_error *err)
+{
+    char param[128];
+    const json_t *call_id = json_object_get(item, "call_id");
+    const json_t *name = json_object_get(item, "name");
+    if (!json_is_string(call_id))
+        call_id = json_object_get(item, "id");
+    if (!json_is_string(call_id) || !json_string_length(call_id)) {
+        snprintf(param, sizeof param, "%.100s.call_id", path);
+        return tg_bridge_bad(err, param, "%s: a tool call needs its call_id", param);
+    }
+    json_t *nm, *args;
+    if (!strcmp(type, "local_shell_call")) {
+        json_t *action = json_deep_copy(json_object_get(item, "action"));
+        if (!json_is_object(action)) {
+            json_decref(action);
+            action = json_object();
+        }
+        json_object_del(action, "type");
+        nm = json_string("local_shell");
+        args = args_text(action);
+        json_decref(action);
+    } else if (!strcmp(type, "tool_search_call")) {
+        nm = json_string("tool_search");
+        args = args_text(json_object_get(item, "arguments"));
+    } else {
+        if (!json_is_string(name)) {
+            snprintf(param, sizeof param, "%.100s.name", path);
+            return tg_bridge_bad(err, param, "%s: a tool call needs the tool's name", param);
+        }
+        const char *ns = json_string_value(json_object_get(item, "namespace"));
+        nm = ns && *ns ? flat_name(ns, json_string_value(name)) : json_incref((json_t *)name);
+        if (!strcmp(type, "custom_tool_call")) {
+            const json_t *input = json_object_get(item, "input");
+            json_t *in = json_is_string(input) ? json_pack("{s:O}", "input", input)
+                                               : json_pack("{s:s}", "input", "");
+            args = args_text(in);
+            json_decref(in);
+        } else {
+            args = args_text(json_object_get(item, "arguments"));
+        }
+    }
+    add_call(messages, reasoning, call_id, nm, args);
     return 0;
 }
 
@@ -287,11 +364,29 @@ static int input_message(const json_t *item, const char *path, json_t *messages,
     return 0;
 }
 
-/* Who answers item_reference (tg_responses_to_chat_with). */
+/* Who answers item_reference (tg_responses_to_chat_with), and the
+ * conversion's choices and records. */
 typedef struct lookup {
     tg_resp_lookup fn;
     void *ud;
+    conv *cv;
 } lookup;
+
+/* Items the calls of the history are (input_call). */
+static bool is_call_item(const char *type)
+{
+    static const char *const calls[] = {"function_call", "custom_tool_call", "local_shell_call",
+                                        "tool_search_call", NULL};
+    return tg_bridge_is_one_of(type, calls);
+}
+
+/* Items that answer them: tool messages. */
+static bool is_output_item(const char *type)
+{
+    static const char *const outs[] = {"function_call_output", "custom_tool_call_output",
+                                       "local_shell_call_output", "tool_search_output", NULL};
+    return tg_bridge_is_one_of(type, outs);
+}
 
 static int input_item(const json_t *item, size_t i, json_t *messages, json_t **reasoning,
                       const lookup *lk, tg_error *err);
@@ -334,17 +429,20 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
         return tg_bridge_bad(err, param, "%s: an input item needs a type", param);
     if (!strcmp(type, "message"))
         return input_message(item, path, messages, reasoning, err);
-    if (!strcmp(type, "function_call"))
-        return input_function_call(item, path, messages, reasoning, err);
-    if (!strcmp(type, "function_call_output")) {
+    if (is_call_item(type))
+        return input_call(item, type, path, messages, reasoning, err);
+    if (is_output_item(type)) {
         const json_t *call_id = json_object_get(item, "call_id");
         if (!json_is_string(call_id)) {
             snprintf(param, sizeof param, "%.100s.call_id", path);
-            return tg_bridge_bad(err, param, "%s: a function_call_output needs the call_id it answers",
+            return tg_bridge_bad(err, param, "%s: a tool call's output needs the call_id it answers",
                        param);
         }
         snprintf(param, sizeof param, "%.100s.output", path);
-        json_t *c = tool_content(json_object_get(item, "output"), param, err);
+        /* a search's answer is the tools it loaded, as JSON text */
+        json_t *c = !strcmp(type, "tool_search_output")
+                        ? args_text(json_object_get(item, "tools"))
+                        : tool_content(json_object_get(item, "output"), param, err);
         if (!c)
             return -1;
         json_array_append_new(messages, json_pack("{s:s, s:O, s:o}", "role", "tool",
@@ -383,10 +481,14 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
     }
     if (!strcmp(type, "item_reference"))
         return input_reference(item, i, path, messages, reasoning, lk, err);
+    if (!lk->cv->o->refuse_hosted) {  /* what OpenAI's servers did: nothing to replay */
+        tg_bridge_drop(lk->cv->dropped, "input", type);
+        return 0;
+    }
     tg_error_set(err, 400, "invalid_request_error", "unsupported_value", param,
-                 "%s: '%.64s' items belong to tools that OpenAI runs, which toolgate's "
-                 "bridge to chat completions cannot (a route to OpenAI itself can pass "
-                 "/v1/responses through: responses = pass)",
+                 "%s: '%.64s' items belong to tools that OpenAI runs, which the route "
+                 "refuses rather than leave out (hosted_tools = refuse; a route to OpenAI "
+                 "itself can pass /v1/responses through: responses = pass)",
                  param, type);
     return -1;
 }
@@ -412,7 +514,88 @@ static int convert_input(const json_t *input, json_t *messages, const lookup *lk
     return 0;
 }
 
-static json_t *convert_tools(const json_t *tools, tg_error *err)
+/* A function tool of the Responses API (or of a namespace) as a chat
+ * tool named name (new reference). */
+static json_t *chat_function(const json_t *t, json_t *name)
+{
+    json_t *fn = json_pack("{s:o}", "name", name);
+    static const char *const keys[] = {"description", "parameters", "strict", NULL};
+    for (const char *const *k = keys; *k; k++) {
+        const json_t *v = json_object_get(t, *k);
+        if (v && !json_is_null(v))
+            json_object_set(fn, *k, (json_t *)v);
+    }
+    return json_pack("{s:s, s:o}", "type", "function", "function", fn);
+}
+
+/* A custom (freeform) tool, Codex's apply_patch for one, as a function
+ * taking its text as {input}; the grammar goes into the description so
+ * the model writes what the tool parses. New reference. */
+static json_t *custom_function(const json_t *t, json_t *name)
+{
+    tg_buf d = {0};
+    const char *desc = json_string_value(json_object_get(t, "description"));
+    const json_t *fmt = json_object_get(t, "format");
+    const char *syntax = json_string_value(json_object_get(fmt, "syntax"));
+    const char *def = json_string_value(json_object_get(fmt, "definition"));
+    tg_buf_puts(&d, desc ? desc : "");
+    if (def && *def) {
+        tg_buf_printf(&d, "%sThe input must follow this %s grammar:\n", d.len ? "\n\n" : "",
+                      syntax ? syntax : "");
+        tg_buf_puts(&d, def);
+    }
+    json_t *fn = json_pack("{s:o, s:s%, s:{s:s, s:{s:{s:s, s:s}}, s:[s]}}", "name", name,
+                           "description", d.data ? d.data : "", d.len, "parameters", "type",
+                           "object", "properties", "input", "type", "string", "description",
+                           "the tool's whole input text", "required", "input");
+    tg_buf_free(&d);
+    return json_pack("{s:s, s:o}", "type", "function", "function", fn);
+}
+
+/* local_shell: the exec action Codex runs, as a function's parameters. */
+static json_t *local_shell_function(void)
+{
+    return json_pack(
+        "{s:s, s:{s:s, s:s, s:{s:s, s:{s:{s:s, s:{s:s}}, s:{s:s}, s:{s:s}}, s:[s]}}}", "type",
+        "function", "function", "name", "local_shell", "description",
+        "Runs a command on the user's machine (argv, not a shell line).", "parameters", "type",
+        "object", "properties", "command", "type", "array", "items", "type", "string",
+        "timeout_ms", "type", "integer", "working_directory", "type", "string", "required",
+        "command");
+}
+
+/* Records that the chat tool name stands for a tool of another shape. */
+static void set_kind(conv *cv, json_t *chat_name, const char *kind, const json_t *name,
+                     const char *ns)
+{
+    json_t *k = json_pack("{s:s, s:O}", "kind", kind, "name", name);
+    if (ns)
+        json_object_set_new(k, "namespace", json_string(ns));
+    json_object_set_new(cv->kinds, json_string_value(chat_name), k);
+}
+
+/* One tool of a namespace (function or custom), appended to out. */
+static int namespaced_tool(const json_t *t, const char *ns, const char *path, json_t *out,
+                           conv *cv, tg_error *err)
+{
+    char param[128];
+    const char *type = json_string_value(json_object_get(t, "type"));
+    const json_t *name = json_object_get(t, "name");
+    if (!json_is_string(name)) {
+        snprintf(param, sizeof param, "%.100s.name", path);
+        return tg_bridge_bad(err, param, "%s: a tool needs a name", param);
+    }
+    json_t *flat = flat_name(ns, json_string_value(name));
+    bool custom = type && !strcmp(type, "custom");
+    set_kind(cv, flat, custom ? "custom" : "function", name, ns);
+    json_array_append_new(out, custom ? custom_function(t, flat) : chat_function(t, flat));
+    return 0;
+}
+
+/* function tools as they are; Codex's own tool shapes as functions
+ * (namespaces flattened, custom, local_shell, a client tool_search); the
+ * rest runs on OpenAI's servers: dropped (cv->dropped) or refused. */
+static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
 {
     if (!json_is_array(tools)) {
         tg_bridge_bad(err, "tools", "%s: expected an array of tools", "tools");
@@ -422,33 +605,70 @@ static json_t *convert_tools(const json_t *tools, tg_error *err)
     size_t i;
     const json_t *t;
     json_array_foreach(tools, i, t) {
-        char param[64];
+        char param[64], path[64];
         const char *type = json_string_value(json_object_get(t, "type"));
+        const json_t *name = json_object_get(t, "name");
+        const char *exec = json_string_value(json_object_get(t, "execution"));
+        snprintf(path, sizeof path, "tools[%zu]", i);
         snprintf(param, sizeof param, "tools[%zu].type", i);
-        if (!type || strcmp(type, "function")) {
+        bool named = json_is_string(name);
+        if (type && !strcmp(type, "namespace") && named) {
+            size_t j;
+            const json_t *inner;
+            json_array_foreach(json_object_get(t, "tools"), j, inner) {
+                char ipath[96];
+                snprintf(ipath, sizeof ipath, "%s.tools[%zu]", path, j);
+                if (namespaced_tool(inner, json_string_value(name), ipath, out, cv, err)) {
+                    json_decref(out);
+                    return NULL;
+                }
+            }
+            continue;
+        }
+        if (type && !strcmp(type, "custom") && named) {
+            set_kind(cv, (json_t *)name, "custom", name, NULL);
+            json_array_append_new(out, custom_function(t, json_incref((json_t *)name)));
+            continue;
+        }
+        if (type && !strcmp(type, "local_shell")) {
+            json_t *ls = json_string("local_shell");
+            set_kind(cv, ls, "local_shell", ls, NULL);
+            json_decref(ls);
+            json_array_append_new(out, local_shell_function());
+            continue;
+        }
+        if (type && !strcmp(type, "tool_search") && exec && !strcmp(exec, "client")) {
+            json_t *ts = json_string("tool_search");
+            set_kind(cv, ts, "tool_search", ts, NULL);
+            json_array_append_new(out, chat_function(t, ts));
+            continue;
+        }
+        if (type && strcmp(type, "function")) {
+            if (!cv->o->refuse_hosted) {
+                tg_bridge_drop(cv->dropped, "tools", type);
+                continue;
+            }
             tg_error_set(err, 400, "invalid_request_error", "unsupported_value", param,
                          "%s: '%.64s' is a tool that OpenAI runs on its own servers; the "
-                         "bridge to chat completions takes function tools only (a route to "
-                         "OpenAI itself can pass /v1/responses through: responses = pass)",
-                         param, type ? type : "(none)");
+                         "route refuses such tools (hosted_tools = refuse) rather than leave "
+                         "them out (a route to OpenAI itself can pass /v1/responses through: "
+                         "responses = pass)",
+                         param, type);
             json_decref(out);
             return NULL;
         }
-        const json_t *name = json_object_get(t, "name");
-        if (!json_is_string(name)) {
+        if (!type) {
+            tg_bridge_bad(err, param, "%s: every tool needs a type (function, ...)", param);
+            json_decref(out);
+            return NULL;
+        }
+        if (!named) {
             snprintf(param, sizeof param, "tools[%zu].name", i);
             tg_bridge_bad(err, param, "%s: a function tool needs a name", param);
             json_decref(out);
             return NULL;
         }
-        json_t *fn = json_pack("{s:O}", "name", name);
-        static const char *const keys[] = {"description", "parameters", "strict", NULL};
-        for (const char *const *k = keys; *k; k++) {
-            const json_t *v = json_object_get(t, *k);
-            if (v && !json_is_null(v))
-                json_object_set(fn, *k, (json_t *)v);
-        }
-        json_array_append_new(out, json_pack("{s:s, s:o}", "type", "function", "function", fn));
+        json_array_append_new(out, chat_function(t, json_incref((json_t *)name)));
     }
     return out;
 }
@@ -484,7 +704,7 @@ static int allowed_tools_only(json_t *chat, const json_t *choice, tg_error *err)
     return 0;
 }
 
-static int convert_tool_choice(json_t *chat, const json_t *choice, tg_error *err)
+static int convert_tool_choice(json_t *chat, const json_t *choice, conv *cv, tg_error *err)
 {
     if (!choice || json_is_null(choice))
         return 0;
@@ -493,14 +713,20 @@ static int convert_tool_choice(json_t *chat, const json_t *choice, tg_error *err
         return 0;
     }
     const char *type = json_string_value(json_object_get(choice, "type"));
-    if (type && !strcmp(type, "function") && json_is_string(json_object_get(choice, "name"))) {
+    const json_t *name = json_object_get(choice, "name");
+    if (type && (!strcmp(type, "function") || !strcmp(type, "custom")) && json_is_string(name)) {
+        const char *ns = json_string_value(json_object_get(choice, "namespace"));
+        json_t *nm = ns && *ns ? flat_name(ns, json_string_value(name)) : json_incref((json_t *)name);
         json_object_set_new(chat, "tool_choice",
-                            json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name",
-                                      json_object_get(choice, "name")));
+                            json_pack("{s:s, s:{s:o}}", "type", "function", "function", "name", nm));
         return 0;
     }
     if (type && !strcmp(type, "allowed_tools"))
         return allowed_tools_only(chat, choice, err);
+    if (!cv->o->refuse_hosted) {  /* a hosted tool, left out with its choice */
+        tg_bridge_drop(cv->dropped, "fields", "tool_choice");
+        return 0;
+    }
     tg_error_set(err, 400, "invalid_request_error", "unsupported_value", "tool_choice",
                  "tool_choice: '%.64s' names a tool OpenAI runs; the chat bridge takes auto, "
                  "none, required, a function or allowed_tools",
@@ -579,7 +805,7 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
         return -1;
     v = json_object_get(body, "tools");
     if (v && !json_is_null(v)) {
-        json_t *tools = convert_tools(v, err);
+        json_t *tools = convert_tools(v, lk->cv, err);
         if (!tools)
             return -1;
         if (json_array_size(tools))
@@ -587,7 +813,7 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
         else
             json_decref(tools);
     }
-    if (convert_tool_choice(chat, json_object_get(body, "tool_choice"), err))
+    if (convert_tool_choice(chat, json_object_get(body, "tool_choice"), lk->cv, err))
         return -1;
     v = json_object_get(body, "text");
     if (json_is_object(v) && convert_text_format(chat, v, err))
@@ -641,7 +867,15 @@ int tg_responses_to_chat(const json_t *body, json_t **chat, tg_resp_bridge **bri
 int tg_responses_to_chat_with(const json_t *body, tg_resp_lookup fn, void *ud, json_t **chat,
                               tg_resp_bridge **bridge, tg_error *err)
 {
-    lookup lk = {fn, ud};
+    static const tg_bridge_opts dflt = {0};
+    return tg_responses_to_chat_opts(body, &dflt, fn, ud, chat, bridge, err);
+}
+
+int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_resp_lookup fn,
+                              void *ud, json_t **chat, tg_resp_bridge **bridge, tg_error *err)
+{
+    conv cv = {o, NULL, NULL};
+    lookup lk = {fn, ud, &cv};
     *chat = NULL;
     *bridge = NULL;
     if (!json_is_object(body)) {
@@ -650,12 +884,18 @@ int tg_responses_to_chat_with(const json_t *body, tg_resp_lookup fn, void *ud, j
         return -1;
     }
     json_t *c = json_object();
+    cv.dropped = json_object();
+    cv.kinds = json_object();
     if (convert_request(body, c, &lk, err)) {
         json_decref(c);
+        json_decref(cv.dropped);
+        json_decref(cv.kinds);
         return -1;
     }
     tg_resp_bridge *b = calloc(1, sizeof *b);
     if (!b) {
+        json_decref(cv.dropped);
+        json_decref(cv.kinds);
         json_decref(c);
         tg_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
         return -1;
@@ -674,10 +914,18 @@ int tg_responses_to_chat_with(const json_t *body, tg_resp_lookup fn, void *ud, j
             b->encrypted = true;
     }
     b->msg_at = b->reason_at = -1;
+    b->dropped = cv.dropped;
+    b->kinds = cv.kinds;
+    b->raw = json_object();
     b->arrived = (json_int_t)time(NULL);
     *chat = c;
     *bridge = b;
     return 0;
+}
+
+const json_t *tg_resp_bridge_dropped(const tg_resp_bridge *b)
+{
+    return b ? b->dropped : NULL;
 }
 
 void tg_resp_bridge_free(tg_resp_bridge *b)
@@ -690,6 +938,9 @@ void tg_resp_bridge_free(tg_resp_bridge *b)
     json_decref(b->output);
     json_decref(b->calls);
     json_decref(b->logprobs);
+    json_decref(b->kinds);
+    json_decref(b->raw);
+    json_decref(b->dropped);
     tg_chat_reader_free(&b->rd);
     tg_buf_free(&b->text);
     tg_buf_free(&b->reason);
@@ -858,15 +1109,67 @@ static json_t *text_part(const char *type, const char *text, size_t n)
                      "annotations", "logprobs");
 }
 
-static json_t *call_item(json_t *id, const json_t *call, const char *status)
+/* The kind a chat tool name stands for ("function" when it is a plain
+ * function tool); *k the record (b->kinds) or NULL. */
+static const char *kind_of(const tg_resp_bridge *b, const char *name, const json_t **k)
+{
+    *k = name ? json_object_get(b->kinds, name) : NULL;
+    const char *kind = json_string_value(json_object_get(*k, "kind"));
+    return kind ? kind : "function";
+}
+
+/* A custom, local_shell or tool_search call, whole, in the shape Codex
+ * reads (codex-rs protocol ResponseItem): its arguments are the function
+ * arguments the model wrote for the chat tool it was declared as. */
+static json_t *shaped_item(json_t *id, const char *kind, const json_t *k, const char *call_id,
+                           const char *args, const char *status)
+{
+    json_t *a = args ? tg_json_load(args, strlen(args), 0, NULL) : NULL;
+    json_t *item = json_pack("{s:o, s:s, s:s}", "id", id, "status", status, "call_id", call_id);
+    if (!strcmp(kind, "custom")) {
+        const json_t *in = json_object_get(a, "input");
+        json_object_set_new(item, "type", json_string("custom_tool_call"));
+        json_object_set(item, "name", json_object_get(k, "name"));
+        if (json_object_get(k, "namespace"))
+            json_object_set(item, "namespace", json_object_get(k, "namespace"));
+        /* a model that wrote the text itself, not {input}, meant the text */
+        json_object_set_new(item, "input", json_is_string(in) ? json_incref((json_t *)in)
+                                                              : json_string(args ? args : ""));
+    } else if (!strcmp(kind, "local_shell")) {
+        json_t *action = json_is_object(a) ? json_deep_copy(a) : json_object();
+        json_object_set_new(action, "type", json_string("exec"));
+        if (!json_is_array(json_object_get(action, "command")))
+            json_object_set_new(action, "command", json_array());
+        json_object_set_new(item, "type", json_string("local_shell_call"));
+        json_object_set_new(item, "action", action);
+    } else {
+        json_object_set_new(item, "type", json_string("tool_search_call"));
+        json_object_set_new(item, "execution", json_string("client"));
+        json_object_set_new(item, "arguments", json_is_object(a) ? json_incref(a) : json_object());
+    }
+    json_decref(a);
+    return item;
+}
+
+static json_t *call_item(const tg_resp_bridge *b, json_t *id, const json_t *call,
+                         const char *status)
 {
     const json_t *fn = json_object_get(call, "function");
-    const json_t *name = json_object_get(fn, "name"), *args = json_object_get(fn, "arguments");
-    const json_t *cid = json_object_get(call, "id");
-    return json_pack("{s:o, s:s, s:s, s:s, s:s, s:s}", "id", id, "type", "function_call",
-                     "status", status, "call_id", json_is_string(cid) ? json_string_value(cid) : "",
-                     "name", json_is_string(name) ? json_string_value(name) : "", "arguments",
-                     json_is_string(args) ? json_string_value(args) : "");
+    const char *name = json_string_value(json_object_get(fn, "name"));
+    const char *args = json_string_value(json_object_get(fn, "arguments"));
+    const char *cid = json_string_value(json_object_get(call, "id"));
+    const json_t *k;
+    const char *kind = kind_of(b, name, &k);
+    if (strcmp(kind, "function"))
+        return shaped_item(id, kind, k, cid ? cid : "", args, status);
+    json_t *item = json_pack("{s:o, s:s, s:s, s:s, s:s, s:s}", "id", id, "type", "function_call",
+                             "status", status, "call_id", cid ? cid : "", "name",
+                             name ? name : "", "arguments", args ? args : "");
+    if (k) {  /* a tool of a namespace: its own name, and the namespace */
+        json_object_set(item, "name", json_object_get(k, "name"));
+        json_object_set(item, "namespace", json_object_get(k, "namespace"));
+    }
+    return item;
 }
 
 json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion)
@@ -914,7 +1217,7 @@ json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion)
     size_t i;
     const json_t *call;
     json_array_foreach(json_object_get(msg, "tool_calls"), i, call) {
-        json_array_append_new(output, call_item(item_id(b, "fc"), call, "completed"));
+        json_array_append_new(output, call_item(b, item_id(b, "fc"), call, "completed"));
     }
     const json_t *created = json_object_get(completion, "created");
     json_t *r = response_object(b, b->id, json_object_get(completion, "model"),
@@ -1129,14 +1432,35 @@ static bool on_call(void *vb, const json_t *tc, size_t pos, tg_buf *out)
     if (!at_v) {
         close_reasoning(b, out);
         close_message(b, out);
-        json_t *item = call_item(item_id(b, "fc"), tc, "in_progress");
-        json_object_set_new(item, "arguments", json_string(""));
+        json_t *call = json_deep_copy(tc);
+        json_object_set_new(json_object_get(call, "function"), "arguments", json_string(""));
+        json_t *item = call_item(b, item_id(b, "fc"), call, "in_progress");
+        json_decref(call);
+        bool shaped = strcmp(json_string_value(json_object_get(item, "type")), "function_call");
         at = add_item(b, item, out);
         json_object_set_new(b->calls, key, json_integer(at));
+        if (shaped) {  /* its fields come from the whole arguments (close_calls) */
+            char at_key[32];
+            snprintf(at_key, sizeof at_key, "%d", at);
+            json_object_set_new(b->raw, at_key, json_pack("{s:O, s:s}", "name",
+                                                          json_object_get(fn, "name"), "args",
+                                                          ""));
+        }
     } else {
         at = (int)json_integer_value(at_v);
     }
     json_t *item = json_array_get(b->output, (size_t)at);
+    char at_key[32];
+    snprintf(at_key, sizeof at_key, "%d", at);
+    json_t *raw = json_object_get(b->raw, at_key);
+    if (raw) {  /* a custom, local_shell or tool_search call */
+        tg_buf a = {0};
+        tg_buf_puts(&a, json_string_value(json_object_get(raw, "args")));
+        tg_buf_puts(&a, args ? args : "");
+        json_object_set_new(raw, "args", json_stringn(a.data ? a.data : "", a.len));
+        tg_buf_free(&a);
+        return true;
+    }
     const char *name = json_string_value(json_object_get(fn, "name"));
     if (name && *name && !*json_string_value(json_object_get(item, "name")))
         json_object_set_new(item, "name", json_string(name));
@@ -1160,8 +1484,23 @@ static void close_calls(tg_resp_bridge *b, tg_buf *out)
     for (size_t at = 0; at < n; at++) {
         json_t *item = json_array_get(b->output, at);
         const char *status = json_string_value(json_object_get(item, "status"));
-        if (strcmp(json_string_value(json_object_get(item, "type")), "function_call") ||
-            !status || strcmp(status, "in_progress"))
+        if (!status || strcmp(status, "in_progress"))
+            continue;
+        char at_key[32];
+        snprintf(at_key, sizeof at_key, "%zu", at);
+        const json_t *raw = json_object_get(b->raw, at_key);
+        if (raw) {  /* a shaped call, whole now */
+            const json_t *k;
+            const char *kind = kind_of(b, json_string_value(json_object_get(raw, "name")), &k);
+            json_t *whole = shaped_item(json_incref(json_object_get(item, "id")), kind, k,
+                                        json_string_value(json_object_get(item, "call_id")),
+                                        json_string_value(json_object_get(raw, "args")),
+                                        "in_progress");
+            json_array_set_new(b->output, at, whole);
+            item_done(b, (int)at, out);
+            continue;
+        }
+        if (strcmp(json_string_value(json_object_get(item, "type")), "function_call"))
             continue;
         json_t *ev = item_event(b, "response.function_call_arguments.done", (int)at);
         json_object_set(ev, "item_id", json_object_get(item, "id"));
@@ -1170,6 +1509,7 @@ static void close_calls(tg_resp_bridge *b, tg_buf *out)
         item_done(b, (int)at, out);
     }
     json_object_clear(b->calls);
+    json_object_clear(b->raw);
 }
 
 static void stream_finish(void *vb, tg_buf *out)

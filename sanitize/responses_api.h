@@ -9,7 +9,9 @@
  * an ordinary chat request and answer, so hygiene, schema dialects,
  * discovery and repair apply unchanged. Stateless like the rest of
  * toolgate: what needs the provider's stored state (previous_response_id,
- * conversation) is refused with a 400 naming the field, never guessed; an
+ * conversation) is refused with a 400 naming the field, never guessed;
+ * tools only OpenAI's servers run are left out and listed
+ * (tg_resp_bridge_dropped), or refused when the route says so; an
  * item_reference is answered from the caller's store of recent items
  * (itemstore.h) when it holds the item, and refused when it does not.
  * Ownership follows sanitize/tg.h.
@@ -17,6 +19,7 @@
 #ifndef TG_RESPONSES_API_H
 #define TG_RESPONSES_API_H
 
+#include "bridge.h"
 #include "buf.h"
 #include "tg.h"
 
@@ -33,6 +36,12 @@ int tg_responses_to_chat(const json_t *body, json_t **chat, tg_resp_bridge **bri
 typedef json_t *(*tg_resp_lookup)(void *ud, const char *id);
 int tg_responses_to_chat_with(const json_t *body, tg_resp_lookup fn, void *ud, json_t **chat,
                               tg_resp_bridge **bridge, tg_error *err);
+/* The same with the route's choices (bridge.h); the two above use the
+ * defaults (hosted tools dropped). */
+int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_resp_lookup fn,
+                              void *ud, json_t **chat, tg_resp_bridge **bridge, tg_error *err);
+/* What the conversion left out, {kind: [name]} (borrowed; bridge.h). */
+const json_t *tg_resp_bridge_dropped(const tg_resp_bridge *b);
 
 /* Names the Response and its items from unique (at most 63 bytes), which a
  * store of items needs; without it ids come from the chat answer's id. */

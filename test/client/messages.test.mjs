@@ -142,24 +142,37 @@ test('the Messages request becomes the chat request the route rules see', async 
   assert.equal(up.body.tools[0].type, 'function');
 });
 
-test('a server tool gets a 400 naming tools[0].type, in Anthropic\'s error shape', async () => {
+test('a server tool is left out, said in X-Toolgate-Dropped; the custom tools still reach the model', async () => {
   const c = client('/mistral');
-  await assert.rejects(
-    c.messages.create({
-      model: 'mock-agent',
+  const { data, response } = await c.messages
+    .create({
+      model: 'mock-default',
       max_tokens: 100,
       messages: [{ role: 'user', content: 'Search' }],
-      tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 1 }],
-    }),
-    (e) => {
-      assert.ok(e instanceof Anthropic.BadRequestError, String(e));
-      assert.equal(e.status, 400);
-      assert.equal(e.error.type, 'error');
-      assert.equal(e.error.error.type, 'invalid_request_error');
-      assert.match(e.error.error.message, /^tools\[0\]\.type: 'web_search_20250305'/);
-      return true;
-    },
-  );
+      tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 1 }, ...tools],
+    })
+    .withResponse();
+  assert.equal(data.type, 'message');
+  assert.equal(response.headers.get('x-toolgate-dropped'), 'tools web_search_20250305');
+  const up = await lastUpstream();
+  assert.equal(up.body.tools.length, 1);  /* weather.get, in Mistral's spelling */
+  assert.ok(!JSON.stringify(up.body.tools).includes('web_search'));
+});
+
+test('a system message inside messages (Claude Code sends one) is carried as a system turn', async () => {
+  const c = client('/gemini');
+  const data = await c.messages.create({
+    model: 'mock-default',
+    max_tokens: 100,
+    system: 'You are an agent.',
+    messages: [
+      { role: 'user', content: 'Hi' },
+      { role: 'system', content: 'Agent types: general.' },
+    ],
+  });
+  assert.equal(data.type, 'message');
+  const up = await lastUpstream();
+  assert.deepEqual(up.body.messages.map((m) => m.role), ['system', 'user', 'system']);
 });
 
 test('AI SDK Anthropic provider shows a refusal\'s message', async () => {
@@ -192,7 +205,7 @@ test('a provider\'s error reaches the Anthropic SDK in Anthropic\'s shape, statu
 test('a body toolgate refuses: a 400 naming the field, in Anthropic\'s shape', async () => {
   const c = client('');
   await assert.rejects(
-    c.messages.create({ model: 'mock-agent', max_tokens: 10, messages: [{ role: 'system', content: 'x' }] }),
+    c.messages.create({ model: 'mock-agent', max_tokens: 10, messages: [{ role: 'tool', content: 'x' }] }),
     (e) => {
       assert.ok(e instanceof Anthropic.BadRequestError, String(e));
       assert.match(e.error.error.message, /^messages\[0\]\.role: /);

@@ -139,12 +139,19 @@ test('a stateful Responses field gets a 400 naming it', async () => {
   );
 });
 
-test('a tool OpenAI hosts gets a 400 naming it', async () => {
+test('a tool OpenAI hosts is left out and said so in X-Toolgate-Dropped', async () => {
   const client = new OpenAI({ baseURL: `${root()}/gemini/v1`, apiKey: API_KEY, maxRetries: 0 });
-  await assert.rejects(
-    client.responses.create({ model: 'mock-agent', input: 'hi', tools: [{ type: 'web_search' }] }),
-    (e) => e.status === 400 && e.param === 'tools[0].type' && /web_search/.test(e.message),
-  );
+  const { data, response } = await client.responses
+    .create({
+      model: 'mock-default',
+      input: 'hi',
+      tools: [{ type: 'web_search', external_web_access: false }, { type: 'function', name: 'f', parameters: { type: 'object', properties: {} } }],
+    })
+    .withResponse();
+  assert.equal(data.status, 'completed');
+  assert.equal(response.headers.get('x-toolgate-dropped'), 'tools web_search');
+  const up = await lastUpstream();
+  assert.deepEqual(up.body.tools.map((t) => t.function.name), ['f']);
 });
 
 test('a route with responses = pass passes /v1/responses through, less the agent\'s private keys', async () => {

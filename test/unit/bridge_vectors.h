@@ -5,6 +5,7 @@
 #ifndef TG_TEST_BRIDGE_VECTORS_H
 #define TG_TEST_BRIDGE_VECTORS_H
 
+#include "../../sanitize/bridge.h"
 #include "../../sanitize/buf.h"
 #include "../../sanitize/jsonio.h"
 #include "vectors.h"
@@ -17,6 +18,28 @@ static bool subset(const json_t *exp, const json_t *got)
 static void expect(bool ok, const json_t *exp, const json_t *got, const char *what)
 {
     vector_expect(ok, exp, got, what);
+}
+
+/* A vector's "hosted_tools": "refuse" as the bridge's options. */
+static tg_bridge_opts vector_opts(const json_t *v)
+{
+    const char *h = json_string_value(json_object_get(v, "hosted_tools"));
+    tg_bridge_opts o = {.refuse_hosted = h && !strcmp(h, "refuse")};
+    return o;
+}
+
+/* What the bridge left out, as X-Toolgate-Dropped says it, against the
+ * vector's "dropped" (absent or null: nothing). */
+static void expect_dropped(const json_t *v, const json_t *dropped)
+{
+    char *text = tg_bridge_dropped_text(dropped);
+    const json_t *want = json_object_get(v, "dropped");
+    json_t *got = text ? json_string(text) : json_null();
+    json_t *w = json_is_string(want) ? json_incref((json_t *)want) : json_null();
+    expect(json_equal(w, got), w, got, "dropped");
+    json_decref(got);
+    json_decref(w);
+    free(text);
 }
 
 /* The chat stream as SSE text, as the repair stage writes it. */

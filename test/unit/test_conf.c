@@ -308,6 +308,25 @@ static void test_messages_default(void **state)
     tg_conf_unref(c);
 }
 
+/* hosted_tools: drop by default, refuse when asked, nothing else. */
+static void test_hosted_tools(void **state)
+{
+    (void)state;
+    tg_conf *c = load("[route d]\nprefix = /d\nupstream = http://h\n"
+                      "[route r]\nprefix = /r\nupstream = http://h\nhosted_tools = refuse\n"
+                      "[route x]\nprefix = /x\nupstream = http://h\nhosted_tools = drop\n");
+    assert_non_null(c);
+    assert_false(tg_route_by_name(c, "d")->refuse_hosted);
+    assert_true(tg_route_by_name(c, "r")->refuse_hosted);
+    assert_false(tg_route_by_name(c, "x")->refuse_hosted);
+    tg_conf_unref(c);
+    tg_buf errs = {0};
+    c = tg_conf_load_string("[route b]\nupstream = http://h\nhosted_tools = maybe\n", "t", &errs);
+    assert_null(c);
+    assert_non_null(strstr(errs.data, "hosted_tools: expected drop | refuse"));
+    tg_buf_free(&errs);
+}
+
 static void test_shipped_conf(void **state)
 {
     (void)state;
@@ -335,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_shipped_conf),    cmocka_unit_test(test_model_rewrite),
         cmocka_unit_test(test_responses_default),
         cmocka_unit_test(test_messages_default),
+        cmocka_unit_test(test_hosted_tools),
     };
     return cmocka_run_group_tests_name("conf", tests, NULL, NULL);
 }

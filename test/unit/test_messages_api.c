@@ -42,7 +42,8 @@ static void run_request(const json_t *v, tg_msg_bridge **bridge)
 {
     json_t *chat = NULL;
     tg_error err;
-    int rc = tg_messages_to_chat(json_object_get(v, "request"), &chat, bridge, &err);
+    tg_bridge_opts o = vector_opts(v);
+    int rc = tg_messages_to_chat_opts(json_object_get(v, "request"), &o, &chat, bridge, &err);
     const json_t *param = json_object_get(v, "error_param");
     if (param) {
         if (rc == 0)
@@ -62,6 +63,7 @@ static void run_request(const json_t *v, tg_msg_bridge **bridge)
     const json_t *want = json_object_get(v, "chat");
     if (want)
         expect(json_equal(want, chat), want, chat, "chat body");
+    expect_dropped(v, tg_msg_bridge_dropped(*bridge));
     json_decref(chat);
 }
 

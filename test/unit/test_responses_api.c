@@ -46,7 +46,8 @@ static void run_request(const json_t *v, tg_resp_bridge **bridge)
 {
     json_t *chat = NULL;
     tg_error err;
-    int rc = tg_responses_to_chat_with(json_object_get(v, "request"), vector_store,
+    tg_bridge_opts o = vector_opts(v);
+    int rc = tg_responses_to_chat_opts(json_object_get(v, "request"), &o, vector_store,
                                        json_object_get(v, "store"), &chat, bridge, &err);
     const json_t *param = json_object_get(v, "error_param");
     if (param) {
@@ -66,6 +67,7 @@ static void run_request(const json_t *v, tg_resp_bridge **bridge)
     const json_t *want = json_object_get(v, "chat");
     if (want)
         expect(json_equal(want, chat), want, chat, "chat body");
+    expect_dropped(v, tg_resp_bridge_dropped(*bridge));
     json_decref(chat);
 }
 
