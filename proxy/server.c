@@ -1626,10 +1626,11 @@ static enum MHD_Result dispatch(tg_req *r)
     const tg_route *by_prefix = tg_route_by_prefix(c, url, &rest);
     r->rest = rest;
     /* Clients check a base URL before they use it (Claude Code sends HEAD
-     * to its ANTHROPIC_BASE_URL): the root and every route prefix answer,
-     * like /healthz, without a key. */
+     * <ANTHROPIC_BASE_URL>/api/hello, which Anthropic's API answers): the
+     * root, every route prefix and /api/hello under them answer, like
+     * /healthz, without a key. */
     if ((!strcmp(r->method, "HEAD") || !strcmp(r->method, "GET")) &&
-        (!*rest || !strcmp(rest, "/"))) {
+        (!*rest || !strcmp(rest, "/") || !strcmp(rest, "/api/hello"))) {
         answer_json(r, 200, "{\"status\":\"ok\"}");
         return queue_answer(r);
     }
