@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "../sanitize/cache.h"
+#include "../sanitize/hygiene.h"
 #include "../sanitize/pipeline.h"
 #include "../sanitize/jsonio.h"
 #include "index.h"
@@ -866,10 +867,13 @@ static json_t *next_round(tg_ctx *ctx, json_t *d, json_t *msg, json_t *answerabl
             json_decref(id);
             id = make_id(seed, i);
         }
-        json_t *fn = json_object_get(c, "function");
-        json_array_append_new(calls, json_pack("{sOsss{sOsO}}", "id", id, "type", "function",
-                                               "function", "name", json_object_get(fn, "name"),
-                                               "arguments", json_object_get(fn, "arguments")));
+        /* the call as the provider made it, opaque fields and all
+         * (Gemini 3's thought signature, R18/R19), with its upstream id */
+        json_t *call = json_deep_copy(c);
+        json_object_del(call, "index");
+        json_object_set(call, "id", id);
+        json_object_set_new(call, "type", json_string("function"));
+        json_array_append_new(calls, call);
         json_t *ans = answer_call(ctx, d, c, k);
         char *text = dump(ans);
         json_array_append_new(results, json_pack("{sssOss}", "role", "tool", "tool_call_id", id,
@@ -884,7 +888,17 @@ static json_t *next_round(tg_ctx *ctx, json_t *d, json_t *msg, json_t *answerabl
     json_t *asst = json_pack("{ss}", "role", "assistant");
     if (json_string_length(content))
         json_object_set(asst, "content", content);
+    /* the turn's reasoning as it came: DeepSeek's thinking mode refuses a
+     * tool-call turn without it (rule 52); hygiene drops it where the
+     * dialect does not take it */
+    static const char *const opaque[] = {"reasoning_content", "reasoning", "reasoning_details", NULL};
+    for (const char *const *k = opaque; *k; k++) {
+        json_t *v = json_object_get(msg, *k);
+        if (v && !json_is_null(v))
+            json_object_set(asst, *k, v);
+    }
     json_object_set_new(asst, "tool_calls", calls);
+    tg_hygiene_replayed(asst, ctx);
     json_array_append_new(msgs, asst);
     for (size_t i = 0; i < json_array_size(results); i++)
         json_array_append(msgs, json_array_get(results, i));

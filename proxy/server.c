@@ -107,7 +107,9 @@ typedef struct tg_req {
     long status;
     tg_header_list hdrs;          /* upstream response headers kept for the client */
     bool headers_done;
-    bool is_sse;
+    bool is_sse;                  /* the client's answer is a stream */
+    bool round_sse;               /* this upstream round's answer is one: a later
+                                     discovery round may answer an error instead */
     bool paused;
     tg_buf resp;                  /* whole upstream body (non-stream) */
     bool up_running;
@@ -649,7 +651,11 @@ static enum MHD_Result queue_stream(tg_req *r)
         req_unref(r);
         return MHD_NO;
     }
-    add_upstream_headers(r, resp, true);
+    /* the upstream's headers are the last round's by now (a discovery
+     * round that started before the client was answered has replaced
+     * them), so the stream says what it is itself */
+    add_upstream_headers(r, resp, false);
+    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
     add_common_headers(r, resp);
     enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->answer_status, resp);
     MHD_destroy_response(resp);
@@ -710,9 +716,10 @@ static void on_upstream_headers_done(tg_req *r)
 {
     r->headers_done = true;
     const char *ct = tg_header_get(&r->hdrs, "content-type");
+    r->round_sse = false;  /* collected whole unless it is the stream we asked for */
     if (r->ctx.stream && r->status >= 200 && r->status < 300 && ct &&
         strstr(ct, "text/event-stream")) {
-        r->is_sse = true;
+        r->is_sse = r->round_sse = true;
         if (r->state == RQ_WAIT && !r->stream) {
             r->answer_status = (int)r->status;  /* the client's, whatever later rounds say */
             /* No retry or fallback once a stream has begun, so the client's
@@ -783,7 +790,7 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
         return 0;  /* abort the transfer */
     if (!r->headers_done)
         on_upstream_headers_done(r);
-    if (r->is_sse) {
+    if (r->is_sse && r->round_sse) {
         /* A slow client: leave the bytes with curl (they come again on
          * unpause) rather than buffer without bound. */
         if (r->out.len - r->out_off > STREAM_HIGH_WATER) {
@@ -1005,6 +1012,59 @@ static void finish_stream(tg_req *r, bool transport_error)
     req_resume(r);
 }
 
+/* A later discovery round of a stream that the provider answered whole:
+ * a completion (some gateways answer so) goes on through the stream as
+ * the chunks it would have been; an error ends the client's stream with
+ * the provider's error (status, message, code) in the stream's own error
+ * shape, or, when nothing has reached the client yet, as the error answer
+ * itself, with its status. Logged and counted either way: a lost error
+ * makes agents retry blind (Codex retried five times on stream_truncated). */
+static void relay_upstream_error(tg_req *r, int status);
+
+/* A discovery round toolgate built was refused: a warning with the
+ * provider's words, and the count. */
+static void round_refused(tg_req *r)
+{
+    size_t len = r->resp.len;
+    tg_metrics_round_error(r->w->metrics);
+    tg_log(TG_LOG_WARN, "request %s: upstream %s refused discovery round %u with %ld: %.*s",
+           r->id, r->route->upstream, r->ctx.stats.discovery_rounds, r->status,
+           (int)(len < 400 ? len : 400), r->resp.data ? r->resp.data : "");
+}
+
+static void round_answered_whole(tg_req *r)
+{
+    const char *body = r->resp.data ? r->resp.data : "";
+    size_t len = r->resp.len;
+    if (r->status >= 200 && r->status < 300) {
+        json_t *resp = tg_json_load_answer(body, len);
+        tg_buf sse = {0};
+        if (json_is_object(resp) && !json_object_get(resp, "error") &&
+            tg_completion_sse(resp, &sse) == 0) {
+            json_decref(resp);
+            r->round_sse = true;
+            tg_sse_feed(&r->sse, sse.data, sse.len);
+            tg_buf_free(&sse);
+            finish_stream(r, false);
+            return;
+        }
+        json_decref(resp);
+        tg_buf_free(&sse);
+    }
+    round_refused(r);
+    if (r->state == RQ_READY && !r->out.len && !r->chat_out.len) {
+        /* the client has had nothing, not even the status line */
+        r->is_sse = false;
+        relay_upstream_error(r, r->status >= 400 ? (int)r->status : 502);
+        req_resume(r);
+        return;
+    }
+    tg_stream_fail(r->stream, r->status, body, len, stream_dst(r));
+    bridge_flush(r, true);
+    r->stream_done = true;
+    req_resume(r);
+}
+
 /* A generation failure the repair stage can turn into a tool call (Groq's
  * tool_use_failed, R27) on a streaming request: the agent asked for SSE, so
  * the recovered answer goes out as a stream, through the stream repair. */
@@ -1077,6 +1137,8 @@ static void finish_whole(tg_req *r)
             return;
         }
         json_decref(err);
+        if (r->ctx.stats.discovery_rounds)  /* a round toolgate built was refused */
+            round_refused(r);
         relay_upstream_error(r, (int)r->status);
         return;
     }
@@ -1242,7 +1304,10 @@ static void upstream_done(tg_req *r)
     else if (r->status >= 400)
         tg_metrics_upstream_error(r->w->metrics, r->status);
     if (r->is_sse && r->state >= RQ_READY && r->stream) {
-        finish_stream(r, rc != CURLE_OK || r->timed_out);
+        if (rc == CURLE_OK && !r->timed_out && !r->round_sse)
+            round_answered_whole(r);
+        else
+            finish_stream(r, rc != CURLE_OK || r->timed_out);
         return;
     }
     if (rc != CURLE_OK || r->timed_out) {
@@ -1793,8 +1858,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     case RQ_READY:
         if (r->client_gone)
             return MHD_NO;
-        if (r->is_sse && r->stream && !r->answer)
+        if (r->is_sse && r->stream && !r->answer) {
+            /* the status line waits for the stream's first byte, so that
+             * a discovery round refused before then is answered with the
+             * provider's own status (round_answered_whole) */
+            if (!r->out.len && !r->stream_done) {
+                req_suspend(r);
+                return MHD_YES;
+            }
             return queue_stream(r);
+        }
         return queue_answer(r);
     default:
         return MHD_YES;

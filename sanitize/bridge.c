@@ -76,6 +76,14 @@ size_t tg_bridge_dropped_count(const json_t *dropped)
     return n;
 }
 
+void tg_bridge_choice_needs_tools(json_t *chat)
+{
+    if (json_array_size(json_object_get(chat, "tools")))
+        return;
+    json_object_del(chat, "tool_choice");
+    json_object_del(chat, "parallel_tool_calls");
+}
+
 bool tg_bridge_is_one_of(const char *k, const char *const *list)
 {
     for (; *list; list++)

@@ -165,13 +165,15 @@ static const dialect_row presets[TG_D_COUNT] = {
     [TG_D_OPENAI] = {MR_OPENAI, NULL, "section 4.1", NULL, NULL, NULL, NULL},
     [TG_D_OPENAI_STRICT] = {MR_OPENAI, NULL, "section 4.1", NULL, NULL, NULL, NULL},
     [TG_D_GEMINI] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
-                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL,
+                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL |
+                         TG_MR_SYSTEM_FIRST,
                      NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
     [TG_D_ANTHROPIC] = {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT |
                             TG_MR_DROP_EMPTY,
                         NULL, "section 4 anthropic", NULL, NULL, NULL, NULL},
     [TG_D_MISTRAL] = {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_MISTRAL_IDS |
-                          TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | TG_MR_DEVELOPER_ROLE,
+                          TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | TG_MR_DEVELOPER_ROLE |
+                          TG_MR_SYSTEM_FIRST,
                       mistral_roles, "rule 43", mistral_top, NULL, mistral_renames,
                       "section 4 mistral"},
     [TG_D_GROQ] = {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS, openai_roles,
@@ -184,10 +186,10 @@ static const dialect_row presets[TG_D_COUNT] = {
                        NULL, NULL, NULL},
     [TG_D_XAI] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
     [TG_D_TOGETHER] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
-    [TG_D_OLLAMA] = {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "rule 55", NULL, NULL,
-                     NULL, NULL},
-    [TG_D_VLLM] = {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "rule 56", NULL, NULL,
-                   NULL, NULL},
+    [TG_D_OLLAMA] = {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 55",
+                     NULL, NULL, NULL, NULL},
+    [TG_D_VLLM] = {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 56", NULL,
+                   NULL, NULL, NULL},
     [TG_D_PASSTHROUGH] = {0, NULL, "markers", NULL, NULL, NULL, NULL},
 };
 
@@ -216,6 +218,7 @@ static const struct {
     {"legacy_functions", TG_MR_LEGACY_FUNCS},
     {"json_mode_with_tools", TG_MR_JSON_MODE_TOOLS},
     {"fill_signatures", TG_MR_FILL_SIGNATURE},
+    {"system_first", TG_MR_SYSTEM_FIRST},
 };
 
 /* What Mistral's role order needs between a tool result and a user turn
@@ -1120,11 +1123,14 @@ static void mark_prefix(walk *w, json_t *out)
 }
 
 /* Rule 44: Mistral's role order has system turns only before the
- * conversation ("Unexpected role 'system' after role 'tool'"), while the
- * Messages API, and so Claude Code, puts one after the first user turn.
- * A late system turn joins the leading one (its text after a blank line),
- * or goes to the end of the leading system block when either is not
- * plain text. */
+ * conversation ("Unexpected role 'system' after role 'tool'"); the chat
+ * templates open models are served with say the same (Qwen's: "System
+ * message must be at the beginning", on vLLM and Ollama), and Google's
+ * SDKs take system text only as the system instruction [U for the compat
+ * endpoint]. The Messages API, and so Claude Code, puts one after the
+ * first user turn. A late system turn joins the leading one (its text
+ * after a blank line), or goes to the end of the leading system block
+ * when either is not plain text. */
 static void system_to_front(walk *w, json_t *out, json_t *msg)
 {
     size_t lead = 0;
@@ -1173,7 +1179,7 @@ static void walk_messages(walk *w, json_t *body)
             continue;
         }
         role r = role_of(msg);
-        if ((w->f & TG_MR_ROLE_ORDER) && r == R_SYSTEM && prev != R_NONE && prev != R_SYSTEM) {
+        if ((w->f & TG_MR_SYSTEM_FIRST) && r == R_SYSTEM && prev != R_NONE && prev != R_SYSTEM) {
             system_to_front(w, out, msg);
             rebuilt = true;
             continue;
@@ -1328,10 +1334,14 @@ static int legacy_functions_to_tools(walk *w, json_t *body, tg_error *err)
 
 /* ---- the stage ---------------------------------------------------------- */
 
-int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
+/* One assistant turn toolgate builds from the provider's own answer (a
+ * discovery round, discovery.c): what it carried (thought signatures,
+ * reasoning) goes back as it came where the dialect keeps it, and goes
+ * where the dialect refuses it, by the same rules as the agent's turns.
+ * Its ids are the provider's already: no mapping. */
+/* A walk with the route's rules (its preset when the ctx has none). */
+static walk walk_for(tg_ctx *ctx)
 {
-    if (!json_is_object(body))
-        return 0;
     tg_msg_rules fallback;
     const tg_msg_rules *rules = ctx->msg;
     if (!rules) {
@@ -1341,12 +1351,31 @@ int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     tg_dialect d = rules->dialect;
     if (d < 0 || d >= TG_D_COUNT)
         d = TG_D_PASSTHROUGH;
-
     walk w = {.ctx = ctx, .row = &presets[d], .f = rules->flags};
     if (ctx->strip_prefix && *ctx->strip_prefix) {
         w.prefix = ctx->strip_prefix;
         w.plen = strlen(ctx->strip_prefix);
     }
+    return w;
+}
+
+void tg_hygiene_replayed(json_t *msg, tg_ctx *ctx)
+{
+    walk w = walk_for(ctx);
+    w.f &= ~(TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS);
+    w.fill_signature = (w.f & TG_MR_FILL_SIGNATURE) &&
+                       model_checks_signatures(json_string_value(
+                           json_object_get(ctx->request, "model")));
+    w.where = "round";
+    w.last = true;
+    clean_message(&w, msg);
+}
+
+int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
+{
+    if (!json_is_object(body))
+        return 0;
+    walk w = walk_for(ctx);
     /* the one refusal: legacy functions that cannot become tools */
     if ((w.f & TG_MR_LEGACY_FUNCS) && legacy_functions_to_tools(&w, body, err))
         return -1;

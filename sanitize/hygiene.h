@@ -58,6 +58,9 @@ enum {
     TG_MR_FILL_SIGNATURE = 1u << 21, /* Gemini 3: a tool-call turn replayed
                                         without any thought signature gets
                                         Google's validator-skipping one (R19) */
+    TG_MR_SYSTEM_FIRST   = 1u << 22, /* a system turn after the conversation
+                                        started joins the leading one (rule
+                                        44; Qwen's chat template, Gemini) */
 };
 
 typedef struct tg_msg_rules {
@@ -78,5 +81,12 @@ int tg_msg_rules_set(tg_msg_rules *r, const char *key, const char *value,
  * ctx->stats.fields_stripped and rewritten tool-call ids in ctx->id_map
  * ({upstream id: agent id}). */
 int tg_hygiene_stage(json_t *body, struct tg_ctx *ctx, tg_error *err);
+
+/* One assistant turn toolgate built from the provider's answer (an inner
+ * discovery round): the route's message rules applied to it alone, so
+ * that the provider's opaque fields (thought signatures, R18; reasoning,
+ * rule 52) go back where the dialect keeps them and nowhere else; its ids
+ * are left as the provider gave them. Edits msg in place. */
+void tg_hygiene_replayed(json_t *msg, struct tg_ctx *ctx);
 
 #endif

@@ -775,6 +775,7 @@ static int convert_request(const json_t *body, json_t *chat, conv *cv, tg_error 
     if (convert_tool_choice(chat, json_object_get(body, "tool_choice"), err))
         return -1;
     choice_of_dropped(chat, cv);
+    tg_bridge_choice_needs_tools(chat);
     v = json_object_get(body, "stop_sequences");
     if (json_is_array(v) && json_array_size(v))
         json_object_set(chat, "stop", (json_t *)v);

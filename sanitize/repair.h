@@ -104,6 +104,12 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out);
  * feeding the SAME tg_stream, so the agent sees one stream (one finish, one
  * [DONE]). Returns 0 when the agent's stream is complete. */
 int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next_body);
+/* The provider refused the next upstream round (status, its body of len
+ * bytes) while the agent's stream is open: the provider's error, in
+ * OpenAI's shape with its status beside it (error.status), then [DONE],
+ * end the stream. What was held back of the round before is dropped: it
+ * was the meta-tool call the round answered. */
+void tg_stream_fail(tg_stream *s, long status, const char *body, size_t len, tg_buf *out);
 void tg_stream_free(tg_stream *s);
 
 #endif

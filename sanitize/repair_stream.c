@@ -84,6 +84,10 @@ typedef struct schoice {
                          restored as a whole at the finish */
     bool at_start;
     tg_buf content;   /* this round's content, for discovery */
+    json_t *opaque;   /* this round's reasoning fields as the provider sent
+                         them ({reasoning_content: text, reasoning_details:
+                         [...]}), for the discovery round that replays the
+                         turn (tg_discovery_stream_round), or NULL */
 } schoice;
 
 struct tg_stream {
@@ -513,6 +517,35 @@ static void flush_choice(tg_stream *s, schoice *c, json_t *events, bool cut)
 
 /* --- one upstream chunk --------------------------------------------------- */
 
+/* A delta's reasoning fields, kept for the round's message: a provider
+ * that reasons (DeepSeek's thinking mode, rule 52; OpenRouter's
+ * reasoning_details) must get them back on the turn toolgate replays. */
+static void keep_opaque(tg_stream *s, schoice *c, const json_t *delta)
+{
+    static const char *const keys[] = {"reasoning_content", "reasoning", "reasoning_details", NULL};
+    if (!s->keep_content)
+        return;
+    for (const char *const *k = keys; *k; k++) {
+        const json_t *v = json_object_get(delta, *k);
+        if (!v || json_is_null(v))
+            continue;
+        if (!c->opaque)
+            c->opaque = json_object();
+        json_t *had = json_object_get(c->opaque, *k);
+        if (json_is_string(v) && json_is_string(had)) {
+            tg_buf t = {0};
+            tg_buf_append(&t, json_string_value(had), json_string_length(had));
+            tg_buf_append(&t, json_string_value(v), json_string_length(v));
+            json_object_set_new(c->opaque, *k, json_stringn(t.data, t.len));
+            tg_buf_free(&t);
+        } else if (json_is_array(v) && json_is_array(had)) {
+            json_array_extend(had, (json_t *)v);
+        } else {
+            json_object_set_new(c->opaque, *k, json_deep_copy(v));
+        }
+    }
+}
+
 /* Does a choice need more than forwarding? With commit (the chunk goes out
  * as it came), keeps the bookkeeping a forwarded chunk needs. */
 static bool choice_needs_work(tg_stream *s, const json_t *ch, bool commit)
@@ -564,6 +597,7 @@ static bool choice_needs_work(tg_stream *s, const json_t *ch, bool commit)
         return false;
     if (json_is_string(content) && s->keep_content)
         tg_buf_append(&c->content, json_string_value(content), json_string_length(content));
+    keep_opaque(s, c, d);
     c->any_sent = true;
     return false;
 }
@@ -575,6 +609,7 @@ static void fix_delta(tg_stream *s, schoice *c, json_t *delta, bool has_calls,
 {
     if (s->rounds)  /* one stream for the agent: its role came in round one */
         json_object_del(delta, "role");
+    keep_opaque(s, c, delta);
     json_t *role = json_object_get(delta, "role");
     if (role && (!json_is_string(role) || !json_string_length(role)) &&
         tg_rr_on(s->ctx, TG_RR_ROLE)) {
@@ -1060,6 +1095,8 @@ static json_t *round_message(tg_stream *s)
     json_object_set_new(msg, "content", c && c->content.len
                                             ? json_stringn(c->content.data, c->content.len)
                                             : json_null());
+    if (c && c->opaque)
+        json_object_update(msg, c->opaque);
     json_object_set_new(msg, "tool_calls", calls);
     return msg;
 }
@@ -1070,6 +1107,8 @@ static void new_round(tg_stream *s)
         calls_clear(&s->ch[i]);
         tg_buf_reset(&s->ch[i].content);
         tg_buf_reset(&s->ch[i].held);
+        json_decref(s->ch[i].opaque);
+        s->ch[i].opaque = NULL;
         s->ch[i].finished = false;
         s->ch[i].deferred[0] = '\0';
         s->ch[i].at_start = true;
@@ -1141,6 +1180,27 @@ int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next
     return 0;
 }
 
+void tg_stream_fail(tg_stream *s, long status, const char *body, size_t len, tg_buf *out)
+{
+    if (s->done)
+        return;
+    size_t n = 0;
+    char *norm = tg_upstream_error_body(body ? body : "", len, status, &n);
+    json_t *e = norm ? tg_json_load(norm, n, 0, NULL) : tg_json_load(body ? body : "", len, 0, NULL);
+    free(norm);
+    if (!json_is_object(json_object_get(e, "error"))) {
+        json_decref(e);
+        e = json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message",
+                      "the provider refused the next round without a readable error", "type",
+                      "upstream_error", "param", "code", "upstream_error");
+    }
+    json_object_set_new(json_object_get(e, "error"), "status", json_integer(status));
+    send_json(out, e);  /* one line, whatever the provider's body looked like */
+    json_decref(e);
+    tg_buf_puts(out, "data: [DONE]\n\n");
+    s->saw_error = s->done = true;
+}
+
 void tg_stream_free(tg_stream *s)
 {
     if (!s)
@@ -1152,6 +1212,7 @@ void tg_stream_free(tg_stream *s)
         tg_buf_free(&s->ch[i].held);
         tg_buf_free(&s->ch[i].structured);
         tg_buf_free(&s->ch[i].content);
+        json_decref(s->ch[i].opaque);
     }
     free(s->ch);
     tg_buf_free(&s->bad_event);

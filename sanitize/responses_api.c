@@ -844,6 +844,7 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
         if (v && !json_is_null(v))
             json_object_set(chat, *k, (json_t *)v);
     }
+    tg_bridge_choice_needs_tools(chat);
     if (json_is_true(json_object_get(body, "stream"))) {
         json_object_set_new(chat, "stream", json_true());
         /* the Response's usage comes from the chat stream's last chunk */

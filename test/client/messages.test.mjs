@@ -160,19 +160,26 @@ test('a server tool is left out, said in X-Toolgate-Dropped; the custom tools st
 });
 
 test('a system message inside messages (Claude Code sends one) is carried as a system turn', async () => {
-  const c = client('/gemini');
-  const data = await c.messages.create({
-    model: 'mock-default',
-    max_tokens: 100,
-    system: 'You are an agent.',
-    messages: [
-      { role: 'user', content: 'Hi' },
-      { role: 'system', content: 'Agent types: general.' },
-    ],
-  });
-  assert.equal(data.type, 'message');
-  const up = await lastUpstream();
+  const ask = (route) =>
+    client(route).messages.create({
+      model: 'mock-default',
+      max_tokens: 100,
+      system: 'You are an agent.',
+      messages: [
+        { role: 'user', content: 'Hi' },
+        { role: 'system', content: 'Agent types: general.' },
+      ],
+    });
+  assert.equal((await ask('')).type, 'message');
+  let up = await lastUpstream();
   assert.deepEqual(up.body.messages.map((m) => m.role), ['system', 'user', 'system']);
+  /* where the dialect wants system turns first (system_first), it joins the first */
+  await ask('/mistral');
+  up = await lastUpstream();
+  assert.deepEqual(up.body.messages, [
+    { role: 'system', content: 'You are an agent.\n\nAgent types: general.' },
+    { role: 'user', content: 'Hi' },
+  ]);
 });
 
 test('AI SDK Anthropic provider shows a refusal\'s message', async () => {

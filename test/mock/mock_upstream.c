@@ -857,7 +857,14 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
  * get_tool_schema{names:[first result]} (or, with X-Mock-Discovery: direct,
  * a call of that tool by its own name); schema -> call_tool{name,
  * arguments: X-Mock-Args}; the result of a real tool -> a text answer.
- * Meta-tools are found by suffix, so prefixed meta names work too. */
+ * Meta-tools are found by suffix, so prefixed meta names work too.
+ * X-Mock-Signature: SIG makes it Gemini 3: its calls carry
+ * extra_content.google.thought_signature SIG, and a history in which one
+ * of its calls lost it is refused with Gemini's 400 (R19).
+ * X-Mock-Quiet: a streamed call comes without the text before it.
+ * X-Mock-Refuse-Round: N refuses the request once the history holds N
+ * tool answers (an inner round the proxy builds), with a 400 whose
+ * message, type and code name the round. */
 
 static const char *tool_with_suffix(const request *r, const char *suffix)
 {
@@ -894,6 +901,41 @@ static const char *answered_call(const request *r, json_t **tool_msg)
     return NULL;
 }
 
+/* X-Mock-Signature: the Gemini 3 signature of a call, as it rides on it. */
+static json_t *signature_of(struct MHD_Connection *conn)
+{
+    const char *sig = header(conn, "X-Mock-Signature");
+    return sig ? json_pack("{s:{s:s}}", "google", "thought_signature", sig) : NULL;
+}
+
+/* A call the mock made (id call_disc...) replayed without its signature. */
+static bool signature_lost(const request *r, const char *sig)
+{
+    json_t *msgs = json_object_get(r->json, "messages");
+    for (size_t i = 0; i < json_array_size(msgs); i++) {
+        json_t *calls = json_object_get(json_array_get(msgs, i), "tool_calls");
+        for (size_t k = 0; k < json_array_size(calls); k++) {
+            json_t *c = json_array_get(calls, k);
+            const char *id = json_string_value(json_object_get(c, "id"));
+            const char *got = json_string_value(json_object_get(
+                json_object_get(json_object_get(c, "extra_content"), "google"),
+                "thought_signature"));
+            if (id && !strncmp(id, "call_disc", 9) && (!got || strcmp(got, sig)))
+                return true;
+        }
+    }
+    return false;
+}
+
+static size_t tool_answers(const request *r)
+{
+    json_t *msgs = json_object_get(r->json, "messages");
+    size_t n = 0;
+    for (size_t i = 0; i < json_array_size(msgs); i++)
+        n += !strcmp(json_string_value(json_object_get(json_array_get(msgs, i), "role")) ?: "", "tool");
+    return n;
+}
+
 static enum MHD_Result answer_call(request *r, struct MHD_Connection *conn, const char *name,
                                    json_t *args)
 {
@@ -906,17 +948,26 @@ static enum MHD_Result answer_call(request *r, struct MHD_Connection *conn, cons
         json_t *msg = json_pack("{s:s,s:n,s:[{s:s,s:s,s:{s:s,s:s}}]}", "role", "assistant",
                                 "content", "tool_calls", "id", id, "type", "function",
                                 "function", "name", name, "arguments", a);
+        json_t *sig = signature_of(conn);
+        if (sig)
+            json_object_set_new(json_array_get(json_object_get(msg, "tool_calls"), 0),
+                                "extra_content", sig);
         ret = queue_json(r, conn, 200, completion(r, msg, "tool_calls"));
     } else {
         stream *s = stream_new(conn, 0);
         int rc = s ? 0 : -1;
-        if (rc == 0)
+        if (rc == 0 && !header(conn, "X-Mock-Quiet"))  /* quiet: the call alone */
             rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant", "content", "Looking. "), NULL));
-        if (rc == 0)
-            rc = stream_add_event(s, chunk(r, json_pack("{s:[{s:i,s:s,s:s,s:{s:s,s:s}}]}", "tool_calls",
-                                                        "index", 0, "id", id, "type", "function",
-                                                        "function", "name", name, "arguments", a),
-                                           NULL));
+        if (rc == 0) {
+            json_t *d = json_pack("{s:[{s:i,s:s,s:s,s:{s:s,s:s}}]}", "tool_calls", "index", 0,
+                                  "id", id, "type", "function", "function", "name", name,
+                                  "arguments", a);
+            json_t *sig = signature_of(conn);
+            if (sig)
+                json_object_set_new(json_array_get(json_object_get(d, "tool_calls"), 0),
+                                    "extra_content", sig);
+            rc = stream_add_event(s, chunk(r, d, NULL));
+        }
         if (rc == 0)
             rc = stream_add_event(s, chunk(r, json_object(), "tool_calls"));
         if (rc == 0)
@@ -954,6 +1005,23 @@ static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
     if (!args)
         args = json_object();
     bool direct = header(conn, "X-Mock-Discovery") && !strcmp(header(conn, "X-Mock-Discovery"), "direct");
+    const char *sig = header(conn, "X-Mock-Signature");
+    long refuse = header_long(conn, "X-Mock-Refuse-Round", 0);
+    if (sig && signature_lost(r, sig)) {
+        json_decref(args);
+        /* Gemini's own words (dialects.md section 8) */
+        return queue_error(r, conn, 400,
+                           "Function call is missing a thought_signature in functionCall parts.",
+                           "INVALID_ARGUMENT");
+    }
+    if (refuse > 0 && tool_answers(r) >= (size_t)refuse) {
+        json_decref(args);
+        char m[96];
+        snprintf(m, sizeof m, "mock: round %ld refused", refuse);
+        json_t *e = json_pack("{s:{s:s,s:s,s:n,s:s}}", "error", "message", m, "type",
+                              "invalid_request_error", "param", "code", "round_refused");
+        return queue_json(r, conn, 400, e);
+    }
     if (!search || !answered) {
         json_decref(args);
         if (!search)

@@ -466,6 +466,55 @@ static void test_unknown_tool(void **state)
     tg_ctx_clear(&ctx);
 }
 
+/* The round toolgate builds replays the model's turn with what the
+ * provider put on it, where the route's dialect takes it: Gemini 3's
+ * thought signature on the call (R18/R19), DeepSeek's reasoning_content on
+ * the turn (rule 52); a strict validator (Groq, Mistral) gets neither. */
+static void test_replayed_opaque(void **state)
+{
+    (void)state;
+    static const struct {
+        tg_dialect d;
+        bool signature, reasoning;
+    } cases[] = {
+        {TG_D_GEMINI, true, false},   {TG_D_DEEPSEEK, false, true}, {TG_D_GROQ, false, false},
+        {TG_D_MISTRAL, false, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tg_rules_set r;
+        rules_for(&r, cases[i].d);
+        tg_ctx ctx;
+        json_t *body = staged(&ctx, &r, 100);
+        json_t *call = mk_call(meta(ctx.request, "search_tools"), json_pack("{ss}", "query", "logs"));
+        json_object_set_new(call, "extra_content",
+                            json_pack("{s:{s:s}}", "google", "thought_signature", "c2lnLTE="));
+        json_t *resp = mk_resp(NULL, json_pack("[o]", call));
+        json_object_set_new(json_object_get(json_array_get(json_object_get(resp, "choices"), 0),
+                                            "message"),
+                            "reasoning_content", json_string("the logs tool, then"));
+        json_t *next = NULL;
+        assert_int_equal(respond(&ctx, resp, &next), 1);
+        json_t *msgs = json_object_get(next, "messages");
+        json_t *asst = json_array_get(msgs, json_array_size(msgs) - 2);
+        json_t *c0 = json_array_get(json_object_get(asst, "tool_calls"), 0);
+        const char *sig = json_string_value(json_object_get(
+            json_object_get(json_object_get(c0, "extra_content"), "google"), "thought_signature"));
+        const char *why = json_string_value(json_object_get(asst, "reasoning_content"));
+        if (cases[i].signature)
+            assert_string_equal(sig ? sig : "(none)", "c2lnLTE=");
+        else
+            assert_null(json_object_get(c0, "extra_content"));
+        if (cases[i].reasoning)
+            assert_string_equal(why ? why : "(none)", "the logs tool, then");
+        else
+            assert_null(json_object_get(asst, "reasoning_content"));
+        json_decref(next);
+        json_decref(resp);
+        json_decref(body);
+        tg_ctx_clear(&ctx);
+    }
+}
+
 static void test_search_answer(void **state)
 {
     (void)state;
@@ -839,6 +888,7 @@ int main(void)
         cmocka_unit_test(test_stream_conversation),
         cmocka_unit_test(test_large_and_cached),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_replayed_opaque),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,143 @@
+#!/bin/sh
+# rounds.sh -- the turns toolgate builds itself (inner discovery rounds),
+# end to end against the mock's scripted discovery model:
+#   - they carry the provider's opaque fields back as they came (Gemini 3's
+#     thought signature, R18/R19: the mock refuses a replayed call that lost
+#     it, as Gemini does), whole and streamed;
+#   - a round the provider refuses reaches the client as the provider's
+#     error (status, message, code), in the API's own shape (chat, the
+#     Responses and the Messages bridges), streamed and whole, logged and
+#     counted; a streamed answer says it is text/event-stream.
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
+start_mock
+
+PORT=$(free_port)
+CONF="$TG_TMP/rounds.conf"
+{
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\n\n' "$PORT"
+    printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\ndiscovery = on\n\n' "$MOCK_PORT"
+} >"$CONF"
+start_toolgate "$CONF" || finish
+B="$TG_TMP/body"
+
+# five tools, all behind the meta-tools (discovery = on)
+TOOLS=$("$PY" -c '
+import json
+print(json.dumps([{"type": "function", "function": {"name": n, "description": d,
+    "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}
+    for n, d in [("get_weather", "the weather forecast for a city"), ("send_mail", "sends an email"),
+                 ("read_file", "reads a file"), ("list_events", "calendar events of a day"),
+                 ("add_note", "adds a note")]]))')
+body() {  # body STREAM: a chat request that starts a discovery
+    printf '{"model":"gemini-3-pro","stream":%s,"messages":[{"role":"user","content":"weather forecast"}],"tools":%s}' "$1" "$TOOLS"
+}
+# signed: "n/m", of the m calls the mock made that its last request
+# replayed, n carry the signature it gave them
+signed() {
+    mock_last "$TG_TMP/last"
+    "$PY" - "$TG_TMP/last" <<'EOF'
+import json, sys
+b = json.loads(json.load(open(sys.argv[1]))["body"])
+calls = [c for m in b["messages"] for c in m.get("tool_calls", []) if c["id"].startswith("call_disc")]
+ok = [c for c in calls if c.get("extra_content", {}).get("google", {}).get("thought_signature") == "sig-Zm9v"]
+print("%d/%d" % (len(ok), len(calls)))
+EOF
+}
+SIG='X-Mock-Signature: sig-Zm9v'
+
+# ---- opaque fields ride back on the rounds toolgate builds ----------------
+
+st=$(tg_req "$B" POST /gem/v1/chat/completions -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$SIG" --data-binary "$(body false)")
+expect_eq "whole: the rounds after a signed search_tools call are accepted" 200 "$st"
+expect_eq "whole: the agent gets its real tool's call" get_weather "$(json_get "$B" choices.0.message.tool_calls.0.function.name)"
+expect_eq "whole: both replayed calls carry the signature as Gemini gave it" 2/2 "$(signed)"
+
+st=$(tg_req "$B" POST /gem/v1/chat/completions -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$SIG" --data-binary "$(body true)")
+expect_eq "streamed: answered" 200 "$st"
+expect_match "streamed: the agent gets its real tool's call" '"name":"get_weather"' "$(cat "$B")"
+expect_eq "streamed: both replayed calls carry the signature" 2/2 "$(signed)"
+if grep -q '"error"' "$B"; then not_ok "streamed: no error event" "$(head -c 1500 "$B")"; else ok "streamed: no error event"; fi
+expect_match "streamed discovery answers are text/event-stream" '^text/event-stream' \
+    "$(header_value "$B.h" Content-Type)"
+
+# ---- a refused round reaches the client as the provider's error -------------
+
+REF='X-Mock-Refuse-Round: 1'
+st=$(tg_req "$B" POST /gem/v1/chat/completions -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" --data-binary "$(body false)")
+expect_eq "whole: a refused round is the provider's status" 400 "$st"
+expect_eq "whole: ... and its code" round_refused "$(json_get "$B" error.code)"
+
+st=$(tg_req "$B" POST /gem/v1/chat/completions -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" --data-binary "$(body true)")
+"$PY" - "$B" >"$TG_TMP/ev" <<'EOF'
+import json, sys
+events = [l[6:] for l in open(sys.argv[1]).read().splitlines() if l.startswith("data: ")]
+err = [json.loads(e)["error"] for e in events if e != "[DONE]" and "error" in json.loads(e)]
+print(len(err), err[0].get("code") if err else "", err[0].get("status") if err else "",
+      err[0].get("message") if err else "", events[-1] if events else "")
+EOF
+if [ "$st" = 400 ]; then
+    expect_eq "streamed chat: refused before a byte went out, the provider's status" round_refused "$(json_get "$B" error.code)"
+else
+    expect_eq "streamed chat: the provider's error (code, status, message), then [DONE]" \
+        "1 round_refused 400 mock: round 1 refused [DONE]" "$(cat "$TG_TMP/ev")"
+fi
+
+# the model said nothing before its search call: no byte has reached the
+# client when the next round is refused, so the answer is the error itself
+st=$(tg_req "$B" POST /gem/v1/chat/completions -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" -H 'X-Mock-Quiet: 1' --data-binary "$(body true)")
+expect_eq "streamed chat, nothing sent yet: the provider's status" 400 "$st"
+expect_eq "streamed chat, nothing sent yet: its code" round_refused "$(json_get "$B" error.code)"
+
+RESP=$("$PY" -c '
+import json, sys
+tools = json.loads(sys.argv[1])
+print(json.dumps({"model": "gemini-3-pro", "stream": True, "input": "weather forecast",
+    "tools": [dict(type="function", **t["function"]) for t in tools]}))' "$TOOLS")
+st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" --data-binary "$RESP")
+expect_match "streamed Responses: an error event with the provider's code" \
+    '"type":"error".*"code":"round_refused".*"message":"mock: round 1 refused"|"code":"round_refused".*"type":"error"' "$(cat "$B")"
+expect_match "streamed Responses: then response.failed" 'event: response.failed' "$(cat "$B")"
+
+MSG=$("$PY" -c '
+import json, sys
+tools = json.loads(sys.argv[1])
+print(json.dumps({"model": "gemini-3-pro", "stream": True, "max_tokens": 100,
+    "messages": [{"role": "user", "content": "weather forecast"}],
+    "tools": [{"name": t["function"]["name"], "description": t["function"]["description"],
+               "input_schema": t["function"]["parameters"]} for t in tools]}))' "$TOOLS")
+st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" --data-binary "$MSG")
+expect_match "streamed Messages: Anthropic's error event with the provider's message" \
+    'event: error' "$(cat "$B")"
+expect_match "streamed Messages: ... naming it" 'mock: round 1 refused' "$(cat "$B")"
+
+# whole, through the bridges: the error answer in each API's shape
+st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" --data-binary "$(printf '%s' "$RESP" | sed 's/"stream": true/"stream": false/')")
+expect_eq "whole Responses: the provider's status" 400 "$st"
+expect_eq "whole Responses: its code" round_refused "$(json_get "$B" error.code)"
+st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$REF" --data-binary "$(printf '%s' "$MSG" | sed 's/"stream": true/"stream": false/')")
+expect_eq "whole Messages: the provider's status" 400 "$st"
+expect_eq "whole Messages: Anthropic's error shape with the provider's message" \
+    "error invalid_request_error mock: round 1 refused" \
+    "$(json_get "$B" type) $(json_get "$B" error.type) $(json_get "$B" error.message)"
+
+tg_req "$B" GET /metrics >/dev/null
+expect_match "refused rounds are counted" '^toolgate_discovery_round_errors_total 7$' "$(cat "$B")"
+expect_match "refused rounds are logged" 'refused discovery round 1 with 400: .*round_refused' \
+    "$(cat "$TG_LOG")"
+
+stop_toolgate
+# every line of the log is in, once toolgate has exited
+expect_match "streamed chat, nothing sent yet: the access log says 400" \
+    '"status":400,"stream":true' "$(cat "$TG_LOG")"
+finish
