@@ -87,8 +87,8 @@ route_info() {
 # until its fix is merged; empty when it must pass.
 todo_reason() {
     case "$1 $2 $3" in
-    *" disc trip" | "claude"*" disc 2xx")
-        echo "issue 15: discovery's inner round drops Gemini 3's thought_signature (and the streamed inner-round error is a truncated stream)" ;;
+    *" disc "*)
+        echo "issue 15: on the agent's next turn, discovery reads its call back as a call_tool call without Gemini 3's thought_signature (nor the fill_signatures stand-in)" ;;
     esac
 }
 
