@@ -43,15 +43,7 @@ if ! command -v node >/dev/null 2>&1; then
     not_ok "node is installed" "the agent tests need node >= 20 and npm"
     finish
 fi
-# Installed again whenever package-lock.json changed since (the stamp is
-# the lock it was installed from), as test/integration/clients.sh does.
-if ! cmp -s "$DIR/package-lock.json" "$DIR/node_modules/.toolgate-lock" 2>/dev/null; then
-    if ! (cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error >"$TG_TMP/npm.log" 2>&1); then
-        not_ok "npm ci in test/agents" "$(tail -n 20 "$TG_TMP/npm.log")"
-        finish
-    fi
-    cp "$DIR/package-lock.json" "$DIR/node_modules/.toolgate-lock"
-fi
+npm_ci "$DIR" || finish
 [ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
 
 version() {

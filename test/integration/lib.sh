@@ -112,6 +112,21 @@ json_valid() {
     "$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null
 }
 
+# ---- node packages ---------------------------------------------------------
+
+# npm_ci DIR: installs DIR's locked node packages (npm ci) whenever its
+# package-lock.json changed since they were installed (a stamp of the lock
+# they came from), so a checkout that gains or bumps a package does not
+# test against the old set. Prints a not_ok line and returns 1 on failure.
+npm_ci() {
+    cmp -s "$1/package-lock.json" "$1/node_modules/.toolgate-lock" 2>/dev/null && return 0
+    if ! (cd "$1" && npm ci --no-audit --no-fund --loglevel=error >"$TG_TMP/npm.log" 2>&1); then
+        not_ok "npm ci in ${1#"$TG_ROOT"/}" "$(tail -n 20 "$TG_TMP/npm.log")"
+        return 1
+    fi
+    cp "$1/package-lock.json" "$1/node_modules/.toolgate-lock"
+}
+
 # ---- processes -----------------------------------------------------------
 
 free_port() {
