@@ -137,6 +137,7 @@ B=$TMP/bodies
 mkdir -p "$B"
 printf '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}]}' > "$B/small.json"
 printf '{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Say hello."}]}' > "$B/stream.json"
+printf '%s' '{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"},"note":{"type":"string"}},"required":["location"]}}}]}' > "$B/toolstream.json"
 cp "$CORPUS/big-100.json" "$B/big100.json"
 cp "$CORPUS/big-400.json" "$B/big400.json"
 # First sight of a tool list: every description changed, so no schema of
@@ -250,6 +251,8 @@ threads = $THREADS
 access_log = off
 log_level = warn
 max_body = 64M
+forward_headers = x-mock*
+max_conns_per_ip = 0
 
 [route gemini]
 models = gemini-bench-*
@@ -441,6 +444,20 @@ for s in direct nginx toolgate; do
     for f in failed ttfb_p50 ttfb_p99; do put "t1.$s.$f" "$(field "$line" $f)"; done
 done
 
+# ---------------------------------------------------------------- tool-call streams
+# One call whose arguments come in 20 fragments 20 ms apart (mock scenario
+# parallel): time from connect() to the first non-empty argument fragment.
+# The sse route is dialect openai, where such a call is relayed as it comes
+# (bench/toolstream.sh runs this alone, also against a held route).
+log "tool-call streams: 20 x (one call, 20 argument fragments 20 ms apart), 4 at a time"
+for s in direct nginx toolgate; do
+    line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u /sse/v1/chat/completions -b "$B/toolstream.json" \
+        -H 'X-Mock: parallel' -H 'X-Mock-Calls: 1' -H 'X-Mock-Arg-Pieces: 20' -H 'X-Mock-Delay-Ms: 20' \
+        -c 4 -n 20 -t 60)
+    log "$(printf '%-9s %s' $s "$line")"
+    for f in ok events ttfa_p50 ttfa_p99; do put "ts.$s.$f" "$(field "$line" $f)"; done
+done
+
 # ---------------------------------------------------------------- many slow streams
 # NSTREAMS streams open together (opened at 2,500/s), 20 chunks 500 ms apart.
 # toolgate restarts first so that its VmHWM is this test's alone.
@@ -565,6 +582,11 @@ for f in ttfb_p50 ttfb_p99 lat_p50 lat_p99 gap_p50 gap_p99; do
     lat_p99) row "stream: added per-chunk delay p99 (µs, chunk latency minus direct)" 0 "$(diff_ "$n" "$d")" "$a" "" "" ;;
     esac
 done
+d=$(get ts.direct.ttfa_p50); n=$(get ts.nginx.ttfa_p50); t=$(get ts.toolgate.ttfa_p50)
+row "tool-call stream (20 fragments, 20 ms apart): first argument fragment p50 (µs from connect)" "$d" "$n" "$t" "" ""
+a=$(diff_ "$t" "$d")
+row "tool-call stream: added time to first argument fragment p50 (µs)" 0 "$(diff_ "$n" "$d")" "$a" "≤ 1000" "$(verdict_added "$a" 1000)"
+row "tool-call stream: events reaching the client (of 480)" "$(get ts.direct.events)" "$(get ts.nginx.events)" "$(get ts.toolgate.events)" "" ""
 t=$(get st.toolgate.coalesced); d=$(get st.direct.coalesced); n=$(get st.nginx.coalesced)
 # Seen from the client, so a descheduled client also coalesces: 0 is "ok",
 # no more than direct or nginx had in the same run is "noise?", else MISSED.

@@ -22,6 +22,10 @@
  *       came in the same read() as the previous event's is "coalesced" and
  *       gives no gap sample. A delay every event suffers alike cancels out
  *       of a gap, so gaps show jitter, not per-chunk delay; that is lat:
+ * ttfa: from connect() to the first non-empty tool-call argument fragment
+ *       ("arguments":"x...), once per stream that has one: against the
+ *       mock directly it is when the upstream sent it, through a proxy the
+ *       difference is how long the proxy held it (ttfa_n ttfa_p50 ttfa_p99).
  * lat:  per stamped event, from the mock's send (its "@t" + 16-digit
  *       CLOCK_MONOTONIC microsecond, written as the piece goes to the
  *       socket) to the read() that brought the stamp here. Same machine,
@@ -58,12 +62,14 @@ typedef struct {
     int headlen;
     int m_data, m_done; /* partial matches of "data:" / "data: [DONE]" */
     int m_stamp, in_stamp, ndigits; /* "@t" matched, then the stamp's digits */
+    int m_args, args_next, got_args; /* "arguments":" matched, then its first byte */
     uint64_t stamp;
 } conn;
 
 static const char PAT_DATA[] = "data:";
 static const char PAT_DONE[] = "data: [DONE]";
 static const char PAT_STAMP[] = "@t";
+static const char PAT_ARGS[] = "\"arguments\":\"";
 #define STAMP_DIGITS 16
 
 static uint64_t now_us(void)
@@ -359,7 +365,7 @@ int main(int argc, char **argv)
     }
     int ep = epoll_create1(0);
     struct epoll_event *evs = malloc(1024 * sizeof(*evs));
-    samples ttfb = { 0 }, gap = { 0 }, lat = { 0 };
+    samples ttfb = { 0 }, gap = { 0 }, lat = { 0 }, ttfa = { 0 };
     long ok = 0, failed = 0, events = 0, coalesced = 0, launched = 0, open_now = 0, peak_open = 0;
     long fail_status = 0, fail_io = 0, fail_eof = 0, fail_timeout = 0;
     int first_errno = 0;
@@ -486,6 +492,15 @@ int main(int argc, char **argv)
                             c->saw_done = 1;
                         if (scan_stamp(c, ch) && tr >= c->stamp)
                             push(&lat, tr - c->stamp);
+                        if (c->args_next) {
+                            c->args_next = 0;
+                            if (ch != '"' && !c->got_args) {
+                                c->got_args = 1;
+                                push(&ttfa, tr - c->t0);
+                            }
+                        }
+                        if (step(&c->m_args, PAT_ARGS, sizeof(PAT_ARGS) - 1, ch))
+                            c->args_next = 1;
                     }
                     if (new_events) {
                         /* An event is counted when "data:" completes; its
@@ -528,12 +543,15 @@ int main(int argc, char **argv)
     qsort(ttfb.v, ttfb.n, sizeof(uint32_t), cmp_u32);
     qsort(gap.v, gap.n, sizeof(uint32_t), cmp_u32);
     qsort(lat.v, lat.n, sizeof(uint32_t), cmp_u32);
+    qsort(ttfa.v, ttfa.n, sizeof(uint32_t), cmp_u32);
     printf("ok=%ld failed=%ld events=%ld coalesced=%ld peak_open=%ld ttfb_p50=%ld ttfb_p99=%ld "
            "gap_p50=%ld gap_p99=%ld gap_max=%ld wall_ms=%lu",
            ok, failed, events, coalesced, peak_open, pct(&ttfb, 50), pct(&ttfb, 99), pct(&gap, 50),
            pct(&gap, 99), gap.n ? (long)gap.v[gap.n - 1] : -1L, (unsigned long)(wall / 1000));
     if (lat.n)
         printf(" lat_n=%zu lat_p50=%ld lat_p99=%ld", lat.n, pct(&lat, 50), pct(&lat, 99));
+    if (ttfa.n)
+        printf(" ttfa_n=%zu ttfa_p50=%ld ttfa_p99=%ld", ttfa.n, pct(&ttfa, 50), pct(&ttfa, 99));
     if (failed)
         printf(" fail_status=%ld fail_io=%ld fail_eof=%ld fail_timeout=%ld first_error=%s", fail_status,
                fail_io, fail_eof, fail_timeout, first_errno ? strerror(first_errno) : "-");

@@ -42,6 +42,7 @@ typedef struct parser {
     int n, cap;
     tg_buf *errors;
     int nerr;
+    int metrics_auth;  /* -1 until the conf says */
 } parser;
 
 static void perr(parser *p, int line, const char *fmt, ...)
@@ -318,6 +319,15 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
     } else if (!strcmp(key, "max_header")) {
         if (tg_parse_size(v, &c->max_header) || c->max_header < 1024)
             perr(p, k->line, "max_header: expected a size of at least 1K, got '%s'", v);
+    } else if (!strcmp(key, "max_event")) {
+        if (tg_parse_size(v, &c->max_event) || c->max_event < 1024)
+            perr(p, k->line, "max_event: expected a size of at least 1K such as 4M, got '%s'", v);
+    } else if (!strcmp(key, "max_answer")) {
+        if (tg_parse_size(v, &c->max_answer) || c->max_answer < 1024)
+            perr(p, k->line, "max_answer: expected a size of at least 1K such as 32M, got '%s'", v);
+    } else if (!strcmp(key, "header_timeout")) {
+        if (tg_parse_duration_ms(v, &c->header_timeout_ms) || c->header_timeout_ms <= 0)
+            perr(p, k->line, "header_timeout: expected a duration such as 10s, got '%s'", v);
     } else if (!strcmp(key, "max_depth")) {
         if (parse_int(v, 4, 2000, &c->max_depth))
             perr(p, k->line, "max_depth: expected 4..2000, got '%s'", v);
@@ -331,6 +341,21 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
             free_list(c->client_keys);
             c->client_keys = NULL;
         }
+    } else if (!strcmp(key, "metrics_auth")) {
+        int b;
+        if (parse_bool(v, &b))
+            perr(p, k->line, "metrics_auth: expected on or off, got '%s'", v);
+        else
+            p->metrics_auth = b;
+    } else if (!strcmp(key, "max_body_memory")) {
+        if (tg_parse_size(v, &c->max_body_memory) || c->max_body_memory == 0)
+            perr(p, k->line, "max_body_memory: expected a size such as 256M, got '%s'", v);
+    } else if (!strcmp(key, "max_conns_per_ip")) {
+        if (parse_int(v, 0, 1000000, &c->max_conns_per_ip))
+            perr(p, k->line, "max_conns_per_ip: expected a count (0: no limit), got '%s'", v);
+    } else if (!strcmp(key, "forward_headers")) {
+        free_list(c->forward_headers);
+        c->forward_headers = split_list(v);
     } else if (!strcmp(key, "log_level")) {
         static const char *lv[] = {"error", "warn", "info", "debug"};
         int found = -1;
@@ -351,6 +376,32 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
         perr(p, k->line, "unknown key '%s' in [server]", key);
     }
     return 0;
+}
+
+char *tg_url_redact(const char *url)
+{
+    tg_buf b = {0};
+    const char *scheme = strstr(url, "://");
+    const char *auth = scheme ? scheme + 3 : url;
+    const char *path = auth + strcspn(auth, "/?#");
+    const char *at = memchr(auth, '@', (size_t)(path - auth));
+    if (at) {  /* the last '@' before the path ends the userinfo */
+        for (const char *q = at; q < path; q++)
+            if (*q == '@')
+                at = q;
+        tg_buf_append(&b, url, (size_t)(auth - url));
+        tg_buf_puts(&b, "***@");
+        tg_buf_append(&b, at + 1, (size_t)(path - at - 1));
+    } else {
+        tg_buf_append(&b, url, (size_t)(path - url));
+    }
+    size_t rest = strcspn(path, "?#");
+    tg_buf_append(&b, path, rest);
+    if (path[rest] == '?')
+        tg_buf_puts(&b, "?***");
+    if (!b.data)
+        tg_buf_puts(&b, "");
+    return tg_buf_steal(&b, NULL);
 }
 
 static int valid_url(const char *u)
@@ -391,8 +442,11 @@ static void route_key(parser *p, tg_route *r, const kv *k)
         size_t n = strlen(r->upstream);
         while (n > 0 && r->upstream[n - 1] == '/')
             r->upstream[--n] = '\0';
+        free(r->upstream_shown);
+        r->upstream_shown = tg_url_redact(r->upstream);
         if (!valid_url(r->upstream))
-            perr(p, k->line, "upstream: expected an http:// or https:// URL, got '%s'", v);
+            perr(p, k->line, "upstream: expected an http:// or https:// URL, got '%s'",
+                 r->upstream_shown);
     } else if (!strcmp(key, "api_key")) {
         free(r->api_key);
         r->api_key = *v ? strdup(v) : NULL;
@@ -508,6 +562,7 @@ static void route_free(tg_route *r)
     free_list(r->models);
     free(r->prefix);
     free(r->upstream);
+    free(r->upstream_shown);
     free(r->api_key);
     free(r->upstream_model);
     free_list(r->strip_model);
@@ -614,6 +669,11 @@ static tg_conf *conf_new(void)
     c->max_depth = 512;
     c->max_tools = 4096;
     c->max_header = 8 * 1024;
+    c->max_event = 4u << 20;
+    c->max_answer = 32u << 20;
+    c->header_timeout_ms = 10000;
+    c->max_body_memory = 256u << 20;
+    c->max_conns_per_ip = 1024;
     c->log_level = TG_LOG_INFO;
     c->access_log = strdup("-");
     c->shutdown_grace_ms = 30000;
@@ -629,12 +689,13 @@ static void conf_free(tg_conf *c)
     free(c->listen_host);
     free(c->access_log);
     free_list(c->client_keys);
+    free_list(c->forward_headers);
     free(c);
 }
 
 tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors)
 {
-    parser p = {.name = name, .text = text, .errors = errors};
+    parser p = {.name = name, .text = text, .errors = errors, .metrics_auth = -1};
     int rc = ini_parse_stream(read_line, &p, on_kv, &p);
     if (rc > 0)
         perr(&p, rc, "syntax error (expected [section] or key = value)");
@@ -647,6 +708,12 @@ tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors)
         if (!strcmp(p.kvs[i].section, "server"))
             server_key(&p, c, &p.kvs[i]);
     build_routes(&p, c);
+    c->metrics_auth = p.metrics_auth < 0 ? c->client_keys != NULL : p.metrics_auth == 1;
+    if (c->metrics_auth && !c->client_keys)
+        perr(&p, 1, "metrics_auth = on needs client_keys: /metrics asks for one of them");
+    if (c->max_body_memory < c->max_body)
+        perr(&p, 1, "max_body_memory (%zu bytes) is smaller than max_body (%zu bytes): no body "
+                    "of the largest size could be read", c->max_body_memory, c->max_body);
     if (c->n_routes == 0 && p.nerr == 0)
         perr(&p, p.line ? p.line : 1, "no [route NAME] section: toolgate has nowhere to send requests");
     if (c->threads == 0) {

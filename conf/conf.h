@@ -21,6 +21,8 @@ typedef struct tg_route {
     char **models;          /* NULL-terminated globs on the request's "model" */
     char *prefix;           /* "" or "/seg[/seg]", no trailing slash */
     char *upstream;         /* base URL, no trailing slash */
+    char *upstream_shown;   /* upstream for messages and logs: userinfo and
+                               query replaced by "***" (tg_url_redact) */
     char *api_key;          /* NULL: forward the client's Authorization */
     char *upstream_model;   /* NULL, or the model name sent upstream whatever the agent asked */
     char **strip_model;     /* NULL-terminated prefixes cut from the model name ("groq/") */
@@ -51,7 +53,15 @@ typedef struct tg_conf {
     int max_depth;          /* JSON nesting limit of request bodies */
     int max_tools;          /* tools per request, 0 = none */
     size_t max_header;      /* request header bytes */
+    size_t max_event;       /* one upstream SSE event (line or data lines) */
+    size_t max_answer;      /* a whole upstream answer, counted decoded */
+    long header_timeout_ms; /* from accept (or the previous answer) to a whole request head */
     char **client_keys;     /* NULL-terminated, or NULL when auth is off */
+    bool metrics_auth;      /* /metrics asks for a client key (default: with client_keys) */
+    size_t max_body_memory; /* all request bodies held at once, all workers */
+    int max_conns_per_ip;   /* connections per client address, 0 = no limit */
+    char **forward_headers; /* NULL-terminated names ("x-foo", "x-foo-*") forwarded
+                               upstream besides the built-in list (http.h), or NULL */
     tg_log_level log_level;
     char *access_log;       /* "-" stdout, "off", or a file path */
     long shutdown_grace_ms;
@@ -90,6 +100,10 @@ const tg_route *tg_route_by_name(const tg_conf *c, const char *name);
  * body.model from upstream_model, or cuts the first strip_model prefix
  * that matches; returns whether the model changed. */
 bool tg_route_rewrite_model(const tg_route *r, json_t *body);
+
+/* url with its userinfo and query replaced by "***" (malloc'd), for every
+ * message and log line that names an upstream: keys ride in either. */
+char *tg_url_redact(const char *url);
 
 /* Helpers shared with the CLI. */
 int tg_parse_size(const char *s, size_t *out);

@@ -169,8 +169,9 @@ static json_t *choose_meta_names(json_t *lookup_obj)
 static int args_as_string(const tg_ctx *ctx)
 {
     unsigned f = ctx->schema ? ctx->schema->flags : 0;
-    return (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING)) || ctx->dialect == TG_D_OPENAI_STRICT ||
-           ctx->dialect == TG_D_CEREBRAS || ctx->dialect == TG_D_GEMINI;
+    return (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING | TG_SR_OPENAPI_SUBSET)) ||
+           ctx->dialect == TG_D_OPENAI_STRICT || ctx->dialect == TG_D_CEREBRAS ||
+           ctx->dialect == TG_D_GEMINI || ctx->dialect == TG_D_VERTEX;
 }
 
 static int dialect_strict(const tg_ctx *ctx)

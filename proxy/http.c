@@ -2,6 +2,7 @@
 #include "http.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,11 +69,63 @@ bool tg_header_is_hop(const char *name)
 static bool header_is_ours(const char *name)
 {
     static const char *const ours[] = {"host", "content-length", "expect", "accept-encoding",
-                                       "x-request-id", "content-type", NULL};
+                                       "x-request-id", "content-type",
+                                       "x-upstream-authorization", NULL};
     for (int i = 0; ours[i]; i++)
         if (!strcasecmp(name, ours[i]))
             return true;
     return false;
+}
+
+/* What a real client sends that a provider reads: content negotiation,
+ * OpenAI's and Anthropic's account and version headers, OpenRouter's app
+ * attribution, trace context, the SDKs' own (x-stainless-*). A name ending
+ * in '*' is a prefix. Anything else (cookies, proxy and gateway headers,
+ * whatever a browser adds) stays with toolgate unless forward_headers
+ * names it. */
+static const char *const allowed[] = {
+    "accept", "accept-language", "user-agent", "idempotency-key",
+    "openai-organization", "openai-project", "openai-beta",
+    "anthropic-version", "anthropic-beta", "anthropic-dangerous-direct-browser-access",
+    "http-referer", "x-title", "x-goog-user-project",
+    "traceparent", "tracestate", "baggage", "x-stainless-*", NULL};
+
+/* The headers that carry a provider key. */
+static const char *const credentials[] = {"authorization", "x-api-key", "api-key",
+                                          "x-goog-api-key", NULL};
+
+static bool name_in(const char *name, const char *const *list)
+{
+    for (; list && *list; list++) {
+        size_t n = strlen(*list);
+        if (n && (*list)[n - 1] == '*' ? !strncasecmp(name, *list, n - 1)
+                                       : !strcasecmp(name, *list))
+            return true;
+    }
+    return false;
+}
+
+bool tg_header_is_credential(const char *name)
+{
+    return name_in(name, credentials);
+}
+
+bool tg_header_forwarded(const char *name, char *const *extra)
+{
+    return name_in(name, allowed) || name_in(name, (const char *const *)extra);
+}
+
+/* A provider key goes up only when it is the client's own for the
+ * provider: never beside the route's api_key, never toolgate's client key
+ * (in whatever header), and Authorization gives way to
+ * x-upstream-authorization. */
+static bool credential_forwarded(const tg_forward_ctx *f, const char *key, const char *value)
+{
+    if (f->drop_auth)
+        return false;
+    if (!strcasecmp(key, "authorization") && (f->client_key || f->upstream_auth))
+        return false;
+    return !(f->client_key && value && strstr(value, f->client_key));
 }
 
 enum MHD_Result tg_forward_request_header(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -82,14 +135,58 @@ enum MHD_Result tg_forward_request_header(void *cls, enum MHD_ValueKind kind, co
     (void)kind;
     if (tg_header_is_hop(key) || header_is_ours(key))
         return MHD_YES;
-    if (f->drop_auth && (!strcasecmp(key, "authorization") ||
-                         (f->key_header && !strcasecmp(key, f->key_header))))
+    if (tg_header_is_credential(key) ? !credential_forwarded(f, key, value)
+                                     : !tg_header_forwarded(key, f->extra))
         return MHD_YES;
     tg_buf b = {0};
     tg_buf_printf(&b, "%s: %s", key, value ? value : "");
     *f->list = curl_slist_append(*f->list, b.data);
     tg_buf_free(&b);
     return MHD_YES;
+}
+
+/* MHD hands over the path decoded once, so "%2e%2e" and "..%2f" arrive as
+ * "..": a segment "." or ".." (between '/' or '\\', which some servers
+ * take for '/') is one, and so is a "%2e", "%2f" or "%5c" still there
+ * after that decoding (the client encoded it twice, for a server that
+ * decodes again). */
+bool tg_path_has_dot_segment(const char *path)
+{
+    const char *p = path;
+    while (*p) {
+        size_t n = strcspn(p, "/\\");
+        if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return true;
+        p += n;
+        if (*p)
+            p++;
+    }
+    for (p = strchr(path, '%'); p; p = strchr(p + 1, '%'))
+        if (p[1] && p[2] &&
+            (!strncasecmp(p + 1, "2e", 2) || !strncasecmp(p + 1, "2f", 2) ||
+             !strncasecmp(p + 1, "5c", 2)))
+            return true;
+    return false;
+}
+
+/* RFC 3986 pchar and '/': what a decoded path may hold as it is. */
+static bool path_char(unsigned char c)
+{
+    return isalnum(c) || strchr("-._~!$&'()*+,;=:@/", c);
+}
+
+void tg_append_path(tg_buf *url, const char *path)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const char *s = path; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (path_char(c)) {
+            tg_buf_append(url, s, 1);
+        } else {
+            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+            tg_buf_append(url, e, 3);
+        }
+    }
 }
 
 typedef struct query_ctx {
@@ -154,40 +251,62 @@ bool tg_header_value_safe(const char *v)
     return true;
 }
 
-uint64_t tg_random_seed(void)
+/* The kernel's CSPRNG, never a userspace generator: ids name stored items
+ * and requests, and one id must not tell the next. getrandom blocks only
+ * until the pool is first seeded at boot; it cannot otherwise fail short
+ * of a broken kernel, where handing out guessable ids is worse than
+ * stopping. */
+static void fill_random(void *p, size_t n)
 {
-    uint64_t seed = 0;
-    if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        seed = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)ts.tv_sec;
+    unsigned char *b = p;
+    while (n) {
+        ssize_t k = getrandom(b, n, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            fprintf(stderr, "toolgate: getrandom: %s\n", strerror(errno));
+            abort();
+        }
+        b += k;
+        n -= (size_t)k;
     }
-    return seed ? seed : 1;
 }
 
-/* xorshift64*: ids need to be unique, not secret, and a syscall per
- * request (getrandom) costs more than the rest of the id. */
-static uint64_t next_random(uint64_t *state)
+void tg_random_bytes(tg_random *r, void *out, size_t n)
 {
-    uint64_t x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545f4914f6cdd1dULL;
+    unsigned char *o = out;
+    while (n) {
+        if (r->off == sizeof r->pool) {
+            fill_random(r->pool, sizeof r->pool);
+            r->off = 0;
+        }
+        size_t k = sizeof r->pool - r->off;
+        k = k < n ? k : n;
+        memcpy(o, r->pool + r->off, k);
+        /* bytes handed out are not kept: a later memory read shows no id */
+        memset(r->pool + r->off, 0, k);
+        r->off += k;
+        o += k;
+        n -= k;
+    }
 }
 
-void tg_request_id(char *out, size_t n, uint64_t *state)
+void tg_random_init(tg_random *r)
 {
-    static const char alnum[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    uint64_t a = next_random(state), b = next_random(state);
+    r->off = sizeof r->pool;
+}
+
+/* "tg-" and 26 characters of base32, 130 bits from the CSPRNG (one
+ * character per random byte, five of its bits: no modulo bias). */
+void tg_request_id(char *out, size_t n, tg_random *r)
+{
+    static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
+    unsigned char raw[TG_ID_CHARS];
+    tg_random_bytes(r, raw, sizeof raw);
     size_t k = (size_t)snprintf(out, n, "tg-");
-    for (int i = 0; i < 20 && k + 1 < n; i++) {
-        uint64_t *src = i < 10 ? &a : &b;
-        out[k++] = alnum[*src % 36];
-        *src /= 36;
-    }
-    out[k] = '\0';
+    for (size_t i = 0; i < sizeof raw && k + 1 < n; i++)
+        out[k++] = b32[raw[i] & 31];
+    out[k < n ? k : n - 1] = '\0';
 }
 
 static int wrong_type(tg_error *err, const char *field, const char *want)

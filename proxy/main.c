@@ -67,7 +67,7 @@ static int cmd_check(const char *path)
     for (int i = 0; i < c->n_routes; i++) {
         const tg_route *r = &c->routes[i];
         printf("  [route %s] dialect=%s upstream=%s", r->name,
-               tg_dialect_name(r->rules.schema.dialect), r->upstream);
+               tg_dialect_name(r->rules.schema.dialect), r->upstream_shown);
         if (r->prefix[0])
             printf(" prefix=%s", r->prefix);
         if (r->models && r->models[0]) {

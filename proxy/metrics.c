@@ -40,6 +40,8 @@ struct tg_metrics {
     atomic_ullong up_err[6];
     atomic_ullong quirks[TG_QUIRKS];
     atomic_ullong repair_failures;  /* by status class: 0 = transport, 4 = 4xx, 5 = 5xx */
+    atomic_ullong bad_chunks;
+    atomic_ullong limits[TG_LIMIT_N];
 };
 
 struct tg_metrics_set {
@@ -148,10 +150,16 @@ void tg_metrics_request_done(tg_metrics *m, const char *route, int status, bool 
         ADD(m->bytes_in, st->tools_bytes_in);
         ADD(m->bytes_out, st->tools_bytes_out);
         ADD(m->repair_failures, st->repair_failures);
+        ADD(m->bad_chunks, st->bad_chunks);
         for (int q = 0; q < TG_QUIRKS; q++)
             if (st->quirks[q])
                 ADD(m->quirks[q], st->quirks[q]);
     }
+}
+
+void tg_metrics_limit(tg_metrics *m, tg_limit which)
+{
+    ADD(m->limits[which], 1);
 }
 
 static void render_hist(tg_buf *b, tg_metrics_set *s, size_t off, const char *name,
@@ -218,7 +226,7 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
     render_hist(&b, s, offsetof(tg_metrics, added), "toolgate_added_seconds",
                 "Time toolgate spent before the request left for upstream.");
     counter(&b, "toolgate_repairs_total", "Response repairs applied.", SUM(repairs));
-    tg_buf_puts(&b, "# HELP toolgate_repairs_by_quirk_total Repairs by quirk of dialects.md section 5.\n"
+    tg_buf_puts(&b, "# HELP toolgate_repairs_by_quirk_total Repairs by quirk of docs/dialects.md section 5.\n"
                     "# TYPE toolgate_repairs_by_quirk_total counter\n");
     for (int q = 0; q < TG_QUIRKS; q++) {
         unsigned long long v = 0;
@@ -256,5 +264,14 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
         if (cls[k][0])
             tg_buf_printf(&b, "toolgate_upstream_errors_total{class=\"%s\"} %llu\n", cls[k],
                           SUM(up_err[k]));
+    counter(&b, "toolgate_stream_chunks_invalid_total",
+            "Upstream stream chunks repaired or dropped for their shape (logged).",
+            SUM(bad_chunks));
+    tg_buf_puts(&b, "# HELP toolgate_limits_total Requests and connections cut by a bound "
+                    "(README, Security).\n# TYPE toolgate_limits_total counter\n");
+    static const char *lim[TG_LIMIT_N] = {"max_event", "max_answer", "header_timeout",
+                                          "shutdown_grace"};
+    for (int k = 0; k < TG_LIMIT_N; k++)
+        tg_buf_printf(&b, "toolgate_limits_total{limit=\"%s\"} %llu\n", lim[k], SUM(limits[k]));
     return tg_buf_steal(&b, len);
 }

@@ -23,6 +23,15 @@ void tg_metrics_retry(tg_metrics *m);
 void tg_metrics_dropped(tg_metrics *m, size_t n);
 /* An inner discovery round the provider answered with an error. */
 void tg_metrics_round_error(tg_metrics *m);
+/* A bound of the Security section cut something off. */
+typedef enum {
+    TG_LIMIT_MAX_EVENT,       /* an upstream SSE event past max_event */
+    TG_LIMIT_MAX_ANSWER,      /* a whole upstream answer past max_answer */
+    TG_LIMIT_HEADER_TIMEOUT,  /* a request head not whole within header_timeout */
+    TG_LIMIT_SHUTDOWN,        /* a stream still open at the end of shutdown_grace */
+    TG_LIMIT_N
+} tg_limit;
+void tg_metrics_limit(tg_metrics *m, tg_limit which);
 /* Times are CLOCK_MONOTONIC microseconds; 0 = did not happen. */
 void tg_metrics_request_done(tg_metrics *m, const char *route, int status, bool stream,
                              uint64_t t_start, uint64_t t_upstream, uint64_t t_first_byte,

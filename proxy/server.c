@@ -56,7 +56,7 @@
 #define TG_VERSION_HDR "toolgate"
 #define STREAM_HIGH_WATER (1u << 20)  /* pause upstream past this much unsent */
 #define STREAM_LOW_WATER (256u << 10)
-#define MAX_UPSTREAM_BODY ((size_t)256 << 20)
+#define STREAM_KEEP (64u << 10)       /* a stream's output buffer kept once drained */
 
 /* epoll tags: kind in the top byte, a generation in the middle, fd below. */
 enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT };
@@ -66,6 +66,17 @@ enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT };
 #define TAG_FD(t) ((int)(uint32_t)(t))
 
 typedef struct worker worker;
+
+/* A client connection that has not sent a whole request head yet: from
+ * its accept, or from the end of its previous answer (keep-alive). The
+ * worker keeps them in arrival order, so the sweep looks only at the
+ * oldest (header_timeout). */
+typedef struct head_wait {
+    struct MHD_Connection *conn;
+    uint64_t since;
+    bool listed;
+    struct head_wait *prev, *next;
+} head_wait;
 
 typedef enum {
     RQ_READ,       /* receiving the client's body */
@@ -90,7 +101,9 @@ typedef struct tg_req {
     tg_buf body;                  /* client body (freed once a stream starts) */
     size_t body_len;              /* its length, for the log */
     bool too_large;
-    bool headers_too_large;
+    bool over_budget;             /* max_body_memory was reached while reading */
+    size_t body_charge;           /* bytes of max_body_memory this body holds */
+    const tg_route *by_prefix;    /* the route its path names, or NULL */
     uint64_t t_start, t_upstream, t_first_byte, t_last_byte, t_done;
 
     /* upstream */
@@ -115,6 +128,7 @@ typedef struct tg_req {
     bool up_running;
     CURLcode up_result;
     bool timed_out;
+    bool answer_cut;              /* the whole answer passed max_answer */
     int attempt;                  /* retries made on this route */
     bool fell_back;               /* the route's fallback is in use */
     uint64_t retry_at;            /* 0, or when to send again */
@@ -148,6 +162,8 @@ typedef struct tg_req {
     bool ctx_live;
     json_t *json;                 /* parsed request body */
     uint64_t tools_hash;          /* of the tools' raw bytes, 0 = unknown */
+    const char *client_key;       /* the client_keys entry it matched, or NULL */
+    uint64_t owner;               /* whose Responses items it may read (item_owner) */
     size_t tools_bytes;
 
     struct tg_req *prev, *next;   /* worker's list of requests in flight */
@@ -202,8 +218,10 @@ struct worker {
     atomic_int stop;
     bool draining;
     bool mhd_pending;
-    uint64_t drain_deadline;
+    uint64_t drain_deadline;      /* end of shutdown_grace, then of the last flush */
+    bool drain_cut;               /* the grace passed: open requests were ended */
     tg_req *inflight;             /* doubly linked */
+    head_wait *heads, *heads_tail;  /* connections waiting for a request head */
     int n_inflight;
     uint32_t gen;
     int n_retry_wait;             /* requests waiting for a retry */
@@ -213,10 +231,11 @@ struct worker {
     CURL *spare[64];              /* reset easy handles, reused: creating one
                                      costs more than a whole small request */
     int n_spare;
-    uint64_t rng;                 /* request ids */
+    tg_random rng;                /* ids (request ids, Responses and items) */
     uint8_t *upfd;                /* per upstream socket: UPFD_* bits */
     size_t n_upfd;
-    const struct server *srv;
+    struct server *srv;
+    atomic_size_t *body_bytes;    /* the server's, for max_body_memory */
 };
 
 /* Upstream sockets stay in the worker's epoll set between transfers: curl
@@ -233,8 +252,11 @@ typedef struct server {
     worker *workers;
     int n;
     atomic_int ready;
+    atomic_int open_reqs;  /* requests in flight on all workers (the drain) */
     tg_metrics_set *metrics;
     tg_itemstore *items;  /* Responses items for item_reference (itemstore.h) */
+    uint64_t owner_seed;  /* random per process: owners are not guessable hashes */
+    atomic_size_t body_bytes;  /* request bodies held, against max_body_memory */
 } server;
 
 static uint64_t now_us(void)
@@ -279,12 +301,34 @@ static void up_body_free(tg_req *r)
     r->up_tools = NULL;
 }
 
+/* max_body_memory: every worker's bodies count against one budget, taken
+ * before a byte is stored and given back when the body is freed. */
+static bool body_charge(tg_req *r, size_t n)
+{
+    size_t was = atomic_fetch_add(r->w->body_bytes, n);
+    if (was + n > r->conf->max_body_memory) {
+        atomic_fetch_sub(r->w->body_bytes, n);
+        return false;
+    }
+    r->body_charge += n;
+    return true;
+}
+
+static void body_release(tg_req *r)
+{
+    if (r->body_charge)
+        atomic_fetch_sub(r->w->body_bytes, r->body_charge);
+    r->body_charge = 0;
+}
+
 static void req_unref(tg_req *r)
 {
     if (--r->refs > 0)
         return;
+    body_release(r);
     req_unlink(r);
     r->w->n_inflight--;
+    atomic_fetch_sub_explicit(&r->w->srv->open_reqs, 1, memory_order_relaxed);
     tg_metrics_inflight(r->w->metrics, -1);
     tg_buf_free(&r->body);
     up_body_free(r);
@@ -398,6 +442,8 @@ static void set_error_from(tg_req *r, const tg_error *err)
 static void add_common_headers(tg_req *r, struct MHD_Response *resp)
 {
     MHD_add_response_header(resp, "X-Request-Id", r->id);
+    if (r->w->draining)  /* shutting down: the client's next request goes elsewhere */
+        MHD_add_response_header(resp, "Connection", "close");
     if (r->ctx_live && r->ctx.stats.tools_in != r->ctx.stats.tools_out) {
         char v[128];
         snprintf(v, sizeof v, "in=%u out=%u bytes_in=%zu bytes_out=%zu", r->ctx.stats.tools_in,
@@ -421,9 +467,10 @@ static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep
 static void access_log_line(tg_req *r, int status);
 
 
-static json_t *stored_item(void *store, const char *id)
+static json_t *stored_item(void *ud, const char *id)
 {
-    char *text = tg_itemstore_get(store, id);
+    tg_req *r = ud;
+    char *text = tg_itemstore_get(r->w->srv->items, r->owner, id);
     json_t *item = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
     free(text);
     return item;
@@ -440,7 +487,7 @@ static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *bod
 {
     tg_resp_bridge *b = NULL;
     tg_bridge_opts o = bridge_opts(route);
-    if (tg_responses_to_chat_opts(body, &o, stored_item, r->w->srv->items, chat, &b, err))
+    if (tg_responses_to_chat_opts(body, &o, stored_item, r, chat, &b, err))
         return -1;
     char name[64];  /* ids unique past this request, for the item store */
     tg_request_id(name, sizeof name, &r->w->rng);
@@ -460,7 +507,7 @@ static void remember_items(tg_req *r)
         const char *id = json_string_value(json_object_get(item, "id"));
         char *text = id ? tg_json_dumps(item) : NULL;
         if (text)
-            tg_itemstore_put(r->w->srv->items, id, text);
+            tg_itemstore_put(r->w->srv->items, r->owner, id, text);
         free(text);
     }
     json_decref(items);
@@ -620,7 +667,19 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         memcpy(buf, r->out.data + r->out_off, n);
         r->out_off += n;
         if (r->out_off == r->out.len) {
-            tg_buf_reset(&r->out);
+            /* drained: a buffer grown while the client lagged goes */
+            if (r->out.cap > STREAM_KEEP)
+                tg_buf_free(&r->out);
+            else
+                tg_buf_reset(&r->out);
+            r->out_off = 0;
+        } else if (r->out_off >= STREAM_KEEP && r->out_off >= r->out.len / 2) {
+            /* Sent bytes go once they are half the buffer. Upstream adds
+             * while the client reads, so the buffer may never drain: kept,
+             * the sent bytes made a stream cost all it ever sent (a client
+             * that does not read held the ~3 MB a socket takes), not the
+             * unsent bytes the pause bounds. */
+            tg_buf_consume(&r->out, r->out_off);
             r->out_off = 0;
         }
         maybe_unpause(r);
@@ -704,6 +763,13 @@ static void on_sse_comment(void *user, const char *text, size_t len)
     tg_buf_append(&r->out, "\n\n", 2);
 }
 
+/* A parser for the (next) upstream stream, bounded by max_event. */
+static void sse_start(tg_req *r)
+{
+    tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+    r->sse.max_event = r->conf->max_event;
+}
+
 static bool header_is(const char *line, size_t n, const char *name)
 {
     size_t k = strlen(name);
@@ -727,6 +793,7 @@ static void on_upstream_headers_done(tg_req *r)
              * than live as long as the stream. */
             r->body_len = r->body.len;
             tg_buf_free(&r->body);
+            body_release(r);
             /* Nor does the body sent upstream, once curl has sent all of
              * it: agents' streams would otherwise each hold their request
              * (tool lists included) for as long as the model talks. */
@@ -740,13 +807,13 @@ static void on_upstream_headers_done(tg_req *r)
                 r->json = json_incref(r->ctx.request);
             }
             r->stream = tg_stream_new(&r->ctx);
-            tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+            sse_start(r);
             r->state = RQ_READY;
             req_resume(r);
         } else {
             /* a later discovery round: same client stream, fresh parser */
             tg_sse_free(&r->sse);
-            tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+            sse_start(r);
         }
     }
 }
@@ -778,6 +845,23 @@ static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *u
     return n;
 }
 
+/* An upstream event past max_event (one endless line, or data lines
+ * without the blank line that ends an event): the agent's stream ends
+ * with the error event of a cut stream, in its API's shape, and the
+ * transfer stops (the caller returns 0 to curl). */
+static void cut_long_event(tg_req *r)
+{
+    char msg[192];
+    snprintf(msg, sizeof msg,
+             "upstream sent a stream event larger than max_event (%zu bytes); the stream was cut",
+             r->conf->max_event);
+    tg_log(TG_LOG_WARN, "request %s: route %s: %s", r->id, r->route->name, msg);
+    tg_metrics_limit(r->w->metrics, TG_LIMIT_MAX_EVENT);
+    tg_stream_fail(r->stream, "event_too_large", msg, stream_dst(r));
+    bridge_flush(r, false);
+    req_resume(r);
+}
+
 static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
 {
     tg_req *r = ud;
@@ -797,16 +881,31 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
             r->paused = true;
             return CURL_WRITEFUNC_PAUSE;
         }
-        tg_sse_feed(&r->sse, data, n);
+        if (tg_sse_feed(&r->sse, data, n)) {
+            cut_long_event(r);
+            return 0;
+        }
         if (r->out.len > r->out_off)
             req_resume(r);
         return n;
     }
-    if (r->resp.len + n > MAX_UPSTREAM_BODY)
-        return 0;
+    /* Bytes as decoded (curl inflates gzip, br, zstd before this call), so
+     * a small compressed answer cannot grow past the bound either. */
+    if (r->resp.len + n > r->conf->max_answer) {
+        r->answer_cut = true;
+        tg_buf_free(&r->resp);
+        return 0;  /* stops the transfer */
+    }
     tg_buf_append(&r->resp, data, n);
     return n;
 }
+
+/* The headers sent upstream: the client's that a provider reads (http.h:
+ * an allow-list, credentials by their own rules), then the provider key:
+ * the route's api_key, else what the client sent in
+ * x-upstream-authorization, else the client's own Authorization unless it
+ * was toolgate's client key, which never leaves toolgate. */
+static const char *client_header(tg_req *r, const char *name);
 
 static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
 {
@@ -814,23 +913,33 @@ static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
     /* a request passed to the API's own servers takes the key where they
      * read it (Anthropic's: x-api-key) */
     const char *key_header = r->api && !r->bridge ? r->api->key_header : NULL;
+    const char *up_auth = client_header(r, "x-upstream-authorization");
     tg_forward_ctx f = {.list = &h, .drop_auth = r->route->api_key != NULL,
-                        .key_header = r->api ? r->api->key_header : NULL};
+                        .client_key = r->client_key, .upstream_auth = up_auth,
+                        .extra = r->conf->forward_headers};
     MHD_get_connection_values(r->conn, MHD_HEADER_KIND, tg_forward_request_header, &f);
-    if (r->route->api_key) {
-        tg_buf b = {0};
-        if (key_header)
-            tg_buf_printf(&b, "%s: %s", key_header, r->route->api_key);
-        else
-            tg_buf_printf(&b, "Authorization: Bearer %s", r->route->api_key);
+    tg_buf b = {0};
+    if (r->route->api_key && key_header)
+        tg_buf_printf(&b, "%s: %s", key_header, r->route->api_key);
+    else if (r->route->api_key)
+        tg_buf_printf(&b, "Authorization: Bearer %s", r->route->api_key);
+    else if (up_auth && *up_auth)
+        tg_buf_printf(&b, "Authorization: %s", up_auth);
+    if (b.len)
         h = curl_slist_append(h, b.data);
-        tg_buf_free(&b);
-    }
+    tg_buf_free(&b);
     char idh[96];
     snprintf(idh, sizeof idh, "X-Request-Id: %s", r->id);
     h = curl_slist_append(h, idh);
-    if (is_json_body)
+    const char *ct = client_header(r, "content-type");
+    if (is_json_body) {
         h = curl_slist_append(h, "Content-Type: application/json");
+    } else if (ct && *ct) {  /* a passed body goes with the type it came with */
+        tg_buf t = {0};
+        tg_buf_printf(&t, "Content-Type: %s", ct);
+        h = curl_slist_append(h, t.data);
+        tg_buf_free(&t);
+    }
     h = curl_slist_append(h, "Expect:");  /* no 100-continue round trip */
     return h;
 }
@@ -894,9 +1003,13 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
     r->t_first_byte = 0;
     tg_header_list_free(&r->hdrs);
     tg_buf_reset(&r->resp);
+    r->answer_cut = false;
     if (!r->up_headers)
         r->up_headers = build_upstream_headers(r, r->is_chat);
     curl_easy_setopt(e, CURLOPT_URL, r->up_url);
+    /* the path was checked for dot segments (refuse_on_headers): curl
+     * must not resolve any it would find in the route's base URL either */
+    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->up_headers);
@@ -904,7 +1017,10 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
     curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_upstream_data);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  /* decoded bytes count (max_answer) */
+    /* an upstream's 3xx goes to the client as it came: followed, it
+     * would take the request (and the route's key) where it names */
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     /* Streams hold a transfer open for minutes and their events are small:
      * a 1 KB receive buffer instead of curl's 16 KB keeps thousands of open
      * streams affordable; whole answers keep the default, fewer reads. */
@@ -1059,7 +1175,7 @@ static void round_answered_whole(tg_req *r)
         req_resume(r);
         return;
     }
-    tg_stream_fail(r->stream, r->status, body, len, stream_dst(r));
+    tg_stream_round_refused(r->stream, r->status, body, len, stream_dst(r));
     bridge_flush(r, true);
     r->stream_done = true;
     req_resume(r);
@@ -1071,7 +1187,7 @@ static void round_answered_whole(tg_req *r)
 static void answer_recovered_stream(tg_req *r)
 {
     r->stream = tg_stream_new(&r->ctx);
-    tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
+    sse_start(r);
     tg_stream_event(r->stream, r->resp.data, r->resp.len, stream_dst(r));
     json_t *next = NULL;
     tg_stream_end(r->stream, false, stream_dst(r), &next);
@@ -1248,7 +1364,7 @@ static bool retry_or_fall_back(tg_req *r)
         r->w->n_retry_wait++;
         tg_metrics_retry(r->w->metrics);
         tg_log(TG_LOG_INFO, "request %s: upstream %s answered %ld (%s); retry %d in %ld ms",
-               r->id, r->route->upstream, r->status, curl_easy_strerror(r->up_result),
+               r->id, r->route->upstream_shown, r->status, curl_easy_strerror(r->up_result),
                r->attempt, delay);
         return true;
     }
@@ -1297,6 +1413,17 @@ static void upstream_done(tg_req *r)
         req_resume(r);
         return;
     }
+    if (r->answer_cut) {
+        tg_log(TG_LOG_WARN, "request %s: route %s: upstream answered more than max_answer (%zu bytes)",
+               r->id, r->route->name, r->conf->max_answer);
+        tg_metrics_limit(r->w->metrics, TG_LIMIT_MAX_ANSWER);
+        set_error(r, 502, "upstream_error", "answer_too_large", NULL,
+                  "the upstream of route %s answered more than max_answer (%zu bytes, counted "
+                  "decoded); the answer was cut off",
+                  r->route->name, r->conf->max_answer);
+        req_resume(r);
+        return;
+    }
     if (retry_or_fall_back(r))
         return;
     if (rc != CURLE_OK)
@@ -1314,11 +1441,11 @@ static void upstream_done(tg_req *r)
         bool timeout = r->timed_out || rc == CURLE_OPERATION_TIMEDOUT;
         if (timeout)
             set_error(r, 504, "upstream_error", "upstream_timeout", NULL,
-                      "upstream %s did not answer in time (route %s)", r->route->upstream,
+                      "upstream %s did not answer in time (route %s)", r->route->upstream_shown,
                       r->route->name);
         else
             set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
-                      "upstream %s failed: %s (route %s)", r->route->upstream,
+                      "upstream %s failed: %s (route %s)", r->route->upstream_shown,
                       curl_easy_strerror(rc), r->route->name);
     } else {
         finish_whole(r);
@@ -1456,9 +1583,41 @@ static bool client_authorized(tg_req *r)
         return false;
     const char *tok = auth + 7;
     bool ok = false;
-    for (char **k = keys; *k; k++)
-        ok |= tg_consttime_equal(tok, *k);
+    for (char **k = keys; *k; k++) {  /* every key compared: no early exit */
+        bool eq = tg_consttime_equal(tok, *k);
+        if (eq && !ok)
+            r->client_key = *k;
+        ok |= eq;
+    }
     return ok;
+}
+
+/* Headers that carry a provider credential, for item_owner and for the
+ * forwarding rules (http.h). */
+static const char *upstream_credential(tg_req *r)
+{
+    static const char *const names[] = {"x-upstream-authorization", "authorization", "x-api-key",
+                                        "api-key", "x-goog-api-key", NULL};
+    for (int i = 0; names[i]; i++) {
+        const char *v = client_header(r, names[i]);
+        if (v && *v && !(r->client_key && i == 1))
+            return v;
+    }
+    return NULL;
+}
+
+/* Whose Responses items a request may read and leaves (itemstore.h): the
+ * client key it matched when client_keys is set; else the provider
+ * credential it carries, which is the client's identity at the provider;
+ * else, with neither, everyone on the route alike. Hashed with a seed
+ * drawn at start, so the key kept in the store tells nothing. */
+static uint64_t item_owner(tg_req *r, const tg_route *route)
+{
+    const char *cred = upstream_credential(r);
+    const char *kind = r->client_key ? "key" : cred ? "credential" : "route";
+    const char *v = r->client_key ? r->client_key : cred ? cred : route ? route->name : "";
+    uint64_t h = tg_hash64(kind, strlen(kind), r->w->srv->owner_seed);
+    return tg_hash64(v, strlen(v), h);
 }
 
 static void answer_json(tg_req *r, int status, const char *json)
@@ -1553,6 +1712,7 @@ static int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         return -1;
     }
     json_t *chat = NULL;
+    r->owner = item_owner(r, route);
     int rc = r->api->to_chat(r, route, body, &chat, &err);
     json_decref(body);
     if (rc) {
@@ -1661,6 +1821,16 @@ static const bridge_api *api_of(const char *rest)
     return NULL;
 }
 
+/* Clients check a base URL before they use it (Claude Code sends HEAD
+ * <ANTHROPIC_BASE_URL>/api/hello, which Anthropic's API answers): the root,
+ * every route prefix and /api/hello under them answer, like /healthz,
+ * without a key. */
+static bool base_url_check(const tg_req *r)
+{
+    return (!strcmp(r->method, "HEAD") || !strcmp(r->method, "GET")) &&
+           (!*r->rest || !strcmp(r->rest, "/") || !strcmp(r->rest, "/api/hello"));
+}
+
 static enum MHD_Result dispatch(tg_req *r)
 {
     const tg_conf *c = r->conf;
@@ -1674,7 +1844,7 @@ static enum MHD_Result dispatch(tg_req *r)
         answer_json(r, ready ? 200 : 503, ready ? "{\"status\":\"ready\"}" : "{\"status\":\"draining\"}");
         return queue_answer(r);
     }
-    if (!strcmp(url, "/metrics")) {
+    if (!strcmp(url, "/metrics")) {  /* its key was checked on the headers */
         size_t len;
         char *m = tg_metrics_render(r->w->srv->metrics, &len);
         set_answer(r, 200, m, len, false);
@@ -1687,29 +1857,16 @@ static enum MHD_Result dispatch(tg_req *r)
         r->state = RQ_ANSWERED;
         return ok;
     }
-    const char *rest;
-    const tg_route *by_prefix = tg_route_by_prefix(c, url, &rest);
-    r->rest = rest;
-    /* Clients check a base URL before they use it (Claude Code sends HEAD
-     * <ANTHROPIC_BASE_URL>/api/hello, which Anthropic's API answers): the
-     * root, every route prefix and /api/hello under them answer, like
-     * /healthz, without a key. */
-    if ((!strcmp(r->method, "HEAD") || !strcmp(r->method, "GET")) &&
-        (!*rest || !strcmp(rest, "/") || !strcmp(rest, "/api/hello"))) {
+    const char *rest = r->rest;
+    const tg_route *by_prefix = r->by_prefix;
+    if (base_url_check(r)) {
         answer_json(r, 200, "{\"status\":\"ok\"}");
         return queue_answer(r);
     }
-    r->api = api_of(rest);  /* its errors take the API's shape from here on */
-    if (!client_authorized(r)) {
-        set_error(r, 401, "invalid_request_error", "invalid_api_key", NULL,
-                  "missing or unknown client key: send Authorization: Bearer <key> with one of "
-                  "the keys in [server] client_keys");
-        return queue_answer(r);
-    }
-    if (r->headers_too_large) {
-        set_error(r, 431, "invalid_request_error", "request_header_fields_too_large", NULL,
-                  "request line and headers are larger than max_header (%zu bytes)",
-                  c->max_header);
+    if (r->over_budget) {
+        set_error(r, 503, "server_error", "overloaded", NULL,
+                  "toolgate holds max_body_memory (%zu bytes) of request bodies at once; "
+                  "retry shortly", c->max_body_memory);
         return queue_answer(r);
     }
     if (r->too_large) {
@@ -1754,9 +1911,9 @@ static enum MHD_Result dispatch(tg_req *r)
 
     tg_buf u = {0};
     tg_buf_puts(&u, r->route->upstream);
-    tg_buf_puts(&u, r->is_chat                    ? "/chat/completions"
-                    : !strncmp(r->rest, "/v1", 3) ? r->rest + 3
-                                                  : r->rest);
+    tg_append_path(&u, r->is_chat                    ? "/chat/completions"
+                       : !strncmp(r->rest, "/v1", 3) ? r->rest + 3
+                                                     : r->rest);
     if (!r->bridge || !r->api->own_query)
         tg_append_query(r->conn, &u);
     int rc = start_upstream(r, u.data, r->method);
@@ -1796,7 +1953,88 @@ static tg_req *req_new(worker *w, struct MHD_Connection *conn, const char *url,
         w->inflight->prev = r;
     w->inflight = r;
     w->n_inflight++;
+    atomic_fetch_add_explicit(&w->srv->open_reqs, 1, memory_order_relaxed);
     return r;
+}
+
+/* ---- request heads (header_timeout) ------------------------------------ */
+
+/* libmicrohttpd's connection timeout restarts with every byte, so a
+ * client that sends its head a byte at a time (slowloris) would hold a
+ * connection for as long as it likes; header_timeout is a deadline for
+ * the whole head instead. An idle kept-alive connection waits for its
+ * next head under the same deadline. */
+static void heads_add(worker *w, head_wait *h)
+{
+    if (!h || h->listed)  /* NULL: its calloc failed, the connection goes unwatched */
+        return;
+    h->since = now_us();
+    h->listed = true;
+    h->next = NULL;
+    h->prev = w->heads_tail;
+    if (w->heads_tail)
+        w->heads_tail->next = h;
+    else
+        w->heads = h;
+    w->heads_tail = h;
+}
+
+static void heads_del(worker *w, head_wait *h)
+{
+    if (!h || !h->listed)
+        return;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        w->heads = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    else
+        w->heads_tail = h->prev;
+    h->prev = h->next = NULL;
+    h->listed = false;
+}
+
+static head_wait *head_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    worker *w = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        head_wait *h = calloc(1, sizeof *h);
+        if (h) {
+            h->conn = conn;
+            heads_add(w, h);
+        }
+        *socket_context = h;
+    } else if (*socket_context) {
+        heads_del(w, *socket_context);
+        free(*socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/* Heads late past header_timeout: the socket is shut down, which
+ * libmicrohttpd sees as the client's close and cleans up as one. */
+static void sweep_heads(worker *w, uint64_t t)
+{
+    uint64_t limit = (uint64_t)w->conf->header_timeout_ms * 1000;
+    while (w->heads && t - w->heads->since > limit) {
+        head_wait *h = w->heads;
+        heads_del(w, h);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(h->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci)
+            shutdown(ci->connect_fd, SHUT_RDWR);
+        tg_metrics_limit(w->metrics, TG_LIMIT_HEADER_TIMEOUT);
+        w->mhd_pending = true;
+    }
 }
 
 static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -1816,6 +2054,41 @@ static bool headers_exceed(struct MHD_Connection *conn, const char *url, size_t 
     return n > max;
 }
 
+/* What the request line and headers alone decide is answered before a
+ * byte of the body is read: with client_keys set, nobody without a key
+ * makes toolgate hold a body. Returns true with the answer in r. */
+static bool refuse_on_headers(tg_req *r, const char *url)
+{
+    const tg_conf *c = r->conf;
+    r->by_prefix = tg_route_by_prefix(c, url, &r->rest);
+    r->api = api_of(r->rest);  /* its errors take the API's shape from here on */
+    bool open_path = !strcmp(url, "/healthz") || !strcmp(url, "/readyz") ||
+                     (!strcmp(url, "/metrics") && !c->metrics_auth) || base_url_check(r);
+    if (!open_path && !client_authorized(r)) {
+        set_error(r, 401, "invalid_request_error", "invalid_api_key", NULL,
+                  "missing or unknown client key: send Authorization: Bearer <key> with one of "
+                  "the keys in [server] client_keys");
+        return true;
+    }
+    if (headers_exceed(r->conn, url, c->max_header)) {
+        set_error(r, 431, "invalid_request_error", "request_header_fields_too_large", NULL,
+                  "request line and headers are larger than max_header (%zu bytes)",
+                  c->max_header);
+        return true;
+    }
+    if (tg_path_has_dot_segment(url)) {
+        if (!r->api && !strncmp(r->rest, "/v1/messages", 12))
+            r->api = &messages_api;  /* refused in the shape of the API it aimed at */
+        set_error(r, 400, "invalid_request_error", "invalid_path", NULL,
+                  "path %.200s has a dot segment ('.' or '..', raw or percent-encoded): "
+                  "toolgate forwards paths as they are and refuses one that would leave its "
+                  "route",
+                  url);
+        return true;
+    }
+    return false;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -1825,25 +2098,39 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     tg_req *r = *con_cls;
     (void)version;
     if (!r) {
+        heads_del(w, head_of(conn));  /* the head is whole */
         r = req_new(w, conn, url, method);
         if (!r)
             return MHD_NO;
         *con_cls = r;
+        if (refuse_on_headers(r, url))
+            return queue_answer(r);  /* MHD reads no body after an answer */
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
-        if (headers_exceed(conn, url, r->conf->max_header))
-            r->headers_too_large = r->too_large = true;  /* nothing of the body is kept */
-        else if (n > r->conf->max_body)
+        if (n > r->conf->max_body) {
             r->too_large = true;
-        else if (n)  /* one allocation, no copies as the body arrives */
+        } else if (n && !body_charge(r, (size_t)n)) {
+            r->over_budget = true;
+            return dispatch(r);  /* the 503, before the body is read */
+        } else if (n) {  /* one allocation, no copies as the body arrives */
             tg_buf_reserve(&r->body, (size_t)n);
+        }
         return MHD_YES;
     }
     if (*upload_data_size) {
-        if (!r->too_large && r->body.len + *upload_data_size > r->conf->max_body)
+        size_t k = *upload_data_size;
+        if (!r->too_large && r->body.len + k > r->conf->max_body)
             r->too_large = true;
-        if (!r->too_large)
-            tg_buf_append(&r->body, upload_data, *upload_data_size);
+        /* a body without Content-Length is charged as it comes */
+        if (!r->too_large && !r->over_budget && r->body.len + k > r->body_charge &&
+            !body_charge(r, r->body.len + k - r->body_charge))
+            r->over_budget = true;
+        if (r->too_large || r->over_budget) {
+            tg_buf_free(&r->body);
+            body_release(r);
+        } else {
+            tg_buf_append(&r->body, upload_data, k);
+        }
         *upload_data_size = 0;
         return MHD_YES;
     }
@@ -1878,8 +2165,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     tg_req *r = *con_cls;
-    (void)cls;
-    (void)conn;
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        heads_add(cls, head_of(conn));  /* kept alive: the next head's deadline runs */
     if (!r)
         return;
     *con_cls = NULL;
@@ -1895,6 +2182,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
             status = 499;
     }
     access_log_line(r, status);
+    if (r->ctx_live && r->ctx.stats.bad_chunks)
+        tg_log(TG_LOG_WARN,
+               "request %s: route %s: upstream sent %u stream events that were not valid chat "
+               "chunks (repaired or dropped)",
+               r->id, r->route ? r->route->name : "-", r->ctx.stats.bad_chunks);
     tg_metrics_request_done(r->w->metrics, r->route ? r->route->name : "-", status,
                             r->ctx_live && r->ctx.stream, r->t_start, r->t_upstream,
                             r->t_first_byte, r->t_done, &r->ctx.stats);
@@ -2000,7 +2292,7 @@ static bool upstream_late(const tg_req *r, uint64_t t)
 
 static void time_out_upstream(tg_req *r)
 {
-    tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id, r->route->upstream,
+    tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id, r->route->upstream_shown,
            r->t_first_byte ? "idle_timeout" : "ttfb_timeout");
     r->timed_out = true;
     r->up_result = CURLE_OPERATION_TIMEDOUT;
@@ -2035,15 +2327,74 @@ static void take_new_conf(worker *w)
     }
 }
 
+/* SIGTERM. The listener stays open through shutdown_grace, so /readyz
+ * answers 503 (a load balancer asking sees "draining", not a refused
+ * connection) and requests that still come are served, each answer
+ * closing its connection. */
 static void begin_drain(worker *w)
 {
     if (w->draining)
         return;
     w->draining = true;
     w->drain_deadline = now_us() + (uint64_t)w->conf->shutdown_grace_ms * 1000;
-    MHD_socket fd = MHD_quiesce_daemon(w->mhd);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+}
+
+/* shutdown_grace has passed: every request still open gets an end in its
+ * API's shape -- a stream the error event of a cut stream (and [DONE] on
+ * chat), a request still waiting for upstream a 503 -- and its connection
+ * is resumed, so the answers can be written before the daemon stops (it
+ * refuses to stop while a connection is suspended). */
+static void end_open_requests(worker *w)
+{
+    static const char msg[] = "toolgate is shutting down and shutdown_grace has passed; the "
+                              "stream was cut";
+    for (tg_req *r = w->inflight, *next; r; r = next) {
+        next = r->next;
+        if (!r->conn || r->client_gone || r->state == RQ_ANSWERED || r->stream_done)
+            continue;
+        if (r->state == RQ_READ)
+            continue;  /* still reading its body: closed with the daemon */
+        req_ref(r);
+        stop_upstream(r);
+        if (r->retry_at) {
+            r->retry_at = 0;
+            w->n_retry_wait--;
+        }
+        tg_metrics_limit(w->metrics, TG_LIMIT_SHUTDOWN);
+        if (r->stream) {
+            tg_stream_fail(r->stream, "shutting_down", msg, stream_dst(r));
+            bridge_flush(r, true);
+            r->stream_done = true;
+        } else if (r->state == RQ_WAIT) {
+            set_error(r, 503, "server_error", "shutting_down", NULL,
+                      "toolgate is shutting down and shutdown_grace has passed before upstream "
+                      "answered");
+        }
+        req_resume(r);
+        req_unref(r);
+    }
+}
+
+/* The drain's end: when no worker has a request open (a worker done
+ * before the others keeps serving: its listener still gets connections,
+ * /readyz among them), or at shutdown_grace, when the open requests are
+ * ended and the loop runs a last second to write their ends. True when
+ * it is over. */
+static bool drain_over(worker *w)
+{
+    uint64_t t = now_us();
+    if (atomic_load_explicit(&w->srv->open_reqs, memory_order_relaxed) == 0)
+        return true;
+    if (t < w->drain_deadline)
+        return false;
+    if (w->drain_cut)
+        return true;
+    w->drain_cut = true;
+    tg_log(TG_LOG_WARN, "shutdown_grace passed with %d requests open: ending them",
+           w->n_inflight);
+    end_open_requests(w);
+    w->drain_deadline = t + 1000000;
+    return false;
 }
 
 static void run_curl_timeout(worker *w)
@@ -2091,7 +2442,7 @@ static void *worker_main(void *arg)
     for (;;) {
         if (atomic_load(&w->stop))
             begin_drain(w);
-        if (w->draining && (w->n_inflight == 0 || now_us() > w->drain_deadline))
+        if (w->draining && drain_over(w))
             break;
         int n = epoll_wait(w->epfd, evs, 256, loop_timeout_ms(w));
         bool run_mhd = n == 0;
@@ -2144,6 +2495,7 @@ static void *worker_main(void *arg)
         if (t >= w->next_sweep) {
             w->next_sweep = t + 200000;
             sweep_timeouts(w, t);
+            sweep_heads(w, t);
         }
     }
     return NULL;
@@ -2151,7 +2503,9 @@ static void *worker_main(void *arg)
 
 /* ---- set-up ------------------------------------------------------------------ */
 
-static int open_listener(const char *host, int port, char *err, size_t errlen)
+/* A listening socket on host:port; shared: with SO_REUSEPORT, which gives
+ * every worker its own socket on the one port. 0 or -1 with err. */
+static int bind_listener(const char *host, int port, bool shared, char *err, size_t errlen)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
@@ -2167,9 +2521,13 @@ static int open_listener(const char *host, int port, char *err, size_t errlen)
     int one = 1;
     if (fd >= 0) {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+        if (shared)
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 4096)) {
-            snprintf(err, errlen, "listen %s:%d: %s", host, port, strerror(errno));
+            snprintf(err, errlen, "listen %s:%d: %s%s", host, port, strerror(errno),
+                     errno == EADDRINUSE ? " (another program, or another toolgate, listens "
+                                           "there)"
+                                         : "");
             close(fd);
             fd = -1;
         }
@@ -2180,14 +2538,34 @@ static int open_listener(const char *host, int port, char *err, size_t errlen)
     return fd;
 }
 
+/* SO_REUSEPORT would also let a second toolgate (or any program of the
+ * same user that sets it) bind beside the first and take half its
+ * connections. So before the workers bind, the port is taken once
+ * without it: that fails with "address in use" whoever listens there,
+ * and is let go at once for the workers' sockets. */
+static int port_free(const char *host, int port, char *err, size_t errlen)
+{
+    int fd = bind_listener(host, port, false, err, errlen);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+static int open_listener(const char *host, int port, char *err, size_t errlen)
+{
+    return bind_listener(host, port, true, err, errlen);
+}
+
 static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char *host, int port,
                         char *err, size_t errlen)
 {
     w->id = id;
     w->srv = s;
+    w->body_bytes = &s->body_bytes;
     w->conf = tg_conf_ref(conf);
     w->curl_deadline_ms = -1;
-    w->rng = tg_random_seed();
+    tg_random_init(&w->rng);
     w->listen_fd = open_listener(host, port, err, errlen);
     if (w->listen_fd < 0)
         return -1;
@@ -2199,12 +2577,19 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
      * cost 33 KB each with 8 KB over max_header, 51 KB with 32 KB. Streams
      * that stay open for minutes win. */
     size_t memlimit = conf->max_header + 8 * 1024;
+    /* MHD counts per daemon and the kernel spreads a client's connections
+     * over the workers' sockets evenly: each worker takes its share of
+     * max_conns_per_ip (0: MHD's "no limit") */
+    unsigned per_ip = conf->max_conns_per_ip
+                          ? (unsigned)((conf->max_conns_per_ip + conf->threads - 1) / conf->threads)
+                          : 0;
     w->mhd = MHD_start_daemon(
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0, NULL, NULL, on_request, w,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)w->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, w, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
+        on_completed, w, MHD_OPTION_NOTIFY_CONNECTION, on_connection, w,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)60000, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        memlimit, MHD_OPTION_END);
+        memlimit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_END);
     if (!w->mhd) {
         snprintf(err, errlen, "cannot start the HTTP front end on %s:%d", host, port);
         return -1;
@@ -2229,6 +2614,11 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
 
 static void worker_cleanup(worker *w)
 {
+    /* libmicrohttpd aborts the process when stopped with a connection
+     * suspended: a client that did not take its end in time is resumed
+     * (and closed by the stop) */
+    for (tg_req *r = w->inflight; r; r = r->next)
+        req_resume(r);
     if (w->mhd)
         MHD_stop_daemon(w->mhd);
     /* Anything still holding a transfer after the grace period is dropped. */
@@ -2320,9 +2710,15 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
     s.workers = calloc((size_t)s.n, sizeof *s.workers);
     s.metrics = tg_metrics_new(s.n);
     s.items = tg_itemstore_new(conf->responses_store);
-    char err[256] = "";
+    tg_random seed;
+    tg_random_init(&seed);
+    tg_random_bytes(&seed, &s.owner_seed, sizeof s.owner_seed);
+    char err[320] = "";
     int started = 0;
-    for (int i = 0; i < s.n; i++) {
+    bool free_port = port_free(host, port, err, sizeof err) == 0;
+    if (!free_port)
+        fprintf(stderr, "toolgate: %s\n", err);
+    for (int i = 0; free_port && i < s.n; i++) {
         if (worker_start(&s, &s.workers[i], i, conf, host, port, err, sizeof err)) {
             fprintf(stderr, "toolgate: %s\n", err);
             break;
@@ -2330,7 +2726,7 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
         started++;
     }
     int code = 0;
-    if (started == s.n) {
+    if (free_port && started == s.n) {
         atomic_store(&s.ready, 1);
         tg_log(TG_LOG_INFO, "listening on %s:%d with %d workers, %d routes (%s)", host, port, s.n,
                conf->n_routes, conf_path ? conf_path : "-");

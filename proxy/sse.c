@@ -1,6 +1,14 @@
 /* sse.c -- incremental SSE parser (see sse.h). Work is per line: bytes are
  * scanned with memchr for the next line end, a line is only copied when it
- * straddles two reads, and fields other than data/event are ignored. */
+ * straddles two reads, and fields other than data/event are ignored.
+ * max_event bounds both things an upstream can make it keep: an unfinished
+ * line and the data of an unfinished event. Past it the parser lets go of
+ * both and takes no more input, so it never holds more than max_event
+ * plus one read. A line is measured whole as well as while it is still
+ * open, against the same limit (with room for "data: "), so where the
+ * reads split the input never changes where the parser stops. */
+
+#define LINE_SLACK 6  /* "data: ": a line may be this much longer than its value */
 #include "sse.h"
 
 #include <string.h>
@@ -27,6 +35,10 @@ static void dispatch(tg_sse *p)
 /* One whole line, without its terminator. */
 static void on_line(tg_sse *p, const char *s, size_t n)
 {
+    if (p->max_event && n > p->max_event + LINE_SLACK) {
+        p->overflow = true;
+        return;
+    }
     if (n == 0) {
         dispatch(p);
         return;
@@ -45,12 +57,14 @@ static void on_line(tg_sse *p, const char *s, size_t n)
         vlen--;
     }
     if (flen == 4 && memcmp(s, "data", 4) == 0) {
+        if (p->max_event && p->data.len + (p->has_data ? 1 : 0) + vlen > p->max_event) {
+            p->overflow = true;
+            return;
+        }
         if (p->has_data)
             tg_buf_append(&p->data, "\n", 1);
         tg_buf_append(&p->data, v, vlen);
         p->has_data = true;
-        if (p->max_event && p->data.len > p->max_event)
-            p->overflow = true;
     } else if (flen == 5 && memcmp(s, "event", 5) == 0) {
         tg_buf_reset(&p->event);
         tg_buf_append(&p->event, v, vlen);
@@ -65,18 +79,31 @@ static const char *find_eol(const char *s, const char *end)
     return NULL;
 }
 
+/* Past max_event: what was kept goes, and so does what comes after. */
+static int overflowed(tg_sse *p)
+{
+    tg_buf_free(&p->line);
+    tg_buf_free(&p->data);
+    tg_buf_free(&p->event);
+    p->has_data = false;
+    return -1;
+}
+
 int tg_sse_feed(tg_sse *p, const char *b, size_t n)
 {
     const char *end = b + n;
+    if (p->overflow)
+        return -1;
     if (p->last_cr && b < end && *b == '\n')
         b++;
     p->last_cr = false;
-    while (b < end) {
+    while (b < end && !p->overflow) {
         const char *eol = find_eol(b, end);
         if (!eol) {
-            tg_buf_append(&p->line, b, (size_t)(end - b));
-            if (p->max_event && p->line.len > p->max_event)
+            if (p->max_event && p->line.len + (size_t)(end - b) > p->max_event + LINE_SLACK)
                 p->overflow = true;
+            else
+                tg_buf_append(&p->line, b, (size_t)(end - b));
             break;
         }
         if (p->line.len) {
@@ -94,11 +121,13 @@ int tg_sse_feed(tg_sse *p, const char *b, size_t n)
         }
         b = eol + 1;
     }
-    return p->overflow ? -1 : 0;
+    return p->overflow ? overflowed(p) : 0;
 }
 
 void tg_sse_finish(tg_sse *p)
 {
+    if (p->overflow)
+        return;
     if (p->line.len) {
         on_line(p, p->line.data, p->line.len);
         tg_buf_reset(&p->line);

@@ -33,7 +33,9 @@ typedef struct tg_sse {
 
 void tg_sse_init(tg_sse *p, tg_sse_event_fn on_event, tg_sse_comment_fn on_comment,
                  void *user);
-/* Returns 0, or -1 once an event grew past max_event. */
+/* Returns 0, or -1 once a line or an event's data grew past max_event:
+ * the parser then drops what it held and every later byte (finish
+ * delivers nothing), and the caller ends the stream. */
 int tg_sse_feed(tg_sse *p, const char *bytes, size_t n);
 /* End of input: an event not closed by a blank line is still delivered
  * (providers often end on "data: [DONE]" with no blank line). */

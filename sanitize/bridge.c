@@ -76,14 +76,6 @@ size_t tg_bridge_dropped_count(const json_t *dropped)
     return n;
 }
 
-void tg_bridge_choice_needs_tools(json_t *chat)
-{
-    if (json_array_size(json_object_get(chat, "tools")))
-        return;
-    json_object_del(chat, "tool_choice");
-    json_object_del(chat, "parallel_tool_calls");
-}
-
 bool tg_bridge_is_one_of(const char *k, const char *const *list)
 {
     for (; *list; list++)
@@ -239,8 +231,14 @@ void tg_chat_read(tg_chat_reader *rd, const tg_chat_events *ev, void *b, const c
             break;
         tg_buf data = {0};
         event_data(s, (size_t)(end - s), &data);
-        if (data.len)
+        if (data.len) {
             read_data(rd, ev, b, data.data, data.len, out);
+        } else if (*s == ':' && !rd->finished) {
+            /* the repair stage's keepalive while it holds a call: the
+             * bridge's client and the balancers before it see it too */
+            tg_buf_append(out, s, (size_t)(end - s));
+            tg_buf_puts(out, "\n\n");
+        }
         tg_buf_free(&data);
         off += (size_t)(end - s) + 2;
     }

@@ -30,11 +30,6 @@ char *tg_bridge_dropped_text(const json_t *dropped);
 /* The number of names in dropped. */
 size_t tg_bridge_dropped_count(const json_t *dropped);
 
-/* A chat request left without tools (the agent's were all hosted ones,
- * dropped) loses tool_choice and parallel_tool_calls too: OpenAI refuses
- * either without tools ("only allowed when 'tools' are specified"). */
-void tg_bridge_choice_needs_tools(json_t *chat);
-
 /* A 400 invalid_value naming param; fmt has one %s, for what. Returns -1. */
 int tg_bridge_bad(tg_error *err, const char *param, const char *fmt, const char *what);
 /* Is k one of the NULL-terminated list? */

@@ -3,15 +3,14 @@
 
 #include <string.h>
 
-static const char *const names[TG_D_COUNT] = {
-    [TG_D_OPENAI] = "openai",       [TG_D_OPENAI_STRICT] = "openai-strict",
-    [TG_D_GEMINI] = "gemini",       [TG_D_ANTHROPIC] = "anthropic",
-    [TG_D_MISTRAL] = "mistral",     [TG_D_GROQ] = "groq",
-    [TG_D_FIREWORKS] = "fireworks", [TG_D_CEREBRAS] = "cerebras",
-    [TG_D_DEEPSEEK] = "deepseek",   [TG_D_XAI] = "xai",
-    [TG_D_TOGETHER] = "together",   [TG_D_OLLAMA] = "ollama",
-    [TG_D_VLLM] = "vllm",           [TG_D_PASSTHROUGH] = "passthrough",
-};
+#define NAME(id, name) [id] = name,
+static const char *const names[TG_D_COUNT] = {TG_DIALECTS(NAME)};
+#undef NAME
+
+/* " | openai | openai-strict | ...": the first separator is skipped. */
+#define LISTED(id, name) " | " name
+static const char list[] = TG_DIALECTS(LISTED);
+#undef LISTED
 
 int tg_dialect_from_name(const char *name)
 {
@@ -28,7 +27,5 @@ const char *tg_dialect_name(tg_dialect d)
 
 const char *tg_dialect_list(void)
 {
-    return "openai | openai-strict | gemini | anthropic | mistral | groq | "
-           "fireworks | cerebras | deepseek | xai | together | ollama | vllm | "
-           "passthrough";
+    return list + 3;
 }

@@ -1,7 +1,7 @@
 /* hygiene.c -- the message-hygiene request stage (issue #4).
  *
  * Makes messages[] and the top-level body acceptable to the route's dialect,
- * following dialects.md sections 4, 4.1, 4.2, 6, 7 and rules 7, 34, 36, 39,
+ * following docs/dialects.md sections 4, 4.1, 4.2, 6, 7 and rules 7, 34, 36, 39,
  * 42-49, 52, 55, 56:
  *
  *   - internal markers (keys starting with ctx->strip_prefix) are removed
@@ -167,6 +167,11 @@ static const dialect_row presets[TG_D_COUNT] = {
     [TG_D_GEMINI] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
                          TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL |
                          TG_MR_SYSTEM_FIRST,
+                     NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
+    /* Vertex's OpenAI-compatible endpoint fronts the same models: the same
+     * thought signatures (R19) and top-level set (section 6, Vertex) */
+    [TG_D_VERTEX] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
+                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL,
                      NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
     [TG_D_ANTHROPIC] = {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT |
                             TG_MR_DROP_EMPTY,
@@ -489,10 +494,15 @@ static void map_id(walk *w, json_t *obj, const char *key)
 /* ---- tool calls (rules 7, 34, 43, 47; section 4.1) ---------------------- */
 
 /* Rule 7: historical arguments must be a string holding a JSON object. A
- * double-encoded object is unwrapped; an object value is serialized; what
- * cannot be an object ("" , null, garbage) becomes "{}". */
-static json_t *fixed_arguments(json_t *args)
+ * double-encoded object is unwrapped; an object value is serialized; a
+ * string that is almost JSON (cut short, single quotes, trailing commas:
+ * what a model wrote and the agent kept) goes through the same lenient
+ * repair as answers (jsonfix.c), so the model sees its own call again; only
+ * what cannot be an object ("", null, a list, text beyond repair) becomes
+ * "{}". *how names the change for the explain record. */
+static json_t *fixed_arguments(json_t *args, const char **how)
 {
+    *how = "arguments-json";
     if (json_is_object(args)) {
         char *s = tg_json_dumps(args);
         json_t *out = json_string(s ? s : "{}");
@@ -501,13 +511,21 @@ static json_t *fixed_arguments(json_t *args)
     }
     if (!json_is_string(args))
         return json_string("{}");
-    json_t *v = tg_json_load(json_string_value(args), json_string_length(args),
-                           JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    const char *s = json_string_value(args);
+    size_t n = json_string_length(args);
+    json_t *v = tg_json_load(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     json_t *out = NULL;  /* NULL: an object already, keep the caller's bytes */
     if (json_is_string(v)) {
         json_t *inner = tg_json_load(json_string_value(v), json_string_length(v), JSON_ALLOW_NUL, NULL);
         out = json_is_object(inner) ? json_string(json_string_value(v)) : json_string("{}");
         json_decref(inner);
+    } else if (!v && strspn(s, " \t\r\n") < n) {
+        json_t *fixed = tg_json_fix(s, n);
+        char *t = json_is_object(fixed) ? tg_json_dumps(fixed) : NULL;
+        *how = t ? "arguments-json-fixed" : "arguments-json-lost";
+        out = json_string(t ? t : "{}");
+        free(t);
+        json_decref(fixed);
     } else if (!json_is_object(v)) {
         out = json_string("{}");
     }
@@ -523,9 +541,10 @@ static void clean_function(walk *w, json_t *fn)
 
     if (w->f & TG_MR_FIX_CALLS) {
         json_t *args = json_object_get(fn, "arguments");
-        json_t *fixed = fixed_arguments(args);
+        const char *how;
+        json_t *fixed = fixed_arguments(args, &how);
         if (fixed)
-            rebuild_key(w, fn, "arguments", fixed, "arguments-json", "rule 7");
+            rebuild_key(w, fn, "arguments", fixed, how, "rule 7");
     }
     json_object_foreach_safe(fn, tmp, key, val) {
         if (is_marker(w, key))
@@ -1122,7 +1141,7 @@ static void mark_prefix(walk *w, json_t *out)
     rebuild_key(w, last, "prefix", json_true(), "assistant-prefix", "rule 44");
 }
 
-/* Rule 44: Mistral's role order has system turns only before the
+/* Rule 63: Mistral's role order has system turns only before the
  * conversation ("Unexpected role 'system' after role 'tool'"); the chat
  * templates open models are served with say the same (Qwen's: "System
  * message must be at the beginning", on vLLM and Ollama), and Google's
@@ -1136,7 +1155,7 @@ static void system_to_front(walk *w, json_t *out, json_t *msg)
     size_t lead = 0;
     while (lead < json_array_size(out) && role_of(json_array_get(out, lead)) == R_SYSTEM)
         lead++;
-    note(w, w->ptr.s, "system-first", "rule 44", msg, NULL);
+    note(w, w->ptr.s, "system-first", "rule 63", msg, NULL);
     json_t *first = lead ? json_array_get(out, lead - 1) : NULL;
     json_t *have = json_object_get(first, "content"), *add = json_object_get(msg, "content");
     if (json_is_string(have) && json_is_string(add)) {

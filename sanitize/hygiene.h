@@ -14,7 +14,7 @@
 
 struct tg_ctx;
 
-/* What the walker may do; each bit names the dialects.md rule it serves. */
+/* What the walker may do; each bit names the docs/dialects.md rule it serves. */
 enum {
     TG_MR_BOOKKEEPING    = 1u << 0,  /* message bookkeeping of section 4.1 */
     TG_MR_ALLOWLIST      = 1u << 1,  /* per-role key allow-list, content part
@@ -60,7 +60,7 @@ enum {
                                         Google's validator-skipping one (R19) */
     TG_MR_SYSTEM_FIRST   = 1u << 22, /* a system turn after the conversation
                                         started joins the leading one (rule
-                                        44; Qwen's chat template, Gemini) */
+                                        63; Qwen's chat template, Gemini) */
 };
 
 typedef struct tg_msg_rules {

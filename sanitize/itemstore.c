@@ -1,7 +1,9 @@
-/* itemstore.c -- see itemstore.h. A chained hash table over a FIFO list:
- * entries are looked up by id and evicted oldest first, which for a
- * conversation's items (each referenced in the turns right after it) keeps
- * what is still in use. */
+/* itemstore.c -- see itemstore.h. A chained hash table of entries keyed by
+ * (owner, id); each owner keeps its entries in a FIFO list, and the owners
+ * sit in a max-heap by bytes held, so the owner that gives up an item when
+ * the store is full is found in O(1) and re-placed in O(log owners). Within
+ * an owner the oldest go first, which for a conversation's items (each
+ * referenced in the turns right after it) keeps what is still in use. */
 #include "itemstore.h"
 
 #include <pthread.h>
@@ -10,20 +12,34 @@
 
 #include "cache.h"
 
-#define BUCKETS 4096u /* a power of two */
+#define BUCKETS 4096u       /* entries; a power of two */
+#define OWNER_BUCKETS 512u  /* owners; a power of two */
+
+typedef struct owner owner;
 
 typedef struct entry {
     char *id;
     char *text;
     size_t size;
+    owner *who;
     struct entry *chain;         /* next in the bucket */
-    struct entry *older, *newer; /* the FIFO */
+    struct entry *older, *newer; /* the owner's FIFO */
 } entry;
+
+struct owner {
+    uint64_t key;
+    size_t bytes;
+    size_t heap_at;              /* index in the heap */
+    entry *oldest, *newest;
+    owner *chain;
+};
 
 struct tg_itemstore {
     pthread_mutex_t mu;
     entry *buckets[BUCKETS];
-    entry *oldest, *newest;
+    owner *owners[OWNER_BUCKETS];
+    owner **heap;                /* max-heap by bytes */
+    size_t n_heap, cap_heap;
     size_t bytes, max_bytes;
 };
 
@@ -37,33 +53,143 @@ tg_itemstore *tg_itemstore_new(size_t max_bytes)
     return s;
 }
 
-static entry **slot_of(tg_itemstore *s, const char *id)
+/* ---- the owners' heap --------------------------------------------------- */
+
+static void heap_set(tg_itemstore *s, size_t i, owner *o)
 {
-    entry **p = &s->buckets[tg_hash64(id, strlen(id), 0) & (BUCKETS - 1)];
-    while (*p && strcmp((*p)->id, id))
+    s->heap[i] = o;
+    o->heap_at = i;
+}
+
+static void sift_up(tg_itemstore *s, size_t i)
+{
+    owner *o = s->heap[i];
+    while (i > 0 && s->heap[(i - 1) / 2]->bytes < o->bytes) {
+        heap_set(s, i, s->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_set(s, i, o);
+}
+
+static void sift_down(tg_itemstore *s, size_t i)
+{
+    owner *o = s->heap[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= s->n_heap)
+            break;
+        if (c + 1 < s->n_heap && s->heap[c + 1]->bytes > s->heap[c]->bytes)
+            c++;
+        if (s->heap[c]->bytes <= o->bytes)
+            break;
+        heap_set(s, i, s->heap[c]);
+        i = c;
+    }
+    heap_set(s, i, o);
+}
+
+static void heap_remove(tg_itemstore *s, owner *o)
+{
+    size_t i = o->heap_at;
+    owner *last = s->heap[--s->n_heap];
+    if (last == o)
+        return;
+    heap_set(s, i, last);
+    sift_up(s, i);
+    sift_down(s, last->heap_at);
+}
+
+/* ---- owners ------------------------------------------------------------- */
+
+static owner **owner_slot(tg_itemstore *s, uint64_t key)
+{
+    owner **p = &s->owners[tg_hash64(&key, sizeof key, 0) & (OWNER_BUCKETS - 1)];
+    while (*p && (*p)->key != key)
+        p = &(*p)->chain;
+    return p;
+}
+
+static owner *owner_get(tg_itemstore *s, uint64_t key)
+{
+    owner **p = owner_slot(s, key);
+    if (*p)
+        return *p;
+    if (s->n_heap == s->cap_heap) {
+        size_t cap = s->cap_heap ? s->cap_heap * 2 : 64;
+        owner **h = realloc(s->heap, cap * sizeof *h);
+        if (!h)
+            return NULL;
+        s->heap = h;
+        s->cap_heap = cap;
+    }
+    owner *o = calloc(1, sizeof *o);
+    if (!o)
+        return NULL;
+    o->key = key;
+    *p = o;
+    heap_set(s, s->n_heap++, o);
+    return o;
+}
+
+static void owner_drop(tg_itemstore *s, owner *o)
+{
+    owner **p = owner_slot(s, o->key);
+    *p = o->chain;
+    heap_remove(s, o);
+    free(o);
+}
+
+/* ---- entries ------------------------------------------------------------ */
+
+static entry **slot_of(tg_itemstore *s, uint64_t key, const char *id)
+{
+    uint64_t h = tg_hash64(id, strlen(id), key);
+    entry **p = &s->buckets[h & (BUCKETS - 1)];
+    while (*p && ((*p)->who->key != key || strcmp((*p)->id, id)))
         p = &(*p)->chain;
     return p;
 }
 
 static void drop(tg_itemstore *s, entry *e)
 {
-    entry **p = slot_of(s, e->id);
+    owner *o = e->who;
+    entry **p = slot_of(s, o->key, e->id);
     *p = e->chain;
     if (e->older)
         e->older->newer = e->newer;
     else
-        s->oldest = e->newer;
+        o->oldest = e->newer;
     if (e->newer)
         e->newer->older = e->older;
     else
-        s->newest = e->older;
+        o->newest = e->older;
     s->bytes -= e->size;
+    o->bytes -= e->size;
     free(e->id);
     free(e->text);
     free(e);
+    if (!o->oldest)
+        owner_drop(s, o);
+    else
+        sift_down(s, o->heap_at);
 }
 
-void tg_itemstore_put(tg_itemstore *s, const char *id, const char *text)
+static void link_newest(tg_itemstore *s, owner *o, entry *e)
+{
+    e->who = o;
+    *slot_of(s, o->key, e->id) = e;
+    e->older = o->newest;
+    if (o->newest)
+        o->newest->newer = e;
+    else
+        o->oldest = e;
+    o->newest = e;
+    o->bytes += e->size;
+    s->bytes += e->size;
+    sift_up(s, o->heap_at);
+}
+
+void tg_itemstore_put(tg_itemstore *s, uint64_t key, const char *id, const char *text)
 {
     size_t size = strlen(id) + strlen(text) + sizeof(entry);
     if (!s || size > s->max_bytes)
@@ -77,29 +203,31 @@ void tg_itemstore_put(tg_itemstore *s, const char *id, const char *text)
     }
     e->size = size;
     pthread_mutex_lock(&s->mu);
-    entry *old = *slot_of(s, id);
+    entry *old = *slot_of(s, key, id);
     if (old)
         drop(s, old);
-    while (s->oldest && s->bytes + size > s->max_bytes)
-        drop(s, s->oldest);
-    entry **p = slot_of(s, id);
-    *p = e;
-    e->older = s->newest;
-    if (s->newest)
-        s->newest->newer = e;
-    else
-        s->oldest = e;
-    s->newest = e;
-    s->bytes += size;
+    owner *o = owner_get(s, key);
+    if (!o) {
+        pthread_mutex_unlock(&s->mu);
+        free(e->id);
+        free(e->text);
+        free(e);
+        return;
+    }
+    link_newest(s, o, e);
+    /* the owner holding the most gives up its oldest, so a flood evicts
+     * the flooder's own items first */
+    while (s->bytes > s->max_bytes)
+        drop(s, s->heap[0]->oldest);
     pthread_mutex_unlock(&s->mu);
 }
 
-char *tg_itemstore_get(tg_itemstore *s, const char *id)
+char *tg_itemstore_get(tg_itemstore *s, uint64_t key, const char *id)
 {
     if (!s)
         return NULL;
     pthread_mutex_lock(&s->mu);
-    entry *e = *slot_of(s, id);
+    entry *e = *slot_of(s, key, id);
     char *copy = e ? strdup(e->text) : NULL;
     pthread_mutex_unlock(&s->mu);
     return copy;
@@ -113,12 +241,22 @@ size_t tg_itemstore_bytes(tg_itemstore *s)
     return n;
 }
 
+size_t tg_itemstore_owner_bytes(tg_itemstore *s, uint64_t key)
+{
+    pthread_mutex_lock(&s->mu);
+    owner *o = *owner_slot(s, key);
+    size_t n = o ? o->bytes : 0;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 void tg_itemstore_free(tg_itemstore *s)
 {
     if (!s)
         return;
-    while (s->oldest)
-        drop(s, s->oldest);
+    while (s->n_heap)
+        drop(s, s->heap[0]->oldest);
+    free(s->heap);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

@@ -61,4 +61,10 @@ int tg_json_dump(const json_t *v, tg_buf *out);
  * JSON_COMPACT | JSON_ENCODE_ANY), or NULL. */
 char *tg_json_dumps(const json_t *v);
 
+/* Bounded, conservative repair of almost-JSON (jsonfix.c): single quotes,
+ * trailing commas, Python literals, bare keys, code fences, truncation (open
+ * strings and containers closed, a dangling key dropped). Returns a new
+ * value or NULL when the text is not repairable. */
+json_t *tg_json_fix(const char *s, size_t n);
+
 #endif

@@ -9,7 +9,7 @@
  * chat tool message holds text only). `system` is the first message; a
  * system message inside messages (Claude Code sends one after the first
  * user turn, and Anthropic takes it) stays at its place, for hygiene to
- * move where a dialect wants system turns first (rule 44).
+ * move where a dialect wants system turns first (rule 63).
  * Tools, tool_choice, sampling keys and the thinking budget take their
  * chat spellings; thinking and output_config.effort become
  * reasoning_effort where the model takes one; keys the Messages API
@@ -775,7 +775,6 @@ static int convert_request(const json_t *body, json_t *chat, conv *cv, tg_error 
     if (convert_tool_choice(chat, json_object_get(body, "tool_choice"), err))
         return -1;
     choice_of_dropped(chat, cv);
-    tg_bridge_choice_needs_tools(chat);
     v = json_object_get(body, "stop_sequences");
     if (json_is_array(v) && json_array_size(v))
         json_object_set(chat, "stop", (json_t *)v);

@@ -20,7 +20,7 @@
 #include "schema.h"
 #include "tg.h"
 
-#define TG_QUIRKS 29
+#define TG_QUIRKS 30
 
 /* Counters a request accumulates, for logs and /metrics. */
 typedef struct tg_stats {
@@ -30,6 +30,7 @@ typedef struct tg_stats {
     unsigned repair_failures;
     unsigned quirks[TG_QUIRKS];      /* repairs by quirk: [n] for Rn, [0] others */        /* calls delivered unrepaired or dropped */
     unsigned discovery_rounds;
+    unsigned bad_chunks;             /* stream chunks repaired or dropped for their shape */
     unsigned tools_in, tools_out;
     size_t tools_bytes_in, tools_bytes_out;
 } tg_stats;

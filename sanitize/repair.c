@@ -2,13 +2,14 @@
  * side (repair_stream.c) shares: the rule table, tool-call normalization,
  * finish_reason, content normalization.
  *
- * Order of work on one message (dialects.md section 5):
+ * Order of work on one message (docs/dialects.md section 5):
  *   1. every tool call: split {...}{...} arguments (R4/R20), type (R1), the
  *      agent's own name (reverse name map), arguments to a JSON-object string
  *      (R13 object, R14 empty, whole-args double encoding, lenient JSON fix),
  *      schema-guided decoding of double-encoded values (R15), the inverse
- *      argument mapping of the schema stage, then ids (R8 synthesize, R9
- *      de-duplicate). A call without a name cannot be delivered: it is
+ *      argument mapping of the schema stage, keys the agent's schema forbids
+ *      dropped (R29; both schema rules in repair_schema.c), then ids (R8
+ *      synthesize, R9 de-duplicate). A call without a name cannot be delivered: it is
  *      dropped, counted and recorded (never silently).
  *   2. calls written as text into content (R12, repair_text.c).
  *   3. content "" / [] beside calls -> null (R23, R24), Mistral content lists.
@@ -34,15 +35,22 @@
 
 #define RR_ALL                                                                             \
     (TG_RR_TYPE | TG_RR_IDS | TG_RR_FINISH | TG_RR_ARGS | TG_RR_DECODE | TG_RR_SPLIT |     \
-     TG_RR_JSON_FIX | TG_RR_CONTENT | TG_RR_ROLE | TG_RR_TOOL_USE_FAILED)
+     TG_RR_JSON_FIX | TG_RR_CONTENT | TG_RR_ROLE | TG_RR_TOOL_USE_FAILED |                 \
+     TG_RR_FORBIDDEN_KEYS)
 /* passthrough still guarantees rules 8-10 (well-formed calls, finish, dense
  * indexes) but does not second-guess argument contents or content. */
 #define RR_GUARANTEE (TG_RR_TYPE | TG_RR_IDS | TG_RR_FINISH | TG_RR_ARGS)
+/* Streamed arguments are relayed as they come where the provider writes
+ * well-formed argument JSON in order (OpenAI, and whatever passthrough
+ * fronts); elsewhere R4/R13/R20 and broken JSON are common enough that a
+ * call is held until it is whole (repair.stream_args turns it on). */
+#define RR_STREAM TG_RR_STREAM_ARGS
 
 static const unsigned preset_flags[TG_D_COUNT] = {
-    [TG_D_OPENAI] = RR_ALL,
-    [TG_D_OPENAI_STRICT] = RR_ALL,
+    [TG_D_OPENAI] = RR_ALL | RR_STREAM,
+    [TG_D_OPENAI_STRICT] = RR_ALL | RR_STREAM,
     [TG_D_GEMINI] = RR_ALL,
+    [TG_D_VERTEX] = RR_ALL,
     [TG_D_ANTHROPIC] = RR_ALL,
     [TG_D_MISTRAL] = RR_ALL | TG_RR_CONTENT_LIST,
     [TG_D_GROQ] = RR_ALL,
@@ -53,7 +61,7 @@ static const unsigned preset_flags[TG_D_COUNT] = {
     [TG_D_TOGETHER] = RR_ALL,
     [TG_D_OLLAMA] = RR_ALL,
     [TG_D_VLLM] = RR_ALL,
-    [TG_D_PASSTHROUGH] = RR_GUARANTEE,
+    [TG_D_PASSTHROUGH] = RR_GUARANTEE | RR_STREAM,
 };
 
 typedef struct rule_name {
@@ -76,6 +84,8 @@ static const rule_name rule_names[] = {
     {"content_list", TG_RR_CONTENT_LIST},
     {"role", TG_RR_ROLE},         {"R25", TG_RR_ROLE},
     {"tool_use_failed", TG_RR_TOOL_USE_FAILED}, {"R27", TG_RR_TOOL_USE_FAILED},
+    {"forbidden_keys", TG_RR_FORBIDDEN_KEYS}, {"R29", TG_RR_FORBIDDEN_KEYS},
+    {"stream_args", TG_RR_STREAM_ARGS},
 };
 
 void tg_repair_rules_preset(tg_dialect d, tg_repair_rules *out)
@@ -119,7 +129,8 @@ int tg_repair_rules_set(tg_repair_rules *r, const char *key, const char *value,
     }
     snprintf(msg, msglen,
              "unknown repair rule '%s' (type, index, ids, finish, args, decode_strings, "
-             "split, json_fix, content, content_list, role, tool_use_failed, text_tool_calls "
+             "split, json_fix, content, content_list, role, tool_use_failed, forbidden_keys, "
+             "stream_args, text_tool_calls "
              "or an R-number)",
              key);
     return -1;
@@ -216,92 +227,6 @@ void tg_rr_synth_id(char out[32], uint64_t seed, size_t pos, const char *name,
 
 /* --- arguments ------------------------------------------------------------ */
 
-static bool schema_type_is(const json_t *schema, const char *name)
-{
-    const json_t *t = json_object_get(schema, "type");
-    if (json_is_string(t))
-        return !strcmp(json_string_value(t), name);
-    size_t i;
-    json_t *x;
-    json_array_foreach(t, i, x) if (json_is_string(x) && !strcmp(json_string_value(x), name))
-        return true;
-    return false;
-}
-
-/* A string that parses to exactly one of the schema's non-string types. */
-static json_t *decode_string(const json_t *schema, const char *s, size_t n)
-{
-    if (schema_type_is(schema, "string"))
-        return NULL;  /* a string is allowed: never second-guess it */
-    json_t *v = tg_json_load(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-    if (!v)
-        return NULL;
-    bool ok = (json_is_object(v) && schema_type_is(schema, "object")) ||
-              (json_is_array(v) && schema_type_is(schema, "array")) ||
-              (json_is_integer(v) && (schema_type_is(schema, "integer") ||
-                                      schema_type_is(schema, "number"))) ||
-              (json_is_real(v) && schema_type_is(schema, "number")) ||
-              (json_is_boolean(v) && schema_type_is(schema, "boolean"));
-    if (!ok) {
-        json_decref(v);
-        return NULL;
-    }
-    return v;
-}
-
-static int decode_nested(tg_ctx *ctx, json_t *v, const json_t *schema, int depth);
-
-/* R15 for one member or element x declared by schema ps: a decoded value
- * (new reference) when x is a double-encoded string of the declared type,
- * else NULL after walking into x. *n counts the values replaced. */
-static json_t *decode_slot(tg_ctx *ctx, json_t *x, const json_t *ps, const char *where,
-                           int depth, int *n)
-{
-    json_t *d = json_is_string(x) ? decode_string(ps, json_string_value(x), json_string_length(x))
-                                  : NULL;
-    if (d) {
-        tg_rr_note(ctx, "R15", where, x, d);
-        *n += 1 + decode_nested(ctx, d, ps, depth + 1);
-    } else {
-        *n += decode_nested(ctx, x, ps, depth + 1);
-    }
-    return d;
-}
-
-/* R15: walk value against schema; returns the number of values replaced. */
-static int decode_nested(tg_ctx *ctx, json_t *v, const json_t *schema, int depth)
-{
-    if (!json_is_object(schema) || depth > 32)
-        return 0;
-    int n = 0;
-    if (json_is_object(v)) {
-        const json_t *props = json_object_get(schema, "properties");
-        const char *k;
-        json_t *x;
-        void *tmp;
-        json_object_foreach_safe(v, tmp, k, x) {
-            const json_t *ps = json_object_get(props, k);
-            if (!ps)
-                ps = json_object_get(schema, "additionalProperties");
-            json_t *d = json_is_object(ps) ? decode_slot(ctx, x, ps, k, depth, &n) : NULL;
-            if (d)
-                json_object_set_new(v, k, d);
-        }
-    } else if (json_is_array(v)) {
-        const json_t *is = json_object_get(schema, "items");
-        if (!json_is_object(is))
-            return 0;
-        size_t i;
-        json_t *x;
-        json_array_foreach(v, i, x) {
-            json_t *d = decode_slot(ctx, x, is, NULL, depth, &n);
-            if (d)
-                json_array_set_new(v, i, d);
-        }
-    }
-    return n;
-}
-
 /* The arguments value (any shape, may be NULL) as a parsed object, or NULL
  * when even the JSON fix gave up. *rewrote: the provider's string cannot be
  * kept as it was. */
@@ -379,12 +304,12 @@ static void fix_args(tg_ctx *ctx, const char *agent_name, json_t *fn)
         return;
     }
     int changed = 0;
-    if (tg_rr_on(ctx, TG_RR_DECODE)) {
-        const json_t *tool = tg_rr_tool_peek(ctx, agent_name);
-        changed += decode_nested(ctx, obj, json_object_get(json_object_get(tool, "function"),
-                                                           "parameters"), 0);
-    }
+    if (tg_rr_on(ctx, TG_RR_DECODE))
+        changed += tg_rr_decode_values(ctx, agent_name, obj);
     changed += tg_schema_restore_args(ctx, agent_name, obj);
+    /* after the inverse mapping: the keys are judged in the agent's shape */
+    if (tg_rr_on(ctx, TG_RR_FORBIDDEN_KEYS))
+        changed += tg_rr_drop_forbidden_keys(ctx, agent_name, obj);
     if (rewrote || changed) {
         char *t = tg_json_dumps(obj);
         json_object_set_new(fn, "arguments", json_string(t ? t : "{}"));
@@ -462,10 +387,17 @@ static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *i
     agent = json_string_value(json_object_get(fn, "name"));
     fix_args(ctx, agent, fn);
 
+    tg_rr_assign_id(ctx, c, seed, pos, agent, json_string_value(json_object_get(fn, "arguments")),
+                    ids);
+    return 0;
+}
+
+void tg_rr_assign_id(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, const char *agent,
+                     const char *args, json_t *ids)
+{
     if (!tg_rr_on(ctx, TG_RR_IDS))
-        return 0;
+        return;
     const char *id = json_string_value(json_object_get(c, "id"));
-    const char *args = json_string_value(json_object_get(fn, "arguments"));
     char buf[32];
     if (!id || !*id) {
         unsigned att = 0;
@@ -489,7 +421,6 @@ static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *i
         }
     }
     json_object_set_new(ids, json_string_value(json_object_get(c, "id")), json_true());
-    return 0;
 }
 
 size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_pos,

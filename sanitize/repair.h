@@ -3,7 +3,7 @@
  * lives in repair_stream.c, the tool-calls-in-text parsers (R12, R27) in
  * repair_text.c and the lenient JSON repair in jsonfix.c.
  *
- * What the agent is guaranteed (dialects.md section 9, rules 8 to 11): every
+ * What the agent is guaranteed (docs/dialects.md section 9, rules 8 to 11): every
  * tool call has a non-empty id unique in its message, type "function", the
  * agent's own tool name, and arguments as a string parsing to a JSON object
  * (unless even the bounded JSON repair failed: then the call is still
@@ -40,6 +40,9 @@ enum {
     TG_RR_CONTENT_LIST = 1u << 9,  /* Mistral content lists, thinking moved (R23)   */
     TG_RR_ROLE = 1u << 10,         /* empty delta.role (R25)                        */
     TG_RR_TOOL_USE_FAILED = 1u << 11, /* Groq tool_use_failed recovered (R27)       */
+    TG_RR_FORBIDDEN_KEYS = 1u << 12,  /* keys additionalProperties:false forbids (R29)*/
+    TG_RR_STREAM_ARGS = 1u << 13,  /* relay a streamed call's arguments as they come
+                                      where no rule needs them whole (repair_stream.c) */
 };
 
 typedef struct tg_repair_rules {
@@ -96,6 +99,11 @@ int tg_completion_sse(json_t *resp, tg_buf *out);
 typedef struct tg_stream tg_stream;
 tg_stream *tg_stream_new(struct tg_ctx *ctx);
 void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out);
+/* An event that gives the agent nothing while it has had nothing for `ms`
+ * (default 3000) is answered with an SSE comment, ": keepalive", so that
+ * idle timeouts do not cut a stream whose tool call is held. 0: after every
+ * such event (tests). */
+void tg_stream_set_keepalive(tg_stream *s, unsigned ms);
 /* Upstream ended. transport_error: the transfer broke (reset, timeout).
  * Flushes what is held back; a stream that never finished becomes an error
  * event followed by [DONE] (R26), never a fake stop.
@@ -109,7 +117,13 @@ int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next
  * OpenAI's shape with its status beside it (error.status), then [DONE],
  * end the stream. What was held back of the round before is dropped: it
  * was the meta-tool call the round answered. */
-void tg_stream_fail(tg_stream *s, long status, const char *body, size_t len, tg_buf *out);
+void tg_stream_round_refused(tg_stream *s, long status, const char *body, size_t len,
+                             tg_buf *out);
+/* The network code gives up on the stream (an event past max_event, a
+ * shutdown): what is held goes out as for a cut stream, then an error
+ * event {"error": {"message": msg, "code": code}} and [DONE]; a stream
+ * whose finish already went gets only its [DONE]. No more rounds. */
+void tg_stream_fail(tg_stream *s, const char *code, const char *msg, tg_buf *out);
 void tg_stream_free(tg_stream *s);
 
 #endif

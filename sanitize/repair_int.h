@@ -9,11 +9,8 @@
 
 /* jsonfix.c ------------------------------------------------------------- */
 
-/* Bounded, conservative repair of almost-JSON: single quotes, trailing
- * commas, Python literals, bare keys, code fences, truncation (open strings
- * and containers closed, a dangling key dropped). Returns a new value or
- * NULL when the text is not repairable. */
-json_t *tg_json_fix(const char *s, size_t n);
+/* tg_json_fix (the lenient repair) is in jsonio.h: message hygiene uses it
+ * on replayed history too. */
 /* "{...}{...}" (several top-level objects, whitespace between): returns a
  * new array of the parsed objects when there are at least two and every one
  * parses strictly; NULL otherwise. */
@@ -45,6 +42,11 @@ void tg_rr_synth_id(char out[32], uint64_t seed, size_t pos, const char *name,
  * Returns the number of calls left. */
 size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_pos,
                        json_t *ids);
+/* R8/R9 for one call (its "id" set in place): a missing id is synthesized
+ * from the agent name and args, one the message has already is made
+ * unique; the result joins the `ids` set. */
+void tg_rr_assign_id(tg_ctx *ctx, json_t *call, uint64_t seed, size_t pos, const char *agent,
+                     const char *args, json_t *ids);
 /* The finish_reason the agent must see for a choice with ncalls calls;
  * returns `f` itself when nothing changes (R10, R11). */
 const char *tg_rr_finish(tg_ctx *ctx, const char *f, size_t ncalls);
@@ -68,6 +70,41 @@ json_t *tg_rr_failed_generation(tg_ctx *ctx, const json_t *err);
 /* A recovered text call {"name","arguments":object} -> OpenAI tool call
  * (new reference, empty id to be synthesized). */
 json_t *tg_rr_call_from_text(const json_t *tc);
+
+/* json_prefix.c ---------------------------------------------------------- */
+
+#define TG_JPREFIX_DEPTH 64
+/* Incremental check that text is the start of one strict JSON object.
+ * Zero-initialize; no resources. */
+typedef struct tg_jprefix {
+    char stack[TG_JPREFIX_DEPTH];
+    char lit[40];
+    unsigned char st, nlit, uhex;
+    int depth;
+    bool in_str, esc, key, bad;
+    size_t pos;  /* bytes accepted so far */
+} tg_jprefix;
+/* Feed n more bytes: returns how many of them keep the text a prefix of
+ * one object (n, or fewer once it stops being one; 0 ever after). */
+size_t tg_jprefix_feed(tg_jprefix *j, const char *s, size_t n);
+/* The object has closed (what came after it may have been refused: then
+ * pos < the bytes fed). */
+bool tg_jprefix_complete(const tg_jprefix *j);
+
+/* repair_schema.c -------------------------------------------------------- */
+
+/* R15: values of the agent tool's arguments that are strings where its
+ * schema ($ref/$defs, unions followed) wants an object, array, number or
+ * boolean, and that parse to exactly that, are replaced in place. Returns
+ * the number replaced (each noted). */
+int tg_rr_decode_values(tg_ctx *ctx, const char *agent_name, json_t *args);
+/* R29: keys of an object the agent's schema closes (additionalProperties:
+ * false, no patternProperties) that it does not declare are removed, at
+ * every level. Returns the number removed (each noted). */
+int tg_rr_drop_forbidden_keys(tg_ctx *ctx, const char *agent_name, json_t *args);
+/* Could R15 or R29 (as switched on) change arguments of this agent tool?
+ * False means its arguments need no whole-value repair from the schema. */
+bool tg_rr_schema_repairs(const tg_ctx *ctx, const char *agent_name);
 
 /* repair_text.c ---------------------------------------------------------- */
 

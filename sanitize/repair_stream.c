@@ -1,6 +1,6 @@
 /* repair_stream.c -- response repair for streamed answers.
  *
- * Upstream tool-call deltas are untrustworthy (dialects.md section 5): the
+ * Upstream tool-call deltas are untrustworthy (docs/dialects.md section 5): the
  * index is missing (R2, R3), reused for parallel calls (R4), sparse (R5);
  * the name arrives after the arguments (R6); continuations repeat empty
  * names (R7); ids are empty (R8) or repeated (R9); the whole call, finish
@@ -11,12 +11,27 @@
  * or finish_reason arrives). The call then goes to the agent in ONE delta:
  * dense index, id, type, name and the whole, repaired argument string.
  *
- * Trade-off, chosen on purpose: the agent sees a call's arguments when the
- * call is complete rather than token by token. In exchange every repair
- * that needs the whole arguments (R4/R20 splitting, R13, R15, JSON fix, the
- * schema stage's inverse argument mapping) is possible, and nothing sent
- * can turn out to be wrong. Agents act on a call only once it is complete,
- * so they lose nothing but a progress display. A call with an explicit
+ * That holding is what a repair that needs the whole arguments costs (R4/
+ * R20 splitting, R13, R15, R29, JSON fix, the schema stage's inverse
+ * argument mapping), and only such a call pays it. Live calls: with
+ * repair.stream_args on (openai, openai-strict, passthrough), a call of a
+ * tool whose rewrite is the identity (its name unchanged, no inverse
+ * argument mapping) and to whose schema neither R15 nor R29 can apply goes
+ * to the agent as soon as it has a name, and each argument fragment after
+ * it as it comes, as long as the arguments so far are the start of one
+ * strict JSON object (json_prefix.c). From the first byte that is not, the
+ * rest is held, and when the call ends it is repaired whole: the repair's
+ * text goes out when it continues what was sent, a second object after the
+ * first becomes its own call (R4/R20), and otherwise the rest goes as it
+ * came and the failure is counted. Live arguments that never closed (cut
+ * by "length") are closed by the same repair. One call of a choice is live
+ * at a time, and what else the choice says while it is open (text,
+ * reasoning) follows it, so a call's fragments are never split by other
+ * output: readers that turn calls into items (the bridges) see them one
+ * after the other. Whatever is held, the agent
+ * sees an SSE comment (": keepalive") at least every TG_KEEPALIVE_MS, so
+ * idle timeouts of clients and balancers do not cut a long held call.
+ * A call with an explicit
  * index (or id) whose arguments are still open when another index (or id)
  * starts is kept until the finish (upstream may interleave); a fragment that still arrives
  * for a call already sent is forwarded as a plain continuation delta.
@@ -54,6 +69,8 @@
 #include <string.h>
 #include <time.h>
 
+#define TG_KEEPALIVE_MS 3000
+
 typedef struct scall {
     long up_index;  /* upstream index hint, -1 when none came */
     char *id;       /* upstream id, NULL until a non-empty one came */
@@ -63,6 +80,10 @@ typedef struct scall {
     int out;        /* the agent's index, -1 until sent */
     char *agent_id; /* the id the agent got (for the discovery hooks) */
     bool complete, sent, meta;
+    bool live;      /* relayed as its fragments come (see "Live calls") */
+    bool closed;    /* a live call's end was handled */
+    tg_jprefix jp;  /* live: how far args are the start of one object;
+                       jp.pos bytes of args are with the agent */
 } scall;
 
 typedef struct schoice {
@@ -88,6 +109,11 @@ typedef struct schoice {
                          them ({reasoning_content: text, reasoning_details:
                          [...]}), for the discovery round that replays the
                          turn (tg_discovery_stream_round), or NULL */
+    long live_open;   /* the call being relayed live, -1 */
+    json_t *after;    /* chunks (text, reasoning) that came while it was
+                         open: they follow it, so a call's fragments are
+                         never split by other output (the bridges need
+                         items one after the other) */
 } schoice;
 
 struct tg_stream {
@@ -103,11 +129,16 @@ struct tg_stream {
     tg_buf bad_event; /* the first event that was not JSON (its start) */
     bool raw_sent;    /* a chunk went out unparsed: its choices had their role */
     bool hold;        /* discovery: finish and [DONE] wait for tg_stream_end */
+    int live_open;    /* live calls not yet closed, over all choices */
     json_t *held_finish;  /* choice indexes whose finish is held */
     json_t *held_usage;   /* this round's usage, while held */
     json_t *usage_sum;    /* usage of the rounds before (discovery) */
     unsigned rounds;      /* upstream rounds finished before this one */
     char own_id[40];      /* chunk id when upstream sent no chunk (R27) */
+    json_t *live_tools;   /* {upstream name: true|false}: relayed live? */
+    struct timespec last_out;  /* when the agent last got bytes */
+    long keepalive_ms;    /* TG_KEEPALIVE_MS, or what tg_stream_set_keepalive set */
+    const char *fail_code, *fail_msg;  /* tg_stream_fail's, for send_truncated */
 };
 
 /* --- output --------------------------------------------------------------- */
@@ -189,9 +220,11 @@ static schoice *choice_get(tg_stream *s, long index)
     memset(c, 0, sizeof *c);
     c->index = index;
     c->cur = -1;
+    c->live_open = -1;
     c->at_start = true;
     c->any_sent = s->raw_sent;
     c->ids = json_object();
+    c->after = json_array();
     c->seed = tg_rr_seed(json_string_value(json_object_get(s->last, "id")), index);
     return c;
 }
@@ -207,6 +240,7 @@ static void calls_clear(schoice *c)
     }
     c->ncalls = 0;
     c->cur = -1;
+    c->live_open = -1;
 }
 
 static scall *call_new(schoice *c)
@@ -272,9 +306,200 @@ static json_t *call_json(const scall *k)
     return o;
 }
 
+/* --- live calls ---------------------------------------------------------- */
+
+/* Is a call of upstream tool `name` relayed live? Decided once per tool
+ * and stream: the rewrite is the identity and no schema rule applies. */
+static bool tool_is_live(tg_stream *s, const char *name)
+{
+    tg_ctx *ctx = s->ctx;
+    if (!tg_rr_on(ctx, TG_RR_STREAM_ARGS) || !name)
+        return false;
+    const json_t *known = json_object_get(s->live_tools, name);
+    if (known)
+        return json_is_true(known);
+    bool live = !strcmp(tg_schema_agent_name(ctx, name), name) && tg_rr_tool_peek(ctx, name) &&
+                !json_object_get(ctx->arg_inverse, name) && !tg_rr_schema_repairs(ctx, name);
+    if (!s->live_tools)
+        s->live_tools = json_object();
+    json_object_set_new(s->live_tools, name, json_boolean(live));
+    return live;
+}
+
+/* The arguments that came since the last relay and still keep them the
+ * start of one object go out (with fields such as extra_content that came
+ * beside them). */
+static void relay_live(tg_stream *s, schoice *c, scall *k, json_t *extra, json_t *events)
+{
+    size_t from = k->jp.pos;
+    tg_jprefix_feed(&k->jp, k->args.data + from, k->args.len - from);
+    size_t n = k->jp.pos - from;
+    if (!n && !extra)
+        return;
+    json_t *o = json_object();
+    json_object_set_new(o, "index", json_integer(k->out));
+    if (extra)
+        json_object_update(o, extra);
+    if (n)
+        json_object_set_new(o, "function",
+                            json_pack("{s:s%}", "arguments", k->args.data + from, n));
+    queue_delta(s, c, events, json_pack("{s:[o]}", "tool_calls", o), NULL);
+}
+
+/* A live call starts: index, id, type and name now, with the arguments
+ * so far (R6: they may have come before the name). */
+static void open_live(tg_stream *s, schoice *c, scall *k, json_t *events)
+{
+    c->live_open = k - c->calls;
+    s->live_open++;
+    k->live = k->sent = true;
+    k->out = (int)c->next_out++;
+    json_t *o = json_object();
+    json_object_set_new(o, "index", json_integer(k->out));
+    if (k->extra)
+        json_object_update(o, k->extra);
+    json_object_set_new(o, "id", json_string(k->id ? k->id : ""));
+    json_object_set_new(o, "type", json_string("function"));
+    tg_rr_assign_id(s->ctx, o, c->seed, (size_t)k->out, k->name, "", c->ids);
+    const char *id = json_string_value(json_object_get(o, "id"));
+    k->agent_id = id ? strdup(id) : NULL;
+    size_t n = tg_jprefix_feed(&k->jp, k->args.data, k->args.len);
+    json_object_set_new(o, "function", json_pack("{s:s, s:s%}", "name", k->name, "arguments",
+                                                 k->args.data ? k->args.data : "", n));
+    queue_delta(s, c, events, json_pack("{s:[o]}", "tool_calls", o), NULL);
+}
+
+static void queue_args(tg_stream *s, schoice *c, scall *k, const char *a, size_t n,
+                       json_t *events)
+{
+    if (!n)
+        return;
+    json_t *o = json_pack("{s:i, s:{s:s%}}", "index", k->out, "function", "arguments", a, n);
+    queue_delta(s, c, events, json_pack("{s:[o]}", "tool_calls", o), NULL);
+}
+
+/* R4/R20 after a live call: its object closed and more came. Objects
+ * become calls of the same tool; anything else goes as it came. */
+static void split_live(tg_stream *s, schoice *c, scall *k, json_t *events)
+{
+    const char *rest = k->args.data + k->jp.pos;
+    size_t n = k->args.len - k->jp.pos;
+    json_t *one = tg_json_load(rest, n, JSON_ALLOW_NUL, NULL);
+    json_t *parts;
+    if (json_is_object(one)) {
+        parts = json_pack("[o]", one);
+    } else {
+        json_decref(one);
+        parts = tg_json_split_objects(rest, n);
+    }
+    if (!parts || !tg_rr_on(s->ctx, TG_RR_SPLIT)) {
+        json_decref(parts);
+        tg_rr_fail(s->ctx, "json_fix_failed", k->name, NULL);
+        queue_args(s, c, k, rest, n, events);
+        return;
+    }
+    tg_rr_note(s->ctx, "R20", k->name, NULL, parts);
+    json_t *calls = json_array();
+    size_t i;
+    json_t *o;
+    json_array_foreach(parts, i, o) {
+        char *t = tg_json_dumps(o);
+        json_array_append_new(calls, json_pack("{s:s, s:{s:s, s:s}}", "type", "function",
+                                               "function", "name", k->name, "arguments",
+                                               t ? t : "{}"));
+        free(t);
+    }
+    json_decref(parts);
+    queue_calls(s, c, calls, events);
+}
+
+/* Where the repair's compact text r continues what was sent (p, the start
+ * of an object as the provider wrote it): the length of r's part that p
+ * already says, whitespace outside strings aside, or (size_t)-1. */
+static size_t continues(const char *p, size_t n, const char *r, size_t rn)
+{
+    size_t j = 0;
+    bool str = false, esc = false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = p[i];
+        if (!str && (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'))
+            continue;  /* the compact text has none there */
+        if (j >= rn || r[j] != ch)
+            return (size_t)-1;
+        j++;
+        if (esc)
+            esc = false;
+        else if (str && ch == '\\')
+            esc = true;
+        else if (ch == '"')
+            str = !str;
+    }
+    return j;
+}
+
+/* Nothing to do when a live call's arguments were one whole object; else
+ * what the agent lacks: "{}" for none (R14), the rest of the
+ * whole-value repair where it continues what was sent, or the held bytes
+ * as they came (counted as a failure). */
+static void end_live(tg_stream *s, schoice *c, scall *k, json_t *events);
+
+/* A live call has ended: what the agent lacks of it, then the output held
+ * behind it. */
+static void close_live(tg_stream *s, schoice *c, scall *k, json_t *events)
+{
+    if (k->closed)
+        return;
+    k->closed = true;
+    end_live(s, c, k, events);
+    c->live_open = -1;
+    s->live_open--;
+    json_array_extend(events, c->after);
+    json_array_clear(c->after);
+}
+
+static void end_live(tg_stream *s, schoice *c, scall *k, json_t *events)
+{
+    if (k->jp.pos == k->args.len && tg_jprefix_complete(&k->jp))
+        return;
+    if (tg_jprefix_complete(&k->jp)) {
+        split_live(s, c, k, events);
+        return;
+    }
+    size_t sent = k->jp.pos;
+    bool blank = true;
+    for (size_t i = 0; i < k->args.len && blank; i++)
+        blank = isspace((unsigned char)k->args.data[i]);
+    if (blank) {
+        if (tg_rr_on(s->ctx, TG_RR_ARGS)) {
+            tg_rr_note(s->ctx, "R14", k->name, NULL, NULL);
+            queue_args(s, c, k, "{}", 2, events);
+        }
+        return;
+    }
+    /* the held path's repair, on a copy: the agent's id is already given */
+    json_t *one = json_pack("[o]", call_json(k));
+    json_object_set_new(json_array_get(one, 0), "id", json_string(k->agent_id ? k->agent_id : "x"));
+    json_t *scratch = json_object();
+    tg_rr_fix_calls(s->ctx, one, c->seed, (size_t)k->out, scratch);
+    json_decref(scratch);
+    json_t *a = json_object_get(json_object_get(json_array_get(one, 0), "function"), "arguments");
+    const char *r = json_string_value(a);
+    size_t rn = json_string_length(a);
+    size_t at = continues(k->args.data, sent, r, rn);
+    if (r && at != (size_t)-1) {
+        queue_args(s, c, k, r + at, rn - at, events);
+    } else {
+        tg_rr_fail(s->ctx, "json_fix_failed", k->name, a);
+        queue_args(s, c, k, k->args.data + sent, k->args.len - sent, events);
+    }
+    json_decref(one);
+}
+
 /* Send call k if it is complete and named (meta calls stay with us). */
 static void try_send(tg_stream *s, schoice *c, scall *k, json_t *events)
 {
+    if (k->live && k->complete)
+        close_live(s, c, k, events);
     if (k->sent || !k->complete || !k->name)
         return;
     k->sent = true;
@@ -405,7 +630,11 @@ static void take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *
             json_object_set(extra, key, v);
         }
     }
-    if (k->sent) {  /* late fragment of a call already sent */
+    if (k->live && !k->closed) {
+        if (piece)
+            tg_buf_append(&k->args, json_string_value(piece), json_string_length(piece));
+        relay_live(s, c, k, extra, events);
+    } else if (k->sent) {  /* late fragment of a call already sent */
         if (!k->meta && k->out >= 0 && ((piece && json_string_length(piece)) || extra)) {
             json_t *o = json_object();
             json_object_set_new(o, "index", json_integer(k->out));
@@ -424,6 +653,8 @@ static void take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *
                 k->extra = json_object();
             json_object_update(k->extra, extra);
         }
+        if (!k->meta && k->name && c->live_open < 0 && tool_is_live(s, k->name))
+            open_live(s, c, k, events);  /* one at a time: fragments never interleave */
         try_send(s, c, k, events);  /* a late name for a completed call (R6) */
     }
     json_decref(piece);
@@ -581,7 +812,7 @@ static bool choice_needs_work(tg_stream *s, const json_t *ch, bool commit)
     if (json_is_string(content) && s->r12) {
         const char *t = json_string_value(content);
         size_t n = json_string_length(content);
-        if (c->held.len || memchr(t, '<', n))
+        if (c->held.len || memchr(t, '<', n) || memchr(t, '[', n))  /* '[': [TOOL_CALLS] */
             return true;
         if (c->at_start) {
             size_t i = 0;
@@ -683,9 +914,12 @@ static void queue_rest(tg_stream *s, schoice *c, const json_t *ch, json_t *delta
 /* A call whose arguments have begun and are not yet whole JSON. */
 static bool has_open_call(const schoice *c)
 {
-    for (size_t i = 0; i < c->ncalls; i++)
-        if (!c->calls[i].sent && c->calls[i].args.len && !args_complete(&c->calls[i]))
+    for (size_t i = 0; i < c->ncalls; i++) {
+        const scall *k = &c->calls[i];
+        bool pending = !k->sent || (k->live && !k->closed);
+        if (pending && k->args.len && !args_complete(k))
             return true;
+    }
     return false;
 }
 
@@ -750,7 +984,7 @@ static void do_choice(tg_stream *s, const json_t *ch, json_t *events)
     json_object_del(delta, "tool_calls");
     json_t *text_calls = json_array();
     fix_delta(s, c, delta, tcs != NULL, text_calls);
-    queue_rest(s, c, ch, delta, events);
+    queue_rest(s, c, ch, delta, c->live_open >= 0 ? c->after : events);
     json_decref(delta);
 
     size_t i;
@@ -785,10 +1019,84 @@ static json_t *usage_plus(const json_t *sum, json_t *u)
     return r;
 }
 
+/* Only these keys, each (but `must`) absent or null. */
+static bool only_keys(const json_t *o, const char *must, const char *const *may)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v) {
+        if (!strcmp(k, must))
+            continue;
+        bool ok = false;
+        for (const char *const *m = may; *m && !ok; m++)
+            ok = !strcmp(k, *m) && (json_is_null(v) || !strcmp(k, "index"));
+        if (!ok)
+            return false;
+    }
+    return json_object_get(o, must) != NULL;
+}
+
+/* The common chunk of a live call, {"choices":[{"index","delta":
+ * {"tool_calls":[{"index","function":{"arguments"}}]}}]} with the agent's
+ * own index, whose fragment keeps the arguments the start of an object:
+ * it goes out as the very bytes that came (no re-serialization). */
+static bool relay_raw(tg_stream *s, const json_t *chunk, const char *raw, size_t len,
+                      tg_buf *out)
+{
+    static const char *const chunk_keys[] = {"id", "object", "created", "model",
+                                             "system_fingerprint", "service_tier", "usage",
+                                             "index", NULL};
+    static const char *const choice_keys[] = {"index", "finish_reason", "logprobs", NULL};
+    static const char *const call_keys[] = {"index", NULL};
+    const json_t *choices = json_object_get(chunk, "choices");
+    const json_t *ch = json_array_get(choices, 0);
+    if (json_array_size(choices) != 1 || s->ctx->legacy_functions || s->hold ||
+        !only_keys(ch, "delta", choice_keys))
+        return false;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)chunk, k, v) {
+        bool ok = !strcmp(k, "choices");
+        for (const char *const *m = chunk_keys; *m && !ok; m++)
+            ok = !strcmp(k, *m) && (strcmp(k, "usage") || json_is_null(v));
+        if (!ok)
+            return false;
+    }
+    const json_t *delta = json_object_get(ch, "delta");
+    const json_t *tcs = json_object_get(delta, "tool_calls");
+    const json_t *tc = json_array_get(tcs, 0);
+    const json_t *fn = json_object_get(tc, "function");
+    const json_t *a = json_object_get(fn, "arguments");
+    const json_t *ix = json_object_get(tc, "index");
+    const json_t *cix = json_object_get(ch, "index");
+    if (json_object_size(delta) != 1 || json_array_size(tcs) != 1 || !only_keys(tc, "function", call_keys) ||
+        json_object_size(fn) != 1 || !json_is_string(a) || !json_is_integer(ix) ||
+        (cix && !json_is_integer(cix)))
+        return false;
+    schoice *c = choice_get(s, cix ? (long)json_integer_value(cix) : 0);
+    if (!c || c->live_open < 0 || !c->any_sent)
+        return false;
+    long idx = (long)json_integer_value(ix);
+    scall *call = &c->calls[c->live_open];
+    if (find_call(c, idx, NULL, NULL) != c->live_open || call->out != idx)
+        return false;
+    tg_jprefix t = call->jp;
+    size_t n = json_string_length(a);
+    if (tg_jprefix_feed(&t, json_string_value(a), n) != n)
+        return false;
+    call->jp = t;
+    tg_buf_append(&call->args, json_string_value(a), n);
+    c->cur = c->live_open;
+    send_raw(out, raw, len);
+    return true;
+}
+
 static void on_chunk(tg_stream *s, json_t *chunk, const char *raw, size_t len, tg_buf *out)
 {
     json_decref(s->last);
     s->last = json_incref(chunk);
+    if (s->live_open && relay_raw(s, chunk, raw, len, out))
+        return;
     const json_t *choices = json_object_get(chunk, "choices");
     bool work = false;
     size_t i;
@@ -799,6 +1107,8 @@ static void on_chunk(tg_stream *s, json_t *chunk, const char *raw, size_t len, t
         usage = NULL;
     if (usage && (s->hold || s->usage_sum))
         work = true;  /* held with the finish, or summed over rounds */
+    if (s->live_open)
+        work = true;  /* text waits behind a live call */
     if (!work) {
         json_array_foreach(choices, i, ch) choice_needs_work(s, ch, true);
         send_raw(out, raw, len);
@@ -836,7 +1146,14 @@ tg_stream *tg_stream_new(tg_ctx *ctx)
     s->ctx = ctx;
     s->r12 = tg_rr_text_calls_on(ctx);
     s->keep_content = ctx->disc && ctx->disc->mode != TG_DISC_OFF;
+    clock_gettime(CLOCK_MONOTONIC, &s->last_out);
+    s->keepalive_ms = TG_KEEPALIVE_MS;
     return s;
+}
+
+void tg_stream_set_keepalive(tg_stream *s, unsigned ms)
+{
+    s->keepalive_ms = ms;
 }
 
 static void send_truncated(tg_stream *s, bool transport_error, tg_buf *out)
@@ -844,6 +1161,8 @@ static void send_truncated(tg_stream *s, bool transport_error, tg_buf *out)
     for (size_t i = 0; i < s->nch; i++) {
         schoice *c = &s->ch[i];
         json_t *events = json_array();
+        json_array_extend(events, c->after);  /* what waited behind a live call */
+        json_array_clear(c->after);
         flush_structured(s, c, events, true);  /* the answer so far, as it came */
         if (c->held.len) {  /* undecided text is still text */
             queue_delta(s, c, events, json_pack("{s:s%}", "content", c->held.data, c->held.len),
@@ -854,20 +1173,22 @@ static void send_truncated(tg_stream *s, bool transport_error, tg_buf *out)
         json_t *ev;
         json_array_foreach(events, k, ev) send_json(out, ev);
         json_decref(events);
-        for (size_t j = 0; j < c->ncalls; j++)
-            if (!c->calls[j].sent)
+        for (size_t j = 0; j < c->ncalls; j++)  /* a live one: the agent has part */
+            if (!c->calls[j].sent || (c->calls[j].live && !c->calls[j].closed))
                 tg_rr_fail(s->ctx, "R26", c->calls[j].name, NULL);
     }
     if (!s->saw_error) {
         tg_buf m = {0};
-        tg_buf_puts(&m, transport_error ? "upstream stream broke before it finished"
-                                        : "upstream stream ended without a finish_reason");
-        if (s->bad_event.len) {  /* most likely the event it was cut in */
+        tg_buf_puts(&m, s->fail_msg              ? s->fail_msg
+                        : transport_error ? "upstream stream broke before it finished"
+                                          : "upstream stream ended without a finish_reason");
+        if (s->bad_event.len && !s->fail_msg) {  /* most likely the event it was cut in */
             tg_buf_puts(&m, "; it sent an event that is not JSON: ");
             tg_buf_append(&m, s->bad_event.data, s->bad_event.len);
         }
         json_t *e = json_pack("{s:{s:s%, s:s, s:n, s:s}}", "error", "message", m.data, m.len,
-                              "type", "upstream_error", "param", "code", "stream_truncated");
+                              "type", "upstream_error", "param", "code",
+                              s->fail_code ? s->fail_code : "stream_truncated");
         tg_buf_free(&m);
         send_json(out, e);
         json_decref(e);
@@ -906,12 +1227,13 @@ static const char *after_colon(const char *p, const char *e)
  * the test and takes the full path, so it only has to be conservative. */
 static bool surely_plain(const tg_stream *s, const char *d, size_t n)
 {
-    if (!s->last || s->keep_content || s->hold || s->rounds || s->ctx->rf_inverse ||
+    if (!s->last || s->keep_content || s->hold || s->rounds || s->ctx->rf_inverse || s->live_open ||
         tg_rr_on(s->ctx, TG_RR_CONTENT_LIST))
         return false;
     const char *e = d + n;
-    if (s->r12) {  /* R12: only past the message start, nothing held, no '<' */
-        if (!s->nch || memchr(d, '<', n) || find(d, e, "\\u003c") || find(d, e, "\\u003C"))
+    if (s->r12) {  /* R12: only past the message start, nothing held, no '<' or '[' */
+        if (!s->nch || memchr(d, '<', n) || memchr(d, '[', n) || find(d, e, "\\u003c") ||
+            find(d, e, "\\u003C") || find(d, e, "\\u005b") || find(d, e, "\\u005B"))
             return false;
         for (size_t i = 0; i < s->nch; i++)
             if (s->ch[i].held.len || s->ch[i].at_start)
@@ -936,8 +1258,23 @@ static bool surely_plain(const tg_stream *s, const char *d, size_t n)
     }
     for (const char *p = find(d, e, "\"content\""); p; p = find(p + 1, e, "\"content\"")) {
         const char *v = after_colon(p + 9, e);
-        if (v < e && *v == '[')
-            return false;  /* R23 parts, R24 [] */
+        if (v < e && *v != '"' && (e - v < 4 || memcmp(v, "null", 4)))
+            return false;  /* R23 parts, R24 [], or not text at all (check_chunk) */
+    }
+    /* choices an array starting with an object, deltas objects: anything
+     * else is check_chunk's */
+    for (const char *p = find(d, e, "\"choices\""); p; p = find(p + 1, e, "\"choices\"")) {
+        const char *v = after_colon(p + 9, e);
+        if (v >= e || *v != '[')
+            return false;
+        v = after_colon(v + 1, e);
+        if (v >= e || (*v != '{' && *v != ']'))
+            return false;
+    }
+    for (const char *p = find(d, e, "\"delta\""); p; p = find(p + 1, e, "\"delta\"")) {
+        const char *v = after_colon(p + 7, e);
+        if (v >= e || *v != '{')
+            return false;
     }
     for (const char *p = find(d, e, "\"role\""); p; p = find(p + 1, e, "\"role\"")) {
         const char *v = after_colon(p + 6, e);
@@ -1022,10 +1359,104 @@ static void send_released(tg_stream *s, tg_buf *out)
     json_decref(events);
 }
 
-void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
+/* Gemini's error events are arrays: [{"error": ...}]. */
+static bool is_error_array(const json_t *v)
+{
+    return json_is_array(v) && json_object_get(json_array_get(v, 0), "error");
+}
+
+/* One delta's fields that clients read without looking: content text or
+ * null (parts are R23's), role and the reasoning text strings, tool_calls
+ * an array. A number or boolean for content has a clear text, which it
+ * becomes; anything else of the wrong type goes. Returns the changes. */
+static int check_delta(json_t *delta)
+{
+    int bad = 0;
+    json_t *c = json_object_get(delta, "content");
+    if (json_is_number(c) || json_is_boolean(c)) {
+        char *text = tg_json_dumps(c);
+        json_object_set_new(delta, "content", json_string(text ? text : ""));
+        free(text);
+        bad++;
+    } else if (c && !json_is_string(c) && !json_is_null(c) && !json_is_array(c)) {
+        json_object_del(delta, "content");
+        bad++;
+    }
+    static const char *const strings[] = {"role", "reasoning_content", "reasoning", "refusal",
+                                          NULL};
+    for (int i = 0; strings[i]; i++) {
+        json_t *v = json_object_get(delta, strings[i]);
+        if (v && !json_is_string(v) && !json_is_null(v)) {
+            json_object_del(delta, strings[i]);
+            bad++;
+        }
+    }
+    json_t *tc = json_object_get(delta, "tool_calls");
+    if (tc && !json_is_array(tc) && !json_is_null(tc)) {
+        json_object_del(delta, "tool_calls");
+        bad++;
+    }
+    return bad;
+}
+
+/* A chunk's shape, checked before anything reads it, so a provider's bug
+ * or a hostile upstream never reaches the agent as it came: choices an
+ * array (null: none) of objects, each delta an object (null: an empty
+ * one), finish_reason a string or null, then check_delta. Repaired in
+ * place; returns the number of changes, or -1 when nothing of the chunk
+ * can be kept (not an object, choices neither an array nor null). */
+static int check_chunk(json_t *chunk)
+{
+    if (!json_is_object(chunk))
+        return -1;
+    json_t *choices = json_object_get(chunk, "choices");
+    if (!choices)
+        return 0;
+    if (json_is_null(choices)) {
+        json_object_set_new(chunk, "choices", json_array());
+        return 1;
+    }
+    if (!json_is_array(choices))
+        return -1;
+    int bad = 0;
+    for (size_t i = 0; i < json_array_size(choices);) {
+        json_t *ch = json_array_get(choices, i);
+        json_t *delta = json_object_get(ch, "delta");
+        if (!json_is_object(ch) || (delta && !json_is_object(delta) && !json_is_null(delta))) {
+            json_array_remove(choices, i);  /* a choice with no readable delta */
+            bad++;
+            continue;
+        }
+        json_t *f = json_object_get(ch, "finish_reason");
+        if (f && !json_is_string(f) && !json_is_null(f)) {
+            json_object_del(ch, "finish_reason");
+            bad++;
+        }
+        if (json_is_object(delta))
+            bad += check_delta(delta);
+        i++;
+    }
+    return bad;
+}
+
+void tg_stream_fail(tg_stream *s, const char *code, const char *msg, tg_buf *out)
 {
     if (s->done)
         return;
+    send_released(s, out);
+    if (s->finished && !s->hold) {  /* the answer is whole: it only lacked [DONE] */
+        tg_buf_puts(out, "data: [DONE]\n\n");
+        s->done = true;
+        return;
+    }
+    s->fail_code = code;
+    s->fail_msg = msg;
+    send_truncated(s, true, out);
+    s->fail_code = s->fail_msg = NULL;
+}
+
+static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
+{
     if (len == 6 && !memcmp(data, "[DONE]", 6)) {
         send_released(s, out);
         if (!s->finished) {
@@ -1053,18 +1484,51 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
          * client dies on half an object without saying why); an answer
          * that then finishes loses nothing, one that does not says it in
          * its truncation error. */
+        s->ctx->stats.bad_chunks++;
         if (!s->bad_event.len)
             tg_buf_put_valid_utf8(&s->bad_event, data, len > 300 ? 300 : len);
         return;
     }
-    if (!json_is_object(chunk) || is_error_event(chunk)) {
+    if (is_error_array(chunk) || (json_is_object(chunk) && is_error_event(chunk))) {
         s->saw_error = true;
         send_error_event(out, data, len);
         json_decref(chunk);
         return;
     }
+    int bad = check_chunk(chunk);
+    if (bad) {  /* counted; the server logs it with the request */
+        s->ctx->stats.bad_chunks++;
+        char *fixed = bad > 0 ? tg_json_dumps(chunk) : NULL;
+        if (fixed)
+            on_chunk(s, chunk, fixed, strlen(fixed), out);
+        free(fixed);
+        json_decref(chunk);
+        return;
+    }
     on_chunk(s, chunk, data, len, out);
     json_decref(chunk);
+}
+
+static long ms_since(const struct timespec *then, const struct timespec *now)
+{
+    return (long)(now->tv_sec - then->tv_sec) * 1000 + (now->tv_nsec - then->tv_nsec) / 1000000;
+}
+
+/* An event that gave the agent nothing (a held call, held markup, a
+ * discovery round) still shows the connection is alive, at most every
+ * TG_KEEPALIVE_MS: an SSE comment, which every client ignores. */
+void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
+{
+    if (s->done)
+        return;
+    size_t before = out->len;
+    stream_event(s, data, len, out);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (out->len == before && !s->done && ms_since(&s->last_out, &now) >= s->keepalive_ms)
+        tg_buf_puts(out, ": keepalive\n\n");
+    if (out->len != before)
+        s->last_out = now;
 }
 
 /* The round's assistant message for the discovery hooks (upstream names). */
@@ -1114,6 +1578,7 @@ static void new_round(tg_stream *s)
         s->ch[i].at_start = true;
     }
     s->finished = s->hold = false;
+    s->live_open = 0;
     if (s->held_usage) {
         json_t *sum = usage_plus(s->usage_sum, s->held_usage);
         json_decref(s->usage_sum);
@@ -1180,7 +1645,8 @@ int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next
     return 0;
 }
 
-void tg_stream_fail(tg_stream *s, long status, const char *body, size_t len, tg_buf *out)
+void tg_stream_round_refused(tg_stream *s, long status, const char *body, size_t len,
+                             tg_buf *out)
 {
     if (s->done)
         return;
@@ -1209,6 +1675,7 @@ void tg_stream_free(tg_stream *s)
         calls_clear(&s->ch[i]);
         free(s->ch[i].calls);
         json_decref(s->ch[i].ids);
+        json_decref(s->ch[i].after);
         tg_buf_free(&s->ch[i].held);
         tg_buf_free(&s->ch[i].structured);
         tg_buf_free(&s->ch[i].content);
@@ -1220,5 +1687,6 @@ void tg_stream_free(tg_stream *s)
     json_decref(s->held_finish);
     json_decref(s->held_usage);
     json_decref(s->usage_sum);
+    json_decref(s->live_tools);
     free(s);
 }

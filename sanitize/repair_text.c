@@ -5,11 +5,22 @@
  * text. Four shapes are recognised:
  *   (a) bare JSON {"name":..,"arguments":{..}} (or a list of them), only as
  *       the first thing in the message, so prose that quotes JSON is safe;
+ *       also wrapped the way the model saw its tools declared,
+ *       {"type":"function","function":{"name","parameters"}} (Llama 3.x
+ *       through vLLM, vllm-project/vllm#11786), or with "type" first beside
+ *       the name; a final brace the model left off is added;
  *   (b) <tool_call>{json}</tool_call> and <tools>..</tools> (Hermes);
  *   (c) <function=NAME><parameter=K>v</parameter></function> (Qwen), also
  *       inside <tool_call>, and <function=NAME>{json}</function> (Groq);
  *   (d) <invoke name="NAME"><parameter name="K">v</parameter></invoke>,
- *       optionally inside <function_calls>.
+ *       optionally inside <function_calls>;
+ *   (e) a model's own call tokens written out as text when the server's
+ *       parser did not take them: Mistral's [TOOL_CALLS][{json}...] (up to
+ *       tokenizer v3) and [TOOL_CALLS]NAME[ARGS]{json} (v11 on: Magistral,
+ *       Devstral, Ministral 3), Granite's <|tool_call|>[{json}], and Kimi
+ *       K2's <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0
+ *       <|tool_call_argument_begin|>{json}<|tool_call_end|>... A marker
+ *       without a closer ends with the JSON value after it.
  * A block becomes calls only when every call in it names a declared tool;
  * otherwise it stays text, untouched. XML parameter values are strings;
  * they are coerced by the declared schema (no schema or a string type: kept
@@ -31,7 +42,7 @@
 #define TEXT_HOLD_MAX (256u * 1024u)
 
 typedef struct tag {
-    const char *open, *close;
+    const char *open, *close;  /* close NULL: a marker, see marker_end */
 } tag;
 
 static const tag tags[] = {
@@ -40,6 +51,10 @@ static const tag tags[] = {
     {"<function_calls>", "</function_calls>"},
     {"<function=", "</function>"},
     {"<invoke", "</invoke>"},
+    {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"},
+    {"<|tool_call_begin|>", "<|tool_call_end|>"},
+    {"[TOOL_CALLS]", NULL},
+    {"<|tool_call|>", NULL},
 };
 #define NTAGS (sizeof tags / sizeof *tags)
 
@@ -141,6 +156,11 @@ static int json_call(json_t *calls, const json_t *o)
 {
     if (!json_is_object(o))
         return -1;
+    /* {"type":"function",...} is a tool object; any other type (a schema,
+     * {"type":"object",...}) is data that happens to carry a name */
+    const char *type = json_string_value(json_object_get(o, "type"));
+    if (type && strcmp(type, "function"))
+        return -1;
     const json_t *fn = json_object_get(o, "function");
     const json_t *name = json_object_get(o, "name");
     if (!json_is_string(name))
@@ -198,6 +218,23 @@ static int parse_json_calls(json_t *calls, const char *s, const char *e)
     }
     json_decref(v);
     return rc;
+}
+
+/* Arguments written as JSON text between s and e: an object (new
+ * reference; {} for nothing but blanks), repaired if need be, or NULL. */
+static json_t *args_text(const char *s, const char *e)
+{
+    trim(&s, &e);
+    if (s == e)
+        return json_object();
+    json_t *a = tg_json_load(s, (size_t)(e - s), 0, NULL);
+    if (!a)
+        a = tg_json_fix(s, (size_t)(e - s));
+    if (!json_is_object(a)) {
+        json_decref(a);
+        return NULL;
+    }
+    return a;
 }
 
 /* <parameter=K>v</parameter> ... (Qwen) or <parameter name="K">v</parameter>
@@ -262,24 +299,10 @@ static int parse_function_xml(const tg_ctx *ctx, json_t *calls, const char *s, c
         const char *be = find(p, e, "</function>");
         if (!be)
             be = e;
-        json_t *args;
-        if (find(p, be, "<parameter=")) {
-            args = parse_params(ctx, name, p, be, true);
-        } else {
-            const char *bs = p, *bend = be;
-            trim(&bs, &bend);
-            if (bs == bend) {
-                args = json_object();
-            } else {
-                args = tg_json_load(bs, (size_t)(bend - bs), 0, NULL);
-                if (!args)
-                    args = tg_json_fix(bs, (size_t)(bend - bs));
-                if (!json_is_object(args)) {
-                    json_decref(args);
-                    return -1;
-                }
-            }
-        }
+        json_t *args = find(p, be, "<parameter=") ? parse_params(ctx, name, p, be, true)
+                                                   : args_text(p, be);
+        if (!args)
+            return -1;
         add_call(calls, name, nlen, args);
         n++;
         p = be;
@@ -323,6 +346,61 @@ static int parse_invoke(const tg_ctx *ctx, json_t *calls, const char *s, const c
     return n ? 0 : -1;
 }
 
+/* Kimi K2: <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>
+ * {json}<|tool_call_end|>, one or more (closers may be missing at the end). */
+static int parse_kimi(json_t *calls, const char *s, const char *e)
+{
+    static const char begin[] = "<|tool_call_begin|>", argb[] = "<|tool_call_argument_begin|>",
+                      end[] = "<|tool_call_end|>";
+    int n = 0;
+    for (const char *p = find(s, e, begin); p; p = find(p, e, begin)) {
+        p += sizeof begin - 1;
+        const char *a = find(p, e, argb);
+        if (!a)
+            return -1;
+        const char *ns = p, *ne = a;
+        trim(&ns, &ne);
+        if ((size_t)(ne - ns) > 10 && !memcmp(ns, "functions.", 10))
+            ns += 10;
+        const char *colon = ne;
+        while (colon > ns && isdigit((unsigned char)colon[-1]))
+            colon--;
+        if (colon > ns && colon < ne && colon[-1] == ':')
+            ne = colon - 1;
+        if (ne <= ns || ne - ns > 256)
+            return -1;
+        const char *as = a + sizeof argb - 1, *ae = find(as, e, end);
+        if (!ae)
+            ae = e;
+        json_t *args = args_text(as, ae);
+        if (!args)
+            return -1;
+        add_call(calls, ns, (size_t)(ne - ns), args);
+        n++;
+        p = ae;
+    }
+    return n ? 0 : -1;
+}
+
+/* What follows a marker ([TOOL_CALLS], <|tool_call|>): JSON calls, or
+ * Mistral's NAME[ARGS]{json}. */
+static int parse_marked(json_t *calls, const char *s, const char *e)
+{
+    trim(&s, &e);
+    if (s < e && (*s == '{' || *s == '['))
+        return parse_json_calls(calls, s, e);
+    const char *args = find(s, e, "[ARGS]");
+    if (!args || args == s || args - s > 256)
+        return -1;
+    json_t *a = args_text(args + 6, e);
+    if (!a)
+        return -1;
+    const char *ne = args;
+    trim(&s, &ne);
+    add_call(calls, s, (size_t)(ne - s), a);
+    return 0;
+}
+
 /* The inside of a <tool_call>/<tools>/<function_calls> block. */
 static int parse_body(const tg_ctx *ctx, json_t *calls, const char *s, const char *e)
 {
@@ -348,6 +426,10 @@ static int parse_block(const tg_ctx *ctx, const tag *t, const char *s, const cha
         rc = parse_function_xml(ctx, got, s, e);
     else if (!strcmp(t->open, "<invoke"))
         rc = parse_invoke(ctx, got, s, e);
+    else if (!t->close)
+        rc = parse_marked(got, s + strlen(t->open), e);
+    else if (strstr(t->open, "<|tool_call"))
+        rc = parse_kimi(got, s, e);
     else
         rc = parse_body(ctx, got, s + strlen(t->open), e);
     if (rc == 0 && json_array_size(got) == 0)
@@ -364,10 +446,12 @@ static int parse_block(const tg_ctx *ctx, const tag *t, const char *s, const cha
 
 /* --- bare JSON at the start of the message ------------------------------ */
 
-/* Could the unfinished JSON at s still be a call? Decided on its first key. */
+/* Could the unfinished JSON at s still be a call? Decided on its first key
+ * ("type": the OpenAI tool object, {"type":"function","function":{..}}). */
 static bool json_call_possible(const char *s, const char *e)
 {
-    static const char *const keys[] = {"name", "function", "tool_name", "arguments", "parameters"};
+    static const char *const keys[] = {"name", "function", "tool_name", "arguments", "parameters",
+                                       "type"};
     const char *p = s;
     if (p < e && *p == '[') {
         p++;
@@ -396,6 +480,44 @@ static bool json_call_possible(const char *s, const char *e)
 }
 
 /* --- the scanner --------------------------------------------------------- */
+
+/* Where the calls after a marker end: after the JSON value, or after
+ * NAME[ARGS]{json}. NULL: not known yet (the text ends first); p itself:
+ * what follows is no call. */
+static const char *marker_end(const char *p, const char *e)
+{
+    const char *q = p;
+    while (q < e && isspace((unsigned char)*q))
+        q++;
+    if (q == e)
+        return NULL;
+    if (*q == '{' || *q == '[')
+        return tg_json_value_end(q, e);
+    const char *n = q;
+    while (n < e && (isalnum((unsigned char)*n) || *n == '_' || *n == '-' || *n == '.'))
+        n++;
+    if (n - q > 256 || n == q)
+        return p;
+    if (e - n < 6)
+        return memcmp(n, "[ARGS]", (size_t)(e - n)) ? p : NULL;
+    if (memcmp(n, "[ARGS]", 6))
+        return p;
+    n += 6;
+    while (n < e && isspace((unsigned char)*n))
+        n++;
+    if (n == e)
+        return NULL;
+    return *n == '{' ? tg_json_value_end(n, e) : p;
+}
+
+/* The next byte that may open a tag: '<', or '[' of [TOOL_CALLS]. */
+static const char *next_open(const char *p, const char *e)
+{
+    for (; p < e; p++)
+        if (*p == '<' || *p == '[')
+            return p;
+    return NULL;
+}
 
 /* Which tag starts at p: 1 = complete open tag (*t set), 0 = could still be
  * one (the text ends first), -1 = no tag. */
@@ -465,7 +587,7 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
             }
             *at_start = false;
         }
-        const char *lt = memchr(p, '<', (size_t)(e - p));
+        const char *lt = next_open(p, e);
         if (!lt) {
             tg_buf_append(text, p, (size_t)(e - p));
             return n;
@@ -477,12 +599,23 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
         if (k == 0 && !final)
             return (size_t)(p - s);
         if (k != 1) {
-            tg_buf_append(text, "<", 1);
+            tg_buf_append(text, p, 1);
             p++;
             continue;
         }
-        const char *close = find(p + strlen(t->open), e, t->close);
-        const char *be = close ? close + strlen(t->close) : NULL;
+        const char *close, *be;
+        if (t->close) {
+            close = find(p + strlen(t->open), e, t->close);
+            be = close ? close + strlen(t->close) : NULL;
+        } else {
+            const char *after = p + strlen(t->open);
+            close = be = marker_end(after, e);
+            if (close == after) {  /* no call follows: the marker is text */
+                tg_buf_append(text, p, 1);
+                p++;
+                continue;
+            }
+        }
         if (!close) {
             if (!final && (size_t)(e - p) < TEXT_HOLD_MAX)
                 return (size_t)(p - s);  /* the block is still coming */
@@ -493,7 +626,7 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
             continue;
         }
         /* Not a call of ours: the block is text. Scan on after its '<'. */
-        tg_buf_append(text, "<", 1);
+        tg_buf_append(text, p, 1);
         p++;
     }
     return (size_t)(p - s);

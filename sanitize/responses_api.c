@@ -844,7 +844,6 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
         if (v && !json_is_null(v))
             json_object_set(chat, *k, (json_t *)v);
     }
-    tg_bridge_choice_needs_tools(chat);
     if (json_is_true(json_object_get(body, "stream"))) {
         json_object_set_new(chat, "stream", json_true());
         /* the Response's usage comes from the chat stream's last chunk */
@@ -1363,11 +1362,17 @@ static void close_reasoning(tg_resp_bridge *b, tg_buf *out)
     b->reason_at = -1;
 }
 
+static void close_calls(tg_resp_bridge *b, tg_buf *out);
+
+/* An item after function calls: they are done first, so the items of the
+ * stream are done in their output order (the repair stage sends a call's
+ * arguments before anything else of its choice). */
 static void on_reasoning(void *vb, const char *text, tg_buf *out)
 {
     tg_resp_bridge *b = vb;
     if (b->reason_at < 0) {
         close_message(b, out);
+        close_calls(b, out);
         b->reason_at = add_item(b, json_pack("{s:o, s:s, s:[]}", "id", item_id(b, "rs"), "type",
                                              "reasoning", "summary"),
                                 out);
@@ -1393,11 +1398,13 @@ static void on_text(tg_resp_bridge *b, int kind, const char *text, const json_t 
                     tg_buf *out)
 {
     close_reasoning(b, out);
-    if (b->msg_at < 0)
+    if (b->msg_at < 0) {
+        close_calls(b, out);
         b->msg_at = add_item(b, json_pack("{s:o, s:s, s:s, s:s, s:[]}", "id", item_id(b, "msg"),
                                           "type", "message", "status", "in_progress", "role",
                                           "assistant", "content"),
                              out);
+    }
     if (b->part_kind != kind) {
         close_part(b, out);
         b->part_kind = kind;

@@ -1,7 +1,7 @@
 /* schema.c -- the schema-dialect request stage (see schema.h).
  *
  * What lives here: the dialect presets (data: which TG_SR_* rules each
- * provider needs, dialects.md sections 1, 3, 6, 7), the conf overrides, the
+ * provider needs, docs/dialects.md sections 1, 3, 6, 7), the conf overrides, the
  * reversible tool renamer, the array-level pass (names, Anthropic's strict
  * budget), the cache in front of it, and the way-back lookups. The per-schema
  * walker and the inverse trees are in schema_walk.c.
@@ -20,11 +20,17 @@
 #include "jsonio.h"
 #include "pipeline.h"
 
-#define BASE (TG_SR_ROOT_OBJECT | TG_SR_ITEMS | TG_SR_REQUIRED)
+#define BASE (TG_SR_ROOT_OBJECT | TG_SR_ITEMS | TG_SR_REQUIRED | TG_SR_EMPTY_TOOLS)
 #define GEMINI_RULES                                                                       \
     (BASE | TG_SR_NAMES | TG_SR_NAMES_GEMINI | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF |     \
      TG_SR_ONEOF_ANYOF | TG_SR_TYPE_ARRAYS | TG_SR_CONST_ENUM | TG_SR_ENUM_STRINGS |       \
      TG_SR_OPENAPI_SUBSET | TG_SR_ADD_TYPE | TG_SR_EMPTY_ROOT_OMIT)
+
+/* Rule 62 defaults: real schemas grow at most about 5 times when their
+ * references are inlined (the corpus: 1.06 times in all); a request may
+ * always grow to 1 MiB (schema_walk.c), and never past 16 MiB. */
+#define SCHEMA_MAX_GROWTH 10
+#define SCHEMA_MAX_BYTES (16 << 20)
 
 /* Anthropic strict limits (rule 41). */
 #define ANTH_STRICT_TOOLS 20
@@ -43,6 +49,7 @@ static const preset presets[TG_D_COUNT] = {
     [TG_D_OPENAI_STRICT] = {BASE | TG_SR_NAMES | TG_SR_STRICT | TG_SR_ALL_REQUIRED | TG_SR_SERIAL_CALLS,
                             TG_SR_ALL_REQUIRED, 64, 128},
     [TG_D_GEMINI] = {GEMINI_RULES, 0, 64, 128},
+    [TG_D_VERTEX] = {GEMINI_RULES | TG_SR_ANYOF_ALONE, 0, 64, 128},
     [TG_D_ANTHROPIC] = {BASE | TG_SR_NAMES,
                         TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0},
     [TG_D_MISTRAL] = {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY |
@@ -76,7 +83,8 @@ static const struct {
     {"no_constraints", TG_SR_NO_CONSTRAINTS}, {"freeform_string", TG_SR_FREEFORM_STRING},
     {"xai_properties", TG_SR_XAI_PROPERTIES}, {"mistral_strip", TG_SR_MISTRAL_STRIP},
     {"choice_any", TG_SR_CHOICE_ANY},         {"no_null_desc", TG_SR_NO_NULL_DESC},
-    {"serial_calls", TG_SR_SERIAL_CALLS},
+    {"serial_calls", TG_SR_SERIAL_CALLS},     {"empty_tools", TG_SR_EMPTY_TOOLS},
+    {"anyof_alone", TG_SR_ANYOF_ALONE},
 };
 
 void tg_schema_rules_preset(tg_dialect d, tg_schema_rules *out)
@@ -88,6 +96,8 @@ void tg_schema_rules_preset(tg_dialect d, tg_schema_rules *out)
     out->flags = presets[d].flags;
     out->name_max = presets[d].name_max;
     out->max_tools = presets[d].max_tools;
+    out->max_growth = SCHEMA_MAX_GROWTH;
+    out->max_bytes = SCHEMA_MAX_BYTES;
 }
 
 static int parse_switch(const char *v)
@@ -120,6 +130,10 @@ int tg_schema_rules_set(tg_schema_rules *r, const char *key, const char *value,
         return set_limit(&r->name_max, key, value, 256, msg, msglen);
     if (!strcmp(key, "max_tools"))
         return set_limit(&r->max_tools, key, value, 100000, msg, msglen);
+    if (!strcmp(key, "max_growth"))
+        return set_limit(&r->max_growth, key, value, 100000, msg, msglen);
+    if (!strcmp(key, "max_bytes"))
+        return set_limit(&r->max_bytes, key, value, 1 << 30, msg, msglen);
     int on = parse_switch(value);
     if (!strcmp(key, "strict")) {
         unsigned extra = (r->dialect >= 0 && r->dialect < TG_D_COUNT) ? presets[r->dialect].strict_extra : 0;
@@ -298,6 +312,9 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
     char **assigned = calloc(n ? n : 1, sizeof *assigned);
     size_t first = explain ? json_array_size(explain) : 0;
     size_t changes = 0;  /* without explain: renamed, dropped or lossy tools */
+    json_t *over = NULL;
+    tg_schema_budget budget;
+    tg_schema_budget_init(&budget, r, tg_schema_json_bytes(tools));
     if (!assigned)
         goto fail;
 
@@ -324,8 +341,17 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
         json_t *tool = json_array_get(tools, i);
         json_t *inv = NULL;
         bool strict = false;
-        json_t *nt = assigned[i] ? tg_schema_rewrite_tool(r, tool, assigned[i], explain, &inv, &strict)
+        json_t *nt = assigned[i] ? tg_schema_rewrite_tool_budget(r, tool, assigned[i], explain, &inv,
+                                                                 &strict, &budget)
                                  : NULL;
+        if (budget.over) {  /* rule 62: this tool spent what was left */
+            over = json_pack("{s:s,s:I,s:I,s:I,s:I}", "tool", assigned[i], "index", (json_int_t)i,
+                             "bytes", (json_int_t)budget.bytes, "limit", (json_int_t)budget.max_bytes,
+                             "nodes", (json_int_t)budget.nodes);
+            json_decref(nt);
+            json_decref(inv);
+            break;
+        }
         if (!nt) {
             if (r->dialect == TG_D_PASSTHROUGH) {
                 json_array_append(out, tool);
@@ -361,8 +387,13 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
     json_decref(used);
     if (explain)
         changes = json_array_size(explain) - first;
-    return json_pack("{s:o,s:o,s:o,s:o,s:I}", "tools", out, "names", names, "upstream", upstream,
-                     "inverse", inverse, "changes", (json_int_t)changes);
+    json_t *res = json_pack("{s:o,s:o,s:o,s:o,s:I}", "tools", out, "names", names, "upstream", upstream,
+                            "inverse", inverse, "changes", (json_int_t)changes);
+    if (res && over)
+        json_object_set_new(res, "over", over);
+    else
+        json_decref(over);
+    return res;
 fail:
     json_decref(out);
     json_decref(names);
@@ -376,7 +407,8 @@ fail:
 
 static uint64_t rules_hash(const tg_schema_rules *r, uint64_t seed)
 {
-    int32_t v[5] = {(int32_t)r->dialect, (int32_t)r->flags, r->name_max, r->desc_max, r->max_tools};
+    int32_t v[7] = {(int32_t)r->dialect, (int32_t)r->flags, r->name_max, r->desc_max, r->max_tools,
+                    r->max_growth, r->max_bytes};
     return tg_hash64(v, sizeof v, seed);
 }
 
@@ -604,6 +636,34 @@ static void tool_choice_chat_shape(json_t *body, tg_ctx *ctx)
     json_object_set_new(body, "tool_choice", nu);
 }
 
+/* Rule 61: an empty tools list, and a tool_choice or parallel_tool_calls
+ * with no tool to apply to, mean nothing; Mistral refuses the list (422
+ * extra_forbidden at body.tools) and OpenAI-style validators refuse the
+ * other two without tools. They go, said in --explain and the count. A
+ * legacy functions list still gives tool_choice something to choose. */
+static void drop_empty_tools(json_t *body, tg_ctx *ctx)
+{
+    json_t *tools = json_object_get(body, "tools");
+    if (tools && (json_is_null(tools) || (json_is_array(tools) && !json_array_size(tools)))) {
+        tg_explain_add(ctx->explain, "schema", NULL, "/tools", "empty_tools (rule 61)", tools, NULL);
+        json_object_del(body, "tools");
+        ctx->stats.schema_rewrites++;
+    }
+    if (json_object_get(body, "tools") || json_array_size(json_object_get(body, "functions")))
+        return;
+    static const char *const orphans[] = {"tool_choice", "parallel_tool_calls"};
+    for (size_t i = 0; i < sizeof orphans / sizeof orphans[0]; i++) {
+        json_t *v = json_object_get(body, orphans[i]);
+        if (!v)
+            continue;
+        char ptr[32];
+        snprintf(ptr, sizeof ptr, "/%s", orphans[i]);
+        tg_explain_add(ctx->explain, "schema", NULL, ptr, "empty_tools (rule 61)", v, NULL);
+        json_object_del(body, orphans[i]);
+        ctx->stats.schema_rewrites++;
+    }
+}
+
 /* Request-level rules that ride on the tools: each one a preset bit. */
 static void apply_request_rules(json_t *body, tg_ctx *ctx)
 {
@@ -622,10 +682,12 @@ static void apply_request_rules(json_t *body, tg_ctx *ctx)
         tg_explain_add(ctx->explain, "schema", NULL, "/parallel_tool_calls",
                        "serial_calls (rule 23)", NULL, json_false());
     }
+    if (f & TG_SR_EMPTY_TOOLS)
+        drop_empty_tools(body, ctx);
 }
 
 /* response_format {type: json_schema, json_schema: {name, schema, strict}}
- * is held to the rules of a strict tool's parameters (dialects.md section
+ * is held to the rules of a strict tool's parameters (docs/dialects.md section
  * 0: openai-strict covers response_format.json_schema.strict), and schemas
  * written for other models break them: optional properties, no
  * additionalProperties:false (section 2's errors quote "Invalid schema for
@@ -751,6 +813,28 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
         json_t *res = rewrite_cached(r, tools, ctx);
         if (!res) {
             tg_error_set(err, 500, "server_error", NULL, "tools", "out of memory rewriting tools");
+            return -1;
+        }
+        json_t *over = json_object_get(res, "over");
+        if (over) {
+            /* rule 62: a 400 naming the tool, not a body of many MB */
+            json_int_t idx = json_integer_value(json_object_get(over, "index"));
+            json_t *fn = json_object_get(json_array_get(tools, (size_t)idx), "function");
+            const char *name = json_string_value(json_object_get(fn, "name"));
+            char param[64];
+            snprintf(param, sizeof param, "tools[%lld].function.parameters", (long long)idx);
+            tg_error_set(err, 400, "invalid_request_error", "schema_too_large", param,
+                         "Tool '%s' (tools[%lld]): rewriting the tools' parameters for dialect %s "
+                         "passed toolgate's budget at this tool (%lld bytes or %lld schema nodes; "
+                         "limit %lld bytes, schema.max_growth = %d times the %zu bytes of tools "
+                         "sent, at most schema.max_bytes = %d): its $ref / anyOf structure "
+                         "multiplies when references are inlined.",
+                         name ? name : "?", (long long)idx, tg_dialect_name(r->dialect),
+                         (long long)json_integer_value(json_object_get(over, "bytes")),
+                         (long long)json_integer_value(json_object_get(over, "nodes")),
+                         (long long)json_integer_value(json_object_get(over, "limit")), r->max_growth,
+                         tg_schema_json_bytes(tools), r->max_bytes);
+            json_decref(res);
             return -1;
         }
         json_t *out = json_object_get(res, "tools");

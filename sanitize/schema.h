@@ -48,6 +48,8 @@ enum {
     TG_SR_CHOICE_ANY = 1u << 23,    /* [choice_any] tool_choice object/"required" -> "any" + only that tool (rule 46) */
     TG_SR_NO_NULL_DESC = 1u << 24,  /* [no_null_desc] tools' null/non-string descriptions dropped (rule 48) */
     TG_SR_SERIAL_CALLS = 1u << 25,  /* [serial_calls] parallel_tool_calls:false unless the agent set it (rule 23) */
+    TG_SR_EMPTY_TOOLS = 1u << 26,   /* [empty_tools] no tools: [], nor tool_choice / parallel_tool_calls without tools (rule 61) */
+    TG_SR_ANYOF_ALONE = 1u << 27,   /* [anyof_alone] a node with anyOf holds nothing else (Vertex, rule 60) */
 };
 
 /* The schema rules a preset turns on; a route may override single rules
@@ -58,7 +60,24 @@ typedef struct tg_schema_rules {
     int name_max;    /* tool-name length limit, 0 = none */
     int desc_max;    /* tool-description length limit, 0 = none */
     int max_tools;   /* 0 = no limit */
+    int max_growth;  /* rule 62: rewritten schemas at most this many times the tools sent... */
+    int max_bytes;   /* ...and at most this many bytes in all (a floor of 1 MiB always fits) */
 } tg_schema_rules;
+
+/* Rule 62: what the rewrite of one request may produce and cost. $ref
+ * inlining can multiply a schema (a chain of references that each meet an
+ * anyOf doubles or triples per level): the output is counted as it is built
+ * and the walk stops at the first tool past the budget. */
+typedef struct tg_schema_budget {
+    size_t max_bytes, max_nodes;  /* limits for the whole request */
+    size_t bytes, nodes;          /* spent so far: compact JSON bytes, nodes walked */
+    bool over;
+} tg_schema_budget;
+
+/* Limits for a request whose tools take in_bytes of compact JSON. */
+void tg_schema_budget_init(tg_schema_budget *b, const tg_schema_rules *r, size_t in_bytes);
+/* About the compact JSON size of v, without serializing it. */
+size_t tg_schema_json_bytes(json_t *v);
 
 void tg_schema_rules_preset(tg_dialect d, tg_schema_rules *out);
 /* Apply one conf override (`key` without the "schema." prefix): a rule name
@@ -88,12 +107,23 @@ int tg_schema_restore_args(const struct tg_ctx *ctx, const char *name, json_t *a
  * was rewritten to a strict subset. */
 json_t *tg_schema_rewrite_tool(const tg_schema_rules *r, json_t *tool, const char *upstream_name,
                                json_t *explain, json_t **inverse, bool *strict);
+/* The same against a request's budget b (rule 62); when the budget runs out
+ * b->over is set and the returned tool is not to be sent. */
+json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, const char *upstream_name,
+                                      json_t *explain, json_t **inverse, bool *strict,
+                                      tg_schema_budget *b);
 /* Rewrite a whole tools array: {"tools": [...], "names": {upstream: agent},
- * "upstream": {agent: upstream}, "inverse": {agent: tree}, "changes": n}. */
+ * "upstream": {agent: upstream}, "inverse": {agent: tree}, "changes": n},
+ * plus "over": {"tool", "index", "bytes", "limit", "nodes"} when the
+ * request's budget ran out (rule 62; the tools are then not to be sent). */
 json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t *explain);
 /* A name in the target's alphabet/length (section 7), without collision
  * handling: writes at most outlen bytes (NUL included). */
 void tg_schema_clean_name(const tg_schema_rules *r, const char *name, char *out, size_t outlen);
+/* Resolve a local JSON pointer $ref ("#", "#/$defs/x", "#/definitions/x",
+ * "#/properties/a", ~0 ~1 and %XX escapes) against root: a borrowed node,
+ * or NULL. */
+json_t *tg_schema_resolve_ref(const json_t *root, const char *ref);
 /* Apply an inverse tree to a value: returns the restored value (new
  * reference; may be the same object, edited) and adds the edits to *count. */
 json_t *tg_schema_inverse_apply(json_t *inverse, json_t *value, int *count);

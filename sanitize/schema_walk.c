@@ -8,9 +8,17 @@
  * its keys are emitted one by one: kept, rewritten, or turned into a short
  * hint appended to the node's description, so nothing is lost silently.
  *
+ * Joining two schemas (allOf branches, keywords beside a $ref, a node's
+ * keywords pushed into its anyOf branches) goes through merge_keyword, which
+ * keeps both sides' constraints (the tighter bound, both items schemas) and
+ * turns what one keyword cannot hold into a hint: a constraint may move,
+ * never vanish.
+ *
  * Termination: $ref expansion is cut when a reference is already open
  * REF_MAX_OPEN times on the current path, after NODE_BUDGET nodes, and any
- * node deeper than MAX_DEPTH becomes a JSON-encoded string stand-in.
+ * node deeper than MAX_DEPTH becomes a JSON-encoded string stand-in. Size:
+ * every node built is counted against the request's budget (rule 62), and
+ * once it is spent the walk returns at once and the request is refused.
  *
  * The inverse tree. While building node N the walker builds inv(N), an
  * object with optional members:
@@ -35,7 +43,7 @@
 #include "jsonio.h"
 
 #define MAX_DEPTH 40         /* schema nodes on one path */
-#define STRICT_MAX_OBJ 10    /* object levels allowed by OpenAI strict (rule 20) */
+#define STRICT_MAX_OBJ 10    /* object and array levels allowed by OpenAI strict (rule 20) */
 #define STRICT_MAX_PROPS 4000 /* OpenAI strict allows 5000 in all (rule 20); keep a margin */
 #define REF_MAX_OPEN 2       /* a $ref may be open twice on a path: recursion unrolled once */
 #define NODE_BUDGET 20000    /* nodes emitted per tool before refs are cut */
@@ -56,7 +64,88 @@ typedef struct walk {
     int props;            /* object properties emitted (rule 20 budget) */
     int enums;            /* enum values emitted (rule 21 budget) */
     int changes;
+    tg_schema_budget *b;  /* the request's (rule 62), never NULL */
 } walk;
+
+/* ----------------------------------------------------- budget (rule 62) */
+
+#define BUDGET_FLOOR_BYTES (1u << 20)  /* any request may grow to this, under schema.max_bytes */
+#define BUDGET_FLOOR_NODES 250000      /* nodes walked, any request */
+
+void tg_schema_budget_init(tg_schema_budget *b, const tg_schema_rules *r, size_t in_bytes)
+{
+    memset(b, 0, sizeof *b);
+    size_t growth = r->max_growth > 0 ? (size_t)r->max_growth : 1;
+    size_t cap = r->max_bytes > 0 ? (size_t)r->max_bytes : BUDGET_FLOOR_BYTES;
+    size_t lim = in_bytes * growth;
+    if (lim < BUDGET_FLOOR_BYTES)
+        lim = BUDGET_FLOOR_BYTES;
+    if (cap < 2 * in_bytes)  /* tools that big already: a rewrite near the identity fits */
+        cap = 2 * in_bytes;
+    b->max_bytes = lim < cap ? lim : cap;
+    /* a schema node takes well over 4 bytes of the input: this is more than
+     * twice the nodes the tools hold, and inlining's growth is what it stops */
+    b->max_nodes = in_bytes / 4 > BUDGET_FLOOR_NODES ? in_bytes / 4 : BUDGET_FLOOR_NODES;
+}
+
+static size_t value_bytes(json_t *v, int depth)
+{
+    size_t n = 0;
+    const char *k;
+    json_t *x;
+    size_t i;
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        return json_string_length(v) + 2;
+    case JSON_OBJECT:
+        if (depth > 64)
+            return 2;
+        json_object_foreach(v, k, x) n += strlen(k) + 4 + value_bytes(x, depth + 1);
+        return n + 2;
+    case JSON_ARRAY:
+        if (depth > 64)
+            return 2;
+        json_array_foreach(v, i, x) n += value_bytes(x, depth + 1) + 1;
+        return n + 2;
+    default:
+        return 6;
+    }
+}
+
+size_t tg_schema_json_bytes(json_t *v)
+{
+    return v ? value_bytes(v, 0) : 0;
+}
+
+/* The bytes of node out itself: its child schema nodes count themselves
+ * when they are built. */
+static size_t own_bytes(json_t *out)
+{
+    size_t n = 2;
+    const char *k, *pk;
+    json_t *v, *pv;
+    json_object_foreach(out, k, v) {
+        n += strlen(k) + 4;
+        bool map = json_is_object(v) && (!strcmp(k, "properties") || !strcmp(k, "$defs") ||
+                                          !strcmp(k, "definitions"));
+        bool child = json_is_object(v) && (!strcmp(k, "items") || !strcmp(k, "additionalProperties"));
+        bool list = json_is_array(v) && (!strcmp(k, "anyOf") || !strcmp(k, "allOf") || !strcmp(k, "oneOf"));
+        if (map)
+            json_object_foreach(v, pk, pv) n += strlen(pk) + 4;
+        else if (list)
+            n += json_array_size(v) + 2;
+        else if (!child)
+            n += value_bytes(v, 0);
+    }
+    return n;
+}
+
+static void budget_spend(walk *w, json_t *out)
+{
+    w->b->bytes += own_bytes(out);
+    if (w->b->bytes > w->b->max_bytes)
+        w->b->over = true;
+}
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -215,13 +304,11 @@ static int count_open_refs(const walk *w, const char *ref)
     return n;
 }
 
-/* Resolve a local JSON pointer ref ("#", "#/$defs/x", "#/properties/a").
- * Returns a borrowed node or NULL. */
-static json_t *resolve_ref(const walk *w, const char *ref)
+json_t *tg_schema_resolve_ref(const json_t *root, const char *ref)
 {
-    if (ref[0] != '#')
+    if (!ref || ref[0] != '#')
         return NULL;
-    json_t *cur = w->root;
+    json_t *cur = (json_t *)root;
     const char *p = ref + 1;
     char seg[256];
     while (*p == '/' && cur) {
@@ -254,6 +341,11 @@ static json_t *resolve_ref(const walk *w, const char *ref)
     return (*p == '\0') ? cur : NULL;
 }
 
+static json_t *resolve_ref(const walk *w, const char *ref)
+{
+    return tg_schema_resolve_ref(w->root, ref);
+}
+
 static const char *ref_short_name(const char *ref)
 {
     const char *s = strrchr(ref, '/');
@@ -279,6 +371,143 @@ static bool is_bare_map(json_t *n)
 
 static void merge_into(walk *w, json_t *dst, json_t *src, int depth);
 
+/* Keywords that describe a value without constraining it: one writer wins. */
+static const char *const annotation_keys[] = {"description", "title", "default", "examples",
+                                              "example", "$comment", "nullable", NULL};
+static const char *const lower_bounds[] = {"minimum", "exclusiveMinimum", "minLength", "minItems",
+                                           "minProperties", NULL};
+static const char *const upper_bounds[] = {"maximum", "exclusiveMaximum", "maxLength", "maxItems",
+                                           "maxProperties", NULL};
+
+static bool array_has(json_t *arr, json_t *v)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(arr, i, x) if (json_equal(x, v)) return true;
+    return false;
+}
+
+/* The type names both sides allow ("integer" is a "number"), or an empty
+ * array when they share none. */
+static json_t *type_meet(json_t *a, json_t *b)
+{
+    json_t *la = json_is_string(a) ? json_pack("[O]", a) : json_incref(a);
+    json_t *lb = json_is_string(b) ? json_pack("[O]", b) : json_incref(b);
+    json_t *out = json_array();
+    size_t i, j;
+    json_t *x, *y;
+    json_array_foreach(la, i, x) json_array_foreach(lb, j, y) {
+        const char *sx = json_string_value(x), *sy = json_string_value(y);
+        if (!sx || !sy)
+            continue;
+        const char *m = !strcmp(sx, sy) ? sx
+                        : (!strcmp(sx, "integer") && !strcmp(sy, "number")) ||
+                                  (!strcmp(sx, "number") && !strcmp(sy, "integer"))
+                            ? "integer"
+                            : NULL;
+        json_t *ms = m ? json_string(m) : NULL;
+        if (ms && !array_has(out, ms))
+            json_array_append(out, ms);
+        json_decref(ms);
+    }
+    json_decref(la);
+    json_decref(lb);
+    return out;
+}
+
+/* A constraint both sides set differently that one keyword cannot hold
+ * (two patterns, two formats, two consts): the first stays, the other is
+ * said in a hint, never dropped in silence. */
+static void merge_hint(json_t *dst, const char *k, json_t *v)
+{
+    char key[96], *s = tg_json_dumps(v);
+    snprintf(key, sizeof key, "x-toolgate-hint-also-%.60s", k);
+    json_object_set_new(dst, key, json_sprintf("also %s: %.*s", k, HINT_VALUE_MAX, s ? s : "?"));
+    free(s);
+}
+
+/* Key k of src applies to dst as well (allOf semantics: both hold). Writes
+ * into dst what holds for both; src_wins gives src the last word on
+ * annotations (a $ref's use site is more specific than its target). This is
+ * the one place that joins two schemas' keywords: allOf merging, keywords
+ * beside a $ref, and siblings pushed into anyOf branches (rule 27) all come
+ * here, so none of them overwrites a constraint the other side set. */
+static void merge_keyword(json_t *dst, const char *k, json_t *v, bool src_wins)
+{
+    json_t *have = json_object_get(dst, k);
+    if (!have) {
+        json_object_set(dst, k, v);
+        return;
+    }
+    if (have == v || json_equal(have, v))
+        return;
+    if (in_list(annotation_keys, k) || !strncmp(k, "x-toolgate-hint", 15)) {
+        if (src_wins)
+            json_object_set(dst, k, v);
+        return;
+    }
+    if (!strcmp(k, "properties") && json_is_object(have) && json_is_object(v)) {
+        json_t *props = json_copy(have);
+        const char *pk;
+        json_t *pv;
+        json_object_foreach(v, pk, pv) {
+            json_t *old = json_object_get(props, pk);
+            if (!old)
+                json_object_set(props, pk, pv);
+            else if (old != pv && !json_equal(old, pv))
+                /* both sides constrain it: an allOf the child walk merges */
+                json_object_set_new(props, pk, json_pack("{s:[OO]}", "allOf", old, pv));
+        }
+        json_object_set_new(dst, "properties", props);
+    } else if (!strcmp(k, "required") && json_is_array(have) && json_is_array(v)) {
+        json_t *req = json_copy(have);
+        size_t i;
+        json_t *s;
+        json_array_foreach(v, i, s) if (!array_has(req, s)) json_array_append(req, s);
+        json_object_set_new(dst, "required", req);
+    } else if (!strcmp(k, "items") || !strcmp(k, "additionalProperties")) {
+        if (json_is_false(have) || json_is_true(v))
+            return;
+        if (json_is_false(v) || json_is_true(have))
+            json_object_set(dst, k, v);
+        else if (json_is_object(have) && json_is_object(v))
+            json_object_set_new(dst, k, json_pack("{s:[OO]}", "allOf", have, v));
+        else
+            merge_hint(dst, k, v);
+    } else if (in_list(lower_bounds, k) && json_is_number(have) && json_is_number(v)) {
+        if (json_number_value(v) > json_number_value(have))
+            json_object_set(dst, k, v);
+    } else if (in_list(upper_bounds, k) && json_is_number(have) && json_is_number(v)) {
+        if (json_number_value(v) < json_number_value(have))
+            json_object_set(dst, k, v);
+    } else if (!strcmp(k, "enum") && json_is_array(have) && json_is_array(v)) {
+        json_t *both = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach(have, i, x) if (array_has(v, x)) json_array_append(both, x);
+        if (json_array_size(both))
+            json_object_set_new(dst, k, both);
+        else {
+            json_decref(both);
+            merge_hint(dst, k, v);
+        }
+    } else if (!strcmp(k, "type")) {
+        json_t *m = type_meet(have, v);
+        if (json_array_size(m) == 1)
+            json_object_set(dst, k, json_array_get(m, 0));
+        else if (json_array_size(m) > 1)
+            json_object_set(dst, k, m);
+        else
+            merge_hint(dst, k, v);
+        json_decref(m);
+    } else if (!strcmp(k, "allOf") && json_is_array(have) && json_is_array(v)) {
+        json_t *all = json_copy(have);
+        json_array_extend(all, v);
+        json_object_set_new(dst, k, all);
+    } else {
+        merge_hint(dst, k, v);
+    }
+}
 /* One allOf branch, with a $ref on it resolved one level. */
 static void merge_branch(walk *w, json_t *dst, json_t *b, int depth)
 {
@@ -299,8 +528,8 @@ static void merge_branch(walk *w, json_t *dst, json_t *b, int depth)
     merge_into(w, dst, b, depth + 1);
 }
 
-/* allOf semantics, as far as one object can carry them: property and
- * required unions, first writer wins for everything else. */
+/* allOf semantics: every branch's keywords hold at once (merge_keyword);
+ * the node's own keywords were written first. */
 static void merge_into(walk *w, json_t *dst, json_t *src, int depth)
 {
     const char *k;
@@ -308,34 +537,12 @@ static void merge_into(walk *w, json_t *dst, json_t *src, int depth)
     if (depth > MERGE_MAX_DEPTH)
         return;
     json_object_foreach(src, k, v) {
-        json_t *have = json_object_get(dst, k);
         if (!strcmp(k, "allOf") && json_is_array(v)) {
             size_t i;
             json_t *b;
             json_array_foreach(v, i, b) merge_branch(w, dst, b, depth);
-        } else if (!strcmp(k, "properties") && json_is_object(v) && json_is_object(have)) {
-            json_t *props = json_copy(have);
-            const char *pk;
-            json_t *pv;
-            json_object_foreach(v, pk, pv) {
-                json_t *old = json_object_get(props, pk);
-                if (!old) {
-                    json_object_set(props, pk, pv);
-                } else if (old != pv) {
-                    /* both sides constrain it: an allOf the child walk merges */
-                    json_t *both = json_pack("{s:[OO]}", "allOf", old, pv);
-                    json_object_set_new(props, pk, both);
-                }
-            }
-            json_object_set_new(dst, "properties", props);
-        } else if (!strcmp(k, "required") && json_is_array(v) && json_is_array(have)) {
-            json_t *req = json_copy(have);
-            size_t i;
-            json_t *s;
-            json_array_foreach(v, i, s) json_array_append(req, s);
-            json_object_set_new(dst, "required", req);
-        } else if (!have) {
-            json_object_set(dst, k, v);
+        } else {
+            merge_keyword(dst, k, v, false);
         }
     }
 }
@@ -602,23 +809,14 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
                 json_t *d = json_sprintf("unresolved $ref %s", ref);
                 json_object_set_new(merged, "x-toolgate-hint", d);
             }
-            /* Keywords beside a $ref apply too (allOf semantics): they
-             * override the target's, except properties and required, which
-             * add to them. */
+            /* Keywords beside a $ref apply too (allOf semantics): both
+             * sides' constraints hold; the use site's description, title
+             * and default win over the target's. */
             const char *k;
             json_t *v;
             json_object_foreach(n, k, v) {
-                json_t *have = json_object_get(merged, k);
-                if (!strcmp(k, "$ref"))
-                    continue;
-                if ((!strcmp(k, "properties") && json_is_object(have) && json_is_object(v)) ||
-                    (!strcmp(k, "required") && json_is_array(have) && json_is_array(v))) {
-                    json_t *src = json_pack("{s:O}", k, v);
-                    merge_into(w, merged, src, 0);
-                    json_decref(src);
-                } else {
-                    json_object_set(merged, k, v);
-                }
+                if (strcmp(k, "$ref"))
+                    merge_keyword(merged, k, v, true);
             }
             note(w, ptr, "inline-ref", json_object_get(n, "$ref"), NULL);
             w->refs[w->nrefs++] = ref;
@@ -652,6 +850,12 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
         json_object_del(n, "oneOf");
     }
     tuple_to_items(w, n, ptr);
+    if (json_is_boolean(json_object_get(n, "required")) && (w->f & TG_SR_REQUIRED)) {
+        /* draft 3's "required": true on a property; its parent's walk
+         * folds it into the parent's required list (rule 59) */
+        note(w, ptr, "draft3-required (rule 59)", json_object_get(n, "required"), NULL);
+        json_object_del(n, "required");
+    }
     static const char *const combinators[] = {"anyOf", "oneOf", "allOf", NULL};
     for (const char *const *c = combinators; *c; c++) {
         json_t *v = json_object_get(n, *c);
@@ -815,10 +1019,16 @@ static json_t *standin(walk *w, json_t *n, const char *what, const char *ptr, js
     const char *d = json_string_value(json_object_get(n, "description"));
     json_t *out = json_object();
     json_object_set_new(out, "type", json_string("string"));
-    json_t *desc = json_sprintf("%s%s(%s, JSON-encoded)", d ? d : "", d && *d ? " " : "", what);
+    /* the keys the encoded object must hold stay readable (rule 5) */
+    json_t *req = json_object_get(n, "required");
+    char *rs = json_array_size(req) ? tg_json_dumps(req) : NULL;
+    json_t *desc = json_sprintf("%s%s(%s%s%.*s, JSON-encoded)", d ? d : "", d && *d ? " " : "", what,
+                                rs ? "; required keys: " : "", HINT_VALUE_MAX, rs ? rs : "");
+    free(rs);
     json_object_set_new(out, "description", desc);
     note(w, ptr, "json-string-standin", n, out);
     *inv = json_pack("{s:i}", "j", 1);
+    budget_spend(w, out);
     return out;
 }
 
@@ -947,6 +1157,51 @@ static json_t *stringify_enum(walk *w, json_t *e, json_t *out, json_t *inv, cons
     return vals;
 }
 
+/* Rule 5 drops required names that are not properties (Gemini refuses
+ * them, Groq refuses required without properties); the names still say
+ * which keys the agent's tool needs, so they go into a hint. */
+static void required_hint(walk *w, json_t *req_in, json_t *props, json_t *hints)
+{
+    if (!(w->f & TG_SR_REQUIRED))
+        return;
+    json_t *lost = json_array();
+    size_t i;
+    json_t *r;
+    json_array_foreach(req_in, i, r) {
+        if (json_is_string(r) && !json_object_get(props, json_string_value(r)) && !array_has(lost, r))
+            json_array_append(lost, r);
+    }
+    if (json_array_size(lost))
+        hint_add(hints, "required keys", lost);
+    json_decref(lost);
+}
+
+/* Draft 3 wrote "required": true on the property itself; later drafts (and
+ * every provider) read required only as the parent's list. Returns the
+ * parent's list with those names added (new reference), or NULL when no
+ * property carried a boolean. */
+static json_t *draft3_required(walk *w, json_t *props, json_t *req_in, const char *ptr)
+{
+    if (!(w->f & TG_SR_REQUIRED))
+        return NULL;
+    json_t *out = NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach(props, k, v) {
+        if (!json_is_true(json_object_get(v, "required")))
+            continue;
+        if (!out)
+            out = req_in ? json_copy(req_in) : json_array();
+        json_t *name = json_string(k);
+        if (!array_has(out, name))
+            json_array_append(out, name);
+        json_decref(name);
+    }
+    if (out)
+        note(w, ptr, "draft3-required-folded (rule 59)", req_in, out);
+    return out;
+}
+
 /* Emit the keys of normalised node n into out. */
 static void emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hints,
                             const char *ptr, int depth, int objdepth)
@@ -957,8 +1212,15 @@ static void emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t
         hint_add(hints, "properties", props);
         props = NULL;
     }
-    if (!props && !(w->f & (TG_SR_STRICT)) && !json_object_get(n, "properties"))
+    if (!json_is_array(req_in))
+        req_in = NULL;
+    if (!props && !(w->f & (TG_SR_STRICT)) && !json_object_get(n, "properties")) {
+        required_hint(w, req_in, NULL, hints);
         return;
+    }
+    json_t *folded = draft3_required(w, props, req_in, ptr);
+    if (folded)
+        req_in = folded;
     json_t *oprops = json_object();
     json_t *pinv = json_object();
     json_t *required = json_array();
@@ -995,6 +1257,8 @@ static void emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t
     }
     if (json_is_array(req_in) && !props)
         note(w, ptr, "required-without-properties", req_in, NULL);
+    required_hint(w, req_in, oprops, hints);
+    json_decref(folded);
     json_object_set_new(out, "properties", oprops);
     if (json_array_size(required) || strict_all)
         json_object_set(out, "required", required);
@@ -1207,40 +1471,39 @@ static void push_into_branches(walk *w, json_t *n, const char *ptr)
                                          "format", "minimum", "maximum", "minLength",
                                          "maxLength", "pattern", "minItems", "maxItems",
                                          "additionalProperties", "const", NULL};
-    /* n is a shallow copy: its anyOf array is still the agent's, copy it */
-    json_t *any = json_copy(json_object_get(n, "anyOf"));
-    json_object_set_new(n, "anyOf", any);
-    bool moved = false;
+    json_t *moving = json_object();
     for (const char *const *k = pushed; *k; k++) {
         json_t *v = json_object_get(n, *k);
-        if (!v)
-            continue;
-        size_t i;
-        json_t *b;
-        json_array_foreach(any, i, b) {
-            if (!json_is_object(b) || json_object_get(b, "$ref"))
-                continue;
-            json_t *have = json_object_get(b, *k);
-            json_t *nb = NULL;
-            if (!have) {
-                nb = json_copy(b);
-                json_object_set(nb, *k, v);
-            } else if ((!strcmp(*k, "properties") && json_is_object(have) && json_is_object(v)) ||
-                       (!strcmp(*k, "required") && json_is_array(have) && json_is_array(v))) {
-                /* the parent's properties and required bind every branch */
-                nb = json_copy(b);
-                json_t *src = json_pack("{s:O}", *k, v);
-                merge_into(w, nb, src, 0);
-                json_decref(src);
-            }
-            if (nb)
-                json_array_set_new(any, i, nb);
-        }
-        json_object_del(n, *k);
-        moved = true;
+        if (v)
+            json_object_set(moving, *k, v);
     }
-    if (moved)
-        note(w, ptr, "anyOf-siblings-into-branches", NULL, NULL);
+    if (!json_object_size(moving)) {
+        json_decref(moving);
+        return;
+    }
+    /* Each branch must hold the parent's constraints as well as its own
+     * (rule 27): merged, never overwritten (a branch's own items and the
+     * parent's both bind it). Beside a $ref they merge with its target when
+     * the reference is inlined. n is a shallow copy: its anyOf array is
+     * still the agent's, copy it. */
+    json_t *any = json_copy(json_object_get(n, "anyOf"));
+    json_object_set_new(n, "anyOf", any);
+    size_t i;
+    json_t *b;
+    json_array_foreach(any, i, b) {
+        if (!json_is_object(b))
+            continue;
+        json_t *nb = json_copy(b);
+        const char *k;
+        json_t *v;
+        json_object_foreach(moving, k, v) merge_keyword(nb, k, v, false);
+        json_array_set_new(any, i, nb);
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(moving, k, v) json_object_del(n, k);
+    note(w, ptr, "anyOf-siblings-into-branches", moving, NULL);
+    json_decref(moving);
 }
 
 /* What the walk decided about one node's type, shared by the steps below. */
@@ -1286,8 +1549,12 @@ static json_t *collapse_null_branch(walk *w, json_t *n, const char *ptr)
             replacement = json_copy(json_array_get(keep, 0));
             const char *k;
             json_t *v;
-            json_object_foreach(n, k, v) if (strcmp(k, "anyOf") && !json_object_get(replacement, k))
-                json_object_set(replacement, k, v);
+            /* the node's keywords bind the branch too (merged, rule 27) */
+            json_object_foreach(n, k, v) if (strcmp(k, "anyOf") && strcmp(k, "description"))
+                merge_keyword(replacement, k, v, false);
+            if (!json_object_get(replacement, "description") && json_object_get(n, "description"))
+                json_object_set(replacement, "description", json_object_get(n, "description"));
+            json_object_set_new(replacement, "nullable", json_true());
             /* the property's description and the value's both say
              * something (zod: .describe() before and after .nullable()) */
             const char *outer = json_string_value(json_object_get(n, "description"));
@@ -1356,13 +1623,15 @@ static json_t *node_types(walk *w, json_t *n, const char *ptr, bool root, json_t
     json_t *en = json_object_get(n, "enum");
     if (json_array_size(types) == 0 && !json_is_array(json_object_get(n, "anyOf")) &&
         (w->f & (TG_SR_ADD_TYPE | TG_SR_STRICT | TG_SR_FREEFORM_STRING))) {
-        const char *t = NULL;
-        if (json_object_get(n, "properties"))
+        /* the values an enum allows say more than the keywords that bind
+         * only some types: {enum: ["a"], properties: {...}} is a string */
+        const char *t = en ? type_of_values(en) : NULL;
+        if (t)
+            ;
+        else if (json_object_get(n, "properties"))
             t = "object";
         else if (json_object_get(n, "items"))
             t = "array";
-        else if (en)
-            t = type_of_values(en);
         else if (json_object_get(n, "const")) {
             /* a typeless const (zod's z.literal() in some versions):
              * strict wants every node typed, like an enum's */
@@ -1459,8 +1728,12 @@ static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool 
         return "JSON-encoded object; any keys";
     if (is_obj && (f & TG_SR_STRICT) && w->props + (int)json_object_size(props) > STRICT_MAX_PROPS)
         return "object beyond the property budget";
-    if (is_obj && (f & TG_SR_STRICT) && objdepth + 1 > STRICT_MAX_OBJ)
-        return "object nested too deep";
+    /* OpenAI counts array levels as well as object ones ("11 levels of
+     * nesting exceeds limit of 10" for a schema of fewer object levels);
+     * counting both is the stricter reading rule 20 allows */
+    bool is_arr = single && !strcmp(single, "array");
+    if ((is_obj || is_arr) && (f & TG_SR_STRICT) && objdepth + 1 > STRICT_MAX_OBJ)
+        return is_obj ? "object nested too deep" : "array nested too deep";
     if (is_obj)
         w->props += (int)json_object_size(props);
     return NULL;
@@ -1604,9 +1877,18 @@ static void emit_keys(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hint
 /* After properties: rule 5 clean-up, strict closing (rule 16), xAI's quirk,
  * and items for arrays that had none (rule 4). */
 static void finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_object, bool is_array,
-                        const char *ptr, int depth, int objdepth)
+                        bool root, const char *ptr, int depth, int objdepth)
 {
     unsigned f = w->f;
+    json_t *props = json_object_get(out, "properties");
+    if ((f & TG_SR_OPENAPI_SUBSET) && !root && json_is_object(props) && !json_object_size(props)) {
+        /* Rule 58: Gemini refuses an empty properties at any depth
+         * ("...properties[go_back].properties: should be non-empty for
+         * OBJECT type"); {type: object} alone is its free-form object. The
+         * root has rule 30. */
+        note(w, ptr, "empty-properties (rule 58)", props, NULL);
+        json_object_del(out, "properties");
+    }
     json_t *req = json_object_get(out, "required");
     if (!(f & TG_SR_REQUIRED) && !json_object_get(out, "properties") && json_object_get(n, "required"))
         json_object_set(out, "required", json_object_get(n, "required"));
@@ -1675,6 +1957,59 @@ static void retype_enum_keys(walk *w, json_t *out, const char *ptr)
     }
 }
 
+/* Rule 60 (Vertex): "When using any_of, it must be the only field set". What
+ * rule 27 left beside the anyOf (description, title, default, nullable...)
+ * moves into every branch: the description is prefixed to each branch's own,
+ * a default is said in it, nullable and the rest go as they are. Values keep
+ * their shape, so the inverse tree is unchanged. */
+/* One branch gets the fields its anyOf parent may not keep; a branch that
+ * is itself an anyOf passes them on to its own branches. */
+static void give_to_branch(json_t *b, json_t *moved, const char *d, const char *ds, int depth)
+{
+    json_t *sub = json_object_get(b, "anyOf");
+    if (json_is_array(sub) && depth < 2 * MAX_DEPTH) {  /* deeper became a stand-in */
+        size_t i;
+        json_t *c;
+        json_array_foreach(sub, i, c) if (json_is_object(c)) give_to_branch(c, moved, d, ds, depth + 1);
+        return;
+    }
+    const char *bd = json_string_value(json_object_get(b, "description"));
+    if (d || ds) {
+        json_t *nd = json_sprintf("%s%s%s%s%.*s%s", d ? d : "", d && bd ? " " : "", bd ? bd : "",
+                                  ds ? ((d || bd) ? " (default: " : "(default: ") : "", HINT_VALUE_MAX,
+                                  ds ? ds : "", ds ? ")" : "");
+        if (nd)
+            json_object_set_new(b, "description", nd);
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(moved, k, v) {
+        if (strcmp(k, "description") && strcmp(k, "default") && !json_object_get(b, k))
+            json_object_set(b, k, v);
+    }
+}
+
+static void anyof_alone(walk *w, json_t *out, const char *ptr)
+{
+    json_t *any = json_object_get(out, "anyOf");
+    if (!json_is_array(any) || json_object_size(out) < 2)
+        return;
+    const char *d = json_string_value(json_object_get(out, "description"));
+    json_t *dflt = json_object_get(out, "default");
+    char *ds = dflt ? tg_json_dumps(dflt) : NULL;
+    json_t *moved = json_copy(out);
+    json_object_del(moved, "anyOf");
+    size_t i;
+    json_t *b;
+    json_array_foreach(any, i, b) if (json_is_object(b)) give_to_branch(b, moved, d, ds, 0);
+    free(ds);
+    json_incref(any);
+    json_object_clear(out);
+    json_object_set_new(out, "anyOf", any);
+    note(w, ptr, "anyOf-alone (rule 60)", moved, NULL);
+    json_decref(moved);
+}
+
 /* One schema node: normalise, decide, emit. Returns the new node; *inv gets
  * its inverse tree or NULL. */
 static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
@@ -1683,6 +2018,11 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
     unsigned f = w->f;
     *inv = NULL;
     w->nodes++;
+    if (w->b->over || ++w->b->nodes > w->b->max_nodes) {
+        /* rule 62: the request is refused; finish the walk without work */
+        w->b->over = true;
+        return json_object();
+    }
     node_in ni = normalize(w, in, ptr, root);
     json_t *n = ni.n;
     json_t *out = NULL;
@@ -1732,21 +2072,36 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
     const char *single = nt.enum_node ? "string" : single_type(&nt);
     bool is_object = single && !strcmp(single, "object");
     bool is_array = single && !strcmp(single, "array");
-    int myobj = objdepth + (is_object ? 1 : 0);
+    int myobj = objdepth + (is_object || is_array ? 1 : 0);  /* levels (rule 20) */
     emit_keys(w, n, out, myinv, hints, &nt, ptr, depth, myobj);
     if (nt.enum_node)
         retype_enum_keys(w, out, ptr);
-    if (is_object || json_object_get(n, "properties") || (root && (f & TG_SR_ROOT_OBJECT)) ||
-        ((f & TG_SR_REQUIRED) && json_object_get(n, "required")))
-        emit_properties(w, n, out, myinv, hints, ptr, depth, myobj);
     /* a type list with object in it ("object", "array") closes its object
-     * case too (rule 16): the object keywords bind only objects */
-    bool may_be_object = is_object;
+     * case too (rule 16): the object keywords bind only objects; one with
+     * array in it needs items like a plain array (rule 4) */
+    bool may_be_object = is_object, may_be_array = is_array;
     size_t ti;
     json_t *tv;
-    json_array_foreach(nt.nonnull, ti, tv) may_be_object |= !strcmp(json_string_value(tv), "object");
-    finish_node(w, n, out, myinv, may_be_object, is_array, ptr, depth, myobj);
+    json_array_foreach(nt.enum_node ? NULL : nt.nonnull, ti, tv) {  /* an enum went out as strings */
+        may_be_object |= !strcmp(json_string_value(tv), "object");
+        may_be_array |= !strcmp(json_string_value(tv), "array");
+    }
+    if (!may_be_object && (json_array_size(nt.types) || nt.enum_node) && !root &&
+        (f & TG_SR_REQUIRED) && (json_object_get(n, "properties") || json_object_get(n, "required"))) {
+        /* Rule 59: properties and required bind only objects, so on a
+         * string they say nothing, and Gemini refuses them ("properties:
+         * only allowed for OBJECT type"); strict rules would even close the
+         * string as an object. */
+        note(w, ptr, "object-keywords-on-non-object (rule 59)", json_object_get(n, "properties"), NULL);
+    } else if (is_object || json_object_get(n, "properties") || (root && (f & TG_SR_ROOT_OBJECT)) ||
+               ((f & TG_SR_REQUIRED) && json_object_get(n, "required"))) {
+        emit_properties(w, n, out, myinv, hints, ptr, depth, myobj);
+    }
+    finish_node(w, n, out, myinv, may_be_object, may_be_array, root, ptr, depth, myobj);
     hints_flush(w, out, hints, ptr);
+    if (f & TG_SR_ANYOF_ALONE)
+        anyof_alone(w, out, ptr);
+    budget_spend(w, out);
     if (json_object_size(myinv))
         *inv = json_incref(myinv);
 
@@ -1804,6 +2159,24 @@ static void cut_description(walk *w, json_t *fn, json_t *ofn)
 json_t *tg_schema_rewrite_tool(const tg_schema_rules *r, json_t *tool, const char *upstream_name,
                                json_t *explain, json_t **inverse, bool *strict)
 {
+    tg_schema_budget b;
+    tg_schema_budget_init(&b, r, tg_schema_json_bytes(tool));
+    json_t *t = tg_schema_rewrite_tool_budget(r, tool, upstream_name, explain, inverse, strict, &b);
+    if (b.over) {  /* not to be sent: the caller treats it as unusable */
+        json_decref(t);
+        if (inverse) {
+            json_decref(*inverse);
+            *inverse = NULL;
+        }
+        return NULL;
+    }
+    return t;
+}
+
+json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, const char *upstream_name,
+                                      json_t *explain, json_t **inverse, bool *strict,
+                                      tg_schema_budget *budget)
+{
     if (inverse)
         *inverse = NULL;
     if (strict)
@@ -1812,7 +2185,7 @@ json_t *tg_schema_rewrite_tool(const tg_schema_rules *r, json_t *tool, const cha
     const char *name = json_string_value(json_object_get(fn, "name"));
     if (!json_is_object(fn) || !name || !*name)
         return NULL;
-    walk w = {.r = r, .f = effective_flags(r, fn), .explain = explain, .tool = name};
+    walk w = {.r = r, .f = effective_flags(r, fn), .explain = explain, .tool = name, .b = budget};
     json_t *ofn = json_object();
     json_object_set_new(ofn, "name", json_string(upstream_name ? upstream_name : name));
     cut_description(&w, fn, ofn);

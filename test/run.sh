@@ -3,7 +3,8 @@
 # "N passed, N failed". Each suite speaks TAP ("ok N - name" / "not ok N -
 # name"): cmocka unit binaries (CMOCKA_MESSAGE_OUTPUT=TAP), then every
 # test/integration/*.sh, which start the ASan build of toolgate against the
-# project's mock upstream.
+# project's mock upstream, then every test/adversary/*.sh (hostile upstreams
+# and clients, README "Security").
 cd "$(dirname "$0")/.."
 export TG_ROOT="$PWD"
 export TG_BIN="${TG_BIN:-$PWD/build-asan/toolgate}"
@@ -50,10 +51,13 @@ for t in ${BUILD:-build}/test/test_*; do
     tally "$name" "$log/$name.log" $?
 done
 
-for t in test/integration/*.sh; do
+for t in test/integration/*.sh test/adversary/*.sh; do
     [ -f "$t" ] || continue
     name=$(basename "$t" .sh)
     [ "$name" = lib ] && continue
+    # adversary-NAME: an adversary suite may share an integration suite's
+    # name (clients), and `sh test/run.sh adversary` runs them all
+    case "$t" in test/adversary/*) name="adversary-$name" ;; esac
     case "$name" in *"$only"*) ;; *) continue ;; esac
     sh "$t" >"$log/$name.log" 2>&1
     tally "$name" "$log/$name.log" $?

@@ -11,7 +11,7 @@ start_mock
 PORT=$(free_port)
 CONF="$TG_TMP/bridges.conf"
 {
-    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\n\n' "$PORT"
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nforward_headers = x-mock*\n\n' "$PORT"
     printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\n\n' "$MOCK_PORT"
     printf '[route strict]\nprefix = /strict\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nhosted_tools = refuse\n\n' "$MOCK_PORT"
     conf_route main '*'
@@ -55,6 +55,33 @@ expect_match "the drops are counted (toolgate_bridge_dropped_total)" \
     '^toolgate_bridge_dropped_total 4$' "$(cat "$B")"
 expect_match "the drops are logged" 'bridge dropped what its chat upstream cannot run: tools web_search' \
     "$(cat "$TG_LOG")"
+
+# ---- Codex's own tool shapes come back in their shapes ---------------------
+
+CODEX='{"model":"mock-parallel","stream":STREAM,"input":"go","tools":[{"type":"namespace","name":"multi_agent_v1","description":"agents","tools":[{"type":"function","name":"spawn_agent","description":"spawns","strict":false,"parameters":{"type":"object","properties":{"task":{"type":"string"}},"required":["task"]}}]},{"type":"custom","name":"apply_patch","description":"edits files","format":{"type":"grammar","syntax":"lark","definition":"start: /.+/"}},{"type":"web_search","external_web_access":false}]}'
+for stream in false true; do
+    st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' -H 'X-Mock-Calls: 2' \
+        --data-binary "$(printf '%s' "$CODEX" | sed "s/STREAM/$stream/")")
+    got=$("$PY" - "$B" "$stream" <<'EOF'
+import json, sys
+text = open(sys.argv[1]).read()
+if sys.argv[2] == "true":
+    done = [json.loads(l[6:]) for l in text.splitlines() if l.startswith("data: ")]
+    out = [e for e in done if e.get("type") == "response.completed"][0]["response"]["output"]
+else:
+    out = json.loads(text)["output"]
+def shape(i):
+    if i["type"] == "function_call":
+        return "function_call %s %s" % (i.get("namespace"), i["name"])
+    if i["type"] == "custom_tool_call":
+        return "custom_tool_call %s %s" % (i["name"], type(i["input"]).__name__)
+    return i["type"]
+print("; ".join(shape(i) for i in out))
+EOF
+)
+    expect_eq "Codex over Responses (stream $stream): a namespaced call and a custom call in their own shapes" \
+        "function_call multi_agent_v1 spawn_agent; custom_tool_call apply_patch str" "$got"
+done
 
 # ---- hosted_tools = refuse ------------------------------------------------------
 

@@ -71,7 +71,7 @@ st=$(chat "$B" '{"model":"mock-tools","messages":[{"role":"user","content":"weat
 expect_eq "tools: tool call name relayed" "get_weather" "$(json_get "$B" choices.0.message.tool_calls.0.function.name)"
 expect_eq "tools: finish_reason tool_calls" "tool_calls" "$(json_get "$B" choices.0.finish_reason)"
 
-# Structured output (dialects.md section 2): a strict response_format with an
+# Structured output (docs/dialects.md section 2): a strict response_format with an
 # optional property goes up with it required and nullable, and the null the
 # model must then write for it does not reach the agent, whole or streamed.
 RF='"response_format":{"type":"json_schema","json_schema":{"name":"person","strict":true,"schema":{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"]}}}'
@@ -287,10 +287,13 @@ expect_eq "passthrough body untouched" '{"input":"x","model":"e"}' "$(json_get "
 mock_reset
 chat "$B" '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}' \
     -H 'Authorization: Bearer client-key' -H 'X-Foo: bar' -H 'Keep-Alive: timeout=5' \
-    -H 'Connection: keep-alive' >/dev/null
+    -H 'Connection: keep-alive' -H 'OpenAI-Organization: org-1' >/dev/null
 mock_last "$TG_TMP/last"
 expect_eq "api_key route: Authorization replaced (\${VAR} expanded)" "Bearer sk-route-key" "$(json_get "$TG_TMP/last" headers.authorization)"
-expect_eq "custom X-Foo forwarded upstream" "bar" "$(json_get "$TG_TMP/last" headers.x-foo)"
+expect_eq "X-Foo (not on the allow-list, not in forward_headers) stays with toolgate" "" \
+    "$(json_get "$TG_TMP/last" headers.x-foo)"
+expect_eq "OpenAI-Organization (on the allow-list) forwarded upstream" "org-1" \
+    "$(json_get "$TG_TMP/last" headers.openai-organization)"
 rid=$(json_get "$TG_TMP/last" headers.x-request-id)
 if [ -n "$rid" ]; then ok "X-Request-Id generated and sent upstream ($rid)"; else not_ok "X-Request-Id generated and sent upstream" "$(json_get "$TG_TMP/last" headers)"; fi
 expect_eq "generated X-Request-Id echoed to the client" "$rid" "$(header_value "$B.h" X-Request-Id)"

@@ -5,7 +5,7 @@
 # back carries the agent's own tool name.
 #
 # The request has what real agents send and strict providers reject
-# (shared/research/dialects.md sections 4 and 9): a dotted tool name,
+# (docs/dialects.md sections 4 and 9): a dotted tool name,
 # JSON-Schema keywords Gemini refuses, bookkeeping keys (reasoning_content,
 # extra_content, index, "_"-private keys, name on a tool message), OpenAI
 # "call_..." ids, a user turn right after a tool turn, top-level store.
@@ -16,7 +16,7 @@
 start_mock
 PORT=$(free_port)
 CONF="$TG_TMP/dialects.conf"
-PROVIDERS="openai gemini anthropic mistral groq fireworks cerebras"
+PROVIDERS="openai gemini vertex anthropic mistral groq fireworks cerebras"
 {
     conf_server "$PORT"
     for p in $PROVIDERS; do
@@ -39,6 +39,13 @@ schema = {
         "lines": {"type": "array"},
         "mode": {"type": "integer", "enum": [1, 2]},
         "kind": {"const": "text"},
+        # rule 58: an empty properties below the root; rule 59: properties
+        # on a string (browser-use#7, opencode#11889)
+        "options": {"type": "object", "properties": {}},
+        "pattern": {"type": "string", "properties": {"re": {"type": "string"}}},
+        # rule 60: Vertex takes nothing beside an anyOf (litellm#11164)
+        "base": {"anyOf": [{"type": "string"}, {"type": "integer"}],
+                 "description": "base branch", "title": "Base", "default": None},
     },
     "required": ["path"],
 }

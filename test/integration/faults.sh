@@ -37,7 +37,7 @@ done
 expect_eq "40 requests, upstream closing every other connection: all 200" 0 "$bad"
 
 # ---- provider error bodies: every client must be able to read them -----------
-# (their shapes from dialects.md section 4 and the providers' docs)
+# (their shapes from docs/dialects.md section 4 and the providers' docs)
 fx() {  # fx NAME STATUS CTYPE BODY [stream]: toolgate's answer to that upstream answer
     printf '%s' "$4" >"$TG_TMP/fx-$1.json"
     chat "$TG_TMP/fx-$1.out" "{\"model\":\"gpt-4o\",${5:+\"stream\":true,}$MSG}" -H 'X-Mock: fixture' \

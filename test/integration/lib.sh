@@ -301,9 +301,11 @@ mock_reset() {
     curl -s -m 5 -X POST "$MOCK_URL/_reset" >/dev/null
 }
 
-# conf_server PORT [EXTRA LINES]: a [server] section on 127.0.0.1:PORT.
+# conf_server PORT [EXTRA LINES]: a [server] section on 127.0.0.1:PORT; the
+# mock's X-Mock headers are forwarded (forward_headers: an EXTRA line of
+# its own replaces this one).
 conf_server() {
-    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 2\nlog_level = warn\n%s\n\n' "$1" "$2"
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 2\nlog_level = warn\nforward_headers = x-mock*\n%s\n\n' "$1" "$2"
 }
 
 # conf_route NAME MODELS [EXTRA LINES]: a route to the mock, dialect openai.

@@ -16,7 +16,7 @@ start_mock
 PORT=$(free_port)
 CONF="$TG_TMP/rounds.conf"
 {
-    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\n\n' "$PORT"
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nforward_headers = x-mock*\n\n' "$PORT"
     printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\ndiscovery = on\n\n' "$MOCK_PORT"
 } >"$CONF"
 start_toolgate "$CONF" || finish

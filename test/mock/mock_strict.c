@@ -2,8 +2,8 @@
  *
  * Included by mock_upstream.c (the Makefile compiles that one file). For
  * scenario "strict:<provider>" the mock checks the request the way the
- * provider is documented to (shared/research/dialects.md sections 4, 4.1,
- * 6, 9 rules 36 and 42-49) and answers with that provider's verbatim error
+ * provider is documented to (docs/dialects.md sections 4, 4.1, 3 and
+ * 6, 9 rules 24-30, 36, 42-49 and 58-60) and answers with that provider's verbatim error
  * body and status (section 8). Only documented checks are made: a check
  * the real provider does not do would make toolgate's tests lie.
  *
@@ -582,8 +582,13 @@ static verdict gemini_schema(json_t *node, const char *path, bool root)
     if (t && strcasecmp(t, "array") == 0 && !json_is_object(json_object_get(node, "items")))
         return gemini_field(path, ".items: missing field.");
     json_t *props = json_object_get(node, "properties");
-    if (root && t && strcasecmp(t, "object") == 0 && json_object_size(props) == 0)
+    /* the root must have properties (rule 30); below it an object may
+     * have none, but never an empty properties (rule 58, browser-use#7) */
+    if (t && strcasecmp(t, "object") == 0 && json_object_size(props) == 0 && (root || props))
         return gemini_field(path, ".properties: should be non-empty for OBJECT type");
+    /* rule 59 (opencode#11889) */
+    if (t && strcasecmp(t, "object") != 0 && props)
+        return gemini_field(path, ".properties: only allowed for OBJECT type");
     size_t i;
     json_t *req;
     json_array_foreach(json_object_get(node, "required"), i, req) {
@@ -625,7 +630,7 @@ static bool gemini_name_ok(const char *n)
 
 /* R19: Gemini 3 wants the thought signature back on the first function
  * call of every model step of the current turn (after the last user
- * message); the error is the one dialects.md section 8 quotes. */
+ * message); the error is the one docs/dialects.md section 8 quotes. */
 static verdict gemini_signatures(json_t *req)
 {
     const char *model = json_string_value(json_object_get(req, "model"));
@@ -858,6 +863,58 @@ static verdict check_anthropic(json_t *req)
     return (verdict){ 0, NULL };
 }
 
+/* Vertex takes what the Gemini API takes, but a node holding anyOf may hold
+ * nothing else (docs/dialects.md rule 60; litellm#11164, opencode#15795). */
+static verdict vertex_anyof(json_t *node, const char *fn, const char *path)
+{
+    if (!json_is_object(node))
+        return (verdict){ 0, NULL };
+    if (json_object_get(node, "anyOf") && json_object_size(node) > 1) {
+        char m[768];
+        snprintf(m, sizeof(m), "Unable to submit request because `%s` functionDeclaration `%s` schema "
+                 "specified other fields alongside any_of. When using any_of, it must be the only "
+                 "field set. Learn more: "
+                 "https://cloud.google.com/vertex-ai/generative-ai/docs/multimodal/function-calling",
+                 fn, path);
+        return gemini_error(m, false, NULL);
+    }
+    char sub[1024];
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(node, "properties"), k, v) {
+        snprintf(sub, sizeof(sub), "%s.%s", path, k);
+        verdict r = vertex_anyof(v, fn, sub);
+        if (r.body)
+            return r;
+    }
+    snprintf(sub, sizeof(sub), "%s.items", path);
+    verdict r = vertex_anyof(json_object_get(node, "items"), fn, sub);
+    if (r.body)
+        return r;
+    size_t i;
+    json_array_foreach(json_object_get(node, "anyOf"), i, v) {
+        snprintf(sub, sizeof(sub), "%s.any_of[%zu]", path, i);
+        r = vertex_anyof(v, fn, sub);
+        if (r.body)
+            return r;
+    }
+    return (verdict){ 0, NULL };
+}
+
+static verdict check_vertex(json_t *req)
+{
+    size_t i;
+    json_t *tool;
+    json_array_foreach(json_object_get(req, "tools"), i, tool) {
+        json_t *fn = json_object_get(tool, "function");
+        const char *name = json_string_value(json_object_get(fn, "name"));
+        verdict r = vertex_anyof(json_object_get(fn, "parameters"), name ? name : "?", "parameters");
+        if (r.body)
+            return r;
+    }
+    return check_gemini(req);
+}
+
 /* ------------------------------------------------------------------ */
 
 static verdict strict_check(const char *provider, json_t *req)
@@ -872,6 +929,8 @@ static verdict strict_check(const char *provider, json_t *req)
         return check_cerebras(req);
     if (strcmp(provider, "gemini") == 0)
         return check_gemini(req);
+    if (strcmp(provider, "vertex") == 0)
+        return check_vertex(req);
     if (strcmp(provider, "openai") == 0)
         return check_openai(req);
     if (strcmp(provider, "anthropic") == 0)

@@ -692,7 +692,8 @@ static enum MHD_Result answer_tools(request *r, struct MHD_Connection *conn)
  * one function can be called twice in a turn), ids call_par0.., arguments
  * sampled from each tool's schema with strings "v<i>" so that no two calls
  * are alike. Streamed, each call opens with its id and name and its
- * arguments follow in three fragments; with X-Mock-Style: gemini each call
+ * arguments follow in three fragments (X-Mock-Arg-Pieces: n, at most one
+ * per byte; the bench's time-to-first-argument test); with X-Mock-Style: gemini each call
  * comes whole in its own chunk without an index (R3); X-Mock-Ids: name gives
  * every call its function's name as id (R9), empty gives none (R2). A turn
  * whose history ends with the tool answers of the last assistant turn -> a
@@ -841,12 +842,16 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
                                                     "type", "function", "function", "name",
                                                     json_object_get(fn, "name"), "arguments", ""),
                                        NULL));
-        size_t len = strlen(a), cut[4] = { 0, len / 3, 2 * len / 3, len };
-        for (int k = 0; k < 3 && rc == 0; k++)
+        size_t len = strlen(a);
+        long pieces = header_long(conn, "X-Mock-Arg-Pieces", 3);
+        size_t np = pieces < 1 ? 1 : (size_t)pieces > len && len ? len : (size_t)pieces;
+        for (size_t k = 0; k < np && rc == 0; k++) {
+            size_t from = len * k / np, to = len * (k + 1) / np;
             rc = stream_add_event(s, chunk(r, json_pack("{s:[{s:I,s:{s:s%}}]}", "tool_calls", "index",
                                                         (json_int_t)i, "function", "arguments",
-                                                        a + cut[k], cut[k + 1] - cut[k]),
+                                                        a + from, to - from),
                                            NULL));
+        }
     }
     json_decref(calls);
     return end_stream(r, conn, s, rc, "tool_calls");

@@ -14,7 +14,7 @@ port=$(free_port)
 conf="$TG_TMP/soak.conf"
 {
     # a small item store, so that it fills and evicts within the first round
-    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 2\naccess_log = off\nlog_level = error\nresponses_store = 2M\n\n' "$port"
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 2\naccess_log = off\nlog_level = error\nresponses_store = 2M\nforward_headers = x-mock*\n\n' "$port"
     printf '[route gpt]\nmodels = gpt-*\nupstream = http://127.0.0.1:%s/v1\ndialect = groq\nretries = 1\n\n' "$MOCK_PORT"
     printf '[route gem]\nmodels = gem-*\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\n' "$MOCK_PORT"
 } >"$conf"

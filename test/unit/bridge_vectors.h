@@ -48,6 +48,12 @@ static void chat_sse(const json_t *payloads, tg_buf *out)
     size_t i;
     const json_t *p;
     json_array_foreach(payloads, i, p) {
+        const char *raw = json_string_value(p);
+        if (raw && !strncmp(raw, "raw:", 4)) {  /* e.g. "raw:: keepalive" */
+            tg_buf_puts(out, raw + 4);
+            tg_buf_puts(out, "\n\n");
+            continue;
+        }
         tg_buf_puts(out, "data: ");
         if (json_is_string(p))
             tg_buf_puts(out, json_string_value(p));
@@ -66,6 +72,10 @@ static json_t *parse_events(const tg_buf *sse)
     while (p < e) {
         const char *end = memmem(p, (size_t)(e - p), "\n\n", 2);
         assert_non_null(end);
+        if (*p == ':') {  /* a comment (keepalive): no event */
+            p = end + 2;
+            continue;
+        }
         const char *data = memmem(p, (size_t)(end - p), "\ndata: ", 7);
         assert_non_null(data);
         assert_memory_equal(p, "event: ", 7);
@@ -77,6 +87,26 @@ static json_t *parse_events(const tg_buf *sse)
         p = end + 2;
     }
     return evs;
+}
+
+/* A vector's "comments": how many comment blocks (": keepalive", the
+ * repair stage's while it holds a call) the bridge must have passed on. */
+static void check_comments(const json_t *v, const tg_buf *sse)
+{
+    const json_t *want = json_object_get(v, "comments");
+    if (!want)
+        return;
+    long n = 0;
+    const char *p = sse->data, *e = sse->data + sse->len;
+    while (p && p < e) {
+        if (*p == ':')
+            n++;
+        const char *end = memmem(p, (size_t)(e - p), "\n\n", 2);
+        p = end ? end + 2 : NULL;
+    }
+    if (n != json_integer_value(want))
+        fprintf(stderr, "# %ld comments, want %lld\n", n, (long long)json_integer_value(want));
+    assert_int_equal(n, json_integer_value(want));
 }
 
 /* The chat stream a repair fixture expects, assembled as a client would:

@@ -1,4 +1,4 @@
-/* referee.c -- section 9 of dialects.md as code, plus a structural
+/* referee.c -- section 9 of docs/dialects.md as code, plus a structural
  * validator, an instance generator and a random-schema generator for the
  * schema tests (see referee.h). Written from the spec, not from the stage:
  * nothing here includes sanitize/ headers.
@@ -72,6 +72,10 @@ static bool type_has(json_t *node, const char *t)
 
 static bool dialect_is(ref_ctx *c, const char *d)
 {
+    /* Vertex's endpoint takes what the Gemini API takes (section 6), plus
+     * rule 60 */
+    if (is(d, "gemini") && is(c->dialect, "vertex"))
+        return true;
     return is(c->dialect, d);
 }
 
@@ -102,6 +106,14 @@ static const char *const deepseek_banned[] = {
     "patternProperties", "minItems", "maxItems", NULL};
 static const char *const type_set[] = {"string", "number", "integer", "boolean", "array",
                                        "object", "null", NULL};
+
+/* rule 59: properties / required only on a node that may be an object */
+static void check_object_keywords(ref_ctx *c, json_t *n, const char *ptr)
+{
+    json_t *t = json_object_get(n, "type");
+    if (t && !type_has(n, "object") && (json_object_get(n, "properties") || json_object_get(n, "required")))
+        violation(c, "R59", ptr, "properties/required on a non-object type");
+}
 
 static void check_common(ref_ctx *c, json_t *n, const char *ptr)
 {
@@ -157,10 +169,10 @@ static void check_openai_strict(ref_ctx *c, json_t *n, const char *ptr, int objd
     json_t *f = json_object_get(n, "format");
     if (f && !any_of(json_string_value(f), strict_formats))
         violation(c, "R19", ptr, "format %s", json_string_value(f));
+    if ((type_has(n, "object") || type_has(n, "array")) && objdepth > 10)
+        violation(c, "R20", ptr, "nesting %d > 10", objdepth);
     if (type_has(n, "object")) {
         c->props_total += (int)json_object_size(json_object_get(n, "properties"));
-        if (objdepth > 10)
-            violation(c, "R20", ptr, "object nesting %d > 10", objdepth);
         json_object_foreach(json_object_get(n, "properties"), k, v) c->string_total += (long)strlen(k);
     }
     json_t *e = json_object_get(n, "enum");
@@ -201,6 +213,13 @@ static void check_gemini(ref_ctx *c, json_t *n, const char *ptr)
     if (any && (json_object_get(n, "items") || json_object_get(n, "properties") ||
                 json_object_get(n, "enum") || json_object_get(n, "format")))
         violation(c, "R27", ptr, "type-specific siblings beside anyOf");
+    /* rule 60 (Vertex): anyOf is the only field of its node */
+    if (is(c->dialect, "vertex") && json_object_get(n, "anyOf") && json_object_size(n) > 1)
+        violation(c, "R60", ptr, "fields beside anyOf");
+    /* rule 58: no empty properties below the root (rule 30 has the root) */
+    json_t *props = json_object_get(n, "properties");
+    if (*ptr && json_is_object(props) && json_object_size(props) == 0)
+        violation(c, "R58", ptr, "empty properties below the root");
     json_t *e = json_object_get(n, "enum");
     if (e) {
         if (!json_is_array(e) || json_array_size(e) == 0)
@@ -300,9 +319,14 @@ static void check_node(ref_ctx *c, json_t *n, const char *ptr, int depth, int ob
         violation(c, "R20", ptr, "runaway nesting");
         return;
     }
-    if (type_has(n, "object"))
+    /* rule 20: object and array levels both count (the stricter reading,
+     * which OpenAI's "11 levels of nesting" error for objects in arrays
+     * shows it uses) */
+    if (type_has(n, "object") || type_has(n, "array"))
         objdepth++;
     check_common(c, n, ptr);
+    if (dialect_is(c, "gemini") || c->strict)
+        check_object_keywords(c, n, ptr);
     if (dialect_is(c, "gemini"))
         check_gemini(c, n, ptr);
     if (c->strict && (dialect_is(c, "openai-strict") || dialect_is(c, "openai")))
@@ -516,6 +540,12 @@ int referee_check(const char *dialect, json_t *body, json_t *why)
     json_array_foreach(tools, i, t) check_tool(&c, t, i, seen);
     json_decref(seen);
     c.tool = NULL;
+    /* rule 61: no empty tools list, nor a choice with no tool to choose */
+    if (tools && (!json_is_array(tools) || !json_array_size(tools)))
+        violation(&c, "R61", "/tools", "empty or null tools");
+    if (!json_array_size(tools) && !json_array_size(json_object_get(body, "functions")) &&
+        (json_object_get(body, "tool_choice") || json_object_get(body, "parallel_tool_calls")))
+        violation(&c, "R61", "/tool_choice", "tool_choice or parallel_tool_calls without tools");
     int mt = max_tools(&c);
     if (mt && json_array_size(tools) > (size_t)mt)
         violation(&c, "R13", "/tools", "%zu tools", json_array_size(tools));

@@ -1,4 +1,4 @@
-/* referee.h -- the tests' own checker for dialects.md section 9.
+/* referee.h -- the tests' own checker for docs/dialects.md section 9.
  *
  * Independent of the stage on purpose: it shares no code or table with
  * sanitize/, and reads only the request body the proxy would send. Each

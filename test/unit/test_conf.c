@@ -122,6 +122,10 @@ static void test_values_resolved(void **state)
     assert_string_equal(c->client_keys[2], "c");
     assert_null(c->client_keys[3]);
     assert_true(c->threads >= 1);
+    /* the Security bounds, when the conf does not name them (README) */
+    assert_int_equal(c->max_event, 4u << 20);
+    assert_int_equal(c->max_answer, 32u << 20);
+    assert_int_equal(c->header_timeout_ms, 10000);
     const tg_route *r = &c->routes[0];
     assert_string_equal(r->prefix, "/p");
     assert_string_equal(r->upstream, "http://h/v1");
@@ -285,6 +289,53 @@ static void test_responses_default(void **state)
     tg_conf_unref(c);
 }
 
+/* The security keys: /metrics asks for a key by default once there are
+ * client keys; metrics_auth without client keys and a body budget under
+ * max_body are errors; upstream URLs are shown without userinfo and
+ * query. */
+static void test_security_keys(void **state)
+{
+    (void)state;
+    const char *route = "[route o]\nprefix = /o\nupstream = http://u:pw@h:1/v1?key=sk\n";
+    char text[512];
+    snprintf(text, sizeof text, "[server]\nclient_keys = a, b\n%s", route);
+    tg_conf *c = load(text);
+    assert_non_null(c);
+    assert_true(c->metrics_auth);
+    assert_int_equal(c->max_body_memory, 256u << 20);
+    assert_int_equal(c->max_conns_per_ip, 1024);
+    assert_string_equal(c->routes[0].upstream_shown, "http://***@h:1/v1?***");
+    tg_conf_unref(c);
+    snprintf(text, sizeof text, "[server]\nclient_keys = a\nmetrics_auth = off\n"
+             "forward_headers = x-a, x-b-*\nmax_conns_per_ip = 0\n%s", route);
+    c = load(text);
+    assert_non_null(c);
+    assert_false(c->metrics_auth);
+    assert_string_equal(c->forward_headers[1], "x-b-*");
+    tg_conf_unref(c);
+    tg_buf errs = {0};
+    snprintf(text, sizeof text, "[server]\nmetrics_auth = on\n%s", route);
+    assert_null(tg_conf_load_string(text, "t.conf", &errs));
+    assert_non_null(strstr(errs.data, "metrics_auth = on needs client_keys"));
+    tg_buf_reset(&errs);
+    snprintf(text, sizeof text, "[server]\nmax_body = 8M\nmax_body_memory = 4M\n%s", route);
+    assert_null(tg_conf_load_string(text, "t.conf", &errs));
+    assert_non_null(strstr(errs.data, "max_body_memory"));
+    tg_buf_free(&errs);
+    static const char *const urls[][2] = {
+        {"https://api.x.ai/v1", "https://api.x.ai/v1"},
+        {"https://user:p@ss@h/v1/", "https://***@h/v1/"},
+        {"http://h:8/v1?key=a&b=c", "http://h:8/v1?***"},
+        {"http://h?k=1", "http://h?***"},
+        {"http://h/p#frag", "http://h/p"},
+    };
+    for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+        char *r = tg_url_redact(urls[i][0]);
+        assert_string_equal(r, urls[i][1]);
+        free(r);
+    }
+}
+
 /* /v1/messages is bridged over chat on every dialect but anthropic and
  * passthrough (whose providers speak it), unless the conf says otherwise. */
 static void test_messages_default(void **state)
@@ -355,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_responses_default),
         cmocka_unit_test(test_messages_default),
         cmocka_unit_test(test_hosted_tools),
+        cmocka_unit_test(test_security_keys),
     };
     return cmocka_run_group_tests_name("conf", tests, NULL, NULL);
 }

@@ -203,7 +203,7 @@ static void rules_for(tg_rules_set *r, tg_dialect d)
 
 /* ---- full conversations, per dialect (data) --------------------------- */
 
-static const tg_dialect dialects[] = { TG_D_OPENAI, TG_D_OPENAI_STRICT, TG_D_GEMINI,
+static const tg_dialect dialects[] = { TG_D_OPENAI, TG_D_OPENAI_STRICT, TG_D_GEMINI, TG_D_VERTEX,
                                        TG_D_ANTHROPIC, TG_D_MISTRAL, TG_D_GROQ };
 
 static const script logs = { "show the logs of a docker container", "docker-logs",

@@ -140,17 +140,83 @@ static void test_header_list(void **state)
     assert_false(tg_header_is_hop("Authorization"));
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* Ids come from the kernel's CSPRNG: 26 base32 characters (130 bits)
+ * after "tg-", all distinct, every position spread over the alphabet, and
+ * two generators (two workers) share no sequence. */
 static void test_request_id(void **state)
 {
     (void)state;
-    char a[64], b[64];
-    uint64_t rng = tg_random_seed();
-    tg_request_id(a, sizeof a, &rng);
-    tg_request_id(b, sizeof b, &rng);
-    assert_true(strlen(a) > 10);
-    assert_string_not_equal(a, b);
-    assert_true(tg_header_value_safe(a));
+    enum { N = 1000, LEN = 3 + TG_ID_CHARS };
+    static char ids[2 * N][32];
+    tg_random r1, r2;
+    tg_random_init(&r1);
+    tg_random_init(&r2);
+    for (int i = 0; i < 2 * N; i++)
+        tg_request_id(ids[i], sizeof ids[i], i < N ? &r1 : &r2);
+    int seen[TG_ID_CHARS][32] = {{0}};
+    for (int i = 0; i < 2 * N; i++) {
+        assert_int_equal(strlen(ids[i]), LEN);
+        assert_memory_equal(ids[i], "tg-", 3);
+        assert_true(tg_header_value_safe(ids[i]));
+        for (int k = 0; k < TG_ID_CHARS; k++) {
+            const char *p = strchr("abcdefghijklmnopqrstuvwxyz234567", ids[i][3 + k]);
+            assert_non_null(p);
+            seen[k][p - "abcdefghijklmnopqrstuvwxyz234567"]++;
+        }
+    }
+    for (int k = 0; k < TG_ID_CHARS; k++)  /* 2000 draws of 32 values: each ~62 times */
+        for (int c = 0; c < 32; c++)
+            assert_true(seen[k][c] > 20 && seen[k][c] < 130);
+    qsort(ids, 2 * N, sizeof ids[0], cmp_str);
+    for (int i = 1; i < 2 * N; i++)
+        assert_string_not_equal(ids[i - 1], ids[i]);
+    char small[8];  /* a short buffer is cut, never overrun */
+    tg_request_id(small, sizeof small, &r1);
+    assert_int_equal(strlen(small), 7);
     assert_false(tg_header_value_safe("bad\r\nX-Injected: 1"));
+}
+
+/* Paths as MHD hands them over (decoded once). */
+static void test_dot_segments(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"/v1/../admin", "/v1/./models", "/v1/models/..",
+                                      "/..", "/v1/a\\..\\b", "/v1/%2e%2e/x", "/v1/%2F",
+                                      "/v1/..%5cx", "/v1/%2E", NULL};
+    static const char *const good[] = {"/v1/models", "/v1/files/file-abc.jsonl", "/v1/...",
+                                       "/v1/a..b", "/v1/.well-known", "/v1/100%", "/", NULL};
+    for (int i = 0; bad[i]; i++)
+        assert_true(tg_path_has_dot_segment(bad[i]));
+    for (int i = 0; good[i]; i++)
+        assert_false(tg_path_has_dot_segment(good[i]));
+    tg_buf u = {0};
+    tg_append_path(&u, "/v1/a b?c#d%e/\xc3\xa9:@");
+    assert_string_equal(u.data, "/v1/a%20b%3Fc%23d%25e/%C3%A9:@");
+    tg_buf_free(&u);
+}
+
+/* The allow-list, a prefix in forward_headers, and the credentials. */
+static void test_forwarded_headers(void **state)
+{
+    (void)state;
+    char *extra[] = {"x-mine", "x-gw-*", NULL};
+    assert_true(tg_header_forwarded("Anthropic-Version", NULL));
+    assert_true(tg_header_forwarded("OpenAI-Organization", NULL));
+    assert_true(tg_header_forwarded("x-stainless-os", NULL));
+    assert_false(tg_header_forwarded("Cookie", extra));
+    assert_false(tg_header_forwarded("X-Forwarded-For", extra));
+    assert_false(tg_header_forwarded("x-mine", NULL));
+    assert_true(tg_header_forwarded("X-Mine", extra));
+    assert_true(tg_header_forwarded("x-gw-trace", extra));
+    assert_false(tg_header_forwarded("x-gw", extra));
+    assert_true(tg_header_is_credential("X-Api-Key"));
+    assert_true(tg_header_is_credential("authorization"));
+    assert_false(tg_header_is_credential("x-upstream-authorization"));
 }
 
 int main(void)
@@ -159,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_valid_requests), cmocka_unit_test(test_wrong_types_name_the_field),
         cmocka_unit_test(test_depth),          cmocka_unit_test(test_consttime_equal),
         cmocka_unit_test(test_header_list),    cmocka_unit_test(test_request_id),
+        cmocka_unit_test(test_dot_segments),   cmocka_unit_test(test_forwarded_headers),
     };
     return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }

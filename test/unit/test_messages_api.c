@@ -196,6 +196,7 @@ static void run_stream(const json_t *v)
         assert_true(split.len == whole.len && !memcmp(split.data, whole.data, whole.len));
         tg_buf_free(&split);
     }
+    check_comments(v, &whole);
     json_t *evs = parse_events(&whole);
     json_t *msg = check_and_build(evs);
     const json_t *want = json_object_get(v, "events");

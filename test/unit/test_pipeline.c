@@ -112,6 +112,30 @@ static void test_corpus_requests_every_dialect(void **state)
     }
 }
 
+/* Adding a dialect means a row in each stage's preset table (schema.c,
+ * hygiene.c, repair.c): a forgotten row is all zeros, a dialect that
+ * silently does nothing. Every id has a name that maps back to it, is in
+ * the list error messages print, and has rules in every stage. */
+static void test_every_dialect_has_a_row(void **state)
+{
+    (void)state;
+    const char *list = tg_dialect_list();
+    for (int d = 0; d < TG_D_COUNT; d++) {
+        const char *name = tg_dialect_name((tg_dialect)d);
+        assert_string_not_equal(name, "?");
+        assert_int_equal(tg_dialect_from_name(name), d);
+        assert_non_null(strstr(list, name));
+        tg_rules_set rs;
+        tg_rules_preset((tg_dialect)d, &rs);
+        assert_int_equal(rs.schema.dialect, d);
+        assert_true(rs.repair.flags != 0);
+        if (d == TG_D_PASSTHROUGH)
+            continue;
+        if (!rs.schema.flags || !rs.msg.flags)
+            fail_msg("dialect %s has no schema or message rules", name);
+    }
+}
+
 static void test_odd_bodies_fall_back(void **state)
 {
     (void)state;
@@ -270,7 +294,7 @@ static void expect_rf(tg_dialect d, const char *schema, bool strict, const char 
     json_decref(w);
 }
 
-/* Structured outputs (dialects.md sections 0 and 2): a strict
+/* Structured outputs (docs/dialects.md sections 0 and 2): a strict
  * response_format is made strict-valid where the answer keeps its shape,
  * and left to the provider where it would not (a root that is not an
  * object, a map); nothing changes without strict on openai, or on targets
@@ -333,6 +357,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_corpus_requests_every_dialect),
         cmocka_unit_test(test_odd_bodies_fall_back),
+        cmocka_unit_test(test_every_dialect_has_a_row),
         cmocka_unit_test(test_bad_bodies_are_errors),
         cmocka_unit_test(test_cached_tools_new_messages),
         cmocka_unit_test(test_known_tools_span),

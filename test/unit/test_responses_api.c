@@ -151,6 +151,7 @@ static void run_stream(const json_t *v)
         assert_true(split.len == whole.len && !memcmp(split.data, whole.data, whole.len));
         tg_buf_free(&split);
     }
+    check_comments(v, &whole);
     json_t *evs = parse_events(&whole);
     check_invariants(evs);
     const json_t *want = json_object_get(v, "events");

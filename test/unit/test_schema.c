@@ -44,6 +44,7 @@ static const config configs[] = {
     {"anthropic", true}, {"mistral", false},       {"groq", false},     {"fireworks", false},
     {"cerebras", false}, {"cerebras", true},       {"deepseek", false}, {"deepseek", true},
     {"xai", false},      {"together", false},      {"ollama", false},   {"vllm", false},
+    {"vertex", false},
 };
 #define NCONFIGS (sizeof configs / sizeof configs[0])
 
@@ -368,7 +369,7 @@ static void property_test(void **state)
     tg_rules_set rs;
     rules_for(c, NULL, &rs);
     unsigned seed = 42;
-    int bad = 0;
+    int bad = 0, refused = 0;
     for (int i = 0; i < 400; i++) {
         json_t *schema = referee_random_schema(&seed);
         json_t *pristine = json_deep_copy(schema);
@@ -376,9 +377,15 @@ static void property_test(void **state)
                                  "type", "function", "function", "name", "rand.tool/é", "parameters", schema);
         tg_ctx ctx;
         tg_error err;
-        assert_int_equal(run_stage(&ctx, &rs, body, &err), 0);
+        int rc = run_stage(&ctx, &rs, body, &err);
         json_t *why = json_array();
-        if (referee_check(c->dialect, body, why)) {
+        if (rc) {
+            /* rule 62: a schema whose references multiply past the budget
+             * is refused, naming the tool */
+            assert_string_equal(err.code ? err.code : "", "schema_too_large");
+            assert_non_null(strstr(err.message, "rand.tool"));
+            refused++;
+        } else if (referee_check(c->dialect, body, why)) {
             if (getenv("TG_DUMP") && bad == 0) {
                 char fn[128];
                 snprintf(fn, sizeof fn, "/tmp/prop_fail_%s%s.json", c->dialect, c->strict ? "_strict" : "");
@@ -400,7 +407,94 @@ static void property_test(void **state)
         json_decref(pristine);
         json_decref(schema);
     }
+    if (refused)
+        print_message("# property %s: %d of 400 refused by the budget (rule 62)\n", c->dialect, refused);
     assert_int_equal(bad, 0);
+    assert_true(refused < 40);  /* the budget stops amplification, not ordinary schemas */
+}
+
+/* ------------------------------------------------------ budget (rule 62) */
+
+/* The request of bench/schema_bomb.py: each tool a chain of $defs whose
+ * every level reaches the next three times through an anyOf, so inlining
+ * multiplies it by three a level. */
+static json_t *schema_bomb(int ntools, int depth)
+{
+    json_t *tools = json_array();
+    for (int t = 0; t < ntools; t++) {
+        json_t *defs = json_object();
+        for (int i = 0; i < depth; i++) {
+            char next[32], key[16];
+            snprintf(next, sizeof next, "#/$defs/L%d", i + 1);
+            snprintf(key, sizeof key, "L%d", i);
+            json_t *nx = i + 1 < depth ? json_pack("{s:s}", "$ref", next) : json_pack("{s:s}", "type", "string");
+            json_object_set_new(defs, key, json_pack("{s:s, s:[O,{s:s,s:{s:O,s:O},s:[s]}]}", "description",
+                                                     "A node of the document tree; it may hold further "
+                                                     "nodes of the same kind, or a record naming two.",
+                                                     "anyOf", nx, "type", "object", "properties", "left", nx,
+                                                     "right", nx, "required", "left"));
+            json_decref(nx);
+        }
+        char name[32];
+        snprintf(name, sizeof name, "tree_tool_%03d", t);
+        json_array_append_new(tools, json_pack("{s:s, s:{s:s, s:{s:s, s:o, s:{s:{s:s}}, s:[s]}}}", "type",
+                                               "function", "function", "name", name, "parameters", "type",
+                                               "object", "$defs", defs, "properties", "root", "$ref",
+                                               "#/$defs/L0", "required", "root"));
+    }
+    return json_pack("{s:s, s:[{s:s,s:s}], s:o}", "model", "m", "messages", "role", "user", "content", "go",
+                     "tools", tools);
+}
+
+static void budget_test(void **state)
+{
+    (void)state;
+    /* the dialects that inline $ref refuse it, naming a tool; openai keeps
+     * $ref (its provider takes it) and forwards it as it came */
+    static const config inline_refs[] = {{"gemini", false}, {"vertex", false}, {"xai", false},
+                                         {"openai-strict", false}, {"anthropic", true}};
+    for (size_t i = 0; i < sizeof inline_refs / sizeof inline_refs[0]; i++) {
+        tg_rules_set rs;
+        rules_for(&inline_refs[i], NULL, &rs);
+        json_t *body = schema_bomb(100, 9);
+        tg_ctx ctx;
+        tg_error err = {0};
+        int rc = run_stage(&ctx, &rs, body, &err);
+        if (rc != -1)
+            fail_msg("%s: the amplifying request was not refused", inline_refs[i].dialect);
+        assert_int_equal(err.status, 400);
+        assert_string_equal(err.code, "schema_too_large");
+        assert_non_null(strstr(err.message, "Tool 'tree_tool_"));
+        assert_non_null(strstr(err.param, "].function.parameters"));
+        tg_ctx_clear(&ctx);
+        json_decref(body);
+    }
+    tg_rules_set rs;
+    config openai = {"openai", false};
+    rules_for(&openai, NULL, &rs);
+    json_t *body = schema_bomb(100, 9);
+    tg_ctx ctx;
+    tg_error err = {0};
+    assert_int_equal(run_stage(&ctx, &rs, body, &err), 0);
+    tg_ctx_clear(&ctx);
+    json_decref(body);
+
+    /* the limits are conf keys: a small request passes gemini until
+     * schema.max_bytes is set below what its rewrite takes */
+    config gem = {"gemini", false};
+    json_t *set = json_pack("{s:s}", "max_bytes", "1000");
+    body = schema_bomb(3, 4);
+    rules_for(&gem, NULL, &rs);
+    assert_int_equal(run_stage(&ctx, &rs, body, &err), 0);
+    tg_ctx_clear(&ctx);
+    json_decref(body);
+    body = schema_bomb(3, 4);
+    rules_for(&gem, set, &rs);
+    assert_int_equal(run_stage(&ctx, &rs, body, &err), -1);
+    assert_string_equal(err.code, "schema_too_large");
+    tg_ctx_clear(&ctx);
+    json_decref(body);
+    json_decref(set);
 }
 
 /* ---------------------------------------------------------------- cache */
@@ -646,7 +740,7 @@ int main(void)
     int nv = scandir(VEC_DIR, &ents, is_json, alphasort);
     if (nv < 0)
         nv = 0;
-    size_t cap = (size_t)nv + NCONFIGS * 2 + 8;
+    size_t cap = (size_t)nv + NCONFIGS * 2 + 12;
     struct CMUnitTest *tests = calloc(cap, sizeof *tests);
     char **paths = calloc((size_t)nv + 1, sizeof *paths);
     char **labels = calloc(NCONFIGS * 2, sizeof *labels);
@@ -666,6 +760,7 @@ int main(void)
     }
     tests[n++] = (struct CMUnitTest){"sweep big-100 request, all dialects", sweep_request_test, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"cache LRU", cache_lru_test, NULL, NULL, NULL};
+    tests[n++] = (struct CMUnitTest){"request budget (rule 62)", budget_test, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"cache in the stage", cache_stage_test, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"tool names (section 7)", names_test, NULL, NULL, NULL};
     tests[n++] = (struct CMUnitTest){"explain records", explain_test, NULL, NULL, NULL};

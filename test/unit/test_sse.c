@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,12 +33,14 @@ static void on_comment(void *u, const char *text, size_t len)
     tg_buf_puts(&r->out, "\n");
 }
 
-/* Feed `in` split at the given cut points; return what was recorded. */
-static char *run_split(const char *in, const size_t *cuts, size_t ncuts)
+/* Feed `in` split at the given cut points, with max_event (0: none);
+ * return what was recorded. */
+static char *run_split_max(const char *in, const size_t *cuts, size_t ncuts, size_t max)
 {
     rec r = {0};
     tg_sse p;
     tg_sse_init(&p, on_event, on_comment, &r);
+    p.max_event = max;
     size_t n = strlen(in), prev = 0;
     for (size_t i = 0; i <= ncuts; i++) {
         size_t at = i < ncuts ? cuts[i] : n;
@@ -51,6 +54,11 @@ static char *run_split(const char *in, const size_t *cuts, size_t ncuts)
     tg_sse_free(&p);
     char *s = tg_buf_steal(&r.out, NULL);
     return s;
+}
+
+static char *run_split(const char *in, const size_t *cuts, size_t ncuts)
+{
+    return run_split_max(in, cuts, ncuts, 0);
 }
 
 static char *run_whole(const char *in)
@@ -168,6 +176,95 @@ static void test_max_event_overflow(void **state)
     tg_buf_free(&r.out);
 }
 
+/* The two ways an upstream can make a parser hold without end: one line
+ * that never ends, and data lines that never get their blank line. Either
+ * way the parser stops at max_event (plus one read), lets go of what it
+ * held and delivers nothing more, not even at the finish. */
+static void feed_until_refused(const char *piece, size_t max)
+{
+    rec r = {0};
+    tg_sse p;
+    tg_sse_init(&p, on_event, NULL, &r);
+    p.max_event = max;
+    size_t fed = 0, n = strlen(piece);
+    int rc = 0;
+    while (rc == 0 && fed < 64 * max) {
+        rc = tg_sse_feed(&p, piece, n);
+        fed += n;
+        assert_true(p.line.len <= max + 6 && p.data.len <= max);  /* 6: "data: " */
+    }
+    assert_int_equal(rc, -1);
+    assert_null(p.line.data);
+    assert_null(p.data.data);
+    assert_int_equal(tg_sse_feed(&p, "\n\ndata: late\n\n", 16), -1);
+    tg_sse_finish(&p);
+    assert_null(r.out.data);  /* no event came out of it */
+    tg_sse_free(&p);
+}
+
+static void test_max_event_endless_line(void **state)
+{
+    (void)state;
+    feed_until_refused("data: {\"x\":\"", 1024);  /* first piece, then: */
+    feed_until_refused("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 1024);
+}
+
+static void test_max_event_endless_data_lines(void **state)
+{
+    (void)state;
+    feed_until_refused("data: yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\n", 1024);
+    feed_until_refused("data: y\r\n", 1024);
+}
+
+/* An event just under the limit still goes through whole. */
+static void test_max_event_fits(void **state)
+{
+    (void)state;
+    rec r = {0};
+    tg_sse p;
+    tg_sse_init(&p, on_event, NULL, &r);
+    p.max_event = 64;
+    char in[128] = "data: ";
+    memset(in + 6, 'z', 60);
+    memcpy(in + 66, "\n\n", 3);
+    assert_int_equal(tg_sse_feed(&p, in, strlen(in)), 0);
+    assert_int_equal(r.out.len, 3 + 60 + 1);
+    tg_sse_free(&p);
+    tg_buf_free(&r.out);
+}
+
+/* Where the reads split the input never changes where a parser with
+ * max_event stops: lines and events just under, at and over the limit,
+ * fed whole and one byte at a time. */
+static void test_max_event_split_invariant(void **state)
+{
+    (void)state;
+    for (size_t len = 10; len <= 22; len++) {
+        for (int shape = 0; shape < 3; shape++) {
+            char in[256], v[64];
+            memset(v, 'v', len);
+            v[len] = '\0';
+            if (shape == 0)  /* one data line of len */
+                snprintf(in, sizeof in, "data: a\n\ndata: %s\n\ndata: z\n\n", v);
+            else if (shape == 1)  /* two lines that join past it */
+                snprintf(in, sizeof in, "data: a\n\ndata: %.*s\ndata: %s\n\ndata: z\n\n",
+                         (int)(len / 2), v, v + len / 2);
+            else  /* an event: line, which is no data */
+                snprintf(in, sizeof in, "data: a\n\nevent: %s\ndata: b\n\n", v);
+            size_t n = strlen(in);
+            size_t *cuts = calloc(n + 1, sizeof *cuts);
+            for (size_t i = 0; i < n; i++)
+                cuts[i] = i + 1;
+            char *whole = run_split_max(in, NULL, 0, 16);
+            char *bytes = run_split_max(in, cuts, n, 16);
+            assert_string_equal(whole ? whole : "", bytes ? bytes : "");
+            free(whole);
+            free(bytes);
+            free(cuts);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +274,10 @@ int main(void)
         cmocka_unit_test(test_crlf_across_reads),
         cmocka_unit_test(test_large_event),
         cmocka_unit_test(test_max_event_overflow),
+        cmocka_unit_test(test_max_event_endless_line),
+        cmocka_unit_test(test_max_event_endless_data_lines),
+        cmocka_unit_test(test_max_event_fits),
+        cmocka_unit_test(test_max_event_split_invariant),
     };
     return cmocka_run_group_tests_name("sse", tests, NULL, NULL);
 }

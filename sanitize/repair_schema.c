@@ -1,0 +1,292 @@
+/* repair_schema.c -- the repairs that read the agent's own tool schema:
+ * schema-guided decoding of double-encoded values (R15) and dropping keys
+ * the schema forbids (R29), plus the question the stream side asks before a
+ * call starts: does any of them apply to this tool at all?
+ *
+ * The schema is always the agent's own (ctx->tools as received), never the
+ * rewritten one, so it may use everything the agent wrote: $ref into $defs
+ * or definitions (pydantic, zod-to-json-schema), a lone allOf around a $ref
+ * (pydantic v1), anyOf/oneOf unions such as Optional[Model] =
+ * anyOf:[{$ref}, {type:null}]. A node is read through its $ref chain
+ * (bounded), and a union is read through the branch that fits the value.
+ * Where two object branches fit, R29 leaves the value alone: which keys
+ * are "extra" is then not decidable.
+ */
+#include "jsonio.h"
+#include "repair_int.h"
+
+#include <string.h>
+
+#define SCHEMA_DEPTH_MAX 32
+#define REF_HOPS_MAX 16
+
+/* n with its $ref chain followed and a lone allOf member taken. */
+static const json_t *deref(const json_t *root, const json_t *n)
+{
+    for (int hops = 0; json_is_object(n) && hops < REF_HOPS_MAX; hops++) {
+        const char *ref = json_string_value(json_object_get(n, "$ref"));
+        if (ref) {
+            const json_t *t = tg_schema_resolve_ref(root, ref);
+            if (!t || t == n)
+                return n;
+            n = t;
+            continue;
+        }
+        const json_t *all = json_object_get(n, "allOf");
+        if (json_array_size(all) == 1 && !json_object_get(n, "type") &&
+            !json_object_get(n, "properties")) {
+            n = json_array_get(all, 0);
+            continue;
+        }
+        break;
+    }
+    return n;
+}
+
+static const json_t *union_of(const json_t *n)
+{
+    const json_t *u = json_object_get(n, "anyOf");
+    return json_is_array(u) ? u : json_object_get(n, "oneOf");
+}
+
+/* Does schema n (through refs and unions) allow JSON type t? */
+static bool allows(const json_t *root, const json_t *n, const char *t, int depth)
+{
+    n = deref(root, n);
+    if (!json_is_object(n) || depth > SCHEMA_DEPTH_MAX)
+        return false;
+    const json_t *type = json_object_get(n, "type");
+    if (json_is_string(type) && !strcmp(json_string_value(type), t))
+        return true;
+    size_t i;
+    const json_t *x;
+    json_array_foreach(type, i, x) if (json_is_string(x) && !strcmp(json_string_value(x), t))
+        return true;
+    if (!type && !strcmp(t, "object") && json_is_object(json_object_get(n, "properties")))
+        return true;
+    json_array_foreach(union_of(n), i, x) if (allows(root, x, t, depth + 1))
+        return true;
+    return false;
+}
+
+static const char *type_of(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER: return "integer";
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "boolean";
+    default: return "null";
+    }
+}
+
+static bool fits(const json_t *root, const json_t *n, const json_t *v)
+{
+    const char *t = type_of(v);
+    return allows(root, n, t, 0) || (json_is_integer(v) && allows(root, n, "number", 0));
+}
+
+/* The node that describes v: n itself, or the union branch v fits. NULL
+ * when no branch fits; *several when more than one does. */
+static const json_t *branch_for(const json_t *root, const json_t *n, const json_t *v,
+                                bool *several)
+{
+    *several = false;
+    n = deref(root, n);
+    const json_t *u = union_of(n);
+    if (!json_is_object(n) || !json_array_size(u))
+        return n;
+    const json_t *found = NULL;
+    size_t i;
+    const json_t *x;
+    json_array_foreach(u, i, x) {
+        if (!fits(root, x, v))
+            continue;
+        if (found)
+            *several = true;
+        else
+            found = deref(root, x);
+    }
+    return found;
+}
+
+/* --- R15: double-encoded values ----------------------------------------- */
+
+/* A string that parses to a type the schema allows, where a string is not
+ * allowed (then it is never second-guessed). */
+static json_t *decode_string(const json_t *root, const json_t *schema, const char *s, size_t n)
+{
+    if (allows(root, schema, "string", 0))
+        return NULL;
+    json_t *v = tg_json_load(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    if (v && (json_is_string(v) || json_is_null(v) || !fits(root, schema, v))) {
+        json_decref(v);
+        return NULL;
+    }
+    return v;
+}
+
+static int decode_nested(tg_ctx *ctx, const json_t *root, json_t *v, const json_t *schema,
+                         int depth);
+
+/* R15 for one member or element x declared by ps: a decoded value (new
+ * reference) when x is a double-encoded string, else NULL after walking
+ * into x. *n counts the values replaced. */
+static json_t *decode_slot(tg_ctx *ctx, const json_t *root, json_t *x, const json_t *ps,
+                           const char *where, int depth, int *n)
+{
+    json_t *d = json_is_string(x) ? decode_string(root, ps, json_string_value(x),
+                                                  json_string_length(x))
+                                  : NULL;
+    if (d) {
+        tg_rr_note(ctx, "R15", where, x, d);
+        *n += 1 + decode_nested(ctx, root, d, ps, depth + 1);
+    } else {
+        *n += decode_nested(ctx, root, x, ps, depth + 1);
+    }
+    return d;
+}
+
+static int decode_nested(tg_ctx *ctx, const json_t *root, json_t *v, const json_t *schema,
+                         int depth)
+{
+    bool several;
+    schema = branch_for(root, schema, v, &several);
+    if (!json_is_object(schema) || depth > SCHEMA_DEPTH_MAX)
+        return 0;
+    int n = 0;
+    if (json_is_object(v)) {
+        const json_t *props = json_object_get(schema, "properties");
+        const char *k;
+        json_t *x;
+        void *tmp;
+        json_object_foreach_safe(v, tmp, k, x) {
+            const json_t *ps = json_object_get(props, k);
+            if (!ps)
+                ps = json_object_get(schema, "additionalProperties");
+            json_t *d = json_is_object(ps) ? decode_slot(ctx, root, x, ps, k, depth, &n) : NULL;
+            if (d)
+                json_object_set_new(v, k, d);
+        }
+    } else if (json_is_array(v)) {
+        const json_t *is = json_object_get(schema, "items");
+        if (!json_is_object(is))
+            return 0;
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) {
+            json_t *d = decode_slot(ctx, root, x, is, NULL, depth, &n);
+            if (d)
+                json_array_set_new(v, i, d);
+        }
+    }
+    return n;
+}
+
+static const json_t *params_of(const tg_ctx *ctx, const char *agent_name)
+{
+    const json_t *tool = tg_rr_tool_peek(ctx, agent_name);
+    return json_object_get(json_object_get(tool, "function"), "parameters");
+}
+
+int tg_rr_decode_values(tg_ctx *ctx, const char *agent_name, json_t *args)
+{
+    const json_t *root = params_of(ctx, agent_name);
+    return root ? decode_nested(ctx, root, args, root, 0) : 0;
+}
+
+/* --- R29: keys the schema forbids ---------------------------------------- */
+
+static int drop_nested(tg_ctx *ctx, const json_t *root, json_t *v, const json_t *schema,
+                       const char *name, int depth)
+{
+    if (depth > SCHEMA_DEPTH_MAX || !(json_is_object(v) || json_is_array(v)))
+        return 0;
+    bool several;
+    schema = branch_for(root, schema, v, &several);
+    if (!json_is_object(schema) || several)
+        return 0;
+    int n = 0;
+    if (json_is_array(v)) {
+        const json_t *is = json_object_get(schema, "items");
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) n += drop_nested(ctx, root, x, is, name, depth + 1);
+        return n;
+    }
+    const json_t *props = json_object_get(schema, "properties");
+    const json_t *ap = json_object_get(schema, "additionalProperties");
+    /* patternProperties would need a regex engine to judge a key: such a
+     * node keeps every key */
+    bool closed = json_is_false(ap) && !json_object_get(schema, "patternProperties");
+    const char *k;
+    json_t *x;
+    void *tmp;
+    json_object_foreach_safe(v, tmp, k, x) {
+        const json_t *ps = json_object_get(props, k);
+        if (!ps && closed) {
+            json_t *before = json_pack("{s:O}", k, x);
+            tg_rr_note(ctx, "R29", name, before, NULL);
+            json_decref(before);
+            json_object_del(v, k);
+            n++;
+            continue;
+        }
+        if (!ps && json_is_object(ap))
+            ps = ap;
+        n += drop_nested(ctx, root, x, ps, name, depth + 1);
+    }
+    return n;
+}
+
+int tg_rr_drop_forbidden_keys(tg_ctx *ctx, const char *agent_name, json_t *args)
+{
+    const json_t *root = params_of(ctx, agent_name);
+    return root ? drop_nested(ctx, root, args, root, agent_name, 0) : 0;
+}
+
+/* --- does a rule need the whole value? ------------------------------------ */
+
+/* Anything below n that R15 (a non-string scalar, array or object slot) or
+ * R29 (additionalProperties:false) could act on. Follows refs; a cycle
+ * ends at the depth bound. */
+static bool schema_acts(const json_t *root, const json_t *n, bool r15, bool r29, int depth)
+{
+    n = deref(root, n);
+    if (!json_is_object(n) || depth > SCHEMA_DEPTH_MAX)
+        return false;
+    if (r29 && json_is_false(json_object_get(n, "additionalProperties")))
+        return true;
+    if (r15 && depth > 0) {
+        static const char *const typed[] = {"object", "array", "integer", "number", "boolean"};
+        for (size_t i = 0; i < sizeof typed / sizeof *typed; i++)
+            if (allows(root, n, typed[i], 0))
+                return true;
+    }
+    const char *k;
+    const json_t *x;
+    json_object_foreach((json_t *)json_object_get(n, "properties"), k, x)
+        if (schema_acts(root, x, r15, r29, depth + 1))
+            return true;
+    const json_t *ap = json_object_get(n, "additionalProperties");
+    if (json_is_object(ap) && schema_acts(root, ap, r15, r29, depth + 1))
+        return true;
+    if (schema_acts(root, json_object_get(n, "items"), r15, r29, depth + 1))
+        return true;
+    size_t i;
+    json_array_foreach(union_of(n), i, x) if (schema_acts(root, x, r15, r29, depth + 1))
+        return true;
+    return false;
+}
+
+bool tg_rr_schema_repairs(const tg_ctx *ctx, const char *agent_name)
+{
+    bool r15 = tg_rr_on(ctx, TG_RR_DECODE), r29 = tg_rr_on(ctx, TG_RR_FORBIDDEN_KEYS);
+    if (!r15 && !r29)
+        return false;
+    const json_t *root = params_of(ctx, agent_name);
+    return root && schema_acts(root, root, r15, r29, 0);
+}
