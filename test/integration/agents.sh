@@ -74,13 +74,13 @@ route_info() {
     esac
 }
 
-# todo_reason AGENT ROUTE CHECK: the known break (issue 15) that makes this
-# check (trip: the tool's round trip; 2xx: every request answered) fail
-# until its fix is merged; empty when it must pass.
+# todo_reason AGENT ROUTE CHECK: the known break that makes this check
+# (trip: the tool's round trip; 2xx: every request answered) fail until
+# its fix is merged, a "case" line per break; empty when it must pass.
+# None is open: the breaks of issue 15 are fixed.
 todo_reason() {
     case "$1 $2 $3" in
-    *" disc "*)
-        echo "issue 15: on the agent's next turn, discovery reads its call back as a call_tool call without Gemini 3's thought_signature (nor the fill_signatures stand-in)" ;;
+    *) ;;
     esac
 }
 
