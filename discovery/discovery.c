@@ -479,9 +479,12 @@ static void rewrite_history(json_t *body, const tg_ctx *ctx, json_t *d)
             long at = lookup(d, json_string_value(json_object_get(fn, "name")));
             if (at < 0 || is_exposed(ctx, d, up_name(d, at)))
                 continue;
-            json_t *nc = json_object();
-            if (json_object_get(c, "id"))
-                json_object_set(nc, "id", json_object_get(c, "id"));
+            /* What else the call carries went through the route's hygiene
+             * already and is the provider's (Gemini 3's thought signature,
+             * or fill_signatures' stand-in): it stays on the call the model
+             * made, which Gemini 3 refuses without it (R19). */
+            json_t *nc = json_deep_copy(c);
+            json_object_del(nc, "function");
             json_object_set_new(nc, "type", json_string("function"));
             json_object_set_new(
                 nc, "function",

@@ -1910,13 +1910,14 @@ static const bridge_api *api_of(const char *rest)
     return NULL;
 }
 
-/* Clients check a base URL before they use it (Claude Code sends HEAD to
- * its ANTHROPIC_BASE_URL): the root and every route prefix answer, like
- * /healthz, without a key. */
+/* Clients check a base URL before they use it (Claude Code sends HEAD
+ * <ANTHROPIC_BASE_URL>/api/hello, which Anthropic's API answers): the root,
+ * every route prefix and /api/hello under them answer, like /healthz,
+ * without a key. */
 static bool base_url_check(const tg_req *r)
 {
     return (!strcmp(r->method, "HEAD") || !strcmp(r->method, "GET")) &&
-           (!*r->rest || !strcmp(r->rest, "/"));
+           (!*r->rest || !strcmp(r->rest, "/") || !strcmp(r->rest, "/api/hello"));
 }
 
 static enum MHD_Result dispatch(tg_req *r)

@@ -19,8 +19,11 @@ fail=0
 only="$1"
 
 tally() {  # tally NAME LOGFILE EXITCODE
-    p=$(grep -c '^ok ' "$2")
-    f=$(grep -c '^not ok ' "$2")
+    # A TAP "# TODO" line is a known break waiting for its fix: counted
+    # neither way, only listed.
+    p=$(grep '^ok ' "$2" | grep -vc '# TODO')
+    f=$(grep '^not ok ' "$2" | grep -vc '# TODO')
+    t=$(grep -c '^\(not \)\{0,1\}ok .*# TODO' "$2")
     if [ "$3" != 0 ] && [ "$f" = 0 ]; then
         f=1
         echo "not ok - $1 exited with status $3" >>"$2"
@@ -33,6 +36,10 @@ tally() {  # tally NAME LOGFILE EXITCODE
         tail -n 30 "$2" | grep -v '^ok ' | head -30
     else
         echo "ok    $1 ($p passed)"
+    fi
+    if [ "$t" != 0 ]; then
+        echo "      $t known breaks marked TODO:"
+        grep '^\(not \)\{0,1\}ok .*# TODO' "$2" | sed 's/^/        /'
     fi
 }
 

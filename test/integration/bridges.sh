@@ -25,6 +25,8 @@ st=$(curl -s -m 10 -I -o /dev/null -w '%{http_code}' "$TG_URL/gem")
 expect_eq "HEAD /<prefix> (Claude Code's base URL check) is 200" 200 "$st"
 st=$(curl -s -m 10 -I -o /dev/null -w '%{http_code}' "$TG_URL/")
 expect_eq "HEAD / is 200" 200 "$st"
+st=$(curl -s -m 10 -I -o /dev/null -w '%{http_code}' "$TG_URL/gem/api/hello")
+expect_eq "HEAD /<prefix>/api/hello (what Claude Code 2.1.332 really sends) is 200" 200 "$st"
 st=$(tg_req "$B" GET /gem/)
 expect_eq "GET /<prefix>/ is 200" 200 "$st"
 

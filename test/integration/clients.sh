@@ -12,16 +12,7 @@ if ! command -v node >/dev/null 2>&1; then
     not_ok "node is installed" "the real-client tests need node >= 20 and npm"
     finish
 fi
-# node_modules is installed again whenever package-lock.json has changed
-# since (a stamp of the lock it was installed from), so a checkout that
-# gains a client package does not test against the old set.
-if ! cmp -s "$CLIENT/package-lock.json" "$CLIENT/node_modules/.toolgate-lock" 2>/dev/null; then
-    if ! (cd "$CLIENT" && npm ci --no-audit --no-fund --loglevel=error >"$TG_TMP/npm.log" 2>&1); then
-        not_ok "npm ci in test/client" "$(tail -n 20 "$TG_TMP/npm.log")"
-        finish
-    fi
-    cp "$CLIENT/package-lock.json" "$CLIENT/node_modules/.toolgate-lock"
-fi
+npm_ci "$CLIENT" || finish
 [ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
 
 start_mock

@@ -114,6 +114,54 @@ strict "400 for top-level anyOf" anthropic '{"model":"m","messages":[],"tools":[
 st=$(mreq "$B" "{\"model\":\"m\",\"messages\":[$U],$tools}" -H 'X-Mock: strict:mistral' -H 'X-Mock-Then: tools')
 expect_eq "strict + X-Mock-Then: tools answers with a tool call" "200 first_tool" "$st $(json_get "$B" choices.0.message.tool_calls.0.function.name)"
 
+# ---- MOCK_CALL: the directive real agents drive the mock with ------------------
+
+RT='{"type":"function","function":{"name":"Read","parameters":{"type":"object","properties":{"file_path":{"type":"string"}}}}}'
+DU='{"role":"user","content":[{"type":"text","text":"<system-reminder>x</system-reminder>"},{"type":"text","text":"\"read it MOCK_CALL Read file_path=/tmp/a.txt cmd='"'"'cat a b'"'"'\""}]}'
+mreq "$B" "{\"model\":\"m\",\"messages\":[$DU],\"tools\":[$RT]}" >/dev/null
+expect_eq "directive: calls the named tool with key=value arguments (quoted values, a closing quote dropped)" \
+    'Read {"file_path":"/tmp/a.txt","cmd":"cat a b"}' \
+    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+DC='{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"Read","arguments":"{}"}}]}'
+DR='{"role":"tool","tool_call_id":"c1","content":"line1\nsecret-42"}'
+mreq "$B" "{\"model\":\"m\",\"messages\":[$DU,$DC,$DR,{\"role\":\"user\",\"content\":\"<system-reminder>y</system-reminder>\"}],\"tools\":[$RT]}" >/dev/null
+expect_eq "directive: once the call is answered, a text quoting the result (a user turn after it too)" \
+    'MOCK_RESULT: line1 secret-42' "$(json_get "$B" choices.0.message.content)"
+mreq "$B" "{\"model\":\"m\",\"stream\":true,\"messages\":[$DU],\"tools\":[$RT]}" >/dev/null
+check "directive streamed: the call's arguments in fragments, finish tool_calls" "$PY" -c '
+import json, sys
+ev = [json.loads(l[6:]) for l in open(sys.argv[1]) if l.startswith("data: {")]
+calls = [c for e in ev for c in e["choices"][0]["delta"].get("tool_calls") or []]
+args = "".join(c["function"].get("arguments", "") for c in calls)
+assert calls[0]["function"]["name"] == "Read" and json.loads(args) == {"file_path": "/tmp/a.txt", "cmd": "cat a b"}, calls
+assert ev[-1]["choices"][0]["finish_reason"] == "tool_calls"' "$B"
+mreq "$B" "{\"model\":\"m\",\"messages\":[$DU]}" >/dev/null
+expect_eq "directive: a side request without the tool gets a short text" 'mock: no such tool offered here' \
+    "$(json_get "$B" choices.0.message.content)"
+mreq "$B" "{\"model\":\"gemini-3-pro\",\"messages\":[$DU],\"tools\":[$RT]}" >/dev/null
+expect_eq "directive: a Gemini 3 model signs its call" 'mock-signature-call_dir1' \
+    "$(json_get "$B" choices.0.message.tool_calls.0.extra_content.google.thought_signature)"
+MT='{"type":"function","function":{"name":"search_tools","parameters":{}}},{"type":"function","function":{"name":"call_tool","parameters":{}}}'
+mreq "$B" "{\"model\":\"m\",\"messages\":[$DU],\"tools\":[$MT]}" >/dev/null
+expect_eq "directive, discovery: a hidden tool is searched for first" 'search_tools {"query":"Read"}' \
+    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+SC='{"role":"assistant","content":null,"tool_calls":[{"id":"s1","type":"function","function":{"name":"search_tools","arguments":"{}"}}]}'
+SR='{"role":"tool","tool_call_id":"s1","content":"{}"}'
+mreq "$B" "{\"model\":\"m\",\"messages\":[$DU,$SC,$SR],\"tools\":[$MT]}" >/dev/null
+expect_eq "directive, discovery: then called through call_tool" 'call_tool {"name":"Read","arguments":{"file_path":"/tmp/a.txt","cmd":"cat a b"}}' \
+    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+CU='{"role":"user","content":"MOCK_CALL Read file_path=/tmp/a.txt MOCK_CUT_STREAMS"}'
+mreq "$B" "{\"model\":\"m\",\"stream\":true,\"messages\":[$CU],\"tools\":[$RT]}" >/dev/null
+expect_eq "directive, MOCK_CUT_STREAMS: a stream ends without a finish or [DONE]" '1 0 0' \
+    "$(grep -c '^data: {' "$B") $(grep -c 'finish_reason":"' "$B") $(grep -c DONE "$B")"
+mreq "$B" "{\"model\":\"m\",\"messages\":[$CU],\"tools\":[$RT]}" >/dev/null
+expect_eq "directive, MOCK_CUT_STREAMS: a whole answer is not cut" 'Read' "$(json_get "$B" choices.0.message.tool_calls.0.function.name)"
+mreq "$B" '{"model":"m","messages":[{"role":"user","content":"hi"}]}' >/dev/null
+expect_eq "no directive: the default answer" 'hello from mock' "$(json_get "$B" choices.0.message.content)"
+st=$(curl -s -o "$B" -w '%{http_code}' --data-binary '{"model":"m","messages":[],"reasoning":{}}' "$MOCK_URL/as/strict:gemini/any/v1/chat/completions")
+expect_eq "/as/<scenario>/ in the path picks the scenario (a route's upstream URL)" "400 Unknown name" \
+    "$st $(grep -o 'Unknown name' "$B" | head -n 1)"
+
 # ---- many slow streams at once ------------------------------------------------
 
 N=${MOCK_STREAMS:-1000}

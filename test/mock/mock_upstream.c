@@ -8,7 +8,10 @@
  * ("stall") use the same heap to poll, every 200 ms, whether the client
  * has gone away.
  *
- * Behaviour is picked per request (header X-Mock, or model "mock-NAME"):
+ * Behaviour is picked per request (header X-Mock, a path under /as/NAME/
+ * -- an upstream URL http://HOST/as/strict:gemini/v1 makes every request of
+ * a route one scenario, for clients that cannot send headers -- or model
+ * "mock-NAME"):
  * default, tools, discovery (a scripted model that uses the meta-tools),
  * structured (JSON for the request's response_format, as a strict model
  * writes it), parallel (several calls in one turn, then the results in
@@ -16,6 +19,9 @@
  * the history under the call's own id, a text that quotes it), status, stall, reset, garbage, big, slow, fixture and
  * strict:<provider> (the provider validators live in mock_strict.c, which
  * this file includes so that the Makefile builds one translation unit).
+ * Whatever the scenario's default answer, a user message with "MOCK_CALL
+ * <tool> key=value..." scripts a tool call and a text quoting its result
+ * (see "directive" below: how real agent CLIs are driven).
  * GET /_last, GET /_count and POST /_reset let tests see what reached us.
  *
  *   mock-upstream [--listen HOST:PORT] [-v]      prints "port=N" once ready
@@ -224,6 +230,7 @@ typedef struct request {
     bool stream;
     uint64_t hold_until;   /* stall: 0 = forever */
     unsigned status;       /* for the -v log */
+    char error[320];       /* for the -v log: the start of an error body */
     const char *method;
     char *url;
 } request;
@@ -406,6 +413,8 @@ static enum MHD_Result queue_buffer(request *r, struct MHD_Connection *conn,
     if (header(conn, "X-Mock-Close"))  /* no keep-alive: the proxy must open anew */
         MHD_add_response_header(resp, "Connection", "close");
     r->status = status;
+    if (status >= 400)
+        snprintf(r->error, sizeof r->error, "%.*s", (int)(len < 300 ? len : 300), body);
     enum MHD_Result ret = MHD_queue_response(conn, status, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -503,8 +512,13 @@ static const char *first_tool_name(const request *r)
     return name ? name : "mock_tool";
 }
 
+static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_Result *ret);
+
 static enum MHD_Result answer_default(request *r, struct MHD_Connection *conn)
 {
+    enum MHD_Result ret;
+    if (answer_directive(r, conn, &ret))
+        return ret;
     long chunks = header_long(conn, "X-Mock-Chunks", 5);
     long delay = header_long(conn, "X-Mock-Delay-Ms", 0);
     if (!r->stream) {
@@ -1049,6 +1063,257 @@ static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
     return ret;
 }
 
+/* ---- directive: the user's text names the call the model makes ----
+ * Agents cannot send X-Mock headers, so a real agent CLI drives the mock
+ * through its prompt: a user message containing
+ *     MOCK_CALL <tool> key=value key='value with spaces'
+ * makes the model call <tool> with those (string) arguments (once the agent offers
+ * it), and, once the result of that call is in the history, answer with a
+ * text that quotes it ("MOCK_RESULT: ..."), so a test sees that the agent
+ * really ran the tool. On a request whose tools were collapsed behind the
+ * discovery meta-tools the model searches first (search_tools{query:
+ * <tool>}) and then calls call_tool{name, arguments}. A request with the
+ * directive but neither the tool nor the meta-tools (an agent's title or
+ * summary side request) gets a short text. Gemini 3 models (model names
+ * containing "gemini-3") sign their first call of a step with a
+ * thought_signature, as Gemini does (R19); strict:gemini wants it back.
+ * With MOCK_CUT_STREAMS anywhere in that message every streamed answer is
+ * cut short (non-streamed ones are not), to drive an agent's fallback to
+ * non-streamed requests. */
+
+typedef struct directive {
+    char tool[128];
+    json_t *args;     /* owned */
+    size_t at;        /* index of the message that carried it */
+    bool cut_streams; /* MOCK_CUT_STREAMS: a streamed answer ends unfinished */
+} directive;
+
+/* The text of a message's content: the string, or its text parts joined. */
+static void content_text(json_t *content, tg_buf *out)
+{
+    if (json_is_string(content)) {
+        tg_buf_puts(out, json_string_value(content));
+        return;
+    }
+    size_t i;
+    json_t *part;
+    json_array_foreach(content, i, part) {
+        const char *t = json_string_value(json_object_get(part, "text"));
+        if (t) {
+            if (out->len)
+                tg_buf_puts(out, " ");
+            tg_buf_puts(out, t);
+        }
+    }
+}
+
+/* The arguments after the tool's name: key=value pairs up to the end of
+ * the line, a value either one word or in single quotes ('cat a.txt'), all
+ * strings. Not JSON: some agents quote the prompt (opencode run sends it
+ * in double quotes) and escape the double quotes inside. */
+static json_t *directive_args(const char *p)
+{
+    json_t *args = json_object();
+    for (;;) {
+        p += strspn(p, " \t");
+        size_t kl = strcspn(p, "= \t\n'\"");
+        if (!kl || p[kl] != '=')
+            return args;
+        char key[64];
+        snprintf(key, sizeof key, "%.*s", (int)(kl < sizeof key ? kl : sizeof key - 1), p);
+        p += kl + 1;
+        size_t vl;
+        if (*p == '\'') {
+            p++;
+            vl = strcspn(p, "'\n");
+            json_object_set_new(args, key, json_stringn(p, vl));
+            p += vl + (p[vl] == '\'');
+        } else {
+            vl = strcspn(p, " \t\n\"");
+            json_object_set_new(args, key, json_stringn(p, vl));
+            p += vl;
+        }
+    }
+}
+
+/* Finds the last MOCK_CALL in a user message; false when there is none. */
+static bool find_directive(const request *r, directive *d)
+{
+    json_t *msgs = json_object_get(r->json, "messages");
+    for (size_t i = json_array_size(msgs); i-- > 0;) {
+        json_t *m = json_array_get(msgs, i);
+        if (strcmp(json_string_value(json_object_get(m, "role")) ?: "", "user"))
+            continue;
+        tg_buf text = { 0 };
+        content_text(json_object_get(m, "content"), &text);
+        const char *at = text.data ? strstr(text.data, "MOCK_CALL ") : NULL;
+        for (const char *next = at; next; next = strstr(next + 1, "MOCK_CALL "))
+            at = next;
+        if (!at) {
+            tg_buf_free(&text);
+            continue;
+        }
+        at += strlen("MOCK_CALL ");
+        size_t n = strcspn(at, " \t\n");
+        snprintf(d->tool, sizeof d->tool, "%.*s", (int)(n < sizeof d->tool ? n : sizeof d->tool - 1), at);
+        d->args = directive_args(at + n);
+        d->at = i;
+        d->cut_streams = strstr(text.data, "MOCK_CUT_STREAMS") != NULL;
+        tg_buf_free(&text);
+        return d->tool[0] != '\0';
+    }
+    return false;
+}
+
+static bool offers_tool(const request *r, const char *name)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(r->json, "tools"), i, t)
+        if (!strcmp(json_string_value(json_object_get(json_object_get(t, "function"), "name")) ?: "", name))
+            return true;
+    return false;
+}
+
+/* The answered call the model made last (after message `from`): its
+ * function object, and the text of its result in *result. NULL when the
+ * model has made no call since, or its result is not in yet. */
+static json_t *last_answered_call(const request *r, size_t from, tg_buf *result)
+{
+    json_t *msgs = json_object_get(r->json, "messages");
+    size_t n = json_array_size(msgs), a = n;
+    while (a-- > from + 1)
+        if (json_array_size(json_object_get(json_array_get(msgs, a), "tool_calls")))
+            break;
+    if (a == from || a == (size_t)-1)
+        return NULL;
+    json_t *calls = json_object_get(json_array_get(msgs, a), "tool_calls");
+    size_t k;
+    json_t *c;
+    json_array_foreach(calls, k, c) {
+        const char *id = json_string_value(json_object_get(c, "id")) ?: "";
+        for (size_t t = a + 1; t < n; t++) {
+            json_t *m = json_array_get(msgs, t);
+            if (!strcmp(json_string_value(json_object_get(m, "role")) ?: "", "tool") &&
+                !strcmp(json_string_value(json_object_get(m, "tool_call_id")) ?: "", id)) {
+                content_text(json_object_get(m, "content"), result);
+                return json_object_get(c, "function");
+            }
+        }
+    }
+    return NULL;
+}
+
+/* One call of `name` with `args` (consumed), whole or streamed in three
+ * argument fragments, signed for Gemini 3. */
+static enum MHD_Result answer_named_call(request *r, struct MHD_Connection *conn, const char *name,
+                                         json_t *args)
+{
+    char *a = json_dumps(args, JSON_COMPACT);
+    json_decref(args);
+    if (!a)
+        return MHD_NO;
+    char id[40];
+    snprintf(id, sizeof id, "call_dir%zu", json_array_size(json_object_get(r->json, "messages")));
+    json_t *call = json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", id, "type", "function", "function",
+                             "name", name, "arguments", a);
+    if (strstr(request_model(r), "gemini-3")) {
+        char sig[64];
+        snprintf(sig, sizeof sig, "mock-signature-%s", id);
+        json_object_set_new(call, "extra_content",
+                            json_pack("{s:{s:s}}", "google", "thought_signature", sig));
+    }
+    enum MHD_Result ret;
+    if (!r->stream) {
+        json_t *msg = json_pack("{s:s,s:n,s:[o]}", "role", "assistant", "content", "tool_calls", call);
+        ret = queue_json(r, conn, 200, completion(r, msg, "tool_calls"));
+        free(a);
+        return ret;
+    }
+    stream *s = stream_new(conn, 0);
+    int rc = s ? 0 : -1;
+    json_t *first = json_deep_copy(call);
+    json_object_set_new(first, "index", json_integer(0));
+    json_object_set_new(json_object_get(first, "function"), "arguments", json_string(""));
+    if (rc == 0)
+        rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:n,s:[o]}", "role", "assistant",
+                                                    "content", "tool_calls", first), NULL));
+    else
+        json_decref(first);
+    size_t len = strlen(a), cut[4] = { 0, len / 3, 2 * len / 3, len };
+    for (int k = 0; k < 3 && rc == 0; k++)
+        rc = stream_add_event(s, chunk(r, json_pack("{s:[{s:i,s:{s:s%}}]}", "tool_calls", "index", 0,
+                                                    "function", "arguments", a + cut[k],
+                                                    cut[k + 1] - cut[k]),
+                                       NULL));
+    json_decref(call);
+    free(a);
+    if (!s)
+        return MHD_NO;
+    return end_stream(r, conn, s, rc, "tool_calls");
+}
+
+/* The final text: the result, on one line and cut to a readable length. */
+static enum MHD_Result answer_result(request *r, struct MHD_Connection *conn, const char *result)
+{
+    char text[400];
+    int n = snprintf(text, sizeof text, "MOCK_RESULT: %.360s", result);
+    for (int i = 0; i < n && i < (int)sizeof text; i++)
+        if (text[i] == '\n' || text[i] == '\r' || text[i] == '\t')
+            text[i] = ' ';
+    return answer_text(r, conn, text);
+}
+
+/* A stream that stops after its first words, without a finish_reason or
+ * [DONE]: what makes Claude Code send its request again unstreamed. */
+static enum MHD_Result answer_cut_stream(request *r, struct MHD_Connection *conn)
+{
+    stream *s = stream_new(conn, 0);
+    if (!s)
+        return MHD_NO;
+    if (stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant", "content", "Cut "),
+                                  NULL))) {
+        stream_free(s);
+        return MHD_NO;
+    }
+    return queue_stream(r, conn, s, MHD_SIZE_UNKNOWN, "text/event-stream");
+}
+
+/* Answers a request that carries a directive; false (nothing queued) when
+ * it carries none. */
+static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_Result *ret)
+{
+    directive d = { 0 };
+    if (!find_directive(r, &d))
+        return false;
+    if (d.cut_streams && r->stream) {
+        json_decref(d.args);
+        *ret = answer_cut_stream(r, conn);
+        return true;
+    }
+    const char *search = tool_with_suffix(r, "search_tools");
+    const char *call_tool = tool_with_suffix(r, "call_tool");
+    tg_buf result = { 0 };
+    json_t *fn = last_answered_call(r, d.at, &result);
+    const char *called = fn ? json_string_value(json_object_get(fn, "name")) ?: "" : NULL;
+    if (fn && (!strcmp(called, d.tool) || (call_tool && !strcmp(called, call_tool))))
+        *ret = answer_result(r, conn, result.data ? result.data : "");
+    else if (fn && search && !strcmp(called, search) && call_tool)
+        *ret = answer_named_call(r, conn, call_tool,
+                                 json_pack("{s:s,s:O}", "name", d.tool, "arguments", d.args));
+    else if (fn)
+        *ret = answer_result(r, conn, "unexpected call answered");
+    else if (offers_tool(r, d.tool))
+        *ret = answer_named_call(r, conn, d.tool, json_incref(d.args));
+    else if (search)
+        *ret = answer_named_call(r, conn, search, json_pack("{s:s}", "query", d.tool));
+    else
+        *ret = answer_text(r, conn, "mock: no such tool offered here");
+    tg_buf_free(&result);
+    json_decref(d.args);
+    return true;
+}
+
 static enum MHD_Result answer_status(request *r, struct MHD_Connection *conn)
 {
     long status = header_long(conn, "X-Mock-Status", 500);
@@ -1203,11 +1468,17 @@ static void pick_scenario(request *r, struct MHD_Connection *conn)
     const char *h = header(conn, "X-Mock");
     const char *model = json_string_value(json_object_get(r->json, "model"));
     const char *name = "default";
+    size_t path_len = 0;
     if (h && *h)
         name = h;
+    else if (r->url && strncmp(r->url, "/as/", 4) == 0 && (path_len = strcspn(r->url + 4, "/")))
+        name = r->url + 4;
     else if (model && strncmp(model, "mock-", 5) == 0)
         name = model + 5;
-    snprintf(r->scenario, sizeof(r->scenario), "%s", name);
+    if (path_len)
+        snprintf(r->scenario, sizeof(r->scenario), "%.*s", (int)path_len, name);
+    else
+        snprintf(r->scenario, sizeof(r->scenario), "%s", name);
     r->stream = json_is_true(json_object_get(r->json, "stream"));
     if (strcmp(r->scenario, "stream") == 0) { /* model "mock-stream": default, streamed */
         r->stream = true;
@@ -1344,9 +1615,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)conn;
     request *r = *con_cls;
     if (verbose && r)
-        fprintf(stderr, "mock: %s %s scenario=%s status=%u%s\n", r->method, r->url ? r->url : "?",
-                r->scenario[0] ? r->scenario : "-", r->status,
-                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
+        fprintf(stderr, "mock: %s %s scenario=%s status=%u%s%s%s\n", r->method,
+                r->url ? r->url : "?", r->scenario[0] ? r->scenario : "-", r->status,
+                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)",
+                r->error[0] ? " " : "", r->error);
     request_free(r);
     *con_cls = NULL;
 }

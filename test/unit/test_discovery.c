@@ -515,6 +515,44 @@ static void test_replayed_opaque(void **state)
     }
 }
 
+/* The agent's call of a hidden tool, read back as the model's call_tool
+ * call on the next turn, keeps the signature Gemini 3 put on it (or the
+ * fill_signatures stand-in when the agent dropped it): Gemini 3 refuses a
+ * replayed call without one (R19). */
+static void test_history_signature(void **state)
+{
+    (void)state;
+    static const char *const given[] = { "c2lnLTE=", NULL };
+    static const char *const want[] = { "c2lnLTE=", "skip_thought_signature_validator" };
+    for (size_t i = 0; i < 2; i++) {
+        tg_rules_set r;
+        rules_for(&r, TG_D_GEMINI);
+        json_t *c = mk_call("docker-logs", json_pack("{ss}", "containerId", "web"));
+        json_object_set_new(c, "id", json_string("call_1"));
+        if (given[i])
+            json_object_set_new(c, "extra_content",
+                                json_pack("{s:{s:s}}", "google", "thought_signature", given[i]));
+        json_t *hist = json_pack("[{ssss}{sssns[o]}{ssss}]", "role", "user", "content", "logs",
+                                 "role", "assistant", "content", "tool_calls", c, "role", "tool",
+                                 "tool_call_id", "call_1", "content", "OOM killed");
+        json_t *body = request(100, hist);
+        json_object_set_new(body, "model", json_string("gemini-3-pro-preview"));
+        tg_ctx ctx;
+        tg_ctx_init(&ctx, "r", &r, NULL);
+        tg_error err;
+        assert_int_equal(tg_pipeline_request(body, &ctx, &err), 0);
+        json_t *hc = json_array_get(
+            json_object_get(json_array_get(json_object_get(body, "messages"), 1), "tool_calls"), 0);
+        assert_string_equal(fn_name(hc), meta(body, "call_tool"));
+        assert_string_equal(json_string_value(json_object_get(hc, "id")), "call_1");
+        const char *sig = json_string_value(json_object_get(
+            json_object_get(json_object_get(hc, "extra_content"), "google"), "thought_signature"));
+        assert_string_equal(sig ? sig : "(none)", want[i]);
+        json_decref(body);
+        tg_ctx_clear(&ctx);
+    }
+}
+
 static void test_search_answer(void **state)
 {
     (void)state;
@@ -889,6 +927,7 @@ int main(void)
         cmocka_unit_test(test_large_and_cached),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_replayed_opaque),
+        cmocka_unit_test(test_history_signature),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
