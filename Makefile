@@ -29,7 +29,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 CONF     ?= conf/toolgate.conf
 
-.PHONY: all deps run test unit clean install bench fuzz soak
+.PHONY: all deps run test unit clean install bench eval fuzz soak
 all: $(BUILD)/toolgate
 
 $(BUILD)/%.o: %.c $(HDRS)
@@ -74,6 +74,12 @@ test: deps
 bench: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/mock-upstream
 	@sh bench/run.sh
+
+# Discovery quality: recall of search_tools per half of the query set at
+# 100, 400 and 1,000 tools (test/tools/discovery_eval.c; TG_SHARED as bench).
+eval: deps
+	@$(MAKE) --no-print-directory $(BUILD)/test/discovery_eval
+	@./$(BUILD)/test/discovery_eval -r
 
 # Fuzzing (libFuzzer, clang from Debian): every test/fuzz/fuzz_*.c target
 # runs FUZZ_SECONDS on top of its checked-in seeds; a crash fails the run and

@@ -1,19 +1,27 @@
 /* discovery_eval.c -- how well search_tools finds the right tool, and what
- * discovery saves upstream.
+ * discovery saves upstream. `make eval`.
  *
- *   build-disc/test/discovery_eval [-v] [queries.json]
+ *   build/test/discovery_eval [-v] [-r] [queries.json]
  *
  * Queries (test/discovery/queries.json) are tasks phrased the way a user
  * would, each labeled with the tool (server + name, from
- * $TG_SHARED/corpus/tools/) that should be found. Catalogs are the tool
- * lists of corpus/requests/big-{100,400,1000}.json; when a query's target is
- * not among them, it takes the place of the catalog's last tool, so every
- * query is counted at every size against the same number of distractors.
- * Everything runs through the real request pipeline (dialect openai,
- * discovery on) and tg_discovery_search, i.e. what the model would get.
+ * $TG_SHARED/corpus/tools/) that should be found, and with its half: the
+ * servers sorted by name alternate tune, test, tune, ... (index 0 is tune),
+ * a rule fixed before any tuning. The ranker may be tuned on the tune half;
+ * the test half's figures are the honest ones, and its misses are never
+ * printed (-v prints the tune half's misses).
  *
- * Prints recall@1/3/5 per size, the tools bytes sent upstream with and
- * without discovery, and the cost of the discovery stage cold and cached.
+ * Catalogs are the tool lists of corpus/requests/big-{100,400,1000}.json;
+ * when a query's target is not among them, it takes the place of the
+ * catalog's last tool, so every query is counted at every size against the
+ * same number of distractors. Everything runs through the real request
+ * pipeline (dialect openai, discovery on) and tg_discovery_search, i.e. what
+ * the model would get.
+ *
+ * Prints R@1/3/5/10 and MRR@10 per half and size; then (unless -r) the tools
+ * bytes sent upstream with and without discovery, and the cost of the
+ * discovery stage cold and cached. Exits 1 when a query or catalog cannot
+ * be read.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,8 +128,36 @@ static void run_pipeline(tg_rules_set *rules, tg_cache *cache, json_t *tools, tg
     json_decref(body);
 }
 
+/* Ranks of every query's target in one catalog size: rank[q] is 0-based,
+ * or -1 when the target is not in the top EVAL_DEPTH. */
+#define EVAL_DEPTH 10
+
+typedef struct tally {
+    size_t n, hit[4];  /* R@1, 3, 5, 10 */
+    double rr;         /* sum of 1/rank (0 beyond EVAL_DEPTH) */
+} tally;
+
+static void tally_add(tally *t, int rank)
+{
+    static const int at[4] = { 1, 3, 5, 10 };
+    t->n++;
+    for (int k = 0; k < 4; k++)
+        t->hit[k] += rank >= 0 && rank < at[k];
+    if (rank >= 0)
+        t->rr += 1.0 / (rank + 1);
+}
+
+static void tally_row(const char *half, int size, const tally *t)
+{
+    double n = t->n ? (double)t->n : 1.0;
+    printf("| %-4s | %5d | %3zu | %.3f | %.3f | %.3f | %.3f | %.3f |\n", half, size, t->n,
+           t->hit[0] / n, t->hit[1] / n, t->hit[2] / n, t->hit[3] / n, t->rr / n);
+}
+
+/* -v prints misses of the tuning half only: the test half's misses must
+ * never guide the ranker (see README, "Discovery quality"). */
 static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *rules,
-                     tg_cache *cache, int verbose, double recall[3])
+                     tg_cache *cache, int verbose, tally out[2])
 {
     char rel[64];
     snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", size);
@@ -129,28 +165,27 @@ static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *ru
     if (!big)
         return -1;
     json_t *base = json_object_get(big, "tools");
-    size_t hit[3] = { 0, 0, 0 }, n = 0, present = 0;
     for (size_t q = 0; q < json_array_size(queries); q++) {
         json_t *qq = json_array_get(queries, q);
         const char *text = json_string_value(json_object_get(qq, "query"));
         const char *server = json_string_value(json_object_get(qq, "server"));
         const char *tname = json_string_value(json_object_get(qq, "tool"));
+        const char *half = json_string_value(json_object_get(qq, "half"));
         json_t *tool = NULL, *list = json_object_get(corpus, server ? server : "");
         for (size_t i = 0; i < json_array_size(list); i++)
             if (tname && strcmp(fname(json_array_get(list, i)), tname) == 0)
                 tool = json_array_get(list, i);
-        if (!text || !tool) {
-            fprintf(stderr, "discovery_eval: query %zu: no tool %s/%s\n", q,
+        int test = half && strcmp(half, "test") == 0;
+        if (!text || !tool || !half || (!test && strcmp(half, "tune") != 0)) {
+            fprintf(stderr, "discovery_eval: query %zu: no tool %s/%s or no half\n", q,
                     server ? server : "?", tname ? tname : "?");
             continue;
         }
         char want[512];
-        if (find_target(base, server, tool) >= 0)
-            present++;
         json_t *cat = catalog_for(base, server, tool, want, sizeof want);
         tg_ctx ctx;
         run_pipeline(rules, cache, cat, &ctx);
-        json_t *r = tg_discovery_search(&ctx, text, 5);
+        json_t *r = tg_discovery_search(&ctx, text, EVAL_DEPTH);
         json_t *res = json_object_get(r, "results");
         int rank = -1;
         for (size_t i = 0; i < json_array_size(res) && rank < 0; i++) {
@@ -158,11 +193,8 @@ static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *ru
             if (got && strcmp(tg_schema_agent_name(&ctx, got), want) == 0)
                 rank = (int)i;
         }
-        n++;
-        hit[0] += rank == 0;
-        hit[1] += rank >= 0 && rank < 3;
-        hit[2] += rank >= 0 && rank < 5;
-        if (verbose && rank != 0) {
+        tally_add(&out[test], rank);
+        if (verbose && !test && rank != 0) {
             printf("  [%d] miss@%d %-60s want %s got", size, rank, text, want);
             for (size_t i = 0; i < json_array_size(res) && i < 3; i++)
                 printf(" %s", json_string_value(json_object_get(json_array_get(res, i), "name")));
@@ -172,10 +204,6 @@ static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *ru
         tg_ctx_clear(&ctx);
         json_decref(cat);
     }
-    for (int k = 0; k < 3; k++)
-        recall[k] = n ? (double)hit[k] / (double)n : 0;
-    printf("| %5d | %3zu (%3zu in big-%d) | %.3f | %.3f | %.3f |\n", size, n, present, size,
-           recall[0], recall[1], recall[2]);
     json_decref(big);
     return 0;
 }
@@ -249,11 +277,13 @@ static void timing(tg_rules_set *on)
 
 int main(int argc, char **argv)
 {
-    int verbose = 0;
+    int verbose = 0, recall_only = 0, failed = 0;
     const char *qpath = "test/discovery/queries.json";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0)
             verbose = 1;
+        else if (strcmp(argv[i], "-r") == 0)
+            recall_only = 1;
         else
             qpath = argv[i];
     }
@@ -285,15 +315,22 @@ int main(int argc, char **argv)
     on.disc.mode = TG_DISC_ON;
     tg_cache *cache = tg_cache_new(256, 0);
 
-    printf("search_tools recall (%zu queries, %zu servers; dialect openai)\n\n",
+    printf("search_tools recall (%zu queries, %zu servers; dialect openai; catalog = big-N "
+           "with the target in place of its last tool)\n\n",
            json_array_size(queries), json_object_size(corpus));
-    printf("| tools | queries | R@1 | R@3 | R@5 |\n|---|---|---|---|---|\n");
-    double r[3], r400 = 0;
+    printf("| half | tools | queries | R@1 | R@3 | R@5 | R@10 | MRR@10 |\n"
+           "|---|---|---|---|---|---|---|---|\n");
     static const int sizes[] = { 100, 400, 1000 };
-    for (int i = 0; i < 3; i++) {
-        if (eval_size(sizes[i], queries, corpus, &on, cache, verbose, r) == 0 && sizes[i] == 400)
-            r400 = r[2];
-    }
+    tally t[3][2];
+    memset(t, 0, sizeof t);
+    for (int i = 0; i < 3; i++)
+        if (eval_size(sizes[i], queries, corpus, &on, cache, verbose, t[i]))
+            failed = 1;
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 3; i++)
+            tally_row(h ? "test" : "tune", sizes[i], &t[i][h]);
+    if (recall_only)
+        goto out;
 
     printf("\nupstream tools bytes (compact JSON), openai dialect\n\n");
     tg_rules_set bare = on;
@@ -305,8 +342,9 @@ int main(int argc, char **argv)
     bytes_row(1000, &on, &off, &bare);
     timing(&on);
 
+out:
     tg_cache_free(cache);
     json_decref(corpus);
     json_decref(queries);
-    return r400 >= 0.9 ? 0 : 2;
+    return failed;
 }
