@@ -14,7 +14,7 @@ PKGS     := libmicrohttpd libcurl jansson inih
 OPT      ?= -O2 -g
 TG_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -fno-strict-aliasing $(OPT) $(SAN) $(CFLAGS)
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih) -lpthread -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih) -lstemmer -lpthread -lm
 LDFLAGS  += $(SAN)
 
 LIB_SRC  := $(filter-out proxy/main.c,$(wildcard sanitize/*.c discovery/*.c conf/*.c proxy/*.c))

@@ -30,6 +30,7 @@
 
 #include "../../sanitize/cache.h"
 #include "../../sanitize/pipeline.h"
+#include "../../discovery/index.h"
 
 static char shared[1024];
 
@@ -275,15 +276,114 @@ static void timing(tg_rules_set *on)
     json_decref(big);
 }
 
+/* ---- -g: fit the ranker's knobs on the tune half ------------------------
+ * Straight on the index (what search_tools ranks with), over the tune half
+ * only, every combination of a small grid; prints the best by the sum over
+ * the three sizes of R@5 + MRR@10. The test half is never read here. */
+static const double g_name[] = { 1.5, 3, 5 }, g_param[] = { 0.6, 1.2, 2 },
+                    g_pdesc[] = { 0.2, 0.4, 0.8 }, g_b[] = { 0.5, 0.75, 0.9 },
+                    g_bonus[] = { 0, 0.5, 1, 2 }, g_k1[] = { 0.8, 1.2, 2 };
+#define NG(a) (sizeof a / sizeof a[0])
+
+static size_t grid_count(void)
+{
+    return NG(g_name) * NG(g_param) * NG(g_pdesc) * NG(g_b) * NG(g_bonus) * NG(g_k1);
+}
+
+static tg_dindex_params grid_point(size_t i, const tg_dindex_params *base)
+{
+    tg_dindex_params p = *base;
+    p.w[TG_DF_NAME] = g_name[i % NG(g_name)], i /= NG(g_name);
+    p.w[TG_DF_PARAM] = g_param[i % NG(g_param)], i /= NG(g_param);
+    p.w[TG_DF_PDESC] = g_pdesc[i % NG(g_pdesc)], i /= NG(g_pdesc);
+    p.b = g_b[i % NG(g_b)], i /= NG(g_b);
+    p.name_bonus = g_bonus[i % NG(g_bonus)], i /= NG(g_bonus);
+    p.k1 = g_k1[i % NG(g_k1)];
+    return p;
+}
+
+static long catalog_pos(json_t *cat, const char *want)
+{
+    for (size_t i = 0; i < json_array_size(cat); i++)
+        if (strcmp(fname(json_array_get(cat, i)), want) == 0)
+            return (long)i;
+    return -1;
+}
+
+static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
+{
+    static const int sizes[] = { 100, 400, 1000 };
+    size_t ng = grid_count();
+    double *score = calloc(ng, sizeof *score);
+    for (int si = 0; si < 3; si++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", sizes[si]);
+        json_t *big = load(rel);
+        if (!big)
+            return 1;
+        json_t *bt = json_object_get(big, "tools");
+        size_t nq = 0;
+        for (size_t q = 0; q < json_array_size(queries); q++) {
+            json_t *qq = json_array_get(queries, q);
+            if (strcmp(json_string_value(json_object_get(qq, "half")), "tune") != 0)
+                continue;
+            const char *server = json_string_value(json_object_get(qq, "server"));
+            const char *tname = json_string_value(json_object_get(qq, "tool"));
+            json_t *tool = NULL, *list = json_object_get(corpus, server);
+            for (size_t i = 0; i < json_array_size(list); i++)
+                if (strcmp(fname(json_array_get(list, i)), tname) == 0)
+                    tool = json_array_get(list, i);
+            if (!tool)
+                continue;
+            char want[512];
+            json_t *cat = catalog_for(bt, server, tool, want, sizeof want);
+            long at = catalog_pos(cat, want);
+            json_t *idx = tg_dindex_build(cat);
+            const char *text = json_string_value(json_object_get(qq, "query"));
+            for (size_t g = 0; g < ng; g++) {
+                tg_dindex_params p = grid_point(g, base);
+                size_t hits[EVAL_DEPTH];
+                size_t m = tg_dindex_search_p(idx, text, &p, hits, NULL, EVAL_DEPTH);
+                for (size_t i = 0; i < m && i < EVAL_DEPTH; i++)
+                    if ((long)hits[i] == at) {
+                        score[g] += 1.0 / (double)(i + 1) + (i < 5);
+                        break;
+                    }
+            }
+            nq++;
+            json_decref(idx);
+            json_decref(cat);
+        }
+        for (size_t g = 0; g < ng && si == 2; g++)
+            score[g] /= (double)nq * 3;
+        json_decref(big);
+    }
+    /* print the best ten and where the defaults stand */
+    for (int k = 0; k < 10; k++) {
+        size_t best = 0;
+        for (size_t g = 1; g < ng; g++)
+            if (score[g] > score[best])
+                best = g;
+        tg_dindex_params p = grid_point(best, base);
+        printf("%.4f  name %.1f param %.1f pdesc %.1f b %.2f bonus %.1f k1 %.1f\n", score[best],
+               p.w[TG_DF_NAME], p.w[TG_DF_PARAM], p.w[TG_DF_PDESC], p.b, p.name_bonus, p.k1);
+        score[best] = -1;
+    }
+    free(score);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int verbose = 0, recall_only = 0, failed = 0;
+    int verbose = 0, recall_only = 0, failed = 0, fit = 0;
     const char *qpath = "test/discovery/queries.json";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0)
             verbose = 1;
         else if (strcmp(argv[i], "-r") == 0)
             recall_only = 1;
+        else if (strcmp(argv[i], "-g") == 0)
+            fit = 1;
         else
             qpath = argv[i];
     }
@@ -307,6 +407,13 @@ int main(int argc, char **argv)
         json_t *t = load(rel);
         if (t)
             json_object_set_new(corpus, s, t);
+    }
+
+    if (fit) {
+        int rc = grid(queries, corpus, &tg_dindex_defaults);
+        json_decref(corpus);
+        json_decref(queries);
+        return rc;
     }
 
     tg_rules_set on, off;
