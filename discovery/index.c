@@ -41,6 +41,7 @@ const tg_dindex_params tg_dindex_defaults = {
     .syn_weight = 0.45,
     .verb_weight = 0.8,
     .synonyms = 1,
+    .coverage = 0.0,
 };
 
 typedef struct posting {
@@ -430,6 +431,7 @@ static const char *const synonyms[][10] = {
 typedef struct qterm {
     char w[TOK_MAX + 1];
     double weight;
+    int direct;  /* written in the query, not pulled in as a synonym */
 } qterm;
 
 typedef struct query {
@@ -449,6 +451,7 @@ static void add_qword(const char *w, void *ud)
         }
     if (q->n < sizeof q->t / sizeof q->t[0]) {
         strcpy(q->t[q->n].w, w);
+        q->t[q->n].direct = q->weight >= 1.0;
         q->t[q->n++].weight = q->weight;
     }
 }
@@ -505,7 +508,8 @@ static int better(const hit *a, const hit *b)
 /* BM25F: the fields' counts, each normalized by its own length, are summed
  * with the field weights and saturated once; a query word in the tool's name
  * adds name_bonus on top (it says more than any count in a description). */
-static void score_terms(json_t *index, const query *q, const tg_dindex_params *pr, double *acc)
+static void score_terms(json_t *index, const query *q, const tg_dindex_params *pr, double *acc,
+                        uint64_t *cover)
 {
     size_t n = (size_t)json_integer_value(json_object_get(index, "n"));
     json_t *terms = json_object_get(index, "t");
@@ -525,11 +529,30 @@ static void score_terms(json_t *index, const query *q, const tg_dindex_params *p
                 if (p[j].tf[f] > 0)
                     tf += pr->w[f] * p[j].tf[f] /
                           (1.0 - pr->b + pr->b * len[f] / (avg[f] > 0 ? avg[f] : 1.0));
+            if (q->t[i].direct && i < 64)
+                cover[p[j].doc] |= 1ull << i;
             acc[p[j].doc] += q->t[i].weight * idf *
                              (tf * (pr->k1 + 1.0) / (tf + pr->k1) +
                               (p[j].tf[F_NAME] > 0 ? pr->name_bonus : 0.0));
         }
     }
+}
+
+/* Second stage: a tool that has more of the words the user wrote (in any
+ * field) goes up, whatever their idf: "delete a label from a board" wants
+ * the tool with label and board and delete, not the one with "label" ten
+ * times. */
+static void apply_coverage(const query *q, const tg_dindex_params *pr, double *acc,
+                           const uint64_t *cover, size_t n)
+{
+    unsigned direct = 0;
+    for (size_t i = 0; i < q->n && i < 64; i++)
+        direct += q->t[i].direct != 0;
+    if (pr->coverage <= 0 || direct < 2)
+        return;
+    for (size_t d = 0; d < n; d++)
+        if (acc[d] > 0)
+            acc[d] *= 1.0 + pr->coverage * (double)__builtin_popcountll(cover[d]) / direct;
 }
 
 size_t tg_dindex_search_p(json_t *index, const char *query_text, const tg_dindex_params *pr,
@@ -550,9 +573,15 @@ size_t tg_dindex_search_p(json_t *index, const char *query_text, const tg_dindex
     sb_stemmer_delete(wc.st);
 
     double *acc = calloc(n, sizeof *acc);
-    if (!acc)
+    uint64_t *cover = calloc(n, sizeof *cover);
+    if (!acc || !cover) {
+        free(acc);
+        free(cover);
         return 0;
-    score_terms(index, &q, pr, acc);
+    }
+    score_terms(index, &q, pr, acc, cover);
+    apply_coverage(&q, pr, acc, cover, n);
+    free(cover);
 
     /* top `max` by insertion into a short sorted list */
     size_t matched = 0, kept = 0;

@@ -20,6 +20,7 @@ typedef struct tg_dindex_params {
     double syn_weight;      /* weight of a synonym a query word pulled in */
     double verb_weight;     /* weight of a query word that is a generic verb */
     int synonyms;           /* expand query words with the synonym groups */
+    double coverage;        /* boost by the share of the query's words a tool has */
 } tg_dindex_params;
 
 extern const tg_dindex_params tg_dindex_defaults;

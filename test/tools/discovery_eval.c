@@ -23,6 +23,7 @@
  * discovery stage cold and cached. Exits 1 when a query or catalog cannot
  * be read.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,27 +279,48 @@ static void timing(tg_rules_set *on)
 
 /* ---- -g: fit the ranker's knobs on the tune half ------------------------
  * Straight on the index (what search_tools ranks with), over the tune half
- * only, every combination of a small grid; prints the best by the sum over
- * the three sizes of R@5 + MRR@10. The test half is never read here. */
-static const double g_name[] = { 1.5, 3, 5 }, g_param[] = { 0.6, 1.2, 2 },
-                    g_pdesc[] = { 0.2, 0.4, 0.8 }, g_b[] = { 0.5, 0.75, 0.9 },
-                    g_bonus[] = { 0, 0.5, 1, 2 }, g_k1[] = { 0.8, 1.2, 2 };
-#define NG(a) (sizeof a / sizeof a[0])
+ * only; prints, for every value of every knob, the mean over the three
+ * sizes of R@5 + MRR@10. The test half is never read here. */
+/* One knob at a time around the defaults (a coordinate sweep): knob k takes
+ * each of its values with the others at their defaults. */
+typedef struct knob {
+    const char *name;
+    size_t off;
+    double v[6];
+} knob;
+#define KNOB(n, f, ...) { n, offsetof(tg_dindex_params, f), { __VA_ARGS__, -1 } }
+static const knob knobs[] = {
+    KNOB("w.name", w[TG_DF_NAME], 1, 1.5, 2, 3, 5),
+    KNOB("w.param", w[TG_DF_PARAM], 0.6, 1.2, 2, 3),
+    KNOB("w.pdesc", w[TG_DF_PDESC], 0.1, 0.2, 0.4, 0.8),
+    KNOB("b", b, 0.6, 0.75, 0.9, 1.0),
+    KNOB("k1", k1, 0.8, 1.2, 2),
+    KNOB("name_bonus", name_bonus, 0, 0.25, 0.5, 1),
+    KNOB("syn_weight", syn_weight, 0.2, 0.45, 0.7),
+    KNOB("verb_weight", verb_weight, 0.5, 0.8, 1),
+    KNOB("coverage", coverage, 0, 0.25, 0.5, 1, 2),
+};
+#define NKNOBS (sizeof knobs / sizeof knobs[0])
 
 static size_t grid_count(void)
 {
-    return NG(g_name) * NG(g_param) * NG(g_pdesc) * NG(g_b) * NG(g_bonus) * NG(g_k1);
+    size_t c = 0;
+    for (size_t k = 0; k < NKNOBS; k++)
+        for (size_t j = 0; knobs[k].v[j] >= 0; j++)
+            c++;
+    return c;
 }
 
-static tg_dindex_params grid_point(size_t i, const tg_dindex_params *base)
+static tg_dindex_params grid_point(size_t i, const tg_dindex_params *base, const knob **which)
 {
     tg_dindex_params p = *base;
-    p.w[TG_DF_NAME] = g_name[i % NG(g_name)], i /= NG(g_name);
-    p.w[TG_DF_PARAM] = g_param[i % NG(g_param)], i /= NG(g_param);
-    p.w[TG_DF_PDESC] = g_pdesc[i % NG(g_pdesc)], i /= NG(g_pdesc);
-    p.b = g_b[i % NG(g_b)], i /= NG(g_b);
-    p.name_bonus = g_bonus[i % NG(g_bonus)], i /= NG(g_bonus);
-    p.k1 = g_k1[i % NG(g_k1)];
+    for (size_t k = 0; k < NKNOBS; k++)
+        for (size_t j = 0; knobs[k].v[j] >= 0; j++)
+            if (i-- == 0) {
+                *(double *)((char *)&p + knobs[k].off) = knobs[k].v[j];
+                *which = &knobs[k];
+                return p;
+            }
     return p;
 }
 
@@ -341,7 +363,8 @@ static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
             json_t *idx = tg_dindex_build(cat);
             const char *text = json_string_value(json_object_get(qq, "query"));
             for (size_t g = 0; g < ng; g++) {
-                tg_dindex_params p = grid_point(g, base);
+                const knob *kn;
+                tg_dindex_params p = grid_point(g, base, &kn);
                 size_t hits[EVAL_DEPTH];
                 size_t m = tg_dindex_search_p(idx, text, &p, hits, NULL, EVAL_DEPTH);
                 for (size_t i = 0; i < m && i < EVAL_DEPTH; i++)
@@ -358,16 +381,10 @@ static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
             score[g] /= (double)nq * 3;
         json_decref(big);
     }
-    /* print the best ten and where the defaults stand */
-    for (int k = 0; k < 10; k++) {
-        size_t best = 0;
-        for (size_t g = 1; g < ng; g++)
-            if (score[g] > score[best])
-                best = g;
-        tg_dindex_params p = grid_point(best, base);
-        printf("%.4f  name %.1f param %.1f pdesc %.1f b %.2f bonus %.1f k1 %.1f\n", score[best],
-               p.w[TG_DF_NAME], p.w[TG_DF_PARAM], p.w[TG_DF_PDESC], p.b, p.name_bonus, p.k1);
-        score[best] = -1;
+    for (size_t g = 0; g < ng; g++) {
+        const knob *kn;
+        tg_dindex_params p = grid_point(g, base, &kn);
+        printf("%-12s %5.2f  %.4f\n", kn->name, *(double *)((char *)&p + kn->off), score[g]);
     }
     free(score);
     return 0;
