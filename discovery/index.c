@@ -508,8 +508,8 @@ static int better(const hit *a, const hit *b)
 /* BM25F: the fields' counts, each normalized by its own length, are summed
  * with the field weights and saturated once; a query word in the tool's name
  * adds name_bonus on top (it says more than any count in a description). */
-static void score_terms(json_t *index, const query *q, const tg_dindex_params *pr, double *acc,
-                        uint64_t *cover)
+static void score_terms(json_t *index, const query *q, const tg_dindex_params *pr,
+                        const unsigned char *allow, double *acc, uint64_t *cover)
 {
     size_t n = (size_t)json_integer_value(json_object_get(index, "n"));
     json_t *terms = json_object_get(index, "t");
@@ -523,6 +523,8 @@ static void score_terms(json_t *index, const query *q, const tg_dindex_params *p
         size_t df = json_string_length(pl) / sizeof *p;
         double idf = log(1.0 + ((double)n - (double)df + 0.5) / ((double)df + 0.5));
         for (size_t j = 0; j < df; j++) {
+            if (allow && !allow[p[j].doc])
+                continue;
             const float *len = dl + (size_t)p[j].doc * F_COUNT;
             double tf = 0;
             for (int f = 0; f < F_COUNT; f++)
@@ -555,8 +557,8 @@ static void apply_coverage(const query *q, const tg_dindex_params *pr, double *a
             acc[d] *= 1.0 + pr->coverage * (double)__builtin_popcountll(cover[d]) / direct;
 }
 
-size_t tg_dindex_search_p(json_t *index, const char *query_text, const tg_dindex_params *pr,
-                          size_t *out, double *score, size_t max)
+size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dindex_params *pr,
+                           const unsigned char *allow, size_t *out, double *score, size_t max)
 {
     size_t n = (size_t)json_integer_value(json_object_get(index, "n"));
     query q = { .weight = 1.0 };
@@ -579,7 +581,7 @@ size_t tg_dindex_search_p(json_t *index, const char *query_text, const tg_dindex
         free(cover);
         return 0;
     }
-    score_terms(index, &q, pr, acc, cover);
+    score_terms(index, &q, pr, allow, acc, cover);
     apply_coverage(&q, pr, acc, cover, n);
     free(cover);
 
@@ -610,6 +612,12 @@ size_t tg_dindex_search_p(json_t *index, const char *query_text, const tg_dindex
     free(top);
     free(acc);
     return matched;
+}
+
+size_t tg_dindex_search_p(json_t *index, const char *query_text, const tg_dindex_params *pr,
+                          size_t *out, double *score, size_t max)
+{
+    return tg_dindex_search_in(index, query_text, pr, NULL, out, score, max);
 }
 
 size_t tg_dindex_search(json_t *index, const char *query_text, size_t *out, double *score,

@@ -40,6 +40,10 @@ size_t tg_dindex_search(json_t *index, const char *query, size_t *out, double *s
 size_t tg_dindex_search_p(json_t *index, const char *query, const tg_dindex_params *params,
                           size_t *out, double *score, size_t max);
 
+/* The same over the docs whose allow[doc] is set (allow NULL: all). */
+size_t tg_dindex_search_in(json_t *index, const char *query, const tg_dindex_params *params,
+                           const unsigned char *allow, size_t *out, double *score, size_t max);
+
 /* Rough heap cost of an index, for the cache's byte bound. */
 size_t tg_dindex_cost(json_t *index);
 
