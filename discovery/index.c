@@ -42,6 +42,8 @@ const tg_dindex_params tg_dindex_defaults = {
     .verb_weight = 0.8,
     .synonyms = 1,
     .coverage = 0.0,
+    .joins = 1,
+    .name_cover = 0.25,
 };
 
 typedef struct posting {
@@ -495,6 +497,38 @@ static void expand_synonyms(query *q, struct sb_stemmer *st, const tg_dindex_par
     }
 }
 
+/* "roll back", "check in", "sign up": two words a user writes apart that
+ * a tool writes as one (rollback, checkin, signup). Each pair of adjacent
+ * words of the query, stop words included, joins into a query word when the
+ * catalog has the joined word. */
+static void add_joins(const char *text, json_t *terms, struct sb_stemmer *st, query *q)
+{
+    char prev[TOK_MAX + 1] = "", cur[TOK_MAX + 1], joined[2 * TOK_MAX + 1];
+    while (text && *text) {
+        while (*text && !isalnum((unsigned char)*text))
+            text++;
+        size_t n = 0;
+        while (isalnum((unsigned char)text[n]))
+            n++;
+        if (!n)
+            break;
+        size_t k = n > TOK_MAX ? TOK_MAX : n;
+        for (size_t i = 0; i < k; i++)
+            cur[i] = (char)tolower((unsigned char)text[i]);
+        cur[k] = '\0';
+        text += n;
+        if (*prev && strlen(prev) + k <= TOK_MAX) {
+            snprintf(joined, sizeof joined, "%s%s", prev, cur);
+            stem_into(st, joined);
+            if (json_object_get(terms, joined)) {
+                q->weight = 1.0;
+                add_qword(joined, q);
+            }
+        }
+        memcpy(prev, cur, k + 1);
+    }
+}
+
 typedef struct hit {
     size_t doc;
     double score;
@@ -509,7 +543,8 @@ static int better(const hit *a, const hit *b)
  * with the field weights and saturated once; a query word in the tool's name
  * adds name_bonus on top (it says more than any count in a description). */
 static void score_terms(json_t *index, const query *q, const tg_dindex_params *pr,
-                        const unsigned char *allow, double *acc, uint64_t *cover)
+                        const unsigned char *allow, double *acc, uint64_t *cover,
+                        double *namehit)
 {
     size_t n = (size_t)json_integer_value(json_object_get(index, "n"));
     json_t *terms = json_object_get(index, "t");
@@ -533,6 +568,8 @@ static void score_terms(json_t *index, const query *q, const tg_dindex_params *p
                           (1.0 - pr->b + pr->b * len[f] / (avg[f] > 0 ? avg[f] : 1.0));
             if (q->t[i].direct && i < 64)
                 cover[p[j].doc] |= 1ull << i;
+            if (p[j].tf[F_NAME] > 0 && namehit)
+                namehit[p[j].doc] += p[j].tf[F_NAME] * (q->t[i].weight < 1.0 ? q->t[i].weight : 1.0);
             acc[p[j].doc] += q->t[i].weight * idf *
                              (tf * (pr->k1 + 1.0) / (tf + pr->k1) +
                               (p[j].tf[F_NAME] > 0 ? pr->name_bonus : 0.0));
@@ -570,6 +607,8 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
     if (!wc.st)
         return 0;
     words(query_text, &wc);
+    if (pr->joins)
+        add_joins(query_text, json_object_get(index, "t"), wc.st, &q);
     if (pr->synonyms)
         expand_synonyms(&q, wc.st, pr);
     sb_stemmer_delete(wc.st);
@@ -581,8 +620,20 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
         free(cover);
         return 0;
     }
-    score_terms(index, &q, pr, allow, acc, cover);
+    double *namehit = pr->name_cover > 0 ? calloc(n, sizeof *namehit) : NULL;
+    score_terms(index, &q, pr, allow, acc, cover, namehit);
     apply_coverage(&q, pr, acc, cover, n);
+    if (namehit) {
+        /* a tool whose name the query says in full ("delete the label" for
+         * delete_label) over one that shares a word of a longer name */
+        const float *dl = (const float *)json_string_value(json_object_get(index, "dl"));
+        for (size_t d = 0; d < n; d++) {
+            double len = dl[d * F_COUNT + F_NAME];
+            if (acc[d] > 0 && len > 0)
+                acc[d] *= 1.0 + pr->name_cover * (namehit[d] > len ? 1.0 : namehit[d] / len);
+        }
+        free(namehit);
+    }
     free(cover);
 
     /* top `max` by insertion into a short sorted list */

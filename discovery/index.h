@@ -21,6 +21,8 @@ typedef struct tg_dindex_params {
     double verb_weight;     /* weight of a query word that is a generic verb */
     int synonyms;           /* expand query words with the synonym groups */
     double coverage;        /* boost by the share of the query's words a tool has */
+    int joins;              /* adjacent query words also count joined ("roll back") */
+    double name_cover;      /* boost by the share of the tool's name the query says */
 } tg_dindex_params;
 
 extern const tg_dindex_params tg_dindex_defaults;

@@ -299,6 +299,7 @@ static const knob knobs[] = {
     KNOB("syn_weight", syn_weight, 0.2, 0.45, 0.7),
     KNOB("verb_weight", verb_weight, 0.5, 0.8, 1),
     KNOB("coverage", coverage, 0, 0.25, 0.5, 1, 2),
+    KNOB("name_cover", name_cover, 0, 0.25, 0.5, 1, 2),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 

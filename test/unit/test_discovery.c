@@ -20,6 +20,7 @@
 #include "../../sanitize/cache.h"
 #include "../../sanitize/pipeline.h"
 #include "../../discovery/groups.h"
+#include "../../discovery/index.h"
 
 /* ---- fixtures --------------------------------------------------------- */
 
@@ -525,6 +526,46 @@ static void test_search_answer(void **state)
     tg_ctx_clear(&ctx);
 }
 
+/* The index alone: Snowball stems ("generation" meets "generated"),
+ * a group filter, adjacent words joined ("roll back" meets rollback), and
+ * BM25F field weights applied at search time. */
+static void test_index(void **state)
+{
+    (void)state;
+    json_t *tools = json_pack(
+        "[{ss ss}{ss ss}{ss ss}{ss ss}]",
+        "name", "run_rollback_pipeline", "description", "Run a pipeline that restores the last release.",
+        "name", "list_organizations", "description", "Lists the organizations of the user.",
+        "name", "go_back", "description", "Go back to the previous browser page.",
+        "name", "get_weather", "description", "Current weather of a city, generated hourly for the organization.");
+    json_t *idx = tg_dindex_build(tools);
+    size_t out[4];
+    double sc[4];
+    assert_true(tg_dindex_search(idx, "which organization am I in", out, sc, 4) >= 1);
+    assert_int_equal(out[0], 1);
+    /* Porter2 takes -ation and -ed to one stem, a suffix list did not */
+    assert_int_equal(tg_dindex_search(idx, "generation", out, NULL, 4), 1);
+    assert_int_equal(out[0], 3);
+    /* "roll back" finds the rollback tool only through the joined word */
+    assert_int_equal(tg_dindex_search(idx, "roll back", out, NULL, 4), 2);
+    assert_true(out[0] == 0 || out[1] == 0);
+    tg_dindex_params p = tg_dindex_defaults;
+    p.joins = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "roll back", &p, out, NULL, 4), 1);
+    assert_int_equal(out[0], 2);
+    unsigned char allow[4] = { 0, 0, 0, 1 };
+    assert_int_equal(tg_dindex_search_in(idx, "organizations", &tg_dindex_defaults, allow, out,
+                                         NULL, 4), 1);
+    assert_int_equal(out[0], 3);
+    p = tg_dindex_defaults;
+    p.w[TG_DF_NAME] = 0;  /* weights apply at search time: no name, no name match */
+    p.w[TG_DF_DESC] = 0;
+    p.name_bonus = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "weather", &p, out, NULL, 4), 0);
+    json_decref(idx);
+    json_decref(tools);
+}
+
 /* Groups from names: explicit namespaces always, a shared first word when
  * TG_GROUP_MIN_SHARE tools have it and it is not a verb. */
 static void test_groups(void **state)
@@ -953,6 +994,7 @@ int main(void)
         cmocka_unit_test(test_unknown_tool),
         cmocka_unit_test(test_search_answer),
         cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_index),
         cmocka_unit_test(test_search_groups_and_queries),
         cmocka_unit_test(test_real_and_mixed_calls),
         cmocka_unit_test(test_name_collision),
