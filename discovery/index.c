@@ -594,6 +594,35 @@ static void apply_coverage(const query *q, const tg_dindex_params *pr, double *a
             acc[d] *= 1.0 + pr->coverage * (double)__builtin_popcountll(cover[d]) / direct;
 }
 
+/* Every stage of scoring into acc[] (zeroed here). -1 when out of memory. */
+static int score_all(json_t *index, const query *q, const tg_dindex_params *pr,
+                     const unsigned char *allow, double *acc, size_t n)
+{
+    memset(acc, 0, n * sizeof *acc);
+    uint64_t *cover = calloc(n, sizeof *cover);
+    double *namehit = pr->name_cover > 0 ? calloc(n, sizeof *namehit) : NULL;
+    if (!cover || (pr->name_cover > 0 && !namehit)) {
+        free(cover);
+        free(namehit);
+        return -1;
+    }
+    score_terms(index, q, pr, allow, acc, cover, namehit);
+    apply_coverage(q, pr, acc, cover, n);
+    if (namehit) {
+        /* a tool whose name the query says in full ("delete the label" for
+         * delete_label) over one that shares a word of a longer name */
+        const float *dl = (const float *)json_string_value(json_object_get(index, "dl"));
+        for (size_t d = 0; d < n; d++) {
+            double len = dl[d * F_COUNT + F_NAME];
+            if (acc[d] > 0 && len > 0)
+                acc[d] *= 1.0 + pr->name_cover * (namehit[d] > len ? 1.0 : namehit[d] / len);
+        }
+        free(namehit);
+    }
+    free(cover);
+    return 0;
+}
+
 size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dindex_params *pr,
                            const unsigned char *allow, size_t *out, double *score, size_t max)
 {
@@ -614,27 +643,10 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
     sb_stemmer_delete(wc.st);
 
     double *acc = calloc(n, sizeof *acc);
-    uint64_t *cover = calloc(n, sizeof *cover);
-    if (!acc || !cover) {
+    if (!acc || score_all(index, &q, pr, allow, acc, n)) {
         free(acc);
-        free(cover);
         return 0;
     }
-    double *namehit = pr->name_cover > 0 ? calloc(n, sizeof *namehit) : NULL;
-    score_terms(index, &q, pr, allow, acc, cover, namehit);
-    apply_coverage(&q, pr, acc, cover, n);
-    if (namehit) {
-        /* a tool whose name the query says in full ("delete the label" for
-         * delete_label) over one that shares a word of a longer name */
-        const float *dl = (const float *)json_string_value(json_object_get(index, "dl"));
-        for (size_t d = 0; d < n; d++) {
-            double len = dl[d * F_COUNT + F_NAME];
-            if (acc[d] > 0 && len > 0)
-                acc[d] *= 1.0 + pr->name_cover * (namehit[d] > len ? 1.0 : namehit[d] / len);
-        }
-        free(namehit);
-    }
-    free(cover);
 
     /* top `max` by insertion into a short sorted list */
     size_t matched = 0, kept = 0;
