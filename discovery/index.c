@@ -82,6 +82,7 @@ static int is_stop(const char *w)
  * buffer, so it is never shared between threads). */
 typedef struct words_ctx {
     struct sb_stemmer *st;
+    json_t *memo;  /* word -> stem, when set: a catalog says "the" 10,000 times */
     void (*fn)(const char *word, void *ud);
     void *ud;
 } words_ctx;
@@ -109,7 +110,16 @@ static void emit_piece(const char *p, size_t n, words_ctx *wc)
     w[n] = '\0';
     if (n < 2 || is_stop(w))
         return;
+    json_t *m = wc->memo ? json_object_get(wc->memo, w) : NULL;
+    if (m) {
+        wc->fn(json_string_value(m), wc->ud);
+        return;
+    }
+    char raw[TOK_MAX + 1];
+    memcpy(raw, w, n + 1);
     stem_into(wc->st, w);
+    if (wc->memo)
+        json_object_set_new_nocheck(wc->memo, raw, json_string_nocheck(w));
     wc->fn(w, wc->ud);
 }
 
@@ -332,6 +342,8 @@ fail:
     return NULL;
 }
 
+static json_t *stemmed_synonyms(struct sb_stemmer *st);
+
 json_t *tg_dindex_build(json_t *tools)
 {
     size_t n = json_array_size(tools);
@@ -339,8 +351,8 @@ json_t *tg_dindex_build(json_t *tools)
     float *dl = calloc((n ? n : 1) * F_COUNT, sizeof *dl);
     float avg[F_COUNT] = { 0 };
     json_t *idx = NULL, *terms = NULL;
-    b.wc = (words_ctx){ sb_stemmer_new("english", NULL), add_word, &b };
-    if (!b.vocab || !dl || !b.wc.st)
+    b.wc = (words_ctx){ sb_stemmer_new("english", NULL), json_object(), add_word, &b };
+    if (!b.vocab || !dl || !b.wc.st || !b.wc.memo)
         goto out;
     for (size_t i = 0; i < n && !b.oom; i++) {
         b.doc = (uint32_t)i;
@@ -359,8 +371,10 @@ json_t *tg_dindex_build(json_t *tools)
     json_object_set_new(idx, "dl",
                         json_stringn_nocheck((const char *)dl, n * F_COUNT * sizeof *dl));
     json_object_set_new(idx, "t", terms);
+    json_object_set_new(idx, "syn", stemmed_synonyms(b.wc.st));
     terms = NULL;
 out:
+    json_decref(b.wc.memo);
     if (b.wc.st)
         sb_stemmer_delete(b.wc.st);
     json_decref(terms);
@@ -458,42 +472,49 @@ static void add_qword(const char *w, void *ud)
     }
 }
 
-static void stem_copy(struct sb_stemmer *st, char *dst, const char *src)
+/* The synonym groups as the index's stemmer writes them, stored in the
+ * index at build: a search then stems only its own words. */
+static json_t *stemmed_synonyms(struct sb_stemmer *st)
 {
-    size_t n = strlen(src);
-    if (n > TOK_MAX)
-        n = TOK_MAX;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-    stem_into(st, dst);
-}
-
-static void expand_synonyms(query *q, struct sb_stemmer *st, const tg_dindex_params *pr)
-{
-    size_t direct = q->n;
+    json_t *all = json_array();
     char s[TOK_MAX + 1];
     for (size_t g = 0; synonyms[g][0]; g++) {
-        int hit = 0;
-        for (size_t k = 0; synonyms[g][k] && !hit; k++) {
-            stem_copy(st, s, synonyms[g][k]);
-            for (size_t i = 0; i < direct; i++)
-                if (q->t[i].weight >= 1.0 && strcmp(q->t[i].w, s) == 0)
-                    hit = 1;
+        json_t *grp = json_array();
+        for (size_t k = 0; synonyms[g][k]; k++) {
+            snprintf(s, sizeof s, "%s", synonyms[g][k]);
+            stem_into(st, s);
+            json_array_append_new(grp, json_string(s));
         }
+        json_array_append_new(all, grp);
+    }
+    return all;
+}
+
+static int in_group(json_t *grp, const char *w)
+{
+    for (size_t k = 0; k < json_array_size(grp); k++)
+        if (strcmp(json_string_value(json_array_get(grp, k)), w) == 0)
+            return 1;
+    return 0;
+}
+
+static void expand_synonyms(query *q, json_t *syn, const tg_dindex_params *pr)
+{
+    size_t direct = q->n;
+    for (size_t g = 0; g < json_array_size(syn); g++) {
+        json_t *grp = json_array_get(syn, g);
+        int hit = 0;
+        for (size_t i = 0; i < direct && !hit; i++)
+            hit = q->t[i].weight >= 1.0 && in_group(grp, q->t[i].w);
         if (!hit)
             continue;
         if (g < VERB_GROUPS)  /* the action is a weaker clue than its object */
             for (size_t i = 0; i < direct; i++)
-                for (size_t k = 0; synonyms[g][k]; k++) {
-                    stem_copy(st, s, synonyms[g][k]);
-                    if (strcmp(q->t[i].w, s) == 0 && q->t[i].weight > pr->verb_weight)
-                        q->t[i].weight = pr->verb_weight;
-                }
+                if (in_group(grp, q->t[i].w) && q->t[i].weight > pr->verb_weight)
+                    q->t[i].weight = pr->verb_weight;
         q->weight = pr->syn_weight;
-        for (size_t k = 0; synonyms[g][k]; k++) {
-            stem_copy(st, s, synonyms[g][k]);
-            add_qword(s, q);
-        }
+        for (size_t k = 0; k < json_array_size(grp); k++)
+            add_qword(json_string_value(json_array_get(grp, k)), q);
     }
 }
 
@@ -632,14 +653,14 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
         json_string_length(json_object_get(index, "avg")) != F_COUNT * sizeof(float) ||
         !json_is_object(json_object_get(index, "t")))
         return 0;
-    words_ctx wc = { sb_stemmer_new("english", NULL), add_qword, &q };
+    words_ctx wc = { sb_stemmer_new("english", NULL), NULL, add_qword, &q };
     if (!wc.st)
         return 0;
     words(query_text, &wc);
     if (pr->joins)
         add_joins(query_text, json_object_get(index, "t"), wc.st, &q);
     if (pr->synonyms)
-        expand_synonyms(&q, wc.st, pr);
+        expand_synonyms(&q, json_object_get(index, "syn"), pr);
     sb_stemmer_delete(wc.st);
 
     double *acc = calloc(n, sizeof *acc);
