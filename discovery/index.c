@@ -395,6 +395,9 @@ size_t tg_dindex_cost(json_t *index)
     json_t *v;
     json_object_foreach(terms, key, v)
         cost += strlen(key) + json_string_length(v) + 96;  /* + jansson overhead */
+    json_t *syn = json_object_get(index, "syn");
+    for (size_t g = 0; g < json_array_size(syn); g++)
+        cost += 96 * (json_array_size(json_array_get(syn, g)) + 1);
     return cost;
 }
 
