@@ -1,7 +1,8 @@
 /* discovery.c -- lazy tool discovery (issue #6).
  *
  * A request with a large tool list goes upstream with only its core tools
- * plus three meta-tools: search_tools (BM25 over the catalog, index.c),
+ * plus three meta-tools: search_tools (BM25F over the catalog, index.c;
+ * several phrasings fused by reciprocal rank, a group filter, groups.c),
  * get_tool_schema and call_tool. toolgate answers the first two itself in
  * inner rounds the agent never sees; call_tool, or a catalog tool called by
  * its real name, reaches the agent as an ordinary call of that tool.

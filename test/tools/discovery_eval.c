@@ -1,7 +1,7 @@
 /* discovery_eval.c -- how well search_tools finds the right tool, and what
  * discovery saves upstream. `make eval`.
  *
- *   build/test/discovery_eval [-v] [-r] [queries.json]
+ *   build/test/discovery_eval [-v] [-r] [-e] [-g] [queries.json]
  *
  * Queries (test/discovery/queries.json) are tasks phrased the way a user
  * would, each labeled with the tool (server + name, from
@@ -18,7 +18,9 @@
  * pipeline (dialect openai, discovery on) and tg_discovery_search, i.e. what
  * the model would get.
  *
- * Prints R@1/3/5/10 and MRR@10 per half and size; then (unless -r) the tools
+ * Prints R@1/3/5/10 and MRR@10 per half and size; with -e, how many turns
+ * end with the right tool called when the scripted model runs the whole
+ * protocol (end_to_end); then (unless -r) the tools
  * bytes sent upstream with and without discovery, and the cost of the
  * discovery stage cold and cached. Exits 1 when a query or catalog cannot
  * be read.
@@ -111,10 +113,15 @@ static json_t *catalog_for(json_t *base, const char *server, json_t *tool, char 
     return c;
 }
 
-static json_t *body_for(json_t *tools)
+static json_t *body_with(json_t *tools, const char *text)
 {
     return json_pack("{sss[{ssss}]sO}", "model", "m", "messages", "role", "user", "content",
-                     "hello", "tools", tools);
+                     text, "tools", tools);
+}
+
+static json_t *body_for(json_t *tools)
+{
+    return body_with(tools, "hello");
 }
 
 /* Run the request stages with discovery `mode`; returns the ctx (caller
@@ -391,9 +398,139 @@ static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
     return 0;
 }
 
+/* ---- -e: end to end ------------------------------------------------------
+ * What the scripted mock model of `make test` does (test/mock, "discovery"):
+ * it calls search_tools with the user's text, asks get_tool_schema for the
+ * first result, and calls it through call_tool. Counted: the turns whose
+ * answer to the agent is a call of the right tool, through the real
+ * request and response pipeline (inner rounds, name mapping, call_tool
+ * unwrapped). */
+static const char *meta_named(json_t *body, const char *suffix)
+{
+    json_t *tools = json_object_get(body, "tools");
+    size_t sl = strlen(suffix);
+    for (size_t i = 0; i < json_array_size(tools); i++) {
+        const char *n = fname(json_array_get(tools, i));
+        size_t nl = n ? strlen(n) : 0;
+        if (nl >= sl && strcmp(n + nl - sl, suffix) == 0)
+            return n;
+    }
+    return suffix;
+}
+
+static json_t *model_turn(json_t *up)
+{
+    json_t *msgs = json_object_get(up, "messages");
+    json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
+    const char *content = json_string_value(json_object_get(last, "content"));
+    json_t *args = NULL;
+    const char *name = NULL;
+    if (strcmp(json_string_value(json_object_get(last, "role")), "tool") != 0) {
+        name = meta_named(up, "search_tools");
+        args = json_pack("{ss}", "query", content ? content : "");
+    } else {
+        json_t *ans = json_loads(content ? content : "", 0, NULL);
+        json_t *first = json_array_get(json_object_get(ans, "results"), 0);
+        json_t *tool = json_array_get(json_object_get(ans, "tools"), 0);
+        if (first) {
+            name = meta_named(up, "get_tool_schema");
+            args = json_pack("{s[O]}", "names", json_object_get(first, "name"));
+        } else if (tool) {
+            name = meta_named(up, "call_tool");
+            args = json_pack("{sOs{}}", "name", json_object_get(tool, "name"), "arguments");
+        }
+        json_decref(ans);
+    }
+    json_t *msg = json_pack("{ss}", "role", "assistant");
+    if (args) {
+        char *a = json_dumps(args, JSON_COMPACT);
+        json_object_set_new(msg, "content", json_null());
+        json_object_set_new(msg, "tool_calls",
+                            json_pack("[{sssss{ssss}}]", "id", "call_e2e", "type", "function",
+                                      "function", "name", name, "arguments", a));
+        free(a);
+        json_decref(args);
+    } else {
+        json_object_set_new(msg, "content", json_string("nothing found"));
+    }
+    return json_pack("{sssssss[{siso ss}]}", "id", "chatcmpl-e2e", "object", "chat.completion",
+                     "model", "m", "choices", "index", 0, "message", msg, "finish_reason",
+                     args ? "tool_calls" : "stop");
+}
+
+static int e2e_called(tg_rules_set *rules, tg_cache *cache, json_t *cat, const char *text,
+                      const char *want)
+{
+    tg_ctx ctx;
+    tg_error err;
+    tg_ctx_init(&ctx, "eval", rules, NULL);
+    ctx.cache = cache;
+    json_t *body = body_with(cat, text);
+    int ok = 0;
+    if (tg_pipeline_request(body, &ctx, &err) == 0) {
+        json_t *up = json_incref(body);
+        for (int round = 0; round < 8; round++) {
+            json_t *resp = model_turn(up), *next = NULL;
+            if (!tg_pipeline_response(resp, &ctx, &next)) {
+                json_t *c = json_array_get(json_object_get(json_object_get(json_array_get(
+                    json_object_get(resp, "choices"), 0), "message"), "tool_calls"), 0);
+                ok = c && strcmp(fname(c) ? fname(c) : "", want) == 0;
+                json_decref(resp);
+                break;
+            }
+            json_decref(resp);
+            json_decref(up);
+            up = next;
+        }
+        json_decref(up);
+    }
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+    return ok;
+}
+
+static int end_to_end(json_t *queries, json_t *corpus, tg_rules_set *rules, tg_cache *cache)
+{
+    static const int sizes[] = { 400, 1000 };
+    printf("\nend to end: the scripted model searches, reads the first result's schema and "
+           "calls it\n\n| half | tools | queries | right tool called |\n|---|---|---|---|\n");
+    for (int si = 0; si < 2; si++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", sizes[si]);
+        json_t *big = load(rel);
+        if (!big)
+            return 1;
+        size_t n[2] = { 0, 0 }, ok[2] = { 0, 0 };
+        for (size_t q = 0; q < json_array_size(queries); q++) {
+            json_t *qq = json_array_get(queries, q);
+            const char *server = json_string_value(json_object_get(qq, "server"));
+            const char *tname = json_string_value(json_object_get(qq, "tool"));
+            int test = strcmp(json_string_value(json_object_get(qq, "half")), "test") == 0;
+            json_t *tool = NULL, *list = json_object_get(corpus, server);
+            for (size_t i = 0; i < json_array_size(list); i++)
+                if (strcmp(fname(json_array_get(list, i)), tname) == 0)
+                    tool = json_array_get(list, i);
+            if (!tool)
+                continue;
+            char want[512];
+            json_t *cat = catalog_for(json_object_get(big, "tools"), server, tool, want,
+                                      sizeof want);
+            n[test]++;
+            ok[test] += (size_t)e2e_called(rules, cache, cat,
+                                           json_string_value(json_object_get(qq, "query")), want);
+            json_decref(cat);
+        }
+        for (int h = 0; h < 2; h++)
+            printf("| %s | %5d | %3zu | %.3f |\n", h ? "test" : "tune", sizes[si], n[h],
+                   n[h] ? (double)ok[h] / (double)n[h] : 0.0);
+        json_decref(big);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int verbose = 0, recall_only = 0, failed = 0, fit = 0;
+    int verbose = 0, recall_only = 0, failed = 0, fit = 0, e2e = 0;
     const char *qpath = "test/discovery/queries.json";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0)
@@ -402,6 +539,8 @@ int main(int argc, char **argv)
             recall_only = 1;
         else if (strcmp(argv[i], "-g") == 0)
             fit = 1;
+        else if (strcmp(argv[i], "-e") == 0)
+            e2e = 1;
         else
             qpath = argv[i];
     }
@@ -454,6 +593,8 @@ int main(int argc, char **argv)
     for (int h = 0; h < 2; h++)
         for (int i = 0; i < 3; i++)
             tally_row(h ? "test" : "tune", sizes[i], &t[i][h]);
+    if (e2e && end_to_end(queries, corpus, &on, cache))
+        failed = 1;
     if (recall_only)
         goto out;
 
