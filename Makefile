@@ -14,7 +14,7 @@ PKGS     := libmicrohttpd libcurl jansson inih hiredis libcrypto
 OPT      ?= -O2 -g
 TG_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -fno-strict-aliasing $(OPT) $(SAN) $(CFLAGS)
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lcrypto) -lpthread -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lcrypto) -lstemmer -lpthread -lm
 LDFLAGS  += $(SAN)
 
 LIB_SRC  := $(filter-out proxy/main.c,$(wildcard sanitize/*.c discovery/*.c conf/*.c proxy/*.c))
@@ -29,7 +29,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 CONF     ?= conf/toolgate.conf
 
-.PHONY: all deps run test unit clean install bench fuzz soak
+.PHONY: all deps run test unit clean install bench eval fuzz soak
 all: $(BUILD)/toolgate
 
 $(BUILD)/%.o: %.c $(HDRS)
@@ -74,6 +74,12 @@ test: deps
 bench: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/mock-upstream
 	@sh bench/run.sh
+
+# Discovery quality: recall of search_tools per half of the query set at
+# 100, 400 and 1,000 tools (test/tools/discovery_eval.c; TG_SHARED as bench).
+eval: deps
+	@$(MAKE) --no-print-directory $(BUILD)/test/discovery_eval
+	@./$(BUILD)/test/discovery_eval -r
 
 # Fuzzing (libFuzzer, clang from Debian): every test/fuzz/fuzz_*.c target
 # runs FUZZ_SECONDS on top of its checked-in seeds; a crash fails the run and

@@ -1,7 +1,8 @@
 /* discovery.c -- lazy tool discovery (issue #6).
  *
  * A request with a large tool list goes upstream with only its core tools
- * plus three meta-tools: search_tools (BM25 over the catalog, index.c),
+ * plus three meta-tools: search_tools (BM25F over the catalog, index.c;
+ * several phrasings fused by reciprocal rank, a group filter, groups.c),
  * get_tool_schema and call_tool. toolgate answers the first two itself in
  * inner rounds the agent never sees; call_tool, or a catalog tool called by
  * its real name, reaches the agent as an ordinary call of that tool.
@@ -34,11 +35,16 @@
 #include "../sanitize/hygiene.h"
 #include "../sanitize/pipeline.h"
 #include "../sanitize/jsonio.h"
+#include "groups.h"
 #include "index.h"
 
 #define CACHE_KIND "discovery"
 #define SEARCH_DEFAULT 8
 #define SEARCH_MAX 25
+#define QUERIES_MAX 8    /* alternative phrasings merged in one search */
+#define FUSE_DEPTH 50    /* each phrasing's top that reciprocal rank fusion sees */
+#define RRF_K 60.0       /* the usual constant of reciprocal rank fusion */
+#define GROUPS_LISTED 40 /* groups named in search_tools' description, largest first */
 #define SUGGEST_MAX 3
 #define LINE_MAX_BYTES 160
 
@@ -204,7 +210,31 @@ static json_t *prop(const char *type, const char *desc)
 
 /* search_tools' description, with the catalog's names when list_names is on,
  * cut to the dialect's description limit (the schema stage already ran). */
-static char *search_description(const tg_ctx *ctx, json_t *meta, json_t *names, size_t ncat)
+/* "github (26), slack (8), ..." for the description: the largest groups
+ * first (ties by name), GROUPS_LISTED at most, groups of one tool left out
+ * unless named explicitly (they narrow nothing). */
+static void put_groups(tg_buf *b, json_t *counts, size_t limit)
+{
+    size_t n = json_array_size(counts), shown = 0;
+    if (!n)
+        return;
+    tg_buf_puts(b, " Groups (pass one as \"group\" to search only its tools): ");
+    for (size_t i = 0; i < n && shown < GROUPS_LISTED; i++) {
+        json_t *e = json_array_get(counts, i);
+        char item[128];
+        snprintf(item, sizeof item, "%s%s (%lld)", shown ? ", " : "",
+                 json_string_value(json_array_get(e, 0)),
+                 (long long)json_integer_value(json_array_get(e, 1)));
+        if (b->len + strlen(item) + 2 > limit)
+            break;
+        tg_buf_puts(b, item);
+        shown++;
+    }
+    tg_buf_puts(b, ".");
+}
+
+static char *search_description(const tg_ctx *ctx, json_t *meta, json_t *names, size_t ncat,
+                                json_t *group_counts)
 {
     tg_buf b = { 0 };
     char head[640], text[640];
@@ -220,6 +250,7 @@ static char *search_description(const tg_ctx *ctx, json_t *meta, json_t *names, 
     tg_buf_puts(&b, head);
     size_t limit = ctx->schema && ctx->schema->desc_max > 0 ? (size_t)ctx->schema->desc_max
                                                            : (size_t)-1;
+    put_groups(&b, group_counts, limit);
     if (ctx->disc->list_names && json_array_size(names)) {
         tg_buf_puts(&b, " Catalog: ");
         for (size_t i = 0; i < json_array_size(names); i++) {
@@ -242,15 +273,37 @@ static char *search_description(const tg_ctx *ctx, json_t *meta, json_t *names, 
     return s;
 }
 
-static json_t *meta_search_tool(const tg_ctx *ctx, json_t *meta, json_t *names, size_t ncat,
-                                int strict)
+/* A strict dialect wants every property required: the optional ones then
+ * take null as well. */
+static json_t *optional_prop(json_t *p, int strict, json_t *req, const char *name)
 {
-    char *desc = search_description(ctx, meta, names, ncat);
+    if (strict) {
+        json_t *t = json_object_get(p, "type");
+        json_object_set_new(p, "type", json_pack("[Os]", t, "null"));
+        json_array_append_new(req, json_string(name));
+    }
+    return p;
+}
+
+static json_t *meta_search_tool(const tg_ctx *ctx, json_t *meta, json_t *names, size_t ncat,
+                                json_t *group_counts, int strict)
+{
+    char *desc = search_description(ctx, meta, names, ncat, group_counts);
     json_t *props = json_object();
+    json_t *req = json_pack("[s]", "query");
     json_object_set_new(props, "query",
                         prop("string", "The task in a few words, e.g. 'list open pull "
                                        "requests' or 'take a screenshot'."));
-    json_t *req = json_pack("[s]", "query");
+    json_t *alts = json_pack("{sss{ss}ss}", "type", "array", "items", "type", "string",
+                             "description",
+                             "Other ways to say the same task (synonyms, the service's own "
+                             "terms), searched as well; the results are merged.");
+    json_object_set_new(props, "queries", optional_prop(alts, strict, req, "queries"));
+    if (json_array_size(group_counts))
+        json_object_set_new(props, "group",
+                            optional_prop(prop("string", "Search only the tools of this group "
+                                                         "(one of the groups listed above)."),
+                                          strict, req, "group"));
     if (!strict)
         json_object_set_new(props, "limit",
                             prop("integer", "How many matches to return (default 8, at most 25)."));
@@ -318,6 +371,43 @@ static json_t *originals_by_name(json_t *originals)
     return by;
 }
 
+static int by_count_then_name(const void *a, const void *b)
+{
+    json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    json_int_t cx = json_integer_value(json_array_get(x, 1));
+    json_int_t cy = json_integer_value(json_array_get(y, 1));
+    if (cx != cy)
+        return cx > cy ? -1 : 1;
+    return strcmp(json_string_value(json_array_get(x, 0)), json_string_value(json_array_get(y, 0)));
+}
+
+/* [[group, tools], ...], the largest first (a new array). */
+static json_t *count_groups(json_t *groups)
+{
+    json_t *count = json_object();
+    for (size_t i = 0; i < json_array_size(groups); i++) {
+        const char *g = json_string_value(json_array_get(groups, i));
+        if (g)
+            json_object_set_new(count, g,
+                                json_integer(json_integer_value(json_object_get(count, g)) + 1));
+    }
+    size_t n = json_object_size(count), k = 0;
+    json_t **rows = malloc((n ? n : 1) * sizeof *rows);
+    const char *key;
+    json_t *v;
+    json_object_foreach(count, key, v)
+        if (rows)
+            rows[k++] = json_pack("[sO]", key, v);
+    if (rows)
+        qsort(rows, k, sizeof *rows, by_count_then_name);
+    json_t *out = json_array();
+    for (size_t i = 0; i < k; i++)
+        json_array_append_new(out, rows[i]);
+    free(rows);
+    json_decref(count);
+    return out;
+}
+
 static json_t *derive(const tg_ctx *ctx, json_t *catalog, json_t *originals)
 {
     size_t n = json_array_size(catalog);
@@ -342,6 +432,10 @@ static json_t *derive(const tg_ctx *ctx, json_t *catalog, json_t *originals)
             json_array_append_new(listed, json_string(u));
     }
     json_decref(by);
+    json_t *groups = tg_disc_groups(agent);
+    if (!groups)
+        groups = json_array();
+    json_t *group_counts = count_groups(groups);
 
     json_t *meta = choose_meta_names(lk);
     int strict = dialect_strict(ctx), as_string = args_as_string(ctx);
@@ -349,7 +443,7 @@ static json_t *derive(const tg_ctx *ctx, json_t *catalog, json_t *originals)
     for (size_t i = 0; i < n; i++)
         if (json_object_get(exposed, json_string_value(json_array_get(names, i))))
             json_array_append(up, json_array_get(catalog, i));
-    json_array_append_new(up, sanitize_meta(ctx, meta_search_tool(ctx, meta, listed, n, strict)));
+    json_array_append_new(up, sanitize_meta(ctx, meta_search_tool(ctx, meta, listed, n, group_counts, strict)));
     json_array_append_new(up, sanitize_meta(ctx, meta_schema_tool(meta, strict)));
     json_t *call = sanitize_meta(ctx, meta_call_tool(meta, strict, as_string));
     /* the rewrite may itself have turned the free-form object into a string */
@@ -364,9 +458,10 @@ static json_t *derive(const tg_ctx *ctx, json_t *catalog, json_t *originals)
     json_t *index = tg_dindex_build(text);
     json_decref(text);
     json_decref(listed);
-    json_t *d = json_pack("{sosOsosososososbso}", "names", names, "catalog", catalog, "agent",
-                          agent, "lookup", lk, "exposed", exposed, "meta", meta, "up", up,
-                          "args_string", as_string, "index", index ? index : json_object());
+    json_t *d = json_pack("{sosOsosososososbsososo}", "names", names, "catalog", catalog,
+                          "agent", agent, "lookup", lk, "exposed", exposed, "meta", meta, "up",
+                          up, "args_string", as_string, "index", index ? index : json_object(),
+                          "groups", groups, "group_counts", group_counts);
     return d;
 }
 
@@ -588,6 +683,9 @@ static json_t *tool_entry(json_t *d, long at, int with_params, int full_desc)
     const char *desc = json_string_value(json_object_get(fn, "description"));
     json_t *e = json_object();
     json_object_set_new(e, "name", json_string(up_name(d, at)));
+    json_t *g = json_array_get(json_object_get(d, "groups"), (size_t)at);
+    if (json_is_string(g))
+        json_object_set(e, "group", g);
     json_object_set_new(e, "description", full_desc ? json_string(desc ? desc : "") : one_line(desc));
     if (with_params) {
         json_t *p = json_object_get(fn, "parameters");
@@ -597,26 +695,129 @@ static json_t *tool_entry(json_t *d, long at, int with_params, int full_desc)
     return e;
 }
 
-static json_t *search_answer(const tg_ctx *ctx, json_t *d, const char *query, json_int_t limit)
+/* The tools of a group (case-insensitive), as a per-tool mask; NULL when
+ * no group was asked for. *unknown is set when the group does not exist. */
+static unsigned char *group_mask(json_t *d, const char *group, int *unknown)
 {
+    *unknown = 0;
+    if (!group || !*group)
+        return NULL;
+    json_t *groups = json_object_get(d, "groups");
+    size_t n = json_array_size(groups), hits = 0;
+    unsigned char *m = calloc(n ? n : 1, 1);
+    if (!m)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *g = json_string_value(json_array_get(groups, i));
+        if (g && strcasecmp(g, group) == 0) {
+            m[i] = 1;
+            hits++;
+        }
+    }
+    *unknown = hits == 0;
+    return m;
+}
+
+/* The phrasings to search: query, then each string of queries (a lone
+ * string counts as one), QUERIES_MAX at most, empty ones skipped. */
+static size_t collect_queries(json_t *args, const char **q)
+{
+    size_t n = 0;
+    const char *one = json_string_value(json_object_get(args, "query"));
+    if (one && *one)
+        q[n++] = one;
+    json_t *more = json_object_get(args, "queries");
+    if (json_is_string(more) && *json_string_value(more) && n < QUERIES_MAX)
+        q[n++] = json_string_value(more);
+    for (size_t i = 0; i < json_array_size(more) && n < QUERIES_MAX; i++) {
+        const char *s = json_string_value(json_array_get(more, i));
+        if (s && *s)
+            q[n++] = s;
+    }
+    return n;
+}
+
+typedef struct fused {
+    size_t doc;
+    double score;
+} fused;
+
+static int fused_better(const void *a, const void *b)
+{
+    const fused *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    return x->doc < y->doc ? -1 : x->doc > y->doc;
+}
+
+/* Rank for several phrasings at once: each phrasing's top FUSE_DEPTH (in
+ * the group when one is given), merged by reciprocal rank fusion, which
+ * needs no common scale between the phrasings' scores; a tool several
+ * phrasings find goes up. One phrasing keeps its own order. Fills out[]
+ * (best first), returns how many tools matched at all. */
+static size_t fused_search(json_t *d, const char **q, size_t nq, const unsigned char *mask,
+                           size_t *out, size_t max)
+{
+    json_t *index = json_object_get(d, "index");
+    size_t n = json_array_size(json_object_get(d, "names"));
+    double *rrf = calloc(n ? n : 1, sizeof *rrf);
+    fused *all = malloc((n ? n : 1) * sizeof *all);
+    size_t matched = 0, got = 0;
+    if (!rrf || !all)
+        goto out;
+    for (size_t k = 0; k < nq; k++) {
+        size_t hits[FUSE_DEPTH];
+        size_t m = tg_dindex_search_in(index, q[k], &tg_dindex_defaults, mask, hits, NULL,
+                                       FUSE_DEPTH);
+        if (m > matched)
+            matched = m;  /* a lower bound of the union, enough for "more" */
+        for (size_t i = 0; i < m && i < FUSE_DEPTH; i++)
+            rrf[hits[i]] += 1.0 / (RRF_K + (double)i + 1.0);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (rrf[i] > 0)
+            all[got++] = (fused){ i, rrf[i] };
+    qsort(all, got, sizeof *all, fused_better);
+    if (got > matched)
+        matched = got;
+    for (size_t i = 0; i < got && i < max; i++)
+        out[i] = all[i].doc;
+out:
+    free(rrf);
+    free(all);
+    return matched;
+}
+
+static json_t *search_answer(const tg_ctx *ctx, json_t *d, json_t *args)
+{
+    json_int_t limit = json_integer_value(json_object_get(args, "limit"));
     if (limit <= 0)
         limit = SEARCH_DEFAULT;
     if (limit > SEARCH_MAX)
         limit = SEARCH_MAX;
+    const char *q[QUERIES_MAX];
+    size_t nq = collect_queries(args, q);
+    const char *group = json_string_value(json_object_get(args, "group"));
+    int unknown = 0;
+    unsigned char *mask = group_mask(d, group, &unknown);
     size_t hits[SEARCH_MAX];
-    size_t matched = query ? tg_dindex_search(json_object_get(d, "index"), query, hits, NULL,
-                                              (size_t)limit)
-                           : 0;
+    size_t matched = nq && !unknown ? fused_search(d, q, nq, mask, hits, (size_t)limit) : 0;
+    free(mask);
     size_t got = matched < (size_t)limit ? matched : (size_t)limit;
     json_t *results = json_array();
     for (size_t i = 0; i < got; i++)
         json_array_append_new(results, tool_entry(d, (long)hits[i],
                                                   (int)i < ctx->disc->search_schemas, 0));
     json_t *r = json_pack("{sosI}", "results", results, "more", (json_int_t)(matched - got));
-    if (!query || !*query)
+    if (!nq)
         json_object_set_new(r, "message",
                             json_string("Pass {\"query\": \"what you want to do\"}, e.g. "
                                         "{\"query\": \"create a calendar event\"}."));
+    else if (unknown)
+        json_object_set_new(r, "message",
+                            json_string("No group of that name; the groups are listed in this "
+                                        "tool's description. Search without \"group\" to search "
+                                        "all tools."));
     else if (!got)
         json_object_set_new(r, "message",
                             json_string("No tool matched. Try other words for the task; "
@@ -824,8 +1025,7 @@ static json_t *answer_call(const tg_ctx *ctx, json_t *d, json_t *call, enum call
     else if (!args)
         r = error_answer(d, "The arguments of %s are not a JSON object.", name);
     else if (k == K_SEARCH)
-        r = search_answer(ctx, d, json_string_value(json_object_get(args, "query")),
-                          json_integer_value(json_object_get(args, "limit")));
+        r = search_answer(ctx, d, args);
     else if (k == K_SCHEMA)
         r = schema_answer(d, json_object_get(args, "names"));
     else {
@@ -1102,5 +1302,13 @@ json_t *tg_discovery_search(const tg_ctx *ctx, const char *query, int limit)
 {
     if (!active(ctx))
         return NULL;
-    return search_answer(ctx, state_d(ctx), query, limit);
+    json_t *args = json_pack("{sssI}", "query", query ? query : "", "limit", (json_int_t)limit);
+    json_t *r = search_answer(ctx, state_d(ctx), args);
+    json_decref(args);
+    return r;
+}
+
+json_t *tg_discovery_search_args(const tg_ctx *ctx, json_t *args)
+{
+    return active(ctx) ? search_answer(ctx, state_d(ctx), args) : NULL;
 }

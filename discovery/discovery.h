@@ -61,4 +61,8 @@ const char *tg_discovery_final_note(const struct tg_ctx *ctx);
  * for the request. For the eval tool and tests. */
 json_t *tg_discovery_search(const struct tg_ctx *ctx, const char *query, int limit);
 
+/* The same for search_tools' whole arguments (borrowed): {query, queries,
+ * group, limit}. */
+json_t *tg_discovery_search_args(const struct tg_ctx *ctx, json_t *args);
+
 #endif

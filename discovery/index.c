@@ -1,23 +1,28 @@
 /* index.c -- a small BM25F ranker for tool catalogs.
  *
- * A tool is a document with four fields, weighted by how much they say about
- * what the tool does: its name (split on camelCase, snake_case, dots and
- * dashes), its description, its parameter names and their descriptions.
- * Words are lower-cased, stop words dropped and suffixes stripped by a light
- * stemmer, so "deleting", "deleted" and "delete" meet. Queries are written
- * the way a user talks ("show me", "get rid of"), so query words also pull in
- * a few generic synonyms (list/show/get, create/add/new, ...) at a lower
+ * A tool is a document with four fields: its name (split on camelCase,
+ * snake_case, dots and dashes), its description, its parameter names and
+ * their descriptions. Words are lower-cased, stop words dropped and stemmed
+ * with Snowball's English stemmer (libstemmer), so "deleting", "deleted"
+ * and "delete" meet. Each field keeps its own term counts and lengths, and
+ * the field weights are applied at search time (proper BM25F: every field
+ * normalized by its own mean length), so that the eval can fit them
+ * (tg_dindex_params) without rebuilding an index. Queries are written the
+ * way a user talks ("show me", "get rid of"), so query words also pull in a
+ * few generic synonyms (list/show/get, create/add/new, ...) at a lower
  * weight; nothing here knows any particular tool.
  *
  * Layout (all in one json object, shareable through the cache):
- *   "n": docs, "avgdl": mean weighted length, "dl": packed float[n],
- *   "t": {term: packed posting[] = {uint32 doc; float tf}}  (docs ascending)
+ *   "n": docs, "avg": packed float[F_COUNT] mean field lengths,
+ *   "dl": packed float[n][F_COUNT] field lengths,
+ *   "t": {term: packed posting[] = {uint32 doc; float tf[F_COUNT]}}  (docs ascending)
  * Packed data are json strings made with json_stringn_nocheck: binary,
  * never dumped, and malloc-aligned, so they are read in place.
  */
 #include "index.h"
 
 #include <ctype.h>
+#include <libstemmer.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,13 +31,24 @@
 #define TOK_MAX 48          /* longer words are cut; they are ids, not words */
 #define DESC_TOKENS_MAX 240 /* the head of a long description says what it is */
 
-enum { F_NAME, F_DESC, F_PARAM, F_PDESC, F_COUNT };
-static const float field_weight[F_COUNT] = { 3.0f, 1.0f, 1.2f, 0.4f };
+enum { F_NAME = TG_DF_NAME, F_DESC, F_PARAM, F_PDESC, F_COUNT = TG_DF_COUNT };
+
+const tg_dindex_params tg_dindex_defaults = {
+    .w = { 1.5, 1.0, 2.0, 0.4 },
+    .k1 = 1.2,
+    .b = 0.9,
+    .name_bonus = 0.5,
+    .syn_weight = 0.45,
+    .verb_weight = 0.8,
+    .synonyms = 1,
+    .coverage = 0.0,
+    .joins = 1,
+    .name_cover = 0.25,
+};
 
 typedef struct posting {
     uint32_t doc;
-    float tf;    /* field-weighted term frequency */
-    float name;  /* 1 when the term is in the tool's name */
+    float tf[F_COUNT];  /* occurrences per field */
 } posting;
 
 /* ---- words ---------------------------------------------------------- */
@@ -59,56 +75,32 @@ static int is_stop(const char *w)
                    cmp_word) != NULL;
 }
 
-static int is_vowel(char c)
-{
-    return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u';
-}
+/* Words go through Snowball's English (Porter2) stemmer: it is the
+ * stemmer IR systems use, handles -ational/-ization/-ness and irregular
+ * plurals a hand-written suffix list missed, and its tables are kept by
+ * Snowball upstream. One stemmer object per build or search (it holds a
+ * buffer, so it is never shared between threads). */
+typedef struct words_ctx {
+    struct sb_stemmer *st;
+    json_t *memo;  /* word -> stem, when set: a catalog says "the" 10,000 times */
+    void (*fn)(const char *word, void *ud);
+    void *ud;
+} words_ctx;
 
-static int ends(const char *w, size_t n, const char *suf)
-{
-    size_t k = strlen(suf);
-    return n > k && memcmp(w + n - k, suf, k) == 0;
-}
-
-/* A light English stemmer (in place): plural, -ing, -ed, -ly and a final
- * -e go, so that create/creates/created/creating share "creat". Porter's
- * full algorithm buys little on tool text and costs a page of code. */
-static void stem(char *w)
+static void stem_into(struct sb_stemmer *st, char *w)
 {
     size_t n = strlen(w);
-    if (n <= 3)
+    const sb_symbol *r = st ? sb_stemmer_stem(st, (const sb_symbol *)w, (int)n) : NULL;
+    if (!r)
         return;
-    if (ends(w, n, "ies") && n > 4) {
-        strcpy(w + n - 3, "y");
-        n -= 2;
-    } else if (ends(w, n, "sses")) {
-        n -= 2;
-    } else if (ends(w, n, "s") && !ends(w, n, "ss") && !ends(w, n, "us") &&
-               !ends(w, n, "is")) {
-        n -= 1;
+    int len = sb_stemmer_length(st);
+    if (len > 0 && (size_t)len <= n) {
+        memcpy(w, r, (size_t)len);
+        w[len] = '\0';
     }
-    w[n] = '\0';
-    if (ends(w, n, "ing") && n > 5) {
-        n -= 3;
-    } else if (ends(w, n, "ed") && n > 4) {
-        n -= 2;
-    } else if (ends(w, n, "ly") && n > 5) {
-        n -= 2;
-    }
-    w[n] = '\0';
-    /* running -> runn -> run, but keep "ll" and "ss" (install, access) */
-    if (n > 3 && w[n - 1] == w[n - 2] && !is_vowel(w[n - 1]) && w[n - 1] != 'l' &&
-        w[n - 1] != 's')
-        w[--n] = '\0';
-    if (n > 4 && w[n - 1] == 'e')
-        w[--n] = '\0';
-    if (n > 4 && w[n - 1] == 'y' && !is_vowel(w[n - 2]))
-        w[n - 1] = 'i';
 }
 
-typedef void (*word_fn)(const char *word, void *ud);
-
-static void emit_piece(const char *p, size_t n, word_fn fn, void *ud)
+static void emit_piece(const char *p, size_t n, words_ctx *wc)
 {
     char w[TOK_MAX + 1];
     if (n > TOK_MAX)
@@ -118,13 +110,22 @@ static void emit_piece(const char *p, size_t n, word_fn fn, void *ud)
     w[n] = '\0';
     if (n < 2 || is_stop(w))
         return;
-    stem(w);
-    fn(w, ud);
+    json_t *m = wc->memo ? json_object_get(wc->memo, w) : NULL;
+    if (m) {
+        wc->fn(json_string_value(m), wc->ud);
+        return;
+    }
+    char raw[TOK_MAX + 1];
+    memcpy(raw, w, n + 1);
+    stem_into(wc->st, w);
+    if (wc->memo)
+        json_object_set_new_nocheck(wc->memo, raw, json_string_nocheck(w));
+    wc->fn(w, wc->ud);
 }
 
 /* Split one alphanumeric run on camelCase: "listPullRequests" -> list, Pull,
  * Requests; "HTTPServer" -> HTTP, Server; digits stay with their letters. */
-static void split_camel(const char *s, size_t n, word_fn fn, void *ud)
+static void split_camel(const char *s, size_t n, words_ctx *wc)
 {
     size_t start = 0, pieces = 0;
     for (size_t i = 1; i < n; i++) {
@@ -132,19 +133,19 @@ static void split_camel(const char *s, size_t n, word_fn fn, void *ud)
         int up_up_lo = i + 1 < n && isupper((unsigned char)s[i - 1]) &&
                        isupper((unsigned char)s[i]) && islower((unsigned char)s[i + 1]);
         if (lo_up || up_up_lo) {
-            emit_piece(s + start, i - start, fn, ud);
+            emit_piece(s + start, i - start, wc);
             start = i;
             pieces++;
         }
     }
-    emit_piece(s + start, n - start, fn, ud);
+    emit_piece(s + start, n - start, wc);
     /* brands are camelCase too: "GitHub" must also meet "github" */
     if (pieces >= 1 && pieces <= 2)
-        emit_piece(s, n, fn, ud);
+        emit_piece(s, n, wc);
 }
 
 /* Every non-alphanumeric byte (space, _, -, ., /, UTF-8) separates words. */
-static void words(const char *s, word_fn fn, void *ud)
+static void words(const char *s, words_ctx *wc)
 {
     if (!s)
         return;
@@ -155,27 +156,26 @@ static void words(const char *s, word_fn fn, void *ud)
         while (*s && isalnum((unsigned char)*s))
             s++;
         if (s > b)
-            split_camel(b, (size_t)(s - b), fn, ud);
+            split_camel(b, (size_t)(s - b), wc);
     }
 }
 
 /* ---- building -------------------------------------------------------- */
 
 typedef struct builder {
+    words_ctx wc;
     json_t *vocab;      /* term -> id (integer) */
-    float *tf;          /* per term id, weighted tf in the current doc */
-    float *name;        /* per term id, seen in the current doc's name */
+    float *tf;          /* per term id and field, counts in the current doc */
     uint32_t *seen;     /* per term id, 1 + last doc that touched it */
-    size_t cap;         /* size of tf/seen */
+    size_t cap;         /* terms tf/seen have room for */
     uint32_t *touched;  /* term ids of the current doc */
     size_t ntouched, touched_cap;
     uint32_t doc;
-    float weight;       /* of the field being read */
-    int in_name;        /* the field being read is the name */
-    unsigned budget;    /* description words still counted */
-    float dl;           /* weighted length of the current doc */
-    /* collected (term, doc, tf) */
-    struct trip { uint32_t term, doc; float tf, name; } *trips;
+    int field;          /* being read */
+    unsigned budget;    /* words of the field still counted */
+    float dl[F_COUNT];  /* field lengths of the current doc */
+    /* collected (term, doc, tf[]) */
+    struct trip { uint32_t term; posting p; } *trips;
     size_t ntrips, trips_cap;
     int oom;
 } builder;
@@ -195,6 +195,26 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
+static int grow_terms(builder *b, size_t id)
+{
+    if (id < b->cap)
+        return 0;
+    size_t c = b->cap ? b->cap * 2 : 256;
+    while (c <= id)
+        c *= 2;
+    float *tf = realloc(b->tf, c * F_COUNT * sizeof *tf);
+    if (!tf)
+        return -1;
+    b->tf = tf;
+    uint32_t *seen = realloc(b->seen, c * sizeof *seen);
+    if (!seen)
+        return -1;
+    b->seen = seen;
+    memset(seen + b->cap, 0, (c - b->cap) * sizeof *seen);
+    b->cap = c;
+    return 0;
+}
+
 static void add_word(const char *w, void *ud)
 {
     builder *b = ud;
@@ -209,53 +229,28 @@ static void add_word(const char *w, void *ud)
         id = json_object_size(b->vocab);
         json_object_set_new(b->vocab, w, json_integer((json_int_t)id));
     }
-    if (id >= b->cap) {
-        size_t c = b->cap ? b->cap * 2 : 256;
-        while (c <= id)
-            c *= 2;
-        float *tf = realloc(b->tf, c * sizeof *tf);
-        if (!tf) {
-            b->oom = 1;
-            return;
-        }
-        b->tf = tf;
-        float *nm = realloc(b->name, c * sizeof *nm);
-        if (!nm) {
-            b->oom = 1;
-            return;
-        }
-        b->name = nm;
-        uint32_t *seen = realloc(b->seen, c * sizeof *seen);
-        if (!seen) {
-            b->oom = 1;
-            return;
-        }
-        b->seen = seen;
-        memset(seen + b->cap, 0, (c - b->cap) * sizeof *seen);
-        b->cap = c;
+    if (grow_terms(b, id)) {
+        b->oom = 1;
+        return;
     }
     if (b->seen[id] != b->doc + 1) {
         b->seen[id] = b->doc + 1;
-        b->tf[id] = 0;
-        b->name[id] = 0;
+        memset(b->tf + id * F_COUNT, 0, F_COUNT * sizeof *b->tf);
         if (grow((void **)&b->touched, &b->touched_cap, b->ntouched + 1, sizeof *b->touched)) {
             b->oom = 1;
             return;
         }
         b->touched[b->ntouched++] = (uint32_t)id;
     }
-    b->tf[id] += b->weight;
-    if (b->in_name)
-        b->name[id] = 1;
-    b->dl += b->weight;
+    b->tf[id * F_COUNT + (size_t)b->field] += 1.0f;
+    b->dl[b->field] += 1.0f;
 }
 
 static void read_field(builder *b, int field, const char *text, unsigned budget)
 {
-    b->weight = field_weight[field];
-    b->in_name = field == F_NAME;
+    b->field = field;
     b->budget = budget;
-    words(text, add_word, b);
+    words(text, &b->wc);
 }
 
 /* Parameter names and descriptions, one level into nested objects/arrays:
@@ -290,17 +285,20 @@ static void read_tool(builder *b, json_t *tool)
 
 static void end_doc(builder *b, float *dl)
 {
-    dl[b->doc] = b->dl;
+    memcpy(dl + (size_t)b->doc * F_COUNT, b->dl, sizeof b->dl);
     if (grow((void **)&b->trips, &b->trips_cap, b->ntrips + b->ntouched, sizeof *b->trips)) {
         b->oom = 1;
         return;
     }
     for (size_t i = 0; i < b->ntouched; i++) {
         uint32_t t = b->touched[i];
-        b->trips[b->ntrips++] = (struct trip){ t, b->doc, b->tf[t], b->name[t] };
+        struct trip *tr = &b->trips[b->ntrips++];
+        tr->term = t;
+        tr->p.doc = b->doc;
+        memcpy(tr->p.tf, b->tf + (size_t)t * F_COUNT, sizeof tr->p.tf);
     }
     b->ntouched = 0;
-    b->dl = 0;
+    memset(b->dl, 0, sizeof b->dl);
 }
 
 /* Group the (term, doc, tf) triples by term with a counting sort: docs stay
@@ -322,7 +320,7 @@ static json_t *pack_postings(builder *b)
         goto fail;
     for (size_t i = 0; i < b->ntrips; i++) {
         struct trip *tr = &b->trips[i];
-        all[start[tr->term] + fill[tr->term]++] = (posting){ tr->doc, tr->tf, tr->name };
+        all[start[tr->term] + fill[tr->term]++] = tr->p;
     }
     free(fill);
     const char *key;
@@ -344,34 +342,44 @@ fail:
     return NULL;
 }
 
+static json_t *stemmed_synonyms(struct sb_stemmer *st);
+
 json_t *tg_dindex_build(json_t *tools)
 {
     size_t n = json_array_size(tools);
     builder b = { .vocab = json_object() };
-    float *dl = calloc(n ? n : 1, sizeof *dl);
+    float *dl = calloc((n ? n : 1) * F_COUNT, sizeof *dl);
+    float avg[F_COUNT] = { 0 };
     json_t *idx = NULL, *terms = NULL;
-    double total = 0;
-    if (!b.vocab || !dl)
+    b.wc = (words_ctx){ sb_stemmer_new("english", NULL), json_object(), add_word, &b };
+    if (!b.vocab || !dl || !b.wc.st || !b.wc.memo)
         goto out;
     for (size_t i = 0; i < n && !b.oom; i++) {
         b.doc = (uint32_t)i;
         read_tool(&b, json_array_get(tools, i));
         end_doc(&b, dl);
-        total += dl[i];
+        for (int f = 0; f < F_COUNT; f++)
+            avg[f] += dl[i * F_COUNT + (size_t)f];
     }
     if (b.oom || !(terms = pack_postings(&b)))
         goto out;
+    for (int f = 0; f < F_COUNT; f++)
+        avg[f] = n && avg[f] > 0 ? avg[f] / (float)n : 1.0f;
     idx = json_object();
     json_object_set_new(idx, "n", json_integer((json_int_t)n));
-    json_object_set_new(idx, "avgdl", json_real(n ? total / (double)n : 1.0));
-    json_object_set_new(idx, "dl", json_stringn_nocheck((const char *)dl, n * sizeof *dl));
+    json_object_set_new(idx, "avg", json_stringn_nocheck((const char *)avg, sizeof avg));
+    json_object_set_new(idx, "dl",
+                        json_stringn_nocheck((const char *)dl, n * F_COUNT * sizeof *dl));
     json_object_set_new(idx, "t", terms);
+    json_object_set_new(idx, "syn", stemmed_synonyms(b.wc.st));
     terms = NULL;
 out:
+    json_decref(b.wc.memo);
+    if (b.wc.st)
+        sb_stemmer_delete(b.wc.st);
     json_decref(terms);
     json_decref(b.vocab);
     free(b.tf);
-    free(b.name);
     free(b.seen);
     free(b.touched);
     free(b.trips);
@@ -387,21 +395,20 @@ size_t tg_dindex_cost(json_t *index)
     json_t *v;
     json_object_foreach(terms, key, v)
         cost += strlen(key) + json_string_length(v) + 96;  /* + jansson overhead */
+    json_t *syn = json_object_get(index, "syn");
+    for (size_t g = 0; g < json_array_size(syn); g++)
+        cost += 96 * (json_array_size(json_array_get(syn, g)) + 1);
     return cost;
 }
 
 /* ---- querying -------------------------------------------------------- */
 
 /* Generic synonyms of how users phrase tasks. Groups are matched after
- * stemming; a query word pulls in the others of its group at SYN_WEIGHT. */
-#define SYN_WEIGHT 0.45
-/* A query word in the tool's name says more than any count of it in a long
- * description can: added on top of the saturated BM25 term. */
-#define NAME_BONUS 1.0
-/* The first groups are verbs; a query's verb counts less than its nouns
- * ("find", "show" say little about which of 1,000 tools is meant). */
+ * stemming; a query word pulls in the others of its group at syn_weight.
+ * The first VERB_GROUPS groups are verbs; a query's verb counts
+ * verb_weight ("find", "show" say little about which of 1,000 tools is
+ * meant). */
 #define VERB_GROUPS 8
-#define VERB_WEIGHT 0.8
 static const char *const synonyms[][10] = {
     { "list", "show", "get", "fetch", "retrieve", "view", "display", "see", "read", NULL },
     { "create", "add", "new", "make", "insert", "generate", "open", NULL },
@@ -443,6 +450,7 @@ static const char *const synonyms[][10] = {
 typedef struct qterm {
     char w[TOK_MAX + 1];
     double weight;
+    int direct;  /* written in the query, not pulled in as a synonym */
 } qterm;
 
 typedef struct query {
@@ -462,46 +470,86 @@ static void add_qword(const char *w, void *ud)
         }
     if (q->n < sizeof q->t / sizeof q->t[0]) {
         strcpy(q->t[q->n].w, w);
+        q->t[q->n].direct = q->weight >= 1.0;
         q->t[q->n++].weight = q->weight;
     }
 }
 
-static void stem_copy(char *dst, const char *src)
+/* The synonym groups as the index's stemmer writes them, stored in the
+ * index at build: a search then stems only its own words. */
+static json_t *stemmed_synonyms(struct sb_stemmer *st)
 {
-    size_t n = strlen(src);
-    if (n > TOK_MAX)
-        n = TOK_MAX;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-    stem(dst);
-}
-
-static void expand_synonyms(query *q)
-{
-    size_t direct = q->n;
+    json_t *all = json_array();
     char s[TOK_MAX + 1];
     for (size_t g = 0; synonyms[g][0]; g++) {
-        int hit = 0;
-        for (size_t k = 0; synonyms[g][k] && !hit; k++) {
-            stem_copy(s, synonyms[g][k]);
-            for (size_t i = 0; i < direct; i++)
-                if (q->t[i].weight >= 1.0 && strcmp(q->t[i].w, s) == 0)
-                    hit = 1;
+        json_t *grp = json_array();
+        for (size_t k = 0; synonyms[g][k]; k++) {
+            snprintf(s, sizeof s, "%s", synonyms[g][k]);
+            stem_into(st, s);
+            json_array_append_new(grp, json_string(s));
         }
+        json_array_append_new(all, grp);
+    }
+    return all;
+}
+
+static int in_group(json_t *grp, const char *w)
+{
+    for (size_t k = 0; k < json_array_size(grp); k++)
+        if (strcmp(json_string_value(json_array_get(grp, k)), w) == 0)
+            return 1;
+    return 0;
+}
+
+static void expand_synonyms(query *q, json_t *syn, const tg_dindex_params *pr)
+{
+    size_t direct = q->n;
+    for (size_t g = 0; g < json_array_size(syn); g++) {
+        json_t *grp = json_array_get(syn, g);
+        int hit = 0;
+        for (size_t i = 0; i < direct && !hit; i++)
+            hit = q->t[i].weight >= 1.0 && in_group(grp, q->t[i].w);
         if (!hit)
             continue;
         if (g < VERB_GROUPS)  /* the action is a weaker clue than its object */
             for (size_t i = 0; i < direct; i++)
-                for (size_t k = 0; synonyms[g][k]; k++) {
-                    stem_copy(s, synonyms[g][k]);
-                    if (strcmp(q->t[i].w, s) == 0 && q->t[i].weight > VERB_WEIGHT)
-                        q->t[i].weight = VERB_WEIGHT;
-                }
-        q->weight = SYN_WEIGHT;
-        for (size_t k = 0; synonyms[g][k]; k++) {
-            stem_copy(s, synonyms[g][k]);
-            add_qword(s, q);
+                if (in_group(grp, q->t[i].w) && q->t[i].weight > pr->verb_weight)
+                    q->t[i].weight = pr->verb_weight;
+        q->weight = pr->syn_weight;
+        for (size_t k = 0; k < json_array_size(grp); k++)
+            add_qword(json_string_value(json_array_get(grp, k)), q);
+    }
+}
+
+/* "roll back", "check in", "sign up": two words a user writes apart that
+ * a tool writes as one (rollback, checkin, signup). Each pair of adjacent
+ * words of the query, stop words included, joins into a query word when the
+ * catalog has the joined word. */
+static void add_joins(const char *text, json_t *terms, struct sb_stemmer *st, query *q)
+{
+    char prev[TOK_MAX + 1] = "", cur[TOK_MAX + 1], joined[2 * TOK_MAX + 1];
+    while (text && *text) {
+        while (*text && !isalnum((unsigned char)*text))
+            text++;
+        size_t n = 0;
+        while (isalnum((unsigned char)text[n]))
+            n++;
+        if (!n)
+            break;
+        size_t k = n > TOK_MAX ? TOK_MAX : n;
+        for (size_t i = 0; i < k; i++)
+            cur[i] = (char)tolower((unsigned char)text[i]);
+        cur[k] = '\0';
+        text += n;
+        if (*prev && strlen(prev) + k <= TOK_MAX) {
+            snprintf(joined, sizeof joined, "%s%s", prev, cur);
+            stem_into(st, joined);
+            if (json_object_get(terms, joined)) {
+                q->weight = 1.0;
+                add_qword(joined, q);
+            }
         }
+        memcpy(prev, cur, k + 1);
     }
 }
 
@@ -515,38 +563,113 @@ static int better(const hit *a, const hit *b)
     return a->score > b->score || (a->score == b->score && a->doc < b->doc);
 }
 
-size_t tg_dindex_search(json_t *index, const char *query_text, size_t *out, double *score,
-                        size_t max)
+/* BM25F: the fields' counts, each normalized by its own length, are summed
+ * with the field weights and saturated once; a query word in the tool's name
+ * adds name_bonus on top (it says more than any count in a description). */
+static void score_terms(json_t *index, const query *q, const tg_dindex_params *pr,
+                        const unsigned char *allow, double *acc, uint64_t *cover,
+                        double *namehit)
 {
-    const double k1 = 1.2, bb = 0.75;
     size_t n = (size_t)json_integer_value(json_object_get(index, "n"));
     json_t *terms = json_object_get(index, "t");
     const float *dl = (const float *)json_string_value(json_object_get(index, "dl"));
-    double avgdl = json_real_value(json_object_get(index, "avgdl"));
-    query q = { .weight = 1.0 };
-    if (!n || !dl || !json_is_object(terms))
-        return 0;
-    if (avgdl <= 0)
-        avgdl = 1;
-    words(query_text, add_qword, &q);
-    expand_synonyms(&q);
-
-    double *acc = calloc(n, sizeof *acc);
-    if (!acc)
-        return 0;
-    for (size_t i = 0; i < q.n; i++) {
-        json_t *pl = json_object_get(terms, q.t[i].w);
+    const float *avg = (const float *)json_string_value(json_object_get(index, "avg"));
+    for (size_t i = 0; i < q->n; i++) {
+        json_t *pl = json_object_get(terms, q->t[i].w);
         if (!pl)
             continue;
         const posting *p = (const posting *)json_string_value(pl);
         size_t df = json_string_length(pl) / sizeof *p;
         double idf = log(1.0 + ((double)n - (double)df + 0.5) / ((double)df + 0.5));
         for (size_t j = 0; j < df; j++) {
-            double tf = p[j].tf;
-            double norm = k1 * (1.0 - bb + bb * dl[p[j].doc] / avgdl);
-            acc[p[j].doc] += q.t[i].weight * idf *
-                             (tf * (k1 + 1.0) / (tf + norm) + NAME_BONUS * p[j].name);
+            if (allow && !allow[p[j].doc])
+                continue;
+            const float *len = dl + (size_t)p[j].doc * F_COUNT;
+            double tf = 0;
+            for (int f = 0; f < F_COUNT; f++)
+                if (p[j].tf[f] > 0)
+                    tf += pr->w[f] * p[j].tf[f] /
+                          (1.0 - pr->b + pr->b * len[f] / (avg[f] > 0 ? avg[f] : 1.0));
+            if (q->t[i].direct && i < 64)
+                cover[p[j].doc] |= 1ull << i;
+            if (p[j].tf[F_NAME] > 0 && namehit)
+                namehit[p[j].doc] += p[j].tf[F_NAME] * (q->t[i].weight < 1.0 ? q->t[i].weight : 1.0);
+            acc[p[j].doc] += q->t[i].weight * idf *
+                             (tf * (pr->k1 + 1.0) / (tf + pr->k1) +
+                              (p[j].tf[F_NAME] > 0 ? pr->name_bonus : 0.0));
         }
+    }
+}
+
+/* Second stage: a tool that has more of the words the user wrote (in any
+ * field) goes up, whatever their idf: "delete a label from a board" wants
+ * the tool with label and board and delete, not the one with "label" ten
+ * times. */
+static void apply_coverage(const query *q, const tg_dindex_params *pr, double *acc,
+                           const uint64_t *cover, size_t n)
+{
+    unsigned direct = 0;
+    for (size_t i = 0; i < q->n && i < 64; i++)
+        direct += q->t[i].direct != 0;
+    if (pr->coverage <= 0 || direct < 2)
+        return;
+    for (size_t d = 0; d < n; d++)
+        if (acc[d] > 0)
+            acc[d] *= 1.0 + pr->coverage * (double)__builtin_popcountll(cover[d]) / direct;
+}
+
+/* Every stage of scoring into acc[] (zeroed here). -1 when out of memory. */
+static int score_all(json_t *index, const query *q, const tg_dindex_params *pr,
+                     const unsigned char *allow, double *acc, size_t n)
+{
+    memset(acc, 0, n * sizeof *acc);
+    uint64_t *cover = calloc(n, sizeof *cover);
+    double *namehit = pr->name_cover > 0 ? calloc(n, sizeof *namehit) : NULL;
+    if (!cover || (pr->name_cover > 0 && !namehit)) {
+        free(cover);
+        free(namehit);
+        return -1;
+    }
+    score_terms(index, q, pr, allow, acc, cover, namehit);
+    apply_coverage(q, pr, acc, cover, n);
+    if (namehit) {
+        /* a tool whose name the query says in full ("delete the label" for
+         * delete_label) over one that shares a word of a longer name */
+        const float *dl = (const float *)json_string_value(json_object_get(index, "dl"));
+        for (size_t d = 0; d < n; d++) {
+            double len = dl[d * F_COUNT + F_NAME];
+            if (acc[d] > 0 && len > 0)
+                acc[d] *= 1.0 + pr->name_cover * (namehit[d] > len ? 1.0 : namehit[d] / len);
+        }
+        free(namehit);
+    }
+    free(cover);
+    return 0;
+}
+
+size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dindex_params *pr,
+                           const unsigned char *allow, size_t *out, double *score, size_t max)
+{
+    size_t n = (size_t)json_integer_value(json_object_get(index, "n"));
+    query q = { .weight = 1.0 };
+    if (!n || !json_string_value(json_object_get(index, "dl")) ||
+        json_string_length(json_object_get(index, "avg")) != F_COUNT * sizeof(float) ||
+        !json_is_object(json_object_get(index, "t")))
+        return 0;
+    words_ctx wc = { sb_stemmer_new("english", NULL), NULL, add_qword, &q };
+    if (!wc.st)
+        return 0;
+    words(query_text, &wc);
+    if (pr->joins)
+        add_joins(query_text, json_object_get(index, "t"), wc.st, &q);
+    if (pr->synonyms)
+        expand_synonyms(&q, json_object_get(index, "syn"), pr);
+    sb_stemmer_delete(wc.st);
+
+    double *acc = calloc(n, sizeof *acc);
+    if (!acc || score_all(index, &q, pr, allow, acc, n)) {
+        free(acc);
+        return 0;
     }
 
     /* top `max` by insertion into a short sorted list */
@@ -576,6 +699,18 @@ size_t tg_dindex_search(json_t *index, const char *query_text, size_t *out, doub
     free(top);
     free(acc);
     return matched;
+}
+
+size_t tg_dindex_search_p(json_t *index, const char *query_text, const tg_dindex_params *pr,
+                          size_t *out, double *score, size_t max)
+{
+    return tg_dindex_search_in(index, query_text, pr, NULL, out, score, max);
+}
+
+size_t tg_dindex_search(json_t *index, const char *query_text, size_t *out, double *score,
+                        size_t max)
+{
+    return tg_dindex_search_p(index, query_text, &tg_dindex_defaults, out, score, max);
 }
 
 unsigned tg_dindex_distance(const char *a, const char *b)

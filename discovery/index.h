@@ -10,6 +10,23 @@
 #include <jansson.h>
 #include <stddef.h>
 
+/* The ranker's knobs. tg_dindex_defaults is what search_tools uses; the
+ * eval (test/tools/discovery_eval.c) fits them on the tune half. */
+enum { TG_DF_NAME, TG_DF_DESC, TG_DF_PARAM, TG_DF_PDESC, TG_DF_COUNT };
+typedef struct tg_dindex_params {
+    double w[TG_DF_COUNT];  /* BM25F field weights */
+    double k1, b;           /* BM25 saturation and length normalization */
+    double name_bonus;      /* added (times idf) when a query word is in the name */
+    double syn_weight;      /* weight of a synonym a query word pulled in */
+    double verb_weight;     /* weight of a query word that is a generic verb */
+    int synonyms;           /* expand query words with the synonym groups */
+    double coverage;        /* boost by the share of the query's words a tool has */
+    int joins;              /* adjacent query words also count joined ("roll back") */
+    double name_cover;      /* boost by the share of the tool's name the query says */
+} tg_dindex_params;
+
+extern const tg_dindex_params tg_dindex_defaults;
+
 /* Build over `tools` (borrowed array of OpenAI tools; doc i = tools[i]).
  * Names, descriptions, parameter names and parameter descriptions are
  * indexed. Returns a new reference, never NULL unless out of memory. */
@@ -20,6 +37,14 @@ json_t *tg_dindex_build(json_t *tools);
  * Returns how many docs matched at all (may exceed max). */
 size_t tg_dindex_search(json_t *index, const char *query, size_t *out, double *score,
                         size_t max);
+
+/* The same with explicit knobs (borrowed). */
+size_t tg_dindex_search_p(json_t *index, const char *query, const tg_dindex_params *params,
+                          size_t *out, double *score, size_t max);
+
+/* The same over the docs whose allow[doc] is set (allow NULL: all). */
+size_t tg_dindex_search_in(json_t *index, const char *query, const tg_dindex_params *params,
+                           const unsigned char *allow, size_t *out, double *score, size_t max);
 
 /* Rough heap cost of an index, for the cache's byte bound. */
 size_t tg_dindex_cost(json_t *index);

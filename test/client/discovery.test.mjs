@@ -25,8 +25,8 @@ async function lastUpstream() {
   return JSON.parse(j.body);
 }
 
-async function oneTurn(client, messages, stream) {
-  const headers = { 'X-Mock': 'discovery' };
+async function oneTurn(client, messages, stream, extra = {}) {
+  const headers = { 'X-Mock': 'discovery', ...extra };
   if (!stream) {
     const r = await client.chat.completions.create({ model: 'any', messages, tools }, { headers });
     return { message: r.choices[0].message, finish: r.choices[0].finish_reason, usage: r.usage };
@@ -85,4 +85,25 @@ for (const prefix of ['disc', 'disc-gemini', 'disc-mistral']) {
         'the tools array sent upstream is identical on every turn');
     });
   }
+}
+
+// The model searches with two phrasings and a group (the mock reads "A || B"
+// as query A with queries [B], X-Mock-Group as group): the first phrasing
+// alone matches nothing, the group keeps the answer among the browser tools,
+// and the group list in search_tools' description stays the same bytes.
+for (const stream of [false, true]) {
+  test(`discovery with queries and a group, ${stream ? 'streamed' : 'not streamed'}`, async () => {
+    const client = new OpenAI({ baseURL: `${root}/disc/v1`, apiKey: API_KEY, maxRetries: 0 });
+    const messages = [{ role: 'user', content: 'qwxzv || take a screenshot of the current page' }];
+    const t1 = await oneTurn(client, messages, stream, { 'X-Mock-Group': 'browser' });
+    const calls = t1.message.tool_calls ?? [];
+    assert.equal(calls.length, 1, `one tool call for the agent: ${JSON.stringify(t1.message)}`);
+    assert.match(calls[0].function.name, /^browser_/, 'the group kept the search among browser tools');
+    assert.ok(agentNames.has(calls[0].function.name));
+    const up = await lastUpstream();
+    const search = up.tools.find((t) => /search_tools$/.test(t.function.name));
+    assert.match(search.function.description, /Groups \(.*browser \(\d+\)/);
+    assert.ok(search.function.parameters.properties.queries, 'search_tools takes queries');
+    assert.ok(search.function.parameters.properties.group, 'search_tools takes a group');
+  });
 }

@@ -858,7 +858,9 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
 }
 
 /* ---- discovery: a scripted model that follows the meta-tool protocol ----
- * user turn -> search_tools{query: the user's text}; search result ->
+ * user turn -> search_tools{query: the user's text} (a text "A || B || C"
+ * searches query A with queries [B, C], and X-Mock-Group adds group);
+ * search result ->
  * get_tool_schema{names:[first result]} (or, with X-Mock-Discovery: direct,
  * a call of that tool by its own name); schema -> call_tool{name,
  * arguments: X-Mock-Args}; the result of a real tool -> a text answer.
@@ -998,6 +1000,31 @@ static enum MHD_Result answer_text(request *r, struct MHD_Connection *conn, cons
     return end_stream(r, conn, s, rc, "stop");
 }
 
+/* search_tools' arguments for a user's text: "A || B" is two phrasings. */
+static json_t *search_args(const char *text, const char *group)
+{
+    json_t *args = json_object(), *alts = json_array();
+    const char *p = text;
+    for (int first = 1;; first = 0) {
+        const char *bar = strstr(p, " || ");
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        if (first)
+            json_object_set_new(args, "query", json_stringn(p, n));
+        else
+            json_array_append_new(alts, json_stringn(p, n));
+        if (!bar)
+            break;
+        p = bar + 4;
+    }
+    if (json_array_size(alts))
+        json_object_set_new(args, "queries", alts);
+    else
+        json_decref(alts);
+    if (group)
+        json_object_set_new(args, "group", json_string(group));
+    return args;
+}
+
 static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
 {
     const char *search = tool_with_suffix(r, "search_tools");
@@ -1032,7 +1059,7 @@ static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
         if (!search)
             return answer_text(r, conn, "no meta-tools offered");
         const char *q = json_string_value(json_object_get(last, "content"));
-        return answer_call(r, conn, search, json_pack("{s:s}", "query", q ? q : "tool"));
+        return answer_call(r, conn, search, search_args(q ? q : "tool", header(conn, "X-Mock-Group")));
     }
     json_t *result = json_loads(json_string_value(json_object_get(last, "content")) ?: "", 0, NULL);
     enum MHD_Result ret;

@@ -1,20 +1,31 @@
 /* discovery_eval.c -- how well search_tools finds the right tool, and what
- * discovery saves upstream.
+ * discovery saves upstream. `make eval`.
  *
- *   build-disc/test/discovery_eval [-v] [queries.json]
+ *   build/test/discovery_eval [-v] [-r] [-e] [-g] [queries.json]
  *
  * Queries (test/discovery/queries.json) are tasks phrased the way a user
  * would, each labeled with the tool (server + name, from
- * $TG_SHARED/corpus/tools/) that should be found. Catalogs are the tool
- * lists of corpus/requests/big-{100,400,1000}.json; when a query's target is
- * not among them, it takes the place of the catalog's last tool, so every
- * query is counted at every size against the same number of distractors.
- * Everything runs through the real request pipeline (dialect openai,
- * discovery on) and tg_discovery_search, i.e. what the model would get.
+ * $TG_SHARED/corpus/tools/) that should be found, and with its half: the
+ * servers sorted by name alternate tune, test, tune, ... (index 0 is tune),
+ * a rule fixed before any tuning. The ranker may be tuned on the tune half;
+ * the test half's figures are the honest ones, and its misses are never
+ * printed (-v prints the tune half's misses).
  *
- * Prints recall@1/3/5 per size, the tools bytes sent upstream with and
- * without discovery, and the cost of the discovery stage cold and cached.
+ * Catalogs are the tool lists of corpus/requests/big-{100,400,1000}.json;
+ * when a query's target is not among them, it takes the place of the
+ * catalog's last tool, so every query is counted at every size against the
+ * same number of distractors. Everything runs through the real request
+ * pipeline (dialect openai, discovery on) and tg_discovery_search, i.e. what
+ * the model would get.
+ *
+ * Prints R@1/3/5/10 and MRR@10 per half and size; with -e, how many turns
+ * end with the right tool called when the scripted model runs the whole
+ * protocol (end_to_end); then (unless -r) the tools
+ * bytes sent upstream with and without discovery, and the cost of the
+ * discovery stage cold and cached. Exits 1 when a query or catalog cannot
+ * be read.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +33,7 @@
 
 #include "../../sanitize/cache.h"
 #include "../../sanitize/pipeline.h"
+#include "../../discovery/index.h"
 
 static char shared[1024];
 
@@ -101,10 +113,15 @@ static json_t *catalog_for(json_t *base, const char *server, json_t *tool, char 
     return c;
 }
 
-static json_t *body_for(json_t *tools)
+static json_t *body_with(json_t *tools, const char *text)
 {
     return json_pack("{sss[{ssss}]sO}", "model", "m", "messages", "role", "user", "content",
-                     "hello", "tools", tools);
+                     text, "tools", tools);
+}
+
+static json_t *body_for(json_t *tools)
+{
+    return body_with(tools, "hello");
 }
 
 /* Run the request stages with discovery `mode`; returns the ctx (caller
@@ -120,8 +137,36 @@ static void run_pipeline(tg_rules_set *rules, tg_cache *cache, json_t *tools, tg
     json_decref(body);
 }
 
+/* Ranks of every query's target in one catalog size: rank[q] is 0-based,
+ * or -1 when the target is not in the top EVAL_DEPTH. */
+#define EVAL_DEPTH 10
+
+typedef struct tally {
+    size_t n, hit[4];  /* R@1, 3, 5, 10 */
+    double rr;         /* sum of 1/rank (0 beyond EVAL_DEPTH) */
+} tally;
+
+static void tally_add(tally *t, int rank)
+{
+    static const int at[4] = { 1, 3, 5, 10 };
+    t->n++;
+    for (int k = 0; k < 4; k++)
+        t->hit[k] += rank >= 0 && rank < at[k];
+    if (rank >= 0)
+        t->rr += 1.0 / (rank + 1);
+}
+
+static void tally_row(const char *half, int size, const tally *t)
+{
+    double n = t->n ? (double)t->n : 1.0;
+    printf("| %-4s | %5d | %3zu | %.3f | %.3f | %.3f | %.3f | %.3f |\n", half, size, t->n,
+           t->hit[0] / n, t->hit[1] / n, t->hit[2] / n, t->hit[3] / n, t->rr / n);
+}
+
+/* -v prints misses of the tuning half only: the test half's misses must
+ * never guide the ranker (see README, "Discovery quality"). */
 static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *rules,
-                     tg_cache *cache, int verbose, double recall[3])
+                     tg_cache *cache, int verbose, tally out[2])
 {
     char rel[64];
     snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", size);
@@ -129,28 +174,27 @@ static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *ru
     if (!big)
         return -1;
     json_t *base = json_object_get(big, "tools");
-    size_t hit[3] = { 0, 0, 0 }, n = 0, present = 0;
     for (size_t q = 0; q < json_array_size(queries); q++) {
         json_t *qq = json_array_get(queries, q);
         const char *text = json_string_value(json_object_get(qq, "query"));
         const char *server = json_string_value(json_object_get(qq, "server"));
         const char *tname = json_string_value(json_object_get(qq, "tool"));
+        const char *half = json_string_value(json_object_get(qq, "half"));
         json_t *tool = NULL, *list = json_object_get(corpus, server ? server : "");
         for (size_t i = 0; i < json_array_size(list); i++)
             if (tname && strcmp(fname(json_array_get(list, i)), tname) == 0)
                 tool = json_array_get(list, i);
-        if (!text || !tool) {
-            fprintf(stderr, "discovery_eval: query %zu: no tool %s/%s\n", q,
+        int test = half && strcmp(half, "test") == 0;
+        if (!text || !tool || !half || (!test && strcmp(half, "tune") != 0)) {
+            fprintf(stderr, "discovery_eval: query %zu: no tool %s/%s or no half\n", q,
                     server ? server : "?", tname ? tname : "?");
             continue;
         }
         char want[512];
-        if (find_target(base, server, tool) >= 0)
-            present++;
         json_t *cat = catalog_for(base, server, tool, want, sizeof want);
         tg_ctx ctx;
         run_pipeline(rules, cache, cat, &ctx);
-        json_t *r = tg_discovery_search(&ctx, text, 5);
+        json_t *r = tg_discovery_search(&ctx, text, EVAL_DEPTH);
         json_t *res = json_object_get(r, "results");
         int rank = -1;
         for (size_t i = 0; i < json_array_size(res) && rank < 0; i++) {
@@ -158,11 +202,8 @@ static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *ru
             if (got && strcmp(tg_schema_agent_name(&ctx, got), want) == 0)
                 rank = (int)i;
         }
-        n++;
-        hit[0] += rank == 0;
-        hit[1] += rank >= 0 && rank < 3;
-        hit[2] += rank >= 0 && rank < 5;
-        if (verbose && rank != 0) {
+        tally_add(&out[test], rank);
+        if (verbose && !test && rank != 0) {
             printf("  [%d] miss@%d %-60s want %s got", size, rank, text, want);
             for (size_t i = 0; i < json_array_size(res) && i < 3; i++)
                 printf(" %s", json_string_value(json_object_get(json_array_get(res, i), "name")));
@@ -172,10 +213,6 @@ static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *ru
         tg_ctx_clear(&ctx);
         json_decref(cat);
     }
-    for (int k = 0; k < 3; k++)
-        recall[k] = n ? (double)hit[k] / (double)n : 0;
-    printf("| %5d | %3zu (%3zu in big-%d) | %.3f | %.3f | %.3f |\n", size, n, present, size,
-           recall[0], recall[1], recall[2]);
     json_decref(big);
     return 0;
 }
@@ -247,13 +284,263 @@ static void timing(tg_rules_set *on)
     json_decref(big);
 }
 
+/* ---- -g: fit the ranker's knobs on the tune half ------------------------
+ * Straight on the index (what search_tools ranks with), over the tune half
+ * only; prints, for every value of every knob, the mean over the three
+ * sizes of R@5 + MRR@10. The test half is never read here. */
+/* One knob at a time around the defaults (a coordinate sweep): knob k takes
+ * each of its values with the others at their defaults. */
+typedef struct knob {
+    const char *name;
+    size_t off;
+    double v[6];
+} knob;
+#define KNOB(n, f, ...) { n, offsetof(tg_dindex_params, f), { __VA_ARGS__, -1 } }
+static const knob knobs[] = {
+    KNOB("w.name", w[TG_DF_NAME], 1, 1.5, 2, 3, 5),
+    KNOB("w.param", w[TG_DF_PARAM], 0.6, 1.2, 2, 3),
+    KNOB("w.pdesc", w[TG_DF_PDESC], 0.1, 0.2, 0.4, 0.8),
+    KNOB("b", b, 0.6, 0.75, 0.9, 1.0),
+    KNOB("k1", k1, 0.8, 1.2, 2),
+    KNOB("name_bonus", name_bonus, 0, 0.25, 0.5, 1),
+    KNOB("syn_weight", syn_weight, 0.2, 0.45, 0.7),
+    KNOB("verb_weight", verb_weight, 0.5, 0.8, 1),
+    KNOB("coverage", coverage, 0, 0.25, 0.5, 1, 2),
+    KNOB("name_cover", name_cover, 0, 0.25, 0.5, 1, 2),
+};
+#define NKNOBS (sizeof knobs / sizeof knobs[0])
+
+static size_t grid_count(void)
+{
+    size_t c = 0;
+    for (size_t k = 0; k < NKNOBS; k++)
+        for (size_t j = 0; knobs[k].v[j] >= 0; j++)
+            c++;
+    return c;
+}
+
+static tg_dindex_params grid_point(size_t i, const tg_dindex_params *base, const knob **which)
+{
+    tg_dindex_params p = *base;
+    for (size_t k = 0; k < NKNOBS; k++)
+        for (size_t j = 0; knobs[k].v[j] >= 0; j++)
+            if (i-- == 0) {
+                *(double *)((char *)&p + knobs[k].off) = knobs[k].v[j];
+                *which = &knobs[k];
+                return p;
+            }
+    return p;
+}
+
+static long catalog_pos(json_t *cat, const char *want)
+{
+    for (size_t i = 0; i < json_array_size(cat); i++)
+        if (strcmp(fname(json_array_get(cat, i)), want) == 0)
+            return (long)i;
+    return -1;
+}
+
+static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
+{
+    static const int sizes[] = { 100, 400, 1000 };
+    size_t ng = grid_count();
+    double *score = calloc(ng, sizeof *score);
+    for (int si = 0; si < 3; si++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", sizes[si]);
+        json_t *big = load(rel);
+        if (!big)
+            return 1;
+        json_t *bt = json_object_get(big, "tools");
+        size_t nq = 0;
+        for (size_t q = 0; q < json_array_size(queries); q++) {
+            json_t *qq = json_array_get(queries, q);
+            if (strcmp(json_string_value(json_object_get(qq, "half")), "tune") != 0)
+                continue;
+            const char *server = json_string_value(json_object_get(qq, "server"));
+            const char *tname = json_string_value(json_object_get(qq, "tool"));
+            json_t *tool = NULL, *list = json_object_get(corpus, server);
+            for (size_t i = 0; i < json_array_size(list); i++)
+                if (strcmp(fname(json_array_get(list, i)), tname) == 0)
+                    tool = json_array_get(list, i);
+            if (!tool)
+                continue;
+            char want[512];
+            json_t *cat = catalog_for(bt, server, tool, want, sizeof want);
+            long at = catalog_pos(cat, want);
+            json_t *idx = tg_dindex_build(cat);
+            const char *text = json_string_value(json_object_get(qq, "query"));
+            for (size_t g = 0; g < ng; g++) {
+                const knob *kn;
+                tg_dindex_params p = grid_point(g, base, &kn);
+                size_t hits[EVAL_DEPTH];
+                size_t m = tg_dindex_search_p(idx, text, &p, hits, NULL, EVAL_DEPTH);
+                for (size_t i = 0; i < m && i < EVAL_DEPTH; i++)
+                    if ((long)hits[i] == at) {
+                        score[g] += 1.0 / (double)(i + 1) + (i < 5);
+                        break;
+                    }
+            }
+            nq++;
+            json_decref(idx);
+            json_decref(cat);
+        }
+        for (size_t g = 0; g < ng && si == 2; g++)
+            score[g] /= (double)nq * 3;
+        json_decref(big);
+    }
+    for (size_t g = 0; g < ng; g++) {
+        const knob *kn;
+        tg_dindex_params p = grid_point(g, base, &kn);
+        printf("%-12s %5.2f  %.4f\n", kn->name, *(double *)((char *)&p + kn->off), score[g]);
+    }
+    free(score);
+    return 0;
+}
+
+/* ---- -e: end to end ------------------------------------------------------
+ * What the scripted mock model of `make test` does (test/mock, "discovery"):
+ * it calls search_tools with the user's text, asks get_tool_schema for the
+ * first result, and calls it through call_tool. Counted: the turns whose
+ * answer to the agent is a call of the right tool, through the real
+ * request and response pipeline (inner rounds, name mapping, call_tool
+ * unwrapped). */
+static const char *meta_named(json_t *body, const char *suffix)
+{
+    json_t *tools = json_object_get(body, "tools");
+    size_t sl = strlen(suffix);
+    for (size_t i = 0; i < json_array_size(tools); i++) {
+        const char *n = fname(json_array_get(tools, i));
+        size_t nl = n ? strlen(n) : 0;
+        if (nl >= sl && strcmp(n + nl - sl, suffix) == 0)
+            return n;
+    }
+    return suffix;
+}
+
+static json_t *model_turn(json_t *up)
+{
+    json_t *msgs = json_object_get(up, "messages");
+    json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
+    const char *content = json_string_value(json_object_get(last, "content"));
+    json_t *args = NULL;
+    const char *name = NULL;
+    if (strcmp(json_string_value(json_object_get(last, "role")), "tool") != 0) {
+        name = meta_named(up, "search_tools");
+        args = json_pack("{ss}", "query", content ? content : "");
+    } else {
+        json_t *ans = json_loads(content ? content : "", 0, NULL);
+        json_t *first = json_array_get(json_object_get(ans, "results"), 0);
+        json_t *tool = json_array_get(json_object_get(ans, "tools"), 0);
+        if (first) {
+            name = meta_named(up, "get_tool_schema");
+            args = json_pack("{s[O]}", "names", json_object_get(first, "name"));
+        } else if (tool) {
+            name = meta_named(up, "call_tool");
+            args = json_pack("{sOs{}}", "name", json_object_get(tool, "name"), "arguments");
+        }
+        json_decref(ans);
+    }
+    json_t *msg = json_pack("{ss}", "role", "assistant");
+    if (args) {
+        char *a = json_dumps(args, JSON_COMPACT);
+        json_object_set_new(msg, "content", json_null());
+        json_object_set_new(msg, "tool_calls",
+                            json_pack("[{sssss{ssss}}]", "id", "call_e2e", "type", "function",
+                                      "function", "name", name, "arguments", a));
+        free(a);
+        json_decref(args);
+    } else {
+        json_object_set_new(msg, "content", json_string("nothing found"));
+    }
+    return json_pack("{sssssss[{siso ss}]}", "id", "chatcmpl-e2e", "object", "chat.completion",
+                     "model", "m", "choices", "index", 0, "message", msg, "finish_reason",
+                     args ? "tool_calls" : "stop");
+}
+
+static int e2e_called(tg_rules_set *rules, tg_cache *cache, json_t *cat, const char *text,
+                      const char *want)
+{
+    tg_ctx ctx;
+    tg_error err;
+    tg_ctx_init(&ctx, "eval", rules, NULL);
+    ctx.cache = cache;
+    json_t *body = body_with(cat, text);
+    int ok = 0;
+    if (tg_pipeline_request(body, &ctx, &err) == 0) {
+        json_t *up = json_incref(body);
+        for (int round = 0; round < 8; round++) {
+            json_t *resp = model_turn(up), *next = NULL;
+            if (!tg_pipeline_response(resp, &ctx, &next)) {
+                json_t *c = json_array_get(json_object_get(json_object_get(json_array_get(
+                    json_object_get(resp, "choices"), 0), "message"), "tool_calls"), 0);
+                ok = c && strcmp(fname(c) ? fname(c) : "", want) == 0;
+                json_decref(resp);
+                break;
+            }
+            json_decref(resp);
+            json_decref(up);
+            up = next;
+        }
+        json_decref(up);
+    }
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+    return ok;
+}
+
+static int end_to_end(json_t *queries, json_t *corpus, tg_rules_set *rules, tg_cache *cache)
+{
+    static const int sizes[] = { 400, 1000 };
+    printf("\nend to end: the scripted model searches, reads the first result's schema and "
+           "calls it\n\n| half | tools | queries | right tool called |\n|---|---|---|---|\n");
+    for (int si = 0; si < 2; si++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", sizes[si]);
+        json_t *big = load(rel);
+        if (!big)
+            return 1;
+        size_t n[2] = { 0, 0 }, ok[2] = { 0, 0 };
+        for (size_t q = 0; q < json_array_size(queries); q++) {
+            json_t *qq = json_array_get(queries, q);
+            const char *server = json_string_value(json_object_get(qq, "server"));
+            const char *tname = json_string_value(json_object_get(qq, "tool"));
+            int test = strcmp(json_string_value(json_object_get(qq, "half")), "test") == 0;
+            json_t *tool = NULL, *list = json_object_get(corpus, server);
+            for (size_t i = 0; i < json_array_size(list); i++)
+                if (strcmp(fname(json_array_get(list, i)), tname) == 0)
+                    tool = json_array_get(list, i);
+            if (!tool)
+                continue;
+            char want[512];
+            json_t *cat = catalog_for(json_object_get(big, "tools"), server, tool, want,
+                                      sizeof want);
+            n[test]++;
+            ok[test] += (size_t)e2e_called(rules, cache, cat,
+                                           json_string_value(json_object_get(qq, "query")), want);
+            json_decref(cat);
+        }
+        for (int h = 0; h < 2; h++)
+            printf("| %s | %5d | %3zu | %.3f |\n", h ? "test" : "tune", sizes[si], n[h],
+                   n[h] ? (double)ok[h] / (double)n[h] : 0.0);
+        json_decref(big);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int verbose = 0;
+    int verbose = 0, recall_only = 0, failed = 0, fit = 0, e2e = 0;
     const char *qpath = "test/discovery/queries.json";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0)
             verbose = 1;
+        else if (strcmp(argv[i], "-r") == 0)
+            recall_only = 1;
+        else if (strcmp(argv[i], "-g") == 0)
+            fit = 1;
+        else if (strcmp(argv[i], "-e") == 0)
+            e2e = 1;
         else
             qpath = argv[i];
     }
@@ -279,21 +566,37 @@ int main(int argc, char **argv)
             json_object_set_new(corpus, s, t);
     }
 
+    if (fit) {
+        int rc = grid(queries, corpus, &tg_dindex_defaults);
+        json_decref(corpus);
+        json_decref(queries);
+        return rc;
+    }
+
     tg_rules_set on, off;
     tg_rules_preset(TG_D_OPENAI, &on);
     tg_rules_preset(TG_D_OPENAI, &off);
     on.disc.mode = TG_DISC_ON;
     tg_cache *cache = tg_cache_new(256, 0);
 
-    printf("search_tools recall (%zu queries, %zu servers; dialect openai)\n\n",
+    printf("search_tools recall (%zu queries, %zu servers; dialect openai; catalog = big-N "
+           "with the target in place of its last tool)\n\n",
            json_array_size(queries), json_object_size(corpus));
-    printf("| tools | queries | R@1 | R@3 | R@5 |\n|---|---|---|---|---|\n");
-    double r[3], r400 = 0;
+    printf("| half | tools | queries | R@1 | R@3 | R@5 | R@10 | MRR@10 |\n"
+           "|---|---|---|---|---|---|---|---|\n");
     static const int sizes[] = { 100, 400, 1000 };
-    for (int i = 0; i < 3; i++) {
-        if (eval_size(sizes[i], queries, corpus, &on, cache, verbose, r) == 0 && sizes[i] == 400)
-            r400 = r[2];
-    }
+    tally t[3][2];
+    memset(t, 0, sizeof t);
+    for (int i = 0; i < 3; i++)
+        if (eval_size(sizes[i], queries, corpus, &on, cache, verbose, t[i]))
+            failed = 1;
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 3; i++)
+            tally_row(h ? "test" : "tune", sizes[i], &t[i][h]);
+    if (e2e && end_to_end(queries, corpus, &on, cache))
+        failed = 1;
+    if (recall_only)
+        goto out;
 
     printf("\nupstream tools bytes (compact JSON), openai dialect\n\n");
     tg_rules_set bare = on;
@@ -305,8 +608,9 @@ int main(int argc, char **argv)
     bytes_row(1000, &on, &off, &bare);
     timing(&on);
 
+out:
     tg_cache_free(cache);
     json_decref(corpus);
     json_decref(queries);
-    return r400 >= 0.9 ? 0 : 2;
+    return failed;
 }

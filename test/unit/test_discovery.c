@@ -19,6 +19,8 @@
 
 #include "../../sanitize/cache.h"
 #include "../../sanitize/pipeline.h"
+#include "../../discovery/groups.h"
+#include "../../discovery/index.h"
 
 /* ---- fixtures --------------------------------------------------------- */
 
@@ -611,6 +613,165 @@ static void test_search_answer(void **state)
     tg_ctx_clear(&ctx);
 }
 
+/* The index alone: Snowball stems ("generation" meets "generated"),
+ * a group filter, adjacent words joined ("roll back" meets rollback), and
+ * BM25F field weights applied at search time. */
+static void test_index(void **state)
+{
+    (void)state;
+    json_t *tools = json_pack(
+        "[{ss ss}{ss ss}{ss ss}{ss ss}]",
+        "name", "run_rollback_pipeline", "description", "Run a pipeline that restores the last release.",
+        "name", "list_organizations", "description", "Lists the organizations of the user.",
+        "name", "go_back", "description", "Go back to the previous browser page.",
+        "name", "get_weather", "description", "Current weather of a city, generated hourly for the organization.");
+    json_t *idx = tg_dindex_build(tools);
+    size_t out[4];
+    double sc[4];
+    assert_true(tg_dindex_search(idx, "which organization am I in", out, sc, 4) >= 1);
+    assert_int_equal(out[0], 1);
+    /* Porter2 takes -ation and -ed to one stem, a suffix list did not */
+    assert_int_equal(tg_dindex_search(idx, "generation", out, NULL, 4), 1);
+    assert_int_equal(out[0], 3);
+    /* "roll back" finds the rollback tool only through the joined word */
+    assert_int_equal(tg_dindex_search(idx, "roll back", out, NULL, 4), 2);
+    assert_true(out[0] == 0 || out[1] == 0);
+    tg_dindex_params p = tg_dindex_defaults;
+    p.joins = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "roll back", &p, out, NULL, 4), 1);
+    assert_int_equal(out[0], 2);
+    unsigned char allow[4] = { 0, 0, 0, 1 };
+    assert_int_equal(tg_dindex_search_in(idx, "organizations", &tg_dindex_defaults, allow, out,
+                                         NULL, 4), 1);
+    assert_int_equal(out[0], 3);
+    p = tg_dindex_defaults;
+    p.w[TG_DF_NAME] = 0;  /* weights apply at search time: no name, no name match */
+    p.w[TG_DF_DESC] = 0;
+    p.name_bonus = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "weather", &p, out, NULL, 4), 0);
+    json_decref(idx);
+    json_decref(tools);
+}
+
+/* Groups from names: explicit namespaces always, a shared first word when
+ * TG_GROUP_MIN_SHARE tools have it and it is not a verb. */
+static void test_groups(void **state)
+{
+    (void)state;
+    static const char *const in[][2] = {
+        { "mcp__github__create_issue", "github" },
+        { "mcp__github__list_issues", "github" },
+        { "jira__get_issue", "jira" },
+        { "linear.create_issue", "linear" },
+        { "fs/read_file", "fs" },
+        { "slack_post_message", "slack" },
+        { "slack_list_channels", "slack" },
+        { "Slack-get-users", "slack" },
+        { "get_weather", NULL },    /* verbs are no group, however many */
+        { "get_time", NULL },
+        { "get_news", NULL },
+        { "foo_bar", NULL },        /* two tools are not enough */
+        { "foo_baz", NULL },
+        { "mastraDocs", "mastra" }, /* a camelCase hump ends the first word */
+        { "mastraExamples", "mastra" },
+        { "mastraChanges", "mastra" },
+        { "search", NULL },         /* one word: no prefix */
+        { "x__", NULL },            /* nothing after the separator */
+        { "mcp__", NULL },
+    };
+    size_t n = sizeof in / sizeof in[0];
+    json_t *names = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(names, json_string(in[i][0]));
+    json_t *g = tg_disc_groups(names);
+    assert_int_equal(json_array_size(g), n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(g, i);
+        if (in[i][1])
+            assert_string_equal(json_string_value(v), in[i][1]);
+        else if (!json_is_null(v))
+            fail_msg("%s: group %s, want none", in[i][0], json_string_value(v));
+    }
+    json_decref(g);
+    json_decref(names);
+}
+
+static long rank_of(json_t *answer, const char *name)
+{
+    json_t *res = json_object_get(answer, "results");
+    for (size_t i = 0; i < json_array_size(res); i++)
+        if (strcmp(json_string_value(json_object_get(json_array_get(res, i), "name")), name) == 0)
+            return (long)i;
+    return -1;
+}
+
+static json_t *search_with(tg_ctx *ctx, json_t *args)
+{
+    json_t *r = tg_discovery_search_args(ctx, args);
+    json_decref(args);
+    assert_non_null(r);
+    return r;
+}
+
+/* search_tools: the groups in its description, a group filter, every
+ * result naming its group, several phrasings at once. */
+static void test_search_groups_and_queries(void **state)
+{
+    (void)state;
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    tg_ctx ctx;
+    json_t *body = staged(&ctx, &r, 1000);
+    json_t *fn = json_object_get(json_array_get(json_object_get(body, "tools"), 0), "function");
+    const char *desc = json_string_value(json_object_get(fn, "description"));
+    assert_non_null(strstr(desc, "Groups ("));
+    assert_non_null(strstr(desc, "docker (24)"));
+    json_t *props = json_object_get(json_object_get(fn, "parameters"), "properties");
+    assert_non_null(json_object_get(props, "queries"));
+    assert_non_null(json_object_get(props, "group"));
+
+    /* without a group "stop the container" may find any stop; with one,
+     * only docker's tools come, each saying so */
+    json_t *a = search_with(&ctx, json_pack("{ssss}", "query", "stop the container", "group",
+                                            "Docker"));
+    json_t *res = json_object_get(a, "results");
+    assert_true(json_array_size(res) > 0);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(res, 0), "name")),
+                        "docker-stop");
+    for (size_t i = 0; i < json_array_size(res); i++)
+        assert_string_equal(
+            json_string_value(json_object_get(json_array_get(res, i), "group")), "docker");
+    json_decref(a);
+
+    a = search_with(&ctx, json_pack("{ssss}", "query", "stop", "group", "no-such-group"));
+    assert_int_equal(json_array_size(json_object_get(a, "results")), 0);
+    assert_non_null(strstr(json_string_value(json_object_get(a, "message")), "No group"));
+    json_decref(a);
+
+    /* a phrasing that finds nothing is rescued by its alternative; one that
+     * finds the tool alone keeps it on top */
+    a = search_with(&ctx, json_pack("{sss[s]}", "query", "qwxzv", "queries",
+                                    "take a screenshot of the phone"));
+    res = json_object_get(a, "results");
+    assert_true(json_array_size(res) > 0);
+    assert_non_null(strstr(json_string_value(json_object_get(json_array_get(res, 0), "name")),
+                           "screenshot"));
+    json_decref(a);
+    json_t *one = search_with(&ctx, json_pack("{ss}", "query", "take a screenshot of the phone"));
+    json_t *two = search_with(&ctx, json_pack("{sss[ss]}", "query",
+                                              "take a screenshot of the phone", "queries",
+                                              "capture the mobile device screen", ""));
+    /* "phone" alone is one word among several; the second phrasing agrees
+     * on the mobile tool, which fusion puts first */
+    long r1 = rank_of(one, "mobile_take_screenshot"), r2 = rank_of(two, "mobile_take_screenshot");
+    assert_int_equal(r2, 0);
+    assert_true(r1 != 0);
+    json_decref(one);
+    json_decref(two);
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
 /* A model that calls a hidden tool by its real name, and one that mixes
  * meta calls with a real call in one turn. */
 static void test_real_and_mixed_calls(void **state)
@@ -919,6 +1080,9 @@ int main(void)
         cmocka_unit_test(test_max_rounds),
         cmocka_unit_test(test_unknown_tool),
         cmocka_unit_test(test_search_answer),
+        cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_index),
+        cmocka_unit_test(test_search_groups_and_queries),
         cmocka_unit_test(test_real_and_mixed_calls),
         cmocka_unit_test(test_name_collision),
         cmocka_unit_test(test_core_and_tool_choice),
