@@ -152,16 +152,30 @@ static bool args_string(scan *s, tg_buf *out)
     }
 }
 
-/* Keys of one object, each known one at most once: the caller's callback
- * reads the value. */
 #define KEY_IS(k, n, lit) ((n) == sizeof(lit) - 1 && !memcmp((k), (lit), (n)))
+
+/* A key and its colon. */
+static bool key(scan *s, const char **k, size_t *n)
+{
+    return plain_string(s, k, n) && eat(s, ':');
+}
+
+/* An index: a plain integer, not absurd. */
+static bool small_index(scan *s, long *out)
+{
+    long long v;
+    if (!plain_int(s, &v) || v > 1000000)
+        return false;
+    *out = (long)v;
+    return true;
+}
 
 static bool function_obj(scan *s, tg_frag *f)
 {
     const char *k;
     size_t n;
-    return eat(s, '{') && plain_string(s, &k, &n) && KEY_IS(k, n, "arguments") && eat(s, ':') &&
-           args_string(s, f->args) && eat(s, '}');
+    return eat(s, '{') && key(s, &k, &n) && KEY_IS(k, n, "arguments") && args_string(s, f->args) &&
+           eat(s, '}');
 }
 
 static bool call_obj(scan *s, tg_frag *f)
@@ -172,13 +186,11 @@ static bool call_obj(scan *s, tg_frag *f)
     do {
         const char *k;
         size_t n;
-        long long v;
-        if (!plain_string(s, &k, &n) || !eat(s, ':'))
+        if (!key(s, &k, &n))
             return false;
         if (KEY_IS(k, n, "index") && !idx) {
-            if (!plain_int(s, &v) || v > 1000000)
+            if (!small_index(s, &f->index))
                 return false;
-            f->index = (long)v;
             idx = true;
         } else if (KEY_IS(k, n, "function") && !fn) {
             if (!function_obj(s, f))
@@ -195,8 +207,8 @@ static bool delta_obj(scan *s, tg_frag *f)
 {
     const char *k;
     size_t n;
-    return eat(s, '{') && plain_string(s, &k, &n) && KEY_IS(k, n, "tool_calls") && eat(s, ':') &&
-           eat(s, '[') && call_obj(s, f) && eat(s, ']') && eat(s, '}');
+    return eat(s, '{') && key(s, &k, &n) && KEY_IS(k, n, "tool_calls") && eat(s, '[') &&
+           call_obj(s, f) && eat(s, ']') && eat(s, '}');
 }
 
 static bool choice_obj(scan *s, tg_frag *f)
@@ -207,8 +219,7 @@ static bool choice_obj(scan *s, tg_frag *f)
     do {
         const char *k;
         size_t n;
-        long long v;
-        if (!plain_string(s, &k, &n) || !eat(s, ':'))
+        if (!key(s, &k, &n))
             return false;
         unsigned bit = KEY_IS(k, n, "index")           ? 1u
                        : KEY_IS(k, n, "delta")         ? 2u
@@ -219,9 +230,8 @@ static bool choice_obj(scan *s, tg_frag *f)
             return false;
         seen |= bit;
         if (bit == 1u) {
-            if (!plain_int(s, &v) || v > 1000000)
+            if (!small_index(s, &f->choice))
                 return false;
-            f->choice = (long)v;
         } else if (bit == 2u) {
             if (!delta_obj(s, f))
                 return false;
@@ -246,7 +256,7 @@ bool tg_scan_fragment(const char *d, size_t len, tg_frag *f)
     do {
         const char *k;
         size_t n;
-        if (!plain_string(&s, &k, &n) || !eat(&s, ':'))
+        if (!key(&s, &k, &n))
             return false;
         if (KEY_IS(k, n, "choices")) {
             if (choices || !eat(&s, '[') || !choice_obj(&s, f) || !eat(&s, ']'))
