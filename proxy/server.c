@@ -146,6 +146,7 @@ typedef struct tg_req {
     bool stream_done;
     bool suspended;               /* as MHD sees it: a queued resume not yet made */
     bool resume_queued;           /* on the worker's resume queue */
+    bool sent_event;              /* the stream's first bytes went out */
     struct tg_req *resume_next;
     bool client_gone;
     uint32_t gen;
@@ -360,7 +361,10 @@ static void req_unref(tg_req *r)
  * suspended connection, at most RESUME_WINDOW_MAX_US): the walk stays a
  * few percent of one core whatever the event rate, and an event waits at
  * most the window. Below RESUME_BATCH_MIN suspended, the walk is short and
- * a resume goes at once, as before. */
+ * a resume goes at once, as before; so do the resumes before a stream's
+ * first bytes went out (its answer's head, its first event), whose wait
+ * is the client's time to first event: two walks a stream, not one an
+ * event. */
 #define RESUME_BATCH_MIN 256
 #define RESUME_WINDOW_MAX_US 5000
 
@@ -377,7 +381,7 @@ static void req_resume(tg_req *r)
     worker *w = r->w;
     if (!r->suspended || !r->conn || r->resume_queued)
         return;
-    if (w->n_suspended < RESUME_BATCH_MIN || w->draining) {
+    if (w->n_suspended < RESUME_BATCH_MIN || w->draining || !r->sent_event) {
         resume_now(r);
         return;
     }
@@ -691,6 +695,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
     size_t avail = r->out.len - r->out_off;
     if (avail) {
         size_t n = avail < max ? avail : max;
+        r->sent_event = true;
         memcpy(buf, r->out.data + r->out_off, n);
         r->out_off += n;
         if (r->out_off == r->out.len) {
