@@ -113,6 +113,18 @@ cpu_ticks() {
     done
     echo "$t"
 }
+# CPU time in ns, summed over the given pids' threads (schedstat: finer
+# than the ticks of /proc/PID/stat, for runs of a few CPU-milliseconds).
+cpu_ns() {
+    local t p f
+    t=0
+    for p in "$@"; do
+        for f in /proc/"$p"/task/*/schedstat; do
+            t=$((t + $(cut -d' ' -f1 "$f" 2>/dev/null || echo 0)))
+        done
+    done
+    echo "$t"
+}
 # Sum of a /proc/PID/status field (kB) over the given pids.
 mem_kb() {
     local f t p v
@@ -163,7 +175,8 @@ BODIES="small:small.json:/v1/chat/completions
 big100:big100.json:/v1/chat/completions
 gemini100:big100.json:/gemini/v1/chat/completions
 disc400:big400.json:/disc/v1/chat/completions
-stream:stream.json:/sse/v1/chat/completions"
+stream:stream.json:/sse/v1/chat/completions
+toolcall:toolstream.json:/tcs/v1/chat/completions"
 
 # ---------------------------------------------------------------- start the three
 start_mock() {
@@ -184,6 +197,14 @@ start_static() { # nginx answering every request with the mock's JSON
     ANSWER=$(curl -s -H 'Content-Type: application/json' --data-binary @"$B/small.json" \
         "http://127.0.0.1:$MP/v1/chat/completions")
     case $ANSWER in *chat.completion*) ;; *) die "mock answered: $ANSWER" ;; esac
+    # The tool-call stream (issue 20): the mock's one call in 20 argument
+    # fragments, served whole by nginx at /tcs/ so that the upstream costs
+    # the three systems the same and little (a POST to a static file is a
+    # 405 in nginx: error_page turns it into the file).
+    curl -s -H 'Content-Type: application/json' -H 'X-Mock: parallel' -H 'X-Mock-Calls: 1' \
+        -H 'X-Mock-Arg-Pieces: 20' --data-binary @"$B/toolstream.json" \
+        "http://127.0.0.1:$MP/v1/chat/completions" > "$TMP/static/tcs.sse"
+    grep -q '"arguments"' "$TMP/static/tcs.sse" || die "mock's tool-call stream: $(head -c 300 "$TMP/static/tcs.sse")"
     cat > "$TMP/static/nginx.conf" <<EOF
 daemon off;
 worker_processes $THREADS;
@@ -199,6 +220,8 @@ http {
     server {
         listen 127.0.0.1:$SP reuseport;
         location / { return 200 '$ANSWER'; }
+        location /tcs/ { error_page 405 =200 /tcs.sse; return 405; }
+        location = /tcs.sse { internal; default_type text/event-stream; root $TMP/static; }
     }
 }
 EOF
@@ -280,6 +303,12 @@ discovery = on
 models = sse-bench-*
 prefix = /sse
 upstream = http://127.0.0.1:$MP/v1
+dialect = openai
+
+[route tcs]
+models = tcs-bench-*
+prefix = /tcs
+upstream = http://127.0.0.1:$SP/tcs/v1
 dialect = openai
 
 [route json]
@@ -541,10 +570,30 @@ ensure_alive "the many-streams test"
 kill "$TG_PID"; wait "$TG_PID" 2>/dev/null
 start_toolgate
 put rss_fresh.toolgate "$(mem_kb VmRSS $TG_PID)"
+# CPU per event (issue 20): the same slow streams, 100 of them first, then
+# NSTREAMS; each system's own CPU over the run divided by the events the
+# client got.
+for s in $(systems); do
+    [ "$NSTREAMS" -gt 0 ] || break
+    pids=$(pids_of $s)
+    # shellcheck disable=SC2086
+    c0=$(cpu_ns $pids)
+    # shellcheck disable=SC2046
+    line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u "$(path_of $s /sse/v1/chat/completions)" -b "$B/stream.json" -H 'X-Mock-Chunks: 20' \
+        -H 'X-Mock-Delay-Ms: 500' $(hdrs_of $s /sse/) -c 100 -n 100 -r 2500 -t 60)
+    # shellcheck disable=SC2086
+    c1=$(cpu_ns $pids)
+    log "$(printf '%-9s 100 slow streams: %s' $s "$line")"
+    put "few.$s.ttfb_p50" "$(field "$line" ttfb_p50)"
+    put "few.$s.cpu_ev" "$(awk -v a="$c0" -v b="$c1" -v n="$(field "$line" events)" \
+        'BEGIN { if (n > 0) printf "%.2f", (b - a) / 1000 / n; else print "-" }')"
+done
 for s in $(systems); do
     [ "$NSTREAMS" -gt 0 ] || break
     log "$NSTREAMS slow streams: $s"
     pids=$(pids_of $s)
+    # shellcheck disable=SC2086
+    c0=$(cpu_ns $pids)
     # shellcheck disable=SC2086
     base=$(mem_kb VmRSS $pids)
     (   # peak of the summed VmRSS (nginx: master + workers), sampled
@@ -558,9 +607,13 @@ for s in $(systems); do
     # shellcheck disable=SC2046
     line=$("$STREAMER" -p "$(url_of $s | sed 's/.*://')" -u "$(path_of $s /sse/v1/chat/completions)" -b "$B/stream.json" -H 'X-Mock-Chunks: 20' \
         -H 'X-Mock-Delay-Ms: 500' $(hdrs_of $s /sse/) -c "$NSTREAMS" -n "$NSTREAMS" -r 2500 -t 60)
+    # shellcheck disable=SC2086
+    c1=$(cpu_ns $pids)
     kill $SAMPLER_PID 2>/dev/null; wait $SAMPLER_PID 2>/dev/null; SAMPLER_PID=
     log "$(printf '%-9s %s' $s "$line")"
-    for f in ok failed peak_open ttfb_p99 gap_p99; do put "many.$s.$f" "$(field "$line" $f)"; done
+    for f in ok failed peak_open ttfb_p50 ttfb_p99 gap_p99; do put "many.$s.$f" "$(field "$line" $f)"; done
+    put "many.$s.cpu_ev" "$(awk -v a="$c0" -v b="$c1" -v n="$(field "$line" events)" \
+        'BEGIN { if (n > 0) printf "%.2f", (b - a) / 1000 / n; else print "-" }')"
     put "many.$s.rss" "$(cat "$TMP/peak.$s" 2>/dev/null || echo "$base")"
     [ $s = toolgate ] && put many.toolgate.hwm "$(mem_kb VmHWM $TG_PID)"
     sleep 1
@@ -630,7 +683,7 @@ echo "$BODIES" | while IFS=: read -r name file pth; do
     for c in 16 64; do
         d=$(get "$name.c$c.direct.rps"); n=$(get "$name.c$c.nginx.rps"); t=$(get "$name.c$c.toolgate.rps")
         tgt=""; v=""
-        if [ "$name" = small ] && [ $c = 64 ]; then
+        if { [ "$name" = small ] || [ "$name" = stream ] || [ "$name" = toolcall ]; } && [ $c = 64 ]; then
             tgt="≥ 0.8 × nginx"; v=$(verdict "$(ratio "$t" "$n")" ge 0.8)
         elif [ "$name" = gemini100 ] && [ $c = 64 ]; then
             tgt="≥ nginx"; v=$(verdict "$(ratio "$t" "$n")" ge 1)
@@ -640,6 +693,7 @@ echo "$BODIES" | while IFS=: read -r name file pth; do
     d=$(get "$name.c64.direct.cpu"); n=$(get "$name.c64.nginx.cpu"); t=$(get "$name.c64.toolgate.cpu")
     tgt=""; v=""
     [ "$name" = small ] && { tgt="≤ 40"; v=$(verdict "$t" le 40); }
+    case $name in stream | toolcall) tgt="≤ 2 × nginx"; v=$(verdict "$(ratio "$t" "$n")" le 2) ;; esac
     row "$name: CPU µs/request at 64 conns (process's own)" "$d" "$n" "$t" "$tgt" "$v" "$(peer "$name.c64.portkey.cpu")"
 done
 d=$(get cold.direct); n=$(get cold.nginx); t=$(get cold.toolgate)
@@ -697,7 +751,13 @@ row "$NSTREAMS slow streams: VmHWM of a fresh toolgate (MB)" "" "" "$(mb "$(get 
 t=$(get many.toolgate.ok)
 row "$NSTREAMS slow streams: completed ok" "$(get many.direct.ok)" "$(get many.nginx.ok)" "$t" "$NSTREAMS" "$(verdict "$t" eq "$NSTREAMS")" "$(peer many.portkey.ok)"
 row "$NSTREAMS slow streams: peak open at once" "$(get many.direct.peak_open)" "$(get many.nginx.peak_open)" "$(get many.toolgate.peak_open)" "" "" "$(peer many.portkey.peak_open)"
+t=$(get many.toolgate.ttfb_p50)
+row "$NSTREAMS slow streams (opened at 2,500/s): TTFB p50 (µs)" "$(get many.direct.ttfb_p50)" "$(get many.nginx.ttfb_p50)" "$t" "< 10000" "$(verdict "$t" lt 10000)" "$(peer many.portkey.ttfb_p50)"
 row "$NSTREAMS slow streams: TTFB p99 (µs)" "$(get many.direct.ttfb_p99)" "$(get many.nginx.ttfb_p99)" "$(get many.toolgate.ttfb_p99)" "" "" "$(peer many.portkey.ttfb_p99)"
+row "100 slow streams: CPU µs/event (process's own)" "$(get few.direct.cpu_ev)" "$(get few.nginx.cpu_ev)" "$(get few.toolgate.cpu_ev)" "" "" "$(peer few.portkey.cpu_ev)"
+t=$(get many.toolgate.cpu_ev); b=$(get few.toolgate.cpu_ev)
+lim=$(awk -v b="$b" 'BEGIN { if (b == "-") print "-"; else printf "%.2f", 2 * b }')
+row "$NSTREAMS slow streams: CPU µs/event (process's own)" "$(get many.direct.cpu_ev)" "$(get many.nginx.cpu_ev)" "$t" "≤ 2 × toolgate's at 100 ($lim)" "$(verdict "$t" le "$lim")" "$(peer many.portkey.cpu_ev)"
 
 MODEL=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 {

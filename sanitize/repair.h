@@ -104,6 +104,14 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out);
  * idle timeouts do not cut a stream whose tool call is held. 0: after every
  * such event (tests). */
 void tg_stream_set_keepalive(tg_stream *s, unsigned ms);
+/* Tests: the events a byte scan would relay unparsed take the full parse
+ * instead, to compare the two. TG_SCAN_ARGS: a live call's argument
+ * fragments (byte for byte the same on any input); TG_SCAN_PLAIN: plain
+ * text chunks (the same on valid JSON; an event cut short that still ends
+ * in a brace goes to the client as it came). */
+#define TG_SCAN_ARGS 1u
+#define TG_SCAN_PLAIN 2u
+void tg_stream_no_scan(tg_stream *s, unsigned which);
 /* Upstream ended. transport_error: the transfer broke (reset, timeout).
  * Flushes what is held back; a stream that never finished becomes an error
  * event followed by [DONE] (R26), never a fake stop.

@@ -91,6 +91,28 @@ size_t tg_jprefix_feed(tg_jprefix *j, const char *s, size_t n);
  * pos < the bytes fed). */
 bool tg_jprefix_complete(const tg_jprefix *j);
 
+/* stream_scan.c ---------------------------------------------------------- */
+
+#define TG_FRAG_ENV 6
+typedef struct tg_frag_env {
+    const char *key;   /* static: "id", "object", "model", ... "created" */
+    const char *str;   /* the string's bytes in the event (no escapes); NULL for created */
+    size_t len;
+    long long num;     /* created */
+} tg_frag_env;
+/* What the scan read of a live argument fragment. args is the caller's
+ * buffer (appended to: the decoded arguments text). */
+typedef struct tg_frag {
+    tg_frag_env env[TG_FRAG_ENV];  /* the envelope keys, in the event's order */
+    int nenv;
+    long choice;  /* choices[0].index, -1 when absent */
+    long index;   /* the call's index */
+    tg_buf *args;
+} tg_frag;
+/* True when data is surely one chunk of exactly the argument-fragment
+ * shape (stream_scan.c's design comment); false when unsure. */
+bool tg_scan_fragment(const char *data, size_t len, tg_frag *f);
+
 /* repair_schema.c -------------------------------------------------------- */
 
 /* R15: values of the agent tool's arguments that are strings where its

@@ -139,6 +139,8 @@ struct tg_stream {
     struct timespec last_out;  /* when the agent last got bytes */
     long keepalive_ms;    /* TG_KEEPALIVE_MS, or what tg_stream_set_keepalive set */
     const char *fail_code, *fail_msg;  /* tg_stream_fail's, for send_truncated */
+    unsigned no_scan;     /* tests: TG_SCAN_* fast paths turned off */
+    tg_buf scratch;       /* live_fragment's decoded arguments, reused */
 };
 
 /* --- output --------------------------------------------------------------- */
@@ -1091,6 +1093,64 @@ static bool relay_raw(tg_stream *s, const json_t *chunk, const char *raw, size_t
     return true;
 }
 
+/* The envelope the event carries is the one make_chunk would take from
+ * it: the same keys in the same order with the same values as s->last's
+ * (its choices and usage aside), so keeping s->last changes nothing. */
+static bool same_envelope(const tg_stream *s, const tg_frag *f)
+{
+    const char *k;
+    json_t *v;
+    int i = 0;
+    json_object_foreach(s->last, k, v) {
+        if (!strcmp(k, "choices") || !strcmp(k, "usage"))
+            continue;
+        if (i == f->nenv || strcmp(k, f->env[i].key))
+            return false;
+        const tg_frag_env *e = &f->env[i++];
+        if (e->str ? !json_is_string(v) || json_string_length(v) != e->len ||
+                         memcmp(json_string_value(v), e->str, e->len)
+                   : !json_is_integer(v) || json_integer_value(v) != e->num)
+            return false;
+    }
+    return i == f->nenv;
+}
+
+/* relay_raw's decision taken on the scan of the event's bytes instead of a
+ * parse (stream_scan.c): the event must be the plain fragment shape, need
+ * no check_chunk change, and relay_raw must have relayed it. Only then is
+ * its effect the same: the call's arguments and prefix state advance and
+ * the bytes go out as they came. */
+static bool live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *out)
+{
+    if (s->ctx->legacy_functions || s->hold || !s->last)
+        return false;
+    tg_buf_reset(&s->scratch);
+    tg_frag f = {.args = &s->scratch};
+    if (!tg_scan_fragment(data, len, &f) || !same_envelope(s, &f))
+        return false;
+    long cix = f.choice < 0 ? 0 : f.choice;
+    schoice *c = NULL;
+    for (size_t i = 0; i < s->nch && !c; i++)
+        if (s->ch[i].index == cix)
+            c = &s->ch[i];
+    if (!c || c->live_open < 0 || !c->any_sent)
+        return false;
+    scall *call = &c->calls[c->live_open];
+    if (call->out != f.index)
+        return false;
+    tg_jprefix t = call->jp;
+    if (tg_jprefix_feed(&t, s->scratch.data ? s->scratch.data : "", s->scratch.len) !=
+        s->scratch.len)
+        return false;
+    if (find_call(c, f.index, NULL, NULL) != c->live_open)
+        return false;
+    call->jp = t;
+    tg_buf_append(&call->args, s->scratch.data, s->scratch.len);
+    c->cur = c->live_open;
+    send_raw(out, data, len);
+    return true;
+}
+
 static void on_chunk(tg_stream *s, json_t *chunk, const char *raw, size_t len, tg_buf *out)
 {
     json_decref(s->last);
@@ -1154,6 +1214,11 @@ tg_stream *tg_stream_new(tg_ctx *ctx)
 void tg_stream_set_keepalive(tg_stream *s, unsigned ms)
 {
     s->keepalive_ms = ms;
+}
+
+void tg_stream_no_scan(tg_stream *s, unsigned which)
+{
+    s->no_scan = which;
 }
 
 static void send_truncated(tg_stream *s, bool transport_error, tg_buf *out)
@@ -1263,15 +1328,23 @@ static bool surely_plain(const tg_stream *s, const char *d, size_t n)
     }
     /* choices an array starting with an object, deltas objects: anything
      * else is check_chunk's */
-    for (const char *p = find(d, e, "\"choices\""); p; p = find(p + 1, e, "\"choices\"")) {
+    /* and at least one choice with a delta: what the full parse marks as
+     * having had its role (a chunk without one marks nothing) */
+    const char *at = find(d, e, "\"choices\"");
+    if (!at)
+        return false;
+    for (const char *p = at; p; p = find(p + 1, e, "\"choices\"")) {
         const char *v = after_colon(p + 9, e);
         if (v >= e || *v != '[')
             return false;
         v = after_colon(v + 1, e);
-        if (v >= e || (*v != '{' && *v != ']'))
+        if (v >= e || *v != '{')
             return false;
     }
-    for (const char *p = find(d, e, "\"delta\""); p; p = find(p + 1, e, "\"delta\"")) {
+    at = find(d, e, "\"delta\"");
+    if (!at)
+        return false;
+    for (const char *p = at; p; p = find(p + 1, e, "\"delta\"")) {
         const char *v = after_colon(p + 7, e);
         if (v >= e || *v != '{')
             return false;
@@ -1467,7 +1540,9 @@ static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out
         }
         return;
     }
-    if (surely_plain(s, data, len)) {
+    if (!(s->no_scan & TG_SCAN_ARGS) && s->live_open && live_fragment(s, data, len, out))
+        return;
+    if (!(s->no_scan & TG_SCAN_PLAIN) && surely_plain(s, data, len)) {
         for (size_t i = 0; i < s->nch; i++)
             s->ch[i].any_sent = true;
         s->raw_sent = true;
@@ -1683,6 +1758,7 @@ void tg_stream_free(tg_stream *s)
     }
     free(s->ch);
     tg_buf_free(&s->bad_event);
+    tg_buf_free(&s->scratch);
     json_decref(s->last);
     json_decref(s->held_finish);
     json_decref(s->held_usage);

@@ -1,0 +1,296 @@
+/* stream_scan.c -- recognise a live call's argument fragment by a scan of
+ * its bytes, without a JSON parse (issue 20).
+ *
+ * Most events of a tool-call stream are one shape:
+ *   {"id":..,"object":..,"created":N,"model":..,"choices":[{"index":0,
+ *    "delta":{"tool_calls":[{"index":0,"function":{"arguments":".."}}]},
+ *    "finish_reason":null}]}
+ * and on a live call (repair_stream.c, "Live calls") such an event goes out
+ * as the very bytes that came. Parsing it with jansson only to learn that
+ * was most of toolgate's CPU on such a stream. This scan accepts exactly
+ * that shape and nothing else: known keys, each at most once, in any order;
+ * the envelope's values plain ASCII strings without escapes (created: a
+ * plain integer); usage, finish_reason and logprobs null; one choice, one
+ * call, one key in delta and in function. Anything it is unsure of (an
+ * unknown key, an escape in a key, a byte past ASCII, a number that is not
+ * a small plain integer, a \u escape outside the Basic Multilingual Plane
+ * or a NUL) makes it answer false, and the event takes the full parse, so
+ * the scan only has to be conservative, never complete. The caller checks
+ * what the parse would have decided (repair_stream.c live_fragment). */
+#include "repair_int.h"
+
+#include <string.h>
+
+typedef struct scan {
+    const char *p, *e;
+} scan;
+
+static void ws(scan *s)
+{
+    while (s->p < s->e && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+static bool eat(scan *s, char c)
+{
+    ws(s);
+    if (s->p < s->e && *s->p == c) {
+        s->p++;
+        return true;
+    }
+    return false;
+}
+
+/* A key or envelope string: printable ASCII, no escape. */
+static bool plain_string(scan *s, const char **v, size_t *n)
+{
+    if (!eat(s, '"'))
+        return false;
+    const char *b = s->p;
+    while (s->p < s->e && *s->p != '"') {
+        unsigned char c = (unsigned char)*s->p;
+        if (c < 0x20 || c >= 0x7f || c == '\\')
+            return false;
+        s->p++;
+    }
+    if (s->p >= s->e)
+        return false;
+    *v = b;
+    *n = (size_t)(s->p - b);
+    s->p++;
+    return true;
+}
+
+/* A plain non-negative integer of at most 18 digits, no leading zero. */
+static bool plain_int(scan *s, long long *out)
+{
+    ws(s);
+    const char *b = s->p;
+    long long v = 0;
+    while (s->p < s->e && *s->p >= '0' && *s->p <= '9' && s->p - b < 19)
+        v = v * 10 + (*s->p++ - '0');
+    size_t n = (size_t)(s->p - b);
+    if (!n || n > 18 || (n > 1 && *b == '0'))
+        return false;
+    if (s->p < s->e && (*s->p == '.' || *s->p == 'e' || *s->p == 'E' || (*s->p >= '0' && *s->p <= '9')))
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool null_value(scan *s)
+{
+    ws(s);
+    if (s->e - s->p >= 4 && !memcmp(s->p, "null", 4)) {
+        s->p += 4;
+        return true;
+    }
+    return false;
+}
+
+static int hex4(const char *p)
+{
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= c - '0';
+        else if (c >= 'a' && c <= 'f')
+            v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            v |= c - 'A' + 10;
+        else
+            return -1;
+    }
+    return v;
+}
+
+/* The arguments string, decoded into out: ASCII and the usual escapes; a
+ * \u escape of the BMP outside the surrogates, not NUL. */
+static bool args_string(scan *s, tg_buf *out)
+{
+    if (!eat(s, '"'))
+        return false;
+    for (;;) {
+        const char *b = s->p;
+        while (s->p < s->e && *s->p != '"' && *s->p != '\\') {
+            unsigned char c = (unsigned char)*s->p;
+            if (c < 0x20 || c >= 0x80)
+                return false;
+            s->p++;
+        }
+        if (s->p > b && tg_buf_append(out, b, (size_t)(s->p - b)))
+            return false;
+        if (s->p >= s->e)
+            return false;
+        if (*s->p++ == '"')
+            return true;
+        if (s->p >= s->e)
+            return false;
+        char c = *s->p++, d;
+        switch (c) {
+        case '"': case '\\': case '/': d = c; break;
+        case 'b': d = '\b'; break;
+        case 'f': d = '\f'; break;
+        case 'n': d = '\n'; break;
+        case 'r': d = '\r'; break;
+        case 't': d = '\t'; break;
+        case 'u': {
+            int cp = s->e - s->p >= 4 ? hex4(s->p) : -1;
+            if (cp <= 0 || (cp >= 0xD800 && cp <= 0xDFFF))
+                return false;
+            s->p += 4;
+            if (tg_buf_put_utf8(out, (unsigned long)cp))
+                return false;
+            continue;
+        }
+        default: return false;
+        }
+        if (tg_buf_append(out, &d, 1))
+            return false;
+    }
+}
+
+#define KEY_IS(k, n, lit) ((n) == sizeof(lit) - 1 && !memcmp((k), (lit), (n)))
+
+/* A key and its colon. */
+static bool key(scan *s, const char **k, size_t *n)
+{
+    return plain_string(s, k, n) && eat(s, ':');
+}
+
+/* An index: a plain integer, not absurd. */
+static bool small_index(scan *s, long *out)
+{
+    long long v;
+    if (!plain_int(s, &v) || v > 1000000)
+        return false;
+    *out = (long)v;
+    return true;
+}
+
+static bool function_obj(scan *s, tg_frag *f)
+{
+    const char *k;
+    size_t n;
+    return eat(s, '{') && key(s, &k, &n) && KEY_IS(k, n, "arguments") && args_string(s, f->args) &&
+           eat(s, '}');
+}
+
+static bool call_obj(scan *s, tg_frag *f)
+{
+    bool idx = false, fn = false;
+    if (!eat(s, '{'))
+        return false;
+    do {
+        const char *k;
+        size_t n;
+        if (!key(s, &k, &n))
+            return false;
+        if (KEY_IS(k, n, "index") && !idx) {
+            if (!small_index(s, &f->index))
+                return false;
+            idx = true;
+        } else if (KEY_IS(k, n, "function") && !fn) {
+            if (!function_obj(s, f))
+                return false;
+            fn = true;
+        } else {
+            return false;
+        }
+    } while (eat(s, ','));
+    return idx && fn && eat(s, '}');
+}
+
+static bool delta_obj(scan *s, tg_frag *f)
+{
+    const char *k;
+    size_t n;
+    return eat(s, '{') && key(s, &k, &n) && KEY_IS(k, n, "tool_calls") && eat(s, '[') &&
+           call_obj(s, f) && eat(s, ']') && eat(s, '}');
+}
+
+static bool choice_obj(scan *s, tg_frag *f)
+{
+    unsigned seen = 0;
+    if (!eat(s, '{'))
+        return false;
+    do {
+        const char *k;
+        size_t n;
+        if (!key(s, &k, &n))
+            return false;
+        unsigned bit = KEY_IS(k, n, "index")           ? 1u
+                       : KEY_IS(k, n, "delta")         ? 2u
+                       : KEY_IS(k, n, "finish_reason") ? 4u
+                       : KEY_IS(k, n, "logprobs")      ? 8u
+                                                       : 0u;
+        if (!bit || (seen & bit))
+            return false;
+        seen |= bit;
+        if (bit == 1u) {
+            if (!small_index(s, &f->choice))
+                return false;
+        } else if (bit == 2u) {
+            if (!delta_obj(s, f))
+                return false;
+        } else if (!null_value(s)) {
+            return false;
+        }
+    } while (eat(s, ','));
+    return (seen & 2u) && eat(s, '}');
+}
+
+bool tg_scan_fragment(const char *d, size_t len, tg_frag *f)
+{
+    static const char *const env_keys[] = {"id", "object", "model", "system_fingerprint",
+                                           "service_tier", "created", NULL};
+    scan s = {d, d + len};
+    bool choices = false, usage = false;
+    f->nenv = 0;
+    f->choice = -1;
+    f->index = -1;
+    if (!eat(&s, '{'))
+        return false;
+    do {
+        const char *k;
+        size_t n;
+        if (!key(&s, &k, &n))
+            return false;
+        if (KEY_IS(k, n, "choices")) {
+            if (choices || !eat(&s, '[') || !choice_obj(&s, f) || !eat(&s, ']'))
+                return false;
+            choices = true;
+            continue;
+        }
+        if (KEY_IS(k, n, "usage")) {
+            if (usage || !null_value(&s))
+                return false;
+            usage = true;
+            continue;
+        }
+        int which = -1;
+        for (int i = 0; env_keys[i]; i++)
+            if (n == strlen(env_keys[i]) && !memcmp(k, env_keys[i], n))
+                which = i;
+        if (which < 0 || f->nenv == TG_FRAG_ENV)
+            return false;
+        for (int i = 0; i < f->nenv; i++)
+            if (!strcmp(f->env[i].key, env_keys[which]))
+                return false;  /* a key twice */
+        tg_frag_env *v = &f->env[f->nenv++];
+        v->key = env_keys[which];
+        if (!strcmp(v->key, "created")) {
+            if (!plain_int(&s, &v->num))
+                return false;
+            v->str = NULL;
+        } else if (!plain_string(&s, &v->str, &v->len)) {
+            return false;
+        }
+    } while (eat(&s, ','));
+    if (!choices || !eat(&s, '}'))
+        return false;
+    ws(&s);
+    return s.p == s.e;
+}
