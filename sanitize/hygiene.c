@@ -179,7 +179,8 @@ static const dialect_row presets[TG_D_COUNT] = {
     /* Vertex's OpenAI-compatible endpoint fronts the same models: the same
      * thought signatures (R19) and top-level set (section 6, Vertex) */
     [TG_D_VERTEX] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
-                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL,
+                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL |
+                         TG_MR_SYSTEM_FIRST,
                      NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
     [TG_D_ANTHROPIC] = {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT |
                             TG_MR_DROP_EMPTY,
