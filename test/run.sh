@@ -4,7 +4,9 @@
 # name"): cmocka unit binaries (CMOCKA_MESSAGE_OUTPUT=TAP), then every
 # test/integration/*.sh, which start the ASan build of toolgate against the
 # project's mock upstream, then every test/adversary/*.sh (hostile upstreams
-# and clients, README "Security").
+# and clients, README "Security"). Each suite must end within
+# TG_SUITE_TIMEOUT seconds (600) and run as many checks as its TAP plan
+# lines ("1..N") announce.
 cd "$(dirname "$0")/.."
 export TG_ROOT="$PWD"
 export TG_BIN="${TG_BIN:-$PWD/build-asan/toolgate}"
@@ -24,9 +26,21 @@ tally() {  # tally NAME LOGFILE EXITCODE
     p=$(grep '^ok ' "$2" | grep -vc '# TODO')
     f=$(grep '^not ok ' "$2" | grep -vc '# TODO')
     t=$(grep -c '^\(not \)\{0,1\}ok .*# TODO' "$2")
-    if [ "$3" != 0 ] && [ "$f" = 0 ]; then
+    # The plan: a suite that stopped early (a crash, an exit in the middle)
+    # ran fewer checks than its "1..N" lines announce, and one that never
+    # printed a plan cannot show that it ran to the end.
+    planned=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$2" | awk '{ n += $1 } END { print n + 0 }')
+    ran=$(grep -c '^\(not \)\{0,1\}ok ' "$2")
+    if [ "$3" = 124 ] || [ "$3" = 137 ]; then
+        f=$((f + 1))
+        echo "not ok - $1 did not end within ${TG_SUITE_TIMEOUT:-600} s" >>"$2"
+    elif [ "$3" != 0 ] && [ "$f" = 0 ]; then
         f=1
         echo "not ok - $1 exited with status $3" >>"$2"
+    fi
+    if [ "$planned" != "$ran" ]; then
+        f=$((f + 1))
+        echo "not ok - $1 planned $planned checks (its 1..N lines) but ran $ran" >>"$2"
     fi
     pass=$((pass + p))
     fail=$((fail + f))
@@ -47,7 +61,7 @@ for t in ${BUILD:-build}/test/test_*; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     case "$name" in *"$only"*) ;; *) continue ;; esac
-    "$t" >"$log/$name.log" 2>&1
+    timeout -k 10 "${TG_SUITE_TIMEOUT:-600}" "$t" >"$log/$name.log" 2>&1
     tally "$name" "$log/$name.log" $?
 done
 
@@ -59,7 +73,7 @@ for t in test/integration/*.sh test/adversary/*.sh; do
     # name (clients), and `sh test/run.sh adversary` runs them all
     case "$t" in test/adversary/*) name="adversary-$name" ;; esac
     case "$name" in *"$only"*) ;; *) continue ;; esac
-    sh "$t" >"$log/$name.log" 2>&1
+    timeout -k 10 "${TG_SUITE_TIMEOUT:-600}" sh "$t" >"$log/$name.log" 2>&1
     tally "$name" "$log/$name.log" $?
 done
 
