@@ -123,15 +123,15 @@ for p in gemini mistral; do
         -H "X-Mock: strict:$p" -H 'X-Mock-Then: tools' --data-binary @"$TG_TMP/legacy.$p.json")
     expect_eq "$p legacy functions: strict provider accepts them as tools" 200 "$st"
     mock_last "$TG_TMP/last"
-    expect_eq "$p legacy functions: upstream got no functions key" "" "$(json_get "$TG_TMP/last" body.functions)"
+    expect_eq "$p legacy functions: upstream got no functions key" lacks "$(json_lacks "$TG_TMP/last" body functions)"
     expect_eq "$p legacy functions: upstream got the function as its one tool" 1 \
         "$(json_get "$TG_TMP/last" body.tools | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)))')"
     expect_eq "$p legacy functions: the agent gets function_call with its own name" "read.file" \
         "$(json_get "$TG_TMP/resp" choices.0.message.function_call.name)"
     expect_eq "$p legacy functions: finish_reason function_call" "function_call" \
         "$(json_get "$TG_TMP/resp" choices.0.finish_reason)"
-    expect_eq "$p legacy functions: no tool_calls beside it" "" \
-        "$(json_get "$TG_TMP/resp" choices.0.message.tool_calls)"
+    expect_eq "$p legacy functions: no tool_calls beside it" lacks \
+        "$(json_lacks "$TG_TMP/resp" choices.0.message tool_calls)"
     sed 's/"function_call": "auto"/"function_call": "auto", "stream": true/' "$TG_TMP/legacy.$p.json" >"$TG_TMP/legacy.s.json"
     tg_req "$TG_TMP/sresp" POST "/$p/v1/chat/completions" -H 'Content-Type: application/json' \
         -H "X-Mock: strict:$p" -H 'X-Mock-Then: tools' --data-binary @"$TG_TMP/legacy.s.json" >/dev/null

@@ -107,6 +107,17 @@ print(v if isinstance(v, str) else json.dumps(v, separators=(",", ":")))
 EOF
 }
 
+# json_lacks FILE PATH KEY: "lacks" when the object at PATH (json_get's
+# paths) exists and has no KEY, "has" when it has it, and "no object at
+# PATH" otherwise: a missing record never passes for a missing key.
+json_lacks() {
+    _obj=$(json_get "$1" "$2") || { echo "no object at $2"; return; }
+    printf '%s' "$_obj" | "$PY" -c '
+import json, sys
+v = json.loads(sys.stdin.read())
+print(("has" if sys.argv[1] in v else "lacks") if isinstance(v, dict) else "no object")' "$3"
+}
+
 # json_valid FILE: exits 0 when FILE holds one JSON document.
 json_valid() {
     "$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null

@@ -402,10 +402,39 @@ static void mask_ids(tg_buf *b)
     }
 }
 
+/* A chunk toolgate writes with nothing from upstream to copy (a stream
+ * whose first event is an error, R27) takes its "created" from the clock,
+ * so two replays that straddle a second differ there and nowhere else: the
+ * digits become '#'s, as made ids do. */
+static void mask_created(tg_buf *b)
+{
+    static const char key[] = "\"created\":";
+    for (char *p = b->data; p && (p = memmem(p, b->len - (size_t)(p - b->data), key,
+                                              sizeof key - 1));) {
+        p += sizeof key - 1;
+        while (p < b->data + b->len && isdigit((unsigned char)*p))
+            *p++ = '#';
+    }
+}
+
+/* The same for parsed events: every event's "created" becomes 0. */
+static json_t *zero_created(json_t *events)
+{
+    size_t i;
+    json_t *ev;
+    json_array_foreach(events, i, ev) {
+        if (json_is_integer(json_object_get(ev, "created")))
+            json_object_set_new(ev, "created", json_integer(0));
+    }
+    return events;
+}
+
 static void same_bytes(tg_buf *a, tg_buf *b, const char *what)
 {
     mask_ids(a);
     mask_ids(b);
+    mask_created(a);
+    mask_created(b);
     if (a->len != b->len || (a->len && memcmp(a->data, b->data, a->len))) {
         print_error("%s differ:\n--- fast (%zu bytes)\n%.*s\n--- slow (%zu bytes)\n%.*s\n", what,
                     a->len, (int)a->len, a->data ? a->data : "", b->len, (int)b->len,
@@ -454,14 +483,16 @@ static void run_stream(const json_t *fx)
     json_t *first = replay(fx, in, rounds, 0, 0, NULL);
     expect_match(json_object_get(fx, "expected_sse"), first, "stream");
     check_stream(fx, first);
+    json_t *first0 = zero_created(json_deep_copy(first));
     for (unsigned split = 1; split < 12; split++) {
-        json_t *other = replay(fx, in, rounds, split, 0, NULL);
-        if (!json_equal(first, other)) {
+        json_t *other = zero_created(replay(fx, in, rounds, split, 0, NULL));
+        if (!json_equal(first0, other)) {
             print_error("split %u gives a different stream\n", split);
-            expect_match(first, other, "split replay");
+            expect_match(first0, other, "split replay");
         }
         json_decref(other);
     }
+    json_decref(first0);
     /* The byte-scan fast paths (surely_plain, live_fragment) relay what
      * the full parse would: the same bytes, whole and split. */
     for (unsigned split = 0; split < 3; split++) {

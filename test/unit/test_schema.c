@@ -179,11 +179,12 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* Every tools array of dir's *.json files, in name order, appended to all. */
-static void load_tools_dir(const char *dir, json_t *all)
+/* Returns how many files it read: 0 when DIR is missing. */
+static size_t load_tools_dir(const char *dir, json_t *all)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return;
+        return 0;
     struct dirent *e;
     char **names = NULL;
     size_t n = 0;
@@ -204,6 +205,7 @@ static void load_tools_dir(const char *dir, json_t *all)
         free(names[i]);
     }
     free(names);
+    return n;
 }
 
 /* The shared corpus (47 captured servers), then the project's own curated
@@ -214,7 +216,12 @@ static json_t *load_corpus_tools(void)
     char dir[1024];
     json_t *all = json_array();
     snprintf(dir, sizeof dir, "%s/corpus/tools", shared_dir());
-    load_tools_dir(dir, all);
+    /* a missing shared corpus must fail the sweep, not shrink it to the
+     * few local tools and pass */
+    if (load_tools_dir(dir, all) < 40) {
+        json_decref(all);
+        fail_msg("the shared corpus (47 servers) is not at %s: set TG_SHARED", dir);
+    }
     load_tools_dir(LOCAL_CORPUS, all);
     return all;
 }
