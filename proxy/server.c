@@ -1011,22 +1011,19 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
         return 0;  /* abort the transfer */
     if (!r->headers_done)
         on_upstream_headers_done(r);
+    /* A slow client of a stream: leave the bytes with curl (they come
+     * again on unpause) rather than buffer without bound. */
+    if ((r->raw_sse || (r->is_sse && r->round_sse)) &&
+        r->out.len - r->out_off > STREAM_HIGH_WATER) {
+        r->paused = true;
+        return CURL_WRITEFUNC_PAUSE;
+    }
     if (r->raw_sse) {
-        if (r->out.len - r->out_off > STREAM_HIGH_WATER) {
-            r->paused = true;
-            return CURL_WRITEFUNC_PAUSE;
-        }
         tg_buf_append(&r->out, data, n);
         req_resume(r);
         return n;
     }
     if (r->is_sse && r->round_sse) {
-        /* A slow client: leave the bytes with curl (they come again on
-         * unpause) rather than buffer without bound. */
-        if (r->out.len - r->out_off > STREAM_HIGH_WATER) {
-            r->paused = true;
-            return CURL_WRITEFUNC_PAUSE;
-        }
         if (tg_sse_feed(&r->sse, data, n)) {
             cut_long_event(r);
             return 0;

@@ -53,6 +53,18 @@ static const char *fname(json_t *tool)
     return json_string_value(json_object_get(json_object_get(tool, "function"), "name"));
 }
 
+/* The corpus tool a query names (its "server" and "tool"), or NULL. */
+static json_t *query_tool(json_t *corpus, json_t *qq)
+{
+    const char *server = json_string_value(json_object_get(qq, "server"));
+    const char *tname = json_string_value(json_object_get(qq, "tool"));
+    json_t *tool = NULL, *list = json_object_get(corpus, server ? server : "");
+    for (size_t i = 0; i < json_array_size(list); i++)
+        if (tname && strcmp(fname(json_array_get(list, i)), tname) == 0)
+            tool = json_array_get(list, i);
+    return tool;
+}
+
 static const char *fdesc(json_t *tool)
 {
     const char *s =
@@ -180,10 +192,7 @@ static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *ru
         const char *server = json_string_value(json_object_get(qq, "server"));
         const char *tname = json_string_value(json_object_get(qq, "tool"));
         const char *half = json_string_value(json_object_get(qq, "half"));
-        json_t *tool = NULL, *list = json_object_get(corpus, server ? server : "");
-        for (size_t i = 0; i < json_array_size(list); i++)
-            if (tname && strcmp(fname(json_array_get(list, i)), tname) == 0)
-                tool = json_array_get(list, i);
+        json_t *tool = query_tool(corpus, qq);
         int test = half && strcmp(half, "test") == 0;
         if (!text || !tool || !half || (!test && strcmp(half, "tune") != 0)) {
             fprintf(stderr, "discovery_eval: query %zu: no tool %s/%s or no half\n", q,
@@ -358,11 +367,7 @@ static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
             if (strcmp(json_string_value(json_object_get(qq, "half")), "tune") != 0)
                 continue;
             const char *server = json_string_value(json_object_get(qq, "server"));
-            const char *tname = json_string_value(json_object_get(qq, "tool"));
-            json_t *tool = NULL, *list = json_object_get(corpus, server);
-            for (size_t i = 0; i < json_array_size(list); i++)
-                if (strcmp(fname(json_array_get(list, i)), tname) == 0)
-                    tool = json_array_get(list, i);
+            json_t *tool = query_tool(corpus, qq);
             if (!tool)
                 continue;
             char want[512];
@@ -504,12 +509,8 @@ static int end_to_end(json_t *queries, json_t *corpus, tg_rules_set *rules, tg_c
         for (size_t q = 0; q < json_array_size(queries); q++) {
             json_t *qq = json_array_get(queries, q);
             const char *server = json_string_value(json_object_get(qq, "server"));
-            const char *tname = json_string_value(json_object_get(qq, "tool"));
             int test = strcmp(json_string_value(json_object_get(qq, "half")), "test") == 0;
-            json_t *tool = NULL, *list = json_object_get(corpus, server);
-            for (size_t i = 0; i < json_array_size(list); i++)
-                if (strcmp(fname(json_array_get(list, i)), tname) == 0)
-                    tool = json_array_get(list, i);
+            json_t *tool = query_tool(corpus, qq);
             if (!tool)
                 continue;
             char want[512];
