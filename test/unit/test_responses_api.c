@@ -30,8 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sanitize/jsonio.h"
-#include "../../sanitize/responses_api.h"
+#include "core/jsonio.h"
+#include "bridge/responses_api.h"
 
 static char vec_dir[1024];
 
@@ -202,7 +202,7 @@ static void test_vector(void **state)
     json_decref(v);
 }
 
-/* Every repaired chat stream of test/vectors/responses (the repair
+/* Every repaired chat stream of test/vectors/repair (the repair
  * fixtures' expected_sse) through the bridge: the Responses invariants
  * hold, and the Response says what the chat stream said: the same text,
  * the same calls with the same names and arguments, in the same order. */
@@ -346,7 +346,7 @@ int main(void)
         return 1;
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses_api", root ? root : ".");
     int rc = run_vector_files("responses_api", vec_dir, test_vector);
-    snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses", root ? root : ".");
+    snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/repair", root ? root : ".");
     rc |= run_vector_files_with("repaired streams through the bridge", vec_dir,
                                 test_repair_fixture, "\"expected_sse\"");
     return rc | run_vector_files_with("repaired answers through the bridge", vec_dir,

@@ -14,14 +14,14 @@
  * (tg_resp_bridge_dropped), or refused when the route says so; an
  * item_reference is answered from the caller's store of recent items
  * (itemstore.h) when it holds the item, and refused when it does not.
- * Ownership follows sanitize/tg.h.
+ * Ownership follows core/tg.h.
  */
 #ifndef TG_RESPONSES_API_H
 #define TG_RESPONSES_API_H
 
-#include "bridge.h"
-#include "buf.h"
-#include "tg.h"
+#include "bridge/bridge.h"
+#include "core/buf.h"
+#include "core/tg.h"
 
 typedef struct tg_resp_bridge tg_resp_bridge;
 

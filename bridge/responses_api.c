@@ -26,14 +26,14 @@
  * order) when the chat stream finishes, so every event a client's
  * accumulator sees refers to an item it was told about.
  */
-#include "responses_api.h"
+#include "bridge/responses_api.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "bridge.h"
-#include "jsonio.h"
+#include "bridge/bridge.h"
+#include "core/jsonio.h"
 
 struct tg_resp_bridge {
     json_t *echo;          /* request fields every Response repeats */
