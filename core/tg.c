@@ -121,7 +121,7 @@ void tg_heap_prefault(size_t bytes)
     /* The block goes back to the heap at once; the next allocations are
      * carved from the same, now mapped, pages (the proxy keeps worker
      * heaps from being trimmed, see server.c). */
-    char *p = malloc(bytes);
+    char *p = malloc(bytes);  /* not tg_malloc: best effort, so no abort */
     if (!p)
         return;
     uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;

@@ -7,6 +7,7 @@
  * the same bytes on every turn.
  */
 #include "discovery/groups.h"
+#include "core/alloc.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -88,9 +89,7 @@ json_t *tg_disc_groups(json_t *names)
 {
     size_t n = json_array_size(names);
     json_t *out = json_array(), *count = json_object();
-    unsigned char *expl = calloc(n ? n : 1, 1);
-    if (!out || !count || !expl)
-        goto fail;
+    unsigned char *expl = tg_calloc(n ? n : 1, 1);
     char g[GROUP_MAX + 1];
     for (size_t i = 0; i < n; i++) {
         const char *name = json_string_value(json_array_get(names, i));
@@ -103,8 +102,9 @@ json_t *tg_disc_groups(json_t *names)
             json_int_t c = json_integer_value(json_object_get(count, g));
             json_object_set_new(count, g, json_integer(c + 1));
         }
-        if (!v || json_array_append_new(out, v))
+        if (!v)  /* a group cut inside a UTF-8 sequence */
             goto fail;
+        json_array_append_new(out, v);
     }
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(out, i);

@@ -22,7 +22,8 @@
  * has none. Explicit namespaces (mcp__S__x, S__x, S.x, S/x, S:x) always
  * count; a shared first word counts when TG_GROUP_MIN_SHARE tools have it
  * and it is not a generic verb (get_, list_, create_ ... say what a tool
- * does, not where it belongs). NULL only when out of memory. */
+ * does, not where it belongs). NULL when a group, cut at GROUP_MAX bytes,
+ * ends inside a UTF-8 sequence (the caller then has no groups). */
 json_t *tg_disc_groups(json_t *names);
 
 #endif
