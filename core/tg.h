@@ -54,7 +54,8 @@ typedef struct tg_error {
 void tg_error_set(tg_error *err, int status, const char *type, const char *code,
                   const char *param, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
-/* Serialize as the OpenAI error body. Returns malloc'd NUL-terminated text. */
+/* Serialize as the OpenAI error body. Returns malloc'd NUL-terminated text,
+ * never NULL: bytes of message or param that are not UTF-8 become U+FFFD. */
 char *tg_error_body(const tg_error *err);
 
 /* Record one change for --explain and the debug log: stage ("schema",
