@@ -828,8 +828,9 @@ static int refuse_stateful(const json_t *body, tg_error *err)
         const json_t *v = json_object_get(body, *k);
         if (v && !json_is_null(v)) {
             tg_error_set(err, 400, "invalid_request_error", "unsupported_parameter", *k,
-                         "%s: toolgate's bridge to chat completions keeps no conversations or prompts, so "
-                         "send the whole conversation in input (a route to OpenAI itself can "
+                         "%s: toolgate's bridge to chat completions keeps no conversations "
+                         "or prompts, so send the whole conversation in input (a route to "
+                         "OpenAI itself can "
                          "pass /v1/responses through: responses = pass)",
                          *k);
             return -1;
