@@ -821,6 +821,32 @@ static json_t *chain_history(const char *first, const lookup *lk, tg_error *err)
     return history;
 }
 
+/* Whether a later previous_response_id may name this request's Response:
+ * not with store: false (OpenAI's default is true), and only for a client
+ * that chains, one naming previous_response_id itself or starting a
+ * conversation (its input holds the user's side only). A client that sends
+ * the whole history every turn (the AI SDK) never chains, and a record of
+ * that history each turn would fill the store at the square of the
+ * conversation's length. */
+static bool keeps_record(const json_t *body)
+{
+    if (json_is_false(json_object_get(body, "store")))
+        return false;
+    const json_t *prev = json_object_get(body, "previous_response_id");
+    const json_t *input = json_object_get(body, "input");
+    if (json_is_string(prev) || json_is_string(input))
+        return true;
+    size_t i;
+    const json_t *item;
+    json_array_foreach(input, i, item) {
+        const char *type = json_string_value(json_object_get(item, "type"));
+        const char *role = json_string_value(json_object_get(item, "role"));
+        if ((type && strcmp(type, "message")) || !role || !strcmp(role, "assistant"))
+            return false;
+    }
+    return true;
+}
+
 static int refuse_stateful(const json_t *body, tg_error *err)
 {
     static const char *const stateful[] = {"conversation", "prompt", NULL};
@@ -998,7 +1024,7 @@ int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_re
     const json_t *prev = json_object_get(body, "previous_response_id");
     if (json_is_string(prev))
         b->previous = json_incref((json_t *)prev);
-    if (!json_is_false(json_object_get(body, "store")))  /* OpenAI's default is true */
+    if (keeps_record(body))
         b->input = input_items(json_object_get(body, "input"));
     b->msg_at = b->reason_at = -1;
     b->dropped = cv.dropped;
