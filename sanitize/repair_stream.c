@@ -141,6 +141,14 @@ struct tg_stream {
     const char *fail_code, *fail_msg;  /* tg_stream_fail's, for send_truncated */
     unsigned no_scan;     /* tests: TG_SCAN_* fast paths turned off */
     tg_buf scratch;       /* live_fragment's decoded arguments, reused */
+    /* live_fragment's shape: the last event it took after a full scan, cut
+     * around its arguments string (head: up to the string's opening quote;
+     * then tail: from its closing quote), and what the scan read of it.
+     * Valid while s->last is the chunk it was checked against. */
+    tg_buf shape;
+    size_t shape_head;
+    long shape_choice, shape_index;
+    bool shape_ok;
 };
 
 /* --- output --------------------------------------------------------------- */
@@ -1120,14 +1128,46 @@ static bool same_envelope(const tg_stream *s, const tg_frag *f)
  * no check_chunk change, and relay_raw must have relayed it. Only then is
  * its effect the same: the call's arguments and prefix state advance and
  * the bytes go out as they came. */
+/* An event whose bytes before and after its arguments string are those of
+ * the shape is the shape's chunk but for the arguments: the scan of it
+ * would take the same steps up to the string and after it (it reads left
+ * to right and keeps no other state), so it would accept it with the same
+ * envelope, choice and call, and only the string needs decoding. Two
+ * memcmp instead of a scan of every byte. */
+static bool same_shape(const tg_stream *s, const char *d, size_t n, tg_frag *f)
+{
+    size_t head = s->shape_head, tail = s->shape.len - head, end;
+    if (!s->shape_ok || n < s->shape.len || memcmp(d, s->shape.data, head) ||
+        !tg_scan_args(d + head, n - head, f->args, &end) || n - head - end != tail ||
+        memcmp(d + head + end, s->shape.data + head, tail))
+        return false;
+    f->choice = s->shape_choice;
+    f->index = s->shape_index;
+    return true;
+}
+
+static void keep_shape(tg_stream *s, const char *d, size_t n, const tg_frag *f)
+{
+    tg_buf_reset(&s->shape);
+    s->shape_ok = !tg_buf_append(&s->shape, d, f->args_at) &&
+                  !tg_buf_append(&s->shape, d + f->args_end, n - f->args_end);
+    s->shape_head = f->args_at;
+    s->shape_choice = f->choice;
+    s->shape_index = f->index;
+}
+
 static bool live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
     if (s->ctx->legacy_functions || s->hold || !s->last)
         return false;
     tg_buf_reset(&s->scratch);
     tg_frag f = {.args = &s->scratch};
-    if (!tg_scan_fragment(data, len, &f) || !same_envelope(s, &f))
-        return false;
+    if (!same_shape(s, data, len, &f)) {
+        tg_buf_reset(&s->scratch);
+        if (!tg_scan_fragment(data, len, &f) || !same_envelope(s, &f))
+            return false;
+        keep_shape(s, data, len, &f);
+    }
     long cix = f.choice < 0 ? 0 : f.choice;
     schoice *c = NULL;
     for (size_t i = 0; i < s->nch && !c; i++)
@@ -1155,6 +1195,7 @@ static void on_chunk(tg_stream *s, json_t *chunk, const char *raw, size_t len, t
 {
     json_decref(s->last);
     s->last = json_incref(chunk);
+    s->shape_ok = false;  /* checked against the chunk before */
     if (s->live_open && relay_raw(s, chunk, raw, len, out))
         return;
     const json_t *choices = json_object_get(chunk, "choices");
@@ -1759,6 +1800,7 @@ void tg_stream_free(tg_stream *s)
     free(s->ch);
     tg_buf_free(&s->bad_event);
     tg_buf_free(&s->scratch);
+    tg_buf_free(&s->shape);
     json_decref(s->last);
     json_decref(s->held_finish);
     json_decref(s->held_usage);
