@@ -1327,6 +1327,54 @@ static const char *after_colon(const char *p, const char *e)
     return p;
 }
 
+#define AT(p, e, lit) ((size_t)((e) - (p)) >= sizeof(lit) - 1 && !memcmp((p), (lit), sizeof(lit) - 1))
+
+/* surely_plain's test of what follows a quote at p: no "error" key, every
+ * finish_reason null, every content a string or null (R23 parts, R24 [],
+ * or not text at all are check_chunk's), choices an array starting with an
+ * object, deltas objects (anything else is check_chunk's), every role a
+ * non-empty string; *choices and *delta: one of them came. */
+static bool plain_key_ok(const char *p, const char *e, bool *choices, bool *delta)
+{
+    const char *v;
+    if (e - p < 2)
+        return true;
+    switch (p[1]) {
+    case 'e':
+        return !AT(p, e, "\"error\"");
+    case 'f':
+        if (!AT(p, e, "\"finish_reason\""))
+            return true;
+        v = after_colon(p + 15, e);
+        return e - v >= 4 && !memcmp(v, "null", 4);
+    case 'c':
+        if (AT(p, e, "\"content\"")) {
+            v = after_colon(p + 9, e);
+            return v >= e || *v == '"' || (e - v >= 4 && !memcmp(v, "null", 4));
+        }
+        if (!AT(p, e, "\"choices\""))
+            return true;
+        *choices = true;
+        v = after_colon(p + 9, e);
+        if (v >= e || *v != '[')
+            return false;
+        v = after_colon(v + 1, e);
+        return v < e && *v == '{';
+    case 'd':
+        if (!AT(p, e, "\"delta\""))
+            return true;
+        *delta = true;
+        v = after_colon(p + 7, e);
+        return v < e && *v == '{';
+    case 'r':
+        if (!AT(p, e, "\"role\""))
+            return true;
+        v = after_colon(p + 6, e);
+        return e - v >= 3 && v[0] == '"' && v[1] != '"';
+    }
+    return true;
+}
+
 /* The cheap test that lets most chunks through without a JSON parse: no
  * tool calls, no error, every finish_reason null, every role a non-empty
  * string, and no rule on that needs to see content. Anything unusual fails
@@ -1345,7 +1393,7 @@ static bool surely_plain(const tg_stream *s, const char *d, size_t n)
             if (s->ch[i].held.len || s->ch[i].at_start)
                 return false;
     }
-    if (find(d, e, "tool_calls") || find(d, e, "\"error\""))
+    if (find(d, e, "tool_calls"))
         return false;
     /* an event cut short (the last of a broken stream) must take the
      * parse; one that still ends in a brace is left to the client */
@@ -1356,46 +1404,14 @@ static bool surely_plain(const tg_stream *s, const char *d, size_t n)
         last--;
     if (first >= e || *first != '{' || *last != '}')
         return false;
-    for (const char *p = find(d, e, "\"finish_reason\""); p;
-         p = find(p + 1, e, "\"finish_reason\"")) {
-        const char *v = after_colon(p + 15, e);
-        if (e - v < 4 || memcmp(v, "null", 4))
+    /* Every quoted key it looks at starts at a quote: one walk over the
+     * quotes finds each of their occurrences (a search per key was most of
+     * a text stream's instructions, issue 20). */
+    bool choices = false, delta = false;
+    for (const char *p = memchr(d, '"', n); p; p = memchr(p + 1, '"', (size_t)(e - p - 1)))
+        if (!plain_key_ok(p, e, &choices, &delta))
             return false;
-    }
-    for (const char *p = find(d, e, "\"content\""); p; p = find(p + 1, e, "\"content\"")) {
-        const char *v = after_colon(p + 9, e);
-        if (v < e && *v != '"' && (e - v < 4 || memcmp(v, "null", 4)))
-            return false;  /* R23 parts, R24 [], or not text at all (check_chunk) */
-    }
-    /* choices an array starting with an object, deltas objects: anything
-     * else is check_chunk's */
-    /* and at least one choice with a delta: what the full parse marks as
-     * having had its role (a chunk without one marks nothing) */
-    const char *at = find(d, e, "\"choices\"");
-    if (!at)
-        return false;
-    for (const char *p = at; p; p = find(p + 1, e, "\"choices\"")) {
-        const char *v = after_colon(p + 9, e);
-        if (v >= e || *v != '[')
-            return false;
-        v = after_colon(v + 1, e);
-        if (v >= e || *v != '{')
-            return false;
-    }
-    at = find(d, e, "\"delta\"");
-    if (!at)
-        return false;
-    for (const char *p = at; p; p = find(p + 1, e, "\"delta\"")) {
-        const char *v = after_colon(p + 7, e);
-        if (v >= e || *v != '{')
-            return false;
-    }
-    for (const char *p = find(d, e, "\"role\""); p; p = find(p + 1, e, "\"role\"")) {
-        const char *v = after_colon(p + 6, e);
-        if (e - v < 3 || v[0] != '"' || v[1] == '"')
-            return false;
-    }
-    return true;
+    return choices && delta;
 }
 
 /* R27 mid-stream: Groq ends a stream with a tool_use_failed error event
