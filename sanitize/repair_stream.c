@@ -121,6 +121,9 @@ struct tg_stream {
     schoice *ch;
     size_t nch;
     json_t *last;     /* the latest chunk: envelope for chunks we make */
+    tg_buf first;     /* the first chunk, when it went out unparsed (a plain
+                         one): parsed into last only when an envelope is
+                         needed (last_chunk), most streams never do */
     bool r12;
     bool keep_content;
     bool finished;    /* a finish_reason came this round */
@@ -167,6 +170,22 @@ static void send_raw(tg_buf *out, const char *data, size_t len)
     tg_buf_append(out, "\n\n", 2);
 }
 
+/* The latest upstream chunk. A plain first chunk is relayed unparsed
+ * (surely_plain) and parsed here the first time anything asks for it: the
+ * same bytes give the same envelope as the parse it would have had. */
+static json_t *last_chunk(tg_stream *s)
+{
+    if (!s->last && s->first.len) {
+        s->last = tg_json_load_answer(s->first.data, s->first.len);
+        if (!json_is_object(s->last)) {
+            json_decref(s->last);
+            s->last = NULL;
+        }
+        tg_buf_free(&s->first);
+    }
+    return s->last;
+}
+
 /* A chunk for one choice, in the envelope (id, model, created ...) of the
  * latest upstream chunk. Steals delta. */
 static json_t *make_chunk(tg_stream *s, long index, json_t *delta, const char *finish)
@@ -174,7 +193,7 @@ static json_t *make_chunk(tg_stream *s, long index, json_t *delta, const char *f
     json_t *c = json_object();
     const char *k;
     json_t *v;
-    json_object_foreach(s->last, k, v) {
+    json_object_foreach(last_chunk(s), k, v) {
         if (strcmp(k, "choices") && strcmp(k, "usage"))
             json_object_set(c, k, v);
     }
@@ -235,7 +254,7 @@ static schoice *choice_get(tg_stream *s, long index)
     c->any_sent = s->raw_sent;
     c->ids = json_object();
     c->after = json_array();
-    c->seed = tg_rr_seed(json_string_value(json_object_get(s->last, "id")), index);
+    c->seed = tg_rr_seed(json_string_value(json_object_get(last_chunk(s), "id")), index);
     return c;
 }
 
@@ -1158,7 +1177,7 @@ static void keep_shape(tg_stream *s, const char *d, size_t n, const tg_frag *f)
 
 static bool live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
-    if (s->ctx->legacy_functions || s->hold || !s->last)
+    if (s->ctx->legacy_functions || s->hold || !last_chunk(s))
         return false;
     tg_buf_reset(&s->scratch);
     tg_frag f = {.args = &s->scratch};
@@ -1195,6 +1214,7 @@ static void on_chunk(tg_stream *s, json_t *chunk, const char *raw, size_t len, t
 {
     json_decref(s->last);
     s->last = json_incref(chunk);
+    tg_buf_free(&s->first);
     s->shape_ok = false;  /* checked against the chunk before */
     if (s->live_open && relay_raw(s, chunk, raw, len, out))
         return;
@@ -1381,7 +1401,7 @@ static bool plain_key_ok(const char *p, const char *e, bool *choices, bool *delt
  * the test and takes the full path, so it only has to be conservative. */
 static bool surely_plain(const tg_stream *s, const char *d, size_t n)
 {
-    if (!s->last || s->keep_content || s->hold || s->rounds || s->ctx->rf_inverse || s->live_open ||
+    if (s->keep_content || s->hold || s->rounds || s->ctx->rf_inverse || s->live_open ||
         tg_rr_on(s->ctx, TG_RR_CONTENT_LIST))
         return false;
     const char *e = d + n;
@@ -1426,7 +1446,7 @@ static bool recover_error(tg_stream *s, const json_t *chunk, tg_buf *out)
     if (!calls)
         return false;
     schoice *c = choice_get(s, 0);
-    if (c && !s->last) {  /* no chunk came: derive ids from the generation */
+    if (c && !last_chunk(s)) {  /* no chunk came: derive ids from the generation */
         const char *gen = json_string_value(json_object_get(err, "failed_generation"));
         c->seed = tg_rr_seed(gen, 0);
         snprintf(s->own_id, sizeof s->own_id, "chatcmpl-tg%016llx", (unsigned long long)c->seed);
@@ -1603,6 +1623,8 @@ static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out
         for (size_t i = 0; i < s->nch; i++)
             s->ch[i].any_sent = true;
         s->raw_sent = true;
+        if (!s->last && !s->first.len)  /* the envelope, if one is needed */
+            tg_buf_append(&s->first, data, len);
         send_raw(out, data, len);
         return;
     }
@@ -1817,6 +1839,7 @@ void tg_stream_free(tg_stream *s)
     tg_buf_free(&s->bad_event);
     tg_buf_free(&s->scratch);
     tg_buf_free(&s->shape);
+    tg_buf_free(&s->first);
     json_decref(s->last);
     json_decref(s->held_finish);
     json_decref(s->held_usage);
