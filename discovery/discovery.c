@@ -24,19 +24,21 @@
  * ctx->disc_state (per request):
  *   {"d": derivation, "rounds": n, "usage": {...}, "note": "...", "forced": name}
  */
-#include "discovery.h"
+#include "discovery/discovery.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sanitize/cache.h"
-#include "../sanitize/hygiene.h"
-#include "../sanitize/pipeline.h"
-#include "../sanitize/jsonio.h"
-#include "groups.h"
-#include "index.h"
+#include "core/cache.h"
+#include "sanitize/hygiene.h"
+#include "core/ctx.h"
+#include "repair/repair.h"
+#include "sanitize/schema.h"
+#include "core/jsonio.h"
+#include "discovery/groups.h"
+#include "discovery/index.h"
 
 #define CACHE_KIND "discovery"
 #define SEARCH_DEFAULT 8

@@ -48,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../sanitize/buf.h"
+#include "core/buf.h"
 
 #define MAX_BODY (256u * 1024 * 1024) /* far above any proxy's max_body */
 #define STALL_POLL_MS 200

@@ -21,7 +21,7 @@
  * the next fragments of a call are most often the same bytes around other
  * arguments, and then two memcmp and tg_scan_args stand for the scan
  * (repair_stream.c same_shape). */
-#include "repair_int.h"
+#include "repair/repair_int.h"
 
 #include <string.h>
 
