@@ -60,26 +60,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-free_port() {
-    p=$1
-    while curl -s -o /dev/null -m 1 "http://127.0.0.1:$p/"; [ $? -ne 7 ]; do p=$((p + 1)); done
-    echo $p
-}
-wait_http() {
-    i=0
-    until curl -s -o /dev/null -m 2 "$1"; do
-        sleep 0.2; i=$((i + 1)); [ $i -gt 100 ] && return 1
-    done
-    return 0
-}
+. bench/lib.sh
 
-"$MOCK" --listen 127.0.0.1:0 > "$TMP/mock.out" 2> "$TMP/mock.err" &
-MOCK_PID=$!
-i=0
-while ! grep -q '^port=' "$TMP/mock.out" 2>/dev/null; do
-    sleep 0.05; i=$((i + 1)); [ $i -gt 100 ] && die "mock did not start"
-done
-MP=$(sed -n 's/^port=//p' "$TMP/mock.out")
+start_mock
 
 printf '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}]}' > "$TMP/small.json"
 printf '{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Say hello."}]}' > "$TMP/stream.json"
@@ -89,10 +72,7 @@ mkdir -p "$TMP/static/logs"
 ANSWER=$(curl -s -H 'Content-Type: application/json' --data-binary @"$TMP/small.json" \
     "http://127.0.0.1:$MP/v1/chat/completions")
 case $ANSWER in *chat.completion*) ;; *) die "mock answered: $ANSWER" ;; esac
-curl -s -H 'Content-Type: application/json' -H 'X-Mock: parallel' -H 'X-Mock-Calls: 1' \
-    -H 'X-Mock-Arg-Pieces: 20' --data-binary @"$TMP/toolstream.json" \
-    "http://127.0.0.1:$MP/v1/chat/completions" > "$TMP/static/tcs.sse"
-grep -q '"arguments"' "$TMP/static/tcs.sse" || die "mock's tool-call stream"
+capture_toolcall "$TMP/toolstream.json" "$TMP/static/tcs.sse"
 SP=$(free_port 18900)
 cat > "$TMP/static/nginx.conf" <<EOF
 daemon off;
@@ -126,23 +106,8 @@ access_log = off
 log_level = warn
 max_conns_per_ip = 0
 
-[route sse]
-models = sse-bench-*
-prefix = /sse
-upstream = http://127.0.0.1:$MP/v1
-dialect = openai
-
-[route tcs]
-models = tcs-bench-*
-prefix = /tcs
-upstream = http://127.0.0.1:$SP/tcs/v1
-dialect = openai
-
-[route json]
-models = *
-upstream = http://127.0.0.1:$SP/v1
-dialect = openai
 EOF
+stream_routes >> "$TMP/toolgate.conf"
 if [ "$TOOL" = none ]; then
     "$TG" serve -c "$TMP/toolgate.conf" > "$TMP/tg.out" 2> "$TMP/tg.err" &
 elif [ "$TOOL" = strace ]; then
@@ -152,7 +117,7 @@ else
         "$TG" serve -c "$TMP/toolgate.conf" > "$TMP/tg.out" 2> "$TMP/tg.err" &
 fi
 TG_PID=$!
-wait_http "http://127.0.0.1:$TP/readyz" || die "toolgate did not start: $(tail -5 "$TMP/tg.err")"
+wait_http "http://127.0.0.1:$TP/readyz" 300 || die "toolgate did not start: $(tail -5 "$TMP/tg.err")"
 
 case $ROW in
 toolcall) BODY=$TMP/toolstream.json URL=http://127.0.0.1:$TP/tcs/v1/chat/completions ;;
