@@ -723,7 +723,7 @@ MODEL=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
     echo "- machine: $(nproc) CPUs, $MODEL, $(uname -sr)"
     echo "- command: \`$CMD\` (BUILD=$BUILD, $DUR s per wrk run, $WARM s warm-up, wrk $(wrk -v 2>&1 | awk 'NR==1 { print $2 }'), $(nginx -v 2>&1 | sed 's/.*: //'))"
     echo "- load average (other users of the machine): $LOAD0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
-    echo "- toolgate $("$TG" version 2>/dev/null | head -1), git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo '+dirty')"
+    echo "- toolgate $("$TG" version 2>/dev/null | head -1), git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- . ':!bench/RESULTS.md' 2>/dev/null || echo '+dirty')"
     echo
     echo "direct = the load tool straight to the upstream (the floor); nginx = plain reverse"
     echo "proxy, $THREADS workers, bodies kept in memory, upstream keep-alive, proxy_buffering off;"
