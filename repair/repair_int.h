@@ -102,10 +102,16 @@ typedef struct tg_frag {
     long choice;  /* choices[0].index, -1 when absent */
     long index;   /* the call's index */
     tg_buf *args;
+    size_t args_at, args_end;  /* the arguments string's bytes in the event:
+                                  after its opening quote, at its closing one */
 } tg_frag;
 /* True when data is surely one chunk of exactly the argument-fragment
  * shape (stream_scan.c's design comment); false when unsure. */
 bool tg_scan_fragment(const char *data, size_t len, tg_frag *f);
+/* The arguments string's bytes after the opening quote, decoded into out
+ * as tg_scan_fragment decodes them; *end: the offset of the closing quote.
+ * False where tg_scan_fragment would refuse the string. */
+bool tg_scan_args(const char *data, size_t len, tg_buf *out, size_t *end);
 
 /* repair_schema.c -------------------------------------------------------- */
 
