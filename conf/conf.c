@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
+
+#include "core/rules.h"
 
 typedef struct kv {
     char *section;
@@ -53,7 +56,7 @@ static void perr(parser *p, int line, const char *fmt, ...)
     va_list ap;
     tg_buf_printf(p->errors, "%s:%d: ", p->name, line);
     va_start(ap, fmt);
-    char msg[512];
+    char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     tg_buf_puts(p->errors, msg);
@@ -279,14 +282,16 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
-static int parse_bool(const char *s, int *out)
+/* A plain boolean key, read like a rule switch (core/rules.h) and refused
+ * with the same words. */
+static int parse_bool(parser *p, const kv *k, int *out)
 {
-    if (!strcmp(s, "on") || !strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "1"))
-        *out = 1;
-    else if (!strcmp(s, "off") || !strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "0"))
-        *out = 0;
-    else
+    int on = tg_switch_parse(k->value);
+    if (on < 0) {
+        perr(p, k->line, "%s: expected on or off, got '%s'", k->key, k->value);
         return -1;
+    }
+    *out = on;
     return 0;
 }
 
@@ -409,9 +414,7 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
         }
     } else if (!strcmp(key, "metrics_auth")) {
         int b;
-        if (parse_bool(v, &b))
-            perr(p, k->line, "metrics_auth: expected on or off, got '%s'", v);
-        else
+        if (!parse_bool(p, k, &b))
             p->metrics_auth = b;
     } else if (!strcmp(key, "max_body_memory")) {
         if (tg_parse_size(v, &c->max_body_memory) || c->max_body_memory == 0)
@@ -491,7 +494,7 @@ static char *normalize_prefix(const char *v)
 static void route_key(parser *p, tg_route *r, const kv *k)
 {
     const char *key = k->key, *v = k->value;
-    char msg[256];
+    char msg[1024];  /* room for a section's list of rule names */
     int b;
     if (!strcmp(key, "models")) {
         free_list(r->models);
@@ -528,12 +531,12 @@ static void route_key(parser *p, tg_route *r, const kv *k)
         free(r->strip_prefix);
         r->strip_prefix = strdup(v);
     } else if (!strcmp(key, "discovery")) {
-        if (!strcmp(v, "off"))
-            r->rules.disc.mode = TG_DISC_OFF;
-        else if (!strcmp(v, "auto"))
+        /* a switch (core/rules.h) with a third value */
+        int on = tg_switch_parse(v);
+        if (on >= 0)
+            r->rules.disc.mode = on ? TG_DISC_ON : TG_DISC_OFF;
+        else if (!strcasecmp(v, "auto"))
             r->rules.disc.mode = TG_DISC_AUTO;
-        else if (!strcmp(v, "on"))
-            r->rules.disc.mode = TG_DISC_ON;
         else
             perr(p, k->line, "discovery: expected off | auto | on, got '%s'", v);
     } else if (!strcmp(key, "discovery_threshold")) {
@@ -549,12 +552,9 @@ static void route_key(parser *p, tg_route *r, const kv *k)
         if (parse_int(v, 1, 32, &r->rules.disc.max_rounds))
             perr(p, k->line, "discovery_rounds: expected 1..32, got '%s'", v);
     } else if (!strcmp(key, "discovery_list_names")) {
-        if (parse_bool(v, &r->rules.disc.list_names))
-            perr(p, k->line, "discovery_list_names: expected on | off, got '%s'", v);
+        parse_bool(p, k, &r->rules.disc.list_names);
     } else if (!strcmp(key, "text_tool_calls")) {
-        if (parse_bool(v, &b))
-            perr(p, k->line, "text_tool_calls: expected on | off, got '%s'", v);
-        else
+        if (!parse_bool(p, k, &b))
             r->rules.repair.text_tool_calls = b;
     } else if (!strcmp(key, "connect_timeout") || !strcmp(key, "ttfb_timeout") ||
                !strcmp(key, "idle_timeout") || !strcmp(key, "timeout")) {

@@ -23,6 +23,7 @@
  * given answer (tests), distinct across answers that have distinct ids.
  */
 #include "core/jsonio.h"
+#include "core/rules.h"
 #include "repair/repair_int.h"
 
 #include <ctype.h>
@@ -64,14 +65,13 @@ static const unsigned preset_flags[TG_D_COUNT] = {
     [TG_D_PASSTHROUGH] = RR_GUARANTEE | RR_STREAM,
 };
 
-typedef struct rule_name {
-    const char *name;
-    unsigned flag;
-} rule_name;
+/* text_tool_calls (R12) is a switch of its own (tg_repair_rules), not a
+ * flag; a row whose bits are 0 names a rule that is always on. */
+#define RR_TEXT_CALLS (1u << 31)
 
-static const rule_name rule_names[] = {
+static const tg_rule_name rule_names[] = {
     {"type", TG_RR_TYPE},         {"R1", TG_RR_TYPE},
-    /* flag 0: always on (stream correlation and dense indexes, rule 10) */
+    /* 0: always on (stream correlation and dense indexes, rule 10) */
     {"index", 0}, {"R2", 0}, {"R3", 0}, {"R5", 0}, {"R6", 0}, {"R7", 0}, {"R16", 0},
     {"R17", 0}, {"R18", 0}, {"R21", 0}, {"R22", 0}, {"R26", 0},
     {"ids", TG_RR_IDS},           {"R8", TG_RR_IDS},            {"R9", TG_RR_IDS},
@@ -86,7 +86,10 @@ static const rule_name rule_names[] = {
     {"tool_use_failed", TG_RR_TOOL_USE_FAILED}, {"R27", TG_RR_TOOL_USE_FAILED},
     {"forbidden_keys", TG_RR_FORBIDDEN_KEYS}, {"R29", TG_RR_FORBIDDEN_KEYS},
     {"stream_args", TG_RR_STREAM_ARGS},
+    {"text_tool_calls", RR_TEXT_CALLS}, {"R12", RR_TEXT_CALLS},
 };
+static const tg_rule_section section = {"repair", rule_names,
+                                        sizeof rule_names / sizeof *rule_names, NULL};
 
 void tg_repair_rules_preset(tg_dialect d, tg_repair_rules *out)
 {
@@ -98,42 +101,26 @@ void tg_repair_rules_preset(tg_dialect d, tg_repair_rules *out)
 int tg_repair_rules_set(tg_repair_rules *r, const char *key, const char *value,
                         char *msg, size_t msglen)
 {
-    bool on;
-    if (!strcmp(value, "on") || !strcmp(value, "true") || !strcmp(value, "yes") ||
-        !strcmp(value, "1"))
-        on = true;
-    else if (!strcmp(value, "off") || !strcmp(value, "false") || !strcmp(value, "no") ||
-             !strcmp(value, "0"))
-        on = false;
-    else {
-        snprintf(msg, msglen, "repair.%s: expected on | off, got '%s'", key, value);
+    const tg_rule_name *row = tg_rule_peek(&section, key, msg, msglen);
+    if (!row)
         return -1;
-    }
-    if (!strcmp(key, "text_tool_calls") || !strcmp(key, "R12")) {
+    int on = tg_rule_switch(&section, key, value, msg, msglen);
+    if (on < 0)
+        return -1;
+    if (row->bits == RR_TEXT_CALLS) {
         r->text_tool_calls = on;
         return 0;
     }
-    for (size_t i = 0; i < sizeof rule_names / sizeof *rule_names; i++) {
-        if (strcmp(rule_names[i].name, key))
-            continue;
-        if (!rule_names[i].flag && !on) {
-            snprintf(msg, msglen, "repair.%s cannot be turned off (the agent always gets "
-                     "well-formed calls with dense indexes)", key);
-            return -1;
-        }
-        if (on)
-            r->flags |= rule_names[i].flag;
-        else
-            r->flags &= ~rule_names[i].flag;
-        return 0;
+    if (!row->bits && !on) {
+        snprintf(msg, msglen, "repair.%s cannot be turned off (the agent always gets "
+                 "well-formed calls with dense indexes)", key);
+        return -1;
     }
-    snprintf(msg, msglen,
-             "unknown repair rule '%s' (type, index, ids, finish, args, decode_strings, "
-             "split, json_fix, content, content_list, role, tool_use_failed, forbidden_keys, "
-             "stream_args, text_tool_calls "
-             "or an R-number)",
-             key);
-    return -1;
+    if (on)
+        r->flags |= row->bits;
+    else
+        r->flags &= ~row->bits;
+    return 0;
 }
 
 /* --- small shared helpers ------------------------------------------------- */

@@ -46,6 +46,7 @@
 #include "core/ctx.h"
 #include "core/jsonfix.h"
 #include "core/jsonio.h"
+#include "core/rules.h"
 
 /* ---- the data ---------------------------------------------------------- */
 
@@ -209,10 +210,7 @@ static const dialect_row presets[TG_D_COUNT] = {
 };
 
 /* The conf keys a user plausibly toggles, `messages.<name> = on|off`. */
-static const struct {
-    const char *name;
-    unsigned bits;
-} conf_rules[] = {
+static const tg_rule_name conf_rules[] = {
     {"strip_unknown", TG_MR_ALLOWLIST | TG_MR_CALL_SHAPE},
     {"bookkeeping", TG_MR_BOOKKEEPING | TG_MR_CALL_EXTRAS},
     {"drop_nulls", TG_MR_DROP_NULLS},
@@ -235,6 +233,8 @@ static const struct {
     {"fill_signatures", TG_MR_FILL_SIGNATURE},
     {"system_first", TG_MR_SYSTEM_FIRST},
 };
+static const tg_rule_section section = {"messages", conf_rules,
+                                        sizeof conf_rules / sizeof *conf_rules, NULL};
 
 /* What Mistral's role order needs between a tool result and a user turn
  * (section 6, Mistral): the shortest assistant turn that says nothing new. */
@@ -251,44 +251,10 @@ void tg_msg_rules_preset(tg_dialect d, tg_msg_rules *out)
     out->flags = presets[d].flags;
 }
 
-static int parse_switch(const char *v)
-{
-    static const char *const on[] = {"on", "true", "yes", "1", NULL};
-    static const char *const off[] = {"off", "false", "no", "0", NULL};
-    for (int i = 0; on[i]; i++)
-        if (!strcasecmp(v, on[i]))
-            return 1;
-    for (int i = 0; off[i]; i++)
-        if (!strcasecmp(v, off[i]))
-            return 0;
-    return -1;
-}
-
 int tg_msg_rules_set(tg_msg_rules *r, const char *key, const char *value,
                      char *msg, size_t msglen)
 {
-    size_t n = sizeof conf_rules / sizeof conf_rules[0];
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(key, conf_rules[i].name))
-            continue;
-        int on = parse_switch(value ? value : "");
-        if (on < 0) {
-            snprintf(msg, msglen, "messages.%s: expected on or off, got '%s'",
-                     key, value ? value : "");
-            return -1;
-        }
-        if (on)
-            r->flags |= conf_rules[i].bits;
-        else
-            r->flags &= ~conf_rules[i].bits;
-        return 0;
-    }
-    size_t off = (size_t)snprintf(msg, msglen, "unknown messages rule '%s' (known:", key);
-    for (size_t i = 0; i < n && off < msglen; i++)
-        off += (size_t)snprintf(msg + off, msglen - off, " %s", conf_rules[i].name);
-    if (off < msglen)
-        snprintf(msg + off, msglen - off, ")");
-    return -1;
+    return tg_rule_apply(&section, key, value, &r->flags, msg, msglen);
 }
 
 /* ---- the walker -------------------------------------------------------- */

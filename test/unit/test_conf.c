@@ -378,6 +378,85 @@ static void test_hosted_tools(void **state)
     tg_buf_free(&errs);
 }
 
+/* One way to declare a rule switch (core/rules.h): every section takes the
+ * same spellings in any case, and refuses the same way, naming the valid
+ * names of the section (the whole list, its last name included). */
+typedef struct switch_case {
+    const char *key;         /* as written in [route NAME] */
+    const char *section;     /* in the unknown-name error, or NULL for a plain key */
+    const char *last_name;   /* the section table's last name */
+} switch_case;
+
+static bool switch_is_on(const tg_route *r, const char *key)
+{
+    if (!strcmp(key, "schema.items"))
+        return r->rules.schema.flags & TG_SR_ITEMS;
+    if (!strcmp(key, "messages.drop_nulls"))
+        return r->rules.msg.flags & TG_MR_DROP_NULLS;
+    if (!strcmp(key, "repair.json_fix"))
+        return r->rules.repair.flags & TG_RR_JSON_FIX;
+    if (!strcmp(key, "repair.R12") || !strcmp(key, "text_tool_calls"))
+        return r->rules.repair.text_tool_calls;
+    if (!strcmp(key, "discovery_list_names"))
+        return r->rules.disc.list_names;
+    fail_msg("no check for %s", key);
+    return false;
+}
+
+static void test_rule_switches(void **state)
+{
+    (void)state;
+    static const switch_case keys[] = {
+        {"schema.items", "schema", "max_bytes"},
+        {"messages.drop_nulls", "messages", "system_first"},
+        {"repair.json_fix", "repair", "R12"},
+        {"repair.R12", "repair", "R12"},
+        {"text_tool_calls", NULL, NULL},
+        {"discovery_list_names", NULL, NULL},
+    };
+    static const struct {
+        const char *v;
+        bool on;
+    } spellings[] = {
+        {"on", true},   {"On", true},     {"ON", true},  {"true", true},  {"TRUE", true},
+        {"yes", true},  {"Yes", true},    {"1", true},   {"off", false},  {"Off", false},
+        {"false", false}, {"False", false}, {"no", false}, {"NO", false}, {"0", false},
+    };
+    char text[512], want[256];
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        for (size_t j = 0; j < sizeof spellings / sizeof *spellings; j++) {
+            snprintf(text, sizeof text, "[route r]\nprefix = /r\nupstream = http://h\n"
+                     "dialect = mistral\n%s = %s\n", keys[i].key, spellings[j].v);
+            tg_conf *c = load(text);
+            if (!c)
+                fail_msg("%s = %s refused", keys[i].key, spellings[j].v);
+            if (switch_is_on(&c->routes[0], keys[i].key) != spellings[j].on)
+                fail_msg("%s = %s not applied", keys[i].key, spellings[j].v);
+            tg_conf_unref(c);
+        }
+        tg_buf errs = {0};
+        snprintf(text, sizeof text, "[route r]\nprefix = /r\nupstream = http://h\n%s = maybe\n",
+                 keys[i].key);
+        assert_null(tg_conf_load_string(text, "t.conf", &errs));
+        snprintf(want, sizeof want, "t.conf:4: %s: expected on or off, got 'maybe'", keys[i].key);
+        if (!errs.data || !strstr(errs.data, want))
+            fail_msg("want '%s' in %s", want, errs.data ? errs.data : "");
+        tg_buf_free(&errs);
+        if (!keys[i].section)
+            continue;
+        snprintf(text, sizeof text, "[route r]\nprefix = /r\nupstream = http://h\n%s.bogus = on\n",
+                 keys[i].section);
+        assert_null(tg_conf_load_string(text, "t.conf", &errs));
+        snprintf(want, sizeof want, "t.conf:4: unknown %s rule 'bogus' (known: ", keys[i].section);
+        if (!errs.data || !strstr(errs.data, want))
+            fail_msg("want '%s' in %s", want, errs.data ? errs.data : "");
+        snprintf(want, sizeof want, ", %s)\n", keys[i].last_name);
+        if (!strstr(errs.data, want))
+            fail_msg("the list of %s names is cut: %s", keys[i].section, errs.data);
+        tg_buf_free(&errs);
+    }
+}
+
 static void test_shipped_conf(void **state)
 {
     (void)state;
@@ -407,6 +486,7 @@ int main(void)
         cmocka_unit_test(test_messages_default),
         cmocka_unit_test(test_hosted_tools),
         cmocka_unit_test(test_security_keys),
+        cmocka_unit_test(test_rule_switches),
     };
     return cmocka_run_group_tests_name("conf", tests, NULL, NULL);
 }
