@@ -885,12 +885,13 @@ bool tg_route_bridges_responses(const tg_route *r)
 {
     if (r->responses >= 0)
         return r->responses == 1;
-    return r->rules.schema.dialect != TG_D_PASSTHROUGH;
+    return tg_dialect_has(r->rules.schema.dialect, TG_DF_REWRITE);
 }
 
 bool tg_route_bridges_messages(const tg_route *r)
 {
     if (r->messages >= 0)
         return r->messages == 1;
-    return r->rules.schema.dialect != TG_D_PASSTHROUGH && r->rules.schema.dialect != TG_D_ANTHROPIC;
+    tg_dialect d = r->rules.schema.dialect;
+    return tg_dialect_has(d, TG_DF_REWRITE) && !tg_dialect_has(d, TG_DF_NATIVE_MESSAGES);
 }

@@ -178,15 +178,13 @@ static int args_as_string(const tg_ctx *ctx)
 {
     unsigned f = ctx->schema ? ctx->schema->flags : 0;
     return (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING | TG_SR_OPENAPI_SUBSET)) ||
-           ctx->dialect == TG_D_OPENAI_STRICT || ctx->dialect == TG_D_CEREBRAS ||
-           ctx->dialect == TG_D_GEMINI || ctx->dialect == TG_D_VERTEX;
+           tg_dialect_has(ctx->dialect, TG_DF_ARGS_AS_STRING);
 }
 
 static int dialect_strict(const tg_ctx *ctx)
 {
     unsigned f = ctx->schema ? ctx->schema->flags : 0;
-    return (f & TG_SR_STRICT) || ctx->dialect == TG_D_OPENAI_STRICT ||
-           ctx->dialect == TG_D_CEREBRAS;
+    return (f & TG_SR_STRICT) || tg_dialect_has(ctx->dialect, TG_DF_STRICT_TOOLS);
 }
 
 /* ---- the meta-tools' own definitions -------------------------------- */

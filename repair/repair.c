@@ -47,23 +47,15 @@
  * call is held until it is whole (repair.stream_args turns it on). */
 #define RR_STREAM TG_RR_STREAM_ARGS
 
-static const unsigned preset_flags[TG_D_COUNT] = {
-    [TG_D_OPENAI] = RR_ALL | RR_STREAM,
-    [TG_D_OPENAI_STRICT] = RR_ALL | RR_STREAM,
-    [TG_D_GEMINI] = RR_ALL,
-    [TG_D_VERTEX] = RR_ALL,
-    [TG_D_ANTHROPIC] = RR_ALL,
-    [TG_D_MISTRAL] = RR_ALL | TG_RR_CONTENT_LIST,
-    [TG_D_GROQ] = RR_ALL,
-    [TG_D_FIREWORKS] = RR_ALL,
-    [TG_D_CEREBRAS] = RR_ALL,
-    [TG_D_DEEPSEEK] = RR_ALL,
-    [TG_D_XAI] = RR_ALL,
-    [TG_D_TOGETHER] = RR_ALL,
-    [TG_D_OLLAMA] = RR_ALL,
-    [TG_D_VLLM] = RR_ALL,
-    [TG_D_PASSTHROUGH] = RR_GUARANTEE | RR_STREAM,
-};
+/* The presets the rows of core/dialect.h name. */
+#define REPAIR_ALL RR_ALL
+#define REPAIR_RELAYED (RR_ALL | RR_STREAM)
+#define REPAIR_MISTRAL (RR_ALL | TG_RR_CONTENT_LIST)
+#define REPAIR_GUARANTEE (RR_GUARANTEE | RR_STREAM)
+
+#define ROW(id, name, features, schema, msg, repair) [id] = repair,
+static const unsigned preset_flags[TG_D_COUNT] = {TG_DIALECTS(ROW)};
+#undef ROW
 
 /* text_tool_calls (R12) is a switch of its own (tg_repair_rules), not a
  * flag; a row whose bits are 0 names a rule that is always on. */

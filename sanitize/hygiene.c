@@ -169,45 +169,43 @@ typedef struct dialect_row {
     (MR_LENIENT | TG_MR_ALLOWLIST | TG_MR_CALL_SHAPE | TG_MR_DROP_CACHE |      \
      TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL)
 
-static const dialect_row presets[TG_D_COUNT] = {
-    [TG_D_OPENAI] = {MR_OPENAI | TG_MR_TOP_LEVEL, NULL, "section 4.1", NULL, openai_deny,
-                     NULL, "rule 67"},
-    [TG_D_OPENAI_STRICT] = {MR_OPENAI | TG_MR_TOP_LEVEL, NULL, "section 4.1", NULL,
-                            openai_deny, NULL, "rule 67"},
-    [TG_D_GEMINI] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
-                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL |
-                         TG_MR_SYSTEM_FIRST,
-                     NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
-    /* Vertex's OpenAI-compatible endpoint fronts the same models: the same
-     * thought signatures (R19) and top-level set (section 6, Vertex) */
-    [TG_D_VERTEX] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
-                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL |
-                         TG_MR_SYSTEM_FIRST,
-                     NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
-    [TG_D_ANTHROPIC] = {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT |
-                            TG_MR_DROP_EMPTY,
-                        NULL, "section 4 anthropic", NULL, NULL, NULL, NULL},
-    [TG_D_MISTRAL] = {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_MISTRAL_IDS |
-                          TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | TG_MR_DEVELOPER_ROLE |
-                          TG_MR_SYSTEM_FIRST,
-                      mistral_roles, "rule 43", mistral_top, NULL, mistral_renames,
-                      "section 4 mistral"},
-    [TG_D_GROQ] = {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS, openai_roles,
-                   "rule 47", NULL, groq_deny, NULL, "rule 49"},
-    [TG_D_FIREWORKS] = {MR_STRICT, openai_roles, "rule 47", NULL, fireworks_deny,
-                        NULL, "section 4 fireworks"},
-    [TG_D_CEREBRAS] = {MR_STRICT | TG_MR_DROP_NULLS, openai_roles, "rule 47", NULL,
-                       cerebras_deny, NULL, "rule 49"},
-    [TG_D_DEEPSEEK] = {MR_LENIENT | TG_MR_KEEP_REASONING, NULL, "rule 52", NULL,
-                       NULL, NULL, NULL},
-    [TG_D_XAI] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
-    [TG_D_TOGETHER] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
-    [TG_D_OLLAMA] = {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 55",
-                     NULL, NULL, NULL, NULL},
-    [TG_D_VLLM] = {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 56", NULL,
-                   NULL, NULL, NULL},
-    [TG_D_PASSTHROUGH] = {0, NULL, "markers", NULL, NULL, NULL, NULL},
-};
+/* The presets the rows of core/dialect.h name. */
+#define MSG_OPENAI                                                                          \
+    {MR_OPENAI | TG_MR_TOP_LEVEL, NULL, "section 4.1", NULL, openai_deny, NULL, "rule 67"}
+/* Vertex's OpenAI-compatible endpoint fronts the same models as Gemini's:
+ * the same thought signatures (R19) and top-level set (section 6, Vertex) */
+#define MSG_GEMINI                                                                          \
+    {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE | TG_MR_DROP_REASONING |      \
+         TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL | TG_MR_SYSTEM_FIRST,                           \
+     NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"}
+#define MSG_ANTHROPIC                                                                       \
+    {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT | TG_MR_DROP_EMPTY, NULL,          \
+     "section 4 anthropic", NULL, NULL, NULL, NULL}
+#define MSG_MISTRAL                                                                         \
+    {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_MISTRAL_IDS | TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | \
+         TG_MR_DEVELOPER_ROLE | TG_MR_SYSTEM_FIRST,                                         \
+     mistral_roles, "rule 43", mistral_top, NULL, mistral_renames, "section 4 mistral"}
+#define MSG_GROQ                                                                            \
+    {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS, openai_roles, "rule 47", NULL,   \
+     groq_deny, NULL, "rule 49"}
+#define MSG_FIREWORKS                                                                       \
+    {MR_STRICT, openai_roles, "rule 47", NULL, fireworks_deny, NULL, "section 4 fireworks"}
+#define MSG_CEREBRAS                                                                        \
+    {MR_STRICT | TG_MR_DROP_NULLS, openai_roles, "rule 47", NULL, cerebras_deny, NULL,      \
+     "rule 49"}
+#define MSG_DEEPSEEK {MR_LENIENT | TG_MR_KEEP_REASONING, NULL, "rule 52", NULL, NULL, NULL, NULL}
+#define MSG_LENIENT {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
+#define MSG_OLLAMA                                                                          \
+    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 55", NULL, NULL, NULL, \
+     NULL}
+#define MSG_VLLM                                                                            \
+    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 56", NULL, NULL, NULL, \
+     NULL}
+#define MSG_NONE {0, NULL, "markers", NULL, NULL, NULL, NULL}
+
+#define ROW(id, name, features, schema, msg, repair) [id] = msg,
+static const dialect_row presets[TG_D_COUNT] = {TG_DIALECTS(ROW)};
+#undef ROW
 
 /* The conf keys a user plausibly toggles, `messages.<name> = on|off`. */
 static const tg_rule_name conf_rules[] = {

@@ -45,30 +45,35 @@ typedef struct preset {
     int max_tools;
 } preset;
 
-static const preset presets[TG_D_COUNT] = {
-    [TG_D_OPENAI] = {BASE | TG_SR_NAMES | TG_SR_STRICT_PER_TOOL, TG_SR_ALL_REQUIRED, 64, 128},
-    [TG_D_OPENAI_STRICT] = {BASE | TG_SR_NAMES | TG_SR_STRICT | TG_SR_ALL_REQUIRED | TG_SR_SERIAL_CALLS,
-                            TG_SR_ALL_REQUIRED, 64, 128},
-    [TG_D_GEMINI] = {GEMINI_RULES, 0, 64, 128},
-    [TG_D_VERTEX] = {GEMINI_RULES | TG_SR_ANYOF_ALONE, 0, 64, 128},
-    [TG_D_ANTHROPIC] = {BASE | TG_SR_NAMES,
-                        TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0},
-    [TG_D_MISTRAL] = {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY |
-                          TG_SR_NO_NULL_DESC, 0, 64, 0},
-    [TG_D_GROQ] = {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC, 0, 64, 128},
-    [TG_D_FIREWORKS] = {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC, 0, 64, 0},
-    [TG_D_CEREBRAS] = {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC,
-                       TG_SR_ALL_REQUIRED | TG_SR_NULL_ANYOF | TG_SR_CONST_ENUM, 64, 0},
-    [TG_D_DEEPSEEK] = {BASE | TG_SR_NAMES,
-                       TG_SR_ALL_REQUIRED | TG_SR_NO_CONSTRAINTS | TG_SR_CONST_ENUM, 64, 128},
-    [TG_D_XAI] = {BASE | TG_SR_NAMES | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF |
-                      TG_SR_FREEFORM_STRING | TG_SR_XAI_PROPERTIES,
-                  0, 64, 0},
-    [TG_D_TOGETHER] = {BASE | TG_SR_NAMES, 0, 64, 0},
-    [TG_D_OLLAMA] = {BASE, 0, 0, 0},
-    [TG_D_VLLM] = {BASE, 0, 0, 0},
-    [TG_D_PASSTHROUGH] = {0, 0, 0, 0},
-};
+/* The presets the rows of core/dialect.h name. */
+#define SCHEMA_OPENAI {BASE | TG_SR_NAMES | TG_SR_STRICT_PER_TOOL, TG_SR_ALL_REQUIRED, 64, 128}
+#define SCHEMA_OPENAI_STRICT                                                                \
+    {BASE | TG_SR_NAMES | TG_SR_STRICT | TG_SR_ALL_REQUIRED | TG_SR_SERIAL_CALLS,          \
+     TG_SR_ALL_REQUIRED, 64, 128}
+#define SCHEMA_GEMINI {GEMINI_RULES, 0, 64, 128}
+#define SCHEMA_VERTEX {GEMINI_RULES | TG_SR_ANYOF_ALONE, 0, 64, 128}
+#define SCHEMA_ANTHROPIC                                                                    \
+    {BASE | TG_SR_NAMES, TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0}
+#define SCHEMA_MISTRAL                                                                      \
+    {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY | TG_SR_NO_NULL_DESC, 0, 64, 0}
+#define SCHEMA_GROQ {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC, 0, 64, 128}
+#define SCHEMA_FIREWORKS {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC, 0, 64, 0}
+#define SCHEMA_CEREBRAS                                                                     \
+    {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC,                                               \
+     TG_SR_ALL_REQUIRED | TG_SR_NULL_ANYOF | TG_SR_CONST_ENUM, 64, 0}
+#define SCHEMA_DEEPSEEK                                                                     \
+    {BASE | TG_SR_NAMES, TG_SR_ALL_REQUIRED | TG_SR_NO_CONSTRAINTS | TG_SR_CONST_ENUM, 64, 128}
+#define SCHEMA_XAI                                                                          \
+    {BASE | TG_SR_NAMES | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF | TG_SR_FREEFORM_STRING |   \
+         TG_SR_XAI_PROPERTIES,                                                              \
+     0, 64, 0}
+#define SCHEMA_TOGETHER {BASE | TG_SR_NAMES, 0, 64, 0}
+#define SCHEMA_LOCAL {BASE, 0, 0, 0}
+#define SCHEMA_NONE {0, 0, 0, 0}
+
+#define ROW(id, name, features, schema, msg, repair) [id] = schema,
+static const preset presets[TG_D_COUNT] = {TG_DIALECTS(ROW)};
+#undef ROW
 
 /* `schema.<name> = on|off`; "strict" (bits 0 here) adds what the dialect's
  * strict mode needs, see tg_schema_rules_set. */
@@ -334,7 +339,7 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
             break;
         }
         if (!nt) {
-            if (r->dialect == TG_D_PASSTHROUGH) {
+            if (!tg_dialect_has(r->dialect, TG_DF_REWRITE)) {
                 json_array_append(out, tool);
             } else {
                 tg_explain_add(explain, "schema", NULL, "/tools", "drop-unusable-tool", tool, NULL);
@@ -775,7 +780,7 @@ static void rewrite_response_format(json_t *body, tg_ctx *ctx)
 int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
     const tg_schema_rules *r = ctx->schema;
-    if (!r || r->dialect == TG_D_PASSTHROUGH || !json_is_object(body))
+    if (!r || !tg_dialect_has(r->dialect, TG_DF_REWRITE) || !json_is_object(body))
         return 0;
     json_t *tools = json_object_get(body, "tools");
     json_t *upstream = NULL;

@@ -241,9 +241,9 @@ static const char *const *format_allow(const walk *w, const char *type)
     }
     if (!(w->f & TG_SR_STRICT))
         return NULL;
-    if (w->r->dialect == TG_D_DEEPSEEK)
+    if (tg_dialect_has(w->r->dialect, TG_DF_FORMATS_NONE))
         return fmt_none;
-    if (w->r->dialect == TG_D_ANTHROPIC)
+    if (tg_dialect_has(w->r->dialect, TG_DF_FORMATS_ANTHROPIC))
         return fmt_anthropic;
     return fmt_openai;
 }
@@ -1314,7 +1314,8 @@ static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *h
         drop = true;
     if ((f & TG_SR_NO_CONSTRAINTS) && in_list(constraint_keys, k)) {
         /* Anthropic strict keeps minItems 0 or 1 (rule 40). */
-        bool small_min = !strcmp(k, "minItems") && w->r->dialect == TG_D_ANTHROPIC &&
+        bool small_min = !strcmp(k, "minItems") &&
+                         tg_dialect_has(w->r->dialect, TG_DF_SMALL_MIN_ITEMS) &&
                          json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 1;
         drop = !small_min;
     }

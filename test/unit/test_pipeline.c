@@ -112,10 +112,11 @@ static void test_corpus_requests_every_dialect(void **state)
     }
 }
 
-/* Adding a dialect means a row in each stage's preset table (schema.c,
- * hygiene.c, repair.c): a forgotten row is all zeros, a dialect that
- * silently does nothing. Every id has a name that maps back to it, is in
- * the list error messages print, and has rules in every stage. */
+/* Adding a dialect means a row of core/dialect.h's table, naming a preset
+ * of each stage (schema.c, hygiene.c, repair.c): a row that was zeros would
+ * be a dialect that silently does nothing. Every id has a name that maps
+ * back to it, is in the list error messages print, has features, and has
+ * rules in every stage; only passthrough is empty (it rewrites nothing). */
 static void test_every_dialect_has_a_row(void **state)
 {
     (void)state;
@@ -129,8 +130,16 @@ static void test_every_dialect_has_a_row(void **state)
         tg_rules_preset((tg_dialect)d, &rs);
         assert_int_equal(rs.schema.dialect, d);
         assert_true(rs.repair.flags != 0);
-        if (d == TG_D_PASSTHROUGH)
+        unsigned f = tg_dialect_features((tg_dialect)d);
+        if (tg_dialect_has((tg_dialect)d, TG_DF_FORMATS_NONE | TG_DF_FORMATS_ANTHROPIC))
+            fail_msg("dialect %s keeps two lists of formats", name);
+        if (d == TG_D_PASSTHROUGH) {
+            assert_int_equal(f, 0);
+            assert_int_equal(rs.schema.flags | rs.msg.flags, 0);
             continue;
+        }
+        if (!(f & TG_DF_REWRITE))
+            fail_msg("dialect %s has no features", name);
         if (!rs.schema.flags || !rs.msg.flags)
             fail_msg("dialect %s has no schema or message rules", name);
     }
