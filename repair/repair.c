@@ -117,13 +117,24 @@ int tg_repair_rules_set(tg_repair_rules *r, const char *key, const char *value,
 
 /* --- small shared helpers ------------------------------------------------- */
 
-void tg_rr_note(tg_ctx *ctx, const char *rule, const char *where, json_t *before,
-                json_t *after)
+static void note(tg_ctx *ctx, tg_quirk q, const char *rule, const char *where, json_t *before,
+                 json_t *after)
 {
     ctx->stats.repairs++;
-    int q = rule[0] == 'R' ? atoi(rule + 1) : 0;
-    ctx->stats.quirks[q > 0 && q < TG_QUIRKS ? q : 0]++;
+    ctx->stats.quirks[q]++;
     tg_explain_add(ctx->explain, "repair", where, NULL, rule, before, after);
+}
+
+void tg_rr_note(tg_ctx *ctx, tg_quirk q, const char *where, json_t *before, json_t *after)
+{
+    const char *rule = tg_quirk_name(q);
+    note(ctx, rule ? q : TG_Q_OTHER, rule ? rule : "other", where, before, after);
+}
+
+void tg_rr_note_other(tg_ctx *ctx, const char *rule, const char *where, json_t *before,
+                      json_t *after)
+{
+    note(ctx, TG_Q_OTHER, rule, where, before, after);
 }
 
 void tg_rr_fail(tg_ctx *ctx, const char *rule, const char *where, json_t *before)
@@ -212,7 +223,7 @@ void tg_rr_synth_id(char out[32], uint64_t seed, size_t pos, const char *name,
 static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool *rewrote)
 {
     if (json_is_object(a)) {
-        tg_rr_note(ctx, "R13", name, NULL, NULL);
+        tg_rr_note(ctx, TG_R13, name, NULL, NULL);
         *rewrote = true;
         return json_deep_copy(a);
     }
@@ -221,7 +232,7 @@ static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool 
     if (!s || !json_is_string(a)) {
         if (a && !json_is_null(a))
             return NULL;
-        tg_rr_note(ctx, "R14", name, NULL, NULL);
+        tg_rr_note(ctx, TG_R14, name, NULL, NULL);
         *rewrote = true;
         return json_object();
     }
@@ -229,7 +240,7 @@ static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool 
     while (p < e && isspace((unsigned char)*p))
         p++;
     if (p == e || (e - p == 4 && !memcmp(p, "null", 4))) {
-        tg_rr_note(ctx, "R14", name, (json_t *)a, NULL);
+        tg_rr_note(ctx, TG_R14, name, (json_t *)a, NULL);
         *rewrote = true;
         return json_object();
     }
@@ -242,7 +253,7 @@ static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool 
         json_t *inner = tg_json_load(json_string_value(v), json_string_length(v), 0, NULL);
         json_decref(v);
         if (json_is_object(inner)) {
-            tg_rr_note(ctx, "R15", name, (json_t *)a, inner);
+            tg_rr_note(ctx, TG_R15, name, (json_t *)a, inner);
             *rewrote = true;
             return inner;
         }
@@ -257,7 +268,7 @@ static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool 
         return NULL;
     v = tg_json_fix(s, n);
     if (json_is_object(v)) {
-        tg_rr_note(ctx, "json_fix", name, (json_t *)a, v);
+        tg_rr_note_other(ctx, "json_fix", name, (json_t *)a, v);
         *rewrote = true;
         return v;
     }
@@ -309,7 +320,7 @@ static void split_calls(tg_ctx *ctx, json_t *calls)
         json_t *parts = tg_json_split_objects(json_string_value(a), json_string_length(a));
         if (!parts)
             continue;
-        tg_rr_note(ctx, "R20", json_string_value(json_object_get(fn, "name")), a, parts);
+        tg_rr_note(ctx, TG_R20, json_string_value(json_object_get(fn, "name")), a, parts);
         size_t j;
         json_t *o;
         json_array_foreach(parts, j, o) {
@@ -348,7 +359,7 @@ static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *i
         json_object_del(c, "name");
         json_object_del(c, "arguments");
         json_object_set_new(c, "function", fn);
-        tg_rr_note(ctx, "R1", NULL, NULL, NULL);
+        tg_rr_note(ctx, TG_R1, NULL, NULL, NULL);
     }
     const char *up = json_string_value(json_object_get(fn, "name"));
     if (!up || !*up)
@@ -356,7 +367,7 @@ static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *i
     const char *type = json_string_value(json_object_get(c, "type"));
     if (tg_rr_on(ctx, TG_RR_TYPE) && (!type || strcmp(type, "function"))) {
         json_object_set_new(c, "type", json_string("function"));
-        tg_rr_note(ctx, "R1", up, NULL, NULL);
+        tg_rr_note(ctx, TG_R1, up, NULL, NULL);
     }
     const char *agent = tg_schema_agent_name(ctx, up);
     if (agent && strcmp(agent, up)) {
@@ -384,7 +395,7 @@ void tg_rr_assign_id(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, const ch
             tg_rr_synth_id(buf, seed, pos, agent, args ? args : "", att++);
         while (json_object_get(ids, buf));
         json_object_set_new(c, "id", json_string(buf));
-        tg_rr_note(ctx, "R8", agent, NULL, NULL);
+        tg_rr_note(ctx, TG_R8, agent, NULL, NULL);
     } else if (json_object_get(ids, id)) {
         size_t len = strlen(id) + 16;
         char *nid = malloc(len);
@@ -394,7 +405,7 @@ void tg_rr_assign_id(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, const ch
                 break;
         }
         if (nid) {
-            tg_rr_note(ctx, "R9", agent, json_object_get(c, "id"), NULL);
+            tg_rr_note(ctx, TG_R9, agent, json_object_get(c, "id"), NULL);
             json_object_set_new(c, "id", json_string(nid));
             free(nid);
         }
@@ -447,7 +458,7 @@ int tg_rr_flatten_content(tg_ctx *ctx, json_t *msg)
     if (json_is_array(content) && json_array_size(content) == 0 && tg_rr_on(ctx, TG_RR_CONTENT)) {
         /* R24: [] is no content (the OpenAI shape is string or null); beside
          * calls the "" then becomes null, in a delta it goes */
-        tg_rr_note(ctx, "R24", "content", content, NULL);
+        tg_rr_note(ctx, TG_R24, "content", content, NULL);
         json_object_set_new(msg, "content", json_string(""));
         return 1;
     }
@@ -480,7 +491,7 @@ int tg_rr_flatten_content(tg_ctx *ctx, json_t *msg)
             goto keep;  /* images, audio...: not ours to flatten */
         }
     }
-    tg_rr_note(ctx, "R23", "content", content, NULL);
+    tg_rr_note(ctx, TG_R23, "content", content, NULL);
     json_object_set_new(msg, "content", json_string(text.data ? text.data : ""));
     if (think.len) {
         const char *old = json_string_value(json_object_get(msg, "reasoning_content"));
@@ -527,7 +538,7 @@ static size_t text_calls(tg_ctx *ctx, json_t *msg, json_t *calls, uint64_t seed,
         json_t *tc;
         json_array_foreach(found, i, tc) json_array_append_new(oc, tg_rr_call_from_text(tc));
         n = tg_rr_fix_calls(ctx, oc, seed, json_array_size(calls), ids);
-        tg_rr_note(ctx, "R12", NULL, content, oc);
+        tg_rr_note(ctx, TG_R12, NULL, content, oc);
         json_array_extend(calls, oc);
         json_decref(oc);
         const char *r = rest.data ? rest.data : "";
@@ -561,7 +572,7 @@ json_t *tg_rr_structured_content(tg_ctx *ctx, const char *text, size_t n)
         if (tg_json_dump(restored, &b) == 0)
             out = json_stringn(b.data ? b.data : "", b.len);
         tg_buf_free(&b);
-        tg_rr_note(ctx, "structured-output", "content", NULL, NULL);
+        tg_rr_note_other(ctx, "structured-output", "content", NULL, NULL);
     }
     json_decref(restored);
     return out;
@@ -592,7 +603,7 @@ static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
         const char *role = json_string_value(json_object_get(msg, "role"));
         if (!role || !*role) {
             json_object_set_new(msg, "role", json_string("assistant"));
-            tg_rr_note(ctx, "R25", NULL, NULL, NULL);
+            tg_rr_note(ctx, TG_R25, NULL, NULL, NULL);
         }
     }
     tg_rr_flatten_content(ctx, msg);
@@ -604,11 +615,11 @@ static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
         if (tg_rr_on(ctx, TG_RR_CONTENT) &&
             ((json_is_string(content) && json_string_length(content) == 0) ||
              (json_is_array(content) && json_array_size(content) == 0))) {
-            tg_rr_note(ctx, json_is_array(content) ? "R24" : "R23", "content", content, NULL);
+            tg_rr_note(ctx, json_is_array(content) ? TG_R24 : TG_R23, "content", content, NULL);
             json_object_set_new(msg, "content", json_null());
         }
     } else if (json_is_array(json_object_get(msg, "tool_calls")) && tg_rr_on(ctx, TG_RR_FINISH)) {
-        tg_rr_note(ctx, "R11", "tool_calls", json_object_get(msg, "tool_calls"), NULL);
+        tg_rr_note(ctx, TG_R11, "tool_calls", json_object_get(msg, "tool_calls"), NULL);
         json_object_del(msg, "tool_calls");
     }
     json_decref(calls);
@@ -618,7 +629,7 @@ static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
     const char *f = json_string_value(fr);
     const char *nf = tg_rr_finish(ctx, f, n);
     if (nf != f) {
-        tg_rr_note(ctx, n ? "R10" : "R11", "finish_reason", fr, NULL);
+        tg_rr_note(ctx, n ? TG_R10 : TG_R11, "finish_reason", fr, NULL);
         json_object_set_new(choice, "finish_reason", nf ? json_string(nf) : json_null());
     }
 }
@@ -663,7 +674,7 @@ static int recover_tool_use_failed(json_t *resp, tg_ctx *ctx)
         json_decref(calls);
         return 0;
     }
-    tg_rr_note(ctx, "R27", NULL, err, calls);
+    tg_rr_note(ctx, TG_R27, NULL, err, calls);
     char id[40];
     snprintf(id, sizeof id, "chatcmpl-tg%016llx", (unsigned long long)seed);
     const char *model = json_string_value(json_object_get(ctx->request, "model"));

@@ -142,7 +142,7 @@ static json_t *decode_slot(tg_ctx *ctx, const json_t *root, json_t *x, const jso
                                                   json_string_length(x))
                                   : NULL;
     if (d) {
-        tg_rr_note(ctx, "R15", where, x, d);
+        tg_rr_note(ctx, TG_R15, where, x, d);
         *n += 1 + decode_nested(ctx, root, d, ps, depth + 1);
     } else {
         *n += decode_nested(ctx, root, x, ps, depth + 1);
@@ -229,7 +229,7 @@ static int drop_nested(tg_ctx *ctx, const json_t *root, json_t *v, const json_t 
         const json_t *ps = json_object_get(props, k);
         if (!ps && closed) {
             json_t *before = json_pack("{s:O}", k, x);
-            tg_rr_note(ctx, "R29", name, before, NULL);
+            tg_rr_note(ctx, TG_R29, name, before, NULL);
             json_decref(before);
             json_object_del(v, k);
             n++;

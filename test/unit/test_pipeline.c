@@ -145,6 +145,49 @@ static void test_every_dialect_has_a_row(void **state)
     }
 }
 
+/* Repair rule ids are an enum (core/quirk.h): every id has its name, the
+ * names parse back, nothing past the last id has one; and a repair counts
+ * into its own quirk's slot, not "other". */
+static void test_quirk_ids(void **state)
+{
+    (void)state;
+    assert_string_equal(tg_quirk_name(TG_Q_OTHER), "other");
+    for (int q = 1; q < TG_QUIRKS; q++) {
+        char want[8];
+        snprintf(want, sizeof want, "R%d", q);
+        const char *name = tg_quirk_name((tg_quirk)q);
+        assert_non_null(name);
+        assert_string_equal(name, want);
+        assert_int_equal(tg_quirk_from_name(name), q);
+    }
+    assert_int_equal(TG_R29, 29);
+    assert_int_equal(tg_quirk_from_name("other"), TG_Q_OTHER);
+    assert_null(tg_quirk_name(TG_QUIRKS));
+    assert_int_equal(tg_quirk_from_name("R30"), -1);
+    assert_int_equal(tg_quirk_from_name("R0"), -1);
+    assert_int_equal(tg_quirk_from_name("R"), -1);
+    assert_int_equal(tg_quirk_from_name(NULL), -1);
+
+    /* a call without type (R1) and with object arguments (R13) */
+    tg_rules_set rules;
+    tg_rules_preset(TG_D_GROQ, &rules);
+    tg_ctx ctx;
+    tg_ctx_init(&ctx, "r", &rules, "_");
+    json_t *resp = json_loads(
+        "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
+        "\"finish_reason\":\"tool_calls\",\"message\":{\"role\":\"assistant\",\"content\":null,"
+        "\"tool_calls\":[{\"id\":\"c1\",\"function\":{\"name\":\"f\",\"arguments\":{\"a\":1}}}]}}]}",
+        0, NULL);
+    assert_non_null(resp);
+    json_t *next = NULL;
+    assert_int_equal(tg_pipeline_response(resp, &ctx, &next), 0);
+    assert_int_equal(ctx.stats.quirks[TG_R1], 1);
+    assert_int_equal(ctx.stats.quirks[TG_R13], 1);
+    assert_int_equal(ctx.stats.quirks[TG_Q_OTHER], 0);
+    json_decref(resp);
+    tg_ctx_clear(&ctx);
+}
+
 static void test_odd_bodies_fall_back(void **state)
 {
     (void)state;
@@ -367,6 +410,7 @@ int main(void)
         cmocka_unit_test(test_corpus_requests_every_dialect),
         cmocka_unit_test(test_odd_bodies_fall_back),
         cmocka_unit_test(test_every_dialect_has_a_row),
+        cmocka_unit_test(test_quirk_ids),
         cmocka_unit_test(test_bad_bodies_are_errors),
         cmocka_unit_test(test_cached_tools_new_messages),
         cmocka_unit_test(test_known_tools_span),
