@@ -22,6 +22,7 @@
  * the choice, the position, the name and the arguments: deterministic for a
  * given answer (tests), distinct across answers that have distinct ids.
  */
+#include "core/hash.h"
 #include "core/jsonio.h"
 #include "core/rules.h"
 #include "repair/repair_int.h"
@@ -165,16 +166,6 @@ bool tg_rr_text_calls_on(const tg_ctx *ctx)
     return !(tc && !strcmp(tc, "none"));
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 static uint64_t mix(uint64_t x)
 {
     x += 0x9E3779B97F4A7C15ull;
@@ -183,28 +174,30 @@ static uint64_t mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
+/* Synthesized ids are seen by the agent and sent back turn after turn:
+ * FNV-1a (core/hash.h), whose outputs never change. */
 uint64_t tg_rr_seed(const char *resp_id, long choice)
 {
-    uint64_t h = 14695981039346656037ull;
+    uint64_t h = TG_FNV1A_OFFSET;
     if (resp_id && *resp_id) {
-        h = fnv(h, resp_id, strlen(resp_id));
+        h = tg_fnv1a64(h, resp_id, strlen(resp_id));
     } else {  /* no id to derive from: make it differ per answer anyway */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        h = fnv(h, &ts, sizeof ts);
-        h = fnv(h, &resp_id, sizeof resp_id);
+        h = tg_fnv1a64(h, &ts, sizeof ts);
+        h = tg_fnv1a64(h, &resp_id, sizeof resp_id);
     }
-    return fnv(h, &choice, sizeof choice);
+    return tg_fnv1a64(h, &choice, sizeof choice);
 }
 
 void tg_rr_synth_id(char out[32], uint64_t seed, size_t pos, const char *name,
                     const char *args, unsigned attempt)
 {
     static const char alnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    uint64_t h = fnv(seed, &pos, sizeof pos);
-    h = fnv(h, name, strlen(name));
-    h = fnv(h, args, strlen(args));
-    h = fnv(h, &attempt, sizeof attempt);
+    uint64_t h = tg_fnv1a64(seed, &pos, sizeof pos);
+    h = tg_fnv1a64(h, name, strlen(name));
+    h = tg_fnv1a64(h, args, strlen(args));
+    h = tg_fnv1a64(h, &attempt, sizeof attempt);
     memcpy(out, "call_", 5);
     for (int i = 0; i < 24; i++) {
         if (i % 8 == 0)

@@ -44,6 +44,7 @@
 #include <strings.h>
 
 #include "core/ctx.h"
+#include "core/hash.h"
 #include "core/jsonfix.h"
 #include "core/jsonio.h"
 #include "core/rules.h"
@@ -363,13 +364,14 @@ static void rebuild_key(walk *w, json_t *obj, const char *key, json_t *now,
 
 /* ---- tool-call ids (rules 39, 42; section 7) ---------------------------- */
 
+/* Seen by the provider turn after turn: FNV-1a (core/hash.h), fixed. */
 static uint64_t fnv1a(const char *s, unsigned salt)
 {
-    uint64_t h = 14695981039346656037ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    for (; salt; salt /= 10)  /* a salted retry hashes differently */
-        h = (h ^ (unsigned char)('0' + salt % 10)) * 1099511628211ull;
+    uint64_t h = tg_fnv1a64(TG_FNV1A_OFFSET, s, strlen(s));
+    for (; salt; salt /= 10) {  /* a salted retry hashes differently */
+        char digit = (char)('0' + salt % 10);
+        h = tg_fnv1a64(h, &digit, 1);
+    }
     return h;
 }
 

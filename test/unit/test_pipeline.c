@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/cache.h"
+#include "core/hash.h"
 #include "sanitize/pipeline.h"
 
 static char *slurp(const char *path, size_t *n)
@@ -186,6 +187,22 @@ static void test_quirk_ids(void **state)
     assert_int_equal(ctx.stats.quirks[TG_Q_OTHER], 0);
     json_decref(resp);
     tg_ctx_clear(&ctx);
+}
+
+/* core/hash.h: tg_fnv1a64 is FNV-1a 64 (the published values), chainable,
+ * since ids derived from it must never change; tg_hash64 chains too. */
+static void test_hashes(void **state)
+{
+    (void)state;
+    assert_true(tg_fnv1a64(TG_FNV1A_OFFSET, "", 0) == 0xcbf29ce484222325ull);
+    assert_true(tg_fnv1a64(TG_FNV1A_OFFSET, "a", 1) == 0xaf63dc4c8601ec8cull);
+    assert_true(tg_fnv1a64(TG_FNV1A_OFFSET, "foobar", 6) == 0x85944171f73967e8ull);
+    assert_true(tg_fnv1a64(tg_fnv1a64(TG_FNV1A_OFFSET, "foo", 3), "bar", 3) ==
+                0x85944171f73967e8ull);
+    uint64_t a = tg_hash64("foo", 3, 0);
+    assert_true(tg_hash64("foo", 3, 0) == a);
+    assert_true(tg_hash64("foo", 3, 1) != a);
+    assert_true(tg_hash64("bar", 3, a) != tg_hash64("bar", 3, 0));
 }
 
 static void test_odd_bodies_fall_back(void **state)
@@ -411,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_odd_bodies_fall_back),
         cmocka_unit_test(test_every_dialect_has_a_row),
         cmocka_unit_test(test_quirk_ids),
+        cmocka_unit_test(test_hashes),
         cmocka_unit_test(test_bad_bodies_are_errors),
         cmocka_unit_test(test_cached_tools_new_messages),
         cmocka_unit_test(test_known_tools_span),
