@@ -733,7 +733,7 @@ static void choice_of_dropped(json_t *chat, conv *cv)
 {
     const char *name = json_string_value(json_object_get(
         json_object_get(json_object_get(chat, "tool_choice"), "function"), "name"));
-    if (!name || tg_tool_named(json_object_get(chat, "tools"), name))
+    if (!name || tg_tool_peek(json_object_get(chat, "tools"), name))
         return;
     json_object_del(chat, "tool_choice");
     tg_bridge_drop(cv->dropped, "fields", "tool_choice");
@@ -846,7 +846,7 @@ int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t
     return 0;
 }
 
-const json_t *tg_msg_bridge_dropped(const tg_msg_bridge *b)
+const json_t *tg_msg_bridge_dropped_peek(const tg_msg_bridge *b)
 {
     return b ? b->dropped : NULL;
 }

@@ -146,7 +146,7 @@ void tg_rr_fail(tg_ctx *ctx, const char *rule, const char *where, json_t *before
 
 const json_t *tg_rr_tool_peek(const tg_ctx *ctx, const char *agent_name)
 {
-    return tg_tool_named(ctx->tools, agent_name);
+    return tg_tool_peek(ctx->tools, agent_name);
 }
 
 bool tg_rr_declared(const tg_ctx *ctx, const char *upstream_name)

@@ -1301,7 +1301,7 @@ static int legacy_functions_to_tools(walk *w, json_t *body, tg_error *err)
         json_t *f;
         json_array_foreach(fns, i, f) {
             const char *name = json_string_value(json_object_get(f, "name"));
-            if (tg_tool_named(now, name))
+            if (tg_tool_peek(now, name))
                 continue;  /* the same function declared both ways */
             json_array_append_new(now, json_pack("{s:s, s:O}", "type", "function", "function", f));
         }

@@ -123,7 +123,7 @@ void tg_schema_clean_name(const tg_schema_rules *r, const char *name, char *out,
 /* Resolve a local JSON pointer $ref ("#", "#/$defs/x", "#/definitions/x",
  * "#/properties/a", ~0 ~1 and %XX escapes) against root: a borrowed node,
  * or NULL. */
-json_t *tg_schema_resolve_ref(const json_t *root, const char *ref);
+json_t *tg_schema_ref_peek(const json_t *root, const char *ref);
 /* Apply an inverse tree to a value: returns the restored value (new
  * reference; may be the same object, edited) and adds the edits to *count. */
 json_t *tg_schema_inverse_apply(json_t *inverse, json_t *value, int *count);

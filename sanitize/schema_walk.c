@@ -304,7 +304,7 @@ static int count_open_refs(const walk *w, const char *ref)
     return n;
 }
 
-json_t *tg_schema_resolve_ref(const json_t *root, const char *ref)
+json_t *tg_schema_ref_peek(const json_t *root, const char *ref)
 {
     if (!ref || ref[0] != '#')
         return NULL;
@@ -341,9 +341,9 @@ json_t *tg_schema_resolve_ref(const json_t *root, const char *ref)
     return (*p == '\0') ? cur : NULL;
 }
 
-static json_t *resolve_ref(const walk *w, const char *ref)
+static json_t *ref_peek(const walk *w, const char *ref)
 {
-    return tg_schema_resolve_ref(w->root, ref);
+    return tg_schema_ref_peek(w->root, ref);
 }
 
 static const char *ref_short_name(const char *ref)
@@ -515,7 +515,7 @@ static void merge_branch(walk *w, json_t *dst, json_t *b, int depth)
         return;
     const char *ref = json_string_value(json_object_get(b, "$ref"));
     if (ref && count_open_refs(w, ref) < REF_MAX_OPEN) {
-        json_t *t = resolve_ref(w, ref);
+        json_t *t = ref_peek(w, ref);
         if (json_is_object(t) && t != b) {
             merge_into(w, dst, t, depth + 1);
             json_t *rest = json_copy(b);
@@ -803,7 +803,7 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
                 ni.cut = ref;
                 return ni;
             }
-            json_t *t = resolve_ref(w, ref);
+            json_t *t = ref_peek(w, ref);
             json_t *merged = json_is_object(t) ? json_copy(t) : json_object();
             if (!t) {
                 json_t *d = json_sprintf("unresolved $ref %s", ref);
