@@ -154,7 +154,7 @@ static void test_quirk_ids(void **state)
     (void)state;
     assert_string_equal(tg_quirk_name(TG_Q_OTHER), "other");
     for (int q = 1; q < TG_QUIRKS; q++) {
-        char want[8];
+        char want[16];
         snprintf(want, sizeof want, "R%d", q);
         const char *name = tg_quirk_name((tg_quirk)q);
         assert_non_null(name);
