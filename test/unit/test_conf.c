@@ -457,6 +457,31 @@ static void test_rule_switches(void **state)
     }
 }
 
+/* README's conf reference lists the dialects by hand: it names every row
+ * of core/dialect.h's table, in the table's order. */
+static void test_readme_lists_dialects(void **state)
+{
+    (void)state;
+    char *readme = slurp("README.md");
+    assert_non_null(readme);
+    const char *at = strstr(readme, "\ndialect = ");
+    assert_non_null(at);
+    const char *end = strstr(at, "\nstrip_prefix");
+    assert_non_null(end);
+    for (int d = 0; d < TG_D_COUNT; d++) {
+        const char *name = tg_dialect_name((tg_dialect)d), *hit = at;
+        size_t n = strlen(name);
+        /* the name as a word: "openai" is not found inside "openai-strict" */
+        while ((hit = strstr(hit + 1, name)) && hit < end &&
+               (hit[-1] != ' ' || (hit[n] != ' ' && hit[n] != '\n')))
+            ;
+        if (!hit || hit > end)
+            fail_msg("README's dialect line lacks '%s' (or not in the table's order)", name);
+        at = hit;
+    }
+    free(readme);
+}
+
 static void test_shipped_conf(void **state)
 {
     (void)state;
@@ -487,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_hosted_tools),
         cmocka_unit_test(test_security_keys),
         cmocka_unit_test(test_rule_switches),
+        cmocka_unit_test(test_readme_lists_dialects),
     };
     return cmocka_run_group_tests_name("conf", tests, NULL, NULL);
 }
