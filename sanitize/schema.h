@@ -2,8 +2,9 @@
  * that names a tool) into the route's dialect, and keeps, in the ctx, what
  * the way back needs to undo it (see tg.h for the ownership rule).
  *
- * A dialect is a row of data (schema.c: presets[]): a set of TG_SR_* rule
- * bits plus limits. One walker (schema_walk.c) applies the rules the row
+ * A dialect's schema rules are data (a SCHEMA_* preset in schema.c, named by
+ * the dialect's row in core/dialect.h): a set of TG_SR_* rule bits plus
+ * limits. One walker (schema_walk.c) applies the rules the row
  * turns on. Every lossy rewrite records its inverse in a small tree that
  * mirrors the rewritten schema (the "inverse", format in schema_walk.c), and
  * the code that applies it sits next to the code that made the rewrite.
