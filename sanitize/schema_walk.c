@@ -1331,7 +1331,8 @@ static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *h
     json_object_set_new(out, k, json_deep_copy(v));
 }
 
-static json_t *first_type(json_t *t)
+/* The first non-null type name of a type or type list (borrowed), or NULL. */
+static json_t *first_type_peek(json_t *t)
 {
     if (json_is_string(t))
         return t;
@@ -1428,7 +1429,7 @@ static json_t *rw_children_array(walk *w, json_t *arr, const char *ptr, const ch
         json_t *meta = binv ? binv : json_object();
         any_inv |= binv != NULL;
         json_t *ot = json_is_object(b) ? json_object_get(b, "type") : NULL;
-        json_t *t = first_type(json_object_get(c, "type"));
+        json_t *t = first_type_peek(json_object_get(c, "type"));
         if (json_is_string(ot))
             json_object_set(meta, "ot", ot);
         else if (t && !binv_is_standin(binv))
