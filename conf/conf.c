@@ -295,6 +295,21 @@ static int parse_bool(parser *p, const kv *k, int *out)
     return 0;
 }
 
+/* A key that takes one of a few words (NULL-terminated names), in any case
+ * as the switches: its index, or -1 and a message listing the words. */
+static int parse_choice(parser *p, const kv *k, const char *const *names)
+{
+    for (int i = 0; names[i]; i++)
+        if (!strcasecmp(k->value, names[i]))
+            return i;
+    tg_buf list = {0};
+    for (int i = 0; names[i]; i++)
+        tg_buf_printf(&list, "%s%s", i ? " | " : "", names[i]);
+    perr(p, k->line, "%s: expected %s, got '%s'", k->key, list.data ? list.data : "", k->value);
+    tg_buf_free(&list);
+    return -1;
+}
+
 /* "a, b ,c" -> NULL-terminated array of trimmed, non-empty strings. */
 static char **split_list(const char *s)
 {
@@ -426,14 +441,9 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
         free_list(c->forward_headers);
         c->forward_headers = split_list(v);
     } else if (!strcmp(key, "log_level")) {
-        static const char *lv[] = {"error", "warn", "info", "debug"};
-        int found = -1;
-        for (int i = 0; i < 4; i++)
-            if (!strcmp(v, lv[i]))
-                found = i;
-        if (found < 0)
-            perr(p, k->line, "log_level: expected error | warn | info | debug, got '%s'", v);
-        else
+        static const char *const lv[] = {"error", "warn", "info", "debug", NULL};
+        int found = parse_choice(p, k, lv);
+        if (found >= 0)
             c->log_level = (tg_log_level)found;
     } else if (!strcmp(key, "access_log")) {
         free(c->access_log);
@@ -567,27 +577,17 @@ static void route_key(parser *p, tg_route *r, const kv *k)
     } else if (!strcmp(key, "retries")) {
         if (parse_int(v, 0, 10, &r->retries))
             perr(p, k->line, "retries: expected 0..10, got '%s'", v);
-    } else if (!strcmp(key, "responses")) {
-        if (!strcmp(v, "bridge"))
-            r->responses = 1;
-        else if (!strcmp(v, "pass"))
-            r->responses = 0;
-        else
-            perr(p, k->line, "responses: expected bridge | pass, got '%s'", v);
-    } else if (!strcmp(key, "messages")) {
-        if (!strcmp(v, "bridge"))
-            r->messages = 1;
-        else if (!strcmp(v, "pass"))
-            r->messages = 0;
-        else
-            perr(p, k->line, "messages: expected bridge | pass, got '%s'", v);
+    } else if (!strcmp(key, "responses") || !strcmp(key, "messages")) {
+        static const char *const how[] = {"bridge", "pass", NULL};
+        int *dst = !strcmp(key, "responses") ? &r->responses : &r->messages;
+        int i = parse_choice(p, k, how);
+        if (i >= 0)
+            *dst = i == 0;
     } else if (!strcmp(key, "hosted_tools")) {
-        if (!strcmp(v, "drop"))
-            r->refuse_hosted = false;
-        else if (!strcmp(v, "refuse"))
-            r->refuse_hosted = true;
-        else
-            perr(p, k->line, "hosted_tools: expected drop | refuse, got '%s'", v);
+        static const char *const hosted[] = {"drop", "refuse", NULL};
+        int i = parse_choice(p, k, hosted);
+        if (i >= 0)
+            r->refuse_hosted = i == 1;
     } else if (!strcmp(key, "fallback")) {
         free(r->fallback);
         r->fallback = *v ? strdup(v) : NULL;

@@ -462,6 +462,29 @@ static void test_rule_switches(void **state)
     }
 }
 
+/* Keys that take one of a few words read them in any case too, and refuse
+ * the same way, listing the words. */
+static void test_choices_any_case(void **state)
+{
+    (void)state;
+    tg_conf *c = load("[server]\nlog_level = Debug\n"
+                      "[route r]\nprefix = /r\nupstream = http://h\nresponses = PASS\n"
+                      "messages = Bridge\nhosted_tools = Refuse\ndiscovery = Auto\n"
+                      "[route s]\nprefix = /s\nupstream = http://h\ndiscovery = ON\n");
+    assert_non_null(c);
+    assert_int_equal(c->log_level, TG_LOG_DEBUG);
+    const tg_route *r = tg_route_by_name(c, "r");
+    assert_int_equal(r->responses, 0);
+    assert_int_equal(r->messages, 1);
+    assert_true(r->refuse_hosted);
+    assert_int_equal(r->rules.disc.mode, TG_DISC_AUTO);
+    assert_int_equal(tg_route_by_name(c, "s")->rules.disc.mode, TG_DISC_ON);
+    tg_conf_unref(c);
+    free(refused("responses = bridged", "t.conf:4: responses: expected bridge | pass, got 'bridged'"));
+    free(refused("hosted_tools = keep", "t.conf:4: hosted_tools: expected drop | refuse, got 'keep'"));
+    free(refused("discovery = maybe", "t.conf:4: discovery: expected off | auto | on, got 'maybe'"));
+}
+
 /* README's conf reference lists the dialects by hand: it names every row
  * of core/dialect.h's table, in the table's order. */
 static void test_readme_lists_dialects(void **state)
@@ -518,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_security_keys),
         cmocka_unit_test(test_rule_switches),
         cmocka_unit_test(test_readme_lists_dialects),
+        cmocka_unit_test(test_choices_any_case),
     };
     return cmocka_run_group_tests_name("conf", tests, NULL, NULL);
 }
