@@ -40,6 +40,8 @@
 #include <string.h>
 
 #include "bridge/bridge.h"
+#include "core/alloc.h"
+#include "core/hash.h"
 #include "core/jsonio.h"
 
 enum { BLK_NONE, BLK_TEXT, BLK_THINKING, BLK_TOOL };
@@ -662,7 +664,7 @@ static void convert_effort(json_t *chat, const json_t *body, conv *cv)
 
 /* metadata.user_id as chat's user. OpenAI takes at most 64 characters
  * there and Claude Code's is a JSON text of about 150, so a longer one
- * goes as a stable hash of it (FNV-1a 64): the same user, the same value. */
+ * goes as a stable hash of it: the same user, the same value. */
 static void convert_user(json_t *chat, const json_t *body)
 {
     const json_t *v = json_object_get(json_object_get(body, "metadata"), "user_id");
@@ -672,10 +674,9 @@ static void convert_user(json_t *chat, const json_t *body)
         json_object_set(chat, "user", (json_t *)v);
         return;
     }
-    uint64_t h = 1469598103934665603ull;
-    const unsigned char *p = (const unsigned char *)json_string_value(v);
-    for (size_t i = 0; i < json_string_length(v); i++)
-        h = (h ^ p[i]) * 1099511628211ull;
+    /* FNV-1a (core/hash.h) from a start one digit short of its offset
+     * basis, as it was first written: kept, so a user keeps its value */
+    uint64_t h = tg_fnv1a64(1469598103934665603ull, json_string_value(v), json_string_length(v));
     char u[32];
     snprintf(u, sizeof u, "tg-%016llx", (unsigned long long)h);
     json_object_set_new(chat, "user", json_string(u));
@@ -828,13 +829,7 @@ int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t
         json_decref(cv.dropped);
         return -1;
     }
-    tg_msg_bridge *b = calloc(1, sizeof *b);
-    if (!b) {
-        json_decref(cv.dropped);
-        json_decref(c);
-        tg_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
-        return -1;
-    }
+    tg_msg_bridge *b = tg_calloc(1, sizeof *b);
     const json_t *m = json_object_get(body, "model");
     b->model = json_is_string(m) ? json_incref((json_t *)m) : json_string("");
     const json_t *stops = json_object_get(body, "stop_sequences");

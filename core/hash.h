@@ -7,8 +7,10 @@
  *               process for good may depend on them.
  *   tg_fnv1a64  for ids derived turn after turn, which an agent or a
  *               provider sees and sends back: the upstream ids of hygiene
- *               (sanitize/hygiene.c) and the synthesized call ids of repair
- *               (repair/repair.c). Plain FNV-1a 64, byte at a time: its
+ *               (sanitize/hygiene.c), the synthesized call ids of repair
+ *               (repair/repair.c), the Messages bridge's stand-in for a
+ *               long metadata.user_id (bridge/messages_api.c, from its own
+ *               start value). Plain FNV-1a 64, byte at a time: its
  *               outputs are fixed forever (the test vectors pin them).
  */
 #ifndef TG_HASH_H
