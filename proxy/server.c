@@ -615,7 +615,7 @@ static void responses_stream(void *b, const char *sse, size_t n, tg_buf *out)
 }
 static void responses_stream_end(void *b, tg_buf *out) { tg_responses_stream_end(b, out); }
 static void responses_free(void *b) { tg_resp_bridge_free(b); }
-static const json_t *responses_dropped(const void *b) { return tg_resp_bridge_dropped(b); }
+static const json_t *responses_dropped(const void *b) { return tg_resp_bridge_dropped_peek(b); }
 
 static const bridge_api responses_api = {
     .name = "/v1/responses",
@@ -648,7 +648,7 @@ static void messages_stream(void *b, const char *sse, size_t n, tg_buf *out)
 }
 static void messages_stream_end(void *b, tg_buf *out) { tg_messages_stream_end(b, out); }
 static void messages_free(void *b) { tg_msg_bridge_free(b); }
-static const json_t *messages_dropped(const void *b) { return tg_msg_bridge_dropped(b); }
+static const json_t *messages_dropped(const void *b) { return tg_msg_bridge_dropped_peek(b); }
 
 static const bridge_api messages_api = {
     .name = "/v1/messages",

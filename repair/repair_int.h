@@ -54,9 +54,11 @@ const char *tg_rr_legacy_finish(const char *f);
 /* Mistral content list -> text (and thinking into reasoning_content) on a
  * message or delta (R23). Returns 1 when changed. */
 int tg_rr_flatten_content(tg_ctx *ctx, json_t *msg);
-/* Count and record one repair / one failure. */
-void tg_rr_note(tg_ctx *ctx, const char *rule, const char *where, json_t *before,
-                json_t *after);
+/* Count and record one repair: of quirk q (recorded under its name "Rn"),
+ * or of a rule no R-number names (counted as TG_Q_OTHER). Then one failure. */
+void tg_rr_note(tg_ctx *ctx, tg_quirk q, const char *where, json_t *before, json_t *after);
+void tg_rr_note_other(tg_ctx *ctx, const char *rule, const char *where, json_t *before,
+                      json_t *after);
 void tg_rr_fail(tg_ctx *ctx, const char *rule, const char *where, json_t *before);
 /* R27: the calls in a Groq tool_use_failed error's failed_generation that
  * name declared tools (new array of OpenAI calls, not yet fixed), or NULL. */

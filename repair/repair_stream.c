@@ -422,7 +422,7 @@ static void split_live(tg_stream *s, schoice *c, scall *k, json_t *events)
         queue_args(s, c, k, rest, n, events);
         return;
     }
-    tg_rr_note(s->ctx, "R20", k->name, NULL, parts);
+    tg_rr_note(s->ctx, TG_R20, k->name, NULL, parts);
     json_t *calls = json_array();
     size_t i;
     json_t *o;
@@ -494,7 +494,7 @@ static void end_live(tg_stream *s, schoice *c, scall *k, json_t *events)
         blank = isspace((unsigned char)k->args.data[i]);
     if (blank) {
         if (tg_rr_on(s->ctx, TG_RR_ARGS)) {
-            tg_rr_note(s->ctx, "R14", k->name, NULL, NULL);
+            tg_rr_note(s->ctx, TG_R14, k->name, NULL, NULL);
             queue_args(s, c, k, "{}", 2, events);
         }
         return;
@@ -638,7 +638,7 @@ static void take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *
         char *t = tg_json_dumps(a);
         piece = json_string(t);
         free(t);
-        tg_rr_note(s->ctx, "R13", name, NULL, NULL);
+        tg_rr_note(s->ctx, TG_R13, name, NULL, NULL);
     }
     json_t *extra = NULL;
     const char *key;
@@ -714,7 +714,7 @@ static json_t *scan_content(tg_stream *s, schoice *c, const char *t, size_t n, b
     json_t *tc;
     json_array_foreach(found, i, tc) json_array_append_new(calls, tg_rr_call_from_text(tc));
     if (json_array_size(found))
-        tg_rr_note(s->ctx, "R12", NULL, NULL, found);
+        tg_rr_note(s->ctx, TG_R12, NULL, NULL, found);
     json_decref(found);
     json_t *out = text.len ? json_stringn(text.data, text.len) : NULL;
     tg_buf_free(&text);
@@ -863,7 +863,7 @@ static void fix_delta(tg_stream *s, schoice *c, json_t *delta, bool has_calls,
     json_t *role = json_object_get(delta, "role");
     if (role && (!json_is_string(role) || !json_string_length(role)) &&
         tg_rr_on(s->ctx, TG_RR_ROLE)) {
-        tg_rr_note(s->ctx, "R25", NULL, role, NULL);
+        tg_rr_note(s->ctx, TG_R25, NULL, role, NULL);
         if (c->any_sent)
             json_object_del(delta, "role");
         else
@@ -986,7 +986,7 @@ static void finish_now(tg_stream *s, schoice *c, const char *f, json_t *events)
     }
     const char *nf = tg_rr_finish(s->ctx, f, c->next_out);
     if (strcmp(nf ? nf : "", f))
-        tg_rr_note(s->ctx, c->next_out ? "R10" : "R11", "finish_reason", NULL, NULL);
+        tg_rr_note(s->ctx, c->next_out ? TG_R10 : TG_R11, "finish_reason", NULL, NULL);
     queue_delta(s, c, events, json_object(), nf);
 }
 
@@ -1442,7 +1442,7 @@ static bool recover_error(tg_stream *s, const json_t *chunk, tg_buf *out)
         json_decref(calls);
         return false;
     }
-    tg_rr_note(s->ctx, "R27", NULL, err, calls);
+    tg_rr_note(s->ctx, TG_R27, NULL, err, calls);
     json_t *events = json_array();
     flush_choice(s, c, events, false);
     queue_fixed(s, c, calls, events);
