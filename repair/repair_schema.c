@@ -265,7 +265,7 @@ static bool typed(const json_t *t)
  * stream's first call of a tool asks, tool_is_live). */
 static bool allows_typed(const json_t *root, const json_t *n, int depth)
 {
-    n = deref(root, n);
+    n = deref_peek(root, n);
     if (!json_is_object(n) || depth > SCHEMA_DEPTH_MAX)
         return false;
     const json_t *type = json_object_get(n, "type");
@@ -277,7 +277,7 @@ static bool allows_typed(const json_t *root, const json_t *n, int depth)
         return true;
     if (!type && json_is_object(json_object_get(n, "properties")))
         return true;
-    json_array_foreach(union_of(n), i, x) if (allows_typed(root, x, depth + 1))
+    json_array_foreach(union_peek(n), i, x) if (allows_typed(root, x, depth + 1))
         return true;
     return false;
 }
