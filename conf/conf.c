@@ -486,6 +486,25 @@ static char *normalize_prefix(const char *v)
     return tg_buf_steal(&b, NULL);
 }
 
+/* discovery_embeddings = ROUTE:MODEL (the model may itself hold colons,
+ * as Ollama's "nomic-embed-text:latest"); "" or off turns it off. That
+ * ROUTE exists is checked once every route is read. */
+static void set_embeddings(parser *p, tg_route *r, const kv *k)
+{
+    const char *v = k->value, *colon = strchr(v, ':');
+    free(r->rules.disc.embed_route);
+    free(r->rules.disc.embed_model);
+    r->rules.disc.embed_route = r->rules.disc.embed_model = NULL;
+    if (!*v || !strcmp(v, "off"))
+        return;
+    if (!colon || colon == v || !colon[1]) {
+        perr(p, k->line, "discovery_embeddings: expected ROUTE:MODEL, got '%s'", v);
+        return;
+    }
+    r->rules.disc.embed_route = strndup(v, (size_t)(colon - v));
+    r->rules.disc.embed_model = strdup(colon + 1);
+}
+
 /* Keys of [route NAME] other than rule overrides. The dialect is already
  * applied to r->rules when this runs. */
 static void route_key(parser *p, tg_route *r, const kv *k)
@@ -541,6 +560,8 @@ static void route_key(parser *p, tg_route *r, const kv *k)
             perr(p, k->line, "discovery_threshold: expected a tool count, got '%s'", v);
     } else if (!strcmp(key, "discovery_core")) {
         free_list(r->rules.disc.core);
+    free(r->rules.disc.embed_route);
+    free(r->rules.disc.embed_model);
         r->rules.disc.core = split_list(v);
     } else if (!strcmp(key, "discovery_schemas")) {
         if (parse_int(v, 0, 50, &r->rules.disc.search_schemas))
@@ -551,6 +572,8 @@ static void route_key(parser *p, tg_route *r, const kv *k)
     } else if (!strcmp(key, "discovery_list_names")) {
         if (parse_bool(v, &r->rules.disc.list_names))
             perr(p, k->line, "discovery_list_names: expected on | off, got '%s'", v);
+    } else if (!strcmp(key, "discovery_embeddings")) {
+        set_embeddings(p, r, k);
     } else if (!strcmp(key, "text_tool_calls")) {
         if (parse_bool(v, &b))
             perr(p, k->line, "text_tool_calls: expected on | off, got '%s'", v);
@@ -717,6 +740,9 @@ static void build_routes(parser *p, tg_conf *c)
         tg_route *r = &c->routes[i];
         if (r->fallback && (!tg_route_by_name(c, r->fallback) || !strcmp(r->fallback, r->name)))
             perr(p, r->line, "[route %s] fallback '%s' is not another route", r->name, r->fallback);
+        if (r->rules.disc.embed_route && !tg_route_by_name(c, r->rules.disc.embed_route))
+            perr(p, r->line, "[route %s] discovery_embeddings: no route '%s'", r->name,
+                 r->rules.disc.embed_route);
         for (int j = 0; j < i; j++)
             if (r->prefix[0] && !strcmp(r->prefix, c->routes[j].prefix))
                 perr(p, r->line, "[route %s] prefix %s is already used by [route %s]", r->name,

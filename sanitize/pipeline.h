@@ -49,6 +49,8 @@ typedef struct tg_ctx {
     struct tg_cache *cache;          /* owned by the worker thread that runs
                                         this request (sanitize/cache.h); NULL
                                         disables caching */
+    tg_embedder *embedder;           /* the caller's, or NULL: semantic
+                                        ranking off (discovery.h) */
 
     /* Learned on the way up, used on the way down (all owned by ctx). */
     json_t *tools;                   /* the agent's tools as received, or NULL.
