@@ -560,8 +560,6 @@ static void route_key(parser *p, tg_route *r, const kv *k)
             perr(p, k->line, "discovery_threshold: expected a tool count, got '%s'", v);
     } else if (!strcmp(key, "discovery_core")) {
         free_list(r->rules.disc.core);
-    free(r->rules.disc.embed_route);
-    free(r->rules.disc.embed_model);
         r->rules.disc.core = split_list(v);
     } else if (!strcmp(key, "discovery_schemas")) {
         if (parse_int(v, 0, 50, &r->rules.disc.search_schemas))
@@ -658,6 +656,8 @@ static void route_free(tg_route *r)
     free(r->strip_prefix);
     free(r->fallback);
     free_list(r->rules.disc.core);
+    free(r->rules.disc.embed_route);
+    free(r->rules.disc.embed_model);
 }
 
 /* "route NAME" -> NAME, or NULL when the section is something else. */

@@ -55,6 +55,7 @@ typedef struct tg_embedder {
     unsigned calls;      /* posts made */
     unsigned fallbacks;  /* searches ranked by BM25 alone because of a failure */
     unsigned causes;     /* bit (1u << tg_embed_fail) for each cause seen */
+    tg_embed_fail cause; /* the failure's (one a request: no tries after it) */
     bool failed;         /* a post failed: no more tries in this request */
 } tg_embedder;
 

@@ -270,6 +270,7 @@ static int fall_back(tg_embedder *e, tg_embed_fail why)
     e->failed = true;
     e->fallbacks++;
     e->causes |= 1u << why;
+    e->cause = why;
     return -1;
 }
 

@@ -3,9 +3,8 @@
  * cache, every fallback to BM25, the bounds on what an endpoint sends, and
  * the conf key.
  *
- * The fake embeds a text as a hashed bag of its words (a crude stemmer and
- * a few synonym classes, so that "automobile" meets "car" as a real model
- * would); it is a test device, not a measure of semantic recall.
+ * The fake embeds a text as the mock upstream does (test/mock/hash_embed.h):
+ * a test device, not a measure of semantic recall.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,14 +14,14 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <ctype.h>
 
 #include "../../conf/conf.h"
 #include "../../discovery/embed.h"
 #include "../../sanitize/cache.h"
 #include "../../sanitize/pipeline.h"
+#include "../mock/hash_embed.h"
 
-#define DIM 64
+#define DIM HASH_EMBED_DIM
 
 typedef enum { F_OK, F_STATUS, F_TIMEOUT, F_GARBAGE, F_DIM, F_COUNT, F_HUGE, F_NAN, F_INDEX } fmode;
 
@@ -33,48 +32,13 @@ typedef struct fake {
     int posts, inputs;
 } fake;
 
-static const char *const concepts[][4] = {
-    { "car", "automobile", "vehicle", NULL },
-    { "rent", "hire", "lease", NULL },
-    { NULL },
-};
-
-static void word_vec(const char *w, size_t n, float *v)
-{
-    char s[64];
-    if (n >= sizeof s)
-        n = sizeof s - 1;
-    for (size_t i = 0; i < n; i++)
-        s[i] = (char)tolower((unsigned char)w[i]);
-    s[n] = '\0';
-    if (n > 3 && s[n - 1] == 's')
-        s[--n] = '\0';
-    static const char *const stop[] = { "a", "an", "the", "for", "on", "of", "from", "with", NULL };
-    for (size_t k = 0; stop[k]; k++)
-        if (!strcmp(s, stop[k]))
-            return;
-    for (size_t c = 0; concepts[c][0]; c++)
-        for (size_t k = 0; concepts[c][k]; k++)
-            if (!strcmp(s, concepts[c][k]))
-                snprintf(s, sizeof s, "%s", concepts[c][0]);
-    v[tg_hash64(s, strlen(s), 7) % DIM] += 1.0f;
-}
-
 static json_t *bag(const char *t, size_t dim)
 {
-    float v[DIM + 2] = { 0 };
-    while (*t) {
-        while (*t && !isalnum((unsigned char)*t))
-            t++;
-        const char *b = t;
-        while (isalnum((unsigned char)*t))
-            t++;
-        if (t > b)
-            word_vec(b, (size_t)(t - b), v);
-    }
+    float v[HASH_EMBED_DIM] = { 0 };
+    hash_embed(t, v);
     json_t *a = json_array();
     for (size_t j = 0; j < dim; j++)
-        json_array_append_new(a, json_real(v[j % DIM]));
+        json_array_append_new(a, json_real(v[j % HASH_EMBED_DIM]));
     return a;
 }
 
@@ -355,6 +319,7 @@ static void test_conf_key(void **state)
     tg_buf err = { 0 };
     tg_conf *c = tg_conf_load_string("[route chat]\nmodels = *\nupstream = http://a/v1\n"
                                      "discovery_embeddings = emb:nomic-embed-text:latest\n"
+                                     "discovery_core = read_*\n"
                                      "[route emb]\nprefix = /emb\nupstream = http://b/v1\n",
                                      "t.conf", &err);
     assert_non_null(c);
