@@ -402,6 +402,8 @@ static const knob knobs[] = {
     KNOB("verb_weight", verb_weight, 0.5, 0.8, 1),
     KNOB("coverage", coverage, 0, 0.25, 0.5, 1, 2),
     KNOB("name_cover", name_cover, 0, 0.25, 0.5, 1, 2),
+    KNOB("prefix_w", prefix_weight, 0, 0.2, 0.4, 0.7),
+    KNOB("rerank", rerank, 0, 0.1, 0.25, 0.5, 1),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 
@@ -657,7 +659,21 @@ int main(int argc, char **argv)
     }
 
     if (fit) {
-        int rc = grid(queries, corpus, &tg_dindex_defaults);
+        /* TG_EVAL_KNOBS="prefix_w=0.2 rerank=0.1": sweep around other values */
+        tg_dindex_params base = tg_dindex_defaults;
+        const char *kv = getenv("TG_EVAL_KNOBS");
+        while (kv && *kv) {
+            char name[32];
+            double v;
+            int used = 0;
+            if (sscanf(kv, " %31[^=]=%lf%n", name, &v, &used) != 2)
+                break;
+            for (size_t k = 0; k < NKNOBS; k++)
+                if (!strcmp(knobs[k].name, name))
+                    *(double *)((char *)&base + knobs[k].off) = v;
+            kv += used;
+        }
+        int rc = grid(queries, corpus, &base);
         json_decref(corpus);
         json_decref(queries);
         return rc;
