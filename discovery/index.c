@@ -255,6 +255,14 @@ static void read_field(builder *b, int field, const char *text, unsigned budget)
     words(text, &b->wc);
 }
 
+/* The values a parameter takes ("open", "closed", "merged") say what the
+ * tool works on: counted with the parameter descriptions, 16 at most. */
+static void read_enum(builder *b, json_t *values)
+{
+    for (size_t i = 0; i < json_array_size(values) && i < 16; i++)
+        read_field(b, F_PDESC, json_string_value(json_array_get(values, i)), 4);
+}
+
 /* Parameter names and descriptions, one level into nested objects/arrays:
  * deeper levels are detail a user does not phrase a task in. */
 static void read_params(builder *b, json_t *schema, int depth)
@@ -267,6 +275,7 @@ static void read_params(builder *b, json_t *schema, int depth)
     json_object_foreach(props, key, p) {
         read_field(b, F_PARAM, key, 64);
         read_field(b, F_PDESC, json_string_value(json_object_get(p, "description")), 48);
+        read_enum(b, json_object_get(p, "enum"));
         if (depth < 1) {
             read_params(b, p, depth + 1);
             read_params(b, json_object_get(p, "items"), depth + 1);

@@ -1,8 +1,8 @@
 /* test_rank.c -- the ranking steps issue 19 kept (discovery/index.c):
- * prefixes of stems (scraper/scrape) and the second stage over the top 50
- * that counts the written words a tool covers, synonyms included. Each
- * check compares the defaults with the step turned off, so that it fails
- * without the step.
+ * prefixes of stems (scraper/scrape), the second stage over the top 50
+ * that counts the written words a tool covers, synonyms included, and the
+ * values of a parameter's enum indexed. Each check fails without its step
+ * (compared with the step turned off where it is a knob).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,11 +74,29 @@ static void test_rerank(void **state)
     json_decref(tools);
 }
 
+/* A parameter's enum values are words of the tool: "archived" finds the
+ * tool whose filter takes it, though neither name nor description says it. */
+static void test_enum_values(void **state)
+{
+    (void)state;
+    json_t *tools = json_pack(
+        "[{sss{sssss{sss{s{sss[sss]}}}}}{sss{sssss{sss{}}}}]", "type", "function", "function",
+        "name", "list_projects", "description", "List the projects of a team.", "parameters",
+        "type", "object", "properties", "state", "type", "string", "enum", "active", "archived",
+        "deleted", "type", "function", "function", "name", "list_teams", "description",
+        "List the teams.", "parameters", "type", "object", "properties");
+    json_t *idx = tg_dindex_build(tools);
+    assert_int_equal(top(idx, "archived", &tg_dindex_defaults), 0);
+    json_decref(idx);
+    json_decref(tools);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prefixes),
         cmocka_unit_test(test_rerank),
+        cmocka_unit_test(test_enum_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
