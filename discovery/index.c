@@ -2,20 +2,25 @@
  *
  * A tool is a document with four fields: its name (split on camelCase,
  * snake_case, dots and dashes), its description, its parameter names and
- * their descriptions. Words are lower-cased, stop words dropped and stemmed
+ * their descriptions (with the values of their enums). Words are
+ * lower-cased, stop words dropped and stemmed
  * with Snowball's English stemmer (libstemmer), so "deleting", "deleted"
  * and "delete" meet. Each field keeps its own term counts and lengths, and
  * the field weights are applied at search time (proper BM25F: every field
  * normalized by its own mean length), so that the eval can fit them
  * (tg_dindex_params) without rebuilding an index. Queries are written the
  * way a user talks ("show me", "get rid of"), so query words also pull in a
- * few generic synonyms (list/show/get, create/add/new, ...) at a lower
- * weight; nothing here knows any particular tool.
+ * few generic synonyms (list/show/get, create/add/new, ...) and the terms
+ * their stems begin or are begun by (scraper/scrape) at a lower weight; a
+ * second stage lifts, among the first 50, the tools that cover more of
+ * the written words. Nothing here knows any particular tool.
  *
  * Layout (all in one json object, shareable through the cache):
  *   "n": docs, "avg": packed float[F_COUNT] mean field lengths,
  *   "dl": packed float[n][F_COUNT] field lengths,
- *   "t": {term: packed posting[] = {uint32 doc; float tf[F_COUNT]}}  (docs ascending)
+ *   "t": {term: packed posting[] = {uint32 doc; float tf[F_COUNT]}}  (docs ascending),
+ *   "sv", "so": the terms sorted (NUL-ended, one after another) and packed
+ *   uint32 offsets of each, "syn": the synonym groups stemmed
  * Packed data are json strings made with json_stringn_nocheck: binary,
  * never dumped, and malloc-aligned, so they are read in place.
  */
