@@ -6,7 +6,7 @@
  * resolved per section at the end, because `schema.*` overrides only mean
  * something once the route's dialect is known, whatever the key order.
  */
-#include "conf.h"
+#include "conf/conf.h"
 
 #include <ctype.h>
 #include <stdarg.h>

@@ -24,20 +24,22 @@
  * ctx->disc_state (per request):
  *   {"d": derivation, "rounds": n, "usage": {...}, "note": "...", "forced": name}
  */
-#include "discovery.h"
+#include "discovery/discovery.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sanitize/cache.h"
-#include "../sanitize/hygiene.h"
-#include "../sanitize/pipeline.h"
-#include "../sanitize/jsonio.h"
-#include "embed.h"
-#include "groups.h"
-#include "index.h"
+#include "core/cache.h"
+#include "sanitize/hygiene.h"
+#include "core/ctx.h"
+#include "repair/repair.h"
+#include "sanitize/schema.h"
+#include "core/jsonio.h"
+#include "discovery/embed.h"
+#include "discovery/groups.h"
+#include "discovery/index.h"
 
 #define CACHE_KIND "discovery"
 #define SEARCH_DEFAULT 8
@@ -777,7 +779,8 @@ static size_t fused_search(const tg_ctx *ctx, json_t *d, const char **q, size_t 
         for (size_t i = 0; i < m && i < FUSE_DEPTH; i++)
             rrf[hits[i]] += 1.0 / (RRF_K + (double)i + 1.0);
     }
-    tg_disc_embed_fuse(ctx, d, q, nq, mask, FUSE_DEPTH, RRF_K, rrf);
+    tg_disc_embed_fuse(ctx, ctx->disc->embed_route, ctx->disc->embed_model, d, q, nq, mask,
+                       FUSE_DEPTH, RRF_K, rrf);
     for (size_t i = 0; i < n; i++)
         if (rrf[i] > 0)
             all[got++] = (fused){ i, rrf[i] };

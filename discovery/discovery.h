@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "../sanitize/tg.h"
+#include "core/tg.h"
 
 struct tg_ctx;
 
@@ -19,48 +19,11 @@ typedef struct tg_disc_conf {
     int search_schemas;   /* top results that carry full schemas */
     int max_rounds;       /* inner rounds answered by toolgate */
     int list_names;       /* list catalog names in search_tools' description */
-    char *embed_route;    /* discovery_embeddings = ROUTE:MODEL, or NULL (owned by conf) */
+    char *embed_route;    /* discovery_embeddings = ROUTE:MODEL, or NULL (owned by conf;
+                             discovery/embed.h) */
     char *embed_model;
 } tg_disc_conf;
 
-/* Semantic ranking (discovery/embed.c). search_tools also ranks the
- * catalog by the cosine of embeddings that an OpenAI-compatible
- * POST /v1/embeddings returns, and fuses that rank with BM25's. The network
- * is the caller's: proxy/ sets ctx->embedder to a libcurl client of the
- * named route, tests to a fake. Discovery reports what happened into the
- * embedder (calls, fallbacks and their causes); any failure falls back to
- * BM25 for that search, never fails a request. */
-typedef enum {
-    TG_EMB_TRANSPORT,  /* no connection, or the transfer broke */
-    TG_EMB_TIMEOUT,
-    TG_EMB_STATUS,     /* a non-2xx answer */
-    TG_EMB_TOO_BIG,    /* the answer passed TG_EMBED_ANSWER_MAX */
-    TG_EMB_MALFORMED,  /* not JSON, or not {data:[{index, embedding:[numbers]}]} */
-    TG_EMB_DIMENSION,  /* vectors of different or too many dimensions */
-    TG_EMB_COUNT,      /* not one vector per input */
-    TG_EMB_NO_ROUTE,   /* the named route is gone (a reload) */
-    TG_EMB_N
-} tg_embed_fail;
-
-#define TG_EMBED_ANSWER_MAX (32u << 20) /* bytes of one embeddings answer */
-#define TG_EMBED_DIM_MAX 8192           /* dimensions of one vector */
-
-typedef struct tg_embedder {
-    /* POST body ({model, input: [strings]}, borrowed) to the embeddings
-     * endpoint; the answer's parsed JSON (new reference), or NULL with
-     * *why set. Must itself stop reading past TG_EMBED_ANSWER_MAX. */
-    json_t *(*post)(struct tg_embedder *self, json_t *body, tg_embed_fail *why);
-    void *ud;
-    /* filled by discovery, per request */
-    unsigned calls;      /* posts made */
-    unsigned fallbacks;  /* searches ranked by BM25 alone because of a failure */
-    unsigned causes;     /* bit (1u << tg_embed_fail) for each cause seen */
-    tg_embed_fail cause; /* the failure's (one a request: no tries after it) */
-    bool failed;         /* a post failed: no more tries in this request */
-} tg_embedder;
-
-/* The cause's name for logs and tests ("timeout", "status", ...). */
-const char *tg_embed_fail_name(tg_embed_fail why);
 
 /* Request stage: may replace body["tools"]; records in ctx what it did. */
 int tg_discovery_stage(json_t *body, struct tg_ctx *ctx, tg_error *err);

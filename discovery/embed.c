@@ -19,17 +19,21 @@
  *
  * Cache value: {"dim": D, "v": packed float[n][D]} (unit vectors).
  */
-#include "embed.h"
+#include "discovery/embed.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sanitize/buf.h"
-#include "../sanitize/cache.h"
-#include "../sanitize/pipeline.h"
+#include "core/buf.h"
+#include "core/cache.h"
+#include "core/ctx.h"
 
 #define CACHE_KIND "embed"
+
+typedef struct target {  /* discovery_embeddings = ROUTE:MODEL */
+    const char *route, *model;
+} target;
 
 const char *tg_embed_fail_name(tg_embed_fail why)
 {
@@ -151,11 +155,11 @@ fail:
 }
 
 /* Embed texts (borrowed array of strings) in one call. */
-static float *embed_call(const struct tg_ctx *ctx, json_t *texts, size_t want_dim, size_t *dim,
-                         tg_embed_fail *why)
+static float *embed_call(const struct tg_ctx *ctx, const target *tg, json_t *texts,
+                         size_t want_dim, size_t *dim, tg_embed_fail *why)
 {
     tg_embedder *e = ctx->embedder;
-    json_t *body = json_pack("{sssO}", "model", ctx->disc->embed_model, "input", texts);
+    json_t *body = json_pack("{sssO}", "model", tg->model, "input", texts);
     json_t *ans = NULL;
     float *v = NULL;
     *why = TG_EMB_MALFORMED;
@@ -172,17 +176,17 @@ static float *embed_call(const struct tg_ctx *ctx, json_t *texts, size_t want_di
 
 /* ---- the catalog's vectors (cached) ---------------------------------- */
 
-static uint64_t catalog_key(const struct tg_ctx *ctx, json_t *d)
+static uint64_t catalog_key(const target *tg, json_t *d)
 {
-    const char *route = ctx->disc->embed_route ? ctx->disc->embed_route : "";
-    const char *model = ctx->disc->embed_model;
+    const char *route = tg->route ? tg->route : "", *model = tg->model;
     json_int_t dk = json_integer_value(json_object_get(d, "key"));
     uint64_t h = tg_hash64(&dk, sizeof dk, 0x74676d6265640001ull);
     h = tg_hash64(route, strlen(route) + 1, h);
     return tg_hash64(model, strlen(model), h);
 }
 
-static json_t *embed_catalog(const struct tg_ctx *ctx, json_t *d, tg_embed_fail *why)
+static json_t *embed_catalog(const struct tg_ctx *ctx, const target *tg, json_t *d,
+                             tg_embed_fail *why)
 {
     size_t n = json_array_size(json_object_get(d, "catalog")), dim = 0;
     float *all = NULL;
@@ -191,7 +195,7 @@ static json_t *embed_catalog(const struct tg_ctx *ctx, json_t *d, tg_embed_fail 
         json_t *texts = json_array();
         for (size_t i = at; i < at + m; i++)
             json_array_append_new(texts, tool_text(d, i));
-        float *v = embed_call(ctx, texts, dim, &got_dim, why);
+        float *v = embed_call(ctx, tg, texts, dim, &got_dim, why);
         json_decref(texts);
         if (!v)
             goto fail;
@@ -219,14 +223,15 @@ fail:
 
 /* From the request's own state (several searches a request, with or
  * without a cache), the worker cache, or the endpoint. */
-static json_t *catalog_vectors(const struct tg_ctx *ctx, json_t *d, tg_embed_fail *why)
+static json_t *catalog_vectors(const struct tg_ctx *ctx, const target *tg, json_t *d,
+                               tg_embed_fail *why)
 {
     json_t *cv = json_object_get(ctx->disc_state, "embed");
     if (cv)
         return json_incref(cv);
-    uint64_t key = catalog_key(ctx, d);
+    uint64_t key = catalog_key(tg, d);
     cv = tg_cache_get(ctx->cache, CACHE_KIND, key);
-    if (!cv && (cv = embed_catalog(ctx, d, why)))
+    if (!cv && (cv = embed_catalog(ctx, tg, d, why)))
         tg_cache_put(ctx->cache, CACHE_KIND, key, cv,
                      json_string_length(json_object_get(cv, "v")) + 256);
     if (cv && ctx->disc_state)
@@ -274,18 +279,20 @@ static int fall_back(tg_embedder *e, tg_embed_fail why)
     return -1;
 }
 
-int tg_disc_embed_fuse(const struct tg_ctx *ctx, json_t *d, const char **q, size_t nq,
-                       const unsigned char *mask, size_t depth, double k, double *rrf)
+int tg_disc_embed_fuse(const struct tg_ctx *ctx, const char *route, const char *model, json_t *d,
+                       const char **q, size_t nq, const unsigned char *mask, size_t depth,
+                       double k, double *rrf)
 {
     tg_embedder *e = ctx->embedder;
-    if (!e || !e->post || !ctx->disc || !ctx->disc->embed_model || !nq || !depth)
+    target tg = { route, model };
+    if (!e || !e->post || !model || !nq || !depth)
         return 1;
     if (e->failed) {  /* failed earlier in this request: not again */
         e->fallbacks++;
         return -1;
     }
     tg_embed_fail why = TG_EMB_MALFORMED;
-    json_t *cv = catalog_vectors(ctx, d, &why);
+    json_t *cv = catalog_vectors(ctx, &tg, d, &why);
     if (!cv)
         return fall_back(e, why);
     size_t n = json_array_size(json_object_get(d, "catalog"));
@@ -294,7 +301,7 @@ int tg_disc_embed_fuse(const struct tg_ctx *ctx, json_t *d, const char **q, size
     json_t *texts = json_array();
     for (size_t i = 0; i < nq; i++)
         json_array_append_new(texts, bounded(q[i], strlen(q[i])));
-    float *qv = embed_call(ctx, texts, dim, &got, &why);
+    float *qv = embed_call(ctx, &tg, texts, dim, &got, &why);
     json_decref(texts);
     near *top = qv ? malloc(depth * sizeof *top) : NULL;
     if (!qv || !top || !cat || json_string_length(json_object_get(cv, "v")) != n * dim * sizeof *cat) {

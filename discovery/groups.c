@@ -6,7 +6,7 @@
  * alone, so the groups, and search_tools' description that lists them, are
  * the same bytes on every turn.
  */
-#include "groups.h"
+#include "discovery/groups.h"
 
 #include <ctype.h>
 #include <stdlib.h>

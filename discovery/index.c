@@ -24,7 +24,7 @@
  * Packed data are json strings made with json_stringn_nocheck: binary,
  * never dumped, and malloc-aligned, so they are read in place.
  */
-#include "index.h"
+#include "discovery/index.h"
 
 #include <ctype.h>
 #include <libstemmer.h>

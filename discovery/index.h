@@ -2,7 +2,7 @@
  *
  * Internal to discovery/. The index is a json_t (an object holding packed
  * binary postings in json strings) so that it can live in the per-worker
- * cache (sanitize/cache.h) like any other value and be shared read-only.
+ * cache (core/cache.h) like any other value and be shared read-only.
  */
 #ifndef TG_DISC_INDEX_H
 #define TG_DISC_INDEX_H

@@ -7,12 +7,12 @@
  * catalog costs its calls once per worker. Nothing of the answer is trusted: its
  * bytes stop at TG_EMBED_ANSWER_MAX and discovery checks its shape.
  */
-#include "embed_http.h"
+#include "proxy/embed_http.h"
 
 #include <string.h>
 
-#include "../sanitize/buf.h"
-#include "../sanitize/jsonio.h"
+#include "core/buf.h"
+#include "core/jsonio.h"
 
 typedef struct sink {
     tg_buf b;

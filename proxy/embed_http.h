@@ -9,7 +9,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "../discovery/discovery.h"
+#include "discovery/embed.h"
 
 #define TG_EMBED_TIMEOUT_MAX_MS 5000 /* the proxy's calls block a worker: never longer */
 

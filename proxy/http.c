@@ -1,5 +1,5 @@
 /* http.c -- HTTP helpers of the proxy (see http.h). */
-#include "http.h"
+#include "proxy/http.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -6,15 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../conf/conf.h"
-#include "../sanitize/cache.h"
-#include "../sanitize/pipeline.h"
-#include "../sanitize/jsonio.h"
-#include "../sanitize/messages_api.h"
-#include "../sanitize/responses_api.h"
-#include "http.h"
-#include "log.h"
-#include "server.h"
+#include "conf/conf.h"
+#include "core/cache.h"
+#include "sanitize/pipeline.h"
+#include "core/jsonio.h"
+#include "bridge/messages_api.h"
+#include "bridge/responses_api.h"
+#include "proxy/http.h"
+#include "proxy/log.h"
+#include "proxy/server.h"
 
 #ifndef TG_VERSION
 #define TG_VERSION "0.1.0"
@@ -133,8 +133,8 @@ static void print_explain(json_t *explain)
 
 enum { BRIDGE_NONE, BRIDGE_RESPONSES, BRIDGE_MESSAGES };
 
-/* A /v1/responses (sanitize/responses_api.h) or /v1/messages body
- * (sanitize/messages_api.h) in raw, replaced by the chat body the bridge
+/* A /v1/responses (bridge/responses_api.h) or /v1/messages body
+ * (bridge/messages_api.h) in raw, replaced by the chat body the bridge
  * makes of it. 0, or -1 with the refusal printed. */
 static int bridge_request(tg_buf *raw, int api)
 {

@@ -2,14 +2,14 @@
  * sees a (route, status, stream) triple; the slot is filled before the
  * count is published (release), so a concurrent render (acquire) only reads
  * finished slots. Histograms use fixed microsecond buckets. */
-#include "metrics.h"
+#include "proxy/metrics.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sanitize/buf.h"
+#include "core/buf.h"
 
 #define MAX_SERIES 256
 static const uint64_t bucket_us[] = {100,    250,    500,     1000,    2500,    5000,

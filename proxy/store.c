@@ -1,13 +1,13 @@
 /* store.c -- see store.h: the memory backend (a wrapper over
- * sanitize/itemstore.c), the choice of backend, and the owner hash. */
-#include "store.h"
+ * bridge/itemstore.c), the choice of backend, and the owner hash. */
+#include "proxy/store.h"
 
 #include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sanitize/itemstore.h"
+#include "bridge/itemstore.h"
 
 typedef struct mem_store {
     tg_store base;

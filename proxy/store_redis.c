@@ -24,7 +24,7 @@
  * not tried again before a backoff (100 ms doubling to 1 s), or before
  * another worker has connected again; meanwhile it answers DOWN at once.
  */
-#include "store.h"
+#include "proxy/store.h"
 
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
@@ -35,7 +35,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
+#include "proxy/log.h"
 
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 1000

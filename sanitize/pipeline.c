@@ -1,12 +1,12 @@
 /* pipeline.c -- the stage order (see pipeline.h). This file is the one place
  * that says which stage runs after which; each stage lives in its own file. */
-#include "pipeline.h"
+#include "sanitize/pipeline.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache.h"
-#include "jsonio.h"
+#include "core/cache.h"
+#include "core/jsonio.h"
 
 void tg_rules_preset(tg_dialect d, tg_rules_set *out)
 {
@@ -21,6 +21,12 @@ void tg_rules_preset(tg_dialect d, tg_rules_set *out)
     out->disc.list_names = 1;
 }
 
+/* The stream repair reaches the discovery intercept only through these
+ * (core/ctx.h): repair sits below discovery, which uses it. */
+static const tg_intercept discovery_hooks = {
+    tg_discovery_is_meta, tg_discovery_stream_round, tg_discovery_final_note,
+};
+
 void tg_ctx_init(tg_ctx *ctx, const char *route_name, const tg_rules_set *rules,
                  const char *strip_prefix)
 {
@@ -31,38 +37,9 @@ void tg_ctx_init(tg_ctx *ctx, const char *route_name, const tg_rules_set *rules,
     ctx->msg = &rules->msg;
     ctx->repair = &rules->repair;
     ctx->disc = &rules->disc;
+    if (rules->disc.mode != TG_DISC_OFF)
+        ctx->intercept = &discovery_hooks;
     ctx->strip_prefix = strip_prefix ? strip_prefix : "_";
-}
-
-void tg_ctx_clear(tg_ctx *ctx)
-{
-    json_decref(ctx->explain);
-    json_decref(ctx->tools);
-    json_decref(ctx->name_map);
-    json_decref(ctx->arg_inverse);
-    json_decref(ctx->rf_inverse);
-    json_decref(ctx->id_map);
-    json_decref(ctx->disc_state);
-    json_decref(ctx->request);
-    ctx->explain = ctx->tools = ctx->name_map = ctx->arg_inverse = ctx->rf_inverse = NULL;
-    ctx->id_map = ctx->disc_state = ctx->request = NULL;
-}
-
-bool tg_ctx_trim_request(tg_ctx *ctx)
-{
-    if (ctx->disc_state || !ctx->request)
-        return false;
-    /* what repair.c and repair_stream.c read from the request */
-    static const char *const keep[] = {"model", "tool_choice"};
-    json_t *slim = json_object();
-    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
-        json_t *v = json_object_get(ctx->request, keep[i]);
-        if (v)
-            json_object_set(slim, keep[i], v);
-    }
-    json_decref(ctx->request);
-    ctx->request = slim;
-    return true;
 }
 
 int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err)

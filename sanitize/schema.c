@@ -10,15 +10,15 @@
  * request's own tools each time (or found in the worker's cache under a hash
  * of exactly those tools and rules).
  */
-#include "schema.h"
+#include "sanitize/schema.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache.h"
-#include "jsonio.h"
-#include "pipeline.h"
+#include "core/cache.h"
+#include "core/jsonio.h"
+#include "core/ctx.h"
 
 #define BASE (TG_SR_ROOT_OBJECT | TG_SR_ITEMS | TG_SR_REQUIRED | TG_SR_EMPTY_TOOLS)
 #define GEMINI_RULES                                                                       \
@@ -800,7 +800,7 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     json_t *upstream = NULL;
     if (json_is_array(tools)) {
         size_t n = json_array_size(tools);
-        bool discovery = ctx->disc && ctx->disc->mode != TG_DISC_OFF;
+        bool discovery = ctx->intercept != NULL;  /* discovery is on (core/ctx.h) */
         if (r->max_tools > 0 && n > (size_t)r->max_tools && !discovery) {
             tg_error_set(err, 400, "invalid_request_error", "array_above_max_length", "tools",
                          "Invalid 'tools': array too long. Expected an array with maximum length %d, "

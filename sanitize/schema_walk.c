@@ -39,8 +39,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "schema.h"
-#include "jsonio.h"
+#include "sanitize/schema.h"
+#include "core/jsonio.h"
 
 #define MAX_DEPTH 40         /* schema nodes on one path */
 #define STRICT_MAX_OBJ 10    /* object and array levels allowed by OpenAI strict (rule 20) */

@@ -51,8 +51,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../sanitize/buf.h"
-#include "hash_embed.h"
+#include "core/buf.h"
+#include "test/mock/hash_embed.h"
 
 #define MAX_BODY (256u * 1024 * 1024) /* far above any proxy's max_body */
 #define STALL_POLL_MS 200

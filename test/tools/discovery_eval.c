@@ -38,10 +38,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../sanitize/cache.h"
-#include "../../sanitize/pipeline.h"
-#include "../../discovery/index.h"
-#include "../../proxy/embed_http.h"
+#include "core/cache.h"
+#include "sanitize/pipeline.h"
+#include "discovery/index.h"
+#include "proxy/embed_http.h"
 
 static char shared[1024];
 

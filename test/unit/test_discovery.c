@@ -17,10 +17,10 @@
 
 #include <cmocka.h>
 
-#include "../../sanitize/cache.h"
-#include "../../sanitize/pipeline.h"
-#include "../../discovery/groups.h"
-#include "../../discovery/index.h"
+#include "core/cache.h"
+#include "sanitize/pipeline.h"
+#include "discovery/groups.h"
+#include "discovery/index.h"
 
 /* ---- fixtures --------------------------------------------------------- */
 

@@ -15,11 +15,11 @@
 
 #include <cmocka.h>
 
-#include "../../conf/conf.h"
-#include "../../discovery/embed.h"
-#include "../../sanitize/cache.h"
-#include "../../sanitize/pipeline.h"
-#include "../mock/hash_embed.h"
+#include "conf/conf.h"
+#include "core/cache.h"
+#include "discovery/embed.h"
+#include "sanitize/pipeline.h"
+#include "test/mock/hash_embed.h"
 
 #define DIM HASH_EMBED_DIM
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../proxy/http.h"
+#include "proxy/http.h"
 
 static int validate(const char *json, tg_error *err)
 {

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../../discovery/index.h"
+#include "discovery/index.h"
 
 static json_t *catalog(const char *const (*t)[2], size_t n)
 {

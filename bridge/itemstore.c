@@ -4,13 +4,13 @@
  * the store is full is found in O(1) and re-placed in O(log owners). Within
  * an owner the oldest go first, which for a conversation's items (each
  * referenced in the turns right after it) keeps what is still in use. */
-#include "itemstore.h"
+#include "bridge/itemstore.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache.h"
+#include "core/cache.h"
 
 #define BUCKETS 4096u       /* entries; a power of two */
 #define OWNER_BUCKETS 512u  /* owners; a power of two */

@@ -60,8 +60,8 @@
  * role deltas are dropped, indexes continue, usage is summed over rounds,
  * so the agent sees one answer.
  */
-#include "jsonio.h"
-#include "repair_int.h"
+#include "core/jsonio.h"
+#include "repair/repair_int.h"
 
 #include <ctype.h>
 #include <stddef.h>
@@ -108,7 +108,7 @@ typedef struct schoice {
     json_t *opaque;   /* this round's reasoning fields as the provider sent
                          them ({reasoning_content: text, reasoning_details:
                          [...]}), for the discovery round that replays the
-                         turn (tg_discovery_stream_round), or NULL */
+                         turn (the discovery intercept), or NULL */
     long live_open;   /* the call being relayed live, -1 */
     json_t *after;    /* chunks (text, reasoning) that came while it was
                          open: they follow it, so a call's fragments are
@@ -607,7 +607,7 @@ static void take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *
         k->id = strdup(id);
     if (name && !k->name) {
         k->name = strdup(name);
-        if (tg_discovery_is_meta(s->ctx, name)) {
+        if (s->ctx->intercept && s->ctx->intercept->is_meta(s->ctx, name)) {
             k->meta = true;
             s->hold = true;
         }
@@ -1205,7 +1205,7 @@ tg_stream *tg_stream_new(tg_ctx *ctx)
         return NULL;
     s->ctx = ctx;
     s->r12 = tg_rr_text_calls_on(ctx);
-    s->keep_content = ctx->disc && ctx->disc->mode != TG_DISC_OFF;
+    s->keep_content = ctx->intercept != NULL;
     clock_gettime(CLOCK_MONOTONIC, &s->last_out);
     s->keepalive_ms = TG_KEEPALIVE_MS;
     return s;
@@ -1678,7 +1678,7 @@ int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next
     if (s->hold) {
         json_t *msg = round_message(s);
         json_t *emit = NULL;
-        int again = tg_discovery_stream_round(s->ctx, msg, &emit, next_body);
+        int again = s->ctx->intercept->stream_round(s->ctx, msg, &emit, next_body);
         json_decref(msg);
         json_t *events = json_array();
         schoice *c = s->nch ? &s->ch[0] : choice_get(s, 0);
@@ -1695,7 +1695,7 @@ int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next
         }
         json_decref(*next_body);
         *next_body = NULL;
-        const char *note = tg_discovery_final_note(s->ctx);
+        const char *note = s->ctx->intercept ? s->ctx->intercept->final_note(s->ctx) : NULL;
         if (c && note && *note)  /* discovery gave up: the agent still gets an answer */
             queue_delta(s, c, events, json_pack("{s:s}", "content", note), NULL);
         size_t i;

@@ -8,7 +8,7 @@
  * of something subtle (number overflow rules, \u0000), the reader declines
  * and jansson decides.
  */
-#include "jsonio.h"
+#include "core/jsonio.h"
 
 #include <errno.h>
 #include <float.h>

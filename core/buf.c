@@ -1,6 +1,6 @@
 /* buf.c -- growable byte buffer (see buf.h). Doubling growth; consume()
  * moves the tail down, which is cheap because readers drain whole events. */
-#include "buf.h"
+#include "core/buf.h"
 
 #include <stdint.h>
 

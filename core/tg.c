@@ -1,7 +1,7 @@
 /* tg.c -- what all stages share (see tg.h): errors, the explain log, the
  * JSON byte scanner and the heap prefault. */
-#include "tg.h"
-#include "jsonio.h"
+#include "core/tg.h"
+#include "core/jsonio.h"
 
 #include <stdarg.h>
 #include <stdio.h>

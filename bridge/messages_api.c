@@ -33,14 +33,14 @@
  * block is already closed cannot be placed, and ends the message with an
  * error rather than a call with cut arguments.
  */
-#include "messages_api.h"
+#include "bridge/messages_api.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "bridge.h"
-#include "jsonio.h"
+#include "bridge/bridge.h"
+#include "core/jsonio.h"
 
 enum { BLK_NONE, BLK_TEXT, BLK_THINKING, BLK_TOOL };
 

@@ -4,7 +4,7 @@
  * Sizes are small (hundreds of entries per worker), so the table has a fixed
  * power-of-two bucket count chosen at creation and never rehashes.
  */
-#include "cache.h"
+#include "core/cache.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

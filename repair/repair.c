@@ -22,8 +22,8 @@
  * the choice, the position, the name and the arguments: deterministic for a
  * given answer (tests), distinct across answers that have distinct ids.
  */
-#include "jsonio.h"
-#include "repair_int.h"
+#include "core/jsonio.h"
+#include "repair/repair_int.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -17,7 +17,7 @@
  * or a NUL) makes it answer false, and the event takes the full parse, so
  * the scan only has to be conservative, never complete. The caller checks
  * what the parse would have decided (repair_stream.c live_fragment). */
-#include "repair_int.h"
+#include "repair/repair_int.h"
 
 #include <string.h>
 
