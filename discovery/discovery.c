@@ -672,12 +672,7 @@ static json_t *one_line(const char *s)
             n = i + 1;
             break;
         }
-    if (n > LINE_MAX_BYTES) {
-        n = LINE_MAX_BYTES;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-            n--;
-    }
-    json_t *r = json_stringn(s, n);
+    json_t *r = json_stringn(s, tg_utf8_cut(s, n, LINE_MAX_BYTES));
     return r ? r : json_string("");
 }
 

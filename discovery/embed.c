@@ -28,6 +28,7 @@
 #include "core/buf.h"
 #include "core/cache.h"
 #include "core/ctx.h"
+#include "core/tg.h"
 
 #define CACHE_KIND "embed"
 
@@ -54,12 +55,7 @@ static json_t *fn_of(json_t *tool)
 /* A string of at most TG_EMBED_TEXT_MAX bytes, cut at a UTF-8 boundary. */
 static json_t *bounded(const char *s, size_t n)
 {
-    if (n > TG_EMBED_TEXT_MAX) {
-        n = TG_EMBED_TEXT_MAX;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-            n--;
-    }
-    json_t *v = json_stringn(s, n);
+    json_t *v = json_stringn(s, tg_utf8_cut(s, n, TG_EMBED_TEXT_MAX));
     return v ? v : json_string("");
 }
 

@@ -639,6 +639,19 @@ static int better(const hit *a, const hit *b)
     return a->score > b->score || (a->score == b->score && a->doc < b->doc);
 }
 
+/* Insert h into top[0..*kept), best first, keeping at most max. */
+static void keep_best(hit *top, size_t *kept, size_t max, hit h)
+{
+    if (*kept == max && !better(&h, &top[*kept - 1]))
+        return;
+    size_t i = *kept < max ? (*kept)++ : *kept - 1;
+    while (i > 0 && better(&h, &top[i - 1])) {
+        top[i] = top[i - 1];
+        i--;
+    }
+    top[i] = h;
+}
+
 /* BM25F: the fields' counts, each normalized by its own length, are summed
  * with the field weights and saturated once; a query word in the tool's name
  * adds name_bonus on top (it says more than any count in a description). */
@@ -797,19 +810,9 @@ static void rerank_top(const query *q, const tg_dindex_params *pr, double *acc,
         return;
     hit top[RERANK_DEPTH];
     size_t kept = 0;
-    for (size_t d = 0; d < n; d++) {
-        if (acc[d] <= 0)
-            continue;
-        hit h = { d, acc[d] };
-        if (kept == RERANK_DEPTH && !better(&h, &top[kept - 1]))
-            continue;
-        size_t i = kept < RERANK_DEPTH ? kept++ : kept - 1;
-        while (i > 0 && better(&h, &top[i - 1])) {
-            top[i] = top[i - 1];
-            i--;
-        }
-        top[i] = h;
-    }
+    for (size_t d = 0; d < n; d++)
+        if (acc[d] > 0)
+            keep_best(top, &kept, RERANK_DEPTH, (hit){ d, acc[d] });
     for (size_t k = 0; k < kept; k++) {
         size_t d = top[k].doc;
         double frac = (double)__builtin_popcountll(concepts[d]) / written;
@@ -857,17 +860,8 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
         if (acc[d] <= 0)
             continue;
         matched++;
-        if (!top)
-            continue;
-        hit h = { d, acc[d] };
-        if (kept == max && !better(&h, &top[kept - 1]))
-            continue;
-        size_t i = kept < max ? kept++ : kept - 1;
-        while (i > 0 && better(&h, &top[i - 1])) {
-            top[i] = top[i - 1];
-            i--;
-        }
-        top[i] = h;
+        if (top)
+            keep_best(top, &kept, max, (hit){ d, acc[d] });
     }
     for (size_t i = 0; i < kept; i++) {
         out[i] = top[i].doc;

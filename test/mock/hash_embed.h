@@ -10,6 +10,7 @@
 #define TG_HASH_EMBED_H
 
 #include <ctype.h>
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,6 +64,18 @@ static void hash_embed(const char *t, float *v)
         if (t > b)
             hash_embed_word(b, (size_t)(t - b), v);
     }
+}
+
+/* The vector as a JSON array of dim numbers (the HASH_EMBED_DIM values
+ * again past HASH_EMBED_DIM, which makes vectors of a wrong size). */
+static json_t *hash_embed_json(const char *text, size_t dim)
+{
+    float v[HASH_EMBED_DIM] = { 0 };
+    hash_embed(text, v);
+    json_t *a = json_array();
+    for (size_t j = 0; j < dim; j++)
+        json_array_append_new(a, json_real(v[j % HASH_EMBED_DIM]));
+    return a;
 }
 
 #endif

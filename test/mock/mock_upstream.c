@@ -1502,16 +1502,6 @@ static enum MHD_Result answer_strict(request *r, struct MHD_Connection *conn)
  * -dim (vectors of two sizes), -count (one vector short), -big (an answer
  * of 40 MB). */
 
-static json_t *embedding_of(const char *text, size_t dim)
-{
-    float v[HASH_EMBED_DIM] = { 0 };
-    hash_embed(text, v);
-    json_t *a = json_array();
-    for (size_t j = 0; j < dim; j++)
-        json_array_append_new(a, json_real(v[j % HASH_EMBED_DIM]));
-    return a;
-}
-
 static enum MHD_Result answer_big_embedding(request *r, struct MHD_Connection *conn)
 {
     static const char head[] = "{\"object\":\"list\",\"data\":[{\"index\":0,\"embedding\":[0";
@@ -1566,7 +1556,7 @@ static enum MHD_Result answer_embeddings(request *r, struct MHD_Connection *conn
         size_t dim = !strcmp(mode, "dim") && i % 2 ? HASH_EMBED_DIM / 2 : HASH_EMBED_DIM;
         json_array_append_new(data, json_pack("{s:s,s:I,s:o}", "object", "embedding", "index",
                                               (json_int_t)i, "embedding",
-                                              embedding_of(text ? text : "", dim)));
+                                              hash_embed_json(text ? text : "", dim)));
     }
     return queue_json(r, conn, 200,
                       json_pack("{s:s,s:o,s:s,s:{s:I,s:I}}", "object", "list", "data", data,

@@ -32,16 +32,6 @@ typedef struct fake {
     int posts, inputs;
 } fake;
 
-static json_t *bag(const char *t, size_t dim)
-{
-    float v[HASH_EMBED_DIM] = { 0 };
-    hash_embed(t, v);
-    json_t *a = json_array();
-    for (size_t j = 0; j < dim; j++)
-        json_array_append_new(a, json_real(v[j % HASH_EMBED_DIM]));
-    return a;
-}
-
 static json_t *fake_post(tg_embedder *self, json_t *body, tg_embed_fail *why)
 {
     fake *f = (fake *)self;
@@ -63,7 +53,7 @@ static json_t *fake_post(tg_embedder *self, json_t *body, tg_embed_fail *why)
         if (m == F_COUNT && i + 1 == n)
             break;
         size_t dim = m == F_DIM ? DIM + 1 + (i % 2) : m == F_HUGE ? TG_EMBED_DIM_MAX + 1 : DIM;
-        json_t *vec = bag(json_string_value(json_array_get(in, j)), dim);
+        json_t *vec = hash_embed_json(json_string_value(json_array_get(in, j)), dim);
         if (m == F_NAN)
             json_array_set_new(vec, 0, json_string("NaN"));
         json_array_append_new(data, json_pack("{sssIso}", "object", "embedding", "index",
