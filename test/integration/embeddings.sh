@@ -98,6 +98,12 @@ fused_top=$("$PY" -c "$RANKS" "$TG_TMP/last")
 case ",$plain_top," in *,rent_car,*) not_ok "BM25's top 3 lacks rent_car" "$plain_top" ;; *) ok "BM25's top 3 lacks rent_car" ;; esac
 case ",$fused_top," in *,rent_car,*) ok "the fused top 3 has rent_car" ;; *) not_ok "the fused top 3 has rent_car" "$fused_top" ;; esac
 
+# streamed: the search is answered while the upstream's stream is read
+st=$(tg_req "$B" POST /ok/v1/chat/completions -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' --data-binary "$(body "$TASK" | sed 's/^{/{"stream":true,/')")
+expect_eq "streamed, with embeddings: answered" 200 "$st"
+expect_match "streamed, with embeddings: rent_car is called" '"name":"rent_car"' "$(cat "$B")"
+
 # ---- the catalog is embedded once -----------------------------------------------
 
 mock_reset
@@ -105,7 +111,7 @@ turn ok "$TASK" >/dev/null
 expect_eq "next turn, same tools: only its query is embedded" 1 "$(embed_calls)"
 expect_eq "... and the same tool is called" rent_car "$(called)"
 n=$(curl -s -m 5 "$TG_URL/metrics" | sed -n 's/^toolgate_discovery_embedding_calls_total //p')
-expect_eq "embedding calls counted in /metrics" 5 "$n"
+expect_eq "embedding calls counted in /metrics" 6 "$n"
 
 # ---- every failure falls back to BM25 ------------------------------------------------
 
