@@ -13,6 +13,11 @@
 
 #include "core/buf.h"
 #include "core/jsonio.h"
+#include "core/tg.h"
+
+/* {data: [{embedding: [...]}]} is 4 levels; what nests deeper is not an
+ * answer, and is not handed to a recursive parser */
+#define EMBED_DEPTH_MAX 8
 
 typedef struct sink {
     tg_buf b;
@@ -74,7 +79,8 @@ json_t *tg_embed_http(CURL **easy, const char *url, const char *auth, long conne
         *why = TG_EMB_TRANSPORT;
     else if (status < 200 || status > 299)
         *why = TG_EMB_STATUS;
-    else if (!(ans = tg_json_load(s.b.data ? s.b.data : "", s.b.len, 0, NULL)))
+    else if (tg_json_depth_exceeds(s.b.data ? s.b.data : "", s.b.len, EMBED_DEPTH_MAX) ||
+             !(ans = tg_json_load(s.b.data ? s.b.data : "", s.b.len, 0, NULL)))
         *why = TG_EMB_MALFORMED;
     curl_slist_free_all(h);
     tg_buf_free(&s.b);

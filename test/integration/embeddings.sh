@@ -26,7 +26,7 @@ CONF="$TG_TMP/embeddings.conf"
     printf '[route emb]\nprefix = /emb\nupstream = http://127.0.0.1:%s/v1\napi_key = sk-embed-secret\n\n' "$MOCK_PORT"
     printf '[route fast]\nprefix = /fast\nupstream = http://127.0.0.1:%s/v1\napi_key = sk-embed-secret\nttfb_timeout = 1s\n\n' "$MOCK_PORT"
     printf '[route plain]\nprefix = /plain\nupstream = http://127.0.0.1:%s/v1\ndiscovery = on\n\n' "$MOCK_PORT"
-    for m in ok status stall garbage dim count big; do
+    for m in ok status stall garbage dim count big deep; do
         model=mock-embed-$m
         [ $m = ok ] && model=mock-embed
         via=emb
@@ -124,6 +124,9 @@ for c in status:status stall:timeout garbage:malformed dim:dimension count:count
     turn "$route" "hire an automobile for the trip" >/dev/null
     expect_eq "$route: counted again on the next turn" 2 "$(fallbacks "$cause")"
 done
+expect_eq "deep: answered" 200 "$(turn deep "hire an automobile for the trip")"
+expect_eq "deep: ranked by BM25 alone" plan_trip "$(called)"
+expect_eq "deep: an answer nested past any embedding's depth is malformed" 3 "$(fallbacks malformed)"
 expect_eq "one warning per cause" 6 "$(grep -c 'discovery_embeddings [a-z]*:mock-embed.* failed' "$TG_LOG")"
 expect_match "the warning names route, model and cause" \
     'route stall: discovery_embeddings fast:mock-embed-stall failed \(timeout' "$(cat "$TG_LOG")"

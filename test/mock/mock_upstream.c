@@ -1500,7 +1500,7 @@ static enum MHD_Result answer_strict(request *r, struct MHD_Connection *conn)
  * must read the indexes. The model picks a failure: mock-embed-status
  * (500), -stall (no answer until the client goes), -garbage (not JSON),
  * -dim (vectors of two sizes), -count (one vector short), -big (an answer
- * of 40 MB). */
+ * of 40 MB), -deep (arrays nested 100,000 deep). */
 
 static enum MHD_Result answer_big_embedding(request *r, struct MHD_Connection *conn)
 {
@@ -1546,6 +1546,15 @@ static enum MHD_Result answer_embeddings(request *r, struct MHD_Connection *conn
         return queue_text(r, conn, 200, "application/json", "<html>502 Bad Gateway</html>");
     if (!strcmp(mode, "big"))
         return answer_big_embedding(r, conn);
+    if (!strcmp(mode, "deep")) {
+        size_t depth = 100000;
+        char *text = malloc(2 * depth + 1);
+        if (!text)
+            return MHD_NO;
+        memset(text, '[', depth);
+        memset(text + depth, ']', depth);
+        return queue_buffer(r, conn, 200, "application/json", text, 2 * depth);
+    }
     json_t *data = json_array();
     for (size_t k = 0; k < n; k++) {
         size_t i = n - 1 - k;
