@@ -40,6 +40,7 @@
 #include <time.h>
 
 #include "bridge/bridge.h"
+#include "core/alloc.h"
 #include "core/jsonio.h"
 
 struct tg_resp_bridge {
@@ -232,7 +233,7 @@ static json_t *tool_content(const json_t *output, const char *path, tg_error *er
         return json_string("");
     /* some agents put the tool's JSON result here as it is */
     char *s = tg_json_dumps(output);
-    json_t *v = json_string(s ? s : "");
+    json_t *v = json_string(s);
     free(s);
     return v;
 }
@@ -280,7 +281,7 @@ static json_t *args_text(const json_t *v)
     if (!v || json_is_null(v))
         return json_string("{}");
     char *s = tg_json_dumps(v);
-    json_t *a = json_string(s ? s : "{}");
+    json_t *a = json_string(s);
     free(s);
     return a;
 }
@@ -1000,14 +1001,7 @@ int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_re
         json_decref(cv.kinds);
         return -1;
     }
-    tg_resp_bridge *b = calloc(1, sizeof *b);
-    if (!b) {
-        json_decref(cv.dropped);
-        json_decref(cv.kinds);
-        json_decref(c);
-        tg_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
-        return -1;
-    }
+    tg_resp_bridge *b = tg_calloc(1, sizeof *b);
     b->echo = json_object();
     for (const char *const *k = echoed_keys; *k; k++) {
         json_t *v = json_object_get(body, *k);

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/buf.h"
 #include "core/cache.h"
 #include "core/ctx.h"
@@ -101,10 +102,10 @@ float *tg_disc_embed_parse(json_t *answer, size_t n, size_t want_dim, size_t *di
 {
     json_t *data = json_object_get(answer, "data");
     float *out = NULL;
-    unsigned char *seen = calloc(n ? n : 1, 1);
+    unsigned char *seen = tg_calloc(n ? n : 1, 1);
     *dim = want_dim;
     *why = TG_EMB_MALFORMED;
-    if (!seen || !json_is_array(data))
+    if (!json_is_array(data))
         goto fail;
     if (json_array_size(data) != n) {
         *why = TG_EMB_COUNT;
@@ -129,8 +130,8 @@ float *tg_disc_embed_parse(json_t *answer, size_t n, size_t want_dim, size_t *di
             *why = TG_EMB_DIMENSION;
             goto fail;
         }
-        if (!out && !(out = malloc(n * *dim * sizeof *out)))
-            goto fail;
+        if (!out)
+            out = tg_malloc(n * *dim * sizeof *out);  /* both bounded above */
         float *v = out + (size_t)at * *dim;
         for (size_t j = 0; j < len; j++) {
             json_t *x = json_array_get(vec, j);
@@ -159,7 +160,7 @@ static float *embed_call(const struct tg_ctx *ctx, const target *tg, json_t *tex
     json_t *ans = NULL;
     float *v = NULL;
     *why = TG_EMB_MALFORMED;
-    if (body) {
+    if (body) {  /* NULL only for a model name that is not UTF-8 */
         e->calls++;
         ans = e->post(e, body, why);
     }
@@ -193,15 +194,13 @@ static json_t *embed_catalog(const struct tg_ctx *ctx, const target *tg, json_t 
             json_array_append_new(texts, tool_text(d, i));
         float *v = embed_call(ctx, tg, texts, dim, &got_dim, why);
         json_decref(texts);
-        if (!v)
-            goto fail;
+        if (!v) {
+            free(all);
+            return NULL;
+        }
         if (!all) {
             dim = got_dim;
-            if (!(all = malloc(n * dim * sizeof *all))) {
-                free(v);
-                *why = TG_EMB_MALFORMED;
-                goto fail;
-            }
+            all = tg_malloc(n * dim * sizeof *all);
         }
         memcpy(all + at * dim, v, m * dim * sizeof *v);
         free(v);
@@ -212,9 +211,6 @@ static json_t *embed_catalog(const struct tg_ctx *ctx, const target *tg, json_t 
                           json_stringn_nocheck((const char *)all, n * dim * sizeof *all));
     free(all);
     return r;
-fail:
-    free(all);
-    return NULL;
 }
 
 /* From the request's own state (several searches a request, with or
@@ -299,13 +295,12 @@ int tg_disc_embed_fuse(const struct tg_ctx *ctx, const char *route, const char *
         json_array_append_new(texts, bounded(q[i], strlen(q[i])));
     float *qv = embed_call(ctx, &tg, texts, dim, &got, &why);
     json_decref(texts);
-    near *top = qv ? malloc(depth * sizeof *top) : NULL;
-    if (!qv || !top || !cat || json_string_length(json_object_get(cv, "v")) != n * dim * sizeof *cat) {
+    if (!qv || !cat || json_string_length(json_object_get(cv, "v")) != n * dim * sizeof *cat) {
         free(qv);
-        free(top);
         json_decref(cv);
         return fall_back(e, qv ? TG_EMB_MALFORMED : why);
     }
+    near *top = tg_malloc(depth * sizeof *top);
     for (size_t i = 0; i < nq; i++) {
         size_t m = nearest(cat, n, dim, qv + i * dim, mask, top, depth);
         for (size_t r = 0; r < m; r++)

@@ -32,7 +32,8 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud)
         s->too_big = 1;
         return 0;  /* stops the transfer */
     }
-    return tg_buf_append(&s->b, p, len) ? 0 : len;
+    tg_buf_append(&s->b, p, len);
+    return len;
 }
 
 json_t *tg_embed_http(CURL **easy, const char *url, const char *auth, long connect_ms,

@@ -703,10 +703,10 @@ static enum MHD_Result queue_answer(tg_req *r)
     if (r->bridge)
         bridge_whole_answer(r);
     api_error_shape(r);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        r->answer_len, r->answer ? r->answer : (char *)"", MHD_RESPMEM_MUST_FREE);
-    if (!r->answer)
-        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    /* no answer: an empty body that is nobody's to free */
+    struct MHD_Response *resp =
+        r->answer ? MHD_create_response_from_buffer(r->answer_len, r->answer, MHD_RESPMEM_MUST_FREE)
+                  : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     r->answer = NULL;
     if (!resp)
         return MHD_NO;

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 #include "sanitize/pipeline.h"
 #include "discovery/index.h"
@@ -106,7 +107,7 @@ static eval_embedder *eval_embedder_from_env(void)
         fprintf(stderr, "discovery_eval: TG_EVAL_EMBED_URL needs TG_EVAL_EMBED_MODEL\n");
         exit(1);
     }
-    eval_embedder *ev = calloc(1, sizeof *ev);
+    eval_embedder *ev = tg_calloc(1, sizeof *ev);
     ev->e.post = eval_post;
     size_t n = strlen(url);
     while (n > 0 && url[n - 1] == '/')
