@@ -167,6 +167,8 @@ typedef struct tg_req {
     tg_ctx ctx;
     bool ctx_live;
     tg_embedder embedder;         /* ctx.embedder with discovery_embeddings */
+    const tg_route *embed_from;   /* the route whose discovery_embeddings it serves
+                                     (r->route may move on to a fallback) */
     json_t *json;                 /* parsed request body */
     uint64_t tools_hash;          /* of the tools' raw bytes, 0 = unknown */
     const char *client_key;       /* the client_keys entry it matched, or NULL */
@@ -1776,7 +1778,7 @@ static bool client_authorized(tg_req *r)
 static json_t *embed_post(tg_embedder *self, json_t *body, tg_embed_fail *why)
 {
     tg_req *r = self->ud;
-    const tg_route *e = tg_route_by_name(r->conf, r->route->rules.disc.embed_route);
+    const tg_route *e = tg_route_by_name(r->conf, r->embed_from->rules.disc.embed_route);
     if (!e) {
         *why = TG_EMB_NO_ROUTE;
         return NULL;
@@ -1787,9 +1789,9 @@ static json_t *embed_post(tg_embedder *self, json_t *body, tg_embed_fail *why)
     const char *client_auth = r->client_key ? NULL : client_header(r, "authorization");
     if (e->api_key)
         tg_buf_printf(&auth, "Authorization: Bearer %s", e->api_key);
-    else if (e == r->route && up_auth && *up_auth)
+    else if (e == r->embed_from && up_auth && *up_auth)
         tg_buf_printf(&auth, "Authorization: %s", up_auth);
-    else if (e == r->route && client_auth && *client_auth)
+    else if (e == r->embed_from && client_auth && *client_auth)
         tg_buf_printf(&auth, "Authorization: %s", client_auth);
     long t = e->ttfb_timeout_ms;
     if (e->total_timeout_ms > 0 && e->total_timeout_ms < t)
@@ -1812,13 +1814,13 @@ static void embed_report(tg_req *r)
     if (!e->fallbacks || (r->w->embed_warned & (1u << e->cause)))
         return;
     r->w->embed_warned |= 1u << e->cause;
-    const tg_route *er = r->route ? tg_route_by_name(r->conf, r->route->rules.disc.embed_route) : NULL;
+    const tg_route *from = r->embed_from;
+    const tg_route *er = tg_route_by_name(r->conf, from->rules.disc.embed_route);
     tg_log(TG_LOG_WARN,
            "request %s: route %s: discovery_embeddings %s:%s failed (%s, upstream %s); "
            "search_tools ranked by BM25 alone (logged once per cause)",
-           r->id, r->route ? r->route->name : "-", r->route ? r->route->rules.disc.embed_route : "-",
-           r->route ? r->route->rules.disc.embed_model : "-", tg_embed_fail_name(e->cause),
-           er ? er->upstream_shown : "-");
+           r->id, from->name, from->rules.disc.embed_route, from->rules.disc.embed_model,
+           tg_embed_fail_name(e->cause), er ? er->upstream_shown : "-");
 }
 
 /* Headers that carry a provider credential, for item_owner and for the
@@ -2021,6 +2023,7 @@ static int prepare_route(tg_req *r, const tg_route *route)
     r->ctx.tools_hash = r->tools_hash;
     if (route->rules.disc.embed_route) {
         r->embedder = (tg_embedder){.post = embed_post, .ud = r};
+        r->embed_from = route;
         r->ctx.embedder = &r->embedder;
     }
     r->ctx.stats.tools_bytes_in = r->tools_bytes;
@@ -2423,7 +2426,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                "request %s: route %s: upstream sent %u stream events that were not valid chat "
                "chunks (repaired or dropped)",
                r->id, r->route ? r->route->name : "-", r->ctx.stats.bad_chunks);
-    if (r->embedder.calls || r->embedder.fallbacks)
+    if (r->embed_from && (r->embedder.calls || r->embedder.fallbacks))
         embed_report(r);
     tg_metrics_request_done(r->w->metrics, r->route ? r->route->name : "-", status,
                             r->ctx_live && r->ctx.stream, r->t_start, r->t_upstream,
