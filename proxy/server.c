@@ -47,6 +47,7 @@
 #include "core/jsonio.h"
 #include "bridge/messages_api.h"
 #include "bridge/responses_api.h"
+#include "proxy/embed_http.h"
 #include "proxy/http.h"
 #include "proxy/log.h"
 #include "proxy/metrics.h"
@@ -165,6 +166,9 @@ typedef struct tg_req {
 
     tg_ctx ctx;
     bool ctx_live;
+    tg_embedder embedder;         /* ctx.embedder with discovery_embeddings */
+    const tg_route *embed_from;   /* the route whose discovery_embeddings it serves
+                                     (r->route may move on to a fallback) */
     json_t *json;                 /* parsed request body */
     uint64_t tools_hash;          /* of the tools' raw bytes, 0 = unknown */
     const char *client_key;       /* the client_keys entry it matched, or NULL */
@@ -236,6 +240,8 @@ struct worker {
     uint64_t next_sweep;
     tg_cache *cache;
     tg_metrics *metrics;
+    CURL *embed_easy;             /* discovery's embeddings calls (embed_http.h) */
+    unsigned embed_warned;        /* causes of embedding fallbacks already logged */
     CURL *spare[64];              /* reset easy handles, reused: creating one
                                      costs more than a whole small request */
     int n_spare;
@@ -1777,6 +1783,63 @@ static bool client_authorized(tg_req *r)
     return ok;
 }
 
+/* ---- discovery's embeddings calls ----------------------------------------
+ *
+ * discovery_embeddings = ROUTE:MODEL: search_tools asks ROUTE's upstream
+ * for embeddings (discovery/embed.c), blocking on this worker's own easy
+ * handle (proxy/embed_http.c) within the lesser of ROUTE's ttfb_timeout,
+ * its timeout and TG_EMBED_TIMEOUT_MAX_MS. The key is ROUTE's api_key;
+ * without one, the key this request sends its own upstream, and only when
+ * ROUTE is the request's own route: a client's key never goes to another
+ * provider than the one it was sent for. */
+static json_t *embed_post(tg_embedder *self, json_t *body, tg_embed_fail *why)
+{
+    tg_req *r = self->ud;
+    const tg_route *e = tg_route_by_name(r->conf, r->embed_from->rules.disc.embed_route);
+    if (!e) {
+        *why = TG_EMB_NO_ROUTE;
+        return NULL;
+    }
+    tg_buf url = {0}, auth = {0};
+    tg_buf_printf(&url, "%s/embeddings", e->upstream);
+    const char *up_auth = client_header(r, "x-upstream-authorization");
+    const char *client_auth = r->client_key ? NULL : client_header(r, "authorization");
+    if (e->api_key)
+        tg_buf_printf(&auth, "Authorization: Bearer %s", e->api_key);
+    else if (e == r->embed_from && up_auth && *up_auth)
+        tg_buf_printf(&auth, "Authorization: %s", up_auth);
+    else if (e == r->embed_from && client_auth && *client_auth)
+        tg_buf_printf(&auth, "Authorization: %s", client_auth);
+    long t = e->ttfb_timeout_ms;
+    if (e->total_timeout_ms > 0 && e->total_timeout_ms < t)
+        t = e->total_timeout_ms;
+    if (t <= 0 || t > TG_EMBED_TIMEOUT_MAX_MS)
+        t = TG_EMBED_TIMEOUT_MAX_MS;
+    json_t *ans = tg_embed_http(&r->w->embed_easy, url.data, auth.data, e->connect_timeout_ms, t,
+                                body, why);
+    tg_buf_free(&url);
+    tg_buf_free(&auth);
+    return ans;
+}
+
+/* Counted always; logged once per cause and worker (a dead endpoint would
+ * otherwise log every search), naming the route, never its URL's secrets. */
+static void embed_report(tg_req *r)
+{
+    tg_embedder *e = &r->embedder;
+    tg_metrics_embed(r->w->metrics, e->calls, e->fallbacks, e->fallbacks ? e->cause : TG_EMB_N);
+    if (!e->fallbacks || (r->w->embed_warned & (1u << e->cause)))
+        return;
+    r->w->embed_warned |= 1u << e->cause;
+    const tg_route *from = r->embed_from;
+    const tg_route *er = tg_route_by_name(r->conf, from->rules.disc.embed_route);
+    tg_log(TG_LOG_WARN,
+           "request %s: route %s: discovery_embeddings %s:%s failed (%s, upstream %s); "
+           "search_tools ranked by BM25 alone (logged once per cause)",
+           r->id, from->name, from->rules.disc.embed_route, from->rules.disc.embed_model,
+           tg_embed_fail_name(e->cause), er ? er->upstream_shown : "-");
+}
+
 /* Headers that carry a provider credential, for item_owner and for the
  * forwarding rules (http.h). */
 static const char *upstream_credential(tg_req *r)
@@ -1975,6 +2038,11 @@ static int prepare_route(tg_req *r, const tg_route *route)
     r->ctx_live = true;
     r->ctx.cache = r->w->cache;
     r->ctx.tools_hash = r->tools_hash;
+    if (route->rules.disc.embed_route) {
+        r->embedder = (tg_embedder){.post = embed_post, .ud = r};
+        r->embed_from = route;
+        r->ctx.embedder = &r->embedder;
+    }
     r->ctx.stats.tools_bytes_in = r->tools_bytes;
     tg_route_rewrite_model(route, body);
     if (tg_pipeline_request(body, &r->ctx, &err)) {
@@ -2375,6 +2443,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                "request %s: route %s: upstream sent %u stream events that were not valid chat "
                "chunks (repaired or dropped)",
                r->id, r->route ? r->route->name : "-", r->ctx.stats.bad_chunks);
+    if (r->embed_from && (r->embedder.calls || r->embedder.fallbacks))
+        embed_report(r);
     tg_metrics_request_done(r->w->metrics, r->route ? r->route->name : "-", status,
                             r->ctx_live && r->ctx.stream, r->t_start, r->t_upstream,
                             r->t_first_byte, r->t_done, &r->ctx.stats);
@@ -2827,6 +2897,8 @@ static void worker_cleanup(worker *w)
     }
     while (w->n_spare)
         curl_easy_cleanup(w->spare[--w->n_spare]);
+    if (w->embed_easy)
+        curl_easy_cleanup(w->embed_easy);
     if (w->multi)
         curl_multi_cleanup(w->multi);
     free(w->upfd);
