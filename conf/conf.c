@@ -551,6 +551,9 @@ static void route_key(parser *p, tg_route *r, const kv *k)
     } else if (!strcmp(key, "discovery_list_names")) {
         if (parse_bool(v, &r->rules.disc.list_names))
             perr(p, k->line, "discovery_list_names: expected on | off, got '%s'", v);
+    } else if (!strcmp(key, "discovery_hints")) {
+        if (parse_bool(v, &r->rules.disc.hints))
+            perr(p, k->line, "discovery_hints: expected on | off, got '%s'", v);
     } else if (!strcmp(key, "text_tool_calls")) {
         if (parse_bool(v, &b))
             perr(p, k->line, "text_tool_calls: expected on | off, got '%s'", v);

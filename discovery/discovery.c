@@ -36,6 +36,7 @@
 #include "../sanitize/pipeline.h"
 #include "../sanitize/jsonio.h"
 #include "groups.h"
+#include "hints.h"
 #include "index.h"
 
 #define CACHE_KIND "discovery"
@@ -606,6 +607,29 @@ static void honour_tool_choice(json_t *body, tg_ctx *ctx, json_t *d, json_t *too
     json_array_append(tools, sanitized(d, at));
 }
 
+/* Successor hints (hints.c) beside the results of hidden tools, before the
+ * history's calls become call_tool calls; the tools the model reads of for
+ * the first time this turn are kept to see whether it calls one next. */
+static void note_hints(json_t *body, tg_ctx *ctx, json_t *d)
+{
+    json_t *fresh = tg_disc_hints_add(body, d);
+    if (json_array_size(fresh)) {
+        json_object_set(ctx->disc_state, "hinted", fresh);
+        ctx->stats.hints_given++;
+    }
+    json_decref(fresh);
+}
+
+/* The turn ends with these calls (real ones, and call_tool's unwrapped):
+ * one of them is a tool hinted this turn. */
+static void count_hint_followed(tg_ctx *ctx, json_t *d, json_t *calls, json_t *converted)
+{
+    json_t *hinted = json_object_get(ctx->disc_state, "hinted");
+    if (hinted && (tg_disc_hints_followed(d, hinted, calls) ||
+                   tg_disc_hints_followed(d, hinted, converted)))
+        ctx->stats.hints_followed = 1;  /* once a turn, however many calls */
+}
+
 static int should_collapse(const tg_disc_conf *dc, size_t ntools)
 {
     if (!dc || dc->mode == TG_DISC_OFF || ntools == 0)
@@ -641,6 +665,8 @@ int tg_discovery_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     ctx->disc_state = json_pack("{sosi}", "d", d, "rounds", 0);
     json_t *up = json_copy(json_object_get(d, "up"));  /* shallow: tools are shared */
     honour_tool_choice(body, ctx, d, up);
+    if (ctx->disc->hints)
+        note_hints(body, ctx, d);
     rewrite_history(body, ctx, d);
     json_object_set_new(body, "tools", up);
     json_decref(ctx->request);
@@ -1228,6 +1254,7 @@ int tg_discovery_intercept(json_t *resp, tg_ctx *ctx, json_t **next_body)
     }
 
     /* the turn ends here: the agent gets its real calls, or text */
+    count_hint_followed(ctx, d, v.out_calls, v.converted);
     if (json_array_size(v.converted)) {
         json_t *fixed = repaired(ctx, resp, v.converted);
         json_array_extend(v.out_calls, fixed);
@@ -1266,6 +1293,15 @@ bool tg_discovery_is_meta(const tg_ctx *ctx, const char *upstream_name)
     return kind_of(state_d(ctx), upstream_name) != K_REAL;
 }
 
+void tg_discovery_saw_call(tg_ctx *ctx, const char *upstream_name)
+{
+    if (!active(ctx) || !json_object_get(ctx->disc_state, "hinted"))
+        return;
+    json_t *one = json_pack("[{s{ss}}]", "function", "name", upstream_name);
+    count_hint_followed(ctx, state_d(ctx), one, NULL);
+    json_decref(one);
+}
+
 int tg_discovery_stream_round(tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
                               json_t **next_body)
 {
@@ -1284,6 +1320,7 @@ int tg_discovery_stream_round(tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
         *next_body = next_round(ctx, d, assistant_msg, v.answerable, false);
         r = 1;
     } else {
+        count_hint_followed(ctx, d, v.out_calls, v.converted);
         if (another)
             set_note(ctx, ctx->disc->max_rounds);
         if (json_array_size(v.converted))

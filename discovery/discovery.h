@@ -19,6 +19,7 @@ typedef struct tg_disc_conf {
     int search_schemas;   /* top results that carry full schemas */
     int max_rounds;       /* inner rounds answered by toolgate */
     int list_names;       /* list catalog names in search_tools' description */
+    int hints;            /* successor hints beside hidden tools' results (hints.h) */
 } tg_disc_conf;
 
 /* Request stage: may replace body["tools"]; records in ctx what it did. */
@@ -48,6 +49,9 @@ int tg_discovery_intercept(json_t *resp, struct tg_ctx *ctx, json_t **next_body)
  * that names the closest tools. A round that calls real tools ends the turn:
  * its meta calls are dropped (the model asks again next turn if it must). */
 bool tg_discovery_is_meta(const struct tg_ctx *ctx, const char *upstream_name);
+/* A stream relays a call of this real tool (upstream name) to the agent:
+ * counted when it is one the turn's successor hints named. */
+void tg_discovery_saw_call(struct tg_ctx *ctx, const char *upstream_name);
 int tg_discovery_stream_round(struct tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
                               json_t **next_body);
 

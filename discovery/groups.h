@@ -25,4 +25,8 @@
  * does, not where it belongs). NULL only when out of memory. */
 json_t *tg_disc_groups(json_t *names);
 
+/* Whether a lower-case word is a leading verb of tool names (get, list,
+ * create ...): what a tool does, not what it works on. */
+int tg_disc_is_verb(const char *w);
+
 #endif

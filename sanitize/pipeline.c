@@ -19,6 +19,7 @@ void tg_rules_preset(tg_dialect d, tg_rules_set *out)
     out->disc.search_schemas = 3;
     out->disc.max_rounds = 4;
     out->disc.list_names = 1;
+    out->disc.hints = 1;
 }
 
 void tg_ctx_init(tg_ctx *ctx, const char *route_name, const tg_rules_set *rules,

@@ -30,6 +30,8 @@ typedef struct tg_stats {
     unsigned repair_failures;
     unsigned quirks[TG_QUIRKS];      /* repairs by quirk: [n] for Rn, [0] others */        /* calls delivered unrepaired or dropped */
     unsigned discovery_rounds;
+    unsigned hints_given;            /* turns whose model reads new successor hints */
+    unsigned hints_followed;         /* ... and whose answer calls a hinted tool */
     unsigned bad_chunks;             /* stream chunks repaired or dropped for their shape */
     unsigned tools_in, tools_out;
     size_t tools_bytes_in, tools_bytes_out;

@@ -610,6 +610,8 @@ static void take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *
         if (tg_discovery_is_meta(s->ctx, name)) {
             k->meta = true;
             s->hold = true;
+        } else {
+            tg_discovery_saw_call(s->ctx, name);
         }
     }
     json_t *piece = NULL;
