@@ -4,7 +4,8 @@
  *
  * Internal to discovery/. The note goes inside the tool message's content,
  * after the result, between TG_HINTS_OPEN and TG_HINTS_CLOSE lines: no
- * message is added (providers' role and order rules stay met) and the tools
+ * message is added (providers' role and order rules, rules 6 and 44 of
+ * docs/dialects.md, stay met) and the tools
  * array is not touched (prompt caches stay warm). Every note is computed
  * from the derivation and the messages up to its own, so a history sends
  * the same bytes on every later turn.

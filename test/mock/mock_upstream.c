@@ -871,7 +871,10 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
  * X-Mock-Quiet: a streamed call comes without the text before it.
  * X-Mock-Refuse-Round: N refuses the request once the history holds N
  * tool answers (an inner round the proxy builds), with a 400 whose
- * message, type and code name the round. */
+ * message, type and code name the round.
+ * X-Mock-Follow-Hint: the result of a real tool that carries toolgate's
+ * successor hints (<toolgate-next-tools> [...]) -> call_tool{name: the
+ * first hinted tool, arguments: X-Mock-Args} instead of the text answer. */
 
 static const char *tool_with_suffix(const request *r, const char *suffix)
 {
@@ -1000,6 +1003,26 @@ static enum MHD_Result answer_text(request *r, struct MHD_Connection *conn, cons
     return end_stream(r, conn, s, rc, "stop");
 }
 
+/* The first tool toolgate's successor hints name in a tool message (the
+ * text after the note's opening line: "[{"name":"X", ...), or NULL; points
+ * into a static buffer. */
+static const char *first_hinted(json_t *tool_msg)
+{
+    static __thread char name[128];
+    const char *c = json_string_value(json_object_get(tool_msg, "content"));
+    const char *open = c ? strstr(c, "<toolgate-next-tools>") : NULL;
+    const char *at = open ? strstr(open, "[{\"name\":\"") : NULL;
+    if (!at)
+        return NULL;
+    at += 10;
+    size_t n = strcspn(at, "\"");
+    if (n == 0 || n >= sizeof name)
+        return NULL;
+    memcpy(name, at, n);
+    name[n] = '\0';
+    return name;
+}
+
 /* search_tools' arguments for a user's text: "A || B" is two phrasings. */
 static json_t *search_args(const char *text, const char *group)
 {
@@ -1079,6 +1102,9 @@ static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
             ret = answer_text(r, conn, "no schema came back");
         else
             ret = answer_call(r, conn, call, json_pack("{s:s,s:O}", "name", name, "arguments", args));
+    } else if (header(conn, "X-Mock-Follow-Hint") && call && first_hinted(last)) {
+        ret = answer_call(r, conn, call, json_pack("{s:s,s:O}", "name", first_hinted(last),
+                                                   "arguments", args));
     } else {
         char text[512];
         snprintf(text, sizeof text, "done: %.400s",
