@@ -7,21 +7,25 @@
  *     ("use after list_issues");
  *   - the conversation did it before: earlier in the same history, a call
  *     of A was followed by a call of B (the same catalog, the same user);
+ *   - the user asked for it: the words of B's name are in the user's
+ *     latest message before the result ("... and comment on it");
  *   - A and B work on the same thing: the nouns of their names
- *     (list_issues, get_issue, add_issue_comment share "issue");
- *   - the result names what B takes: a key parameter of B (issue_number)
- *     is a word of A's result or arguments ("issue", "number"), and every
- *     key parameter of B is one that the result or arguments can fill.
+ *     (list_issues, get_issue, add_issue_comment share "issue"; a name's
+ *     leading verb is no noun, a later "list" in get_lists is);
+ *   - the result names what B works on or takes: a noun of B's name, or a
+ *     key parameter of B (issue_number), is a word of A's result,
+ *     arguments or nouns ("issue", "number"); every key parameter of B
+ *     that the result or arguments can fill counts.
  *
  * Only tools of A's group are candidates (or, when A has none, tools
  * without a group) unless the catalog or the history links them; a tool
- * without a group needs a shared noun, a link or a pair, since "no group"
- * spans many servers. Never A itself, never a tool always exposed (core)
- * or already hinted or called in the same assistant turn; the meta-tools
- * are not in the catalog. At most TG_HINTS_MAX, best score first, ties by
+ * without a group needs a shared noun, the user's words, a link or a pair,
+ * since "no group" spans many servers. Never A itself, never a tool always
+ * exposed (core) or already hinted or called in the same assistant turn;
+ * the meta-tools are not in the catalog. At most TG_HINTS_MAX, best score first, ties by
  * catalog position: deterministic in the request alone.
  *
- * Pairs seen in other conversations on the same catalog would be a fifth
+ * Pairs seen in other conversations on the same catalog would be another
  * source, but a note that changes with a worker's traffic changes bytes
  * already sent (the prompt cache's prefix) and differs between workers; the
  * same history must make the same request, so that source is left out.
@@ -38,6 +42,7 @@
 
 #define RESULT_SCAN 8192  /* bytes of a result read for the things it names */
 #define ARGS_SCAN 2048
+#define ASKED_SCAN 4096   /* bytes of the user's message read for what it asks */
 #define WORD_MAX 48
 #define PARAMS_MAX 8       /* key parameters of a tool considered */
 #define NOTE_JSON_MAX 6144 /* bytes of schemas in one note */
@@ -46,7 +51,9 @@
 
 /* The words of a tool name, and of each key parameter, lazily per tool. */
 typedef struct tool_words {
-    json_t *nouns;   /* set: the name's words but verbs, group and generic ones */
+    json_t *nouns;   /* set: the name's words but its group, its leading verb
+                        (list_ in list_issues, not in get_lists) and generic ones */
+    json_t *verb;    /* the leading verb, or NULL */
     json_t *params;  /* array of sets: each key parameter's words */
 } tool_words;
 
@@ -55,6 +62,7 @@ typedef struct hinter {
     size_t n;
     tool_words *w;
     json_t *pairs;  /* set of "a b": b called in the turn after a call of a */
+    json_t *asked;  /* set: the words of the user's latest message */
 } hinter;
 
 /* Sorted (bsearch). Words of parameter names that say nothing of what a
@@ -79,37 +87,43 @@ static int is_generic(const char *w)
 
 /* ---- words ------------------------------------------------------------ */
 
-/* One word, lower-cased, a plural 's' dropped; numbers and single letters
- * name nothing. */
-static void add_word(json_t *set, const char *w, size_t n)
+/* One word, lower-cased, a plural 's' dropped, into buf; 0 for what names
+ * nothing (numbers, single letters, overlong runs). */
+static int norm_word(const char *w, size_t n, char *buf)
 {
-    char buf[WORD_MAX + 1];
     size_t digits = 0;
     if (n < 2 || n > WORD_MAX)
-        return;
+        return 0;
     for (size_t i = 0; i < n; i++) {
         buf[i] = (char)tolower((unsigned char)w[i]);
         digits += isdigit((unsigned char)w[i]) != 0;
     }
     if (digits == n)
-        return;
+        return 0;
     if (n > 3 && buf[n - 1] == 's' && buf[n - 2] != 's')
         n--;
     buf[n] = '\0';
-    json_object_set_new(set, buf, json_true());
+    return 1;
 }
 
-/* The identifier words of s[0..n) into set: split at anything but letters
- * and digits and at camelCase humps (issueNumber -> issue, number). */
-static void words_into(json_t *set, const char *s, size_t n)
+/* The identifier words of s[0..n), in order, into the array list or (when
+ * list is NULL) the set: split at anything but letters and digits and at
+ * camelCase humps (issueNumber -> issue, number). */
+static void split_words(json_t *set, json_t *list, const char *s, size_t n)
 {
     size_t start = 0;
     int in = 0;
+    char buf[WORD_MAX + 1];
     for (size_t i = 0; i <= n; i++) {
         int alnum = i < n && isalnum((unsigned char)s[i]);
         int hump = alnum && in && islower((unsigned char)s[i - 1]) && isupper((unsigned char)s[i]);
         if (in && (!alnum || hump)) {
-            add_word(set, s + start, i - start);
+            if (norm_word(s + start, i - start, buf)) {
+                if (list)
+                    json_array_append_new(list, json_string(buf));
+                else
+                    json_object_set_new(set, buf, json_true());
+            }
             in = 0;
         }
         if (alnum && !in) {
@@ -117,6 +131,11 @@ static void words_into(json_t *set, const char *s, size_t n)
             in = 1;
         }
     }
+}
+
+static void words_into(json_t *set, const char *s, size_t n)
+{
+    split_words(set, NULL, s, n);
 }
 
 static json_t *fn_of(json_t *tool)
@@ -180,13 +199,20 @@ static tool_words *words_of(hinter *h, long i)
         return w;
     w->nouns = json_object();
     w->params = json_array();
-    json_t *all = json_object();
-    const char *name = agent_name(h, i), *g = group_of(h, i), *k;
-    json_t *v;
-    words_into(all, name, strlen(name));
-    json_object_foreach(all, k, v)
-        if (!tg_disc_is_verb(k) && !is_generic(k) && !(g && strcmp(k, g) == 0))
-            json_object_set_new(w->nouns, k, json_true());
+    json_t *all = json_array();
+    const char *name = agent_name(h, i), *g = group_of(h, i);
+    split_words(NULL, all, name, strlen(name));
+    int lead = 1;
+    for (size_t k = 0; k < json_array_size(all); k++) {
+        const char *word = json_string_value(json_array_get(all, k));
+        if (g && strcmp(word, g) == 0)
+            continue;
+        if (lead && tg_disc_is_verb(word))
+            w->verb = json_string(word);
+        else if (!is_generic(word))
+            json_object_set_new(w->nouns, word, json_true());
+        lead = 0;
+    }
     json_decref(all);
     json_t *keys = key_params(json_object_get(tool_at(h, i), "parameters"));
     for (size_t p = 0; p < json_array_size(keys); p++) {
@@ -235,9 +261,10 @@ static int pair_seen(const hinter *h, long a, long b)
     return json_object_get(h->pairs, key) != NULL;
 }
 
-/* B's score after A, with seen = the words of A's result and arguments;
+/* B's score after A, with seen = the words of A's name, arguments and
+ * result, and asked = those of the user's last message before the result;
  * 0 when B is no candidate. */
-static int score(hinter *h, long a, long b, json_t *seen)
+static int score(hinter *h, long a, long b, json_t *seen, json_t *asked)
 {
     int ref = names_tool(desc_of(h, a), agent_name(h, b)) ||
               names_tool(desc_of(h, b), agent_name(h, a));
@@ -245,11 +272,17 @@ static int score(hinter *h, long a, long b, json_t *seen)
     if (!ref && !pair && !scope)
         return 0;
     tool_words *wa = words_of(h, a), *wb = words_of(h, b);
-    int noun = 0, entity = 0, covered = 0;
+    int noun = 0, named = 0, said = 0, entity = 0, covered = 0;
     const char *k;
     json_t *v;
-    json_object_foreach(wb->nouns, k, v)
-        noun += json_object_get(wa->nouns, k) != NULL;
+    json_object_foreach(wb->nouns, k, v) {
+        if (json_object_get(wa->nouns, k))
+            noun++;               /* both work on it */
+        else if (json_object_get(seen, k))
+            named++;              /* the result names it */
+        said += json_object_get(asked, k) != NULL;
+    }
+    int verb_said = wb->verb && json_object_get(asked, json_string_value(wb->verb)) != NULL;
     size_t np = json_array_size(wb->params);
     for (size_t p = 0; p < np; p++) {
         int names = 0, fills = 0;
@@ -263,16 +296,17 @@ static int score(hinter *h, long a, long b, json_t *seen)
         covered += fills;
     }
     int grouped = group_of(h, a) != NULL;
-    if (!ref && !pair && !noun && !(grouped && entity))
+    if (!ref && !pair && !noun && !said && !(grouped && (entity || named)))
         return 0;
-    /* what the catalog or the conversation says outweighs any likeness */
-    return LINK_WEIGHT * (ref + pair) + 3 * noun + 2 * entity + covered +
-           (np && (size_t)covered == np ? 2 : 0);
+    /* what the catalog or the conversation says outweighs any likeness;
+     * what the user asked for, the likeness of names */
+    return LINK_WEIGHT * (ref + pair) + 6 * said + verb_said + 3 * noun + 2 * (entity + named) +
+           covered + (np && (size_t)covered == np ? 2 : 0);
 }
 
 /* The best TG_HINTS_MAX tools after A (positions into pick, best first),
  * leaving out those in skip. Returns how many. */
-static size_t choose(hinter *h, long a, json_t *seen, json_t *skip, long *pick)
+static size_t choose(hinter *h, long a, json_t *seen, json_t *asked, json_t *skip, long *pick)
 {
     int best[TG_HINTS_MAX];
     size_t k = 0;
@@ -281,7 +315,7 @@ static size_t choose(hinter *h, long a, json_t *seen, json_t *skip, long *pick)
         snprintf(key, sizeof key, "%ld", b);
         if (b == a || exposed(h, b) || json_object_get(skip, key))
             continue;
-        int s = score(h, a, b, seen);
+        int s = score(h, a, b, seen, asked);
         if (s <= 0 || (k == TG_HINTS_MAX && s <= best[k - 1]))
             continue;
         size_t at = k < TG_HINTS_MAX ? k++ : k - 1;
@@ -347,15 +381,14 @@ static char *note_text(hinter *h, const long *pick, size_t k)
     return out;
 }
 
-/* A tool message's text (the first RESULT_SCAN bytes; parts joined). */
-static void result_words(json_t *content, json_t *seen)
+/* The words of a message's text (the first `budget` bytes; parts joined). */
+static void text_words(json_t *content, json_t *seen, size_t budget)
 {
     if (json_is_string(content)) {
         size_t n = json_string_length(content);
-        words_into(seen, json_string_value(content), n < RESULT_SCAN ? n : RESULT_SCAN);
+        words_into(seen, json_string_value(content), n < budget ? n : budget);
         return;
     }
-    size_t budget = RESULT_SCAN;
     for (size_t i = 0; i < json_array_size(content) && budget; i++) {
         json_t *t = json_object_get(json_array_get(content, i), "text");
         size_t n = json_string_length(t) < budget ? json_string_length(t) : budget;
@@ -452,9 +485,13 @@ static void hint_result(hinter *h, json_t *msg, json_t *call, long a, json_t *sk
                                                          "arguments"));
     if (args)
         words_into(seen, args, strlen(args) < ARGS_SCAN ? strlen(args) : ARGS_SCAN);
-    result_words(content, seen);
+    const char *w;
+    json_t *v;
+    json_object_foreach(words_of(h, a)->nouns, w, v)  /* what A lists or gets */
+        json_object_set_new(seen, w, json_true());
+    text_words(content, seen, RESULT_SCAN);
     long pick[TG_HINTS_MAX];
-    size_t k = choose(h, a, seen, skip, pick);
+    size_t k = choose(h, a, seen, h->asked, skip, pick);
     json_decref(seen);
     char *note = k ? note_text(h, pick, k) : NULL;
     if (!note)
@@ -470,11 +507,12 @@ static void hint_result(hinter *h, json_t *msg, json_t *call, long a, json_t *sk
 json_t *tg_disc_hints_add(json_t *body, json_t *d)
 {
     json_t *msgs = json_object_get(body, "messages");
-    hinter h = { d, json_array_size(json_object_get(d, "catalog")), NULL, json_object() };
+    hinter h = { d, json_array_size(json_object_get(d, "catalog")), NULL, json_object(),
+                 json_object() };
     h.w = calloc(h.n ? h.n : 1, sizeof *h.w);
     json_t *fresh = json_array(), *prev = json_array(), *skip = json_object();
     json_t *calls = NULL;
-    if (!h.w || !h.pairs || !fresh || !prev || !skip) {
+    if (!h.w || !h.pairs || !h.asked || !fresh || !prev || !skip) {
         json_decref(fresh);
         fresh = NULL;
         goto out;
@@ -491,6 +529,9 @@ json_t *tg_disc_hints_add(json_t *body, json_t *d)
             for (size_t k = 0; k < json_array_size(cur); k++)
                 skip_add(skip, (long)json_integer_value(json_array_get(cur, k)));
             json_array_clear(fresh);
+        } else if (role && strcmp(role, "user") == 0) {
+            json_object_clear(h.asked);
+            text_words(json_object_get(m, "content"), h.asked, ASKED_SCAN);
         } else if (role && strcmp(role, "tool") == 0) {
             json_t *call = call_with_id(calls, json_object_get(m, "tool_call_id"));
             long a = position(&h, call_name(call));
@@ -501,10 +542,12 @@ json_t *tg_disc_hints_add(json_t *body, json_t *d)
 out:
     for (size_t i = 0; h.w && i < h.n; i++) {
         json_decref(h.w[i].nouns);
+        json_decref(h.w[i].verb);
         json_decref(h.w[i].params);
     }
     free(h.w);
     json_decref(h.pairs);
+    json_decref(h.asked);
     json_decref(prev);
     json_decref(skip);
     return fresh;
@@ -512,7 +555,7 @@ out:
 
 int tg_disc_hints_followed(json_t *d, json_t *hinted, json_t *calls)
 {
-    hinter h = { d, 0, NULL, NULL };
+    hinter h = { d, 0, NULL, NULL, NULL };
     for (size_t i = 0; i < json_array_size(calls); i++) {
         long b = position(&h, call_name(json_array_get(calls, i)));
         for (size_t k = 0; b >= 0 && k < json_array_size(hinted); k++)

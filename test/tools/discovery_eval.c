@@ -1,7 +1,7 @@
 /* discovery_eval.c -- how well search_tools finds the right tool, and what
  * discovery saves upstream. `make eval`.
  *
- *   build/test/discovery_eval [-v] [-r] [-e] [-g] [queries.json]
+ *   build/test/discovery_eval [-v] [-r] [-e] [-c] [-g] [queries.json]
  *
  * Queries (test/discovery/queries.json) are tasks phrased the way a user
  * would, each labeled with the tool (server + name, from
@@ -20,7 +20,8 @@
  *
  * Prints R@1/3/5/10 and MRR@10 per half and size; with -e, how many turns
  * end with the right tool called when the scripted model runs the whole
- * protocol (end_to_end); then (unless -r) the tools
+ * protocol (end_to_end), and what successor hints do for two-step tasks
+ * (chains_eval; -c: that alone); then (unless -r) the tools
  * bytes sent upstream with and without discovery, and the cost of the
  * discovery stage cold and cached. Exits 1 when a query or catalog cannot
  * be read.
@@ -33,6 +34,7 @@
 
 #include "../../sanitize/cache.h"
 #include "../../sanitize/pipeline.h"
+#include "../../discovery/hints.h"
 #include "../../discovery/index.h"
 
 static char shared[1024];
@@ -103,9 +105,11 @@ static int name_used(json_t *catalog, const char *n, size_t skip)
     return 0;
 }
 
-/* The catalog for one query: base, or base with its last tool replaced by
- * the target (renamed server__name if the name is taken). Sets *want. */
-static json_t *catalog_for(json_t *base, const char *server, json_t *tool, char *want, size_t wn)
+/* The catalog for one query: base, or base with its tool at `slot`
+ * replaced by the target (renamed server__name if the name is taken). Sets
+ * *want. */
+static json_t *catalog_at(json_t *base, const char *server, json_t *tool, size_t slot, char *want,
+                          size_t wn)
 {
     long at = find_target(base, server, tool);
     if (at >= 0) {
@@ -113,7 +117,7 @@ static json_t *catalog_for(json_t *base, const char *server, json_t *tool, char 
         return json_incref(base);
     }
     json_t *c = json_copy(base);
-    size_t last = json_array_size(c) - 1;
+    size_t last = slot;
     json_t *t = json_deep_copy(tool);
     if (name_used(c, fname(tool), last)) {
         char n[512];
@@ -123,6 +127,12 @@ static json_t *catalog_for(json_t *base, const char *server, json_t *tool, char 
     snprintf(want, wn, "%s", fname(t));
     json_array_set_new(c, last, t);
     return c;
+}
+
+/* ... in place of the catalog's last tool. */
+static json_t *catalog_for(json_t *base, const char *server, json_t *tool, char *want, size_t wn)
+{
+    return catalog_at(base, server, tool, json_array_size(base) - 1, want, wn);
 }
 
 static json_t *body_with(json_t *tools, const char *text)
@@ -529,9 +539,207 @@ static int end_to_end(json_t *queries, json_t *corpus, tg_rules_set *rules, tg_c
     return 0;
 }
 
+/* ---- -e, two-step tasks: successor hints --------------------------------
+ * test/discovery/chains.json: tasks of two steps, each with the first
+ * tool, the arguments it was called with, a result as its server would
+ * give it, and the tool the second step needs. The agent sends that result
+ * back; counted: how often the second tool is the first of the note's
+ * tools (what a model that trusts the note would call) or among them, and,
+ * with a scripted model that calls the wanted tool straight from the note
+ * when it is there and otherwise searches with the task's text, reads the
+ * first result's schema and calls it: how often the right tool is called
+ * and how many upstream requests that took, hints on and off. */
+static json_t *hinted_in(json_t *up)
+{
+    json_t *m = json_array_get(json_object_get(up, "messages"), 2);
+    const char *c = json_string_value(json_object_get(m, "content"));
+    const char *at = c ? strstr(c, TG_HINTS_OPEN) : NULL;
+    const char *js = at ? strstr(at, ".)\n[") : NULL;
+    const char *end = js ? strstr(js, "\n" TG_HINTS_CLOSE) : NULL;
+    json_t *names = json_array();
+    if (!end)
+        return names;
+    json_t *list = json_loadb(js + 3, (size_t)(end - js - 3), 0, NULL);
+    for (size_t i = 0; i < json_array_size(list); i++)
+        json_array_append(names, json_object_get(json_array_get(list, i), "name"));
+    json_decref(list);
+    return names;
+}
+
+static int has_name(json_t *names, const char *n)
+{
+    for (size_t i = 0; i < json_array_size(names); i++)
+        if (strcmp(json_string_value(json_array_get(names, i)), n) == 0)
+            return 1;
+    return 0;
+}
+
+typedef struct chain_run {
+    int hint1, hint3, called, requests;
+    char note[512];  /* the hinted names, for -v */
+} chain_run;
+
+static json_t *chain_body(json_t *cat, json_t *ch, const char *first)
+{
+    char *args = json_dumps(json_object_get(ch, "args"), JSON_COMPACT);
+    json_t *b = json_pack("{sss[{sssO}{sss[{sssss{ssss}}]}{sssssO}]sO}", "model", "m", "messages",
+                          "role", "user", "content", json_object_get(ch, "task"), "role",
+                          "assistant", "tool_calls", "id", "call_1", "type", "function",
+                          "function", "name", first, "arguments", args, "role", "tool",
+                          "tool_call_id", "call_1", "content", json_object_get(ch, "result"),
+                          "tools", cat);
+    free(args);
+    return b;
+}
+
+static chain_run chain_turn(tg_rules_set *rules, tg_cache *cache, json_t *cat, json_t *ch,
+                            const char *first, const char *want)
+{
+    chain_run r = { 0, 0, 0, 0, "" };
+    tg_ctx ctx;
+    tg_error err;
+    tg_ctx_init(&ctx, "eval", rules, NULL);
+    ctx.cache = cache;
+    json_t *body = chain_body(cat, ch, first);
+    if (tg_pipeline_request(body, &ctx, &err) == 0) {
+        json_t *hinted = hinted_in(body);
+        r.hint1 = json_array_size(hinted) && strcmp(json_string_value(json_array_get(hinted, 0)), want) == 0;
+        r.hint3 = has_name(hinted, want);
+        char *names = json_dumps(hinted, JSON_COMPACT);
+        snprintf(r.note, sizeof r.note, "%s", names ? names : "");
+        free(names);
+        json_t *up = json_incref(body);
+        for (int round = 0; round < 8; round++) {
+            json_t *resp;
+            r.requests++;
+            if (round == 0) {  /* the note, or a search with the task's text */
+                json_t *msg = json_pack("{sssn}", "role", "assistant", "content");
+                char *a = NULL;
+                const char *name = meta_named(up, r.hint3 ? "call_tool" : "search_tools");
+                json_t *args = r.hint3 ? json_pack("{sss{}}", "name", want, "arguments")
+                                       : json_pack("{sO}", "query", json_object_get(ch, "task"));
+                a = json_dumps(args, JSON_COMPACT);
+                json_object_set_new(msg, "tool_calls",
+                                    json_pack("[{sssss{ssss}}]", "id", "call_2", "type",
+                                              "function", "function", "name", name, "arguments",
+                                              a));
+                free(a);
+                json_decref(args);
+                resp = json_pack("{sssssss[{siso ss}]}", "id", "chatcmpl-e2e", "object",
+                                 "chat.completion", "model", "m", "choices", "index", 0,
+                                 "message", msg, "finish_reason", "tool_calls");
+            } else {
+                resp = model_turn(up);
+            }
+            json_t *next = NULL;
+            if (!tg_pipeline_response(resp, &ctx, &next)) {
+                json_t *c = json_array_get(json_object_get(json_object_get(json_array_get(
+                    json_object_get(resp, "choices"), 0), "message"), "tool_calls"), 0);
+                r.called = c && strcmp(fname(c) ? fname(c) : "", want) == 0;
+                json_decref(resp);
+                break;
+            }
+            json_decref(resp);
+            json_decref(up);
+            up = next;
+        }
+        json_decref(up);
+        json_decref(hinted);
+    }
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+    return r;
+}
+
+/* A chain's tool of the corpus ("first" or "next"). */
+static json_t *chain_tool(json_t *corpus, json_t *ch, const char *which)
+{
+    json_t *qq = json_pack("{sOsO}", "server", json_object_get(ch, "server"), "tool",
+                           json_object_get(ch, which));
+    json_t *t = query_tool(corpus, qq);
+    json_decref(qq);
+    return t;
+}
+
+/* A server's half, as the queries give it ("tune" when none says). */
+static int test_half(json_t *queries, const char *server)
+{
+    for (size_t q = 0; q < json_array_size(queries); q++) {
+        json_t *qq = json_array_get(queries, q);
+        if (strcmp(json_string_value(json_object_get(qq, "server")), server) == 0)
+            return strcmp(json_string_value(json_object_get(qq, "half")), "test") == 0;
+    }
+    return 0;
+}
+
+static int chains_eval(const char *path, json_t *queries, json_t *corpus, tg_rules_set *rules,
+                       tg_cache *cache, int verbose)
+{
+    json_t *chains = json_load_file(path, 0, NULL);
+    if (!json_is_array(chains)) {
+        fprintf(stderr, "discovery_eval: cannot read %s\n", path);
+        return 1;
+    }
+    tg_rules_set off = *rules;
+    off.disc.hints = 0;
+    static const int sizes[] = { 400, 1000 };
+    printf("\nsuccessor hints, two-step tasks (%s): the agent sends back the first "
+           "tool's result\n\n| half | tools | tasks | next tool first in the note | in the note | "
+           "right tool called, hints on | off | upstream requests, on | off |\n"
+           "|---|---|---|---|---|---|---|---|---|\n", path);
+    for (int si = 0; si < 2; si++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", sizes[si]);
+        json_t *big = load(rel);
+        if (!big)
+            return 1;
+        json_t *base = json_object_get(big, "tools");
+        size_t n[2] = { 0 }, h1[2] = { 0 }, h3[2] = { 0 }, on_ok[2] = { 0 }, off_ok[2] = { 0 };
+        size_t on_req[2] = { 0 }, off_req[2] = { 0 };
+        for (size_t i = 0; i < json_array_size(chains); i++) {
+            json_t *ch = json_array_get(chains, i);
+            const char *server = json_string_value(json_object_get(ch, "server"));
+            json_t *tf = chain_tool(corpus, ch, "first"), *tn = chain_tool(corpus, ch, "next");
+            if (!tf || !tn)
+                continue;
+            char first[512], want[512];
+            size_t last = json_array_size(base) - 1;
+            json_t *c1 = catalog_at(base, server, tf, last, first, sizeof first);
+            long fpos = find_target(c1, server, tf);
+            json_t *cat = catalog_at(c1, server, tn, fpos == (long)last - 1 ? last - 2 : last - 1,
+                                     want, sizeof want);
+            chain_run on = chain_turn(rules, cache, cat, ch, first, want);
+            chain_run of = chain_turn(&off, cache, cat, ch, first, want);
+            int t = test_half(queries, server);
+            n[t]++;
+            h1[t] += (size_t)on.hint1;
+            h3[t] += (size_t)on.hint3;
+            on_ok[t] += (size_t)on.called;
+            off_ok[t] += (size_t)of.called;
+            on_req[t] += (size_t)on.requests;
+            off_req[t] += (size_t)of.requests;
+            if (verbose && !t && !on.hint3)  /* the tune half's misses only */
+                fprintf(stderr, "chain miss at %d: %s -> %s, hinted %s\n", sizes[si], first,
+                        want, on.note);
+            json_decref(cat);
+            json_decref(c1);
+        }
+        for (int t = 0; t < 2; t++) {
+            double d = n[t] ? (double)n[t] : 1.0;
+            printf("| %s | %5d | %zu | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f |\n",
+                   t ? "test" : "tune", sizes[si], n[t], (double)h1[t] / d, (double)h3[t] / d,
+                   (double)on_ok[t] / d, (double)off_ok[t] / d, (double)on_req[t] / d,
+                   (double)off_req[t] / d);
+        }
+        json_decref(big);
+    }
+    json_decref(chains);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int verbose = 0, recall_only = 0, failed = 0, fit = 0, e2e = 0;
+    int verbose = 0, recall_only = 0, failed = 0, fit = 0, e2e = 0, chains_only = 0;
     const char *qpath = "test/discovery/queries.json";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0)
@@ -542,6 +750,8 @@ int main(int argc, char **argv)
             fit = 1;
         else if (strcmp(argv[i], "-e") == 0)
             e2e = 1;
+        else if (strcmp(argv[i], "-c") == 0)
+            chains_only = 1;
         else
             qpath = argv[i];
     }
@@ -580,6 +790,10 @@ int main(int argc, char **argv)
     on.disc.mode = TG_DISC_ON;
     tg_cache *cache = tg_cache_new(256, 0);
 
+    if (chains_only) {
+        failed = chains_eval("test/discovery/chains.json", queries, corpus, &on, cache, verbose);
+        goto out;
+    }
     printf("search_tools recall (%zu queries, %zu servers; dialect openai; catalog = big-N "
            "with the target in place of its last tool)\n\n",
            json_array_size(queries), json_object_size(corpus));
@@ -595,6 +809,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < 3; i++)
             tally_row(h ? "test" : "tune", sizes[i], &t[i][h]);
     if (e2e && end_to_end(queries, corpus, &on, cache))
+        failed = 1;
+    if (e2e && chains_eval("test/discovery/chains.json", queries, corpus, &on, cache, verbose))
         failed = 1;
     if (recall_only)
         goto out;
