@@ -1,7 +1,8 @@
 # toolgate -- top-level build. `make` builds build/toolgate; `make run` and
 # `make test` first install whatever Debian packages are missing (.ci/deps.sh).
 #
-# Every .c under sanitize/, discovery/, conf/ and proxy/ (but proxy/main.c)
+# Every .c under core/, sanitize/, discovery/, repair/, bridge/, conf/ and
+# proxy/ (but proxy/main.c)
 # goes into build/libtoolgate.a, which the binary, the unit tests and the
 # fuzzers link, so a new source file needs no Makefile change.
 
@@ -12,14 +13,15 @@ PKGS     := libmicrohttpd libcurl jansson inih hiredis libcrypto
 # OPT and SAN select the build (the ASan and fuzz builds set them); CFLAGS
 # from the command line is added last, so it can never drop the warnings.
 OPT      ?= -O2 -g
-TG_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+TG_CFLAGS = -std=c11 -D_GNU_SOURCE -I. -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -fno-strict-aliasing $(OPT) $(SAN) $(CFLAGS)
 LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lcrypto) -lstemmer -lpthread -lm
 LDFLAGS  += $(SAN)
 
-LIB_SRC  := $(filter-out proxy/main.c,$(wildcard sanitize/*.c discovery/*.c conf/*.c proxy/*.c))
+SRCDIRS  := core sanitize discovery repair bridge conf proxy
+LIB_SRC  := $(filter-out proxy/main.c,$(wildcard $(SRCDIRS:%=%/*.c)))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
-HDRS     := $(wildcard sanitize/*.h discovery/*.h conf/*.h proxy/*.h)
+HDRS     := $(wildcard $(SRCDIRS:%=%/*.h))
 UNIT_SRC := $(wildcard test/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:test/unit/%.c=$(BUILD)/test/%)
 TOOL_SRC := $(wildcard test/tools/*.c)
@@ -96,7 +98,7 @@ FUZZ_BIN := $(FUZZ_SRC:test/fuzz/%.c=build-fuzz/%)
 FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
 
 build-fuzz/fuzz_%: test/fuzz/fuzz_%.c build-fuzz/libtoolgate.a
-	clang -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $< build-fuzz/libtoolgate.a $(LDLIBS)
+	clang -I. -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $< build-fuzz/libtoolgate.a $(LDLIBS)
 
 fuzz: deps
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang SAN="$(FUZZ_SAN)" OPT="-O1 -g" build-fuzz/libtoolgate.a

@@ -12,8 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../sanitize/buf.h"
-#include "../sanitize/pipeline.h"
+#include "core/buf.h"
+#include "sanitize/pipeline.h"
 
 typedef struct tg_route {
     char *name;
@@ -78,13 +78,13 @@ tg_conf *tg_conf_load(const char *path, tg_buf *errors);
 tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors);
 tg_conf *tg_conf_ref(tg_conf *c);
 /* Does the route answer /v1/responses itself, over the provider's chat
- * completions (sanitize/responses_api.h)? Unless the conf says, every
+ * completions (bridge/responses_api.h)? Unless the conf says, every
  * dialect but passthrough: the bridge is what puts a Responses request
  * through the route's rules (OpenAI's own Responses API, with its hosted
  * tools and stored responses, is `responses = pass`). */
 bool tg_route_bridges_responses(const tg_route *r);
 /* Does the route answer Anthropic's /v1/messages itself, over the
- * provider's chat completions (sanitize/messages_api.h)? Unless the conf
+ * provider's chat completions (bridge/messages_api.h)? Unless the conf
  * says, every dialect but anthropic and passthrough, whose providers speak
  * the Messages API themselves and get it passed through. */
 bool tg_route_bridges_messages(const tg_route *r);

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "../sanitize/tg.h"
+#include "core/tg.h"
 
 struct tg_ctx;
 

@@ -30,15 +30,16 @@
  * already sent (the prompt cache's prefix) and differs between workers; the
  * same history must make the same request, so that source is left out.
  */
-#include "hints.h"
+#include "discovery/hints.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sanitize/jsonio.h"
-#include "groups.h"
+#include "core/alloc.h"
+#include "core/jsonio.h"
+#include "discovery/groups.h"
 
 #define RESULT_SCAN 8192  /* bytes of a result read for the things it names */
 #define ARGS_SCAN 2048
@@ -357,7 +358,7 @@ static char *note_text(hinter *h, const long *pick, size_t k)
                               "parameters", p ? json_incref(p) : json_pack("{ss}", "type", "object"));
         json_array_append_new(list, e);
         char *t = tg_json_dumps(list);
-        if (!t || strlen(t) > NOTE_JSON_MAX) {  /* this one does not fit */
+        if (!t || strlen(t) > NOTE_JSON_MAX) {  /* does not fit, or cannot be said */
             free(t);
             json_array_remove(list, json_array_size(list) - 1);
             continue;
@@ -370,13 +371,12 @@ static char *note_text(hinter *h, const long *pick, size_t k)
         return NULL;
     const char *call = json_string_value(json_object_get(json_object_get(h->d, "meta"), "call"));
     size_t len = strlen(js) + 512;
-    char *out = malloc(len);
-    if (out)
-        snprintf(out, len,
-                 "\n\n" TG_HINTS_OPEN "\n(toolgate's note, not part of the result: tools "
-                 "often called next, with their parameters; call one with %s directly, "
-                 "no search needed.)\n%s\n" TG_HINTS_CLOSE,
-                 call ? call : "call_tool", js);
+    char *out = tg_malloc(len);
+    snprintf(out, len,
+             "\n\n" TG_HINTS_OPEN "\n(toolgate's note, not part of the result: tools "
+             "often called next, with their parameters; call one with %s directly, "
+             "no search needed.)\n%s\n" TG_HINTS_CLOSE,
+             call ? call : "call_tool", js);
     free(js);
     return out;
 }
@@ -419,9 +419,7 @@ static void append_note(json_t *msg, const char *note)
         json_array_append_new(c, json_pack("{ssss}", "type", "text", "text", note + 2));
     } else if (json_is_string(c)) {
         size_t a = json_string_length(c), b = strlen(note);
-        char *s = malloc(a + b + 1);
-        if (!s)
-            return;
+        char *s = tg_malloc(a + b + 1);
         memcpy(s, json_string_value(c), a);
         memcpy(s + a, note, b + 1);
         json_object_set_new(msg, "content", json_stringn(s, a + b));
@@ -509,14 +507,9 @@ json_t *tg_disc_hints_add(json_t *body, json_t *d)
     json_t *msgs = json_object_get(body, "messages");
     hinter h = { d, json_array_size(json_object_get(d, "catalog")), NULL, json_object(),
                  json_object() };
-    h.w = calloc(h.n ? h.n : 1, sizeof *h.w);
+    h.w = tg_calloc(h.n ? h.n : 1, sizeof *h.w);
     json_t *fresh = json_array(), *prev = json_array(), *skip = json_object();
     json_t *calls = NULL;
-    if (!h.w || !h.pairs || !h.asked || !fresh || !prev || !skip) {
-        json_decref(fresh);
-        fresh = NULL;
-        goto out;
-    }
     for (size_t i = 0; i < json_array_size(msgs); i++) {
         json_t *m = json_array_get(msgs, i);
         const char *role = json_string_value(json_object_get(m, "role"));
@@ -539,8 +532,7 @@ json_t *tg_disc_hints_add(json_t *body, json_t *d)
                 hint_result(&h, m, call, a, skip, fresh);
         }
     }
-out:
-    for (size_t i = 0; h.w && i < h.n; i++) {
+    for (size_t i = 0; i < h.n; i++) {
         json_decref(h.w[i].nouns);
         json_decref(h.w[i].verb);
         json_decref(h.w[i].params);

@@ -23,8 +23,7 @@
  * that answers a call of a hidden catalog tool of the derivation d
  * (borrowed; see discovery.c). Returns a new array: the catalog positions
  * hinted by the tool messages after the last assistant message, i.e. what
- * the model reads for the first time this turn (may be empty); NULL only
- * when out of memory. */
+ * the model reads for the first time this turn (may be empty). */
 json_t *tg_disc_hints_add(json_t *body, json_t *d);
 
 /* Whether one of calls (borrowed array of OpenAI tool calls, by agent or

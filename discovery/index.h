@@ -2,7 +2,7 @@
  *
  * Internal to discovery/. The index is a json_t (an object holding packed
  * binary postings in json strings) so that it can live in the per-worker
- * cache (sanitize/cache.h) like any other value and be shared read-only.
+ * cache (core/cache.h) like any other value and be shared read-only.
  */
 #ifndef TG_DISC_INDEX_H
 #define TG_DISC_INDEX_H
@@ -29,7 +29,8 @@ extern const tg_dindex_params tg_dindex_defaults;
 
 /* Build over `tools` (borrowed array of OpenAI tools; doc i = tools[i]).
  * Names, descriptions, parameter names and parameter descriptions are
- * indexed. Returns a new reference, never NULL unless out of memory. */
+ * indexed. Returns a new reference, or NULL when libstemmer cannot make
+ * its stemmer. */
 json_t *tg_dindex_build(json_t *tools);
 
 /* Rank the catalog for a free-text query. Fills up to `max` doc numbers

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../sanitize/buf.h"
-#include "../sanitize/tg.h"
+#include "core/buf.h"
+#include "core/tg.h"
 
 typedef struct tg_header {
     char *name;

@@ -1,7 +1,7 @@
 /* log.c -- see log.h. Settings are written once in main() before any worker
  * thread starts and only read afterwards, so they need no lock. Secrets never
  * reach these functions: callers pass redacted values (see server.c). */
-#include "log.h"
+#include "proxy/log.h"
 
 #include <fcntl.h>
 #include <stdarg.h>

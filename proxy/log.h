@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "../conf/conf.h"
+#include "conf/conf.h"
 
 void tg_log_setup(tg_log_level level, const char *access_log);
 tg_log_level tg_log_level_get(void);

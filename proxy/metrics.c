@@ -2,14 +2,15 @@
  * sees a (route, status, stream) triple; the slot is filled before the
  * count is published (release), so a concurrent render (acquire) only reads
  * finished slots. Histograms use fixed microsecond buckets. */
-#include "metrics.h"
+#include "proxy/metrics.h"
+#include "core/alloc.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sanitize/buf.h"
+#include "core/buf.h"
 
 #define MAX_SERIES 256
 static const uint64_t bucket_us[] = {100,    250,    500,     1000,    2500,    5000,
@@ -52,9 +53,9 @@ struct tg_metrics_set {
 
 tg_metrics_set *tg_metrics_new(int workers)
 {
-    tg_metrics_set *s = calloc(1, sizeof *s);
+    tg_metrics_set *s = tg_calloc(1, sizeof *s);
     s->n = workers;
-    s->w = calloc((size_t)workers, sizeof *s->w);
+    s->w = tg_calloc((size_t)workers, sizeof *s->w);
     return s;
 }
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../sanitize/pipeline.h"
+#include "sanitize/pipeline.h"
 
 typedef struct tg_metrics tg_metrics;
 typedef struct tg_metrics_set tg_metrics_set;

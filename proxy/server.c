@@ -20,7 +20,7 @@
  * transfer (until the easy handle is removed) and a streaming response (until
  * MHD frees it). All three live on one thread, so the count is a plain int.
  */
-#include "server.h"
+#include "proxy/server.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -43,15 +43,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../sanitize/cache.h"
-#include "../sanitize/jsonio.h"
-#include "../sanitize/messages_api.h"
-#include "../sanitize/responses_api.h"
-#include "http.h"
-#include "log.h"
-#include "metrics.h"
-#include "store.h"
-#include "sse.h"
+#include "core/cache.h"
+#include "core/jsonio.h"
+#include "bridge/messages_api.h"
+#include "bridge/responses_api.h"
+#include "proxy/http.h"
+#include "proxy/log.h"
+#include "proxy/metrics.h"
+#include "proxy/store.h"
+#include "proxy/sse.h"
 
 #define TG_VERSION_HDR "toolgate"
 #define STREAM_HIGH_WATER (1u << 20)  /* pause upstream past this much unsent */
@@ -176,8 +176,8 @@ typedef struct tg_req {
 
 /* ---- agent APIs over chat ------------------------------------------------
  *
- * The Responses API (sanitize/responses_api.h) and Anthropic's Messages API
- * (sanitize/messages_api.h) reach every route the same way: the body
+ * The Responses API (bridge/responses_api.h) and Anthropic's Messages API
+ * (bridge/messages_api.h) reach every route the same way: the body
  * becomes a chat request before the route's stages and the chat answer
  * (whole or streamed) is turned back after them, or, on a route whose
  * provider has the API itself, the body goes through with only the
@@ -564,7 +564,7 @@ static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *bod
 }
 
 /* The items of a bridged answer, kept where a later item_reference to
- * them is answered (sanitize/itemstore.h). */
+ * them is answered (bridge/itemstore.h). */
 static void remember_items(tg_req *r)
 {
     json_t *items = tg_responses_items(r->bridge);
@@ -580,6 +580,15 @@ static void remember_items(tg_req *r)
         free(text);
     }
     json_decref(items);
+    /* and the record a later previous_response_id names (store: false
+     * leaves none) */
+    json_t *rec = tg_responses_record(r->bridge);
+    const char *rid = json_string_value(json_object_get(rec, "id"));
+    char *text = rid ? tg_json_dumps(rec) : NULL;
+    if (text && tg_store_put(r->w->srv->items, r->w->id, r->owner, rid, text))
+        tg_metrics_store_error(r->w->metrics, "put");
+    free(text);
+    json_decref(rec);
 }
 
 static json_t *responses_answer(void *b, const json_t *c) { return tg_responses_answer(b, c); }
@@ -690,10 +699,10 @@ static enum MHD_Result queue_answer(tg_req *r)
     if (r->bridge)
         bridge_whole_answer(r);
     api_error_shape(r);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        r->answer_len, r->answer ? r->answer : (char *)"", MHD_RESPMEM_MUST_FREE);
-    if (!r->answer)
-        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    /* no answer: an empty body that is nobody's to free */
+    struct MHD_Response *resp =
+        r->answer ? MHD_create_response_from_buffer(r->answer_len, r->answer, MHD_RESPMEM_MUST_FREE)
+                  : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     r->answer = NULL;
     if (!resp)
         return MHD_NO;

@@ -4,7 +4,7 @@
 #ifndef TG_SERVER_H
 #define TG_SERVER_H
 
-#include "../conf/conf.h"
+#include "conf/conf.h"
 
 /* Runs until SIGTERM/SIGINT (graceful) and reloads on SIGHUP. Takes a
  * reference on conf. listen_override may be NULL. Returns the exit code. */

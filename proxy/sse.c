@@ -9,7 +9,7 @@
  * reads split the input never changes where the parser stops. */
 
 #define LINE_SLACK 6  /* "data: ": a line may be this much longer than its value */
-#include "sse.h"
+#include "proxy/sse.h"
 
 #include <string.h>
 

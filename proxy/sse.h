@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../sanitize/buf.h"
+#include "core/buf.h"
 
 typedef void (*tg_sse_event_fn)(void *user, const char *event, const char *data,
                                 size_t len);

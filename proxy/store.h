@@ -2,7 +2,7 @@
  * item_reference: one interface, two backends chosen at start from
  * [server] responses_store.
  *
- *   memory  (a size, the default): sanitize/itemstore.h, shared by the
+ *   memory  (a size, the default): bridge/itemstore.h, shared by the
  *           workers of one process; a replica does not see another's items.
  *   redis   (redis://HOST:PORT/DB): Redis or Valkey, shared by every replica
  *           that names the same database, so any replica answers any
@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../conf/conf.h"
+#include "conf/conf.h"
 
 typedef enum { TG_STORE_FOUND, TG_STORE_MISSING, TG_STORE_DOWN } tg_store_status;
 

@@ -35,7 +35,7 @@
  * the same value; collisions inside one request are resolved in order of
  * first appearance, which is stable because a history only grows.
  */
-#include "hygiene.h"
+#include "sanitize/hygiene.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -43,8 +43,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "pipeline.h"
-#include "jsonio.h"
+#include "core/ctx.h"
+#include "core/jsonfix.h"
+#include "core/jsonio.h"
 
 /* ---- the data ---------------------------------------------------------- */
 

@@ -9,8 +9,8 @@
 #ifndef TG_HYGIENE_H
 #define TG_HYGIENE_H
 
-#include "dialect.h"
-#include "tg.h"
+#include "core/dialect.h"
+#include "core/tg.h"
 
 struct tg_ctx;
 

@@ -1,12 +1,12 @@
 /* pipeline.c -- the stage order (see pipeline.h). This file is the one place
  * that says which stage runs after which; each stage lives in its own file. */
-#include "pipeline.h"
+#include "sanitize/pipeline.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache.h"
-#include "jsonio.h"
+#include "core/cache.h"
+#include "core/jsonio.h"
 
 void tg_rules_preset(tg_dialect d, tg_rules_set *out)
 {
@@ -22,6 +22,13 @@ void tg_rules_preset(tg_dialect d, tg_rules_set *out)
     out->disc.hints = 1;
 }
 
+/* The stream repair reaches the discovery intercept only through these
+ * (core/ctx.h): repair sits below discovery, which uses it. */
+static const tg_intercept discovery_hooks = {
+    tg_discovery_is_meta, tg_discovery_stream_round, tg_discovery_final_note,
+    tg_discovery_saw_call,
+};
+
 void tg_ctx_init(tg_ctx *ctx, const char *route_name, const tg_rules_set *rules,
                  const char *strip_prefix)
 {
@@ -32,38 +39,9 @@ void tg_ctx_init(tg_ctx *ctx, const char *route_name, const tg_rules_set *rules,
     ctx->msg = &rules->msg;
     ctx->repair = &rules->repair;
     ctx->disc = &rules->disc;
+    if (rules->disc.mode != TG_DISC_OFF)
+        ctx->intercept = &discovery_hooks;
     ctx->strip_prefix = strip_prefix ? strip_prefix : "_";
-}
-
-void tg_ctx_clear(tg_ctx *ctx)
-{
-    json_decref(ctx->explain);
-    json_decref(ctx->tools);
-    json_decref(ctx->name_map);
-    json_decref(ctx->arg_inverse);
-    json_decref(ctx->rf_inverse);
-    json_decref(ctx->id_map);
-    json_decref(ctx->disc_state);
-    json_decref(ctx->request);
-    ctx->explain = ctx->tools = ctx->name_map = ctx->arg_inverse = ctx->rf_inverse = NULL;
-    ctx->id_map = ctx->disc_state = ctx->request = NULL;
-}
-
-bool tg_ctx_trim_request(tg_ctx *ctx)
-{
-    if (ctx->disc_state || !ctx->request)
-        return false;
-    /* what repair.c and repair_stream.c read from the request */
-    static const char *const keep[] = {"model", "tool_choice"};
-    json_t *slim = json_object();
-    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
-        json_t *v = json_object_get(ctx->request, keep[i]);
-        if (v)
-            json_object_set(slim, keep[i], v);
-    }
-    json_decref(ctx->request);
-    ctx->request = slim;
-    return true;
 }
 
 int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err)
@@ -314,32 +292,24 @@ int tg_request_dump_split(json_t *body, tg_ctx *ctx, tg_buf *head, json_t **tool
         tg_buf t = {0};
         /* about the size the agent sent: one allocation, not a doubling series */
         tg_buf_reserve(&t, ctx->stats.tools_bytes_in + ctx->stats.tools_bytes_in / 4 + 64);
-        if (tg_json_dump(tools, &t)) {
-            tg_buf_free(&t);
-            return -1;
-        }
+        tg_json_dump(tools, &t);  /* an array: cannot fail */
         entry = json_pack("[O,o]", tools, json_stringn_nocheck(t.data ? t.data : "", t.len));
         tg_cache_put(ctx->cache, "toolsjson", key, entry, t.len + 64);
         tg_buf_free(&t);
-        if (!entry)
-            return -1;
     }
     json_t *text = json_array_get(entry, 1);
     json_incref(tools);
     json_object_del(body, "tools");
     size_t start = head->len;
-    int rc = tg_json_dump(body, head);
+    tg_json_dump(body, head);  /* an object (it had tools): cannot fail */
     json_object_set_new(body, "tools", tools);
-    if (!rc) {
-        bool empty = head->len - start <= 2;
-        head->len--;  /* the closing brace */
-        rc = tg_buf_puts(head, empty ? "\"tools\":" : ",\"tools\":");
-    }
+    bool empty = head->len - start <= 2;
+    head->len--;  /* the closing brace */
+    tg_buf_puts(head, empty ? "\"tools\":" : ",\"tools\":");
     ctx->stats.tools_bytes_out = json_string_length(text);
-    if (!rc)
-        *tools_text = json_incref(text);
+    *tools_text = json_incref(text);
     json_decref(entry);
-    return rc;
+    return 0;
 }
 
 int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
@@ -347,11 +317,9 @@ int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
     json_t *text;
     int rc = tg_request_dump_split(body, ctx, out, &text);
     if (!rc && text) {
-        rc = tg_buf_reserve(out, json_string_length(text) + sizeof TG_REQUEST_TAIL);
-        if (!rc)
-            tg_buf_append(out, json_string_value(text), json_string_length(text));
-        if (!rc)
-            rc = tg_buf_puts(out, TG_REQUEST_TAIL);
+        tg_buf_reserve(out, json_string_length(text) + sizeof TG_REQUEST_TAIL);
+        tg_buf_append(out, json_string_value(text), json_string_length(text));
+        tg_buf_puts(out, TG_REQUEST_TAIL);
     }
     json_decref(text);
     return rc;
@@ -373,9 +341,6 @@ int tg_pipeline_request_raw(const char *raw, size_t n, tg_ctx *ctx, json_t **bod
     }
     if (tg_pipeline_request(body, ctx, err))
         return -1;
-    if (tg_request_dump(body, ctx, out)) {
-        tg_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
-        return -1;
-    }
+    tg_request_dump(body, ctx, out);  /* an object: cannot fail */
     return 0;
 }

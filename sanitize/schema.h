@@ -15,8 +15,8 @@
 #ifndef TG_SCHEMA_H
 #define TG_SCHEMA_H
 
-#include "dialect.h"
-#include "tg.h"
+#include "core/dialect.h"
+#include "core/tg.h"
 
 struct tg_ctx;
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sanitize/jsonio.h"
+#include "core/jsonio.h"
 
 static bool has_real(const json_t *v)
 {

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sanitize/jsonio.h"
-#include "../../sanitize/messages_api.h"
+#include "core/jsonio.h"
+#include "bridge/messages_api.h"
 
 static void convert(const json_t *request, const char *sse, size_t n, size_t cut, tg_buf *out)
 {

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../proxy/sse.h"
-#include "../../sanitize/pipeline.h"
+#include "proxy/sse.h"
+#include "sanitize/pipeline.h"
 
 static void on_event(void *u, const char *event, const char *data, size_t len)
 {

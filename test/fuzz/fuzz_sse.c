@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../proxy/sse.h"
+#include "proxy/sse.h"
 
 static void on_event(void *u, const char *event, const char *data, size_t len)
 {

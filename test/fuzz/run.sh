@@ -14,7 +14,7 @@ for bin in build-fuzz/fuzz_*; do
     seeds="test/fuzz/corpus/$name"
     case "$name" in
         conf) seeds="$seeds test/vectors/conf" ;;
-        repair) [ -d test/vectors/responses ] && seeds="$seeds test/vectors/responses" ;;
+        repair) [ -d test/vectors/repair ] && seeds="$seeds test/vectors/repair" ;;
         jsonio) seeds="$seeds test/vectors/json" ;;
         responses) seeds="$seeds test/vectors/responses_api" ;;
         messages) seeds="$seeds test/vectors/messages_api" ;;

@@ -32,10 +32,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../sanitize/cache.h"
-#include "../../sanitize/pipeline.h"
-#include "../../discovery/hints.h"
-#include "../../discovery/index.h"
+#include "core/cache.h"
+#include "sanitize/pipeline.h"
+#include "discovery/hints.h"
+#include "discovery/index.h"
 
 static char shared[1024];
 

@@ -5,9 +5,9 @@
 #ifndef TG_TEST_BRIDGE_VECTORS_H
 #define TG_TEST_BRIDGE_VECTORS_H
 
-#include "../../sanitize/bridge.h"
-#include "../../sanitize/buf.h"
-#include "../../sanitize/jsonio.h"
+#include "bridge/bridge.h"
+#include "core/buf.h"
+#include "core/jsonio.h"
 #include "vectors.h"
 
 static bool subset(const json_t *exp, const json_t *got)

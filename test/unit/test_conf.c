@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../conf/conf.h"
+#include "conf/conf.h"
 
 #define VEC_DIR "test/vectors/conf"
 

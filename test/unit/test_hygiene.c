@@ -1,7 +1,7 @@
 /* test_hygiene.c -- the message-hygiene stage against its vectors, plus the
  * properties a vector cannot state.
  *
- * Every file of test/vectors/messages/ is one test:
+ * Every file of test/vectors/hygiene/ is one test:
  *   {"name", "rule", "dialect", "strip_prefix"?, "rules"?: {conf key: value},
  *    "input": body, "expected": body, "stripped"?: n, "id_map"?: {...},
  *    "explain"?: [{"pointer", "rule", ...}]   (each must match a record)}
@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "../../sanitize/pipeline.h"
+#include "sanitize/pipeline.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -405,7 +405,7 @@ int main(void)
 {
     const char *root = getenv("TG_ROOT");
     char dir[400];
-    snprintf(dir, sizeof dir, "%s/test/vectors/messages", root ? root : ".");
+    snprintf(dir, sizeof dir, "%s/test/vectors/hygiene", root ? root : ".");
     struct dirent **ents = NULL;
     int n = scandir(dir, &ents, json_file, alphasort);
     if (n < 0) {

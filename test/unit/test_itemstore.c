@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sanitize/itemstore.h"
+#include "bridge/itemstore.h"
 
 #define A 0xa11ceull
 #define B 0xb0bull

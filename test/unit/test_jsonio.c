@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sanitize/jsonio.h"
-#include "../../sanitize/tg.h"
+#include "core/jsonio.h"
+#include "core/tg.h"
 
 static const char *shared_dir(void)
 {

@@ -33,8 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sanitize/jsonio.h"
-#include "../../sanitize/messages_api.h"
+#include "core/jsonio.h"
+#include "bridge/messages_api.h"
 
 static char vec_dir[1024];
 
@@ -293,7 +293,7 @@ static json_t *expected_input(const char *a)
     return json_string(a);
 }
 
-/* Every repaired chat stream of test/vectors/responses (the repair
+/* Every repaired chat stream of test/vectors/repair (the repair
  * fixtures' expected_sse) through the bridge: the Messages invariants
  * hold, and the message says what the chat stream said: the same text,
  * the same calls with the same names and input, in the same order. */
@@ -419,7 +419,7 @@ int main(void)
     const char *root = getenv("TG_ROOT");
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/messages_api", root ? root : ".");
     int rc = run_vector_files("messages_api", vec_dir, test_vector);
-    snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses", root ? root : ".");
+    snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/repair", root ? root : ".");
     rc |= run_vector_files_with("repaired streams through the Messages bridge", vec_dir,
                                 test_repair_fixture, "\"expected_sse\"");
     return rc | run_vector_files_with("repaired answers through the Messages bridge", vec_dir,

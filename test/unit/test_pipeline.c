@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sanitize/cache.h"
-#include "../../sanitize/pipeline.h"
+#include "core/cache.h"
+#include "sanitize/pipeline.h"
 
 static char *slurp(const char *path, size_t *n)
 {

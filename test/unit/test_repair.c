@@ -1,5 +1,5 @@
 /* test_repair.c -- response repair, driven by the fixtures in
- * test/vectors/responses/ (one cmocka test per file, every file loaded).
+ * test/vectors/repair/ (one cmocka test per file, every file loaded).
  *
  * A fixture is a JSON object:
  *   quirk, dialect, tools, request, text_tool_calls, rules {name: on|off}
@@ -40,10 +40,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../proxy/sse.h"
-#include "../../sanitize/jsonio.h"
-#include "../../sanitize/pipeline.h"
-#include "../../sanitize/repair_int.h"
+#include "proxy/sse.h"
+#include "core/jsonio.h"
+#include "sanitize/pipeline.h"
+#include "repair/repair_int.h"
 
 static char vec_dir[1024];
 static int fuzz_rounds = 40;  /* TG_FUZZ_ROUNDS=n for a longer run */
@@ -751,6 +751,6 @@ int main(void)
     const char *root = getenv("TG_ROOT");
     if (getenv("TG_FUZZ_ROUNDS"))
         fuzz_rounds = atoi(getenv("TG_FUZZ_ROUNDS"));
-    snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses", root ? root : ".");
+    snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/repair", root ? root : ".");
     return run_vector_files("repair", vec_dir, test_fixture);
 }

@@ -27,8 +27,8 @@
 
 #include <cmocka.h>
 
-#include "../../sanitize/cache.h"
-#include "../../sanitize/pipeline.h"
+#include "core/cache.h"
+#include "sanitize/pipeline.h"
 #include "referee.c"
 
 #define VEC_DIR "test/vectors/schema"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../proxy/sse.h"
+#include "proxy/sse.h"
 
 typedef struct rec {
     tg_buf out;  /* events as "E<name>|D<data>\n" and comments as "C<text>\n" */

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../proxy/store.h"
+#include "proxy/store.h"
 
 static void test_redis_urls(void **state)
 {

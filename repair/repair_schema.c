@@ -12,8 +12,8 @@
  * Where two object branches fit, R29 leaves the value alone: which keys
  * are "extra" is then not decidable.
  */
-#include "jsonio.h"
-#include "repair_int.h"
+#include "core/jsonio.h"
+#include "repair/repair_int.h"
 
 #include <string.h>
 

@@ -1,10 +1,10 @@
 /* bridge.c -- see bridge.h. */
-#include "bridge.h"
+#include "bridge/bridge.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "jsonio.h"
+#include "core/jsonio.h"
 
 int tg_bridge_bad(tg_error *err, const char *param, const char *fmt, const char *what)
 {

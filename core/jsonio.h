@@ -19,7 +19,7 @@
  * corpus and on edge cases; the fuzz target fuzz_jsonio does it on noise.
  * Every JSON this project writes goes through tg_json_dump.
  *
- * Ownership follows sanitize/tg.h: tg_json_parse returns a NEW reference;
+ * Ownership follows core/tg.h: tg_json_parse returns a NEW reference;
  * tg_json_dump and tg_json_dumps borrow v.
  */
 #ifndef TG_JSONIO_H
@@ -28,7 +28,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "buf.h"
+#include "core/buf.h"
 
 /* flags: JSON_REJECT_DUPLICATES, JSON_DECODE_ANY (without it the top level
  * must be an object or an array, as for json_loadb). */
@@ -53,18 +53,13 @@ json_t *tg_json_load_answer(const char *s, size_t n);
  * default and no request of ours needs). */
 int tg_json_u_escape(const char *p, const char *end, unsigned long *cp);
 
-/* Appends the compact serialization of v to out. 0, or -1 (v NULL, out of
- * memory, or a value jansson could not serialize either). */
+/* Appends the compact serialization of v to out. 0, or -1 when v is NULL
+ * or holds what JSON cannot say (an infinite or NaN real, which jansson's
+ * json_real refuses to make); out may then hold part of the text. */
 int tg_json_dump(const json_t *v, tg_buf *out);
 
 /* The same as a malloc'd NUL-terminated string (json_dumps's contract with
- * JSON_COMPACT | JSON_ENCODE_ANY), or NULL. */
+ * JSON_COMPACT | JSON_ENCODE_ANY), or NULL when tg_json_dump says -1. */
 char *tg_json_dumps(const json_t *v);
-
-/* Bounded, conservative repair of almost-JSON (jsonfix.c): single quotes,
- * trailing commas, Python literals, bare keys, code fences, truncation (open
- * strings and containers closed, a dangling key dropped). Returns a new
- * value or NULL when the text is not repairable. */
-json_t *tg_json_fix(const char *s, size_t n);
 
 #endif

@@ -17,9 +17,9 @@
 
 #include <stdbool.h>
 
-#include "buf.h"
-#include "dialect.h"
-#include "tg.h"
+#include "core/buf.h"
+#include "core/dialect.h"
+#include "core/tg.h"
 
 struct tg_ctx;
 

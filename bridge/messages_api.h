@@ -15,14 +15,14 @@
  * the route says so (tg_bridge_opts); PDF and file documents, which
  * would change the conversation if left out, are refused.
  * Errors in OpenAI's shape become Anthropic's (tg_messages_error_body).
- * Ownership follows sanitize/tg.h.
+ * Ownership follows core/tg.h.
  */
 #ifndef TG_MESSAGES_API_H
 #define TG_MESSAGES_API_H
 
-#include "bridge.h"
-#include "buf.h"
-#include "tg.h"
+#include "bridge/bridge.h"
+#include "core/buf.h"
+#include "core/tg.h"
 
 typedef struct tg_msg_bridge tg_msg_bridge;
 

@@ -5,16 +5,10 @@
 
 #include <stdint.h>
 
-#include "pipeline.h"
-
-/* jsonfix.c ------------------------------------------------------------- */
-
-/* tg_json_fix (the lenient repair) is in jsonio.h: message hygiene uses it
- * on replayed history too. */
-/* "{...}{...}" (several top-level objects, whitespace between): returns a
- * new array of the parsed objects when there are at least two and every one
- * parses strictly; NULL otherwise. */
-json_t *tg_json_split_objects(const char *s, size_t n);
+#include "core/ctx.h"
+#include "core/jsonfix.h"
+#include "repair/repair.h"
+#include "sanitize/schema.h"
 
 /* repair.c --------------------------------------------------------------- */
 

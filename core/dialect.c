@@ -1,5 +1,5 @@
 /* dialect.c -- names of the dialect ids (see dialect.h). */
-#include "dialect.h"
+#include "core/dialect.h"
 
 #include <string.h>
 

@@ -9,8 +9,12 @@
  * and nesting depth are capped, and every step consumes input, so the work
  * is linear in the input.
  */
-#include "jsonio.h"
-#include "repair_int.h"
+#include "core/jsonfix.h"
+
+#include <stdbool.h>
+
+#include "core/jsonio.h"
+#include "core/tg.h"
 
 #include <ctype.h>
 #include <errno.h>

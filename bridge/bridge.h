@@ -2,14 +2,14 @@
  * OpenAI's Responses API, messages_api.c for Anthropic's Messages API):
  * reading the repaired chat stream they are fed, writing their own event
  * stream, and the few JSON helpers of both directions. Ownership follows
- * sanitize/tg.h. */
+ * core/tg.h. */
 #ifndef TG_BRIDGE_H
 #define TG_BRIDGE_H
 
 #include <stdbool.h>
 
-#include "buf.h"
-#include "tg.h"
+#include "core/buf.h"
+#include "core/tg.h"
 
 /* What a bridge does with what the chat upstream cannot carry: tools
  * that only the API's own servers run (web search, code execution, MCP

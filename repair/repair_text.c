@@ -32,8 +32,8 @@
  * goes (truncated markup, missing closers). A block that never closes is
  * held at most TEXT_HOLD_MAX bytes.
  */
-#include "repair_int.h"
-#include "jsonio.h"
+#include "repair/repair_int.h"
+#include "core/jsonio.h"
 
 #include <ctype.h>
 #include <stddef.h>

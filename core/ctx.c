@@ -1,0 +1,33 @@
+/* ctx.c -- what the per-request context owns, and how it lets go (ctx.h). */
+#include "core/ctx.h"
+
+void tg_ctx_clear(tg_ctx *ctx)
+{
+    json_decref(ctx->explain);
+    json_decref(ctx->tools);
+    json_decref(ctx->name_map);
+    json_decref(ctx->arg_inverse);
+    json_decref(ctx->rf_inverse);
+    json_decref(ctx->id_map);
+    json_decref(ctx->disc_state);
+    json_decref(ctx->request);
+    ctx->explain = ctx->tools = ctx->name_map = ctx->arg_inverse = ctx->rf_inverse = NULL;
+    ctx->id_map = ctx->disc_state = ctx->request = NULL;
+}
+
+bool tg_ctx_trim_request(tg_ctx *ctx)
+{
+    if (ctx->disc_state || !ctx->request)
+        return false;
+    /* what repair.c and repair_stream.c read from the request */
+    static const char *const keep[] = {"model", "tool_choice"};
+    json_t *slim = json_object();
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        json_t *v = json_object_get(ctx->request, keep[i]);
+        if (v)
+            json_object_set(slim, keep[i], v);
+    }
+    json_decref(ctx->request);
+    ctx->request = slim;
+    return true;
+}
