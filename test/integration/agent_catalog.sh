@@ -77,30 +77,10 @@ EOF
 
 # run_opencode DIR: opencode with the catalog's MCP server, headless
 run_opencode() {
-    cat >"$1/work/opencode.json" <<EOF
-{
-  "\$schema": "https://opencode.ai/config.json",
-  "provider": {
-    "toolgate": {
-      "npm": "@ai-sdk/openai-compatible",
-      "options": { "baseURL": "$TG_URL/disc/v1", "apiKey": "dummy" },
-      "models": { "gpt-4.1": {} }
-    }
-  },
-  "model": "toolgate/gpt-4.1",
-  "mcp": {
-    "mcp": {
-      "type": "local",
-      "command": ["node", "$DIR/mcp_catalog.mjs", "$1/tools.json", "$1/calls.log"],
-      "enabled": true
-    }
-  }
-}
-EOF
-    (cd "$1/work" && env -i PATH="$PATH" HOME="$1/home" npm_config_registry=http://127.0.0.1:9/ \
-        OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1 \
-        OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_SHARE=1 \
-        timeout "$TIMEOUT" "$BIN/opencode" run "$(cat "$1/prompt")" </dev/null >"$1/out" 2>"$1/err"
+    (cd "$1/work" && opencode_run "$1" "$TG_URL/disc" gpt-4.1 "$(cat "$1/prompt")" \
+        "\"mcp\": { \"mcp\": { \"type\": \"local\", \"enabled\": true,
+    \"command\": [\"node\", \"$DIR/mcp_catalog.mjs\", \"$1/tools.json\", \"$1/calls.log\"] } }" \
+        </dev/null >"$1/out" 2>"$1/err"
      echo $? >"$1/rc")
 }
 

@@ -156,28 +156,8 @@ EOF
 # the others read a file: the token is the name of the file in it.
 tool_codex() { echo "exec_command cmd='ls $(dirname "$1")/box'"; }
 
-# opencode: a provider on the AI SDK's openai-compatible package (bundled)
-# in the project's opencode.json. npm is pointed at a closed port: opencode
-# installs its plugin types from npm at start, which it can do without.
-run_opencode() {
-    cat >"$1/work/opencode.json" <<EOF
-{
-  "\$schema": "https://opencode.ai/config.json",
-  "provider": {
-    "toolgate": {
-      "npm": "@ai-sdk/openai-compatible",
-      "options": { "baseURL": "$2/v1", "apiKey": "dummy" },
-      "models": { "$3": {} }
-    }
-  },
-  "model": "toolgate/$3"
-}
-EOF
-    env -i PATH="$PATH" HOME="$1/home" npm_config_registry=http://127.0.0.1:9/ \
-        OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1 \
-        OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_SHARE=1 \
-        timeout "$TIMEOUT" "$BIN/opencode" run "$4"
-}
+# opencode: opencode_run (lib.sh).
+run_opencode() { opencode_run "$@"; }
 tool_opencode() { echo "read filePath=$1"; }
 
 # Qwen Code: its OpenAI auth from OPENAI_BASE_URL / OPENAI_API_KEY /

@@ -473,6 +473,33 @@ static json_t *model_turn(json_t *up)
                      args ? "tool_calls" : "stop");
 }
 
+/* The rounds of a turn whose request stages ran: the scripted model
+ * answers (`first`, when given, is its first answer; stolen) and toolgate
+ * runs its inner rounds until the agent gets the answer. 1 when that is a
+ * call of `want`; *requests counts the upstream requests. */
+static int rounds_to_agent(tg_ctx *ctx, json_t *body, json_t *first, const char *want,
+                           int *requests)
+{
+    int ok = 0;
+    json_t *up = json_incref(body);
+    for (int round = 0; round < 8; round++) {
+        json_t *resp = round == 0 && first ? first : model_turn(up), *next = NULL;
+        (*requests)++;
+        if (!tg_pipeline_response(resp, ctx, &next)) {
+            json_t *c = json_array_get(json_object_get(json_object_get(json_array_get(
+                json_object_get(resp, "choices"), 0), "message"), "tool_calls"), 0);
+            ok = c && strcmp(fname(c) ? fname(c) : "", want) == 0;
+            json_decref(resp);
+            break;
+        }
+        json_decref(resp);
+        json_decref(up);
+        up = next;
+    }
+    json_decref(up);
+    return ok;
+}
+
 static int e2e_called(tg_rules_set *rules, tg_cache *cache, json_t *cat, const char *text,
                       const char *want)
 {
@@ -481,24 +508,9 @@ static int e2e_called(tg_rules_set *rules, tg_cache *cache, json_t *cat, const c
     tg_ctx_init(&ctx, "eval", rules, NULL);
     ctx.cache = cache;
     json_t *body = body_with(cat, text);
-    int ok = 0;
-    if (tg_pipeline_request(body, &ctx, &err) == 0) {
-        json_t *up = json_incref(body);
-        for (int round = 0; round < 8; round++) {
-            json_t *resp = model_turn(up), *next = NULL;
-            if (!tg_pipeline_response(resp, &ctx, &next)) {
-                json_t *c = json_array_get(json_object_get(json_object_get(json_array_get(
-                    json_object_get(resp, "choices"), 0), "message"), "tool_calls"), 0);
-                ok = c && strcmp(fname(c) ? fname(c) : "", want) == 0;
-                json_decref(resp);
-                break;
-            }
-            json_decref(resp);
-            json_decref(up);
-            up = next;
-        }
-        json_decref(up);
-    }
+    int ok = 0, requests = 0;
+    if (tg_pipeline_request(body, &ctx, &err) == 0)
+        ok = rounds_to_agent(&ctx, body, NULL, want, &requests);
     json_decref(body);
     tg_ctx_clear(&ctx);
     return ok;
@@ -608,42 +620,21 @@ static chain_run chain_turn(tg_rules_set *rules, tg_cache *cache, json_t *cat, j
         char *names = json_dumps(hinted, JSON_COMPACT);
         snprintf(r.note, sizeof r.note, "%s", names ? names : "");
         free(names);
-        json_t *up = json_incref(body);
-        for (int round = 0; round < 8; round++) {
-            json_t *resp;
-            r.requests++;
-            if (round == 0) {  /* the note, or a search with the task's text */
-                json_t *msg = json_pack("{sssn}", "role", "assistant", "content");
-                char *a = NULL;
-                const char *name = meta_named(up, r.hint3 ? "call_tool" : "search_tools");
-                json_t *args = r.hint3 ? json_pack("{sss{}}", "name", want, "arguments")
-                                       : json_pack("{sO}", "query", json_object_get(ch, "task"));
-                a = json_dumps(args, JSON_COMPACT);
-                json_object_set_new(msg, "tool_calls",
-                                    json_pack("[{sssss{ssss}}]", "id", "call_2", "type",
-                                              "function", "function", "name", name, "arguments",
-                                              a));
-                free(a);
-                json_decref(args);
-                resp = json_pack("{sssssss[{siso ss}]}", "id", "chatcmpl-e2e", "object",
+        /* the note, or a search with the task's text */
+        json_t *msg = json_pack("{sssn}", "role", "assistant", "content");
+        const char *name = meta_named(body, r.hint3 ? "call_tool" : "search_tools");
+        json_t *args = r.hint3 ? json_pack("{sss{}}", "name", want, "arguments")
+                               : json_pack("{sO}", "query", json_object_get(ch, "task"));
+        char *a = json_dumps(args, JSON_COMPACT);
+        json_object_set_new(msg, "tool_calls",
+                            json_pack("[{sssss{ssss}}]", "id", "call_2", "type", "function",
+                                      "function", "name", name, "arguments", a));
+        free(a);
+        json_decref(args);
+        json_t *resp = json_pack("{sssssss[{siso ss}]}", "id", "chatcmpl-e2e", "object",
                                  "chat.completion", "model", "m", "choices", "index", 0,
                                  "message", msg, "finish_reason", "tool_calls");
-            } else {
-                resp = model_turn(up);
-            }
-            json_t *next = NULL;
-            if (!tg_pipeline_response(resp, &ctx, &next)) {
-                json_t *c = json_array_get(json_object_get(json_object_get(json_array_get(
-                    json_object_get(resp, "choices"), 0), "message"), "tool_calls"), 0);
-                r.called = c && strcmp(fname(c) ? fname(c) : "", want) == 0;
-                json_decref(resp);
-                break;
-            }
-            json_decref(resp);
-            json_decref(up);
-            up = next;
-        }
-        json_decref(up);
+        r.called = rounds_to_agent(&ctx, body, resp, want, &r.requests);
         json_decref(hinted);
     }
     json_decref(body);
