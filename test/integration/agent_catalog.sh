@@ -22,12 +22,7 @@ BIN="$DIR/node_modules/.bin"
 N=${TG_AGENT_QUERIES:-6}
 TIMEOUT=60
 
-if ! command -v node >/dev/null 2>&1; then
-    not_ok "node is installed" "the agent tests need node >= 20 and npm"
-    finish
-fi
-npm_ci "$DIR" || finish
-[ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
+agents_ready "$DIR"
 TG_SHARED=${TG_SHARED:-$TG_ROOT/../shared}
 [ -f "$TG_SHARED/corpus/requests/big-400.json" ] ||
     { not_ok "the shared corpus is there" "$TG_SHARED/corpus/requests/big-400.json missing"; finish; }

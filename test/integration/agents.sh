@@ -39,12 +39,7 @@ AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
 ROUTES=${TG_AGENT_ROUTES:-gemini25 gemini3 anthropic mistral strict groq deepseek disc25 disc}
 TIMEOUT=60
 
-if ! command -v node >/dev/null 2>&1; then
-    not_ok "node is installed" "the agent tests need node >= 20 and npm"
-    finish
-fi
-npm_ci "$DIR" || finish
-[ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
+agents_ready "$DIR"
 
 version() {
     "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' \

@@ -140,6 +140,17 @@ npm_ci() {
 
 # ---- agents ----------------------------------------------------------------
 
+# agents_ready DIR: node is there, DIR's locked packages are installed and
+# toolgate is built; otherwise a not_ok line and the suite ends.
+agents_ready() {
+    if ! command -v node >/dev/null 2>&1; then
+        not_ok "node is installed" "the agent tests need node >= 20 and npm"
+        finish
+    fi
+    npm_ci "$1" || finish
+    [ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
+}
+
 # opencode_run RUN_DIR BASE_URL MODEL PROMPT [MORE]: opencode (BIN, TIMEOUT
 # of the caller) headless in the current directory, with a provider on the
 # AI SDK's openai-compatible package (bundled) in the project's

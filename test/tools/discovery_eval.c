@@ -50,6 +50,14 @@ static json_t *load(const char *rel)
     return v;
 }
 
+/* corpus/requests/big-N.json (a new reference), or NULL. */
+static json_t *load_big(int n)
+{
+    char rel[64];
+    snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", n);
+    return load(rel);
+}
+
 static const char *fname(json_t *tool)
 {
     return json_string_value(json_object_get(json_object_get(tool, "function"), "name"));
@@ -190,9 +198,7 @@ static void tally_row(const char *half, int size, const tally *t)
 static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *rules,
                      tg_cache *cache, int verbose, tally out[2])
 {
-    char rel[64];
-    snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", size);
-    json_t *big = load(rel);
+    json_t *big = load_big(size);
     if (!big)
         return -1;
     json_t *base = json_object_get(big, "tools");
@@ -238,9 +244,8 @@ static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *ru
 
 static void bytes_row(int size, tg_rules_set *on, tg_rules_set *off, tg_rules_set *bare)
 {
-    char rel[64], plain[32];
-    snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", size);
-    json_t *big = load(rel);
+    char plain[32];
+    json_t *big = load_big(size);
     if (!big)
         return;
     tg_ctx a, b;
@@ -365,9 +370,7 @@ static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
     size_t ng = grid_count();
     double *score = calloc(ng, sizeof *score);
     for (int si = 0; si < 3; si++) {
-        char rel[64];
-        snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", sizes[si]);
-        json_t *big = load(rel);
+        json_t *big = load_big(sizes[si]);
         if (!big)
             return 1;
         json_t *bt = json_object_get(big, "tools");
@@ -522,9 +525,7 @@ static int end_to_end(json_t *queries, json_t *corpus, tg_rules_set *rules, tg_c
     printf("\nend to end: the scripted model searches, reads the first result's schema and "
            "calls it\n\n| half | tools | queries | right tool called |\n|---|---|---|---|\n");
     for (int si = 0; si < 2; si++) {
-        char rel[64];
-        snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", sizes[si]);
-        json_t *big = load(rel);
+        json_t *big = load_big(sizes[si]);
         if (!big)
             return 1;
         size_t n[2] = { 0, 0 }, ok[2] = { 0, 0 };
@@ -679,9 +680,7 @@ static int chains_eval(const char *path, json_t *queries, json_t *corpus, tg_rul
            "right tool called, hints on | off | upstream requests, on | off |\n"
            "|---|---|---|---|---|---|---|---|---|\n", path);
     for (int si = 0; si < 2; si++) {
-        char rel[64];
-        snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", sizes[si]);
-        json_t *big = load(rel);
+        json_t *big = load_big(sizes[si]);
         if (!big)
             return 1;
         json_t *base = json_object_get(big, "tools");
