@@ -527,6 +527,7 @@ static json_t *derivation_for(tg_ctx *ctx, json_t *tools, json_t *originals)
     if (!d) {
         d = derive(ctx, tools, originals);
         json_object_set_new(d, "bytes_in", json_integer((json_int_t)len));
+        json_object_set_new(d, "key", json_integer((json_int_t)key));  /* hints.c's memo */
         tg_cache_put(ctx->cache, CACHE_KIND, key, d, derivation_cost(d, len));
     }
     if (json_object_get(d, "catalog") != tools) {
@@ -609,7 +610,7 @@ static void honour_tool_choice(json_t *body, tg_ctx *ctx, json_t *d, json_t *too
  * the first time this turn are kept to see whether it calls one next. */
 static void note_hints(json_t *body, tg_ctx *ctx, json_t *d)
 {
-    json_t *fresh = tg_disc_hints_add(body, d);
+    json_t *fresh = tg_disc_hints_add(body, d, ctx->cache);
     if (json_array_size(fresh)) {
         json_object_set(ctx->disc_state, "hinted", fresh);
         ctx->stats.hints_given++;

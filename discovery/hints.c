@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/cache.h"
 #include "core/jsonio.h"
 #include "discovery/groups.h"
 
@@ -48,6 +49,7 @@
 #define PARAMS_MAX 8       /* key parameters of a tool considered */
 #define NOTE_JSON_MAX 6144 /* bytes of schemas in one note */
 #define DESC_MAX 300       /* bytes of a hinted tool's description */
+#define MEMO_KIND "hints"
 #define LINK_WEIGHT 16     /* a link or a pair, against 3 a shared noun, 2 a named entity */
 
 /* The words of a tool name, and of each key parameter, lazily per tool. */
@@ -64,6 +66,8 @@ typedef struct hinter {
     tool_words *w;
     json_t *pairs;  /* set of "a b": b called in the turn after a call of a */
     json_t *asked;  /* set: the words of the user's latest message */
+    uint64_t asked_hash;
+    struct tg_cache *cache;
 } hinter;
 
 /* Sorted (bsearch). Words of parameter names that say nothing of what a
@@ -473,14 +477,62 @@ static void skip_add(json_t *skip, long b)
 
 /* One tool message answering call (of a hidden tool at a): its note.
  * Appends the hinted positions to out. */
-static void hint_result(hinter *h, json_t *msg, json_t *call, long a, json_t *skip, json_t *out)
+/* A digest of a message text's first `budget` bytes (parts joined). */
+static uint64_t text_hash(json_t *content, size_t budget, uint64_t seed)
 {
-    json_t *content = json_object_get(msg, "content");
-    if (has_note(content))
-        return;
+    if (json_is_string(content)) {
+        size_t n = json_string_length(content);
+        return tg_hash64(json_string_value(content), n < budget ? n : budget, seed);
+    }
+    for (size_t i = 0; i < json_array_size(content) && budget; i++) {
+        json_t *t = json_object_get(json_array_get(content, i), "text");
+        size_t n = json_string_length(t) < budget ? json_string_length(t) : budget;
+        seed = tg_hash64(json_string_value(t) ? json_string_value(t) : "", n, seed);
+        budget -= n;
+    }
+    return seed;
+}
+
+/* Everything a note's choice depends on: the catalog (the derivation's
+ * content key), the tool, what choose() reads of its arguments, result and
+ * the user's words, the pairs after it and what the turn leaves out. */
+static uint64_t memo_key(const hinter *h, long a, const char *args, json_t *content,
+                         json_t *skip)
+{
+    json_int_t dk = json_integer_value(json_object_get(h->d, "key"));
+    uint64_t k = tg_hash64(&dk, sizeof dk, 0x68696e7473000001ull);
+    k = tg_hash64(&a, sizeof a, k);
+    k = tg_hash64(&h->asked_hash, sizeof h->asked_hash, k);
+    size_t an = args ? strlen(args) : 0;
+    k = tg_hash64(args ? args : "", an < ARGS_SCAN ? an : ARGS_SCAN, k);
+    k = text_hash(content, RESULT_SCAN, k);
+    char pre[24];
+    size_t pn = (size_t)snprintf(pre, sizeof pre, "%ld ", a);
+    const char *key;
+    json_t *v;
+    json_object_foreach(h->pairs, key, v)
+        if (strncmp(key, pre, pn) == 0)
+            k = tg_hash64(key, strlen(key) + 1, k);
+    k = tg_hash64("|", 1, k);
+    json_object_foreach(skip, key, v)
+        k = tg_hash64(key, strlen(key) + 1, k);
+    return k;
+}
+
+/* The choice for one result, computed (and kept in the cache) or recalled. */
+static size_t pick_for(hinter *h, long a, const char *args, json_t *content, json_t *skip,
+                       long *pick)
+{
+    uint64_t key = json_object_get(h->d, "key") ? memo_key(h, a, args, content, skip) : 0;
+    json_t *kept = key ? tg_cache_get(h->cache, MEMO_KIND, key) : NULL;
+    size_t k = 0;
+    if (kept) {
+        for (; k < json_array_size(kept) && k < TG_HINTS_MAX; k++)
+            pick[k] = (long)json_integer_value(json_array_get(kept, k));
+        json_decref(kept);
+        return k;
+    }
     json_t *seen = json_object();
-    const char *args = json_string_value(json_object_get(json_object_get(call, "function"),
-                                                         "arguments"));
     if (args)
         words_into(seen, args, strlen(args) < ARGS_SCAN ? strlen(args) : ARGS_SCAN);
     const char *w;
@@ -488,9 +540,27 @@ static void hint_result(hinter *h, json_t *msg, json_t *call, long a, json_t *sk
     json_object_foreach(words_of(h, a)->nouns, w, v)  /* what A lists or gets */
         json_object_set_new(seen, w, json_true());
     text_words(content, seen, RESULT_SCAN);
-    long pick[TG_HINTS_MAX];
-    size_t k = choose(h, a, seen, h->asked, skip, pick);
+    k = choose(h, a, seen, h->asked, skip, pick);
     json_decref(seen);
+    if (key) {
+        json_t *list = json_array();
+        for (size_t i = 0; i < k; i++)
+            json_array_append_new(list, json_integer(pick[i]));
+        tg_cache_put(h->cache, MEMO_KIND, key, list, 64);
+        json_decref(list);
+    }
+    return k;
+}
+
+static void hint_result(hinter *h, json_t *msg, json_t *call, long a, json_t *skip, json_t *out)
+{
+    json_t *content = json_object_get(msg, "content");
+    if (has_note(content))
+        return;
+    const char *args = json_string_value(json_object_get(json_object_get(call, "function"),
+                                                         "arguments"));
+    long pick[TG_HINTS_MAX];
+    size_t k = pick_for(h, a, args, content, skip, pick);
     char *note = k ? note_text(h, pick, k) : NULL;
     if (!note)
         return;
@@ -502,11 +572,11 @@ static void hint_result(hinter *h, json_t *msg, json_t *call, long a, json_t *sk
     }
 }
 
-json_t *tg_disc_hints_add(json_t *body, json_t *d)
+json_t *tg_disc_hints_add(json_t *body, json_t *d, struct tg_cache *cache)
 {
     json_t *msgs = json_object_get(body, "messages");
     hinter h = { d, json_array_size(json_object_get(d, "catalog")), NULL, json_object(),
-                 json_object() };
+                 json_object(), 0, cache };
     h.w = tg_calloc(h.n ? h.n : 1, sizeof *h.w);
     json_t *fresh = json_array(), *prev = json_array(), *skip = json_object();
     json_t *calls = NULL;
@@ -525,6 +595,7 @@ json_t *tg_disc_hints_add(json_t *body, json_t *d)
         } else if (role && strcmp(role, "user") == 0) {
             json_object_clear(h.asked);
             text_words(json_object_get(m, "content"), h.asked, ASKED_SCAN);
+            h.asked_hash = text_hash(json_object_get(m, "content"), ASKED_SCAN, 0);
         } else if (role && strcmp(role, "tool") == 0) {
             json_t *call = call_with_id(calls, json_object_get(m, "tool_call_id"));
             long a = position(&h, call_name(call));
@@ -547,7 +618,7 @@ json_t *tg_disc_hints_add(json_t *body, json_t *d)
 
 int tg_disc_hints_followed(json_t *d, json_t *hinted, json_t *calls)
 {
-    hinter h = { d, 0, NULL, NULL, NULL };
+    hinter h = { d, 0, NULL, NULL, NULL, 0, NULL };
     for (size_t i = 0; i < json_array_size(calls); i++) {
         long b = position(&h, call_name(json_array_get(calls, i)));
         for (size_t k = 0; b >= 0 && k < json_array_size(hinted); k++)

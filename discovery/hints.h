@@ -23,8 +23,11 @@
  * that answers a call of a hidden catalog tool of the derivation d
  * (borrowed; see discovery.c). Returns a new array: the catalog positions
  * hinted by the tool messages after the last assistant message, i.e. what
- * the model reads for the first time this turn (may be empty). */
-json_t *tg_disc_hints_add(json_t *body, json_t *d);
+ * the model reads for the first time this turn (may be empty). Each
+ * note's choice is kept in cache (the worker's, may be NULL) under a digest
+ * of everything it depends on, so a turn computes only its new results'. */
+struct tg_cache;
+json_t *tg_disc_hints_add(json_t *body, json_t *d, struct tg_cache *cache);
 
 /* Whether one of calls (borrowed array of OpenAI tool calls, by agent or
  * upstream name) calls a tool of hinted (borrowed array of positions). */

@@ -308,6 +308,63 @@ static void timing(tg_rules_set *on)
     json_decref(big);
 }
 
+/* big-1000 with a history of `n` results of hidden tools (the agent called
+ * them by name; each result names an issue and a path). */
+static json_t *long_history(json_t *big, int n)
+{
+    json_t *tools = json_object_get(big, "tools");
+    json_t *msgs = json_pack("[{ssss}]", "role", "user", "content",
+                             "go through the open issues and fix the files they name");
+    for (int i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "call%d", i);
+        json_array_append_new(msgs, json_pack("{sssns[{sssss{ssss}}]}", "role", "assistant",
+                                              "content", "tool_calls", "id", id, "type",
+                                              "function", "function", "name",
+                                              fname(json_array_get(tools, (size_t)(i * 17 % 1000))),
+                                              "arguments", "{\"owner\":\"acme\",\"repo\":\"web\"}"));
+        json_array_append_new(msgs, json_pack("{ssssss}", "role", "tool", "tool_call_id", id,
+                                              "content", "[{\"number\":42,\"title\":\"crash on "
+                                              "login\",\"path\":\"src/auth.c\"}]"));
+    }
+    return json_pack("{sssosO}", "model", "m", "messages", msgs, "tools", tools);
+}
+
+/* The request stages with successor hints on a 50-result history: off,
+ * on with every note computed (the catalog's derivation cached), and on
+ * with the notes recalled from the worker cache (the next turn). */
+static void hint_timing(tg_rules_set *on)
+{
+    json_t *big = load_big(1000);
+    if (!big)
+        return;
+    tg_rules_set off = *on;
+    off.disc.hints = 0;
+    const int reps = 5;
+    double t[3] = { 0, 0, 0 };
+    for (int r = 0; r < reps; r++) {
+        tg_cache *cache = tg_cache_new(4096, 0);
+        for (int pass = -1; pass < 3; pass++) {  /* -1 fills the derivation */
+            tg_ctx ctx;
+            tg_error err;
+            tg_ctx_init(&ctx, "eval", pass <= 0 ? &off : on, NULL);
+            ctx.cache = cache;
+            json_t *body = long_history(big, 50);
+            double t0 = now_ms();
+            tg_pipeline_request(body, &ctx, &err);
+            if (pass >= 0)
+                t[pass] += (now_ms() - t0) / reps;
+            json_decref(body);
+            tg_ctx_clear(&ctx);
+        }
+        tg_cache_free(cache);
+    }
+    printf("request stages on big-1000 with 50 results of hidden tools: hints off %.2f ms, "
+           "on %.2f ms (every note computed), %.2f ms (notes recalled) (mean of %d)\n",
+           t[0], t[1], t[2], reps);
+    json_decref(big);
+}
+
 /* ---- -g: fit the ranker's knobs on the tune half ------------------------
  * Straight on the index (what search_tools ranks with), over the tune half
  * only; prints, for every value of every knob, the mean over the three
@@ -814,6 +871,7 @@ int main(int argc, char **argv)
     bytes_row(400, &on, &off, &bare);
     bytes_row(1000, &on, &off, &bare);
     timing(&on);
+    hint_timing(&on);
 
 out:
     tg_cache_free(cache);

@@ -1286,6 +1286,24 @@ static void test_hints_stable(void **state)
     }
     /* turn 2's new result has a note of its own; the pair list_issues ->
      * get_issue it saw does not hint get_issue again after get_issue */
+    /* the same turn again, its notes recalled from the cache, and without
+     * a cache at all: the same bytes */
+    for (int k = 0; k < 2; k++) {
+        tg_ctx c3;
+        tg_ctx_init(&c3, "r", &r, NULL);
+        c3.cache = k ? cache : NULL;
+        json_t *b4 = json_pack("{sssoso}", "model", "m", "messages", hint_history(2), "tools",
+                               hint_catalog());
+        assert_int_equal(tg_pipeline_request(b4, &c3, &err), 0);
+        char *x = json_dumps(json_object_get(b3, "messages"), JSON_COMPACT);
+        char *y = json_dumps(json_object_get(b4, "messages"), JSON_COMPACT);
+        assert_string_equal(x, y);
+        assert_int_equal(c3.stats.hints_given, 1);
+        free(x);
+        free(y);
+        json_decref(b4);
+        tg_ctx_clear(&c3);
+    }
     json_t *names = hinted_names(msg_content(b3, 4));
     assert_non_null(names);
     assert_false(names_have(names, "gh__get_issue"));
