@@ -39,6 +39,7 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
+#include "core/hash.h"
 #include "core/jsonio.h"
 #include "discovery/groups.h"
 
@@ -143,15 +144,15 @@ static void words_into(json_t *set, const char *s, size_t n)
     split_words(set, NULL, s, n);
 }
 
-static json_t *fn_of(json_t *tool)
+static json_t *fn_peek(json_t *tool)
 {
     json_t *fn = json_object_get(tool, "function");
     return json_is_object(fn) ? fn : tool;
 }
 
-static json_t *tool_at(const hinter *h, long i)
+static json_t *tool_peek(const hinter *h, long i)
 {
-    return fn_of(json_array_get(json_object_get(h->d, "catalog"), (size_t)i));
+    return fn_peek(json_array_get(json_object_get(h->d, "catalog"), (size_t)i));
 }
 
 static const char *agent_name(const hinter *h, long i)
@@ -219,7 +220,7 @@ static tool_words *words_of(hinter *h, long i)
         lead = 0;
     }
     json_decref(all);
-    json_t *keys = key_params(json_object_get(tool_at(h, i), "parameters"));
+    json_t *keys = key_params(json_object_get(tool_peek(h, i), "parameters"));
     for (size_t p = 0; p < json_array_size(keys); p++) {
         json_t *set = json_object();
         const char *pn = json_string_value(json_array_get(keys, p));
@@ -250,7 +251,7 @@ static int names_tool(const char *text, const char *name)
 
 static const char *desc_of(const hinter *h, long i)
 {
-    return json_string_value(json_object_get(tool_at(h, i), "description"));
+    return json_string_value(json_object_get(tool_peek(h, i), "description"));
 }
 
 static int same_scope(const hinter *h, long a, long b)
@@ -356,7 +357,7 @@ static char *note_text(hinter *h, const long *pick, size_t k)
     json_t *list = json_array();
     char *js = NULL;
     for (size_t i = 0; i < k; i++) {
-        json_t *fn = tool_at(h, pick[i]), *p = json_object_get(fn, "parameters");
+        json_t *fn = tool_peek(h, pick[i]), *p = json_object_get(fn, "parameters");
         json_t *e = json_pack("{sOsoso}", "name", json_object_get(fn, "name"), "description",
                               cut_desc(json_string_value(json_object_get(fn, "description"))),
                               "parameters", p ? json_incref(p) : json_pack("{ss}", "type", "object"));
@@ -460,7 +461,7 @@ static json_t *assistant_turn(hinter *h, json_t *msg, json_t *prev)
     return cur;
 }
 
-static json_t *call_with_id(json_t *calls, json_t *id)
+static json_t *call_peek(json_t *calls, json_t *id)
 {
     for (size_t i = 0; json_is_string(id) && i < json_array_size(calls); i++)
         if (json_equal(json_object_get(json_array_get(calls, i), "id"), id))
@@ -597,7 +598,7 @@ json_t *tg_disc_hints_add(json_t *body, json_t *d, struct tg_cache *cache)
             text_words(json_object_get(m, "content"), h.asked, ASKED_SCAN);
             h.asked_hash = text_hash(json_object_get(m, "content"), ASKED_SCAN, 0);
         } else if (role && strcmp(role, "tool") == 0) {
-            json_t *call = call_with_id(calls, json_object_get(m, "tool_call_id"));
+            json_t *call = call_peek(calls, json_object_get(m, "tool_call_id"));
             long a = position(&h, call_name(call));
             if (a >= 0 && !exposed(&h, a))
                 hint_result(&h, m, call, a, skip, fresh);

@@ -301,6 +301,23 @@ static size_t up_body_len(const tg_req *r)
     return r->up_body.len + (r->up_tools ? json_string_length(r->up_tools) + TAIL_LEN : 0);
 }
 
+/* curl sends a body it is given whole (POSTFIELDS) of under 64 KB in the
+ * same send as the request's head; a body read through on_upstream_read
+ * goes in a send of its own. So a small body's head, tools' text and tail
+ * are joined into one: one system call fewer a request (issue 20). */
+#define JOIN_BODY_MAX (60 * 1024)
+
+static int join_small_body(tg_req *r)
+{
+    if (!r->up_tools || up_body_len(r) > JOIN_BODY_MAX)
+        return 0;
+    tg_buf_append(&r->up_body, json_string_value(r->up_tools), json_string_length(r->up_tools));
+    tg_buf_append(&r->up_body, TG_REQUEST_TAIL, TAIL_LEN);
+    json_decref(r->up_tools);
+    r->up_tools = NULL;
+    return 0;
+}
+
 static void up_body_free(tg_req *r)
 {
     tg_buf_free(&r->up_body);
@@ -598,7 +615,7 @@ static void responses_stream(void *b, const char *sse, size_t n, tg_buf *out)
 }
 static void responses_stream_end(void *b, tg_buf *out) { tg_responses_stream_end(b, out); }
 static void responses_free(void *b) { tg_resp_bridge_free(b); }
-static const json_t *responses_dropped(const void *b) { return tg_resp_bridge_dropped(b); }
+static const json_t *responses_dropped(const void *b) { return tg_resp_bridge_dropped_peek(b); }
 
 static const bridge_api responses_api = {
     .name = "/v1/responses",
@@ -631,7 +648,7 @@ static void messages_stream(void *b, const char *sse, size_t n, tg_buf *out)
 }
 static void messages_stream_end(void *b, tg_buf *out) { tg_messages_stream_end(b, out); }
 static void messages_free(void *b) { tg_msg_bridge_free(b); }
-static const json_t *messages_dropped(const void *b) { return tg_msg_bridge_dropped(b); }
+static const json_t *messages_dropped(const void *b) { return tg_msg_bridge_dropped_peek(b); }
 
 static const bridge_api messages_api = {
     .name = "/v1/messages",
@@ -1969,7 +1986,7 @@ static int prepare_route(tg_req *r, const tg_route *route)
         r->up_headers = NULL;
     }
     up_body_free(r);
-    if (tg_request_dump_split(body, &r->ctx, &r->up_body, &r->up_tools)) {
+    if (tg_request_dump_split(body, &r->ctx, &r->up_body, &r->up_tools) || join_small_body(r)) {
         set_error(r, 500, "server_error", NULL, NULL, "out of memory");
         return -1;
     }
