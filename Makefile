@@ -78,10 +78,16 @@ bench: deps
 	@sh bench/run.sh
 
 # Discovery quality: recall of search_tools per half of the query set at
-# 100, 400 and 1,000 tools (test/tools/discovery_eval.c; TG_SHARED as bench).
+# 100, 400 and 1,000 tools, end to end and with successor hints
+# (test/tools/discovery_eval.c; TG_SHARED as bench), then a real agent
+# with a 400-tool MCP catalog on EVAL_AGENT_QUERIES queries
+# (test/integration/agent_catalog.sh; make test runs 6).
+EVAL_AGENT_QUERIES ?= 30
 eval: deps
-	@$(MAKE) --no-print-directory $(BUILD)/test/discovery_eval
-	@./$(BUILD)/test/discovery_eval -r
+	@$(MAKE) --no-print-directory $(BUILD)/test/discovery_eval $(BUILD)/toolgate $(BUILD)/mock-upstream
+	@./$(BUILD)/test/discovery_eval -r -e
+	@TG_AGENT_QUERIES=$(EVAL_AGENT_QUERIES) TG_BIN=$(CURDIR)/$(BUILD)/toolgate \
+		TG_MOCK=$(CURDIR)/$(BUILD)/mock-upstream sh test/integration/agent_catalog.sh | grep '^#'
 
 # Fuzzing (libFuzzer, clang from Debian): every test/fuzz/fuzz_*.c target
 # runs FUZZ_SECONDS on top of its checked-in seeds; a crash fails the run and

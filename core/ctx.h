@@ -38,6 +38,8 @@ typedef struct tg_stats {
     unsigned repair_failures;        /* calls delivered unrepaired or dropped */
     unsigned quirks[TG_QUIRKS];      /* repairs by quirk id (core/quirk.h) */
     unsigned discovery_rounds;
+    unsigned hints_given;            /* turns whose model reads new successor hints */
+    unsigned hints_followed;         /* ... and whose answer calls a hinted tool */
     unsigned bad_chunks;             /* stream chunks repaired or dropped for their shape */
     unsigned tools_in, tools_out;
     size_t tools_bytes_in, tools_bytes_out;
@@ -50,6 +52,7 @@ typedef struct tg_intercept {
     int (*stream_round)(struct tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
                         json_t **next_body);
     const char *(*final_note)(const struct tg_ctx *ctx);
+    void (*saw_call)(struct tg_ctx *ctx, const char *upstream_name);
 } tg_intercept;
 
 typedef struct tg_ctx {

@@ -40,6 +40,7 @@
 #include "core/jsonio.h"
 #include "discovery/embed.h"
 #include "discovery/groups.h"
+#include "discovery/hints.h"
 #include "discovery/index.h"
 
 #define CACHE_KIND "discovery"
@@ -525,7 +526,7 @@ static json_t *derivation_for(tg_ctx *ctx, json_t *tools, json_t *originals)
     if (!d) {
         d = derive(ctx, tools, originals);
         json_object_set_new(d, "bytes_in", json_integer((json_int_t)len));
-        json_object_set_new(d, "key", json_integer((json_int_t)key));  /* embed.c's too */
+        json_object_set_new(d, "key", json_integer((json_int_t)key));  /* embed.c's and hints.c's */
         tg_cache_put(ctx->cache, CACHE_KIND, key, d, derivation_cost(d, len));
     }
     if (json_object_get(d, "catalog") != tools) {
@@ -603,6 +604,29 @@ static void honour_tool_choice(json_t *body, tg_ctx *ctx, json_t *d, json_t *too
     json_array_append(tools, sanitized_peek(d, at));
 }
 
+/* Successor hints (hints.c) beside the results of hidden tools, before the
+ * history's calls become call_tool calls; the tools the model reads of for
+ * the first time this turn are kept to see whether it calls one next. */
+static void note_hints(json_t *body, tg_ctx *ctx, json_t *d)
+{
+    json_t *fresh = tg_disc_hints_add(body, d, ctx->cache);
+    if (json_array_size(fresh)) {
+        json_object_set(ctx->disc_state, "hinted", fresh);
+        ctx->stats.hints_given++;
+    }
+    json_decref(fresh);
+}
+
+/* The turn ends with these calls (real ones, and call_tool's unwrapped):
+ * one of them is a tool hinted this turn. */
+static void count_hint_followed(tg_ctx *ctx, json_t *d, json_t *calls, json_t *converted)
+{
+    json_t *hinted = json_object_get(ctx->disc_state, "hinted");
+    if (hinted && (tg_disc_hints_followed(d, hinted, calls) ||
+                   tg_disc_hints_followed(d, hinted, converted)))
+        ctx->stats.hints_followed = 1;  /* once a turn, however many calls */
+}
+
 static int should_collapse(const tg_disc_conf *dc, size_t ntools)
 {
     if (!dc || dc->mode == TG_DISC_OFF || ntools == 0)
@@ -636,6 +660,8 @@ int tg_discovery_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     ctx->disc_state = json_pack("{sosi}", "d", d, "rounds", 0);
     json_t *up = json_copy(json_object_get(d, "up"));  /* shallow: tools are shared */
     honour_tool_choice(body, ctx, d, up);
+    if (ctx->disc->hints)
+        note_hints(body, ctx, d);
     rewrite_history(body, ctx, d);
     json_object_set_new(body, "tools", up);
     json_decref(ctx->request);
@@ -1214,6 +1240,7 @@ int tg_discovery_intercept(json_t *resp, tg_ctx *ctx, json_t **next_body)
     }
 
     /* the turn ends here: the agent gets its real calls, or text */
+    count_hint_followed(ctx, d, v.out_calls, v.converted);
     if (json_array_size(v.converted)) {
         json_t *fixed = repaired(ctx, resp, v.converted);
         json_array_extend(v.out_calls, fixed);
@@ -1252,6 +1279,15 @@ bool tg_discovery_is_meta(const tg_ctx *ctx, const char *upstream_name)
     return kind_of(state_d_peek(ctx), upstream_name) != K_REAL;
 }
 
+void tg_discovery_saw_call(tg_ctx *ctx, const char *upstream_name)
+{
+    if (!active(ctx) || !json_object_get(ctx->disc_state, "hinted"))
+        return;
+    json_t *one = json_pack("[{s{ss}}]", "function", "name", upstream_name);
+    count_hint_followed(ctx, state_d_peek(ctx), one, NULL);
+    json_decref(one);
+}
+
 int tg_discovery_stream_round(tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
                               json_t **next_body)
 {
@@ -1270,6 +1306,7 @@ int tg_discovery_stream_round(tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
         *next_body = next_round(ctx, d, assistant_msg, v.answerable, false);
         r = 1;
     } else {
+        count_hint_followed(ctx, d, v.out_calls, v.converted);
         if (another)
             set_note(ctx, ctx->disc->max_rounds);
         if (json_array_size(v.converted))

@@ -22,6 +22,7 @@ typedef struct tg_disc_conf {
     char *embed_route;    /* discovery_embeddings = ROUTE:MODEL, or NULL (owned by conf;
                              discovery/embed.h) */
     char *embed_model;
+    int hints;            /* successor hints beside hidden tools' results (hints.h) */
 } tg_disc_conf;
 
 
@@ -52,6 +53,9 @@ int tg_discovery_intercept(json_t *resp, struct tg_ctx *ctx, json_t **next_body)
  * that names the closest tools. A round that calls real tools ends the turn:
  * its meta calls are dropped (the model asks again next turn if it must). */
 bool tg_discovery_is_meta(const struct tg_ctx *ctx, const char *upstream_name);
+/* A stream relays a call of this real tool (upstream name) to the agent:
+ * counted when it is one the turn's successor hints named. */
+void tg_discovery_saw_call(struct tg_ctx *ctx, const char *upstream_name);
 int tg_discovery_stream_round(struct tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
                               json_t **next_body);
 

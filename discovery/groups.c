@@ -40,7 +40,7 @@ static int cmp_verb(const void *k, const void *e)
     return strcmp(k, *(const char *const *)e);
 }
 
-static int is_verb(const char *w)
+int tg_disc_is_verb(const char *w)
 {
     return bsearch(w, verbs, sizeof verbs / sizeof verbs[0], sizeof verbs[0], cmp_verb) != NULL;
 }
@@ -85,7 +85,7 @@ static int first_word(const char *name, char *g)
     if (n < 2 || name[n] == '\0')
         return 0;
     lower_into(g, name, n);
-    return !is_verb(g);
+    return !tg_disc_is_verb(g);
 }
 
 json_t *tg_disc_groups(json_t *names)

@@ -26,4 +26,8 @@
  * there, on a character's boundary. NULL only when a name is not UTF-8. */
 json_t *tg_disc_groups(json_t *names);
 
+/* Whether a lower-case word is a leading verb of tool names (get, list,
+ * create ...): what a tool does, not what it works on. */
+int tg_disc_is_verb(const char *w);
+
 #endif

@@ -38,6 +38,7 @@ struct tg_metrics {
     hist total, upstream_ttfb, added;
     atomic_ullong repairs, stripped, rewrites, disc_rounds, tools_in, tools_out, bytes_in,
         bytes_out, retries, dropped, round_errors, store_put_err, store_get_err;
+    atomic_ullong hints_given, hints_followed;
     atomic_ullong up_err[6];
     atomic_ullong quirks[TG_QUIRKS];
     atomic_ullong repair_failures;  /* by status class: 0 = transport, 4 = 4xx, 5 = 5xx */
@@ -162,6 +163,8 @@ void tg_metrics_request_done(tg_metrics *m, const char *route, int status, bool 
         ADD(m->stripped, st->fields_stripped);
         ADD(m->rewrites, st->schema_rewrites);
         ADD(m->disc_rounds, st->discovery_rounds);
+        ADD(m->hints_given, st->hints_given);
+        ADD(m->hints_followed, st->hints_followed);
         ADD(m->tools_in, st->tools_in);
         ADD(m->tools_out, st->tools_out);
         ADD(m->bytes_in, st->tools_bytes_in);
@@ -258,6 +261,11 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
             SUM(stripped));
     counter(&b, "toolgate_schema_rewrites_total", "Schema rewrites applied.", SUM(rewrites));
     counter(&b, "toolgate_discovery_rounds_total", "Inner discovery rounds.", SUM(disc_rounds));
+    counter(&b, "toolgate_discovery_hints_total",
+            "Turns whose model read new successor hints beside a discovered tool's result.",
+            SUM(hints_given));
+    counter(&b, "toolgate_discovery_hints_followed_total",
+            "Of those turns, the ones whose answer called a hinted tool.", SUM(hints_followed));
     counter(&b, "toolgate_tools_in_total", "Tools received from agents.", SUM(tools_in));
     counter(&b, "toolgate_tools_out_total", "Tools sent upstream.", SUM(tools_out));
     counter(&b, "toolgate_tools_bytes_in_total", "Bytes of tool definitions received.",

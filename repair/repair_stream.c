@@ -629,6 +629,8 @@ static void take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *
         if (s->ctx->intercept && s->ctx->intercept->is_meta(s->ctx, name)) {
             k->meta = true;
             s->hold = true;
+        } else if (s->ctx->intercept) {
+            s->ctx->intercept->saw_call(s->ctx, name);
         }
     }
     json_t *piece = NULL;

@@ -19,12 +19,14 @@ void tg_rules_preset(tg_dialect d, tg_rules_set *out)
     out->disc.search_schemas = 3;
     out->disc.max_rounds = 4;
     out->disc.list_names = 1;
+    out->disc.hints = 1;
 }
 
 /* The stream repair reaches the discovery intercept only through these
  * (core/ctx.h): repair sits below discovery, which uses it. */
 static const tg_intercept discovery_hooks = {
     tg_discovery_is_meta, tg_discovery_stream_round, tg_discovery_final_note,
+    tg_discovery_saw_call,
 };
 
 void tg_ctx_init(tg_ctx *ctx, const char *route_name, const tg_rules_set *rules,

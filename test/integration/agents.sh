@@ -39,12 +39,7 @@ AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
 ROUTES=${TG_AGENT_ROUTES:-gemini25 gemini3 anthropic mistral strict groq deepseek disc25 disc}
 TIMEOUT=60
 
-if ! command -v node >/dev/null 2>&1; then
-    not_ok "node is installed" "the agent tests need node >= 20 and npm"
-    finish
-fi
-npm_ci "$DIR" || finish
-[ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
+agents_ready "$DIR"
 
 version() {
     "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' \
@@ -156,28 +151,8 @@ EOF
 # the others read a file: the token is the name of the file in it.
 tool_codex() { echo "exec_command cmd='ls $(dirname "$1")/box'"; }
 
-# opencode: a provider on the AI SDK's openai-compatible package (bundled)
-# in the project's opencode.json. npm is pointed at a closed port: opencode
-# installs its plugin types from npm at start, which it can do without.
-run_opencode() {
-    cat >"$1/work/opencode.json" <<EOF
-{
-  "\$schema": "https://opencode.ai/config.json",
-  "provider": {
-    "toolgate": {
-      "npm": "@ai-sdk/openai-compatible",
-      "options": { "baseURL": "$2/v1", "apiKey": "dummy" },
-      "models": { "$3": {} }
-    }
-  },
-  "model": "toolgate/$3"
-}
-EOF
-    env -i PATH="$PATH" HOME="$1/home" npm_config_registry=http://127.0.0.1:9/ \
-        OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1 \
-        OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_SHARE=1 \
-        timeout "$TIMEOUT" "$BIN/opencode" run "$4"
-}
+# opencode: opencode_run (lib.sh).
+run_opencode() { opencode_run "$@"; }
 tool_opencode() { echo "read filePath=$1"; }
 
 # Qwen Code: its OpenAI auth from OPENAI_BASE_URL / OPENAI_API_KEY /

@@ -138,6 +138,46 @@ npm_ci() {
     cp "$1/package-lock.json" "$1/node_modules/.toolgate-lock"
 }
 
+# ---- agents ----------------------------------------------------------------
+
+# agents_ready DIR: node is there, DIR's locked packages are installed and
+# toolgate is built; otherwise a not_ok line and the suite ends.
+agents_ready() {
+    if ! command -v node >/dev/null 2>&1; then
+        not_ok "node is installed" "the agent tests need node >= 20 and npm"
+        finish
+    fi
+    npm_ci "$1" || finish
+    [ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
+}
+
+# opencode_run RUN_DIR BASE_URL MODEL PROMPT [MORE]: opencode (BIN, TIMEOUT
+# of the caller) headless in the current directory, with a provider on the
+# AI SDK's openai-compatible package (bundled) in the project's
+# RUN_DIR/work/opencode.json, and MORE (JSON members) added to that file;
+# HOME is RUN_DIR/home. npm is pointed at a closed port: opencode installs
+# its plugin types from npm at start, which it can do without.
+opencode_run() {
+    cat >"$1/work/opencode.json" <<EOF
+{
+  "\$schema": "https://opencode.ai/config.json",
+  "provider": {
+    "toolgate": {
+      "npm": "@ai-sdk/openai-compatible",
+      "options": { "baseURL": "$2/v1", "apiKey": "dummy" },
+      "models": { "$3": {} }
+    }
+  },
+  "model": "toolgate/$3"${5:+,
+  $5}
+}
+EOF
+    env -i PATH="$PATH" HOME="$1/home" npm_config_registry=http://127.0.0.1:9/ \
+        OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1 \
+        OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_SHARE=1 \
+        timeout "$TIMEOUT" "$BIN/opencode" run "$4"
+}
+
 # ---- processes -----------------------------------------------------------
 
 free_port() {

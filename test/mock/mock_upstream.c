@@ -877,7 +877,14 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
  * X-Mock-Quiet: a streamed call comes without the text before it.
  * X-Mock-Refuse-Round: N refuses the request once the history holds N
  * tool answers (an inner round the proxy builds), with a 400 whose
- * message, type and code name the round. */
+ * message, type and code name the round.
+ * Scenario discovery-fill (for agents, which send no headers): the call
+ * after the schema carries a value for each required parameter (by type:
+ * "x", 1, true, [], {}), so that an agent's own check of the arguments
+ * lets it run; a user turn of text parts searches their joined text.
+ * X-Mock-Follow-Hint: the result of a real tool that carries toolgate's
+ * successor hints (<toolgate-next-tools> [...]) -> call_tool{name: the
+ * first hinted tool, arguments: X-Mock-Args} instead of the text answer. */
 
 static const char *tool_with_suffix(const request *r, const char *suffix)
 {
@@ -1006,6 +1013,67 @@ static enum MHD_Result answer_text(request *r, struct MHD_Connection *conn, cons
     return end_stream(r, conn, s, rc, "stop");
 }
 
+/* The first tool toolgate's successor hints name in a tool message (the
+ * text after the note's opening line: "[{"name":"X", ...), or NULL; points
+ * into a static buffer. */
+static const char *first_hinted(json_t *tool_msg)
+{
+    static __thread char name[128];
+    const char *c = json_string_value(json_object_get(tool_msg, "content"));
+    const char *open = c ? strstr(c, "<toolgate-next-tools>") : NULL;
+    const char *at = open ? strstr(open, "[{\"name\":\"") : NULL;
+    if (!at)
+        return NULL;
+    at += 10;
+    size_t n = strcspn(at, "\"");
+    if (n == 0 || n >= sizeof name)
+        return NULL;
+    memcpy(name, at, n);
+    name[n] = '\0';
+    return name;
+}
+
+/* A value of each required parameter of a schema, by its type. */
+static json_t *filled_args(json_t *params)
+{
+    json_t *out = json_object(), *props = json_object_get(params, "properties");
+    json_t *req = json_object_get(params, "required");
+    for (size_t i = 0; i < json_array_size(req); i++) {
+        const char *k = json_string_value(json_array_get(req, i));
+        json_t *t = json_object_get(json_object_get(props, k ? k : ""), "type");
+        const char *ty = json_is_string(t) ? json_string_value(t)
+                         : json_string_value(json_array_get(t, 0));
+        json_t *v = !ty                          ? json_string("x")
+                    : !strcmp(ty, "integer") || !strcmp(ty, "number") ? json_integer(1)
+                    : !strcmp(ty, "boolean")     ? json_true()
+                    : !strcmp(ty, "array")       ? json_array()
+                    : !strcmp(ty, "object")      ? json_object()
+                                                 : json_string("x");
+        if (k)
+            json_object_set_new(out, k, v);
+        else
+            json_decref(v);
+    }
+    return out;
+}
+
+/* A message's text: its content string, or its text parts joined (into
+ * buf). */
+static const char *message_text(json_t *msg, char *buf, size_t len)
+{
+    json_t *c = json_object_get(msg, "content");
+    if (json_is_string(c))
+        return json_string_value(c);
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < json_array_size(c) && o + 1 < len; i++) {
+        const char *t = json_string_value(json_object_get(json_array_get(c, i), "text"));
+        if (t)
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? " " : "", t);
+    }
+    return o ? buf : NULL;
+}
+
 /* search_tools' arguments for a user's text: "A || B" is two phrasings. */
 static json_t *search_args(const char *text, const char *group)
 {
@@ -1064,7 +1132,8 @@ static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
         json_decref(args);
         if (!search)
             return answer_text(r, conn, "no meta-tools offered");
-        const char *q = json_string_value(json_object_get(last, "content"));
+        char text[2048];
+        const char *q = message_text(last, text, sizeof text);
         return answer_call(r, conn, search, search_args(q ? q : "tool", header(conn, "X-Mock-Group")));
     }
     json_t *result = json_loads(json_string_value(json_object_get(last, "content")) ?: "", 0, NULL);
@@ -1079,12 +1148,19 @@ static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
         else
             ret = answer_call(r, conn, schema ? schema : search, json_pack("{s:[s]}", "names", first));
     } else if (schema && !strcmp(answered, schema)) {
-        const char *name = json_string_value(
-            json_object_get(json_array_get(json_object_get(result, "tools"), 0), "name"));
+        json_t *tool = json_array_get(json_object_get(result, "tools"), 0);
+        const char *name = json_string_value(json_object_get(tool, "name"));
+        if (name && !args_text && !strcmp(r->scenario, "discovery-fill")) {
+            json_decref(args);
+            args = filled_args(json_object_get(tool, "parameters"));
+        }
         if (!name || !call)
             ret = answer_text(r, conn, "no schema came back");
         else
             ret = answer_call(r, conn, call, json_pack("{s:s,s:O}", "name", name, "arguments", args));
+    } else if (header(conn, "X-Mock-Follow-Hint") && call && first_hinted(last)) {
+        ret = answer_call(r, conn, call, json_pack("{s:s,s:O}", "name", first_hinted(last),
+                                                   "arguments", args));
     } else {
         char text[512];
         snprintf(text, sizeof text, "done: %.400s",
@@ -1619,7 +1695,7 @@ static enum MHD_Result chat_completions(request *r, struct MHD_Connection *conn)
         return answer_agent(r, conn);
     if (strcmp(sc, "parallel") == 0)
         return answer_parallel(r, conn);
-    if (strcmp(sc, "discovery") == 0)
+    if (strcmp(sc, "discovery") == 0 || strcmp(sc, "discovery-fill") == 0)
         return answer_discovery(r, conn);
     if (strcmp(sc, "status") == 0)
         return answer_status(r, conn);

@@ -1,7 +1,7 @@
 /* discovery_eval.c -- how well search_tools finds the right tool, and what
  * discovery saves upstream. `make eval`.
  *
- *   build/test/discovery_eval [-v] [-r] [-e] [-g] [queries.json]
+ *   build/test/discovery_eval [-v] [-r] [-e] [-c] [-g] [queries.json]
  *
  * Queries (test/discovery/queries.json) are tasks phrased the way a user
  * would, each labeled with the tool (server + name, from
@@ -20,7 +20,8 @@
  *
  * Prints R@1/3/5/10 and MRR@10 per half and size; with -e, how many turns
  * end with the right tool called when the scripted model runs the whole
- * protocol (end_to_end); then (unless -r) the tools
+ * protocol (end_to_end), and what successor hints do for two-step tasks
+ * (chains_eval; -c: that alone); then (unless -r) the tools
  * bytes sent upstream with and without discovery, and the cost of the
  * discovery stage cold and cached. Exits 1 when a query or catalog cannot
  * be read.
@@ -41,6 +42,7 @@
 #include "core/alloc.h"
 #include "core/cache.h"
 #include "sanitize/pipeline.h"
+#include "discovery/hints.h"
 #include "discovery/index.h"
 #include "proxy/embed_http.h"
 
@@ -132,6 +134,14 @@ static json_t *load(const char *rel)
     return v;
 }
 
+/* corpus/requests/big-N.json (a new reference), or NULL. */
+static json_t *load_big(int n)
+{
+    char rel[64];
+    snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", n);
+    return load(rel);
+}
+
 static const char *fname(json_t *tool)
 {
     return json_string_value(json_object_get(json_object_get(tool, "function"), "name"));
@@ -187,9 +197,11 @@ static int name_used(json_t *catalog, const char *n, size_t skip)
     return 0;
 }
 
-/* The catalog for one query: base, or base with its last tool replaced by
- * the target (renamed server__name if the name is taken). Sets *want. */
-static json_t *catalog_for(json_t *base, const char *server, json_t *tool, char *want, size_t wn)
+/* The catalog for one query: base, or base with its tool at `slot`
+ * replaced by the target (renamed server__name if the name is taken). Sets
+ * *want. */
+static json_t *catalog_at(json_t *base, const char *server, json_t *tool, size_t slot, char *want,
+                          size_t wn)
 {
     long at = find_target(base, server, tool);
     if (at >= 0) {
@@ -197,7 +209,7 @@ static json_t *catalog_for(json_t *base, const char *server, json_t *tool, char 
         return json_incref(base);
     }
     json_t *c = json_copy(base);
-    size_t last = json_array_size(c) - 1;
+    size_t last = slot;
     json_t *t = json_deep_copy(tool);
     if (name_used(c, fname(tool), last)) {
         char n[512];
@@ -207,6 +219,12 @@ static json_t *catalog_for(json_t *base, const char *server, json_t *tool, char 
     snprintf(want, wn, "%s", fname(t));
     json_array_set_new(c, last, t);
     return c;
+}
+
+/* ... in place of the catalog's last tool. */
+static json_t *catalog_for(json_t *base, const char *server, json_t *tool, char *want, size_t wn)
+{
+    return catalog_at(base, server, tool, json_array_size(base) - 1, want, wn);
 }
 
 static json_t *body_with(json_t *tools, const char *text)
@@ -265,9 +283,7 @@ static void tally_row(const char *half, int size, const tally *t)
 static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *rules,
                      tg_cache *cache, int verbose, tally out[2])
 {
-    char rel[64];
-    snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", size);
-    json_t *big = load(rel);
+    json_t *big = load_big(size);
     if (!big)
         return -1;
     json_t *base = json_object_get(big, "tools");
@@ -315,9 +331,8 @@ static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *ru
 
 static void bytes_row(int size, tg_rules_set *on, tg_rules_set *off, tg_rules_set *bare)
 {
-    char rel[64], plain[32];
-    snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", size);
-    json_t *big = load(rel);
+    char plain[32];
+    json_t *big = load_big(size);
     if (!big)
         return;
     tg_ctx a, b;
@@ -377,6 +392,63 @@ static void timing(tg_rules_set *on)
     printf("\ndiscovery stage on big-1000: cold %.2f ms, cached %.2f ms (mean of %d)\n", cold, warm,
            reps);
     tg_cache_free(cache);
+    json_decref(big);
+}
+
+/* big-1000 with a history of `n` results of hidden tools (the agent called
+ * them by name; each result names an issue and a path). */
+static json_t *long_history(json_t *big, int n)
+{
+    json_t *tools = json_object_get(big, "tools");
+    json_t *msgs = json_pack("[{ssss}]", "role", "user", "content",
+                             "go through the open issues and fix the files they name");
+    for (int i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "call%d", i);
+        json_array_append_new(msgs, json_pack("{sssns[{sssss{ssss}}]}", "role", "assistant",
+                                              "content", "tool_calls", "id", id, "type",
+                                              "function", "function", "name",
+                                              fname(json_array_get(tools, (size_t)(i * 17 % 1000))),
+                                              "arguments", "{\"owner\":\"acme\",\"repo\":\"web\"}"));
+        json_array_append_new(msgs, json_pack("{ssssss}", "role", "tool", "tool_call_id", id,
+                                              "content", "[{\"number\":42,\"title\":\"crash on "
+                                              "login\",\"path\":\"src/auth.c\"}]"));
+    }
+    return json_pack("{sssosO}", "model", "m", "messages", msgs, "tools", tools);
+}
+
+/* The request stages with successor hints on a 50-result history: off,
+ * on with every note computed (the catalog's derivation cached), and on
+ * with the notes recalled from the worker cache (the next turn). */
+static void hint_timing(tg_rules_set *on)
+{
+    json_t *big = load_big(1000);
+    if (!big)
+        return;
+    tg_rules_set off = *on;
+    off.disc.hints = 0;
+    const int reps = 5;
+    double t[3] = { 0, 0, 0 };
+    for (int r = 0; r < reps; r++) {
+        tg_cache *cache = tg_cache_new(4096, 0);
+        for (int pass = -1; pass < 3; pass++) {  /* -1 fills the derivation */
+            tg_ctx ctx;
+            tg_error err;
+            tg_ctx_init(&ctx, "eval", pass <= 0 ? &off : on, NULL);
+            ctx.cache = cache;
+            json_t *body = long_history(big, 50);
+            double t0 = now_ms();
+            tg_pipeline_request(body, &ctx, &err);
+            if (pass >= 0)
+                t[pass] += (now_ms() - t0) / reps;
+            json_decref(body);
+            tg_ctx_clear(&ctx);
+        }
+        tg_cache_free(cache);
+    }
+    printf("request stages on big-1000 with 50 results of hidden tools: hints off %.2f ms, "
+           "on %.2f ms (every note computed), %.2f ms (notes recalled) (mean of %d)\n",
+           t[0], t[1], t[2], reps);
     json_decref(big);
 }
 
@@ -444,9 +516,7 @@ static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
     size_t ng = grid_count();
     double *score = calloc(ng, sizeof *score);
     for (int si = 0; si < 3; si++) {
-        char rel[64];
-        snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", sizes[si]);
-        json_t *big = load(rel);
+        json_t *big = load_big(sizes[si]);
         if (!big)
             return 1;
         json_t *bt = json_object_get(big, "tools");
@@ -552,6 +622,33 @@ static json_t *model_turn(json_t *up)
                      args ? "tool_calls" : "stop");
 }
 
+/* The rounds of a turn whose request stages ran: the scripted model
+ * answers (`first`, when given, is its first answer; stolen) and toolgate
+ * runs its inner rounds until the agent gets the answer. 1 when that is a
+ * call of `want`; *requests counts the upstream requests. */
+static int rounds_to_agent(tg_ctx *ctx, json_t *body, json_t *first, const char *want,
+                           int *requests)
+{
+    int ok = 0;
+    json_t *up = json_incref(body);
+    for (int round = 0; round < 8; round++) {
+        json_t *resp = round == 0 && first ? first : model_turn(up), *next = NULL;
+        (*requests)++;
+        if (!tg_pipeline_response(resp, ctx, &next)) {
+            json_t *c = json_array_get(json_object_get(json_object_get(json_array_get(
+                json_object_get(resp, "choices"), 0), "message"), "tool_calls"), 0);
+            ok = c && strcmp(fname(c) ? fname(c) : "", want) == 0;
+            json_decref(resp);
+            break;
+        }
+        json_decref(resp);
+        json_decref(up);
+        up = next;
+    }
+    json_decref(up);
+    return ok;
+}
+
 static int e2e_called(tg_rules_set *rules, tg_cache *cache, json_t *cat, const char *text,
                       const char *want)
 {
@@ -561,24 +658,9 @@ static int e2e_called(tg_rules_set *rules, tg_cache *cache, json_t *cat, const c
     ctx.cache = cache;
     ctx.embedder = embedder ? &embedder->e : NULL;
     json_t *body = body_with(cat, text);
-    int ok = 0;
-    if (tg_pipeline_request(body, &ctx, &err) == 0) {
-        json_t *up = json_incref(body);
-        for (int round = 0; round < 8; round++) {
-            json_t *resp = model_turn(up), *next = NULL;
-            if (!tg_pipeline_response(resp, &ctx, &next)) {
-                json_t *c = json_array_get(json_object_get(json_object_get(json_array_get(
-                    json_object_get(resp, "choices"), 0), "message"), "tool_calls"), 0);
-                ok = c && strcmp(fname(c) ? fname(c) : "", want) == 0;
-                json_decref(resp);
-                break;
-            }
-            json_decref(resp);
-            json_decref(up);
-            up = next;
-        }
-        json_decref(up);
-    }
+    int ok = 0, requests = 0;
+    if (tg_pipeline_request(body, &ctx, &err) == 0)
+        ok = rounds_to_agent(&ctx, body, NULL, want, &requests);
     json_decref(body);
     tg_ctx_clear(&ctx);
     if (embedder)
@@ -592,9 +674,7 @@ static int end_to_end(json_t *queries, json_t *corpus, tg_rules_set *rules, tg_c
     printf("\nend to end: the scripted model searches, reads the first result's schema and "
            "calls it\n\n| half | tools | queries | right tool called |\n|---|---|---|---|\n");
     for (int si = 0; si < 2; si++) {
-        char rel[64];
-        snprintf(rel, sizeof rel, "corpus/requests/big-%d.json", sizes[si]);
-        json_t *big = load(rel);
+        json_t *big = load_big(sizes[si]);
         if (!big)
             return 1;
         size_t n[2] = { 0, 0 }, ok[2] = { 0, 0 };
@@ -621,9 +701,184 @@ static int end_to_end(json_t *queries, json_t *corpus, tg_rules_set *rules, tg_c
     return 0;
 }
 
+/* ---- -e, two-step tasks: successor hints --------------------------------
+ * test/discovery/chains.json: tasks of two steps, each with the first
+ * tool, the arguments it was called with, a result as its server would
+ * give it, and the tool the second step needs. The agent sends that result
+ * back; counted: how often the second tool is the first of the note's
+ * tools (what a model that trusts the note would call) or among them, and,
+ * with a scripted model that calls the wanted tool straight from the note
+ * when it is there and otherwise searches with the task's text, reads the
+ * first result's schema and calls it: how often the right tool is called
+ * and how many upstream requests that took, hints on and off. */
+static json_t *hinted_in(json_t *up)
+{
+    json_t *m = json_array_get(json_object_get(up, "messages"), 2);
+    const char *c = json_string_value(json_object_get(m, "content"));
+    const char *at = c ? strstr(c, TG_HINTS_OPEN) : NULL;
+    const char *js = at ? strstr(at, ".)\n[") : NULL;
+    const char *end = js ? strstr(js, "\n" TG_HINTS_CLOSE) : NULL;
+    json_t *names = json_array();
+    if (!end)
+        return names;
+    json_t *list = json_loadb(js + 3, (size_t)(end - js - 3), 0, NULL);
+    for (size_t i = 0; i < json_array_size(list); i++)
+        json_array_append(names, json_object_get(json_array_get(list, i), "name"));
+    json_decref(list);
+    return names;
+}
+
+static int has_name(json_t *names, const char *n)
+{
+    for (size_t i = 0; i < json_array_size(names); i++)
+        if (strcmp(json_string_value(json_array_get(names, i)), n) == 0)
+            return 1;
+    return 0;
+}
+
+typedef struct chain_run {
+    int hint1, hint3, called, requests;
+    char note[512];  /* the hinted names, for -v */
+} chain_run;
+
+static json_t *chain_body(json_t *cat, json_t *ch, const char *first)
+{
+    char *args = json_dumps(json_object_get(ch, "args"), JSON_COMPACT);
+    json_t *b = json_pack("{sss[{sssO}{sss[{sssss{ssss}}]}{sssssO}]sO}", "model", "m", "messages",
+                          "role", "user", "content", json_object_get(ch, "task"), "role",
+                          "assistant", "tool_calls", "id", "call_1", "type", "function",
+                          "function", "name", first, "arguments", args, "role", "tool",
+                          "tool_call_id", "call_1", "content", json_object_get(ch, "result"),
+                          "tools", cat);
+    free(args);
+    return b;
+}
+
+static chain_run chain_turn(tg_rules_set *rules, tg_cache *cache, json_t *cat, json_t *ch,
+                            const char *first, const char *want)
+{
+    chain_run r = { 0, 0, 0, 0, "" };
+    tg_ctx ctx;
+    tg_error err;
+    tg_ctx_init(&ctx, "eval", rules, NULL);
+    ctx.cache = cache;
+    json_t *body = chain_body(cat, ch, first);
+    if (tg_pipeline_request(body, &ctx, &err) == 0) {
+        json_t *hinted = hinted_in(body);
+        r.hint1 = json_array_size(hinted) && strcmp(json_string_value(json_array_get(hinted, 0)), want) == 0;
+        r.hint3 = has_name(hinted, want);
+        char *names = json_dumps(hinted, JSON_COMPACT);
+        snprintf(r.note, sizeof r.note, "%s", names ? names : "");
+        free(names);
+        /* the note, or a search with the task's text */
+        json_t *msg = json_pack("{sssn}", "role", "assistant", "content");
+        const char *name = meta_named(body, r.hint3 ? "call_tool" : "search_tools");
+        json_t *args = r.hint3 ? json_pack("{sss{}}", "name", want, "arguments")
+                               : json_pack("{sO}", "query", json_object_get(ch, "task"));
+        char *a = json_dumps(args, JSON_COMPACT);
+        json_object_set_new(msg, "tool_calls",
+                            json_pack("[{sssss{ssss}}]", "id", "call_2", "type", "function",
+                                      "function", "name", name, "arguments", a));
+        free(a);
+        json_decref(args);
+        json_t *resp = json_pack("{sssssss[{siso ss}]}", "id", "chatcmpl-e2e", "object",
+                                 "chat.completion", "model", "m", "choices", "index", 0,
+                                 "message", msg, "finish_reason", "tool_calls");
+        r.called = rounds_to_agent(&ctx, body, resp, want, &r.requests);
+        json_decref(hinted);
+    }
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+    return r;
+}
+
+/* A chain's tool of the corpus ("first" or "next"). */
+static json_t *chain_tool(json_t *corpus, json_t *ch, const char *which)
+{
+    json_t *qq = json_pack("{sOsO}", "server", json_object_get(ch, "server"), "tool",
+                           json_object_get(ch, which));
+    json_t *t = query_tool(corpus, qq);
+    json_decref(qq);
+    return t;
+}
+
+/* A server's half, as the queries give it ("tune" when none says). */
+static int test_half(json_t *queries, const char *server)
+{
+    for (size_t q = 0; q < json_array_size(queries); q++) {
+        json_t *qq = json_array_get(queries, q);
+        if (strcmp(json_string_value(json_object_get(qq, "server")), server) == 0)
+            return strcmp(json_string_value(json_object_get(qq, "half")), "test") == 0;
+    }
+    return 0;
+}
+
+static int chains_eval(const char *path, json_t *queries, json_t *corpus, tg_rules_set *rules,
+                       tg_cache *cache, int verbose)
+{
+    json_t *chains = json_load_file(path, 0, NULL);
+    if (!json_is_array(chains)) {
+        fprintf(stderr, "discovery_eval: cannot read %s\n", path);
+        return 1;
+    }
+    tg_rules_set off = *rules;
+    off.disc.hints = 0;
+    static const int sizes[] = { 400, 1000 };
+    printf("\nsuccessor hints, two-step tasks (%s): the agent sends back the first "
+           "tool's result\n\n| half | tools | tasks | next tool first in the note | in the note | "
+           "right tool called, hints on | off | upstream requests, on | off |\n"
+           "|---|---|---|---|---|---|---|---|---|\n", path);
+    for (int si = 0; si < 2; si++) {
+        json_t *big = load_big(sizes[si]);
+        if (!big)
+            return 1;
+        json_t *base = json_object_get(big, "tools");
+        size_t n[2] = { 0 }, h1[2] = { 0 }, h3[2] = { 0 }, on_ok[2] = { 0 }, off_ok[2] = { 0 };
+        size_t on_req[2] = { 0 }, off_req[2] = { 0 };
+        for (size_t i = 0; i < json_array_size(chains); i++) {
+            json_t *ch = json_array_get(chains, i);
+            const char *server = json_string_value(json_object_get(ch, "server"));
+            json_t *tf = chain_tool(corpus, ch, "first"), *tn = chain_tool(corpus, ch, "next");
+            if (!tf || !tn)
+                continue;
+            char first[512], want[512];
+            size_t last = json_array_size(base) - 1;
+            json_t *c1 = catalog_at(base, server, tf, last, first, sizeof first);
+            long fpos = find_target(c1, server, tf);
+            json_t *cat = catalog_at(c1, server, tn, fpos == (long)last - 1 ? last - 2 : last - 1,
+                                     want, sizeof want);
+            chain_run on = chain_turn(rules, cache, cat, ch, first, want);
+            chain_run of = chain_turn(&off, cache, cat, ch, first, want);
+            int t = test_half(queries, server);
+            n[t]++;
+            h1[t] += (size_t)on.hint1;
+            h3[t] += (size_t)on.hint3;
+            on_ok[t] += (size_t)on.called;
+            off_ok[t] += (size_t)of.called;
+            on_req[t] += (size_t)on.requests;
+            off_req[t] += (size_t)of.requests;
+            if (verbose && !t && !on.hint3)  /* the tune half's misses only */
+                fprintf(stderr, "chain miss at %d: %s -> %s, hinted %s\n", sizes[si], first,
+                        want, on.note);
+            json_decref(cat);
+            json_decref(c1);
+        }
+        for (int t = 0; t < 2; t++) {
+            double d = n[t] ? (double)n[t] : 1.0;
+            printf("| %s | %5d | %zu | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f |\n",
+                   t ? "test" : "tune", sizes[si], n[t], (double)h1[t] / d, (double)h3[t] / d,
+                   (double)on_ok[t] / d, (double)off_ok[t] / d, (double)on_req[t] / d,
+                   (double)off_req[t] / d);
+        }
+        json_decref(big);
+    }
+    json_decref(chains);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int verbose = 0, recall_only = 0, failed = 0, fit = 0, e2e = 0;
+    int verbose = 0, recall_only = 0, failed = 0, fit = 0, e2e = 0, chains_only = 0;
     const char *qpath = "test/discovery/queries.json";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0)
@@ -634,6 +889,8 @@ int main(int argc, char **argv)
             fit = 1;
         else if (strcmp(argv[i], "-e") == 0)
             e2e = 1;
+        else if (strcmp(argv[i], "-c") == 0)
+            chains_only = 1;
         else
             qpath = argv[i];
     }
@@ -691,6 +948,10 @@ int main(int argc, char **argv)
         on.disc.embed_model = getenv("TG_EVAL_EMBED_MODEL");
     }
 
+    if (chains_only) {
+        failed = chains_eval("test/discovery/chains.json", queries, corpus, &on, cache, verbose);
+        goto out;
+    }
     printf("search_tools recall (%zu queries, %zu servers; dialect openai; catalog = big-N "
            "with the target in place of its last tool)%s%s\n\n",
            json_array_size(queries), json_object_size(corpus),
@@ -715,6 +976,8 @@ int main(int argc, char **argv)
     }
     if (e2e && end_to_end(queries, corpus, &on, cache))
         failed = 1;
+    if (e2e && chains_eval("test/discovery/chains.json", queries, corpus, &on, cache, verbose))
+        failed = 1;
     if (recall_only)
         goto out;
 
@@ -727,6 +990,7 @@ int main(int argc, char **argv)
     bytes_row(400, &on, &off, &bare);
     bytes_row(1000, &on, &off, &bare);
     timing(&on);
+    hint_timing(&on);
 
 out:
     if (embedder) {

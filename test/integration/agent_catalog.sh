@@ -1,0 +1,125 @@
+#!/bin/sh
+# agent_catalog.sh -- a real agent with a large MCP catalog, through
+# toolgate's discovery (issue 19 part 6): how many tasks end with the right
+# tool called.
+#
+# opencode (pinned in test/agents, as agents.sh runs it) gets a local stdio
+# MCP server (test/agents/mcp_catalog.mjs) that serves the 400 tools of
+# corpus/requests/big-400.json, with a query's target tool in place of the
+# last one (as discovery_eval does), and the query as its prompt. toolgate
+# (discovery on) collapses the agent's tools behind the meta-tools; the
+# mock's scripted model (scenario discovery-fill) searches with the prompt,
+# reads the first result's schema and calls it through call_tool with a
+# value for each required parameter; opencode runs the MCP tool, which logs
+# the call. Counted: the runs whose MCP server saw a call of the target.
+#
+# TG_AGENT_QUERIES queries of the test half of test/discovery/queries.json
+# (every k-th one, default 6); `make eval` runs this with 40.
+. "$(dirname "$0")/lib.sh"
+
+DIR="$TG_ROOT/test/agents"
+BIN="$DIR/node_modules/.bin"
+N=${TG_AGENT_QUERIES:-6}
+TIMEOUT=60
+
+agents_ready "$DIR"
+TG_SHARED=${TG_SHARED:-$TG_ROOT/../shared}
+[ -f "$TG_SHARED/corpus/requests/big-400.json" ] ||
+    { not_ok "the shared corpus is there" "$TG_SHARED/corpus/requests/big-400.json missing"; finish; }
+
+start_mock -v
+PORT=$(free_port)
+CONF="$TG_TMP/catalog.conf"
+{
+    conf_server "$PORT" "log_level = info"
+    # the agent's own tools stay in view (core): every tool but the MCP
+    # server's, which opencode names mcp_<tool>
+    printf '[route disc]\nprefix = /disc\nupstream = http://127.0.0.1:%s/as/discovery-fill/v1\ndialect = openai\ndiscovery = on\n' "$MOCK_PORT"
+    printf 'discovery_core = [!m]*, m[!c]*, mc[!p]*, mcp[!_]*\n\n'
+} >"$CONF"
+start_toolgate "$CONF" || finish
+
+# one directory per query: its catalog (tools.json), its prompt and the
+# MCP tool name it wants (want)
+"$PY" - "$TG_ROOT/test/discovery/queries.json" "$TG_SHARED" "$N" "$TG_TMP/q" <<'EOF'
+import json, os, sys
+queries, shared, n, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+test = [q for q in json.load(open(queries)) if q["half"] == "test"]
+pick = test[:: max(1, len(test) // n)][:n]
+base = json.load(open(f"{shared}/corpus/requests/big-400.json"))["tools"]
+for i, q in enumerate(pick):
+    tools = json.load(open(f"{shared}/corpus/tools/{q['server']}.json"))
+    tools = tools if isinstance(tools, list) else tools.get("tools", tools)
+    tool = next(t for t in tools if t["function"]["name"] == q["tool"])
+    cat = list(base)
+    same = [k for k, t in enumerate(cat) if t["function"]["name"] == tool["function"]["name"]
+            and t["function"].get("description") == tool["function"].get("description")]
+    if same:
+        want = tool["function"]["name"]
+    else:
+        t = json.loads(json.dumps(tool))
+        if any(x["function"]["name"] == t["function"]["name"] for x in cat[:-1]):
+            t["function"]["name"] = f"{q['server']}__{t['function']['name']}"
+        want = t["function"]["name"]
+        cat[-1] = t
+    d = f"{out}/{i}"
+    os.makedirs(f"{d}/work")
+    os.makedirs(f"{d}/home")
+    json.dump(cat, open(f"{d}/tools.json", "w"))
+    open(f"{d}/prompt", "w").write(q["query"])
+    open(f"{d}/want", "w").write(want)
+EOF
+
+# run_opencode DIR: opencode with the catalog's MCP server, headless
+run_opencode() {
+    (cd "$1/work" && opencode_run "$1" "$TG_URL/disc" gpt-4.1 "$(cat "$1/prompt")" \
+        "\"mcp\": { \"mcp\": { \"type\": \"local\", \"enabled\": true,
+    \"command\": [\"node\", \"$DIR/mcp_catalog.mjs\", \"$1/tools.json\", \"$1/calls.log\"] } }" \
+        </dev/null >"$1/out" 2>"$1/err"
+     echo $? >"$1/rc")
+}
+
+# two at a time: each is a node process of a few hundred MB (wait names
+# them: a bare wait would wait for the mock and toolgate too)
+i=0
+while [ -d "$TG_TMP/q/$i" ]; do
+    run_opencode "$TG_TMP/q/$i" &
+    pids=$!
+    j=$((i + 1))
+    if [ -d "$TG_TMP/q/$j" ]; then
+        run_opencode "$TG_TMP/q/$j" &
+        pids="$pids $!"
+    fi
+    wait $pids
+    i=$((i + 2))
+done
+
+ran=0 right=0 called=0
+i=0
+while [ -d "$TG_TMP/q/$i" ]; do
+    d="$TG_TMP/q/$i"
+    [ "$(cat "$d/rc" 2>/dev/null)" = 0 ] && ran=$((ran + 1))
+    if [ -s "$d/calls.log" ]; then
+        called=$((called + 1))
+        "$PY" -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["name"])' \
+            "$d/calls.log" | grep -qx "$(cat "$d/want")" && right=$((right + 1))
+    fi
+    i=$((i + 1))
+done
+echo "# opencode $(json_get "$DIR/node_modules/opencode-ai/package.json" version), 400 MCP tools, discovery on: $right of $i queries ended with the right tool called ($called called a catalog tool, $ran ran to the end)"
+expect_eq "opencode ran every query to the end" "$i" "$ran"
+expect_eq "every run called a catalog tool through discovery" "$i" "$called"
+if [ "$right" -gt 0 ]; then
+    ok "the right tool was called in at least one run"
+else
+    not_ok "the right tool was called in at least one run" \
+        "$(for d in "$TG_TMP"/q/*; do echo "$(cat "$d/want"): $(cat "$d/calls.log" 2>/dev/null)"; tail -n 5 "$d/err"; done)"
+fi
+if grep -q '"discovery_rounds":[1-9]' "$TG_LOG"; then
+    ok "toolgate answered the search and schema rounds itself"
+else
+    not_ok "toolgate answered the search and schema rounds itself" "$(tail -n 20 "$TG_LOG")"
+fi
+
+stop_toolgate
+finish
