@@ -86,90 +86,103 @@ typedef enum {
     RQ_ANSWERED
 } rq_state;
 
+/* A request, its fields grouped by the phase that sets them: the client
+ * side (MHD's connection, the body it sent), its preparation (the agent
+ * API it speaks, the bridge), the upstream transfer (one round at a time:
+ * a retry, a fallback or a discovery round starts the next), the whole
+ * answer queued for the client, and the stream relayed to it. */
 typedef struct tg_req {
     int refs;
     worker *w;
-    struct MHD_Connection *conn;  /* NULL once MHD is done with it */
     tg_conf *conf;
     const tg_route *route;
     char id[64];
-    char method[16];
-    char *url;
-    const char *rest;             /* url past the route prefix */
-    bool is_chat;
     rq_state state;
-    tg_buf body;                  /* client body (freed once a stream starts) */
-    size_t body_len;              /* its length, for the log */
-    bool too_large;
-    bool over_budget;             /* max_body_memory was reached while reading */
-    size_t body_charge;           /* bytes of max_body_memory this body holds */
-    const tg_route *by_prefix;    /* the route its path names, or NULL */
-    uint64_t t_start, t_upstream, t_first_byte, t_last_byte, t_done;
-
-    /* upstream */
-    CURL *easy;
-    struct curl_slist *up_headers;
-    tg_buf up_body;               /* the body sent upstream; its head when
-                                     up_tools is set */
-    json_t *up_tools;             /* the tools' cached text, sent after
-                                     up_body and before TG_REQUEST_TAIL, or
-                                     NULL (tg_request_dump_split) */
-    size_t up_pos;                /* curl's read position in those pieces */
-    size_t up_len;                /* its length, for the log once freed */
-    char *up_url;
-    long status;
-    tg_header_list hdrs;          /* upstream response headers kept for the client */
-    bool headers_done;
-    bool is_sse;                  /* the client's answer is a stream */
-    bool round_sse;               /* this upstream round's answer is one: a later
-                                     discovery round may answer an error instead */
-    bool raw_sse;                 /* a passed-through stream (an API's own, on a
-                                     route that passes it): relayed byte for byte */
-    bool paused;
-    tg_buf resp;                  /* whole upstream body (non-stream) */
-    bool up_running;
-    CURLcode up_result;
-    bool timed_out;
-    bool answer_cut;              /* the whole answer passed max_answer */
-    int attempt;                  /* retries made on this route */
-    bool fell_back;               /* the route's fallback is in use */
-    uint64_t retry_at;            /* 0, or when to send again */
-
-    /* answer */
-    int answer_status;
-    char *answer;                 /* malloc'd body for RQ_READY non-stream */
-    size_t answer_len;
-    bool answer_from_upstream;
-    const char *answer_type;      /* NULL, or our Content-Type over upstream's */
-
-    /* stream */
-    tg_sse sse;
-    tg_stream *stream;
-    tg_buf out;
-    size_t out_off;
-    bool stream_done;
-    bool suspended;               /* as MHD sees it: a queued resume not yet made */
-    bool resume_queued;           /* on the worker's resume queue */
-    bool sent_event;              /* the stream's first bytes went out */
-    struct tg_req *resume_next;
-    bool client_gone;
-    uint32_t gen;
-    int client_fd;
-
-    /* An agent API over chat (/v1/responses, /v1/messages): api is set
-     * for a request to its path, bridge once the route bridges it */
-    const struct bridge_api *api;
-    void *bridge;                 /* api's bridge state, or NULL */
-    char *dropped;                /* what the bridge left out, for X-Toolgate-Dropped */
-    tg_buf chat_out;              /* the chat stream's text, before the bridge */
-
+    uint64_t t_start, t_done;
     tg_ctx ctx;
     bool ctx_live;
     json_t *json;                 /* parsed request body */
-    uint64_t tools_hash;          /* of the tools' raw bytes, 0 = unknown */
-    const char *client_key;       /* the client_keys entry it matched, or NULL */
-    uint64_t owner;               /* whose Responses items it may read (item_owner) */
-    size_t tools_bytes;
+
+    struct {
+        struct MHD_Connection *conn;  /* NULL once MHD is done with it */
+        char method[16];
+        char *url;
+        const char *rest;             /* url past the route prefix */
+        const tg_route *by_prefix;    /* the route its path names, or NULL */
+        tg_buf body;                  /* client body (freed once a stream starts) */
+        size_t body_len;              /* its length, for the log */
+        bool too_large;
+        bool over_budget;             /* max_body_memory was reached while reading */
+        size_t body_charge;           /* bytes of max_body_memory this body holds */
+        const char *key;              /* the client_keys entry it matched, or NULL */
+        uint64_t owner;               /* whose Responses items it may read (item_owner) */
+        int fd;                       /* its socket while watched (watch_client), or -1 */
+        uint32_t gen;
+        bool gone;
+        bool suspended;               /* as MHD sees it: a queued resume not yet made */
+        bool resume_queued;           /* on the worker's resume queue */
+        struct tg_req *resume_next;
+    } client;
+
+    /* An agent API over chat (/v1/responses, /v1/messages): api is set
+     * for a request to its path, bridge once the route bridges it */
+    struct {
+        bool is_chat;
+        const struct bridge_api *api;
+        void *bridge;                 /* api's bridge state, or NULL */
+        char *dropped;                /* what the bridge left out, for X-Toolgate-Dropped */
+        uint64_t tools_hash;          /* of the tools' raw bytes, 0 = unknown */
+        size_t tools_bytes;
+    } prep;
+
+    struct {
+        CURL *easy;
+        struct curl_slist *headers;
+        tg_buf body;                  /* the body sent upstream; its head when
+                                         tools is set */
+        json_t *tools;                /* the tools' cached text, sent after
+                                         body and before TG_REQUEST_TAIL, or
+                                         NULL (tg_request_dump_split) */
+        size_t pos;                   /* curl's read position in those pieces */
+        size_t len;                   /* its length, for the log once freed */
+        char *url;
+        long status;
+        tg_header_list hdrs;          /* upstream response headers kept for the client */
+        bool headers_done;
+        bool round_sse;               /* this round's answer is a stream: a later
+                                         discovery round may answer an error instead */
+        bool paused;
+        tg_buf resp;                  /* whole upstream body (non-stream) */
+        bool running;
+        CURLcode result;
+        bool timed_out;
+        bool cut;                     /* the whole answer passed max_answer */
+        int attempt;                  /* retries made on this route */
+        bool fell_back;               /* the route's fallback is in use */
+        uint64_t retry_at;            /* 0, or when to send again */
+        uint64_t t_start, t_first_byte, t_last_byte;
+    } up;
+
+    struct {
+        int status;
+        char *body;                   /* malloc'd body for RQ_READY non-stream */
+        size_t len;
+        bool from_upstream;
+        const char *type;             /* NULL, or our Content-Type over upstream's */
+    } answer;
+
+    struct {
+        bool is_sse;                  /* the client's answer is a stream */
+        bool raw;                     /* a passed-through stream (an API's own, on a
+                                         route that passes it): relayed byte for byte */
+        tg_sse sse;
+        tg_stream *repair;
+        tg_buf out;
+        size_t out_off;
+        bool done;
+        bool sent_event;              /* the stream's first bytes went out */
+        tg_buf chat_out;              /* the chat stream's text, before the bridge */
+    } stream;
 
     struct tg_req *prev, *next;   /* worker's list of requests in flight */
 } tg_req;
@@ -194,7 +207,7 @@ typedef struct bridge_api {
     bool own_query;
     bool (*bridges)(const tg_route *route);
     size_t (*strip_markers)(json_t *body, const char *prefix);
-    /* body -> chat body (*chat), with r->bridge set, for route (NULL
+    /* body -> chat body (*chat), with r->prep.bridge set, for route (NULL
      * when none matched yet); 0, or -1 with err */
     int (*to_chat)(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
                    tg_error *err);
@@ -298,14 +311,14 @@ static void req_unlink(tg_req *r)
 /* The upstream body's length: its head, the tools' text and the tail. */
 static size_t up_body_len(const tg_req *r)
 {
-    return r->up_body.len + (r->up_tools ? json_string_length(r->up_tools) + TAIL_LEN : 0);
+    return r->up.body.len + (r->up.tools ? json_string_length(r->up.tools) + TAIL_LEN : 0);
 }
 
 static void up_body_free(tg_req *r)
 {
-    tg_buf_free(&r->up_body);
-    json_decref(r->up_tools);
-    r->up_tools = NULL;
+    tg_buf_free(&r->up.body);
+    json_decref(r->up.tools);
+    r->up.tools = NULL;
 }
 
 /* max_body_memory: every worker's bodies count against one budget, taken
@@ -317,15 +330,15 @@ static bool body_charge(tg_req *r, size_t n)
         atomic_fetch_sub(r->w->body_bytes, n);
         return false;
     }
-    r->body_charge += n;
+    r->client.body_charge += n;
     return true;
 }
 
 static void body_release(tg_req *r)
 {
-    if (r->body_charge)
-        atomic_fetch_sub(r->w->body_bytes, r->body_charge);
-    r->body_charge = 0;
+    if (r->client.body_charge)
+        atomic_fetch_sub(r->w->body_bytes, r->client.body_charge);
+    r->client.body_charge = 0;
 }
 
 static void req_unref(tg_req *r)
@@ -337,22 +350,22 @@ static void req_unref(tg_req *r)
     r->w->n_inflight--;
     atomic_fetch_sub_explicit(&r->w->srv->open_reqs, 1, memory_order_relaxed);
     tg_metrics_inflight(r->w->metrics, -1);
-    tg_buf_free(&r->body);
+    tg_buf_free(&r->client.body);
     up_body_free(r);
-    tg_buf_free(&r->resp);
-    tg_buf_free(&r->out);
-    tg_buf_free(&r->chat_out);
-    if (r->bridge)
-        r->api->free(r->bridge);
-    tg_header_list_free(&r->hdrs);
-    curl_slist_free_all(r->up_headers);
-    free(r->up_url);
-    free(r->dropped);
-    free(r->answer);
-    free(r->url);
-    if (r->stream)
-        tg_stream_free(r->stream);
-    tg_sse_free(&r->sse);
+    tg_buf_free(&r->up.resp);
+    tg_buf_free(&r->stream.out);
+    tg_buf_free(&r->stream.chat_out);
+    if (r->prep.bridge)
+        r->prep.api->free(r->prep.bridge);
+    tg_header_list_free(&r->up.hdrs);
+    curl_slist_free_all(r->up.headers);
+    free(r->up.url);
+    free(r->prep.dropped);
+    free(r->answer.body);
+    free(r->client.url);
+    if (r->stream.repair)
+        tg_stream_free(r->stream.repair);
+    tg_sse_free(&r->stream.sse);
     if (r->ctx_live)
         tg_ctx_clear(&r->ctx);
     json_decref(r->json);
@@ -378,18 +391,18 @@ static void req_unref(tg_req *r)
 
 static void resume_now(tg_req *r)
 {
-    r->suspended = false;
+    r->client.suspended = false;
     r->w->n_suspended--;
-    MHD_resume_connection(r->conn);
+    MHD_resume_connection(r->client.conn);
     r->w->mhd_pending = true;  /* run MHD in this loop turn, not the next */
 }
 
 static void req_resume(tg_req *r)
 {
     worker *w = r->w;
-    if (!r->suspended || !r->conn || r->resume_queued)
+    if (!r->client.suspended || !r->client.conn || r->client.resume_queued)
         return;
-    if (w->n_suspended < RESUME_BATCH_MIN || w->draining || !r->sent_event) {
+    if (w->n_suspended < RESUME_BATCH_MIN || w->draining || !r->stream.sent_event) {
         resume_now(r);
         return;
     }
@@ -397,8 +410,8 @@ static void req_resume(tg_req *r)
         uint64_t win = (uint64_t)w->n_suspended;
         w->resume_due = now_us() + (win < RESUME_WINDOW_MAX_US ? win : RESUME_WINDOW_MAX_US);
     }
-    r->resume_queued = true;
-    r->resume_next = w->resumeq;
+    r->client.resume_queued = true;
+    r->client.resume_next = w->resumeq;
     w->resumeq = req_ref(r);
 }
 
@@ -407,10 +420,10 @@ static void flush_resumes(worker *w)
 {
     while (w->resumeq) {
         tg_req *r = w->resumeq;
-        w->resumeq = r->resume_next;
-        r->resume_next = NULL;
-        r->resume_queued = false;
-        if (r->suspended && r->conn)
+        w->resumeq = r->client.resume_next;
+        r->client.resume_next = NULL;
+        r->client.resume_queued = false;
+        if (r->client.suspended && r->client.conn)
             resume_now(r);
         req_unref(r);
     }
@@ -418,10 +431,10 @@ static void flush_resumes(worker *w)
 
 static void req_suspend(tg_req *r)
 {
-    if (!r->suspended && r->conn) {
-        r->suspended = true;
+    if (!r->client.suspended && r->client.conn) {
+        r->client.suspended = true;
         r->w->n_suspended++;
-        MHD_suspend_connection(r->conn);
+        MHD_suspend_connection(r->client.conn);
     }
 }
 
@@ -430,29 +443,29 @@ static void req_suspend(tg_req *r)
 static void watch_client(tg_req *r)
 {
     const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        MHD_get_connection_info(r->client.conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (!ci)
         return;
-    r->client_fd = ci->connect_fd;
-    r->gen = ++r->w->gen & 0xffffff;
+    r->client.fd = ci->connect_fd;
+    r->client.gen = ++r->w->gen & 0xffffff;
     struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET,
-                             .data.u64 = TAG(K_CLIENT, r->gen, r->client_fd)};
-    if (epoll_ctl(r->w->epfd, EPOLL_CTL_ADD, r->client_fd, &ev) != 0)
-        r->client_fd = -1;
+                             .data.u64 = TAG(K_CLIENT, r->client.gen, r->client.fd)};
+    if (epoll_ctl(r->w->epfd, EPOLL_CTL_ADD, r->client.fd, &ev) != 0)
+        r->client.fd = -1;
 }
 
 static void unwatch_client(tg_req *r)
 {
-    if (r->client_fd >= 0) {
-        epoll_ctl(r->w->epfd, EPOLL_CTL_DEL, r->client_fd, NULL);
-        r->client_fd = -1;
+    if (r->client.fd >= 0) {
+        epoll_ctl(r->w->epfd, EPOLL_CTL_DEL, r->client.fd, NULL);
+        r->client.fd = -1;
     }
 }
 
 static tg_req *find_by_client(worker *w, int fd, uint32_t gen)
 {
     for (tg_req *r = w->inflight; r; r = r->next)
-        if (r->client_fd == fd && r->gen == gen)
+        if (r->client.fd == fd && r->client.gen == gen)
             return r;
     return NULL;
 }
@@ -461,12 +474,12 @@ static tg_req *find_by_client(worker *w, int fd, uint32_t gen)
 
 static void set_answer(tg_req *r, int status, char *body, size_t len, bool from_upstream)
 {
-    free(r->answer);
-    r->answer_status = status;
-    r->answer = body;
-    r->answer_len = len;
-    r->answer_from_upstream = from_upstream;
-    r->answer_type = NULL;
+    free(r->answer.body);
+    r->answer.status = status;
+    r->answer.body = body;
+    r->answer.len = len;
+    r->answer.from_upstream = from_upstream;
+    r->answer.type = NULL;
     r->state = RQ_READY;
 }
 
@@ -505,17 +518,17 @@ static void add_common_headers(tg_req *r, struct MHD_Response *resp)
                  r->ctx.stats.tools_out, r->ctx.stats.tools_bytes_in, r->ctx.stats.tools_bytes_out);
         MHD_add_response_header(resp, "X-Toolgate-Tools", v);
     }
-    if (r->dropped)
-        MHD_add_response_header(resp, "X-Toolgate-Dropped", r->dropped);
+    if (r->prep.dropped)
+        MHD_add_response_header(resp, "X-Toolgate-Dropped", r->prep.dropped);
 }
 
 static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep_type)
 {
-    for (size_t i = 0; i < r->hdrs.n; i++) {
-        const char *n = r->hdrs.v[i].name;
+    for (size_t i = 0; i < r->up.hdrs.n; i++) {
+        const char *n = r->up.hdrs.v[i].name;
         if (!keep_type && !strcasecmp(n, "content-type"))
             continue;
-        MHD_add_response_header(resp, n, r->hdrs.v[i].value);
+        MHD_add_response_header(resp, n, r->up.hdrs.v[i].value);
     }
 }
 
@@ -530,7 +543,7 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
     tg_req *r = ud;
     tg_store *st = r->w->srv->items;
     char *text = NULL;
-    if (tg_store_get(st, r->w->id, r->owner, id, &text) == TG_STORE_DOWN) {
+    if (tg_store_get(st, r->w->id, r->client.owner, id, &text) == TG_STORE_DOWN) {
         tg_metrics_store_error(r->w->metrics, "get");
         tg_error_set(err, 503, "api_error", "store_unavailable", "input",
                      "input: item_reference '%.80s' cannot be answered now: the store of "
@@ -559,7 +572,7 @@ static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *bod
     char name[64];  /* ids unique past this request, for the item store */
     tg_request_id(name, sizeof name, &r->w->rng);
     tg_resp_bridge_name(b, name + 3);
-    r->bridge = b;
+    r->prep.bridge = b;
     return 0;
 }
 
@@ -567,7 +580,7 @@ static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *bod
  * them is answered (bridge/itemstore.h). */
 static void remember_items(tg_req *r)
 {
-    json_t *items = tg_responses_items(r->bridge);
+    json_t *items = tg_responses_items(r->prep.bridge);
     size_t i;
     json_t *item;
     json_array_foreach(items, i, item) {
@@ -575,7 +588,7 @@ static void remember_items(tg_req *r)
         char *text = id ? tg_json_dumps(item) : NULL;
         /* a store that cannot be reached only costs later references (a
          * 503 then): the answer goes out as it is */
-        if (text && tg_store_put(r->w->srv->items, r->w->id, r->owner, id, text))
+        if (text && tg_store_put(r->w->srv->items, r->w->id, r->client.owner, id, text))
             tg_metrics_store_error(r->w->metrics, "put");
         free(text);
     }
@@ -611,7 +624,7 @@ static int messages_to_chat(tg_req *r, const tg_route *route, const json_t *body
     tg_bridge_opts o = bridge_opts(route);
     if (tg_messages_to_chat_opts(body, &o, chat, &b, err))
         return -1;
-    r->bridge = b;
+    r->prep.bridge = b;
     return 0;
 }
 
@@ -643,28 +656,28 @@ static const bridge_api messages_api = {
  * agent asked for a stream) in the API's shape. */
 static void bridge_whole_answer(tg_req *r)
 {
-    if (r->answer_status < 200 || r->answer_status >= 300 || !r->answer)
+    if (r->answer.status < 200 || r->answer.status >= 300 || !r->answer.body)
         return;
     tg_buf out = {0};
-    if (r->answer_type && strstr(r->answer_type, "event-stream")) {
-        r->api->stream(r->bridge, r->answer, r->answer_len, &out);
-        r->api->stream_end(r->bridge, &out);
+    if (r->answer.type && strstr(r->answer.type, "event-stream")) {
+        r->prep.api->stream(r->prep.bridge, r->answer.body, r->answer.len, &out);
+        r->prep.api->stream_end(r->prep.bridge, &out);
     } else {
-        json_t *chat = tg_json_load(r->answer, r->answer_len, 0, NULL);
+        json_t *chat = tg_json_load(r->answer.body, r->answer.len, 0, NULL);
         if (!json_is_object(chat)) {
             json_decref(chat);
             return;
         }
-        json_t *resp = r->api->answer(r->bridge, chat);
+        json_t *resp = r->prep.api->answer(r->prep.bridge, chat);
         json_decref(chat);
         tg_json_dump(resp, &out);
         json_decref(resp);
-        r->answer_type = "application/json";
+        r->answer.type = "application/json";
     }
-    free(r->answer);
-    r->answer = tg_buf_steal(&out, &r->answer_len);
-    if (r->api->done)
-        r->api->done(r);
+    free(r->answer.body);
+    r->answer.body = tg_buf_steal(&out, &r->answer.len);
+    if (r->prep.api->done)
+        r->prep.api->done(r);
 }
 
 /* An error answer to a request of an API with its own error shape, bridged
@@ -672,45 +685,45 @@ static void bridge_whole_answer(tg_req *r)
  * in it goes as it came), so the API's clients show the message. */
 static void api_error_shape(tg_req *r)
 {
-    if (!r->api || !r->api->error_body || !r->answer ||
-        (r->answer_status >= 200 && r->answer_status < 300))
+    if (!r->prep.api || !r->prep.api->error_body || !r->answer.body ||
+        (r->answer.status >= 200 && r->answer.status < 300))
         return;
     size_t len = 0;
-    char *body = r->api->error_body(r->answer_status, r->answer, r->answer_len, &len);
+    char *body = r->prep.api->error_body(r->answer.status, r->answer.body, r->answer.len, &len);
     if (!body)
         return;
-    free(r->answer);
-    r->answer = body;
-    r->answer_len = len;
-    r->answer_type = "application/json";
+    free(r->answer.body);
+    r->answer.body = body;
+    r->answer.len = len;
+    r->answer.type = "application/json";
 }
 
 static enum MHD_Result queue_answer(tg_req *r)
 {
-    if (r->bridge)
+    if (r->prep.bridge)
         bridge_whole_answer(r);
     api_error_shape(r);
     struct MHD_Response *resp = MHD_create_response_from_buffer(
-        r->answer_len, r->answer ? r->answer : (char *)"", MHD_RESPMEM_MUST_FREE);
-    if (!r->answer)
+        r->answer.len, r->answer.body ? r->answer.body : (char *)"", MHD_RESPMEM_MUST_FREE);
+    if (!r->answer.body)
         resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-    r->answer = NULL;
+    r->answer.body = NULL;
     if (!resp)
         return MHD_NO;
-    if (r->answer_from_upstream) {
-        add_upstream_headers(r, resp, !r->answer_type);
-        if (r->answer_type)
-            MHD_add_response_header(resp, "Content-Type", r->answer_type);
-        if (r->answer_status >= 400) {
+    if (r->answer.from_upstream) {
+        add_upstream_headers(r, resp, !r->answer.type);
+        if (r->answer.type)
+            MHD_add_response_header(resp, "Content-Type", r->answer.type);
+        if (r->answer.status >= 400) {
             char v[16];
-            snprintf(v, sizeof v, "%d", r->answer_status);
+            snprintf(v, sizeof v, "%d", r->answer.status);
             MHD_add_response_header(resp, "X-Toolgate-Upstream-Error", v);
         }
     } else {
         MHD_add_response_header(resp, "Content-Type", "application/json");
     }
     add_common_headers(r, resp);
-    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->answer_status, resp);
+    enum MHD_Result ok = MHD_queue_response(r->client.conn, (unsigned)r->answer.status, resp);
     MHD_destroy_response(resp);
     r->state = RQ_ANSWERED;
     return ok;
@@ -720,9 +733,9 @@ static enum MHD_Result queue_answer(tg_req *r)
 
 static void maybe_unpause(tg_req *r)
 {
-    if (r->paused && r->easy && r->out.len - r->out_off < STREAM_LOW_WATER) {
-        r->paused = false;
-        curl_easy_pause(r->easy, CURLPAUSE_CONT);
+    if (r->up.paused && r->up.easy && r->stream.out.len - r->stream.out_off < STREAM_LOW_WATER) {
+        r->up.paused = false;
+        curl_easy_pause(r->up.easy, CURLPAUSE_CONT);
     }
 }
 
@@ -730,34 +743,34 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     tg_req *r = cls;
     (void)pos;
-    size_t avail = r->out.len - r->out_off;
+    size_t avail = r->stream.out.len - r->stream.out_off;
     if (avail) {
         size_t n = avail < max ? avail : max;
-        r->sent_event = true;
-        memcpy(buf, r->out.data + r->out_off, n);
-        r->out_off += n;
-        if (r->out_off == r->out.len) {
+        r->stream.sent_event = true;
+        memcpy(buf, r->stream.out.data + r->stream.out_off, n);
+        r->stream.out_off += n;
+        if (r->stream.out_off == r->stream.out.len) {
             /* drained: a buffer grown while the client lagged goes */
-            if (r->out.cap > STREAM_KEEP)
-                tg_buf_free(&r->out);
+            if (r->stream.out.cap > STREAM_KEEP)
+                tg_buf_free(&r->stream.out);
             else
-                tg_buf_reset(&r->out);
-            r->out_off = 0;
-        } else if (r->out_off >= STREAM_KEEP && r->out_off >= r->out.len / 2) {
+                tg_buf_reset(&r->stream.out);
+            r->stream.out_off = 0;
+        } else if (r->stream.out_off >= STREAM_KEEP && r->stream.out_off >= r->stream.out.len / 2) {
             /* Sent bytes go once they are half the buffer. Upstream adds
              * while the client reads, so the buffer may never drain: kept,
              * the sent bytes made a stream cost all it ever sent (a client
              * that does not read held the ~3 MB a socket takes), not the
              * unsent bytes the pause bounds. */
-            tg_buf_consume(&r->out, r->out_off);
-            r->out_off = 0;
+            tg_buf_consume(&r->stream.out, r->stream.out_off);
+            r->stream.out_off = 0;
         }
         maybe_unpause(r);
         return (ssize_t)n;
     }
-    if (r->stream_done)
+    if (r->stream.done)
         return MHD_CONTENT_READER_END_OF_STREAM;
-    if (r->client_gone)
+    if (r->client.gone)
         return MHD_CONTENT_READER_END_WITH_ERROR;
     req_suspend(r);
     return 0;
@@ -774,13 +787,13 @@ static void stream_reader_free(void *cls)
 static enum MHD_Result queue_stream(tg_req *r)
 {
     struct MHD_Response *resp;
-    if (r->stream_done && !r->out_off) {
+    if (r->stream.done && !r->stream.out_off) {
         /* Upstream's whole stream came before the client's answer was
          * queued (a short answer, one read): it goes as one body, head and
          * events in one send, instead of a chunked relay (head, events,
          * terminator: three). Same events, same headers. */
         size_t n = 0;
-        char *body = tg_buf_steal(&r->out, &n);
+        char *body = tg_buf_steal(&r->stream.out, &n);
         resp = body ? MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE) : NULL;
         if (!resp) {
             free(body);
@@ -800,7 +813,7 @@ static enum MHD_Result queue_stream(tg_req *r)
     add_upstream_headers(r, resp, false);
     MHD_add_response_header(resp, "Content-Type", "text/event-stream");
     add_common_headers(r, resp);
-    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->answer_status, resp);
+    enum MHD_Result ok = MHD_queue_response(r->client.conn, (unsigned)r->answer.status, resp);
     MHD_destroy_response(resp);
     r->state = RQ_STREAMING;
     return ok;
@@ -815,19 +828,19 @@ static int start_upstream(tg_req *r, const char *url, const char *method);
  * the request's bridge (bridge_flush). */
 static tg_buf *stream_dst(tg_req *r)
 {
-    return r->bridge ? &r->chat_out : &r->out;
+    return r->prep.bridge ? &r->stream.chat_out : &r->stream.out;
 }
 
 static void bridge_flush(tg_req *r, bool end)
 {
-    if (!r->bridge)
+    if (!r->prep.bridge)
         return;
-    r->api->stream(r->bridge, r->chat_out.data, r->chat_out.len, &r->out);
-    tg_buf_reset(&r->chat_out);
+    r->prep.api->stream(r->prep.bridge, r->stream.chat_out.data, r->stream.chat_out.len, &r->stream.out);
+    tg_buf_reset(&r->stream.chat_out);
     if (end) {
-        r->api->stream_end(r->bridge, &r->out);
-        if (r->api->done)
-            r->api->done(r);
+        r->prep.api->stream_end(r->prep.bridge, &r->stream.out);
+        if (r->prep.api->done)
+            r->prep.api->done(r);
     }
 }
 
@@ -835,7 +848,7 @@ static void on_sse_event(void *user, const char *event, const char *data, size_t
 {
     tg_req *r = user;
     (void)event;
-    tg_stream_event(r->stream, data, len, stream_dst(r));
+    tg_stream_event(r->stream.repair, data, len, stream_dst(r));
     bridge_flush(r, false);
 }
 
@@ -843,15 +856,15 @@ static void on_sse_comment(void *user, const char *text, size_t len)
 {
     tg_req *r = user;
     /* Keep-alive comments keep idle clients and their proxies from timing out. */
-    tg_buf_append(&r->out, text, len);
-    tg_buf_append(&r->out, "\n\n", 2);
+    tg_buf_append(&r->stream.out, text, len);
+    tg_buf_append(&r->stream.out, "\n\n", 2);
 }
 
 /* A parser for the (next) upstream stream, bounded by max_event. */
 static void sse_start(tg_req *r)
 {
-    tg_sse_init(&r->sse, on_sse_event, on_sse_comment, r);
-    r->sse.max_event = r->conf->max_event;
+    tg_sse_init(&r->stream.sse, on_sse_event, on_sse_comment, r);
+    r->stream.sse.max_event = r->conf->max_event;
 }
 
 static bool header_is(const char *line, size_t n, const char *name)
@@ -867,13 +880,13 @@ static bool header_is(const char *line, size_t n, const char *name)
  * included) for as long as the model talks. */
 static void release_bodies(tg_req *r)
 {
-    r->body_len = r->body.len;
-    tg_buf_free(&r->body);
+    r->client.body_len = r->client.body.len;
+    tg_buf_free(&r->client.body);
     body_release(r);
     curl_off_t sent = 0;
-    r->up_len = up_body_len(r);
-    if (!curl_easy_getinfo(r->easy, CURLINFO_SIZE_UPLOAD_T, &sent) &&
-        sent == (curl_off_t)r->up_len)
+    r->up.len = up_body_len(r);
+    if (!curl_easy_getinfo(r->up.easy, CURLINFO_SIZE_UPLOAD_T, &sent) &&
+        sent == (curl_off_t)r->up.len)
         up_body_free(r);
 }
 
@@ -885,11 +898,11 @@ static void release_bodies(tg_req *r)
  * client whole, at its end. */
 static bool start_raw_stream(tg_req *r, const char *ct)
 {
-    if (r->is_chat || r->state != RQ_WAIT || r->status < 200 || r->status >= 300 || !ct ||
+    if (r->prep.is_chat || r->state != RQ_WAIT || r->up.status < 200 || r->up.status >= 300 || !ct ||
         !strstr(ct, "text/event-stream"))
         return false;
-    r->is_sse = r->raw_sse = true;
-    r->answer_status = (int)r->status;
+    r->stream.is_sse = r->stream.raw = true;
+    r->answer.status = (int)r->up.status;
     release_bodies(r);
     r->state = RQ_READY;
     req_resume(r);
@@ -902,10 +915,10 @@ static void raw_stream_error(tg_req *r, const char *code, const char *msg)
 {
     json_t *e;
     const char *event = "error";
-    if (r->api && !strcmp(r->api->name, "/v1/messages"))
+    if (r->prep.api && !strcmp(r->prep.api->name, "/v1/messages"))
         e = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", "api_error",
                       "message", msg);
-    else if (r->api)  /* the Responses API's error event */
+    else if (r->prep.api)  /* the Responses API's error event */
         e = json_pack("{s:s, s:s, s:s, s:n}", "type", "error", "code", code, "message", msg,
                       "param");
     else {
@@ -914,13 +927,13 @@ static void raw_stream_error(tg_req *r, const char *code, const char *msg)
                       "code", code);
     }
     if (event) {
-        tg_buf_puts(&r->out, "event: ");
-        tg_buf_puts(&r->out, event);
-        tg_buf_puts(&r->out, "\n");
+        tg_buf_puts(&r->stream.out, "event: ");
+        tg_buf_puts(&r->stream.out, event);
+        tg_buf_puts(&r->stream.out, "\n");
     }
-    tg_buf_puts(&r->out, "data: ");
-    tg_json_dump(e, &r->out);
-    tg_buf_puts(&r->out, "\n\n");
+    tg_buf_puts(&r->stream.out, "data: ");
+    tg_json_dump(e, &r->stream.out);
+    tg_buf_puts(&r->stream.out, "\n\n");
     json_decref(e);
 }
 
@@ -928,28 +941,28 @@ static void raw_stream_error(tg_req *r, const char *code, const char *msg)
  * streaming request is relayed as it comes; everything else is collected. */
 static void on_upstream_headers_done(tg_req *r)
 {
-    r->headers_done = true;
-    const char *ct = tg_header_get(&r->hdrs, "content-type");
-    r->round_sse = false;  /* collected whole unless it is the stream we asked for */
+    r->up.headers_done = true;
+    const char *ct = tg_header_get(&r->up.hdrs, "content-type");
+    r->up.round_sse = false;  /* collected whole unless it is the stream we asked for */
     if (start_raw_stream(r, ct))
         return;
-    if (r->ctx.stream && r->status >= 200 && r->status < 300 && ct &&
+    if (r->ctx.stream && r->up.status >= 200 && r->up.status < 300 && ct &&
         strstr(ct, "text/event-stream")) {
-        r->is_sse = r->round_sse = true;
-        if (r->state == RQ_WAIT && !r->stream) {
-            r->answer_status = (int)r->status;  /* the client's, whatever later rounds say */
+        r->stream.is_sse = r->up.round_sse = true;
+        if (r->state == RQ_WAIT && !r->stream.repair) {
+            r->answer.status = (int)r->up.status;  /* the client's, whatever later rounds say */
             release_bodies(r);
             if (tg_ctx_trim_request(&r->ctx)) {  /* the log reads the model from r->json */
                 json_decref(r->json);
                 r->json = json_incref(r->ctx.request);
             }
-            r->stream = tg_stream_new(&r->ctx);
+            r->stream.repair = tg_stream_new(&r->ctx);
             sse_start(r);
             r->state = RQ_READY;
             req_resume(r);
         } else {
             /* a later discovery round: same client stream, fresh parser */
-            tg_sse_free(&r->sse);
+            tg_sse_free(&r->stream.sse);
             sse_start(r);
         }
     }
@@ -961,12 +974,12 @@ static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *u
     size_t n = size * nitems;
     if (n >= 5 && !strncmp(line, "HTTP/", 5)) {
         const char *sp = memchr(line, ' ', n);
-        r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        tg_header_list_free(&r->hdrs);
+        r->up.status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        tg_header_list_free(&r->up.hdrs);
         return n;
     }
     if (n <= 2 && (line[0] == '\r' || line[0] == '\n')) {
-        if (r->status >= 200)
+        if (r->up.status >= 200)
             on_upstream_headers_done(r);
         return n;
     }
@@ -978,7 +991,7 @@ static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *u
         header_is(line, n, "trailer") || header_is(line, n, "te") ||
         header_is(line, n, "x-request-id"))
         return n;
-    tg_header_list_add_line(&r->hdrs, line, n);
+    tg_header_list_add_line(&r->up.hdrs, line, n);
     return n;
 }
 
@@ -994,7 +1007,7 @@ static void cut_long_event(tg_req *r)
              r->conf->max_event);
     tg_log(TG_LOG_WARN, "request %s: route %s: %s", r->id, r->route->name, msg);
     tg_metrics_limit(r->w->metrics, TG_LIMIT_MAX_EVENT);
-    tg_stream_fail(r->stream, "event_too_large", msg, stream_dst(r));
+    tg_stream_fail(r->stream.repair, "event_too_large", msg, stream_dst(r));
     bridge_flush(r, false);
     req_resume(r);
 }
@@ -1004,42 +1017,42 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
     tg_req *r = ud;
     size_t n = size * nmemb;
     uint64_t t = now_us();
-    if (!r->t_first_byte)
-        r->t_first_byte = t;
-    r->t_last_byte = t;
-    if (r->client_gone)
+    if (!r->up.t_first_byte)
+        r->up.t_first_byte = t;
+    r->up.t_last_byte = t;
+    if (r->client.gone)
         return 0;  /* abort the transfer */
-    if (!r->headers_done)
+    if (!r->up.headers_done)
         on_upstream_headers_done(r);
     /* A slow client of a stream: leave the bytes with curl (they come
      * again on unpause) rather than buffer without bound. */
-    if ((r->raw_sse || (r->is_sse && r->round_sse)) &&
-        r->out.len - r->out_off > STREAM_HIGH_WATER) {
-        r->paused = true;
+    if ((r->stream.raw || (r->stream.is_sse && r->up.round_sse)) &&
+        r->stream.out.len - r->stream.out_off > STREAM_HIGH_WATER) {
+        r->up.paused = true;
         return CURL_WRITEFUNC_PAUSE;
     }
-    if (r->raw_sse) {
-        tg_buf_append(&r->out, data, n);
+    if (r->stream.raw) {
+        tg_buf_append(&r->stream.out, data, n);
         req_resume(r);
         return n;
     }
-    if (r->is_sse && r->round_sse) {
-        if (tg_sse_feed(&r->sse, data, n)) {
+    if (r->stream.is_sse && r->up.round_sse) {
+        if (tg_sse_feed(&r->stream.sse, data, n)) {
             cut_long_event(r);
             return 0;
         }
-        if (r->out.len > r->out_off)
+        if (r->stream.out.len > r->stream.out_off)
             req_resume(r);
         return n;
     }
     /* Bytes as decoded (curl inflates gzip, br, zstd before this call), so
      * a small compressed answer cannot grow past the bound either. */
-    if (r->resp.len + n > r->conf->max_answer) {
-        r->answer_cut = true;
-        tg_buf_free(&r->resp);
+    if (r->up.resp.len + n > r->conf->max_answer) {
+        r->up.cut = true;
+        tg_buf_free(&r->up.resp);
         return 0;  /* stops the transfer */
     }
-    tg_buf_append(&r->resp, data, n);
+    tg_buf_append(&r->up.resp, data, n);
     return n;
 }
 
@@ -1055,12 +1068,12 @@ static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
     struct curl_slist *h = NULL;
     /* a request passed to the API's own servers takes the key where they
      * read it (Anthropic's: x-api-key) */
-    const char *key_header = r->api && !r->bridge ? r->api->key_header : NULL;
+    const char *key_header = r->prep.api && !r->prep.bridge ? r->prep.api->key_header : NULL;
     const char *up_auth = client_header(r, "x-upstream-authorization");
     tg_forward_ctx f = {.list = &h, .drop_auth = r->route->api_key != NULL,
-                        .client_key = r->client_key, .upstream_auth = up_auth,
+                        .client_key = r->client.key, .upstream_auth = up_auth,
                         .extra = r->conf->forward_headers};
-    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, tg_forward_request_header, &f);
+    MHD_get_connection_values(r->client.conn, MHD_HEADER_KIND, tg_forward_request_header, &f);
     tg_buf b = {0};
     if (r->route->api_key && key_header)
         tg_buf_printf(&b, "%s: %s", key_header, r->route->api_key);
@@ -1098,24 +1111,24 @@ static size_t on_upstream_read(char *buf, size_t size, size_t n, void *userp)
 {
     tg_req *r = userp;
     size_t want = size * n, got = 0;
-    size_t hl = r->up_body.len, tl = json_string_length(r->up_tools);
-    while (got < want && r->up_pos < hl + tl + TAIL_LEN) {
+    size_t hl = r->up.body.len, tl = json_string_length(r->up.tools);
+    while (got < want && r->up.pos < hl + tl + TAIL_LEN) {
         const char *src;
         size_t avail;
-        if (r->up_pos < hl) {
-            src = r->up_body.data + r->up_pos;
-            avail = hl - r->up_pos;
-        } else if (r->up_pos < hl + tl) {
-            src = json_string_value(r->up_tools) + (r->up_pos - hl);
-            avail = hl + tl - r->up_pos;
+        if (r->up.pos < hl) {
+            src = r->up.body.data + r->up.pos;
+            avail = hl - r->up.pos;
+        } else if (r->up.pos < hl + tl) {
+            src = json_string_value(r->up.tools) + (r->up.pos - hl);
+            avail = hl + tl - r->up.pos;
         } else {
-            src = &TG_REQUEST_TAIL[r->up_pos - hl - tl];
-            avail = hl + tl + TAIL_LEN - r->up_pos;
+            src = &TG_REQUEST_TAIL[r->up.pos - hl - tl];
+            avail = hl + tl + TAIL_LEN - r->up.pos;
         }
         size_t k = avail < want - got ? avail : want - got;
         memcpy(buf + got, src, k);
         got += k;
-        r->up_pos += k;
+        r->up.pos += k;
     }
     return got;
 }
@@ -1127,7 +1140,7 @@ static int on_upstream_seek(void *userp, curl_off_t offset, int origin)
     tg_req *r = userp;
     if (origin != SEEK_SET || offset < 0 || (size_t)offset > up_body_len(r))
         return CURL_SEEKFUNC_CANTSEEK;
-    r->up_pos = (size_t)offset;
+    r->up.pos = (size_t)offset;
     return CURL_SEEKFUNC_OK;
 }
 
@@ -1138,24 +1151,24 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
     CURL *e = w->n_spare ? w->spare[--w->n_spare] : curl_easy_init();
     if (!e)
         return -1;
-    char *u = strdup(url);  /* url may be r->up_url itself (another round) */
-    free(r->up_url);
-    r->up_url = u;
-    r->status = 0;
-    r->headers_done = false;
-    r->t_first_byte = 0;
-    tg_header_list_free(&r->hdrs);
-    tg_buf_reset(&r->resp);
-    r->answer_cut = false;
-    if (!r->up_headers)
-        r->up_headers = build_upstream_headers(r, r->is_chat);
-    curl_easy_setopt(e, CURLOPT_URL, r->up_url);
+    char *u = strdup(url);  /* url may be r->up.url itself (another round) */
+    free(r->up.url);
+    r->up.url = u;
+    r->up.status = 0;
+    r->up.headers_done = false;
+    r->up.t_first_byte = 0;
+    tg_header_list_free(&r->up.hdrs);
+    tg_buf_reset(&r->up.resp);
+    r->up.cut = false;
+    if (!r->up.headers)
+        r->up.headers = build_upstream_headers(r, r->prep.is_chat);
+    curl_easy_setopt(e, CURLOPT_URL, r->up.url);
     /* the path was checked for dot segments (refuse_on_headers): curl
      * must not resolve any it would find in the route's base URL either */
     curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->up_headers);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->up.headers);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_upstream_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_upstream_data);
@@ -1185,14 +1198,14 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
     if (!strcmp(method, "POST")) {
         size_t total = up_body_len(r);
         curl_easy_setopt(e, CURLOPT_POST, 1L);
-        if (r->up_tools) {
-            r->up_pos = 0;
+        if (r->up.tools) {
+            r->up.pos = 0;
             curl_easy_setopt(e, CURLOPT_READFUNCTION, on_upstream_read);
             curl_easy_setopt(e, CURLOPT_READDATA, r);
             curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_upstream_seek);
             curl_easy_setopt(e, CURLOPT_SEEKDATA, r);
         } else {
-            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up_body.data ? r->up_body.data : "");
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up.body.data ? r->up.body.data : "");
         }
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)total);
         /* curl copies a body past 64 KB through its upload buffer, 64 KB a
@@ -1207,19 +1220,19 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
         curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     } else {
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-        if (r->up_body.len) {
-            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up_body.data);
-            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->up_body.len);
+        if (r->up.body.len) {
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up.body.data);
+            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->up.body.len);
         }
     }
-    r->easy = e;
-    r->up_running = true;
-    r->t_upstream = now_us();
-    r->t_last_byte = r->t_upstream;
+    r->up.easy = e;
+    r->up.running = true;
+    r->up.t_start = now_us();
+    r->up.t_last_byte = r->up.t_start;
     req_ref(r);
     if (curl_multi_add_handle(w->multi, e) != CURLM_OK) {
-        r->easy = NULL;
-        r->up_running = false;
+        r->up.easy = NULL;
+        r->up.running = false;
         curl_easy_cleanup(e);
         req_unref(r);
         return -1;
@@ -1229,18 +1242,18 @@ static int start_upstream(tg_req *r, const char *url, const char *method)
 
 static void stop_upstream(tg_req *r)
 {
-    if (!r->easy)
+    if (!r->up.easy)
         return;
     worker *w = r->w;
-    curl_multi_remove_handle(w->multi, r->easy);
+    curl_multi_remove_handle(w->multi, r->up.easy);
     if (w->n_spare < (int)(sizeof w->spare / sizeof w->spare[0])) {
-        curl_easy_reset(r->easy);
-        w->spare[w->n_spare++] = r->easy;
+        curl_easy_reset(r->up.easy);
+        w->spare[w->n_spare++] = r->up.easy;
     } else {
-        curl_easy_cleanup(r->easy);
+        curl_easy_cleanup(r->up.easy);
     }
-    r->easy = NULL;
-    r->up_running = false;
+    r->up.easy = NULL;
+    r->up.running = false;
     req_unref(r);
 }
 
@@ -1248,29 +1261,29 @@ static void stop_upstream(tg_req *r)
 
 static bool is_json_type(tg_req *r)
 {
-    const char *ct = tg_header_get(&r->hdrs, "content-type");
+    const char *ct = tg_header_get(&r->up.hdrs, "content-type");
     return !ct || strstr(ct, "json");
 }
 
 static void finish_stream(tg_req *r, bool transport_error)
 {
-    tg_sse_finish(&r->sse);
+    tg_sse_finish(&r->stream.sse);
     json_t *next = NULL;
-    if (tg_stream_end(r->stream, transport_error, stream_dst(r), &next) == 1 && next) {
+    if (tg_stream_end(r->stream.repair, transport_error, stream_dst(r), &next) == 1 && next) {
         up_body_free(r);
-        tg_json_dump(next, &r->up_body);
+        tg_json_dump(next, &r->up.body);
         json_decref(next);
-        if (start_upstream(r, r->up_url, "POST") == 0) {
+        if (start_upstream(r, r->up.url, "POST") == 0) {
             bridge_flush(r, false);
             req_resume(r);
             return;
         }
         json_t *ignored = NULL;
-        tg_stream_end(r->stream, true, stream_dst(r), &ignored);
+        tg_stream_end(r->stream.repair, true, stream_dst(r), &ignored);
         json_decref(ignored);
     }
     bridge_flush(r, true);
-    r->stream_done = true;
+    r->stream.done = true;
     req_resume(r);
 }
 
@@ -1287,25 +1300,25 @@ static void relay_upstream_error(tg_req *r, int status);
  * provider's words, and the count. */
 static void round_refused(tg_req *r)
 {
-    size_t len = r->resp.len;
+    size_t len = r->up.resp.len;
     tg_metrics_round_error(r->w->metrics);
     tg_log(TG_LOG_WARN, "request %s: upstream %s refused discovery round %u with %ld: %.*s",
-           r->id, r->route->upstream, r->ctx.stats.discovery_rounds, r->status,
-           (int)(len < 400 ? len : 400), r->resp.data ? r->resp.data : "");
+           r->id, r->route->upstream, r->ctx.stats.discovery_rounds, r->up.status,
+           (int)(len < 400 ? len : 400), r->up.resp.data ? r->up.resp.data : "");
 }
 
 static void round_answered_whole(tg_req *r)
 {
-    const char *body = r->resp.data ? r->resp.data : "";
-    size_t len = r->resp.len;
-    if (r->status >= 200 && r->status < 300) {
+    const char *body = r->up.resp.data ? r->up.resp.data : "";
+    size_t len = r->up.resp.len;
+    if (r->up.status >= 200 && r->up.status < 300) {
         json_t *resp = tg_json_load_answer(body, len);
         tg_buf sse = {0};
         if (json_is_object(resp) && !json_object_get(resp, "error") &&
             tg_completion_sse(resp, &sse) == 0) {
             json_decref(resp);
-            r->round_sse = true;
-            tg_sse_feed(&r->sse, sse.data, sse.len);
+            r->up.round_sse = true;
+            tg_sse_feed(&r->stream.sse, sse.data, sse.len);
             tg_buf_free(&sse);
             finish_stream(r, false);
             return;
@@ -1314,16 +1327,16 @@ static void round_answered_whole(tg_req *r)
         tg_buf_free(&sse);
     }
     round_refused(r);
-    if (r->state == RQ_READY && !r->out.len && !r->chat_out.len) {
+    if (r->state == RQ_READY && !r->stream.out.len && !r->stream.chat_out.len) {
         /* the client has had nothing, not even the status line */
-        r->is_sse = false;
-        relay_upstream_error(r, r->status >= 400 ? (int)r->status : 502);
+        r->stream.is_sse = false;
+        relay_upstream_error(r, r->up.status >= 400 ? (int)r->up.status : 502);
         req_resume(r);
         return;
     }
-    tg_stream_round_refused(r->stream, r->status, body, len, stream_dst(r));
+    tg_stream_round_refused(r->stream.repair, r->up.status, body, len, stream_dst(r));
     bridge_flush(r, true);
-    r->stream_done = true;
+    r->stream.done = true;
     req_resume(r);
 }
 
@@ -1332,19 +1345,19 @@ static void round_answered_whole(tg_req *r)
  * the recovered answer goes out as a stream, through the stream repair. */
 static void answer_recovered_stream(tg_req *r)
 {
-    r->stream = tg_stream_new(&r->ctx);
+    r->stream.repair = tg_stream_new(&r->ctx);
     sse_start(r);
-    tg_stream_event(r->stream, r->resp.data, r->resp.len, stream_dst(r));
+    tg_stream_event(r->stream.repair, r->up.resp.data, r->up.resp.len, stream_dst(r));
     json_t *next = NULL;
-    tg_stream_end(r->stream, false, stream_dst(r), &next);
+    tg_stream_end(r->stream.repair, false, stream_dst(r), &next);
     json_decref(next);
     bridge_flush(r, true);
-    tg_header_list_free(&r->hdrs);
-    tg_header_list_add_line(&r->hdrs, "Content-Type: text/event-stream", 31);
-    r->status = 200;
-    r->answer_status = 200;
-    r->is_sse = true;
-    r->stream_done = true;
+    tg_header_list_free(&r->up.hdrs);
+    tg_header_list_add_line(&r->up.hdrs, "Content-Type: text/event-stream", 31);
+    r->up.status = 200;
+    r->answer.status = 200;
+    r->stream.is_sse = true;
+    r->stream.done = true;
     r->state = RQ_READY;
 }
 
@@ -1364,28 +1377,28 @@ static bool answer_untouched(const tg_req *r, unsigned repairs, unsigned failure
  * every client shows it. */
 static void relay_upstream_error(tg_req *r, int status)
 {
-    size_t len = r->resp.len, n = 0;
-    char *norm = tg_upstream_error_body(r->resp.data, len, r->status, &n);
+    size_t len = r->up.resp.len, n = 0;
+    char *norm = tg_upstream_error_body(r->up.resp.data, len, r->up.status, &n);
     if (!norm) {
-        set_answer(r, status, tg_buf_steal(&r->resp, &len), len, true);
+        set_answer(r, status, tg_buf_steal(&r->up.resp, &len), len, true);
         return;
     }
     set_answer(r, status, norm, n, true);
-    r->answer_type = "application/json";
+    r->answer.type = "application/json";
 }
 
 /* A whole (non-streamed) answer from upstream: repair it, or run another
  * discovery round, or relay an error in OpenAI's shape. */
 static void finish_whole(tg_req *r)
 {
-    size_t len = r->resp.len;
-    if (!r->is_chat) {
-        set_answer(r, (int)r->status, tg_buf_steal(&r->resp, &len), len, true);
+    size_t len = r->up.resp.len;
+    if (!r->prep.is_chat) {
+        set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);
         return;
     }
-    if (r->status < 200 || r->status >= 300) {
-        json_t *err = (r->status == 400 && is_json_type(r))
-                          ? tg_json_load(r->resp.data ? r->resp.data : "", len, 0, NULL)
+    if (r->up.status < 200 || r->up.status >= 300) {
+        json_t *err = (r->up.status == 400 && is_json_type(r))
+                          ? tg_json_load(r->up.resp.data ? r->up.resp.data : "", len, 0, NULL)
                           : NULL;
         if (err && tg_repair_response(err, &r->ctx) == TG_REPAIR_NOW_SUCCESS) {
             if (r->ctx.stream) {
@@ -1401,16 +1414,16 @@ static void finish_whole(tg_req *r)
         json_decref(err);
         if (r->ctx.stats.discovery_rounds)  /* a round toolgate built was refused */
             round_refused(r);
-        relay_upstream_error(r, (int)r->status);
+        relay_upstream_error(r, (int)r->up.status);
         return;
     }
-    if (tg_repair_surely_plain(&r->ctx, r->resp.data ? r->resp.data : "", len)) {
+    if (tg_repair_surely_plain(&r->ctx, r->up.resp.data ? r->up.resp.data : "", len)) {
         /* Most answers carry no tool call and need nothing: relayed as
          * they came, without paying for a parse. */
-        set_answer(r, (int)r->status, tg_buf_steal(&r->resp, &len), len, true);
+        set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);
         return;
     }
-    json_t *resp = tg_json_load_answer(r->resp.data ? r->resp.data : "", len);
+    json_t *resp = tg_json_load_answer(r->up.resp.data ? r->up.resp.data : "", len);
     if (!json_is_object(resp)) {
         /* a success status over an error ([{"error": ...}]) or garbage:
          * what the provider said, as an error the agent can read */
@@ -1423,9 +1436,9 @@ static void finish_whole(tg_req *r)
     if (tg_pipeline_response(resp, &r->ctx, &next) == 1 && next) {
         json_decref(resp);
         up_body_free(r);
-        tg_json_dump(next, &r->up_body);
+        tg_json_dump(next, &r->up.body);
         json_decref(next);
-        if (start_upstream(r, r->up_url, "POST") == 0)
+        if (start_upstream(r, r->up.url, "POST") == 0)
             return;
         set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
                   "could not start the next discovery round");
@@ -1439,8 +1452,8 @@ static void finish_whole(tg_req *r)
         if (tg_completion_sse(resp, &sse) == 0) {
             json_decref(resp);
             char *s = tg_buf_steal(&sse, &len);
-            set_answer(r, (int)r->status, s, len, true);
-            r->answer_type = "text/event-stream";
+            set_answer(r, (int)r->up.status, s, len, true);
+            r->answer.type = "text/event-stream";
             return;
         }
         tg_buf_free(&sse);
@@ -1449,14 +1462,14 @@ static void finish_whole(tg_req *r)
         /* Nothing was repaired or mapped: the provider's own bytes, as they
          * came, which also spares serializing them again. */
         json_decref(resp);
-        set_answer(r, (int)r->status, tg_buf_steal(&r->resp, &len), len, true);
+        set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);
         return;
     }
     tg_buf out = {0};
     tg_json_dump(resp, &out);
     json_decref(resp);
     char *s = tg_buf_steal(&out, &len);
-    set_answer(r, (int)r->status, s, len, true);
+    set_answer(r, (int)r->up.status, s, len, true);
 }
 
 /* Worth another try: the request never reached a model (connect
@@ -1464,12 +1477,12 @@ static void finish_whole(tg_req *r)
  * reached the client yet. */
 static bool retryable(const tg_req *r)
 {
-    if (r->client_gone || r->state != RQ_WAIT || r->timed_out)
+    if (r->client.gone || r->state != RQ_WAIT || r->up.timed_out)
         return false;
-    switch (r->up_result) {
+    switch (r->up.result) {
     case CURLE_OK:
-        return r->status == 429 || r->status == 500 || r->status == 502 || r->status == 503 ||
-               r->status == 504;
+        return r->up.status == 429 || r->up.status == 500 || r->up.status == 502 || r->up.status == 503 ||
+               r->up.status == 504;
     case CURLE_COULDNT_CONNECT:
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_GOT_NOTHING:
@@ -1485,14 +1498,14 @@ static bool retryable(const tg_req *r)
  * that, the agent had better decide). Returns -1 for "do not wait". */
 static long retry_delay_ms(tg_req *r)
 {
-    const char *ra = tg_header_get(&r->hdrs, "retry-after");
+    const char *ra = tg_header_get(&r->up.hdrs, "retry-after");
     if (ra) {
         char *end;
         double secs = strtod(ra, &end);
         if (end != ra && secs >= 0)
             return secs > 60 ? -1 : (long)(secs * 1000);
     }
-    long base = 100L << (r->attempt < 7 ? r->attempt : 7);
+    long base = 100L << (r->up.attempt < 7 ? r->up.attempt : 7);
     return base / 2 + (long)(now_us() % (uint64_t)(base / 2 + 1));
 }
 
@@ -1503,26 +1516,26 @@ static bool retry_or_fall_back(tg_req *r)
 {
     if (!retryable(r))
         return false;
-    long delay = r->attempt < r->route->retries ? retry_delay_ms(r) : -1;
+    long delay = r->up.attempt < r->route->retries ? retry_delay_ms(r) : -1;
     if (delay >= 0) {
-        r->attempt++;
-        r->retry_at = now_us() + (uint64_t)delay * 1000 + 1;
+        r->up.attempt++;
+        r->up.retry_at = now_us() + (uint64_t)delay * 1000 + 1;
         r->w->n_retry_wait++;
         tg_metrics_retry(r->w->metrics);
         tg_log(TG_LOG_INFO, "request %s: upstream %s answered %ld (%s); retry %d in %ld ms",
-               r->id, r->route->upstream_shown, r->status, curl_easy_strerror(r->up_result),
-               r->attempt, delay);
+               r->id, r->route->upstream_shown, r->up.status, curl_easy_strerror(r->up.result),
+               r->up.attempt, delay);
         return true;
     }
-    const tg_route *fb = r->route->fallback && !r->fell_back
+    const tg_route *fb = r->route->fallback && !r->up.fell_back
                              ? tg_route_by_name(r->conf, r->route->fallback)
                              : NULL;
-    if (!fb || !r->is_chat)
+    if (!fb || !r->prep.is_chat)
         return false;
     tg_log(TG_LOG_WARN, "request %s: route %s failed (%ld), falling back to route %s", r->id,
-           r->route->name, r->status, fb->name);
-    r->fell_back = true;
-    r->attempt = 0;
+           r->route->name, r->up.status, fb->name);
+    r->up.fell_back = true;
+    r->up.attempt = 0;
     if (prepare_route(r, fb))
         return false;
     tg_buf u = {0};
@@ -1535,14 +1548,14 @@ static bool retry_or_fall_back(tg_req *r)
 static void fire_due_retries(worker *w, uint64_t t)
 {
     for (tg_req *r = w->inflight; r && w->n_retry_wait > 0; r = r->next) {
-        if (!r->retry_at || r->retry_at > t)
+        if (!r->up.retry_at || r->up.retry_at > t)
             continue;
-        r->retry_at = 0;
+        r->up.retry_at = 0;
         w->n_retry_wait--;
-        if (r->client_gone)
+        if (r->client.gone)
             continue;
-        char *url = strdup(r->up_url);
-        if (start_upstream(r, url, r->method)) {
+        char *url = strdup(r->up.url);
+        if (start_upstream(r, url, r->client.method)) {
             set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
                       "could not start the upstream request");
             req_resume(r);
@@ -1553,13 +1566,13 @@ static void fire_due_retries(worker *w, uint64_t t)
 
 static void upstream_done(tg_req *r)
 {
-    CURLcode rc = r->up_result;
-    if (r->client_gone) {
-        r->stream_done = true;
+    CURLcode rc = r->up.result;
+    if (r->client.gone) {
+        r->stream.done = true;
         req_resume(r);
         return;
     }
-    if (r->answer_cut) {
+    if (r->up.cut) {
         tg_log(TG_LOG_WARN, "request %s: route %s: upstream answered more than max_answer (%zu bytes)",
                r->id, r->route->name, r->conf->max_answer);
         tg_metrics_limit(r->w->metrics, TG_LIMIT_MAX_ANSWER);
@@ -1574,30 +1587,30 @@ static void upstream_done(tg_req *r)
         return;
     if (rc != CURLE_OK)
         tg_metrics_upstream_error(r->w->metrics, 0);
-    else if (r->status >= 400)
-        tg_metrics_upstream_error(r->w->metrics, r->status);
-    if (r->raw_sse && r->state >= RQ_READY) {
-        if (rc != CURLE_OK || r->timed_out) {
+    else if (r->up.status >= 400)
+        tg_metrics_upstream_error(r->w->metrics, r->up.status);
+    if (r->stream.raw && r->state >= RQ_READY) {
+        if (rc != CURLE_OK || r->up.timed_out) {
             char msg[256];
             snprintf(msg, sizeof msg, "upstream %s cut the stream: %s (route %s)",
                      r->route->upstream_shown,
-                     r->timed_out ? "timed out" : curl_easy_strerror(rc), r->route->name);
+                     r->up.timed_out ? "timed out" : curl_easy_strerror(rc), r->route->name);
             tg_log(TG_LOG_WARN, "request %s: %s", r->id, msg);
-            raw_stream_error(r, r->timed_out ? "upstream_timeout" : "stream_truncated", msg);
+            raw_stream_error(r, r->up.timed_out ? "upstream_timeout" : "stream_truncated", msg);
         }
-        r->stream_done = true;
+        r->stream.done = true;
         req_resume(r);
         return;
     }
-    if (r->is_sse && r->state >= RQ_READY && r->stream) {
-        if (rc == CURLE_OK && !r->timed_out && !r->round_sse)
+    if (r->stream.is_sse && r->state >= RQ_READY && r->stream.repair) {
+        if (rc == CURLE_OK && !r->up.timed_out && !r->up.round_sse)
             round_answered_whole(r);
         else
-            finish_stream(r, rc != CURLE_OK || r->timed_out);
+            finish_stream(r, rc != CURLE_OK || r->up.timed_out);
         return;
     }
-    if (rc != CURLE_OK || r->timed_out) {
-        bool timeout = r->timed_out || rc == CURLE_OPERATION_TIMEDOUT;
+    if (rc != CURLE_OK || r->up.timed_out) {
+        bool timeout = r->up.timed_out || rc == CURLE_OPERATION_TIMEDOUT;
         if (timeout)
             set_error(r, 504, "upstream_error", "upstream_timeout", NULL,
                       "upstream %s did not answer in time (route %s)", r->route->upstream_shown,
@@ -1623,7 +1636,7 @@ static void check_curl_done(worker *w)
         tg_req *r = NULL;
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
         CURLcode rc = m->data.result;
-        r->up_result = rc;
+        r->up.result = rc;
         req_ref(r);
         stop_upstream(r);
         upstream_done(r);
@@ -1729,7 +1742,7 @@ static int on_curl_timer(CURLM *m, long timeout_ms, void *userp)
 
 static const char *client_header(tg_req *r, const char *name)
 {
-    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+    return MHD_lookup_connection_value(r->client.conn, MHD_HEADER_KIND, name);
 }
 
 static bool client_authorized(tg_req *r)
@@ -1745,7 +1758,7 @@ static bool client_authorized(tg_req *r)
     for (char **k = keys; *k; k++) {  /* every key compared: no early exit */
         bool eq = tg_consttime_equal(tok, *k);
         if (eq && !ok)
-            r->client_key = *k;
+            r->client.key = *k;
         ok |= eq;
     }
     return ok;
@@ -1759,7 +1772,7 @@ static const char *upstream_credential(tg_req *r)
                                         "api-key", "x-goog-api-key", NULL};
     for (int i = 0; names[i]; i++) {
         const char *v = client_header(r, names[i]);
-        if (v && *v && !(r->client_key && i == 1))
+        if (v && *v && !(r->client.key && i == 1))
             return v;
     }
     return NULL;
@@ -1773,8 +1786,8 @@ static const char *upstream_credential(tg_req *r)
 static uint64_t item_owner(tg_req *r, const tg_route *route)
 {
     const char *cred = upstream_credential(r);
-    const char *kind = r->client_key ? "key" : cred ? "credential" : "route";
-    const char *v = r->client_key ? r->client_key : cred ? cred : route ? route->name : "";
+    const char *kind = r->client.key ? "key" : cred ? "credential" : "route";
+    const char *v = r->client.key ? r->client.key : cred ? cred : route ? route->name : "";
     return tg_store_owner(kind, v);
 }
 
@@ -1811,18 +1824,18 @@ static int body_plain(tg_req *r)
  * so that an agent that keeps working without them is not left guessing. */
 static void note_dropped(tg_req *r)
 {
-    const json_t *d = r->api->dropped ? r->api->dropped(r->bridge) : NULL;
+    const json_t *d = r->prep.api->dropped ? r->prep.api->dropped(r->prep.bridge) : NULL;
     size_t n = tg_bridge_dropped_count(d);
     if (!n)
         return;
-    free(r->dropped);
-    r->dropped = tg_bridge_dropped_text(d);
+    free(r->prep.dropped);
+    r->prep.dropped = tg_bridge_dropped_text(d);
     tg_metrics_dropped(r->w->metrics, n);
     tg_log(TG_LOG_INFO, "request %s: %s bridge dropped what its chat upstream cannot run: %s",
-           r->id, r->api->name, r->dropped ? r->dropped : "");
+           r->id, r->prep.api->name, r->prep.dropped ? r->prep.dropped : "");
 }
 
-/* A request of an agent API (r->api): on a route that bridges it, the body
+/* A request of an agent API (r->prep.api): on a route that bridges it, the body
  * becomes a chat request that goes the chat way, and the answer is turned
  * back on its way out. Returns 0 for the chat way, 1 when the route's
  * provider takes the request as it is (r->route set), -1 with an answer
@@ -1834,7 +1847,7 @@ static int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
     size_t bytes;
     if (body_plain(r))
         return -1;
-    json_t *body = tg_request_parse(r->body.data ? r->body.data : "", r->body.len, NULL,
+    json_t *body = tg_request_parse(r->client.body.data ? r->client.body.data : "", r->client.body.len, NULL,
                                     r->conf->max_depth, &hash, &bytes, &err);
     if (!body) {
         set_error_from(r, &err);
@@ -1842,10 +1855,10 @@ static int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
     }
     const char *model = json_string_value(json_object_get(body, "model"));
     const tg_route *route = by_prefix ? by_prefix : model ? tg_route_by_model(r->conf, model) : NULL;
-    if (route && !r->api->bridges(route)) {
-        if (r->api->strip_markers(body, route->strip_prefix)) {
-            tg_buf_reset(&r->body);
-            tg_json_dump(body, &r->body);
+    if (route && !r->prep.api->bridges(route)) {
+        if (r->prep.api->strip_markers(body, route->strip_prefix)) {
+            tg_buf_reset(&r->client.body);
+            tg_json_dump(body, &r->client.body);
         }
         json_decref(body);
         r->route = route;
@@ -1866,12 +1879,12 @@ static int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
                   "%s%s: route '%s' bridges %s over the provider's chat completions, which "
                   "count no tokens without generating; this endpoint is answered on routes that "
                   "pass the API through to a provider that has it",
-                  r->api->name, r->rest + strlen(r->api->name), route->name, r->api->name);
+                  r->prep.api->name, r->client.rest + strlen(r->prep.api->name), route->name, r->prep.api->name);
         return -1;
     }
     json_t *chat = NULL;
-    r->owner = item_owner(r, route);
-    int rc = r->api->to_chat(r, route, body, &chat, &err);
+    r->client.owner = item_owner(r, route);
+    int rc = r->prep.api->to_chat(r, route, body, &chat, &err);
     json_decref(body);
     if (rc) {
         set_error_from(r, &err);
@@ -1882,8 +1895,8 @@ static int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
      * rewrites it again for its own route, and prepare_chat reads it like
      * any chat body, so the worker's tool-list cache (keyed by the tools'
      * bytes, which the conversion writes the same every turn) serves it */
-    tg_buf_reset(&r->body);
-    tg_json_dump(chat, &r->body);
+    tg_buf_reset(&r->client.body);
+    tg_json_dump(chat, &r->client.body);
     json_decref(chat);
     return 0;
 }
@@ -1896,8 +1909,8 @@ static int prepare_chat(tg_req *r, const tg_route *by_prefix)
     tg_error err;
     if (body_plain(r))
         return -1;
-    json_t *body = tg_request_parse(r->body.data ? r->body.data : "", r->body.len, r->w->cache,
-                                    c->max_depth, &r->tools_hash, &r->tools_bytes, &err);
+    json_t *body = tg_request_parse(r->client.body.data ? r->client.body.data : "", r->client.body.len, r->w->cache,
+                                    c->max_depth, &r->prep.tools_hash, &r->prep.tools_bytes, &err);
     if (!body) {
         set_error_from(r, &err);
         return -1;
@@ -1905,15 +1918,15 @@ static int prepare_chat(tg_req *r, const tg_route *by_prefix)
     r->json = body;
     /* An agent resends its tool list every turn: once a list (by its bytes'
      * hash) has passed, its entries are not walked again. */
-    json_t *ok = r->tools_hash ? tg_cache_get(r->w->cache, "toolsok", r->tools_hash) : NULL;
+    json_t *ok = r->prep.tools_hash ? tg_cache_get(r->w->cache, "toolsok", r->prep.tools_hash) : NULL;
     bool checked = ok != NULL;
     json_decref(ok);
     if (tg_validate_chat_request(body, c->max_tools, checked, &err)) {
         set_error_from(r, &err);
         return -1;
     }
-    if (r->tools_hash && !checked)
-        tg_cache_put(r->w->cache, "toolsok", r->tools_hash, json_true(), 16);
+    if (r->prep.tools_hash && !checked)
+        tg_cache_put(r->w->cache, "toolsok", r->prep.tools_hash, json_true(), 16);
     const char *model = json_string_value(json_object_get(body, "model"));
     r->route = by_prefix ? by_prefix : (model ? tg_route_by_model(c, model) : NULL);
     if (!r->route) {
@@ -1937,8 +1950,8 @@ static int prepare_route(tg_req *r, const tg_route *route)
     if (r->ctx_live) {  /* second time: the first run edited r->json in place */
         tg_ctx_clear(&r->ctx);
         r->ctx_live = false;
-        body = tg_request_parse(r->body.data, r->body.len, r->w->cache, r->conf->max_depth,
-                                &r->tools_hash, &r->tools_bytes, &err);
+        body = tg_request_parse(r->client.body.data, r->client.body.len, r->w->cache, r->conf->max_depth,
+                                &r->prep.tools_hash, &r->prep.tools_bytes, &err);
         if (!body)
             return -1;
         json_decref(r->json);
@@ -1948,19 +1961,19 @@ static int prepare_route(tg_req *r, const tg_route *route)
     tg_ctx_init(&r->ctx, route->name, &route->rules, route->strip_prefix);
     r->ctx_live = true;
     r->ctx.cache = r->w->cache;
-    r->ctx.tools_hash = r->tools_hash;
-    r->ctx.stats.tools_bytes_in = r->tools_bytes;
+    r->ctx.tools_hash = r->prep.tools_hash;
+    r->ctx.stats.tools_bytes_in = r->prep.tools_bytes;
     tg_route_rewrite_model(route, body);
     if (tg_pipeline_request(body, &r->ctx, &err)) {
         set_error_from(r, &err);
         return -1;
     }
-    if (r->up_headers) {  /* the api_key may differ between routes */
-        curl_slist_free_all(r->up_headers);
-        r->up_headers = NULL;
+    if (r->up.headers) {  /* the api_key may differ between routes */
+        curl_slist_free_all(r->up.headers);
+        r->up.headers = NULL;
     }
     up_body_free(r);
-    if (tg_request_dump_split(body, &r->ctx, &r->up_body, &r->up_tools)) {
+    if (tg_request_dump_split(body, &r->ctx, &r->up.body, &r->up.tools)) {
         set_error(r, 500, "server_error", NULL, NULL, "out of memory");
         return -1;
     }
@@ -1985,14 +1998,14 @@ static const bridge_api *api_of(const char *rest)
  * without a key. */
 static bool base_url_check(const tg_req *r)
 {
-    return (!strcmp(r->method, "HEAD") || !strcmp(r->method, "GET")) &&
-           (!*r->rest || !strcmp(r->rest, "/") || !strcmp(r->rest, "/api/hello"));
+    return (!strcmp(r->client.method, "HEAD") || !strcmp(r->client.method, "GET")) &&
+           (!*r->client.rest || !strcmp(r->client.rest, "/") || !strcmp(r->client.rest, "/api/hello"));
 }
 
 static enum MHD_Result dispatch(tg_req *r)
 {
     const tg_conf *c = r->conf;
-    const char *url = r->url;
+    const char *url = r->client.url;
     if (!strcmp(url, "/healthz")) {
         answer_json(r, 200, "{\"status\":\"ok\"}");
         return queue_answer(r);
@@ -2007,57 +2020,57 @@ static enum MHD_Result dispatch(tg_req *r)
         char *m = tg_metrics_render(r->w->srv->metrics, &len);
         set_answer(r, 200, m, len, false);
         struct MHD_Response *resp =
-            MHD_create_response_from_buffer(len, r->answer, MHD_RESPMEM_MUST_FREE);
-        r->answer = NULL;
+            MHD_create_response_from_buffer(len, r->answer.body, MHD_RESPMEM_MUST_FREE);
+        r->answer.body = NULL;
         MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
-        enum MHD_Result ok = MHD_queue_response(r->conn, 200, resp);
+        enum MHD_Result ok = MHD_queue_response(r->client.conn, 200, resp);
         MHD_destroy_response(resp);
         r->state = RQ_ANSWERED;
         return ok;
     }
-    const char *rest = r->rest;
-    const tg_route *by_prefix = r->by_prefix;
+    const char *rest = r->client.rest;
+    const tg_route *by_prefix = r->client.by_prefix;
     if (base_url_check(r)) {
         answer_json(r, 200, "{\"status\":\"ok\"}");
         return queue_answer(r);
     }
-    if (r->over_budget) {
+    if (r->client.over_budget) {
         set_error(r, 503, "server_error", "overloaded", NULL,
                   "toolgate holds max_body_memory (%zu bytes) of request bodies at once; "
                   "retry shortly", c->max_body_memory);
         return queue_answer(r);
     }
-    if (r->too_large) {
+    if (r->client.too_large) {
         set_error(r, 413, "invalid_request_error", "request_too_large", NULL,
                   "request body is larger than max_body (%zu bytes)", c->max_body);
         return queue_answer(r);
     }
     if (!strcmp(rest, "/v1/chat/completions") || !strcmp(rest, "/chat/completions")) {
-        if (strcmp(r->method, "POST")) {
+        if (strcmp(r->client.method, "POST")) {
             set_error(r, 405, "invalid_request_error", "method_not_allowed", NULL,
-                      "%s /v1/chat/completions: use POST", r->method);
+                      "%s /v1/chat/completions: use POST", r->client.method);
             return queue_answer(r);
         }
-        r->is_chat = true;
+        r->prep.is_chat = true;
         if (prepare_chat(r, by_prefix))
             return queue_answer(r);
-    } else if (r->api && !strcmp(r->method, "POST")) {
+    } else if (r->prep.api && !strcmp(r->client.method, "POST")) {
         /* count_tokens has no chat form: passed through, or refused */
         bool count = !strcmp(rest, "/v1/messages/count_tokens");
         int k = prepare_bridged(r, by_prefix, count);
         if (k < 0)
             return queue_answer(r);
-        r->is_chat = k == 0;
+        r->prep.is_chat = k == 0;
         if (k == 0 && prepare_chat(r, by_prefix))
             return queue_answer(r);
         if (k == 1) {
             up_body_free(r);
-            tg_buf_append(&r->up_body, r->body.data ? r->body.data : "", r->body.len);
+            tg_buf_append(&r->up.body, r->client.body.data ? r->client.body.data : "", r->client.body.len);
         }
     } else if (!strncmp(rest, "/v1/", 4) || !strcmp(rest, "/v1")) {
         r->route = by_prefix ? by_prefix : &c->routes[0];
         up_body_free(r);
-        tg_buf_append(&r->up_body, r->body.data ? r->body.data : "", r->body.len);
+        tg_buf_append(&r->up.body, r->client.body.data ? r->client.body.data : "", r->client.body.len);
     } else {
         set_error(r, 404, "invalid_request_error", "unknown_url", NULL,
                   "unknown path %s: toolgate serves [prefix]/v1/chat/completions, "
@@ -2069,12 +2082,12 @@ static enum MHD_Result dispatch(tg_req *r)
 
     tg_buf u = {0};
     tg_buf_puts(&u, r->route->upstream);
-    tg_append_path(&u, r->is_chat                    ? "/chat/completions"
-                       : !strncmp(r->rest, "/v1", 3) ? r->rest + 3
-                                                     : r->rest);
-    if (!r->bridge || !r->api->own_query)
-        tg_append_query(r->conn, &u);
-    int rc = start_upstream(r, u.data, r->method);
+    tg_append_path(&u, r->prep.is_chat                    ? "/chat/completions"
+                       : !strncmp(r->client.rest, "/v1", 3) ? r->client.rest + 3
+                                                     : r->client.rest);
+    if (!r->prep.bridge || !r->prep.api->own_query)
+        tg_append_query(r->client.conn, &u);
+    int rc = start_upstream(r, u.data, r->client.method);
     tg_buf_free(&u);
     if (rc) {
         set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
@@ -2094,11 +2107,11 @@ static tg_req *req_new(worker *w, struct MHD_Connection *conn, const char *url,
         return NULL;
     r->refs = 1;
     r->w = w;
-    r->conn = conn;
+    r->client.conn = conn;
     r->conf = tg_conf_ref(w->conf);
-    r->url = strdup(url);
-    snprintf(r->method, sizeof r->method, "%s", method);
-    r->client_fd = -1;
+    r->client.url = strdup(url);
+    snprintf(r->client.method, sizeof r->client.method, "%s", method);
+    r->client.fd = -1;
     r->t_start = now_us();
     const char *id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
     if (id && *id && strlen(id) < sizeof r->id && tg_header_value_safe(id))
@@ -2218,8 +2231,8 @@ static bool headers_exceed(struct MHD_Connection *conn, const char *url, size_t 
 static bool refuse_on_headers(tg_req *r, const char *url)
 {
     const tg_conf *c = r->conf;
-    r->by_prefix = tg_route_by_prefix(c, url, &r->rest);
-    r->api = api_of(r->rest);  /* its errors take the API's shape from here on */
+    r->client.by_prefix = tg_route_by_prefix(c, url, &r->client.rest);
+    r->prep.api = api_of(r->client.rest);  /* its errors take the API's shape from here on */
     bool open_path = !strcmp(url, "/healthz") || !strcmp(url, "/readyz") ||
                      (!strcmp(url, "/metrics") && !c->metrics_auth) || base_url_check(r);
     if (!open_path && !client_authorized(r)) {
@@ -2228,15 +2241,15 @@ static bool refuse_on_headers(tg_req *r, const char *url)
                   "the keys in [server] client_keys");
         return true;
     }
-    if (headers_exceed(r->conn, url, c->max_header)) {
+    if (headers_exceed(r->client.conn, url, c->max_header)) {
         set_error(r, 431, "invalid_request_error", "request_header_fields_too_large", NULL,
                   "request line and headers are larger than max_header (%zu bytes)",
                   c->max_header);
         return true;
     }
     if (tg_path_has_dot_segment(url)) {
-        if (!r->api && !strncmp(r->rest, "/v1/messages", 12))
-            r->api = &messages_api;  /* refused in the shape of the API it aimed at */
+        if (!r->prep.api && !strncmp(r->client.rest, "/v1/messages", 12))
+            r->prep.api = &messages_api;  /* refused in the shape of the API it aimed at */
         set_error(r, 400, "invalid_request_error", "invalid_path", NULL,
                   "path %.200s has a dot segment ('.' or '..', raw or percent-encoded): "
                   "toolgate forwards paths as they are and refuses one that would leave its "
@@ -2266,28 +2279,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
         if (n > r->conf->max_body) {
-            r->too_large = true;
+            r->client.too_large = true;
         } else if (n && !body_charge(r, (size_t)n)) {
-            r->over_budget = true;
+            r->client.over_budget = true;
             return dispatch(r);  /* the 503, before the body is read */
         } else if (n) {  /* one allocation, no copies as the body arrives */
-            tg_buf_reserve(&r->body, (size_t)n);
+            tg_buf_reserve(&r->client.body, (size_t)n);
         }
         return MHD_YES;
     }
     if (*upload_data_size) {
         size_t k = *upload_data_size;
-        if (!r->too_large && r->body.len + k > r->conf->max_body)
-            r->too_large = true;
+        if (!r->client.too_large && r->client.body.len + k > r->conf->max_body)
+            r->client.too_large = true;
         /* a body without Content-Length is charged as it comes */
-        if (!r->too_large && !r->over_budget && r->body.len + k > r->body_charge &&
-            !body_charge(r, r->body.len + k - r->body_charge))
-            r->over_budget = true;
-        if (r->too_large || r->over_budget) {
-            tg_buf_free(&r->body);
+        if (!r->client.too_large && !r->client.over_budget && r->client.body.len + k > r->client.body_charge &&
+            !body_charge(r, r->client.body.len + k - r->client.body_charge))
+            r->client.over_budget = true;
+        if (r->client.too_large || r->client.over_budget) {
+            tg_buf_free(&r->client.body);
             body_release(r);
         } else {
-            tg_buf_append(&r->body, upload_data, k);
+            tg_buf_append(&r->client.body, upload_data, k);
         }
         *upload_data_size = 0;
         return MHD_YES;
@@ -2296,20 +2309,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     case RQ_READ:
         return dispatch(r);
     case RQ_WAIT:
-        if (r->client_gone)
+        if (r->client.gone)
             return MHD_NO;
         req_suspend(r);
         return MHD_YES;
     case RQ_READY:
-        if (r->client_gone)
+        if (r->client.gone)
             return MHD_NO;
-        if (r->raw_sse)
+        if (r->stream.raw)
             return queue_stream(r);
-        if (r->is_sse && r->stream && !r->answer) {
+        if (r->stream.is_sse && r->stream.repair && !r->answer.body) {
             /* the status line waits for the stream's first byte, so that
              * a discovery round refused before then is answered with the
              * provider's own status (round_answered_whole) */
-            if (!r->out.len && !r->stream_done) {
+            if (!r->stream.out.len && !r->stream.done) {
                 req_suspend(r);
                 return MHD_YES;
             }
@@ -2331,14 +2344,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     *con_cls = NULL;
     unwatch_client(r);
-    r->conn = NULL;
-    if (r->suspended)
+    r->client.conn = NULL;
+    if (r->client.suspended)
         r->w->n_suspended--;
-    r->suspended = false;
+    r->client.suspended = false;
     r->t_done = now_us();
-    int status = r->answer_status ? r->answer_status : (int)r->status;
+    int status = r->answer.status ? r->answer.status : (int)r->up.status;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
-        r->client_gone = true;
+        r->client.gone = true;
         stop_upstream(r);
         if (!status)
             status = 499;
@@ -2350,17 +2363,17 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                "chunks (repaired or dropped)",
                r->id, r->route ? r->route->name : "-", r->ctx.stats.bad_chunks);
     tg_metrics_request_done(r->w->metrics, r->route ? r->route->name : "-", status,
-                            r->ctx_live && r->ctx.stream, r->t_start, r->t_upstream,
-                            r->t_first_byte, r->t_done, &r->ctx.stats);
+                            r->ctx_live && r->ctx.stream, r->t_start, r->up.t_start,
+                            r->up.t_first_byte, r->t_done, &r->ctx.stats);
     req_unref(r);
 }
 
 /* The client went away while we waited: cancel upstream now. */
 static void on_client_hangup(tg_req *r)
 {
-    if (r->client_gone)
+    if (r->client.gone)
         return;
-    r->client_gone = true;
+    r->client.gone = true;
     stop_upstream(r);
     unwatch_client(r);
     req_resume(r);
@@ -2403,9 +2416,9 @@ static void access_log_line(tg_req *r, int status)
                   ts.tv_nsec / 1000000);
     json_str(&b, r->id);
     tg_buf_puts(&b, ",\"method\":");
-    json_str(&b, r->method);
+    json_str(&b, r->client.method);
     tg_buf_puts(&b, ",\"path\":");
-    json_str(&b, r->url);
+    json_str(&b, r->client.url);
     tg_buf_puts(&b, ",\"route\":");
     if (r->route)
         json_str(&b, r->route->name);
@@ -2420,12 +2433,12 @@ static void access_log_line(tg_req *r, int status)
     tg_buf_printf(&b, ",\"status\":%d,\"stream\":%s,\"ms\":%.3f", status,
                   r->ctx_live && r->ctx.stream ? "true" : "false",
                   (double)(r->t_done - r->t_start) / 1000.0);
-    if (r->t_first_byte)
+    if (r->up.t_first_byte)
         tg_buf_printf(&b, ",\"upstream_ttfb_ms\":%.3f",
-                      (double)(r->t_first_byte - r->t_upstream) / 1000.0);
+                      (double)(r->up.t_first_byte - r->up.t_start) / 1000.0);
     tg_buf_printf(&b, ",\"bytes_in\":%zu,\"bytes_up\":%zu,\"retries\":%d",
-                  r->body.len ? r->body.len : r->body_len,
-                  up_body_len(r) ? up_body_len(r) : r->up_len, r->attempt);
+                  r->client.body.len ? r->client.body.len : r->client.body_len,
+                  up_body_len(r) ? up_body_len(r) : r->up.len, r->up.attempt);
     if (r->ctx_live)
         tg_buf_printf(&b,
                       ",\"tools_in\":%u,\"tools_out\":%u,\"repairs\":%u,\"stripped\":%u,"
@@ -2445,19 +2458,19 @@ static void access_log_line(tg_req *r, int status)
 static bool upstream_late(const tg_req *r, uint64_t t)
 {
     const tg_route *rt = r->route;
-    if (!r->t_first_byte)
-        return rt->ttfb_timeout_ms && t > r->t_upstream &&
-               t - r->t_upstream > (uint64_t)rt->ttfb_timeout_ms * 1000;
-    return rt->idle_timeout_ms && t > r->t_last_byte &&
-           t - r->t_last_byte > (uint64_t)rt->idle_timeout_ms * 1000;
+    if (!r->up.t_first_byte)
+        return rt->ttfb_timeout_ms && t > r->up.t_start &&
+               t - r->up.t_start > (uint64_t)rt->ttfb_timeout_ms * 1000;
+    return rt->idle_timeout_ms && t > r->up.t_last_byte &&
+           t - r->up.t_last_byte > (uint64_t)rt->idle_timeout_ms * 1000;
 }
 
 static void time_out_upstream(tg_req *r)
 {
     tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id, r->route->upstream_shown,
-           r->t_first_byte ? "idle_timeout" : "ttfb_timeout");
-    r->timed_out = true;
-    r->up_result = CURLE_OPERATION_TIMEDOUT;
+           r->up.t_first_byte ? "idle_timeout" : "ttfb_timeout");
+    r->up.timed_out = true;
+    r->up.result = CURLE_OPERATION_TIMEDOUT;
     req_ref(r);
     stop_upstream(r);
     upstream_done(r);
@@ -2470,10 +2483,10 @@ static void sweep_timeouts(worker *w, uint64_t t)
         next = r->next;
         /* Watch the client socket of requests that wait long enough to be
          * worth two syscalls; quick ones finish before it matters. */
-        if (r->conn && r->client_fd < 0 && !r->client_gone && r->suspended &&
+        if (r->client.conn && r->client.fd < 0 && !r->client.gone && r->client.suspended &&
             t - r->t_start > 50000)
             watch_client(r);
-        if (r->easy && upstream_late(r, t))
+        if (r->up.easy && upstream_late(r, t))
             time_out_upstream(r);
     }
 }
@@ -2512,24 +2525,24 @@ static void end_open_requests(worker *w)
                               "stream was cut";
     for (tg_req *r = w->inflight, *next; r; r = next) {
         next = r->next;
-        if (!r->conn || r->client_gone || r->state == RQ_ANSWERED || r->stream_done)
+        if (!r->client.conn || r->client.gone || r->state == RQ_ANSWERED || r->stream.done)
             continue;
         if (r->state == RQ_READ)
             continue;  /* still reading its body: closed with the daemon */
         req_ref(r);
         stop_upstream(r);
-        if (r->retry_at) {
-            r->retry_at = 0;
+        if (r->up.retry_at) {
+            r->up.retry_at = 0;
             w->n_retry_wait--;
         }
         tg_metrics_limit(w->metrics, TG_LIMIT_SHUTDOWN);
-        if (r->stream) {
-            tg_stream_fail(r->stream, "shutting_down", msg, stream_dst(r));
+        if (r->stream.repair) {
+            tg_stream_fail(r->stream.repair, "shutting_down", msg, stream_dst(r));
             bridge_flush(r, true);
-            r->stream_done = true;
-        } else if (r->raw_sse) {
+            r->stream.done = true;
+        } else if (r->stream.raw) {
             raw_stream_error(r, "shutting_down", msg);
-            r->stream_done = true;
+            r->stream.done = true;
         } else if (r->state == RQ_WAIT) {
             set_error(r, 503, "server_error", "shutting_down", NULL,
                       "toolgate is shutting down and shutdown_grace has passed before upstream "
