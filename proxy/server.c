@@ -53,6 +53,7 @@
 #include "proxy/store.h"
 #include "proxy/sse.h"
 #include "proxy/request.h"
+#include "proxy/retry.h"
 
 #define TG_VERSION_HDR "toolgate"
 
@@ -1020,41 +1021,11 @@ static void finish_whole(tg_req *r)
     set_answer(r, (int)r->up.status, s, len, true);
 }
 
-/* Worth another try: the request never reached a model (connect
- * failures) or the provider said "not now" (429/5xx) -- and nothing has
- * reached the client yet. */
+/* Worth another try (retry.h) -- and nothing has reached the client yet. */
 static bool retryable(const tg_req *r)
 {
-    if (r->client.gone || r->state != RQ_WAIT || r->up.timed_out)
-        return false;
-    switch (r->up.result) {
-    case CURLE_OK:
-        return r->up.status == 429 || r->up.status == 500 || r->up.status == 502 || r->up.status == 503 ||
-               r->up.status == 504;
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_GOT_NOTHING:
-    case CURLE_SEND_ERROR:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Exponential backoff with jitter (100 ms, 200 ms, 400 ms... up to 8 s),
- * or the provider's Retry-After when it names one (up to 60 s: longer than
- * that, the agent had better decide). Returns -1 for "do not wait". */
-static long retry_delay_ms(tg_req *r)
-{
-    const char *ra = tg_header_get(&r->up.hdrs, "retry-after");
-    if (ra) {
-        char *end;
-        double secs = strtod(ra, &end);
-        if (end != ra && secs >= 0)
-            return secs > 60 ? -1 : (long)(secs * 1000);
-    }
-    long base = 100L << (r->up.attempt < 7 ? r->up.attempt : 7);
-    return base / 2 + (long)(now_us() % (uint64_t)(base / 2 + 1));
+    return !r->client.gone && r->state == RQ_WAIT &&
+           tg_retryable(r->up.result, r->up.status, r->up.timed_out);
 }
 
 static int prepare_route(tg_req *r, const tg_route *route);
@@ -1064,7 +1035,8 @@ static bool retry_or_fall_back(tg_req *r)
 {
     if (!retryable(r))
         return false;
-    long delay = r->up.attempt < r->route->retries ? retry_delay_ms(r) : -1;
+    long delay = tg_retry_delay_ms(r->up.attempt, r->route->retries,
+                                   tg_header_get(&r->up.hdrs, "retry-after"), now_us());
     if (delay >= 0) {
         r->up.attempt++;
         r->up.retry_at = now_us() + (uint64_t)delay * 1000 + 1;
@@ -1075,10 +1047,9 @@ static bool retry_or_fall_back(tg_req *r)
                r->up.attempt, delay);
         return true;
     }
-    const tg_route *fb = r->route->fallback && !r->up.fell_back
-                             ? tg_route_by_name(r->conf, r->route->fallback)
-                             : NULL;
-    if (!fb || !r->prep.is_chat)
+    const char *fb_name = tg_fallback_route(r->route->fallback, r->up.fell_back, r->prep.is_chat);
+    const tg_route *fb = fb_name ? tg_route_by_name(r->conf, fb_name) : NULL;
+    if (!fb)
         return false;
     tg_log(TG_LOG_WARN, "request %s: route %s failed (%ld), falling back to route %s", r->id,
            r->route->name, r->up.status, fb->name);
@@ -1158,7 +1129,7 @@ static void upstream_done(tg_req *r)
         return;
     }
     if (rc != CURLE_OK || r->up.timed_out) {
-        bool timeout = r->up.timed_out || rc == CURLE_OPERATION_TIMEDOUT;
+        bool timeout = tg_upstream_timed_out(r->up.timed_out, rc);
         if (timeout)
             set_error(r, 504, "upstream_error", "upstream_timeout", NULL,
                       "upstream %s did not answer in time (route %s)", r->route->upstream_shown,
@@ -1895,23 +1866,19 @@ static void on_client_hangup(tg_req *r)
 
 /* ---- timers --------------------------------------------------------------- */
 
-/* Time-to-first-byte and idle limits per route; connect and total limits
- * are curl's own. Swept a few times a second, which is plenty for limits
- * counted in seconds. */
-static bool upstream_late(const tg_req *r, uint64_t t)
+/* Time-to-first-byte and idle limits per route (retry.h says when an
+ * upstream is late): a late one is stopped and ended as a timeout. Swept
+ * a few times a second (proxy/server.c), plenty for limits counted in
+ * seconds. */
+static void time_out_if_late(tg_req *r, uint64_t t)
 {
     const tg_route *rt = r->route;
-    if (!r->up.t_first_byte)
-        return rt->ttfb_timeout_ms && t > r->up.t_start &&
-               t - r->up.t_start > (uint64_t)rt->ttfb_timeout_ms * 1000;
-    return rt->idle_timeout_ms && t > r->up.t_last_byte &&
-           t - r->up.t_last_byte > (uint64_t)rt->idle_timeout_ms * 1000;
-}
-
-static void time_out_upstream(tg_req *r)
-{
-    tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id, r->route->upstream_shown,
-           r->up.t_first_byte ? "idle_timeout" : "ttfb_timeout");
+    tg_lateness late = tg_upstream_late(t, r->up.t_start, r->up.t_first_byte, r->up.t_last_byte,
+                                        rt->ttfb_timeout_ms, rt->idle_timeout_ms);
+    if (late == TG_ON_TIME)
+        return;
+    tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id, rt->upstream_shown,
+           late == TG_LATE_IDLE ? "idle_timeout" : "ttfb_timeout");
     r->up.timed_out = true;
     r->up.result = CURLE_OPERATION_TIMEDOUT;
     req_ref(r);
@@ -1929,8 +1896,8 @@ static void sweep_timeouts(worker *w, uint64_t t)
         if (r->client.conn && r->client.fd < 0 && !r->client.gone && r->client.suspended &&
             t - r->t_start > 50000)
             watch_client(r);
-        if (r->up.easy && upstream_late(r, t))
-            time_out_upstream(r);
+        if (r->up.easy)
+            time_out_if_late(r, t);
     }
 }
 
