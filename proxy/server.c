@@ -45,8 +45,6 @@
 
 #include "core/cache.h"
 #include "core/jsonio.h"
-#include "bridge/messages_api.h"
-#include "bridge/responses_api.h"
 #include "proxy/http.h"
 #include "proxy/log.h"
 #include "proxy/metrics.h"
@@ -54,6 +52,7 @@
 #include "proxy/sse.h"
 #include "proxy/request.h"
 #include "proxy/retry.h"
+#include "proxy/bridges.h"
 
 #define TG_VERSION_HDR "toolgate"
 
@@ -90,169 +89,6 @@ static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep
             continue;
         MHD_add_response_header(resp, n, r->up.hdrs.v[i].value);
     }
-}
-
-/* An item_reference answered from the store; when the store cannot be
- * reached the client is told so (a 503 it may retry), never that its item
- * does not exist. */
-static json_t *stored_item(void *ud, const char *id, tg_error *err)
-{
-    tg_req *r = ud;
-    tg_store *st = r->w->srv->items;
-    char *text = NULL;
-    if (tg_store_get(st, r->w->id, r->client.owner, id, &text) == TG_STORE_DOWN) {
-        tg_metrics_store_error(r->w->metrics, "get");
-        tg_error_set(err, 503, "api_error", "store_unavailable", "input",
-                     "input: item_reference '%.80s' cannot be answered now: the store of "
-                     "Responses items ([server] responses_store, %s) cannot be reached; "
-                     "retry, or send the item itself (store: false)", id, st->name);
-        return NULL;
-    }
-    json_t *item = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
-    free(text);
-    return item;
-}
-
-static tg_bridge_opts bridge_opts(const tg_route *route)
-{
-    tg_bridge_opts o = {.refuse_hosted = route && route->refuse_hosted};
-    return o;
-}
-
-static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
-                             tg_error *err)
-{
-    tg_resp_bridge *b = NULL;
-    tg_bridge_opts o = bridge_opts(route);
-    if (tg_responses_to_chat_opts(body, &o, stored_item, r, chat, &b, err))
-        return -1;
-    char name[64];  /* ids unique past this request, for the item store */
-    tg_request_id(name, sizeof name, &r->w->rng);
-    tg_resp_bridge_name(b, name + 3);
-    r->prep.bridge = b;
-    return 0;
-}
-
-/* The items of a bridged answer, kept where a later item_reference to
- * them is answered (bridge/itemstore.h). */
-static void remember_items(tg_req *r)
-{
-    json_t *items = tg_responses_items(r->prep.bridge);
-    size_t i;
-    json_t *item;
-    json_array_foreach(items, i, item) {
-        const char *id = json_string_value(json_object_get(item, "id"));
-        char *text = id ? tg_json_dumps(item) : NULL;
-        /* a store that cannot be reached only costs later references (a
-         * 503 then): the answer goes out as it is */
-        if (text && tg_store_put(r->w->srv->items, r->w->id, r->client.owner, id, text))
-            tg_metrics_store_error(r->w->metrics, "put");
-        free(text);
-    }
-    json_decref(items);
-}
-
-static json_t *responses_answer(void *b, const json_t *c) { return tg_responses_answer(b, c); }
-static void responses_stream(void *b, const char *sse, size_t n, tg_buf *out)
-{
-    tg_responses_stream(b, sse, n, out);
-}
-static void responses_stream_end(void *b, tg_buf *out) { tg_responses_stream_end(b, out); }
-static void responses_free(void *b) { tg_resp_bridge_free(b); }
-static const json_t *responses_dropped(const void *b) { return tg_resp_bridge_dropped(b); }
-
-static const bridge_api responses_api = {
-    .name = "/v1/responses",
-    .bridges = tg_route_bridges_responses,
-    .strip_markers = tg_responses_strip_markers,
-    .to_chat = responses_to_chat,
-    .dropped = responses_dropped,
-    .answer = responses_answer,
-    .stream = responses_stream,
-    .stream_end = responses_stream_end,
-    .done = remember_items,
-    .free = responses_free,
-};
-
-static int messages_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
-                            tg_error *err)
-{
-    tg_msg_bridge *b = NULL;
-    tg_bridge_opts o = bridge_opts(route);
-    if (tg_messages_to_chat_opts(body, &o, chat, &b, err))
-        return -1;
-    r->prep.bridge = b;
-    return 0;
-}
-
-static json_t *messages_answer(void *b, const json_t *c) { return tg_messages_answer(b, c); }
-static void messages_stream(void *b, const char *sse, size_t n, tg_buf *out)
-{
-    tg_messages_stream(b, sse, n, out);
-}
-static void messages_stream_end(void *b, tg_buf *out) { tg_messages_stream_end(b, out); }
-static void messages_free(void *b) { tg_msg_bridge_free(b); }
-static const json_t *messages_dropped(const void *b) { return tg_msg_bridge_dropped(b); }
-
-static const bridge_api messages_api = {
-    .name = "/v1/messages",
-    .key_header = "x-api-key",
-    .own_query = true,
-    .bridges = tg_route_bridges_messages,
-    .strip_markers = tg_messages_strip_markers,
-    .to_chat = messages_to_chat,
-    .dropped = messages_dropped,
-    .answer = messages_answer,
-    .stream = messages_stream,
-    .stream_end = messages_stream_end,
-    .error_body = tg_messages_error_body,
-    .free = messages_free,
-};
-
-/* A bridged request's whole answer: the chat answer (JSON, or SSE when the
- * agent asked for a stream) in the API's shape. */
-static void bridge_whole_answer(tg_req *r)
-{
-    if (r->answer.status < 200 || r->answer.status >= 300 || !r->answer.body)
-        return;
-    tg_buf out = {0};
-    if (r->answer.type && strstr(r->answer.type, "event-stream")) {
-        r->prep.api->stream(r->prep.bridge, r->answer.body, r->answer.len, &out);
-        r->prep.api->stream_end(r->prep.bridge, &out);
-    } else {
-        json_t *chat = tg_json_load(r->answer.body, r->answer.len, 0, NULL);
-        if (!json_is_object(chat)) {
-            json_decref(chat);
-            return;
-        }
-        json_t *resp = r->prep.api->answer(r->prep.bridge, chat);
-        json_decref(chat);
-        tg_json_dump(resp, &out);
-        json_decref(resp);
-        r->answer.type = "application/json";
-    }
-    free(r->answer.body);
-    r->answer.body = tg_buf_steal(&out, &r->answer.len);
-    if (r->prep.api->done)
-        r->prep.api->done(r);
-}
-
-/* An error answer to a request of an API with its own error shape, bridged
- * or passed, toolgate's or the provider's, in that shape (an error already
- * in it goes as it came), so the API's clients show the message. */
-static void api_error_shape(tg_req *r)
-{
-    if (!r->prep.api || !r->prep.api->error_body || !r->answer.body ||
-        (r->answer.status >= 200 && r->answer.status < 300))
-        return;
-    size_t len = 0;
-    char *body = r->prep.api->error_body(r->answer.status, r->answer.body, r->answer.len, &len);
-    if (!body)
-        return;
-    free(r->answer.body);
-    r->answer.body = body;
-    r->answer.len = len;
-    r->answer.type = "application/json";
 }
 
 static enum MHD_Result queue_answer(tg_req *r)
@@ -381,19 +217,6 @@ static enum MHD_Result queue_stream(tg_req *r)
 static void upstream_done(tg_req *r);
 static int start_upstream(tg_req *r, const char *url, const char *method);
 
-static void bridge_flush(tg_req *r, bool end)
-{
-    if (!r->prep.bridge)
-        return;
-    r->prep.api->stream(r->prep.bridge, r->stream.chat_out.data, r->stream.chat_out.len, &r->stream.out);
-    tg_buf_reset(&r->stream.chat_out);
-    if (end) {
-        r->prep.api->stream_end(r->prep.bridge, &r->stream.out);
-        if (r->prep.api->done)
-            r->prep.api->done(r);
-    }
-}
-
 static void on_sse_event(void *user, const char *event, const char *data, size_t len)
 {
     tg_req *r = user;
@@ -457,34 +280,6 @@ static bool start_raw_stream(tg_req *r, const char *ct)
     r->state = RQ_READY;
     req_resume(r);
     return true;
-}
-
-/* A passed-through stream cut short (upstream gone, a timeout, shutdown):
- * its end is an error event in the shape its API's clients read. */
-static void raw_stream_error(tg_req *r, const char *code, const char *msg)
-{
-    json_t *e;
-    const char *event = "error";
-    if (r->prep.api && !strcmp(r->prep.api->name, "/v1/messages"))
-        e = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", "api_error",
-                      "message", msg);
-    else if (r->prep.api)  /* the Responses API's error event */
-        e = json_pack("{s:s, s:s, s:s, s:n}", "type", "error", "code", code, "message", msg,
-                      "param");
-    else {
-        event = NULL;
-        e = json_pack("{s:{s:s, s:s, s:s}}", "error", "message", msg, "type", "upstream_error",
-                      "code", code);
-    }
-    if (event) {
-        tg_buf_puts(&r->stream.out, "event: ");
-        tg_buf_puts(&r->stream.out, event);
-        tg_buf_puts(&r->stream.out, "\n");
-    }
-    tg_buf_puts(&r->stream.out, "data: ");
-    tg_json_dump(e, &r->stream.out);
-    tg_buf_puts(&r->stream.out, "\n\n");
-    json_decref(e);
 }
 
 /* Headers of the final response decide the mode: a 2xx event stream to a
@@ -1278,33 +1073,6 @@ static bool client_authorized(tg_req *r)
     return ok;
 }
 
-/* Headers that carry a provider credential, for item_owner and for the
- * forwarding rules (http.h). */
-static const char *upstream_credential(tg_req *r)
-{
-    static const char *const names[] = {"x-upstream-authorization", "authorization", "x-api-key",
-                                        "api-key", "x-goog-api-key", NULL};
-    for (int i = 0; names[i]; i++) {
-        const char *v = client_header(r, names[i]);
-        if (v && *v && !(r->client.key && i == 1))
-            return v;
-    }
-    return NULL;
-}
-
-/* Whose Responses items a request may read and leaves (itemstore.h): the
- * client key it matched when client_keys is set; else the provider
- * credential it carries, which is the client's identity at the provider;
- * else, with neither, everyone on the route alike. Hashed the same way in
- * every replica, so a shared store finds it (store.h tg_store_owner). */
-static uint64_t item_owner(tg_req *r, const tg_route *route)
-{
-    const char *cred = upstream_credential(r);
-    const char *kind = r->client.key ? "key" : cred ? "credential" : "route";
-    const char *v = r->client.key ? r->client.key : cred ? cred : route ? route->name : "";
-    return tg_store_owner(kind, v);
-}
-
 static void answer_json(tg_req *r, int status, const char *json)
 {
     set_answer(r, status, strdup(json), strlen(json), false);
@@ -1331,22 +1099,6 @@ static int body_plain(tg_req *r)
         return -1;
     }
     return 0;
-}
-
-/* What the bridge left out of the request (tools only the API's own
- * servers run...): said in X-Toolgate-Dropped, the log and the metrics,
- * so that an agent that keeps working without them is not left guessing. */
-static void note_dropped(tg_req *r)
-{
-    const json_t *d = r->prep.api->dropped ? r->prep.api->dropped(r->prep.bridge) : NULL;
-    size_t n = tg_bridge_dropped_count(d);
-    if (!n)
-        return;
-    free(r->prep.dropped);
-    r->prep.dropped = tg_bridge_dropped_text(d);
-    tg_metrics_dropped(r->w->metrics, n);
-    tg_log(TG_LOG_INFO, "request %s: %s bridge dropped what its chat upstream cannot run: %s",
-           r->id, r->prep.api->name, r->prep.dropped ? r->prep.dropped : "");
 }
 
 /* A request of an agent API (r->prep.api): on a route that bridges it, the body
@@ -1494,16 +1246,6 @@ static int prepare_route(tg_req *r, const tg_route *route)
     if (!r->ctx.request)
         r->ctx.request = json_incref(body);
     return 0;
-}
-
-/* The agent API a path (past the route prefix) belongs to, or NULL. */
-static const bridge_api *api_of(const char *rest)
-{
-    if (!strcmp(rest, "/v1/responses") || !strcmp(rest, "/responses"))
-        return &responses_api;
-    if (!strcmp(rest, "/v1/messages") || !strcmp(rest, "/v1/messages/count_tokens"))
-        return &messages_api;
-    return NULL;
 }
 
 /* Clients check a base URL before they use it (Claude Code sends HEAD
@@ -1733,8 +1475,8 @@ static bool refuse_on_headers(tg_req *r, const char *url)
         return true;
     }
     if (tg_path_has_dot_segment(url)) {
-        if (!r->prep.api && !strncmp(r->client.rest, "/v1/messages", 12))
-            r->prep.api = &messages_api;  /* refused in the shape of the API it aimed at */
+        if (!r->prep.api)  /* refused in the shape of the API it aimed at */
+            r->prep.api = api_aimed_at(r->client.rest);
         set_error(r, 400, "invalid_request_error", "invalid_path", NULL,
                   "path %.200s has a dot segment ('.' or '..', raw or percent-encoded): "
                   "toolgate forwards paths as they are and refuses one that would leave its "
