@@ -53,6 +53,7 @@
 #include "proxy/request.h"
 #include "proxy/retry.h"
 #include "proxy/bridges.h"
+#include "proxy/prepare.h"
 
 #define TG_VERSION_HDR "toolgate"
 
@@ -823,8 +824,6 @@ static bool retryable(const tg_req *r)
            tg_retryable(r->up.result, r->up.status, r->up.timed_out);
 }
 
-static int prepare_route(tg_req *r, const tg_route *route);
-
 /* Try again later, or now on the fallback route. True when it did. */
 static bool retry_or_fall_back(tg_req *r)
 {
@@ -1078,176 +1077,6 @@ static void answer_json(tg_req *r, int status, const char *json)
     set_answer(r, status, strdup(json), strlen(json), false);
 }
 
-static void route_list(const tg_conf *c, char *buf, size_t n)
-{
-    size_t off = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < c->n_routes && off < n; i++)
-        off += (size_t)snprintf(buf + off, n - off, "%s%s", i ? ", " : "", c->routes[i].name);
-}
-
-/* The body is read and rewritten, so it must be plain JSON: a gzip body
- * would otherwise fail as "not valid JSON" near its first byte. */
-static int body_plain(tg_req *r)
-{
-    const char *enc = client_header(r, "content-encoding");
-    if (enc && *enc && strcasecmp(enc, "identity")) {
-        set_error(r, 415, "invalid_request_error", "unsupported_content_encoding", NULL,
-                  "request body has Content-Encoding '%.64s': toolgate reads and rewrites chat "
-                  "requests, so send the body uncompressed",
-                  enc);
-        return -1;
-    }
-    return 0;
-}
-
-/* A request of an agent API (r->prep.api): on a route that bridges it, the body
- * becomes a chat request that goes the chat way, and the answer is turned
- * back on its way out. Returns 0 for the chat way, 1 when the route's
- * provider takes the request as it is (r->route set), -1 with an answer
- * in r. */
-static int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
-{
-    tg_error err;
-    uint64_t hash;
-    size_t bytes;
-    if (body_plain(r))
-        return -1;
-    json_t *body = tg_request_parse(r->client.body.data ? r->client.body.data : "", r->client.body.len, NULL,
-                                    r->conf->max_depth, &hash, &bytes, &err);
-    if (!body) {
-        set_error_from(r, &err);
-        return -1;
-    }
-    const char *model = json_string_value(json_object_get(body, "model"));
-    const tg_route *route = by_prefix ? by_prefix : model ? tg_route_by_model(r->conf, model) : NULL;
-    if (route && !r->prep.api->bridges(route)) {
-        if (r->prep.api->strip_markers(body, route->strip_prefix)) {
-            tg_buf_reset(&r->client.body);
-            tg_json_dump(body, &r->client.body);
-        }
-        json_decref(body);
-        r->route = route;
-        return 1;
-    }
-    if (pass_only) {  /* an endpoint with no chat form */
-        if (!route) {
-            char routes[512];
-            route_list(r->conf, routes, sizeof routes);
-            set_error(r, 404, "invalid_request_error", "model_not_found", "model",
-                      "no route for model '%s' (routes tried, in order: %s)", model ? model : "",
-                      routes);
-            json_decref(body);
-            return -1;
-        }
-        json_decref(body);
-        set_error(r, 404, "invalid_request_error", "unsupported_endpoint", NULL,
-                  "%s%s: route '%s' bridges %s over the provider's chat completions, which "
-                  "count no tokens without generating; this endpoint is answered on routes that "
-                  "pass the API through to a provider that has it",
-                  r->prep.api->name, r->client.rest + strlen(r->prep.api->name), route->name, r->prep.api->name);
-        return -1;
-    }
-    json_t *chat = NULL;
-    r->client.owner = item_owner(r, route);
-    int rc = r->prep.api->to_chat(r, route, body, &chat, &err);
-    json_decref(body);
-    if (rc) {
-        set_error_from(r, &err);
-        return -1;
-    }
-    note_dropped(r);
-    /* from here on the chat request is the client's body: a fallback
-     * rewrites it again for its own route, and prepare_chat reads it like
-     * any chat body, so the worker's tool-list cache (keyed by the tools'
-     * bytes, which the conversion writes the same every turn) serves it */
-    tg_buf_reset(&r->client.body);
-    tg_json_dump(chat, &r->client.body);
-    json_decref(chat);
-    return 0;
-}
-
-/* Build the upstream body for a chat request: parse, route, run the request
- * stages. Leaves an answer in r on error. */
-static int prepare_chat(tg_req *r, const tg_route *by_prefix)
-{
-    const tg_conf *c = r->conf;
-    tg_error err;
-    if (body_plain(r))
-        return -1;
-    json_t *body = tg_request_parse(r->client.body.data ? r->client.body.data : "", r->client.body.len, r->w->cache,
-                                    c->max_depth, &r->prep.tools_hash, &r->prep.tools_bytes, &err);
-    if (!body) {
-        set_error_from(r, &err);
-        return -1;
-    }
-    r->json = body;
-    /* An agent resends its tool list every turn: once a list (by its bytes'
-     * hash) has passed, its entries are not walked again. */
-    json_t *ok = r->prep.tools_hash ? tg_cache_get(r->w->cache, "toolsok", r->prep.tools_hash) : NULL;
-    bool checked = ok != NULL;
-    json_decref(ok);
-    if (tg_validate_chat_request(body, c->max_tools, checked, &err)) {
-        set_error_from(r, &err);
-        return -1;
-    }
-    if (r->prep.tools_hash && !checked)
-        tg_cache_put(r->w->cache, "toolsok", r->prep.tools_hash, json_true(), 16);
-    const char *model = json_string_value(json_object_get(body, "model"));
-    r->route = by_prefix ? by_prefix : (model ? tg_route_by_model(c, model) : NULL);
-    if (!r->route) {
-        char routes[512];
-        route_list(c, routes, sizeof routes);
-        set_error(r, 404, "invalid_request_error", "model_not_found", "model",
-                  "no route for model '%s' (routes tried, in order: %s)", model ? model : "",
-                  routes);
-        return -1;
-    }
-    return prepare_route(r, r->route);
-}
-
-/* Run the request stages for `route` over the client's body and keep the
- * bytes to send. A fallback runs this again from the original bytes, so
- * the other route gets a request rewritten for its own dialect. */
-static int prepare_route(tg_req *r, const tg_route *route)
-{
-    tg_error err;
-    json_t *body = r->json;
-    if (r->ctx_live) {  /* second time: the first run edited r->json in place */
-        tg_ctx_clear(&r->ctx);
-        r->ctx_live = false;
-        body = tg_request_parse(r->client.body.data, r->client.body.len, r->w->cache, r->conf->max_depth,
-                                &r->prep.tools_hash, &r->prep.tools_bytes, &err);
-        if (!body)
-            return -1;
-        json_decref(r->json);
-        r->json = body;
-    }
-    r->route = route;
-    tg_ctx_init(&r->ctx, route->name, &route->rules, route->strip_prefix);
-    r->ctx_live = true;
-    r->ctx.cache = r->w->cache;
-    r->ctx.tools_hash = r->prep.tools_hash;
-    r->ctx.stats.tools_bytes_in = r->prep.tools_bytes;
-    tg_route_rewrite_model(route, body);
-    if (tg_pipeline_request(body, &r->ctx, &err)) {
-        set_error_from(r, &err);
-        return -1;
-    }
-    if (r->up.headers) {  /* the api_key may differ between routes */
-        curl_slist_free_all(r->up.headers);
-        r->up.headers = NULL;
-    }
-    up_body_free(r);
-    if (tg_request_dump_split(body, &r->ctx, &r->up.body, &r->up.tools)) {
-        set_error(r, 500, "server_error", NULL, NULL, "out of memory");
-        return -1;
-    }
-    if (!r->ctx.request)
-        r->ctx.request = json_incref(body);
-    return 0;
-}
-
 /* Clients check a base URL before they use it (Claude Code sends HEAD
  * <ANTHROPIC_BASE_URL>/api/hello, which Anthropic's API answers): the root,
  * every route prefix and /api/hello under them answer, like /healthz,
@@ -1319,14 +1148,11 @@ static enum MHD_Result dispatch(tg_req *r)
         r->prep.is_chat = k == 0;
         if (k == 0 && prepare_chat(r, by_prefix))
             return queue_answer(r);
-        if (k == 1) {
-            up_body_free(r);
-            tg_buf_append(&r->up.body, r->client.body.data ? r->client.body.data : "", r->client.body.len);
-        }
+        if (k == 1)
+            prepare_plain(r);
     } else if (!strncmp(rest, "/v1/", 4) || !strcmp(rest, "/v1")) {
         r->route = by_prefix ? by_prefix : &c->routes[0];
-        up_body_free(r);
-        tg_buf_append(&r->up.body, r->client.body.data ? r->client.body.data : "", r->client.body.len);
+        prepare_plain(r);
     } else {
         set_error(r, 404, "invalid_request_error", "unknown_url", NULL,
                   "unknown path %s: toolgate serves [prefix]/v1/chat/completions, "
