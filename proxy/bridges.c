@@ -20,7 +20,6 @@
 #include "core/jsonio.h"
 #include "proxy/log.h"
 
-
 /* An item_reference answered from the store; when the store cannot be
  * reached the client is told so (a 503 it may retry), never that its item
  * does not exist. */

@@ -21,7 +21,6 @@
 #include "core/jsonio.h"
 #include "proxy/bridges.h"
 
-
 static void route_list(const tg_conf *c, char *buf, size_t n)
 {
     size_t off = 0;

@@ -19,7 +19,6 @@
 
 #include "proxy/log.h"
 
-
 tg_req *req_new(worker *w, struct MHD_Connection *conn, const char *url,
                        const char *method)
 {

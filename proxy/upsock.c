@@ -15,7 +15,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-
 /* Upstream sockets stay in the worker's epoll set between transfers: curl
  * removes a keep-alive connection's socket after every response and adds it
  * back for the next request, two epoll_ctl calls a request for nothing. A

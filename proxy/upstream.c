@@ -28,7 +28,6 @@
 #include "proxy/retry.h"
 #include "proxy/upsock.h"
 
-
 /* ---- a round's answer as it comes --------------------------------------- */
 
 static void on_sse_event(void *user, const char *event, const char *data, size_t len)
