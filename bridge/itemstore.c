@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 
 #define BUCKETS 4096u       /* entries; a power of two */
@@ -45,9 +46,7 @@ struct tg_itemstore {
 
 tg_itemstore *tg_itemstore_new(size_t max_bytes)
 {
-    tg_itemstore *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
+    tg_itemstore *s = tg_calloc(1, sizeof *s);
     pthread_mutex_init(&s->mu, NULL);
     s->max_bytes = max_bytes;
     return s;
@@ -116,15 +115,10 @@ static owner *owner_get(tg_itemstore *s, uint64_t key)
         return *p;
     if (s->n_heap == s->cap_heap) {
         size_t cap = s->cap_heap ? s->cap_heap * 2 : 64;
-        owner **h = realloc(s->heap, cap * sizeof *h);
-        if (!h)
-            return NULL;
-        s->heap = h;
+        s->heap = tg_realloc(s->heap, cap * sizeof *s->heap);
         s->cap_heap = cap;
     }
-    owner *o = calloc(1, sizeof *o);
-    if (!o)
-        return NULL;
+    owner *o = tg_calloc(1, sizeof *o);
     o->key = key;
     *p = o;
     heap_set(s, s->n_heap++, o);
@@ -194,26 +188,15 @@ void tg_itemstore_put(tg_itemstore *s, uint64_t key, const char *id, const char 
     size_t size = strlen(id) + strlen(text) + sizeof(entry);
     if (!s || size > s->max_bytes)
         return;
-    entry *e = calloc(1, sizeof *e);
-    if (!e || !(e->id = strdup(id)) || !(e->text = strdup(text))) {
-        if (e)
-            free(e->id);
-        free(e);
-        return;
-    }
+    entry *e = tg_calloc(1, sizeof *e);
+    e->id = tg_strdup(id);
+    e->text = tg_strdup(text);
     e->size = size;
     pthread_mutex_lock(&s->mu);
     entry *old = *slot_of(s, key, id);
     if (old)
         drop(s, old);
     owner *o = owner_get(s, key);
-    if (!o) {
-        pthread_mutex_unlock(&s->mu);
-        free(e->id);
-        free(e->text);
-        free(e);
-        return;
-    }
     link_newest(s, o, e);
     /* the owner holding the most gives up its oldest, so a flood evicts
      * the flooder's own items first */
@@ -228,7 +211,7 @@ char *tg_itemstore_get(tg_itemstore *s, uint64_t key, const char *id)
         return NULL;
     pthread_mutex_lock(&s->mu);
     entry *e = *slot_of(s, key, id);
-    char *copy = e ? strdup(e->text) : NULL;
+    char *copy = e ? tg_strdup(e->text) : NULL;
     pthread_mutex_unlock(&s->mu);
     return copy;
 }

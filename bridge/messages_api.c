@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "bridge/bridge.h"
+#include "core/alloc.h"
 #include "core/jsonio.h"
 
 enum { BLK_NONE, BLK_TEXT, BLK_THINKING, BLK_TOOL };
@@ -828,13 +829,7 @@ int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t
         json_decref(cv.dropped);
         return -1;
     }
-    tg_msg_bridge *b = calloc(1, sizeof *b);
-    if (!b) {
-        json_decref(cv.dropped);
-        json_decref(c);
-        tg_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
-        return -1;
-    }
+    tg_msg_bridge *b = tg_calloc(1, sizeof *b);
     const json_t *m = json_object_get(body, "model");
     b->model = json_is_string(m) ? json_incref((json_t *)m) : json_string("");
     const json_t *stops = json_object_get(body, "stop_sequences");

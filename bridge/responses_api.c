@@ -19,6 +19,13 @@
  * keys it does not define (a provider's own, such as top_k) go up as they
  * came, for hygiene's allow-lists to judge like any chat request's.
  *
+ * previous_response_id is answered from the caller's store like
+ * item_reference: each bridged answer leaves a record (tg_responses_record:
+ * its request's input items, its output items, and the id of the response
+ * it continued), and a request that names one has the chain of records
+ * before its own input, oldest first, as OpenAI does. Instructions are not
+ * carried over, as with OpenAI.
+ *
  * Downward, one chat choice becomes the Response's output items in the
  * order a Responses model emits them: reasoning, message, function calls.
  * A stream is an event machine over the repaired chat chunks: items are
@@ -33,6 +40,7 @@
 #include <time.h>
 
 #include "bridge/bridge.h"
+#include "core/alloc.h"
 #include "core/jsonio.h"
 
 struct tg_resp_bridge {
@@ -59,6 +67,9 @@ struct tg_resp_bridge {
                               function (see tool_kind) */
     json_t *raw;           /* {output index: arguments so far} of such calls, streamed */
     json_t *dropped;       /* {kind: [name]} left out upward (bridge.h) */
+    json_t *input;         /* the request's own input items, for its record,
+                              or NULL when the request said store: false */
+    json_t *previous;      /* previous_response_id as sent, or NULL */
 };
 
 /* What the request conversion reads and records besides the body. */
@@ -222,7 +233,7 @@ static json_t *tool_content(const json_t *output, const char *path, tg_error *er
         return json_string("");
     /* some agents put the tool's JSON result here as it is */
     char *s = tg_json_dumps(output);
-    json_t *v = json_string(s ? s : "");
+    json_t *v = json_string(s);
     free(s);
     return v;
 }
@@ -270,7 +281,7 @@ static json_t *args_text(const json_t *v)
     if (!v || json_is_null(v))
         return json_string("{}");
     char *s = tg_json_dumps(v);
-    json_t *a = json_string(s ? s : "{}");
+    json_t *a = json_string(s);
     free(s);
     return a;
 }
@@ -764,15 +775,89 @@ static int convert_text_format(json_t *chat, const json_t *text, tg_error *err)
     return 0;
 }
 
+/* The input as an array of items: a string is one user message. New
+ * reference, or NULL when it is neither. */
+static json_t *input_items(const json_t *input)
+{
+    if (json_is_string(input))
+        return json_pack("[{s:s, s:s, s:O}]", "type", "message", "role", "user", "content", input);
+    return json_is_array(input) ? json_incref((json_t *)input) : NULL;
+}
+
+/* The conversation before this request when it names previous_response_id:
+ * the records of the chain (tg_responses_record), oldest first, each its
+ * input then its output. A chain longer than TG_RESP_CHAIN_MAX, or one that
+ * loops, is cut there with the same 400 as a record toolgate does not hold.
+ * New reference, or NULL with err filled. */
+#define TG_RESP_CHAIN_MAX 4096
+static json_t *chain_history(const char *first, const lookup *lk, tg_error *err)
+{
+    json_t *records = json_array();  /* newest first */
+    const char *id = first;
+    for (unsigned hops = 0; id; hops++) {
+        err->status = 0;
+        json_t *rec = hops < TG_RESP_CHAIN_MAX && lk->fn ? lk->fn(lk->ud, id, err) : NULL;
+        const char *type = json_string_value(json_object_get(rec, "type"));
+        if (!rec || !type || strcmp(type, TG_RESP_RECORD)) {
+            json_decref(rec);
+            if (!err->status)  /* OpenAI's words for it */
+                tg_error_set(err, 400, "invalid_request_error", "previous_response_not_found",
+                             "previous_response_id",
+                             "Previous response with id '%.80s' not found. (toolgate keeps recent "
+                             "responses for a while, [server] responses_store; the first one "
+                             "named here is '%.80s')", id, first);
+            json_decref(records);  /* id may point into the last record */
+            return NULL;
+        }
+        json_array_append_new(records, rec);
+        id = json_string_value(json_object_get(rec, "previous_response_id"));
+    }
+    json_t *history = json_array();
+    for (size_t i = json_array_size(records); i-- > 0;) {
+        const json_t *rec = json_array_get(records, i);
+        json_array_extend(history, json_object_get(rec, "input"));
+        json_array_extend(history, json_object_get(rec, "output"));
+    }
+    json_decref(records);
+    return history;
+}
+
+/* Whether a later previous_response_id may name this request's Response:
+ * not with store: false (OpenAI's default is true), and only for a client
+ * that chains, one naming previous_response_id itself or starting a
+ * conversation (its input holds the user's side only). A client that sends
+ * the whole history every turn (the AI SDK) never chains, and a record of
+ * that history each turn would fill the store at the square of the
+ * conversation's length. */
+static bool keeps_record(const json_t *body)
+{
+    if (json_is_false(json_object_get(body, "store")))
+        return false;
+    const json_t *prev = json_object_get(body, "previous_response_id");
+    const json_t *input = json_object_get(body, "input");
+    if (json_is_string(prev) || json_is_string(input))
+        return true;
+    size_t i;
+    const json_t *item;
+    json_array_foreach(input, i, item) {
+        const char *type = json_string_value(json_object_get(item, "type"));
+        const char *role = json_string_value(json_object_get(item, "role"));
+        if ((type && strcmp(type, "message")) || !role || !strcmp(role, "assistant"))
+            return false;
+    }
+    return true;
+}
+
 static int refuse_stateful(const json_t *body, tg_error *err)
 {
-    static const char *const stateful[] = {"previous_response_id", "conversation", "prompt", NULL};
+    static const char *const stateful[] = {"conversation", "prompt", NULL};
     for (const char *const *k = stateful; *k; k++) {
         const json_t *v = json_object_get(body, *k);
         if (v && !json_is_null(v)) {
             tg_error_set(err, 400, "invalid_request_error", "unsupported_parameter", *k,
-                         "%s: toolgate's bridge to chat completions stores no responses, so "
-                         "send the whole conversation in input (a route to OpenAI itself can "
+                         "%s: toolgate's bridge to chat completions keeps no conversations "
+                         "or prompts, so send the whole conversation in input (a route to "
+                         "OpenAI itself can "
                          "pass /v1/responses through: responses = pass)",
                          *k);
             return -1;
@@ -804,8 +889,29 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
     v = json_object_get(body, "input");
     if (!v)
         return tg_bridge_bad(err, "input", "%s: required (a string or an array of input items)", "input");
-    if (convert_input(v, messages, lk, err))
+    const json_t *prev = json_object_get(body, "previous_response_id");
+    if (prev && !json_is_null(prev)) {
+        if (!json_is_string(prev))
+            return tg_bridge_bad(err, "previous_response_id", "%s: expected a string",
+                                 "previous_response_id");
+        json_t *all = chain_history(json_string_value(prev), lk, err);
+        json_t *own = all ? input_items(v) : NULL;
+        if (all && !own) {
+            json_decref(all);
+            return tg_bridge_bad(err, "input", "%s: expected a string or an array of input items",
+                                 "input");
+        }
+        if (!all)
+            return -1;
+        json_array_extend(all, own);
+        json_decref(own);
+        int rc = convert_input(all, messages, lk, err);
+        json_decref(all);
+        if (rc)
+            return -1;
+    } else if (convert_input(v, messages, lk, err)) {
         return -1;
+    }
     v = json_object_get(body, "tools");
     if (v && !json_is_null(v)) {
         json_t *tools = convert_tools(v, lk->cv, err);
@@ -895,14 +1001,7 @@ int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_re
         json_decref(cv.kinds);
         return -1;
     }
-    tg_resp_bridge *b = calloc(1, sizeof *b);
-    if (!b) {
-        json_decref(cv.dropped);
-        json_decref(cv.kinds);
-        json_decref(c);
-        tg_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
-        return -1;
-    }
+    tg_resp_bridge *b = tg_calloc(1, sizeof *b);
     b->echo = json_object();
     for (const char *const *k = echoed_keys; *k; k++) {
         json_t *v = json_object_get(body, *k);
@@ -916,6 +1015,11 @@ int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_re
         if (s && !strcmp(s, "reasoning.encrypted_content"))
             b->encrypted = true;
     }
+    const json_t *prev = json_object_get(body, "previous_response_id");
+    if (json_is_string(prev))
+        b->previous = json_incref((json_t *)prev);
+    if (keeps_record(body))
+        b->input = input_items(json_object_get(body, "input"));
     b->msg_at = b->reason_at = -1;
     b->dropped = cv.dropped;
     b->kinds = cv.kinds;
@@ -944,6 +1048,8 @@ void tg_resp_bridge_free(tg_resp_bridge *b)
     json_decref(b->kinds);
     json_decref(b->raw);
     json_decref(b->dropped);
+    json_decref(b->input);
+    json_decref(b->previous);
     tg_chat_reader_free(&b->rd);
     tg_buf_free(&b->text);
     tg_buf_free(&b->reason);
@@ -1047,7 +1153,7 @@ static json_t *response_object(tg_resp_bridge *b, json_t *id, json_t *model, jso
     json_object_set_new(r, "model", json_is_string(model) ? json_incref(model) : json_string(""));
     json_object_set(r, "output", output);
     json_object_set_new(r, "parallel_tool_calls", echo_or(b, "parallel_tool_calls", json_true()));
-    json_object_set_new(r, "previous_response_id", json_null());
+    json_object_set_new(r, "previous_response_id", b->previous ? json_incref(b->previous) : json_null());
     json_object_set_new(r, "reasoning",
                         echo_or(b, "reasoning", json_pack("{s:n, s:n}", "effort", "summary")));
     json_object_set_new(r, "store", json_false());
@@ -1102,6 +1208,15 @@ void tg_resp_bridge_name(tg_resp_bridge *b, const char *unique)
 json_t *tg_responses_items(const tg_resp_bridge *b)
 {
     return b->output ? json_incref(b->output) : json_array();
+}
+
+json_t *tg_responses_record(const tg_resp_bridge *b)
+{
+    if (!b->input || !b->id || !b->output)
+        return NULL;
+    return json_pack("{s:s, s:O, s:O, s:O, s:O}", "type", TG_RESP_RECORD, "id", b->id,
+                     "previous_response_id", b->previous ? b->previous : json_null(), "input",
+                     b->input, "output", b->output);
 }
 
 static json_t *text_part(const char *type, const char *text, size_t n)

@@ -8,12 +8,13 @@
  * The bridge is the outermost stage on both sides: everything between sees
  * an ordinary chat request and answer, so hygiene, schema dialects,
  * discovery and repair apply unchanged. Stateless like the rest of
- * toolgate: what needs the provider's stored state (previous_response_id,
- * conversation) is refused with a 400 naming the field, never guessed;
- * tools only OpenAI's servers run are left out and listed
- * (tg_resp_bridge_dropped), or refused when the route says so; an
- * item_reference is answered from the caller's store of recent items
- * (itemstore.h) when it holds the item, and refused when it does not.
+ * toolgate: what needs the provider's stored state (conversation, prompt)
+ * is refused with a 400 naming the field, never guessed; tools only
+ * OpenAI's servers run are left out and listed (tg_resp_bridge_dropped),
+ * or refused when the route says so; an item_reference and a
+ * previous_response_id are answered from the caller's store of recent
+ * items and responses (itemstore.h, tg_responses_record) when it holds
+ * them, and refused with OpenAI's 400 when it does not.
  * Ownership follows core/tg.h.
  */
 #ifndef TG_RESPONSES_API_H
@@ -52,6 +53,13 @@ void tg_resp_bridge_name(tg_resp_bridge *b, const char *unique);
 /* The output items of the Response made so far (new reference), for the
  * caller to keep where item_reference can find them. */
 json_t *tg_responses_items(const tg_resp_bridge *b);
+
+/* What a later previous_response_id naming this Response needs, for the
+ * caller to keep under the record's "id" beside the items: {type:
+ * TG_RESP_RECORD, id, previous_response_id, input, output} (new reference),
+ * or NULL when the request said store: false or no Response was made. */
+#define TG_RESP_RECORD "toolgate.response"
+json_t *tg_responses_record(const tg_resp_bridge *b);
 
 /* A whole chat.completion (borrowed) as a Response object (new reference). */
 json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion);

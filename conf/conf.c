@@ -7,6 +7,7 @@
  * something once the route's dialect is known, whatever the key order.
  */
 #include "conf/conf.h"
+#include "core/alloc.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -77,8 +78,8 @@ static void note_section(parser *p, const char *line)
     const char *e = end;
     while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
         e--;
-    p->secs = realloc(p->secs, (size_t)(p->nsecs + 1) * sizeof *p->secs);
-    p->secs[p->nsecs].name = strndup(b, (size_t)(e - b));
+    p->secs = tg_realloc(p->secs, (size_t)(p->nsecs + 1) * sizeof *p->secs);
+    p->secs[p->nsecs].name = tg_strndup(b, (size_t)(e - b));
     p->secs[p->nsecs].line = p->line;
     p->nsecs++;
 }
@@ -161,11 +162,11 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
     parser *p = user;
     if (p->n == p->cap) {
         p->cap = p->cap ? p->cap * 2 : 32;
-        p->kvs = realloc(p->kvs, (size_t)p->cap * sizeof *p->kvs);
+        p->kvs = tg_realloc(p->kvs, (size_t)p->cap * sizeof *p->kvs);
     }
     kv *k = &p->kvs[p->n++];
-    k->section = strdup(section);
-    k->key = strdup(key);
+    k->section = tg_strdup(section);
+    k->key = tg_strdup(key);
     k->value = expand_env(value);
     k->line = p->line;
     return 1;
@@ -294,7 +295,7 @@ static int parse_bool(const char *s, int *out)
 static char **split_list(const char *s)
 {
     int n = 0;
-    char **out = calloc(strlen(s) / 2 + 2, sizeof *out);
+    char **out = tg_calloc(strlen(s) / 2 + 2, sizeof *out);
     const char *p = s;
     while (*p) {
         while (*p == ',' || isspace((unsigned char)*p))
@@ -306,7 +307,7 @@ static char **split_list(const char *s)
         while (end > start && isspace((unsigned char)end[-1]))
             end--;
         if (end > start)
-            out[n++] = strndup(start, (size_t)(end - start));
+            out[n++] = tg_strndup(start, (size_t)(end - start));
     }
     out[n] = NULL;
     return out;
@@ -329,15 +330,15 @@ static int parse_listen(const char *s, char **host, int *port)
         const char *rb = strchr(s, ']');
         if (!rb || rb[1] != ':')
             return -1;
-        h = strndup(s + 1, (size_t)(rb - s - 1));
+        h = tg_strndup(s + 1, (size_t)(rb - s - 1));
         colon = rb + 1;
     } else {
         colon = strrchr(s, ':');
         if (!colon) {
-            h = strdup("127.0.0.1");
+            h = tg_strdup("127.0.0.1");
             colon = s - 1;
         } else {
-            h = colon == s ? strdup("0.0.0.0") : strndup(s, (size_t)(colon - s));
+            h = colon == s ? tg_strdup("0.0.0.0") : tg_strndup(s, (size_t)(colon - s));
         }
     }
     if (parse_int(colon + 1, 0, 65535, port)) {
@@ -372,7 +373,7 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
                 perr(p, k->line, "responses_store: expected redis://[:PASSWORD@]HOST[:PORT][/DB], "
                                  "got '%s'", v);
             else
-                c->responses_redis = strdup(v);
+                c->responses_redis = tg_strdup(v);
         } else if (tg_parse_size(v, &c->responses_store))
             perr(p, k->line, "responses_store: expected a size such as 32M (0: keep none) or "
                              "redis://HOST:PORT/DB, got '%s'", v);
@@ -434,7 +435,7 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
             c->log_level = (tg_log_level)found;
     } else if (!strcmp(key, "access_log")) {
         free(c->access_log);
-        c->access_log = strdup(v);
+        c->access_log = tg_strdup(v);
     } else if (!strcmp(key, "shutdown_grace")) {
         if (tg_parse_duration_ms(v, &c->shutdown_grace_ms))
             perr(p, k->line, "shutdown_grace: expected a duration such as 30s, got '%s'", v);
@@ -504,7 +505,7 @@ static void route_key(parser *p, tg_route *r, const kv *k)
                  r->prefix, r->name);
     } else if (!strcmp(key, "upstream")) {
         free(r->upstream);
-        r->upstream = strdup(v);
+        r->upstream = tg_strdup(v);
         size_t n = strlen(r->upstream);
         while (n > 0 && r->upstream[n - 1] == '/')
             r->upstream[--n] = '\0';
@@ -515,10 +516,10 @@ static void route_key(parser *p, tg_route *r, const kv *k)
                  r->upstream_shown);
     } else if (!strcmp(key, "api_key")) {
         free(r->api_key);
-        r->api_key = *v ? strdup(v) : NULL;
+        r->api_key = *v ? tg_strdup(v) : NULL;
     } else if (!strcmp(key, "upstream_model")) {
         free(r->upstream_model);
-        r->upstream_model = *v ? strdup(v) : NULL;
+        r->upstream_model = *v ? tg_strdup(v) : NULL;
     } else if (!strcmp(key, "strip_model_prefix")) {
         free_list(r->strip_model);
         r->strip_model = split_list(v);
@@ -526,7 +527,7 @@ static void route_key(parser *p, tg_route *r, const kv *k)
         /* resolved earlier */
     } else if (!strcmp(key, "strip_prefix")) {
         free(r->strip_prefix);
-        r->strip_prefix = strdup(v);
+        r->strip_prefix = tg_strdup(v);
     } else if (!strcmp(key, "discovery")) {
         if (!strcmp(v, "off"))
             r->rules.disc.mode = TG_DISC_OFF;
@@ -590,7 +591,7 @@ static void route_key(parser *p, tg_route *r, const kv *k)
             perr(p, k->line, "hosted_tools: expected drop | refuse, got '%s'", v);
     } else if (!strcmp(key, "fallback")) {
         free(r->fallback);
-        r->fallback = *v ? strdup(v) : NULL;
+        r->fallback = *v ? tg_strdup(v) : NULL;
     } else if (!strncmp(key, "schema.", 7)) {
         if (tg_schema_rules_set(&r->rules.schema, key + 7, v, msg, sizeof msg))
             perr(p, k->line, "%s", msg);
@@ -608,10 +609,10 @@ static void route_key(parser *p, tg_route *r, const kv *k)
 static void route_init(tg_route *r, const char *name, int line)
 {
     memset(r, 0, sizeof *r);
-    r->name = strdup(name);
+    r->name = tg_strdup(name);
     r->line = line;
-    r->prefix = strdup("");
-    r->strip_prefix = strdup("_");
+    r->prefix = tg_strdup("");
+    r->strip_prefix = tg_strdup("_");
     r->connect_timeout_ms = 10000;
     r->ttfb_timeout_ms = 300000;
     r->idle_timeout_ms = 300000;
@@ -688,7 +689,7 @@ static void build_routes(parser *p, tg_conf *c)
             continue;
         if (!valid_route_name(name))
             perr(p, k->line, "route name '%s': use letters, digits, '-', '_' or '.'", name);
-        c->routes = realloc(c->routes, (size_t)(c->n_routes + 1) * sizeof *c->routes);
+        c->routes = tg_realloc(c->routes, (size_t)(c->n_routes + 1) * sizeof *c->routes);
         tg_route *r = &c->routes[c->n_routes++];
         route_init(r, name, section_line_of(p, k->section, k->line));
 
@@ -726,9 +727,9 @@ static void build_routes(parser *p, tg_conf *c)
 
 static tg_conf *conf_new(void)
 {
-    tg_conf *c = calloc(1, sizeof *c);
+    tg_conf *c = tg_calloc(1, sizeof *c);
     atomic_init(&c->refs, 1);
-    c->listen_host = strdup("127.0.0.1");
+    c->listen_host = tg_strdup("127.0.0.1");
     c->listen_port = 8080;
     c->max_body = 32u << 20;
     c->responses_store = 32u << 20;
@@ -743,7 +744,7 @@ static tg_conf *conf_new(void)
     c->max_body_memory = 256u << 20;
     c->max_conns_per_ip = 1024;
     c->log_level = TG_LOG_INFO;
-    c->access_log = strdup("-");
+    c->access_log = tg_strdup("-");
     c->shutdown_grace_ms = 30000;
     return c;
 }
@@ -772,7 +773,7 @@ tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors)
         perr(&p, 0, "cannot parse");
 
     tg_conf *c = conf_new();
-    c->path = strdup(name);
+    c->path = tg_strdup(name);
     for (int i = 0; i < p.n; i++)
         if (!strcmp(p.kvs[i].section, "server"))
             server_key(&p, c, &p.kvs[i]);

@@ -1,6 +1,7 @@
 /* buf.c -- growable byte buffer (see buf.h). Doubling growth; consume()
  * moves the tail down, which is cheap because readers drain whole events. */
 #include "core/buf.h"
+#include "core/alloc.h"
 
 #include <stdint.h>
 
@@ -9,35 +10,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-int tg_buf_reserve(tg_buf *b, size_t extra)
+void tg_buf_reserve(tg_buf *b, size_t extra)
 {
+    if (extra > SIZE_MAX / 2 - b->len)
+        tg_oom(SIZE_MAX);  /* no doubling reaches it */
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
-        return 0;
+        return;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < need)
         cap *= 2;
-    char *p = realloc(b->data, cap);
-    if (!p)
-        return -1;
-    b->data = p;
+    b->data = tg_realloc(b->data, cap);
     b->cap = cap;
     b->data[b->len] = '\0';
-    return 0;
 }
 
-int tg_buf_append(tg_buf *b, const void *p, size_t n)
+void tg_buf_append(tg_buf *b, const void *p, size_t n)
 {
-    if (tg_buf_reserve(b, n))
-        return -1;
+    tg_buf_reserve(b, n);
     if (n)
         memcpy(b->data + b->len, p, n);
     b->len += n;
     b->data[b->len] = '\0';
-    return 0;
 }
 
-int tg_buf_put_utf8(tg_buf *b, unsigned long cp)
+void tg_buf_put_utf8(tg_buf *b, unsigned long cp)
 {
     char u[4];
     size_t n;
@@ -60,12 +57,12 @@ int tg_buf_put_utf8(tg_buf *b, unsigned long cp)
         u[3] = (char)(0x80 | (cp & 0x3F));
         n = 4;
     }
-    return tg_buf_append(b, u, n);
+    tg_buf_append(b, u, n);
 }
 
-int tg_buf_puts(tg_buf *b, const char *s)
+void tg_buf_puts(tg_buf *b, const char *s)
 {
-    return tg_buf_append(b, s, strlen(s));
+    tg_buf_append(b, s, strlen(s));
 }
 
 int tg_buf_printf(tg_buf *b, const char *fmt, ...)
@@ -74,8 +71,9 @@ int tg_buf_printf(tg_buf *b, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0 || tg_buf_reserve(b, (size_t)n))
+    if (n < 0)
         return -1;
+    tg_buf_reserve(b, (size_t)n);
     va_start(ap, fmt);
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -118,22 +116,17 @@ int tg_buf_read_file(tg_buf *b, const char *path)
     size_t n;
     int rc = 0;
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        if (tg_buf_append(b, chunk, n)) {
-            rc = -1;
-            break;
-        }
+        tg_buf_append(b, chunk, n);
     if (ferror(f))
         rc = -1;
     fclose(f);
-    if (tg_buf_reserve(b, 0))
-        rc = -1;
+    tg_buf_reserve(b, 0);
     return rc;
 }
 
 char *tg_buf_steal(tg_buf *b, size_t *len)
 {
-    if (!b->data && tg_buf_reserve(b, 0))
-        return NULL;
+    tg_buf_reserve(b, 0);
     char *p = b->data;
     if (len)
         *len = b->len;

@@ -10,12 +10,13 @@ typedef struct tg_buf {
     size_t cap;
 } tg_buf;
 
-/* All return 0, or -1 when out of memory (buffer unchanged). */
-int tg_buf_reserve(tg_buf *b, size_t extra);
-int tg_buf_append(tg_buf *b, const void *p, size_t n);
-int tg_buf_puts(tg_buf *b, const char *s);
+/* Growing cannot fail (core/tg.h: out of memory aborts), so these return
+ * nothing; the -1 that remains below means a real error. */
+void tg_buf_reserve(tg_buf *b, size_t extra);
+void tg_buf_append(tg_buf *b, const void *p, size_t n);
+void tg_buf_puts(tg_buf *b, const char *s);
 /* Append code point cp (at most U+10FFFF) encoded as UTF-8. */
-int tg_buf_put_utf8(tg_buf *b, unsigned long cp);
+void tg_buf_put_utf8(tg_buf *b, unsigned long cp);
 /* Length of the valid UTF-8 sequence at p (1 for ASCII), or 0 when the
  * bytes from p to end do not start one (overlong, surrogate, past
  * U+10FFFF, cut). */
@@ -24,6 +25,8 @@ size_t tg_utf8_len(const unsigned char *p, const unsigned char *end);
  * sequence (overlong, surrogate, past U+10FFFF, cut) replaced by U+FFFD;
  * returns how many were replaced. */
 size_t tg_buf_put_valid_utf8(tg_buf *b, const char *s, size_t n);
+/* 0, or -1 when vsnprintf cannot expand fmt (an encoding error, or output
+ * past INT_MAX bytes); b is unchanged then. */
 int tg_buf_printf(tg_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Drop the first n bytes (consumed by a reader). */
@@ -32,7 +35,8 @@ void tg_buf_reset(tg_buf *b);
 void tg_buf_free(tg_buf *b);
 /* Append a whole file. 0, or -1 (errno set) when it cannot be read. */
 int tg_buf_read_file(tg_buf *b, const char *path);
-/* Hand the bytes to the caller (malloc'd, NUL-terminated); b becomes empty. */
+/* Hand the bytes to the caller (malloc'd, NUL-terminated, never NULL: an
+ * empty b gives ""); b becomes empty. */
 char *tg_buf_steal(tg_buf *b, size_t *len);
 
 #endif

@@ -5,6 +5,7 @@
  * power-of-two bucket count chosen at creation and never rehashes.
  */
 #include "core/cache.h"
+#include "core/alloc.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -59,18 +60,12 @@ uint64_t tg_hash64(const void *p, size_t n, uint64_t seed)
 
 tg_cache *tg_cache_new(size_t max_entries, size_t max_bytes)
 {
-    tg_cache *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
+    tg_cache *c = tg_calloc(1, sizeof *c);
     size_t want = max_entries ? max_entries : 256;
     c->nbuckets = 16;
     while (c->nbuckets < want && c->nbuckets < (1u << 20))
         c->nbuckets <<= 1;
-    c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
-    if (!c->buckets) {
-        free(c);
-        return NULL;
-    }
+    c->buckets = tg_calloc(c->nbuckets, sizeof *c->buckets);
     c->max_entries = max_entries;
     c->max_bytes = max_bytes;
     return c;
@@ -164,14 +159,8 @@ void tg_cache_put(tg_cache *c, const char *kind, uint64_t key, json_t *value, si
     entry **pp = find_slot(c, kind, key);
     if (*pp)
         entry_remove(c, *pp);
-    entry *e = calloc(1, sizeof *e);
-    if (!e)
-        return;
-    e->kind = strdup(kind);
-    if (!e->kind) {
-        free(e);
-        return;
-    }
+    entry *e = tg_calloc(1, sizeof *e);
+    e->kind = tg_strdup(kind);
     e->key = key;
     e->value = json_incref(value);
     e->cost = cost;

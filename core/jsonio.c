@@ -9,6 +9,7 @@
  * and jansson decides.
  */
 #include "core/jsonio.h"
+#include "core/alloc.h"
 
 #include <errno.h>
 #include <float.h>
@@ -205,9 +206,7 @@ static json_t *read_number(reader *r)
             p++;
     }
     size_t len = (size_t)(p - s);
-    char small[64], *num = len < sizeof small ? small : malloc(len + 1);
-    if (!num)
-        return NULL;
+    char small[64], *num = len < sizeof small ? small : tg_malloc(len + 1);
     memcpy(num, s, len);
     num[len] = '\0';
     r->p = p;
@@ -252,8 +251,9 @@ static json_t *read_array(reader *r)
     }
     for (;;) {
         json_t *v = read_value(r);
-        if (!v || json_array_append_new(a, v))
+        if (!v)
             break;
+        json_array_append_new(a, v);
         int next = after_member(r, ']');
         if (next == 0)
             return a;
@@ -280,9 +280,7 @@ static json_t *read_object(reader *r)
         if (r->p >= r->end || *r->p != '"' || !read_string_bytes(r, &k, &kn))
             break;
         /* the next string may reuse the scratch buffer: keep the key */
-        char *key = kn < sizeof small ? small : malloc(kn + 1);
-        if (!key)
-            break;
+        char *key = kn < sizeof small ? small : tg_malloc(kn + 1);
         memcpy(key, k, kn);
         key[kn] = '\0';
         skip_ws(r);
@@ -294,7 +292,7 @@ static json_t *read_object(reader *r)
         }
         bool ok = v && !((r->flags & JSON_REJECT_DUPLICATES) && json_object_getn(o, key, kn));
         if (ok)
-            ok = !json_object_setn_new_nocheck(o, key, kn, v);
+            json_object_setn_new_nocheck(o, key, kn, v);
         else
             json_decref(v);
         if (key != small)
@@ -382,11 +380,10 @@ json_t *tg_json_load(const char *s, size_t n, size_t flags, json_error_t *err)
 
 /* ---- the writer ------------------------------------------------------------ */
 
-static int dump_string(const char *s, size_t n, tg_buf *out)
+static void dump_string(const char *s, size_t n, tg_buf *out)
 {
     static const char hex[] = "0123456789ABCDEF";
-    if (tg_buf_reserve(out, n + 2))
-        return -1;
+    tg_buf_reserve(out, n + 2);
     tg_buf_append(out, "\"", 1);
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
     while (p < end) {
@@ -415,7 +412,7 @@ static int dump_string(const char *s, size_t n, tg_buf *out)
         tg_buf_append(out, e, en);
         p++;
     }
-    return tg_buf_append(out, "\"", 1);
+    tg_buf_append(out, "\"", 1);
 }
 
 /* The shortest text that reads back as the same double: a provider's 0.1
@@ -475,13 +472,13 @@ int tg_json_dump(const json_t *v, tg_buf *out)
             if (!first)
                 tg_buf_append(out, ",", 1);
             first = false;
-            if (dump_string(json_object_iter_key(it), json_object_iter_key_len(it), out))
-                return -1;
+            dump_string(json_object_iter_key(it), json_object_iter_key_len(it), out);
             tg_buf_append(out, ":", 1);
             if (tg_json_dump(json_object_iter_value(it), out))
                 return -1;
         }
-        return tg_buf_append(out, "}", 1);
+        tg_buf_append(out, "}", 1);
+        return 0;
     }
     case JSON_ARRAY: {
         tg_buf_append(out, "[", 1);
@@ -491,24 +488,33 @@ int tg_json_dump(const json_t *v, tg_buf *out)
             if (tg_json_dump(json_array_get(v, i), out))
                 return -1;
         }
-        return tg_buf_append(out, "]", 1);
+        tg_buf_append(out, "]", 1);
+        return 0;
     }
     case JSON_STRING:
-        return dump_string(json_string_value(v), json_string_length(v), out);
+        dump_string(json_string_value(v), json_string_length(v), out);
+        return 0;
     case JSON_INTEGER: {
         int k = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        return tg_buf_append(out, num, (size_t)k);
+        tg_buf_append(out, num, (size_t)k);
+        return 0;
     }
     case JSON_REAL: {
         int k = format_real(json_real_value(v), num, sizeof num);
-        return k < 0 ? -1 : tg_buf_append(out, num, (size_t)k);
+        if (k < 0)
+            return -1;
+        tg_buf_append(out, num, (size_t)k);
+        return 0;
     }
     case JSON_TRUE:
-        return tg_buf_append(out, "true", 4);
+        tg_buf_append(out, "true", 4);
+        return 0;
     case JSON_FALSE:
-        return tg_buf_append(out, "false", 5);
+        tg_buf_append(out, "false", 5);
+        return 0;
     case JSON_NULL:
-        return tg_buf_append(out, "null", 4);
+        tg_buf_append(out, "null", 4);
+        return 0;
     }
     return -1;
 }

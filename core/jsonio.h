@@ -53,12 +53,13 @@ json_t *tg_json_load_answer(const char *s, size_t n);
  * default and no request of ours needs). */
 int tg_json_u_escape(const char *p, const char *end, unsigned long *cp);
 
-/* Appends the compact serialization of v to out. 0, or -1 (v NULL, out of
- * memory, or a value jansson could not serialize either). */
+/* Appends the compact serialization of v to out. 0, or -1 when v is NULL
+ * or holds what JSON cannot say (an infinite or NaN real, which jansson's
+ * json_real refuses to make); out may then hold part of the text. */
 int tg_json_dump(const json_t *v, tg_buf *out);
 
 /* The same as a malloc'd NUL-terminated string (json_dumps's contract with
- * JSON_COMPACT | JSON_ENCODE_ANY), or NULL. */
+ * JSON_COMPACT | JSON_ENCODE_ANY), or NULL when tg_json_dump says -1. */
 char *tg_json_dumps(const json_t *v);
 
 #endif

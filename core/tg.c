@@ -25,11 +25,23 @@ void tg_error_set(tg_error *err, int status, const char *type, const char *code,
     va_end(ap);
 }
 
+/* The message and param quote what the client sent (a percent-decoded
+ * path may hold any byte) and vsnprintf may cut a character in two:
+ * invalid UTF-8 becomes U+FFFD, so the body is always made. */
+static json_t *text_value(const char *s)
+{
+    tg_buf b = {0};
+    tg_buf_put_valid_utf8(&b, s, strlen(s));
+    json_t *v = json_stringn(b.data ? b.data : "", b.len);
+    tg_buf_free(&b);
+    return v;
+}
+
 char *tg_error_body(const tg_error *err)
 {
-    json_t *e = json_pack("{s:s, s:s, s:o, s:o}", "message", err->message,
+    json_t *e = json_pack("{s:o, s:s, s:o, s:o}", "message", text_value(err->message),
                           "type", err->type ? err->type : "invalid_request_error",
-                          "param", err->param[0] ? json_string(err->param) : json_null(),
+                          "param", err->param[0] ? text_value(err->param) : json_null(),
                           "code", err->code ? json_string(err->code) : json_null());
     json_t *root = json_pack("{s:o}", "error", e);
     char *s = tg_json_dumps(root);
@@ -121,7 +133,7 @@ void tg_heap_prefault(size_t bytes)
     /* The block goes back to the heap at once; the next allocations are
      * carved from the same, now mapped, pages (the proxy keeps worker
      * heaps from being trimmed, see server.c). */
-    char *p = malloc(bytes);
+    char *p = malloc(bytes);  /* not tg_malloc: best effort, so no abort */
     if (!p)
         return;
     uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;

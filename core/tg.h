@@ -20,6 +20,16 @@
  *     through their _new variants (json_object_set_new, json_array_append_new)
  *     and only with a value created on the same line or just above it.
  *
+ * OUT-OF-MEMORY POLICY (as redis and jq): a failed allocation aborts the
+ *   process with a one-line message. Our code allocates through core/alloc.h
+ *   (tg_malloc, tg_calloc, tg_realloc, tg_strdup, tg_strndup) and jansson
+ *   through the same tg_malloc (json_set_alloc_funcs, before main), so no
+ *   function returns -1 or NULL for out-of-memory and nothing checks for it:
+ *   a -1 or NULL that remains means a real error (bad input, a size bound,
+ *   an I/O failure), and each is handled. Sizes a client controls are
+ *   bounded before they are allocated. libcurl and libmicrohttpd allocate on
+ *   their own and report their failures as errors.
+ *
  * Errors: a stage that refuses a request fills a tg_error (OpenAI error
  * shape) and returns -1. Stages never print; they record changes in
  * ctx->explain when it is non-NULL.
@@ -44,7 +54,8 @@ typedef struct tg_error {
 void tg_error_set(tg_error *err, int status, const char *type, const char *code,
                   const char *param, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
-/* Serialize as the OpenAI error body. Returns malloc'd NUL-terminated text. */
+/* Serialize as the OpenAI error body. Returns malloc'd NUL-terminated text,
+ * never NULL: bytes of message or param that are not UTF-8 become U+FFFD. */
 char *tg_error_body(const tg_error *err);
 
 /* Record one change for --explain and the debug log: stage ("schema",

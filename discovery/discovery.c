@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 #include "sanitize/hygiene.h"
 #include "core/ctx.h"
@@ -270,7 +271,7 @@ static char *search_description(const tg_ctx *ctx, json_t *meta, json_t *names, 
                 tg_buf_puts(&b, ".");
         }
     }
-    char *s = strndup(b.data ? b.data : "", b.len < limit ? b.len : limit);
+    char *s = tg_strndup(b.data ? b.data : "", b.len < limit ? b.len : limit);
     tg_buf_free(&b);
     return s;
 }
@@ -394,14 +395,12 @@ static json_t *count_groups(json_t *groups)
                                 json_integer(json_integer_value(json_object_get(count, g)) + 1));
     }
     size_t n = json_object_size(count), k = 0;
-    json_t **rows = malloc((n ? n : 1) * sizeof *rows);
+    json_t **rows = tg_malloc((n ? n : 1) * sizeof *rows);
     const char *key;
     json_t *v;
     json_object_foreach(count, key, v)
-        if (rows)
-            rows[k++] = json_pack("[sO]", key, v);
-    if (rows)
-        qsort(rows, k, sizeof *rows, by_count_then_name);
+        rows[k++] = json_pack("[sO]", key, v);
+    qsort(rows, k, sizeof *rows, by_count_then_name);
     json_t *out = json_array();
     for (size_t i = 0; i < k; i++)
         json_array_append_new(out, rows[i]);
@@ -520,16 +519,12 @@ static json_t *derivation_for(tg_ctx *ctx, json_t *tools, json_t *originals)
     if (d)
         return d;
     char *text = dump(originals);
-    if (!text)
-        return NULL;
     size_t len = strlen(text);
     uint64_t key = content_key(ctx, text);
     free(text);
     d = tg_cache_get(ctx->cache, CACHE_KIND, key);
     if (!d) {
         d = derive(ctx, tools, originals);
-        if (!d)
-            return NULL;
         json_object_set_new(d, "bytes_in", json_integer((json_int_t)len));
         tg_cache_put(ctx->cache, CACHE_KIND, key, d, derivation_cost(d, len));
     }
@@ -629,8 +624,6 @@ int tg_discovery_stage(json_t *body, tg_ctx *ctx, tg_error *err)
         return 0;  /* bytes are measured where they are already at hand */
 
     json_t *d = derivation_for(ctx, tools, originals);
-    if (!d)
-        return 0;  /* out of memory: send the tools as they are */
     size_t bytes_in = (size_t)json_integer_value(json_object_get(d, "bytes_in"));
     if (json_object_size(json_object_get(d, "exposed")) >= n) {
         json_decref(d);  /* every tool is core: nothing to hide */
@@ -706,9 +699,7 @@ static unsigned char *group_mask(json_t *d, const char *group, int *unknown)
         return NULL;
     json_t *groups = json_object_get(d, "groups");
     size_t n = json_array_size(groups), hits = 0;
-    unsigned char *m = calloc(n ? n : 1, 1);
-    if (!m)
-        return NULL;
+    unsigned char *m = tg_calloc(n ? n : 1, 1);
     for (size_t i = 0; i < n; i++) {
         const char *g = json_string_value(json_array_get(groups, i));
         if (g && strcasecmp(g, group) == 0) {
@@ -762,11 +753,9 @@ static size_t fused_search(json_t *d, const char **q, size_t nq, const unsigned 
 {
     json_t *index = json_object_get(d, "index");
     size_t n = json_array_size(json_object_get(d, "names"));
-    double *rrf = calloc(n ? n : 1, sizeof *rrf);
-    fused *all = malloc((n ? n : 1) * sizeof *all);
+    double *rrf = tg_calloc(n ? n : 1, sizeof *rrf);
+    fused *all = tg_malloc((n ? n : 1) * sizeof *all);
     size_t matched = 0, got = 0;
-    if (!rrf || !all)
-        goto out;
     for (size_t k = 0; k < nq; k++) {
         size_t hits[FUSE_DEPTH];
         size_t m = tg_dindex_search_in(index, q[k], &tg_dindex_defaults, mask, hits, NULL,
@@ -784,7 +773,6 @@ static size_t fused_search(json_t *d, const char **q, size_t nq, const unsigned 
         matched = got;
     for (size_t i = 0; i < got && i < max; i++)
         out[i] = all[i].doc;
-out:
     free(rrf);
     free(all);
     return matched;
@@ -983,7 +971,7 @@ static json_t *convert_call_tool(json_t *d, json_t *call, json_t **err)
     } else if (json_is_string(inner)) {
         json_t *obj = tg_json_load(json_string_value(inner), json_string_length(inner), 0, NULL);
         if (json_is_object(obj))
-            text = strdup(json_string_value(inner));
+            text = tg_strdup(json_string_value(inner));
         else
             *err = error_answer(d, "@C: \"arguments\" must be a JSON object (encoded "
                                    "as a string here); got invalid JSON for %s.", name);
@@ -991,13 +979,11 @@ static json_t *convert_call_tool(json_t *d, json_t *call, json_t **err)
     } else if (json_is_object(inner)) {
         text = dump(inner);
     } else {
-        text = strdup("{}");  /* omitted or null: a tool without arguments */
+        text = tg_strdup("{}");  /* omitted or null: a tool without arguments */
     }
-    if (*err || !text) {
+    if (*err) {
         free(text);
         json_decref(args);
-        if (!*err)
-            *err = error_answer(d, "out of memory%s", "");
         return NULL;
     }
     json_t *out = json_object();

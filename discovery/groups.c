@@ -7,6 +7,7 @@
  * the same bytes on every turn.
  */
 #include "discovery/groups.h"
+#include "core/alloc.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -43,10 +44,16 @@ static int is_verb(const char *w)
     return bsearch(w, verbs, sizeof verbs / sizeof verbs[0], sizeof verbs[0], cmp_verb) != NULL;
 }
 
+/* The first n bytes of src, lower-cased, cut at GROUP_MAX bytes on a
+ * character's boundary: a cut inside a UTF-8 sequence would make the group
+ * a string jansson refuses. */
 static void lower_into(char *dst, const char *src, size_t n)
 {
-    if (n > GROUP_MAX)
+    if (n > GROUP_MAX) {
         n = GROUP_MAX;
+        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)  /* src[n]: a continuation */
+            n--;
+    }
     for (size_t i = 0; i < n; i++)
         dst[i] = (char)tolower((unsigned char)src[i]);
     dst[n] = '\0';
@@ -88,9 +95,7 @@ json_t *tg_disc_groups(json_t *names)
 {
     size_t n = json_array_size(names);
     json_t *out = json_array(), *count = json_object();
-    unsigned char *expl = calloc(n ? n : 1, 1);
-    if (!out || !count || !expl)
-        goto fail;
+    unsigned char *expl = tg_calloc(n ? n : 1, 1);
     char g[GROUP_MAX + 1];
     for (size_t i = 0; i < n; i++) {
         const char *name = json_string_value(json_array_get(names, i));
@@ -103,8 +108,9 @@ json_t *tg_disc_groups(json_t *names)
             json_int_t c = json_integer_value(json_object_get(count, g));
             json_object_set_new(count, g, json_integer(c + 1));
         }
-        if (!v || json_array_append_new(out, v))
+        if (!v)  /* a name that is not UTF-8 (jansson's strings always are) */
             goto fail;
+        json_array_append_new(out, v);
     }
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(out, i);

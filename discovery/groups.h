@@ -22,7 +22,8 @@
  * has none. Explicit namespaces (mcp__S__x, S__x, S.x, S/x, S:x) always
  * count; a shared first word counts when TG_GROUP_MIN_SHARE tools have it
  * and it is not a generic verb (get_, list_, create_ ... say what a tool
- * does, not where it belongs). NULL only when out of memory. */
+ * does, not where it belongs). A group longer than GROUP_MAX bytes is cut
+ * there, on a character's boundary. NULL only when a name is not UTF-8. */
 json_t *tg_disc_groups(json_t *names);
 
 #endif

@@ -20,6 +20,7 @@
  * never dumped, and malloc-aligned, so they are read in place.
  */
 #include "discovery/index.h"
+#include "core/alloc.h"
 
 #include <ctype.h>
 #include <libstemmer.h>
@@ -177,48 +178,36 @@ typedef struct builder {
     /* collected (term, doc, tf[]) */
     struct trip { uint32_t term; posting p; } *trips;
     size_t ntrips, trips_cap;
-    int oom;
 } builder;
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+static void grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
-        return 0;
+        return;
     size_t c = *cap ? *cap * 2 : 256;
     while (c < need)
         c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return -1;
-    *p = q;
+    *p = tg_realloc(*p, c * elem);
     *cap = c;
-    return 0;
 }
 
-static int grow_terms(builder *b, size_t id)
+static void grow_terms(builder *b, size_t id)
 {
     if (id < b->cap)
-        return 0;
+        return;
     size_t c = b->cap ? b->cap * 2 : 256;
     while (c <= id)
         c *= 2;
-    float *tf = realloc(b->tf, c * F_COUNT * sizeof *tf);
-    if (!tf)
-        return -1;
-    b->tf = tf;
-    uint32_t *seen = realloc(b->seen, c * sizeof *seen);
-    if (!seen)
-        return -1;
-    b->seen = seen;
-    memset(seen + b->cap, 0, (c - b->cap) * sizeof *seen);
+    b->tf = tg_realloc(b->tf, c * F_COUNT * sizeof *b->tf);
+    b->seen = tg_realloc(b->seen, c * sizeof *b->seen);
+    memset(b->seen + b->cap, 0, (c - b->cap) * sizeof *b->seen);
     b->cap = c;
-    return 0;
 }
 
 static void add_word(const char *w, void *ud)
 {
     builder *b = ud;
-    if (b->oom || b->budget == 0)
+    if (b->budget == 0)
         return;
     b->budget--;
     json_t *idv = json_object_get(b->vocab, w);
@@ -229,17 +218,11 @@ static void add_word(const char *w, void *ud)
         id = json_object_size(b->vocab);
         json_object_set_new(b->vocab, w, json_integer((json_int_t)id));
     }
-    if (grow_terms(b, id)) {
-        b->oom = 1;
-        return;
-    }
+    grow_terms(b, id);
     if (b->seen[id] != b->doc + 1) {
         b->seen[id] = b->doc + 1;
         memset(b->tf + id * F_COUNT, 0, F_COUNT * sizeof *b->tf);
-        if (grow((void **)&b->touched, &b->touched_cap, b->ntouched + 1, sizeof *b->touched)) {
-            b->oom = 1;
-            return;
-        }
+        grow((void **)&b->touched, &b->touched_cap, b->ntouched + 1, sizeof *b->touched);
         b->touched[b->ntouched++] = (uint32_t)id;
     }
     b->tf[id * F_COUNT + (size_t)b->field] += 1.0f;
@@ -286,10 +269,7 @@ static void read_tool(builder *b, json_t *tool)
 static void end_doc(builder *b, float *dl)
 {
     memcpy(dl + (size_t)b->doc * F_COUNT, b->dl, sizeof b->dl);
-    if (grow((void **)&b->trips, &b->trips_cap, b->ntrips + b->ntouched, sizeof *b->trips)) {
-        b->oom = 1;
-        return;
-    }
+    grow((void **)&b->trips, &b->trips_cap, b->ntrips + b->ntouched, sizeof *b->trips);
     for (size_t i = 0; i < b->ntouched; i++) {
         uint32_t t = b->touched[i];
         struct trip *tr = &b->trips[b->ntrips++];
@@ -306,18 +286,14 @@ static void end_doc(builder *b, float *dl)
 static json_t *pack_postings(builder *b)
 {
     size_t nterms = json_object_size(b->vocab);
-    size_t *start = calloc(nterms + 1, sizeof *start);
-    posting *all = malloc((b->ntrips ? b->ntrips : 1) * sizeof *all);
+    size_t *start = tg_calloc(nterms + 1, sizeof *start);
+    posting *all = tg_malloc((b->ntrips ? b->ntrips : 1) * sizeof *all);
     json_t *terms = json_object();
-    if (!start || !all || !terms)
-        goto fail;
     for (size_t i = 0; i < b->ntrips; i++)
         start[b->trips[i].term + 1]++;
     for (size_t t = 0; t < nterms; t++)
         start[t + 1] += start[t];
-    size_t *fill = calloc(nterms + 1, sizeof *fill);
-    if (!fill)
-        goto fail;
+    size_t *fill = tg_calloc(nterms + 1, sizeof *fill);
     for (size_t i = 0; i < b->ntrips; i++) {
         struct trip *tr = &b->trips[i];
         all[start[tr->term] + fill[tr->term]++] = tr->p;
@@ -335,11 +311,6 @@ static json_t *pack_postings(builder *b)
     free(start);
     free(all);
     return terms;
-fail:
-    free(start);
-    free(all);
-    json_decref(terms);
-    return NULL;
 }
 
 static json_t *stemmed_synonyms(struct sb_stemmer *st);
@@ -348,21 +319,20 @@ json_t *tg_dindex_build(json_t *tools)
 {
     size_t n = json_array_size(tools);
     builder b = { .vocab = json_object() };
-    float *dl = calloc((n ? n : 1) * F_COUNT, sizeof *dl);
+    float *dl = tg_calloc((n ? n : 1) * F_COUNT, sizeof *dl);
     float avg[F_COUNT] = { 0 };
     json_t *idx = NULL, *terms = NULL;
     b.wc = (words_ctx){ sb_stemmer_new("english", NULL), json_object(), add_word, &b };
-    if (!b.vocab || !dl || !b.wc.st || !b.wc.memo)
+    if (!b.wc.st)  /* libstemmer allocates with its own malloc */
         goto out;
-    for (size_t i = 0; i < n && !b.oom; i++) {
+    for (size_t i = 0; i < n; i++) {
         b.doc = (uint32_t)i;
         read_tool(&b, json_array_get(tools, i));
         end_doc(&b, dl);
         for (int f = 0; f < F_COUNT; f++)
             avg[f] += dl[i * F_COUNT + (size_t)f];
     }
-    if (b.oom || !(terms = pack_postings(&b)))
-        goto out;
+    terms = pack_postings(&b);
     for (int f = 0; f < F_COUNT; f++)
         avg[f] = n && avg[f] > 0 ? avg[f] / (float)n : 1.0f;
     idx = json_object();
@@ -618,18 +588,13 @@ static void apply_coverage(const query *q, const tg_dindex_params *pr, double *a
             acc[d] *= 1.0 + pr->coverage * (double)__builtin_popcountll(cover[d]) / direct;
 }
 
-/* Every stage of scoring into acc[] (zeroed here). -1 when out of memory. */
-static int score_all(json_t *index, const query *q, const tg_dindex_params *pr,
-                     const unsigned char *allow, double *acc, size_t n)
+/* Every stage of scoring into acc[] (zeroed here). */
+static void score_all(json_t *index, const query *q, const tg_dindex_params *pr,
+                      const unsigned char *allow, double *acc, size_t n)
 {
     memset(acc, 0, n * sizeof *acc);
-    uint64_t *cover = calloc(n, sizeof *cover);
-    double *namehit = pr->name_cover > 0 ? calloc(n, sizeof *namehit) : NULL;
-    if (!cover || (pr->name_cover > 0 && !namehit)) {
-        free(cover);
-        free(namehit);
-        return -1;
-    }
+    uint64_t *cover = tg_calloc(n, sizeof *cover);
+    double *namehit = pr->name_cover > 0 ? tg_calloc(n, sizeof *namehit) : NULL;
     score_terms(index, q, pr, allow, acc, cover, namehit);
     apply_coverage(q, pr, acc, cover, n);
     if (namehit) {
@@ -644,7 +609,6 @@ static int score_all(json_t *index, const query *q, const tg_dindex_params *pr,
         free(namehit);
     }
     free(cover);
-    return 0;
 }
 
 size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dindex_params *pr,
@@ -666,15 +630,12 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
         expand_synonyms(&q, json_object_get(index, "syn"), pr);
     sb_stemmer_delete(wc.st);
 
-    double *acc = calloc(n, sizeof *acc);
-    if (!acc || score_all(index, &q, pr, allow, acc, n)) {
-        free(acc);
-        return 0;
-    }
+    double *acc = tg_calloc(n, sizeof *acc);
+    score_all(index, &q, pr, allow, acc, n);
 
     /* top `max` by insertion into a short sorted list */
     size_t matched = 0, kept = 0;
-    hit *top = max ? malloc(max * sizeof *top) : NULL;
+    hit *top = max ? tg_malloc(max * sizeof *top) : NULL;
     for (size_t d = 0; d < n; d++) {
         if (acc[d] <= 0)
             continue;

@@ -29,7 +29,8 @@ extern const tg_dindex_params tg_dindex_defaults;
 
 /* Build over `tools` (borrowed array of OpenAI tools; doc i = tools[i]).
  * Names, descriptions, parameter names and parameter descriptions are
- * indexed. Returns a new reference, never NULL unless out of memory. */
+ * indexed. Returns a new reference, or NULL when libstemmer cannot make
+ * its stemmer. */
 json_t *tg_dindex_build(json_t *tools);
 
 /* Rank the catalog for a free-text query. Fills up to `max` doc numbers

@@ -78,6 +78,15 @@ static void remember_items(tg_req *r)
         free(text);
     }
     json_decref(items);
+    /* and the record a later previous_response_id names (store: false
+     * leaves none) */
+    json_t *rec = tg_responses_record(r->prep.bridge);
+    const char *rid = json_string_value(json_object_get(rec, "id"));
+    char *text = rid ? tg_json_dumps(rec) : NULL;
+    if (text && tg_store_put(r->w->srv->items, r->w->id, r->client.owner, rid, text))
+        tg_metrics_store_error(r->w->metrics, "put");
+    free(text);
+    json_decref(rec);
 }
 
 static json_t *responses_answer(void *b, const json_t *c) { return tg_responses_answer(b, c); }

@@ -71,10 +71,11 @@ static enum MHD_Result queue_answer(tg_req *r)
     if (r->prep.bridge)
         bridge_whole_answer(r);
     api_error_shape(r);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        r->answer.len, r->answer.body ? r->answer.body : (char *)"", MHD_RESPMEM_MUST_FREE);
-    if (!r->answer.body)
-        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    /* no answer: an empty body that is nobody's to free */
+    struct MHD_Response *resp =
+        r->answer.body
+            ? MHD_create_response_from_buffer(r->answer.len, r->answer.body, MHD_RESPMEM_MUST_FREE)
+            : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     r->answer.body = NULL;
     if (!resp)
         return MHD_NO;

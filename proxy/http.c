@@ -1,5 +1,6 @@
 /* http.c -- HTTP helpers of the proxy (see http.h). */
 #include "proxy/http.h"
+#include "core/alloc.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -23,14 +24,11 @@ void tg_header_list_add_line(tg_header_list *l, const char *line, size_t n)
         end--;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
-        tg_header *nv = realloc(l->v, cap * sizeof *nv);
-        if (!nv)
-            return;
-        l->v = nv;
+        l->v = tg_realloc(l->v, cap * sizeof *l->v);
         l->cap = cap;
     }
-    l->v[l->n].name = strndup(line, (size_t)(colon - line));
-    l->v[l->n].value = strndup(v, (size_t)(end - v));
+    l->v[l->n].name = tg_strndup(line, (size_t)(colon - line));
+    l->v[l->n].value = tg_strndup(v, (size_t)(end - v));
     l->n++;
 }
 

@@ -3,6 +3,7 @@
  * count is published (release), so a concurrent render (acquire) only reads
  * finished slots. Histograms use fixed microsecond buckets. */
 #include "proxy/metrics.h"
+#include "core/alloc.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -51,9 +52,9 @@ struct tg_metrics_set {
 
 tg_metrics_set *tg_metrics_new(int workers)
 {
-    tg_metrics_set *s = calloc(1, sizeof *s);
+    tg_metrics_set *s = tg_calloc(1, sizeof *s);
     s->n = workers;
-    s->w = calloc((size_t)workers, sizeof *s->w);
+    s->w = tg_calloc((size_t)workers, sizeof *s->w);
     return s;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bridge/itemstore.h"
+#include "core/alloc.h"
 
 typedef struct mem_store {
     tg_store base;
@@ -38,11 +39,8 @@ static const tg_store_ops mem_ops = {mem_put, mem_get, mem_bytes, mem_free};
 
 tg_store *tg_store_memory(size_t max_bytes)
 {
-    mem_store *m = calloc(1, sizeof *m);
-    if (!m || !(m->items = tg_itemstore_new(max_bytes))) {
-        free(m);
-        return NULL;
-    }
+    mem_store *m = tg_calloc(1, sizeof *m);
+    m->items = tg_itemstore_new(max_bytes);
     m->base.ops = &mem_ops;
     snprintf(m->base.name, sizeof m->base.name, "memory");
     return &m->base;
@@ -54,22 +52,15 @@ tg_store *tg_store_memory(size_t max_bytes)
 
 tg_store *tg_store_open(const tg_conf *conf, int workers, char *err, size_t n)
 {
-    if (!conf->responses_redis) {
-        tg_store *s = tg_store_memory(conf->responses_store);
-        if (!s)
-            snprintf(err, n, "responses_store: out of memory");
-        return s;
-    }
+    if (!conf->responses_redis)
+        return tg_store_memory(conf->responses_store);
     tg_redis_url u;
     if (tg_parse_redis_url(conf->responses_redis, &u)) {
         snprintf(err, n, "responses_store: cannot read '%s'", conf->responses_redis);
         return NULL;
     }
-    tg_store *s = tg_store_redis(&u, workers, conf->responses_per_owner,
-                                 conf->responses_ttl_ms, REDIS_TIMEOUT_MS);
-    if (!s)
-        snprintf(err, n, "responses_store: out of memory");
-    return s;
+    return tg_store_redis(&u, workers, conf->responses_per_owner, conf->responses_ttl_ms,
+                          REDIS_TIMEOUT_MS);
 }
 
 /* Owners were a hash seeded per process, which made them unguessable but

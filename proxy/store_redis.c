@@ -35,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "proxy/log.h"
 
 #define BACKOFF_FIRST_MS 100
@@ -229,12 +230,10 @@ static tg_store_status redis_get(tg_store *s, int slot, uint64_t owner, const ch
     if (rep->type == REDIS_REPLY_NIL) {
         st = TG_STORE_MISSING;
     } else if (rep->type == REDIS_REPLY_STRING) {
-        *text = malloc(rep->len + 1);
-        if (*text) {
-            memcpy(*text, rep->str, rep->len);
-            (*text)[rep->len] = '\0';
-            st = TG_STORE_FOUND;
-        }
+        *text = tg_malloc(rep->len + 1);
+        memcpy(*text, rep->str, rep->len);
+        (*text)[rep->len] = '\0';
+        st = TG_STORE_FOUND;
     }
     freeReplyObject(rep);
     return st;
@@ -257,11 +256,8 @@ static const tg_store_ops redis_ops = {redis_put, redis_get, redis_bytes, redis_
 tg_store *tg_store_redis(const tg_redis_url *u, int workers, size_t per_owner, long ttl_ms,
                          long timeout_ms)
 {
-    redis_store *rs = calloc(1, sizeof *rs);
-    if (!rs || !(rs->conns = calloc((size_t)workers, sizeof *rs->conns))) {
-        free(rs);
-        return NULL;
-    }
+    redis_store *rs = tg_calloc(1, sizeof *rs);
+    rs->conns = tg_calloc((size_t)workers, sizeof *rs->conns);
     rs->base.ops = &redis_ops;
     rs->url = *u;
     rs->per_owner = per_owner;

@@ -22,6 +22,7 @@
  * the choice, the position, the name and the arguments: deterministic for a
  * given answer (tests), distinct across answers that have distinct ids.
  */
+#include "core/alloc.h"
 #include "core/jsonio.h"
 #include "repair/repair_int.h"
 
@@ -312,7 +313,7 @@ static void fix_args(tg_ctx *ctx, const char *agent_name, json_t *fn)
         changed += tg_rr_drop_forbidden_keys(ctx, agent_name, obj);
     if (rewrote || changed) {
         char *t = tg_json_dumps(obj);
-        json_object_set_new(fn, "arguments", json_string(t ? t : "{}"));
+        json_object_set_new(fn, "arguments", json_string(t));
         free(t);
     }
     json_decref(obj);
@@ -338,8 +339,7 @@ static void split_calls(tg_ctx *ctx, json_t *calls)
             if (j)
                 json_object_del(nc, "id");  /* synthesized below */
             char *t = tg_json_dumps(o);
-            json_object_set_new(json_object_get(nc, "function"), "arguments",
-                                json_string(t ? t : "{}"));
+            json_object_set_new(json_object_get(nc, "function"), "arguments", json_string(t));
             free(t);
             if (j)
                 json_array_insert_new(calls, i + j, nc);
@@ -408,17 +408,15 @@ void tg_rr_assign_id(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, const ch
         tg_rr_note(ctx, "R8", agent, NULL, NULL);
     } else if (json_object_get(ids, id)) {
         size_t len = strlen(id) + 16;
-        char *nid = malloc(len);
-        for (unsigned k = 2; nid; k++) {
+        char *nid = tg_malloc(len);
+        for (unsigned k = 2;; k++) {
             snprintf(nid, len, "%s_%u", id, k);
             if (!json_object_get(ids, nid))
                 break;
         }
-        if (nid) {
-            tg_rr_note(ctx, "R9", agent, json_object_get(c, "id"), NULL);
-            json_object_set_new(c, "id", json_string(nid));
-            free(nid);
-        }
+        tg_rr_note(ctx, "R9", agent, json_object_get(c, "id"), NULL);
+        json_object_set_new(c, "id", json_string(nid));
+        free(nid);
     }
     json_object_set_new(ids, json_string_value(json_object_get(c, "id")), json_true());
 }
@@ -579,8 +577,8 @@ json_t *tg_rr_structured_content(tg_ctx *ctx, const char *text, size_t n)
     json_t *out = NULL;
     if (count > 0) {
         tg_buf b = {0};
-        if (tg_json_dump(restored, &b) == 0)
-            out = json_stringn(b.data ? b.data : "", b.len);
+        tg_json_dump(restored, &b);  /* v's own value or its replacement: not NULL */
+        out = json_stringn(b.data ? b.data : "", b.len);
         tg_buf_free(&b);
         tg_rr_note(ctx, "structured-output", "content", NULL, NULL);
     }
@@ -898,7 +896,7 @@ char *tg_upstream_error_body(const char *body, size_t len, long status, size_t *
     char *text = NULL;
     json_t *detail = json_object_get(v, "detail");  /* FastAPI / pydantic */
     if (!msg && detail) {
-        text = json_is_string(detail) ? strdup(json_string_value(detail))
+        text = json_is_string(detail) ? tg_strdup(json_string_value(detail))
                                       : tg_json_dumps(detail);
         msg = text;
     }
@@ -940,7 +938,7 @@ char *tg_upstream_error_body(const char *body, size_t len, long status, size_t *
     json_decref(v);
     char *s = tg_json_dumps(wrap);
     json_decref(wrap);
-    *outlen = s ? strlen(s) : 0;
+    *outlen = strlen(s);
     return s;
 }
 

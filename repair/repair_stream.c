@@ -60,6 +60,7 @@
  * role deltas are dropped, indexes continue, usage is summed over rounds,
  * so the agent sees one answer.
  */
+#include "core/alloc.h"
 #include "core/jsonio.h"
 #include "repair/repair_int.h"
 
@@ -214,10 +215,7 @@ static schoice *choice_get(tg_stream *s, long index)
     for (size_t i = 0; i < s->nch; i++)
         if (s->ch[i].index == index)
             return &s->ch[i];
-    schoice *n = realloc(s->ch, (s->nch + 1) * sizeof *n);
-    if (!n)
-        return NULL;
-    s->ch = n;
+    s->ch = tg_realloc(s->ch, (s->nch + 1) * sizeof *s->ch);
     schoice *c = &s->ch[s->nch++];
     memset(c, 0, sizeof *c);
     c->index = index;
@@ -249,10 +247,7 @@ static scall *call_new(schoice *c)
 {
     if (c->ncalls == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 4;
-        scall *n = realloc(c->calls, cap * sizeof *n);
-        if (!n)
-            return NULL;
-        c->calls = n;
+        c->calls = tg_realloc(c->calls, cap * sizeof *c->calls);
         c->cap = cap;
     }
     scall *k = &c->calls[c->ncalls++];
@@ -364,7 +359,7 @@ static void open_live(tg_stream *s, schoice *c, scall *k, json_t *events)
     json_object_set_new(o, "type", json_string("function"));
     tg_rr_assign_id(s->ctx, o, c->seed, (size_t)k->out, k->name, "", c->ids);
     const char *id = json_string_value(json_object_get(o, "id"));
-    k->agent_id = id ? strdup(id) : NULL;
+    k->agent_id = id ? tg_strdup(id) : NULL;
     size_t n = tg_jprefix_feed(&k->jp, k->args.data, k->args.len);
     json_object_set_new(o, "function", json_pack("{s:s, s:s%}", "name", k->name, "arguments",
                                                  k->args.data ? k->args.data : "", n));
@@ -407,8 +402,7 @@ static void split_live(tg_stream *s, schoice *c, scall *k, json_t *events)
     json_array_foreach(parts, i, o) {
         char *t = tg_json_dumps(o);
         json_array_append_new(calls, json_pack("{s:s, s:{s:s, s:s}}", "type", "function",
-                                               "function", "name", k->name, "arguments",
-                                               t ? t : "{}"));
+                                               "function", "name", k->name, "arguments", t));
         free(t);
     }
     json_decref(parts);
@@ -511,7 +505,7 @@ static void try_send(tg_stream *s, schoice *c, scall *k, json_t *events)
     json_t *arr = json_pack("[o]", call_json(k));
     queue_calls(s, c, json_incref(arr), events);
     const char *id = json_string_value(json_object_get(json_array_get(arr, 0), "id"));
-    k->agent_id = id ? strdup(id) : NULL;
+    k->agent_id = id ? tg_strdup(id) : NULL;
     json_decref(arr);
 }
 
@@ -596,17 +590,15 @@ static void take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *
         if (!(by_index || by_id))
             complete_call(s, c, c->cur, events);
         scall *k = call_new(c);
-        if (!k)
-            return;
         k->up_index = idx;
         i = (long)c->ncalls - 1;
     }
     c->cur = i;
     scall *k = &c->calls[i];
     if (id && !k->id)
-        k->id = strdup(id);
+        k->id = tg_strdup(id);
     if (name && !k->name) {
-        k->name = strdup(name);
+        k->name = tg_strdup(name);
         if (s->ctx->intercept && s->ctx->intercept->is_meta(s->ctx, name)) {
             k->meta = true;
             s->hold = true;
@@ -617,7 +609,7 @@ static void take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *
         piece = json_incref((json_t *)a);
     } else if (json_is_object(a)) {  /* R13 in a stream */
         char *t = tg_json_dumps(a);
-        piece = json_string(t ? t : "");
+        piece = json_string(t);
         free(t);
         tg_rr_note(s->ctx, "R13", name, NULL, NULL);
     }
@@ -809,8 +801,6 @@ static bool choice_needs_work(tg_stream *s, const json_t *ch, bool commit)
     const json_t *ix = json_object_get(ch, "index");
     long index = json_is_integer(ix) ? (long)json_integer_value(ix) : 0;
     schoice *c = choice_get(s, index);
-    if (!c)
-        return false;
     if (json_is_string(content) && s->r12) {
         const char *t = json_string_value(content);
         size_t n = json_string_length(content);
@@ -977,8 +967,6 @@ static void do_choice(tg_stream *s, const json_t *ch, json_t *events)
 {
     const json_t *ix = json_object_get(ch, "index");
     schoice *c = choice_get(s, json_is_integer(ix) ? (long)json_integer_value(ix) : 0);
-    if (!c)
-        return;
     json_t *delta = json_is_object(json_object_get(ch, "delta"))
                         ? json_copy(json_object_get(ch, "delta"))
                         : json_object();
@@ -1076,7 +1064,7 @@ static bool relay_raw(tg_stream *s, const json_t *chunk, const char *raw, size_t
         (cix && !json_is_integer(cix)))
         return false;
     schoice *c = choice_get(s, cix ? (long)json_integer_value(cix) : 0);
-    if (!c || c->live_open < 0 || !c->any_sent)
+    if (c->live_open < 0 || !c->any_sent)
         return false;
     long idx = (long)json_integer_value(ix);
     scall *call = &c->calls[c->live_open];
@@ -1200,9 +1188,7 @@ static void on_chunk(tg_stream *s, json_t *chunk, const char *raw, size_t len, t
 
 tg_stream *tg_stream_new(tg_ctx *ctx)
 {
-    tg_stream *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
+    tg_stream *s = tg_calloc(1, sizeof *s);
     s->ctx = ctx;
     s->r12 = tg_rr_text_calls_on(ctx);
     s->keep_content = ctx->intercept != NULL;
@@ -1369,12 +1355,12 @@ static bool recover_error(tg_stream *s, const json_t *chunk, tg_buf *out)
     if (!calls)
         return false;
     schoice *c = choice_get(s, 0);
-    if (c && !s->last) {  /* no chunk came: derive ids from the generation */
+    if (!s->last) {  /* no chunk came: derive ids from the generation */
         const char *gen = json_string_value(json_object_get(err, "failed_generation"));
         c->seed = tg_rr_seed(gen, 0);
         snprintf(s->own_id, sizeof s->own_id, "chatcmpl-tg%016llx", (unsigned long long)c->seed);
     }
-    if (!c || !tg_rr_fix_calls(s->ctx, calls, c->seed, c->next_out, c->ids)) {
+    if (!tg_rr_fix_calls(s->ctx, calls, c->seed, c->next_out, c->ids)) {
         json_decref(calls);
         return false;
     }
@@ -1448,7 +1434,7 @@ static int check_delta(json_t *delta)
     json_t *c = json_object_get(delta, "content");
     if (json_is_number(c) || json_is_boolean(c)) {
         char *text = tg_json_dumps(c);
-        json_object_set_new(delta, "content", json_string(text ? text : ""));
+        json_object_set_new(delta, "content", json_string(text));
         free(text);
         bad++;
     } else if (c && !json_is_string(c) && !json_is_null(c) && !json_is_array(c)) {
@@ -1682,7 +1668,7 @@ int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next
         json_decref(msg);
         json_t *events = json_array();
         schoice *c = s->nch ? &s->ch[0] : choice_get(s, 0);
-        if (c && json_is_array(emit) && json_array_size(emit))
+        if (json_is_array(emit) && json_array_size(emit))
             queue_calls(s, c, json_incref(emit), events);
         json_decref(emit);
         if (again == 1 && *next_body) {
@@ -1702,9 +1688,7 @@ int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next
         json_t *ix;
         json_array_foreach(s->held_finish, i, ix) {
             schoice *hc = choice_get(s, (long)json_integer_value(ix));
-            if (hc)
-                queue_delta(s, hc, events, json_object(),
-                            tg_rr_finish(s->ctx, hc->finish, hc->next_out));
+            queue_delta(s, hc, events, json_object(), tg_rr_finish(s->ctx, hc->finish, hc->next_out));
         }
         if (s->held_usage && json_array_size(events)) {
             json_t *u = usage_plus(s->usage_sum, s->held_usage);

@@ -120,8 +120,8 @@ static bool args_string(scan *s, tg_buf *out)
                 return false;
             s->p++;
         }
-        if (s->p > b && tg_buf_append(out, b, (size_t)(s->p - b)))
-            return false;
+        if (s->p > b)
+            tg_buf_append(out, b, (size_t)(s->p - b));
         if (s->p >= s->e)
             return false;
         if (*s->p++ == '"')
@@ -141,14 +141,12 @@ static bool args_string(scan *s, tg_buf *out)
             if (cp <= 0 || (cp >= 0xD800 && cp <= 0xDFFF))
                 return false;
             s->p += 4;
-            if (tg_buf_put_utf8(out, (unsigned long)cp))
-                return false;
+            tg_buf_put_utf8(out, (unsigned long)cp);
             continue;
         }
         default: return false;
         }
-        if (tg_buf_append(out, &d, 1))
-            return false;
+        tg_buf_append(out, &d, 1);
     }
 }
 

@@ -290,32 +290,24 @@ int tg_request_dump_split(json_t *body, tg_ctx *ctx, tg_buf *head, json_t **tool
         tg_buf t = {0};
         /* about the size the agent sent: one allocation, not a doubling series */
         tg_buf_reserve(&t, ctx->stats.tools_bytes_in + ctx->stats.tools_bytes_in / 4 + 64);
-        if (tg_json_dump(tools, &t)) {
-            tg_buf_free(&t);
-            return -1;
-        }
+        tg_json_dump(tools, &t);  /* an array: cannot fail */
         entry = json_pack("[O,o]", tools, json_stringn_nocheck(t.data ? t.data : "", t.len));
         tg_cache_put(ctx->cache, "toolsjson", key, entry, t.len + 64);
         tg_buf_free(&t);
-        if (!entry)
-            return -1;
     }
     json_t *text = json_array_get(entry, 1);
     json_incref(tools);
     json_object_del(body, "tools");
     size_t start = head->len;
-    int rc = tg_json_dump(body, head);
+    tg_json_dump(body, head);  /* an object (it had tools): cannot fail */
     json_object_set_new(body, "tools", tools);
-    if (!rc) {
-        bool empty = head->len - start <= 2;
-        head->len--;  /* the closing brace */
-        rc = tg_buf_puts(head, empty ? "\"tools\":" : ",\"tools\":");
-    }
+    bool empty = head->len - start <= 2;
+    head->len--;  /* the closing brace */
+    tg_buf_puts(head, empty ? "\"tools\":" : ",\"tools\":");
     ctx->stats.tools_bytes_out = json_string_length(text);
-    if (!rc)
-        *tools_text = json_incref(text);
+    *tools_text = json_incref(text);
     json_decref(entry);
-    return rc;
+    return 0;
 }
 
 int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
@@ -323,11 +315,9 @@ int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out)
     json_t *text;
     int rc = tg_request_dump_split(body, ctx, out, &text);
     if (!rc && text) {
-        rc = tg_buf_reserve(out, json_string_length(text) + sizeof TG_REQUEST_TAIL);
-        if (!rc)
-            tg_buf_append(out, json_string_value(text), json_string_length(text));
-        if (!rc)
-            rc = tg_buf_puts(out, TG_REQUEST_TAIL);
+        tg_buf_reserve(out, json_string_length(text) + sizeof TG_REQUEST_TAIL);
+        tg_buf_append(out, json_string_value(text), json_string_length(text));
+        tg_buf_puts(out, TG_REQUEST_TAIL);
     }
     json_decref(text);
     return rc;
@@ -349,9 +339,6 @@ int tg_pipeline_request_raw(const char *raw, size_t n, tg_ctx *ctx, json_t **bod
     }
     if (tg_pipeline_request(body, ctx, err))
         return -1;
-    if (tg_request_dump(body, ctx, out)) {
-        tg_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
-        return -1;
-    }
+    tg_request_dump(body, ctx, out);  /* an object: cannot fail */
     return 0;
 }

@@ -40,6 +40,7 @@ int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err);
  * from the cache). */
 json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int max_depth,
                          uint64_t *tools_hash, size_t *tools_bytes, tg_error *err);
+/* 0, or -1 when body is NULL. */
 int tg_request_dump(json_t *body, tg_ctx *ctx, tg_buf *out);
 /* The same without copying the tools' text: the body is head, then
  * *tools_text (a new reference to a string, or NULL when head is already

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 #include "core/jsonio.h"
 #include "core/ctx.h"
@@ -187,11 +188,7 @@ void tg_schema_clean_name(const tg_schema_rules *r, const char *name, char *out,
     }
     size_t n = 0;
     size_t cap = strlen(name) + 2;
-    char *tmp = malloc(cap);
-    if (!tmp) {
-        snprintf(out, outlen, "tool");
-        return;
-    }
+    char *tmp = tg_malloc(cap);
     if ((r->flags & TG_SR_NAMES_GEMINI) &&
         !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') || name[0] == '_'))
         tmp[n++] = '_';
@@ -309,14 +306,12 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
     json_t *upstream = json_object();  /* agent -> upstream */
     json_t *inverse = json_object();   /* agent -> tree */
     json_t *used = json_object();
-    char **assigned = calloc(n ? n : 1, sizeof *assigned);
+    char **assigned = tg_calloc(n ? n : 1, sizeof *assigned);
     size_t first = explain ? json_array_size(explain) : 0;
     size_t changes = 0;  /* without explain: renamed, dropped or lossy tools */
     json_t *over = NULL;
     tg_schema_budget budget;
     tg_schema_budget_init(&budget, r, tg_schema_json_bytes(tools));
-    if (!assigned)
-        goto fail;
 
     /* Names already valid keep their name first, so renaming one tool never
      * renames another that was fine. */
@@ -333,7 +328,7 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
                 continue;
             if (pass == 1)
                 unique_name(r, agent, used, clean, sizeof clean);
-            assigned[i] = strdup(clean);
+            assigned[i] = tg_strdup(clean);
             json_object_set_new(used, clean, json_true());
         }
     }
@@ -389,18 +384,9 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
         changes = json_array_size(explain) - first;
     json_t *res = json_pack("{s:o,s:o,s:o,s:o,s:I}", "tools", out, "names", names, "upstream", upstream,
                             "inverse", inverse, "changes", (json_int_t)changes);
-    if (res && over)
+    if (over)
         json_object_set_new(res, "over", over);
-    else
-        json_decref(over);
     return res;
-fail:
-    json_decref(out);
-    json_decref(names);
-    json_decref(upstream);
-    json_decref(inverse);
-    json_decref(used);
-    return NULL;
 }
 
 /* ---------------------------------------------------------------- stage */
@@ -481,8 +467,7 @@ static json_t *rewrite_cached(const tg_schema_rules *r, json_t *tools, tg_ctx *c
     if (res)
         return res;
     res = tg_schema_rewrite_tools(r, tools, NULL);
-    if (res)
-        tg_cache_put(ctx->cache, "schema", key, res, len * 3);
+    tg_cache_put(ctx->cache, "schema", key, res, len * 3);
     return res;
 }
 
@@ -811,10 +796,6 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
             return -1;
         }
         json_t *res = rewrite_cached(r, tools, ctx);
-        if (!res) {
-            tg_error_set(err, 500, "server_error", NULL, "tools", "out of memory rewriting tools");
-            return -1;
-        }
         json_t *over = json_object_get(res, "over");
         if (over) {
             /* rule 62: a 400 naming the tool, not a body of many MB */

@@ -40,6 +40,7 @@
 #include <strings.h>
 
 #include "sanitize/schema.h"
+#include "core/alloc.h"
 #include "core/jsonio.h"
 
 #define MAX_DEPTH 40         /* schema nodes on one path */
@@ -276,9 +277,7 @@ static void hints_flush(walk *w, json_t *out, json_t *hints, const char *ptr)
     size_t len = (d ? strlen(d) : 0) + 4;
     for (size_t i = 0; i < n; i++)
         len += json_string_length(json_array_get(hints, i)) + 2;
-    char *buf = malloc(len);
-    if (!buf)
-        return;
+    char *buf = tg_malloc(len);
     size_t at = 0;
     if (d && *d)
         at += (size_t)sprintf(buf, "%s ", d);
@@ -2145,9 +2144,7 @@ static void cut_description(walk *w, json_t *fn, json_t *ofn)
     size_t cut = (size_t)max - 3;
     while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)  /* keep UTF-8 whole */
         cut--;
-    char *buf = malloc(cut + 4);
-    if (!buf)
-        return;
+    char *buf = tg_malloc(cut + 4);
     memcpy(buf, s, cut);
     memcpy(buf + cut, "...", 4);
     json_t *nd = json_string(buf);

@@ -131,13 +131,61 @@ for (const route of ['/gemini', '/rbridge']) {
   });
 }
 
-test('a stateful Responses field gets a 400 naming it', async () => {
+test('a previous_response_id toolgate does not hold gets OpenAI\'s 400 naming it', async () => {
   const client = new OpenAI({ baseURL: `${root()}/mistral/v1`, apiKey: API_KEY, maxRetries: 0 });
   await assert.rejects(
     client.responses.create({ model: 'mock-agent', input: 'hi', previous_response_id: 'resp_123' }),
-    (e) => e.status === 400 && e.param === 'previous_response_id',
+    (e) => e.status === 400 && e.param === 'previous_response_id' && e.code === 'previous_response_not_found',
   );
 });
+
+for (const route of ['', '/gemini', '/anthropic']) {
+  test(`openai SDK loop with previous_response_id via ${route || '/'}: whole, then streamed`, async () => {
+    const client = new OpenAI({ baseURL: `${root()}${route}/v1`, apiKey: API_KEY, maxRetries: 0 });
+    const first = await client.responses.create({ model: 'mock-agent', input: 'Weather in Paris?', tools, instructions: 'Be brief.' });
+    const call = first.output.find((o) => o.type === 'function_call');
+    assert.ok(call, JSON.stringify(first.output));
+    // only the tool's output: the call it answers comes from the stored chain
+    const second = await client.responses.create({
+      model: 'mock-agent', previous_response_id: first.id, tools,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: 'sunny' }],
+    });
+    assert.equal(second.previous_response_id, first.id);
+    assert.equal(second.output_text, 'result: sunny');
+    let up = await lastUpstream();
+    const roles = up.body.messages.map((m) => m.role);
+    assert.deepEqual(roles.filter((r) => r !== 'system'), ['user', 'assistant', 'tool']);
+    assert.ok(!up.body.messages.some((m) => m.content === 'Be brief.'), 'instructions are not carried over');
+    // a third turn continues the chain of two, streamed
+    const stream = client.responses.stream({ model: 'mock-agent', previous_response_id: second.id, input: 'Thanks!' });
+    const final = await stream.finalResponse();
+    assert.equal(final.status, 'completed');
+    up = await lastUpstream();
+    assert.deepEqual(up.body.messages.map((m) => m.role), ['user', 'assistant', 'tool', 'assistant', 'user']);
+    // the streamed one is a link of the chain too
+    const fourth = await client.responses.create({ model: 'mock-agent', previous_response_id: final.id, input: 'Bye' });
+    assert.equal(fourth.status, 'completed');
+    up = await lastUpstream();
+    // the chain's four turns, then this one (the streamed answer's call,
+    // which nobody answered, gets hygiene's placeholder result)
+    const msgs = up.body.messages;
+    assert.deepEqual(msgs.slice(0, 6).map((m) => m.role), ['user', 'assistant', 'tool', 'assistant', 'user', 'assistant'], JSON.stringify(msgs));
+    assert.equal(msgs[4].content, 'Thanks!');
+    assert.deepEqual(msgs.at(-1), { role: 'user', content: 'Bye' });
+    // another client (another key) cannot continue it
+    const other = new OpenAI({ baseURL: `${root()}${route}/v1`, apiKey: `${API_KEY}-other`, maxRetries: 0 });
+    await assert.rejects(
+      other.responses.create({ model: 'mock-agent', previous_response_id: first.id, input: 'x' }),
+      (e) => e.status === 400 && e.param === 'previous_response_id',
+    );
+    // store: false leaves nothing to continue
+    const unstored = await client.responses.create({ model: 'mock-agent', input: 'hi', store: false });
+    await assert.rejects(
+      client.responses.create({ model: 'mock-agent', previous_response_id: unstored.id, input: 'x' }),
+      (e) => e.status === 400 && e.code === 'previous_response_not_found',
+    );
+  });
+}
 
 test('a tool OpenAI hosts is left out and said so in X-Toolgate-Dropped', async () => {
   const client = new OpenAI({ baseURL: `${root()}/gemini/v1`, apiKey: API_KEY, maxRetries: 0 });

@@ -177,6 +177,8 @@ print(json.dumps({"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"
 bad "more tools than max_tools" 400 "max_tools" --data-binary @"$TG_TMP/tools.json"
 code=$(tg_req "$TG_TMP/r" GET /nowhere -H "$AUTH")
 expect_eq "unknown path: 404" 404 "$code"
+code=$(tg_req "$TG_TMP/r" GET /%FF -H "$AUTH")
+expect_eq "unknown path that is not UTF-8: 404 (toolgate crashed on it)" 404 "$code"
 code=$(chat "$TG_TMP/r" "{\"model\":\"gpt-4o\",$MSG}" -H "$AUTH")
 expect_eq "still serving after all the bad input" 200 "$code"
 

@@ -1602,8 +1602,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size) {
         if (r->body.len + *upload_data_size > MAX_BODY)
             r->too_big = true;
-        else if (tg_buf_append(&r->body, upload_data, *upload_data_size))
-            return MHD_NO;
+        else
+            tg_buf_append(&r->body, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
     }

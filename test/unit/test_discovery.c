@@ -694,6 +694,20 @@ static void test_groups(void **state)
     }
     json_decref(g);
     json_decref(names);
+    /* a namespace longer than a group keeps, cut where a character ends:
+     * 63 ASCII bytes, then 'é' (2 bytes) across the 64-byte limit */
+    char longns[160];
+    memset(longns, 'a', 63);
+    strcpy(longns + 63, "\xc3\xa9\xc3\xa9__tool");
+    names = json_pack("[s, s]", longns, "github__x");
+    g = tg_disc_groups(names);
+    assert_non_null(g);
+    const char *cut = json_string_value(json_array_get(g, 0));
+    assert_non_null(cut);
+    assert_int_equal(strlen(cut), 63);
+    assert_string_equal(json_string_value(json_array_get(g, 1)), "github");
+    json_decref(g);
+    json_decref(names);
 }
 
 static long rank_of(json_t *answer, const char *name)

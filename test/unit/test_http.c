@@ -219,6 +219,37 @@ static void test_forwarded_headers(void **state)
     assert_false(tg_header_is_credential("x-upstream-authorization"));
 }
 
+/* An error that quotes bytes which are not UTF-8 (a percent-decoded path,
+ * a message cut inside a character) still has a body: it was NULL, and the
+ * server's strlen of it took the process down on GET /%FF. */
+static void test_error_body_not_utf8(void **state)
+{
+    (void)state;
+    char long_path[1500];
+    memset(long_path, 'a', sizeof long_path);
+    for (size_t i = 1001; i + 1 < sizeof long_path; i += 2)
+        memcpy(long_path + i, "\xc3\xa9", 2);  /* e-acute, cut somewhere by the 1 KB message */
+    long_path[sizeof long_path - 1] = '\0';
+    long_path[0] = '/';
+    const char *paths[] = {"/\xff", "/ok\xc3", long_path};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        tg_error err;
+        tg_error_set(&err, 404, "invalid_request_error", "unknown_url", paths[i],
+                     "unknown path %s: nothing here", paths[i]);
+        char *body = tg_error_body(&err);
+        assert_non_null(body);
+        json_t *j = json_loads(body, 0, NULL);
+        assert_non_null(j);
+        const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+        assert_non_null(msg);
+        assert_non_null(strstr(msg, "unknown path /"));
+        assert_non_null(strstr(msg, "\xef\xbf\xbd"));  /* U+FFFD */
+        assert_non_null(json_string_value(json_object_get(json_object_get(j, "error"), "param")));
+        json_decref(j);
+        free(body);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_depth),          cmocka_unit_test(test_consttime_equal),
         cmocka_unit_test(test_header_list),    cmocka_unit_test(test_request_id),
         cmocka_unit_test(test_dot_segments),   cmocka_unit_test(test_forwarded_headers),
+        cmocka_unit_test(test_error_body_not_utf8),
     };
     return cmocka_run_group_tests_name("http", tests, NULL, NULL);
 }

@@ -338,10 +338,54 @@ static void test_store_down(void **state)
     json_decref(req);
 }
 
+/* The record a later previous_response_id needs: kept for a chaining
+ * client, not for store: false nor for one that sends its whole history. */
+static json_t *record_after(const char *request)
+{
+    json_t *req = json_loads(request, 0, NULL);
+    json_t *chat = NULL;
+    tg_resp_bridge *b = NULL;
+    tg_error err;
+    assert_int_equal(tg_responses_to_chat(req, &chat, &b, &err), 0);
+    json_t *completion = json_loads("{\"id\":\"c1\",\"model\":\"m\",\"choices\":[{\"index\":0,"
+                                    "\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},"
+                                    "\"finish_reason\":\"stop\"}]}", 0, NULL);
+    tg_resp_bridge_name(b, "u1");
+    json_t *resp = tg_responses_answer(b, completion);
+    json_t *rec = tg_responses_record(b);
+    if (rec) {
+        assert_true(json_equal(json_object_get(rec, "id"), json_object_get(resp, "id")));
+        assert_true(json_equal(json_object_get(rec, "output"), json_object_get(resp, "output")));
+        assert_true(json_equal(json_object_get(rec, "previous_response_id"),
+                               json_object_get(resp, "previous_response_id")));
+    }
+    json_decref(resp);
+    json_decref(completion);
+    json_decref(chat);
+    tg_resp_bridge_free(b);
+    json_decref(req);
+    return rec;
+}
+
+static void test_record(void **state)
+{
+    json_t *rec = record_after("{\"model\":\"m\",\"input\":\"hi\"}");
+    assert_non_null(rec);
+    assert_string_equal(json_string_value(json_object_get(rec, "type")), TG_RESP_RECORD);
+    assert_int_equal(json_array_size(json_object_get(rec, "input")), 1);
+    json_decref(rec);
+    assert_null(record_after("{\"model\":\"m\",\"input\":\"hi\",\"store\":false}"));
+    /* a whole history (an assistant turn in the input): not a chain */
+    assert_null(record_after("{\"model\":\"m\",\"input\":[{\"role\":\"user\",\"content\":\"a\"},"
+                             "{\"role\":\"assistant\",\"content\":\"b\"},"
+                             "{\"role\":\"user\",\"content\":\"c\"}]}"));
+}
+
 int main(void)
 {
     const char *root = getenv("TG_ROOT");
-    const struct CMUnitTest store[] = {cmocka_unit_test(test_store_down)};
+    const struct CMUnitTest store[] = {cmocka_unit_test(test_store_down),
+                                       cmocka_unit_test(test_record)};
     if (cmocka_run_group_tests_name("item_reference lookups", store, NULL, NULL))
         return 1;
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses_api", root ? root : ".");
