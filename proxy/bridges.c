@@ -262,7 +262,8 @@ void bridge_stream_out(tg_req *r, bool end)
 {
     if (!r->prep.bridge)
         return;
-    r->prep.api->stream(r->prep.bridge, r->stream.chat_out.data, r->stream.chat_out.len, &r->stream.out);
+    tg_buf *chat = &r->stream.chat_out;
+    r->prep.api->stream(r->prep.bridge, chat->data, chat->len, &r->stream.out);
     tg_buf_reset(&r->stream.chat_out);
     if (end) {
         r->prep.api->stream_end(r->prep.bridge, &r->stream.out);

@@ -23,6 +23,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "core/alloc.h"
 #include "proxy/bridges.h"
 #include "proxy/log.h"
 #include "proxy/prepare.h"
@@ -149,7 +150,7 @@ static enum MHD_Result queue_stream(tg_req *r)
          * terminator: three). Same events, same headers. */
         size_t n = 0;
         char *body = tg_buf_steal(&r->stream.out, &n);
-        resp = body ? MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE) : NULL;
+        resp = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE);
         if (!resp) {
             free(body);
             return MHD_NO;
@@ -172,7 +173,7 @@ static enum MHD_Result queue_stream(tg_req *r)
 
 static void answer_json(tg_req *r, int status, const char *json)
 {
-    set_answer(r, status, strdup(json), strlen(json), false);
+    set_answer(r, status, tg_strdup(json), strlen(json), false);
 }
 
 /* ---- dispatch: ops endpoints, admission, routing, the upstream URL -------- */
@@ -223,8 +224,9 @@ static bool serve_ops(tg_req *r, enum MHD_Result *res)
  * without a key. */
 static bool base_url_check(const tg_req *r)
 {
-    return (!strcmp(r->client.method, "HEAD") || !strcmp(r->client.method, "GET")) &&
-           (!*r->client.rest || !strcmp(r->client.rest, "/") || !strcmp(r->client.rest, "/api/hello"));
+    const char *m = r->client.method, *rest = r->client.rest;
+    return (!strcmp(m, "HEAD") || !strcmp(m, "GET")) &&
+           (!*rest || !strcmp(rest, "/") || !strcmp(rest, "/api/hello"));
 }
 
 /* Admission: what is answered before a route is looked at -- a client
@@ -339,7 +341,7 @@ static enum MHD_Result dispatch(tg_req *r)
  * next head under the same deadline. */
 static void heads_add(worker *w, head_wait *h)
 {
-    if (!h || h->listed)  /* NULL: its calloc failed, the connection goes unwatched */
+    if (!h || h->listed)  /* NULL: MHD gave no socket context (head_of) */
         return;
     h->since = now_us();
     h->listed = true;
@@ -376,15 +378,13 @@ static head_wait *head_of(struct MHD_Connection *conn)
 }
 
 void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                          enum MHD_ConnectionNotificationCode toe)
+                   enum MHD_ConnectionNotificationCode toe)
 {
     worker *w = cls;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        head_wait *h = calloc(1, sizeof *h);
-        if (h) {
-            h->conn = conn;
-            heads_add(w, h);
-        }
+        head_wait *h = tg_calloc(1, sizeof *h);
+        h->conn = conn;
+        heads_add(w, h);
         *socket_context = h;
     } else if (*socket_context) {
         heads_del(w, *socket_context);
@@ -491,8 +491,6 @@ static enum MHD_Result begin_request(worker *w, struct MHD_Connection *conn, con
 {
     heads_del(w, head_of(conn));  /* the head is whole */
     tg_req *r = req_new(w, conn, url, method);
-    if (!r)
-        return MHD_NO;
     *con_cls = r;
     if (refuse_on_headers(r, url))
         return queue_answer(r);  /* MHD reads no body after an answer */
@@ -578,7 +576,7 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *u
 }
 
 void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                         enum MHD_RequestTerminationCode toe)
+                  enum MHD_RequestTerminationCode toe)
 {
     tg_req *r = *con_cls;
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)

@@ -56,8 +56,9 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
     size_t bytes;
     if (body_plain(r))
         return -1;
-    json_t *body = tg_request_parse(r->client.body.data ? r->client.body.data : "", r->client.body.len, NULL,
-                                    r->conf->max_depth, &hash, &bytes, &err);
+    const tg_buf *in = &r->client.body;
+    json_t *body = tg_request_parse(in->data ? in->data : "", in->len, NULL, r->conf->max_depth,
+                                    &hash, &bytes, &err);
     if (!body) {
         set_error_from(r, &err);
         return -1;
@@ -88,7 +89,8 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
                   "%s%s: route '%s' bridges %s over the provider's chat completions, which "
                   "count no tokens without generating; this endpoint is answered on routes that "
                   "pass the API through to a provider that has it",
-                  r->prep.api->name, r->client.rest + strlen(r->prep.api->name), route->name, r->prep.api->name);
+                  r->prep.api->name, r->client.rest + strlen(r->prep.api->name), route->name,
+                  r->prep.api->name);
         return -1;
     }
     json_t *chat = NULL;
@@ -118,8 +120,9 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
     tg_error err;
     if (body_plain(r))
         return -1;
-    json_t *body = tg_request_parse(r->client.body.data ? r->client.body.data : "", r->client.body.len, r->w->cache,
-                                    c->max_depth, &r->prep.tools_hash, &r->prep.tools_bytes, &err);
+    const tg_buf *in = &r->client.body;
+    json_t *body = tg_request_parse(in->data ? in->data : "", in->len, r->w->cache, c->max_depth,
+                                    &r->prep.tools_hash, &r->prep.tools_bytes, &err);
     if (!body) {
         set_error_from(r, &err);
         return -1;
@@ -127,7 +130,8 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
     r->json = body;
     /* An agent resends its tool list every turn: once a list (by its bytes'
      * hash) has passed, its entries are not walked again. */
-    json_t *ok = r->prep.tools_hash ? tg_cache_get(r->w->cache, "toolsok", r->prep.tools_hash) : NULL;
+    uint64_t th = r->prep.tools_hash;
+    json_t *ok = th ? tg_cache_get(r->w->cache, "toolsok", th) : NULL;
     bool checked = ok != NULL;
     json_decref(ok);
     if (tg_validate_chat_request(body, c->max_tools, checked, &err)) {
@@ -159,8 +163,9 @@ int prepare_route(tg_req *r, const tg_route *route)
     if (r->ctx_live) {  /* second time: the first run edited r->json in place */
         tg_ctx_clear(&r->ctx);
         r->ctx_live = false;
-        body = tg_request_parse(r->client.body.data, r->client.body.len, r->w->cache, r->conf->max_depth,
-                                &r->prep.tools_hash, &r->prep.tools_bytes, &err);
+        body = tg_request_parse(r->client.body.data, r->client.body.len, r->w->cache,
+                                r->conf->max_depth, &r->prep.tools_hash, &r->prep.tools_bytes,
+                                &err);
         if (!body)
             return -1;
         json_decref(r->json);
@@ -183,7 +188,9 @@ int prepare_route(tg_req *r, const tg_route *route)
     }
     up_body_free(r);
     if (tg_request_dump_split(body, &r->ctx, &r->up.body, &r->up.tools)) {
-        set_error(r, 500, "server_error", NULL, NULL, "out of memory");
+        /* a value JSON cannot say (jsonio.h); memory cannot fail (tg.h) */
+        set_error(r, 500, "server_error", NULL, NULL,
+                  "the request for route %s could not be written as JSON", route->name);
         return -1;
     }
     if (!r->ctx.request)

@@ -17,19 +17,18 @@
 #include <sys/epoll.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "proxy/log.h"
 
 tg_req *req_new(worker *w, struct MHD_Connection *conn, const char *url,
-                       const char *method)
+                const char *method)
 {
-    tg_req *r = calloc(1, sizeof *r);
-    if (!r)
-        return NULL;
+    tg_req *r = tg_calloc(1, sizeof *r);
     r->refs = 1;
     r->w = w;
     r->client.conn = conn;
     r->conf = tg_conf_ref(w->conf);
-    r->client.url = strdup(url);
+    r->client.url = tg_strdup(url);
     snprintf(r->client.method, sizeof r->client.method, "%s", method);
     r->client.fd = -1;
     r->t_start = now_us();
@@ -233,7 +232,7 @@ void set_answer(tg_req *r, int status, char *body, size_t len, bool from_upstrea
 }
 
 void set_error(tg_req *r, int status, const char *type, const char *code,
-                      const char *param, const char *fmt, ...)
+               const char *param, const char *fmt, ...)
 {
     tg_error err;
     char msg[1024];

@@ -177,7 +177,7 @@ typedef struct bridge_api {
 /* ---- lifetime ---- */
 
 /* A new request of `conn` on w (refs 1: MHD's), in w's list of requests
- * in flight; NULL when out of memory. */
+ * in flight. */
 tg_req *req_new(worker *w, struct MHD_Connection *conn, const char *url, const char *method);
 static inline tg_req *req_ref(tg_req *r)
 {

@@ -38,6 +38,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "proxy/bridges.h"
 #include "proxy/front.h"
 #include "proxy/log.h"
@@ -425,7 +426,7 @@ static void reload(server *s, const char *path)
 
 int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_override)
 {
-    char *host = strdup(conf->listen_host);
+    char *host = tg_strdup(conf->listen_host);
     int port = conf->listen_port;
     if (listen_override) {
         const char *colon = strrchr(listen_override, ':');
@@ -435,7 +436,7 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
             return 2;
         }
         free(host);
-        host = strndup(listen_override, (size_t)(colon - listen_override));
+        host = tg_strndup(listen_override, (size_t)(colon - listen_override));
         if (host[0] == '[') {
             memmove(host, host + 1, strlen(host));
             host[strlen(host) - 1] = '\0';
@@ -460,7 +461,7 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
 
     server s = {0};
     s.n = conf->threads;
-    s.workers = calloc((size_t)s.n, sizeof *s.workers);
+    s.workers = tg_calloc((size_t)s.n, sizeof *s.workers);
     s.metrics = tg_metrics_new(s.n);
     char err[320] = "";
     s.items = tg_store_open(conf, s.n, err, sizeof err);

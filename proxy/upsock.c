@@ -15,6 +15,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
+
 /* Upstream sockets stay in the worker's epoll set between transfers: curl
  * removes a keep-alive connection's socket after every response and adds it
  * back for the next request, two epoll_ctl calls a request for nothing. A
@@ -33,9 +35,7 @@ static uint8_t *upfd_slot(worker *w, curl_socket_t s)
         size_t n = w->n_upfd ? w->n_upfd : 256;
         while (n <= (size_t)s)
             n *= 2;
-        uint8_t *p = realloc(w->upfd, n);
-        if (!p)
-            return NULL;
+        uint8_t *p = tg_realloc(w->upfd, n);
         memset(p + w->n_upfd, 0, n - w->n_upfd);
         w->upfd = p;
         w->n_upfd = n;

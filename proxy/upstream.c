@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/alloc.h"
 #include "core/jsonio.h"
 #include "proxy/bridges.h"
 #include "proxy/log.h"
@@ -84,8 +85,8 @@ static void release_bodies(tg_req *r)
  * client whole, at its end. */
 static bool start_raw_stream(tg_req *r, const char *ct)
 {
-    if (r->prep.is_chat || r->state != RQ_WAIT || r->up.status < 200 || r->up.status >= 300 || !ct ||
-        !strstr(ct, "text/event-stream"))
+    if (r->prep.is_chat || r->state != RQ_WAIT || r->up.status < 200 || r->up.status >= 300 ||
+        !ct || !strstr(ct, "text/event-stream"))
         return false;
     r->stream.is_sse = r->stream.raw = true;
     r->answer.status = (int)r->up.status;
@@ -314,7 +315,7 @@ int start_upstream(tg_req *r, const char *url, const char *method)
     CURL *e = w->n_spare ? w->spare[--w->n_spare] : curl_easy_init();
     if (!e)
         return -1;
-    char *u = strdup(url);  /* url may be r->up.url itself (another round) */
+    char *u = tg_strdup(url);  /* url may be r->up.url itself (another round) */
     free(r->up.url);
     r->up.url = u;
     r->up.status = 0;
@@ -685,7 +686,7 @@ void fire_due_retries(worker *w, uint64_t t)
         w->n_retry_wait--;
         if (r->client.gone)
             continue;
-        char *url = strdup(r->up.url);
+        char *url = tg_strdup(r->up.url);
         if (start_upstream(r, url, r->client.method)) {
             set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
                       "could not start the upstream request");
