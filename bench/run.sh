@@ -90,17 +90,7 @@ put() { echo "$1 $2" >> "$RES"; }
 get() { awk -v k="$1" '$1 == k { v = $2 } END { print (v == "" ? "-" : v) }' "$RES"; }
 field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k { print $2 }'; }
 
-# A port nothing answers on (curl exit 7 = connection refused).
-free_port() {
-    local p
-    p=$1
-    while :; do
-        curl -s -o /dev/null -m 1 "http://127.0.0.1:$p/"
-        [ $? -eq 7 ] && break
-        p=$((p + 1))
-    done
-    echo "$p"
-}
+. bench/lib.sh
 
 CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 # utime+stime in ticks, summed over the given pids.
@@ -143,15 +133,6 @@ children() { # direct children of $1
     done
 }
 
-wait_http() { # URL: until it answers 200, up to 5 s
-    local i
-    i=0
-    while [ $i -lt 50 ]; do
-        [ "$(curl -s -o /dev/null -w '%{http_code}' -m 1 "$1")" = 200 ] && return 0
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
 
 # ---------------------------------------------------------------- bodies
 B=$TMP/bodies
@@ -179,15 +160,6 @@ stream:stream.json:/sse/v1/chat/completions
 toolcall:toolstream.json:/tcs/v1/chat/completions"
 
 # ---------------------------------------------------------------- start the three
-start_mock() {
-    "$MOCK" --listen 127.0.0.1:0 > "$TMP/mock.out" 2> "$TMP/mock.err" &
-    MOCK_PID=$!
-    i=0
-    while ! grep -q '^port=' "$TMP/mock.out" 2>/dev/null; do
-        sleep 0.05; i=$((i + 1)); [ $i -gt 100 ] && die "mock did not start: $(cat "$TMP/mock.err")"
-    done
-    MP=$(sed -n 's/^port=//p' "$TMP/mock.out")
-}
 
 start_static() { # nginx answering every request with the mock's JSON
     if [ "$JSON_UP" = mock ]; then SP=$MP; STATIC_PIDS=$MOCK_PID; return; fi
@@ -201,10 +173,7 @@ start_static() { # nginx answering every request with the mock's JSON
     # fragments, served whole by nginx at /tcs/ so that the upstream costs
     # the three systems the same and little (a POST to a static file is a
     # 405 in nginx: error_page turns it into the file).
-    curl -s -H 'Content-Type: application/json' -H 'X-Mock: parallel' -H 'X-Mock-Calls: 1' \
-        -H 'X-Mock-Arg-Pieces: 20' --data-binary @"$B/toolstream.json" \
-        "http://127.0.0.1:$MP/v1/chat/completions" > "$TMP/static/tcs.sse"
-    grep -q '"arguments"' "$TMP/static/tcs.sse" || die "mock's tool-call stream: $(head -c 300 "$TMP/static/tcs.sse")"
+    capture_toolcall "$B/toolstream.json" "$TMP/static/tcs.sse"
     cat > "$TMP/static/nginx.conf" <<EOF
 daemon off;
 worker_processes $THREADS;
@@ -299,23 +268,8 @@ upstream = http://127.0.0.1:$SP/v1
 dialect = openai
 discovery = on
 
-[route sse]
-models = sse-bench-*
-prefix = /sse
-upstream = http://127.0.0.1:$MP/v1
-dialect = openai
-
-[route tcs]
-models = tcs-bench-*
-prefix = /tcs
-upstream = http://127.0.0.1:$SP/tcs/v1
-dialect = openai
-
-[route json]
-models = *
-upstream = http://127.0.0.1:$SP/v1
-dialect = openai
 EOF
+    stream_routes >> "$TMP/toolgate.conf"
     "$TG" serve -c "$TMP/toolgate.conf" > "$TMP/toolgate.out" 2>> "$TMP/toolgate.err" &
     TG_PID=$!
     wait_http "http://127.0.0.1:$TP/readyz" || die "toolgate did not start: $(cat "$TMP/toolgate.err")"
@@ -769,7 +723,7 @@ MODEL=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
     echo "- machine: $(nproc) CPUs, $MODEL, $(uname -sr)"
     echo "- command: \`$CMD\` (BUILD=$BUILD, $DUR s per wrk run, $WARM s warm-up, wrk $(wrk -v 2>&1 | awk 'NR==1 { print $2 }'), $(nginx -v 2>&1 | sed 's/.*: //'))"
     echo "- load average (other users of the machine): $LOAD0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
-    echo "- toolgate $("$TG" version 2>/dev/null | head -1), git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo '+dirty')"
+    echo "- toolgate $("$TG" version 2>/dev/null | head -1), git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- . ':!bench/RESULTS.md' 2>/dev/null || echo '+dirty')"
     echo
     echo "direct = the load tool straight to the upstream (the floor); nginx = plain reverse"
     echo "proxy, $THREADS workers, bodies kept in memory, upstream keep-alive, proxy_buffering off;"

@@ -42,13 +42,8 @@ trap 'exit 130' INT TERM HUP
 
 cc -O2 -o "$TMP/streamer" bench/streamer.c || die "cannot build bench/streamer.c"
 
-"$MOCK" --listen 127.0.0.1:0 > "$TMP/mock.out" 2> "$TMP/mock.err" &
-MOCK_PID=$!
-i=0
-while ! grep -q '^port=' "$TMP/mock.out" 2>/dev/null; do
-    sleep 0.05; i=$((i + 1)); [ $i -gt 100 ] && die "mock did not start"
-done
-MP=$(sed -n 's/^port=//p' "$TMP/mock.out")
+. bench/lib.sh
+start_mock
 
 TP=18790
 while curl -s -o /dev/null -m 1 "http://127.0.0.1:$TP/"; [ $? -ne 7 ]; do TP=$((TP + 1)); done
@@ -58,6 +53,7 @@ listen = 127.0.0.1:$TP
 threads = 2
 access_log = off
 log_level = warn
+forward_headers = x-mock*
 
 [route held]
 models = held-*

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "core/cache.h"
+#include "core/hash.h"
 
 #define BUCKETS 4096u       /* entries; a power of two */
 #define OWNER_BUCKETS 512u  /* owners; a power of two */

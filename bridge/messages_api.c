@@ -41,6 +41,7 @@
 
 #include "bridge/bridge.h"
 #include "core/alloc.h"
+#include "core/hash.h"
 #include "core/jsonio.h"
 
 enum { BLK_NONE, BLK_TEXT, BLK_THINKING, BLK_TOOL };
@@ -663,7 +664,7 @@ static void convert_effort(json_t *chat, const json_t *body, conv *cv)
 
 /* metadata.user_id as chat's user. OpenAI takes at most 64 characters
  * there and Claude Code's is a JSON text of about 150, so a longer one
- * goes as a stable hash of it (FNV-1a 64): the same user, the same value. */
+ * goes as a stable hash of it: the same user, the same value. */
 static void convert_user(json_t *chat, const json_t *body)
 {
     const json_t *v = json_object_get(json_object_get(body, "metadata"), "user_id");
@@ -673,10 +674,9 @@ static void convert_user(json_t *chat, const json_t *body)
         json_object_set(chat, "user", (json_t *)v);
         return;
     }
-    uint64_t h = 1469598103934665603ull;
-    const unsigned char *p = (const unsigned char *)json_string_value(v);
-    for (size_t i = 0; i < json_string_length(v); i++)
-        h = (h ^ p[i]) * 1099511628211ull;
+    /* FNV-1a (core/hash.h) from a start one digit short of its offset
+     * basis, as it was first written: kept, so a user keeps its value */
+    uint64_t h = tg_fnv1a64(1469598103934665603ull, json_string_value(v), json_string_length(v));
     char u[32];
     snprintf(u, sizeof u, "tg-%016llx", (unsigned long long)h);
     json_object_set_new(chat, "user", json_string(u));
@@ -734,7 +734,7 @@ static void choice_of_dropped(json_t *chat, conv *cv)
 {
     const char *name = json_string_value(json_object_get(
         json_object_get(json_object_get(chat, "tool_choice"), "function"), "name"));
-    if (!name || tg_tool_named(json_object_get(chat, "tools"), name))
+    if (!name || tg_tool_peek(json_object_get(chat, "tools"), name))
         return;
     json_object_del(chat, "tool_choice");
     tg_bridge_drop(cv->dropped, "fields", "tool_choice");
@@ -841,7 +841,7 @@ int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t
     return 0;
 }
 
-const json_t *tg_msg_bridge_dropped(const tg_msg_bridge *b)
+const json_t *tg_msg_bridge_dropped_peek(const tg_msg_bridge *b)
 {
     return b ? b->dropped : NULL;
 }

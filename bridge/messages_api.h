@@ -11,7 +11,7 @@
  * so hygiene, schema dialects, discovery and repair apply unchanged. What
  * only Anthropic's servers can do (server tools such as web_search, MCP
  * connectors, code execution containers) is left out and listed
- * (tg_msg_bridge_dropped), or refused with a 400 naming the field when
+ * (tg_msg_bridge_dropped_peek), or refused with a 400 naming the field when
  * the route says so (tg_bridge_opts); PDF and file documents, which
  * would change the conversation if left out, are refused.
  * Errors in OpenAI's shape become Anthropic's (tg_messages_error_body).
@@ -37,7 +37,7 @@ int tg_messages_to_chat(const json_t *body, json_t **chat, tg_msg_bridge **bridg
 int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t **chat,
                              tg_msg_bridge **bridge, tg_error *err);
 /* What the conversion left out, {kind: [name]} (borrowed; bridge.h). */
-const json_t *tg_msg_bridge_dropped(const tg_msg_bridge *b);
+const json_t *tg_msg_bridge_dropped_peek(const tg_msg_bridge *b);
 
 /* A whole chat.completion (borrowed) as a Message object (new reference). */
 json_t *tg_messages_answer(tg_msg_bridge *b, const json_t *completion);

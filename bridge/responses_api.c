@@ -238,7 +238,7 @@ static json_t *tool_content(const json_t *output, const char *path, tg_error *er
     return v;
 }
 
-static json_t *last_assistant(json_t *messages)
+static json_t *last_assistant_peek(json_t *messages)
 {
     size_t n = json_array_size(messages);
     json_t *m = n ? json_array_get(messages, n - 1) : NULL;
@@ -291,7 +291,7 @@ static json_t *args_text(const json_t *v)
 static void add_call(json_t *messages, json_t **reasoning, const json_t *call_id, json_t *name,
                      json_t *args)
 {
-    json_t *m = last_assistant(messages);
+    json_t *m = last_assistant_peek(messages);
     if (!m || *reasoning)
         m = assistant_turn(messages, reasoning);
     json_t *calls = json_object_get(m, "tool_calls");
@@ -1030,7 +1030,7 @@ int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_re
     return 0;
 }
 
-const json_t *tg_resp_bridge_dropped(const tg_resp_bridge *b)
+const json_t *tg_resp_bridge_dropped_peek(const tg_resp_bridge *b)
 {
     return b ? b->dropped : NULL;
 }

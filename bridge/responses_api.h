@@ -10,7 +10,7 @@
  * discovery and repair apply unchanged. Stateless like the rest of
  * toolgate: what needs the provider's stored state (conversation, prompt)
  * is refused with a 400 naming the field, never guessed; tools only
- * OpenAI's servers run are left out and listed (tg_resp_bridge_dropped),
+ * OpenAI's servers run are left out and listed (tg_resp_bridge_dropped_peek),
  * or refused when the route says so; an item_reference and a
  * previous_response_id are answered from the caller's store of recent
  * items and responses (itemstore.h, tg_responses_record) when it holds
@@ -44,7 +44,7 @@ int tg_responses_to_chat_with(const json_t *body, tg_resp_lookup fn, void *ud, j
 int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_resp_lookup fn,
                               void *ud, json_t **chat, tg_resp_bridge **bridge, tg_error *err);
 /* What the conversion left out, {kind: [name]} (borrowed; bridge.h). */
-const json_t *tg_resp_bridge_dropped(const tg_resp_bridge *b);
+const json_t *tg_resp_bridge_dropped_peek(const tg_resp_bridge *b);
 
 /* Names the Response and its items from unique (at most 63 bytes), which a
  * store of items needs; without it ids come from the chat answer's id. */

@@ -18,7 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
+
+#include "core/rules.h"
 
 typedef struct kv {
     char *section;
@@ -54,7 +57,7 @@ static void perr(parser *p, int line, const char *fmt, ...)
     va_list ap;
     tg_buf_printf(p->errors, "%s:%d: ", p->name, line);
     va_start(ap, fmt);
-    char msg[512];
+    char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     tg_buf_puts(p->errors, msg);
@@ -280,15 +283,32 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
-static int parse_bool(const char *s, int *out)
+/* A plain boolean key, read like a rule switch (core/rules.h) and refused
+ * with the same words. */
+static int parse_bool(parser *p, const kv *k, int *out)
 {
-    if (!strcmp(s, "on") || !strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "1"))
-        *out = 1;
-    else if (!strcmp(s, "off") || !strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "0"))
-        *out = 0;
-    else
+    int on = tg_switch_parse(k->value);
+    if (on < 0) {
+        perr(p, k->line, "%s: expected on or off, got '%s'", k->key, k->value);
         return -1;
+    }
+    *out = on;
     return 0;
+}
+
+/* A key that takes one of a few words (NULL-terminated names), in any case
+ * as the switches: its index, or -1 and a message listing the words. */
+static int parse_choice(parser *p, const kv *k, const char *const *names)
+{
+    for (int i = 0; names[i]; i++)
+        if (!strcasecmp(k->value, names[i]))
+            return i;
+    tg_buf list = {0};
+    for (int i = 0; names[i]; i++)
+        tg_buf_printf(&list, "%s%s", i ? " | " : "", names[i]);
+    perr(p, k->line, "%s: expected %s, got '%s'", k->key, list.data ? list.data : "", k->value);
+    tg_buf_free(&list);
+    return -1;
 }
 
 /* "a, b ,c" -> NULL-terminated array of trimmed, non-empty strings. */
@@ -410,9 +430,7 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
         }
     } else if (!strcmp(key, "metrics_auth")) {
         int b;
-        if (parse_bool(v, &b))
-            perr(p, k->line, "metrics_auth: expected on or off, got '%s'", v);
-        else
+        if (!parse_bool(p, k, &b))
             p->metrics_auth = b;
     } else if (!strcmp(key, "max_body_memory")) {
         if (tg_parse_size(v, &c->max_body_memory) || c->max_body_memory == 0)
@@ -424,14 +442,9 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
         free_list(c->forward_headers);
         c->forward_headers = split_list(v);
     } else if (!strcmp(key, "log_level")) {
-        static const char *lv[] = {"error", "warn", "info", "debug"};
-        int found = -1;
-        for (int i = 0; i < 4; i++)
-            if (!strcmp(v, lv[i]))
-                found = i;
-        if (found < 0)
-            perr(p, k->line, "log_level: expected error | warn | info | debug, got '%s'", v);
-        else
+        static const char *const lv[] = {"error", "warn", "info", "debug", NULL};
+        int found = parse_choice(p, k, lv);
+        if (found >= 0)
             c->log_level = (tg_log_level)found;
     } else if (!strcmp(key, "access_log")) {
         free(c->access_log);
@@ -492,7 +505,7 @@ static char *normalize_prefix(const char *v)
 static void route_key(parser *p, tg_route *r, const kv *k)
 {
     const char *key = k->key, *v = k->value;
-    char msg[256];
+    char msg[1024];  /* room for a section's list of rule names */
     int b;
     if (!strcmp(key, "models")) {
         free_list(r->models);
@@ -529,12 +542,12 @@ static void route_key(parser *p, tg_route *r, const kv *k)
         free(r->strip_prefix);
         r->strip_prefix = tg_strdup(v);
     } else if (!strcmp(key, "discovery")) {
-        if (!strcmp(v, "off"))
-            r->rules.disc.mode = TG_DISC_OFF;
-        else if (!strcmp(v, "auto"))
+        /* a switch (core/rules.h) with a third value */
+        int on = tg_switch_parse(v);
+        if (on >= 0)
+            r->rules.disc.mode = on ? TG_DISC_ON : TG_DISC_OFF;
+        else if (!strcasecmp(v, "auto"))
             r->rules.disc.mode = TG_DISC_AUTO;
-        else if (!strcmp(v, "on"))
-            r->rules.disc.mode = TG_DISC_ON;
         else
             perr(p, k->line, "discovery: expected off | auto | on, got '%s'", v);
     } else if (!strcmp(key, "discovery_threshold")) {
@@ -550,12 +563,9 @@ static void route_key(parser *p, tg_route *r, const kv *k)
         if (parse_int(v, 1, 32, &r->rules.disc.max_rounds))
             perr(p, k->line, "discovery_rounds: expected 1..32, got '%s'", v);
     } else if (!strcmp(key, "discovery_list_names")) {
-        if (parse_bool(v, &r->rules.disc.list_names))
-            perr(p, k->line, "discovery_list_names: expected on | off, got '%s'", v);
+        parse_bool(p, k, &r->rules.disc.list_names);
     } else if (!strcmp(key, "text_tool_calls")) {
-        if (parse_bool(v, &b))
-            perr(p, k->line, "text_tool_calls: expected on | off, got '%s'", v);
-        else
+        if (!parse_bool(p, k, &b))
             r->rules.repair.text_tool_calls = b;
     } else if (!strcmp(key, "connect_timeout") || !strcmp(key, "ttfb_timeout") ||
                !strcmp(key, "idle_timeout") || !strcmp(key, "timeout")) {
@@ -568,27 +578,17 @@ static void route_key(parser *p, tg_route *r, const kv *k)
     } else if (!strcmp(key, "retries")) {
         if (parse_int(v, 0, 10, &r->retries))
             perr(p, k->line, "retries: expected 0..10, got '%s'", v);
-    } else if (!strcmp(key, "responses")) {
-        if (!strcmp(v, "bridge"))
-            r->responses = 1;
-        else if (!strcmp(v, "pass"))
-            r->responses = 0;
-        else
-            perr(p, k->line, "responses: expected bridge | pass, got '%s'", v);
-    } else if (!strcmp(key, "messages")) {
-        if (!strcmp(v, "bridge"))
-            r->messages = 1;
-        else if (!strcmp(v, "pass"))
-            r->messages = 0;
-        else
-            perr(p, k->line, "messages: expected bridge | pass, got '%s'", v);
+    } else if (!strcmp(key, "responses") || !strcmp(key, "messages")) {
+        static const char *const how[] = {"bridge", "pass", NULL};
+        int *dst = !strcmp(key, "responses") ? &r->responses : &r->messages;
+        int i = parse_choice(p, k, how);
+        if (i >= 0)
+            *dst = i == 0;
     } else if (!strcmp(key, "hosted_tools")) {
-        if (!strcmp(v, "drop"))
-            r->refuse_hosted = false;
-        else if (!strcmp(v, "refuse"))
-            r->refuse_hosted = true;
-        else
-            perr(p, k->line, "hosted_tools: expected drop | refuse, got '%s'", v);
+        static const char *const hosted[] = {"drop", "refuse", NULL};
+        int i = parse_choice(p, k, hosted);
+        if (i >= 0)
+            r->refuse_hosted = i == 1;
     } else if (!strcmp(key, "fallback")) {
         free(r->fallback);
         r->fallback = *v ? tg_strdup(v) : NULL;
@@ -886,12 +886,13 @@ bool tg_route_bridges_responses(const tg_route *r)
 {
     if (r->responses >= 0)
         return r->responses == 1;
-    return r->rules.schema.dialect != TG_D_PASSTHROUGH;
+    return tg_dialect_has(r->rules.schema.dialect, TG_DF_REWRITE);
 }
 
 bool tg_route_bridges_messages(const tg_route *r)
 {
     if (r->messages >= 0)
         return r->messages == 1;
-    return r->rules.schema.dialect != TG_D_PASSTHROUGH && r->rules.schema.dialect != TG_D_ANTHROPIC;
+    tg_dialect d = r->rules.schema.dialect;
+    return tg_dialect_has(d, TG_DF_REWRITE) && !tg_dialect_has(d, TG_DF_NATIVE_MESSAGES);
 }

@@ -28,36 +28,6 @@ struct tg_cache {
     size_t max_entries, max_bytes;
 };
 
-/* 128-bit multiply folded to 64 bits: the mixing step of wyhash. */
-static uint64_t mum(uint64_t a, uint64_t b)
-{
-    __uint128_t r = (__uint128_t)a * b;
-    return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-/* 16 bytes a step, so hashing the 137 KB tool list of a big request costs
- * microseconds, not the ~0.1 ms a byte-at-a-time hash would. */
-uint64_t tg_hash64(const void *p, size_t n, uint64_t seed)
-{
-    const unsigned char *b = p;
-    uint64_t h = seed ^ 0xa0761d6478bd642fULL ^ mum(n, 0xe7037ed1a0b428dbULL);
-    size_t left = n;
-    while (left >= 16) {
-        uint64_t x, y;
-        memcpy(&x, b, 8);
-        memcpy(&y, b + 8, 8);
-        h = mum(x ^ 0x8ebc6af09c88c6e3ULL ^ h, y ^ 0x589965cc75374cc3ULL);
-        b += 16;
-        left -= 16;
-    }
-    uint64_t x = 0, y = 0;
-    memcpy(&x, b, left < 8 ? left : 8);
-    if (left > 8)
-        memcpy(&y, b + 8, left - 8);
-    h = mum(x ^ 0x8ebc6af09c88c6e3ULL ^ h, y ^ 0x1d8e4e27c47d124fULL);
-    return mum(h ^ 0xa0761d6478bd642fULL, n ^ 0xe7037ed1a0b428dbULL);
-}
-
 tg_cache *tg_cache_new(size_t max_entries, size_t max_bytes)
 {
     tg_cache *c = tg_calloc(1, sizeof *c);

@@ -15,15 +15,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/hash.h"  /* tg_hash64, the hash of cache keys */
+
 typedef struct tg_cache tg_cache;
 
 /* Either bound may be 0 for "no limit on that axis" (not both). */
 tg_cache *tg_cache_new(size_t max_entries, size_t max_bytes);
 void tg_cache_free(tg_cache *c);
-
-/* 64-bit hash of n bytes (FNV-1a core with a final avalanche), chainable
- * through seed: tg_hash64(b, nb, tg_hash64(a, na, 0)). */
-uint64_t tg_hash64(const void *p, size_t n, uint64_t seed);
 
 /* NEW reference, or NULL on a miss (or when c is NULL). */
 json_t *tg_cache_get(tg_cache *c, const char *kind, uint64_t key);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "core/dialect.h"
+#include "core/quirk.h"
 #include "core/tg.h"
 
 struct tg_cache;
@@ -28,15 +29,13 @@ struct tg_repair_rules;
 struct tg_disc_conf;
 struct tg_ctx;
 
-#define TG_QUIRKS 30
-
 /* Counters a request accumulates, for logs and /metrics. */
 typedef struct tg_stats {
     unsigned schema_rewrites;
     unsigned fields_stripped;
     unsigned repairs;
     unsigned repair_failures;        /* calls delivered unrepaired or dropped */
-    unsigned quirks[TG_QUIRKS];      /* repairs by quirk: [n] for Rn, [0] others */
+    unsigned quirks[TG_QUIRKS];      /* repairs by quirk id (core/quirk.h) */
     unsigned discovery_rounds;
     unsigned bad_chunks;             /* stream chunks repaired or dropped for their shape */
     unsigned tools_in, tools_out;

@@ -1,14 +1,18 @@
-/* dialect.c -- names of the dialect ids (see dialect.h). */
+/* dialect.c -- the names and features of the dialect table (see dialect.h). */
 #include "core/dialect.h"
 
 #include <string.h>
 
-#define NAME(id, name) [id] = name,
+#define NAME(id, name, features, schema, msg, repair) [id] = name,
 static const char *const names[TG_D_COUNT] = {TG_DIALECTS(NAME)};
 #undef NAME
 
+#define FEATURES(id, name, features, schema, msg, repair) [id] = features,
+static const unsigned features_of[TG_D_COUNT] = {TG_DIALECTS(FEATURES)};
+#undef FEATURES
+
 /* " | openai | openai-strict | ...": the first separator is skipped. */
-#define LISTED(id, name) " | " name
+#define LISTED(id, name, features, schema, msg, repair) " | " name
 static const char list[] = TG_DIALECTS(LISTED);
 #undef LISTED
 
@@ -28,4 +32,9 @@ const char *tg_dialect_name(tg_dialect d)
 const char *tg_dialect_list(void)
 {
     return list + 3;
+}
+
+unsigned tg_dialect_features(tg_dialect d)
+{
+    return (d >= 0 && d < TG_D_COUNT) ? features_of[d] : 0;
 }

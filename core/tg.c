@@ -146,7 +146,7 @@ void tg_heap_prefault(size_t bytes)
 #endif
 }
 
-const json_t *tg_tool_named(const json_t *tools, const char *name)
+const json_t *tg_tool_peek(const json_t *tools, const char *name)
 {
     size_t i;
     json_t *t;

@@ -68,7 +68,7 @@ void tg_explain_add(json_t *explain, const char *stage, const char *where,
 
 /* The entry of an OpenAI tools[] array whose function is called name
  * (borrowed), or NULL; NULL tools or name find nothing. */
-const json_t *tg_tool_named(const json_t *tools, const char *name);
+const json_t *tg_tool_peek(const json_t *tools, const char *name);
 
 /* Where the JSON container ({...} or [...]) starting at s ends: just past
  * its closing bracket, or NULL when it does not close before e. Strings

@@ -53,7 +53,7 @@
 
 /* ---- small helpers --------------------------------------------------- */
 
-static json_t *fn_of(json_t *tool)
+static json_t *fn_peek(json_t *tool)
 {
     json_t *fn = json_object_get(tool, "function");
     return json_is_object(fn) ? fn : tool;
@@ -61,7 +61,7 @@ static json_t *fn_of(json_t *tool)
 
 static const char *tool_name(json_t *tool)
 {
-    return json_string_value(json_object_get(fn_of(tool), "name"));
+    return json_string_value(json_object_get(fn_peek(tool), "name"));
 }
 
 static const char *str_or(json_t *v, const char *dflt)
@@ -75,7 +75,7 @@ static char *dump(json_t *v)
     return tg_json_dumps(v);
 }
 
-static json_t *state_d(const tg_ctx *ctx)
+static json_t *state_d_peek(const tg_ctx *ctx)
 {
     return json_object_get(ctx->disc_state, "d");
 }
@@ -121,7 +121,7 @@ static const char *up_name(json_t *d, long i)
     return json_string_value(json_array_get(json_object_get(d, "names"), (size_t)i));
 }
 
-static json_t *sanitized(json_t *d, long i)
+static json_t *sanitized_peek(json_t *d, long i)
 {
     return json_array_get(json_object_get(d, "catalog"), (size_t)i);
 }
@@ -179,15 +179,13 @@ static int args_as_string(const tg_ctx *ctx)
 {
     unsigned f = ctx->schema ? ctx->schema->flags : 0;
     return (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING | TG_SR_OPENAPI_SUBSET)) ||
-           ctx->dialect == TG_D_OPENAI_STRICT || ctx->dialect == TG_D_CEREBRAS ||
-           ctx->dialect == TG_D_GEMINI || ctx->dialect == TG_D_VERTEX;
+           tg_dialect_has(ctx->dialect, TG_DF_ARGS_AS_STRING);
 }
 
 static int dialect_strict(const tg_ctx *ctx)
 {
     unsigned f = ctx->schema ? ctx->schema->flags : 0;
-    return (f & TG_SR_STRICT) || ctx->dialect == TG_D_OPENAI_STRICT ||
-           ctx->dialect == TG_D_CEREBRAS;
+    return (f & TG_SR_STRICT) || tg_dialect_has(ctx->dialect, TG_DF_STRICT_TOOLS);
 }
 
 /* ---- the meta-tools' own definitions -------------------------------- */
@@ -417,7 +415,7 @@ static json_t *derive(const tg_ctx *ctx, json_t *catalog, json_t *originals)
     json_t *by = originals_by_name(originals);
     for (size_t i = 0; i < n; i++) {
         json_t *t = json_array_get(catalog, i);
-        const char *u = str_or(json_object_get(fn_of(t), "name"), "");
+        const char *u = str_or(json_object_get(fn_peek(t), "name"), "");
         const char *a = tg_schema_agent_name(ctx, u);
         json_t *orig = json_object_get(by, a);
         json_array_append_new(names, json_string(u));
@@ -449,7 +447,7 @@ static json_t *derive(const tg_ctx *ctx, json_t *catalog, json_t *originals)
     json_t *call = sanitize_meta(ctx, meta_call_tool(meta, strict, as_string));
     /* the rewrite may itself have turned the free-form object into a string */
     json_t *argt = json_object_get(
-        json_object_get(json_object_get(json_object_get(fn_of(call), "parameters"), "properties"),
+        json_object_get(json_object_get(json_object_get(fn_peek(call), "parameters"), "properties"),
                         "arguments"),
         "type");
     if (json_is_string(argt) && strcmp(json_string_value(argt), "string") == 0)
@@ -600,7 +598,7 @@ static void honour_tool_choice(json_t *body, tg_ctx *ctx, json_t *d, json_t *too
     if (at < 0 || is_exposed(ctx, d, up_name(d, at)))
         return;
     json_object_set_new(ctx->disc_state, "forced", json_string(up_name(d, at)));
-    json_array_append(tools, sanitized(d, at));
+    json_array_append(tools, sanitized_peek(d, at));
 }
 
 static int should_collapse(const tg_disc_conf *dc, size_t ntools)
@@ -674,7 +672,7 @@ static json_t *one_line(const char *s)
 
 static json_t *tool_entry(json_t *d, long at, int with_params, int full_desc)
 {
-    json_t *fn = fn_of(sanitized(d, at));
+    json_t *fn = fn_peek(sanitized_peek(d, at));
     const char *desc = json_string_value(json_object_get(fn, "description"));
     json_t *e = json_object();
     json_object_set_new(e, "name", json_string(up_name(d, at)));
@@ -1189,7 +1187,7 @@ static void set_note(tg_ctx *ctx, int max_rounds)
 
 static int active(const tg_ctx *ctx)
 {
-    return ctx && state_d(ctx) != NULL;
+    return ctx && state_d_peek(ctx) != NULL;
 }
 
 int tg_discovery_intercept(json_t *resp, tg_ctx *ctx, json_t **next_body)
@@ -1197,7 +1195,7 @@ int tg_discovery_intercept(json_t *resp, tg_ctx *ctx, json_t **next_body)
     *next_body = NULL;
     if (!active(ctx))
         return 0;
-    json_t *d = state_d(ctx);
+    json_t *d = state_d_peek(ctx);
     json_t *choice = json_array_get(json_object_get(resp, "choices"), 0);
     json_t *msg = json_object_get(choice, "message");
     add_usage(ctx, json_object_get(resp, "usage"));
@@ -1251,7 +1249,7 @@ bool tg_discovery_is_meta(const tg_ctx *ctx, const char *upstream_name)
 {
     if (!active(ctx))
         return false;
-    return kind_of(state_d(ctx), upstream_name) != K_REAL;
+    return kind_of(state_d_peek(ctx), upstream_name) != K_REAL;
 }
 
 int tg_discovery_stream_round(tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
@@ -1261,7 +1259,7 @@ int tg_discovery_stream_round(tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
     *next_body = NULL;
     if (!active(ctx) || !json_is_object(assistant_msg))
         return 0;
-    json_t *d = state_d(ctx);
+    json_t *d = state_d_peek(ctx);
     verdict v;
     classify(d, assistant_msg, &v);
     int rounds = (int)json_integer_value(json_object_get(ctx->disc_state, "rounds"));
@@ -1291,12 +1289,12 @@ json_t *tg_discovery_search(const tg_ctx *ctx, const char *query, int limit)
     if (!active(ctx))
         return NULL;
     json_t *args = json_pack("{sssI}", "query", query ? query : "", "limit", (json_int_t)limit);
-    json_t *r = search_answer(ctx, state_d(ctx), args);
+    json_t *r = search_answer(ctx, state_d_peek(ctx), args);
     json_decref(args);
     return r;
 }
 
 json_t *tg_discovery_search_args(const tg_ctx *ctx, json_t *args)
 {
-    return active(ctx) ? search_answer(ctx, state_d(ctx), args) : NULL;
+    return active(ctx) ? search_answer(ctx, state_d_peek(ctx), args) : NULL;
 }

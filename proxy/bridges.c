@@ -100,7 +100,7 @@ static void responses_stream_end(void *b, tg_buf *out) { tg_responses_stream_end
 
 static void responses_free(void *b) { tg_resp_bridge_free(b); }
 
-static const json_t *responses_dropped(const void *b) { return tg_resp_bridge_dropped(b); }
+static const json_t *responses_dropped(const void *b) { return tg_resp_bridge_dropped_peek(b); }
 
 static const bridge_api responses_api = {
     .name = "/v1/responses",
@@ -137,7 +137,7 @@ static void messages_stream_end(void *b, tg_buf *out) { tg_messages_stream_end(b
 
 static void messages_free(void *b) { tg_msg_bridge_free(b); }
 
-static const json_t *messages_dropped(const void *b) { return tg_msg_bridge_dropped(b); }
+static const json_t *messages_dropped(const void *b) { return tg_msg_bridge_dropped_peek(b); }
 
 static const bridge_api messages_api = {
     .name = "/v1/messages",

@@ -406,7 +406,7 @@ static bool chosen_tool_missing(json_t *body, json_t *choice)
 {
     const char *name = json_string_value(json_object_get(json_object_get(choice, "function"), "name"));
     json_t *tools = json_object_get(body, "tools");
-    return name && json_is_array(tools) && !tg_tool_named(tools, name);
+    return name && json_is_array(tools) && !tg_tool_peek(tools, name);
 }
 
 int tg_validate_chat_request(json_t *body, int max_tools, bool tools_checked, tg_error *err)

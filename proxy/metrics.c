@@ -241,10 +241,8 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
         unsigned long long v = 0;
         for (int w = 0; w < s->n; w++)
             v += GET(s->w[w].quirks[q]);
-        if (q == 0)
-            tg_buf_printf(&b, "toolgate_repairs_by_quirk_total{quirk=\"other\"} %llu\n", v);
-        else
-            tg_buf_printf(&b, "toolgate_repairs_by_quirk_total{quirk=\"R%d\"} %llu\n", q, v);
+        tg_buf_printf(&b, "toolgate_repairs_by_quirk_total{quirk=\"%s\"} %llu\n",
+                      tg_quirk_name((tg_quirk)q), v);
     }
     counter(&b, "toolgate_repair_failures_total", "Calls delivered unrepaired (logged).",
             SUM(repair_failures));

@@ -153,6 +153,22 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
     return prepare_route(r, r->route);
 }
 
+/* curl sends a body it is given whole (POSTFIELDS) of under 64 KB in the
+ * same send as the request's head; a body read through on_upstream_read
+ * goes in a send of its own. So a small body's head, tools' text and tail
+ * are joined into one: one system call fewer a request (issue 20). */
+#define JOIN_BODY_MAX (60 * 1024)
+
+static void join_small_body(tg_req *r)
+{
+    if (!r->up.tools || up_body_len(r) > JOIN_BODY_MAX)
+        return;
+    tg_buf_append(&r->up.body, json_string_value(r->up.tools), json_string_length(r->up.tools));
+    tg_buf_append(&r->up.body, TG_REQUEST_TAIL, TAIL_LEN);
+    json_decref(r->up.tools);
+    r->up.tools = NULL;
+}
+
 /* Run the request stages for `route` over the client's body and keep the
  * bytes to send. A fallback runs this again from the original bytes, so
  * the other route gets a request rewritten for its own dialect. */
@@ -193,6 +209,7 @@ int prepare_route(tg_req *r, const tg_route *route)
                   "the request for route %s could not be written as JSON", route->name);
         return -1;
     }
+    join_small_body(r);
     if (!r->ctx.request)
         r->ctx.request = json_incref(body);
     return 0;

@@ -71,12 +71,13 @@ static void on_line(tg_sse *p, const char *s, size_t n)
     }
 }
 
+/* The first CR or LF: memchr for the LF, then for a CR only before it (a
+ * byte loop here was a tenth of a tool-call stream's instructions). */
 static const char *find_eol(const char *s, const char *end)
 {
-    for (; s < end; s++)
-        if (*s == '\n' || *s == '\r')
-            return s;
-    return NULL;
+    const char *lf = memchr(s, '\n', (size_t)(end - s));
+    const char *cr = memchr(s, '\r', (size_t)((lf ? lf : end) - s));
+    return cr ? cr : lf;
 }
 
 /* Past max_event: what was kept goes, and so does what comes after. */

@@ -23,7 +23,9 @@
  * given answer (tests), distinct across answers that have distinct ids.
  */
 #include "core/alloc.h"
+#include "core/hash.h"
 #include "core/jsonio.h"
+#include "core/rules.h"
 #include "repair/repair_int.h"
 
 #include <ctype.h>
@@ -47,32 +49,23 @@
  * call is held until it is whole (repair.stream_args turns it on). */
 #define RR_STREAM TG_RR_STREAM_ARGS
 
-static const unsigned preset_flags[TG_D_COUNT] = {
-    [TG_D_OPENAI] = RR_ALL | RR_STREAM,
-    [TG_D_OPENAI_STRICT] = RR_ALL | RR_STREAM,
-    [TG_D_GEMINI] = RR_ALL,
-    [TG_D_VERTEX] = RR_ALL,
-    [TG_D_ANTHROPIC] = RR_ALL,
-    [TG_D_MISTRAL] = RR_ALL | TG_RR_CONTENT_LIST,
-    [TG_D_GROQ] = RR_ALL,
-    [TG_D_FIREWORKS] = RR_ALL,
-    [TG_D_CEREBRAS] = RR_ALL,
-    [TG_D_DEEPSEEK] = RR_ALL,
-    [TG_D_XAI] = RR_ALL,
-    [TG_D_TOGETHER] = RR_ALL,
-    [TG_D_OLLAMA] = RR_ALL,
-    [TG_D_VLLM] = RR_ALL,
-    [TG_D_PASSTHROUGH] = RR_GUARANTEE | RR_STREAM,
-};
+/* The presets the rows of core/dialect.h name. */
+#define REPAIR_ALL RR_ALL
+#define REPAIR_RELAYED (RR_ALL | RR_STREAM)
+#define REPAIR_MISTRAL (RR_ALL | TG_RR_CONTENT_LIST)
+#define REPAIR_GUARANTEE (RR_GUARANTEE | RR_STREAM)
 
-typedef struct rule_name {
-    const char *name;
-    unsigned flag;
-} rule_name;
+#define ROW(id, name, features, schema, msg, repair) [id] = repair,
+static const unsigned preset_flags[TG_D_COUNT] = {TG_DIALECTS(ROW)};
+#undef ROW
 
-static const rule_name rule_names[] = {
+/* text_tool_calls (R12) is a switch of its own (tg_repair_rules), not a
+ * flag; a row whose bits are 0 names a rule that is always on. */
+#define RR_TEXT_CALLS (1u << 31)
+
+static const tg_rule_name rule_names[] = {
     {"type", TG_RR_TYPE},         {"R1", TG_RR_TYPE},
-    /* flag 0: always on (stream correlation and dense indexes, rule 10) */
+    /* 0: always on (stream correlation and dense indexes, rule 10) */
     {"index", 0}, {"R2", 0}, {"R3", 0}, {"R5", 0}, {"R6", 0}, {"R7", 0}, {"R16", 0},
     {"R17", 0}, {"R18", 0}, {"R21", 0}, {"R22", 0}, {"R26", 0},
     {"ids", TG_RR_IDS},           {"R8", TG_RR_IDS},            {"R9", TG_RR_IDS},
@@ -87,7 +80,10 @@ static const rule_name rule_names[] = {
     {"tool_use_failed", TG_RR_TOOL_USE_FAILED}, {"R27", TG_RR_TOOL_USE_FAILED},
     {"forbidden_keys", TG_RR_FORBIDDEN_KEYS}, {"R29", TG_RR_FORBIDDEN_KEYS},
     {"stream_args", TG_RR_STREAM_ARGS},
+    {"text_tool_calls", RR_TEXT_CALLS}, {"R12", RR_TEXT_CALLS},
 };
+static const tg_rule_section section = {"repair", rule_names,
+                                        sizeof rule_names / sizeof *rule_names, NULL};
 
 void tg_repair_rules_preset(tg_dialect d, tg_repair_rules *out)
 {
@@ -99,53 +95,48 @@ void tg_repair_rules_preset(tg_dialect d, tg_repair_rules *out)
 int tg_repair_rules_set(tg_repair_rules *r, const char *key, const char *value,
                         char *msg, size_t msglen)
 {
-    bool on;
-    if (!strcmp(value, "on") || !strcmp(value, "true") || !strcmp(value, "yes") ||
-        !strcmp(value, "1"))
-        on = true;
-    else if (!strcmp(value, "off") || !strcmp(value, "false") || !strcmp(value, "no") ||
-             !strcmp(value, "0"))
-        on = false;
-    else {
-        snprintf(msg, msglen, "repair.%s: expected on | off, got '%s'", key, value);
+    const tg_rule_name *row = tg_rule_peek(&section, key, msg, msglen);
+    if (!row)
         return -1;
-    }
-    if (!strcmp(key, "text_tool_calls") || !strcmp(key, "R12")) {
+    int on = tg_rule_switch(&section, key, value, msg, msglen);
+    if (on < 0)
+        return -1;
+    if (row->bits == RR_TEXT_CALLS) {
         r->text_tool_calls = on;
         return 0;
     }
-    for (size_t i = 0; i < sizeof rule_names / sizeof *rule_names; i++) {
-        if (strcmp(rule_names[i].name, key))
-            continue;
-        if (!rule_names[i].flag && !on) {
-            snprintf(msg, msglen, "repair.%s cannot be turned off (the agent always gets "
-                     "well-formed calls with dense indexes)", key);
-            return -1;
-        }
-        if (on)
-            r->flags |= rule_names[i].flag;
-        else
-            r->flags &= ~rule_names[i].flag;
-        return 0;
+    if (!row->bits && !on) {
+        snprintf(msg, msglen, "repair.%s cannot be turned off (the agent always gets "
+                 "well-formed calls with dense indexes)", key);
+        return -1;
     }
-    snprintf(msg, msglen,
-             "unknown repair rule '%s' (type, index, ids, finish, args, decode_strings, "
-             "split, json_fix, content, content_list, role, tool_use_failed, forbidden_keys, "
-             "stream_args, text_tool_calls "
-             "or an R-number)",
-             key);
-    return -1;
+    if (on)
+        r->flags |= row->bits;
+    else
+        r->flags &= ~row->bits;
+    return 0;
 }
 
 /* --- small shared helpers ------------------------------------------------- */
 
-void tg_rr_note(tg_ctx *ctx, const char *rule, const char *where, json_t *before,
-                json_t *after)
+static void note(tg_ctx *ctx, tg_quirk q, const char *rule, const char *where, json_t *before,
+                 json_t *after)
 {
     ctx->stats.repairs++;
-    int q = rule[0] == 'R' ? atoi(rule + 1) : 0;
-    ctx->stats.quirks[q > 0 && q < TG_QUIRKS ? q : 0]++;
+    ctx->stats.quirks[q]++;
     tg_explain_add(ctx->explain, "repair", where, NULL, rule, before, after);
+}
+
+void tg_rr_note(tg_ctx *ctx, tg_quirk q, const char *where, json_t *before, json_t *after)
+{
+    const char *rule = tg_quirk_name(q);
+    note(ctx, rule ? q : TG_Q_OTHER, rule ? rule : "other", where, before, after);
+}
+
+void tg_rr_note_other(tg_ctx *ctx, const char *rule, const char *where, json_t *before,
+                      json_t *after)
+{
+    note(ctx, TG_Q_OTHER, rule, where, before, after);
 }
 
 void tg_rr_fail(tg_ctx *ctx, const char *rule, const char *where, json_t *before)
@@ -156,7 +147,7 @@ void tg_rr_fail(tg_ctx *ctx, const char *rule, const char *where, json_t *before
 
 const json_t *tg_rr_tool_peek(const tg_ctx *ctx, const char *agent_name)
 {
-    return tg_tool_named(ctx->tools, agent_name);
+    return tg_tool_peek(ctx->tools, agent_name);
 }
 
 bool tg_rr_declared(const tg_ctx *ctx, const char *upstream_name)
@@ -176,16 +167,6 @@ bool tg_rr_text_calls_on(const tg_ctx *ctx)
     return !(tc && !strcmp(tc, "none"));
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 static uint64_t mix(uint64_t x)
 {
     x += 0x9E3779B97F4A7C15ull;
@@ -194,28 +175,30 @@ static uint64_t mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
+/* Synthesized ids are seen by the agent and sent back turn after turn:
+ * FNV-1a (core/hash.h), whose outputs never change. */
 uint64_t tg_rr_seed(const char *resp_id, long choice)
 {
-    uint64_t h = 14695981039346656037ull;
+    uint64_t h = TG_FNV1A_OFFSET;
     if (resp_id && *resp_id) {
-        h = fnv(h, resp_id, strlen(resp_id));
+        h = tg_fnv1a64(h, resp_id, strlen(resp_id));
     } else {  /* no id to derive from: make it differ per answer anyway */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        h = fnv(h, &ts, sizeof ts);
-        h = fnv(h, &resp_id, sizeof resp_id);
+        h = tg_fnv1a64(h, &ts, sizeof ts);
+        h = tg_fnv1a64(h, &resp_id, sizeof resp_id);
     }
-    return fnv(h, &choice, sizeof choice);
+    return tg_fnv1a64(h, &choice, sizeof choice);
 }
 
 void tg_rr_synth_id(char out[32], uint64_t seed, size_t pos, const char *name,
                     const char *args, unsigned attempt)
 {
     static const char alnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    uint64_t h = fnv(seed, &pos, sizeof pos);
-    h = fnv(h, name, strlen(name));
-    h = fnv(h, args, strlen(args));
-    h = fnv(h, &attempt, sizeof attempt);
+    uint64_t h = tg_fnv1a64(seed, &pos, sizeof pos);
+    h = tg_fnv1a64(h, name, strlen(name));
+    h = tg_fnv1a64(h, args, strlen(args));
+    h = tg_fnv1a64(h, &attempt, sizeof attempt);
     memcpy(out, "call_", 5);
     for (int i = 0; i < 24; i++) {
         if (i % 8 == 0)
@@ -234,7 +217,7 @@ void tg_rr_synth_id(char out[32], uint64_t seed, size_t pos, const char *name,
 static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool *rewrote)
 {
     if (json_is_object(a)) {
-        tg_rr_note(ctx, "R13", name, NULL, NULL);
+        tg_rr_note(ctx, TG_R13, name, NULL, NULL);
         *rewrote = true;
         return json_deep_copy(a);
     }
@@ -243,7 +226,7 @@ static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool 
     if (!s || !json_is_string(a)) {
         if (a && !json_is_null(a))
             return NULL;
-        tg_rr_note(ctx, "R14", name, NULL, NULL);
+        tg_rr_note(ctx, TG_R14, name, NULL, NULL);
         *rewrote = true;
         return json_object();
     }
@@ -251,7 +234,7 @@ static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool 
     while (p < e && isspace((unsigned char)*p))
         p++;
     if (p == e || (e - p == 4 && !memcmp(p, "null", 4))) {
-        tg_rr_note(ctx, "R14", name, (json_t *)a, NULL);
+        tg_rr_note(ctx, TG_R14, name, (json_t *)a, NULL);
         *rewrote = true;
         return json_object();
     }
@@ -264,7 +247,7 @@ static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool 
         json_t *inner = tg_json_load(json_string_value(v), json_string_length(v), 0, NULL);
         json_decref(v);
         if (json_is_object(inner)) {
-            tg_rr_note(ctx, "R15", name, (json_t *)a, inner);
+            tg_rr_note(ctx, TG_R15, name, (json_t *)a, inner);
             *rewrote = true;
             return inner;
         }
@@ -279,7 +262,7 @@ static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool 
         return NULL;
     v = tg_json_fix(s, n);
     if (json_is_object(v)) {
-        tg_rr_note(ctx, "json_fix", name, (json_t *)a, v);
+        tg_rr_note_other(ctx, "json_fix", name, (json_t *)a, v);
         *rewrote = true;
         return v;
     }
@@ -331,7 +314,7 @@ static void split_calls(tg_ctx *ctx, json_t *calls)
         json_t *parts = tg_json_split_objects(json_string_value(a), json_string_length(a));
         if (!parts)
             continue;
-        tg_rr_note(ctx, "R20", json_string_value(json_object_get(fn, "name")), a, parts);
+        tg_rr_note(ctx, TG_R20, json_string_value(json_object_get(fn, "name")), a, parts);
         size_t j;
         json_t *o;
         json_array_foreach(parts, j, o) {
@@ -369,7 +352,7 @@ static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *i
         json_object_del(c, "name");
         json_object_del(c, "arguments");
         json_object_set_new(c, "function", fn);
-        tg_rr_note(ctx, "R1", NULL, NULL, NULL);
+        tg_rr_note(ctx, TG_R1, NULL, NULL, NULL);
     }
     const char *up = json_string_value(json_object_get(fn, "name"));
     if (!up || !*up)
@@ -377,7 +360,7 @@ static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *i
     const char *type = json_string_value(json_object_get(c, "type"));
     if (tg_rr_on(ctx, TG_RR_TYPE) && (!type || strcmp(type, "function"))) {
         json_object_set_new(c, "type", json_string("function"));
-        tg_rr_note(ctx, "R1", up, NULL, NULL);
+        tg_rr_note(ctx, TG_R1, up, NULL, NULL);
     }
     const char *agent = tg_schema_agent_name(ctx, up);
     if (agent && strcmp(agent, up)) {
@@ -405,7 +388,7 @@ void tg_rr_assign_id(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, const ch
             tg_rr_synth_id(buf, seed, pos, agent, args ? args : "", att++);
         while (json_object_get(ids, buf));
         json_object_set_new(c, "id", json_string(buf));
-        tg_rr_note(ctx, "R8", agent, NULL, NULL);
+        tg_rr_note(ctx, TG_R8, agent, NULL, NULL);
     } else if (json_object_get(ids, id)) {
         size_t len = strlen(id) + 16;
         char *nid = tg_malloc(len);
@@ -414,7 +397,7 @@ void tg_rr_assign_id(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, const ch
             if (!json_object_get(ids, nid))
                 break;
         }
-        tg_rr_note(ctx, "R9", agent, json_object_get(c, "id"), NULL);
+        tg_rr_note(ctx, TG_R9, agent, json_object_get(c, "id"), NULL);
         json_object_set_new(c, "id", json_string(nid));
         free(nid);
     }
@@ -466,7 +449,7 @@ int tg_rr_flatten_content(tg_ctx *ctx, json_t *msg)
     if (json_is_array(content) && json_array_size(content) == 0 && tg_rr_on(ctx, TG_RR_CONTENT)) {
         /* R24: [] is no content (the OpenAI shape is string or null); beside
          * calls the "" then becomes null, in a delta it goes */
-        tg_rr_note(ctx, "R24", "content", content, NULL);
+        tg_rr_note(ctx, TG_R24, "content", content, NULL);
         json_object_set_new(msg, "content", json_string(""));
         return 1;
     }
@@ -499,7 +482,7 @@ int tg_rr_flatten_content(tg_ctx *ctx, json_t *msg)
             goto keep;  /* images, audio...: not ours to flatten */
         }
     }
-    tg_rr_note(ctx, "R23", "content", content, NULL);
+    tg_rr_note(ctx, TG_R23, "content", content, NULL);
     json_object_set_new(msg, "content", json_string(text.data ? text.data : ""));
     if (think.len) {
         const char *old = json_string_value(json_object_get(msg, "reasoning_content"));
@@ -546,7 +529,7 @@ static size_t text_calls(tg_ctx *ctx, json_t *msg, json_t *calls, uint64_t seed,
         json_t *tc;
         json_array_foreach(found, i, tc) json_array_append_new(oc, tg_rr_call_from_text(tc));
         n = tg_rr_fix_calls(ctx, oc, seed, json_array_size(calls), ids);
-        tg_rr_note(ctx, "R12", NULL, content, oc);
+        tg_rr_note(ctx, TG_R12, NULL, content, oc);
         json_array_extend(calls, oc);
         json_decref(oc);
         const char *r = rest.data ? rest.data : "";
@@ -580,7 +563,7 @@ json_t *tg_rr_structured_content(tg_ctx *ctx, const char *text, size_t n)
         tg_json_dump(restored, &b);  /* v's own value or its replacement: not NULL */
         out = json_stringn(b.data ? b.data : "", b.len);
         tg_buf_free(&b);
-        tg_rr_note(ctx, "structured-output", "content", NULL, NULL);
+        tg_rr_note_other(ctx, "structured-output", "content", NULL, NULL);
     }
     json_decref(restored);
     return out;
@@ -611,7 +594,7 @@ static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
         const char *role = json_string_value(json_object_get(msg, "role"));
         if (!role || !*role) {
             json_object_set_new(msg, "role", json_string("assistant"));
-            tg_rr_note(ctx, "R25", NULL, NULL, NULL);
+            tg_rr_note(ctx, TG_R25, NULL, NULL, NULL);
         }
     }
     tg_rr_flatten_content(ctx, msg);
@@ -623,11 +606,11 @@ static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
         if (tg_rr_on(ctx, TG_RR_CONTENT) &&
             ((json_is_string(content) && json_string_length(content) == 0) ||
              (json_is_array(content) && json_array_size(content) == 0))) {
-            tg_rr_note(ctx, json_is_array(content) ? "R24" : "R23", "content", content, NULL);
+            tg_rr_note(ctx, json_is_array(content) ? TG_R24 : TG_R23, "content", content, NULL);
             json_object_set_new(msg, "content", json_null());
         }
     } else if (json_is_array(json_object_get(msg, "tool_calls")) && tg_rr_on(ctx, TG_RR_FINISH)) {
-        tg_rr_note(ctx, "R11", "tool_calls", json_object_get(msg, "tool_calls"), NULL);
+        tg_rr_note(ctx, TG_R11, "tool_calls", json_object_get(msg, "tool_calls"), NULL);
         json_object_del(msg, "tool_calls");
     }
     json_decref(calls);
@@ -637,7 +620,7 @@ static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
     const char *f = json_string_value(fr);
     const char *nf = tg_rr_finish(ctx, f, n);
     if (nf != f) {
-        tg_rr_note(ctx, n ? "R10" : "R11", "finish_reason", fr, NULL);
+        tg_rr_note(ctx, n ? TG_R10 : TG_R11, "finish_reason", fr, NULL);
         json_object_set_new(choice, "finish_reason", nf ? json_string(nf) : json_null());
     }
 }
@@ -682,7 +665,7 @@ static int recover_tool_use_failed(json_t *resp, tg_ctx *ctx)
         json_decref(calls);
         return 0;
     }
-    tg_rr_note(ctx, "R27", NULL, err, calls);
+    tg_rr_note(ctx, TG_R27, NULL, err, calls);
     char id[40];
     snprintf(id, sizeof id, "chatcmpl-tg%016llx", (unsigned long long)seed);
     const char *model = json_string_value(json_object_get(ctx->request, "model"));

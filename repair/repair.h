@@ -24,7 +24,8 @@
 struct tg_ctx;
 
 /* Rule bits (conf: `repair.<name> = on|off`, or the R-number, e.g.
- * `repair.R15 = off`). Each dialect preset is a row of repair.c's table.
+ * `repair.R15 = off`, read by core/rules.h). Each dialect's row in
+ * core/dialect.h names its preset (REPAIR_* in repair.c).
  * Not switchable, because rule 10 depends on them: stream correlation and
  * dense indexes (R2, R3, R5, R6, R7, R16, R17), R18 pass-through, R21/R22
  * usage handling and R26 (a truncated stream is an error). */

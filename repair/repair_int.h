@@ -54,9 +54,11 @@ const char *tg_rr_legacy_finish(const char *f);
 /* Mistral content list -> text (and thinking into reasoning_content) on a
  * message or delta (R23). Returns 1 when changed. */
 int tg_rr_flatten_content(tg_ctx *ctx, json_t *msg);
-/* Count and record one repair / one failure. */
-void tg_rr_note(tg_ctx *ctx, const char *rule, const char *where, json_t *before,
-                json_t *after);
+/* Count and record one repair: of quirk q (recorded under its name "Rn"),
+ * or of a rule no R-number names (counted as TG_Q_OTHER). Then one failure. */
+void tg_rr_note(tg_ctx *ctx, tg_quirk q, const char *where, json_t *before, json_t *after);
+void tg_rr_note_other(tg_ctx *ctx, const char *rule, const char *where, json_t *before,
+                      json_t *after);
 void tg_rr_fail(tg_ctx *ctx, const char *rule, const char *where, json_t *before);
 /* R27: the calls in a Groq tool_use_failed error's failed_generation that
  * name declared tools (new array of OpenAI calls, not yet fixed), or NULL. */
@@ -102,10 +104,16 @@ typedef struct tg_frag {
     long choice;  /* choices[0].index, -1 when absent */
     long index;   /* the call's index */
     tg_buf *args;
+    size_t args_at, args_end;  /* the arguments string's bytes in the event:
+                                  after its opening quote, at its closing one */
 } tg_frag;
 /* True when data is surely one chunk of exactly the argument-fragment
  * shape (stream_scan.c's design comment); false when unsure. */
 bool tg_scan_fragment(const char *data, size_t len, tg_frag *f);
+/* The arguments string's bytes after the opening quote, decoded into out
+ * as tg_scan_fragment decodes them; *end: the offset of the closing quote.
+ * False where tg_scan_fragment would refuse the string. */
+bool tg_scan_args(const char *data, size_t len, tg_buf *out, size_t *end);
 
 /* repair_schema.c -------------------------------------------------------- */
 

@@ -21,12 +21,12 @@
 #define REF_HOPS_MAX 16
 
 /* n with its $ref chain followed and a lone allOf member taken. */
-static const json_t *deref(const json_t *root, const json_t *n)
+static const json_t *deref_peek(const json_t *root, const json_t *n)
 {
     for (int hops = 0; json_is_object(n) && hops < REF_HOPS_MAX; hops++) {
         const char *ref = json_string_value(json_object_get(n, "$ref"));
         if (ref) {
-            const json_t *t = tg_schema_resolve_ref(root, ref);
+            const json_t *t = tg_schema_ref_peek(root, ref);
             if (!t || t == n)
                 return n;
             n = t;
@@ -43,7 +43,7 @@ static const json_t *deref(const json_t *root, const json_t *n)
     return n;
 }
 
-static const json_t *union_of(const json_t *n)
+static const json_t *union_peek(const json_t *n)
 {
     const json_t *u = json_object_get(n, "anyOf");
     return json_is_array(u) ? u : json_object_get(n, "oneOf");
@@ -52,7 +52,7 @@ static const json_t *union_of(const json_t *n)
 /* Does schema n (through refs and unions) allow JSON type t? */
 static bool allows(const json_t *root, const json_t *n, const char *t, int depth)
 {
-    n = deref(root, n);
+    n = deref_peek(root, n);
     if (!json_is_object(n) || depth > SCHEMA_DEPTH_MAX)
         return false;
     const json_t *type = json_object_get(n, "type");
@@ -64,7 +64,7 @@ static bool allows(const json_t *root, const json_t *n, const char *t, int depth
         return true;
     if (!type && !strcmp(t, "object") && json_is_object(json_object_get(n, "properties")))
         return true;
-    json_array_foreach(union_of(n), i, x) if (allows(root, x, t, depth + 1))
+    json_array_foreach(union_peek(n), i, x) if (allows(root, x, t, depth + 1))
         return true;
     return false;
 }
@@ -95,8 +95,8 @@ static const json_t *branch_for(const json_t *root, const json_t *n, const json_
                                 bool *several)
 {
     *several = false;
-    n = deref(root, n);
-    const json_t *u = union_of(n);
+    n = deref_peek(root, n);
+    const json_t *u = union_peek(n);
     if (!json_is_object(n) || !json_array_size(u))
         return n;
     const json_t *found = NULL;
@@ -108,7 +108,7 @@ static const json_t *branch_for(const json_t *root, const json_t *n, const json_
         if (found)
             *several = true;
         else
-            found = deref(root, x);
+            found = deref_peek(root, x);
     }
     return found;
 }
@@ -142,7 +142,7 @@ static json_t *decode_slot(tg_ctx *ctx, const json_t *root, json_t *x, const jso
                                                   json_string_length(x))
                                   : NULL;
     if (d) {
-        tg_rr_note(ctx, "R15", where, x, d);
+        tg_rr_note(ctx, TG_R15, where, x, d);
         *n += 1 + decode_nested(ctx, root, d, ps, depth + 1);
     } else {
         *n += decode_nested(ctx, root, x, ps, depth + 1);
@@ -186,7 +186,7 @@ static int decode_nested(tg_ctx *ctx, const json_t *root, json_t *v, const json_
     return n;
 }
 
-static const json_t *params_of(const tg_ctx *ctx, const char *agent_name)
+static const json_t *params_peek(const tg_ctx *ctx, const char *agent_name)
 {
     const json_t *tool = tg_rr_tool_peek(ctx, agent_name);
     return json_object_get(json_object_get(tool, "function"), "parameters");
@@ -194,7 +194,7 @@ static const json_t *params_of(const tg_ctx *ctx, const char *agent_name)
 
 int tg_rr_decode_values(tg_ctx *ctx, const char *agent_name, json_t *args)
 {
-    const json_t *root = params_of(ctx, agent_name);
+    const json_t *root = params_peek(ctx, agent_name);
     return root ? decode_nested(ctx, root, args, root, 0) : 0;
 }
 
@@ -229,7 +229,7 @@ static int drop_nested(tg_ctx *ctx, const json_t *root, json_t *v, const json_t 
         const json_t *ps = json_object_get(props, k);
         if (!ps && closed) {
             json_t *before = json_pack("{s:O}", k, x);
-            tg_rr_note(ctx, "R29", name, before, NULL);
+            tg_rr_note(ctx, TG_R29, name, before, NULL);
             json_decref(before);
             json_object_del(v, k);
             n++;
@@ -244,28 +244,56 @@ static int drop_nested(tg_ctx *ctx, const json_t *root, json_t *v, const json_t 
 
 int tg_rr_drop_forbidden_keys(tg_ctx *ctx, const char *agent_name, json_t *args)
 {
-    const json_t *root = params_of(ctx, agent_name);
+    const json_t *root = params_peek(ctx, agent_name);
     return root ? drop_nested(ctx, root, args, root, agent_name, 0) : 0;
 }
 
 /* --- does a rule need the whole value? ------------------------------------ */
+
+/* Is t a type whose slot R15 fills from a string? */
+static bool typed(const json_t *t)
+{
+    static const char *const names[] = {"object", "array", "integer", "number", "boolean"};
+    const char *v = json_string_value(t);
+    for (size_t i = 0; v && i < sizeof names / sizeof *names; i++)
+        if (!strcmp(v, names[i]))
+            return true;
+    return false;
+}
+
+/* allows() of any of typed()'s types, in one walk instead of five (each
+ * stream's first call of a tool asks, tool_is_live). */
+static bool allows_typed(const json_t *root, const json_t *n, int depth)
+{
+    n = deref_peek(root, n);
+    if (!json_is_object(n) || depth > SCHEMA_DEPTH_MAX)
+        return false;
+    const json_t *type = json_object_get(n, "type");
+    if (typed(type))
+        return true;
+    size_t i;
+    const json_t *x;
+    json_array_foreach(type, i, x) if (typed(x))
+        return true;
+    if (!type && json_is_object(json_object_get(n, "properties")))
+        return true;
+    json_array_foreach(union_peek(n), i, x) if (allows_typed(root, x, depth + 1))
+        return true;
+    return false;
+}
 
 /* Anything below n that R15 (a non-string scalar, array or object slot) or
  * R29 (additionalProperties:false) could act on. Follows refs; a cycle
  * ends at the depth bound. */
 static bool schema_acts(const json_t *root, const json_t *n, bool r15, bool r29, int depth)
 {
-    n = deref(root, n);
+    n = deref_peek(root, n);
     if (!json_is_object(n) || depth > SCHEMA_DEPTH_MAX)
         return false;
     if (r29 && json_is_false(json_object_get(n, "additionalProperties")))
         return true;
-    if (r15 && depth > 0) {
-        static const char *const typed[] = {"object", "array", "integer", "number", "boolean"};
-        for (size_t i = 0; i < sizeof typed / sizeof *typed; i++)
-            if (allows(root, n, typed[i], 0))
-                return true;
-    }
+    if (r15 && depth > 0 && allows_typed(root, n, 0))
+        return true;
     const char *k;
     const json_t *x;
     json_object_foreach((json_t *)json_object_get(n, "properties"), k, x)
@@ -277,7 +305,7 @@ static bool schema_acts(const json_t *root, const json_t *n, bool r15, bool r29,
     if (schema_acts(root, json_object_get(n, "items"), r15, r29, depth + 1))
         return true;
     size_t i;
-    json_array_foreach(union_of(n), i, x) if (schema_acts(root, x, r15, r29, depth + 1))
+    json_array_foreach(union_peek(n), i, x) if (schema_acts(root, x, r15, r29, depth + 1))
         return true;
     return false;
 }
@@ -287,6 +315,6 @@ bool tg_rr_schema_repairs(const tg_ctx *ctx, const char *agent_name)
     bool r15 = tg_rr_on(ctx, TG_RR_DECODE), r29 = tg_rr_on(ctx, TG_RR_FORBIDDEN_KEYS);
     if (!r15 && !r29)
         return false;
-    const json_t *root = params_of(ctx, agent_name);
+    const json_t *root = params_peek(ctx, agent_name);
     return root && schema_acts(root, root, r15, r29, 0);
 }

@@ -122,6 +122,9 @@ struct tg_stream {
     schoice *ch;
     size_t nch;
     json_t *last;     /* the latest chunk: envelope for chunks we make */
+    tg_buf first;     /* the first chunk, when it went out unparsed (a plain
+                         one): parsed into last only when an envelope is
+                         needed (last_chunk), most streams never do */
     bool r12;
     bool keep_content;
     bool finished;    /* a finish_reason came this round */
@@ -142,6 +145,14 @@ struct tg_stream {
     const char *fail_code, *fail_msg;  /* tg_stream_fail's, for send_truncated */
     unsigned no_scan;     /* tests: TG_SCAN_* fast paths turned off */
     tg_buf scratch;       /* live_fragment's decoded arguments, reused */
+    /* live_fragment's shape: the last event it took after a full scan, cut
+     * around its arguments string (head: up to the string's opening quote;
+     * then tail: from its closing quote), and what the scan read of it.
+     * Valid while s->last is the chunk it was checked against. */
+    tg_buf shape;
+    size_t shape_head;
+    long shape_choice, shape_index;
+    bool shape_ok;
 };
 
 /* --- output --------------------------------------------------------------- */
@@ -160,6 +171,22 @@ static void send_raw(tg_buf *out, const char *data, size_t len)
     tg_buf_append(out, "\n\n", 2);
 }
 
+/* The latest upstream chunk. A plain first chunk is relayed unparsed
+ * (surely_plain) and parsed here the first time anything asks for it: the
+ * same bytes give the same envelope as the parse it would have had. */
+static json_t *last_chunk(tg_stream *s)
+{
+    if (!s->last && s->first.len) {
+        s->last = tg_json_load_answer(s->first.data, s->first.len);
+        if (!json_is_object(s->last)) {
+            json_decref(s->last);
+            s->last = NULL;
+        }
+        tg_buf_free(&s->first);
+    }
+    return s->last;
+}
+
 /* A chunk for one choice, in the envelope (id, model, created ...) of the
  * latest upstream chunk. Steals delta. */
 static json_t *make_chunk(tg_stream *s, long index, json_t *delta, const char *finish)
@@ -167,7 +194,7 @@ static json_t *make_chunk(tg_stream *s, long index, json_t *delta, const char *f
     json_t *c = json_object();
     const char *k;
     json_t *v;
-    json_object_foreach(s->last, k, v) {
+    json_object_foreach(last_chunk(s), k, v) {
         if (strcmp(k, "choices") && strcmp(k, "usage"))
             json_object_set(c, k, v);
     }
@@ -225,7 +252,7 @@ static schoice *choice_get(tg_stream *s, long index)
     c->any_sent = s->raw_sent;
     c->ids = json_object();
     c->after = json_array();
-    c->seed = tg_rr_seed(json_string_value(json_object_get(s->last, "id")), index);
+    c->seed = tg_rr_seed(json_string_value(json_object_get(last_chunk(s), "id")), index);
     return c;
 }
 
@@ -395,7 +422,7 @@ static void split_live(tg_stream *s, schoice *c, scall *k, json_t *events)
         queue_args(s, c, k, rest, n, events);
         return;
     }
-    tg_rr_note(s->ctx, "R20", k->name, NULL, parts);
+    tg_rr_note(s->ctx, TG_R20, k->name, NULL, parts);
     json_t *calls = json_array();
     size_t i;
     json_t *o;
@@ -467,7 +494,7 @@ static void end_live(tg_stream *s, schoice *c, scall *k, json_t *events)
         blank = isspace((unsigned char)k->args.data[i]);
     if (blank) {
         if (tg_rr_on(s->ctx, TG_RR_ARGS)) {
-            tg_rr_note(s->ctx, "R14", k->name, NULL, NULL);
+            tg_rr_note(s->ctx, TG_R14, k->name, NULL, NULL);
             queue_args(s, c, k, "{}", 2, events);
         }
         return;
@@ -611,7 +638,7 @@ static void take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *
         char *t = tg_json_dumps(a);
         piece = json_string(t);
         free(t);
-        tg_rr_note(s->ctx, "R13", name, NULL, NULL);
+        tg_rr_note(s->ctx, TG_R13, name, NULL, NULL);
     }
     json_t *extra = NULL;
     const char *key;
@@ -687,7 +714,7 @@ static json_t *scan_content(tg_stream *s, schoice *c, const char *t, size_t n, b
     json_t *tc;
     json_array_foreach(found, i, tc) json_array_append_new(calls, tg_rr_call_from_text(tc));
     if (json_array_size(found))
-        tg_rr_note(s->ctx, "R12", NULL, NULL, found);
+        tg_rr_note(s->ctx, TG_R12, NULL, NULL, found);
     json_decref(found);
     json_t *out = text.len ? json_stringn(text.data, text.len) : NULL;
     tg_buf_free(&text);
@@ -836,7 +863,7 @@ static void fix_delta(tg_stream *s, schoice *c, json_t *delta, bool has_calls,
     json_t *role = json_object_get(delta, "role");
     if (role && (!json_is_string(role) || !json_string_length(role)) &&
         tg_rr_on(s->ctx, TG_RR_ROLE)) {
-        tg_rr_note(s->ctx, "R25", NULL, role, NULL);
+        tg_rr_note(s->ctx, TG_R25, NULL, role, NULL);
         if (c->any_sent)
             json_object_del(delta, "role");
         else
@@ -959,7 +986,7 @@ static void finish_now(tg_stream *s, schoice *c, const char *f, json_t *events)
     }
     const char *nf = tg_rr_finish(s->ctx, f, c->next_out);
     if (strcmp(nf ? nf : "", f))
-        tg_rr_note(s->ctx, c->next_out ? "R10" : "R11", "finish_reason", NULL, NULL);
+        tg_rr_note(s->ctx, c->next_out ? TG_R10 : TG_R11, "finish_reason", NULL, NULL);
     queue_delta(s, c, events, json_object(), nf);
 }
 
@@ -1108,14 +1135,47 @@ static bool same_envelope(const tg_stream *s, const tg_frag *f)
  * no check_chunk change, and relay_raw must have relayed it. Only then is
  * its effect the same: the call's arguments and prefix state advance and
  * the bytes go out as they came. */
+/* An event whose bytes before and after its arguments string are those of
+ * the shape is the shape's chunk but for the arguments: the scan of it
+ * would take the same steps up to the string and after it (it reads left
+ * to right and keeps no other state), so it would accept it with the same
+ * envelope, choice and call, and only the string needs decoding. Two
+ * memcmp instead of a scan of every byte. */
+static bool same_shape(const tg_stream *s, const char *d, size_t n, tg_frag *f)
+{
+    size_t head = s->shape_head, tail = s->shape.len - head, end;
+    if (!s->shape_ok || n < s->shape.len || memcmp(d, s->shape.data, head) ||
+        !tg_scan_args(d + head, n - head, f->args, &end) || n - head - end != tail ||
+        memcmp(d + head + end, s->shape.data + head, tail))
+        return false;
+    f->choice = s->shape_choice;
+    f->index = s->shape_index;
+    return true;
+}
+
+static void keep_shape(tg_stream *s, const char *d, size_t n, const tg_frag *f)
+{
+    tg_buf_reset(&s->shape);
+    tg_buf_append(&s->shape, d, f->args_at);
+    tg_buf_append(&s->shape, d + f->args_end, n - f->args_end);
+    s->shape_ok = true;
+    s->shape_head = f->args_at;
+    s->shape_choice = f->choice;
+    s->shape_index = f->index;
+}
+
 static bool live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
-    if (s->ctx->legacy_functions || s->hold || !s->last)
+    if (s->ctx->legacy_functions || s->hold || !last_chunk(s))
         return false;
     tg_buf_reset(&s->scratch);
     tg_frag f = {.args = &s->scratch};
-    if (!tg_scan_fragment(data, len, &f) || !same_envelope(s, &f))
-        return false;
+    if (!same_shape(s, data, len, &f)) {
+        tg_buf_reset(&s->scratch);
+        if (!tg_scan_fragment(data, len, &f) || !same_envelope(s, &f))
+            return false;
+        keep_shape(s, data, len, &f);
+    }
     long cix = f.choice < 0 ? 0 : f.choice;
     schoice *c = NULL;
     for (size_t i = 0; i < s->nch && !c; i++)
@@ -1143,6 +1203,8 @@ static void on_chunk(tg_stream *s, json_t *chunk, const char *raw, size_t len, t
 {
     json_decref(s->last);
     s->last = json_incref(chunk);
+    tg_buf_free(&s->first);
+    s->shape_ok = false;  /* checked against the chunk before */
     if (s->live_open && relay_raw(s, chunk, raw, len, out))
         return;
     const json_t *choices = json_object_get(chunk, "choices");
@@ -1272,13 +1334,61 @@ static const char *after_colon(const char *p, const char *e)
     return p;
 }
 
+#define AT(p, e, lit) ((size_t)((e) - (p)) >= sizeof(lit) - 1 && !memcmp((p), (lit), sizeof(lit) - 1))
+
+/* surely_plain's test of what follows a quote at p: no "error" key, every
+ * finish_reason null, every content a string or null (R23 parts, R24 [],
+ * or not text at all are check_chunk's), choices an array starting with an
+ * object, deltas objects (anything else is check_chunk's), every role a
+ * non-empty string; *choices and *delta: one of them came. */
+static bool plain_key_ok(const char *p, const char *e, bool *choices, bool *delta)
+{
+    const char *v;
+    if (e - p < 2)
+        return true;
+    switch (p[1]) {
+    case 'e':
+        return !AT(p, e, "\"error\"");
+    case 'f':
+        if (!AT(p, e, "\"finish_reason\""))
+            return true;
+        v = after_colon(p + 15, e);
+        return e - v >= 4 && !memcmp(v, "null", 4);
+    case 'c':
+        if (AT(p, e, "\"content\"")) {
+            v = after_colon(p + 9, e);
+            return v >= e || *v == '"' || (e - v >= 4 && !memcmp(v, "null", 4));
+        }
+        if (!AT(p, e, "\"choices\""))
+            return true;
+        *choices = true;
+        v = after_colon(p + 9, e);
+        if (v >= e || *v != '[')
+            return false;
+        v = after_colon(v + 1, e);
+        return v < e && *v == '{';
+    case 'd':
+        if (!AT(p, e, "\"delta\""))
+            return true;
+        *delta = true;
+        v = after_colon(p + 7, e);
+        return v < e && *v == '{';
+    case 'r':
+        if (!AT(p, e, "\"role\""))
+            return true;
+        v = after_colon(p + 6, e);
+        return e - v >= 3 && v[0] == '"' && v[1] != '"';
+    }
+    return true;
+}
+
 /* The cheap test that lets most chunks through without a JSON parse: no
  * tool calls, no error, every finish_reason null, every role a non-empty
  * string, and no rule on that needs to see content. Anything unusual fails
  * the test and takes the full path, so it only has to be conservative. */
 static bool surely_plain(const tg_stream *s, const char *d, size_t n)
 {
-    if (!s->last || s->keep_content || s->hold || s->rounds || s->ctx->rf_inverse || s->live_open ||
+    if (s->keep_content || s->hold || s->rounds || s->ctx->rf_inverse || s->live_open ||
         tg_rr_on(s->ctx, TG_RR_CONTENT_LIST))
         return false;
     const char *e = d + n;
@@ -1290,7 +1400,7 @@ static bool surely_plain(const tg_stream *s, const char *d, size_t n)
             if (s->ch[i].held.len || s->ch[i].at_start)
                 return false;
     }
-    if (find(d, e, "tool_calls") || find(d, e, "\"error\""))
+    if (find(d, e, "tool_calls"))
         return false;
     /* an event cut short (the last of a broken stream) must take the
      * parse; one that still ends in a brace is left to the client */
@@ -1301,46 +1411,14 @@ static bool surely_plain(const tg_stream *s, const char *d, size_t n)
         last--;
     if (first >= e || *first != '{' || *last != '}')
         return false;
-    for (const char *p = find(d, e, "\"finish_reason\""); p;
-         p = find(p + 1, e, "\"finish_reason\"")) {
-        const char *v = after_colon(p + 15, e);
-        if (e - v < 4 || memcmp(v, "null", 4))
+    /* Every quoted key it looks at starts at a quote: one walk over the
+     * quotes finds each of their occurrences (a search per key was most of
+     * a text stream's instructions, issue 20). */
+    bool choices = false, delta = false;
+    for (const char *p = memchr(d, '"', n); p; p = memchr(p + 1, '"', (size_t)(e - p - 1)))
+        if (!plain_key_ok(p, e, &choices, &delta))
             return false;
-    }
-    for (const char *p = find(d, e, "\"content\""); p; p = find(p + 1, e, "\"content\"")) {
-        const char *v = after_colon(p + 9, e);
-        if (v < e && *v != '"' && (e - v < 4 || memcmp(v, "null", 4)))
-            return false;  /* R23 parts, R24 [], or not text at all (check_chunk) */
-    }
-    /* choices an array starting with an object, deltas objects: anything
-     * else is check_chunk's */
-    /* and at least one choice with a delta: what the full parse marks as
-     * having had its role (a chunk without one marks nothing) */
-    const char *at = find(d, e, "\"choices\"");
-    if (!at)
-        return false;
-    for (const char *p = at; p; p = find(p + 1, e, "\"choices\"")) {
-        const char *v = after_colon(p + 9, e);
-        if (v >= e || *v != '[')
-            return false;
-        v = after_colon(v + 1, e);
-        if (v >= e || *v != '{')
-            return false;
-    }
-    at = find(d, e, "\"delta\"");
-    if (!at)
-        return false;
-    for (const char *p = at; p; p = find(p + 1, e, "\"delta\"")) {
-        const char *v = after_colon(p + 7, e);
-        if (v >= e || *v != '{')
-            return false;
-    }
-    for (const char *p = find(d, e, "\"role\""); p; p = find(p + 1, e, "\"role\"")) {
-        const char *v = after_colon(p + 6, e);
-        if (e - v < 3 || v[0] != '"' || v[1] == '"')
-            return false;
-    }
-    return true;
+    return choices && delta;
 }
 
 /* R27 mid-stream: Groq ends a stream with a tool_use_failed error event
@@ -1355,7 +1433,7 @@ static bool recover_error(tg_stream *s, const json_t *chunk, tg_buf *out)
     if (!calls)
         return false;
     schoice *c = choice_get(s, 0);
-    if (!s->last) {  /* no chunk came: derive ids from the generation */
+    if (!last_chunk(s)) {  /* no chunk came: derive ids from the generation */
         const char *gen = json_string_value(json_object_get(err, "failed_generation"));
         c->seed = tg_rr_seed(gen, 0);
         snprintf(s->own_id, sizeof s->own_id, "chatcmpl-tg%016llx", (unsigned long long)c->seed);
@@ -1364,7 +1442,7 @@ static bool recover_error(tg_stream *s, const json_t *chunk, tg_buf *out)
         json_decref(calls);
         return false;
     }
-    tg_rr_note(s->ctx, "R27", NULL, err, calls);
+    tg_rr_note(s->ctx, TG_R27, NULL, err, calls);
     json_t *events = json_array();
     flush_choice(s, c, events, false);
     queue_fixed(s, c, calls, events);
@@ -1532,6 +1610,8 @@ static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out
         for (size_t i = 0; i < s->nch; i++)
             s->ch[i].any_sent = true;
         s->raw_sent = true;
+        if (!s->last && !s->first.len)  /* the envelope, if one is needed */
+            tg_buf_append(&s->first, data, len);
         send_raw(out, data, len);
         return;
     }
@@ -1743,6 +1823,8 @@ void tg_stream_free(tg_stream *s)
     free(s->ch);
     tg_buf_free(&s->bad_event);
     tg_buf_free(&s->scratch);
+    tg_buf_free(&s->shape);
+    tg_buf_free(&s->first);
     json_decref(s->last);
     json_decref(s->held_finish);
     json_decref(s->held_usage);

@@ -132,7 +132,7 @@ static json_t *coerce_param(const json_t *prop, const char *v, size_t n)
     return str ? str : json_string("");
 }
 
-static const json_t *param_schema(const tg_ctx *ctx, const char *name, const char *key)
+static const json_t *param_schema_peek(const tg_ctx *ctx, const char *name, const char *key)
 {
     const json_t *tool = tg_rr_tool_peek(ctx, tg_schema_agent_name(ctx, name));
     const json_t *params = json_object_get(json_object_get(tool, "function"), "parameters");
@@ -272,7 +272,7 @@ static json_t *parse_params(const tg_ctx *ctx, const char *name, const char *s,
         memcpy(key, ks, kl);
         key[kl] = 0;
         if (kl)
-            json_object_set_new(args, key, coerce_param(param_schema(ctx, name, key), vs,
+            json_object_set_new(args, key, coerce_param(param_schema_peek(ctx, name, key), vs,
                                                         (size_t)(ve - vs)));
         p = ve;
     }

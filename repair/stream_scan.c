@@ -16,13 +16,18 @@
  * a small plain integer, a \u escape outside the Basic Multilingual Plane
  * or a NUL) makes it answer false, and the event takes the full parse, so
  * the scan only has to be conservative, never complete. The caller checks
- * what the parse would have decided (repair_stream.c live_fragment). */
+ * what the parse would have decided (repair_stream.c live_fragment), and
+ * keeps where the arguments string of an accepted event starts and ends:
+ * the next fragments of a call are most often the same bytes around other
+ * arguments, and then two memcmp and tg_scan_args stand for the scan
+ * (repair_stream.c same_shape). */
 #include "repair/repair_int.h"
 
 #include <string.h>
 
 typedef struct scan {
     const char *p, *e;
+    const char *b;  /* the event's first byte */
 } scan;
 
 static void ws(scan *s)
@@ -106,12 +111,11 @@ static int hex4(const char *p)
     return v;
 }
 
-/* The arguments string, decoded into out: ASCII and the usual escapes; a
- * \u escape of the BMP outside the surrogates, not NUL. */
-static bool args_string(scan *s, tg_buf *out)
+/* The arguments string after its opening quote, decoded into out, up to
+ * and with its closing quote: ASCII and the usual escapes; a \u escape of
+ * the BMP outside the surrogates, not NUL. */
+static bool args_body(scan *s, tg_buf *out)
 {
-    if (!eat(s, '"'))
-        return false;
     for (;;) {
         const char *b = s->p;
         while (s->p < s->e && *s->p != '"' && *s->p != '\\') {
@@ -150,6 +154,28 @@ static bool args_string(scan *s, tg_buf *out)
     }
 }
 
+/* The arguments string; where its bytes start and end is kept for the
+ * caller's shape check (tg_scan_same_shape). */
+static bool args_string(scan *s, tg_frag *f)
+{
+    if (!eat(s, '"'))
+        return false;
+    f->args_at = (size_t)(s->p - s->b);
+    if (!args_body(s, f->args))
+        return false;
+    f->args_end = (size_t)(s->p - s->b) - 1;
+    return true;
+}
+
+bool tg_scan_args(const char *d, size_t len, tg_buf *out, size_t *end)
+{
+    scan s = {d, d + len, d};
+    if (!args_body(&s, out))
+        return false;
+    *end = (size_t)(s.p - d) - 1;
+    return true;
+}
+
 #define KEY_IS(k, n, lit) ((n) == sizeof(lit) - 1 && !memcmp((k), (lit), (n)))
 
 /* A key and its colon. */
@@ -172,7 +198,7 @@ static bool function_obj(scan *s, tg_frag *f)
 {
     const char *k;
     size_t n;
-    return eat(s, '{') && key(s, &k, &n) && KEY_IS(k, n, "arguments") && args_string(s, f->args) &&
+    return eat(s, '{') && key(s, &k, &n) && KEY_IS(k, n, "arguments") && args_string(s, f) &&
            eat(s, '}');
 }
 
@@ -244,7 +270,7 @@ bool tg_scan_fragment(const char *d, size_t len, tg_frag *f)
 {
     static const char *const env_keys[] = {"id", "object", "model", "system_fingerprint",
                                            "service_tier", "created", NULL};
-    scan s = {d, d + len};
+    scan s = {d, d + len, d};
     bool choices = false, usage = false;
     f->nenv = 0;
     f->choice = -1;

@@ -44,8 +44,10 @@
 #include <strings.h>
 
 #include "core/ctx.h"
+#include "core/hash.h"
 #include "core/jsonfix.h"
 #include "core/jsonio.h"
+#include "core/rules.h"
 
 /* ---- the data ---------------------------------------------------------- */
 
@@ -168,51 +170,46 @@ typedef struct dialect_row {
     (MR_LENIENT | TG_MR_ALLOWLIST | TG_MR_CALL_SHAPE | TG_MR_DROP_CACHE |      \
      TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL)
 
-static const dialect_row presets[TG_D_COUNT] = {
-    [TG_D_OPENAI] = {MR_OPENAI | TG_MR_TOP_LEVEL, NULL, "section 4.1", NULL, openai_deny,
-                     NULL, "rule 67"},
-    [TG_D_OPENAI_STRICT] = {MR_OPENAI | TG_MR_TOP_LEVEL, NULL, "section 4.1", NULL,
-                            openai_deny, NULL, "rule 67"},
-    [TG_D_GEMINI] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
-                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL |
-                         TG_MR_SYSTEM_FIRST,
-                     NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
-    /* Vertex's OpenAI-compatible endpoint fronts the same models: the same
-     * thought signatures (R19) and top-level set (section 6, Vertex) */
-    [TG_D_VERTEX] = {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |
-                         TG_MR_DROP_REASONING | TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL |
-                         TG_MR_SYSTEM_FIRST,
-                     NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"},
-    [TG_D_ANTHROPIC] = {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT |
-                            TG_MR_DROP_EMPTY,
-                        NULL, "section 4 anthropic", NULL, NULL, NULL, NULL},
-    [TG_D_MISTRAL] = {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_MISTRAL_IDS |
-                          TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | TG_MR_DEVELOPER_ROLE |
-                          TG_MR_SYSTEM_FIRST,
-                      mistral_roles, "rule 43", mistral_top, NULL, mistral_renames,
-                      "section 4 mistral"},
-    [TG_D_GROQ] = {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS, openai_roles,
-                   "rule 47", NULL, groq_deny, NULL, "rule 49"},
-    [TG_D_FIREWORKS] = {MR_STRICT, openai_roles, "rule 47", NULL, fireworks_deny,
-                        NULL, "section 4 fireworks"},
-    [TG_D_CEREBRAS] = {MR_STRICT | TG_MR_DROP_NULLS, openai_roles, "rule 47", NULL,
-                       cerebras_deny, NULL, "rule 49"},
-    [TG_D_DEEPSEEK] = {MR_LENIENT | TG_MR_KEEP_REASONING, NULL, "rule 52", NULL,
-                       NULL, NULL, NULL},
-    [TG_D_XAI] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
-    [TG_D_TOGETHER] = {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL},
-    [TG_D_OLLAMA] = {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 55",
-                     NULL, NULL, NULL, NULL},
-    [TG_D_VLLM] = {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 56", NULL,
-                   NULL, NULL, NULL},
-    [TG_D_PASSTHROUGH] = {0, NULL, "markers", NULL, NULL, NULL, NULL},
-};
+/* The presets the rows of core/dialect.h name. */
+#define MSG_OPENAI                                                                          \
+    {MR_OPENAI | TG_MR_TOP_LEVEL, NULL, "section 4.1", NULL, openai_deny, NULL, "rule 67"}
+/* Vertex's OpenAI-compatible endpoint fronts the same models as Gemini's:
+ * the same thought signatures (R19) and top-level set (section 6, Vertex) */
+#define MSG_GEMINI                                                                          \
+    {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE | TG_MR_DROP_REASONING |      \
+         TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL | TG_MR_SYSTEM_FIRST,                           \
+     NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"}
+#define MSG_ANTHROPIC                                                                       \
+    {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT | TG_MR_DROP_EMPTY, NULL,          \
+     "section 4 anthropic", NULL, NULL, NULL, NULL}
+#define MSG_MISTRAL                                                                         \
+    {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_MISTRAL_IDS | TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | \
+         TG_MR_DEVELOPER_ROLE | TG_MR_SYSTEM_FIRST,                                         \
+     mistral_roles, "rule 43", mistral_top, NULL, mistral_renames, "section 4 mistral"}
+#define MSG_GROQ                                                                            \
+    {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS, openai_roles, "rule 47", NULL,   \
+     groq_deny, NULL, "rule 49"}
+#define MSG_FIREWORKS                                                                       \
+    {MR_STRICT, openai_roles, "rule 47", NULL, fireworks_deny, NULL, "section 4 fireworks"}
+#define MSG_CEREBRAS                                                                        \
+    {MR_STRICT | TG_MR_DROP_NULLS, openai_roles, "rule 47", NULL, cerebras_deny, NULL,      \
+     "rule 49"}
+#define MSG_DEEPSEEK {MR_LENIENT | TG_MR_KEEP_REASONING, NULL, "rule 52", NULL, NULL, NULL, NULL}
+#define MSG_LENIENT {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
+#define MSG_OLLAMA                                                                          \
+    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 55", NULL, NULL, NULL, \
+     NULL}
+#define MSG_VLLM                                                                            \
+    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 56", NULL, NULL, NULL, \
+     NULL}
+#define MSG_NONE {0, NULL, "markers", NULL, NULL, NULL, NULL}
+
+#define ROW(id, name, features, schema, msg, repair) [id] = msg,
+static const dialect_row presets[TG_D_COUNT] = {TG_DIALECTS(ROW)};
+#undef ROW
 
 /* The conf keys a user plausibly toggles, `messages.<name> = on|off`. */
-static const struct {
-    const char *name;
-    unsigned bits;
-} conf_rules[] = {
+static const tg_rule_name conf_rules[] = {
     {"strip_unknown", TG_MR_ALLOWLIST | TG_MR_CALL_SHAPE},
     {"bookkeeping", TG_MR_BOOKKEEPING | TG_MR_CALL_EXTRAS},
     {"drop_nulls", TG_MR_DROP_NULLS},
@@ -235,6 +232,8 @@ static const struct {
     {"fill_signatures", TG_MR_FILL_SIGNATURE},
     {"system_first", TG_MR_SYSTEM_FIRST},
 };
+static const tg_rule_section section = {"messages", conf_rules,
+                                        sizeof conf_rules / sizeof *conf_rules, NULL};
 
 /* What Mistral's role order needs between a tool result and a user turn
  * (section 6, Mistral): the shortest assistant turn that says nothing new. */
@@ -251,44 +250,10 @@ void tg_msg_rules_preset(tg_dialect d, tg_msg_rules *out)
     out->flags = presets[d].flags;
 }
 
-static int parse_switch(const char *v)
-{
-    static const char *const on[] = {"on", "true", "yes", "1", NULL};
-    static const char *const off[] = {"off", "false", "no", "0", NULL};
-    for (int i = 0; on[i]; i++)
-        if (!strcasecmp(v, on[i]))
-            return 1;
-    for (int i = 0; off[i]; i++)
-        if (!strcasecmp(v, off[i]))
-            return 0;
-    return -1;
-}
-
 int tg_msg_rules_set(tg_msg_rules *r, const char *key, const char *value,
                      char *msg, size_t msglen)
 {
-    size_t n = sizeof conf_rules / sizeof conf_rules[0];
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(key, conf_rules[i].name))
-            continue;
-        int on = parse_switch(value ? value : "");
-        if (on < 0) {
-            snprintf(msg, msglen, "messages.%s: expected on or off, got '%s'",
-                     key, value ? value : "");
-            return -1;
-        }
-        if (on)
-            r->flags |= conf_rules[i].bits;
-        else
-            r->flags &= ~conf_rules[i].bits;
-        return 0;
-    }
-    size_t off = (size_t)snprintf(msg, msglen, "unknown messages rule '%s' (known:", key);
-    for (size_t i = 0; i < n && off < msglen; i++)
-        off += (size_t)snprintf(msg + off, msglen - off, " %s", conf_rules[i].name);
-    if (off < msglen)
-        snprintf(msg + off, msglen - off, ")");
-    return -1;
+    return tg_rule_apply(&section, key, value, &r->flags, msg, msglen);
 }
 
 /* ---- the walker -------------------------------------------------------- */
@@ -399,13 +364,14 @@ static void rebuild_key(walk *w, json_t *obj, const char *key, json_t *now,
 
 /* ---- tool-call ids (rules 39, 42; section 7) ---------------------------- */
 
+/* Seen by the provider turn after turn: FNV-1a (core/hash.h), fixed. */
 static uint64_t fnv1a(const char *s, unsigned salt)
 {
-    uint64_t h = 14695981039346656037ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    for (; salt; salt /= 10)  /* a salted retry hashes differently */
-        h = (h ^ (unsigned char)('0' + salt % 10)) * 1099511628211ull;
+    uint64_t h = tg_fnv1a64(TG_FNV1A_OFFSET, s, strlen(s));
+    for (; salt; salt /= 10) {  /* a salted retry hashes differently */
+        char digit = (char)('0' + salt % 10);
+        h = tg_fnv1a64(h, &digit, 1);
+    }
     return h;
 }
 
@@ -1335,7 +1301,7 @@ static int legacy_functions_to_tools(walk *w, json_t *body, tg_error *err)
         json_t *f;
         json_array_foreach(fns, i, f) {
             const char *name = json_string_value(json_object_get(f, "name"));
-            if (tg_tool_named(now, name))
+            if (tg_tool_peek(now, name))
                 continue;  /* the same function declared both ways */
             json_array_append_new(now, json_pack("{s:s, s:O}", "type", "function", "function", f));
         }

@@ -2,8 +2,9 @@
  * field the route's dialect rejects, and rebuilds what it requires.
  *
  * A route's message rules are one dialect id plus a set of TG_MR_* bits. The
- * preset gives the bits the dialect needs (table in hygiene.c); conf keys
- * `messages.<rule> = on|off` flip them (tg_msg_rules_set). Internal markers
+ * preset gives the bits the dialect needs (MSG_* in hygiene.c, named by the
+ * dialect's row in core/dialect.h); conf keys `messages.<rule> = on|off`
+ * flip them (tg_msg_rules_set, read by core/rules.h). Internal markers
  * (keys starting with ctx->strip_prefix) are stripped whatever the bits say.
  */
 #ifndef TG_HYGIENE_H

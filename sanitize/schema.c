@@ -18,8 +18,9 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
-#include "core/jsonio.h"
 #include "core/ctx.h"
+#include "core/jsonio.h"
+#include "core/rules.h"
 
 #define BASE (TG_SR_ROOT_OBJECT | TG_SR_ITEMS | TG_SR_REQUIRED | TG_SR_EMPTY_TOOLS)
 #define GEMINI_RULES                                                                       \
@@ -45,35 +46,39 @@ typedef struct preset {
     int max_tools;
 } preset;
 
-static const preset presets[TG_D_COUNT] = {
-    [TG_D_OPENAI] = {BASE | TG_SR_NAMES | TG_SR_STRICT_PER_TOOL, TG_SR_ALL_REQUIRED, 64, 128},
-    [TG_D_OPENAI_STRICT] = {BASE | TG_SR_NAMES | TG_SR_STRICT | TG_SR_ALL_REQUIRED | TG_SR_SERIAL_CALLS,
-                            TG_SR_ALL_REQUIRED, 64, 128},
-    [TG_D_GEMINI] = {GEMINI_RULES, 0, 64, 128},
-    [TG_D_VERTEX] = {GEMINI_RULES | TG_SR_ANYOF_ALONE, 0, 64, 128},
-    [TG_D_ANTHROPIC] = {BASE | TG_SR_NAMES,
-                        TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0},
-    [TG_D_MISTRAL] = {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY |
-                          TG_SR_NO_NULL_DESC, 0, 64, 0},
-    [TG_D_GROQ] = {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC, 0, 64, 128},
-    [TG_D_FIREWORKS] = {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC, 0, 64, 0},
-    [TG_D_CEREBRAS] = {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC,
-                       TG_SR_ALL_REQUIRED | TG_SR_NULL_ANYOF | TG_SR_CONST_ENUM, 64, 0},
-    [TG_D_DEEPSEEK] = {BASE | TG_SR_NAMES,
-                       TG_SR_ALL_REQUIRED | TG_SR_NO_CONSTRAINTS | TG_SR_CONST_ENUM, 64, 128},
-    [TG_D_XAI] = {BASE | TG_SR_NAMES | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF |
-                      TG_SR_FREEFORM_STRING | TG_SR_XAI_PROPERTIES,
-                  0, 64, 0},
-    [TG_D_TOGETHER] = {BASE | TG_SR_NAMES, 0, 64, 0},
-    [TG_D_OLLAMA] = {BASE, 0, 0, 0},
-    [TG_D_VLLM] = {BASE, 0, 0, 0},
-    [TG_D_PASSTHROUGH] = {0, 0, 0, 0},
-};
+/* The presets the rows of core/dialect.h name. */
+#define SCHEMA_OPENAI {BASE | TG_SR_NAMES | TG_SR_STRICT_PER_TOOL, TG_SR_ALL_REQUIRED, 64, 128}
+#define SCHEMA_OPENAI_STRICT                                                                \
+    {BASE | TG_SR_NAMES | TG_SR_STRICT | TG_SR_ALL_REQUIRED | TG_SR_SERIAL_CALLS,          \
+     TG_SR_ALL_REQUIRED, 64, 128}
+#define SCHEMA_GEMINI {GEMINI_RULES, 0, 64, 128}
+#define SCHEMA_VERTEX {GEMINI_RULES | TG_SR_ANYOF_ALONE, 0, 64, 128}
+#define SCHEMA_ANTHROPIC                                                                    \
+    {BASE | TG_SR_NAMES, TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0}
+#define SCHEMA_MISTRAL                                                                      \
+    {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY | TG_SR_NO_NULL_DESC, 0, 64, 0}
+#define SCHEMA_GROQ {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC, 0, 64, 128}
+#define SCHEMA_FIREWORKS {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC, 0, 64, 0}
+#define SCHEMA_CEREBRAS                                                                     \
+    {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC,                                               \
+     TG_SR_ALL_REQUIRED | TG_SR_NULL_ANYOF | TG_SR_CONST_ENUM, 64, 0}
+#define SCHEMA_DEEPSEEK                                                                     \
+    {BASE | TG_SR_NAMES, TG_SR_ALL_REQUIRED | TG_SR_NO_CONSTRAINTS | TG_SR_CONST_ENUM, 64, 128}
+#define SCHEMA_XAI                                                                          \
+    {BASE | TG_SR_NAMES | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF | TG_SR_FREEFORM_STRING |   \
+         TG_SR_XAI_PROPERTIES,                                                              \
+     0, 64, 0}
+#define SCHEMA_TOGETHER {BASE | TG_SR_NAMES, 0, 64, 0}
+#define SCHEMA_LOCAL {BASE, 0, 0, 0}
+#define SCHEMA_NONE {0, 0, 0, 0}
 
-static const struct {
-    const char *name;
-    unsigned bit;
-} rule_names[] = {
+#define ROW(id, name, features, schema, msg, repair) [id] = schema,
+static const preset presets[TG_D_COUNT] = {TG_DIALECTS(ROW)};
+#undef ROW
+
+/* `schema.<name> = on|off`; "strict" (bits 0 here) adds what the dialect's
+ * strict mode needs, see tg_schema_rules_set. */
+static const tg_rule_name rule_names[] = {
     {"root_object", TG_SR_ROOT_OBJECT},       {"items", TG_SR_ITEMS},
     {"required", TG_SR_REQUIRED},             {"names", TG_SR_NAMES},
     {"names_gemini", TG_SR_NAMES_GEMINI},     {"inline_refs", TG_SR_INLINE_REFS},
@@ -85,8 +90,12 @@ static const struct {
     {"xai_properties", TG_SR_XAI_PROPERTIES}, {"mistral_strip", TG_SR_MISTRAL_STRIP},
     {"choice_any", TG_SR_CHOICE_ANY},         {"no_null_desc", TG_SR_NO_NULL_DESC},
     {"serial_calls", TG_SR_SERIAL_CALLS},     {"empty_tools", TG_SR_EMPTY_TOOLS},
-    {"anyof_alone", TG_SR_ANYOF_ALONE},
+    {"anyof_alone", TG_SR_ANYOF_ALONE},       {"strict", 0},
 };
+static const char *const limit_names[] = {"desc_max", "name_max", "max_tools", "max_growth",
+                                          "max_bytes", NULL};
+static const tg_rule_section section = {"schema", rule_names,
+                                        sizeof rule_names / sizeof *rule_names, limit_names};
 
 void tg_schema_rules_preset(tg_dialect d, tg_schema_rules *out)
 {
@@ -99,15 +108,6 @@ void tg_schema_rules_preset(tg_dialect d, tg_schema_rules *out)
     out->max_tools = presets[d].max_tools;
     out->max_growth = SCHEMA_MAX_GROWTH;
     out->max_bytes = SCHEMA_MAX_BYTES;
-}
-
-static int parse_switch(const char *v)
-{
-    if (!strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
-        return 1;
-    if (!strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
-        return 0;
-    return -1;
 }
 
 static int set_limit(int *dst, const char *key, const char *value, int hi, char *msg, size_t msglen)
@@ -135,36 +135,22 @@ int tg_schema_rules_set(tg_schema_rules *r, const char *key, const char *value,
         return set_limit(&r->max_growth, key, value, 100000, msg, msglen);
     if (!strcmp(key, "max_bytes"))
         return set_limit(&r->max_bytes, key, value, 1 << 30, msg, msglen);
-    int on = parse_switch(value);
-    if (!strcmp(key, "strict")) {
-        unsigned extra = (r->dialect >= 0 && r->dialect < TG_D_COUNT) ? presets[r->dialect].strict_extra : 0;
-        if (on < 0 || (on && !extra)) {
-            snprintf(msg, msglen, on < 0 ? "schema.strict: expected on|off, got '%s'"
-                                         : "schema.strict: dialect %s has no strict mode ('%s')",
-                     on < 0 ? value : tg_dialect_name(r->dialect), value);
-            return -1;
-        }
-        if (on)
-            r->flags |= TG_SR_STRICT | extra;
-        else
-            r->flags &= ~(TG_SR_STRICT | extra);
+    if (tg_rule_apply(&section, key, value, &r->flags, msg, msglen))
+        return -1;
+    if (strcmp(key, "strict"))
         return 0;
+    int on = tg_switch_parse(value);
+    unsigned extra = (r->dialect >= 0 && r->dialect < TG_D_COUNT) ? presets[r->dialect].strict_extra : 0;
+    if (on && !extra) {
+        snprintf(msg, msglen, "schema.strict: dialect %s has no strict mode ('%s')",
+                 tg_dialect_name(r->dialect), value);
+        return -1;
     }
-    for (size_t i = 0; i < sizeof rule_names / sizeof rule_names[0]; i++) {
-        if (strcmp(rule_names[i].name, key))
-            continue;
-        if (on < 0) {
-            snprintf(msg, msglen, "schema.%s: expected on|off, got '%s'", key, value);
-            return -1;
-        }
-        if (on)
-            r->flags |= rule_names[i].bit;
-        else
-            r->flags &= ~rule_names[i].bit;
-        return 0;
-    }
-    snprintf(msg, msglen, "unknown schema rule '%s'", key);
-    return -1;
+    if (on)
+        r->flags |= TG_SR_STRICT | extra;
+    else
+        r->flags &= ~(TG_SR_STRICT | extra);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- names */
@@ -348,7 +334,7 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
             break;
         }
         if (!nt) {
-            if (r->dialect == TG_D_PASSTHROUGH) {
+            if (!tg_dialect_has(r->dialect, TG_DF_REWRITE)) {
                 json_array_append(out, tool);
             } else {
                 tg_explain_add(explain, "schema", NULL, "/tools", "drop-unusable-tool", tool, NULL);
@@ -779,7 +765,7 @@ static void rewrite_response_format(json_t *body, tg_ctx *ctx)
 int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
     const tg_schema_rules *r = ctx->schema;
-    if (!r || r->dialect == TG_D_PASSTHROUGH || !json_is_object(body))
+    if (!r || !tg_dialect_has(r->dialect, TG_DF_REWRITE) || !json_is_object(body))
         return 0;
     json_t *tools = json_object_get(body, "tools");
     json_t *upstream = NULL;

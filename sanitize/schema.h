@@ -2,8 +2,9 @@
  * that names a tool) into the route's dialect, and keeps, in the ctx, what
  * the way back needs to undo it (see tg.h for the ownership rule).
  *
- * A dialect is a row of data (schema.c: presets[]): a set of TG_SR_* rule
- * bits plus limits. One walker (schema_walk.c) applies the rules the row
+ * A dialect's schema rules are data (a SCHEMA_* preset in schema.c, named by
+ * the dialect's row in core/dialect.h): a set of TG_SR_* rule bits plus
+ * limits. One walker (schema_walk.c) applies the rules the row
  * turns on. Every lossy rewrite records its inverse in a small tree that
  * mirrors the rewritten schema (the "inverse", format in schema_walk.c), and
  * the code that applies it sits next to the code that made the rewrite.
@@ -123,7 +124,7 @@ void tg_schema_clean_name(const tg_schema_rules *r, const char *name, char *out,
 /* Resolve a local JSON pointer $ref ("#", "#/$defs/x", "#/definitions/x",
  * "#/properties/a", ~0 ~1 and %XX escapes) against root: a borrowed node,
  * or NULL. */
-json_t *tg_schema_resolve_ref(const json_t *root, const char *ref);
+json_t *tg_schema_ref_peek(const json_t *root, const char *ref);
 /* Apply an inverse tree to a value: returns the restored value (new
  * reference; may be the same object, edited) and adds the edits to *count. */
 json_t *tg_schema_inverse_apply(json_t *inverse, json_t *value, int *count);

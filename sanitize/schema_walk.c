@@ -242,9 +242,9 @@ static const char *const *format_allow(const walk *w, const char *type)
     }
     if (!(w->f & TG_SR_STRICT))
         return NULL;
-    if (w->r->dialect == TG_D_DEEPSEEK)
+    if (tg_dialect_has(w->r->dialect, TG_DF_FORMATS_NONE))
         return fmt_none;
-    if (w->r->dialect == TG_D_ANTHROPIC)
+    if (tg_dialect_has(w->r->dialect, TG_DF_FORMATS_ANTHROPIC))
         return fmt_anthropic;
     return fmt_openai;
 }
@@ -303,7 +303,7 @@ static int count_open_refs(const walk *w, const char *ref)
     return n;
 }
 
-json_t *tg_schema_resolve_ref(const json_t *root, const char *ref)
+json_t *tg_schema_ref_peek(const json_t *root, const char *ref)
 {
     if (!ref || ref[0] != '#')
         return NULL;
@@ -340,9 +340,9 @@ json_t *tg_schema_resolve_ref(const json_t *root, const char *ref)
     return (*p == '\0') ? cur : NULL;
 }
 
-static json_t *resolve_ref(const walk *w, const char *ref)
+static json_t *ref_peek(const walk *w, const char *ref)
 {
-    return tg_schema_resolve_ref(w->root, ref);
+    return tg_schema_ref_peek(w->root, ref);
 }
 
 static const char *ref_short_name(const char *ref)
@@ -514,7 +514,7 @@ static void merge_branch(walk *w, json_t *dst, json_t *b, int depth)
         return;
     const char *ref = json_string_value(json_object_get(b, "$ref"));
     if (ref && count_open_refs(w, ref) < REF_MAX_OPEN) {
-        json_t *t = resolve_ref(w, ref);
+        json_t *t = ref_peek(w, ref);
         if (json_is_object(t) && t != b) {
             merge_into(w, dst, t, depth + 1);
             json_t *rest = json_copy(b);
@@ -802,7 +802,7 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
                 ni.cut = ref;
                 return ni;
             }
-            json_t *t = resolve_ref(w, ref);
+            json_t *t = ref_peek(w, ref);
             json_t *merged = json_is_object(t) ? json_copy(t) : json_object();
             if (!t) {
                 json_t *d = json_sprintf("unresolved $ref %s", ref);
@@ -1313,7 +1313,8 @@ static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *h
         drop = true;
     if ((f & TG_SR_NO_CONSTRAINTS) && in_list(constraint_keys, k)) {
         /* Anthropic strict keeps minItems 0 or 1 (rule 40). */
-        bool small_min = !strcmp(k, "minItems") && w->r->dialect == TG_D_ANTHROPIC &&
+        bool small_min = !strcmp(k, "minItems") &&
+                         tg_dialect_has(w->r->dialect, TG_DF_SMALL_MIN_ITEMS) &&
                          json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 1;
         drop = !small_min;
     }
@@ -1329,7 +1330,8 @@ static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *h
     json_object_set_new(out, k, json_deep_copy(v));
 }
 
-static json_t *first_type(json_t *t)
+/* The first non-null type name of a type or type list (borrowed), or NULL. */
+static json_t *first_type_peek(json_t *t)
 {
     if (json_is_string(t))
         return t;
@@ -1426,7 +1428,7 @@ static json_t *rw_children_array(walk *w, json_t *arr, const char *ptr, const ch
         json_t *meta = binv ? binv : json_object();
         any_inv |= binv != NULL;
         json_t *ot = json_is_object(b) ? json_object_get(b, "type") : NULL;
-        json_t *t = first_type(json_object_get(c, "type"));
+        json_t *t = first_type_peek(json_object_get(c, "type"));
         if (json_is_string(ot))
             json_object_set(meta, "ot", ot);
         else if (t && !binv_is_standin(binv))

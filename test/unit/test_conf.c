@@ -378,6 +378,138 @@ static void test_hosted_tools(void **state)
     tg_buf_free(&errs);
 }
 
+/* One way to declare a rule switch (core/rules.h): every section takes the
+ * same spellings in any case, and refuses the same way, naming the valid
+ * names of the section (the whole list, its last name included). */
+typedef struct switch_case {
+    const char *key;         /* as written in [route NAME] */
+    const char *section;     /* in the unknown-name error, or NULL for a plain key */
+    const char *last_name;   /* the section table's last name */
+} switch_case;
+
+static bool switch_is_on(const tg_route *r, const char *key)
+{
+    if (!strcmp(key, "schema.items"))
+        return r->rules.schema.flags & TG_SR_ITEMS;
+    if (!strcmp(key, "messages.drop_nulls"))
+        return r->rules.msg.flags & TG_MR_DROP_NULLS;
+    if (!strcmp(key, "repair.json_fix"))
+        return r->rules.repair.flags & TG_RR_JSON_FIX;
+    if (!strcmp(key, "repair.R12") || !strcmp(key, "text_tool_calls"))
+        return r->rules.repair.text_tool_calls;
+    if (!strcmp(key, "discovery_list_names"))
+        return r->rules.disc.list_names;
+    fail_msg("no check for %s", key);
+    return false;
+}
+
+/* The messages of a route whose fourth line is `line`, which must refuse
+ * it with want among them (malloc'd). */
+static char *refused(const char *line, const char *want)
+{
+    char text[512];
+    snprintf(text, sizeof text, "[route r]\nprefix = /r\nupstream = http://h\n%s\n", line);
+    tg_buf errs = {0};
+    assert_null(tg_conf_load_string(text, "t.conf", &errs));
+    if (!errs.data || !strstr(errs.data, want))
+        fail_msg("want '%s' in %s", want, errs.data ? errs.data : "");
+    return tg_buf_steal(&errs, NULL);
+}
+
+static void test_rule_switches(void **state)
+{
+    (void)state;
+    static const switch_case keys[] = {
+        {"schema.items", "schema", "max_bytes"},
+        {"messages.drop_nulls", "messages", "system_first"},
+        {"repair.json_fix", "repair", "R12"},
+        {"repair.R12", "repair", "R12"},
+        {"text_tool_calls", NULL, NULL},
+        {"discovery_list_names", NULL, NULL},
+    };
+    static const struct {
+        const char *v;
+        bool on;
+    } spellings[] = {
+        {"on", true},   {"On", true},     {"ON", true},  {"true", true},  {"TRUE", true},
+        {"yes", true},  {"Yes", true},    {"1", true},   {"off", false},  {"Off", false},
+        {"false", false}, {"False", false}, {"no", false}, {"NO", false}, {"0", false},
+    };
+    char text[512], want[256];
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        for (size_t j = 0; j < sizeof spellings / sizeof *spellings; j++) {
+            snprintf(text, sizeof text, "[route r]\nprefix = /r\nupstream = http://h\n"
+                     "dialect = mistral\n%s = %s\n", keys[i].key, spellings[j].v);
+            tg_conf *c = load(text);
+            if (!c)
+                fail_msg("%s = %s refused", keys[i].key, spellings[j].v);
+            if (switch_is_on(&c->routes[0], keys[i].key) != spellings[j].on)
+                fail_msg("%s = %s not applied", keys[i].key, spellings[j].v);
+            tg_conf_unref(c);
+        }
+        snprintf(text, sizeof text, "%s = maybe", keys[i].key);
+        snprintf(want, sizeof want, "t.conf:4: %s: expected on or off, got 'maybe'", keys[i].key);
+        free(refused(text, want));
+        if (!keys[i].section)
+            continue;
+        snprintf(text, sizeof text, "%s.bogus = on", keys[i].section);
+        snprintf(want, sizeof want, "t.conf:4: unknown %s rule 'bogus' (known: ", keys[i].section);
+        char *errs = refused(text, want);
+        snprintf(want, sizeof want, ", %s)\n", keys[i].last_name);
+        if (!strstr(errs, want))
+            fail_msg("the list of %s names is cut: %s", keys[i].section, errs);
+        free(errs);
+    }
+}
+
+/* Keys that take one of a few words read them in any case too, and refuse
+ * the same way, listing the words. */
+static void test_choices_any_case(void **state)
+{
+    (void)state;
+    tg_conf *c = load("[server]\nlog_level = Debug\n"
+                      "[route r]\nprefix = /r\nupstream = http://h\nresponses = PASS\n"
+                      "messages = Bridge\nhosted_tools = Refuse\ndiscovery = Auto\n"
+                      "[route s]\nprefix = /s\nupstream = http://h\ndiscovery = ON\n");
+    assert_non_null(c);
+    assert_int_equal(c->log_level, TG_LOG_DEBUG);
+    const tg_route *r = tg_route_by_name(c, "r");
+    assert_int_equal(r->responses, 0);
+    assert_int_equal(r->messages, 1);
+    assert_true(r->refuse_hosted);
+    assert_int_equal(r->rules.disc.mode, TG_DISC_AUTO);
+    assert_int_equal(tg_route_by_name(c, "s")->rules.disc.mode, TG_DISC_ON);
+    tg_conf_unref(c);
+    free(refused("responses = bridged", "t.conf:4: responses: expected bridge | pass, got 'bridged'"));
+    free(refused("hosted_tools = keep", "t.conf:4: hosted_tools: expected drop | refuse, got 'keep'"));
+    free(refused("discovery = maybe", "t.conf:4: discovery: expected off | auto | on, got 'maybe'"));
+}
+
+/* README's conf reference lists the dialects by hand: it names every row
+ * of core/dialect.h's table, in the table's order. */
+static void test_readme_lists_dialects(void **state)
+{
+    (void)state;
+    char *readme = slurp("README.md");
+    assert_non_null(readme);
+    const char *at = strstr(readme, "\ndialect = ");
+    assert_non_null(at);
+    const char *end = strstr(at, "\nstrip_prefix");
+    assert_non_null(end);
+    for (int d = 0; d < TG_D_COUNT; d++) {
+        const char *name = tg_dialect_name((tg_dialect)d), *hit = at;
+        size_t n = strlen(name);
+        /* the name as a word: "openai" is not found inside "openai-strict" */
+        while ((hit = strstr(hit + 1, name)) && hit < end &&
+               (hit[-1] != ' ' || (hit[n] != ' ' && hit[n] != '\n')))
+            ;
+        if (!hit || hit > end)
+            fail_msg("README's dialect line lacks '%s' (or not in the table's order)", name);
+        at = hit;
+    }
+    free(readme);
+}
+
 static void test_shipped_conf(void **state)
 {
     (void)state;
@@ -407,6 +539,9 @@ int main(void)
         cmocka_unit_test(test_messages_default),
         cmocka_unit_test(test_hosted_tools),
         cmocka_unit_test(test_security_keys),
+        cmocka_unit_test(test_rule_switches),
+        cmocka_unit_test(test_readme_lists_dialects),
+        cmocka_unit_test(test_choices_any_case),
     };
     return cmocka_run_group_tests_name("conf", tests, NULL, NULL);
 }

@@ -257,6 +257,10 @@ static void test_writer_edges(void **state)
     assert_non_null(v);
     json_object_set_new(v, "nul", json_stringn("a\0b", 3));
     json_object_setn_new(v, "k\0ey", 4, json_integer(1));
+    /* integers are written by hand: the ends of the range and zero */
+    json_object_set_new(v, "min", json_integer(INT64_MIN));
+    json_object_set_new(v, "max", json_integer(INT64_MAX));
+    json_object_set_new(v, "zero", json_integer(0));
     check_dump(v, "edges");
     json_decref(v);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/cache.h"
+#include "core/hash.h"
 #include "sanitize/pipeline.h"
 
 static char *slurp(const char *path, size_t *n)
@@ -112,10 +113,11 @@ static void test_corpus_requests_every_dialect(void **state)
     }
 }
 
-/* Adding a dialect means a row in each stage's preset table (schema.c,
- * hygiene.c, repair.c): a forgotten row is all zeros, a dialect that
- * silently does nothing. Every id has a name that maps back to it, is in
- * the list error messages print, and has rules in every stage. */
+/* Adding a dialect means a row of core/dialect.h's table, naming a preset
+ * of each stage (schema.c, hygiene.c, repair.c): a row that was zeros would
+ * be a dialect that silently does nothing. Every id has a name that maps
+ * back to it, is in the list error messages print, has features, and has
+ * rules in every stage; only passthrough is empty (it rewrites nothing). */
 static void test_every_dialect_has_a_row(void **state)
 {
     (void)state;
@@ -129,11 +131,78 @@ static void test_every_dialect_has_a_row(void **state)
         tg_rules_preset((tg_dialect)d, &rs);
         assert_int_equal(rs.schema.dialect, d);
         assert_true(rs.repair.flags != 0);
-        if (d == TG_D_PASSTHROUGH)
+        unsigned f = tg_dialect_features((tg_dialect)d);
+        if (tg_dialect_has((tg_dialect)d, TG_DF_FORMATS_NONE | TG_DF_FORMATS_ANTHROPIC))
+            fail_msg("dialect %s keeps two lists of formats", name);
+        if (d == TG_D_PASSTHROUGH) {
+            assert_int_equal(f, 0);
+            assert_int_equal(rs.schema.flags | rs.msg.flags, 0);
             continue;
+        }
+        if (!(f & TG_DF_REWRITE))
+            fail_msg("dialect %s has no features", name);
         if (!rs.schema.flags || !rs.msg.flags)
             fail_msg("dialect %s has no schema or message rules", name);
     }
+}
+
+/* Repair rule ids are an enum (core/quirk.h): every id has its name, the
+ * names parse back, nothing past the last id has one; and a repair counts
+ * into its own quirk's slot, not "other". */
+static void test_quirk_ids(void **state)
+{
+    (void)state;
+    assert_string_equal(tg_quirk_name(TG_Q_OTHER), "other");
+    for (int q = 1; q < TG_QUIRKS; q++) {
+        char want[16];
+        snprintf(want, sizeof want, "R%d", q);
+        const char *name = tg_quirk_name((tg_quirk)q);
+        assert_non_null(name);
+        assert_string_equal(name, want);
+        assert_int_equal(tg_quirk_from_name(name), q);
+    }
+    assert_int_equal(TG_R29, 29);
+    assert_int_equal(tg_quirk_from_name("other"), TG_Q_OTHER);
+    assert_null(tg_quirk_name(TG_QUIRKS));
+    assert_int_equal(tg_quirk_from_name("R30"), -1);
+    assert_int_equal(tg_quirk_from_name("R0"), -1);
+    assert_int_equal(tg_quirk_from_name("R"), -1);
+    assert_int_equal(tg_quirk_from_name(NULL), -1);
+
+    /* a call without type (R1) and with object arguments (R13) */
+    tg_rules_set rules;
+    tg_rules_preset(TG_D_GROQ, &rules);
+    tg_ctx ctx;
+    tg_ctx_init(&ctx, "r", &rules, "_");
+    json_t *resp = json_loads(
+        "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
+        "\"finish_reason\":\"tool_calls\",\"message\":{\"role\":\"assistant\",\"content\":null,"
+        "\"tool_calls\":[{\"id\":\"c1\",\"function\":{\"name\":\"f\",\"arguments\":{\"a\":1}}}]}}]}",
+        0, NULL);
+    assert_non_null(resp);
+    json_t *next = NULL;
+    assert_int_equal(tg_pipeline_response(resp, &ctx, &next), 0);
+    assert_int_equal(ctx.stats.quirks[TG_R1], 1);
+    assert_int_equal(ctx.stats.quirks[TG_R13], 1);
+    assert_int_equal(ctx.stats.quirks[TG_Q_OTHER], 0);
+    json_decref(resp);
+    tg_ctx_clear(&ctx);
+}
+
+/* core/hash.h: tg_fnv1a64 is FNV-1a 64 (the published values), chainable,
+ * since ids derived from it must never change; tg_hash64 chains too. */
+static void test_hashes(void **state)
+{
+    (void)state;
+    assert_true(tg_fnv1a64(TG_FNV1A_OFFSET, "", 0) == 0xcbf29ce484222325ull);
+    assert_true(tg_fnv1a64(TG_FNV1A_OFFSET, "a", 1) == 0xaf63dc4c8601ec8cull);
+    assert_true(tg_fnv1a64(TG_FNV1A_OFFSET, "foobar", 6) == 0x85944171f73967e8ull);
+    assert_true(tg_fnv1a64(tg_fnv1a64(TG_FNV1A_OFFSET, "foo", 3), "bar", 3) ==
+                0x85944171f73967e8ull);
+    uint64_t a = tg_hash64("foo", 3, 0);
+    assert_true(tg_hash64("foo", 3, 0) == a);
+    assert_true(tg_hash64("foo", 3, 1) != a);
+    assert_true(tg_hash64("bar", 3, a) != tg_hash64("bar", 3, 0));
 }
 
 static void test_odd_bodies_fall_back(void **state)
@@ -358,6 +427,8 @@ int main(void)
         cmocka_unit_test(test_corpus_requests_every_dialect),
         cmocka_unit_test(test_odd_bodies_fall_back),
         cmocka_unit_test(test_every_dialect_has_a_row),
+        cmocka_unit_test(test_quirk_ids),
+        cmocka_unit_test(test_hashes),
         cmocka_unit_test(test_bad_bodies_are_errors),
         cmocka_unit_test(test_cached_tools_new_messages),
         cmocka_unit_test(test_known_tools_span),

@@ -112,7 +112,7 @@ static bool declared(const json_t *fx, const char *name)
     const json_t *tools = json_object_get(fx, "tools");
     if (!json_is_array(tools))
         return true;  /* nothing declared: nothing to check against */
-    return tg_tool_named(tools, name) != NULL;
+    return tg_tool_peek(tools, name) != NULL;
 }
 
 static void check_args(const json_t *fx, const char *args)

@@ -1,0 +1,69 @@
+# bench/lib.sh -- what bench/run.sh, bench/profile.sh and bench/toolstream.sh
+# share: ports, waiting, the mock, the tool-call stream and toolgate's
+# stream routes. Sourced; the caller defines die() and sets TMP and MOCK.
+
+# A port nothing answers on (curl exit 7 = connection refused).
+free_port() {
+    local p
+    p=$1
+    while :; do
+        curl -s -o /dev/null -m 1 "http://127.0.0.1:$p/"
+        [ $? -eq 7 ] && break
+        p=$((p + 1))
+    done
+    echo "$p"
+}
+
+wait_http() { # URL [TRIES]: until it answers 200, TRIES x 0.1 s (50)
+    local i
+    i=0
+    while [ $i -lt "${2:-50}" ]; do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' -m 1 "$1")" = 200 ] && return 0
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+
+start_mock() { # sets MOCK_PID and MP (its port)
+    "$MOCK" --listen 127.0.0.1:0 > "$TMP/mock.out" 2> "$TMP/mock.err" &
+    MOCK_PID=$!
+    local i
+    i=0
+    while ! grep -q '^port=' "$TMP/mock.out" 2>/dev/null; do
+        sleep 0.05; i=$((i + 1)); [ $i -gt 100 ] && die "mock did not start: $(cat "$TMP/mock.err")"
+    done
+    MP=$(sed -n 's/^port=//p' "$TMP/mock.out")
+}
+
+# The tool-call stream (issue 20): the mock's one call in 20 argument
+# fragments, for BODY, written to FILE (served whole by a static nginx).
+capture_toolcall() { # BODY FILE
+    curl -s -H 'Content-Type: application/json' -H 'X-Mock: parallel' -H 'X-Mock-Calls: 1' \
+        -H 'X-Mock-Arg-Pieces: 20' --data-binary @"$1" \
+        "http://127.0.0.1:$MP/v1/chat/completions" > "$2"
+    grep -q '"arguments"' "$2" || die "mock's tool-call stream: $(head -c 300 "$2")"
+}
+
+# toolgate's routes for the stream rows and the JSON upstream: /sse to the
+# mock (port MP), /tcs to the static tool-call stream and the rest to the
+# JSON upstream (port SP), all dialect openai.
+stream_routes() {
+    cat <<ROUTES
+[route sse]
+models = sse-bench-*
+prefix = /sse
+upstream = http://127.0.0.1:$MP/v1
+dialect = openai
+
+[route tcs]
+models = tcs-bench-*
+prefix = /tcs
+upstream = http://127.0.0.1:$SP/tcs/v1
+dialect = openai
+
+[route json]
+models = *
+upstream = http://127.0.0.1:$SP/v1
+dialect = openai
+ROUTES
+}

@@ -1,0 +1,163 @@
+#!/bin/sh
+# bench/profile.sh -- instructions per request of one bench row, counted by
+# callgrind (issue 20). Wall-clock requests/s move with the load of a shared
+# machine; an instruction count does not, so this is how two builds are
+# compared here.
+#
+# Starts the mock, a static nginx serving the bench's tool-call stream (the
+# mock's one call in 20 argument fragments, captured once, as bench/run.sh
+# does) and its small JSON answer, and toolgate under
+# `valgrind --tool=callgrind` (threads = 1). wrk warms it up, the counters
+# are zeroed (callgrind_control -z), wrk runs PF_SECONDS more, and the count
+# since the zero is divided by the requests wrk completed (wrk's own count
+# plus the few it left in flight: the difference is below 1% at the
+# default settings).
+#
+#   sh bench/profile.sh                  # toolcall row, BUILD=build
+#   PF_ROW=stream sh bench/profile.sh    # toolcall | stream | small
+#   TG=/other/toolgate sh bench/profile.sh
+#
+# PF_TOOL=strace counts system calls per request instead (strace -c -f),
+# PF_TOOL=none runs toolgate as it is (PF_PAUSE=S keeps it up S seconds
+# after the load, PF_KEEP=1 keeps the temp dir).
+#
+# Prints `row=... requests=... instructions=... per_request=...` and keeps
+# the callgrind file (PF_OUT, default /tmp/toolgate-profile.<row>.cg) for
+# callgrind_annotate. Environment: BUILD, TG, MOCK, PF_ROW, PF_SECONDS (10),
+# PF_CONNS (4).
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 1
+BUILD=${BUILD:-build}
+TG=${TG:-$ROOT/$BUILD/toolgate}
+MOCK=${MOCK:-$ROOT/$BUILD/mock-upstream}
+ROW=${PF_ROW:-toolcall}
+SECS=${PF_SECONDS:-10}
+CONNS=${PF_CONNS:-4}
+TOOL=${PF_TOOL:-callgrind}
+OUT=${PF_OUT:-/tmp/toolgate-profile.$ROW.$TOOL}
+
+die() { echo "profile: $*" >&2; exit 1; }
+for t in wrk nginx curl; do
+    command -v $t > /dev/null || die "needs $t"
+done
+case $TOOL in
+callgrind) for t in valgrind callgrind_control; do command -v $t > /dev/null || die "needs $t"; done ;;
+strace) command -v strace > /dev/null || die "needs strace" ;;
+none) ;;
+*) die "PF_TOOL is callgrind, strace or none" ;;
+esac
+[ -x "$TG" ] || die "no $TG"
+[ -x "$MOCK" ] || die "no $MOCK"
+TMP=$(mktemp -d /tmp/toolgate-profile.XXXXXX) || die mktemp
+chmod 755 "$TMP" # nginx workers run as nobody
+MOCK_PID= NGX_PID= TG_PID=
+cleanup() {
+    for p in $TG_PID $NGX_PID $MOCK_PID; do kill "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    [ -n "${PF_KEEP:-}" ] || rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+. bench/lib.sh
+
+start_mock
+
+printf '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}]}' > "$TMP/small.json"
+printf '{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Say hello."}]}' > "$TMP/stream.json"
+printf '%s' '{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"},"note":{"type":"string"}},"required":["location"]}}}]}' > "$TMP/toolstream.json"
+
+mkdir -p "$TMP/static/logs"
+ANSWER=$(curl -s -H 'Content-Type: application/json' --data-binary @"$TMP/small.json" \
+    "http://127.0.0.1:$MP/v1/chat/completions")
+case $ANSWER in *chat.completion*) ;; *) die "mock answered: $ANSWER" ;; esac
+capture_toolcall "$TMP/toolstream.json" "$TMP/static/tcs.sse"
+SP=$(free_port 18900)
+cat > "$TMP/static/nginx.conf" <<EOF
+daemon off;
+worker_processes 1;
+pid $TMP/static/nginx.pid;
+error_log $TMP/static/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $TMP/static/body;
+    keepalive_requests 1000000;
+    default_type application/json;
+    server {
+        listen 127.0.0.1:$SP;
+        location / { return 200 '$ANSWER'; }
+        location /tcs/ { error_page 405 =200 /tcs.sse; return 405; }
+        location = /tcs.sse { internal; default_type text/event-stream; root $TMP/static; }
+    }
+}
+EOF
+nginx -p "$TMP/static" -c "$TMP/static/nginx.conf" > "$TMP/static/logs/stdout" 2>&1 &
+NGX_PID=$!
+wait_http "http://127.0.0.1:$SP/" || die "nginx did not start"
+
+TP=$(free_port 18950)
+cat > "$TMP/toolgate.conf" <<EOF
+[server]
+listen = 127.0.0.1:$TP
+threads = 1
+access_log = off
+log_level = warn
+max_conns_per_ip = 0
+
+EOF
+stream_routes >> "$TMP/toolgate.conf"
+if [ "$TOOL" = none ]; then
+    "$TG" serve -c "$TMP/toolgate.conf" > "$TMP/tg.out" 2> "$TMP/tg.err" &
+elif [ "$TOOL" = strace ]; then
+    strace -f -c -o "$OUT" "$TG" serve -c "$TMP/toolgate.conf" > "$TMP/tg.out" 2> "$TMP/tg.err" &
+else
+    valgrind --tool=callgrind --callgrind-out-file="$OUT" \
+        "$TG" serve -c "$TMP/toolgate.conf" > "$TMP/tg.out" 2> "$TMP/tg.err" &
+fi
+TG_PID=$!
+wait_http "http://127.0.0.1:$TP/readyz" 300 || die "toolgate did not start: $(tail -5 "$TMP/tg.err")"
+
+case $ROW in
+toolcall) BODY=$TMP/toolstream.json URL=http://127.0.0.1:$TP/tcs/v1/chat/completions ;;
+stream) BODY=$TMP/stream.json URL=http://127.0.0.1:$TP/sse/v1/chat/completions ;;
+small) BODY=$TMP/small.json URL=http://127.0.0.1:$TP/v1/chat/completions ;;
+*) die "PF_ROW is toolcall, stream or small" ;;
+esac
+export BODY
+wrk -t1 -c"$CONNS" -d3s --timeout 10s -s bench/post.lua "$URL" > "$TMP/warm.out" 2>&1 < /dev/null
+if [ "$TOOL" != callgrind ]; then
+    W=$(sed -n 's/^RESULT requests=\([0-9]*\).*/\1/p' "$TMP/warm.out")
+else
+    W=0
+    callgrind_control -z "$TG_PID" > /dev/null 2>&1 || die "callgrind_control -z"
+fi
+wrk -t1 -c"$CONNS" -d"${SECS}s" --timeout 10s -s bench/post.lua "$URL" > "$TMP/wrk.out" 2>&1 < /dev/null
+[ -n "${PF_PAUSE:-}" ] && sleep "$PF_PAUSE"
+sleep 1 # the requests wrk left in flight finish
+RES=$(grep '^RESULT' "$TMP/wrk.out") || die "wrk: $(cat "$TMP/wrk.out")"
+if [ "$TOOL" = strace ]; then
+    kill -TERM "$(pgrep -P "$TG_PID" toolgate)"
+else
+    kill -TERM "$TG_PID"
+fi
+wait "$TG_PID" 2>/dev/null
+TG_PID=
+N=$(echo "$RES" | sed 's/.*requests=\([0-9]*\).*/\1/')
+E=$(echo "$RES" | sed 's/.*errors=\([0-9]*\) non2xx=\([0-9]*\).*/\1+\2/')
+[ "$E" = "0+0" ] || die "wrk saw errors: $RES"
+[ "$N" -gt 0 ] || die "no requests: $RES"
+if [ "$TOOL" = none ]; then
+    echo "row=$ROW $RES"
+    exit 0
+elif [ "$TOOL" = strace ]; then
+    N=$((N + W))
+    echo "row=$ROW requests=$N (warm-up included) system calls per request:"
+    awk -v n=$N '$1 ~ /^[0-9.]+$/ && NF >= 5 { c = $4; printf "%8.2f %s\n", c / n, $NF }' "$OUT"
+    exit 0
+fi
+# The count after the zero is the last "summary:" or "totals:" line of the
+# part dumped at exit.
+IR=$(grep -E '^(summary|totals):' "$OUT" | tail -1 | awk '{ print $2 }')
+echo "row=$ROW requests=$N instructions=$IR per_request=$((IR / N)) out=$OUT"
