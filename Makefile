@@ -45,7 +45,7 @@ $(BUILD)/libtoolgate.a: $(LIB_OBJ)
 $(BUILD)/toolgate: $(BUILD)/proxy/main.o $(BUILD)/libtoolgate.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/test/%: test/unit/%.c $(wildcard test/unit/*.h test/unit/referee.c) $(BUILD)/libtoolgate.a $(HDRS)
+$(BUILD)/test/%: test/unit/%.c $(wildcard test/unit/*.h test/unit/referee.c test/mock/hash_embed.h) $(BUILD)/libtoolgate.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS) -lcmocka
 
@@ -53,7 +53,7 @@ $(BUILD)/test/%: test/tools/%.c $(BUILD)/libtoolgate.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
 
-$(BUILD)/mock-upstream: test/mock/mock_upstream.c test/mock/mock_strict.c $(BUILD)/libtoolgate.a
+$(BUILD)/mock-upstream: test/mock/mock_upstream.c test/mock/mock_strict.c test/mock/hash_embed.h $(BUILD)/libtoolgate.a
 	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
 
 unit: $(UNIT_BIN) $(TOOL_BIN)

@@ -500,6 +500,25 @@ static char *normalize_prefix(const char *v)
     return tg_buf_steal(&b, NULL);
 }
 
+/* discovery_embeddings = ROUTE:MODEL (the model may itself hold colons,
+ * as Ollama's "nomic-embed-text:latest"); "" or off turns it off. That
+ * ROUTE exists is checked once every route is read. */
+static void set_embeddings(parser *p, tg_route *r, const kv *k)
+{
+    const char *v = k->value, *colon = strchr(v, ':');
+    free(r->rules.disc.embed_route);
+    free(r->rules.disc.embed_model);
+    r->rules.disc.embed_route = r->rules.disc.embed_model = NULL;
+    if (!*v || !strcasecmp(v, "off"))
+        return;
+    if (!colon || colon == v || !colon[1]) {
+        perr(p, k->line, "discovery_embeddings: expected ROUTE:MODEL, got '%s'", v);
+        return;
+    }
+    r->rules.disc.embed_route = tg_strndup(v, (size_t)(colon - v));
+    r->rules.disc.embed_model = tg_strdup(colon + 1);
+}
+
 /* Keys of [route NAME] other than rule overrides. The dialect is already
  * applied to r->rules when this runs. */
 static void route_key(parser *p, tg_route *r, const kv *k)
@@ -564,6 +583,8 @@ static void route_key(parser *p, tg_route *r, const kv *k)
             perr(p, k->line, "discovery_rounds: expected 1..32, got '%s'", v);
     } else if (!strcmp(key, "discovery_list_names")) {
         parse_bool(p, k, &r->rules.disc.list_names);
+    } else if (!strcmp(key, "discovery_embeddings")) {
+        set_embeddings(p, r, k);
     } else if (!strcmp(key, "text_tool_calls")) {
         if (!parse_bool(p, k, &b))
             r->rules.repair.text_tool_calls = b;
@@ -636,6 +657,8 @@ static void route_free(tg_route *r)
     free(r->strip_prefix);
     free(r->fallback);
     free_list(r->rules.disc.core);
+    free(r->rules.disc.embed_route);
+    free(r->rules.disc.embed_model);
 }
 
 /* "route NAME" -> NAME, or NULL when the section is something else. */
@@ -718,6 +741,9 @@ static void build_routes(parser *p, tg_conf *c)
         tg_route *r = &c->routes[i];
         if (r->fallback && (!tg_route_by_name(c, r->fallback) || !strcmp(r->fallback, r->name)))
             perr(p, r->line, "[route %s] fallback '%s' is not another route", r->name, r->fallback);
+        if (r->rules.disc.embed_route && !tg_route_by_name(c, r->rules.disc.embed_route))
+            perr(p, r->line, "[route %s] discovery_embeddings: no route '%s'", r->name,
+                 r->rules.disc.embed_route);
         for (int j = 0; j < i; j++)
             if (r->prefix[0] && !strcmp(r->prefix, c->routes[j].prefix))
                 perr(p, r->line, "[route %s] prefix %s is already used by [route %s]", r->name,

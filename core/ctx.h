@@ -27,6 +27,7 @@ struct tg_schema_rules;
 struct tg_msg_rules;
 struct tg_repair_rules;
 struct tg_disc_conf;
+struct tg_embedder;
 struct tg_ctx;
 
 /* Counters a request accumulates, for logs and /metrics. */
@@ -66,6 +67,8 @@ typedef struct tg_ctx {
     struct tg_cache *cache;          /* owned by the worker thread that runs
                                         this request (core/cache.h); NULL
                                         disables caching */
+    struct tg_embedder *embedder;    /* the caller's, or NULL: semantic
+                                        ranking off (discovery/discovery.h) */
 
     /* Learned on the way up, used on the way down (all owned by ctx). */
     json_t *tools;                   /* the agent's tools as received, or NULL.

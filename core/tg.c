@@ -159,3 +159,12 @@ const json_t *tg_tool_peek(const json_t *tools, const char *name)
     }
     return NULL;
 }
+
+size_t tg_utf8_cut(const char *s, size_t n, size_t max)
+{
+    if (n <= max)
+        return n;
+    while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+        max--;
+    return max;
+}

@@ -75,6 +75,9 @@ const json_t *tg_tool_peek(const json_t *tools, const char *name);
  * (with escapes) are skipped, so brackets inside them do not count. One
  * scanner for every place that must find a value's bytes without parsing. */
 const char *tg_json_value_end(const char *s, const char *e);
+/* The length of s[0..n) cut to at most max bytes, backed up to the start
+ * of a UTF-8 character so that no character is split. */
+size_t tg_utf8_cut(const char *s, size_t n, size_t max);
 /* Cheap pre-parse scan: does the JSON text nest deeper than max? Run
  * before jansson, whose parser recurses. */
 bool tg_json_depth_exceeds(const char *p, size_t n, int max);

@@ -38,6 +38,7 @@
 #include "repair/repair.h"
 #include "sanitize/schema.h"
 #include "core/jsonio.h"
+#include "discovery/embed.h"
 #include "discovery/groups.h"
 #include "discovery/index.h"
 
@@ -524,6 +525,7 @@ static json_t *derivation_for(tg_ctx *ctx, json_t *tools, json_t *originals)
     if (!d) {
         d = derive(ctx, tools, originals);
         json_object_set_new(d, "bytes_in", json_integer((json_int_t)len));
+        json_object_set_new(d, "key", json_integer((json_int_t)key));  /* embed.c's too */
         tg_cache_put(ctx->cache, CACHE_KIND, key, d, derivation_cost(d, len));
     }
     if (json_object_get(d, "catalog") != tools) {
@@ -661,12 +663,7 @@ static json_t *one_line(const char *s)
             n = i + 1;
             break;
         }
-    if (n > LINE_MAX_BYTES) {
-        n = LINE_MAX_BYTES;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-            n--;
-    }
-    json_t *r = json_stringn(s, n);
+    json_t *r = json_stringn(s, tg_utf8_cut(s, n, LINE_MAX_BYTES));
     return r ? r : json_string("");
 }
 
@@ -744,10 +741,11 @@ static int fused_better(const void *a, const void *b)
 /* Rank for several phrasings at once: each phrasing's top FUSE_DEPTH (in
  * the group when one is given), merged by reciprocal rank fusion, which
  * needs no common scale between the phrasings' scores; a tool several
- * phrasings find goes up. One phrasing keeps its own order. Fills out[]
- * (best first), returns how many tools matched at all. */
-static size_t fused_search(json_t *d, const char **q, size_t nq, const unsigned char *mask,
-                           size_t *out, size_t max)
+ * phrasings find goes up. One phrasing keeps its own order. With
+ * discovery_embeddings, each phrasing's top by cosine joins the fusion
+ * (embed.c). Fills out[] (best first), returns how many tools matched. */
+static size_t fused_search(const tg_ctx *ctx, json_t *d, const char **q, size_t nq,
+                           const unsigned char *mask, size_t *out, size_t max)
 {
     json_t *index = json_object_get(d, "index");
     size_t n = json_array_size(json_object_get(d, "names"));
@@ -763,6 +761,8 @@ static size_t fused_search(json_t *d, const char **q, size_t nq, const unsigned 
         for (size_t i = 0; i < m && i < FUSE_DEPTH; i++)
             rrf[hits[i]] += 1.0 / (RRF_K + (double)i + 1.0);
     }
+    tg_disc_embed_fuse(ctx, ctx->disc->embed_route, ctx->disc->embed_model, d, q, nq, mask,
+                       FUSE_DEPTH, RRF_K, rrf);
     for (size_t i = 0; i < n; i++)
         if (rrf[i] > 0)
             all[got++] = (fused){ i, rrf[i] };
@@ -789,7 +789,7 @@ static json_t *search_answer(const tg_ctx *ctx, json_t *d, json_t *args)
     int unknown = 0;
     unsigned char *mask = group_mask(d, group, &unknown);
     size_t hits[SEARCH_MAX];
-    size_t matched = nq && !unknown ? fused_search(d, q, nq, mask, hits, (size_t)limit) : 0;
+    size_t matched = nq && !unknown ? fused_search(ctx, d, q, nq, mask, hits, (size_t)limit) : 0;
     free(mask);
     size_t got = matched < (size_t)limit ? matched : (size_t)limit;
     json_t *results = json_array();

@@ -19,7 +19,11 @@ typedef struct tg_disc_conf {
     int search_schemas;   /* top results that carry full schemas */
     int max_rounds;       /* inner rounds answered by toolgate */
     int list_names;       /* list catalog names in search_tools' description */
+    char *embed_route;    /* discovery_embeddings = ROUTE:MODEL, or NULL (owned by conf;
+                             discovery/embed.h) */
+    char *embed_model;
 } tg_disc_conf;
+
 
 /* Request stage: may replace body["tools"]; records in ctx what it did. */
 int tg_discovery_stage(json_t *body, struct tg_ctx *ctx, tg_error *err);

@@ -8,6 +8,7 @@
  */
 #include "discovery/groups.h"
 #include "core/alloc.h"
+#include "core/tg.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -49,11 +50,7 @@ static int is_verb(const char *w)
  * a string jansson refuses. */
 static void lower_into(char *dst, const char *src, size_t n)
 {
-    if (n > GROUP_MAX) {
-        n = GROUP_MAX;
-        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)  /* src[n]: a continuation */
-            n--;
-    }
+    n = tg_utf8_cut(src, n, GROUP_MAX);
     for (size_t i = 0; i < n; i++)
         dst[i] = (char)tolower((unsigned char)src[i]);
     dst[n] = '\0';

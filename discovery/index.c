@@ -2,20 +2,25 @@
  *
  * A tool is a document with four fields: its name (split on camelCase,
  * snake_case, dots and dashes), its description, its parameter names and
- * their descriptions. Words are lower-cased, stop words dropped and stemmed
+ * their descriptions (with the values of their enums). Words are
+ * lower-cased, stop words dropped and stemmed
  * with Snowball's English stemmer (libstemmer), so "deleting", "deleted"
  * and "delete" meet. Each field keeps its own term counts and lengths, and
  * the field weights are applied at search time (proper BM25F: every field
  * normalized by its own mean length), so that the eval can fit them
  * (tg_dindex_params) without rebuilding an index. Queries are written the
  * way a user talks ("show me", "get rid of"), so query words also pull in a
- * few generic synonyms (list/show/get, create/add/new, ...) at a lower
- * weight; nothing here knows any particular tool.
+ * few generic synonyms (list/show/get, create/add/new, ...) and the terms
+ * their stems begin or are begun by (scraper/scrape) at a lower weight; a
+ * second stage lifts, among the first 50, the tools that cover more of
+ * the written words. Nothing here knows any particular tool.
  *
  * Layout (all in one json object, shareable through the cache):
  *   "n": docs, "avg": packed float[F_COUNT] mean field lengths,
  *   "dl": packed float[n][F_COUNT] field lengths,
- *   "t": {term: packed posting[] = {uint32 doc; float tf[F_COUNT]}}  (docs ascending)
+ *   "t": {term: packed posting[] = {uint32 doc; float tf[F_COUNT]}}  (docs ascending),
+ *   "sv", "so": the terms sorted (NUL-ended, one after another) and packed
+ *   uint32 offsets of each, "syn": the synonym groups stemmed
  * Packed data are json strings made with json_stringn_nocheck: binary,
  * never dumped, and malloc-aligned, so they are read in place.
  */
@@ -42,9 +47,11 @@ const tg_dindex_params tg_dindex_defaults = {
     .syn_weight = 0.45,
     .verb_weight = 0.8,
     .synonyms = 1,
-    .coverage = 0.0,
     .joins = 1,
+    .coverage = 0.0,
     .name_cover = 0.25,
+    .prefix_weight = 0.2,
+    .rerank = 0.5,
 };
 
 typedef struct posting {
@@ -236,6 +243,14 @@ static void read_field(builder *b, int field, const char *text, unsigned budget)
     words(text, &b->wc);
 }
 
+/* The values a parameter takes ("open", "closed", "merged") say what the
+ * tool works on: counted with the parameter descriptions, 16 at most. */
+static void read_enum(builder *b, json_t *values)
+{
+    for (size_t i = 0; i < json_array_size(values) && i < 16; i++)
+        read_field(b, F_PDESC, json_string_value(json_array_get(values, i)), 4);
+}
+
 /* Parameter names and descriptions, one level into nested objects/arrays:
  * deeper levels are detail a user does not phrase a task in. */
 static void read_params(builder *b, json_t *schema, int depth)
@@ -248,6 +263,7 @@ static void read_params(builder *b, json_t *schema, int depth)
     json_object_foreach(props, key, p) {
         read_field(b, F_PARAM, key, 64);
         read_field(b, F_PDESC, json_string_value(json_object_get(p, "description")), 48);
+        read_enum(b, json_object_get(p, "enum"));
         if (depth < 1) {
             read_params(b, p, depth + 1);
             read_params(b, json_object_get(p, "items"), depth + 1);
@@ -315,6 +331,40 @@ static json_t *pack_postings(builder *b)
 
 static json_t *stemmed_synonyms(struct sb_stemmer *st);
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The vocabulary sorted, for prefix look-ups: "sv" the terms one after
+ * another, each ended by a NUL, "so" a packed uint32 offset of each. */
+static void sorted_vocab(json_t *idx, json_t *terms)
+{
+    size_t n = json_object_size(terms), k = 0, bytes = 0;
+    const char **w = tg_malloc((n ? n : 1) * sizeof *w);
+    uint32_t *off = tg_malloc((n ? n : 1) * sizeof *off);
+    const char *key;
+    json_t *v;
+    json_object_foreach(terms, key, v) {
+        w[k++] = key;
+        bytes += strlen(key) + 1;
+    }
+    qsort(w, k, sizeof *w, cmp_str);
+    char *blob = tg_malloc(bytes ? bytes : 1);
+    bytes = 0;
+    for (size_t i = 0; i < k; i++) {
+        off[i] = (uint32_t)bytes;
+        size_t l = strlen(w[i]) + 1;
+        memcpy(blob + bytes, w[i], l);
+        bytes += l;
+    }
+    json_object_set_new(idx, "sv", json_stringn_nocheck(blob, bytes));
+    json_object_set_new(idx, "so", json_stringn_nocheck((const char *)off, k * sizeof *off));
+    free(blob);
+    free(w);
+    free(off);
+}
+
 json_t *tg_dindex_build(json_t *tools)
 {
     size_t n = json_array_size(tools);
@@ -340,6 +390,7 @@ json_t *tg_dindex_build(json_t *tools)
     json_object_set_new(idx, "avg", json_stringn_nocheck((const char *)avg, sizeof avg));
     json_object_set_new(idx, "dl",
                         json_stringn_nocheck((const char *)dl, n * F_COUNT * sizeof *dl));
+    sorted_vocab(idx, terms);
     json_object_set_new(idx, "t", terms);
     json_object_set_new(idx, "syn", stemmed_synonyms(b.wc.st));
     terms = NULL;
@@ -365,6 +416,8 @@ size_t tg_dindex_cost(json_t *index)
     json_t *v;
     json_object_foreach(terms, key, v)
         cost += strlen(key) + json_string_length(v) + 96;  /* + jansson overhead */
+    cost += json_string_length(json_object_get(index, "sv")) +
+            json_string_length(json_object_get(index, "so")) + 192;
     json_t *syn = json_object_get(index, "syn");
     for (size_t g = 0; g < json_array_size(syn); g++)
         cost += 96 * (json_array_size(json_array_get(syn, g)) + 1);
@@ -421,12 +474,16 @@ typedef struct qterm {
     char w[TOK_MAX + 1];
     double weight;
     int direct;  /* written in the query, not pulled in as a synonym */
+    int origin;  /* the written word it stands for (its index), -1 none */
 } qterm;
+
+#define ORIGIN_SELF (-2)
 
 typedef struct query {
     qterm t[64];
     size_t n;
     double weight;  /* for the words being added */
+    int origin;     /* for the words being added; ORIGIN_SELF: their own */
 } query;
 
 static void add_qword(const char *w, void *ud)
@@ -441,6 +498,7 @@ static void add_qword(const char *w, void *ud)
     if (q->n < sizeof q->t / sizeof q->t[0]) {
         strcpy(q->t[q->n].w, w);
         q->t[q->n].direct = q->weight >= 1.0;
+        q->t[q->n].origin = q->origin == ORIGIN_SELF ? (int)q->n : q->origin;
         q->t[q->n++].weight = q->weight;
     }
 }
@@ -481,6 +539,10 @@ static void expand_synonyms(query *q, json_t *syn, const tg_dindex_params *pr)
             hit = q->t[i].weight >= 1.0 && in_group(grp, q->t[i].w);
         if (!hit)
             continue;
+        q->origin = -1;
+        for (size_t i = 0; i < direct && q->origin < 0; i++)
+            if (q->t[i].weight >= 1.0 && in_group(grp, q->t[i].w))
+                q->origin = q->t[i].origin;
         if (g < VERB_GROUPS)  /* the action is a weaker clue than its object */
             for (size_t i = 0; i < direct; i++)
                 if (in_group(grp, q->t[i].w) && q->t[i].weight > pr->verb_weight)
@@ -516,6 +578,7 @@ static void add_joins(const char *text, json_t *terms, struct sb_stemmer *st, qu
             stem_into(st, joined);
             if (json_object_get(terms, joined)) {
                 q->weight = 1.0;
+                q->origin = ORIGIN_SELF;
                 add_qword(joined, q);
             }
         }
@@ -533,12 +596,25 @@ static int better(const hit *a, const hit *b)
     return a->score > b->score || (a->score == b->score && a->doc < b->doc);
 }
 
+/* Insert h into top[0..*kept), best first, keeping at most max. */
+static void keep_best(hit *top, size_t *kept, size_t max, hit h)
+{
+    if (*kept == max && !better(&h, &top[*kept - 1]))
+        return;
+    size_t i = *kept < max ? (*kept)++ : *kept - 1;
+    while (i > 0 && better(&h, &top[i - 1])) {
+        top[i] = top[i - 1];
+        i--;
+    }
+    top[i] = h;
+}
+
 /* BM25F: the fields' counts, each normalized by its own length, are summed
  * with the field weights and saturated once; a query word in the tool's name
  * adds name_bonus on top (it says more than any count in a description). */
 static void score_terms(json_t *index, const query *q, const tg_dindex_params *pr,
                         const unsigned char *allow, double *acc, uint64_t *cover,
-                        double *namehit)
+                        double *namehit, uint64_t *concepts)
 {
     size_t n = (size_t)json_integer_value(json_object_get(index, "n"));
     json_t *terms = json_object_get(index, "t");
@@ -562,6 +638,8 @@ static void score_terms(json_t *index, const query *q, const tg_dindex_params *p
                           (1.0 - pr->b + pr->b * len[f] / (avg[f] > 0 ? avg[f] : 1.0));
             if (q->t[i].direct && i < 64)
                 cover[p[j].doc] |= 1ull << i;
+            if (concepts && q->t[i].origin >= 0 && q->t[i].origin < 64)
+                concepts[p[j].doc] |= 1ull << q->t[i].origin;
             if (p[j].tf[F_NAME] > 0 && namehit)
                 namehit[p[j].doc] += p[j].tf[F_NAME] * (q->t[i].weight < 1.0 ? q->t[i].weight : 1.0);
             acc[p[j].doc] += q->t[i].weight * idf *
@@ -588,14 +666,17 @@ static void apply_coverage(const query *q, const tg_dindex_params *pr, double *a
             acc[d] *= 1.0 + pr->coverage * (double)__builtin_popcountll(cover[d]) / direct;
 }
 
-/* Every stage of scoring into acc[] (zeroed here). */
+/* Every stage of scoring into acc[] (zeroed here); concepts (may be NULL)
+ * gets, per tool, the written words it has or has a synonym of. */
 static void score_all(json_t *index, const query *q, const tg_dindex_params *pr,
-                      const unsigned char *allow, double *acc, size_t n)
+                      const unsigned char *allow, double *acc, size_t n, uint64_t *concepts)
 {
     memset(acc, 0, n * sizeof *acc);
+    if (concepts)
+        memset(concepts, 0, n * sizeof *concepts);
     uint64_t *cover = tg_calloc(n, sizeof *cover);
     double *namehit = pr->name_cover > 0 ? tg_calloc(n, sizeof *namehit) : NULL;
-    score_terms(index, q, pr, allow, acc, cover, namehit);
+    score_terms(index, q, pr, allow, acc, cover, namehit, concepts);
     apply_coverage(q, pr, acc, cover, n);
     if (namehit) {
         /* a tool whose name the query says in full ("delete the label" for
@@ -611,11 +692,89 @@ static void score_all(json_t *index, const query *q, const tg_dindex_params *pr,
     free(cover);
 }
 
+/* A written word whose stem begins another term of the catalog, or that
+ * another begins ("scraper" and "scrape", "crawler" and "crawl"): the
+ * stemmer leaves agent nouns and some derivations apart. Both at least
+ * PREFIX_MIN letters; the terms it begins come from the sorted vocabulary
+ * (the first PREFIX_MAX in sort order), the terms that begin it are its
+ * own prefixes looked up; all at prefix_weight. */
+#define PREFIX_MIN 4
+#define PREFIX_MAX 4
+
+static void expand_prefixes(query *q, json_t *index, double weight)
+{
+    json_t *terms = json_object_get(index, "t"), *svj = json_object_get(index, "sv");
+    const char *sv = json_string_value(svj);
+    const uint32_t *so = (const uint32_t *)json_string_value(json_object_get(index, "so"));
+    size_t nv = json_string_length(json_object_get(index, "so")) / sizeof *so;
+    size_t direct = q->n;
+    for (size_t i = 0; i < direct; i++) {
+        char w[TOK_MAX + 1];
+        memcpy(w, q->t[i].w, sizeof w);
+        size_t lw = strlen(w);
+        if (!q->t[i].direct || lw < PREFIX_MIN)
+            continue;
+        q->weight = weight;
+        q->origin = q->t[i].origin;
+        for (size_t l = PREFIX_MIN; l < lw; l++) {  /* terms that begin w */
+            char pre[TOK_MAX + 1];
+            memcpy(pre, w, l);
+            pre[l] = '\0';
+            if (json_object_get(terms, pre))
+                add_qword(pre, q);
+        }
+        size_t lo = 0, hi = nv, added = 0;  /* terms w begins: from the first >= w */
+        while (sv && lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (strcmp(sv + so[mid], w) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t k = lo; sv && k < nv && added < PREFIX_MAX; k++) {
+            const char *t = sv + so[k];
+            if (strncmp(t, w, lw) != 0)
+                break;
+            if (t[lw]) {
+                add_qword(t, q);
+                added++;
+            }
+        }
+    }
+}
+
+#define RERANK_DEPTH 50
+
+/* Second stage over the first RERANK_DEPTH: a tool that covers more of the
+ * written words (each, or a synonym of it, in any field) goes up by
+ * rerank times the share it covers. Unlike `coverage` (any tool, written
+ * words only), "remove the card" counts for a tool that says "delete" and
+ * "card". */
+static void rerank_top(const query *q, const tg_dindex_params *pr, double *acc,
+                       const uint64_t *concepts, size_t n)
+{
+    unsigned written = 0;
+    for (size_t i = 0; i < q->n && i < 64; i++)
+        written += q->t[i].direct && q->t[i].origin == (int)i;
+    if (written < 2)
+        return;
+    hit top[RERANK_DEPTH];
+    size_t kept = 0;
+    for (size_t d = 0; d < n; d++)
+        if (acc[d] > 0)
+            keep_best(top, &kept, RERANK_DEPTH, (hit){ d, acc[d] });
+    for (size_t k = 0; k < kept; k++) {
+        size_t d = top[k].doc;
+        double frac = (double)__builtin_popcountll(concepts[d]) / written;
+        acc[d] *= 1.0 + pr->rerank * (frac > 1 ? 1 : frac);
+    }
+}
+
 size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dindex_params *pr,
                            const unsigned char *allow, size_t *out, double *score, size_t max)
 {
     size_t n = (size_t)json_integer_value(json_object_get(index, "n"));
-    query q = { .weight = 1.0 };
+    query q = { .weight = 1.0, .origin = ORIGIN_SELF };
     if (!n || !json_string_value(json_object_get(index, "dl")) ||
         json_string_length(json_object_get(index, "avg")) != F_COUNT * sizeof(float) ||
         !json_is_object(json_object_get(index, "t")))
@@ -629,9 +788,15 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
     if (pr->synonyms)
         expand_synonyms(&q, json_object_get(index, "syn"), pr);
     sb_stemmer_delete(wc.st);
+    if (pr->prefix_weight > 0)
+        expand_prefixes(&q, index, pr->prefix_weight);
 
     double *acc = tg_calloc(n, sizeof *acc);
-    score_all(index, &q, pr, allow, acc, n);
+    uint64_t *concepts = pr->rerank > 0 ? tg_calloc(n, sizeof *concepts) : NULL;
+    score_all(index, &q, pr, allow, acc, n, concepts);
+    if (concepts)
+        rerank_top(&q, pr, acc, concepts, n);
+    free(concepts);
 
     /* top `max` by insertion into a short sorted list */
     size_t matched = 0, kept = 0;
@@ -640,17 +805,8 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
         if (acc[d] <= 0)
             continue;
         matched++;
-        if (!top)
-            continue;
-        hit h = { d, acc[d] };
-        if (kept == max && !better(&h, &top[kept - 1]))
-            continue;
-        size_t i = kept < max ? kept++ : kept - 1;
-        while (i > 0 && better(&h, &top[i - 1])) {
-            top[i] = top[i - 1];
-            i--;
-        }
-        top[i] = h;
+        if (top)
+            keep_best(top, &kept, max, (hit){ d, acc[d] });
     }
     for (size_t i = 0; i < kept; i++) {
         out[i] = top[i].doc;

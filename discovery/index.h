@@ -23,6 +23,9 @@ typedef struct tg_dindex_params {
     double coverage;        /* boost by the share of the query's words a tool has */
     int joins;              /* adjacent query words also count joined ("roll back") */
     double name_cover;      /* boost by the share of the tool's name the query says */
+    double prefix_weight;   /* a stem that begins another (scraper/scrape) pulls it in */
+    double rerank;          /* second stage over the top 50: boost by the share of the
+                               query's words (or their synonyms) a tool covers */
 } tg_dindex_params;
 
 extern const tg_dindex_params tg_dindex_defaults;

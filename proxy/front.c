@@ -603,6 +603,8 @@ void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                "request %s: route %s: upstream sent %u stream events that were not valid chat "
                "chunks (repaired or dropped)",
                r->id, r->route ? r->route->name : "-", r->ctx.stats.bad_chunks);
+    if (r->prep.embed_from && (r->prep.embedder.calls || r->prep.embedder.fallbacks))
+        embed_report(r);
     tg_metrics_request_done(r->w->metrics, r->route ? r->route->name : "-", status,
                             r->ctx_live && r->ctx.stream, r->t_start, r->up.t_start,
                             r->up.t_first_byte, r->t_done, &r->ctx.stats);

@@ -79,8 +79,12 @@ static int cmd_check(const char *path)
             printf(" upstream_model=%s", r->upstream_model);
         for (char **m = r->strip_model; m && *m; m++)
             printf("%s%s", m == r->strip_model ? " strip_model_prefix=" : ",", *m);
-        printf(" api_key=%s discovery=%s\n", r->api_key ? "set" : "client",
+        printf(" api_key=%s discovery=%s", r->api_key ? "set" : "client",
                disc_name(r->rules.disc.mode));
+        if (r->rules.disc.embed_route)
+            printf(" discovery_embeddings=%s:%s", r->rules.disc.embed_route,
+                   r->rules.disc.embed_model);
+        printf("\n");
     }
     tg_conf_unref(c);
     return 0;

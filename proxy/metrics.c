@@ -43,6 +43,7 @@ struct tg_metrics {
     atomic_ullong repair_failures;  /* by status class: 0 = transport, 4 = 4xx, 5 = 5xx */
     atomic_ullong bad_chunks;
     atomic_ullong limits[TG_LIMIT_N];
+    atomic_ullong emb_calls, emb_fallbacks[TG_EMB_N];
 };
 
 struct tg_metrics_set {
@@ -98,6 +99,13 @@ void tg_metrics_dropped(tg_metrics *m, size_t n)
 void tg_metrics_round_error(tg_metrics *m)
 {
     ADD(m->round_errors, 1);
+}
+
+void tg_metrics_embed(tg_metrics *m, unsigned calls, unsigned fallbacks, tg_embed_fail cause)
+{
+    ADD(m->emb_calls, calls);
+    if (fallbacks && (unsigned)cause < TG_EMB_N)
+        ADD(m->emb_fallbacks[cause], fallbacks);
 }
 
 void tg_metrics_store_error(tg_metrics *m, const char *op)
@@ -264,6 +272,15 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
     counter(&b, "toolgate_discovery_round_errors_total",
             "Inner discovery rounds the provider refused; the client got its error.",
             SUM(round_errors));
+    counter(&b, "toolgate_discovery_embedding_calls_total",
+            "Calls of a discovery_embeddings endpoint (the catalog's batches and queries).",
+            SUM(emb_calls));
+    tg_buf_puts(&b, "# HELP toolgate_discovery_embedding_fallbacks_total Searches ranked by BM25 "
+                    "alone because the embeddings call failed, by cause.\n"
+                    "# TYPE toolgate_discovery_embedding_fallbacks_total counter\n");
+    for (int k = 0; k < TG_EMB_N; k++)
+        tg_buf_printf(&b, "toolgate_discovery_embedding_fallbacks_total{cause=\"%s\"} %llu\n",
+                      tg_embed_fail_name((tg_embed_fail)k), SUM(emb_fallbacks[k]));
     tg_buf_puts(&b, "# HELP toolgate_upstream_errors_total Upstream failures by class.\n"
                     "# TYPE toolgate_upstream_errors_total counter\n");
     static const char *cls[] = {"transport", "", "", "", "4xx", "5xx"};

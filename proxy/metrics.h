@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "discovery/embed.h"
 #include "sanitize/pipeline.h"
 
 typedef struct tg_metrics tg_metrics;
@@ -23,6 +24,9 @@ void tg_metrics_retry(tg_metrics *m);
 void tg_metrics_dropped(tg_metrics *m, size_t n);
 /* An inner discovery round the provider answered with an error. */
 void tg_metrics_round_error(tg_metrics *m);
+/* A request's embeddings calls and the searches that fell back to BM25
+ * for `cause` (discovery_embeddings; TG_EMB_N when none did). */
+void tg_metrics_embed(tg_metrics *m, unsigned calls, unsigned fallbacks, tg_embed_fail cause);
 /* A bound of the Security section cut something off. */
 typedef enum {
     TG_LIMIT_MAX_EVENT,       /* an upstream SSE event past max_event */

@@ -20,6 +20,8 @@
 #include "core/cache.h"
 #include "core/jsonio.h"
 #include "proxy/bridges.h"
+#include "proxy/embed_http.h"
+#include "proxy/log.h"
 
 static void route_list(const tg_conf *c, char *buf, size_t n)
 {
@@ -153,6 +155,64 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
     return prepare_route(r, r->route);
 }
 
+/* ---- discovery's embeddings calls ----------------------------------------
+ *
+ * discovery_embeddings = ROUTE:MODEL: search_tools asks ROUTE's upstream
+ * for embeddings (discovery/embed.c), blocking on this worker's own easy
+ * handle (proxy/embed_http.c) within the lesser of ROUTE's ttfb_timeout,
+ * its timeout and TG_EMBED_TIMEOUT_MAX_MS. The key is ROUTE's api_key;
+ * without one, the key this request sends its own upstream, and only when
+ * ROUTE is the request's own route: a client's key never goes to another
+ * provider than the one it was sent for. */
+static json_t *embed_post(tg_embedder *self, json_t *body, tg_embed_fail *why)
+{
+    tg_req *r = self->ud;
+    const tg_route *from = r->prep.embed_from;
+    const tg_route *e = tg_route_by_name(r->conf, from->rules.disc.embed_route);
+    if (!e) {
+        *why = TG_EMB_NO_ROUTE;
+        return NULL;
+    }
+    tg_buf url = {0}, auth = {0};
+    tg_buf_printf(&url, "%s/embeddings", e->upstream);
+    const char *up_auth = client_header(r, "x-upstream-authorization");
+    const char *client_auth = r->client.key ? NULL : client_header(r, "authorization");
+    if (e->api_key)
+        tg_buf_printf(&auth, "Authorization: Bearer %s", e->api_key);
+    else if (e == from && up_auth && *up_auth)
+        tg_buf_printf(&auth, "Authorization: %s", up_auth);
+    else if (e == from && client_auth && *client_auth)
+        tg_buf_printf(&auth, "Authorization: %s", client_auth);
+    long t = e->ttfb_timeout_ms;
+    if (e->total_timeout_ms > 0 && e->total_timeout_ms < t)
+        t = e->total_timeout_ms;
+    if (t <= 0 || t > TG_EMBED_TIMEOUT_MAX_MS)
+        t = TG_EMBED_TIMEOUT_MAX_MS;
+    json_t *ans = tg_embed_http(&r->w->embed_easy, url.data, auth.data, e->connect_timeout_ms, t,
+                                body, why);
+    tg_buf_free(&url);
+    tg_buf_free(&auth);
+    return ans;
+}
+
+void embed_report(tg_req *r)
+{
+    tg_embedder *e = &r->prep.embedder;
+    tg_metrics_embed(r->w->metrics, e->calls, e->fallbacks, e->fallbacks ? e->cause : TG_EMB_N);
+    if (!e->fallbacks || (r->w->embed_warned & (1u << e->cause)))
+        return;
+    r->w->embed_warned |= 1u << e->cause;
+    const tg_route *from = r->prep.embed_from;
+    const tg_route *er = tg_route_by_name(r->conf, from->rules.disc.embed_route);
+    tg_log(TG_LOG_WARN,
+           "request %s: route %s: discovery_embeddings %s:%s failed (%s, upstream %s); "
+           "search_tools ranked by BM25 alone (logged once per cause)",
+           r->id, from->name, from->rules.disc.embed_route, from->rules.disc.embed_model,
+           tg_embed_fail_name(e->cause), er ? er->upstream_shown : "-");
+}
+
+/* ---- the body for its route ----------------------------------------------- */
+
 /* curl sends a body it is given whole (POSTFIELDS) of under 64 KB in the
  * same send as the request's head; a body read through on_upstream_read
  * goes in a send of its own. So a small body's head, tools' text and tail
@@ -192,6 +252,11 @@ int prepare_route(tg_req *r, const tg_route *route)
     r->ctx_live = true;
     r->ctx.cache = r->w->cache;
     r->ctx.tools_hash = r->prep.tools_hash;
+    if (route->rules.disc.embed_route) {
+        r->prep.embedder = (tg_embedder){.post = embed_post, .ud = r};
+        r->prep.embed_from = route;
+        r->ctx.embedder = &r->prep.embedder;
+    }
     r->ctx.stats.tools_bytes_in = r->prep.tools_bytes;
     tg_route_rewrite_model(route, body);
     if (tg_pipeline_request(body, &r->ctx, &err)) {

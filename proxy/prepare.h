@@ -18,6 +18,9 @@ int prepare_route(tg_req *r, const tg_route *route);
  * (r->route set; pass_only: an endpoint with no chat form), -1 with an
  * answer in r. */
 int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only);
+/* discovery_embeddings' calls of this request: counted, and a fallback
+ * to BM25 logged once per cause and worker (r->prep.embed_from set). */
+void embed_report(tg_req *r);
 /* A body passed as it came: the client's bytes are the upstream body. */
 void prepare_plain(tg_req *r);
 

@@ -25,6 +25,7 @@
 #include "core/buf.h"
 #include "core/tg.h"
 #include "proxy/sse.h"
+#include "discovery/embed.h"
 #include "proxy/worker.h"
 #include "sanitize/pipeline.h"
 
@@ -87,6 +88,9 @@ typedef struct tg_req {
         char *dropped;                /* what the bridge left out, for X-Toolgate-Dropped */
         uint64_t tools_hash;          /* of the tools' raw bytes, 0 = unknown */
         size_t tools_bytes;
+        tg_embedder embedder;         /* ctx.embedder with discovery_embeddings */
+        const tg_route *embed_from;   /* the route whose discovery_embeddings it serves
+                                         (r->route may move on to a fallback) */
     } prep;
 
     struct {

@@ -382,6 +382,8 @@ static void worker_cleanup(worker *w)
     }
     while (w->n_spare)
         curl_easy_cleanup(w->spare[--w->n_spare]);
+    if (w->embed_easy)
+        curl_easy_cleanup(w->embed_easy);
     if (w->multi)
         curl_multi_cleanup(w->multi);
     free(w->upfd);

@@ -77,6 +77,8 @@ struct worker {
     uint64_t next_sweep;
     tg_cache *cache;
     tg_metrics *metrics;
+    CURL *embed_easy;             /* discovery's embeddings calls (embed_http.h) */
+    unsigned embed_warned;        /* causes of embedding fallbacks already logged */
     CURL *spare[64];              /* reset easy handles, reused: creating one
                                      costs more than a whole small request */
     int n_spare;

@@ -2143,9 +2143,7 @@ static void cut_description(walk *w, json_t *fn, json_t *ofn)
         return;
     }
     const char *s = json_string_value(d);
-    size_t cut = (size_t)max - 3;
-    while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)  /* keep UTF-8 whole */
-        cut--;
+    size_t cut = tg_utf8_cut(s, len, (size_t)max - 3);  /* keep UTF-8 whole */
     char *buf = tg_malloc(cut + 4);
     memcpy(buf, s, cut);
     memcpy(buf + cut, "...", 4);

@@ -22,6 +22,9 @@
  * Whatever the scenario's default answer, a user message with "MOCK_CALL
  * <tool> key=value..." scripts a tool call and a text quoting its result
  * (see "directive" below: how real agent CLIs are driven).
+ * POST .../embeddings answers deterministic vectors (hash_embed.h), or
+ * fails as its model says: mock-embed-status, -stall, -garbage, -dim, -count
+ * or -big (embeddings below).
  * GET /_last, GET /_count and POST /_reset let tests see what reached us.
  *
  *   mock-upstream [--listen HOST:PORT] [-v]      prints "port=N" once ready
@@ -49,6 +52,7 @@
 #include <unistd.h>
 
 #include "core/buf.h"
+#include "test/mock/hash_embed.h"
 
 #define MAX_BODY (256u * 1024 * 1024) /* far above any proxy's max_body */
 #define STALL_POLL_MS 200
@@ -183,7 +187,9 @@ static struct {
     pthread_mutex_t lock;
     char *last;  /* JSON text of the last POST, or NULL */
     long count;
-} seen = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
+    long embed_calls, embed_inputs;  /* POSTs to .../embeddings, texts they held */
+    char embed_auth[256];            /* the last one's Authorization */
+} seen = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, "" };
 
 static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *key,
                                   const char *value)
@@ -1488,6 +1494,86 @@ static enum MHD_Result answer_strict(request *r, struct MHD_Connection *conn)
 }
 
 /* ------------------------------------------------------------------ */
+/* Embeddings: POST {model, input: string | [strings]} answers OpenAI's
+ * {object: list, data: [{object, index, embedding}], model, usage}, each
+ * vector hash_embed's (deterministic), in reverse order so that a client
+ * must read the indexes. The model picks a failure: mock-embed-status
+ * (500), -stall (no answer until the client goes), -garbage (not JSON),
+ * -dim (vectors of two sizes), -count (one vector short), -big (an answer
+ * of 40 MB), -deep (arrays nested 100,000 deep). */
+
+static enum MHD_Result answer_big_embedding(request *r, struct MHD_Connection *conn)
+{
+    static const char head[] = "{\"object\":\"list\",\"data\":[{\"index\":0,\"embedding\":[0";
+    static const char tail[] = "]}]}";
+    size_t zeros = 20u << 20, len = sizeof head - 1 + 2 * zeros + sizeof tail - 1;
+    char *text = malloc(len), *p = text;
+    if (!text)
+        return MHD_NO;
+    memcpy(p, head, sizeof head - 1);
+    p += sizeof head - 1;
+    for (size_t i = 0; i < zeros; i++, p += 2)
+        memcpy(p, ",0", 2);
+    memcpy(p, tail, sizeof tail - 1);
+    return queue_buffer(r, conn, 200, "application/json", text, len);
+}
+
+static enum MHD_Result answer_embeddings(request *r, struct MHD_Connection *conn)
+{
+    r->json = r->body.data ? json_loadb(r->body.data, r->body.len, JSON_ALLOW_NUL, NULL) : NULL;
+    const char *model = json_string_value(json_object_get(r->json, "model"));
+    const char *mode = model && !strncmp(model, "mock-embed-", 11) ? model + 11 : "";
+    json_t *in = json_object_get(r->json, "input");
+    size_t n = json_is_string(in) ? 1 : json_array_size(in);
+    pthread_mutex_lock(&seen.lock);
+    seen.embed_calls++;
+    seen.embed_inputs += (long)n;
+    const char *auth = header(conn, "Authorization");
+    snprintf(seen.embed_auth, sizeof seen.embed_auth, "%s", auth ? auth : "");
+    pthread_mutex_unlock(&seen.lock);
+    snprintf(r->scenario, sizeof r->scenario, "embed%s%s", *mode ? "-" : "", mode);
+    r->dispatched = true;
+    if (!r->json || (!json_is_string(in) && !json_is_array(in)))
+        return queue_error(r, conn, 400, "mock: input must be a string or an array of strings",
+                           "invalid_request_error");
+    if (!strcmp(mode, "status"))
+        return queue_error(r, conn, 500, "mock: embeddings failed", "server_error");
+    if (!strcmp(mode, "stall")) {
+        strcpy(r->scenario, "stall");  /* a resume polls whether the client is gone */
+        return answer_stall(r, conn);
+    }
+    if (!strcmp(mode, "garbage"))
+        return queue_text(r, conn, 200, "application/json", "<html>502 Bad Gateway</html>");
+    if (!strcmp(mode, "big"))
+        return answer_big_embedding(r, conn);
+    if (!strcmp(mode, "deep")) {
+        size_t depth = 100000;
+        char *text = malloc(2 * depth + 1);
+        if (!text)
+            return MHD_NO;
+        memset(text, '[', depth);
+        memset(text + depth, ']', depth);
+        return queue_buffer(r, conn, 200, "application/json", text, 2 * depth);
+    }
+    json_t *data = json_array();
+    for (size_t k = 0; k < n; k++) {
+        size_t i = n - 1 - k;
+        if (!strcmp(mode, "count") && k + 1 == n)
+            break;
+        const char *text = json_is_string(in) ? json_string_value(in)
+                                              : json_string_value(json_array_get(in, i));
+        size_t dim = !strcmp(mode, "dim") && i % 2 ? HASH_EMBED_DIM / 2 : HASH_EMBED_DIM;
+        json_array_append_new(data, json_pack("{s:s,s:I,s:o}", "object", "embedding", "index",
+                                              (json_int_t)i, "embedding",
+                                              hash_embed_json(text ? text : "", dim)));
+    }
+    return queue_json(r, conn, 200,
+                      json_pack("{s:s,s:o,s:s,s:{s:I,s:I}}", "object", "list", "data", data,
+                                "model", model ? model : "", "usage", "prompt_tokens",
+                                (json_int_t)n, "total_tokens", (json_int_t)n));
+}
+
+/* ------------------------------------------------------------------ */
 /* Dispatch. */
 
 static void pick_scenario(request *r, struct MHD_Connection *conn)
@@ -1562,15 +1648,17 @@ static enum MHD_Result control_endpoint(request *r, struct MHD_Connection *conn,
     }
     if (strcmp(method, "GET") == 0 && strcmp(url, "/_count") == 0) {
         pthread_mutex_lock(&seen.lock);
-        long n = seen.count;
+        json_t *c = json_pack("{s:I,s:I,s:I,s:s}", "count", (json_int_t)seen.count,
+                              "embed_calls", (json_int_t)seen.embed_calls, "embed_inputs",
+                              (json_int_t)seen.embed_inputs, "embed_auth", seen.embed_auth);
         pthread_mutex_unlock(&seen.lock);
-        return queue_json(r, conn, 200, json_pack("{s:I}", "count", (json_int_t)n));
+        return queue_json(r, conn, 200, c);
     }
     if (strcmp(method, "POST") == 0 && strcmp(url, "/_reset") == 0) {
         pthread_mutex_lock(&seen.lock);
         free(seen.last);
         seen.last = NULL;
-        seen.count = 0;
+        seen.count = seen.embed_calls = seen.embed_inputs = 0;
         pthread_mutex_unlock(&seen.lock);
         return queue_json(r, conn, 200, json_pack("{s:b}", "ok", 1));
     }
@@ -1621,6 +1709,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (strcmp(method, "POST") == 0 && scen && !strcmp(scen, "fixture") &&
         !ends_with(url, "/chat/completions"))
         return answer_fixture(r, conn);
+    if (strcmp(method, "POST") == 0 && ends_with(url, "/embeddings"))
+        return answer_embeddings(r, conn);
     if (strcmp(method, "POST") != 0 || !ends_with(url, "/chat/completions"))
         return queue_error(r, conn, 404, "mock: no such endpoint", "invalid_request_error");
     if (r->too_big)

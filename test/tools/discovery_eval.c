@@ -24,6 +24,13 @@
  * bytes sent upstream with and without discovery, and the cost of the
  * discovery stage cold and cached. Exits 1 when a query or catalog cannot
  * be read.
+ *
+ * With TG_EVAL_EMBED_URL (an OpenAI-compatible base such as
+ * http://127.0.0.1:11434/v1), TG_EVAL_EMBED_MODEL and optionally
+ * TG_EVAL_EMBED_KEY, search_tools also ranks by that model's embeddings
+ * (discovery_embeddings, discovery/embed.c) and the figures are the fused
+ * ones. Every text is sent once (eval_post keeps its vector), so a run costs
+ * the corpus's tools and queries, not 1,554 catalogs.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -31,11 +38,88 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 #include "sanitize/pipeline.h"
 #include "discovery/index.h"
+#include "proxy/embed_http.h"
 
 static char shared[1024];
+
+/* ---- the embeddings endpoint of TG_EVAL_EMBED_URL --------------------------
+ * An embedder (discovery.h) that sends each text once: its vector is kept
+ * (as JSON) and the answer for a call is put together from what is kept. */
+typedef struct eval_embedder {
+    tg_embedder e;
+    char url[1024], auth[1024];
+    CURL *easy;
+    json_t *memo;  /* text -> embedding array */
+    unsigned sent, failed;
+} eval_embedder;
+
+static json_t *eval_post(tg_embedder *self, json_t *body, tg_embed_fail *why)
+{
+    eval_embedder *ev = (eval_embedder *)self;
+    json_t *in = json_object_get(body, "input"), *miss = json_array();
+    for (size_t i = 0; i < json_array_size(in); i++) {
+        const char *t = json_string_value(json_array_get(in, i));
+        if (!json_object_get(ev->memo, t))
+            json_array_append(miss, json_array_get(in, i));
+    }
+    if (json_array_size(miss)) {
+        json_t *req = json_pack("{sOsO}", "model", json_object_get(body, "model"), "input", miss);
+        json_t *ans = tg_embed_http(&ev->easy, ev->url, *ev->auth ? ev->auth : NULL, 10000, 120000,
+                                    req, why);
+        json_t *data = json_object_get(ans, "data");
+        ev->sent += (unsigned)json_array_size(miss);
+        for (size_t k = 0; k < json_array_size(data); k++) {
+            json_t *item = json_array_get(data, k);
+            json_t *t = json_array_get(miss, (size_t)json_integer_value(json_object_get(item, "index")));
+            if (json_is_string(t) && json_is_array(json_object_get(item, "embedding")))
+                json_object_set(ev->memo, json_string_value(t), json_object_get(item, "embedding"));
+        }
+        json_decref(req);
+        if (!ans) {
+            ev->failed++;
+            json_decref(miss);
+            return NULL;
+        }
+        json_decref(ans);
+    }
+    json_decref(miss);
+    json_t *data = json_array();
+    for (size_t i = 0; i < json_array_size(in); i++) {
+        json_t *v = json_object_get(ev->memo, json_string_value(json_array_get(in, i)));
+        if (!v)
+            break;  /* the endpoint left it out: parse says "count" */
+        json_array_append_new(data, json_pack("{sIsO}", "index", (json_int_t)i, "embedding", v));
+    }
+    return json_pack("{so}", "data", data);
+}
+
+static eval_embedder *eval_embedder_from_env(void)
+{
+    const char *url = getenv("TG_EVAL_EMBED_URL"), *model = getenv("TG_EVAL_EMBED_MODEL");
+    const char *key = getenv("TG_EVAL_EMBED_KEY");
+    if (!url || !*url)
+        return NULL;
+    if (!model || !*model) {
+        fprintf(stderr, "discovery_eval: TG_EVAL_EMBED_URL needs TG_EVAL_EMBED_MODEL\n");
+        exit(1);
+    }
+    eval_embedder *ev = tg_calloc(1, sizeof *ev);
+    ev->e.post = eval_post;
+    size_t n = strlen(url);
+    while (n > 0 && url[n - 1] == '/')
+        n--;
+    snprintf(ev->url, sizeof ev->url, "%.*s/embeddings", (int)n, url);
+    if (key && *key)
+        snprintf(ev->auth, sizeof ev->auth, "Authorization: Bearer %s", key);
+    ev->memo = json_object();
+    return ev;
+}
+
+static eval_embedder *embedder;  /* set once in main, before any search */
 
 static json_t *load(const char *rel)
 {
@@ -143,6 +227,7 @@ static void run_pipeline(tg_rules_set *rules, tg_cache *cache, json_t *tools, tg
     tg_error err;
     tg_ctx_init(ctx, "eval", rules, NULL);
     ctx->cache = cache;
+    ctx->embedder = embedder ? &embedder->e : NULL;
     json_t *body = body_for(tools);
     if (tg_pipeline_request(body, ctx, &err))
         fprintf(stderr, "discovery_eval: pipeline refused: %s\n", err.message);
@@ -219,6 +304,8 @@ static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *ru
             printf("\n");
         }
         json_decref(r);
+        if (embedder)  /* one embedder for every request: a failure stays with its own */
+            embedder->e.failed = false;
         tg_ctx_clear(&ctx);
         json_decref(cat);
     }
@@ -316,6 +403,8 @@ static const knob knobs[] = {
     KNOB("verb_weight", verb_weight, 0.5, 0.8, 1),
     KNOB("coverage", coverage, 0, 0.25, 0.5, 1, 2),
     KNOB("name_cover", name_cover, 0, 0.25, 0.5, 1, 2),
+    KNOB("prefix_w", prefix_weight, 0, 0.2, 0.4, 0.7),
+    KNOB("rerank", rerank, 0, 0.1, 0.25, 0.5, 1),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 
@@ -470,6 +559,7 @@ static int e2e_called(tg_rules_set *rules, tg_cache *cache, json_t *cat, const c
     tg_error err;
     tg_ctx_init(&ctx, "eval", rules, NULL);
     ctx.cache = cache;
+    ctx.embedder = embedder ? &embedder->e : NULL;
     json_t *body = body_with(cat, text);
     int ok = 0;
     if (tg_pipeline_request(body, &ctx, &err) == 0) {
@@ -491,6 +581,8 @@ static int e2e_called(tg_rules_set *rules, tg_cache *cache, json_t *cat, const c
     }
     json_decref(body);
     tg_ctx_clear(&ctx);
+    if (embedder)
+        embedder->e.failed = false;
     return ok;
 }
 
@@ -568,7 +660,21 @@ int main(int argc, char **argv)
     }
 
     if (fit) {
-        int rc = grid(queries, corpus, &tg_dindex_defaults);
+        /* TG_EVAL_KNOBS="prefix_w=0.2 rerank=0.1": sweep around other values */
+        tg_dindex_params base = tg_dindex_defaults;
+        const char *kv = getenv("TG_EVAL_KNOBS");
+        while (kv && *kv) {
+            char name[32];
+            double v;
+            int used = 0;
+            if (sscanf(kv, " %31[^=]=%lf%n", name, &v, &used) != 2)
+                break;
+            for (size_t k = 0; k < NKNOBS; k++)
+                if (!strcmp(knobs[k].name, name))
+                    *(double *)((char *)&base + knobs[k].off) = v;
+            kv += used;
+        }
+        int rc = grid(queries, corpus, &base);
         json_decref(corpus);
         json_decref(queries);
         return rc;
@@ -579,10 +685,17 @@ int main(int argc, char **argv)
     tg_rules_preset(TG_D_OPENAI, &off);
     on.disc.mode = TG_DISC_ON;
     tg_cache *cache = tg_cache_new(256, 0);
+    embedder = eval_embedder_from_env();
+    if (embedder) {
+        on.disc.embed_route = "eval";
+        on.disc.embed_model = getenv("TG_EVAL_EMBED_MODEL");
+    }
 
     printf("search_tools recall (%zu queries, %zu servers; dialect openai; catalog = big-N "
-           "with the target in place of its last tool)\n\n",
-           json_array_size(queries), json_object_size(corpus));
+           "with the target in place of its last tool)%s%s\n\n",
+           json_array_size(queries), json_object_size(corpus),
+           embedder ? "; BM25 fused with the embeddings of " : "",
+           embedder ? on.disc.embed_model : "");
     printf("| half | tools | queries | R@1 | R@3 | R@5 | R@10 | MRR@10 |\n"
            "|---|---|---|---|---|---|---|---|\n");
     static const int sizes[] = { 100, 400, 1000 };
@@ -594,6 +707,12 @@ int main(int argc, char **argv)
     for (int h = 0; h < 2; h++)
         for (int i = 0; i < 3; i++)
             tally_row(h ? "test" : "tune", sizes[i], &t[i][h]);
+    if (embedder) {
+        printf("\nembeddings: %u texts sent, %u calls failed, %u searches fell back to BM25\n",
+               embedder->sent, embedder->failed, embedder->e.fallbacks);
+        if (embedder->e.fallbacks)
+            failed = 1;  /* the figures are not the fused ones */
+    }
     if (e2e && end_to_end(queries, corpus, &on, cache))
         failed = 1;
     if (recall_only)
@@ -610,6 +729,11 @@ int main(int argc, char **argv)
     timing(&on);
 
 out:
+    if (embedder) {
+        curl_easy_cleanup(embedder->easy);
+        json_decref(embedder->memo);
+        free(embedder);
+    }
     tg_cache_free(cache);
     json_decref(corpus);
     json_decref(queries);
