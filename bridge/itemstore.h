@@ -11,7 +11,7 @@
  * values, so no value is shared between threads.
  *
  * Every item belongs to an owner (a 64-bit key the server derives from the
- * client key, or the upstream credential, or the route: server.c
+ * client key, or the upstream credential, or the route: proxy/bridges.c
  * item_owner) and only its owner finds it: another owner's id is looked up
  * as if it did not exist, so a client learns nothing from the answer.
  *

@@ -1,6 +1,7 @@
 /* log.c -- see log.h. Settings are written once in main() before any worker
  * thread starts and only read afterwards, so they need no lock. Secrets never
- * reach these functions: callers pass redacted values (see server.c). */
+ * reach these functions: callers pass redacted values (see access_log_line
+ * in proxy/request.c). */
 #include "proxy/log.h"
 
 #include <fcntl.h>

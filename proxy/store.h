@@ -8,7 +8,7 @@
  *           that names the same database, so any replica answers any
  *           reference. Layout and limits in store_redis.c.
  *
- * Both scope items by owner (server.c item_owner): an id that another owner
+ * Both scope items by owner (item_owner in proxy/bridges.c): an id that another owner
  * holds is MISSING, exactly like an unknown one. A backend that cannot be
  * reached answers DOWN, never MISSING, so the client is told the store is
  * away (a 503) rather than that its item does not exist.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # many_streams.sh -- with more streams open on one worker than
-# RESUME_BATCH_MIN (256, proxy/server.c), resumes go to libmicrohttpd in
+# RESUME_BATCH_MIN (256, proxy/request.c), resumes go to libmicrohttpd in
 # batches: every stream still gets every event, none is left suspended.
 # 600 streams on one thread, 4 chunks 100 ms apart, against the same
 # streams straight from the mock (bench/streamer counts the events).

@@ -1,0 +1,301 @@
+/* bridges.c -- the agent APIs' glue: the bridge_api rows of the Responses
+ * API and of Anthropic's Messages API, the item store's calls, and what
+ * turns a chat answer (whole or streamed) back into the API's shape.
+ *
+ * The bridges themselves (bridge/) know nothing of requests or sockets;
+ * this file gives them a request's pieces: the route's options, the
+ * worker's ids, the store of Responses items (proxy/store.h) and whose
+ * items a request may read (item_owner). The layers above reach an API
+ * only through r->prep.api, a row of the table below, and the few
+ * functions of proxy/bridges.h.
+ */
+#include "proxy/bridges.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bridge/messages_api.h"
+#include "bridge/responses_api.h"
+#include "core/jsonio.h"
+#include "proxy/log.h"
+
+/* An item_reference answered from the store; when the store cannot be
+ * reached the client is told so (a 503 it may retry), never that its item
+ * does not exist. */
+static json_t *stored_item(void *ud, const char *id, tg_error *err)
+{
+    tg_req *r = ud;
+    tg_store *st = r->w->srv->items;
+    char *text = NULL;
+    if (tg_store_get(st, r->w->id, r->client.owner, id, &text) == TG_STORE_DOWN) {
+        tg_metrics_store_error(r->w->metrics, "get");
+        tg_error_set(err, 503, "api_error", "store_unavailable", "input",
+                     "input: item_reference '%.80s' cannot be answered now: the store of "
+                     "Responses items ([server] responses_store, %s) cannot be reached; "
+                     "retry, or send the item itself (store: false)", id, st->name);
+        return NULL;
+    }
+    json_t *item = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
+    free(text);
+    return item;
+}
+
+static tg_bridge_opts bridge_opts(const tg_route *route)
+{
+    tg_bridge_opts o = {.refuse_hosted = route && route->refuse_hosted};
+    return o;
+}
+
+static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
+                             tg_error *err)
+{
+    tg_resp_bridge *b = NULL;
+    tg_bridge_opts o = bridge_opts(route);
+    if (tg_responses_to_chat_opts(body, &o, stored_item, r, chat, &b, err))
+        return -1;
+    char name[64];  /* ids unique past this request, for the item store */
+    tg_request_id(name, sizeof name, &r->w->rng);
+    tg_resp_bridge_name(b, name + 3);
+    r->prep.bridge = b;
+    return 0;
+}
+
+/* The items of a bridged answer, kept where a later item_reference to
+ * them is answered (bridge/itemstore.h). */
+static void remember_items(tg_req *r)
+{
+    json_t *items = tg_responses_items(r->prep.bridge);
+    size_t i;
+    json_t *item;
+    json_array_foreach(items, i, item) {
+        const char *id = json_string_value(json_object_get(item, "id"));
+        char *text = id ? tg_json_dumps(item) : NULL;
+        /* a store that cannot be reached only costs later references (a
+         * 503 then): the answer goes out as it is */
+        if (text && tg_store_put(r->w->srv->items, r->w->id, r->client.owner, id, text))
+            tg_metrics_store_error(r->w->metrics, "put");
+        free(text);
+    }
+    json_decref(items);
+    /* and the record a later previous_response_id names (store: false
+     * leaves none) */
+    json_t *rec = tg_responses_record(r->prep.bridge);
+    const char *rid = json_string_value(json_object_get(rec, "id"));
+    char *text = rid ? tg_json_dumps(rec) : NULL;
+    if (text && tg_store_put(r->w->srv->items, r->w->id, r->client.owner, rid, text))
+        tg_metrics_store_error(r->w->metrics, "put");
+    free(text);
+    json_decref(rec);
+}
+
+static json_t *responses_answer(void *b, const json_t *c) { return tg_responses_answer(b, c); }
+
+static void responses_stream(void *b, const char *sse, size_t n, tg_buf *out)
+{
+    tg_responses_stream(b, sse, n, out);
+}
+
+static void responses_stream_end(void *b, tg_buf *out) { tg_responses_stream_end(b, out); }
+
+static void responses_free(void *b) { tg_resp_bridge_free(b); }
+
+static const json_t *responses_dropped(const void *b) { return tg_resp_bridge_dropped_peek(b); }
+
+static const bridge_api responses_api = {
+    .name = "/v1/responses",
+    .bridges = tg_route_bridges_responses,
+    .strip_markers = tg_responses_strip_markers,
+    .to_chat = responses_to_chat,
+    .dropped = responses_dropped,
+    .answer = responses_answer,
+    .stream = responses_stream,
+    .stream_end = responses_stream_end,
+    .done = remember_items,
+    .free = responses_free,
+};
+
+static int messages_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
+                            tg_error *err)
+{
+    tg_msg_bridge *b = NULL;
+    tg_bridge_opts o = bridge_opts(route);
+    if (tg_messages_to_chat_opts(body, &o, chat, &b, err))
+        return -1;
+    r->prep.bridge = b;
+    return 0;
+}
+
+static json_t *messages_answer(void *b, const json_t *c) { return tg_messages_answer(b, c); }
+
+static void messages_stream(void *b, const char *sse, size_t n, tg_buf *out)
+{
+    tg_messages_stream(b, sse, n, out);
+}
+
+static void messages_stream_end(void *b, tg_buf *out) { tg_messages_stream_end(b, out); }
+
+static void messages_free(void *b) { tg_msg_bridge_free(b); }
+
+static const json_t *messages_dropped(const void *b) { return tg_msg_bridge_dropped_peek(b); }
+
+static const bridge_api messages_api = {
+    .name = "/v1/messages",
+    .key_header = "x-api-key",
+    .own_query = true,
+    .bridges = tg_route_bridges_messages,
+    .strip_markers = tg_messages_strip_markers,
+    .to_chat = messages_to_chat,
+    .dropped = messages_dropped,
+    .answer = messages_answer,
+    .stream = messages_stream,
+    .stream_end = messages_stream_end,
+    .error_body = tg_messages_error_body,
+    .free = messages_free,
+};
+
+/* The agent API a path (past the route prefix) belongs to, or NULL. */
+const bridge_api *api_of(const char *rest)
+{
+    if (!strcmp(rest, "/v1/responses") || !strcmp(rest, "/responses"))
+        return &responses_api;
+    if (!strcmp(rest, "/v1/messages") || !strcmp(rest, "/v1/messages/count_tokens"))
+        return &messages_api;
+    return NULL;
+}
+
+const bridge_api *api_aimed_at(const char *rest)
+{
+    return !strncmp(rest, "/v1/messages", 12) ? &messages_api : NULL;
+}
+
+/* Headers that carry a provider credential, for item_owner and for the
+ * forwarding rules (http.h). */
+static const char *upstream_credential(tg_req *r)
+{
+    static const char *const names[] = {"x-upstream-authorization", "authorization", "x-api-key",
+                                        "api-key", "x-goog-api-key", NULL};
+    for (int i = 0; names[i]; i++) {
+        const char *v = client_header(r, names[i]);
+        if (v && *v && !(r->client.key && i == 1))
+            return v;
+    }
+    return NULL;
+}
+
+/* Whose Responses items a request may read and leaves (itemstore.h): the
+ * client key it matched when client_keys is set; else the provider
+ * credential it carries, which is the client's identity at the provider;
+ * else, with neither, everyone on the route alike. Hashed the same way in
+ * every replica, so a shared store finds it (store.h tg_store_owner). */
+uint64_t item_owner(tg_req *r, const tg_route *route)
+{
+    const char *cred = upstream_credential(r);
+    const char *kind = r->client.key ? "key" : cred ? "credential" : "route";
+    const char *v = r->client.key ? r->client.key : cred ? cred : route ? route->name : "";
+    return tg_store_owner(kind, v);
+}
+
+/* What the bridge left out of the request (tools only the API's own
+ * servers run...): said in X-Toolgate-Dropped, the log and the metrics,
+ * so that an agent that keeps working without them is not left guessing. */
+void note_dropped(tg_req *r)
+{
+    const json_t *d = r->prep.api->dropped ? r->prep.api->dropped(r->prep.bridge) : NULL;
+    size_t n = tg_bridge_dropped_count(d);
+    if (!n)
+        return;
+    free(r->prep.dropped);
+    r->prep.dropped = tg_bridge_dropped_text(d);
+    tg_metrics_dropped(r->w->metrics, n);
+    tg_log(TG_LOG_INFO, "request %s: %s bridge dropped what its chat upstream cannot run: %s",
+           r->id, r->prep.api->name, r->prep.dropped ? r->prep.dropped : "");
+}
+
+/* A bridged request's whole answer: the chat answer (JSON, or SSE when the
+ * agent asked for a stream) in the API's shape. */
+void bridge_whole_answer(tg_req *r)
+{
+    if (r->answer.status < 200 || r->answer.status >= 300 || !r->answer.body)
+        return;
+    tg_buf out = {0};
+    if (r->answer.type && strstr(r->answer.type, "event-stream")) {
+        r->prep.api->stream(r->prep.bridge, r->answer.body, r->answer.len, &out);
+        r->prep.api->stream_end(r->prep.bridge, &out);
+    } else {
+        json_t *chat = tg_json_load(r->answer.body, r->answer.len, 0, NULL);
+        if (!json_is_object(chat)) {
+            json_decref(chat);
+            return;
+        }
+        json_t *resp = r->prep.api->answer(r->prep.bridge, chat);
+        json_decref(chat);
+        tg_json_dump(resp, &out);
+        json_decref(resp);
+        r->answer.type = "application/json";
+    }
+    free(r->answer.body);
+    r->answer.body = tg_buf_steal(&out, &r->answer.len);
+    if (r->prep.api->done)
+        r->prep.api->done(r);
+}
+
+/* An error answer to a request of an API with its own error shape, bridged
+ * or passed, toolgate's or the provider's, in that shape (an error already
+ * in it goes as it came), so the API's clients show the message. */
+void api_error_shape(tg_req *r)
+{
+    if (!r->prep.api || !r->prep.api->error_body || !r->answer.body ||
+        (r->answer.status >= 200 && r->answer.status < 300))
+        return;
+    size_t len = 0;
+    char *body = r->prep.api->error_body(r->answer.status, r->answer.body, r->answer.len, &len);
+    if (!body)
+        return;
+    free(r->answer.body);
+    r->answer.body = body;
+    r->answer.len = len;
+    r->answer.type = "application/json";
+}
+
+void bridge_stream_out(tg_req *r, bool end)
+{
+    if (!r->prep.bridge)
+        return;
+    tg_buf *chat = &r->stream.chat_out;
+    r->prep.api->stream(r->prep.bridge, chat->data, chat->len, &r->stream.out);
+    tg_buf_reset(&r->stream.chat_out);
+    if (end) {
+        r->prep.api->stream_end(r->prep.bridge, &r->stream.out);
+        if (r->prep.api->done)
+            r->prep.api->done(r);
+    }
+}
+
+/* A passed-through stream cut short (upstream gone, a timeout, shutdown):
+ * its end is an error event in the shape its API's clients read. */
+void raw_stream_error(tg_req *r, const char *code, const char *msg)
+{
+    json_t *e;
+    const char *event = "error";
+    if (r->prep.api && !strcmp(r->prep.api->name, "/v1/messages"))
+        e = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", "api_error",
+                      "message", msg);
+    else if (r->prep.api)  /* the Responses API's error event */
+        e = json_pack("{s:s, s:s, s:s, s:n}", "type", "error", "code", code, "message", msg,
+                      "param");
+    else {
+        event = NULL;
+        e = json_pack("{s:{s:s, s:s, s:s}}", "error", "message", msg, "type", "upstream_error",
+                      "code", code);
+    }
+    if (event) {
+        tg_buf_puts(&r->stream.out, "event: ");
+        tg_buf_puts(&r->stream.out, event);
+        tg_buf_puts(&r->stream.out, "\n");
+    }
+    tg_buf_puts(&r->stream.out, "data: ");
+    tg_json_dump(e, &r->stream.out);
+    tg_buf_puts(&r->stream.out, "\n\n");
+    json_decref(e);
+}

@@ -1,0 +1,289 @@
+/* prepare.c -- what goes upstream: a request's body prepared for its route.
+ *
+ * Three ways, by what the client sent (proxy/front.c picks one): a chat
+ * request is parsed, routed by model (or by its path's prefix) and run
+ * through the request stages for its route (prepare_chat, prepare_route);
+ * a request of an agent API is first made a chat request by its bridge,
+ * or, on a route whose provider has the API itself, passed with only the
+ * agent's private markers taken out (prepare_bridged); any other /v1 path
+ * goes as it came (prepare_plain). A fallback (proxy/upstream.c) prepares
+ * the same request again for another route (prepare_route). Each leaves
+ * an error answer in r when it refuses.
+ */
+#include "proxy/prepare.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/cache.h"
+#include "core/jsonio.h"
+#include "proxy/bridges.h"
+#include "proxy/embed_http.h"
+#include "proxy/log.h"
+
+static void route_list(const tg_conf *c, char *buf, size_t n)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < c->n_routes && off < n; i++)
+        off += (size_t)snprintf(buf + off, n - off, "%s%s", i ? ", " : "", c->routes[i].name);
+}
+
+/* The body is read and rewritten, so it must be plain JSON: a gzip body
+ * would otherwise fail as "not valid JSON" near its first byte. */
+static int body_plain(tg_req *r)
+{
+    const char *enc = client_header(r, "content-encoding");
+    if (enc && *enc && strcasecmp(enc, "identity")) {
+        set_error(r, 415, "invalid_request_error", "unsupported_content_encoding", NULL,
+                  "request body has Content-Encoding '%.64s': toolgate reads and rewrites chat "
+                  "requests, so send the body uncompressed",
+                  enc);
+        return -1;
+    }
+    return 0;
+}
+
+/* A request of an agent API (r->prep.api): on a route that bridges it, the body
+ * becomes a chat request that goes the chat way, and the answer is turned
+ * back on its way out. Returns 0 for the chat way, 1 when the route's
+ * provider takes the request as it is (r->route set), -1 with an answer
+ * in r. */
+int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
+{
+    tg_error err;
+    uint64_t hash;
+    size_t bytes;
+    if (body_plain(r))
+        return -1;
+    const tg_buf *in = &r->client.body;
+    json_t *body = tg_request_parse(in->data ? in->data : "", in->len, NULL, r->conf->max_depth,
+                                    &hash, &bytes, &err);
+    if (!body) {
+        set_error_from(r, &err);
+        return -1;
+    }
+    const char *model = json_string_value(json_object_get(body, "model"));
+    const tg_route *route = by_prefix ? by_prefix : model ? tg_route_by_model(r->conf, model) : NULL;
+    if (route && !r->prep.api->bridges(route)) {
+        if (r->prep.api->strip_markers(body, route->strip_prefix)) {
+            tg_buf_reset(&r->client.body);
+            tg_json_dump(body, &r->client.body);
+        }
+        json_decref(body);
+        r->route = route;
+        return 1;
+    }
+    if (pass_only) {  /* an endpoint with no chat form */
+        if (!route) {
+            char routes[512];
+            route_list(r->conf, routes, sizeof routes);
+            set_error(r, 404, "invalid_request_error", "model_not_found", "model",
+                      "no route for model '%s' (routes tried, in order: %s)", model ? model : "",
+                      routes);
+            json_decref(body);
+            return -1;
+        }
+        json_decref(body);
+        set_error(r, 404, "invalid_request_error", "unsupported_endpoint", NULL,
+                  "%s%s: route '%s' bridges %s over the provider's chat completions, which "
+                  "count no tokens without generating; this endpoint is answered on routes that "
+                  "pass the API through to a provider that has it",
+                  r->prep.api->name, r->client.rest + strlen(r->prep.api->name), route->name,
+                  r->prep.api->name);
+        return -1;
+    }
+    json_t *chat = NULL;
+    r->client.owner = item_owner(r, route);
+    int rc = r->prep.api->to_chat(r, route, body, &chat, &err);
+    json_decref(body);
+    if (rc) {
+        set_error_from(r, &err);
+        return -1;
+    }
+    note_dropped(r);
+    /* from here on the chat request is the client's body: a fallback
+     * rewrites it again for its own route, and prepare_chat reads it like
+     * any chat body, so the worker's tool-list cache (keyed by the tools'
+     * bytes, which the conversion writes the same every turn) serves it */
+    tg_buf_reset(&r->client.body);
+    tg_json_dump(chat, &r->client.body);
+    json_decref(chat);
+    return 0;
+}
+
+/* Build the upstream body for a chat request: parse, route, run the request
+ * stages. Leaves an answer in r on error. */
+int prepare_chat(tg_req *r, const tg_route *by_prefix)
+{
+    const tg_conf *c = r->conf;
+    tg_error err;
+    if (body_plain(r))
+        return -1;
+    const tg_buf *in = &r->client.body;
+    json_t *body = tg_request_parse(in->data ? in->data : "", in->len, r->w->cache, c->max_depth,
+                                    &r->prep.tools_hash, &r->prep.tools_bytes, &err);
+    if (!body) {
+        set_error_from(r, &err);
+        return -1;
+    }
+    r->json = body;
+    /* An agent resends its tool list every turn: once a list (by its bytes'
+     * hash) has passed, its entries are not walked again. */
+    uint64_t th = r->prep.tools_hash;
+    json_t *ok = th ? tg_cache_get(r->w->cache, "toolsok", th) : NULL;
+    bool checked = ok != NULL;
+    json_decref(ok);
+    if (tg_validate_chat_request(body, c->max_tools, checked, &err)) {
+        set_error_from(r, &err);
+        return -1;
+    }
+    if (r->prep.tools_hash && !checked)
+        tg_cache_put(r->w->cache, "toolsok", r->prep.tools_hash, json_true(), 16);
+    const char *model = json_string_value(json_object_get(body, "model"));
+    r->route = by_prefix ? by_prefix : (model ? tg_route_by_model(c, model) : NULL);
+    if (!r->route) {
+        char routes[512];
+        route_list(c, routes, sizeof routes);
+        set_error(r, 404, "invalid_request_error", "model_not_found", "model",
+                  "no route for model '%s' (routes tried, in order: %s)", model ? model : "",
+                  routes);
+        return -1;
+    }
+    return prepare_route(r, r->route);
+}
+
+/* ---- discovery's embeddings calls ----------------------------------------
+ *
+ * discovery_embeddings = ROUTE:MODEL: search_tools asks ROUTE's upstream
+ * for embeddings (discovery/embed.c), blocking on this worker's own easy
+ * handle (proxy/embed_http.c) within the lesser of ROUTE's ttfb_timeout,
+ * its timeout and TG_EMBED_TIMEOUT_MAX_MS. The key is ROUTE's api_key;
+ * without one, the key this request sends its own upstream, and only when
+ * ROUTE is the request's own route: a client's key never goes to another
+ * provider than the one it was sent for. */
+static json_t *embed_post(tg_embedder *self, json_t *body, tg_embed_fail *why)
+{
+    tg_req *r = self->ud;
+    const tg_route *from = r->prep.embed_from;
+    const tg_route *e = tg_route_by_name(r->conf, from->rules.disc.embed_route);
+    if (!e) {
+        *why = TG_EMB_NO_ROUTE;
+        return NULL;
+    }
+    tg_buf url = {0}, auth = {0};
+    tg_buf_printf(&url, "%s/embeddings", e->upstream);
+    const char *up_auth = client_header(r, "x-upstream-authorization");
+    const char *client_auth = r->client.key ? NULL : client_header(r, "authorization");
+    if (e->api_key)
+        tg_buf_printf(&auth, "Authorization: Bearer %s", e->api_key);
+    else if (e == from && up_auth && *up_auth)
+        tg_buf_printf(&auth, "Authorization: %s", up_auth);
+    else if (e == from && client_auth && *client_auth)
+        tg_buf_printf(&auth, "Authorization: %s", client_auth);
+    long t = e->ttfb_timeout_ms;
+    if (e->total_timeout_ms > 0 && e->total_timeout_ms < t)
+        t = e->total_timeout_ms;
+    if (t <= 0 || t > TG_EMBED_TIMEOUT_MAX_MS)
+        t = TG_EMBED_TIMEOUT_MAX_MS;
+    json_t *ans = tg_embed_http(&r->w->embed_easy, url.data, auth.data, e->connect_timeout_ms, t,
+                                body, why);
+    tg_buf_free(&url);
+    tg_buf_free(&auth);
+    return ans;
+}
+
+void embed_report(tg_req *r)
+{
+    tg_embedder *e = &r->prep.embedder;
+    tg_metrics_embed(r->w->metrics, e->calls, e->fallbacks, e->fallbacks ? e->cause : TG_EMB_N);
+    if (!e->fallbacks || (r->w->embed_warned & (1u << e->cause)))
+        return;
+    r->w->embed_warned |= 1u << e->cause;
+    const tg_route *from = r->prep.embed_from;
+    const tg_route *er = tg_route_by_name(r->conf, from->rules.disc.embed_route);
+    tg_log(TG_LOG_WARN,
+           "request %s: route %s: discovery_embeddings %s:%s failed (%s, upstream %s); "
+           "search_tools ranked by BM25 alone (logged once per cause)",
+           r->id, from->name, from->rules.disc.embed_route, from->rules.disc.embed_model,
+           tg_embed_fail_name(e->cause), er ? er->upstream_shown : "-");
+}
+
+/* ---- the body for its route ----------------------------------------------- */
+
+/* curl sends a body it is given whole (POSTFIELDS) of under 64 KB in the
+ * same send as the request's head; a body read through on_upstream_read
+ * goes in a send of its own. So a small body's head, tools' text and tail
+ * are joined into one: one system call fewer a request (issue 20). */
+#define JOIN_BODY_MAX (60 * 1024)
+
+static void join_small_body(tg_req *r)
+{
+    if (!r->up.tools || up_body_len(r) > JOIN_BODY_MAX)
+        return;
+    tg_buf_append(&r->up.body, json_string_value(r->up.tools), json_string_length(r->up.tools));
+    tg_buf_append(&r->up.body, TG_REQUEST_TAIL, TAIL_LEN);
+    json_decref(r->up.tools);
+    r->up.tools = NULL;
+}
+
+/* Run the request stages for `route` over the client's body and keep the
+ * bytes to send. A fallback runs this again from the original bytes, so
+ * the other route gets a request rewritten for its own dialect. */
+int prepare_route(tg_req *r, const tg_route *route)
+{
+    tg_error err;
+    json_t *body = r->json;
+    if (r->ctx_live) {  /* second time: the first run edited r->json in place */
+        tg_ctx_clear(&r->ctx);
+        r->ctx_live = false;
+        body = tg_request_parse(r->client.body.data, r->client.body.len, r->w->cache,
+                                r->conf->max_depth, &r->prep.tools_hash, &r->prep.tools_bytes,
+                                &err);
+        if (!body)
+            return -1;
+        json_decref(r->json);
+        r->json = body;
+    }
+    r->route = route;
+    tg_ctx_init(&r->ctx, route->name, &route->rules, route->strip_prefix);
+    r->ctx_live = true;
+    r->ctx.cache = r->w->cache;
+    r->ctx.tools_hash = r->prep.tools_hash;
+    if (route->rules.disc.embed_route) {
+        r->prep.embedder = (tg_embedder){.post = embed_post, .ud = r};
+        r->prep.embed_from = route;
+        r->ctx.embedder = &r->prep.embedder;
+    }
+    r->ctx.stats.tools_bytes_in = r->prep.tools_bytes;
+    tg_route_rewrite_model(route, body);
+    if (tg_pipeline_request(body, &r->ctx, &err)) {
+        set_error_from(r, &err);
+        return -1;
+    }
+    if (r->up.headers) {  /* the api_key may differ between routes */
+        curl_slist_free_all(r->up.headers);
+        r->up.headers = NULL;
+    }
+    up_body_free(r);
+    if (tg_request_dump_split(body, &r->ctx, &r->up.body, &r->up.tools)) {
+        /* a value JSON cannot say (jsonio.h); memory cannot fail (tg.h) */
+        set_error(r, 500, "server_error", NULL, NULL,
+                  "the request for route %s could not be written as JSON", route->name);
+        return -1;
+    }
+    join_small_body(r);
+    if (!r->ctx.request)
+        r->ctx.request = json_incref(body);
+    return 0;
+}
+
+/* A request passed as it came (an agent API on a route that passes it,
+ * any other /v1 path): the client's body is the upstream body. */
+void prepare_plain(tg_req *r)
+{
+    up_body_free(r);
+    tg_buf_append(&r->up.body, r->client.body.data ? r->client.body.data : "", r->client.body.len);
+}

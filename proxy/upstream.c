@@ -1,0 +1,798 @@
+/* upstream.c -- the upstream transfer: one curl easy handle per round on
+ * the worker's multi handle, its callbacks, and what the round's end
+ * makes of the request.
+ *
+ * A round starts with start_upstream (the headers the provider reads, the
+ * body in pieces, curl's options) and ends in upstream_done: the answer
+ * whole (repaired, or another discovery round, or the provider's error in
+ * OpenAI's shape), the end of a stream, a retry after a delay or the
+ * route's fallback now. A 2xx event stream is decided on its headers
+ * (on_upstream_headers_done): relayed as it comes, byte for byte when
+ * passed through (raw), else event by event through the stream repair.
+ * What is retried, when, where a route falls back to and when an upstream
+ * is late are decided by the pure functions of proxy/retry.h; this file
+ * only acts on them. The client is told through the request
+ * (req_resume): nothing here calls proxy/front.c.
+ */
+#include "proxy/upstream.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/alloc.h"
+#include "core/jsonio.h"
+#include "proxy/bridges.h"
+#include "proxy/log.h"
+#include "proxy/prepare.h"
+#include "proxy/retry.h"
+#include "proxy/upsock.h"
+
+/* ---- a round's answer as it comes --------------------------------------- */
+
+static void on_sse_event(void *user, const char *event, const char *data, size_t len)
+{
+    tg_req *r = user;
+    (void)event;
+    tg_stream_event(r->stream.repair, data, len, stream_dst(r));
+    bridge_flush(r, false);
+}
+
+static void on_sse_comment(void *user, const char *text, size_t len)
+{
+    tg_req *r = user;
+    /* Keep-alive comments keep idle clients and their proxies from timing out. */
+    tg_buf_append(&r->stream.out, text, len);
+    tg_buf_append(&r->stream.out, "\n\n", 2);
+}
+
+/* A parser for the (next) upstream stream, bounded by max_event. */
+static void sse_start(tg_req *r)
+{
+    tg_sse_init(&r->stream.sse, on_sse_event, on_sse_comment, r);
+    r->stream.sse.max_event = r->conf->max_event;
+}
+
+static bool header_is(const char *line, size_t n, const char *name)
+{
+    size_t k = strlen(name);
+    return n > k && line[k] == ':' && !strncasecmp(line, name, k);
+}
+
+/* No retry or fallback once a stream has begun, so the client's raw body
+ * (an agent's may be hundreds of KB) can go now rather than live as long as
+ * the stream. Nor does the body sent upstream, once curl has sent all of
+ * it: agents' streams would otherwise each hold their request (tool lists
+ * included) for as long as the model talks. */
+static void release_bodies(tg_req *r)
+{
+    r->client.body_len = r->client.body.len;
+    tg_buf_free(&r->client.body);
+    body_release(r);
+    curl_off_t sent = 0;
+    r->up.len = up_body_len(r);
+    if (!curl_easy_getinfo(r->up.easy, CURLINFO_SIZE_UPLOAD_T, &sent) &&
+        sent == (curl_off_t)r->up.len)
+        up_body_free(r);
+}
+
+/* A request toolgate passes through (an agent API on a route that passes
+ * it, or any other /v1 path) whose provider answers a 2xx event stream:
+ * the bytes go to the client as they come, with no parser and nothing
+ * held but what the client has not read yet (the pause bounds it). Before
+ * this, such a stream (Claude Code on an anthropic route) reached the
+ * client whole, at its end. */
+static bool start_raw_stream(tg_req *r, const char *ct)
+{
+    if (r->prep.is_chat || r->state != RQ_WAIT || r->up.status < 200 || r->up.status >= 300 ||
+        !ct || !strstr(ct, "text/event-stream"))
+        return false;
+    r->stream.is_sse = r->stream.raw = true;
+    r->answer.status = (int)r->up.status;
+    release_bodies(r);
+    r->state = RQ_READY;
+    req_resume(r);
+    return true;
+}
+
+/* Headers of the final response decide the mode: a 2xx event stream to a
+ * streaming request is relayed as it comes; everything else is collected. */
+static void on_upstream_headers_done(tg_req *r)
+{
+    r->up.headers_done = true;
+    const char *ct = tg_header_get(&r->up.hdrs, "content-type");
+    r->up.round_sse = false;  /* collected whole unless it is the stream we asked for */
+    if (start_raw_stream(r, ct))
+        return;
+    if (r->ctx.stream && r->up.status >= 200 && r->up.status < 300 && ct &&
+        strstr(ct, "text/event-stream")) {
+        r->stream.is_sse = r->up.round_sse = true;
+        if (r->state == RQ_WAIT && !r->stream.repair) {
+            r->answer.status = (int)r->up.status;  /* the client's, whatever later rounds say */
+            release_bodies(r);
+            if (tg_ctx_trim_request(&r->ctx)) {  /* the log reads the model from r->json */
+                json_decref(r->json);
+                r->json = json_incref(r->ctx.request);
+            }
+            r->stream.repair = tg_stream_new(&r->ctx);
+            sse_start(r);
+            r->state = RQ_READY;
+            req_resume(r);
+        } else {
+            /* a later discovery round: same client stream, fresh parser */
+            tg_sse_free(&r->stream.sse);
+            sse_start(r);
+        }
+    }
+}
+
+static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *ud)
+{
+    tg_req *r = ud;
+    size_t n = size * nitems;
+    if (n >= 5 && !strncmp(line, "HTTP/", 5)) {
+        const char *sp = memchr(line, ' ', n);
+        r->up.status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        tg_header_list_free(&r->up.hdrs);
+        return n;
+    }
+    if (n <= 2 && (line[0] == '\r' || line[0] == '\n')) {
+        if (r->up.status >= 200)
+            on_upstream_headers_done(r);
+        return n;
+    }
+    /* Headers the client must not receive from us as they are. */
+    if (header_is(line, n, "content-length") || header_is(line, n, "transfer-encoding") ||
+        header_is(line, n, "content-encoding") || header_is(line, n, "connection") ||
+        header_is(line, n, "keep-alive") || header_is(line, n, "date") ||
+        header_is(line, n, "proxy-connection") || header_is(line, n, "upgrade") ||
+        header_is(line, n, "trailer") || header_is(line, n, "te") ||
+        header_is(line, n, "x-request-id"))
+        return n;
+    tg_header_list_add_line(&r->up.hdrs, line, n);
+    return n;
+}
+
+/* An upstream event past max_event (one endless line, or data lines
+ * without the blank line that ends an event): the agent's stream ends
+ * with the error event of a cut stream, in its API's shape, and the
+ * transfer stops (the caller returns 0 to curl). */
+static void cut_long_event(tg_req *r)
+{
+    char msg[192];
+    snprintf(msg, sizeof msg,
+             "upstream sent a stream event larger than max_event (%zu bytes); the stream was cut",
+             r->conf->max_event);
+    tg_log(TG_LOG_WARN, "request %s: route %s: %s", r->id, r->route->name, msg);
+    tg_metrics_limit(r->w->metrics, TG_LIMIT_MAX_EVENT);
+    tg_stream_fail(r->stream.repair, "event_too_large", msg, stream_dst(r));
+    bridge_flush(r, false);
+    req_resume(r);
+}
+
+static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
+{
+    tg_req *r = ud;
+    size_t n = size * nmemb;
+    uint64_t t = now_us();
+    if (!r->up.t_first_byte)
+        r->up.t_first_byte = t;
+    r->up.t_last_byte = t;
+    if (r->client.gone)
+        return 0;  /* abort the transfer */
+    if (!r->up.headers_done)
+        on_upstream_headers_done(r);
+    /* A slow client of a stream: leave the bytes with curl (they come
+     * again on unpause) rather than buffer without bound. */
+    if ((r->stream.raw || (r->stream.is_sse && r->up.round_sse)) &&
+        r->stream.out.len - r->stream.out_off > STREAM_HIGH_WATER) {
+        r->up.paused = true;
+        return CURL_WRITEFUNC_PAUSE;
+    }
+    if (r->stream.raw) {
+        tg_buf_append(&r->stream.out, data, n);
+        req_resume(r);
+        return n;
+    }
+    if (r->stream.is_sse && r->up.round_sse) {
+        if (tg_sse_feed(&r->stream.sse, data, n)) {
+            cut_long_event(r);
+            return 0;
+        }
+        if (r->stream.out.len > r->stream.out_off)
+            req_resume(r);
+        return n;
+    }
+    /* Bytes as decoded (curl inflates gzip, br, zstd before this call), so
+     * a small compressed answer cannot grow past the bound either. */
+    if (r->up.resp.len + n > r->conf->max_answer) {
+        r->up.cut = true;
+        tg_buf_free(&r->up.resp);
+        return 0;  /* stops the transfer */
+    }
+    tg_buf_append(&r->up.resp, data, n);
+    return n;
+}
+
+void maybe_unpause(tg_req *r)
+{
+    if (r->up.paused && r->up.easy && r->stream.out.len - r->stream.out_off < STREAM_LOW_WATER) {
+        r->up.paused = false;
+        curl_easy_pause(r->up.easy, CURLPAUSE_CONT);
+    }
+}
+
+/* ---- a round's start and stop --------------------------------------------- */
+
+/* The headers sent upstream: the client's that a provider reads (http.h:
+ * an allow-list, credentials by their own rules), then the provider key:
+ * the route's api_key, else what the client sent in
+ * x-upstream-authorization, else the client's own Authorization unless it
+ * was toolgate's client key, which never leaves toolgate. */
+static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
+{
+    struct curl_slist *h = NULL;
+    /* a request passed to the API's own servers takes the key where they
+     * read it (Anthropic's: x-api-key) */
+    const char *key_header = r->prep.api && !r->prep.bridge ? r->prep.api->key_header : NULL;
+    const char *up_auth = client_header(r, "x-upstream-authorization");
+    tg_forward_ctx f = {.list = &h, .drop_auth = r->route->api_key != NULL,
+                        .client_key = r->client.key, .upstream_auth = up_auth,
+                        .extra = r->conf->forward_headers};
+    MHD_get_connection_values(r->client.conn, MHD_HEADER_KIND, tg_forward_request_header, &f);
+    tg_buf b = {0};
+    if (r->route->api_key && key_header)
+        tg_buf_printf(&b, "%s: %s", key_header, r->route->api_key);
+    else if (r->route->api_key)
+        tg_buf_printf(&b, "Authorization: Bearer %s", r->route->api_key);
+    else if (up_auth && *up_auth)
+        tg_buf_printf(&b, "Authorization: %s", up_auth);
+    if (b.len)
+        h = curl_slist_append(h, b.data);
+    tg_buf_free(&b);
+    char idh[96];
+    snprintf(idh, sizeof idh, "X-Request-Id: %s", r->id);
+    h = curl_slist_append(h, idh);
+    const char *ct = client_header(r, "content-type");
+    if (is_json_body) {
+        h = curl_slist_append(h, "Content-Type: application/json");
+    } else if (ct && *ct) {  /* a passed body goes with the type it came with */
+        tg_buf t = {0};
+        tg_buf_printf(&t, "Content-Type: %s", ct);
+        h = curl_slist_append(h, t.data);
+        tg_buf_free(&t);
+    }
+    h = curl_slist_append(h, "Expect:");  /* no 100-continue round trip */
+    return h;
+}
+
+/* The upstream body in pieces: an agent's tool list (hundreds of KB, the
+ * same every turn) is sent from the worker cache's text of it, so the body
+ * is never assembled: curl reads the head, the tools' text and the tail through
+ * on_upstream_read, one copy into its upload buffer instead of two. */
+static size_t on_upstream_read(char *buf, size_t size, size_t n, void *userp)
+{
+    tg_req *r = userp;
+    size_t want = size * n, got = 0;
+    size_t hl = r->up.body.len, tl = json_string_length(r->up.tools);
+    while (got < want && r->up.pos < hl + tl + TAIL_LEN) {
+        const char *src;
+        size_t avail;
+        if (r->up.pos < hl) {
+            src = r->up.body.data + r->up.pos;
+            avail = hl - r->up.pos;
+        } else if (r->up.pos < hl + tl) {
+            src = json_string_value(r->up.tools) + (r->up.pos - hl);
+            avail = hl + tl - r->up.pos;
+        } else {
+            src = &TG_REQUEST_TAIL[r->up.pos - hl - tl];
+            avail = hl + tl + TAIL_LEN - r->up.pos;
+        }
+        size_t k = avail < want - got ? avail : want - got;
+        memcpy(buf + got, src, k);
+        got += k;
+        r->up.pos += k;
+    }
+    return got;
+}
+
+/* curl rewinds when it resends on a fresh connection (a kept-alive one
+ * that the upstream had closed). */
+static int on_upstream_seek(void *userp, curl_off_t offset, int origin)
+{
+    tg_req *r = userp;
+    if (origin != SEEK_SET || offset < 0 || (size_t)offset > up_body_len(r))
+        return CURL_SEEKFUNC_CANTSEEK;
+    r->up.pos = (size_t)offset;
+    return CURL_SEEKFUNC_OK;
+}
+
+int start_upstream(tg_req *r, const char *url, const char *method)
+{
+    worker *w = r->w;
+    const tg_route *rt = r->route;
+    CURL *e = w->n_spare ? w->spare[--w->n_spare] : curl_easy_init();
+    if (!e)
+        return -1;
+    char *u = tg_strdup(url);  /* url may be r->up.url itself (another round) */
+    free(r->up.url);
+    r->up.url = u;
+    r->up.status = 0;
+    r->up.headers_done = false;
+    r->up.t_first_byte = 0;
+    tg_header_list_free(&r->up.hdrs);
+    tg_buf_reset(&r->up.resp);
+    r->up.cut = false;
+    if (!r->up.headers)
+        r->up.headers = build_upstream_headers(r, r->prep.is_chat);
+    curl_easy_setopt(e, CURLOPT_URL, r->up.url);
+    /* the path was checked for dot segments (refuse_on_headers): curl
+     * must not resolve any it would find in the route's base URL either */
+    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->up.headers);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_upstream_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_upstream_data);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  /* decoded bytes count (max_answer) */
+    /* an upstream's 3xx goes to the client as it came: followed, it
+     * would take the request (and the route's key) where it names */
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    /* Streams hold a transfer open for minutes and their events are small:
+     * a 4 KB receive buffer instead of curl's 16 KB keeps thousands of open
+     * streams affordable (5,000: 20 MB); whole answers keep the default,
+     * fewer reads. 1 KB took a read and a poll per KB of a burst: the
+     * bench's tool-call stream (5 KB at once) cost 5 of each, and 4 KB
+     * measured 6% less CPU per request. */
+    if (r->ctx_live && r->ctx.stream)
+        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 4096L);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_curl_open);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, w);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_curl_close);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, w);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, rt->connect_timeout_ms);
+    if (rt->total_timeout_ms)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rt->total_timeout_ms);
+    if (!strcmp(method, "POST")) {
+        size_t total = up_body_len(r);
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        if (r->up.tools) {
+            r->up.pos = 0;
+            curl_easy_setopt(e, CURLOPT_READFUNCTION, on_upstream_read);
+            curl_easy_setopt(e, CURLOPT_READDATA, r);
+            curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_upstream_seek);
+            curl_easy_setopt(e, CURLOPT_SEEKDATA, r);
+        } else {
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up.body.data ? r->up.body.data : "");
+        }
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)total);
+        /* curl copies a body past 64 KB through its upload buffer, 64 KB a
+         * send; an agent's 200 KB request then takes one send, not four.
+         * The buffer lives only for the transfer. */
+        size_t ul = total < (512u << 10) ? total : (512u << 10);
+        if (!r->ctx.stream && ul > 64 * 1024)  /* streams keep theirs as long as they run */
+            curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, (long)ul);
+        else
+            curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 64 * 1024L);
+    } else if (!strcmp(method, "GET")) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+        if (r->up.body.len) {
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up.body.data);
+            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->up.body.len);
+        }
+    }
+    r->up.easy = e;
+    r->up.running = true;
+    r->up.t_start = now_us();
+    r->up.t_last_byte = r->up.t_start;
+    req_ref(r);
+    if (curl_multi_add_handle(w->multi, e) != CURLM_OK) {
+        r->up.easy = NULL;
+        r->up.running = false;
+        curl_easy_cleanup(e);
+        req_unref(r);
+        return -1;
+    }
+    return 0;
+}
+
+void stop_upstream(tg_req *r)
+{
+    if (!r->up.easy)
+        return;
+    worker *w = r->w;
+    curl_multi_remove_handle(w->multi, r->up.easy);
+    if (w->n_spare < (int)(sizeof w->spare / sizeof w->spare[0])) {
+        curl_easy_reset(r->up.easy);
+        w->spare[w->n_spare++] = r->up.easy;
+    } else {
+        curl_easy_cleanup(r->up.easy);
+    }
+    r->up.easy = NULL;
+    r->up.running = false;
+    req_unref(r);
+}
+
+/* ---- answers built from the upstream's ------------------------------------ */
+
+static bool is_json_type(tg_req *r)
+{
+    const char *ct = tg_header_get(&r->up.hdrs, "content-type");
+    return !ct || strstr(ct, "json");
+}
+
+static void finish_stream(tg_req *r, bool transport_error)
+{
+    tg_sse_finish(&r->stream.sse);
+    json_t *next = NULL;
+    if (tg_stream_end(r->stream.repair, transport_error, stream_dst(r), &next) == 1 && next) {
+        up_body_free(r);
+        tg_json_dump(next, &r->up.body);
+        json_decref(next);
+        if (start_upstream(r, r->up.url, "POST") == 0) {
+            bridge_flush(r, false);
+            req_resume(r);
+            return;
+        }
+        json_t *ignored = NULL;
+        tg_stream_end(r->stream.repair, true, stream_dst(r), &ignored);
+        json_decref(ignored);
+    }
+    bridge_flush(r, true);
+    r->stream.done = true;
+    req_resume(r);
+}
+
+/* A discovery round toolgate built was refused: a warning with the
+ * provider's words, and the count. */
+static void round_refused(tg_req *r)
+{
+    size_t len = r->up.resp.len;
+    tg_metrics_round_error(r->w->metrics);
+    tg_log(TG_LOG_WARN, "request %s: upstream %s refused discovery round %u with %ld: %.*s",
+           r->id, r->route->upstream, r->ctx.stats.discovery_rounds, r->up.status,
+           (int)(len < 400 ? len : 400), r->up.resp.data ? r->up.resp.data : "");
+}
+
+/* An upstream error answer, with the upstream's status (or `status` for a
+ * 2xx that carried no answer): relayed as it came when OpenAI-shaped, else
+ * rewritten into that shape with the provider's message kept, so that
+ * every client shows it. */
+static void relay_upstream_error(tg_req *r, int status)
+{
+    size_t len = r->up.resp.len, n = 0;
+    char *norm = tg_upstream_error_body(r->up.resp.data, len, r->up.status, &n);
+    if (!norm) {
+        set_answer(r, status, tg_buf_steal(&r->up.resp, &len), len, true);
+        return;
+    }
+    set_answer(r, status, norm, n, true);
+    r->answer.type = "application/json";
+}
+
+/* A later discovery round of a stream that the provider answered whole:
+ * a completion (some gateways answer so) goes on through the stream as
+ * the chunks it would have been; an error ends the client's stream with
+ * the provider's error (status, message, code) in the stream's own error
+ * shape, or, when nothing has reached the client yet, as the error answer
+ * itself, with its status. Logged and counted either way: a lost error
+ * makes agents retry blind (Codex retried five times on stream_truncated). */
+static void round_answered_whole(tg_req *r)
+{
+    const char *body = r->up.resp.data ? r->up.resp.data : "";
+    size_t len = r->up.resp.len;
+    if (r->up.status >= 200 && r->up.status < 300) {
+        json_t *resp = tg_json_load_answer(body, len);
+        tg_buf sse = {0};
+        if (json_is_object(resp) && !json_object_get(resp, "error") &&
+            tg_completion_sse(resp, &sse) == 0) {
+            json_decref(resp);
+            r->up.round_sse = true;
+            tg_sse_feed(&r->stream.sse, sse.data, sse.len);
+            tg_buf_free(&sse);
+            finish_stream(r, false);
+            return;
+        }
+        json_decref(resp);
+        tg_buf_free(&sse);
+    }
+    round_refused(r);
+    if (r->state == RQ_READY && !r->stream.out.len && !r->stream.chat_out.len) {
+        /* the client has had nothing, not even the status line */
+        r->stream.is_sse = false;
+        relay_upstream_error(r, r->up.status >= 400 ? (int)r->up.status : 502);
+        req_resume(r);
+        return;
+    }
+    tg_stream_round_refused(r->stream.repair, r->up.status, body, len, stream_dst(r));
+    bridge_flush(r, true);
+    r->stream.done = true;
+    req_resume(r);
+}
+
+/* A generation failure the repair stage can turn into a tool call (Groq's
+ * tool_use_failed, R27) on a streaming request: the agent asked for SSE, so
+ * the recovered answer goes out as a stream, through the stream repair. */
+static void answer_recovered_stream(tg_req *r)
+{
+    r->stream.repair = tg_stream_new(&r->ctx);
+    sse_start(r);
+    tg_stream_event(r->stream.repair, r->up.resp.data, r->up.resp.len, stream_dst(r));
+    json_t *next = NULL;
+    tg_stream_end(r->stream.repair, false, stream_dst(r), &next);
+    json_decref(next);
+    bridge_flush(r, true);
+    tg_header_list_free(&r->up.hdrs);
+    tg_header_list_add_line(&r->up.hdrs, "Content-Type: text/event-stream", 31);
+    r->up.status = 200;
+    r->answer.status = 200;
+    r->stream.is_sse = true;
+    r->stream.done = true;
+    r->state = RQ_READY;
+}
+
+/* Did the response stages leave the answer exactly as the provider sent
+ * it? Only when no repair was noted and nothing could have been mapped back
+ * (tool names, arguments, ids, discovery rounds). */
+static bool answer_untouched(const tg_req *r, unsigned repairs, unsigned failures)
+{
+    const tg_ctx *c = &r->ctx;
+    return c->stats.repairs == repairs && c->stats.repair_failures == failures && !c->name_map &&
+           !c->arg_inverse && !c->id_map && !c->disc_state;
+}
+
+/* A whole (non-streamed) answer from upstream: repair it, or run another
+ * discovery round, or relay an error in OpenAI's shape. */
+static void finish_whole(tg_req *r)
+{
+    size_t len = r->up.resp.len;
+    if (!r->prep.is_chat) {
+        set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);
+        return;
+    }
+    if (r->up.status < 200 || r->up.status >= 300) {
+        json_t *err = (r->up.status == 400 && is_json_type(r))
+                          ? tg_json_load(r->up.resp.data ? r->up.resp.data : "", len, 0, NULL)
+                          : NULL;
+        if (err && tg_repair_response(err, &r->ctx) == TG_REPAIR_NOW_SUCCESS) {
+            if (r->ctx.stream) {
+                json_decref(err);
+                answer_recovered_stream(r);  /* from the original bytes */
+                return;
+            }
+            char *s = tg_json_dumps(err);
+            json_decref(err);
+            set_answer(r, 200, s, strlen(s), false);
+            return;
+        }
+        json_decref(err);
+        if (r->ctx.stats.discovery_rounds)  /* a round toolgate built was refused */
+            round_refused(r);
+        relay_upstream_error(r, (int)r->up.status);
+        return;
+    }
+    if (tg_repair_surely_plain(&r->ctx, r->up.resp.data ? r->up.resp.data : "", len)) {
+        /* Most answers carry no tool call and need nothing: relayed as
+         * they came, without paying for a parse. */
+        set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);
+        return;
+    }
+    json_t *resp = tg_json_load_answer(r->up.resp.data ? r->up.resp.data : "", len);
+    if (!json_is_object(resp)) {
+        /* a success status over an error ([{"error": ...}]) or garbage:
+         * what the provider said, as an error the agent can read */
+        json_decref(resp);
+        relay_upstream_error(r, 502);
+        return;
+    }
+    json_t *next = NULL;
+    unsigned repairs = r->ctx.stats.repairs, failures = r->ctx.stats.repair_failures;
+    if (tg_pipeline_response(resp, &r->ctx, &next) == 1 && next) {
+        json_decref(resp);
+        up_body_free(r);
+        tg_json_dump(next, &r->up.body);
+        json_decref(next);
+        if (start_upstream(r, r->up.url, "POST") == 0)
+            return;
+        set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
+                  "could not start the next discovery round");
+        return;
+    }
+    if (r->ctx.stream) {
+        /* The agent asked for a stream and the provider answered whole
+         * (older Ollama with tools, some gateways): sent as the stream it
+         * would have been, or the agent's client finds no chunk at all. */
+        tg_buf sse = {0};
+        if (tg_completion_sse(resp, &sse) == 0) {
+            json_decref(resp);
+            char *s = tg_buf_steal(&sse, &len);
+            set_answer(r, (int)r->up.status, s, len, true);
+            r->answer.type = "text/event-stream";
+            return;
+        }
+        tg_buf_free(&sse);
+    }
+    if (answer_untouched(r, repairs, failures)) {
+        /* Nothing was repaired or mapped: the provider's own bytes, as they
+         * came, which also spares serializing them again. */
+        json_decref(resp);
+        set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);
+        return;
+    }
+    tg_buf out = {0};
+    tg_json_dump(resp, &out);
+    json_decref(resp);
+    char *s = tg_buf_steal(&out, &len);
+    set_answer(r, (int)r->up.status, s, len, true);
+}
+
+/* ---- the round's end: retry, fallback, timeouts --------------------------- */
+
+/* Worth another try (retry.h) -- and nothing has reached the client yet. */
+static bool retryable(const tg_req *r)
+{
+    return !r->client.gone && r->state == RQ_WAIT &&
+           tg_retryable(r->up.result, r->up.status, r->up.timed_out);
+}
+
+/* Try again later, or now on the fallback route. True when it did. */
+static bool retry_or_fall_back(tg_req *r)
+{
+    if (!retryable(r))
+        return false;
+    long delay = tg_retry_delay_ms(r->up.attempt, r->route->retries,
+                                   tg_header_get(&r->up.hdrs, "retry-after"), now_us());
+    if (delay >= 0) {
+        r->up.attempt++;
+        r->up.retry_at = now_us() + (uint64_t)delay * 1000 + 1;
+        r->w->n_retry_wait++;
+        tg_metrics_retry(r->w->metrics);
+        tg_log(TG_LOG_INFO, "request %s: upstream %s answered %ld (%s); retry %d in %ld ms",
+               r->id, r->route->upstream_shown, r->up.status, curl_easy_strerror(r->up.result),
+               r->up.attempt, delay);
+        return true;
+    }
+    const char *fb_name = tg_fallback_route(r->route->fallback, r->up.fell_back, r->prep.is_chat);
+    const tg_route *fb = fb_name ? tg_route_by_name(r->conf, fb_name) : NULL;
+    if (!fb)
+        return false;
+    tg_log(TG_LOG_WARN, "request %s: route %s failed (%ld), falling back to route %s", r->id,
+           r->route->name, r->up.status, fb->name);
+    r->up.fell_back = true;
+    r->up.attempt = 0;
+    if (prepare_route(r, fb))
+        return false;
+    tg_buf u = {0};
+    tg_buf_printf(&u, "%s/chat/completions", fb->upstream);
+    int rc = start_upstream(r, u.data, "POST");
+    tg_buf_free(&u);
+    return rc == 0;
+}
+
+void fire_due_retries(worker *w, uint64_t t)
+{
+    for (tg_req *r = w->inflight; r && w->n_retry_wait > 0; r = r->next) {
+        if (!r->up.retry_at || r->up.retry_at > t)
+            continue;
+        r->up.retry_at = 0;
+        w->n_retry_wait--;
+        if (r->client.gone)
+            continue;
+        char *url = tg_strdup(r->up.url);
+        if (start_upstream(r, url, r->client.method)) {
+            set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
+                      "could not start the upstream request");
+            req_resume(r);
+        }
+        free(url);
+    }
+}
+
+static void upstream_done(tg_req *r)
+{
+    CURLcode rc = r->up.result;
+    if (r->client.gone) {
+        r->stream.done = true;
+        req_resume(r);
+        return;
+    }
+    if (r->up.cut) {
+        tg_log(TG_LOG_WARN, "request %s: route %s: upstream answered more than max_answer (%zu bytes)",
+               r->id, r->route->name, r->conf->max_answer);
+        tg_metrics_limit(r->w->metrics, TG_LIMIT_MAX_ANSWER);
+        set_error(r, 502, "upstream_error", "answer_too_large", NULL,
+                  "the upstream of route %s answered more than max_answer (%zu bytes, counted "
+                  "decoded); the answer was cut off",
+                  r->route->name, r->conf->max_answer);
+        req_resume(r);
+        return;
+    }
+    if (retry_or_fall_back(r))
+        return;
+    if (rc != CURLE_OK)
+        tg_metrics_upstream_error(r->w->metrics, 0);
+    else if (r->up.status >= 400)
+        tg_metrics_upstream_error(r->w->metrics, r->up.status);
+    if (r->stream.raw && r->state >= RQ_READY) {
+        if (rc != CURLE_OK || r->up.timed_out) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "upstream %s cut the stream: %s (route %s)",
+                     r->route->upstream_shown,
+                     r->up.timed_out ? "timed out" : curl_easy_strerror(rc), r->route->name);
+            tg_log(TG_LOG_WARN, "request %s: %s", r->id, msg);
+            raw_stream_error(r, r->up.timed_out ? "upstream_timeout" : "stream_truncated", msg);
+        }
+        r->stream.done = true;
+        req_resume(r);
+        return;
+    }
+    if (r->stream.is_sse && r->state >= RQ_READY && r->stream.repair) {
+        if (rc == CURLE_OK && !r->up.timed_out && !r->up.round_sse)
+            round_answered_whole(r);
+        else
+            finish_stream(r, rc != CURLE_OK || r->up.timed_out);
+        return;
+    }
+    if (rc != CURLE_OK || r->up.timed_out) {
+        bool timeout = tg_upstream_timed_out(r->up.timed_out, rc);
+        if (timeout)
+            set_error(r, 504, "upstream_error", "upstream_timeout", NULL,
+                      "upstream %s did not answer in time (route %s)", r->route->upstream_shown,
+                      r->route->name);
+        else
+            set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
+                      "upstream %s failed: %s (route %s)", r->route->upstream_shown,
+                      curl_easy_strerror(rc), r->route->name);
+    } else {
+        finish_whole(r);
+    }
+    if (r->state == RQ_READY)
+        req_resume(r);
+}
+
+void check_curl_done(worker *w)
+{
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(w->multi, &left))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        tg_req *r = NULL;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        CURLcode rc = m->data.result;
+        r->up.result = rc;
+        req_ref(r);
+        stop_upstream(r);
+        upstream_done(r);
+        req_unref(r);
+    }
+}
+
+/* Time-to-first-byte and idle limits per route (retry.h says when an
+ * upstream is late): a late one is stopped and ended as a timeout. Swept
+ * a few times a second (proxy/server.c), plenty for limits counted in
+ * seconds. */
+void time_out_if_late(tg_req *r, uint64_t t)
+{
+    const tg_route *rt = r->route;
+    tg_lateness late = tg_upstream_late(t, r->up.t_start, r->up.t_first_byte, r->up.t_last_byte,
+                                        rt->ttfb_timeout_ms, rt->idle_timeout_ms);
+    if (late == TG_ON_TIME)
+        return;
+    tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id, rt->upstream_shown,
+           late == TG_LATE_IDLE ? "idle_timeout" : "ttfb_timeout");
+    r->up.timed_out = true;
+    r->up.result = CURLE_OPERATION_TIMEDOUT;
+    req_ref(r);
+    stop_upstream(r);
+    upstream_done(r);
+    req_unref(r);
+}

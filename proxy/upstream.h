@@ -1,0 +1,25 @@
+/* upstream.h -- the upstream transfer (proxy/upstream.c): a round's start
+ * and stop, curl's completions, retries and timeouts. Above
+ * proxy/prepare.h and proxy/upsock.h, below proxy/front.h. */
+#ifndef TG_UPSTREAM_H
+#define TG_UPSTREAM_H
+
+#include "proxy/request.h"
+
+/* Starts a round: `method` to `url` (copied; may be r->up.url) with the
+ * prepared body, on r->w's multi handle, holding a reference. 0, or -1
+ * (nothing started). */
+int start_upstream(tg_req *r, const char *url, const char *method);
+/* Takes the round off the multi handle (its easy handle kept for reuse)
+ * and drops its reference. Nothing when no round runs. */
+void stop_upstream(tg_req *r);
+/* A paused stream's upstream goes on once the client has read enough. */
+void maybe_unpause(tg_req *r);
+
+/* The loop's turn: rounds curl finished, retries whose delay passed,
+ * upstreams past their ttfb or idle limit at time t (µs, now_us()). */
+void check_curl_done(worker *w);
+void fire_due_retries(worker *w, uint64_t t);
+void time_out_if_late(tg_req *r, uint64_t t);
+
+#endif

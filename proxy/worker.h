@@ -1,0 +1,110 @@
+/* worker.h -- the worker and the server, as every layer of proxy/ sees them.
+ *
+ * Types only (and the clock): a worker is one thread's event loop over one
+ * epoll set that holds its libmicrohttpd daemon, the sockets of its curl
+ * multi handle, the client sockets of requests that wait, and an eventfd
+ * for control (proxy/server.c runs it). The layers above read and write
+ * the worker's fields (its lists, its cache, its metrics) but call only
+ * downward:
+ *
+ *   request < retry < bridges < prepare < upsock < upstream < front < server
+ *
+ * (proxy/request.h ... proxy/server.c; each file's opening comment says
+ * what it holds). No function here.
+ */
+#ifndef TG_WORKER_H
+#define TG_WORKER_H
+
+#include <curl/curl.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "conf/conf.h"
+#include "core/cache.h"
+#include "proxy/http.h"
+#include "proxy/metrics.h"
+#include "proxy/store.h"
+
+/* epoll tags: kind in the top byte, a generation in the middle, fd below. */
+enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT };
+#define TAG(kind, gen, fd) (((uint64_t)(kind) << 56) | ((uint64_t)((gen) & 0xffffff) << 32) | (uint32_t)(fd))
+#define TAG_KIND(t) ((int)((t) >> 56))
+#define TAG_GEN(t) ((uint32_t)(((t) >> 32) & 0xffffff))
+#define TAG_FD(t) ((int)(uint32_t)(t))
+
+typedef struct worker worker;
+struct tg_req;
+
+/* A client connection that has not sent a whole request head yet: from
+ * its accept, or from the end of its previous answer (keep-alive). The
+ * worker keeps them in arrival order, so the sweep looks only at the
+ * oldest (header_timeout). */
+typedef struct head_wait {
+    struct MHD_Connection *conn;
+    uint64_t since;
+    bool listed;
+    struct head_wait *prev, *next;
+} head_wait;
+
+struct worker {
+    int id;
+    pthread_t thread;
+    int epfd;
+    int ctlfd;
+    int listen_fd;
+    struct MHD_Daemon *mhd;
+    CURLM *multi;
+    long curl_deadline_ms;        /* -1: none */
+    tg_conf *conf;
+    _Atomic(tg_conf *) pending_conf;
+    atomic_int stop;
+    bool draining;
+    bool mhd_pending;
+    int n_suspended;              /* connections MHD holds suspended */
+    struct tg_req *resumeq;              /* resumes batched for the next flush */
+    uint64_t resume_due;          /* when the batch goes (now_us clock) */
+    uint64_t drain_deadline;      /* end of shutdown_grace, then of the last flush */
+    bool drain_cut;               /* the grace passed: open requests were ended */
+    struct tg_req *inflight;             /* doubly linked */
+    head_wait *heads, *heads_tail;  /* connections waiting for a request head */
+    int n_inflight;
+    uint32_t gen;
+    int n_retry_wait;             /* requests waiting for a retry */
+    uint64_t next_sweep;
+    tg_cache *cache;
+    tg_metrics *metrics;
+    CURL *embed_easy;             /* discovery's embeddings calls (embed_http.h) */
+    unsigned embed_warned;        /* causes of embedding fallbacks already logged */
+    CURL *spare[64];              /* reset easy handles, reused: creating one
+                                     costs more than a whole small request */
+    int n_spare;
+    tg_random rng;                /* ids (request ids, Responses and items) */
+    uint8_t *upfd;                /* per upstream socket: UPFD_* bits */
+    size_t n_upfd;
+    struct server *srv;
+    atomic_size_t *body_bytes;    /* the server's, for max_body_memory */
+};
+
+typedef struct server {
+    worker *workers;
+    int n;
+    atomic_int ready;
+    atomic_int open_reqs;  /* requests in flight on all workers (the drain) */
+    tg_metrics_set *metrics;
+    tg_store *items;      /* Responses items for item_reference (store.h) */
+    atomic_size_t body_bytes;  /* request bodies held, against max_body_memory */
+} server;
+
+/* The monotonic clock in microseconds: every deadline of the loop. */
+static inline uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+#endif
