@@ -8,6 +8,9 @@ comes back to where it started. The layers, from the bottom:
     core/  <  sanitize/ (request stages), bridge/  <  repair/  <  discovery/
            <  sanitize/pipeline  <  conf/  <  proxy/
 
+and inside proxy/: its helpers < worker.h < request, retry < bridges
+< prepare < upsock < upstream < front < server < main.
+
 Usage: layers.py [ROOT]          TAP: the rule holds (two checks)
        layers.py --measure ROOT  figures for any tree, old layout or new:
                                  files, include edges, loops, edges that run
@@ -20,7 +23,13 @@ import sys
 
 DIRS = ("core", "sanitize", "bridge", "repair", "discovery", "conf", "proxy")
 LAYER = {"core": 0, "sanitize": 1, "bridge": 1, "repair": 2, "discovery": 3,
-         "sanitize/pipeline": 4, "conf": 5, "proxy": 6}
+         "sanitize/pipeline": 4, "conf": 5, "proxy": 6,
+         # inside proxy/, the order proxy/worker.h states: its helpers
+         # (http, log, metrics, sse, store, embed_http: 6) at the bottom
+         "proxy/worker": 6.1, "proxy/request": 6.2, "proxy/retry": 6.2,
+         "proxy/bridges": 6.3, "proxy/prepare": 6.4, "proxy/upsock": 6.5,
+         "proxy/upstream": 6.6, "proxy/front": 6.7, "proxy/server": 6.8,
+         "proxy/main": 6.9}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -154,7 +163,7 @@ def check(root):
     print("1..2")
     print(("ok" if not up else "not ok") + " 1 - every include goes to the same layer or below")
     for a, b in up:
-        print("#   %s (layer %d) includes %s (layer %d)" % (a, layer(a), b, layer(b)))
+        print("#   %s (layer %g) includes %s (layer %g)" % (a, layer(a), b, layer(b)))
     print(("ok" if not lp else "not ok") + " 2 - no include loop")
     for c in lp:
         print("#   loop: " + " ".join(c))
