@@ -100,14 +100,14 @@ static void responses_stream_end(void *b, tg_buf *out) { tg_responses_stream_end
 
 static void responses_free(void *b) { tg_resp_bridge_free(b); }
 
-static const json_t *responses_dropped(const void *b) { return tg_resp_bridge_dropped_peek(b); }
+static const json_t *responses_dropped_peek(const void *b) { return tg_resp_bridge_dropped_peek(b); }
 
 static const bridge_api responses_api = {
     .name = "/v1/responses",
     .bridges = tg_route_bridges_responses,
     .strip_markers = tg_responses_strip_markers,
     .to_chat = responses_to_chat,
-    .dropped = responses_dropped,
+    .dropped = responses_dropped_peek,
     .answer = responses_answer,
     .stream = responses_stream,
     .stream_end = responses_stream_end,
@@ -137,7 +137,7 @@ static void messages_stream_end(void *b, tg_buf *out) { tg_messages_stream_end(b
 
 static void messages_free(void *b) { tg_msg_bridge_free(b); }
 
-static const json_t *messages_dropped(const void *b) { return tg_msg_bridge_dropped_peek(b); }
+static const json_t *messages_dropped_peek(const void *b) { return tg_msg_bridge_dropped_peek(b); }
 
 static const bridge_api messages_api = {
     .name = "/v1/messages",
@@ -146,7 +146,7 @@ static const bridge_api messages_api = {
     .bridges = tg_route_bridges_messages,
     .strip_markers = tg_messages_strip_markers,
     .to_chat = messages_to_chat,
-    .dropped = messages_dropped,
+    .dropped = messages_dropped_peek,
     .answer = messages_answer,
     .stream = messages_stream,
     .stream_end = messages_stream_end,
