@@ -168,3 +168,13 @@ size_t tg_utf8_cut(const char *s, size_t n, size_t max)
         max--;
     return max;
 }
+
+static int cmp_word(const void *k, const void *e)
+{
+    return strcmp(k, *(const char *const *)e);
+}
+
+bool tg_word_listed(const char *const *sorted, size_t n, const char *w)
+{
+    return bsearch(w, sorted, n, sizeof sorted[0], cmp_word) != NULL;
+}

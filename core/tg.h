@@ -70,6 +70,11 @@ void tg_explain_add(json_t *explain, const char *stage, const char *where,
  * (borrowed), or NULL; NULL tools or name find nothing. */
 const json_t *tg_tool_peek(const json_t *tools, const char *name);
 
+/* Is w in sorted, a strcmp-sorted array of n words? (bsearch; the word
+ * lists of discovery: stop words, verbs, generic parameter words). */
+bool tg_word_listed(const char *const *sorted, size_t n, const char *w);
+#define TG_WORD_LISTED(arr, w) tg_word_listed((arr), sizeof(arr) / sizeof((arr)[0]), (w))
+
 /* Where the JSON container ({...} or [...]) starting at s ends: just past
  * its closing bracket, or NULL when it does not close before e. Strings
  * (with escapes) are skipped, so brackets inside them do not count. One

@@ -35,14 +35,9 @@ static const char *const verbs[] = {
     "validate", "verify", "view", "wait", "watch", "write",
 };
 
-static int cmp_verb(const void *k, const void *e)
-{
-    return strcmp(k, *(const char *const *)e);
-}
-
 int tg_disc_is_verb(const char *w)
 {
-    return bsearch(w, verbs, sizeof verbs / sizeof verbs[0], sizeof verbs[0], cmp_verb) != NULL;
+    return TG_WORD_LISTED(verbs, w);
 }
 
 /* The first n bytes of src, lower-cased, cut at GROUP_MAX bytes on a

@@ -41,6 +41,7 @@
 #include "core/cache.h"
 #include "core/hash.h"
 #include "core/jsonio.h"
+#include "core/tg.h"
 #include "discovery/groups.h"
 
 #define RESULT_SCAN 8192  /* bytes of a result read for the things it names */
@@ -80,15 +81,9 @@ static const char *const generic[] = {
     "the", "to", "type", "value", "with",
 };
 
-static int cmp_word(const void *k, const void *e)
-{
-    return strcmp(k, *(const char *const *)e);
-}
-
 static int is_generic(const char *w)
 {
-    return bsearch(w, generic, sizeof generic / sizeof generic[0], sizeof generic[0],
-                   cmp_word) != NULL;
+    return TG_WORD_LISTED(generic, w);
 }
 
 /* ---- words ------------------------------------------------------------ */

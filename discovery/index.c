@@ -26,6 +26,7 @@
  */
 #include "discovery/index.h"
 #include "core/alloc.h"
+#include "core/tg.h"
 
 #include <ctype.h>
 #include <libstemmer.h>
@@ -72,15 +73,9 @@ static const char *const stop_words[] = {
     "when", "where", "which", "who", "will", "with", "would", "you", "your",
 };
 
-static int cmp_word(const void *k, const void *e)
-{
-    return strcmp(k, *(const char *const *)e);
-}
-
 static int is_stop(const char *w)
 {
-    return bsearch(w, stop_words, sizeof stop_words / sizeof stop_words[0], sizeof stop_words[0],
-                   cmp_word) != NULL;
+    return TG_WORD_LISTED(stop_words, w);
 }
 
 /* Words go through Snowball's English (Porter2) stemmer: it is the
