@@ -107,6 +107,20 @@ expect_eq "replica B answers a reference to A's item" 200 "$code"
 expect_eq "what B sent upstream holds the item A answered with" "assistant $text" \
     "$(json_get "$O.last" body.messages.0.role) $(json_get "$O.last" body.messages.0.content)"
 
+# ---- a previous_response_id answered by A, continued through B ---------------
+resp=$(json_get "$O.a1" id)
+mock_reset
+code=$(respond "$B_URL" "$O.b6" "$A" \
+    "$(printf '{"model":"gpt-4o","previous_response_id":"%s","input":"and then?"}' "$resp")")
+mock_last "$O.last"
+expect_eq "replica B continues A's response (previous_response_id): the chain goes upstream" \
+    "200 user remember the word kumquat assistant user" \
+    "$code $(json_get "$O.last" body.messages.0.role) $(json_get "$O.last" body.messages.0.content) $(json_get "$O.last" body.messages.1.role) $(json_get "$O.last" body.messages.2.role)"
+code=$(respond "$B_URL" "$O.b7" "$B" \
+    "$(printf '{"model":"gpt-4o","previous_response_id":"%s","input":"x"}' "$resp")")
+expect_eq "another client cannot continue it: OpenAI's 400" "400 previous_response_not_found" \
+    "$code $(json_get "$O.b7" error.code)"
+
 # ---- owners: the same in both replicas, and each its own -------------------
 code=$(respond "$B_URL" "$O.b2" "$B" "$(ref "$item")")
 codeu=$(respond "$B_URL" "$O.b3" "$B" "$(ref msg_0_nosuchitemanywhere00000000)")
