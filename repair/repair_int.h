@@ -106,6 +106,12 @@ typedef struct tg_frag {
     tg_buf *args;
     size_t args_at, args_end;  /* the arguments string's bytes in the event:
                                   after its opening quote, at its closing one */
+    /* tg_scan_event only (the bytes in the event, no escapes): */
+    bool call;                 /* the delta is one call's start, else {} */
+    const char *id, *name;     /* the call's */
+    size_t id_len, name_len;
+    const char *finish;        /* finish_reason, NULL for null */
+    size_t finish_len;
 } tg_frag;
 /* True when data is surely one chunk of exactly the argument-fragment
  * shape (stream_scan.c's design comment); false when unsure. */
@@ -114,6 +120,14 @@ bool tg_scan_fragment(const char *data, size_t len, tg_frag *f);
  * as tg_scan_fragment decodes them; *end: the offset of the closing quote.
  * False where tg_scan_fragment would refuse the string. */
 bool tg_scan_args(const char *data, size_t len, tg_buf *out, size_t *end);
+/* True when data is surely, byte for byte, a chunk as tg_stream writes
+ * it (compact, canonical escapes, the envelope's keys before choices, no
+ * usage) of one of two shapes: one choice whose delta starts one call
+ * ({"index","id","type":"function","function":{"name","arguments"}},
+ * finish_reason null), or whose delta is {} (any finish_reason). Whether
+ * tg_stream would write these very bytes is the caller's to decide
+ * (repair_stream.c relay_event); false when unsure. */
+bool tg_scan_event(const char *data, size_t len, tg_frag *f);
 
 /* repair_schema.c -------------------------------------------------------- */
 

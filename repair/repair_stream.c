@@ -38,7 +38,12 @@
  *
  * Everything else is never held: a chunk without tool calls, finish or
  * anything to repair is forwarded as the very bytes that came (one parse to
- * know that, no re-serialization). Content is held only with R12 on, and
+ * know that, no re-serialization). Four kinds of event are judged on a
+ * scan of their bytes instead of a parse (stream_scan.c), each only where
+ * the parse would send the same bytes, anything unsure taking the parse:
+ * plain text chunks (surely_plain), a live call's argument fragments
+ * (live_fragment), and a live call's first chunk and a finish that no rule
+ * changes (relay_event). Content is held only with R12 on, and
  * only from a byte that could start tool-call markup until that is decided
  * (repair_text.c).
  *
@@ -122,9 +127,13 @@ struct tg_stream {
     schoice *ch;
     size_t nch;
     json_t *last;     /* the latest chunk: envelope for chunks we make */
-    tg_buf first;     /* the first chunk, when it went out unparsed (a plain
-                         one): parsed into last only when an envelope is
-                         needed (last_chunk), most streams never do */
+    tg_buf first;     /* the latest chunk, when it went out unparsed (the
+                         first plain one, or one relay_event took): parsed
+                         into last only when an envelope is needed
+                         (last_chunk), most streams never do */
+    tg_frag_env env[TG_FRAG_ENV];  /* first's envelope as tg_scan_event read */
+    int nenv;                      /* it (strings point into first.data), */
+    bool env_ok;                   /* when relay_event kept it */
     bool r12;
     bool keep_content;
     bool finished;    /* a finish_reason came this round */
@@ -183,6 +192,7 @@ static json_t *last_chunk(tg_stream *s)
             s->last = NULL;
         }
         tg_buf_free(&s->first);
+        s->env_ok = false;
     }
     return s->last;
 }
@@ -237,11 +247,17 @@ static void queue_delta(tg_stream *s, schoice *c, json_t *events, json_t *delta,
 
 /* --- per-choice state ----------------------------------------------------- */
 
-static schoice *choice_get(tg_stream *s, long index)
+static schoice *choice_find(tg_stream *s, long index)
 {
     for (size_t i = 0; i < s->nch; i++)
         if (s->ch[i].index == index)
             return &s->ch[i];
+    return NULL;
+}
+
+/* A new choice; its synthesized ids derive from the chunk id resp_id. */
+static schoice *choice_add(tg_stream *s, long index, const char *resp_id)
+{
     s->ch = tg_realloc(s->ch, (s->nch + 1) * sizeof *s->ch);
     schoice *c = &s->ch[s->nch++];
     memset(c, 0, sizeof *c);
@@ -252,8 +268,14 @@ static schoice *choice_get(tg_stream *s, long index)
     c->any_sent = s->raw_sent;
     c->ids = json_object();
     c->after = json_array();
-    c->seed = tg_rr_seed(json_string_value(json_object_get(last_chunk(s), "id")), index);
+    c->seed = tg_rr_seed(resp_id, index);
     return c;
+}
+
+static schoice *choice_get(tg_stream *s, long index)
+{
+    schoice *c = choice_find(s, index);
+    return c ? c : choice_add(s, index, json_string_value(json_object_get(last_chunk(s), "id")));
 }
 
 static void calls_clear(schoice *c)
@@ -1115,6 +1137,17 @@ static bool relay_raw(tg_stream *s, const json_t *chunk, const char *raw, size_t
  * (its choices and usage aside), so keeping s->last changes nothing. */
 static bool same_envelope(const tg_stream *s, const tg_frag *f)
 {
+    if (!s->last) {  /* relay_event's: compared as the scans read both */
+        if (!s->env_ok || s->nenv != f->nenv)
+            return false;
+        for (int i = 0; i < f->nenv; i++) {
+            const tg_frag_env *a = &s->env[i], *b = &f->env[i];
+            if (strcmp(a->key, b->key) || !a->str != !b->str ||
+                (a->str ? a->len != b->len || memcmp(a->str, b->str, a->len) : a->num != b->num))
+                return false;
+        }
+        return true;
+    }
     const char *k;
     json_t *v;
     int i = 0;
@@ -1168,7 +1201,7 @@ static void keep_shape(tg_stream *s, const char *d, size_t n, const tg_frag *f)
 
 static bool live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
-    if (s->ctx->legacy_functions || s->hold || !last_chunk(s))
+    if (s->ctx->legacy_functions || s->hold || !(s->env_ok || last_chunk(s)))
         return false;
     tg_buf_reset(&s->scratch);
     tg_frag f = {.args = &s->scratch};
@@ -1178,11 +1211,7 @@ static bool live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *ou
             return false;
         keep_shape(s, data, len, &f);
     }
-    long cix = f.choice < 0 ? 0 : f.choice;
-    schoice *c = NULL;
-    for (size_t i = 0; i < s->nch && !c; i++)
-        if (s->ch[i].index == cix)
-            c = &s->ch[i];
+    schoice *c = choice_find(s, f.choice < 0 ? 0 : f.choice);
     if (!c || c->live_open < 0 || !c->any_sent)
         return false;
     scall *call = &c->calls[c->live_open];
@@ -1201,11 +1230,189 @@ static bool live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *ou
     return true;
 }
 
+/* --- a call's start and a finish, relayed as they came ------------------- */
+
+/* The event becomes the latest chunk as on_chunk would have made it, kept
+ * as its bytes and the envelope the scan read: parsed only if a chunk of
+ * ours ever needs the envelope (last_chunk), live_fragment compares the
+ * envelope as read (same_envelope). */
+static void keep_last_raw(tg_stream *s, const char *data, size_t len, const tg_frag *f)
+{
+    json_decref(s->last);
+    s->last = NULL;
+    tg_buf_reset(&s->first);
+    tg_buf_append(&s->first, data, len);
+    for (int i = 0; i < f->nenv; i++) {
+        s->env[i] = f->env[i];
+        if (f->env[i].str)
+            s->env[i].str = s->first.data + (f->env[i].str - data);
+    }
+    s->nenv = f->nenv;
+    s->env_ok = true;
+    s->shape_ok = false;  /* checked against the chunk before */
+}
+
+/* The choice the event is for, made as choice_get makes it from this
+ * chunk (its id seeds the synthesized ids). */
+static schoice *event_choice(tg_stream *s, const tg_frag *f)
+{
+    schoice *c = choice_find(s, f->choice);
+    if (c)
+        return c;
+    char *id = NULL;
+    for (int i = 0; i < f->nenv && !id; i++)
+        if (!strcmp(f->env[i].key, "id"))
+            id = tg_strndup(f->env[i].str, f->env[i].len);
+    c = choice_add(s, f->choice, id);
+    free(id);
+    return c;
+}
+
+/* A live call's arguments are one whole object that jansson reads too
+ * (args_complete, without the parse): tg_jprefix took them all and closed,
+ * and nothing is in them that jansson may refuse where tg_jprefix does not
+ * (a number out of range: a run of more than 15 digits or an exponent;
+ * a \u escape, perhaps a lone surrogate). */
+static bool live_args_whole(const scall *k)
+{
+    if (k->jp.pos != k->args.len || !tg_jprefix_complete(&k->jp))
+        return false;
+    size_t run = 0;
+    for (size_t i = 0; i < k->args.len; i++) {
+        char ch = k->args.data[i];
+        if (ch >= '0' && ch <= '9') {
+            if (++run > 15)
+                return false;
+            continue;
+        }
+        if (((ch == 'e' || ch == 'E') && run) || (ch == 'u' && i && k->args.data[i - 1] == '\\'))
+            return false;
+        run = 0;
+    }
+    return true;
+}
+
+/* The first chunk of a call that take_call_delta and open_live would
+ * write back as it came: the choice's next call (upstream's index is the
+ * agent's), its role already sent, a non-empty id the agent has not seen
+ * (tg_rr_assign_id keeps it), a tool relayed live (its name unchanged, no
+ * argument rule) and arguments so far the start of one object. Their
+ * bookkeeping, without the chunk. */
+static bool relay_start(tg_stream *s, const tg_frag *f, const char *data, size_t len,
+                        tg_buf *out)
+{
+    schoice *c = choice_find(s, f->choice);
+    if (c ? c->ncalls || c->live_open >= 0 || !c->any_sent || c->next_out != (size_t)f->index
+          : !s->raw_sent || f->index != 0)
+        return false;
+    tg_jprefix jp = {0};
+    const char *a = s->scratch.data ? s->scratch.data : "";
+    if (tg_jprefix_feed(&jp, a, s->scratch.len) != s->scratch.len)
+        return false;
+    bool ids = tg_rr_on(s->ctx, TG_RR_IDS);
+    char *name = tg_strndup(f->name, f->name_len);
+    char *id = tg_strndup(f->id, f->id_len);
+    if (!tool_is_live(s, name) || (ids && c && json_object_get(c->ids, id))) {
+        free(name);
+        free(id);
+        return false;
+    }
+    keep_last_raw(s, data, len, f);
+    c = event_choice(s, f);
+    scall *k = call_new(c);
+    c->cur = c->live_open = (long)c->ncalls - 1;
+    s->live_open++;
+    k->up_index = f->index;
+    k->id = id;
+    k->name = name;
+    tg_buf_append(&k->args, a, s->scratch.len);
+    k->jp = jp;
+    k->live = k->sent = true;
+    k->out = (int)c->next_out++;
+    if (ids)
+        json_object_set_new(c->ids, id, json_true());
+    k->agent_id = tg_strdup(id);
+    c->any_sent = true;
+    send_raw(out, data, len);
+    return true;
+}
+
+/* A finish that finish_now would write back as it came: every call of the
+ * choice sent, a live one's arguments whole (close_live adds nothing),
+ * nothing held (R12 markup, structured content, output behind a call),
+ * the finish_reason one R10/R11 keep, the choice's role already sent. */
+static bool relay_finish(tg_stream *s, const tg_frag *f, const char *data, size_t len,
+                         tg_buf *out)
+{
+    schoice *c = choice_find(s, f->choice);
+    char fr[sizeof c->finish_buf];
+    if (!f->finish_len || f->finish_len >= sizeof fr ||
+        (c ? c->finished || !c->any_sent || c->held.len || c->structured.len ||
+                 json_array_size(c->after)
+           : !s->raw_sent))
+        return false;
+    for (size_t i = 0; c && i < c->ncalls; i++) {
+        const scall *k = &c->calls[i];
+        if (!k->sent || k->meta || (k->live && !k->closed && !live_args_whole(k)))
+            return false;
+    }
+    memcpy(fr, f->finish, f->finish_len);
+    fr[f->finish_len] = '\0';
+    const char *nf = tg_rr_finish(s->ctx, fr, c ? c->next_out : 0);
+    if (!nf || strcmp(nf, fr))
+        return false;
+    keep_last_raw(s, data, len, f);
+    c = event_choice(s, f);
+    for (size_t i = 0; i < c->ncalls; i++) {
+        scall *k = &c->calls[i];
+        k->complete = true;
+        if (k->live && !k->closed) {
+            k->closed = true;
+            c->live_open = -1;
+            s->live_open--;
+        }
+    }
+    c->finished = s->finished = true;
+    memcpy(c->finish_buf, fr, sizeof fr);
+    c->finish = c->finish_buf;
+    c->any_sent = true;
+    send_raw(out, data, len);
+    return true;
+}
+
+/* A call's first chunk and a finish, the two of a tool-call stream that
+ * the full parse would send on unchanged when no rule acts: recognised by
+ * tg_scan_event (which accepts only what tg_stream itself would write),
+ * then relay_start or relay_finish check what on_chunk would decide. No
+ * other choice may have a finish waiting (release_finishes). */
+static bool relay_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
+{
+    if (s->ctx->legacy_functions || s->hold || s->rounds || s->ctx->intercept ||
+        s->ctx->rf_inverse)
+        return false;
+    for (size_t i = 0; i < s->nch; i++)
+        if (s->ch[i].deferred[0])
+            return false;
+    tg_buf_reset(&s->scratch);
+    tg_frag f = {.args = &s->scratch};
+    if (!tg_scan_event(data, len, &f))
+        return false;
+    bool object = false;
+    for (int i = 0; i < f.nenv; i++)
+        object |= !strcmp(f.env[i].key, "object");
+    if (!object)  /* make_chunk would add one */
+        return false;
+    if (f.call)
+        return !f.finish && !s->live_open && relay_start(s, &f, data, len, out);
+    return f.finish && relay_finish(s, &f, data, len, out);
+}
+
 static void on_chunk(tg_stream *s, json_t *chunk, const char *raw, size_t len, tg_buf *out)
 {
     json_decref(s->last);
     s->last = json_incref(chunk);
     tg_buf_free(&s->first);
+    s->env_ok = false;
     s->shape_ok = false;  /* checked against the chunk before */
     if (s->live_open && relay_raw(s, chunk, raw, len, out))
         return;
@@ -1617,6 +1824,8 @@ static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out
         send_raw(out, data, len);
         return;
     }
+    if (!(s->no_scan & TG_SCAN_EVENT) && relay_event(s, data, len, out))
+        return;
     json_t *chunk = tg_json_load_answer(data, len);
     if (json_is_object(chunk) && !s->finished && recover_error(s, chunk, out)) {
         json_decref(chunk);

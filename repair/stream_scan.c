@@ -1,5 +1,5 @@
-/* stream_scan.c -- recognise a live call's argument fragment by a scan of
- * its bytes, without a JSON parse (issue 20).
+/* stream_scan.c -- recognise a live call's argument fragment, first chunk
+ * and finish by a scan of their bytes, without a JSON parse (issue 20).
  *
  * Most events of a tool-call stream are one shape:
  *   {"id":..,"object":..,"created":N,"model":..,"choices":[{"index":0,
@@ -20,7 +20,19 @@
  * keeps where the arguments string of an accepted event starts and ends:
  * the next fragments of a call are most often the same bytes around other
  * arguments, and then two memcmp and tg_scan_args stand for the scan
- * (repair_stream.c same_shape). */
+ * (repair_stream.c same_shape).
+ *
+ * tg_scan_event does the same for the two other events of such a stream
+ * that usually need no change: the call's first chunk (index, id, type,
+ * name, the arguments' start) and the finish ({} delta, a finish_reason).
+ * These the full path does not relay but writes anew, so the scan accepts
+ * only the bytes it would write: compact (no whitespace), keys in
+ * tg_stream's order (the envelope, then choices last; index, delta,
+ * finish_reason; index, id, type, function; name, arguments), no usage,
+ * and strings escaped as tg_json_dump escapes them (no \/, no \u). Then
+ * relaying the bytes and writing the parse back out are the same, and
+ * repair_stream.c relay_event decides, as for a fragment, whether the
+ * full path would have changed anything. */
 #include "repair/repair_int.h"
 
 #include <string.h>
@@ -28,10 +40,13 @@
 typedef struct scan {
     const char *p, *e;
     const char *b;  /* the event's first byte */
+    bool compact;   /* tg_scan_event: no whitespace, canonical escapes only */
 } scan;
 
 static void ws(scan *s)
 {
+    if (s->compact)
+        return;
     while (s->p < s->e && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
         s->p++;
 }
@@ -133,6 +148,8 @@ static bool args_body(scan *s, tg_buf *out)
         if (s->p >= s->e)
             return false;
         char c = *s->p++, d;
+        if (s->compact && (c == '/' || c == 'u'))
+            return false;  /* tg_json_dump writes neither */
         switch (c) {
         case '"': case '\\': case '/': d = c; break;
         case 'b': d = '\b'; break;
@@ -169,7 +186,7 @@ static bool args_string(scan *s, tg_frag *f)
 
 bool tg_scan_args(const char *d, size_t len, tg_buf *out, size_t *end)
 {
-    scan s = {d, d + len, d};
+    scan s = {d, d + len, d, false};
     if (!args_body(&s, out))
         return false;
     *end = (size_t)(s.p - d) - 1;
@@ -266,11 +283,33 @@ static bool choice_obj(scan *s, tg_frag *f)
     return (seen & 2u) && eat(s, '}');
 }
 
-bool tg_scan_fragment(const char *d, size_t len, tg_frag *f)
+/* One envelope key and its value, for both scans: known keys, each once;
+ * strings plain, created a plain integer. */
+static bool env_pair(scan *s, const char *k, size_t n, tg_frag *f)
 {
     static const char *const env_keys[] = {"id", "object", "model", "system_fingerprint",
                                            "service_tier", "created", NULL};
-    scan s = {d, d + len, d};
+    const char *which = NULL;
+    for (int i = 0; env_keys[i] && !which; i++)
+        if (n == strlen(env_keys[i]) && !memcmp(k, env_keys[i], n))
+            which = env_keys[i];
+    if (!which || f->nenv == TG_FRAG_ENV)
+        return false;
+    for (int i = 0; i < f->nenv; i++)
+        if (f->env[i].key == which)
+            return false;  /* a key twice */
+    tg_frag_env *v = &f->env[f->nenv++];
+    v->key = which;
+    if (!strcmp(which, "created")) {
+        v->str = NULL;
+        return plain_int(s, &v->num);
+    }
+    return plain_string(s, &v->str, &v->len);
+}
+
+bool tg_scan_fragment(const char *d, size_t len, tg_frag *f)
+{
+    scan s = {d, d + len, d, false};
     bool choices = false, usage = false;
     f->nenv = 0;
     f->choice = -1;
@@ -294,27 +333,73 @@ bool tg_scan_fragment(const char *d, size_t len, tg_frag *f)
             usage = true;
             continue;
         }
-        int which = -1;
-        for (int i = 0; env_keys[i]; i++)
-            if (n == strlen(env_keys[i]) && !memcmp(k, env_keys[i], n))
-                which = i;
-        if (which < 0 || f->nenv == TG_FRAG_ENV)
+        if (!env_pair(&s, k, n, f))
             return false;
-        for (int i = 0; i < f->nenv; i++)
-            if (!strcmp(f->env[i].key, env_keys[which]))
-                return false;  /* a key twice */
-        tg_frag_env *v = &f->env[f->nenv++];
-        v->key = env_keys[which];
-        if (!strcmp(v->key, "created")) {
-            if (!plain_int(&s, &v->num))
-                return false;
-            v->str = NULL;
-        } else if (!plain_string(&s, &v->str, &v->len)) {
-            return false;
-        }
     } while (eat(&s, ','));
     if (!choices || !eat(&s, '}'))
         return false;
     ws(&s);
     return s.p == s.e;
+}
+
+/* --- tg_scan_event: a call's first chunk and a finish ----------------------- */
+
+/* The literal bytes lit at the cursor. */
+static bool lit(scan *s, const char *l, size_t n)
+{
+    if ((size_t)(s->e - s->p) < n || memcmp(s->p, l, n))
+        return false;
+    s->p += n;
+    return true;
+}
+#define LIT(s, l) lit((s), (l), sizeof(l) - 1)
+
+/* {"index":N,"id":"..","type":"function","function":{"name":"..",
+ * "arguments":".."}}: the order and keys tg_stream's open_live writes. */
+static bool start_call(scan *s, tg_frag *f)
+{
+    const char *k;
+    size_t n;
+    return LIT(s, "{\"index\":") && small_index(s, &f->index) && LIT(s, ",") &&
+           key(s, &k, &n) && KEY_IS(k, n, "id") && plain_string(s, &f->id, &f->id_len) &&
+           f->id_len && LIT(s, ",\"type\":\"function\",\"function\":{") && key(s, &k, &n) &&
+           KEY_IS(k, n, "name") && plain_string(s, &f->name, &f->name_len) && f->name_len &&
+           LIT(s, ",") && key(s, &k, &n) && KEY_IS(k, n, "arguments") && args_string(s, f) &&
+           LIT(s, "}}");
+}
+
+bool tg_scan_event(const char *d, size_t len, tg_frag *f)
+{
+    scan s = {d, d + len, d, true};
+    f->nenv = 0;
+    f->choice = f->index = -1;
+    f->id = f->name = f->finish = NULL;
+    f->id_len = f->name_len = f->finish_len = 0;
+    f->call = false;
+    if (!LIT(&s, "{"))
+        return false;
+    for (;;) {  /* the envelope, then choices last */
+        const char *k;
+        size_t n;
+        if (!key(&s, &k, &n))
+            return false;
+        if (KEY_IS(k, n, "choices"))
+            break;
+        if (!env_pair(&s, k, n, f) || !LIT(&s, ","))
+            return false;
+    }
+    if (!LIT(&s, "[{\"index\":") || !small_index(&s, &f->choice) || !LIT(&s, ",\"delta\":{"))
+        return false;
+    if (LIT(&s, "\"tool_calls\":[")) {
+        if (!start_call(&s, f) || !LIT(&s, "]}"))
+            return false;
+        f->call = true;
+    } else if (!LIT(&s, "}")) {
+        return false;
+    }
+    if (!LIT(&s, ",\"finish_reason\":"))
+        return false;
+    if (!null_value(&s) && !plain_string(&s, &f->finish, &f->finish_len))
+        return false;
+    return LIT(&s, "}]}") && s.p == s.e;
 }

@@ -493,12 +493,13 @@ static void run_stream(const json_t *fx)
         json_decref(other);
     }
     json_decref(first0);
-    /* The byte-scan fast paths (surely_plain, live_fragment) relay what
-     * the full parse would: the same bytes, whole and split. */
+    /* The byte-scan fast paths (surely_plain, live_fragment, relay_event)
+     * relay what the full parse would: the same bytes, whole and split. */
     for (unsigned split = 0; split < 3; split++) {
         tg_buf fast = {0}, slow = {0};
         json_decref(replay(fx, in, rounds, split, 0, &fast));
-        json_decref(replay(fx, in, rounds, split, TG_SCAN_ARGS | TG_SCAN_PLAIN, &slow));
+        json_decref(replay(fx, in, rounds, split, TG_SCAN_ARGS | TG_SCAN_PLAIN | TG_SCAN_EVENT,
+                           &slow));
         same_bytes(&fast, &slow, "fast and slow paths");
         tg_buf_free(&fast);
         tg_buf_free(&slow);
@@ -616,14 +617,15 @@ static void stream_bytes_way(const json_t *fx, const char *b, size_t n, bool tra
     tg_ctx_clear(&e.ctx);
 }
 
-/* Any bytes: never a crash, and the argument-fragment scan's output is the
- * full parse's, byte for byte (it is conservative on every shape; the plain
- * chunks' scan is so only on valid JSON, see tg_stream_no_scan). */
+/* Any bytes: never a crash, and the argument-fragment and event scans'
+ * output is the full parse's, byte for byte (they are conservative on
+ * every shape; the plain chunks' scan is so only on valid JSON, see
+ * tg_stream_no_scan). */
 static void stream_bytes(const json_t *fx, const char *b, size_t n, bool transport_error)
 {
     tg_buf fast = {0}, slow = {0};
     stream_bytes_way(fx, b, n, transport_error, 0, &fast);
-    stream_bytes_way(fx, b, n, transport_error, TG_SCAN_ARGS, &slow);
+    stream_bytes_way(fx, b, n, transport_error, TG_SCAN_ARGS | TG_SCAN_EVENT, &slow);
     same_bytes(&fast, &slow, "mutated stream: fast and slow paths");
     tg_buf_free(&fast);
     tg_buf_free(&slow);
