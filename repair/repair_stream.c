@@ -1199,6 +1199,20 @@ static void keep_shape(tg_stream *s, const char *d, size_t n, const tg_frag *f)
     s->shape_index = f->index;
 }
 
+/* The first occurrence of needle in [s, e), or NULL. */
+static const char *find(const char *s, const char *e, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; e - s >= (ptrdiff_t)n; s++) {
+        s = memchr(s, needle[0], (size_t)(e - s) - n + 1);
+        if (!s)
+            return NULL;
+        if (!memcmp(s, needle, n))
+            return s;
+    }
+    return NULL;
+}
+
 static bool live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
     if (s->ctx->legacy_functions || s->hold || !(s->env_ok || last_chunk(s)))
@@ -1207,7 +1221,9 @@ static bool live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *ou
     tg_frag f = {.args = &s->scratch};
     if (!same_shape(s, data, len, &f)) {
         tg_buf_reset(&s->scratch);
-        if (!tg_scan_fragment(data, len, &f) || !same_envelope(s, &f))
+        /* no "tool_calls" key (the finish, text behind the call): no scan */
+        if (!find(data, data + len, "_calls\":") || !tg_scan_fragment(data, len, &f) ||
+            !same_envelope(s, &f))
             return false;
         keep_shape(s, data, len, &f);
     }
@@ -1517,19 +1533,6 @@ static void send_truncated(tg_stream *s, bool transport_error, tg_buf *out)
     }
     tg_buf_puts(out, "data: [DONE]\n\n");
     s->done = true;
-}
-
-static const char *find(const char *s, const char *e, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; e - s >= (ptrdiff_t)n; s++) {
-        s = memchr(s, needle[0], (size_t)(e - s) - n + 1);
-        if (!s)
-            return NULL;
-        if (!memcmp(s, needle, n))
-            return s;
-    }
-    return NULL;
 }
 
 static const char *after_colon(const char *p, const char *e)

@@ -287,20 +287,23 @@ static bool choice_obj(scan *s, tg_frag *f)
  * strings plain, created a plain integer. */
 static bool env_pair(scan *s, const char *k, size_t n, tg_frag *f)
 {
-    static const char *const env_keys[] = {"id", "object", "model", "system_fingerprint",
-                                           "service_tier", "created", NULL};
-    const char *which = NULL;
-    for (int i = 0; env_keys[i] && !which; i++)
-        if (n == strlen(env_keys[i]) && !memcmp(k, env_keys[i], n))
-            which = env_keys[i];
-    if (!which || f->nenv == TG_FRAG_ENV)
+    static const struct {
+        const char *key;
+        size_t len;
+    } env_keys[] = {{"id", 2}, {"object", 6}, {"model", 5}, {"system_fingerprint", 18},
+                    {"service_tier", 12}, {"created", 7}};
+    const size_t created = 5, nkeys = sizeof env_keys / sizeof *env_keys;
+    size_t which = 0;
+    while (which < nkeys && (n != env_keys[which].len || memcmp(k, env_keys[which].key, n)))
+        which++;
+    if (which == nkeys || f->nenv == TG_FRAG_ENV)
         return false;
     for (int i = 0; i < f->nenv; i++)
-        if (f->env[i].key == which)
+        if (f->env[i].key == env_keys[which].key)
             return false;  /* a key twice */
     tg_frag_env *v = &f->env[f->nenv++];
-    v->key = which;
-    if (!strcmp(which, "created")) {
+    v->key = env_keys[which].key;
+    if (which == created) {
         v->str = NULL;
         return plain_int(s, &v->num);
     }
