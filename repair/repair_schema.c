@@ -261,23 +261,91 @@ static bool typed(const json_t *t)
     return false;
 }
 
+/* The keys of a schema node that the walks below read, found in one pass
+ * over its keys: a node has a handful, and looking up each of eight was
+ * most of what each stream's first call of a tool cost (tool_is_live). */
+typedef struct snode {
+    const json_t *ref, *all, *type, *props, *ap, *items, *any, *one;
+} snode;
+
+#define KEY_IS(k, n, lit) ((n) == sizeof(lit) - 1 && !memcmp((k), (lit), (n)))
+
+static void node_read(const json_t *n, snode *v)
+{
+    memset(v, 0, sizeof *v);
+    for (void *it = json_object_iter((json_t *)n); it; it = json_object_iter_next((json_t *)n, it)) {
+        const char *k = json_object_iter_key(it);
+        size_t kn = json_object_iter_key_len(it);
+        const json_t *x = json_object_iter_value(it);
+        if (KEY_IS(k, kn, "$ref"))
+            v->ref = x;
+        else if (KEY_IS(k, kn, "allOf"))
+            v->all = x;
+        else if (KEY_IS(k, kn, "type"))
+            v->type = x;
+        else if (KEY_IS(k, kn, "properties"))
+            v->props = x;
+        else if (KEY_IS(k, kn, "additionalProperties"))
+            v->ap = x;
+        else if (KEY_IS(k, kn, "items"))
+            v->items = x;
+        else if (KEY_IS(k, kn, "anyOf"))
+            v->any = x;
+        else if (KEY_IS(k, kn, "oneOf"))
+            v->one = x;
+    }
+}
+
+/* deref_peek, with v the keys of the node it returns (all NULL when that
+ * is not an object). */
+static const json_t *deref_read(const json_t *root, const json_t *n, snode *v)
+{
+    memset(v, 0, sizeof *v);
+    for (int hops = 0; json_is_object(n) && hops < REF_HOPS_MAX; hops++) {
+        node_read(n, v);
+        const char *ref = json_string_value(v->ref);
+        if (ref) {
+            const json_t *t = tg_schema_ref_peek(root, ref);
+            if (!t || t == n)
+                return n;
+            n = t;
+            continue;
+        }
+        if (json_array_size(v->all) == 1 && !v->type && !v->props) {
+            n = json_array_get(v->all, 0);
+            continue;
+        }
+        return n;
+    }
+    if (json_is_object(n))  /* the hops ran out */
+        node_read(n, v);
+    else
+        memset(v, 0, sizeof *v);
+    return n;
+}
+
+static const json_t *union_of(const snode *v)
+{
+    return json_is_array(v->any) ? v->any : v->one;
+}
+
 /* allows() of any of typed()'s types, in one walk instead of five (each
  * stream's first call of a tool asks, tool_is_live). */
 static bool allows_typed(const json_t *root, const json_t *n, int depth)
 {
-    n = deref_peek(root, n);
+    snode v;
+    n = deref_read(root, n, &v);
     if (!json_is_object(n) || depth > SCHEMA_DEPTH_MAX)
         return false;
-    const json_t *type = json_object_get(n, "type");
-    if (typed(type))
+    if (typed(v.type))
         return true;
     size_t i;
     const json_t *x;
-    json_array_foreach(type, i, x) if (typed(x))
+    json_array_foreach(v.type, i, x) if (typed(x))
         return true;
-    if (!type && json_is_object(json_object_get(n, "properties")))
+    if (!v.type && json_is_object(v.props))
         return true;
-    json_array_foreach(union_peek(n), i, x) if (allows_typed(root, x, depth + 1))
+    json_array_foreach(union_of(&v), i, x) if (allows_typed(root, x, depth + 1))
         return true;
     return false;
 }
@@ -287,25 +355,25 @@ static bool allows_typed(const json_t *root, const json_t *n, int depth)
  * ends at the depth bound. */
 static bool schema_acts(const json_t *root, const json_t *n, bool r15, bool r29, int depth)
 {
-    n = deref_peek(root, n);
+    snode v;
+    n = deref_read(root, n, &v);
     if (!json_is_object(n) || depth > SCHEMA_DEPTH_MAX)
         return false;
-    if (r29 && json_is_false(json_object_get(n, "additionalProperties")))
+    if (r29 && json_is_false(v.ap))
         return true;
     if (r15 && depth > 0 && allows_typed(root, n, 0))
         return true;
     const char *k;
     const json_t *x;
-    json_object_foreach((json_t *)json_object_get(n, "properties"), k, x)
+    json_object_foreach((json_t *)v.props, k, x)
         if (schema_acts(root, x, r15, r29, depth + 1))
             return true;
-    const json_t *ap = json_object_get(n, "additionalProperties");
-    if (json_is_object(ap) && schema_acts(root, ap, r15, r29, depth + 1))
+    if (json_is_object(v.ap) && schema_acts(root, v.ap, r15, r29, depth + 1))
         return true;
-    if (schema_acts(root, json_object_get(n, "items"), r15, r29, depth + 1))
+    if (schema_acts(root, v.items, r15, r29, depth + 1))
         return true;
     size_t i;
-    json_array_foreach(union_peek(n), i, x) if (schema_acts(root, x, r15, r29, depth + 1))
+    json_array_foreach(union_of(&v), i, x) if (schema_acts(root, x, r15, r29, depth + 1))
         return true;
     return false;
 }
