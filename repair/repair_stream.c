@@ -173,11 +173,16 @@ static void send_json(tg_buf *out, const json_t *chunk)
     tg_buf_append(out, "\n\n", 2);
 }
 
+/* One event as it came: most of a stream's events, so written at once. */
 static void send_raw(tg_buf *out, const char *data, size_t len)
 {
-    tg_buf_append(out, "data: ", 6);
-    tg_buf_append(out, data, len);
-    tg_buf_append(out, "\n\n", 2);
+    tg_buf_reserve(out, len + 8);
+    char *d = out->data + out->len;
+    memcpy(d, "data: ", 6);
+    memcpy(d + 6, data, len);
+    memcpy(d + 6 + len, "\n\n", 2);
+    out->len += len + 8;
+    out->data[out->len] = '\0';
 }
 
 /* The latest upstream chunk. A plain first chunk is relayed unparsed
