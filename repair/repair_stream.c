@@ -1599,6 +1599,22 @@ static bool plain_key_ok(const char *p, const char *e, bool *choices, bool *delt
     return true;
 }
 
+/* "tool_calls" anywhere in [d, e), looked for at its '_': find() stops at
+ * every 't' of a text chunk, and most events of a text stream ask. */
+static bool has_tool_calls(const char *d, const char *e)
+{
+    if (e - d < 10)
+        return false;
+    for (const char *p = d + 4; p <= e - 6; p++) {
+        p = memchr(p, '_', (size_t)(e - 6 - p) + 1);
+        if (!p)
+            return false;
+        if (!memcmp(p - 4, "tool_calls", 10))
+            return true;
+    }
+    return false;
+}
+
 /* The cheap test that lets most chunks through without a JSON parse: no
  * tool calls, no error, every finish_reason null, every role a non-empty
  * string, and no rule on that needs to see content. Anything unusual fails
@@ -1617,7 +1633,7 @@ static bool surely_plain(const tg_stream *s, const char *d, size_t n)
             if (s->ch[i].held.len || s->ch[i].at_start)
                 return false;
     }
-    if (find(d, e, "tool_calls"))
+    if (has_tool_calls(d, e))
         return false;
     /* an event cut short (the last of a broken stream) must take the
      * parse; one that still ends in a brace is left to the client */
