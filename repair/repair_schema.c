@@ -20,11 +20,39 @@
 #define SCHEMA_DEPTH_MAX 32
 #define REF_HOPS_MAX 16
 
-/* n with its $ref chain followed and a lone allOf member taken. */
-static const json_t *deref_peek(const json_t *root, const json_t *n)
+/* The keys of a schema node that the walks read, found in one pass over
+ * its keys: a node has a handful, and a lookup of each of eight was most
+ * of what each stream's first call of a tool cost (tool_is_live). */
+enum { S_REF, S_ALL, S_TYPE, S_PROPS, S_AP, S_ITEMS, S_ANY, S_ONE, S_NKEYS };
+typedef struct snode {
+    const json_t *k[S_NKEYS];  /* NULL where absent */
+} snode;
+
+static void node_read(const json_t *n, snode *v)
 {
+    static const struct {
+        const char *name;
+        size_t len;
+    } keys[S_NKEYS] = {{"$ref", 4},       {"allOf", 5},  {"type", 4},  {"properties", 10},
+                       {"additionalProperties", 20}, {"items", 5}, {"anyOf", 5}, {"oneOf", 5}};
+    memset(v, 0, sizeof *v);
+    for (void *it = json_object_iter((json_t *)n); it; it = json_object_iter_next((json_t *)n, it)) {
+        const char *k = json_object_iter_key(it);
+        size_t kn = json_object_iter_key_len(it);
+        for (int i = 0; i < S_NKEYS; i++)
+            if (kn == keys[i].len && !memcmp(k, keys[i].name, kn))
+                v->k[i] = json_object_iter_value(it);
+    }
+}
+
+/* n with its $ref chain followed and a lone allOf member taken; v: the
+ * keys of the node returned (all NULL when that is not an object). */
+static const json_t *deref_read(const json_t *root, const json_t *n, snode *v)
+{
+    memset(v, 0, sizeof *v);
     for (int hops = 0; json_is_object(n) && hops < REF_HOPS_MAX; hops++) {
-        const char *ref = json_string_value(json_object_get(n, "$ref"));
+        node_read(n, v);
+        const char *ref = json_string_value(v->k[S_REF]);
         if (ref) {
             const json_t *t = tg_schema_ref_peek(root, ref);
             if (!t || t == n)
@@ -32,15 +60,27 @@ static const json_t *deref_peek(const json_t *root, const json_t *n)
             n = t;
             continue;
         }
-        const json_t *all = json_object_get(n, "allOf");
-        if (json_array_size(all) == 1 && !json_object_get(n, "type") &&
-            !json_object_get(n, "properties")) {
-            n = json_array_get(all, 0);
-            continue;
-        }
-        break;
+        if (json_array_size(v->k[S_ALL]) != 1 || v->k[S_TYPE] || v->k[S_PROPS])
+            return n;
+        n = json_array_get(v->k[S_ALL], 0);
     }
+    if (json_is_object(n))  /* the hops ran out */
+        node_read(n, v);
+    else
+        memset(v, 0, sizeof *v);
     return n;
+}
+
+static const json_t *deref_peek(const json_t *root, const json_t *n)
+{
+    snode v;
+    return deref_read(root, n, &v);
+}
+
+/* anyOf, or else oneOf. */
+static const json_t *union_of(const snode *v)
+{
+    return json_is_array(v->k[S_ANY]) ? v->k[S_ANY] : v->k[S_ONE];
 }
 
 static const json_t *union_peek(const json_t *n)
@@ -261,74 +301,6 @@ static bool typed(const json_t *t)
     return false;
 }
 
-/* The keys of a schema node that the walks below read, found in one pass
- * over its keys: a node has a handful, and looking up each of eight was
- * most of what each stream's first call of a tool cost (tool_is_live). */
-typedef struct snode {
-    const json_t *ref, *all, *type, *props, *ap, *items, *any, *one;
-} snode;
-
-#define KEY_IS(k, n, lit) ((n) == sizeof(lit) - 1 && !memcmp((k), (lit), (n)))
-
-static void node_read(const json_t *n, snode *v)
-{
-    memset(v, 0, sizeof *v);
-    for (void *it = json_object_iter((json_t *)n); it; it = json_object_iter_next((json_t *)n, it)) {
-        const char *k = json_object_iter_key(it);
-        size_t kn = json_object_iter_key_len(it);
-        const json_t *x = json_object_iter_value(it);
-        if (KEY_IS(k, kn, "$ref"))
-            v->ref = x;
-        else if (KEY_IS(k, kn, "allOf"))
-            v->all = x;
-        else if (KEY_IS(k, kn, "type"))
-            v->type = x;
-        else if (KEY_IS(k, kn, "properties"))
-            v->props = x;
-        else if (KEY_IS(k, kn, "additionalProperties"))
-            v->ap = x;
-        else if (KEY_IS(k, kn, "items"))
-            v->items = x;
-        else if (KEY_IS(k, kn, "anyOf"))
-            v->any = x;
-        else if (KEY_IS(k, kn, "oneOf"))
-            v->one = x;
-    }
-}
-
-/* deref_peek, with v the keys of the node it returns (all NULL when that
- * is not an object). */
-static const json_t *deref_read(const json_t *root, const json_t *n, snode *v)
-{
-    memset(v, 0, sizeof *v);
-    for (int hops = 0; json_is_object(n) && hops < REF_HOPS_MAX; hops++) {
-        node_read(n, v);
-        const char *ref = json_string_value(v->ref);
-        if (ref) {
-            const json_t *t = tg_schema_ref_peek(root, ref);
-            if (!t || t == n)
-                return n;
-            n = t;
-            continue;
-        }
-        if (json_array_size(v->all) == 1 && !v->type && !v->props) {
-            n = json_array_get(v->all, 0);
-            continue;
-        }
-        return n;
-    }
-    if (json_is_object(n))  /* the hops ran out */
-        node_read(n, v);
-    else
-        memset(v, 0, sizeof *v);
-    return n;
-}
-
-static const json_t *union_of(const snode *v)
-{
-    return json_is_array(v->any) ? v->any : v->one;
-}
-
 /* allows() of any of typed()'s types, in one walk instead of five (each
  * stream's first call of a tool asks, tool_is_live). */
 static bool allows_typed(const json_t *root, const json_t *n, int depth)
@@ -337,13 +309,14 @@ static bool allows_typed(const json_t *root, const json_t *n, int depth)
     n = deref_read(root, n, &v);
     if (!json_is_object(n) || depth > SCHEMA_DEPTH_MAX)
         return false;
-    if (typed(v.type))
+    const json_t *type = v.k[S_TYPE];
+    if (typed(type))
         return true;
     size_t i;
     const json_t *x;
-    json_array_foreach(v.type, i, x) if (typed(x))
+    json_array_foreach(type, i, x) if (typed(x))
         return true;
-    if (!v.type && json_is_object(v.props))
+    if (!type && json_is_object(v.k[S_PROPS]))
         return true;
     json_array_foreach(union_of(&v), i, x) if (allows_typed(root, x, depth + 1))
         return true;
@@ -359,18 +332,19 @@ static bool schema_acts(const json_t *root, const json_t *n, bool r15, bool r29,
     n = deref_read(root, n, &v);
     if (!json_is_object(n) || depth > SCHEMA_DEPTH_MAX)
         return false;
-    if (r29 && json_is_false(v.ap))
+    const json_t *ap = v.k[S_AP];
+    if (r29 && json_is_false(ap))
         return true;
     if (r15 && depth > 0 && allows_typed(root, n, 0))
         return true;
     const char *k;
     const json_t *x;
-    json_object_foreach((json_t *)v.props, k, x)
+    json_object_foreach((json_t *)v.k[S_PROPS], k, x)
         if (schema_acts(root, x, r15, r29, depth + 1))
             return true;
-    if (json_is_object(v.ap) && schema_acts(root, v.ap, r15, r29, depth + 1))
+    if (json_is_object(ap) && schema_acts(root, ap, r15, r29, depth + 1))
         return true;
-    if (schema_acts(root, v.items, r15, r29, depth + 1))
+    if (schema_acts(root, v.k[S_ITEMS], r15, r29, depth + 1))
         return true;
     size_t i;
     json_array_foreach(union_of(&v), i, x) if (schema_acts(root, x, r15, r29, depth + 1))
