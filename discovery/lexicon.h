@@ -12,7 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What links two words, one bit each (a pair may have several). */
+/* What links two words, one bit each (a pair may have several). The
+ * shipped table holds TG_LEX_GLOSS pairs only: synonyms and derivations
+ * did not help search_tools (README, "Discovery quality"); lexicon_gen.py
+ * --flags writes them. */
 enum {
     TG_LEX_SYN1_NOUN = 1,   /* same synset, the word's first (most common) sense */
     TG_LEX_SYN1_VERB = 2,
@@ -37,7 +40,7 @@ extern const uint32_t tg_lex_pairs[];
 extern const size_t tg_lex_nwords, tg_lex_npairs;
 
 /* The stems related to `stem` by a link of `kinds` (a mask of TG_LEX_*),
- * common senses first: fills up to max pointers into the table (never
+ * synonyms of its first sense first, the others in sort order: fills up to max pointers into the table (never
  * freed) and returns how many. */
 size_t tg_lex_related(const char *stem, unsigned kinds, const char **out, size_t max);
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """lexicon_gen.py -- writes discovery/lexicon_data.c from WordNet 3.0.
 
-    python3 discovery/lexicon_gen.py [--wordnet DIR] [--senses N] > discovery/lexicon_data.c
+    python3 discovery/lexicon_gen.py [--wordnet DIR] [--gloss N] [--flags MASK]
+        [--senses N] [--all-words] > discovery/lexicon_data.c
 
 Re-run it only to change what the table holds; the output is committed, so
 neither a build nor toolgate needs WordNet (Debian: apt-get install
@@ -10,13 +11,17 @@ libstemmer (the library toolgate links) through ctypes, because the table
 is keyed by the stems search_tools compares.
 
 What it extracts, for every single-word lemma of WordNet's nouns, verbs,
-adjectives and adverbs (letters only, 3 or more):
-  - the other single-word lemmas of the lemma's first N senses (WordNet
-    orders a lemma's senses by how often they were tagged in its corpus,
-    so the first is the common one), flagged by sense rank and part of
-    speech;
-  - the lemmas WordNet marks as derivationally related to it in those
-    senses ("elevation" -> "elevate", "deletion" -> "delete").
+adjectives and adverbs (letters only, 3 or more) that has a sense in
+WordNet's tagged corpus (the common words; --all-words: every one):
+  - the first --gloss content words of the definition of its first sense
+    in each part of speech (TG_LEX_GLOSS, the only kind written by
+    default: the one search_tools uses);
+  - with --flags: the other single-word lemmas of its first N senses
+    (WordNet orders a lemma's senses by how often they were tagged in its
+    corpus, so the first is the common one), flagged by sense rank and
+    part of speech;
+  - with --flags: the lemmas WordNet marks as derivationally related to
+    it in those senses ("elevation" -> "elevate", "deletion" -> "delete").
 Both ends are stemmed with Snowball's English stemmer; a pair whose stems
 are equal is left out (the stemmer already joins it). Nothing here knows
 a tool or a query of the eval.
