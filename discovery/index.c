@@ -744,8 +744,8 @@ static void expand_prefixes(query *q, json_t *index, double weight)
     }
 }
 
-/* A written word the catalog does not have at all ("how high above sea
- * level" against an elevation tool) would score nothing: it pulls in
+/* A written word the catalog does not have at all ("thermometer" against
+ * tools that say "temperature") would score nothing: it pulls in
  * WordNet's words for it (discovery/lexicon.h; lex_kinds says which: the
  * shipped table holds the first words of the definition of its common
  * sense), those the catalog has, at most lex_max, at lex_weight. A word
