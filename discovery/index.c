@@ -11,9 +11,11 @@
  * (tg_dindex_params) without rebuilding an index. Queries are written the
  * way a user talks ("show me", "get rid of"), so query words also pull in a
  * few generic synonyms (list/show/get, create/add/new, ...) and the terms
- * their stems begin or are begun by (scraper/scrape) at a lower weight; a
- * second stage lifts, among the first 50, the tools that cover more of
- * the written words. Nothing here knows any particular tool.
+ * their stems begin or are begun by (scraper/scrape) at a lower weight,
+ * and a word the catalog lacks pulls in the words WordNet defines it with
+ * (discovery/lexicon.h); a second stage lifts, among the first 50, the
+ * tools that cover more of the written words. Nothing here knows any
+ * particular tool.
  *
  * Layout (all in one json object, shareable through the cache):
  *   "n": docs, "avg": packed float[F_COUNT] mean field lengths,
@@ -25,6 +27,7 @@
  * never dumped, and malloc-aligned, so they are read in place.
  */
 #include "discovery/index.h"
+#include "discovery/lexicon.h"
 #include "core/alloc.h"
 #include "core/tg.h"
 
@@ -53,6 +56,9 @@ const tg_dindex_params tg_dindex_defaults = {
     .name_cover = 0.25,
     .prefix_weight = 0.2,
     .rerank = 0.5,
+    .lex_weight = 0.45,
+    .lex_kinds = TG_LEX_GLOSS,
+    .lex_max = 8,
 };
 
 typedef struct posting {
@@ -738,6 +744,32 @@ static void expand_prefixes(query *q, json_t *index, double weight)
     }
 }
 
+/* A written word the catalog does not have at all ("thermometer" against
+ * tools that say "temperature") would score nothing: it pulls in
+ * WordNet's words for it (discovery/lexicon.h; lex_kinds says which: the
+ * shipped table holds the first words of the definition of its common
+ * sense), those the catalog has, at most lex_max, at lex_weight. A word
+ * the catalog has is left alone: its own matches say more. They count for
+ * the word they stand for in the second stage, like a synonym group's. */
+static void expand_lexicon(query *q, json_t *index, const tg_dindex_params *pr)
+{
+    json_t *terms = json_object_get(index, "t");
+    size_t direct = q->n;
+    for (size_t i = 0; i < direct; i++) {
+        const char *rel[32];
+        if (!q->t[i].direct || json_object_get(terms, q->t[i].w))
+            continue;
+        size_t n = tg_lex_related(q->t[i].w, pr->lex_kinds, rel, 32), used = 0;
+        q->weight = pr->lex_weight;
+        q->origin = q->t[i].origin;
+        for (size_t k = 0; k < n && used < pr->lex_max; k++)
+            if (json_object_get(terms, rel[k])) {
+                add_qword(rel[k], q);
+                used++;
+            }
+    }
+}
+
 #define RERANK_DEPTH 50
 
 /* Second stage over the first RERANK_DEPTH: a tool that covers more of the
@@ -783,6 +815,8 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
     if (pr->synonyms)
         expand_synonyms(&q, json_object_get(index, "syn"), pr);
     sb_stemmer_delete(wc.st);
+    if (pr->lex_weight > 0 && pr->lex_kinds)
+        expand_lexicon(&q, index, pr);
     if (pr->prefix_weight > 0)
         expand_prefixes(&q, index, pr->prefix_weight);
 

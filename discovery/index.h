@@ -26,6 +26,9 @@ typedef struct tg_dindex_params {
     double prefix_weight;   /* a stem that begins another (scraper/scrape) pulls it in */
     double rerank;          /* second stage over the top 50: boost by the share of the
                                query's words (or their synonyms) a tool covers */
+    double lex_weight;      /* weight of a word WordNet relates to a query word (0: off) */
+    unsigned lex_kinds;     /* which of WordNet's links (TG_LEX_*, discovery/lexicon.h) */
+    unsigned lex_max;       /* at most this many such words per query word */
 } tg_dindex_params;
 
 extern const tg_dindex_params tg_dindex_defaults;

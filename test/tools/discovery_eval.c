@@ -1,7 +1,7 @@
 /* discovery_eval.c -- how well search_tools finds the right tool, and what
  * discovery saves upstream. `make eval`.
  *
- *   build/test/discovery_eval [-v] [-r] [-e] [-c] [-g] [queries.json]
+ *   build/test/discovery_eval [-v] [-r] [-t] [-e] [-c] [-g] [queries.json]
  *
  * Queries (test/discovery/queries.json) are tasks phrased the way a user
  * would, each labeled with the tool (server + name, from
@@ -9,7 +9,8 @@
  * servers sorted by name alternate tune, test, tune, ... (index 0 is tune),
  * a rule fixed before any tuning. The ranker may be tuned on the tune half;
  * the test half's figures are the honest ones, and its misses are never
- * printed (-v prints the tune half's misses).
+ * printed (-v prints the tune half's misses; -t counts the tune half alone,
+ * to decide a change before the test half is looked at once).
  *
  * Catalogs are the tool lists of corpus/requests/big-{100,400,1000}.json;
  * when a query's target is not among them, it takes the place of the
@@ -279,7 +280,10 @@ static void tally_row(const char *half, int size, const tally *t)
 }
 
 /* -v prints misses of the tuning half only: the test half's misses must
- * never guide the ranker (see README, "Discovery quality"). */
+ * never guide the ranker (see README, "Discovery quality"); -t leaves the
+ * test half out altogether, for deciding a change before its one look. */
+static int tune_only;
+
 static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *rules,
                      tg_cache *cache, int verbose, tally out[2])
 {
@@ -300,6 +304,8 @@ static int eval_size(int size, json_t *queries, json_t *corpus, tg_rules_set *ru
                     server ? server : "?", tname ? tname : "?");
             continue;
         }
+        if (test && tune_only)
+            continue;
         char want[512];
         json_t *cat = catalog_for(base, server, tool, want, sizeof want);
         tg_ctx ctx;
@@ -461,7 +467,7 @@ static void hint_timing(tg_rules_set *on)
 typedef struct knob {
     const char *name;
     size_t off;
-    double v[6];
+    double v[7];
 } knob;
 #define KNOB(n, f, ...) { n, offsetof(tg_dindex_params, f), { __VA_ARGS__, -1 } }
 static const knob knobs[] = {
@@ -477,6 +483,7 @@ static const knob knobs[] = {
     KNOB("name_cover", name_cover, 0, 0.25, 0.5, 1, 2),
     KNOB("prefix_w", prefix_weight, 0, 0.2, 0.4, 0.7),
     KNOB("rerank", rerank, 0, 0.1, 0.25, 0.5, 1),
+    KNOB("lex_w", lex_weight, 0, 0.05, 0.1, 0.2, 0.3, 0.45),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 
@@ -891,6 +898,8 @@ int main(int argc, char **argv)
             e2e = 1;
         else if (strcmp(argv[i], "-c") == 0)
             chains_only = 1;
+        else if (strcmp(argv[i], "-t") == 0)
+            tune_only = 1;
         else
             qpath = argv[i];
     }
@@ -929,6 +938,10 @@ int main(int argc, char **argv)
             for (size_t k = 0; k < NKNOBS; k++)
                 if (!strcmp(knobs[k].name, name))
                     *(double *)((char *)&base + knobs[k].off) = v;
+            if (!strcmp(name, "lex_kinds"))  /* not swept: a mask, and a count */
+                base.lex_kinds = (unsigned)v;
+            else if (!strcmp(name, "lex_max"))
+                base.lex_max = (unsigned)v;
             kv += used;
         }
         int rc = grid(queries, corpus, &base);
@@ -965,7 +978,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         if (eval_size(sizes[i], queries, corpus, &on, cache, verbose, t[i]))
             failed = 1;
-    for (int h = 0; h < 2; h++)
+    for (int h = 0; h < (tune_only ? 1 : 2); h++)
         for (int i = 0; i < 3; i++)
             tally_row(h ? "test" : "tune", sizes[i], &t[i][h]);
     if (embedder) {

@@ -21,6 +21,7 @@
 #include "sanitize/pipeline.h"
 #include "discovery/groups.h"
 #include "discovery/index.h"
+#include "discovery/lexicon.h"
 
 /* ---- fixtures --------------------------------------------------------- */
 
@@ -650,6 +651,43 @@ static void test_index(void **state)
     p.w[TG_DF_DESC] = 0;
     p.name_bonus = 0;
     assert_int_equal(tg_dindex_search_p(idx, "weather", &p, out, NULL, 4), 0);
+    json_decref(idx);
+    json_decref(tools);
+}
+
+/* The WordNet table (discovery/lexicon_data.c): a word's stem leads to the
+ * stems of its definition's first words; a word it does not hold, or a
+ * kind not asked for, leads nowhere. In a search, only a written word the
+ * catalog lacks pulls them in. */
+static void test_lexicon(void **state)
+{
+    (void)state;
+    const char *rel[32];
+    size_t n = tg_lex_related("thermomet", TG_LEX_GLOSS, rel, 32), found = 0;
+    for (size_t i = 0; i < n; i++)
+        found += strcmp(rel[i], "temperatur") == 0;
+    assert_int_equal(found, 1);
+    assert_int_equal(tg_lex_related("thermomet", TG_LEX_SYN1_NOUN | TG_LEX_DERIV, rel, 32), 0);
+    assert_int_equal(tg_lex_related("github", TG_LEX_GLOSS, rel, 32), 0);
+    assert_int_equal(tg_lex_related("thermomet", TG_LEX_GLOSS, rel, 1), 1);
+
+    json_t *tools = json_pack(
+        "[{ss ss}{ss ss}{ss ss}]",
+        "name", "get_temperature", "description", "Current temperature of a city.",
+        "name", "get_wind", "description", "Wind speed and direction in a city.",
+        "name", "get_weather", "description", "Weather report of a city.");
+    json_t *idx = tg_dindex_build(tools);
+    size_t out[4];
+    /* no tool says "thermometer": its definition ("measuring temperature") does */
+    assert_int_equal(tg_dindex_search(idx, "the thermometer", out, NULL, 4), 1);
+    assert_int_equal(out[0], 0);
+    tg_dindex_params p = tg_dindex_defaults;
+    p.lex_weight = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "the thermometer", &p, out, NULL, 4), 0);
+    /* "weather" is in the catalog: its definition (atmospheric conditions,
+     * wind) is not pulled in, so the wind tool stays out */
+    assert_int_equal(tg_dindex_search(idx, "weather", out, NULL, 4), 1);
+    assert_int_equal(out[0], 2);
     json_decref(idx);
     json_decref(tools);
 }
@@ -1396,6 +1434,7 @@ int main(void)
         cmocka_unit_test(test_hints_stable),
         cmocka_unit_test(test_hints_links),
         cmocka_unit_test(test_hints_none),
+        cmocka_unit_test(test_lexicon),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
