@@ -189,6 +189,8 @@ static inline tg_req *req_ref(tg_req *r)
     return r;
 }
 void req_unref(tg_req *r);
+/* Frees the memory of finished requests the worker kept for reuse. */
+void req_free_spares(worker *w);
 
 /* max_body_memory: every worker's bodies count against one budget, taken
  * before a byte is stored (false: over it) and given back when the body

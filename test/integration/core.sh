@@ -287,7 +287,7 @@ expect_eq "passthrough body untouched" '{"input":"x","model":"e"}' "$(json_get "
 mock_reset
 chat "$B" '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}' \
     -H 'Authorization: Bearer client-key' -H 'X-Foo: bar' -H 'Keep-Alive: timeout=5' \
-    -H 'Connection: keep-alive' -H 'OpenAI-Organization: org-1' >/dev/null
+    -H 'Connection: keep-alive' -H 'OpenAI-Organization: org-1' -H 'Accept-Encoding: identity' >/dev/null
 mock_last "$TG_TMP/last"
 expect_eq "api_key route: Authorization replaced (\${VAR} expanded)" "Bearer sk-route-key" "$(json_get "$TG_TMP/last" headers.authorization)"
 expect_eq "X-Foo (not on the allow-list, not in forward_headers) stays with toolgate" "" \
@@ -302,6 +302,10 @@ if json_get "$TG_TMP/last" headers.connection >/dev/null || json_get "$TG_TMP/la
 else
     ok "hop-by-hop headers (Connection, Keep-Alive) not forwarded"
 fi
+# toolgate writes curl's Accept-Encoding itself (proxy/upstream.c): every
+# encoding curl decodes, once, whatever the client asked for
+expect_eq "Accept-Encoding upstream: what curl decodes, not the client's" \
+    "deflate, gzip, br, zstd" "$(json_get "$TG_TMP/last" headers.accept-encoding)"
 chat "$B" '{"model":"glob-a-1","messages":[{"role":"user","content":"hi"}]}' \
     -H 'Authorization: Bearer client-key' -H 'X-Request-Id: req-it-42' >/dev/null
 mock_last "$TG_TMP/last"
