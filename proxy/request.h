@@ -111,7 +111,7 @@ typedef struct tg_req {
                                          discovery round may answer an error instead */
         bool paused;
         tg_buf resp;                  /* whole upstream body (non-stream) */
-        bool running;
+        bool running;                 /* the round is on the multi handle, unfinished */
         CURLcode result;
         bool timed_out;
         bool cut;                     /* the whole answer passed max_answer */

@@ -345,11 +345,85 @@ static int on_upstream_seek(void *userp, curl_off_t offset, int origin)
     return CURL_SEEKFUNC_OK;
 }
 
+/* What every round of a worker sets alike, once per easy handle: a
+ * finished round's handle goes back to the worker's spares as it is (no
+ * curl_easy_reset, which cost 3,300 instructions a request and made every
+ * option below be set again), and start_upstream sets only what differs
+ * between rounds, each of those every time. */
+static CURL *easy_new(worker *w)
+{
+    CURL *e = curl_easy_init();
+    if (!e)
+        return NULL;
+    /* the path was checked for dot segments (refuse_on_headers): curl
+     * must not resolve any it would find in the route's base URL either */
+    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_upstream_header);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_upstream_data);
+    curl_easy_setopt(e, CURLOPT_READFUNCTION, on_upstream_read);
+    curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_upstream_seek);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  /* decoded bytes count (max_answer) */
+    /* an upstream's 3xx goes to the client as it came: followed, it
+     * would take the request (and the route's key) where it names */
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_curl_open);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, w);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_curl_close);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, w);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    return e;
+}
+
+/* The request's method and body: a spare handle still holds the last
+ * round's, so each branch sets every one of them. */
+static void set_method(tg_req *r, CURL *e, const char *method)
+{
+    if (!strcmp(method, "POST")) {
+        size_t total = up_body_len(r);
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, NULL);
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        if (r->up.tools) {  /* read in pieces (on_upstream_read) */
+            r->up.pos = 0;
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, NULL);
+        } else {
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up.body.data ? r->up.body.data : "");
+        }
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)total);
+        /* curl copies a body past 64 KB through its upload buffer, 64 KB a
+         * send; an agent's 200 KB request then takes one send, not four.
+         * The buffer lives only for the transfer. */
+        size_t ul = total < (512u << 10) ? total : (512u << 10);
+        if (!r->ctx.stream && ul > 64 * 1024)  /* streams keep theirs as long as they run */
+            curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, (long)ul);
+        else
+            curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 64 * 1024L);
+        return;
+    }
+    /* GET, and the start of any other: no body unless one is set below
+     * (HTTPGET last: setting POSTFIELDS, even to NULL, makes it a POST) */
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, NULL);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
+    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 64 * 1024L);
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    if (!strcmp(method, "GET")) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, NULL);
+        return;
+    }
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    if (r->up.body.len) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up.body.data);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->up.body.len);
+    }
+}
+
 int start_upstream(tg_req *r, const char *url, const char *method)
 {
     worker *w = r->w;
     const tg_route *rt = r->route;
-    CURL *e = w->n_spare ? w->spare[--w->n_spare] : curl_easy_init();
+    CURL *e = w->n_spare ? w->spare[--w->n_spare] : easy_new(w);
     if (!e)
         return -1;
     char *u = tg_strdup(url);  /* url may be r->up.url itself (another round) */
@@ -364,68 +438,23 @@ int start_upstream(tg_req *r, const char *url, const char *method)
     if (!r->up.headers)
         r->up.headers = build_upstream_headers(r, r->prep.is_chat);
     curl_easy_setopt(e, CURLOPT_URL, r->up.url);
-    /* the path was checked for dot segments (refuse_on_headers): curl
-     * must not resolve any it would find in the route's base URL either */
-    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->up.headers);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_upstream_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_upstream_data);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  /* decoded bytes count (max_answer) */
-    /* an upstream's 3xx goes to the client as it came: followed, it
-     * would take the request (and the route's key) where it names */
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_READDATA, r);
+    curl_easy_setopt(e, CURLOPT_SEEKDATA, r);
     /* Streams hold a transfer open for minutes and their events are small:
      * a 4 KB receive buffer instead of curl's 16 KB keeps thousands of open
      * streams affordable (5,000: 20 MB); whole answers keep the default,
      * fewer reads. 1 KB took a read and a poll per KB of a burst: the
      * bench's tool-call stream (5 KB at once) cost 5 of each, and 4 KB
      * measured 6% less CPU per request. */
-    if (r->ctx_live && r->ctx.stream)
-        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 4096L);
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_curl_open);
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, w);
-    curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_curl_close);
-    curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, w);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE,
+                     r->ctx_live && r->ctx.stream ? 4096L : (long)CURL_MAX_WRITE_SIZE);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, rt->connect_timeout_ms);
-    if (rt->total_timeout_ms)
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rt->total_timeout_ms);
-    if (!strcmp(method, "POST")) {
-        size_t total = up_body_len(r);
-        curl_easy_setopt(e, CURLOPT_POST, 1L);
-        if (r->up.tools) {
-            r->up.pos = 0;
-            curl_easy_setopt(e, CURLOPT_READFUNCTION, on_upstream_read);
-            curl_easy_setopt(e, CURLOPT_READDATA, r);
-            curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_upstream_seek);
-            curl_easy_setopt(e, CURLOPT_SEEKDATA, r);
-        } else {
-            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up.body.data ? r->up.body.data : "");
-        }
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)total);
-        /* curl copies a body past 64 KB through its upload buffer, 64 KB a
-         * send; an agent's 200 KB request then takes one send, not four.
-         * The buffer lives only for the transfer. */
-        size_t ul = total < (512u << 10) ? total : (512u << 10);
-        if (!r->ctx.stream && ul > 64 * 1024)  /* streams keep theirs as long as they run */
-            curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, (long)ul);
-        else
-            curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 64 * 1024L);
-    } else if (!strcmp(method, "GET")) {
-        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    } else {
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-        if (r->up.body.len) {
-            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up.body.data);
-            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->up.body.len);
-        }
-    }
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rt->total_timeout_ms);  /* 0: none */
+    set_method(r, e, method);
     r->up.easy = e;
     r->up.running = true;
     r->up.t_start = now_us();
@@ -447,8 +476,10 @@ void stop_upstream(tg_req *r)
         return;
     worker *w = r->w;
     curl_multi_remove_handle(w->multi, r->up.easy);
-    if (w->n_spare < (int)(sizeof w->spare / sizeof w->spare[0])) {
-        curl_easy_reset(r->up.easy);
+    /* A handle whose transfer curl finished is kept as it is: the next
+     * round sets what is its own (easy_new). One cut short (the client
+     * went, a timeout, a pause) may hold state of its transfer: it goes. */
+    if (!r->up.running && !r->up.paused && w->n_spare < (int)(sizeof w->spare / sizeof w->spare[0])) {
         w->spare[w->n_spare++] = r->up.easy;
     } else {
         curl_easy_cleanup(r->up.easy);
@@ -806,6 +837,7 @@ void check_curl_done(worker *w)
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
         CURLcode rc = m->data.result;
         r->up.result = rc;
+        r->up.running = false;  /* curl is done with the transfer */
         req_ref(r);
         stop_upstream(r);
         upstream_done(r);

@@ -277,6 +277,17 @@ direct=$(curl -s "$MOCK_URL/v1/models")
 st=$(tg_req "$B" GET /v1/models)
 expect_eq "GET /v1/models: 200" 200 "$st"
 expect_eq "GET /v1/models: upstream body untouched" "$direct" "$(cat "$B")"
+# A worker reuses its curl handles as the last round left them (proxy/
+# upstream.c): each request's method and body are its own, whatever came
+# before on the same handle (POST, GET, a body-less DELETE, in turns).
+seq_ok=0
+for i in 1 2 3 4 5 6; do
+    a=$(chat "$B" '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}')
+    b=$(tg_req "$B.g" GET /v1/models)
+    c=$(tg_req "$B.d" DELETE /v1/files/f-1)
+    [ "$a $b $(cat "$B.g")" = "200 200 $direct" ] && [ "$c" = 404 ] && seq_ok=$((seq_ok + 1))
+done
+expect_eq "POST, GET and DELETE in turns: each goes up with its own method and body" 6 "$seq_ok"
 mock_reset
 tg_req "$B" POST /v1/embeddings -H 'Content-Type: application/json' --data-binary '{"input":"x","model":"e"}' >/dev/null
 mock_last "$TG_TMP/last"
