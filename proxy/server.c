@@ -319,6 +319,7 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
     w->conf = tg_conf_ref(conf);
     w->curl_deadline_ms = -1;
     upstream_accept_encoding(w);
+    upstream_proxy_env(w);
     tg_random_init(&w->rng);
     w->listen_fd = open_listener(host, port, err, errlen);
     if (w->listen_fd < 0)
