@@ -14,7 +14,7 @@
 # default settings).
 #
 #   sh bench/profile.sh                  # toolcall row, BUILD=build
-#   PF_ROW=stream sh bench/profile.sh    # toolcall | stream | small
+#   PF_ROW=stream sh bench/profile.sh    # toolcall | stream | small | big100
 #   TG=/other/toolgate sh bench/profile.sh
 #
 # PF_TOOL=strace counts system calls per request instead (strace -c -f),
@@ -24,7 +24,9 @@
 # Prints `row=... requests=... instructions=... per_request=...` and keeps
 # the callgrind file (PF_OUT, default /tmp/toolgate-profile.<row>.cg) for
 # callgrind_annotate. Environment: BUILD, TG, MOCK, PF_ROW, PF_SECONDS (10),
-# PF_CONNS (4).
+# PF_CONNS (4), TG_SHARED (../shared: big100 posts its
+# corpus/requests/big-100.json, an agent's 184 KB request, to the JSON
+# upstream).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -123,7 +125,10 @@ case $ROW in
 toolcall) BODY=$TMP/toolstream.json URL=http://127.0.0.1:$TP/tcs/v1/chat/completions ;;
 stream) BODY=$TMP/stream.json URL=http://127.0.0.1:$TP/sse/v1/chat/completions ;;
 small) BODY=$TMP/small.json URL=http://127.0.0.1:$TP/v1/chat/completions ;;
-*) die "PF_ROW is toolcall, stream or small" ;;
+big100) BODY=${TG_SHARED:-$ROOT/../shared}/corpus/requests/big-100.json
+    URL=http://127.0.0.1:$TP/v1/chat/completions
+    [ -r "$BODY" ] || die "no $BODY (set TG_SHARED)" ;;
+*) die "PF_ROW is toolcall, stream, small or big100" ;;
 esac
 export BODY
 wrk -t1 -c"$CONNS" -d3s --timeout 10s -s bench/post.lua "$URL" > "$TMP/warm.out" 2>&1 < /dev/null

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void tg_buf_reserve(tg_buf *b, size_t extra)
+void tg_buf_grow(tg_buf *b, size_t extra)
 {
     if (extra > SIZE_MAX / 2 - b->len)
         tg_oom(SIZE_MAX);  /* no doubling reaches it */
@@ -22,15 +22,6 @@ void tg_buf_reserve(tg_buf *b, size_t extra)
         cap *= 2;
     b->data = tg_realloc(b->data, cap);
     b->cap = cap;
-    b->data[b->len] = '\0';
-}
-
-void tg_buf_append(tg_buf *b, const void *p, size_t n)
-{
-    tg_buf_reserve(b, n);
-    if (n)
-        memcpy(b->data + b->len, p, n);
-    b->len += n;
     b->data[b->len] = '\0';
 }
 

@@ -3,6 +3,7 @@
 #define TG_BUF_H
 
 #include <stddef.h>
+#include <string.h>
 
 typedef struct tg_buf {
     char *data;  /* malloc'd, always NUL-terminated when cap > 0 */
@@ -12,8 +13,23 @@ typedef struct tg_buf {
 
 /* Growing cannot fail (core/tg.h: out of memory aborts), so these return
  * nothing; the -1 that remains below means a real error. */
-void tg_buf_reserve(tg_buf *b, size_t extra);
-void tg_buf_append(tg_buf *b, const void *p, size_t n);
+/* Room for extra more bytes (and the NUL): the slow half of the two
+ * below, which inline the common case of a buffer that has the room (a
+ * tool-call stream appends some 250 times a request). */
+void tg_buf_grow(tg_buf *b, size_t extra);
+static inline void tg_buf_reserve(tg_buf *b, size_t extra)
+{
+    if (extra >= b->cap - b->len)  /* cap is 0 or at least len + 1 */
+        tg_buf_grow(b, extra);
+}
+static inline void tg_buf_append(tg_buf *b, const void *p, size_t n)
+{
+    tg_buf_reserve(b, n);
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
 void tg_buf_puts(tg_buf *b, const char *s);
 /* Append code point cp (at most U+10FFFF) encoded as UTF-8. */
 void tg_buf_put_utf8(tg_buf *b, unsigned long cp);

@@ -27,8 +27,16 @@ void tg_header_list_add_line(tg_header_list *l, const char *line, size_t n)
         l->v = tg_realloc(l->v, cap * sizeof *l->v);
         l->cap = cap;
     }
-    l->v[l->n].name = tg_strndup(line, (size_t)(colon - line));
-    l->v[l->n].value = tg_strndup(v, (size_t)(end - v));
+    /* name and value in one allocation (the value after the name's NUL):
+     * a response's ten headers cost ten mallocs, not twenty */
+    size_t nl = (size_t)(colon - line), vl = (size_t)(end - v);
+    char *p = tg_malloc(nl + vl + 2);
+    memcpy(p, line, nl);
+    p[nl] = '\0';
+    memcpy(p + nl + 1, v, vl);
+    p[nl + 1 + vl] = '\0';
+    l->v[l->n].name = p;
+    l->v[l->n].value = p + nl + 1;
     l->n++;
 }
 
@@ -42,10 +50,8 @@ const char *tg_header_get(const tg_header_list *l, const char *name)
 
 void tg_header_list_free(tg_header_list *l)
 {
-    for (size_t i = 0; i < l->n; i++) {
-        free(l->v[i].name);
-        free(l->v[i].value);
-    }
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].name);  /* the value lives in the same block */
     free(l->v);
     l->v = NULL;
     l->n = l->cap = 0;

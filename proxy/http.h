@@ -14,8 +14,8 @@
 #include "core/tg.h"
 
 typedef struct tg_header {
-    char *name;
-    char *value;
+    char *name;   /* owns the block */
+    char *value;  /* inside name's block: not freed on its own */
 } tg_header;
 
 typedef struct tg_header_list {

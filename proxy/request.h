@@ -111,7 +111,7 @@ typedef struct tg_req {
                                          discovery round may answer an error instead */
         bool paused;
         tg_buf resp;                  /* whole upstream body (non-stream) */
-        bool running;
+        bool running;                 /* the round is on the multi handle, unfinished */
         CURLcode result;
         bool timed_out;
         bool cut;                     /* the whole answer passed max_answer */
@@ -189,6 +189,8 @@ static inline tg_req *req_ref(tg_req *r)
     return r;
 }
 void req_unref(tg_req *r);
+/* Frees the memory of finished requests the worker kept for reuse. */
+void req_free_spares(worker *w);
 
 /* max_body_memory: every worker's bodies count against one budget, taken
  * before a byte is stored (false: over it) and given back when the body

@@ -318,6 +318,8 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
     w->body_bytes = &s->body_bytes;
     w->conf = tg_conf_ref(conf);
     w->curl_deadline_ms = -1;
+    upstream_accept_encoding(w);
+    upstream_proxy_env(w);
     tg_random_init(&w->rng);
     w->listen_fd = open_listener(host, port, err, errlen);
     if (w->listen_fd < 0)
@@ -382,6 +384,7 @@ static void worker_cleanup(worker *w)
     }
     while (w->n_spare)
         curl_easy_cleanup(w->spare[--w->n_spare]);
+    req_free_spares(w);
     if (w->embed_easy)
         curl_easy_cleanup(w->embed_easy);
     if (w->multi)

@@ -54,10 +54,30 @@ static void sse_start(tg_req *r)
     r->stream.sse.max_event = r->conf->max_event;
 }
 
-static bool header_is(const char *line, size_t n, const char *name)
+/* Headers the client must not receive from us as they are: framing and
+ * hop-by-hop ones (MHD writes its own), and the upstream's request id
+ * (ours goes out). Looked up by the name's length first: a response's
+ * ten headers took 110 string compares. */
+static bool header_held_back(const char *line, size_t n)
 {
-    size_t k = strlen(name);
-    return n > k && line[k] == ':' && !strncasecmp(line, name, k);
+    static const struct {
+        const char *name;
+        size_t len;
+    } held[] = {
+#define H(s) {s, sizeof s - 1}
+        H("content-length"), H("transfer-encoding"), H("content-encoding"), H("connection"),
+        H("keep-alive"), H("date"), H("proxy-connection"), H("upgrade"), H("trailer"), H("te"),
+        H("x-request-id"),
+#undef H
+    };
+    const char *colon = memchr(line, ':', n);
+    if (!colon)
+        return false;
+    size_t k = (size_t)(colon - line);
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+        if (held[i].len == k && !strncasecmp(line, held[i].name, k))
+            return true;
+    return false;
 }
 
 /* No retry or fallback once a stream has begun, so the client's raw body
@@ -142,13 +162,7 @@ static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *u
             on_upstream_headers_done(r);
         return n;
     }
-    /* Headers the client must not receive from us as they are. */
-    if (header_is(line, n, "content-length") || header_is(line, n, "transfer-encoding") ||
-        header_is(line, n, "content-encoding") || header_is(line, n, "connection") ||
-        header_is(line, n, "keep-alive") || header_is(line, n, "date") ||
-        header_is(line, n, "proxy-connection") || header_is(line, n, "upgrade") ||
-        header_is(line, n, "trailer") || header_is(line, n, "te") ||
-        header_is(line, n, "x-request-id"))
+    if (header_held_back(line, n))
         return n;
     tg_header_list_add_line(&r->up.hdrs, line, n);
     return n;
@@ -264,7 +278,67 @@ static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
         tg_buf_free(&t);
     }
     h = curl_slist_append(h, "Expect:");  /* no 100-continue round trip */
+    if (r->w->accept_encoding[0])
+        h = curl_slist_append(h, r->w->accept_encoding);
     return h;
+}
+
+/* curl looks a transfer's proxy up in the environment every time: five
+ * getenv a request (no_proxy, NO_PROXY, http_proxy, all_proxy, ALL_PROXY),
+ * 3,000 instructions. Read once here with curl's rules (an empty variable
+ * is unset; http never reads HTTP_PROXY, httpoxy; all_proxy is the
+ * fallback), and handed to curl as its options, which curl then applies
+ * exactly as it would the environment. toolgate never changes its
+ * environment, so what getenv returns stays valid. */
+static const char *env_first(const char *const *names)
+{
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        if (v && *v)
+            return v;
+    }
+    return NULL;
+}
+
+void upstream_proxy_env(worker *w)
+{
+    static const char *const no[] = {"no_proxy", "NO_PROXY", NULL};
+    static const char *const http[] = {"http_proxy", "all_proxy", "ALL_PROXY", NULL};
+    static const char *const https[] = {"https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+                                        NULL};
+    w->no_proxy = env_first(no);
+    w->http_proxy = env_first(http);
+    w->https_proxy = env_first(https);
+}
+
+/* "" for none: curl then reads no environment either */
+static void set_proxy(tg_req *r, CURL *e)
+{
+    worker *w = r->w;
+    const char *p = !strncmp(r->up.url, "https://", 8) ? w->https_proxy : w->http_proxy;
+    curl_easy_setopt(e, CURLOPT_PROXY, p ? p : "");
+    curl_easy_setopt(e, CURLOPT_NOPROXY, w->no_proxy ? w->no_proxy : "");
+}
+
+/* The Accept-Encoding curl would send for CURLOPT_ACCEPT_ENCODING "" (every
+ * encoding it decodes, in its order), written once per worker. Sent as one
+ * of our headers, curl still decodes (the option stays set) but no longer
+ * formats the header twice a request, a byte at a time (5,000
+ * instructions). Empty when curl decodes nothing: curl's own then. */
+void upstream_accept_encoding(worker *w)
+{
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    tg_buf b = {0};
+    if (v->features & CURL_VERSION_LIBZ)
+        tg_buf_puts(&b, ", deflate, gzip");
+    if (v->features & CURL_VERSION_BROTLI)
+        tg_buf_puts(&b, ", br");
+    if (v->features & CURL_VERSION_ZSTD)
+        tg_buf_puts(&b, ", zstd");
+    w->accept_encoding[0] = '\0';
+    if (b.len)
+        snprintf(w->accept_encoding, sizeof w->accept_encoding, "Accept-Encoding: %s", b.data + 2);
+    tg_buf_free(&b);
 }
 
 /* The upstream body in pieces: an agent's tool list (hundreds of KB, the
@@ -308,11 +382,85 @@ static int on_upstream_seek(void *userp, curl_off_t offset, int origin)
     return CURL_SEEKFUNC_OK;
 }
 
+/* What every round of a worker sets alike, once per easy handle: a
+ * finished round's handle goes back to the worker's spares as it is (no
+ * curl_easy_reset, which cost 3,300 instructions a request and made every
+ * option below be set again), and start_upstream sets only what differs
+ * between rounds, each of those every time. */
+static CURL *easy_new(worker *w)
+{
+    CURL *e = curl_easy_init();
+    if (!e)
+        return NULL;
+    /* the path was checked for dot segments (refuse_on_headers): curl
+     * must not resolve any it would find in the route's base URL either */
+    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_upstream_header);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_upstream_data);
+    curl_easy_setopt(e, CURLOPT_READFUNCTION, on_upstream_read);
+    curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_upstream_seek);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  /* decoded bytes count (max_answer) */
+    /* an upstream's 3xx goes to the client as it came: followed, it
+     * would take the request (and the route's key) where it names */
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_curl_open);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, w);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_curl_close);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, w);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    return e;
+}
+
+/* The request's method and body: a spare handle still holds the last
+ * round's, so each branch sets every one of them. */
+static void set_method(tg_req *r, CURL *e, const char *method)
+{
+    if (!strcmp(method, "POST")) {
+        size_t total = up_body_len(r);
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, NULL);
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        if (r->up.tools) {  /* read in pieces (on_upstream_read) */
+            r->up.pos = 0;
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, NULL);
+        } else {
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up.body.data ? r->up.body.data : "");
+        }
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)total);
+        /* curl copies a body past 64 KB through its upload buffer, 64 KB a
+         * send; an agent's 200 KB request then takes one send, not four.
+         * The buffer lives only for the transfer. */
+        size_t ul = total < (512u << 10) ? total : (512u << 10);
+        if (!r->ctx.stream && ul > 64 * 1024)  /* streams keep theirs as long as they run */
+            curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, (long)ul);
+        else
+            curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 64 * 1024L);
+        return;
+    }
+    /* GET, and the start of any other: no body unless one is set below
+     * (HTTPGET last: setting POSTFIELDS, even to NULL, makes it a POST) */
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, NULL);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
+    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 64 * 1024L);
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    if (!strcmp(method, "GET")) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, NULL);
+        return;
+    }
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    if (r->up.body.len) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up.body.data);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->up.body.len);
+    }
+}
+
 int start_upstream(tg_req *r, const char *url, const char *method)
 {
     worker *w = r->w;
     const tg_route *rt = r->route;
-    CURL *e = w->n_spare ? w->spare[--w->n_spare] : curl_easy_init();
+    CURL *e = w->n_spare ? w->spare[--w->n_spare] : easy_new(w);
     if (!e)
         return -1;
     char *u = tg_strdup(url);  /* url may be r->up.url itself (another round) */
@@ -327,68 +475,24 @@ int start_upstream(tg_req *r, const char *url, const char *method)
     if (!r->up.headers)
         r->up.headers = build_upstream_headers(r, r->prep.is_chat);
     curl_easy_setopt(e, CURLOPT_URL, r->up.url);
-    /* the path was checked for dot segments (refuse_on_headers): curl
-     * must not resolve any it would find in the route's base URL either */
-    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+    set_proxy(r, e);
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->up.headers);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_upstream_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_upstream_data);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  /* decoded bytes count (max_answer) */
-    /* an upstream's 3xx goes to the client as it came: followed, it
-     * would take the request (and the route's key) where it names */
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_READDATA, r);
+    curl_easy_setopt(e, CURLOPT_SEEKDATA, r);
     /* Streams hold a transfer open for minutes and their events are small:
      * a 4 KB receive buffer instead of curl's 16 KB keeps thousands of open
      * streams affordable (5,000: 20 MB); whole answers keep the default,
      * fewer reads. 1 KB took a read and a poll per KB of a burst: the
      * bench's tool-call stream (5 KB at once) cost 5 of each, and 4 KB
      * measured 6% less CPU per request. */
-    if (r->ctx_live && r->ctx.stream)
-        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 4096L);
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_curl_open);
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, w);
-    curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_curl_close);
-    curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, w);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE,
+                     r->ctx_live && r->ctx.stream ? 4096L : (long)CURL_MAX_WRITE_SIZE);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, rt->connect_timeout_ms);
-    if (rt->total_timeout_ms)
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rt->total_timeout_ms);
-    if (!strcmp(method, "POST")) {
-        size_t total = up_body_len(r);
-        curl_easy_setopt(e, CURLOPT_POST, 1L);
-        if (r->up.tools) {
-            r->up.pos = 0;
-            curl_easy_setopt(e, CURLOPT_READFUNCTION, on_upstream_read);
-            curl_easy_setopt(e, CURLOPT_READDATA, r);
-            curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_upstream_seek);
-            curl_easy_setopt(e, CURLOPT_SEEKDATA, r);
-        } else {
-            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up.body.data ? r->up.body.data : "");
-        }
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)total);
-        /* curl copies a body past 64 KB through its upload buffer, 64 KB a
-         * send; an agent's 200 KB request then takes one send, not four.
-         * The buffer lives only for the transfer. */
-        size_t ul = total < (512u << 10) ? total : (512u << 10);
-        if (!r->ctx.stream && ul > 64 * 1024)  /* streams keep theirs as long as they run */
-            curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, (long)ul);
-        else
-            curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 64 * 1024L);
-    } else if (!strcmp(method, "GET")) {
-        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    } else {
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-        if (r->up.body.len) {
-            curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->up.body.data);
-            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->up.body.len);
-        }
-    }
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rt->total_timeout_ms);  /* 0: none */
+    set_method(r, e, method);
     r->up.easy = e;
     r->up.running = true;
     r->up.t_start = now_us();
@@ -410,8 +514,10 @@ void stop_upstream(tg_req *r)
         return;
     worker *w = r->w;
     curl_multi_remove_handle(w->multi, r->up.easy);
-    if (w->n_spare < (int)(sizeof w->spare / sizeof w->spare[0])) {
-        curl_easy_reset(r->up.easy);
+    /* A handle whose transfer curl finished is kept as it is: the next
+     * round sets what is its own (easy_new). One cut short (the client
+     * went, a timeout, a pause) may hold state of its transfer: it goes. */
+    if (!r->up.running && !r->up.paused && w->n_spare < (int)(sizeof w->spare / sizeof w->spare[0])) {
         w->spare[w->n_spare++] = r->up.easy;
     } else {
         curl_easy_cleanup(r->up.easy);
@@ -769,6 +875,7 @@ void check_curl_done(worker *w)
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
         CURLcode rc = m->data.result;
         r->up.result = rc;
+        r->up.running = false;  /* curl is done with the transfer */
         req_ref(r);
         stop_upstream(r);
         upstream_done(r);

@@ -13,6 +13,10 @@ int start_upstream(tg_req *r, const char *url, const char *method);
 /* Takes the round off the multi handle (its easy handle kept for reuse)
  * and drops its reference. Nothing when no round runs. */
 void stop_upstream(tg_req *r);
+/* w->accept_encoding, once at the worker's start. */
+void upstream_accept_encoding(worker *w);
+/* w's proxy settings from the environment, once at the worker's start. */
+void upstream_proxy_env(worker *w);
 /* A paused stream's upstream goes on once the client has read enough. */
 void maybe_unpause(tg_req *r);
 

@@ -82,6 +82,12 @@ struct worker {
     CURL *spare[64];              /* reset easy handles, reused: creating one
                                      costs more than a whole small request */
     int n_spare;
+    char accept_encoding[48];     /* "Accept-Encoding: ..." sent upstream (upstream.c) */
+    const char *http_proxy;       /* the proxy environment as curl reads it, */
+    const char *https_proxy;      /* once (upstream_proxy_env): NULL when unset */
+    const char *no_proxy;
+    struct tg_req *free_reqs;     /* finished requests' memory, reused (request.c) */
+    int n_free_reqs;
     tg_random rng;                /* ids (request ids, Responses and items) */
     uint8_t *upfd;                /* per upstream socket: UPFD_* bits */
     size_t n_upfd;

@@ -282,13 +282,43 @@ static size_t jp_key(jptr *p, const char *key)
     return old;
 }
 
+/* i in decimal at dst (room for 20 digits), its length returned: the
+ * walk names every message it passes, and snprintf cost a thousand
+ * instructions a name (three a message). */
+static size_t put_index(char *dst, size_t i)
+{
+    char t[24];
+    size_t n = 0;
+    do {
+        t[n++] = (char)('0' + i % 10);
+        i /= 10;
+    } while (i);
+    for (size_t k = 0; k < n; k++)
+        dst[k] = t[n - 1 - k];
+    return n;
+}
+
 static size_t jp_idx(jptr *p, size_t i)
 {
     size_t old = p->n;
-    int w = snprintf(p->s + p->n, sizeof p->s - p->n, "/%zu", i);
-    if (w > 0)
-        p->n += (size_t)w < sizeof p->s - p->n ? (size_t)w : sizeof p->s - p->n - 1;
+    char t[24];
+    t[0] = '/';
+    size_t w = 1 + put_index(t + 1, i);
+    if (w > sizeof p->s - p->n - 1)
+        w = sizeof p->s - p->n - 1;
+    memcpy(p->s + p->n, t, w);
+    p->n += w;
+    p->s[p->n] = '\0';
     return old;
+}
+
+/* "messages[i]" into where (40 bytes) */
+static void message_where(char *where, size_t i)
+{
+    memcpy(where, "messages[", 9);
+    size_t n = 9 + put_index(where + 9, i);
+    where[n] = ']';
+    where[n + 1] = '\0';
 }
 
 static void jp_pop(jptr *p, size_t n)
@@ -1057,7 +1087,7 @@ static void pair_tool_calls(walk *w, json_t *body)
     size_t n_in = json_array_size(msgs);
     for (size_t i = 0; i < n_in; i++) {
         json_t *msg = json_array_get(msgs, i);
-        snprintf(where, sizeof where, "messages[%zu]", i);
+        message_where(where, i);
         jp_pop(&w->ptr, 0);
         jp_key(&w->ptr, "messages");
         jp_idx(&w->ptr, i);
@@ -1086,7 +1116,7 @@ static void pair_tool_calls(walk *w, json_t *body)
         }
         json_array_append(out, msg);
     }
-    snprintf(where, sizeof where, "messages[%zu]", n_in);
+    message_where(where, n_in);
     close_open_calls(w, out, open);
     if (json_array_size(out) != n_in)
         json_object_set(body, "messages", out);
@@ -1109,7 +1139,7 @@ static void mark_prefix(walk *w, json_t *out)
         json_object_get(last, "tool_calls") || json_is_true(json_object_get(last, "prefix")))
         return;
     char where[40];  /* an upstream index: this message is the last one sent */
-    snprintf(where, sizeof where, "messages[%zu]", json_array_size(out) - 1);
+    message_where(where, json_array_size(out) - 1);
     w->where = where;
     jp_pop(&w->ptr, 0);
     jp_key(&w->ptr, "messages");
@@ -1159,7 +1189,7 @@ static void walk_messages(walk *w, json_t *body)
     w->where = where;
     for (size_t i = 0; i < json_array_size(msgs); i++) {
         json_t *msg = json_array_get(msgs, i);
-        snprintf(where, sizeof where, "messages[%zu]", i);
+        message_where(where, i);
         jp_pop(&w->ptr, 0);
         jp_key(&w->ptr, "messages");
         jp_idx(&w->ptr, i);

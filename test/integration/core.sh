@@ -277,6 +277,52 @@ direct=$(curl -s "$MOCK_URL/v1/models")
 st=$(tg_req "$B" GET /v1/models)
 expect_eq "GET /v1/models: 200" 200 "$st"
 expect_eq "GET /v1/models: upstream body untouched" "$direct" "$(cat "$B")"
+# A worker reuses its curl handles as the last round left them (proxy/
+# upstream.c): each request's method and body are its own, whatever came
+# before on the same handle (POST, GET, a body-less DELETE, in turns).
+seq_ok=0
+for i in 1 2 3 4 5 6; do
+    a=$(chat "$B" '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}')
+    b=$(tg_req "$B.g" GET /v1/models)
+    c=$(tg_req "$B.d" DELETE /v1/files/f-1)
+    [ "$a $b $(cat "$B.g")" = "200 200 $direct" ] && [ "$c" = 404 ] && seq_ok=$((seq_ok + 1))
+done
+expect_eq "POST, GET and DELETE in turns: each goes up with its own method and body" 6 "$seq_ok"
+
+# The proxy environment, read once per worker (proxy/upstream.c), keeps
+# curl's rules: http_proxy (here the mock, which sees the absolute URL),
+# all_proxy as the fallback, no_proxy past both, never HTTP_PROXY for http.
+PXPORT=$(free_port)
+PXCONF="$TG_TMP/proxyenv.conf"
+{
+    conf_server "$PXPORT"
+    printf '[route far]\nmodels = *\nupstream = http://upstream.invalid:9/v1\ndialect = openai\nconnect_timeout = 2s\n\n'
+} >"$PXCONF"
+proxied() { # ENV...: the status of a chat through toolgate started with ENV, then the mock's path
+    mock_reset
+    SAVE_PID=$TG_PID SAVE_URL=$TG_URL SAVE_CONF=$TG_CONF
+    TG_PID=
+    env "$@" "$TG_BIN" serve -c "$PXCONF" >>"$TG_TMP/proxyenv.log" 2>&1 &
+    TG_PID=$!
+    TG_URL="http://127.0.0.1:$PXPORT"
+    _i=0
+    while [ $_i -lt 200 ] && [ "$(curl -s -o /dev/null -m 1 -w '%{http_code}' "$TG_URL/readyz")" != 200 ]; do
+        sleep 0.05; _i=$((_i + 1))
+    done
+    printf '%s %s' "$(chat "$B.px" '{"model":"m","messages":[{"role":"user","content":"hi"}]}')" \
+        "$(curl -s -m 5 "$MOCK_URL/_last" | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("path", "-"))' 2>/dev/null)"
+    stop_pid "$TG_PID" 20
+    TG_PID=$SAVE_PID TG_URL=$SAVE_URL TG_CONF=$SAVE_CONF
+}
+expect_eq "http_proxy: the upstream is reached through the proxy" \
+    "200 http://upstream.invalid:9/v1/chat/completions" "$(proxied http_proxy="$MOCK_URL" no_proxy=127.0.0.1)"
+expect_eq "ALL_PROXY with the upstream in no_proxy: no proxy (the host does not resolve: 502)" \
+    502 "$(proxied ALL_PROXY="$MOCK_URL" no_proxy=127.0.0.1,upstream.invalid | cut -d' ' -f1)"
+expect_eq "HTTP_PROXY is not read for http (curl's httpoxy rule): no proxy" \
+    502 "$(proxied HTTP_PROXY="$MOCK_URL" | cut -d' ' -f1)"
+expect_eq "all_proxy serves http when http_proxy is unset" \
+    "200 http://upstream.invalid:9/v1/chat/completions" "$(proxied all_proxy="$MOCK_URL" NO_PROXY=127.0.0.1)"
+sanitizer_clean "toolgate (proxy environment)" "$TG_TMP/proxyenv.log"
 mock_reset
 tg_req "$B" POST /v1/embeddings -H 'Content-Type: application/json' --data-binary '{"input":"x","model":"e"}' >/dev/null
 mock_last "$TG_TMP/last"
@@ -287,7 +333,7 @@ expect_eq "passthrough body untouched" '{"input":"x","model":"e"}' "$(json_get "
 mock_reset
 chat "$B" '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}' \
     -H 'Authorization: Bearer client-key' -H 'X-Foo: bar' -H 'Keep-Alive: timeout=5' \
-    -H 'Connection: keep-alive' -H 'OpenAI-Organization: org-1' >/dev/null
+    -H 'Connection: keep-alive' -H 'OpenAI-Organization: org-1' -H 'Accept-Encoding: identity' >/dev/null
 mock_last "$TG_TMP/last"
 expect_eq "api_key route: Authorization replaced (\${VAR} expanded)" "Bearer sk-route-key" "$(json_get "$TG_TMP/last" headers.authorization)"
 expect_eq "X-Foo (not on the allow-list, not in forward_headers) stays with toolgate" "" \
@@ -302,6 +348,10 @@ if json_get "$TG_TMP/last" headers.connection >/dev/null || json_get "$TG_TMP/la
 else
     ok "hop-by-hop headers (Connection, Keep-Alive) not forwarded"
 fi
+# toolgate writes curl's Accept-Encoding itself (proxy/upstream.c): every
+# encoding curl decodes, once, whatever the client asked for
+expect_eq "Accept-Encoding upstream: what curl decodes, not the client's" \
+    "deflate, gzip, br, zstd" "$(json_get "$TG_TMP/last" headers.accept-encoding)"
 chat "$B" '{"model":"glob-a-1","messages":[{"role":"user","content":"hi"}]}' \
     -H 'Authorization: Bearer client-key' -H 'X-Request-Id: req-it-42' >/dev/null
 mock_last "$TG_TMP/last"
