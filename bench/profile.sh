@@ -17,9 +17,14 @@
 #   PF_ROW=stream sh bench/profile.sh    # toolcall | stream | small | big100
 #   TG=/other/toolgate sh bench/profile.sh
 #
-# PF_TOOL=strace counts system calls per request instead (strace -c -f),
-# PF_TOOL=none runs toolgate as it is (PF_PAUSE=S keeps it up S seconds
-# after the load, PF_KEEP=1 keeps the temp dir).
+# PF_TOOL=strace counts system calls per request instead (strace -c -f);
+# strace slows every call, which changes the pattern (the upstream has
+# always answered by the time curl looks right after sending). PF_TOOL=perf
+# counts them with the kernel's syscall tracepoints (perf stat -p, no
+# slowdown) over the measured run only, and adds toolgate's user and
+# system CPU per request (/proc/PID/stat). PF_TOOL=none runs toolgate as it
+# is (PF_PAUSE=S keeps it up S seconds after the load, PF_KEEP=1 keeps the
+# temp dir).
 #
 # Prints `row=... requests=... instructions=... per_request=...` and keeps
 # the callgrind file (PF_OUT, default /tmp/toolgate-profile.<row>.cg) for
@@ -46,16 +51,17 @@ done
 case $TOOL in
 callgrind) for t in valgrind callgrind_control; do command -v $t > /dev/null || die "needs $t"; done ;;
 strace) command -v strace > /dev/null || die "needs strace" ;;
+perf) command -v perf > /dev/null || die "needs perf (Debian: linux-perf)" ;;
 none) ;;
-*) die "PF_TOOL is callgrind, strace or none" ;;
+*) die "PF_TOOL is callgrind, strace, perf or none" ;;
 esac
 [ -x "$TG" ] || die "no $TG"
 [ -x "$MOCK" ] || die "no $MOCK"
 TMP=$(mktemp -d /tmp/toolgate-profile.XXXXXX) || die mktemp
 chmod 755 "$TMP" # nginx workers run as nobody
-MOCK_PID= NGX_PID= TG_PID=
+MOCK_PID= NGX_PID= TG_PID= PERF_PID=
 cleanup() {
-    for p in $TG_PID $NGX_PID $MOCK_PID; do kill "$p" 2>/dev/null; done
+    for p in $PERF_PID $TG_PID $NGX_PID $MOCK_PID; do kill "$p" 2>/dev/null; done
     wait 2>/dev/null
     [ -n "${PF_KEEP:-}" ] || rm -rf "$TMP"
 }
@@ -110,7 +116,7 @@ max_conns_per_ip = 0
 
 EOF
 stream_routes >> "$TMP/toolgate.conf"
-if [ "$TOOL" = none ]; then
+if [ "$TOOL" = none ] || [ "$TOOL" = perf ]; then
     "$TG" serve -c "$TMP/toolgate.conf" > "$TMP/tg.out" 2> "$TMP/tg.err" &
 elif [ "$TOOL" = strace ]; then
     strace -f -c -o "$OUT" "$TG" serve -c "$TMP/toolgate.conf" > "$TMP/tg.out" 2> "$TMP/tg.err" &
@@ -138,7 +144,25 @@ else
     W=0
     callgrind_control -z "$TG_PID" > /dev/null 2>&1 || die "callgrind_control -z"
 fi
+# utime + stime of a process, in clock ticks (fields 14, 15 of its stat)
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12, $13 }'; }
+if [ "$TOOL" = perf ]; then
+    EV=raw_syscalls:sys_enter
+    for c in recvfrom sendto sendmsg poll epoll_wait epoll_ctl read write writev; do
+        EV="$EV,syscalls:sys_enter_$c"
+    done
+    perf stat -x, -e "$EV" -o "$OUT" -p "$TG_PID" 2> "$TMP/perf.err" &
+    PERF_PID=$!
+    sleep 0.2
+    kill -0 "$PERF_PID" 2>/dev/null || die "perf stat: $(cat "$TMP/perf.err")"
+    T0=$(cpu_ticks "$TG_PID")
+fi
 wrk -t1 -c"$CONNS" -d"${SECS}s" --timeout 10s -s bench/post.lua "$URL" > "$TMP/wrk.out" 2>&1 < /dev/null
+if [ "$TOOL" = perf ]; then
+    T1=$(cpu_ticks "$TG_PID")
+    kill -INT "$PERF_PID"
+    wait "$PERF_PID" 2>/dev/null
+fi
 [ -n "${PF_PAUSE:-}" ] && sleep "$PF_PAUSE"
 sleep 1 # the requests wrk left in flight finish
 RES=$(grep '^RESULT' "$TMP/wrk.out") || die "wrk: $(cat "$TMP/wrk.out")"
@@ -155,6 +179,16 @@ E=$(echo "$RES" | sed 's/.*errors=\([0-9]*\) non2xx=\([0-9]*\).*/\1+\2/')
 [ "$N" -gt 0 ] || die "no requests: $RES"
 if [ "$TOOL" = none ]; then
     echo "row=$ROW $RES"
+    exit 0
+elif [ "$TOOL" = perf ]; then
+    # the counts and ticks span wrk's run (plus its start and the requests
+    # it left in flight: below 1% at the default settings)
+    echo "row=$ROW requests=$N system calls per request (all = every kind):"
+    awk -F, -v n="$N" '$1 ~ /^[0-9]+$/ { k = $3; sub(/.*:sys_enter_?/, "", k);
+        printf "%8.2f %s\n", $1 / n, k == "" ? "all" : k }' "$OUT"
+    HZ=$(getconf CLK_TCK)
+    echo "$T0 $T1" | awk -v n="$N" -v hz="$HZ" '{ printf "CPU per request: user %.1f us, system %.1f us\n",
+        ($3 - $1) * 1e6 / hz / n, ($4 - $2) * 1e6 / hz / n }'
     exit 0
 elif [ "$TOOL" = strace ]; then
     N=$((N + W))
