@@ -76,6 +76,8 @@ static void on_line(tg_sse *p, const char *s, size_t n)
 static const char *find_eol(const char *s, const char *end)
 {
     const char *lf = memchr(s, '\n', (size_t)(end - s));
+    if (lf == s)
+        return lf;  /* the blank line that ends an event */
     const char *cr = memchr(s, '\r', (size_t)((lf ? lf : end) - s));
     return cr ? cr : lf;
 }

@@ -61,19 +61,37 @@ static bool eat(scan *s, char c)
     return false;
 }
 
+/* Bytes a plain string runs over: printable ASCII but the quote and the
+ * backslash. One load a byte instead of four compares (plain_string read
+ * every key and envelope value of the events it scans). */
+static const unsigned char plain_byte[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
 /* A key or envelope string: printable ASCII, no escape. */
 static bool plain_string(scan *s, const char **v, size_t *n)
 {
     if (!eat(s, '"'))
         return false;
     const char *b = s->p;
-    while (s->p < s->e && *s->p != '"') {
-        unsigned char c = (unsigned char)*s->p;
-        if (c < 0x20 || c >= 0x7f || c == '\\')
-            return false;
+    while (s->p < s->e && plain_byte[(unsigned char)*s->p])
         s->p++;
-    }
-    if (s->p >= s->e)
+    if (s->p >= s->e || *s->p != '"')
         return false;
     *v = b;
     *n = (size_t)(s->p - b);
