@@ -133,6 +133,7 @@ struct tg_stream {
                          (last_chunk), most streams never do */
     tg_frag_env env[TG_FRAG_ENV];  /* first's envelope as tg_scan_event read */
     int nenv;                      /* it (strings point into first.data), */
+    size_t env_end;                /* its bytes' length in first, */
     bool env_ok;                   /* when relay_event kept it */
     bool r12;
     bool keep_content;
@@ -1218,12 +1219,23 @@ static const char *find(const char *s, const char *e, const char *needle)
     return NULL;
 }
 
+/* The envelope relay_event kept, for the next scan to compare its bytes
+ * with instead of reading them again (tg_frag_pre). */
+static const tg_frag_pre *kept_envelope(const tg_stream *s, tg_frag_pre *pre)
+{
+    if (!s->env_ok)
+        return NULL;
+    *pre = (tg_frag_pre){s->first.data, s->env_end, s->env, s->nenv};
+    return pre;
+}
+
 static bool live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
     if (s->ctx->legacy_functions || s->hold || !(s->env_ok || last_chunk(s)))
         return false;
     tg_buf_reset(&s->scratch);
-    tg_frag f = {.args = &s->scratch};
+    tg_frag_pre pre;
+    tg_frag f = {.args = &s->scratch, .pre = kept_envelope(s, &pre)};
     if (!same_shape(s, data, len, &f)) {
         tg_buf_reset(&s->scratch);
         /* no "tool_calls" key (the finish, text behind the call): no scan */
@@ -1269,6 +1281,7 @@ static void keep_last_raw(tg_stream *s, const char *data, size_t len, const tg_f
             s->env[i].str = s->first.data + (f->env[i].str - data);
     }
     s->nenv = f->nenv;
+    s->env_end = f->env_end;
     s->env_ok = true;
     s->shape_ok = false;  /* checked against the chunk before */
 }
@@ -1415,7 +1428,8 @@ static bool relay_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
         if (s->ch[i].deferred[0])
             return false;
     tg_buf_reset(&s->scratch);
-    tg_frag f = {.args = &s->scratch};
+    tg_frag_pre pre;
+    tg_frag f = {.args = &s->scratch, .pre = kept_envelope(s, &pre)};
     if (!tg_scan_event(data, len, &f))
         return false;
     bool object = false;

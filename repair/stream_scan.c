@@ -328,6 +328,24 @@ static bool env_pair(scan *s, const char *k, size_t n, tg_frag *f)
     return plain_string(s, &v->str, &v->len);
 }
 
+/* The envelope read before (tg_frag_pre) when the event starts with its
+ * bytes: f's envelope is then its, with the strings in this event, and
+ * the scan goes on at the "choices" key. */
+static bool known_envelope(scan *s, tg_frag *f)
+{
+    const tg_frag_pre *pre = f->pre;
+    if (!pre || !pre->len || (size_t)(s->e - s->p) < pre->len || memcmp(s->p, pre->bytes, pre->len))
+        return false;
+    for (int i = 0; i < pre->nenv; i++) {
+        f->env[i] = pre->env[i];
+        if (pre->env[i].str)
+            f->env[i].str = s->p + (pre->env[i].str - pre->bytes);
+    }
+    f->nenv = pre->nenv;
+    s->p += pre->len;
+    return true;
+}
+
 bool tg_scan_fragment(const char *d, size_t len, tg_frag *f)
 {
     scan s = {d, d + len, d, false};
@@ -335,7 +353,7 @@ bool tg_scan_fragment(const char *d, size_t len, tg_frag *f)
     f->nenv = 0;
     f->choice = -1;
     f->index = -1;
-    if (!eat(&s, '{'))
+    if (!known_envelope(&s, f) && !eat(&s, '{'))
         return false;
     do {
         const char *k;
@@ -397,11 +415,12 @@ bool tg_scan_event(const char *d, size_t len, tg_frag *f)
     f->id = f->name = f->finish = NULL;
     f->id_len = f->name_len = f->finish_len = 0;
     f->call = false;
-    if (!LIT(&s, "{"))
+    if (!known_envelope(&s, f) && !LIT(&s, "{"))
         return false;
     for (;;) {  /* the envelope, then choices last */
         const char *k;
         size_t n;
+        f->env_end = (size_t)(s.p - d);
         if (!key(&s, &k, &n))
             return false;
         if (KEY_IS(k, n, "choices"))
