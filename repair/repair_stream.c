@@ -149,7 +149,9 @@ struct tg_stream {
     json_t *usage_sum;    /* usage of the rounds before (discovery) */
     unsigned rounds;      /* upstream rounds finished before this one */
     char own_id[40];      /* chunk id when upstream sent no chunk (R27) */
-    json_t *live_tools;   /* {upstream name: true|false}: relayed live? */
+    char *live_name;      /* the tool tool_is_live answered last, */
+    bool live_last;       /* its answer (most streams call one tool), */
+    json_t *live_tools;   /* and the others': {upstream name: true|false} */
     struct timespec last_out;  /* when the agent last got bytes */
     long keepalive_ms;    /* TG_KEEPALIVE_MS, or what tg_stream_set_keepalive set */
     const char *fail_code, *fail_msg;  /* tg_stream_fail's, for send_truncated */
@@ -361,20 +363,30 @@ static json_t *call_json(const scall *k)
 /* --- live calls ---------------------------------------------------------- */
 
 /* Is a call of upstream tool `name` relayed live? Decided once per tool
- * and stream: the rewrite is the identity and no schema rule applies. */
+ * and stream: the rewrite is the identity and no schema rule applies. The
+ * last answer is kept beside the map, which a stream of one tool (most)
+ * then never makes. */
 static bool tool_is_live(tg_stream *s, const char *name)
 {
     tg_ctx *ctx = s->ctx;
     if (!tg_rr_on(ctx, TG_RR_STREAM_ARGS) || !name)
         return false;
+    if (s->live_name && !strcmp(s->live_name, name))
+        return s->live_last;
     const json_t *known = json_object_get(s->live_tools, name);
-    if (known)
-        return json_is_true(known);
-    bool live = !strcmp(tg_schema_agent_name(ctx, name), name) && tg_rr_tool_peek(ctx, name) &&
-                !json_object_get(ctx->arg_inverse, name) && !tg_rr_schema_repairs(ctx, name);
-    if (!s->live_tools)
-        s->live_tools = json_object();
-    json_object_set_new(s->live_tools, name, json_boolean(live));
+    bool live = known ? json_is_true(known)
+                      : !strcmp(tg_schema_agent_name(ctx, name), name) &&
+                            tg_rr_tool_peek(ctx, name) &&
+                            !json_object_get(ctx->arg_inverse, name) &&
+                            !tg_rr_schema_repairs(ctx, name);
+    if (s->live_name) {
+        if (!s->live_tools)
+            s->live_tools = json_object();
+        json_object_set_new(s->live_tools, s->live_name, json_boolean(s->live_last));
+        free(s->live_name);
+    }
+    s->live_name = tg_strdup(name);
+    s->live_last = live;
     return live;
 }
 
@@ -2081,5 +2093,6 @@ void tg_stream_free(tg_stream *s)
     json_decref(s->held_usage);
     json_decref(s->usage_sum);
     json_decref(s->live_tools);
+    free(s->live_name);
     free(s);
 }
