@@ -1,6 +1,8 @@
 /* sse.c -- incremental SSE parser (see sse.h). Work is per line: bytes are
  * scanned with memchr for the next line end, a line is only copied when it
- * straddles two reads, and fields other than data/event are ignored.
+ * straddles two reads, and fields other than data/event are ignored. An
+ * event's one data line is not copied either while it is in the bytes
+ * being fed (pend): most events are one line that ends in the same read.
  * max_event bounds both things an upstream can make it keep: an unfinished
  * line and the data of an unfinished event. Past it the parser lets go of
  * both and takes no more input, so it never holds more than max_event
@@ -24,16 +26,30 @@ void tg_sse_init(tg_sse *p, tg_sse_event_fn on_event, tg_sse_comment_fn on_comme
 
 static void dispatch(tg_sse *p)
 {
-    if (p->has_data)
-        p->on_event(p->user, p->event.len ? p->event.data : NULL,
-                    p->data.data ? p->data.data : "", p->data.len);
-    tg_buf_reset(&p->data);
-    tg_buf_reset(&p->event);
+    const char *ev = p->event.len ? p->event.data : NULL;
+    if (p->pend)
+        p->on_event(p->user, ev, p->pend, p->pend_len);
+    else if (p->has_data)
+        p->on_event(p->user, ev, p->data.data ? p->data.data : "", p->data.len);
+    p->pend = NULL;
+    if (p->data.len)
+        tg_buf_reset(&p->data);
+    if (p->event.len)
+        tg_buf_reset(&p->event);
     p->has_data = false;
 }
 
-/* One whole line, without its terminator. */
-static void on_line(tg_sse *p, const char *s, size_t n)
+/* The pending data line goes into data: its bytes are about to go. */
+static void keep_pending(tg_sse *p)
+{
+    if (p->pend)
+        tg_buf_append(&p->data, p->pend, p->pend_len);
+    p->pend = NULL;
+}
+
+/* One whole line, without its terminator; fed: it is in the bytes being
+ * fed (not the parser's own copy of a line split over two reads). */
+static void on_line(tg_sse *p, const char *s, size_t n, bool fed)
 {
     if (p->max_event && n > p->max_event + LINE_SLACK) {
         p->overflow = true;
@@ -57,10 +73,18 @@ static void on_line(tg_sse *p, const char *s, size_t n)
         vlen--;
     }
     if (flen == 4 && memcmp(s, "data", 4) == 0) {
-        if (p->max_event && p->data.len + (p->has_data ? 1 : 0) + vlen > p->max_event) {
+        size_t held = p->pend ? p->pend_len : p->data.len;
+        if (p->max_event && held + (p->has_data ? 1 : 0) + vlen > p->max_event) {
             p->overflow = true;
             return;
         }
+        if (!p->has_data && fed) {
+            p->pend = v;
+            p->pend_len = vlen;
+            p->has_data = true;
+            return;
+        }
+        keep_pending(p);
         if (p->has_data)
             tg_buf_append(&p->data, "\n", 1);
         tg_buf_append(&p->data, v, vlen);
@@ -76,6 +100,8 @@ static void on_line(tg_sse *p, const char *s, size_t n)
 static const char *find_eol(const char *s, const char *end)
 {
     const char *lf = memchr(s, '\n', (size_t)(end - s));
+    if (lf == s)
+        return lf;  /* the blank line that ends an event */
     const char *cr = memchr(s, '\r', (size_t)((lf ? lf : end) - s));
     return cr ? cr : lf;
 }
@@ -86,6 +112,7 @@ static int overflowed(tg_sse *p)
     tg_buf_free(&p->line);
     tg_buf_free(&p->data);
     tg_buf_free(&p->event);
+    p->pend = NULL;
     p->has_data = false;
     return -1;
 }
@@ -109,10 +136,10 @@ int tg_sse_feed(tg_sse *p, const char *b, size_t n)
         }
         if (p->line.len) {
             tg_buf_append(&p->line, b, (size_t)(eol - b));
-            on_line(p, p->line.data, p->line.len);
+            on_line(p, p->line.data, p->line.len, false);
             tg_buf_reset(&p->line);
         } else {
-            on_line(p, b, (size_t)(eol - b));
+            on_line(p, b, (size_t)(eol - b), true);
         }
         if (*eol == '\r') {
             if (eol + 1 == end)
@@ -122,7 +149,10 @@ int tg_sse_feed(tg_sse *p, const char *b, size_t n)
         }
         b = eol + 1;
     }
-    return p->overflow ? overflowed(p) : 0;
+    if (p->overflow)
+        return overflowed(p);
+    keep_pending(p);
+    return 0;
 }
 
 void tg_sse_finish(tg_sse *p)
@@ -130,7 +160,7 @@ void tg_sse_finish(tg_sse *p)
     if (p->overflow)
         return;
     if (p->line.len) {
-        on_line(p, p->line.data, p->line.len);
+        on_line(p, p->line.data, p->line.len, false);
         tg_buf_reset(&p->line);
     }
     dispatch(p);

@@ -5,6 +5,8 @@
  * lines joined by "\n", as the SSE spec says). Lines end in LF, CR or CRLF,
  * even when the CR and the LF arrive in different reads. Comment lines
  * (":...") go to on_comment when set, so keep-alives can be relayed.
+ * The data handed to on_event is valid during the call only and is not
+ * NUL-terminated (most often it is the line in the bytes fed, uncopied).
  */
 #ifndef TG_SSE_H
 #define TG_SSE_H
@@ -24,6 +26,8 @@ typedef struct tg_sse {
     void *user;
     tg_buf line;   /* the current, unfinished line */
     tg_buf data;   /* data of the current event */
+    const char *pend;  /* or its one data line, still in the bytes being fed */
+    size_t pend_len;
     tg_buf event;  /* event name of the current event */
     bool has_data;
     bool last_cr;  /* previous byte was CR: a following LF is part of it */

@@ -96,9 +96,23 @@ typedef struct tg_frag_env {
     size_t len;
     long long num;     /* created */
 } tg_frag_env;
+/* An envelope tg_scan_event read before: the event's bytes up to its
+ * "choices" key and the envelope it made of them. An event that starts
+ * with the very same bytes is read the same up to there (the scans go
+ * left to right and keep nothing else), so a scan given it compares them
+ * and starts at "choices". Only tg_scan_event's (compact) reading: the
+ * fragment scan accepts those bytes alike, not the other way round. */
+typedef struct tg_frag_pre {
+    const char *bytes;
+    size_t len;
+    const tg_frag_env *env;  /* strings point into bytes */
+    int nenv;
+} tg_frag_pre;
 /* What the scan read of a live argument fragment. args is the caller's
  * buffer (appended to: the decoded arguments text). */
 typedef struct tg_frag {
+    const tg_frag_pre *pre;        /* in: an envelope read before, or NULL */
+    size_t env_end;                /* tg_scan_event: where "choices" starts */
     tg_frag_env env[TG_FRAG_ENV];  /* the envelope keys, in the event's order */
     int nenv;
     long choice;  /* choices[0].index, -1 when absent */

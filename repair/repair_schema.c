@@ -12,6 +12,7 @@
  * Where two object branches fit, R29 leaves the value alone: which keys
  * are "extra" is then not decidable.
  */
+#include "core/cache.h"
 #include "core/jsonio.h"
 #include "repair/repair_int.h"
 
@@ -352,11 +353,33 @@ static bool schema_acts(const json_t *root, const json_t *n, bool r15, bool r29,
     return false;
 }
 
+/* The answer is kept in the worker's cache by the address of the schema
+ * (every stream's first call of a tool asks, and the walk was a tenth of
+ * a tool-call stream's own work). The tools array is cached and shared
+ * across requests, so a resent tool list has the same schema objects;
+ * the entry holds a reference to the schema, so while it lives the
+ * address names that content (as tg_request_dump_split's does). */
 bool tg_rr_schema_repairs(const tg_ctx *ctx, const char *agent_name)
 {
     bool r15 = tg_rr_on(ctx, TG_RR_DECODE), r29 = tg_rr_on(ctx, TG_RR_FORBIDDEN_KEYS);
     if (!r15 && !r29)
         return false;
     const json_t *root = params_peek(ctx, agent_name);
-    return root && schema_acts(root, root, r15, r29, 0);
+    if (!root)
+        return false;
+    int rules = (r15 ? 1 : 0) | (r29 ? 2 : 0);
+    uintptr_t a = (uintptr_t)root;
+    uint64_t key = tg_hash64(&a, sizeof a, 0x61637473ULL + (uint64_t)rules);
+    json_t *e = tg_cache_get(ctx->cache, "schemaacts", key);
+    bool known = e && json_array_get(e, 0) == root &&
+                 json_integer_value(json_array_get(e, 1)) == rules;
+    bool acts = known ? json_is_true(json_array_get(e, 2))
+                      : schema_acts(root, root, r15, r29, 0);
+    json_decref(e);
+    if (!known && ctx->cache) {
+        e = json_pack("[O,i,b]", (json_t *)root, rules, acts);
+        tg_cache_put(ctx->cache, "schemaacts", key, e, 64);
+        json_decref(e);
+    }
+    return acts;
 }

@@ -133,6 +133,7 @@ struct tg_stream {
                          (last_chunk), most streams never do */
     tg_frag_env env[TG_FRAG_ENV];  /* first's envelope as tg_scan_event read */
     int nenv;                      /* it (strings point into first.data), */
+    size_t env_end;                /* its bytes' length in first, */
     bool env_ok;                   /* when relay_event kept it */
     bool r12;
     bool keep_content;
@@ -148,7 +149,9 @@ struct tg_stream {
     json_t *usage_sum;    /* usage of the rounds before (discovery) */
     unsigned rounds;      /* upstream rounds finished before this one */
     char own_id[40];      /* chunk id when upstream sent no chunk (R27) */
-    json_t *live_tools;   /* {upstream name: true|false}: relayed live? */
+    char *live_name;      /* the tool tool_is_live answered last, */
+    bool live_last;       /* its answer (most streams call one tool), */
+    json_t *live_tools;   /* and the others': {upstream name: true|false} */
     struct timespec last_out;  /* when the agent last got bytes */
     long keepalive_ms;    /* TG_KEEPALIVE_MS, or what tg_stream_set_keepalive set */
     const char *fail_code, *fail_msg;  /* tg_stream_fail's, for send_truncated */
@@ -360,20 +363,30 @@ static json_t *call_json(const scall *k)
 /* --- live calls ---------------------------------------------------------- */
 
 /* Is a call of upstream tool `name` relayed live? Decided once per tool
- * and stream: the rewrite is the identity and no schema rule applies. */
+ * and stream: the rewrite is the identity and no schema rule applies. The
+ * last answer is kept beside the map, which a stream of one tool (most)
+ * then never makes. */
 static bool tool_is_live(tg_stream *s, const char *name)
 {
     tg_ctx *ctx = s->ctx;
     if (!tg_rr_on(ctx, TG_RR_STREAM_ARGS) || !name)
         return false;
+    if (s->live_name && !strcmp(s->live_name, name))
+        return s->live_last;
     const json_t *known = json_object_get(s->live_tools, name);
-    if (known)
-        return json_is_true(known);
-    bool live = !strcmp(tg_schema_agent_name(ctx, name), name) && tg_rr_tool_peek(ctx, name) &&
-                !json_object_get(ctx->arg_inverse, name) && !tg_rr_schema_repairs(ctx, name);
-    if (!s->live_tools)
-        s->live_tools = json_object();
-    json_object_set_new(s->live_tools, name, json_boolean(live));
+    bool live = known ? json_is_true(known)
+                      : !strcmp(tg_schema_agent_name(ctx, name), name) &&
+                            tg_rr_tool_peek(ctx, name) &&
+                            !json_object_get(ctx->arg_inverse, name) &&
+                            !tg_rr_schema_repairs(ctx, name);
+    if (s->live_name) {
+        if (!s->live_tools)
+            s->live_tools = json_object();
+        json_object_set_new(s->live_tools, s->live_name, json_boolean(s->live_last));
+        free(s->live_name);
+    }
+    s->live_name = tg_strdup(name);
+    s->live_last = live;
     return live;
 }
 
@@ -1218,14 +1231,27 @@ static const char *find(const char *s, const char *e, const char *needle)
     return NULL;
 }
 
+/* The envelope relay_event kept, for the next scan to compare its bytes
+ * with instead of reading them again (tg_frag_pre). */
+static const tg_frag_pre *kept_envelope(const tg_stream *s, tg_frag_pre *pre)
+{
+    if (!s->env_ok)
+        return NULL;
+    *pre = (tg_frag_pre){s->first.data, s->env_end, s->env, s->nenv};
+    return pre;
+}
+
 static bool live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
     if (s->ctx->legacy_functions || s->hold || !(s->env_ok || last_chunk(s)))
         return false;
     tg_buf_reset(&s->scratch);
-    tg_frag f = {.args = &s->scratch};
+    tg_frag_pre pre;
+    tg_frag f;  /* not zeroed (a fifth of this function): the scans set what is read */
+    f.args = &s->scratch;
     if (!same_shape(s, data, len, &f)) {
         tg_buf_reset(&s->scratch);
+        f.pre = kept_envelope(s, &pre);
         /* no "tool_calls" key (the finish, text behind the call): no scan */
         if (!find(data, data + len, "_calls\":") || !tg_scan_fragment(data, len, &f) ||
             !same_envelope(s, &f))
@@ -1269,6 +1295,7 @@ static void keep_last_raw(tg_stream *s, const char *data, size_t len, const tg_f
             s->env[i].str = s->first.data + (f->env[i].str - data);
     }
     s->nenv = f->nenv;
+    s->env_end = f->env_end;
     s->env_ok = true;
     s->shape_ok = false;  /* checked against the chunk before */
 }
@@ -1415,7 +1442,8 @@ static bool relay_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
         if (s->ch[i].deferred[0])
             return false;
     tg_buf_reset(&s->scratch);
-    tg_frag f = {.args = &s->scratch};
+    tg_frag_pre pre;
+    tg_frag f = {.args = &s->scratch, .pre = kept_envelope(s, &pre)};
     if (!tg_scan_event(data, len, &f))
         return false;
     bool object = false;
@@ -2065,5 +2093,6 @@ void tg_stream_free(tg_stream *s)
     json_decref(s->held_usage);
     json_decref(s->usage_sum);
     json_decref(s->live_tools);
+    free(s->live_name);
     free(s);
 }

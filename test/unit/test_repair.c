@@ -43,6 +43,7 @@
 #include "proxy/sse.h"
 #include "core/jsonio.h"
 #include "sanitize/pipeline.h"
+#include "core/cache.h"
 #include "repair/repair_int.h"
 
 static char vec_dir[1024];
@@ -61,6 +62,12 @@ typedef struct env {
     tg_rules_set rules;
     tg_ctx ctx;
 } env;
+
+/* One worker cache for all the runs of a fixture, as a worker keeps one
+ * for every request: the replays after the first meet what the first left
+ * there (repair_schema.c's memo of whether a schema needs repair) and must
+ * give the same stream. */
+static tg_cache *fixture_cache;
 
 /* A fixture with "legacy_functions": the agent sent functions[], and the
  * answer's first call comes as function_call (rule 9's finish_reason is
@@ -89,6 +96,7 @@ static void env_init(env *e, const json_t *fx)
     if (disc)
         e->rules.disc.mode = !strcmp(disc, "on") ? TG_DISC_ON : TG_DISC_AUTO;
     tg_ctx_init(&e->ctx, "test", &e->rules, NULL);
+    e->ctx.cache = fixture_cache;
     e->ctx.explain = json_array();
     e->ctx.legacy_functions = legacy(fx);
     if (disc || json_is_true(json_object_get(fx, "request_stages"))) {
@@ -722,6 +730,7 @@ static void test_fixture(void **state)
     const char *name = *state;
     json_t *fx = load_vector(vec_dir, name);
     bool any = false;
+    fixture_cache = tg_cache_new(64, 0);
     if (json_object_get(fx, "response")) {
         run_whole(fx);
         any = true;
@@ -748,6 +757,8 @@ static void test_fixture(void **state)
         run_shapes(fx);
     }
     json_decref(fx);
+    tg_cache_free(fixture_cache);
+    fixture_cache = NULL;
 }
 
 int main(void)

@@ -140,6 +140,36 @@ static void test_cases_random_splits(void **state)
 
 /* A CR at the very end of one read and its LF at the start of the next is
  * one line end, not two (which would dispatch an event early). */
+/* The reader's buffer is reused (curl's is): an event whose data line
+ * came in one read and its end in the next must not point into the bytes
+ * of the first. Every split point, each read through one buffer that is
+ * overwritten after the feed. */
+static void test_data_outlives_read(void **state)
+{
+    (void)state;
+    const char *in = "data: {\"a\":1}\n\ndata: one\ndata: two\r\n\r\nevent: e\ndata: x\n\n";
+    size_t n = strlen(in);
+    char *whole = run_split(in, NULL, 0);
+    for (size_t cut = 1; cut < n; cut++) {
+        rec r = {0};
+        tg_sse p;
+        tg_sse_init(&p, on_event, on_comment, &r);
+        char buf[128];
+        memcpy(buf, in, cut);
+        tg_sse_feed(&p, buf, cut);
+        memset(buf, 'X', sizeof buf);
+        memcpy(buf, in + cut, n - cut);
+        tg_sse_feed(&p, buf, n - cut);
+        memset(buf, 'X', sizeof buf);
+        tg_sse_finish(&p);
+        tg_sse_free(&p);
+        char *got = tg_buf_steal(&r.out, NULL);
+        assert_string_equal(got, whole);
+        free(got);
+    }
+    free(whole);
+}
+
 static void test_crlf_across_reads(void **state)
 {
     (void)state;
@@ -271,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_cases_whole),
         cmocka_unit_test(test_cases_byte_by_byte),
         cmocka_unit_test(test_cases_random_splits),
+        cmocka_unit_test(test_data_outlives_read),
         cmocka_unit_test(test_crlf_across_reads),
         cmocka_unit_test(test_large_event),
         cmocka_unit_test(test_max_event_overflow),
