@@ -268,6 +268,11 @@ int prepare_route(tg_req *r, const tg_route *route)
         r->up.headers = NULL;
     }
     up_body_free(r);
+    /* a small body, tools' text joined (join_small_body), is about the
+     * size the client sent: one allocation, not a doubling series. A large
+     * one's head leaves the tools out and is sized by doubling. */
+    if (r->client.body.len <= JOIN_BODY_MAX)
+        tg_buf_reserve(&r->up.body, r->client.body.len + r->client.body.len / 4 + 64);
     if (tg_request_dump_split(body, &r->ctx, &r->up.body, &r->up.tools)) {
         /* a value JSON cannot say (jsonio.h); memory cannot fail (tg.h) */
         set_error(r, 500, "server_error", NULL, NULL,

@@ -255,6 +255,7 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
         return body;
     }
     tg_buf rest = {0};
+    tg_buf_reserve(&rest, n - (ve - vs) + 1);
     tg_buf_append(&rest, raw, vs);
     tg_buf_append(&rest, "0", 1);
     tg_buf_append(&rest, raw + ve, n - ve);
