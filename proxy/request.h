@@ -32,6 +32,7 @@
 #define STREAM_HIGH_WATER (1u << 20)  /* pause upstream past this much unsent */
 #define STREAM_LOW_WATER (256u << 10)
 #define STREAM_KEEP (64u << 10)       /* a stream's output buffer kept once drained */
+#define STREAM_FIRST (4u << 10)       /* a stream's output buffer to start with */
 
 typedef enum {
     RQ_READ,       /* receiving the client's body */

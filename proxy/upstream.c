@@ -136,6 +136,9 @@ static void on_upstream_headers_done(tg_req *r)
                 r->json = json_incref(r->ctx.request);
             }
             r->stream.repair = tg_stream_new(&r->ctx);
+            /* a short answer's events, which a buffer of 256 bytes met
+             * by four doublings (issue 20) */
+            tg_buf_reserve(&r->stream.out, STREAM_FIRST);
             sse_start(r);
             r->state = RQ_READY;
             req_resume(r);
