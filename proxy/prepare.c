@@ -263,10 +263,7 @@ int prepare_route(tg_req *r, const tg_route *route)
         set_error_from(r, &err);
         return -1;
     }
-    if (r->up.headers) {  /* the api_key may differ between routes */
-        curl_slist_free_all(r->up.headers);
-        r->up.headers = NULL;
-    }
+    upstream_headers_free(r);  /* the api_key may differ between routes */
     up_body_free(r);
     /* a small body, tools' text joined (join_small_body), is about the
      * size the client sent: one allocation, not a doubling series. A large

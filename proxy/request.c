@@ -135,6 +135,27 @@ void body_release(tg_req *r)
     r->client.body_charge = 0;
 }
 
+/* w->up_tail: the worker's nodes behind every request's own
+ * (proxy/upstream.c) */
+static bool is_tail(const worker *w, const struct curl_slist *n)
+{
+    return n >= &w->up_tail[0] && n < &w->up_tail[3];
+}
+
+void upstream_headers_free(tg_req *r)
+{
+    struct curl_slist *h = r->up.headers;
+    r->up.headers = NULL;
+    if (!h || is_tail(r->w, h))
+        return;
+    for (struct curl_slist *n = h; n->next; n = n->next)
+        if (is_tail(r->w, n->next)) {
+            n->next = NULL;
+            break;
+        }
+    curl_slist_free_all(h);
+}
+
 void req_unref(tg_req *r)
 {
     if (--r->refs > 0)
@@ -152,7 +173,7 @@ void req_unref(tg_req *r)
     if (r->prep.bridge)
         r->prep.api->free(r->prep.bridge);
     tg_header_list_free(&r->up.hdrs);
-    curl_slist_free_all(r->up.headers);
+    upstream_headers_free(r);
     free(r->up.url);
     free(r->prep.dropped);
     free(r->answer.body);
