@@ -318,7 +318,9 @@ void tg_request_id(char *out, size_t n, tg_random *r)
     static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
     unsigned char raw[TG_ID_CHARS];
     tg_random_bytes(r, raw, sizeof raw);
-    size_t k = (size_t)snprintf(out, n, "tg-");
+    size_t k = 0;
+    for (; "tg-"[k] && k + 1 < n; k++)
+        out[k] = "tg-"[k];
     for (size_t i = 0; i < sizeof raw && k + 1 < n; i++)
         out[k++] = b32[raw[i] & 31];
     out[k < n ? k : n - 1] = '\0';

@@ -78,12 +78,15 @@ tg_req *req_new(worker *w, struct MHD_Connection *conn, const char *url,
     r->client.conn = conn;
     r->conf = tg_conf_ref(w->conf);
     r->client.url = tg_strdup(url);
-    snprintf(r->client.method, sizeof r->client.method, "%s", method);
+    size_t ml = strnlen(method, sizeof r->client.method - 1);  /* cut as snprintf did */
+    memcpy(r->client.method, method, ml);
+    r->client.method[ml] = '\0';
     r->client.fd = -1;
     r->t_start = now_us();
     const char *id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
-    if (id && *id && strlen(id) < sizeof r->id && tg_header_value_safe(id))
-        snprintf(r->id, sizeof r->id, "%s", id);
+    size_t il = id ? strnlen(id, sizeof r->id) : 0;
+    if (il && il < sizeof r->id && tg_header_value_safe(id))
+        memcpy(r->id, id, il + 1);
     else
         tg_request_id(r->id, sizeof r->id, &w->rng);
     tg_metrics_inflight(w->metrics, 1);
