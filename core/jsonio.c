@@ -476,6 +476,29 @@ char *tg_json_dumps(const json_t *v)
     return tg_buf_steal(&b, NULL);
 }
 
+void tg_json_pick(const json_t *obj, const char *const *names, json_t **out)
+{
+    size_t n = 0, left;
+    while (names[n])
+        out[n++] = NULL;
+    left = json_is_object(obj) ? n : 0;
+    for (void *it = json_object_iter((json_t *)obj); it && left;
+         it = json_object_iter_next((json_t *)obj, it)) {
+        const char *k = json_object_iter_key(it);
+        size_t kl = json_object_iter_key_len(it);
+        for (size_t i = 0; i < n; i++) {
+            /* the first byte before strlen; the length before memcmp (a
+             * key may hold a NUL) */
+            if (!out[i] && names[i][0] == k[0] && strlen(names[i]) == kl &&
+                !memcmp(names[i], k, kl)) {
+                out[i] = json_object_iter_value(it);
+                left--;
+                break;
+            }
+        }
+    }
+}
+
 int tg_json_dump(const json_t *v, tg_buf *out)
 {
     char num[32];

@@ -62,4 +62,11 @@ int tg_json_dump(const json_t *v, tg_buf *out);
  * JSON_COMPACT | JSON_ENCODE_ANY), or NULL when tg_json_dump says -1. */
 char *tg_json_dumps(const json_t *v);
 
+/* The values of the keys `names` (NULL-terminated) of obj, in
+ * out[i] for names[i], NULL where absent or when obj is not an object:
+ * what as many json_object_get calls give, in one pass over obj's keys and
+ * without hashing each name (a chat body is checked for some fifteen keys
+ * it mostly lacks). out is borrowed from obj. */
+void tg_json_pick(const json_t *obj, const char *const *names, json_t **out);
+
 #endif

@@ -1,6 +1,7 @@
 /* http.c -- HTTP helpers of the proxy (see http.h). */
 #include "proxy/http.h"
 #include "core/alloc.h"
+#include "core/jsonio.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -57,6 +58,14 @@ void tg_header_list_free(tg_header_list *l)
     l->n = l->cap = 0;
 }
 
+/* Header names are matched against lists of some forty: the first
+ * letter, compared first, spares nearly every strcasecmp (issue 20; an
+ * agent sends ten to twenty headers a request). */
+static bool same_first(const char *name, const char *entry)
+{
+    return tolower((unsigned char)name[0]) == tolower((unsigned char)entry[0]);
+}
+
 bool tg_header_is_hop(const char *name)
 {
     static const char *const hop[] = {
@@ -64,7 +73,7 @@ bool tg_header_is_hop(const char *name)
         "proxy-authorization", "te", "trailer", "trailers", "transfer-encoding", "upgrade",
         NULL};
     for (int i = 0; hop[i]; i++)
-        if (!strcasecmp(name, hop[i]))
+        if (same_first(name, hop[i]) && !strcasecmp(name, hop[i]))
             return true;
     return false;
 }
@@ -76,7 +85,7 @@ static bool header_is_ours(const char *name)
                                        "x-request-id", "content-type",
                                        "x-upstream-authorization", NULL};
     for (int i = 0; ours[i]; i++)
-        if (!strcasecmp(name, ours[i]))
+        if (same_first(name, ours[i]) && !strcasecmp(name, ours[i]))
             return true;
     return false;
 }
@@ -101,6 +110,8 @@ static const char *const credentials[] = {"authorization", "x-api-key", "api-key
 static bool name_in(const char *name, const char *const *list)
 {
     for (; list && *list; list++) {
+        if (**list != '*' && !same_first(name, *list))  /* "*" alone: any name */
+            continue;
         size_t n = strlen(*list);
         if (n && (*list)[n - 1] == '*' ? !strncasecmp(name, *list, n - 1)
                                        : !strcasecmp(name, *list))
@@ -307,7 +318,9 @@ void tg_request_id(char *out, size_t n, tg_random *r)
     static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
     unsigned char raw[TG_ID_CHARS];
     tg_random_bytes(r, raw, sizeof raw);
-    size_t k = (size_t)snprintf(out, n, "tg-");
+    size_t k = 0;
+    for (; "tg-"[k] && k + 1 < n; k++)
+        out[k] = "tg-"[k];
     for (size_t i = 0; i < sizeof raw && k + 1 < n; i++)
         out[k++] = b32[raw[i] & 31];
     out[k < n ? k : n - 1] = '\0';
@@ -324,10 +337,16 @@ static int wrong_type(tg_error *err, const char *field, const char *want)
  * null or an array of typed parts; tool_calls an array of calls whose
  * function has a string name and string (or object: it is serialized
  * later) arguments; tool_call_id and name strings. */
+enum { M_CONTENT, M_TOOL_CALL_ID, M_NAME, M_TOOL_CALLS, M_N };
+static const char *const message_keys[] = {"content", "tool_call_id", "name", "tool_calls", NULL};
+_Static_assert(sizeof message_keys / sizeof *message_keys == M_N + 1, "one name per slot");
+
 static int validate_message(json_t *m, size_t i, tg_error *err)
 {
     char f[96];
-    json_t *c = json_object_get(m, "content");
+    json_t *k[M_N];
+    tg_json_pick(m, message_keys, k);
+    json_t *c = k[M_CONTENT];
     if (c && !json_is_string(c) && !json_is_array(c) && !json_is_null(c)) {
         snprintf(f, sizeof f, "messages[%zu].content", i);
         return wrong_type(err, f, "a string, null or an array of content parts");
@@ -340,15 +359,14 @@ static int validate_message(json_t *m, size_t i, tg_error *err)
             return wrong_type(err, f, "an object with a string 'type'");
         }
     }
-    static const char *const strings[] = {"tool_call_id", "name", NULL};
-    for (int k = 0; strings[k]; k++) {
-        json_t *v = json_object_get(m, strings[k]);
+    for (int s = M_TOOL_CALL_ID; s <= M_NAME; s++) {
+        json_t *v = k[s];
         if (v && !json_is_string(v) && !json_is_null(v)) {
-            snprintf(f, sizeof f, "messages[%zu].%s", i, strings[k]);
+            snprintf(f, sizeof f, "messages[%zu].%s", i, message_keys[s]);
             return wrong_type(err, f, "a string");
         }
     }
-    json_t *calls = json_object_get(m, "tool_calls");
+    json_t *calls = k[M_TOOL_CALLS];
     if (calls && !json_is_array(calls) && !json_is_null(calls)) {
         snprintf(f, sizeof f, "messages[%zu].tool_calls", i);
         return wrong_type(err, f, "an array of tool call objects");
@@ -408,12 +426,23 @@ static int validate_tool(json_t *t, size_t i, tg_error *err)
 }
 
 /* Rule 15: a tool_choice that names a function names a declared one. */
-static bool chosen_tool_missing(json_t *body, json_t *choice)
+static bool chosen_tool_missing(json_t *tools, json_t *choice)
 {
     const char *name = json_string_value(json_object_get(json_object_get(choice, "function"), "name"));
-    json_t *tools = json_object_get(body, "tools");
     return name && json_is_array(tools) && !tg_tool_peek(tools, name);
 }
+
+/* The body's keys checked here, picked in one pass (tg_json_pick). */
+enum {
+    B_MODEL, B_MESSAGES, B_TOOLS, B_STREAM, B_TOOL_CHOICE, B_STOP, B_NUMBERS,
+    B_N = B_NUMBERS + 8
+};
+static const char *const body_keys[] = {
+    "model", "messages", "tools", "stream", "tool_choice", "stop",
+    /* B_NUMBERS.. */
+    "temperature", "top_p", "max_tokens", "max_completion_tokens", "n", "presence_penalty",
+    "frequency_penalty", "seed", NULL};
+_Static_assert(sizeof body_keys / sizeof *body_keys == B_N + 1, "one name per slot");
 
 int tg_validate_chat_request(json_t *body, int max_tools, bool tools_checked, tg_error *err)
 {
@@ -422,10 +451,12 @@ int tg_validate_chat_request(json_t *body, int max_tools, bool tools_checked, tg
                      "request body must be a JSON object");
         return -1;
     }
-    json_t *v = json_object_get(body, "model");
+    json_t *k[B_N];
+    tg_json_pick(body, body_keys, k);
+    json_t *v = k[B_MODEL];
     if (v && !json_is_string(v))
         return wrong_type(err, "model", "a string");
-    v = json_object_get(body, "messages");
+    v = k[B_MESSAGES];
     if (!v) {
         tg_error_set(err, 400, "invalid_request_error", "missing_required_parameter", "messages",
                      "missing required parameter: 'messages'");
@@ -444,7 +475,7 @@ int tg_validate_chat_request(json_t *body, int max_tools, bool tools_checked, tg
         if (validate_message(m, i, err))
             return -1;
     }
-    v = json_object_get(body, "tools");
+    v = k[B_TOOLS];
     if (v && !json_is_array(v) && !json_is_null(v))
         return wrong_type(err, "tools", "an array of tool objects");
     if (json_is_array(v)) {
@@ -459,27 +490,24 @@ int tg_validate_chat_request(json_t *body, int max_tools, bool tools_checked, tg
                 return -1;
         }
     }
-    v = json_object_get(body, "stream");
+    v = k[B_STREAM];
     if (v && !json_is_boolean(v) && !json_is_null(v))
         return wrong_type(err, "stream", "a boolean");
-    static const char *const numbers[] = {"temperature", "top_p", "max_tokens",
-                                          "max_completion_tokens", "n", "presence_penalty",
-                                          "frequency_penalty", "seed", NULL};
-    for (int k = 0; numbers[k]; k++) {
-        v = json_object_get(body, numbers[k]);
+    for (int n = B_NUMBERS; n < B_N; n++) {
+        v = k[n];
         if (v && !json_is_number(v) && !json_is_null(v))
-            return wrong_type(err, numbers[k], "a number");
+            return wrong_type(err, body_keys[n], "a number");
     }
-    v = json_object_get(body, "tool_choice");
+    v = k[B_TOOL_CHOICE];
     if (v && !json_is_string(v) && !json_is_object(v) && !json_is_null(v))
         return wrong_type(err, "tool_choice", "a string or an object");
-    if (chosen_tool_missing(body, v)) {
+    if (chosen_tool_missing(k[B_TOOLS], v)) {
         tg_error_set(err, 400, "invalid_request_error", "invalid_value", "tool_choice",
                      "'tool_choice' names the tool '%.128s', which is not in 'tools'",
                      json_string_value(json_object_get(json_object_get(v, "function"), "name")));
         return -1;
     }
-    v = json_object_get(body, "stop");
+    v = k[B_STOP];
     if (v && !json_is_string(v) && !json_is_array(v) && !json_is_null(v))
         return wrong_type(err, "stop", "a string or an array of strings");
     return 0;

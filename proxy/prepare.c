@@ -263,11 +263,13 @@ int prepare_route(tg_req *r, const tg_route *route)
         set_error_from(r, &err);
         return -1;
     }
-    if (r->up.headers) {  /* the api_key may differ between routes */
-        curl_slist_free_all(r->up.headers);
-        r->up.headers = NULL;
-    }
+    upstream_headers_free(r);  /* the api_key may differ between routes */
     up_body_free(r);
+    /* a small body, tools' text joined (join_small_body), is about the
+     * size the client sent: one allocation, not a doubling series. A large
+     * one's head leaves the tools out and is sized by doubling. */
+    if (r->client.body.len <= JOIN_BODY_MAX)
+        tg_buf_reserve(&r->up.body, r->client.body.len + r->client.body.len / 4 + 64);
     if (tg_request_dump_split(body, &r->ctx, &r->up.body, &r->up.tools)) {
         /* a value JSON cannot say (jsonio.h); memory cannot fail (tg.h) */
         set_error(r, 500, "server_error", NULL, NULL,

@@ -78,12 +78,15 @@ tg_req *req_new(worker *w, struct MHD_Connection *conn, const char *url,
     r->client.conn = conn;
     r->conf = tg_conf_ref(w->conf);
     r->client.url = tg_strdup(url);
-    snprintf(r->client.method, sizeof r->client.method, "%s", method);
+    size_t ml = strnlen(method, sizeof r->client.method - 1);  /* cut as snprintf did */
+    memcpy(r->client.method, method, ml);
+    r->client.method[ml] = '\0';
     r->client.fd = -1;
     r->t_start = now_us();
     const char *id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
-    if (id && *id && strlen(id) < sizeof r->id && tg_header_value_safe(id))
-        snprintf(r->id, sizeof r->id, "%s", id);
+    size_t il = id ? strnlen(id, sizeof r->id) : 0;
+    if (il && il < sizeof r->id && tg_header_value_safe(id))
+        memcpy(r->id, id, il + 1);
     else
         tg_request_id(r->id, sizeof r->id, &w->rng);
     tg_metrics_inflight(w->metrics, 1);
@@ -135,6 +138,27 @@ void body_release(tg_req *r)
     r->client.body_charge = 0;
 }
 
+/* w->up_tail: the worker's nodes behind every request's own
+ * (proxy/upstream.c) */
+static bool is_tail(const worker *w, const struct curl_slist *n)
+{
+    return n >= &w->up_tail[0] && n < &w->up_tail[3];
+}
+
+void upstream_headers_free(tg_req *r)
+{
+    struct curl_slist *h = r->up.headers;
+    r->up.headers = NULL;
+    if (!h || is_tail(r->w, h))
+        return;
+    for (struct curl_slist *n = h; n->next; n = n->next)
+        if (is_tail(r->w, n->next)) {
+            n->next = NULL;
+            break;
+        }
+    curl_slist_free_all(h);
+}
+
 void req_unref(tg_req *r)
 {
     if (--r->refs > 0)
@@ -152,7 +176,7 @@ void req_unref(tg_req *r)
     if (r->prep.bridge)
         r->prep.api->free(r->prep.bridge);
     tg_header_list_free(&r->up.hdrs);
-    curl_slist_free_all(r->up.headers);
+    upstream_headers_free(r);
     free(r->up.url);
     free(r->prep.dropped);
     free(r->answer.body);

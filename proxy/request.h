@@ -206,6 +206,9 @@ static inline size_t up_body_len(const tg_req *r)
     return r->up.body.len + (r->up.tools ? json_string_length(r->up.tools) + TAIL_LEN : 0);
 }
 void up_body_free(tg_req *r);
+/* Frees r->up.headers: the request's own nodes, not the worker's tail
+ * (w->up_tail) they are linked to. */
+void upstream_headers_free(tg_req *r);
 
 /* ---- the client connection ---- */
 

@@ -272,21 +272,26 @@ static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
     if (b.len)
         h = curl_slist_append(h, b.data);
     tg_buf_free(&b);
-    char idh[96];
-    snprintf(idh, sizeof idh, "X-Request-Id: %s", r->id);
+    static const char idn[] = "X-Request-Id: ";
+    char idh[sizeof idn + sizeof r->id];
+    memcpy(idh, idn, sizeof idn - 1);
+    memcpy(idh + sizeof idn - 1, r->id, strlen(r->id) + 1);
     h = curl_slist_append(h, idh);
     const char *ct = client_header(r, "content-type");
-    if (is_json_body) {
-        h = curl_slist_append(h, "Content-Type: application/json");
-    } else if (ct && *ct) {  /* a passed body goes with the type it came with */
+    if (!is_json_body && ct && *ct) {  /* a passed body goes with the type it came with */
         tg_buf t = {0};
         tg_buf_printf(&t, "Content-Type: %s", ct);
         h = curl_slist_append(h, t.data);
         tg_buf_free(&t);
     }
-    h = curl_slist_append(h, "Expect:");  /* no 100-continue round trip */
-    if (r->w->accept_encoding[0])
-        h = curl_slist_append(h, r->w->accept_encoding);
+    /* the rest is the same for every request: the worker's nodes, linked
+     * behind the last of ours (upstream_headers_free unlinks them) */
+    struct curl_slist *tail = is_json_body ? &r->w->up_tail[0] : &r->w->up_tail[1], *last = h;
+    if (!h)  /* curl_slist_append failed: curl is out of memory (tg.h) */
+        tg_oom(sizeof *h);
+    while (last->next)
+        last = last->next;
+    last->next = tail;
     return h;
 }
 
@@ -346,6 +351,12 @@ void upstream_accept_encoding(worker *w)
     if (b.len)
         snprintf(w->accept_encoding, sizeof w->accept_encoding, "Accept-Encoding: %s", b.data + 2);
     tg_buf_free(&b);
+    /* [0] only for a chat body, which toolgate wrote; Expect: empty, no
+     * 100-continue round trip. curl reads these, never writes them. */
+    w->up_tail[0] = (struct curl_slist){(char *)"Content-Type: application/json", &w->up_tail[1]};
+    w->up_tail[1] =
+        (struct curl_slist){(char *)"Expect:", w->accept_encoding[0] ? &w->up_tail[2] : NULL};
+    w->up_tail[2] = (struct curl_slist){w->accept_encoding, NULL};
 }
 
 /* The upstream body in pieces: an agent's tool list (hundreds of KB, the

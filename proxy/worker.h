@@ -83,6 +83,8 @@ struct worker {
                                      costs more than a whole small request */
     int n_spare;
     char accept_encoding[48];     /* "Accept-Encoding: ..." sent upstream (upstream.c) */
+    struct curl_slist up_tail[3]; /* the headers every upstream request ends
+                                     with, linked behind its own (upstream.c) */
     const char *http_proxy;       /* the proxy environment as curl reads it, */
     const char *https_proxy;      /* once (upstream_proxy_env): NULL when unset */
     const char *no_proxy;

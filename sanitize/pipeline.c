@@ -141,13 +141,18 @@ static bool known_tools_span(tg_cache *cache, const char *v, const char *end, si
     return same;
 }
 
-static void remember_tools_span(tg_cache *cache, const char *v, size_t len, uint64_t hash)
+/* Keyed as known_tools_span looks it up: by the first TG_SPAN_PREFIX bytes
+ * from the array's start to the body's end (avail), so an array shorter
+ * than that, and what follows it, is found again too (keyed on the
+ * array's bytes alone, a short one never was). */
+static void remember_tools_span(tg_cache *cache, const char *v, size_t len, size_t avail,
+                                uint64_t hash)
 {
     /* The bytes parsed as JSON a moment ago: valid UTF-8, no check needed. */
     json_t *seen = json_pack("[o,I]", json_stringn_nocheck(v, len), (json_int_t)hash);
     if (!seen)
         return;
-    tg_cache_put(cache, "rawspan", span_prefix_key(v, len), seen, len + 64);
+    tg_cache_put(cache, "rawspan", span_prefix_key(v, avail), seen, len + 64);
     json_decref(seen);
 }
 
@@ -250,11 +255,12 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
         json_t *t = json_object_get(body, "tools");
         if (json_is_array(t)) {
             tg_cache_put(cache, "rawtools", h, t, (ve - vs) * 4);
-            remember_tools_span(cache, raw + vs, ve - vs, h);
+            remember_tools_span(cache, raw + vs, ve - vs, n - vs, h);
         }
         return body;
     }
     tg_buf rest = {0};
+    tg_buf_reserve(&rest, n - (ve - vs) + 1);
     tg_buf_append(&rest, raw, vs);
     tg_buf_append(&rest, "0", 1);
     tg_buf_append(&rest, raw + ve, n - ve);

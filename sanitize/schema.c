@@ -782,7 +782,13 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
             return -1;
         }
         json_t *res = rewrite_cached(r, tools, ctx);
-        json_t *over = json_object_get(res, "over");
+        /* its six keys in one pass (tg_json_pick) */
+        enum { R_OVER, R_TOOLS, R_NAMES, R_INVERSE, R_CHANGES, R_UPSTREAM, R_N };
+        static const char *const res_keys[] = {"over", "tools", "names", "inverse",
+                                               "changes", "upstream", NULL};
+        json_t *k[R_N];
+        tg_json_pick(res, res_keys, k);
+        json_t *over = k[R_OVER];
         if (over) {
             /* rule 62: a 400 naming the tool, not a body of many MB */
             json_int_t idx = json_integer_value(json_object_get(over, "index"));
@@ -804,16 +810,16 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
             json_decref(res);
             return -1;
         }
-        json_t *out = json_object_get(res, "tools");
+        json_t *out = k[R_TOOLS];
         json_object_set(body, "tools", out);  /* shared with the cache: see schema.h */
-        json_t *names = json_object_get(res, "names");
-        json_t *inv = json_object_get(res, "inverse");
+        json_t *names = k[R_NAMES];
+        json_t *inv = k[R_INVERSE];
         json_decref(ctx->name_map);
         json_decref(ctx->arg_inverse);
         ctx->name_map = json_object_size(names) ? json_incref(names) : NULL;
         ctx->arg_inverse = json_object_size(inv) ? json_incref(inv) : NULL;
-        ctx->stats.schema_rewrites += (unsigned)json_integer_value(json_object_get(res, "changes"));
-        upstream = json_incref(json_object_get(res, "upstream"));
+        ctx->stats.schema_rewrites += (unsigned)json_integer_value(k[R_CHANGES]);
+        upstream = json_incref(k[R_UPSTREAM]);
         json_decref(res);
     }
     rename_references(body, ctx, upstream);

@@ -324,9 +324,11 @@ expect_eq "all_proxy serves http when http_proxy is unset" \
     "200 http://upstream.invalid:9/v1/chat/completions" "$(proxied all_proxy="$MOCK_URL" NO_PROXY=127.0.0.1)"
 sanitizer_clean "toolgate (proxy environment)" "$TG_TMP/proxyenv.log"
 mock_reset
-tg_req "$B" POST /v1/embeddings -H 'Content-Type: application/json' --data-binary '{"input":"x","model":"e"}' >/dev/null
+tg_req "$B" POST /v1/embeddings -H 'Content-Type: application/json; charset=utf-8' --data-binary '{"input":"x","model":"e"}' >/dev/null
 mock_last "$TG_TMP/last"
 expect_eq "POST /v1/embeddings passed to the first route" "/first/v1/embeddings" "$(json_get "$TG_TMP/last" path)"
+expect_eq "a passed body goes with the client's Content-Type" "application/json; charset=utf-8" \
+    "$(json_get "$TG_TMP/last" headers.content-type)"
 expect_eq "passthrough body untouched" '{"input":"x","model":"e"}' "$(json_get "$TG_TMP/last" body)"
 
 # Header forwarding, both directions.
@@ -352,6 +354,8 @@ fi
 # encoding curl decodes, once, whatever the client asked for
 expect_eq "Accept-Encoding upstream: what curl decodes, not the client's" \
     "deflate, gzip, br, zstd" "$(json_get "$TG_TMP/last" headers.accept-encoding)"
+expect_eq "a chat body goes as application/json" "application/json" \
+    "$(json_get "$TG_TMP/last" headers.content-type)"
 chat "$B" '{"model":"glob-a-1","messages":[{"role":"user","content":"hi"}]}' \
     -H 'Authorization: Bearer client-key' -H 'X-Request-Id: req-it-42' >/dev/null
 mock_last "$TG_TMP/last"

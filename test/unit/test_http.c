@@ -214,6 +214,11 @@ static void test_forwarded_headers(void **state)
     assert_true(tg_header_forwarded("X-Mine", extra));
     assert_true(tg_header_forwarded("x-gw-trace", extra));
     assert_false(tg_header_forwarded("x-gw", extra));
+    /* the first-letter shortcut folds case and lets "*" alone match all */
+    char *upper[] = {"X-Upper", NULL}, *star[] = {"*", NULL};
+    assert_true(tg_header_forwarded("x-upper", upper));
+    assert_true(tg_header_forwarded("Cookie", star));
+    assert_true(tg_header_is_hop("TE"));
     assert_true(tg_header_is_credential("X-Api-Key"));
     assert_true(tg_header_is_credential("authorization"));
     assert_false(tg_header_is_credential("x-upstream-authorization"));

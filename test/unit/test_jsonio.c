@@ -353,6 +353,33 @@ static void test_valid_utf8(void **state)
     }
 }
 
+/* tg_json_pick gives what json_object_get gives, name by name: absent
+ * names, a key that holds a NUL after a name's bytes, a key that is a
+ * name's prefix, a non-object. */
+static void test_pick(void **state)
+{
+    (void)state;
+    json_t *o = json_object();
+    json_object_set_new(o, "model", json_string("m"));
+    json_object_setn_new(o, "n\0x", 3, json_integer(1));
+    json_object_set_new(o, "to", json_true());
+    json_object_set_new(o, "tools", json_array());
+    json_object_set_new(o, "top_p", json_real(0.5));
+    static const char *const names[] = {"model", "n", "tool", "tools", "top_p", "stop", "", NULL};
+    json_t *out[7];
+    tg_json_pick(o, names, out);
+    for (int i = 0; names[i]; i++)
+        assert_ptr_equal(out[i], json_object_get(o, names[i]));
+    assert_null(out[1]);
+    assert_non_null(out[3]);
+    json_t *a = json_array();
+    tg_json_pick(a, names, out);
+    for (int i = 0; names[i]; i++)
+        assert_null(out[i]);
+    json_decref(a);
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_depth_limit),
         cmocka_unit_test(test_u_escape),
         cmocka_unit_test(test_valid_utf8),
+        cmocka_unit_test(test_pick),
     };
     return cmocka_run_group_tests_name("jsonio", tests, NULL, NULL);
 }

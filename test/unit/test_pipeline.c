@@ -305,6 +305,26 @@ static void test_known_tools_span(void **state)
     s = fast(body, strlen(body), TG_D_OPENAI, cache, &rc);
     assert_int_equal(rc, -1);
     free(s);
+    /* a short list (under the 256 bytes its key reads), known with what
+     * follows it: the same, read again; the same first 256 bytes with a
+     * second "tools" key after them, refused */
+    char pad[400];
+    memset(pad, 'p', 300);
+    pad[300] = '\0';
+    static const char *const ends[] = {"}", ",\"tools\":[]}"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(body, sizeof body,
+                 "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"s\"}}],"
+                 "\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}]%s",
+                 pad, ends[k]);
+        for (int again = 0; again < 2 && !k; again++)
+            check_same(body, strlen(body), TG_D_OPENAI, cache);
+        if (k) {
+            s = fast(body, strlen(body), TG_D_OPENAI, cache, &rc);
+            assert_int_equal(rc, -1);
+            free(s);
+        }
+    }
     tg_cache_free(cache);
 }
 
