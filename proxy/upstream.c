@@ -47,18 +47,11 @@ static void on_sse_comment(void *user, const char *text, size_t len)
     tg_buf_append(&r->stream.out, "\n\n", 2);
 }
 
-/* A parser for the (next) upstream stream, bounded by max_event. The
- * output buffer starts with room for a short answer's events: grown from
- * nothing by doubling, a tool call's 5 KB were six reallocs a request.
- * The client's reads keep it (front.c stream_reader resets it below
- * STREAM_KEEP). Not more: a 16 KB start cost glibc more (a consolidation
- * of its fast bins when the buffer went) than the reallocs it saved. */
-#define STREAM_OUT_START (4u << 10)
+/* A parser for the (next) upstream stream, bounded by max_event. */
 static void sse_start(tg_req *r)
 {
     tg_sse_init(&r->stream.sse, on_sse_event, on_sse_comment, r);
     r->stream.sse.max_event = r->conf->max_event;
-    tg_buf_reserve(&r->stream.out, STREAM_OUT_START);
 }
 
 /* Headers the client must not receive from us as they are: framing and
@@ -217,6 +210,13 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
         return n;
     }
     if (r->stream.is_sse && r->up.round_sse) {
+        /* Room for what this read's events come to (about the bytes read,
+         * a little more where a rule writes): a burst, such as a tool
+         * call's 5 KB, is one allocation instead of six doublings, while
+         * a slow stream's small reads keep a small buffer (a fixed 4 KB
+         * start cost 20 MB at 5,000 open streams). The client's reads
+         * keep it (front.c stream_reader resets it below STREAM_KEEP). */
+        tg_buf_reserve(&r->stream.out, n + n / 4);
         if (tg_sse_feed(&r->stream.sse, data, n)) {
             cut_long_event(r);
             return 0;
