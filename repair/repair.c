@@ -706,11 +706,6 @@ int tg_repair_response(json_t *resp, tg_ctx *ctx)
 
 /* --- whole answers that need nothing -------------------------------------- */
 
-static const char *find_in(const char *d, const char *e, const char *needle)
-{
-    return memmem(d, (size_t)(e - d), needle, strlen(needle));
-}
-
 /* The first non-blank byte after the colon that follows a key at p. */
 static const char *value_after(const char *p, const char *e)
 {
@@ -733,14 +728,14 @@ bool tg_repair_surely_plain(const tg_ctx *ctx, const char *d, size_t n)
         e--;
     if (d == e || *d != '{' || tg_json_value_end(d, e) != e)
         return false;
-    if (find_in(d, e, "tool_calls") || find_in(d, e, "function_call") || find_in(d, e, "\"error\""))
+    if (tg_rr_find(d, e, "tool_calls") || tg_rr_find(d, e, "function_call") || tg_rr_find(d, e, "\"error\""))
         return false;
-    for (const char *p = find_in(d, e, "\"content\""); p; p = find_in(p + 1, e, "\"content\"")) {
+    for (const char *p = tg_rr_find(d, e, "\"content\""); p; p = tg_rr_find(p + 1, e, "\"content\"")) {
         const char *v = value_after(p + 9, e);
         if (v < e && *v == '[')
             return false;  /* R23: a list of parts */
     }
-    for (const char *p = find_in(d, e, "\"role\""); p; p = find_in(p + 1, e, "\"role\"")) {
+    for (const char *p = tg_rr_find(d, e, "\"role\""); p; p = tg_rr_find(p + 1, e, "\"role\"")) {
         const char *v = value_after(p + 6, e);
         if (e - v < 3 || v[0] != '"' || v[1] == '"')
             return false;  /* R25 */

@@ -4,11 +4,22 @@
 #define TG_REPAIR_INT_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "core/ctx.h"
 #include "core/jsonfix.h"
 #include "repair/repair.h"
 #include "sanitize/schema.h"
+
+/* The first needle in [s, e), or NULL (also for s NULL or e before s):
+ * the one byte search of the repair's scans. */
+static inline const char *tg_rr_find(const char *s, const char *e, const char *needle)
+{
+    size_t n = strlen(needle);
+    if (!s || !e || e < s || (size_t)(e - s) < n)
+        return NULL;
+    return memmem(s, (size_t)(e - s), needle, n);
+}
 
 /* repair.c --------------------------------------------------------------- */
 

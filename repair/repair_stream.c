@@ -1217,20 +1217,6 @@ static void keep_shape(tg_stream *s, const char *d, size_t n, const tg_frag *f)
     s->shape_index = f->index;
 }
 
-/* The first occurrence of needle in [s, e), or NULL. */
-static const char *find(const char *s, const char *e, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; e - s >= (ptrdiff_t)n; s++) {
-        s = memchr(s, needle[0], (size_t)(e - s) - n + 1);
-        if (!s)
-            return NULL;
-        if (!memcmp(s, needle, n))
-            return s;
-    }
-    return NULL;
-}
-
 /* The envelope relay_event kept, for the next scan to compare its bytes
  * with instead of reading them again (tg_frag_pre). */
 static const tg_frag_pre *kept_envelope(const tg_stream *s, tg_frag_pre *pre)
@@ -1253,7 +1239,7 @@ static bool live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *ou
         tg_buf_reset(&s->scratch);
         f.pre = kept_envelope(s, &pre);
         /* no "tool_calls" key (the finish, text behind the call): no scan */
-        if (!find(data, data + len, "_calls\":") || !tg_scan_fragment(data, len, &f) ||
+        if (!tg_rr_find(data, data + len, "_calls\":") || !tg_scan_fragment(data, len, &f) ||
             !same_envelope(s, &f))
             return false;
         keep_shape(s, data, len, &f);
@@ -1627,7 +1613,7 @@ static bool plain_key_ok(const char *p, const char *e, bool *choices, bool *delt
     return true;
 }
 
-/* "tool_calls" anywhere in [d, e), looked for at its '_': find() stops at
+/* "tool_calls" anywhere in [d, e), looked for at its '_': a byte search for it stops at
  * every 't' of a text chunk, and most events of a text stream ask. */
 static bool has_tool_calls(const char *d, const char *e)
 {
@@ -1654,8 +1640,8 @@ static bool surely_plain(const tg_stream *s, const char *d, size_t n)
         return false;
     const char *e = d + n;
     if (s->r12) {  /* R12: only past the message start, nothing held, no '<' or '[' */
-        if (!s->nch || memchr(d, '<', n) || memchr(d, '[', n) || find(d, e, "\\u003c") ||
-            find(d, e, "\\u003C") || find(d, e, "\\u005b") || find(d, e, "\\u005B"))
+        if (!s->nch || memchr(d, '<', n) || memchr(d, '[', n) || tg_rr_find(d, e, "\\u003c") ||
+            tg_rr_find(d, e, "\\u003C") || tg_rr_find(d, e, "\\u005b") || tg_rr_find(d, e, "\\u005B"))
             return false;
         for (size_t i = 0; i < s->nch; i++)
             if (s->ch[i].held.len || s->ch[i].at_start)

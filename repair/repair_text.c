@@ -58,19 +58,6 @@ static const tag tags[] = {
 };
 #define NTAGS (sizeof tags / sizeof *tags)
 
-static const char *find(const char *s, const char *end, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; s && end - s >= (ptrdiff_t)n; s++) {
-        s = memchr(s, needle[0], (size_t)(end - s) - n + 1);
-        if (!s)
-            break;
-        if (!memcmp(s, needle, n))
-            return s;
-    }
-    return NULL;
-}
-
 static void trim(const char **s, const char **e)
 {
     while (*s < *e && isspace((unsigned char)**s))
@@ -245,14 +232,14 @@ static json_t *parse_params(const tg_ctx *ctx, const char *name, const char *s,
 {
     json_t *args = json_object();
     const char *open = eq ? "<parameter=" : "<parameter";
-    for (const char *p = find(s, e, open); p; p = find(p, e, open)) {
+    for (const char *p = tg_rr_find(s, e, open); p; p = tg_rr_find(p, e, open)) {
         p += strlen(open);
         const char *gt = memchr(p, '>', (size_t)(e - p));
         if (!gt)
             break;
         const char *ks = p, *ke = gt;
         if (!eq) {  /* name="K" */
-            const char *nm = find(p, gt, "name=");
+            const char *nm = tg_rr_find(p, gt, "name=");
             if (!nm)
                 break;
             ks = nm + 5;
@@ -263,8 +250,8 @@ static json_t *parse_params(const tg_ctx *ctx, const char *name, const char *s,
         if (ke > ks && (ke[-1] == '"' || ke[-1] == '\''))
             ke--;
         const char *vs = gt + 1;
-        const char *ve = find(vs, e, "</parameter>");
-        const char *next = find(vs, e, "<parameter");
+        const char *ve = tg_rr_find(vs, e, "</parameter>");
+        const char *next = tg_rr_find(vs, e, "<parameter");
         if (!ve || (next && next < ve))
             ve = next ? next : e;
         char key[256];
@@ -283,7 +270,7 @@ static json_t *parse_params(const tg_ctx *ctx, const char *name, const char *s,
 static int parse_function_xml(const tg_ctx *ctx, json_t *calls, const char *s, const char *e)
 {
     int n = 0;
-    for (const char *p = find(s, e, "<function="); p; p = find(p, e, "<function=")) {
+    for (const char *p = tg_rr_find(s, e, "<function="); p; p = tg_rr_find(p, e, "<function=")) {
         p += 10;
         const char *ns = p;
         while (p < e && *p != '>' && *p != '{' && !isspace((unsigned char)*p) && *p != '<')
@@ -296,10 +283,10 @@ static int parse_function_xml(const tg_ctx *ctx, json_t *calls, const char *s, c
         name[nlen] = 0;
         if (p < e && *p == '>')
             p++;
-        const char *be = find(p, e, "</function>");
+        const char *be = tg_rr_find(p, e, "</function>");
         if (!be)
             be = e;
-        json_t *args = find(p, be, "<parameter=") ? parse_params(ctx, name, p, be, true)
+        json_t *args = tg_rr_find(p, be, "<parameter=") ? parse_params(ctx, name, p, be, true)
                                                    : args_text(p, be);
         if (!args)
             return -1;
@@ -314,10 +301,10 @@ static int parse_function_xml(const tg_ctx *ctx, json_t *calls, const char *s, c
 static int parse_invoke(const tg_ctx *ctx, json_t *calls, const char *s, const char *e)
 {
     int n = 0;
-    for (const char *p = find(s, e, "<invoke"); p; p = find(p, e, "<invoke")) {
+    for (const char *p = tg_rr_find(s, e, "<invoke"); p; p = tg_rr_find(p, e, "<invoke")) {
         p += 7;
         const char *gt = memchr(p, '>', (size_t)(e - p));
-        const char *nm = gt ? find(p, gt, "name=") : NULL;
+        const char *nm = gt ? tg_rr_find(p, gt, "name=") : NULL;
         if (!nm)
             return -1;
         const char *ns = nm + 5, *ne = gt;
@@ -336,7 +323,7 @@ static int parse_invoke(const tg_ctx *ctx, json_t *calls, const char *s, const c
         char name[260];
         memcpy(name, ns, nlen);
         name[nlen] = 0;
-        const char *be = find(gt, e, "</invoke>");
+        const char *be = tg_rr_find(gt, e, "</invoke>");
         if (!be)
             be = e;
         add_call(calls, name, nlen, parse_params(ctx, name, gt + 1, be, false));
@@ -353,9 +340,9 @@ static int parse_kimi(json_t *calls, const char *s, const char *e)
     static const char begin[] = "<|tool_call_begin|>", argb[] = "<|tool_call_argument_begin|>",
                       end[] = "<|tool_call_end|>";
     int n = 0;
-    for (const char *p = find(s, e, begin); p; p = find(p, e, begin)) {
+    for (const char *p = tg_rr_find(s, e, begin); p; p = tg_rr_find(p, e, begin)) {
         p += sizeof begin - 1;
-        const char *a = find(p, e, argb);
+        const char *a = tg_rr_find(p, e, argb);
         if (!a)
             return -1;
         const char *ns = p, *ne = a;
@@ -369,7 +356,7 @@ static int parse_kimi(json_t *calls, const char *s, const char *e)
             ne = colon - 1;
         if (ne <= ns || ne - ns > 256)
             return -1;
-        const char *as = a + sizeof argb - 1, *ae = find(as, e, end);
+        const char *as = a + sizeof argb - 1, *ae = tg_rr_find(as, e, end);
         if (!ae)
             ae = e;
         json_t *args = args_text(as, ae);
@@ -389,7 +376,7 @@ static int parse_marked(json_t *calls, const char *s, const char *e)
     trim(&s, &e);
     if (s < e && (*s == '{' || *s == '['))
         return parse_json_calls(calls, s, e);
-    const char *args = find(s, e, "[ARGS]");
+    const char *args = tg_rr_find(s, e, "[ARGS]");
     if (!args || args == s || args - s > 256)
         return -1;
     json_t *a = args_text(args + 6, e);
@@ -408,9 +395,9 @@ static int parse_body(const tg_ctx *ctx, json_t *calls, const char *s, const cha
     trim(&t, &te);
     if (t < te && (*t == '{' || *t == '['))
         return parse_json_calls(calls, t, te);
-    if (find(t, te, "<function="))
+    if (tg_rr_find(t, te, "<function="))
         return parse_function_xml(ctx, calls, t, te);
-    if (find(t, te, "<invoke"))
+    if (tg_rr_find(t, te, "<invoke"))
         return parse_invoke(ctx, calls, t, te);
     return -1;
 }
@@ -605,7 +592,7 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
         }
         const char *close, *be;
         if (t->close) {
-            close = find(p + strlen(t->open), e, t->close);
+            close = tg_rr_find(p + strlen(t->open), e, t->close);
             be = close ? close + strlen(t->close) : NULL;
         } else {
             const char *after = p + strlen(t->open);
