@@ -107,6 +107,18 @@ typedef struct tg_frag_env {
     size_t len;
     long long num;     /* created */
 } tg_frag_env;
+
+/* Copy n envelope entries read from bytes at from to the same bytes at to
+ * (their strings point into them). */
+static inline void tg_frag_env_move(tg_frag_env *dst, const tg_frag_env *src, int n,
+                                    const char *from, const char *to)
+{
+    for (int i = 0; i < n; i++) {
+        dst[i] = src[i];
+        if (src[i].str)
+            dst[i].str = to + (src[i].str - from);
+    }
+}
 /* An envelope tg_scan_event read before: the event's bytes up to its
  * "choices" key and the envelope it made of them. An event that starts
  * with the very same bytes is read the same up to there (the scans go

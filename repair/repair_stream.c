@@ -1275,11 +1275,7 @@ static void keep_last_raw(tg_stream *s, const char *data, size_t len, const tg_f
     s->last = NULL;
     tg_buf_reset(&s->first);
     tg_buf_append(&s->first, data, len);
-    for (int i = 0; i < f->nenv; i++) {
-        s->env[i] = f->env[i];
-        if (f->env[i].str)
-            s->env[i].str = s->first.data + (f->env[i].str - data);
-    }
+    tg_frag_env_move(s->env, f->env, f->nenv, data, s->first.data);
     s->nenv = f->nenv;
     s->env_end = f->env_end;
     s->env_ok = true;

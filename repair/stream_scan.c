@@ -336,11 +336,7 @@ static bool known_envelope(scan *s, tg_frag *f)
     const tg_frag_pre *pre = f->pre;
     if (!pre || !pre->len || (size_t)(s->e - s->p) < pre->len || memcmp(s->p, pre->bytes, pre->len))
         return false;
-    for (int i = 0; i < pre->nenv; i++) {
-        f->env[i] = pre->env[i];
-        if (pre->env[i].str)
-            f->env[i].str = s->p + (pre->env[i].str - pre->bytes);
-    }
+    tg_frag_env_move(f->env, pre->env, pre->nenv, pre->bytes, s->p);
     f->nenv = pre->nenv;
     s->p += pre->len;
     return true;
