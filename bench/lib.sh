@@ -67,3 +67,29 @@ upstream = http://127.0.0.1:$SP/v1
 dialect = openai
 ROUTES
 }
+
+static_nginx_conf() { # WORKERS: the JSON and tool-call upstream's nginx.conf
+    # ($TMP/static, port $SP): $ANSWER at /, the captured tool-call stream
+    # $TMP/static/tcs.sse at /tcs/ (a POST to a static file is a 405 in
+    # nginx: error_page turns it into the file)
+    cat <<EOF
+daemon off;
+worker_processes $1;
+pid $TMP/static/nginx.pid;
+error_log $TMP/static/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $TMP/static/body;
+    keepalive_requests 1000000;
+    client_max_body_size 64m;
+    default_type application/json;
+    server {
+        listen 127.0.0.1:$SP reuseport;
+        location / { return 200 '$ANSWER'; }
+        location /tcs/ { error_page 405 =200 /tcs.sse; return 405; }
+        location = /tcs.sse { internal; default_type text/event-stream; root $TMP/static; }
+    }
+}
+EOF
+}

@@ -82,25 +82,7 @@ ANSWER=$(curl -s -H 'Content-Type: application/json' --data-binary @"$TMP/small.
 case $ANSWER in *chat.completion*) ;; *) die "mock answered: $ANSWER" ;; esac
 capture_toolcall "$TMP/toolstream.json" "$TMP/static/tcs.sse"
 SP=$(free_port 18900)
-cat > "$TMP/static/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $TMP/static/nginx.pid;
-error_log $TMP/static/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path $TMP/static/body;
-    keepalive_requests 1000000;
-    default_type application/json;
-    server {
-        listen 127.0.0.1:$SP;
-        location / { return 200 '$ANSWER'; }
-        location /tcs/ { error_page 405 =200 /tcs.sse; return 405; }
-        location = /tcs.sse { internal; default_type text/event-stream; root $TMP/static; }
-    }
-}
-EOF
+static_nginx_conf 1 > "$TMP/static/nginx.conf"
 nginx -p "$TMP/static" -c "$TMP/static/nginx.conf" > "$TMP/static/logs/stdout" 2>&1 &
 NGX_PID=$!
 wait_http "http://127.0.0.1:$SP/" || die "nginx did not start"

@@ -174,26 +174,7 @@ start_static() { # nginx answering every request with the mock's JSON
     # the three systems the same and little (a POST to a static file is a
     # 405 in nginx: error_page turns it into the file).
     capture_toolcall "$B/toolstream.json" "$TMP/static/tcs.sse"
-    cat > "$TMP/static/nginx.conf" <<EOF
-daemon off;
-worker_processes $THREADS;
-pid $TMP/static/nginx.pid;
-error_log $TMP/static/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $TMP/static/body;
-    keepalive_requests 1000000;
-    client_max_body_size 64m;
-    default_type application/json;
-    server {
-        listen 127.0.0.1:$SP reuseport;
-        location / { return 200 '$ANSWER'; }
-        location /tcs/ { error_page 405 =200 /tcs.sse; return 405; }
-        location = /tcs.sse { internal; default_type text/event-stream; root $TMP/static; }
-    }
-}
-EOF
+    static_nginx_conf $THREADS > "$TMP/static/nginx.conf"
     nginx -p "$TMP/static" -c "$TMP/static/nginx.conf" > "$TMP/static/logs/stdout" 2>&1 &
     STATIC_PID=$!
     sleep 0.3
