@@ -1181,6 +1181,17 @@ static void add_call_and_result(json_t *msgs, const char *id, const char *name, 
                                           "content", result));
 }
 
+/* a and b written out compactly are the same bytes */
+static void assert_same_bytes(const json_t *a, const json_t *b)
+{
+    char *x = json_dumps(a, JSON_COMPACT), *y = json_dumps(b, JSON_COMPACT);
+    assert_non_null(x);
+    assert_non_null(y);
+    assert_string_equal(x, y);
+    free(x);
+    free(y);
+}
+
 static json_t *hint_history(int turns)
 {
     json_t *msgs = json_pack("[{ssss}]", "role", "user", "content", "what is open in acme/web?");
@@ -1309,20 +1320,13 @@ static void test_hints_stable(void **state)
     json_t *b3 = json_pack("{sssoso}", "model", "m", "messages", hint_history(2), "tools",
                            hint_catalog());
     assert_int_equal(tg_pipeline_request(b3, &c2, &err), 0);
-    char *m1 = json_dumps(json_object_get(b1, "messages"), JSON_COMPACT);
-    char *m2 = json_dumps(json_object_get(b2, "messages"), JSON_COMPACT);
-    assert_string_equal(m1, m2);
-    char *t1 = json_dumps(json_object_get(b1, "tools"), JSON_COMPACT);
-    char *t3 = json_dumps(json_object_get(b3, "tools"), JSON_COMPACT);
-    assert_string_equal(t1, t3);  /* hints never touch the tools */
+    assert_same_bytes(json_object_get(b1, "messages"), json_object_get(b2, "messages"));
+    /* hints never touch the tools */
+    assert_same_bytes(json_object_get(b1, "tools"), json_object_get(b3, "tools"));
     /* turn 2's first three messages are turn 1's, byte for byte */
-    for (size_t i = 0; i < 3; i++) {
-        char *x = json_dumps(json_array_get(json_object_get(b1, "messages"), i), JSON_COMPACT);
-        char *y = json_dumps(json_array_get(json_object_get(b3, "messages"), i), JSON_COMPACT);
-        assert_string_equal(x, y);
-        free(x);
-        free(y);
-    }
+    for (size_t i = 0; i < 3; i++)
+        assert_same_bytes(json_array_get(json_object_get(b1, "messages"), i),
+                          json_array_get(json_object_get(b3, "messages"), i));
     /* turn 2's new result has a note of its own; the pair list_issues ->
      * get_issue it saw does not hint get_issue again after get_issue */
     /* the same turn again, its notes recalled from the cache, and without
@@ -1334,12 +1338,8 @@ static void test_hints_stable(void **state)
         json_t *b4 = json_pack("{sssoso}", "model", "m", "messages", hint_history(2), "tools",
                                hint_catalog());
         assert_int_equal(tg_pipeline_request(b4, &c3, &err), 0);
-        char *x = json_dumps(json_object_get(b3, "messages"), JSON_COMPACT);
-        char *y = json_dumps(json_object_get(b4, "messages"), JSON_COMPACT);
-        assert_string_equal(x, y);
+        assert_same_bytes(json_object_get(b3, "messages"), json_object_get(b4, "messages"));
         assert_int_equal(c3.stats.hints_given, 1);
-        free(x);
-        free(y);
         json_decref(b4);
         tg_ctx_clear(&c3);
     }
@@ -1349,10 +1349,6 @@ static void test_hints_stable(void **state)
     assert_true(json_array_size(names) <= 3);
     assert_int_equal(c2.stats.hints_given, 1);
     json_decref(names);
-    free(m1);
-    free(m2);
-    free(t1);
-    free(t3);
     json_decref(b1);
     json_decref(b2);
     json_decref(b3);
