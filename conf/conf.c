@@ -449,6 +449,11 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
     } else if (!strcmp(key, "access_log")) {
         free(c->access_log);
         c->access_log = tg_strdup(v);
+    } else if (!strcmp(key, "upstream_client")) {
+        static const char *const cl[] = {"toolgate", "curl", NULL};
+        int found = parse_choice(p, k, cl);
+        if (found >= 0)
+            c->curl_only = found == 1;
     } else if (!strcmp(key, "shutdown_grace")) {
         if (tg_parse_duration_ms(v, &c->shutdown_grace_ms))
             perr(p, k->line, "shutdown_grace: expected a duration such as 30s, got '%s'", v);

@@ -68,6 +68,7 @@ typedef struct tg_conf {
     tg_log_level log_level;
     char *access_log;       /* "-" stdout, "off", or a file path */
     long shutdown_grace_ms;
+    bool curl_only;         /* upstream_client = curl: no round on toolgate's own client */
     tg_route *routes;
     int n_routes;
 } tg_conf;

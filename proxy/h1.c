@@ -313,9 +313,13 @@ tg_h1_result tg_h1_feed(tg_h1 *p, const char *buf, size_t n, size_t *used, const
             } else if (!empty) {
                 read_field(p, s, ln, &p->flags);
             }
-            cb->line(ud, s, ln);
+            /* the head's end is judged before it is passed on: a head the
+             * parser refuses (a coding, two lengths) never reaches the
+             * caller as a whole one */
             if (empty && p->phase == P_FIELDS)
                 res = end_head(p, p->flags);
+            if (res != TG_H1_ERROR)
+                cb->line(ud, s, ln);
             break;
         case P_CHUNK_SIZE:
             if (!read_chunk_size(p, s, ln)) {

@@ -95,6 +95,10 @@ typedef struct tg_req {
 
     struct {
         CURL *easy;
+        struct tg_upconn *h1;         /* or the round's connection on toolgate's own
+                                         client (upconn.h), NULL once it ended */
+        bool own;                     /* the round runs on that client (holds a reference) */
+        bool curl_only;               /* later rounds through libcurl (an answer it alone decodes) */
         struct curl_slist *headers;
         tg_buf body;                  /* the body sent upstream; its head when
                                          tools is set */

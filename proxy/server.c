@@ -42,6 +42,7 @@
 #include "proxy/bridges.h"
 #include "proxy/front.h"
 #include "proxy/log.h"
+#include "proxy/upconn.h"
 #include "proxy/upsock.h"
 #include "proxy/upstream.h"
 
@@ -56,9 +57,10 @@ static void sweep_timeouts(worker *w, uint64_t t)
         if (r->client.conn && r->client.fd < 0 && !r->client.gone && r->client.suspended &&
             t - r->t_start > 50000)
             watch_client(r);
-        if (r->up.easy)
+        if (r->up.easy || r->up.own)
             time_out_if_late(r, t);
     }
+    upconn_sweep(w, t);
 }
 
 static void take_new_conf(worker *w)
@@ -212,6 +214,9 @@ static void *worker_main(void *arg)
             }
             case K_CURL:
                 on_curl_event(w, TAG_FD(tag), evs[i].events);
+                break;
+            case K_UPCONN:
+                upconn_event(w, tag, evs[i].events);
                 break;
             case K_CLIENT: {
                 tg_req *r = find_by_client(w, TAG_FD(tag), TAG_GEN(tag));
@@ -382,6 +387,7 @@ static void worker_cleanup(worker *w)
         next = r->next;
         stop_upstream(r);
     }
+    upconn_free_all(w);
     while (w->n_spare)
         curl_easy_cleanup(w->spare[--w->n_spare]);
     req_free_spares(w);

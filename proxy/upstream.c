@@ -26,7 +26,9 @@
 #include "proxy/bridges.h"
 #include "proxy/log.h"
 #include "proxy/prepare.h"
+#include "proxy/h1.h"
 #include "proxy/retry.h"
+#include "proxy/upconn.h"
 #include "proxy/upsock.h"
 
 /* ---- a round's answer as it comes --------------------------------------- */
@@ -92,8 +94,9 @@ static void release_bodies(tg_req *r)
     body_release(r);
     curl_off_t sent = 0;
     r->up.len = up_body_len(r);
-    if (!curl_easy_getinfo(r->up.easy, CURLINFO_SIZE_UPLOAD_T, &sent) &&
-        sent == (curl_off_t)r->up.len)
+    if (r->up.own ? r->up.h1 && upconn_sent_all(r->up.h1)
+                  : !curl_easy_getinfo(r->up.easy, CURLINFO_SIZE_UPLOAD_T, &sent) &&
+                        sent == (curl_off_t)r->up.len)
         up_body_free(r);
 }
 
@@ -238,7 +241,12 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
 
 void maybe_unpause(tg_req *r)
 {
-    if (r->up.paused && r->up.easy && r->stream.out.len - r->stream.out_off < STREAM_LOW_WATER) {
+    if (!r->up.paused || r->stream.out.len - r->stream.out_off >= STREAM_LOW_WATER)
+        return;
+    if (r->up.h1) {
+        r->up.paused = false;
+        upconn_unpause(r->w, r->up.h1);
+    } else if (r->up.easy) {
         r->up.paused = false;
         curl_easy_pause(r->up.easy, CURLPAUSE_CONT);
     }
@@ -474,13 +482,131 @@ static void set_method(tg_req *r, CURL *e, const char *method)
     }
 }
 
+/* ---- a round on toolgate's own client (proxy/upconn.h) -------------------- */
+
+static void upstream_done(tg_req *r);
+
+static void own_line(void *ud, const char *line, size_t n)
+{
+    on_upstream_header((char *)line, 1, n, ud);
+}
+
+static size_t own_body(void *ud, const char *data, size_t n)
+{
+    size_t k = on_upstream_data((char *)data, 1, n, ud);
+    return k == CURL_WRITEFUNC_PAUSE ? TG_H1_PAUSE : k;
+}
+
+static void own_done(void *ud, CURLcode rc)
+{
+    tg_req *r = ud;
+    r->up.h1 = NULL;
+    r->up.result = rc;
+    r->up.running = false;
+    req_ref(r);
+    stop_upstream(r);
+    if (rc == CURLE_BAD_CONTENT_ENCODING && !r->up.headers_done && !r->client.gone) {
+        /* The upstream encoded its answer though this client asked for
+         * identity: the round again through libcurl, which decodes it.
+         * Nothing of the answer reached anyone yet. */
+        tg_log(TG_LOG_INFO, "request %s: upstream %s sent a content coding unasked; "
+               "the round goes again through libcurl", r->id, r->route->upstream_shown);
+        r->up.curl_only = true;
+        if (start_upstream(r, r->up.url, "POST") == 0) {
+            req_unref(r);
+            return;
+        }
+    }
+    upstream_done(r);
+    req_unref(r);
+}
+
+static const tg_upconn_cb own_cb = {own_line, own_body, own_done};
+
+/* A streamed chat round to a plain-http upstream goes over toolgate's own
+ * client (upconn.c says why); the rest, and all with upstream_client =
+ * curl, through libcurl. Streams only: libcurl decodes gzip, br and zstd
+ * for whole answers, which this client does not. */
+static bool own_round(tg_req *r, const char *method, tg_uptarget *t)
+{
+    return !r->conf->curl_only && !r->up.curl_only && r->prep.is_chat && r->ctx_live && r->ctx.stream &&
+           !r->w->http_proxy && !strcmp(method, "POST") && upconn_target(r->w, r->up.url, t);
+}
+
+/* The head libcurl writes for the same round: request line, Host, Accept
+ * unless ours has one, our headers by libcurl's rules ("Name:" with no
+ * value only removes one of libcurl's own, "Name;" is sent empty), then
+ * Content-Length. Accept-Encoding says identity: nothing here decodes a
+ * content coding (h1.h). */
+static void own_head(tg_req *r, const tg_uptarget *t, size_t body_len, tg_buf *h)
+{
+    bool accept = false;
+    tg_buf_puts(h, "POST ");
+    tg_buf_puts(h, t->target);
+    tg_buf_puts(h, " HTTP/1.1\r\nHost: ");
+    tg_buf_puts(h, t->authority);
+    tg_buf_puts(h, "\r\n");
+    for (const struct curl_slist *s = r->up.headers; s; s = s->next) {
+        const char *d = s->data;
+        size_t n = strlen(d);
+        if (n >= 16 && !strncasecmp(d, "accept-encoding:", 16))
+            continue;
+        const char *colon = memchr(d, ':', n);
+        if (!colon) {
+            if (n && d[n - 1] == ';') {
+                tg_buf_append(h, d, n - 1);
+                tg_buf_puts(h, ":\r\n");
+            }
+            continue;
+        }
+        const char *v = colon + 1;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        if (!*v)
+            continue;
+        if (colon - d == 6 && !strncasecmp(d, "accept", 6))
+            accept = true;
+        tg_buf_append(h, d, n);
+        tg_buf_puts(h, "\r\n");
+    }
+    if (!accept)
+        tg_buf_puts(h, "Accept: */*\r\n");
+    char cl[64];
+    int k = snprintf(cl, sizeof cl, "Accept-Encoding: identity\r\nContent-Length: %zu\r\n\r\n",
+                     body_len);
+    tg_buf_append(h, cl, (size_t)k);
+}
+
+/* 0, or -1 when no socket could be had (libcurl then takes the round). */
+static int start_own(tg_req *r, const tg_uptarget *t)
+{
+    size_t total = up_body_len(r);
+    tg_buf head = {0};
+    own_head(r, t, total, &head);
+    struct iovec body[3] = {{r->up.body.data, r->up.body.len}};
+    int nb = 1;
+    if (r->up.tools) {
+        body[1] = (struct iovec){(void *)json_string_value(r->up.tools),
+                                 json_string_length(r->up.tools)};
+        body[2] = (struct iovec){(void *)TG_REQUEST_TAIL, TAIL_LEN};
+        nb = 3;
+    }
+    tg_upconn *c = upconn_start(r->w, t, head.data, head.len, body, nb,
+                                r->route->connect_timeout_ms, &own_cb, r);
+    tg_buf_free(&head);
+    if (!c)
+        return -1;
+    r->up.h1 = c;
+    r->up.own = true;
+    return 0;
+}
+
+/* ---- a round's start and stop, either client --------------------------------- */
+
 int start_upstream(tg_req *r, const char *url, const char *method)
 {
     worker *w = r->w;
     const tg_route *rt = r->route;
-    CURL *e = w->n_spare ? w->spare[--w->n_spare] : easy_new(w);
-    if (!e)
-        return -1;
     char *u = tg_strdup(url);  /* url may be r->up.url itself (another round) */
     free(r->up.url);
     r->up.url = u;
@@ -492,6 +618,17 @@ int start_upstream(tg_req *r, const char *url, const char *method)
     r->up.cut = false;
     if (!r->up.headers)
         r->up.headers = build_upstream_headers(r, r->prep.is_chat);
+    r->up.t_start = now_us();
+    r->up.t_last_byte = r->up.t_start;
+    tg_uptarget t;
+    if (own_round(r, method, &t) && start_own(r, &t) == 0) {
+        r->up.running = true;
+        req_ref(r);
+        return 0;
+    }
+    CURL *e = w->n_spare ? w->spare[--w->n_spare] : easy_new(w);
+    if (!e)
+        return -1;
     curl_easy_setopt(e, CURLOPT_URL, r->up.url);
     set_proxy(r, e);
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);
@@ -515,8 +652,6 @@ int start_upstream(tg_req *r, const char *url, const char *method)
     set_method(r, e, method);
     r->up.easy = e;
     r->up.running = true;
-    r->up.t_start = now_us();
-    r->up.t_last_byte = r->up.t_start;
     req_ref(r);
     if (curl_multi_add_handle(w->multi, e) != CURLM_OK) {
         r->up.easy = NULL;
@@ -530,6 +665,16 @@ int start_upstream(tg_req *r, const char *url, const char *method)
 
 void stop_upstream(tg_req *r)
 {
+    if (r->up.own) {  /* a connection cut short cannot carry another round */
+        if (r->up.h1)
+            upconn_cancel(r->w, r->up.h1);
+        r->up.h1 = NULL;
+        r->up.own = false;
+        r->up.running = false;
+        r->up.paused = false;
+        req_unref(r);
+        return;
+    }
     if (!r->up.easy)
         return;
     worker *w = r->w;
@@ -884,16 +1029,32 @@ static void upstream_done(tg_req *r)
         req_resume(r);
 }
 
+/* A plain-http round libcurl finished: where it connected, so that the
+ * next streamed round to that host can go over toolgate's own client
+ * without a name lookup of its own (upconn_learn). */
+static void learn_address(tg_req *r, CURL *e)
+{
+    char *ip = NULL;
+    long port = 0;
+    if (!r->conf->curl_only && !r->w->http_proxy && !strncmp(r->up.url, "http://", 7) &&
+        !curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &ip) &&
+        !curl_easy_getinfo(e, CURLINFO_PRIMARY_PORT, &port))
+        upconn_learn(r->w, r->up.url, ip, port);
+}
+
 void check_curl_done(worker *w)
 {
     CURLMsg *m;
     int left;
+    upconn_run_due(w);
     while ((m = curl_multi_info_read(w->multi, &left))) {
         if (m->msg != CURLMSG_DONE)
             continue;
         tg_req *r = NULL;
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
         CURLcode rc = m->data.result;
+        if (rc == CURLE_OK)
+            learn_address(r, m->easy_handle);
         r->up.result = rc;
         r->up.running = false;  /* curl is done with the transfer */
         req_ref(r);
@@ -910,6 +1071,20 @@ void check_curl_done(worker *w)
 void time_out_if_late(tg_req *r, uint64_t t)
 {
     const tg_route *rt = r->route;
+    if (r->up.own) {  /* what libcurl's own timers bound on its rounds */
+        bool connect = r->up.h1 && upconn_connect_late(r->up.h1, t);
+        if (connect || (rt->total_timeout_ms > 0 &&
+                        t - r->up.t_start > (uint64_t)rt->total_timeout_ms * 1000)) {
+            tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id,
+                   rt->upstream_shown, connect ? "connect_timeout" : "total_timeout");
+            r->up.result = CURLE_OPERATION_TIMEDOUT;
+            req_ref(r);
+            stop_upstream(r);
+            upstream_done(r);
+            req_unref(r);
+            return;
+        }
+    }
     tg_lateness late = tg_upstream_late(t, r->up.t_start, r->up.t_first_byte, r->up.t_last_byte,
                                         rt->ttfb_timeout_ms, rt->idle_timeout_ms);
     if (late == TG_ON_TIME)

@@ -7,7 +7,7 @@
  * the worker's fields (its lists, its cache, its metrics) but call only
  * downward:
  *
- *   request < retry < bridges < prepare < upsock < upstream < front < server
+ *   request < retry < bridges < prepare < upsock, upconn < upstream < front < server
  *
  * (proxy/request.h ... proxy/server.c; each file's opening comment says
  * what it holds). No function here.
@@ -30,7 +30,7 @@
 #include "proxy/store.h"
 
 /* epoll tags: kind in the top byte, a generation in the middle, fd below. */
-enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT };
+enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT, K_UPCONN };
 #define TAG(kind, gen, fd) (((uint64_t)(kind) << 56) | ((uint64_t)((gen) & 0xffffff) << 32) | (uint32_t)(fd))
 #define TAG_KIND(t) ((int)((t) >> 56))
 #define TAG_GEN(t) ((uint32_t)(((t) >> 32) & 0xffffff))
@@ -92,6 +92,7 @@ struct worker {
     int n_free_reqs;
     tg_random rng;                /* ids (request ids, Responses and items) */
     uint8_t *upfd;                /* per upstream socket: UPFD_* bits */
+    struct upconn_pool *upc;      /* toolgate's own client's connections (upconn.c) */
     size_t n_upfd;
     struct server *srv;
     atomic_size_t *body_bytes;    /* the server's, for max_body_memory */

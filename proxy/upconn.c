@@ -1,0 +1,669 @@
+/* upconn.c -- toolgate's own HTTP/1.1 client for plain-http upstreams: a
+ * worker's connections, kept alive in a pool, served by the worker's one
+ * epoll loop.
+ *
+ * Why: libcurl's multi interface costs about 100,000 instructions and two
+ * poll calls per request (URL parsing, header formatting, its state
+ * machine, a liveness check on every reused connection); on the bench's
+ * tool-call stream that was 40% of toolgate's CPU. A round here is one
+ * sendmsg of the head and body pieces and the reads of the answer. The
+ * round's bytes are parsed by proxy/h1.c; what a round cannot take here
+ * (TLS, a proxy, userinfo, a name libcurl has not resolved yet) stays with
+ * libcurl (upconn_target says which).
+ *
+ * A connection is U_CONNECTING, U_SENDING (the head and body go out; an
+ * early answer is read all the same), U_RECEIVING, or U_IDLE in the pool.
+ * Sockets stay registered (level-triggered) for input from connect to
+ * close: an idle one that becomes readable was closed by the upstream (or
+ * sent what nobody asked for) and is closed, so a reused connection needs
+ * no liveness check; the race that remains (the upstream closes as the
+ * request goes out) is answered as libcurl answers it, by sending once
+ * more on a new connection when nothing of the answer came. Reads go to
+ * one scratch buffer per worker; a connection keeps only what the parser
+ * left (a line not yet ended, or a paused body), so 5,000 open streams
+ * hold no 16 KB buffer each.
+ */
+#include "proxy/upconn.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "proxy/h1.h"
+
+enum { U_CONNECTING, U_SENDING, U_RECEIVING, U_IDLE };
+
+#define IDLE_MAX_AGE_US (60ull * 1000000)  /* libcurl keeps one up to 118 s */
+#define IDLE_MAX 512                       /* libcurl's CURLMOPT_MAXCONNECTS here */
+#define ADDR_TTL_US (60ull * 1000000)      /* libcurl's DNS cache timeout */
+#define N_ADDRS 32
+#define READ_SIZE 16384
+#define MAX_PIECES 6
+
+struct tg_upconn {
+    int fd;
+    uint32_t gen;
+    int state;
+    uint32_t events;       /* registered with epoll; 0: not registered */
+    bool reused;           /* from the pool: a close before any answer is sent again */
+    bool retried;
+    bool paused;
+    bool due;              /* on the due list: end with due_rc, or feed what is kept */
+    bool refeed;
+    CURLcode due_rc;
+    char key[256];         /* the authority */
+    struct sockaddr_storage addr;
+    socklen_t alen;
+    tg_buf head;
+    struct iovec iov[MAX_PIECES];
+    int niov;
+    size_t total, sent;
+    tg_buf in;             /* read, not yet taken by the parser */
+    tg_h1 h1;
+    const tg_upconn_cb *cb;
+    void *ud;
+    uint64_t connect_deadline;
+    uint64_t idle_since;
+    tg_upconn *prev, *next;  /* the idle list or the due list */
+};
+
+typedef struct {
+    char key[256];
+    struct sockaddr_storage addr;
+    socklen_t alen;
+    uint64_t until;
+} known_addr;
+
+struct upconn_pool {
+    tg_upconn **by_fd;
+    size_t n_fd;
+    tg_upconn *idle, *idle_tail;  /* most recently used first */
+    int n_idle;
+    tg_upconn *due;
+    uint32_t gen;
+    known_addr addrs[N_ADDRS];
+    int next_addr;
+    char rd[READ_SIZE];
+};
+
+static struct upconn_pool *pool(worker *w)
+{
+    if (!w->upc)
+        w->upc = tg_calloc(1, sizeof *w->upc);
+    return w->upc;
+}
+
+/* ---- where a round goes ----------------------------------------------------- */
+
+/* host and port of an authority ("h", "h:p", "[v6]:p"); false if malformed */
+static bool split_authority(const char *a, size_t n, char *host, size_t hcap, unsigned *port)
+{
+    const char *hs = a, *he, *p = NULL;
+    if (n && a[0] == '[') {
+        const char *rb = memchr(a, ']', n);
+        if (!rb)
+            return false;
+        hs = a + 1;
+        he = rb;
+        if (rb + 1 < a + n) {
+            if (rb[1] != ':')
+                return false;
+            p = rb + 2;
+        }
+    } else {
+        const char *c = memchr(a, ':', n);
+        he = c ? c : a + n;
+        p = c ? c + 1 : NULL;
+    }
+    if (he == hs || (size_t)(he - hs) >= hcap)
+        return false;
+    memcpy(host, hs, (size_t)(he - hs));
+    host[he - hs] = '\0';
+    *port = 80;
+    if (p) {
+        unsigned v = 0;
+        if (p == a + n)
+            return false;
+        for (; p < a + n; p++) {
+            if (*p < '0' || *p > '9' || (v = v * 10 + (unsigned)(*p - '0')) > 65535)
+                return false;
+        }
+        if (!v)
+            return false;
+        *port = v;
+    }
+    return true;
+}
+
+static bool literal_addr(const char *host, unsigned port, struct sockaddr_storage *ss,
+                         socklen_t *len)
+{
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        *len = sizeof *v4;
+        return true;
+    }
+    if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *v6;
+        return true;
+    }
+    return false;
+}
+
+/* The authority of a plain-http URL and where its target starts. */
+static bool http_authority(const char *url, const char **a, size_t *n, const char **target)
+{
+    if (strncmp(url, "http://", 7))
+        return false;
+    *a = url + 7;
+    *n = strcspn(*a, "/?#");
+    *target = *a + *n;
+    return *n && *n < sizeof ((tg_uptarget *)0)->authority && !memchr(*a, '@', *n);
+}
+
+bool upconn_target(worker *w, const char *url, tg_uptarget *t)
+{
+    const char *a, *target;
+    size_t n;
+    if (!http_authority(url, &a, &n, &target) || (*target && *target != '/'))
+        return false;
+    for (const char *s = target; *s; s++)
+        if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f || *s == '#')
+            return false;
+    char host[256];
+    unsigned port;
+    if (!split_authority(a, n, host, sizeof host, &port))
+        return false;
+    memcpy(t->authority, a, n);
+    t->authority[n] = '\0';
+    t->target = *target ? target : "/";
+    if (literal_addr(host, port, &t->addr, &t->alen))
+        return true;
+    struct upconn_pool *P = w->upc;
+    if (!P)
+        return false;
+    uint64_t now = now_us();
+    for (int i = 0; i < N_ADDRS; i++) {
+        known_addr *k = &P->addrs[i];
+        if (k->until > now && !strcmp(k->key, t->authority)) {
+            t->addr = k->addr;
+            t->alen = k->alen;
+            return true;
+        }
+    }
+    return false;
+}
+
+void upconn_learn(worker *w, const char *url, const char *ip, long port)
+{
+    const char *a, *target;
+    size_t n;
+    char host[256];
+    unsigned up;
+    if (!ip || port <= 0 || port > 65535 || !http_authority(url, &a, &n, &target) ||
+        !split_authority(a, n, host, sizeof host, &up))
+        return;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (literal_addr(host, up, &ss, &len) || !literal_addr(ip, (unsigned)port, &ss, &len))
+        return;  /* a literal needs no learning */
+    struct upconn_pool *P = pool(w);
+    known_addr *slot = NULL;
+    for (int i = 0; i < N_ADDRS && !slot; i++)
+        if (!strncmp(P->addrs[i].key, a, n) && P->addrs[i].key[n] == '\0')
+            slot = &P->addrs[i];
+    if (!slot) {
+        slot = &P->addrs[P->next_addr];
+        P->next_addr = (P->next_addr + 1) % N_ADDRS;
+    }
+    memcpy(slot->key, a, n);
+    slot->key[n] = '\0';
+    slot->addr = ss;
+    slot->alen = len;
+    slot->until = now_us() + ADDR_TTL_US;
+}
+
+/* ---- connections -------------------------------------------------------------- */
+
+static void watch(worker *w, tg_upconn *c, uint32_t events)
+{
+    if (c->events == events)
+        return;
+    struct epoll_event ev = {.events = events, .data.u64 = TAG(K_UPCONN, c->gen, c->fd)};
+    if (!events)
+        epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    else
+        epoll_ctl(w->epfd, c->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev);
+    c->events = events;
+}
+
+static void list_push(tg_upconn **head, tg_upconn **tail, tg_upconn *c)
+{
+    c->prev = NULL;
+    c->next = *head;
+    if (*head)
+        (*head)->prev = c;
+    else if (tail)
+        *tail = c;
+    *head = c;
+}
+
+static void list_unlink(tg_upconn **head, tg_upconn **tail, tg_upconn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        *head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else if (tail)
+        *tail = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void close_conn(worker *w, tg_upconn *c)
+{
+    struct upconn_pool *P = w->upc;
+    if (c->state == U_IDLE) {
+        list_unlink(&P->idle, &P->idle_tail, c);
+        P->n_idle--;
+    }
+    if (c->due)
+        list_unlink(&P->due, NULL, c);
+    if (c->fd >= 0) {
+        if ((size_t)c->fd < P->n_fd)
+            P->by_fd[c->fd] = NULL;
+        close(c->fd);  /* also leaves the epoll set */
+    }
+    tg_buf_free(&c->head);
+    tg_buf_free(&c->in);
+    free(c);
+}
+
+/* A socket to c->addr, connecting; false when none could be made. */
+static bool open_socket(worker *w, tg_upconn *c, long connect_ms)
+{
+    struct upconn_pool *P = w->upc;
+    c->fd = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0)
+        return false;
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    if ((size_t)c->fd >= P->n_fd) {
+        size_t n = P->n_fd ? P->n_fd : 256;
+        while (n <= (size_t)c->fd)
+            n *= 2;
+        P->by_fd = tg_realloc(P->by_fd, n * sizeof *P->by_fd);
+        memset(P->by_fd + P->n_fd, 0, (n - P->n_fd) * sizeof *P->by_fd);
+        P->n_fd = n;
+    }
+    P->by_fd[c->fd] = c;
+    c->gen = ++P->gen;
+    c->events = 0;
+    c->connect_deadline = connect_ms > 0 ? now_us() + (uint64_t)connect_ms * 1000 : 0;
+    if (connect(c->fd, (struct sockaddr *)&c->addr, c->alen) == 0) {
+        c->state = U_SENDING;
+        watch(w, c, EPOLLIN);
+    } else if (errno == EINPROGRESS) {
+        c->state = U_CONNECTING;
+        watch(w, c, EPOLLIN | EPOLLOUT);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* The round ends: c goes to the pool or is closed, then the caller hears. */
+static void end_round(worker *w, tg_upconn *c, CURLcode rc, bool reusable)
+{
+    struct upconn_pool *P = w->upc;
+    const tg_upconn_cb *cb = c->cb;
+    void *ud = c->ud;
+    c->cb = NULL;
+    c->ud = NULL;
+    if (reusable) {
+        tg_buf_reset(&c->head);
+        c->niov = 0;
+        c->state = U_IDLE;
+        c->idle_since = now_us();
+        watch(w, c, EPOLLIN);
+        list_push(&P->idle, &P->idle_tail, c);
+        if (++P->n_idle > IDLE_MAX)
+            close_conn(w, P->idle_tail);
+    } else {
+        close_conn(w, c);
+    }
+    if (cb)
+        cb->done(ud, rc);
+}
+
+/* An end found inside upconn_start: told from the loop (upconn_run_due). */
+static void end_later(worker *w, tg_upconn *c, CURLcode rc)
+{
+    struct upconn_pool *P = w->upc;
+    if (c->due)
+        return;
+    c->due = true;
+    c->refeed = false;
+    c->due_rc = rc;
+    list_push(&P->due, NULL, c);
+}
+
+/* The upstream closed a reused connection before any answer: once more
+ * on a new one (libcurl does the same). True when it did. */
+static bool send_again(worker *w, tg_upconn *c)
+{
+    if (!c->reused || c->retried || c->h1.seen_any)
+        return false;
+    struct upconn_pool *P = w->upc;
+    if ((size_t)c->fd < P->n_fd)
+        P->by_fd[c->fd] = NULL;
+    close(c->fd);
+    c->reused = false;
+    c->retried = true;
+    c->sent = 0;
+    tg_buf_free(&c->in);
+    tg_h1_init(&c->h1, false);
+    if (!open_socket(w, c, 0)) {
+        if (c->fd >= 0) {
+            P->by_fd[c->fd] = NULL;
+            close(c->fd);
+        }
+        c->fd = -1;
+        end_later(w, c, CURLE_COULDNT_CONNECT);
+    }
+    return true;
+}
+
+/* Writes what is left of the request. False when the round ended. */
+static bool send_rest(worker *w, tg_upconn *c, bool in_start)
+{
+    while (c->sent < c->total) {
+        struct iovec v[MAX_PIECES];
+        int nv = 0;
+        size_t off = c->sent;
+        for (int i = 0; i < c->niov; i++) {
+            if (off >= c->iov[i].iov_len) {
+                off -= c->iov[i].iov_len;
+                continue;
+            }
+            v[nv].iov_base = (char *)c->iov[i].iov_base + off;
+            v[nv].iov_len = c->iov[i].iov_len - off;
+            off = 0;
+            nv++;
+        }
+        struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)nv};
+        ssize_t k = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+        if (k > 0) {
+            c->sent += (size_t)k;
+            continue;
+        }
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            watch(w, c, EPOLLIN | EPOLLOUT);
+            return true;
+        }
+        if (send_again(w, c))
+            return true;
+        if (in_start)
+            end_later(w, c, CURLE_SEND_ERROR);
+        else
+            end_round(w, c, CURLE_SEND_ERROR, false);
+        return false;
+    }
+    c->state = U_RECEIVING;
+    watch(w, c, EPOLLIN);
+    return true;
+}
+
+static CURLcode h1_code(tg_h1_error e)
+{
+    switch (e) {
+    case TG_H1_E_CODING:
+        return CURLE_BAD_CONTENT_ENCODING;
+    case TG_H1_E_PARTIAL:
+        return CURLE_PARTIAL_FILE;
+    case TG_H1_E_NOTHING:
+        return CURLE_GOT_NOTHING;
+    default:
+        return CURLE_WEIRD_SERVER_REPLY;
+    }
+}
+
+/* Offers the parser what is kept and data[0..n). False when the round
+ * ended or paused (the caller reads no more). */
+static bool feed(worker *w, tg_upconn *c, const char *data, size_t n)
+{
+    const char *buf = data;
+    size_t len = n, used = 0;
+    if (c->in.len) {
+        tg_buf_append(&c->in, data, n);
+        buf = c->in.data;
+        len = c->in.len;
+    }
+    tg_h1_cb hc = {c->cb->line, c->cb->body};
+    tg_h1_result res = tg_h1_feed(&c->h1, buf, len, &used, &hc, c->ud);
+    size_t rest = len - used;
+    if (buf == c->in.data) {
+        tg_buf_consume(&c->in, used);
+        if (!c->in.len)
+            tg_buf_free(&c->in);
+    } else if (rest && res != TG_H1_DONE && res != TG_H1_ERROR && res != TG_H1_STOPPED) {
+        tg_buf_append(&c->in, buf + used, rest);
+    }
+    switch (res) {
+    case TG_H1_MORE:
+        return true;
+    case TG_H1_PAUSED:
+        c->paused = true;
+        watch(w, c, 0);
+        return false;
+    case TG_H1_STOPPED:
+        end_round(w, c, CURLE_WRITE_ERROR, false);
+        return false;
+    case TG_H1_ERROR:
+        end_round(w, c, h1_code(c->h1.err), false);
+        return false;
+    case TG_H1_DONE:
+        /* bytes past the answer: nothing asked for them, the connection goes */
+        end_round(w, c, CURLE_OK,
+                  c->h1.keep_alive && !rest && !c->in.len && c->sent == c->total);
+        return false;
+    }
+    return false;
+}
+
+static void on_eof(worker *w, tg_upconn *c, bool reset)
+{
+    if (send_again(w, c))
+        return;
+    tg_h1_result res = reset ? TG_H1_ERROR : tg_h1_eof(&c->h1);
+    if (res == TG_H1_DONE && c->in.len)  /* a line that never ended */
+        res = TG_H1_ERROR;
+    if (res == TG_H1_DONE)
+        end_round(w, c, CURLE_OK, false);
+    else
+        end_round(w, c, reset ? CURLE_RECV_ERROR : h1_code(c->h1.err), false);
+}
+
+/* Reads while the socket has more; a short read means it had all. */
+static void read_answer(worker *w, tg_upconn *c)
+{
+    struct upconn_pool *P = w->upc;
+    for (;;) {
+        ssize_t k = recv(c->fd, P->rd, sizeof P->rd, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (k <= 0) {
+            on_eof(w, c, k < 0);
+            return;
+        }
+        if (!feed(w, c, P->rd, (size_t)k) || (size_t)k < sizeof P->rd)
+            return;
+    }
+}
+
+tg_upconn *upconn_start(worker *w, const tg_uptarget *t, const char *head, size_t head_len,
+                        const struct iovec *body, int nbody, long connect_ms,
+                        const tg_upconn_cb *cb, void *ud)
+{
+    struct upconn_pool *P = pool(w);
+    tg_upconn *c = P->idle;
+    while (c && strcmp(c->key, t->authority))
+        c = c->next;
+    if (c) {
+        list_unlink(&P->idle, &P->idle_tail, c);
+        P->n_idle--;
+        c->reused = true;
+        c->state = U_SENDING;
+    } else {
+        c = tg_calloc(1, sizeof *c);
+        snprintf(c->key, sizeof c->key, "%s", t->authority);
+        c->addr = t->addr;
+        c->alen = t->alen;
+        if (!open_socket(w, c, connect_ms)) {
+            if (c->fd < 0) {
+                free(c);
+                return NULL;
+            }
+            c->state = U_CONNECTING;
+            end_later(w, c, CURLE_COULDNT_CONNECT);
+        }
+    }
+    c->retried = c->paused = false;
+    c->cb = cb;
+    c->ud = ud;
+    tg_h1_init(&c->h1, false);
+    tg_buf_reset(&c->head);
+    tg_buf_append(&c->head, head, head_len);
+    c->iov[0] = (struct iovec){c->head.data, head_len};
+    c->niov = 1;
+    c->total = head_len;
+    for (int i = 0; i < nbody && c->niov < MAX_PIECES; i++) {
+        if (!body[i].iov_len)
+            continue;
+        c->iov[c->niov++] = body[i];
+        c->total += body[i].iov_len;
+    }
+    c->sent = 0;
+    if (!c->due && c->state == U_SENDING)
+        send_rest(w, c, true);
+    return c;
+}
+
+void upconn_cancel(worker *w, tg_upconn *c)
+{
+    c->cb = NULL;
+    c->ud = NULL;
+    close_conn(w, c);
+}
+
+void upconn_unpause(worker *w, tg_upconn *c)
+{
+    if (!c->paused)
+        return;
+    c->paused = false;
+    watch(w, c, c->sent < c->total ? EPOLLIN | EPOLLOUT : EPOLLIN);
+    if (c->in.len && !c->due) {
+        /* fed from the loop: this call may come from inside the client's
+         * read, which must not see the round end under it */
+        c->due = true;
+        c->refeed = true;
+        list_push(&w->upc->due, NULL, c);
+    }
+}
+
+bool upconn_sent_all(const tg_upconn *c)
+{
+    return c->sent == c->total;
+}
+
+bool upconn_connect_late(const tg_upconn *c, uint64_t t)
+{
+    return c->state == U_CONNECTING && c->connect_deadline && t > c->connect_deadline;
+}
+
+void upconn_event(worker *w, uint64_t tag, uint32_t events)
+{
+    struct upconn_pool *P = w->upc;
+    int fd = TAG_FD(tag);
+    tg_upconn *c = P && fd >= 0 && (size_t)fd < P->n_fd ? P->by_fd[fd] : NULL;
+    if (!c || (c->gen & 0xffffff) != TAG_GEN(tag) || c->due)
+        return;
+    if (c->state == U_IDLE) {  /* closed by the upstream, or bytes nobody asked for */
+        close_conn(w, c);
+        return;
+    }
+    if (c->state == U_CONNECTING) {
+        if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+            return;
+        int err = 0;
+        socklen_t el = sizeof err;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) || err) {
+            end_round(w, c, CURLE_COULDNT_CONNECT, false);
+            return;
+        }
+        c->state = U_SENDING;
+    }
+    if (c->state == U_SENDING && (events & EPOLLOUT) && !send_rest(w, c, false))
+        return;
+    if (c->state != U_CONNECTING && !c->paused && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+        read_answer(w, c);
+}
+
+void upconn_run_due(worker *w)
+{
+    struct upconn_pool *P = w->upc;
+    while (P && P->due) {
+        tg_upconn *c = P->due;
+        list_unlink(&P->due, NULL, c);
+        c->due = false;
+        if (c->refeed) {
+            c->refeed = false;
+            if (feed(w, c, NULL, 0) && !c->paused)
+                read_answer(w, c);
+        } else {
+            end_round(w, c, c->due_rc, false);
+        }
+    }
+}
+
+void upconn_sweep(worker *w, uint64_t t)
+{
+    struct upconn_pool *P = w->upc;
+    while (P && P->idle_tail && t - P->idle_tail->idle_since > IDLE_MAX_AGE_US)
+        close_conn(w, P->idle_tail);
+}
+
+void upconn_free_all(worker *w)
+{
+    struct upconn_pool *P = w->upc;
+    if (!P)
+        return;
+    for (size_t i = 0; i < P->n_fd; i++)
+        if (P->by_fd[i])
+            close_conn(w, P->by_fd[i]);
+    while (P->due)  /* failed before they had a socket */
+        close_conn(w, P->due);
+    free(P->by_fd);
+    free(P);
+    w->upc = NULL;
+}

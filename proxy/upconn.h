@@ -1,0 +1,76 @@
+/* upconn.h -- toolgate's own HTTP/1.1 client for plain-http upstreams
+ * (proxy/upconn.c): a worker's connections, their pool, their sockets in
+ * the worker's epoll set. Knows nothing of requests: a round is a request
+ * head and body pieces out, header lines and body bytes in (proxy/h1.h),
+ * and one call of done at the end, with a CURLcode so that what follows
+ * (retries, errors, logs) reads it as it reads libcurl's.
+ *
+ * Ownership: upconn_start copies the head; the body pieces stay the
+ * caller's and must live until upconn_sent_all or the round's end. The
+ * connection is the worker's; the caller's handle to it is valid from
+ * upconn_start until done is called or the caller calls upconn_cancel.
+ */
+#ifndef TG_UPCONN_H
+#define TG_UPCONN_H
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "proxy/worker.h"
+
+typedef struct tg_upconn tg_upconn;
+
+typedef struct {
+    /* a header line as it came (h1.h) */
+    void (*line)(void *ud, const char *line, size_t n);
+    /* body bytes: n taken, 0 stop (the round ends with CURLE_WRITE_ERROR),
+     * TG_H1_PAUSE (the same bytes come again after upconn_unpause) */
+    size_t (*body)(void *ud, const char *data, size_t n);
+    /* the round's end; the handle is gone when this is called */
+    void (*done)(void *ud, CURLcode rc);
+} tg_upconn_cb;
+
+/* Where a round goes: the URL's authority (also the pool's key), its
+ * address, and the request target. */
+typedef struct {
+    char authority[256];
+    const char *target;  /* into the URL: the path and query */
+    struct sockaddr_storage addr;
+    socklen_t alen;
+} tg_uptarget;
+
+/* Fills t when url is plain http to an address known without a lookup
+ * (an IP literal, or a name whose address libcurl found in the last 60 s:
+ * upconn_learn), with no userinfo and a target of printable ASCII. False:
+ * the round goes through libcurl. */
+bool upconn_target(worker *w, const char *url, tg_uptarget *t);
+/* libcurl connected to url's host at ip:port: later rounds may go direct. */
+void upconn_learn(worker *w, const char *url, const char *ip, long port);
+
+/* Starts a round on a pooled connection to t, else a new one; head is the
+ * request head (copied), body[0..nbody) the body's pieces (borrowed).
+ * connect_ms bounds a new connection's set-up (0: none). NULL only when
+ * no socket could be had at all; failures after this come through done,
+ * never from inside this call. */
+tg_upconn *upconn_start(worker *w, const tg_uptarget *t, const char *head, size_t head_len,
+                        const struct iovec *body, int nbody, long connect_ms,
+                        const tg_upconn_cb *cb, void *ud);
+/* The caller ends the round early: done is not called; the connection is
+ * closed (mid-answer, it cannot carry another). */
+void upconn_cancel(worker *w, tg_upconn *c);
+/* A paused round reads again (the bytes it left come first). */
+void upconn_unpause(worker *w, tg_upconn *c);
+/* Every byte of the body went out: the caller may free its pieces. */
+bool upconn_sent_all(const tg_upconn *c);
+/* A connection still being set up past its connect_ms at t. */
+bool upconn_connect_late(const tg_upconn *c, uint64_t t);
+
+/* The loop's side: an epoll event for tag (K_UPCONN), the completions
+ * upconn_start deferred, idle connections past their age at t, and the
+ * worker's end (every connection closed). */
+void upconn_event(worker *w, uint64_t tag, uint32_t events);
+void upconn_run_due(worker *w);
+void upconn_sweep(worker *w, uint64_t t);
+void upconn_free_all(worker *w);
+
+#endif

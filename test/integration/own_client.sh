@@ -1,0 +1,202 @@
+#!/bin/sh
+# own_client.sh -- toolgate's own HTTP/1.1 client (proxy/upconn.c, the
+# parser proxy/h1.c), which carries streamed chat rounds to plain-http
+# upstreams: which rounds take it (the mock sees Accept-Encoding: identity
+# from it, libcurl's list otherwise), the headers it sends, one kept-alive
+# connection for many rounds, and every framing and fault a real server
+# may answer with (h1_upstream.py writes them byte by byte): Content-Length,
+# chunked with extensions and trailers, 1xx heads, bare LF, until-close,
+# HTTP/1.0, a kept-alive connection the server dropped, a gzip'd answer
+# (the round again through libcurl), bad chunks, a bad status line, short
+# bodies, nothing at all, a head past 300 KB, an error status, a refused
+# connection; then upstream_client = curl, and a host name learned from
+# libcurl's first round.
+. "$(dirname "$0")/lib.sh"
+
+start_mock
+"$PY" "$TG_ROOT/test/integration/h1_upstream.py" >"$TG_TMP/h1.out" 2>"$TG_TMP/h1.err" &
+H1_PID=$!
+i=0
+while [ $i -lt 100 ]; do
+    HPORT=$(sed -n 's/^port=\([0-9]*\)$/\1/p' "$TG_TMP/h1.out" 2>/dev/null)
+    [ -n "$HPORT" ] && break
+    sleep 0.05
+    i=$((i + 1))
+done
+[ -n "$HPORT" ] || { not_ok "h1 upstream starts" "$(cat "$TG_TMP/h1.err")"; exit 1; }
+trap '_st=$?; kill $H1_PID 2>/dev/null; (exit $_st); stop_all' EXIT
+DEAD=$(free_port)
+
+write_conf() {  # write_conf FILE [SERVER LINES]
+    {
+        printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nforward_headers = x-mock*\n%s\n\n' "$PORT" "$2"
+        conf_route mock "gpt-*" "api_key = sk-own-test"
+        printf '[route named]\nprefix = /named\nupstream = http://localhost:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
+        printf '[route dead]\nmodels = dead-*\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n\n' "$DEAD"
+        printf '[route raw]\nmodels = *\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n\n' "$HPORT"
+    } >"$1"
+}
+PORT=$(free_port)
+write_conf "$TG_TMP/own.conf"
+start_toolgate "$TG_TMP/own.conf" || exit 1
+
+stream_req() {  # stream_req OUT MODEL [PATH]: a streamed chat request; prints the status
+    tg_req "$1" POST "${3:-/v1/chat/completions}" -H 'Content-Type: application/json' \
+        --data-binary "{\"model\":\"$2\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+}
+content_of() {  # the streamed content, and DONE when the stream ended with [DONE]
+    "$PY" - "$1" <<'EOF'
+import json, sys
+text, done = "", False
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    line = line.strip()
+    if line == "data: [DONE]":
+        done = True
+    elif line.startswith("data: "):
+        try:
+            c = json.loads(line[6:])
+        except ValueError:
+            continue
+        for ch in c.get("choices") or []:
+            text += (ch.get("delta") or {}).get("content") or ""
+print(text + (" DONE" if done else ""))
+EOF
+}
+h1_stats() {  # h1_stats FIELD
+    curl -s -m 5 "http://127.0.0.1:$HPORT/_stats" | "$PY" -c "import json,sys; print(json.load(sys.stdin)['$1'])"
+}
+
+# ---- which rounds take it, and what they send --------------------------------
+mock_reset
+code=$(stream_req "$TG_TMP/s1" gpt-4o)
+mock_last "$TG_TMP/last"
+expect_eq "streamed chat round to the mock: 200" 200 "$code"
+expect_eq "streamed round goes over toolgate's own client (Accept-Encoding: identity)" identity \
+    "$(json_get "$TG_TMP/last" headers.accept-encoding)"
+expect_eq "own client: the route's key as Authorization" "Bearer sk-own-test" \
+    "$(json_get "$TG_TMP/last" headers.authorization)"
+expect_eq "own client: a chat body goes as application/json" "application/json" \
+    "$(json_get "$TG_TMP/last" headers.content-type)"
+expect_eq "own client: Accept as libcurl sends it" "*/*" "$(json_get "$TG_TMP/last" headers.accept)"
+rid=$(json_get "$TG_TMP/last" headers.x-request-id)
+expect_eq "own client: X-Request-Id upstream is the one the client got" "$(header_value "$TG_TMP/s1.h" X-Request-Id)" "$rid"
+expect_eq "own client: the body the model read" gpt-4o "$(json_get "$TG_TMP/last" body.model)"
+if grep -q '\[DONE\]' "$TG_TMP/s1"; then ok "own client: the stream reached the client whole"; else
+    not_ok "own client: the stream reached the client whole" "$(head -c 400 "$TG_TMP/s1")"; fi
+chat "$TG_TMP/w1" '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}' >/dev/null
+mock_last "$TG_TMP/last"
+ae=$(json_get "$TG_TMP/last" headers.accept-encoding)
+case "$ae" in *gzip*) ok "whole answers stay with libcurl, which decodes ($ae)" ;;
+*) not_ok "whole answers stay with libcurl, which decodes" "Accept-Encoding: $ae" ;; esac
+
+# ---- framings ----------------------------------------------------------------
+for mode in length chunked chunkext continue lf untilclose http10; do
+    code=$(stream_req "$TG_TMP/m" "$mode")
+    got=$(content_of "$TG_TMP/m")
+    if [ "$code" = 200 ] && [ "$got" = "hello DONE" ]; then ok "framing $mode: the stream whole"; else
+        not_ok "framing $mode: the stream whole" "status $code, got '$got': $(head -c 300 "$TG_TMP/m")"; fi
+done
+head=$(h1_stats head)
+case "$head" in
+"POST /v1/chat/completions HTTP/1.1"*) ok "request line: POST of the route's path, HTTP/1.1" ;;
+*) not_ok "request line: POST of the route's path, HTTP/1.1" "$head" ;; esac
+case "$head" in *"Host: 127.0.0.1:$HPORT"*) ok "Host: the route's authority" ;;
+*) not_ok "Host: the route's authority" "$head" ;; esac
+case "$head" in *"Expect:"*) not_ok "no Expect header (curl's removal is not sent as a header)" "$head" ;;
+*) ok "no Expect header (curl's removal is not sent as a header)" ;; esac
+
+# ---- one connection for many rounds ------------------------------------------
+code=$(stream_req "$TG_TMP/m" length)  # a kept-alive connection in the pool
+before=$(h1_stats conns)
+n=0
+for i in 1 2 3 4 5; do
+    [ "$(stream_req "$TG_TMP/m" length)" = 200 ] && [ "$(content_of "$TG_TMP/m")" = "hello DONE" ] && n=$((n + 1))
+done
+after=$(h1_stats conns)
+expect_eq "five rounds in a row answered" 5 "$n"
+expect_eq "five rounds in a row on the one kept-alive connection (no new connection)" 0 $((after - before - 1))
+
+# the server drops each connection right after answering (as an idle
+# timeout would): every round still answered, on a new connection
+n=0
+for i in 1 2 3; do
+    [ "$(stream_req "$TG_TMP/m" dropidle)" = 200 ] && [ "$(content_of "$TG_TMP/m")" = "hello DONE" ] && n=$((n + 1))
+done
+expect_eq "a kept-alive connection the server dropped: three rounds answered" 3 "$n"
+
+# ---- faults --------------------------------------------------------------------
+code=$(stream_req "$TG_TMP/m" gzip)
+got=$(content_of "$TG_TMP/m")
+if [ "$code" = 200 ] && [ "$got" = "hello DONE" ]; then ok "a gzip'd stream nobody asked for: the round again through libcurl, decoded"; else
+    not_ok "a gzip'd stream nobody asked for: the round again through libcurl, decoded" "status $code, got '$got'"; fi
+if grep -q "content coding unasked" "$TG_LOG"; then ok "the unasked coding is logged"; else
+    not_ok "the unasked coding is logged" "$(tail -n 5 "$TG_LOG")"; fi
+
+for mode in badchunk short; do
+    code=$(stream_req "$TG_TMP/m" "$mode")
+    if [ "$code" = 200 ] && grep -q '"code":"stream_truncated"' "$TG_TMP/m"; then
+        ok "$mode: the stream ends with the error event of a cut stream"
+    else
+        not_ok "$mode: the stream ends with the error event of a cut stream" "status $code: $(head -c 400 "$TG_TMP/m")"
+    fi
+done
+for mode in badstatus nothing hugehead; do
+    code=$(stream_req "$TG_TMP/m" "$mode")
+    if [ "$code" = 502 ] && grep -q upstream_unreachable "$TG_TMP/m"; then ok "$mode: 502 upstream_unreachable"; else
+        not_ok "$mode: 502 upstream_unreachable" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
+done
+code=$(stream_req "$TG_TMP/m" error429)
+if [ "$code" = 429 ] && grep -q "slow down" "$TG_TMP/m"; then ok "an error status on a stream: relayed with the provider's words"; else
+    not_ok "an error status on a stream: relayed with the provider's words" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
+code=$(stream_req "$TG_TMP/m" dead-1)
+if [ "$code" = 502 ] && grep -q "connect" "$TG_TMP/m"; then ok "a refused connection: 502 naming it"; else
+    not_ok "a refused connection: 502 naming it" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
+signature() {  # what a client reads of a fault: status, content, error codes
+    printf '%s %s %s' "$1" "$(content_of "$2")" "$(grep -o '"code":"[a-z_]*"' "$2" | sort -u | tr '\n' ' ')"
+}
+for mode in badchunk short badstatus nothing hugehead error429 gzip untilclose; do
+    code=$(stream_req "$TG_TMP/m" "$mode")
+    signature "$code" "$TG_TMP/m" >"$TG_TMP/own.$mode"
+done
+code=$(stream_req "$TG_TMP/m" length)
+expect_eq "after every fault, the next round answered" "200 hello DONE" "$code $(content_of "$TG_TMP/m")"
+
+# ---- a host name: libcurl's first round, then toolgate's own -------------------
+mock_reset
+stream_req "$TG_TMP/n1" gpt-4o /named/chat/completions >/dev/null
+mock_last "$TG_TMP/last"
+first=$(json_get "$TG_TMP/last" headers.accept-encoding)
+stream_req "$TG_TMP/n2" gpt-4o /named/chat/completions >/dev/null
+mock_last "$TG_TMP/last"
+second=$(json_get "$TG_TMP/last" headers.accept-encoding)
+if [ "$first" != identity ] && [ "$second" = identity ]; then
+    ok "a named host: libcurl resolves it first, the next round goes direct"
+else
+    not_ok "a named host: libcurl resolves it first, the next round goes direct" "first '$first', second '$second'"
+fi
+if grep -q '\[DONE\]' "$TG_TMP/n2"; then ok "the named host's stream whole"; else
+    not_ok "the named host's stream whole" "$(head -c 300 "$TG_TMP/n2")"; fi
+stop_toolgate
+
+# ---- upstream_client = curl ----------------------------------------------------------
+PORT=$(free_port)
+write_conf "$TG_TMP/curl.conf" "upstream_client = curl"
+start_toolgate "$TG_TMP/curl.conf" || exit 1
+mock_reset
+stream_req "$TG_TMP/c1" gpt-4o >/dev/null
+mock_last "$TG_TMP/last"
+ae=$(json_get "$TG_TMP/last" headers.accept-encoding)
+case "$ae" in identity | "") not_ok "upstream_client = curl: streamed rounds through libcurl" "Accept-Encoding: '$ae'" ;;
+*) ok "upstream_client = curl: streamed rounds through libcurl ($ae)" ;; esac
+for mode in chunkext continue; do
+    code=$(stream_req "$TG_TMP/m" "$mode")
+    expect_eq "upstream_client = curl: framing $mode alike" "200 hello DONE" "$code $(content_of "$TG_TMP/m")"
+done
+# what the client reads of each fault is what it read through libcurl
+for mode in badchunk short badstatus nothing hugehead error429 gzip untilclose; do
+    code=$(stream_req "$TG_TMP/m" "$mode")
+    expect_eq "fault $mode: the client reads the same as through libcurl" "$(signature "$code" "$TG_TMP/m")" \
+        "$(cat "$TG_TMP/own.$mode")"
+done
+stop_toolgate
+finish
