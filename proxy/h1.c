@@ -173,8 +173,9 @@ static tg_h1_result end_head(tg_h1 *p, int flags)
     if (p->status < 200) {
         if (p->status == 101)  /* toolgate never asks to switch protocols */
             return fail(p, TG_H1_E_SYNTAX);
+        /* interim heads count toward the final head's bound: an upstream
+         * that sends 100 Continue without end is cut at TG_H1_MAX_HEAD */
         p->phase = P_STATUS;
-        p->head_bytes = 0;
         p->chunked = p->has_length = false;
         p->left = 0;
         return TG_H1_MORE;
@@ -187,7 +188,12 @@ static tg_h1_result end_head(tg_h1 *p, int flags)
     if ((flags & (F_CODING | F_TE_OTHER)))
         return fail(p, TG_H1_E_CODING);
     if (p->chunked) {
-        if (p->has_length)  /* both framings: the connection must not be reused (RFC 9112 6.3) */
+        /* both framings: the connection must not be reused (RFC 9112 6.3);
+         * a Content-Length field that did not parse is one too (has_length
+         * alone missed "Content-Length: 1, 2" beside chunked); and
+         * Transfer-Encoding in an HTTP/1.0 answer is a faulty framing whose
+         * connection must be closed (RFC 9112 6.1) */
+        if (p->has_length || (flags & F_BAD_LENGTH) || p->minor == 0)
             p->keep_alive = false;
         p->phase = P_CHUNK_SIZE;
         p->head_bytes = 0;
