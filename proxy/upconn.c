@@ -44,6 +44,7 @@ enum { U_CONNECTING, U_SENDING, U_RECEIVING, U_IDLE };
 #define IDLE_MAX_AGE_US (60ull * 1000000)  /* libcurl keeps one up to 118 s */
 #define IDLE_MAX 512                       /* libcurl's CURLMOPT_MAXCONNECTS here */
 #define ADDR_TTL_US (60ull * 1000000)      /* libcurl's DNS cache timeout */
+#define AVOID_US (600ull * 1000000)        /* an upstream that encodes unasked */
 #define N_ADDRS 32
 #define READ_SIZE 16384
 #define MAX_PIECES 6
@@ -80,6 +81,7 @@ typedef struct {
     struct sockaddr_storage addr;
     socklen_t alen;
     uint64_t until;
+    bool avoid;  /* rounds to key go through libcurl until then (upconn_avoid) */
 } known_addr;
 
 struct upconn_pool {
@@ -191,21 +193,48 @@ bool upconn_target(worker *w, const char *url, tg_uptarget *t)
     memcpy(t->authority, a, n);
     t->authority[n] = '\0';
     t->target = *target ? target : "/";
+    struct upconn_pool *P = w->upc;
+    known_addr *k = NULL;
+    if (P) {
+        uint64_t now = now_us();
+        for (int i = 0; i < N_ADDRS && !k; i++)
+            if (P->addrs[i].until > now && !strcmp(P->addrs[i].key, t->authority))
+                k = &P->addrs[i];
+    }
+    if (k && k->avoid)
+        return false;
     if (literal_addr(host, port, &t->addr, &t->alen))
         return true;
-    struct upconn_pool *P = w->upc;
-    if (!P)
+    if (!k)
         return false;
-    uint64_t now = now_us();
-    for (int i = 0; i < N_ADDRS; i++) {
-        known_addr *k = &P->addrs[i];
-        if (k->until > now && !strcmp(k->key, t->authority)) {
-            t->addr = k->addr;
-            t->alen = k->alen;
-            return true;
-        }
-    }
-    return false;
+    t->addr = k->addr;
+    t->alen = k->alen;
+    return true;
+}
+
+/* The slot of authority a[0..n): its own, else the oldest. */
+static known_addr *addr_slot(struct upconn_pool *P, const char *a, size_t n)
+{
+    for (int i = 0; i < N_ADDRS; i++)
+        if (!strncmp(P->addrs[i].key, a, n) && P->addrs[i].key[n] == '\0')
+            return &P->addrs[i];
+    known_addr *k = &P->addrs[P->next_addr];
+    P->next_addr = (P->next_addr + 1) % N_ADDRS;
+    memset(k, 0, sizeof *k);
+    memcpy(k->key, a, n);
+    k->key[n] = '\0';
+    return k;
+}
+
+void upconn_avoid(worker *w, const char *url)
+{
+    const char *a, *target;
+    size_t n;
+    if (!http_authority(url, &a, &n, &target))
+        return;
+    known_addr *k = addr_slot(pool(w), a, n);
+    k->avoid = true;
+    k->until = now_us() + AVOID_US;
 }
 
 void upconn_learn(worker *w, const char *url, const char *ip, long port)
@@ -221,17 +250,10 @@ void upconn_learn(worker *w, const char *url, const char *ip, long port)
     socklen_t len;
     if (literal_addr(host, up, &ss, &len) || !literal_addr(ip, (unsigned)port, &ss, &len))
         return;  /* a literal needs no learning */
-    struct upconn_pool *P = pool(w);
-    known_addr *slot = NULL;
-    for (int i = 0; i < N_ADDRS && !slot; i++)
-        if (!strncmp(P->addrs[i].key, a, n) && P->addrs[i].key[n] == '\0')
-            slot = &P->addrs[i];
-    if (!slot) {
-        slot = &P->addrs[P->next_addr];
-        P->next_addr = (P->next_addr + 1) % N_ADDRS;
-    }
-    memcpy(slot->key, a, n);
-    slot->key[n] = '\0';
+    known_addr *slot = addr_slot(pool(w), a, n);
+    if (slot->avoid && slot->until > now_us())
+        return;
+    slot->avoid = false;
     slot->addr = ss;
     slot->alen = len;
     slot->until = now_us() + ADDR_TTL_US;

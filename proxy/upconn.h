@@ -46,6 +46,9 @@ typedef struct {
 bool upconn_target(worker *w, const char *url, tg_uptarget *t);
 /* libcurl connected to url's host at ip:port: later rounds may go direct. */
 void upconn_learn(worker *w, const char *url, const char *ip, long port);
+/* url's upstream answered in a way only libcurl reads (a content coding
+ * unasked): its rounds go through libcurl for the next 10 minutes. */
+void upconn_avoid(worker *w, const char *url);
 
 /* Starts a round on a pooled connection to t, else a new one; head is the
  * request head (copied), body[0..nbody) the body's pieces (borrowed).

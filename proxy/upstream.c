@@ -509,9 +509,11 @@ static void own_done(void *ud, CURLcode rc)
         /* The upstream encoded its answer though this client asked for
          * identity: the round again through libcurl, which decodes it.
          * Nothing of the answer reached anyone yet. */
-        tg_log(TG_LOG_INFO, "request %s: upstream %s sent a content coding unasked; "
-               "the round goes again through libcurl", r->id, r->route->upstream_shown);
+        tg_log(TG_LOG_WARN, "request %s: upstream %s sent a content coding unasked; the round "
+               "goes again through libcurl, as its rounds will for 10 minutes", r->id,
+               r->route->upstream_shown);
         r->up.curl_only = true;
+        upconn_avoid(r->w, r->up.url);
         if (start_upstream(r, r->up.url, "POST") == 0) {
             req_unref(r);
             return;
@@ -523,14 +525,13 @@ static void own_done(void *ud, CURLcode rc)
 
 static const tg_upconn_cb own_cb = {own_line, own_body, own_done};
 
-/* A streamed chat round to a plain-http upstream goes over toolgate's own
- * client (upconn.c says why); the rest, and all with upstream_client =
- * curl, through libcurl. Streams only: libcurl decodes gzip, br and zstd
- * for whole answers, which this client does not. */
+/* A chat round to a plain-http upstream goes over toolgate's own client
+ * (upconn.c says why); the rest (TLS, proxies, passed requests), and all
+ * with upstream_client = curl, through libcurl. */
 static bool own_round(tg_req *r, const char *method, tg_uptarget *t)
 {
-    return !r->conf->curl_only && !r->up.curl_only && r->prep.is_chat && r->ctx_live && r->ctx.stream &&
-           !r->w->http_proxy && !strcmp(method, "POST") && upconn_target(r->w, r->up.url, t);
+    return !r->conf->curl_only && !r->up.curl_only && r->prep.is_chat && !r->w->http_proxy &&
+           !strcmp(method, "POST") && upconn_target(r->w, r->up.url, t);
 }
 
 /* The head libcurl writes for the same round: request line, Host, Accept

@@ -1,13 +1,12 @@
 #!/bin/sh
 # own_client.sh -- toolgate's own HTTP/1.1 client (proxy/upconn.c, the
-# parser proxy/h1.c), which carries streamed chat rounds to plain-http
-# upstreams: which rounds take it (the mock sees Accept-Encoding: identity
+# parser proxy/h1.c), which carries chat rounds to plain-http upstreams: which rounds take it (the mock sees Accept-Encoding: identity
 # from it, libcurl's list otherwise), the headers it sends, one kept-alive
 # connection for many rounds, and every framing and fault a real server
 # may answer with (h1_upstream.py writes them byte by byte): Content-Length,
 # chunked with extensions and trailers, 1xx heads, bare LF, until-close,
 # HTTP/1.0, a kept-alive connection the server dropped, a gzip'd answer
-# (the round again through libcurl), bad chunks, a bad status line, short
+# (the round again through libcurl, and that upstream's next rounds), bad chunks, a bad status line, short
 # bodies, nothing at all, a head past 300 KB, an error status, a refused
 # connection; then upstream_client = curl, and a host name learned from
 # libcurl's first round.
@@ -85,9 +84,14 @@ if grep -q '\[DONE\]' "$TG_TMP/s1"; then ok "own client: the stream reached the 
     not_ok "own client: the stream reached the client whole" "$(head -c 400 "$TG_TMP/s1")"; fi
 chat "$TG_TMP/w1" '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}' >/dev/null
 mock_last "$TG_TMP/last"
+expect_eq "whole chat answers go over it too" identity "$(json_get "$TG_TMP/last" headers.accept-encoding)"
+expect_eq "a whole answer over it reaches the client" "chat.completion" "$(json_get "$TG_TMP/w1" object)"
+tg_req "$TG_TMP/p1" POST /v1/embeddings -H 'Content-Type: application/json' \
+    --data-binary '{"model":"gpt-4o","input":"x"}' >/dev/null
+mock_last "$TG_TMP/last"
 ae=$(json_get "$TG_TMP/last" headers.accept-encoding)
-case "$ae" in *gzip*) ok "whole answers stay with libcurl, which decodes ($ae)" ;;
-*) not_ok "whole answers stay with libcurl, which decodes" "Accept-Encoding: $ae" ;; esac
+case "$ae" in *gzip*) ok "a passed request (not chat) stays with libcurl ($ae)" ;;
+*) not_ok "a passed request (not chat) stays with libcurl" "Accept-Encoding: $ae" ;; esac
 
 # ---- framings ----------------------------------------------------------------
 for mode in length chunked chunkext continue lf untilclose http10; do
@@ -125,13 +129,6 @@ done
 expect_eq "a kept-alive connection the server dropped: three rounds answered" 3 "$n"
 
 # ---- faults --------------------------------------------------------------------
-code=$(stream_req "$TG_TMP/m" gzip)
-got=$(content_of "$TG_TMP/m")
-if [ "$code" = 200 ] && [ "$got" = "hello DONE" ]; then ok "a gzip'd stream nobody asked for: the round again through libcurl, decoded"; else
-    not_ok "a gzip'd stream nobody asked for: the round again through libcurl, decoded" "status $code, got '$got'"; fi
-if grep -q "content coding unasked" "$TG_LOG"; then ok "the unasked coding is logged"; else
-    not_ok "the unasked coding is logged" "$(tail -n 5 "$TG_LOG")"; fi
-
 for mode in badchunk short; do
     code=$(stream_req "$TG_TMP/m" "$mode")
     if [ "$code" = 200 ] && grep -q '"code":"stream_truncated"' "$TG_TMP/m"; then
@@ -154,12 +151,27 @@ if [ "$code" = 502 ] && grep -q "connect" "$TG_TMP/m"; then ok "a refused connec
 signature() {  # what a client reads of a fault: status, content, error codes
     printf '%s %s %s' "$1" "$(content_of "$2")" "$(grep -o '"code":"[a-z_]*"' "$2" | sort -u | tr '\n' ' ')"
 }
-for mode in badchunk short badstatus nothing hugehead error429 gzip untilclose; do
+for mode in badchunk short badstatus nothing hugehead error429 untilclose; do
     code=$(stream_req "$TG_TMP/m" "$mode")
     signature "$code" "$TG_TMP/m" >"$TG_TMP/own.$mode"
 done
 code=$(stream_req "$TG_TMP/m" length)
 expect_eq "after every fault, the next round answered" "200 hello DONE" "$code $(content_of "$TG_TMP/m")"
+
+# ---- an answer encoded unasked (last: its upstream then stays with libcurl) ----
+code=$(stream_req "$TG_TMP/m" gzip)
+got=$(content_of "$TG_TMP/m")
+if [ "$code" = 200 ] && [ "$got" = "hello DONE" ]; then ok "a gzip'd stream nobody asked for: the round again through libcurl, decoded"; else
+    not_ok "a gzip'd stream nobody asked for: the round again through libcurl, decoded" "status $code, got '$got'"; fi
+if grep -q "content coding unasked" "$TG_LOG"; then ok "the unasked coding is logged"; else
+    not_ok "the unasked coding is logged" "$(tail -n 5 "$TG_LOG")"; fi
+
+code=$(stream_req "$TG_TMP/m" length)
+head=$(h1_stats head)
+case "$head" in *"Accept-Encoding: identity"*) not_ok "after it, that upstream's rounds go through libcurl" "$head" ;;
+*gzip*) ok "after it, that upstream's rounds go through libcurl" ;;
+*) not_ok "after it, that upstream's rounds go through libcurl" "$head" ;; esac
+expect_eq "and are answered" "200 hello DONE" "$code $(content_of "$TG_TMP/m")"
 
 # ---- a host name: libcurl's first round, then toolgate's own -------------------
 mock_reset
@@ -188,12 +200,17 @@ mock_last "$TG_TMP/last"
 ae=$(json_get "$TG_TMP/last" headers.accept-encoding)
 case "$ae" in identity | "") not_ok "upstream_client = curl: streamed rounds through libcurl" "Accept-Encoding: '$ae'" ;;
 *) ok "upstream_client = curl: streamed rounds through libcurl ($ae)" ;; esac
+chat "$TG_TMP/w2" '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}' >/dev/null
+mock_last "$TG_TMP/last"
+ae=$(json_get "$TG_TMP/last" headers.accept-encoding)
+case "$ae" in *gzip*) ok "upstream_client = curl: whole answers through libcurl, which decodes ($ae)" ;;
+*) not_ok "upstream_client = curl: whole answers through libcurl, which decodes" "Accept-Encoding: '$ae'" ;; esac
 for mode in chunkext continue; do
     code=$(stream_req "$TG_TMP/m" "$mode")
     expect_eq "upstream_client = curl: framing $mode alike" "200 hello DONE" "$code $(content_of "$TG_TMP/m")"
 done
 # what the client reads of each fault is what it read through libcurl
-for mode in badchunk short badstatus nothing hugehead error429 gzip untilclose; do
+for mode in badchunk short badstatus nothing hugehead error429 untilclose; do
     code=$(stream_req "$TG_TMP/m" "$mode")
     expect_eq "fault $mode: the client reads the same as through libcurl" "$(signature "$code" "$TG_TMP/m")" \
         "$(cat "$TG_TMP/own.$mode")"
