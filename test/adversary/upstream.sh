@@ -20,16 +20,9 @@
 case "$ASAN_OPTIONS" in *quarantine_size_mb*) ;; *) export ASAN_OPTIONS="$ASAN_OPTIONS:quarantine_size_mb=16" ;; esac
 
 HOSTILE="$TG_ROOT/test/adversary/hostile_upstream.py"
-"$PY" "$HOSTILE" >"$TG_TMP/hostile.out" 2>"$TG_TMP/hostile.err" &
-HOSTILE_PID=$!
-i=0
-while [ $i -lt 100 ]; do
-    HPORT=$(sed -n 's/^port=\([0-9]*\)$/\1/p' "$TG_TMP/hostile.out" 2>/dev/null)
-    [ -n "$HPORT" ] && break
-    sleep 0.05
-    i=$((i + 1))
-done
-[ -n "$HPORT" ] || { not_ok "hostile upstream starts" "$(cat "$TG_TMP/hostile.err")"; exit 1; }
+start_script_upstream hostile "$HOSTILE"
+HOSTILE_PID=$UP_PID
+HPORT=$UP_PORT
 # lib.sh stops what it started; the hostile upstream goes with the same trap
 trap '_st=$?; kill $HOSTILE_PID 2>/dev/null; (exit $_st); stop_all' EXIT
 HURL="http://127.0.0.1:$HPORT"

@@ -13,16 +13,9 @@
 . "$(dirname "$0")/lib.sh"
 
 start_mock
-"$PY" "$TG_ROOT/test/integration/h1_upstream.py" >"$TG_TMP/h1.out" 2>"$TG_TMP/h1.err" &
-H1_PID=$!
-i=0
-while [ $i -lt 100 ]; do
-    HPORT=$(sed -n 's/^port=\([0-9]*\)$/\1/p' "$TG_TMP/h1.out" 2>/dev/null)
-    [ -n "$HPORT" ] && break
-    sleep 0.05
-    i=$((i + 1))
-done
-[ -n "$HPORT" ] || { not_ok "h1 upstream starts" "$(cat "$TG_TMP/h1.err")"; exit 1; }
+start_script_upstream h1 "$TG_ROOT/test/integration/h1_upstream.py"
+H1_PID=$UP_PID
+HPORT=$UP_PORT
 trap '_st=$?; kill $H1_PID 2>/dev/null; (exit $_st); stop_all' EXIT
 DEAD=$(free_port)
 
