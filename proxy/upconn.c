@@ -250,6 +250,9 @@ void upconn_learn(worker *w, const char *url, const char *ip, long port)
     socklen_t len;
     if (literal_addr(host, up, &ss, &len) || !literal_addr(ip, (unsigned)port, &ss, &len))
         return;  /* a literal needs no learning */
+    if (ss.ss_family == AF_INET6 &&
+        IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)&ss)->sin6_addr))
+        return;  /* its scope (the interface) is not in what libcurl reports */
     known_addr *slot = addr_slot(pool(w), a, n);
     if (slot->avoid && slot->until > now_us())
         return;
