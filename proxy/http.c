@@ -153,11 +153,25 @@ enum MHD_Result tg_forward_request_header(void *cls, enum MHD_ValueKind kind, co
     if (tg_header_is_credential(key) ? !credential_forwarded(f, key, value)
                                      : !tg_header_forwarded(key, f->extra))
         return MHD_YES;
-    tg_buf b = {0};
-    tg_buf_printf(&b, "%s: %s", key, value ? value : "");
-    *f->list = curl_slist_append(*f->list, b.data);
-    tg_buf_free(&b);
+    tg_header_line_append(f->list, key, value ? value : "");
     return MHD_YES;
+}
+
+void tg_header_line_append(struct curl_slist **list, const char *name, const char *value)
+{
+    tg_buf b = {0};
+    tg_buf_puts(&b, name);
+    tg_buf_puts(&b, ": ");
+    size_t at = b.len;
+    tg_buf_puts(&b, value);
+    for (char *p = b.data + at; *p; p++)
+        if (*p == '\r' || *p == '\n')
+            *p = ' ';
+    struct curl_slist *l = curl_slist_append(*list, b.data);
+    tg_buf_free(&b);
+    if (!l)  /* curl is out of memory (core/tg.h) */
+        tg_oom(sizeof *l);
+    *list = l;
 }
 
 /* MHD hands over the path decoded once, so "%2e%2e" and "..%2f" arrive as

@@ -65,6 +65,13 @@ void tg_append_query(struct MHD_Connection *conn, tg_buf *url);
 
 bool tg_consttime_equal(const char *a, const char *b);
 bool tg_header_value_safe(const char *v);
+/* Appends the header line "name: value" to *list, every CR and LF of the
+ * value written as a space (RFC 9110 5.5: a recipient replaces them or
+ * rejects the message). A client's header may carry a bare CR that
+ * libmicrohttpd keeps; sent as it came, an upstream that ends lines at CR
+ * would read a header the client wrote. Every line toolgate sends upstream
+ * from what a client sent is written here. */
+void tg_header_line_append(struct curl_slist **list, const char *name, const char *value);
 /* Random bytes from the kernel's CSPRNG (getrandom), drawn 4 KB at a time
  * so that an id costs no syscall of its own (an id: about 110 ns, against
  * 45 ns for the xorshift64* it replaces, measured 1M ids in a loop). One

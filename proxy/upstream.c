@@ -270,28 +270,24 @@ static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
                         .client_key = r->client.key, .upstream_auth = up_auth,
                         .extra = r->conf->forward_headers};
     MHD_get_connection_values(r->client.conn, MHD_HEADER_KIND, tg_forward_request_header, &f);
-    tg_buf b = {0};
-    if (r->route->api_key && key_header)
-        tg_buf_printf(&b, "%s: %s", key_header, r->route->api_key);
-    else if (r->route->api_key)
+    if (r->route->api_key && key_header) {
+        tg_header_line_append(&h, key_header, r->route->api_key);
+    } else if (r->route->api_key) {
+        tg_buf b = {0};
         tg_buf_printf(&b, "Authorization: Bearer %s", r->route->api_key);
-    else if (up_auth && *up_auth)
-        tg_buf_printf(&b, "Authorization: %s", up_auth);
-    if (b.len)
         h = curl_slist_append(h, b.data);
-    tg_buf_free(&b);
+        tg_buf_free(&b);
+    } else if (up_auth && *up_auth) {
+        tg_header_line_append(&h, "Authorization", up_auth);
+    }
     static const char idn[] = "X-Request-Id: ";
     char idh[sizeof idn + sizeof r->id];
     memcpy(idh, idn, sizeof idn - 1);
     memcpy(idh + sizeof idn - 1, r->id, strlen(r->id) + 1);
     h = curl_slist_append(h, idh);
     const char *ct = client_header(r, "content-type");
-    if (!is_json_body && ct && *ct) {  /* a passed body goes with the type it came with */
-        tg_buf t = {0};
-        tg_buf_printf(&t, "Content-Type: %s", ct);
-        h = curl_slist_append(h, t.data);
-        tg_buf_free(&t);
-    }
+    if (!is_json_body && ct && *ct)  /* a passed body goes with the type it came with */
+        tg_header_line_append(&h, "Content-Type", ct);
     /* the rest is the same for every request: the worker's nodes, linked
      * behind the last of ours (upstream_headers_free unlinks them) */
     struct curl_slist *tail = is_json_body ? &r->w->up_tail[0] : &r->w->up_tail[1], *last = h;

@@ -225,6 +225,42 @@ expect_eq "route with api_key: its key goes up; no cookie, client x-api-key or X
 expect_eq "... while OpenAI-Project (on the allow-list) goes up" "proj-1" \
     "$(json_get "$O.last" headers.openai-project)"
 
+# ---- 12. a bare CR in a header value never starts a header upstream ----------------
+# libmicrohttpd keeps a CR that no LF follows; an upstream that ends lines
+# at CR would read "Injected: 1" as a header of its own. Both upstream
+# clients: a chat request (toolgate's own) and a passed one (libcurl).
+raw_cr() {  # raw_cr PATH BODY: the request with CRs in two header values
+    "$PY" - "$TG_PORT" "$KA" "$1" "$2" <<'PYEOF'
+import socket, sys
+port, key, path, body = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4].encode()
+c = socket.create_connection(("127.0.0.1", port))
+c.sendall(("POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+           "Content-Type: application/json\r\nX-Upstream-Authorization: Bearer abc\rInjected: 1\r\n"
+           "OpenAI-Organization: org\rX-Smuggled: 2\r\nContent-Length: %d\r\n\r\n"
+           % (path, key, len(body))).encode() + body)
+c.settimeout(10)
+data = b""
+try:
+    while b"\r\n\r\n" not in data:
+        d = c.recv(4096)
+        if not d:
+            break
+        data += d
+except OSError:
+    pass
+print(data.split(b" ")[1].decode() if data.startswith(b"HTTP/") else "000")
+PYEOF
+}
+for p in "/v1/chat/completions {\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}" \
+         "/v1/embeddings {\"model\":\"gpt-4o\",\"input\":\"x\"}"; do
+    mock_reset
+    code=$(raw_cr "${p%% *}" "${p#* }")
+    mock_last "$O.last"
+    got="$(json_get "$O.last" headers.authorization)|$(json_get "$O.last" headers.openai-organization)|$(json_get "$O.last" headers.injected)$(json_get "$O.last" headers.x-smuggled)"
+    expect_eq "${p%% *}: a bare CR in a header value goes up as a space ($code)" \
+        "Bearer abc Injected: 1|org X-Smuggled: 2|" "$got"
+done
+
 # ---- 10. secrets in upstream URLs are redacted ---------------------------------
 code=$(tg_req "$O.leak" POST /leaky/v1/chat/completions -H "$A" -H "$JSON" \
     --data-binary '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}')
