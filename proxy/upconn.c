@@ -341,15 +341,15 @@ static bool open_socket(worker *w, tg_upconn *c, long connect_ms)
     c->gen = ++P->gen;
     c->events = 0;
     c->connect_deadline = connect_ms > 0 ? now_us() + (uint64_t)connect_ms * 1000 : 0;
-    if (connect(c->fd, (struct sockaddr *)&c->addr, c->alen) == 0) {
+    /* Writable is what starts the request, also when connect succeeded at
+     * once: send_again opens a socket and sends nothing itself. */
+    if (connect(c->fd, (struct sockaddr *)&c->addr, c->alen) == 0)
         c->state = U_SENDING;
-        watch(w, c, EPOLLIN);
-    } else if (errno == EINPROGRESS) {
+    else if (errno == EINPROGRESS)
         c->state = U_CONNECTING;
-        watch(w, c, EPOLLIN | EPOLLOUT);
-    } else {
+    else
         return false;
-    }
+    watch(w, c, EPOLLIN | EPOLLOUT);
     return true;
 }
 

@@ -92,6 +92,7 @@ def answer(mode):
 class State:
     lock = threading.Lock()
     conns = 0
+    dropped = 0  # requests of mode closesecond that found their connection closing
     last_head = ""
 
 
@@ -114,13 +115,15 @@ def read_request(f):
 def serve(conn):
     with conn:
         f = conn.makefile("rb")
+        served = 0
         while True:
             head, body = read_request(f)
             if head is None:
                 return
             if head.startswith("GET /_stats"):
                 with State.lock:
-                    s = json.dumps({"conns": State.conns, "head": State.last_head}).encode()
+                    s = json.dumps({"conns": State.conns, "dropped": State.dropped,
+                                    "head": State.last_head}).encode()
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                              b"Content-Length: %d\r\n\r\n" % len(s) + s)
                 continue
@@ -130,7 +133,12 @@ def serve(conn):
                 mode = json.loads(body).get("model", "")
             except ValueError:
                 mode = ""
-            data, close = answer(mode)
+            if mode == "closesecond" and served:
+                with State.lock:
+                    State.dropped += 1
+                return  # a kept-alive connection closed as the next request came
+            served += 1
+            data, close = answer("length" if mode == "closesecond" else mode)
             conn.sendall(data)
             if close:
                 return

@@ -121,6 +121,19 @@ for i in 1 2 3; do
 done
 expect_eq "a kept-alive connection the server dropped: three rounds answered" 3 "$n"
 
+# the server closes a kept-alive connection as the next request arrives
+# (its idle timeout and the request crossed): sent once more on a new
+# connection, as libcurl does, and answered
+before=$(h1_stats conns)
+n=0
+for i in 1 2; do
+    [ "$(stream_req "$TG_TMP/m" closesecond)" = 200 ] && [ "$(content_of "$TG_TMP/m")" = "hello DONE" ] && n=$((n + 1))
+done
+after=$(h1_stats conns)
+expect_eq "a kept-alive connection closed as a request went out: sent again, answered" "2" "$n"
+expect_eq "... the second on the first one's kept-alive connection, closed, then on a new one" \
+    "1 2" "$(h1_stats dropped) $((after - before - 1))"
+
 # ---- faults --------------------------------------------------------------------
 for mode in badchunk short; do
     code=$(stream_req "$TG_TMP/m" "$mode")
