@@ -415,6 +415,17 @@ static bool send_again(worker *w, tg_upconn *c)
     return true;
 }
 
+/* The upstream stopped taking the request (a send failed): an answer it
+ * sent first is still to be read, and is the round's answer -- a 413 from
+ * the head alone, then a close with the body unread (nginx's
+ * client_max_body_size), reached the client through libcurl, which reads
+ * before it writes, but became a failed send here. */
+static bool answer_waiting(const tg_upconn *c)
+{
+    char b;
+    return c->h1.seen_any || recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 /* Writes what is left of the request. False when the round ended. */
 static bool send_rest(worker *w, tg_upconn *c, bool in_start)
 {
@@ -442,6 +453,11 @@ static bool send_rest(worker *w, tg_upconn *c, bool in_start)
             continue;
         if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             watch(w, c, EPOLLIN | EPOLLOUT);
+            return true;
+        }
+        if (answer_waiting(c)) {  /* not reusable: sent < total */
+            c->state = U_RECEIVING;
+            watch(w, c, EPOLLIN);
             return true;
         }
         if (send_again(w, c))
@@ -606,7 +622,7 @@ void upconn_unpause(worker *w, tg_upconn *c)
     if (!c->paused)
         return;
     c->paused = false;
-    watch(w, c, c->sent < c->total ? EPOLLIN | EPOLLOUT : EPOLLIN);
+    watch(w, c, c->state == U_SENDING ? EPOLLIN | EPOLLOUT : EPOLLIN);
     if (c->in.len && !c->due) {
         /* fed from the loop: this call may come from inside the client's
          * read, which must not see the round end under it */

@@ -5,7 +5,8 @@ send toolgate's own client (proxy/upconn.c, proxy/h1.c).
 
 The request's model names the answer (MODES below); every answer but the
 broken ones is the same small chat stream ("hello" in two pieces, then
-[DONE]). GET /_stats gives the connections accepted and the last request's
+[DONE]). A POST to /early... is answered 413 from its head alone, the
+body unread, and the connection closed. GET /_stats gives the connections accepted and the last request's
 head, as JSON. Prints port=N on stdout once it listens.
 """
 import json
@@ -104,6 +105,8 @@ def read_request(f):
         head += line
         if line in (b"\r\n", b"\n"):
             break
+    if head.startswith(b"POST /early"):
+        return head.decode("latin-1"), None  # the body is left unread
     n = 0
     for l in head.split(b"\r\n"):
         if l.lower().startswith(b"content-length:"):
@@ -126,6 +129,15 @@ def serve(conn):
                 continue
             with State.lock:
                 State.last_head = head
+            if body is None:
+                # refuses the body unread, as nginx's client_max_body_size
+                # does: the answer, then a close with the body unread (the
+                # kernel resets the connection)
+                e = b'{"error":{"message":"body too large","type":"invalid_request_error"}}'
+                conn.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
+                             b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(e) + e)
+                f.close()
+                return
             try:
                 mode = json.loads(body).get("model", "")
             except ValueError:

@@ -25,6 +25,7 @@ write_conf() {  # write_conf FILE [SERVER LINES]
         conf_route mock "gpt-*" "api_key = sk-own-test"
         printf '[route named]\nprefix = /named\nupstream = http://localhost:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
         printf '[route dead]\nmodels = dead-*\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n\n' "$DEAD"
+        printf '[route early]\nprefix = /early\nupstream = http://127.0.0.1:%s/early/v1\ndialect = openai\nretries = 0\n\n' "$HPORT"
         printf '[route raw]\nmodels = *\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n\n' "$HPORT"
     } >"$1"
 }
@@ -53,6 +54,10 @@ for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
             text += (ch.get("delta") or {}).get("content") or ""
 print(text + (" DONE" if done else ""))
 EOF
+}
+"$PY" -c 'import json; print(json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "x" * (4 << 20)}]}))' >"$TG_TMP/big.json"
+early_req() {  # early_req OUT: a 4 MB streamed request the upstream refuses unread (413)
+    tg_req "$1" POST /early/chat/completions -H 'Content-Type: application/json' --data-binary "@$TG_TMP/big.json"
 }
 h1_stats() {  # h1_stats FIELD
     curl -s -m 5 "http://127.0.0.1:$HPORT/_stats" | "$PY" -c "import json,sys; print(json.load(sys.stdin)['$1'])"
@@ -138,6 +143,12 @@ done
 code=$(stream_req "$TG_TMP/m" error429)
 if [ "$code" = 429 ] && grep -q "slow down" "$TG_TMP/m"; then ok "an error status on a stream: relayed with the provider's words"; else
     not_ok "an error status on a stream: relayed with the provider's words" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
+# the upstream answers from the head and closes with the body unread (as
+# nginx's client_max_body_size does): the client reads that answer, as it
+# did through libcurl, not a failed send
+code=$(early_req "$TG_TMP/m")
+if [ "$code" = 413 ] && grep -q "body too large" "$TG_TMP/m"; then ok "an answer before the body was read: relayed (413)"; else
+    not_ok "an answer before the body was read: relayed (413)" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
 code=$(stream_req "$TG_TMP/m" dead-1)
 if [ "$code" = 502 ] && grep -q "connect" "$TG_TMP/m"; then ok "a refused connection: 502 naming it"; else
     not_ok "a refused connection: 502 naming it" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
@@ -202,6 +213,9 @@ for mode in chunkext continue; do
     code=$(stream_req "$TG_TMP/m" "$mode")
     expect_eq "upstream_client = curl: framing $mode alike" "200 hello DONE" "$code $(content_of "$TG_TMP/m")"
 done
+code=$(early_req "$TG_TMP/m")
+if [ "$code" = 413 ] && grep -q "body too large" "$TG_TMP/m"; then ok "upstream_client = curl: an answer before the body was read, relayed alike"; else
+    not_ok "upstream_client = curl: an answer before the body was read, relayed alike" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
 # what the client reads of each fault is what it read through libcurl
 for mode in badchunk short badstatus nothing hugehead error429 untilclose; do
     code=$(stream_req "$TG_TMP/m" "$mode")
