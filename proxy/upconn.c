@@ -72,6 +72,7 @@ struct tg_upconn {
     const tg_upconn_cb *cb;
     void *ud;
     uint64_t connect_deadline;
+    long connect_ms;       /* the round's, also for the connection send_again opens */
     uint64_t idle_since;
     tg_upconn *prev, *next;  /* the idle list or the due list */
 };
@@ -404,7 +405,10 @@ static bool send_again(worker *w, tg_upconn *c)
     c->sent = 0;
     tg_buf_free(&c->in);
     tg_h1_init(&c->h1, false);
-    if (!open_socket(w, c, 0)) {
+    /* connect_timeout bounds this connect as it did the first (the
+     * upstream may be gone now): with none, the round hung in connect
+     * until ttfb_timeout (5 minutes by default) */
+    if (!open_socket(w, c, c->connect_ms)) {
         if (c->fd >= 0) {
             P->by_fd[c->fd] = NULL;
             close(c->fd);
@@ -590,6 +594,7 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, const char *head, size_
         }
     }
     c->retried = c->paused = false;
+    c->connect_ms = connect_ms;
     c->cb = cb;
     c->ud = ud;
     tg_h1_init(&c->h1, false);

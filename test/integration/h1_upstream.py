@@ -6,10 +6,15 @@ send toolgate's own client (proxy/upconn.c, proxy/h1.c).
 The request's model names the answer (MODES below); every answer but the
 broken ones is the same small chat stream ("hello" in two pieces, then
 [DONE]). A POST to /early... is answered 413 from its head alone, the
-body unread, and the connection closed. GET /_stats gives the connections accepted and the last request's
+body unread, and the connection closed. With H1_ONE_CONN set in its environment it takes one connection only,
+answers its first request ("length") and closes it on the second unanswered,
+its accept queue full (listen backlog 0, and one connection of its own
+left in it): a client that sends again on a new connection hangs in
+connect. GET /_stats gives the connections accepted and the last request's
 head, as JSON. Prints port=N on stdout once it listens.
 """
 import json
+import os
 import socket
 import sys
 import threading
@@ -148,7 +153,28 @@ def serve(conn):
                 return
 
 
+def one_conn(srv):
+    """H1_ONE_CONN: one connection; the second request is left unanswered
+    and its connection closed, with no room for another."""
+    conn, _ = srv.accept()
+    f = conn.makefile("rb")
+    head, body = read_request(f)
+    conn.sendall(answer("length")[0])
+    head, body = read_request(f)
+    filler = socket.create_connection(srv.getsockname())  # fills the accept queue
+    f.close()
+    conn.close()
+    threading.Event().wait()
+    filler.close()
+
+
 def main():
+    if os.environ.get("H1_ONE_CONN"):
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(0)
+        print("port=%d" % srv.getsockname()[1], flush=True)
+        return one_conn(srv)
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", 0))

@@ -7,7 +7,9 @@
 # chunked with extensions and trailers, 1xx heads, bare LF, until-close,
 # HTTP/1.0, a kept-alive connection the server dropped, a gzip'd answer
 # (the round again through libcurl, and that upstream's next rounds), bad chunks, a bad status line, short
-# bodies, nothing at all, a head past 300 KB, an error status, a refused
+# bodies, nothing at all, a head past 300 KB, an error status, an answer
+# sent before the body was read (413, then a close), a kept-alive
+# connection closed unanswered while new connects hang, a refused
 # connection; then upstream_client = curl, and a host name learned from
 # libcurl's first round.
 . "$(dirname "$0")/lib.sh"
@@ -16,7 +18,12 @@ start_mock
 start_script_upstream h1 "$TG_ROOT/test/integration/h1_upstream.py"
 H1_PID=$UP_PID
 HPORT=$UP_PORT
-trap '_st=$?; kill $H1_PID 2>/dev/null; (exit $_st); stop_all' EXIT
+export H1_ONE_CONN=1
+start_script_upstream h1one "$TG_ROOT/test/integration/h1_upstream.py"
+unset H1_ONE_CONN
+ONE_PID=$UP_PID
+ONE_PORT=$UP_PORT
+trap '_st=$?; kill $H1_PID $ONE_PID 2>/dev/null; (exit $_st); stop_all' EXIT
 DEAD=$(free_port)
 
 write_conf() {  # write_conf FILE [SERVER LINES]
@@ -26,6 +33,7 @@ write_conf() {  # write_conf FILE [SERVER LINES]
         printf '[route named]\nprefix = /named\nupstream = http://localhost:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
         printf '[route dead]\nmodels = dead-*\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n\n' "$DEAD"
         printf '[route early]\nprefix = /early\nupstream = http://127.0.0.1:%s/early/v1\ndialect = openai\nretries = 0\n\n' "$HPORT"
+        printf '[route once]\nprefix = /once\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\nconnect_timeout = 1s\nttfb_timeout = 8s\n\n' "$ONE_PORT"
         printf '[route raw]\nmodels = *\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n\n' "$HPORT"
     } >"$1"
 }
@@ -149,6 +157,19 @@ if [ "$code" = 429 ] && grep -q "slow down" "$TG_TMP/m"; then ok "an error statu
 code=$(early_req "$TG_TMP/m")
 if [ "$code" = 413 ] && grep -q "body too large" "$TG_TMP/m"; then ok "an answer before the body was read: relayed (413)"; else
     not_ok "an answer before the body was read: relayed (413)" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
+# a kept-alive connection closed with the request unanswered: the round
+# goes again on a new connection, whose connect is bounded by
+# connect_timeout as the first one's was (the upstream's accept queue is
+# full: the connect hangs)
+code=$(stream_req "$TG_TMP/m" length /once/chat/completions)
+expect_eq "one-connection upstream: the first round answered" "200 hello DONE" "$code $(content_of "$TG_TMP/m")"
+code=$(stream_req "$TG_TMP/m" length /once/chat/completions)
+if [ "$code" = 504 ] && grep -q "timed out (connect_timeout)" "$TG_LOG"; then
+    ok "the round sent again on a new connection: connect_timeout bounds its connect (504)"
+else
+    not_ok "the round sent again on a new connection: connect_timeout bounds its connect (504)" \
+        "status $code: $(grep "timed out" "$TG_LOG" | tail -n 2)"
+fi
 code=$(stream_req "$TG_TMP/m" dead-1)
 if [ "$code" = 502 ] && grep -q "connect" "$TG_TMP/m"; then ok "a refused connection: 502 naming it"; else
     not_ok "a refused connection: 502 naming it" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
