@@ -38,6 +38,14 @@ def sse_body():
     return out
 
 
+def big_body():
+    """about 6 MB of events, content "x" * 1000 each, then [DONE]"""
+    c = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+         "choices": [{"index": 0, "delta": {"content": "x" * 1000}, "finish_reason": None}]}
+    ev = b"data: " + json.dumps(c).encode() + b"\n\n"
+    return ev * 5000 + b"data: [DONE]\n\n"
+
+
 def chunked(body, ext=False, upper=False, trailers=False, size=7):
     out = b""
     for i in range(0, len(body), size):
@@ -58,6 +66,11 @@ def answer(mode):
         return SSE_HEAD + b"Content-Length: %d\r\n\r\n" % len(b) + b, False
     if mode == "chunked":
         return SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + chunked(b), False
+    if mode == "biglength":  # more than a slow client takes: toolgate pauses
+        big = big_body()
+        return SSE_HEAD + b"Content-Length: %d\r\n\r\n" % len(big) + big, False
+    if mode == "bigchunked":
+        return SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + chunked(big_body(), size=3000), False
     if mode == "chunkext":
         return (SSE_HEAD + b"Transfer-Encoding: chunked\r\nTrailer: X-Trailer\r\n\r\n" +
                 chunked(b, ext=True, upper=True, trailers=True, size=300)), False

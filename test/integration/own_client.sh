@@ -115,6 +115,27 @@ case "$head" in *"Host: 127.0.0.1:$HPORT"*) ok "Host: the route's authority" ;;
 case "$head" in *"Expect:"*) not_ok "no Expect header (curl's removal is not sent as a header)" "$head" ;;
 *) ok "no Expect header (curl's removal is not sent as a header)" ;; esac
 
+# ---- a slow client: the round pauses, and reads again -----------------------------
+for mode in biglength bigchunked; do
+    curl -s -N -m 30 --limit-rate 8m -o "$TG_TMP/big" -H 'Content-Type: application/json' \
+        --data-binary "{\"model\":\"$mode\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}" \
+        "$TG_URL/v1/chat/completions"
+    got=$("$PY" - "$TG_TMP/big" <<'EOF2'
+import json, sys
+n, done = 0, False
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    line = line.strip()
+    if line == "data: [DONE]":
+        done = True
+    elif line.startswith("data: "):
+        for ch in json.loads(line[6:]).get("choices") or []:
+            n += len((ch.get("delta") or {}).get("content") or "")
+print(n, "DONE" if done else "")
+EOF2
+)
+    expect_eq "a slow client of a big stream ($mode): every byte, paused and read again" "5000000 DONE" "$got"
+done
+
 # ---- one connection for many rounds ------------------------------------------
 code=$(stream_req "$TG_TMP/m" length)  # a kept-alive connection in the pool
 before=$(h1_stats conns)
