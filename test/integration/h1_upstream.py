@@ -18,6 +18,7 @@ import os
 import socket
 import sys
 import threading
+import time
 import zlib
 
 CHUNKS = [
@@ -160,6 +161,17 @@ def serve(conn):
                 mode = json.loads(body).get("model", "")
             except ValueError:
                 mode = ""
+            if mode == "drip":  # an event each 0.25 s for 3 s (chunked)
+                conn.sendall(SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n")
+                ev = sse_body().split(b"\n\n")[0] + b"\n\n"
+                try:
+                    for i in range(12):
+                        conn.sendall(b"%x\r\n" % len(ev) + ev + b"\r\n")
+                        time.sleep(0.25)
+                    conn.sendall(b"0\r\n\r\n")
+                except OSError:
+                    return
+                continue
             data, close = answer(mode)
             conn.sendall(data)
             if close:

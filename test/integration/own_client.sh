@@ -34,6 +34,7 @@ write_conf() {  # write_conf FILE [SERVER LINES]
         printf '[route dead]\nmodels = dead-*\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n\n' "$DEAD"
         printf '[route early]\nprefix = /early\nupstream = http://127.0.0.1:%s/early/v1\ndialect = openai\nretries = 0\n\n' "$HPORT"
         printf '[route once]\nprefix = /once\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\nconnect_timeout = 1s\nttfb_timeout = 8s\n\n' "$ONE_PORT"
+        printf '[route total]\nprefix = /total\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\ntimeout = 1s\n\n' "$HPORT"
         printf '[route raw]\nmodels = *\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n\n' "$HPORT"
     } >"$1"
 }
@@ -201,6 +202,13 @@ for mode in badchunk short badstatus nothing hugehead error429 untilclose; do
     code=$(stream_req "$TG_TMP/m" "$mode")
     signature "$code" "$TG_TMP/m" >"$TG_TMP/own.$mode"
 done
+# timeout (total_timeout_ms, 1 s) cuts a stream that runs 3 s, as libcurl's timer does
+code=$(stream_req "$TG_TMP/m" drip /total/chat/completions)
+signature "$code" "$TG_TMP/m" >"$TG_TMP/own.drip"
+case "$(cat "$TG_TMP/own.drip")" in
+"200 hel"*'"code":"upstream_timeout"'* | "200 hel"*'"code":"stream_truncated"'*)
+    ok "total_timeout cuts a long stream (the error event of a cut stream)" ;;
+*) not_ok "total_timeout cuts a long stream (the error event of a cut stream)" "$(cat "$TG_TMP/own.drip")" ;; esac
 code=$(stream_req "$TG_TMP/m" length)
 expect_eq "after every fault, the next round answered" "200 hello DONE" "$code $(content_of "$TG_TMP/m")"
 
@@ -259,6 +267,9 @@ code=$(early_req "$TG_TMP/m")
 if [ "$code" = 413 ] && grep -q "body too large" "$TG_TMP/m"; then ok "upstream_client = curl: an answer before the body was read, relayed alike"; else
     not_ok "upstream_client = curl: an answer before the body was read, relayed alike" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
 # what the client reads of each fault is what it read through libcurl
+code=$(stream_req "$TG_TMP/m" drip /total/chat/completions)
+expect_eq "total_timeout: the client reads the same as through libcurl" "$(signature "$code" "$TG_TMP/m")" \
+    "$(cat "$TG_TMP/own.drip")"
 for mode in badchunk short badstatus nothing hugehead error429 untilclose; do
     code=$(stream_req "$TG_TMP/m" "$mode")
     expect_eq "fault $mode: the client reads the same as through libcurl" "$(signature "$code" "$TG_TMP/m")" \
