@@ -203,10 +203,13 @@ for mode in badchunk short badstatus nothing hugehead error429 untilclose; do
     signature "$code" "$TG_TMP/m" >"$TG_TMP/own.$mode"
 done
 # timeout (total_timeout_ms, 1 s) cuts a stream that runs 3 s, as libcurl's timer does
+cut_signature() {  # what a client reads of a cut stream, but how much came before the cut
+    printf '%s %s %s' "$1" "$(content_of "$2" | sed 's/^\(hel\)*/hel.../')" "$(grep -o '"code":"[a-z_]*"' "$2" | sort -u | tr '\n' ' ')"
+}
 code=$(stream_req "$TG_TMP/m" drip /total/chat/completions)
-signature "$code" "$TG_TMP/m" >"$TG_TMP/own.drip"
+cut_signature "$code" "$TG_TMP/m" >"$TG_TMP/own.drip"
 case "$(cat "$TG_TMP/own.drip")" in
-"200 hel"*'"code":"upstream_timeout"'* | "200 hel"*'"code":"stream_truncated"'*)
+"200 hel... DONE "*'"code":"upstream_timeout"'* | "200 hel... DONE "*'"code":"stream_truncated"'*)
     ok "total_timeout cuts a long stream (the error event of a cut stream)" ;;
 *) not_ok "total_timeout cuts a long stream (the error event of a cut stream)" "$(cat "$TG_TMP/own.drip")" ;; esac
 code=$(stream_req "$TG_TMP/m" length)
@@ -268,7 +271,7 @@ if [ "$code" = 413 ] && grep -q "body too large" "$TG_TMP/m"; then ok "upstream_
     not_ok "upstream_client = curl: an answer before the body was read, relayed alike" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
 # what the client reads of each fault is what it read through libcurl
 code=$(stream_req "$TG_TMP/m" drip /total/chat/completions)
-expect_eq "total_timeout: the client reads the same as through libcurl" "$(signature "$code" "$TG_TMP/m")" \
+expect_eq "total_timeout: the client reads the same as through libcurl" "$(cut_signature "$code" "$TG_TMP/m")" \
     "$(cat "$TG_TMP/own.drip")"
 for mode in badchunk short badstatus nothing hugehead error429 untilclose; do
     code=$(stream_req "$TG_TMP/m" "$mode")
