@@ -65,6 +65,7 @@ print(text + (" DONE" if done else ""))
 EOF
 }
 "$PY" -c 'import json; print(json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "x" * (4 << 20)}]}))' >"$TG_TMP/big.json"
+sed 's/"model": "m"/"model": "length"/' "$TG_TMP/big.json" >"$TG_TMP/big-length.json"
 early_req() {  # early_req OUT: a 4 MB streamed request the upstream refuses unread (413)
     tg_req "$1" POST /early/chat/completions -H 'Content-Type: application/json' --data-binary "@$TG_TMP/big.json"
 }
@@ -136,6 +137,11 @@ EOF2
 )
     expect_eq "a slow client of a big stream ($mode): every byte, paused and read again" "5000000 DONE" "$got"
 done
+
+# a 4 MB request goes out in several sends (EAGAIN, then EPOLLOUT); the
+# upstream reads it whole (a cut body would not parse: its 500)
+code=$(tg_req "$TG_TMP/m" POST /v1/chat/completions -H 'Content-Type: application/json' --data-binary "@$TG_TMP/big-length.json")
+expect_eq "a 4 MB request body goes whole" "200 hello DONE" "$code $(content_of "$TG_TMP/m")"
 
 # ---- one connection for many rounds ------------------------------------------
 code=$(stream_req "$TG_TMP/m" length)  # a kept-alive connection in the pool
