@@ -156,7 +156,7 @@ static void run_curl_timeout(worker *w)
 
 static int loop_timeout_ms(worker *w)
 {
-    if (w->mhd_pending)
+    if (w->mhd_pending || upconn_has_due(w))  /* a paused round reads again (upconn_unpause) */
         return 0;
     long t = w->n_retry_wait ? 20 : 250;
     if (w->resumeq) {  /* the batch's window, rounded up */

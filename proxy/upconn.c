@@ -72,6 +72,7 @@ struct tg_upconn {
     const tg_upconn_cb *cb;
     void *ud;
     uint64_t connect_deadline;
+    long connect_ms;       /* the round's, also for the connection send_again opens */
     uint64_t idle_since;
     tg_upconn *prev, *next;  /* the idle list or the due list */
 };
@@ -404,7 +405,10 @@ static bool send_again(worker *w, tg_upconn *c)
     c->sent = 0;
     tg_buf_free(&c->in);
     tg_h1_init(&c->h1, false);
-    if (!open_socket(w, c, 0)) {
+    /* connect_timeout bounds this connect as it did the first (the
+     * upstream may be gone now): with none, the round hung in connect
+     * until ttfb_timeout (5 minutes by default) */
+    if (!open_socket(w, c, c->connect_ms)) {
         if (c->fd >= 0) {
             P->by_fd[c->fd] = NULL;
             close(c->fd);
@@ -413,6 +417,17 @@ static bool send_again(worker *w, tg_upconn *c)
         end_later(w, c, CURLE_COULDNT_CONNECT);
     }
     return true;
+}
+
+/* The upstream stopped taking the request (a send failed): an answer it
+ * sent first is still to be read, and is the round's answer -- a 413 from
+ * the head alone, then a close with the body unread (nginx's
+ * client_max_body_size), reached the client through libcurl, which reads
+ * before it writes, but became a failed send here. */
+static bool answer_waiting(const tg_upconn *c)
+{
+    char b;
+    return c->h1.seen_any || recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
 /* Writes what is left of the request. False when the round ended. */
@@ -442,6 +457,11 @@ static bool send_rest(worker *w, tg_upconn *c, bool in_start)
             continue;
         if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             watch(w, c, EPOLLIN | EPOLLOUT);
+            return true;
+        }
+        if (answer_waiting(c)) {  /* not reusable: sent < total */
+            c->state = U_RECEIVING;
+            watch(w, c, EPOLLIN);
             return true;
         }
         if (send_again(w, c))
@@ -574,6 +594,7 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, const char *head, size_
         }
     }
     c->retried = c->paused = false;
+    c->connect_ms = connect_ms;
     c->cb = cb;
     c->ud = ud;
     tg_h1_init(&c->h1, false);
@@ -606,7 +627,7 @@ void upconn_unpause(worker *w, tg_upconn *c)
     if (!c->paused)
         return;
     c->paused = false;
-    watch(w, c, c->sent < c->total ? EPOLLIN | EPOLLOUT : EPOLLIN);
+    watch(w, c, c->state == U_SENDING ? EPOLLIN | EPOLLOUT : EPOLLIN);
     if (c->in.len && !c->due) {
         /* fed from the loop: this call may come from inside the client's
          * read, which must not see the round end under it */
@@ -669,6 +690,11 @@ void upconn_run_due(worker *w)
             end_round(w, c, c->due_rc, false);
         }
     }
+}
+
+bool upconn_has_due(const worker *w)
+{
+    return w->upc && w->upc->due;
 }
 
 void upconn_sweep(worker *w, uint64_t t)

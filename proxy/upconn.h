@@ -73,6 +73,8 @@ bool upconn_connect_late(const tg_upconn *c, uint64_t t);
  * worker's end (every connection closed). */
 void upconn_event(worker *w, uint64_t tag, uint32_t events);
 void upconn_run_due(worker *w);
+/* Completions or reads wait for upconn_run_due: the loop must not sleep. */
+bool upconn_has_due(const worker *w);
 void upconn_sweep(worker *w, uint64_t t);
 void upconn_free_all(worker *w);
 

@@ -7,7 +7,9 @@
 # chunked with extensions and trailers, 1xx heads, bare LF, until-close,
 # HTTP/1.0, a kept-alive connection the server dropped, a gzip'd answer
 # (the round again through libcurl, and that upstream's next rounds), bad chunks, a bad status line, short
-# bodies, nothing at all, a head past 300 KB, an error status, a refused
+# bodies, nothing at all, a head past 300 KB, an error status, an answer
+# sent before the body was read (413, then a close), a kept-alive
+# connection closed unanswered while new connects hang, a refused
 # connection; then upstream_client = curl, and a host name learned from
 # libcurl's first round.
 . "$(dirname "$0")/lib.sh"
@@ -16,7 +18,12 @@ start_mock
 start_script_upstream h1 "$TG_ROOT/test/integration/h1_upstream.py"
 H1_PID=$UP_PID
 HPORT=$UP_PORT
-trap '_st=$?; kill $H1_PID 2>/dev/null; (exit $_st); stop_all' EXIT
+export H1_ONE_CONN=1
+start_script_upstream h1one "$TG_ROOT/test/integration/h1_upstream.py"
+unset H1_ONE_CONN
+ONE_PID=$UP_PID
+ONE_PORT=$UP_PORT
+trap '_st=$?; kill $H1_PID $ONE_PID 2>/dev/null; (exit $_st); stop_all' EXIT
 DEAD=$(free_port)
 
 write_conf() {  # write_conf FILE [SERVER LINES]
@@ -25,6 +32,9 @@ write_conf() {  # write_conf FILE [SERVER LINES]
         conf_route mock "gpt-*" "api_key = sk-own-test"
         printf '[route named]\nprefix = /named\nupstream = http://localhost:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
         printf '[route dead]\nmodels = dead-*\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n\n' "$DEAD"
+        printf '[route early]\nprefix = /early\nupstream = http://127.0.0.1:%s/early/v1\ndialect = openai\nretries = 0\n\n' "$HPORT"
+        printf '[route once]\nprefix = /once\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\nconnect_timeout = 1s\nttfb_timeout = 8s\n\n' "$ONE_PORT"
+        printf '[route total]\nprefix = /total\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\ntimeout = 1s\n\n' "$HPORT"
         printf '[route raw]\nmodels = *\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n\n' "$HPORT"
     } >"$1"
 }
@@ -53,6 +63,11 @@ for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
             text += (ch.get("delta") or {}).get("content") or ""
 print(text + (" DONE" if done else ""))
 EOF
+}
+"$PY" -c 'import json; print(json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "x" * (4 << 20)}]}))' >"$TG_TMP/big.json"
+sed 's/"model": "m"/"model": "length"/' "$TG_TMP/big.json" >"$TG_TMP/big-length.json"
+early_req() {  # early_req OUT: a 4 MB streamed request the upstream refuses unread (413)
+    tg_req "$1" POST /early/chat/completions -H 'Content-Type: application/json' --data-binary "@$TG_TMP/big.json"
 }
 h1_stats() {  # h1_stats FIELD
     curl -s -m 5 "http://127.0.0.1:$HPORT/_stats" | "$PY" -c "import json,sys; print(json.load(sys.stdin)['$1'])"
@@ -101,6 +116,32 @@ case "$head" in *"Host: 127.0.0.1:$HPORT"*) ok "Host: the route's authority" ;;
 *) not_ok "Host: the route's authority" "$head" ;; esac
 case "$head" in *"Expect:"*) not_ok "no Expect header (curl's removal is not sent as a header)" "$head" ;;
 *) ok "no Expect header (curl's removal is not sent as a header)" ;; esac
+
+# ---- a slow client: the round pauses, and reads again -----------------------------
+for mode in biglength bigchunked; do
+    curl -s -N -m 30 --limit-rate 8m -o "$TG_TMP/big" -H 'Content-Type: application/json' \
+        --data-binary "{\"model\":\"$mode\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}" \
+        "$TG_URL/v1/chat/completions"
+    got=$("$PY" - "$TG_TMP/big" <<'EOF2'
+import json, sys
+n, done = 0, False
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    line = line.strip()
+    if line == "data: [DONE]":
+        done = True
+    elif line.startswith("data: "):
+        for ch in json.loads(line[6:]).get("choices") or []:
+            n += len((ch.get("delta") or {}).get("content") or "")
+print(n, "DONE" if done else "")
+EOF2
+)
+    expect_eq "a slow client of a big stream ($mode): every byte, paused and read again" "5000000 DONE" "$got"
+done
+
+# a 4 MB request goes out in several sends (EAGAIN, then EPOLLOUT); the
+# upstream reads it whole (a cut body would not parse: its 500)
+code=$(tg_req "$TG_TMP/m" POST /v1/chat/completions -H 'Content-Type: application/json' --data-binary "@$TG_TMP/big-length.json")
+expect_eq "a 4 MB request body goes whole" "200 hello DONE" "$code $(content_of "$TG_TMP/m")"
 
 # ---- one connection for many rounds ------------------------------------------
 code=$(stream_req "$TG_TMP/m" length)  # a kept-alive connection in the pool
@@ -151,6 +192,25 @@ done
 code=$(stream_req "$TG_TMP/m" error429)
 if [ "$code" = 429 ] && grep -q "slow down" "$TG_TMP/m"; then ok "an error status on a stream: relayed with the provider's words"; else
     not_ok "an error status on a stream: relayed with the provider's words" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
+# the upstream answers from the head and closes with the body unread (as
+# nginx's client_max_body_size does): the client reads that answer, as it
+# did through libcurl, not a failed send
+code=$(early_req "$TG_TMP/m")
+if [ "$code" = 413 ] && grep -q "body too large" "$TG_TMP/m"; then ok "an answer before the body was read: relayed (413)"; else
+    not_ok "an answer before the body was read: relayed (413)" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
+# a kept-alive connection closed with the request unanswered: the round
+# goes again on a new connection, whose connect is bounded by
+# connect_timeout as the first one's was (the upstream's accept queue is
+# full: the connect hangs)
+code=$(stream_req "$TG_TMP/m" length /once/chat/completions)
+expect_eq "one-connection upstream: the first round answered" "200 hello DONE" "$code $(content_of "$TG_TMP/m")"
+code=$(stream_req "$TG_TMP/m" length /once/chat/completions)
+if [ "$code" = 504 ] && grep -q "timed out (connect_timeout)" "$TG_LOG"; then
+    ok "the round sent again on a new connection: connect_timeout bounds its connect (504)"
+else
+    not_ok "the round sent again on a new connection: connect_timeout bounds its connect (504)" \
+        "status $code: $(grep "timed out" "$TG_LOG" | tail -n 2)"
+fi
 code=$(stream_req "$TG_TMP/m" dead-1)
 if [ "$code" = 502 ] && grep -q "connect" "$TG_TMP/m"; then ok "a refused connection: 502 naming it"; else
     not_ok "a refused connection: 502 naming it" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
@@ -161,6 +221,16 @@ for mode in badchunk short badstatus nothing hugehead error429 untilclose; do
     code=$(stream_req "$TG_TMP/m" "$mode")
     signature "$code" "$TG_TMP/m" >"$TG_TMP/own.$mode"
 done
+# timeout (total_timeout_ms, 1 s) cuts a stream that runs 3 s, as libcurl's timer does
+cut_signature() {  # what a client reads of a cut stream, but how much came before the cut
+    printf '%s %s %s' "$1" "$(content_of "$2" | sed 's/^\(hel\)*/hel.../')" "$(grep -o '"code":"[a-z_]*"' "$2" | sort -u | tr '\n' ' ')"
+}
+code=$(stream_req "$TG_TMP/m" drip /total/chat/completions)
+cut_signature "$code" "$TG_TMP/m" >"$TG_TMP/own.drip"
+case "$(cat "$TG_TMP/own.drip")" in
+"200 hel... DONE "*'"code":"upstream_timeout"'* | "200 hel... DONE "*'"code":"stream_truncated"'*)
+    ok "total_timeout cuts a long stream (the error event of a cut stream)" ;;
+*) not_ok "total_timeout cuts a long stream (the error event of a cut stream)" "$(cat "$TG_TMP/own.drip")" ;; esac
 code=$(stream_req "$TG_TMP/m" length)
 expect_eq "after every fault, the next round answered" "200 hello DONE" "$code $(content_of "$TG_TMP/m")"
 
@@ -215,7 +285,13 @@ for mode in chunkext continue; do
     code=$(stream_req "$TG_TMP/m" "$mode")
     expect_eq "upstream_client = curl: framing $mode alike" "200 hello DONE" "$code $(content_of "$TG_TMP/m")"
 done
+code=$(early_req "$TG_TMP/m")
+if [ "$code" = 413 ] && grep -q "body too large" "$TG_TMP/m"; then ok "upstream_client = curl: an answer before the body was read, relayed alike"; else
+    not_ok "upstream_client = curl: an answer before the body was read, relayed alike" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
 # what the client reads of each fault is what it read through libcurl
+code=$(stream_req "$TG_TMP/m" drip /total/chat/completions)
+expect_eq "total_timeout: the client reads the same as through libcurl" "$(cut_signature "$code" "$TG_TMP/m")" \
+    "$(cat "$TG_TMP/own.drip")"
 for mode in badchunk short badstatus nothing hugehead error429 untilclose; do
     code=$(stream_req "$TG_TMP/m" "$mode")
     expect_eq "fault $mode: the client reads the same as through libcurl" "$(signature "$code" "$TG_TMP/m")" \
