@@ -330,6 +330,9 @@ static bool open_socket(worker *w, tg_upconn *c, long connect_ms)
     int one = 1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    int idle = 60;  /* libcurl's CURLOPT_TCP_KEEPIDLE and KEEPINTVL, not the kernel's 2 h */
+    setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof idle);
     if ((size_t)c->fd >= P->n_fd) {
         size_t n = P->n_fd ? P->n_fd : 256;
         while (n <= (size_t)c->fd)

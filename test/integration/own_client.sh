@@ -153,6 +153,24 @@ done
 after=$(h1_stats conns)
 expect_eq "five rounds in a row answered" 5 "$n"
 expect_eq "five rounds in a row on the one kept-alive connection (no new connection)" 0 $((after - before - 1))
+# the pooled connection's TCP keepalive probes start after 60 s idle, as
+# libcurl's do (the kernel's default is 2 h): its timer in /proc/net/tcp
+ka=$("$PY" - "$HPORT" <<'EOF'
+import sys
+port = "%04X" % int(sys.argv[1])
+best = None
+for line in open("/proc/net/tcp").readlines()[1:]:
+    f = line.split()
+    if f[2].endswith(":" + port) and f[3] == "01":  # toolgate's end, established
+        tr, when = f[5].split(":")
+        if tr == "02":
+            best = int(when, 16) // 100  # clock ticks (USER_HZ) to seconds
+print(best)
+EOF
+)
+case "$ka" in [0-9]*) [ "$ka" -le 60 ] && ok "pooled connection: keepalive after 60 s idle (${ka} s left)" ||
+    not_ok "pooled connection: keepalive after 60 s idle" "timer ${ka} s" ;;
+*) not_ok "pooled connection: keepalive after 60 s idle" "no keepalive timer on a connection to port $HPORT" ;; esac
 
 # the server drops each connection right after answering (as an idle
 # timeout would): every round still answered, on a new connection
