@@ -225,7 +225,6 @@ int tg_parse_duration_ms(const char *s, long *out)
 int tg_parse_redis_url(const char *s, tg_redis_url *u)
 {
     memset(u, 0, sizeof *u);
-    u->port = 6379;
     if (strncmp(s, "redis://", 8))
         return -1;
     s += 8;
@@ -237,31 +236,10 @@ int tg_parse_redis_url(const char *s, tg_redis_url *u)
         s = at + 1;
     }
     const char *end = s + strcspn(s, "/");
-    const char *host = s, *hend;
-    if (*s == '[') {
-        host = s + 1;
-        hend = memchr(host, ']', (size_t)(end - host));
-        if (!hend)
-            return -1;
-        s = hend + 1;
-    } else {
-        hend = memchr(s, ':', (size_t)(end - s));
-        if (!hend)
-            hend = end;
-        s = hend;
-    }
-    if (hend == host || (size_t)(hend - host) >= sizeof u->host)
+    unsigned port = 6379;
+    if (tg_split_host_port(s, (size_t)(end - s), u->host, sizeof u->host, &port))
         return -1;
-    memcpy(u->host, host, (size_t)(hend - host));
-    if (*s == ':') {
-        char *e;
-        long port = strtol(s + 1, &e, 10);
-        if (e == s + 1 || e != end || port < 1 || port > 65535)
-            return -1;
-        u->port = (int)port;
-    } else if (s != end) {
-        return -1;
-    }
+    u->port = (int)port;
     if (*end == '/' && end[1]) {
         char *e;
         long db = strtol(end + 1, &e, 10);

@@ -178,3 +178,40 @@ bool tg_word_listed(const char *const *sorted, size_t n, const char *w)
 {
     return bsearch(w, sorted, n, sizeof sorted[0], cmp_word) != NULL;
 }
+
+int tg_split_host_port(const char *a, size_t n, char *host, size_t cap, unsigned *port)
+{
+    const char *hs = a, *he, *p = NULL, *e = a + n;
+    if (n && a[0] == '[') {
+        const char *rb = memchr(a, ']', n);
+        if (!rb)
+            return -1;
+        hs = a + 1;
+        he = rb;
+        if (rb + 1 < e) {
+            if (rb[1] != ':')
+                return -1;
+            p = rb + 2;
+        }
+    } else {
+        const char *c = memchr(a, ':', n);
+        he = c ? c : e;
+        p = c ? c + 1 : NULL;
+    }
+    if (he == hs || (size_t)(he - hs) >= cap)
+        return -1;
+    if (p) {
+        unsigned v = 0;
+        if (p == e)
+            return -1;
+        for (; p < e; p++)
+            if (*p < '0' || *p > '9' || (v = v * 10 + (unsigned)(*p - '0')) > 65535)
+                return -1;
+        if (!v)
+            return -1;
+        *port = v;
+    }
+    memcpy(host, hs, (size_t)(he - hs));
+    host[he - hs] = '\0';
+    return 0;
+}

@@ -87,6 +87,12 @@ size_t tg_utf8_cut(const char *s, size_t n, size_t max);
  * before jansson, whose parser recurses. */
 bool tg_json_depth_exceeds(const char *p, size_t n, int max);
 
+/* The host and port of a URL's authority a[0..n) ("h", "h:p", "[v6]:p"):
+ * the host, without brackets, copied NUL-terminated into host[cap]; *port
+ * set only when a port is given (digits, 1..65535). -1 when malformed or
+ * the host does not fit. For the upstream and redis:// URLs alike. */
+int tg_split_host_port(const char *a, size_t n, char *host, size_t cap, unsigned *port);
+
 /* About to build `bytes` of new JSON values (an unseen tool list): have the
  * heap's pages mapped in one system call instead of one page fault each,
  * which on virtual machines costs microseconds a page. Best effort. */

@@ -37,6 +37,7 @@
 
 #include "core/alloc.h"
 #include "core/buf.h"
+#include "core/tg.h"
 #include "proxy/h1.h"
 
 enum { U_CONNECTING, U_SENDING, U_RECEIVING, U_IDLE };
@@ -106,44 +107,11 @@ static struct upconn_pool *pool(worker *w)
 
 /* ---- where a round goes ----------------------------------------------------- */
 
-/* host and port of an authority ("h", "h:p", "[v6]:p"); false if malformed */
+/* host and port of an authority (port 80 when none is given) */
 static bool split_authority(const char *a, size_t n, char *host, size_t hcap, unsigned *port)
 {
-    const char *hs = a, *he, *p = NULL;
-    if (n && a[0] == '[') {
-        const char *rb = memchr(a, ']', n);
-        if (!rb)
-            return false;
-        hs = a + 1;
-        he = rb;
-        if (rb + 1 < a + n) {
-            if (rb[1] != ':')
-                return false;
-            p = rb + 2;
-        }
-    } else {
-        const char *c = memchr(a, ':', n);
-        he = c ? c : a + n;
-        p = c ? c + 1 : NULL;
-    }
-    if (he == hs || (size_t)(he - hs) >= hcap)
-        return false;
-    memcpy(host, hs, (size_t)(he - hs));
-    host[he - hs] = '\0';
     *port = 80;
-    if (p) {
-        unsigned v = 0;
-        if (p == a + n)
-            return false;
-        for (; p < a + n; p++) {
-            if (*p < '0' || *p > '9' || (v = v * 10 + (unsigned)(*p - '0')) > 65535)
-                return false;
-        }
-        if (!v)
-            return false;
-        *port = v;
-    }
-    return true;
+    return tg_split_host_port(a, n, host, hcap, port) == 0;
 }
 
 static bool literal_addr(const char *host, unsigned port, struct sockaddr_storage *ss,
