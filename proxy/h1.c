@@ -238,10 +238,8 @@ static bool read_chunk_size(tg_h1 *p, const char *line, size_t n)
 }
 
 /* Hands body bytes to the callback; the result says whether to go on. */
-static tg_h1_result give(tg_h1 *p, const char *d, size_t k, const tg_h1_cb *cb, void *ud,
-                         size_t *taken)
+static tg_h1_result give(const char *d, size_t k, const tg_h1_cb *cb, void *ud, size_t *taken)
 {
-    (void)p;
     size_t r = cb->body(ud, d, k);
     if (r == TG_H1_PAUSE)
         return TG_H1_PAUSED;
@@ -271,7 +269,7 @@ tg_h1_result tg_h1_feed(tg_h1 *p, const char *buf, size_t n, size_t *used, const
             if (p->phase != P_CLOSE && k > p->left)
                 k = (size_t)p->left;
             size_t taken = 0;
-            res = give(p, s, k, cb, ud, &taken);
+            res = give(s, k, cb, ud, &taken);
             at += taken;
             if (p->phase != P_CLOSE)
                 p->left -= taken;

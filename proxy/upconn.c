@@ -334,7 +334,7 @@ static void end_round(worker *w, tg_upconn *c, CURLcode rc, bool reusable)
     c->cb = NULL;
     c->ud = NULL;
     if (reusable) {
-        tg_buf_reset(&c->head);
+        tg_buf_free(&c->head);  /* the next round brings its own */
         c->niov = 0;
         c->state = U_IDLE;
         c->idle_since = now_us();
@@ -537,7 +537,7 @@ static void read_answer(worker *w, tg_upconn *c)
     }
 }
 
-tg_upconn *upconn_start(worker *w, const tg_uptarget *t, const char *head, size_t head_len,
+tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
                         const struct iovec *body, int nbody, long connect_ms,
                         const tg_upconn_cb *cb, void *ud)
 {
@@ -558,6 +558,7 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, const char *head, size_
         if (!open_socket(w, c, connect_ms)) {
             if (c->fd < 0) {
                 free(c);
+                tg_buf_free(head);
                 return NULL;
             }
             c->state = U_CONNECTING;
@@ -569,8 +570,10 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, const char *head, size_
     c->cb = cb;
     c->ud = ud;
     tg_h1_init(&c->h1, false);
-    tg_buf_reset(&c->head);
-    tg_buf_append(&c->head, head, head_len);
+    tg_buf_free(&c->head);
+    c->head = *head;
+    *head = (tg_buf){0};
+    size_t head_len = c->head.len;
     c->iov[0] = (struct iovec){c->head.data, head_len};
     c->niov = 1;
     c->total = head_len;

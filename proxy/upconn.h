@@ -5,7 +5,7 @@
  * and one call of done at the end, with a CURLcode so that what follows
  * (retries, errors, logs) reads it as it reads libcurl's.
  *
- * Ownership: upconn_start copies the head; the body pieces stay the
+ * Ownership: upconn_start steals the head; the body pieces stay the
  * caller's and must live until upconn_sent_all or the round's end. The
  * connection is the worker's; the caller's handle to it is valid from
  * upconn_start until done is called or the caller calls upconn_cancel.
@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "core/buf.h"
 #include "proxy/worker.h"
 
 typedef struct tg_upconn tg_upconn;
@@ -51,11 +52,12 @@ void upconn_learn(worker *w, const char *url, const char *ip, long port);
 void upconn_avoid(worker *w, const char *url);
 
 /* Starts a round on a pooled connection to t, else a new one; head is the
- * request head (copied), body[0..nbody) the body's pieces (borrowed).
+ * request head (stolen: *head is left empty, round or not), body[0..nbody)
+ * the body's pieces (borrowed).
  * connect_ms bounds a new connection's set-up (0: none). NULL only when
  * no socket could be had at all; failures after this come through done,
  * never from inside this call. */
-tg_upconn *upconn_start(worker *w, const tg_uptarget *t, const char *head, size_t head_len,
+tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
                         const struct iovec *body, int nbody, long connect_ms,
                         const tg_upconn_cb *cb, void *ud);
 /* The caller ends the round early: done is not called; the connection is

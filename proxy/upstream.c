@@ -493,29 +493,29 @@ static size_t own_body(void *ud, const char *data, size_t n)
     return k == CURL_WRITEFUNC_PAUSE ? TG_H1_PAUSE : k;
 }
 
+static void finish_round(tg_req *r, CURLcode rc);
+
 static void own_done(void *ud, CURLcode rc)
 {
     tg_req *r = ud;
     r->up.h1 = NULL;
-    r->up.result = rc;
     r->up.running = false;
+    if (rc != CURLE_BAD_CONTENT_ENCODING || r->up.headers_done || r->client.gone) {
+        finish_round(r, rc);
+        return;
+    }
+    /* The upstream encoded its answer though this client asked for
+     * identity: the round again through libcurl, which decodes it.
+     * Nothing of the answer reached anyone yet. */
+    tg_log(TG_LOG_WARN, "request %s: upstream %s sent a content coding unasked; the round "
+           "goes again through libcurl, as its rounds will for 10 minutes", r->id,
+           r->route->upstream_shown);
+    r->up.curl_only = true;
+    upconn_avoid(r->w, r->up.url);
     req_ref(r);
     stop_upstream(r);
-    if (rc == CURLE_BAD_CONTENT_ENCODING && !r->up.headers_done && !r->client.gone) {
-        /* The upstream encoded its answer though this client asked for
-         * identity: the round again through libcurl, which decodes it.
-         * Nothing of the answer reached anyone yet. */
-        tg_log(TG_LOG_WARN, "request %s: upstream %s sent a content coding unasked; the round "
-               "goes again through libcurl, as its rounds will for 10 minutes", r->id,
-               r->route->upstream_shown);
-        r->up.curl_only = true;
-        upconn_avoid(r->w, r->up.url);
-        if (start_upstream(r, r->up.url, "POST") == 0) {
-            req_unref(r);
-            return;
-        }
-    }
-    upstream_done(r);
+    if (start_upstream(r, r->up.url, "POST"))
+        finish_round(r, rc);
     req_unref(r);
 }
 
@@ -538,6 +538,7 @@ static bool own_round(tg_req *r, const char *method, tg_uptarget *t)
 static void own_head(tg_req *r, const tg_uptarget *t, size_t body_len, tg_buf *h)
 {
     bool accept = false;
+    tg_buf_reserve(h, 512);  /* a head's usual size: one allocation */
     tg_buf_puts(h, "POST ");
     tg_buf_puts(h, t->target);
     tg_buf_puts(h, " HTTP/1.1\r\nHost: ");
@@ -588,9 +589,7 @@ static int start_own(tg_req *r, const tg_uptarget *t)
         body[2] = (struct iovec){(void *)TG_REQUEST_TAIL, TAIL_LEN};
         nb = 3;
     }
-    tg_upconn *c = upconn_start(r->w, t, head.data, head.len, body, nb,
-                                r->route->connect_timeout_ms, &own_cb, r);
-    tg_buf_free(&head);
+    tg_upconn *c = upconn_start(r->w, t, &head, body, nb, r->route->connect_timeout_ms, &own_cb, r);
     if (!c)
         return -1;
     r->up.h1 = c;
@@ -1052,13 +1051,20 @@ void check_curl_done(worker *w)
         CURLcode rc = m->data.result;
         if (rc == CURLE_OK)
             learn_address(r, m->easy_handle);
-        r->up.result = rc;
         r->up.running = false;  /* curl is done with the transfer */
-        req_ref(r);
-        stop_upstream(r);
-        upstream_done(r);
-        req_unref(r);
+        finish_round(r, rc);
     }
+}
+
+/* The round ended with rc: off its client (a handle still running was cut
+ * short, and is not kept: stop_upstream), then what follows it. */
+static void finish_round(tg_req *r, CURLcode rc)
+{
+    r->up.result = rc;
+    req_ref(r);
+    stop_upstream(r);
+    upstream_done(r);
+    req_unref(r);
 }
 
 /* Time-to-first-byte and idle limits per route (retry.h says when an
@@ -1074,11 +1080,7 @@ void time_out_if_late(tg_req *r, uint64_t t)
                         t - r->up.t_start > (uint64_t)rt->total_timeout_ms * 1000)) {
             tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id,
                    rt->upstream_shown, connect ? "connect_timeout" : "total_timeout");
-            r->up.result = CURLE_OPERATION_TIMEDOUT;
-            req_ref(r);
-            stop_upstream(r);
-            upstream_done(r);
-            req_unref(r);
+            finish_round(r, CURLE_OPERATION_TIMEDOUT);
             return;
         }
     }
@@ -1089,9 +1091,5 @@ void time_out_if_late(tg_req *r, uint64_t t)
     tg_log(TG_LOG_WARN, "request %s: upstream %s timed out (%s)", r->id, rt->upstream_shown,
            late == TG_LATE_IDLE ? "idle_timeout" : "ttfb_timeout");
     r->up.timed_out = true;
-    r->up.result = CURLE_OPERATION_TIMEDOUT;
-    req_ref(r);
-    stop_upstream(r);
-    upstream_done(r);
-    req_unref(r);
+    finish_round(r, CURLE_OPERATION_TIMEDOUT);
 }
