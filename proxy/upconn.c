@@ -288,8 +288,9 @@ static void close_conn(worker *w, tg_upconn *c)
     free(c);
 }
 
-/* A socket to c->addr, connecting; false when none could be made. */
-static bool open_socket(worker *w, tg_upconn *c, long connect_ms)
+/* A socket to c->addr, connecting within c->connect_ms; false when none
+ * could be made. */
+static bool open_socket(worker *w, tg_upconn *c)
 {
     struct upconn_pool *P = w->upc;
     c->fd = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -312,7 +313,7 @@ static bool open_socket(worker *w, tg_upconn *c, long connect_ms)
     P->by_fd[c->fd] = c;
     c->gen = ++P->gen;
     c->events = 0;
-    c->connect_deadline = connect_ms > 0 ? now_us() + (uint64_t)connect_ms * 1000 : 0;
+    c->connect_deadline = c->connect_ms > 0 ? now_us() + (uint64_t)c->connect_ms * 1000 : 0;
     /* Writable is what starts the request, also when connect succeeded at
      * once: send_again opens a socket and sends nothing itself. */
     if (connect(c->fd, (struct sockaddr *)&c->addr, c->alen) == 0)
@@ -379,7 +380,7 @@ static bool send_again(worker *w, tg_upconn *c)
     /* connect_timeout bounds this connect as it did the first (the
      * upstream may be gone now): with none, the round hung in connect
      * until ttfb_timeout (5 minutes by default) */
-    if (!open_socket(w, c, c->connect_ms)) {
+    if (!open_socket(w, c)) {
         if (c->fd >= 0) {
             P->by_fd[c->fd] = NULL;
             close(c->fd);
@@ -555,7 +556,8 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
         snprintf(c->key, sizeof c->key, "%s", t->authority);
         c->addr = t->addr;
         c->alen = t->alen;
-        if (!open_socket(w, c, connect_ms)) {
+        c->connect_ms = connect_ms;
+        if (!open_socket(w, c)) {
             if (c->fd < 0) {
                 free(c);
                 tg_buf_free(head);
