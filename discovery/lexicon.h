@@ -14,7 +14,7 @@
 
 /* What links two words, one bit each (a pair may have several). The
  * shipped table holds TG_LEX_GLOSS pairs only: synonyms and derivations
- * did not help search_tools (README, "Discovery quality"); lexicon_gen.py
+ * did not help search_tools (docs/discovery.md, "Discovery quality"); lexicon_gen.py
  * --flags writes them. */
 enum {
     TG_LEX_SYN1_NOUN = 1,   /* same synset, the word's first (most common) sense */

@@ -300,7 +300,7 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
             "Upstream stream chunks repaired or dropped for their shape (logged).",
             SUM(bad_chunks));
     tg_buf_puts(&b, "# HELP toolgate_limits_total Requests and connections cut by a bound "
-                    "(README, Security).\n# TYPE toolgate_limits_total counter\n");
+                    "(docs/security.md).\n# TYPE toolgate_limits_total counter\n");
     static const char *lim[TG_LIMIT_N] = {"max_event", "max_answer", "header_timeout",
                                           "shutdown_grace"};
     for (int k = 0; k < TG_LIMIT_N; k++)

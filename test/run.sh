@@ -4,7 +4,7 @@
 # name"): cmocka unit binaries (CMOCKA_MESSAGE_OUTPUT=TAP), then every
 # test/integration/*.sh, which start the ASan build of toolgate against the
 # project's mock upstream, then every test/adversary/*.sh (hostile upstreams
-# and clients, README "Security"). Each suite must end within
+# and clients, docs/security.md). Each suite must end within
 # TG_SUITE_TIMEOUT seconds (600) and run as many checks as its TAP plan
 # lines ("1..N") announce.
 cd "$(dirname "$0")/.."

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test/adversary/clients.sh -- hostile clients against a toolgate that
 # several clients share (client_keys set), each case asserting the
-# documented outcome (README, "Security"):
+# documented outcome (docs/security.md):
 #   - one client cannot read another's Responses items (item_reference), and
 #     its flood of items cannot evict all of the other's;
 #   - ids toolgate hands out are 130 random bits, not a generator's sequence;

@@ -3,7 +3,7 @@
 # endless event, giant and gzip-bomb answers, drip, reset, redirect, bad
 # events) and hostile clients (readers that never read, slowloris, SIGTERM
 # with streams open, a second toolgate on a busy port). Each case asserts
-# the documented outcome (README, Security) and a bound on toolgate's peak
+# the documented outcome (docs/security.md) and a bound on toolgate's peak
 # RSS (VmHWM), counted from a baseline measured the same way in this run:
 # the ASan build's RSS is several times the normal build's, so only the
 # growth is compared. Every case gets a fresh toolgate, whose VmHWM is then

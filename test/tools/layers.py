@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """layers.py -- the include graph of toolgate's sources, and its rule.
 
-The rule (README "How it is built", docs/architecture.md): a file includes
+The rule (docs/architecture.md): a file includes
 only files of its own layer or of a layer below it, and no chain of includes
 comes back to where it started. The layers, from the bottom:
 

@@ -122,7 +122,7 @@ static void test_values_resolved(void **state)
     assert_string_equal(c->client_keys[2], "c");
     assert_null(c->client_keys[3]);
     assert_true(c->threads >= 1);
-    /* the Security bounds, when the conf does not name them (README) */
+    /* the Security bounds, when the conf does not name them (docs/security.md) */
     assert_int_equal(c->max_event, 4u << 20);
     assert_int_equal(c->max_answer, 32u << 20);
     assert_int_equal(c->header_timeout_ms, 10000);
@@ -485,12 +485,12 @@ static void test_choices_any_case(void **state)
     free(refused("discovery = maybe", "t.conf:4: discovery: expected off | auto | on, got 'maybe'"));
 }
 
-/* README's conf reference lists the dialects by hand: it names every row
+/* docs/configuration.md lists the dialects by hand: it names every row
  * of core/dialect.h's table, in the table's order. */
 static void test_readme_lists_dialects(void **state)
 {
     (void)state;
-    char *readme = slurp("README.md");
+    char *readme = slurp("docs/configuration.md");
     assert_non_null(readme);
     const char *at = strstr(readme, "\ndialect = ");
     assert_non_null(at);
@@ -504,7 +504,7 @@ static void test_readme_lists_dialects(void **state)
                (hit[-1] != ' ' || (hit[n] != ' ' && hit[n] != '\n')))
             ;
         if (!hit || hit > end)
-            fail_msg("README's dialect line lacks '%s' (or not in the table's order)", name);
+            fail_msg("docs/configuration.md.s dialect line lacks '%s' (or not in the table's order)", name);
         at = hit;
     }
     free(readme);
