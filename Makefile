@@ -45,7 +45,7 @@ $(BUILD)/libtoolgate.a: $(LIB_OBJ)
 $(BUILD)/toolgate: $(BUILD)/proxy/main.o $(BUILD)/libtoolgate.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/test/%: test/unit/%.c $(wildcard test/unit/*.h test/unit/referee.c test/mock/hash_embed.h) $(BUILD)/libtoolgate.a $(HDRS)
+$(BUILD)/test/%: test/unit/%.c $(wildcard test/unit/*.h test/unit/referee.c test/mock/hash_embed.h test/mock/mock_strict.c) $(BUILD)/libtoolgate.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS) -lcmocka
 
