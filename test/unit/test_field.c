@@ -234,6 +234,36 @@ static void check_pointers(const json_t *expect, json_t *doc, why *w)
     }
 }
 
+/* expect.unique_call_ids: every replayed call id is non-empty, of
+ * [A-Za-z0-9_-] only (Anthropic's tool_use.id pattern) and unique over the
+ * conversation, and every tool message answers one of them (rules 6, 39). */
+static void check_call_ids(json_t *body, why *w)
+{
+    json_t *seen = json_object();
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(body, "messages"), i, m) {
+        size_t j;
+        json_t *c;
+        json_array_foreach(json_object_get(m, "tool_calls"), j, c) {
+            const char *id = json_string_value(json_object_get(c, "id"));
+            bool ok = id && *id && !json_object_get(seen, id);
+            for (const char *p = id; ok && *p; p++)
+                ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                     (*p >= '0' && *p <= '9') || *p == '_' || *p == '-';
+            if (!ok)
+                say(w, "/messages/%zu/tool_calls/%zu/id %s is empty, repeated or out of pattern", i,
+                    j, id ? id : "(none)");
+            else
+                json_object_set_new(seen, id, json_true());
+        }
+        const char *tid = json_string_value(json_object_get(m, "tool_call_id"));
+        if (tid && !json_object_get(seen, tid))
+            say(w, "/messages/%zu/tool_call_id %s answers no call", i, tid);
+    }
+    json_decref(seen);
+}
+
 /* --- request cases ---------------------------------------------------------- */
 
 /* The mock validator that judges a dialect's body, or NULL. */
@@ -304,6 +334,8 @@ static void run_request(const json_t *c, tg_dialect d, why *w)
         json_decref(reasons);
     }
     check_pointers(expect, body, w);
+    if (json_is_true(json_object_get(expect, "unique_call_ids")))
+        check_call_ids(body, w);
     if (w->n)
         say_json(w, "upstream body", body);
 out:
