@@ -236,13 +236,21 @@ static void check_pointers(const json_t *expect, json_t *doc, why *w)
 
 /* expect.unique_call_ids: every replayed call id is non-empty, of
  * [A-Za-z0-9_-] only (Anthropic's tool_use.id pattern) and unique over the
- * conversation, and every tool message answers one of them (rules 6, 39). */
+ * conversation; every tool message answers one of them, and every call is
+ * answered before the next message that is not a tool result (rules 6, 39). */
 static void check_call_ids(json_t *body, why *w)
 {
     json_t *seen = json_object();
+    json_t *pending = json_object();
     size_t i;
     json_t *m;
     json_array_foreach(json_object_get(body, "messages"), i, m) {
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (role && strcmp(role, "tool") && json_object_size(pending)) {
+            say(w, "/messages/%zu: %zu call(s) before it have no tool result", i,
+                json_object_size(pending));
+            json_object_clear(pending);
+        }
         size_t j;
         json_t *c;
         json_array_foreach(json_object_get(m, "tool_calls"), j, c) {
@@ -256,12 +264,17 @@ static void check_call_ids(json_t *body, why *w)
                     j, id ? id : "(none)");
             else
                 json_object_set_new(seen, id, json_true());
+            if (id)
+                json_object_set_new(pending, id, json_true());
         }
         const char *tid = json_string_value(json_object_get(m, "tool_call_id"));
         if (tid && !json_object_get(seen, tid))
             say(w, "/messages/%zu/tool_call_id %s answers no call", i, tid);
+        if (tid)
+            json_object_del(pending, tid);
     }
     json_decref(seen);
+    json_decref(pending);
 }
 
 /* --- request cases ---------------------------------------------------------- */
