@@ -417,6 +417,9 @@ static void check_calls_shape(const json_t *c, const outcome *o, why *w)
             say(w, "rule 8: call %zu has an empty or repeated id", i);
         else
             json_object_set_new(seen, id, json_true());
+        const char *type = json_string_value(json_object_get(call, "type"));
+        if (!type || strcmp(type, "function"))
+            say(w, "rule 8: call %zu has type %s, not \"function\"", i, type ? type : "(none)");
         if (!name || !*name)
             say(w, "rule 8: call %zu has no name", i);
         else if (json_is_array(tools) && !tg_tool_peek(tools, name))
@@ -503,8 +506,9 @@ static void run_answer(const json_t *c, tg_dialect d, why *w)
     json_t *call;
     json_array_foreach(json_object_get(msg, "tool_calls"), i, call) {
         json_t *fn = json_object_get(call, "function");
-        json_array_append_new(o.calls, json_pack("{s:O?,s:O?,s:O?}", "id",
-                                                 json_object_get(call, "id"), "name",
+        json_array_append_new(o.calls, json_pack("{s:O?,s:O?,s:O?,s:O?}", "id",
+                                                 json_object_get(call, "id"), "type",
+                                                 json_object_get(call, "type"), "name",
                                                  json_object_get(fn, "name"), "arguments",
                                                  json_object_get(fn, "arguments")));
     }
@@ -614,6 +618,9 @@ static void assemble(json_t *events, outcome *o, why *w)
             const char *name = json_string_value(json_object_get(fn, "name"));
             if (name && *name && !json_object_get(call, "name"))
                 json_object_set_new(call, "name", json_string(name));
+            const char *type = json_string_value(json_object_get(tc, "type"));
+            if (type && *type && !json_object_get(call, "type"))
+                json_object_set_new(call, "type", json_string(type));
             const char *a = json_string_value(json_object_get(fn, "arguments"));
             if (a) {
                 tg_buf args = {0};
