@@ -302,6 +302,11 @@ static bool ctx_setup(const json_t *c, tg_dialect d, tg_rules_set *rules, tg_ctx
         const char *val = json_string_value(v);
         if (!strcmp(k, "text_tool_calls")) {
             rules->repair.text_tool_calls = val && !strcmp(val, "on");
+        } else if (!strncmp(k, "schema.", 7)) {
+            if (tg_schema_rules_set(&rules->schema, k + 7, val, msg, sizeof msg)) {
+                say(w, "conf %s: %s", k, msg);
+                return false;
+            }
         } else if (tg_repair_rules_set(&rules->repair, k, val, msg, sizeof msg)) {
             say(w, "conf %s: %s", k, msg);
             return false;
