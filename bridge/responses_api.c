@@ -77,6 +77,9 @@ typedef struct conv {
     const tg_bridge_opts *o;
     json_t *dropped;       /* {kind: [name]} */
     json_t *kinds;         /* as tg_resp_bridge's */
+    json_t *tools;         /* the chat tools of additional_tools items so far */
+    json_t *media;         /* images and files of the tool outputs so far, for
+                              the user message after them (flush_media) */
 } conv;
 
 /* ---- request ---------------------------------------------------------- */
@@ -211,7 +214,7 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
     const json_t *p;
     json_array_foreach(content, i, p) {
         char sub[128];
-        snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+        snprintf(sub, sizeof sub, "%.100s[%zu]", path, i);
         json_t *c = chat_part(p, sub, err);
         if (!c) {
             json_decref(parts);
@@ -222,13 +225,49 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
     return parts;
 }
 
-/* A function_call_output's output: a string, or parts as chat parts. */
-static json_t *tool_content(const json_t *output, const char *path, tg_error *err)
+/* A tool output's parts as the text of a chat tool message: text parts
+ * joined; an image or a file (Codex's view_image answers with an
+ * input_image) goes to cv->media, for the user message after the tool
+ * messages, since a chat tool message holds text only
+ * (tg_bridge_tool_media). New reference, or NULL with err set. */
+static json_t *tool_parts(const json_t *output, const char *call_id, const char *path,
+                          json_t *media, tg_error *err)
+{
+    tg_buf t = {0};
+    size_t i, n_text = 0;
+    const json_t *p;
+    json_array_foreach(output, i, p) {
+        char sub[128];
+        snprintf(sub, sizeof sub, "%.100s[%zu]", path, i);
+        json_t *c = chat_part(p, sub, err);
+        if (!c) {
+            tg_buf_free(&t);
+            return NULL;
+        }
+        const char *type = json_string_value(json_object_get(c, "type"));
+        if (!strcmp(type, "text")) {
+            if (n_text++)
+                tg_buf_puts(&t, "\n\n");
+            tg_buf_puts(&t, json_string_value(json_object_get(c, "text")));
+            json_decref(c);
+        } else {
+            tg_bridge_tool_media(media, call_id, c, &t, &n_text);
+        }
+    }
+    json_t *v = json_stringn(t.data ? t.data : "", t.len);
+    tg_buf_free(&t);
+    return v;
+}
+
+/* A function_call_output's output as a tool message's text (see
+ * tool_parts). */
+static json_t *tool_content(const json_t *output, const char *call_id, const char *path,
+                            json_t *media, tg_error *err)
 {
     if (json_is_string(output))
         return json_incref((json_t *)output);
     if (json_is_array(output))
-        return chat_content("user", output, path, err);
+        return tool_parts(output, call_id, path, media, err);
     if (!output || json_is_null(output))
         return json_string("");
     /* some agents put the tool's JSON result here as it is */
@@ -401,6 +440,7 @@ static bool is_output_item(const char *type)
 
 static int input_item(const json_t *item, size_t i, json_t *messages, json_t **reasoning,
                       const lookup *lk, tg_error *err);
+static int add_tools(const json_t *tools, const char *at, json_t *out, conv *cv, tg_error *err);
 
 /* An item_reference: the item it names, from the store, converted in its
  * place; a reference to a reference is not followed. */
@@ -456,7 +496,8 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
         /* a search's answer is the tools it loaded, as JSON text */
         json_t *c = !strcmp(type, "tool_search_output")
                         ? args_text(json_object_get(item, "tools"))
-                        : tool_content(json_object_get(item, "output"), param, err);
+                        : tool_content(json_object_get(item, "output"),
+                                       json_string_value(call_id), param, lk->cv->media, err);
         if (!c)
             return -1;
         json_array_append_new(messages, json_pack("{s:s, s:O, s:o}", "role", "tool",
@@ -495,6 +536,14 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
     }
     if (!strcmp(type, "item_reference"))
         return input_reference(item, i, path, messages, reasoning, lk, err);
+    if (!strcmp(type, "additional_tools")) {  /* Codex's tools, in the input (add_tools) */
+        char tpath[80];
+        snprintf(tpath, sizeof tpath, "%.60s.tools", path);
+        const json_t *tools = json_object_get(item, "tools");
+        if (!tools || json_is_null(tools))
+            return 0;
+        return add_tools(tools, tpath, lk->cv->tools, lk->cv, err);
+    }
     if (!lk->cv->o->refuse_hosted) {  /* what OpenAI's servers did: nothing to replay */
         tg_bridge_drop(lk->cv->dropped, "input", type);
         return 0;
@@ -505,6 +554,18 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
                  "itself can pass /v1/responses through: responses = pass)",
                  param, type);
     return -1;
+}
+
+/* The images and files of the tool outputs just before, as one user
+ * message after their tool messages (a user message between two tool
+ * messages would part them from their assistant turn). */
+static void flush_media(json_t *messages, json_t *media)
+{
+    if (!json_array_size(media))
+        return;
+    json_array_append_new(messages, json_pack("{s:s, s:o}", "role", "user", "content",
+                                               json_copy(media)));
+    json_array_clear(media);
 }
 
 static int convert_input(const json_t *input, json_t *messages, const lookup *lk, tg_error *err)
@@ -519,11 +580,15 @@ static int convert_input(const json_t *input, json_t *messages, const lookup *lk
     size_t i;
     const json_t *item;
     json_array_foreach(input, i, item) {
+        const char *type = json_string_value(json_object_get(item, "type"));
+        if (!type || !is_output_item(type))
+            flush_media(messages, lk->cv->media);
         if (input_item(item, i, messages, &reasoning, lk, err)) {
             json_decref(reasoning);
             return -1;
         }
     }
+    flush_media(messages, lk->cv->media);
     json_decref(reasoning);
     return 0;
 }
@@ -608,34 +673,32 @@ static int namespaced_tool(const json_t *t, const char *ns, const char *path, js
 
 /* function tools as they are; Codex's own tool shapes as functions
  * (namespaces flattened, custom, local_shell, a client tool_search); the
- * rest runs on OpenAI's servers: dropped (cv->dropped) or refused. */
-static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
+ * rest runs on OpenAI's servers: dropped (cv->dropped) or refused. The
+ * tools of `tools` and of additional_tools items (where Codex puts them
+ * for the models of its own catalog) alike, appended to out; at is where
+ * they stand, for errors. */
+static int add_tools(const json_t *tools, const char *at, json_t *out, conv *cv, tg_error *err)
 {
-    if (!json_is_array(tools)) {
-        tg_bridge_bad(err, "tools", "%s: expected an array of tools", "tools");
-        return NULL;
-    }
-    json_t *out = json_array();
+    if (!json_is_array(tools))
+        return tg_bridge_bad(err, at, "%s: expected an array of tools", at);
     size_t i;
     const json_t *t;
     json_array_foreach(tools, i, t) {
-        char param[64], path[64];
+        char param[128], path[112];
         const char *type = json_string_value(json_object_get(t, "type"));
         const json_t *name = json_object_get(t, "name");
         const char *exec = json_string_value(json_object_get(t, "execution"));
-        snprintf(path, sizeof path, "tools[%zu]", i);
-        snprintf(param, sizeof param, "tools[%zu].type", i);
+        snprintf(path, sizeof path, "%.80s[%zu]", at, i);
+        snprintf(param, sizeof param, "%s.type", path);
         bool named = json_is_string(name);
         if (type && !strcmp(type, "namespace") && named) {
             size_t j;
             const json_t *inner;
             json_array_foreach(json_object_get(t, "tools"), j, inner) {
-                char ipath[96];
+                char ipath[160];
                 snprintf(ipath, sizeof ipath, "%s.tools[%zu]", path, j);
-                if (namespaced_tool(inner, json_string_value(name), ipath, out, cv, err)) {
-                    json_decref(out);
-                    return NULL;
-                }
+                if (namespaced_tool(inner, json_string_value(name), ipath, out, cv, err))
+                    return -1;
             }
             continue;
         }
@@ -668,22 +731,44 @@ static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
                          "them out (a route to OpenAI itself can pass /v1/responses through: "
                          "responses = pass)",
                          param, type);
-            json_decref(out);
-            return NULL;
+            return -1;
         }
-        if (!type) {
-            tg_bridge_bad(err, param, "%s: every tool needs a type (function, ...)", param);
-            json_decref(out);
-            return NULL;
-        }
+        if (!type)
+            return tg_bridge_bad(err, param, "%s: every tool needs a type (function, ...)", param);
         if (!named) {
-            snprintf(param, sizeof param, "tools[%zu].name", i);
-            tg_bridge_bad(err, param, "%s: a function tool needs a name", param);
-            json_decref(out);
-            return NULL;
+            snprintf(param, sizeof param, "%s.name", path);
+            return tg_bridge_bad(err, param, "%s: a function tool needs a name", param);
         }
         json_array_append_new(out, chat_function(t, json_incref((json_t *)name)));
     }
+    return 0;
+}
+
+/* The request's chat tools: those of `tools`, then those of its
+ * additional_tools items (cv->tools); a name declared twice is sent once,
+ * as first declared (chat providers refuse a list that repeats one).
+ * New reference, or NULL with err set. */
+static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
+{
+    json_t *all = json_array();
+    if (tools && !json_is_null(tools) && add_tools(tools, "tools", all, cv, err)) {
+        json_decref(all);
+        return NULL;
+    }
+    json_array_extend(all, cv->tools);
+    json_t *out = json_array(), *seen = json_object();
+    size_t i;
+    json_t *t;
+    json_array_foreach(all, i, t) {
+        const char *name = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        if (name && json_object_get(seen, name))
+            continue;
+        if (name)
+            json_object_set_new(seen, name, json_true());
+        json_array_append(out, t);
+    }
+    json_decref(seen);
+    json_decref(all);
     return out;
 }
 
@@ -912,16 +997,13 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
     } else if (convert_input(v, messages, lk, err)) {
         return -1;
     }
-    v = json_object_get(body, "tools");
-    if (v && !json_is_null(v)) {
-        json_t *tools = convert_tools(v, lk->cv, err);
-        if (!tools)
-            return -1;
-        if (json_array_size(tools))
-            json_object_set_new(chat, "tools", tools);
-        else
-            json_decref(tools);
-    }
+    json_t *tools = convert_tools(json_object_get(body, "tools"), lk->cv, err);
+    if (!tools)
+        return -1;
+    if (json_array_size(tools))
+        json_object_set_new(chat, "tools", tools);
+    else
+        json_decref(tools);
     if (convert_tool_choice(chat, json_object_get(body, "tool_choice"), lk->cv, err))
         return -1;
     v = json_object_get(body, "text");
@@ -983,7 +1065,7 @@ int tg_responses_to_chat_with(const json_t *body, tg_resp_lookup fn, void *ud, j
 int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_resp_lookup fn,
                               void *ud, json_t **chat, tg_resp_bridge **bridge, tg_error *err)
 {
-    conv cv = {o, NULL, NULL};
+    conv cv = {o, NULL, NULL, NULL, NULL};
     lookup lk = {fn, ud, &cv};
     *chat = NULL;
     *bridge = NULL;
@@ -995,7 +1077,12 @@ int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_re
     json_t *c = json_object();
     cv.dropped = json_object();
     cv.kinds = json_object();
-    if (convert_request(body, c, &lk, err)) {
+    cv.tools = json_array();
+    cv.media = json_array();
+    int rc = convert_request(body, c, &lk, err);
+    json_decref(cv.tools);
+    json_decref(cv.media);
+    if (rc) {
         json_decref(c);
         json_decref(cv.dropped);
         json_decref(cv.kinds);
@@ -1105,9 +1192,13 @@ static json_t *usage_of(const json_t *u)
     json_int_t total = json_is_integer(json_object_get(u, "total_tokens"))
                            ? tg_bridge_int_at(u, "total_tokens", NULL)
                            : in + out;
+    /* the prompt's tokens read from the provider's cache: OpenAI's and
+     * most providers' prompt_tokens_details, DeepSeek's own name */
+    json_int_t cached = tg_bridge_int_at(u, "prompt_tokens_details", "cached_tokens");
+    if (!cached)
+        cached = tg_bridge_int_at(u, "prompt_cache_hit_tokens", NULL);
     return json_pack("{s:I, s:{s:I}, s:I, s:{s:I}, s:I}", "input_tokens", in,
-                     "input_tokens_details", "cached_tokens",
-                     tg_bridge_int_at(u, "prompt_tokens_details", "cached_tokens"), "output_tokens", out,
+                     "input_tokens_details", "cached_tokens", cached, "output_tokens", out,
                      "output_tokens_details", "reasoning_tokens",
                      tg_bridge_int_at(u, "completion_tokens_details", "reasoning_tokens"), "total_tokens",
                      total);
