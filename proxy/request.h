@@ -70,6 +70,9 @@ typedef struct tg_req {
         bool over_budget;             /* max_body_memory was reached while reading */
         size_t body_charge;           /* bytes of max_body_memory this body holds */
         const char *key;              /* the client_keys entry it matched, or NULL */
+        char *model;                  /* the model it named, once its body was read
+                                         (for the log when no chat body came of it) */
+        bool stream;                  /* it asked for a stream */
         uint64_t owner;               /* whose Responses items it may read (item_owner) */
         int fd;                       /* its socket while watched (watch_client), or -1 */
         uint32_t gen;
@@ -131,6 +134,8 @@ typedef struct tg_req {
         size_t len;
         bool from_upstream;
         const char *type;             /* NULL, or our Content-Type over upstream's */
+        char *reason;                 /* toolgate's own error message (set_error), for
+                                         its warn line (access_log_line), or NULL */
     } answer;
 
     struct {
@@ -241,7 +246,12 @@ static inline tg_buf *stream_dst(tg_req *r)
     return r->prep.bridge ? &r->stream.chat_out : &r->stream.out;
 }
 
-/* The request's access log line (one JSON object), when the log is on. */
+/* The request's log: its access log line (one JSON object), when the
+ * log is on, and for an error answer toolgate made itself (set_error,
+ * any API, any status >= 400) one warn line with the request id, route,
+ * model, stream flag and the error's message. */
 void access_log_line(tg_req *r, int status);
+/* What the client named, kept for the log (client.model, client.stream). */
+void note_client_model(tg_req *r, const json_t *body);
 
 #endif

@@ -972,8 +972,6 @@ static void upstream_done(tg_req *r)
         return;
     }
     if (r->up.cut) {
-        tg_log(TG_LOG_WARN, "request %s: route %s: upstream answered more than max_answer (%zu bytes)",
-               r->id, r->route->name, r->conf->max_answer);
         tg_metrics_limit(r->w->metrics, TG_LIMIT_MAX_ANSWER);
         set_error(r, 502, "upstream_error", "answer_too_large", NULL,
                   "the upstream of route %s answered more than max_answer (%zu bytes, counted "

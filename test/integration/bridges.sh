@@ -83,6 +83,79 @@ EOF
         "function_call multi_agent_v1 spawn_agent; custom_tool_call apply_patch str" "$got"
 done
 
+# ---- Codex with a model of its own catalog: tools in an additional_tools item --
+
+LITE='{"model":"mock-parallel","stream":STREAM,"store":false,"input":[{"type":"additional_tools","role":"developer","tools":[{"type":"namespace","name":"functions","description":"code mode","tools":[{"type":"custom","name":"exec","description":"runs JavaScript","format":{"type":"text"}}]},{"type":"function","name":"view_image","description":"shows an image","strict":false,"parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}]},{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}]}'
+for stream in false true; do
+    st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' -H 'X-Mock-Calls: 1' \
+        --data-binary "$(printf '%s' "$LITE" | sed "s/STREAM/$stream/")")
+    expect_eq "Codex additional_tools (stream $stream): answered" 200 "$st"
+    expect_eq "Codex additional_tools (stream $stream): nothing dropped" "" "$(header_value "$B.h" X-Toolgate-Dropped)"
+    mock_last "$TG_TMP/last"
+    expect_eq "Codex additional_tools (stream $stream): its tools went upstream" '["functions__exec", "view_image"]' \
+        "$("$PY" -c 'import json,sys; b=json.loads(json.load(open(sys.argv[1]))["body"]); print(json.dumps([t["function"]["name"] for t in b.get("tools", [])]))' "$TG_TMP/last")"
+    got=$("$PY" - "$B" "$stream" <<'EOF'
+import json, sys
+text = open(sys.argv[1]).read()
+if sys.argv[2] == "true":
+    done = [json.loads(l[6:]) for l in text.splitlines() if l.startswith("data: ")]
+    out = [e for e in done if e.get("type") == "response.completed"][0]["response"]["output"]
+else:
+    out = json.loads(text)["output"]
+print("; ".join("%s %s %s" % (i["type"], i.get("namespace"), i.get("name")) for i in out))
+EOF
+)
+    expect_eq "Codex additional_tools (stream $stream): the exec call comes back as Codex reads it" \
+        "custom_tool_call functions exec" "$got"
+done
+
+# ---- Codex's view_image: the image leaves the tool message ----------------------
+
+VIEW='{"model":"mock-default","input":[{"type":"message","role":"user","content":"look"},{"type":"function_call","call_id":"c1","name":"view_image","arguments":"{\"path\":\"a.png\"}"},{"type":"function_call_output","call_id":"c1","output":[{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}]}],"tools":[{"type":"function","name":"view_image","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}]}'
+st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' --data-binary "$VIEW")
+expect_eq "view_image: answered" 200 "$st"
+mock_last "$TG_TMP/last"
+expect_eq "view_image: the tool message holds text, the image rides in the user message after it" \
+    "tool str; user image_url" "$("$PY" - "$TG_TMP/last" <<'EOF'
+import json, sys
+b = json.loads(json.load(open(sys.argv[1]))["body"])
+ms = b["messages"][-2:]
+def kinds(m):
+    c = m["content"]
+    return "str" if isinstance(c, str) else ",".join(p["type"] for p in c if p["type"] != "text")
+print("; ".join("%s %s" % (m["role"], kinds(m)) for m in ms))
+EOF
+)"
+
+# ---- what toolgate refuses itself is logged, with the route, model and stream --
+
+st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' -H 'X-Request-Id: own-400-resp' \
+    --data-binary '{"model":"mock-default","stream":true,"input":[{"type":"message","role":"bogus","content":"x"}]}')
+expect_eq "a bridged request toolgate refuses is a 400" 400 "$st"
+st=$(tg_req "$B" POST /v1/chat/completions -H 'Content-Type: application/json' -H 'X-Request-Id: own-400-chat' \
+    --data-binary '{"model":"mock-default","stream":true,"messages":"x"}')
+expect_eq "a chat request toolgate refuses is a 400" 400 "$st"
+st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' -H 'X-Request-Id: own-400-msg' \
+    --data-binary '{"model":"mock-default","max_tokens":5,"stream":true,"messages":[{"role":"tool","content":"x"}]}')
+expect_eq "a Messages request toolgate refuses is a 400" 400 "$st"
+for id in own-400-resp own-400-chat own-400-msg; do
+    # the lines are written once the answer has gone (on_completed): wait
+    # for the access line, which comes after the warn line
+    n=0
+    while [ $n -lt 100 ] && ! grep -q "\"id\":\"$id\"" "$TG_LOG"; do sleep 0.05; n=$((n + 1)); done
+    expect_eq "$id: one warn line, with the route, the model, the stream flag and the reason" 1 \
+        "$(grep -c "toolgate warn: request $id: answered 400: POST .* route [a-z-]* model mock-default stream true: ..*" "$TG_LOG")"
+done
+expect_eq "the access line carries the route the prefix picked, the model and the stream flag" \
+    "gem mock-default True 400" "$("$PY" - "$TG_LOG" <<'EOF'
+import json, sys
+for l in open(sys.argv[1]):
+    if l.startswith("{") and '"own-400-resp"' in l:
+        a = json.loads(l)
+        print(a["route"], a["model"], a["stream"], a["status"])
+EOF
+)"
+
 # ---- hosted_tools = refuse ------------------------------------------------------
 
 st=$(tg_req "$B" POST /strict/v1/responses -H 'Content-Type: application/json' --data-binary "$RESP")
