@@ -32,6 +32,8 @@
 #define STREAM_HIGH_WATER (1u << 20)  /* pause upstream past this much unsent */
 #define STREAM_LOW_WATER (256u << 10)
 #define STREAM_KEEP (64u << 10)       /* a stream's output buffer kept once drained */
+#define TG_MODELS_OPENAI 1
+#define TG_MODELS_ANTHROPIC 2
 
 typedef enum {
     RQ_READ,       /* receiving the client's body */
@@ -86,6 +88,8 @@ typedef struct tg_req {
      * for a request to its path, bridge once the route bridges it */
     struct {
         bool is_chat;
+        unsigned char models;         /* GET .../v1/models answered in: 0 as it comes,
+                                         TG_MODELS_OPENAI or TG_MODELS_ANTHROPIC */
         const struct bridge_api *api;
         void *bridge;                 /* api's bridge state, or NULL */
         char *dropped;                /* what the bridge left out, for X-Toolgate-Dropped */

@@ -822,6 +822,8 @@ static void finish_whole(tg_req *r)
 {
     size_t len = r->up.resp.len;
     if (!r->prep.is_chat) {
+        if (models_answer(r))  /* GET /v1/models: in the shape asked for */
+            return;
         set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);
         return;
     }

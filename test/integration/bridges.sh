@@ -14,6 +14,9 @@ CONF="$TG_TMP/bridges.conf"
     printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nforward_headers = x-mock*\n\n' "$PORT"
     printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\n\n' "$MOCK_PORT"
     printf '[route strict]\nprefix = /strict\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nhosted_tools = refuse\n\n' "$MOCK_PORT"
+    printf '[route ali]\nprefix = /ali\nmodels = fast, quick, fast-*\nupstream_model = mock-default\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
+    printf '[route lst]\nprefix = /lst\nmodels = lst-a, lst-b, lst-*\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
+    printf '[route anth]\nprefix = /anth\nupstream = http://127.0.0.1:%s/v1\ndialect = anthropic\n\n' "$MOCK_PORT"
     conf_route main '*'
 } >"$CONF"
 start_toolgate "$CONF" || finish
@@ -155,6 +158,43 @@ for l in open(sys.argv[1]):
         print(a["route"], a["model"], a["stream"], a["status"])
 EOF
 )"
+
+# ---- GET /v1/models in each API's shape, on every prefix --------------------------
+
+direct=$(curl -s "$MOCK_URL/v1/models")
+st=$(tg_req "$B" GET /gem/v1/models)
+expect_eq "GET /<prefix>/v1/models: the upstream's list, as it came" "200 $direct" "$st $(cat "$B")"
+st=$(tg_req "$B" GET /gem/v1/models -H 'anthropic-version: 2023-06-01')
+expect_eq "GET /<prefix>/v1/models with anthropic-version: the upstream's list in Anthropic's shape" \
+    '200 {"data": [{"type": "model", "id": "mock-model", "display_name": "mock-model", "created_at": "1970-01-01T00:00:00Z"}], "has_more": false, "first_id": "mock-model", "last_id": "mock-model"}' \
+    "$st $("$PY" -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$B")"
+st=$(tg_req "$B" GET /anth/v1/models -H 'x-api-key: k')
+expect_eq "GET /<prefix>/v1/models on a route that passes /v1/messages: the provider's own list" "200 $direct" "$st $(cat "$B")"
+models_of() {  # FILE: "openai id,id" or "anthropic id,id"
+    "$PY" -c '
+import json, sys
+v = json.load(open(sys.argv[1]))
+if "object" in v:
+    assert v["object"] == "list" and all(m["object"] == "model" and "created" in m and "owned_by" in m for m in v["data"]), v
+    print("openai " + ",".join(m["id"] for m in v["data"]))
+else:
+    assert v["has_more"] is False and all(m["type"] == "model" and m["display_name"] and m["created_at"] for m in v["data"]), v
+    print("anthropic %s %s %s" % (",".join(m["id"] for m in v["data"]), v["first_id"], v["last_id"]))' "$1"
+}
+st=$(tg_req "$B" GET /ali/v1/models)
+expect_eq "GET /<prefix>/v1/models on a route with upstream_model: its own names, not the upstream's" "200 openai fast,quick" "$st $(models_of "$B")"
+st=$(tg_req "$B" GET /ali/v1/models -H 'anthropic-version: 2023-06-01')
+expect_eq "... in Anthropic's shape with anthropic-version" "200 anthropic fast,quick fast quick" "$st $(models_of "$B")"
+st=$(tg_req "$B" GET /ali/v1/models/quick)
+expect_eq "GET /<prefix>/v1/models/{id}: the model" "200 quick model" "$st $(json_get "$B" id) $(json_get "$B" object)"
+st=$(tg_req "$B" GET /ali/v1/models/quick -H 'x-api-key: k')
+expect_eq "GET /<prefix>/v1/models/{id} with x-api-key: Anthropic's model object" "200 quick model" "$st $(json_get "$B" id) $(json_get "$B" type)"
+st=$(tg_req "$B" GET /ali/v1/models/nope)
+expect_eq "GET /<prefix>/v1/models/{unknown}: 404 in OpenAI's shape" "404 model_not_found" "$st $(json_get "$B" error.code)"
+st=$(tg_req "$B" GET /ali/v1/models/nope -H 'anthropic-version: 2023-06-01')
+expect_eq "... and in Anthropic's with anthropic-version" "404 error not_found_error" "$st $(json_get "$B" type) $(json_get "$B" error.type)"
+st=$(tg_req "$B" GET /lst/v1/models/lst-b)
+expect_eq "GET /<prefix>/v1/models/{id} the upstream does not serve: the route's own model" "200 lst-b" "$st $(json_get "$B" id)"
 
 # ---- hosted_tools = refuse ------------------------------------------------------
 
