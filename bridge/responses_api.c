@@ -123,8 +123,18 @@ static int join_text_parts(const json_t *parts, tg_buf *out)
     return 0;
 }
 
+/* What stands for a part that names something only OpenAI can read (a
+ * file_id of its file store) or that chat has no part for (a file_url):
+ * a text saying so, and the drop said (X-Toolgate-Dropped: content ...). */
+static json_t *part_note(json_t *dropped, const char *what, const char *text, const char *v)
+{
+    tg_bridge_drop(dropped, "content", what);
+    json_t *t = json_pack("{s:s, s:s++}", "type", "text", "text", text, v, ")");
+    return t;
+}
+
 /* One input content part as a chat content part (new reference). */
-static json_t *chat_part(const json_t *p, const char *path, tg_error *err)
+static json_t *chat_part(const json_t *p, const char *path, json_t *dropped, tg_error *err)
 {
     char param[128];
     const char *type = json_string_value(json_object_get(p, "type"));
@@ -144,6 +154,11 @@ static json_t *chat_part(const json_t *p, const char *path, tg_error *err)
     }
     if (!strcmp(type, "input_image")) {
         const json_t *url = json_object_get(p, "image_url");
+        const char *fid = json_string_value(json_object_get(p, "file_id"));
+        if (!json_is_string(url) && fid)
+            return part_note(dropped, "input_image.file_id",
+                             "(an image from OpenAI's file store was left out, which the route's "
+                             "provider cannot read: file_id ", fid);
         if (!json_is_string(url)) {
             snprintf(param, sizeof param, "%.100s.image_url", path);
             tg_bridge_bad(err, param,
@@ -166,6 +181,12 @@ static json_t *chat_part(const json_t *p, const char *path, tg_error *err)
             if (json_is_string(v))
                 json_object_set(file, *k, (json_t *)v);
         }
+        const char *furl = json_string_value(json_object_get(p, "file_url"));
+        if (!json_object_size(file) && furl) {
+            json_decref(file);
+            return part_note(dropped, "input_file.file_url",
+                             "(a file chat completions cannot attach by URL: ", furl);
+        }
         if (!json_object_size(file)) {
             json_decref(file);
             tg_bridge_bad(err, path, "%s: a file part needs file_data or file_id (file_url has no chat form)",
@@ -187,7 +208,7 @@ static json_t *chat_part(const json_t *p, const char *path, tg_error *err)
  * joined into one string where chat wants text only (assistant, system,
  * developer) or where all of them are text. */
 static json_t *chat_content(const char *role, const json_t *content, const char *path,
-                            tg_error *err)
+                            json_t *dropped, tg_error *err)
 {
     if (json_is_string(content))
         return json_incref((json_t *)content);
@@ -215,7 +236,7 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
     json_array_foreach(content, i, p) {
         char sub[128];
         snprintf(sub, sizeof sub, "%.100s[%zu]", path, i);
-        json_t *c = chat_part(p, sub, err);
+        json_t *c = chat_part(p, sub, dropped, err);
         if (!c) {
             json_decref(parts);
             return NULL;
@@ -231,7 +252,7 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
  * messages, since a chat tool message holds text only
  * (tg_bridge_tool_media). New reference, or NULL with err set. */
 static json_t *tool_parts(const json_t *output, const char *call_id, const char *path,
-                          json_t *media, tg_error *err)
+                          json_t *media, json_t *dropped, tg_error *err)
 {
     tg_buf t = {0};
     size_t i, n_text = 0;
@@ -239,7 +260,7 @@ static json_t *tool_parts(const json_t *output, const char *call_id, const char 
     json_array_foreach(output, i, p) {
         char sub[128];
         snprintf(sub, sizeof sub, "%.100s[%zu]", path, i);
-        json_t *c = chat_part(p, sub, err);
+        json_t *c = chat_part(p, sub, dropped, err);
         if (!c) {
             tg_buf_free(&t);
             return NULL;
@@ -262,12 +283,12 @@ static json_t *tool_parts(const json_t *output, const char *call_id, const char 
 /* A function_call_output's output as a tool message's text (see
  * tool_parts). */
 static json_t *tool_content(const json_t *output, const char *call_id, const char *path,
-                            json_t *media, tg_error *err)
+                            json_t *media, json_t *dropped, tg_error *err)
 {
     if (json_is_string(output))
         return json_incref((json_t *)output);
     if (json_is_array(output))
-        return tool_parts(output, call_id, path, media, err);
+        return tool_parts(output, call_id, path, media, dropped, err);
     if (!output || json_is_null(output))
         return json_string("");
     /* some agents put the tool's JSON result here as it is */
@@ -371,6 +392,12 @@ static int input_call(const json_t *item, const char *type, const char *path, js
     } else if (!strcmp(type, "tool_search_call")) {
         nm = json_string("tool_search");
         args = args_text(json_object_get(item, "arguments"));
+    } else if (!strcmp(type, "shell_call")) {
+        nm = json_string("shell");
+        args = args_text(json_object_get(item, "action"));
+    } else if (!strcmp(type, "apply_patch_call")) {
+        nm = json_string("apply_patch");
+        args = args_text(json_object_get(item, "operation"));
     } else {
         if (!json_is_string(name)) {
             snprintf(param, sizeof param, "%.100s.name", path);
@@ -393,7 +420,7 @@ static int input_call(const json_t *item, const char *type, const char *path, js
 }
 
 static int input_message(const json_t *item, const char *path, json_t *messages,
-                         json_t **reasoning, tg_error *err)
+                         json_t **reasoning, json_t *dropped, tg_error *err)
 {
     char param[128];
     const char *role = json_string_value(json_object_get(item, "role"));
@@ -402,7 +429,7 @@ static int input_message(const json_t *item, const char *path, json_t *messages,
                   strcmp(role, "developer")))
         return tg_bridge_bad(err, param, "%s: expected user, assistant, system or developer", param);
     snprintf(param, sizeof param, "%.100s.content", path);
-    json_t *content = chat_content(role, json_object_get(item, "content"), param, err);
+    json_t *content = chat_content(role, json_object_get(item, "content"), param, dropped, err);
     if (!content)
         return -1;
     if (!strcmp(role, "assistant")) {
@@ -425,17 +452,35 @@ typedef struct lookup {
 /* Items the calls of the history are (input_call). */
 static bool is_call_item(const char *type)
 {
-    static const char *const calls[] = {"function_call", "custom_tool_call", "local_shell_call",
-                                        "tool_search_call", NULL};
+    static const char *const calls[] = {"function_call",    "custom_tool_call", "local_shell_call",
+                                        "tool_search_call", "shell_call",       "apply_patch_call",
+                                        NULL};
     return tg_bridge_is_one_of(type, calls);
 }
 
 /* Items that answer them: tool messages. */
 static bool is_output_item(const char *type)
 {
-    static const char *const outs[] = {"function_call_output", "custom_tool_call_output",
-                                       "local_shell_call_output", "tool_search_output", NULL};
+    static const char *const outs[] = {"function_call_output",    "custom_tool_call_output",
+                                       "local_shell_call_output", "tool_search_output",
+                                       "shell_call_output",       "apply_patch_call_output",
+                                       NULL};
     return tg_bridge_is_one_of(type, outs);
+}
+
+/* An apply_patch_call_output: its output text, after "[failed] " when
+ * the patch did not apply. New reference. */
+static json_t *patch_output(const json_t *item)
+{
+    const char *status = json_string_value(json_object_get(item, "status"));
+    const char *out = json_string_value(json_object_get(item, "output"));
+    bool failed = status && !strcmp(status, "failed");
+    tg_buf t = {0};
+    tg_buf_puts(&t, failed ? "[failed] " : "");
+    tg_buf_puts(&t, out ? out : "");
+    json_t *v = json_stringn(t.data ? t.data : "", t.len);
+    tg_buf_free(&t);
+    return v;
 }
 
 static int input_item(const json_t *item, size_t i, json_t *messages, json_t **reasoning,
@@ -482,7 +527,7 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
     if (!type)
         return tg_bridge_bad(err, param, "%s: an input item needs a type", param);
     if (!strcmp(type, "message"))
-        return input_message(item, path, messages, reasoning, err);
+        return input_message(item, path, messages, reasoning, lk->cv->dropped, err);
     if (is_call_item(type))
         return input_call(item, type, path, messages, reasoning, err);
     if (is_output_item(type)) {
@@ -496,8 +541,13 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
         /* a search's answer is the tools it loaded, as JSON text */
         json_t *c = !strcmp(type, "tool_search_output")
                         ? args_text(json_object_get(item, "tools"))
-                        : tool_content(json_object_get(item, "output"),
-                                       json_string_value(call_id), param, lk->cv->media, err);
+                    : !strcmp(type, "shell_call_output")
+                        ? args_text(json_object_get(item, "output"))
+                        : !strcmp(type, "apply_patch_call_output")
+                            ? patch_output(item)
+                            : tool_content(json_object_get(item, "output"),
+                                           json_string_value(call_id), param, lk->cv->media,
+                                           lk->cv->dropped, err);
         if (!c)
             return -1;
         json_array_append_new(messages, json_pack("{s:s, s:O, s:o}", "role", "tool",
@@ -643,6 +693,35 @@ static json_t *local_shell_function(void)
         "command");
 }
 
+/* OpenAI's shell tool run where the agent is (environment local or
+ * none; a container is OpenAI's): its action as a function's parameters. */
+static json_t *shell_function(void)
+{
+    return json_pack(
+        "{s:s, s:{s:s, s:s, s:{s:s, s:{s:{s:s, s:{s:s}}, s:{s:s}, s:{s:s}}, s:[s]}}}", "type",
+        "function", "function", "name", "shell", "description",
+        "Runs shell commands on the user's machine, one after another; each gives its stdout, "
+        "stderr and exit code.",
+        "parameters", "type", "object", "properties", "commands", "type", "array", "items",
+        "type", "string", "timeout_ms", "type", "integer", "max_output_length", "type",
+        "integer", "required", "commands");
+}
+
+/* OpenAI's apply_patch tool, which the agent runs: one file operation
+ * (create_file and update_file with a V4A diff, delete_file) as a
+ * function's parameters. */
+static json_t *apply_patch_function(void)
+{
+    return json_pack(
+        "{s:s, s:{s:s, s:s, s:{s:s, s:{s:{s:s, s:[s,s,s]}, s:{s:s}, s:{s:s, s:s}}, s:[s,s]}}}",
+        "type", "function", "function", "name", "apply_patch", "description",
+        "Creates, updates or deletes one file of the user's workspace.", "parameters", "type",
+        "object", "properties", "type", "type", "string", "enum", "create_file", "update_file",
+        "delete_file", "path", "type", "string", "diff", "type", "string", "description",
+        "the V4A diff: the whole file for create_file, the changes for update_file", "required",
+        "type", "path");
+}
+
 /* Records that the chat tool name stands for a tool of another shape. */
 static void set_kind(conv *cv, json_t *chat_name, const char *kind, const json_t *name,
                      const char *ns)
@@ -714,6 +793,17 @@ static int add_tools(const json_t *tools, const char *at, json_t *out, conv *cv,
             json_array_append_new(out, local_shell_function());
             continue;
         }
+        const json_t *env = json_object_get(t, "environment");
+        const char *env_type = json_string_value(json_object_get(env, "type"));
+        if (type && ((!strcmp(type, "shell") && (!env_type || !strcmp(env_type, "local"))) ||
+                     !strcmp(type, "apply_patch"))) {  /* tools the agent runs */
+            json_t *nm = json_string(type);
+            set_kind(cv, nm, type, nm, NULL);
+            json_decref(nm);
+            json_array_append_new(out, !strcmp(type, "shell") ? shell_function()
+                                                               : apply_patch_function());
+            continue;
+        }
         if (type && !strcmp(type, "tool_search") && exec && !strcmp(exec, "client")) {
             json_t *ts = json_string("tool_search");
             set_kind(cv, ts, "tool_search", ts, NULL);
@@ -772,6 +862,22 @@ static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
     return out;
 }
 
+/* The chat name of an allowed_tools entry: a function's or custom tool's
+ * name (flattened with its namespace), or shell and apply_patch, whose
+ * functions have their type's name. New reference, or NULL. */
+static json_t *allowed_name(const json_t *a)
+{
+    const char *type = json_string_value(json_object_get(a, "type"));
+    const char *name = json_string_value(json_object_get(a, "name"));
+    const char *ns = json_string_value(json_object_get(a, "namespace"));
+    if (name)
+        return ns && *ns ? flat_name(ns, name) : json_string(name);
+    if (type && (!strcmp(type, "shell") || !strcmp(type, "apply_patch") ||
+                 !strcmp(type, "local_shell")))
+        return json_string(type);
+    return NULL;
+}
+
 /* allowed_tools has no chat form every provider takes: the tools it does
  * not allow are left out of the list, which is what it means. */
 static int allowed_tools_only(json_t *chat, const json_t *choice, tg_error *err)
@@ -788,8 +894,10 @@ static int allowed_tools_only(json_t *chat, const json_t *choice, tg_error *err)
         size_t j;
         const json_t *a;
         json_array_foreach(allowed, j, a) {
-            const char *an = json_string_value(json_object_get(a, "name"));
-            if (name && an && !strcmp(name, an)) {
+            json_t *an = allowed_name(a);
+            bool same = name && an && !strcmp(name, json_string_value(an));
+            json_decref(an);
+            if (same) {
                 json_array_append(kept, t);
                 break;
             }
@@ -822,6 +930,12 @@ static int convert_tool_choice(json_t *chat, const json_t *choice, conv *cv, tg_
     }
     if (type && !strcmp(type, "allowed_tools"))
         return allowed_tools_only(chat, choice, err);
+    if (type && (!strcmp(type, "shell") || !strcmp(type, "apply_patch")) &&
+        json_object_get(cv->kinds, type)) {  /* declared above as a function of that name */
+        json_object_set_new(chat, "tool_choice", json_pack("{s:s, s:{s:s}}", "type", "function",
+                                                           "function", "name", type));
+        return 0;
+    }
     if (!cv->o->refuse_hosted) {  /* a hosted tool, left out with its choice */
         tg_bridge_drop(cv->dropped, "fields", "tool_choice");
         return 0;
@@ -1327,9 +1441,18 @@ static const char *kind_of(const tg_resp_bridge *b, const char *name, const json
     return kind ? kind : "function";
 }
 
+/* a[k] when it is an integer, else null (borrowed from a or static). */
+static json_t *int_or_null(const json_t *a, const char *k)
+{
+    json_t *v = json_object_get(a, k);
+    return json_is_integer(v) ? v : json_null();
+}
+
 /* A custom, local_shell or tool_search call, whole, in the shape Codex
- * reads (codex-rs protocol ResponseItem): its arguments are the function
- * arguments the model wrote for the chat tool it was declared as. */
+ * reads (codex-rs protocol ResponseItem), or a shell or apply_patch call
+ * in the shape of OpenAI's tools of those names: its arguments are the
+ * function arguments the model wrote for the chat tool it was declared
+ * as. */
 static json_t *shaped_item(json_t *id, const char *kind, const json_t *k, const char *call_id,
                            const char *args, const char *status)
 {
@@ -1344,6 +1467,27 @@ static json_t *shaped_item(json_t *id, const char *kind, const json_t *k, const 
         /* a model that wrote the text itself, not {input}, meant the text */
         json_object_set_new(item, "input", json_is_string(in) ? json_incref((json_t *)in)
                                                               : json_string(args ? args : ""));
+    } else if (!strcmp(kind, "shell")) {
+        json_t *action = json_pack("{s:o, s:O, s:O}", "commands",
+                                   json_is_array(json_object_get(a, "commands"))
+                                       ? json_incref(json_object_get(a, "commands"))
+                                       : json_array(),
+                                   "timeout_ms", int_or_null(a, "timeout_ms"),
+                                   "max_output_length", int_or_null(a, "max_output_length"));
+        json_object_set_new(item, "type", json_string("shell_call"));
+        json_object_set_new(item, "action", action);
+        json_object_set_new(item, "environment", json_pack("{s:s}", "type", "local"));
+    } else if (!strcmp(kind, "apply_patch")) {
+        const char *op = json_string_value(json_object_get(a, "type"));
+        const json_t *path = json_object_get(a, "path"), *diff = json_object_get(a, "diff");
+        json_t *operation = json_pack("{s:s, s:s}", "type", op ? op : "update_file", "path",
+                                      json_is_string(path) ? json_string_value(path) : "");
+        if (!op || strcmp(op, "delete_file"))
+            json_object_set_new(operation, "diff", json_string(json_is_string(diff)
+                                                                   ? json_string_value(diff)
+                                                                   : ""));
+        json_object_set_new(item, "type", json_string("apply_patch_call"));
+        json_object_set_new(item, "operation", operation);
     } else if (!strcmp(kind, "local_shell")) {
         json_t *action = json_is_object(a) ? json_deep_copy(a) : json_object();
         json_object_set_new(action, "type", json_string("exec"));
