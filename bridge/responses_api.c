@@ -204,11 +204,43 @@ static json_t *chat_part(const json_t *p, const char *path, json_t *dropped, tg_
     return NULL;
 }
 
+/* The text of a message in a role whose chat content is text only
+ * (assistant, system, developer); its other parts (an image in a
+ * developer message) go to media, for a user message after it. */
+static json_t *text_only_content(const json_t *content, const char *path, json_t *media,
+                                 json_t *dropped, tg_error *err)
+{
+    tg_buf t = {0};
+    size_t i;
+    const json_t *p;
+    json_array_foreach(content, i, p) {
+        const json_t *text = json_object_get(p, "text");
+        if (!json_is_string(text))
+            text = json_object_get(p, "refusal");
+        if (json_is_string(text)) {
+            tg_buf_append(&t, json_string_value(text), json_string_length(text));
+            continue;
+        }
+        char sub[128];
+        snprintf(sub, sizeof sub, "%.100s[%zu]", path, i);
+        json_t *c = chat_part(p, sub, dropped, err);
+        if (!c) {
+            tg_buf_free(&t);
+            return NULL;
+        }
+        json_array_append_new(media, c);
+    }
+    json_t *v = json_stringn(t.data ? t.data : "", t.len);
+    tg_buf_free(&t);
+    return v;
+}
+
 /* A message's content: strings stay strings; parts become chat parts,
  * joined into one string where chat wants text only (assistant, system,
- * developer) or where all of them are text. */
+ * developer; their other parts go to media) or where all of them are
+ * text. */
 static json_t *chat_content(const char *role, const json_t *content, const char *path,
-                            json_t *dropped, tg_error *err)
+                            json_t *media, json_t *dropped, tg_error *err)
 {
     if (json_is_string(content))
         return json_incref((json_t *)content);
@@ -226,10 +258,8 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
         return s;
     }
     tg_buf_free(&t);
-    if (text_only) {
-        tg_bridge_bad(err, path, "%s: only text parts can stand in this role's content", path);
-        return NULL;
-    }
+    if (text_only)
+        return text_only_content(content, path, media, dropped, err);
     json_t *parts = json_array();
     size_t i;
     const json_t *p;
@@ -429,15 +459,26 @@ static int input_message(const json_t *item, const char *path, json_t *messages,
                   strcmp(role, "developer")))
         return tg_bridge_bad(err, param, "%s: expected user, assistant, system or developer", param);
     snprintf(param, sizeof param, "%.100s.content", path);
-    json_t *content = chat_content(role, json_object_get(item, "content"), param, dropped, err);
-    if (!content)
+    json_t *media = json_array();
+    json_t *content = chat_content(role, json_object_get(item, "content"), param, media, dropped,
+                                   err);
+    if (!content) {
+        json_decref(media);
         return -1;
+    }
     if (!strcmp(role, "assistant")) {
         json_t *m = assistant_turn(messages, reasoning);
         json_object_set_new(m, "content", content);
-        return 0;
+    } else {
+        json_array_append_new(messages, json_pack("{s:s, s:o}", "role", role, "content", content));
     }
-    json_array_append_new(messages, json_pack("{s:s, s:o}", "role", role, "content", content));
+    if (json_array_size(media)) {  /* parts chat takes from a user only */
+        char note[64];
+        snprintf(note, sizeof note, "(the parts of the %s message before)", role);
+        json_array_insert_new(media, 0, json_pack("{s:s, s:s}", "type", "text", "text", note));
+        json_array_append_new(messages, json_pack("{s:s, s:O}", "role", "user", "content", media));
+    }
+    json_decref(media);
     return 0;
 }
 
@@ -523,14 +564,18 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
     const char *type = json_string_value(json_object_get(item, "type"));
     if (!type && json_object_get(item, "role"))
         type = "message";
+    else if (!type && json_is_string(json_object_get(item, "id")))
+        type = "item_reference";  /* its type is optional */
     snprintf(param, sizeof param, "%.100s.type", path);
     if (!type)
         return tg_bridge_bad(err, param, "%s: an input item needs a type", param);
     if (!strcmp(type, "message"))
         return input_message(item, path, messages, reasoning, lk->cv->dropped, err);
-    if (is_call_item(type))
+    const char *exec = json_string_value(json_object_get(item, "execution"));
+    bool hosted = exec && !strcmp(exec, "server");  /* a tool search OpenAI ran */
+    if (is_call_item(type) && !hosted)
         return input_call(item, type, path, messages, reasoning, err);
-    if (is_output_item(type)) {
+    if (is_output_item(type) && !hosted) {
         const json_t *call_id = json_object_get(item, "call_id");
         if (!json_is_string(call_id)) {
             snprintf(param, sizeof param, "%.100s.call_id", path);
