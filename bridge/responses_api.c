@@ -12,7 +12,12 @@
  * local_shell and a client tool_search theirs; their calls come back in
  * the shape each is declared in (a function_call with its namespace, a
  * custom_tool_call, a local_shell_call, a tool_search_call), through
- * b->kinds. Tools only OpenAI's servers run (web_search, file_search,
+ * b->kinds; so do OpenAI's shell (local) and apply_patch tools, which the
+ * agent runs. The tools of an additional_tools input item (where Codex
+ * puts them for the models of its own catalog) join those of `tools`.
+ * Images and files a tool returned leave its tool message (chat's hold
+ * text only) for a user message after the tool messages (flush_media).
+ * Tools only OpenAI's servers run (web_search, file_search,
  * code_interpreter, image_generation, computer_use, mcp...) and their
  * items in the history are dropped and listed in b->dropped, or refused
  * when the route says hosted_tools = refuse. Keys the Responses API defines but chat lacks are dropped;
