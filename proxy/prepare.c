@@ -134,6 +134,9 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
     }
     r->json = body;
     r->client.stream = json_is_true(json_object_get(body, "stream"));
+    /* the route first: a request refused below is logged with it */
+    const char *model = json_string_value(json_object_get(body, "model"));
+    r->route = by_prefix ? by_prefix : (model ? tg_route_by_model(c, model) : NULL);
     /* An agent resends its tool list every turn: once a list (by its bytes'
      * hash) has passed, its entries are not walked again. */
     uint64_t th = r->prep.tools_hash;
@@ -146,8 +149,6 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
     }
     if (r->prep.tools_hash && !checked)
         tg_cache_put(r->w->cache, "toolsok", r->prep.tools_hash, json_true(), 16);
-    const char *model = json_string_value(json_object_get(body, "model"));
-    r->route = by_prefix ? by_prefix : (model ? tg_route_by_model(c, model) : NULL);
     if (!r->route) {
         char routes[512];
         route_list(c, routes, sizeof routes);
