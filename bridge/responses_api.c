@@ -1121,6 +1121,32 @@ static int refuse_stateful(const json_t *body, tg_error *err)
     return 0;
 }
 
+/* The input, after the chain of previous_response_id when it names one,
+ * as messages. */
+static int convert_all_input(const json_t *v, const json_t *prev, json_t *messages,
+                             const lookup *lk, tg_error *err)
+{
+    if (!prev || json_is_null(prev))
+        return convert_input(v, messages, lk, err);
+    if (!json_is_string(prev))
+        return tg_bridge_bad(err, "previous_response_id", "%s: expected a string",
+                             "previous_response_id");
+    json_t *all = chain_history(json_string_value(prev), lk, err);
+    json_t *own = all ? input_items(v) : NULL;
+    if (all && !own) {
+        json_decref(all);
+        return tg_bridge_bad(err, "input", "%s: expected a string or an array of input items",
+                             "input");
+    }
+    if (!all)
+        return -1;
+    json_array_extend(all, own);
+    json_decref(own);
+    int rc = convert_input(all, messages, lk, err);
+    json_decref(all);
+    return rc;
+}
+
 static int convert_request(const json_t *body, json_t *chat, const lookup *lk, tg_error *err)
 {
     if (refuse_stateful(body, err))
@@ -1136,31 +1162,19 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
     else if (v && !json_is_null(v) && !json_is_string(v))
         return tg_bridge_bad(err, "instructions", "%s: expected a string", "instructions");
     v = json_object_get(body, "input");
-    if (!v)
-        return tg_bridge_bad(err, "input", "%s: required (a string or an array of input items)", "input");
     const json_t *prev = json_object_get(body, "previous_response_id");
-    if (prev && !json_is_null(prev)) {
-        if (!json_is_string(prev))
-            return tg_bridge_bad(err, "previous_response_id", "%s: expected a string",
-                                 "previous_response_id");
-        json_t *all = chain_history(json_string_value(prev), lk, err);
-        json_t *own = all ? input_items(v) : NULL;
-        if (all && !own) {
-            json_decref(all);
-            return tg_bridge_bad(err, "input", "%s: expected a string or an array of input items",
-                                 "input");
-        }
-        if (!all)
-            return -1;
-        json_array_extend(all, own);
-        json_decref(own);
-        int rc = convert_input(all, messages, lk, err);
-        json_decref(all);
-        if (rc)
-            return -1;
-    } else if (convert_input(v, messages, lk, err)) {
+    json_t *none = NULL;  /* input is optional beside instructions or a previous response */
+    if ((!v || json_is_null(v)) && (json_array_size(messages) || json_is_string(prev)))
+        v = none = json_array();
+    if (!v)
+        return tg_bridge_bad(err, "input",
+                             "%s: required without instructions or previous_response_id (a string "
+                             "or an array of input items)",
+                             "input");
+    int rc = convert_all_input(v, prev, messages, lk, err);
+    json_decref(none);
+    if (rc)
         return -1;
-    }
     json_t *tools = convert_tools(json_object_get(body, "tools"), lk->cv, err);
     if (!tools)
         return -1;
