@@ -14,6 +14,7 @@ CONF="$TG_TMP/bridges.conf"
     printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nforward_headers = x-mock*\n\n' "$PORT"
     printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\n\n' "$MOCK_PORT"
     printf '[route strict]\nprefix = /strict\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nhosted_tools = refuse\n\n' "$MOCK_PORT"
+    printf '[route so]\nprefix = /so\nupstream = http://127.0.0.1:%s/as/strict:openai/v1\ndialect = openai-strict\n\n' "$MOCK_PORT"
     printf '[route ali]\nprefix = /ali\nmodels = fast, quick, fast-*\nupstream_model = mock-default\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
     printf '[route lst]\nprefix = /lst\nmodels = lst-a, lst-b, lst-*\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
     printf '[route anth]\nprefix = /anth\nupstream = http://127.0.0.1:%s/v1\ndialect = anthropic\n\n' "$MOCK_PORT"
@@ -129,6 +130,12 @@ def kinds(m):
 print("; ".join("%s %s" % (m["role"], kinds(m)) for m in ms))
 EOF
 )"
+
+st=$(tg_req "$B" POST /so/v1/responses -H 'Content-Type: application/json' --data-binary "$VIEW")
+expect_eq "view_image: a strict provider (text only in tool messages) answers" 200 "$st"
+MSGIMG='{"model":"mock-default","max_tokens":20,"messages":[{"role":"user","content":"look"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"shot","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}]}],"tools":[{"name":"shot","input_schema":{"type":"object"}}]}'
+st=$(tg_req "$B" POST /so/v1/messages -H 'Content-Type: application/json' --data-binary "$MSGIMG")
+expect_eq "a Messages tool_result image: a strict provider answers" 200 "$st"
 
 # ---- what toolgate refuses itself is logged, with the route, model and stream --
 
