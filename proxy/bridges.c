@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include "bridge/messages_api.h"
+#include "bridge/models.h"
 #include "bridge/responses_api.h"
+#include "core/alloc.h"
 #include "core/jsonio.h"
 #include "proxy/log.h"
 
@@ -298,4 +300,115 @@ void raw_stream_error(tg_req *r, const char *code, const char *msg)
     tg_json_dump(e, &r->stream.out);
     tg_buf_puts(&r->stream.out, "\n\n");
     json_decref(e);
+}
+
+/* ---- GET [prefix]/v1/models ----------------------------------------------
+ *
+ * Agents list models to fill a picker or check a name. A request is
+ * Anthropic's when it carries anthropic-version or x-api-key (Claude Code,
+ * @anthropic-ai/sdk), else OpenAI's. The list is the upstream's (the route
+ * of the prefix, or the first route), which knows what it serves: passed
+ * as it came in OpenAI's shape, or turned into Anthropic's; on a route
+ * that passes /v1/messages an Anthropic request gets the provider's own.
+ * toolgate answers from the conf instead where the upstream's list does
+ * not name what agents send: a route with upstream_model (its models'
+ * names are aliases), or an upstream that serves no list (an error
+ * status): then the route's concrete model names (its models entries
+ * without a glob character, else its upstream_model). */
+
+#define MODELS_PATH "/v1/models"
+
+static bool models_anthropic(tg_req *r)
+{
+    return client_header(r, "anthropic-version") || client_header(r, "x-api-key");
+}
+
+/* The route's concrete model names, NULL-terminated (the array is
+ * malloc'd, the names borrowed from the conf), or NULL when it has none. */
+static const char **conf_models(const tg_route *rt)
+{
+    size_t n = 0;
+    for (char **m = rt->models; m && *m; m++)
+        n++;
+    const char **names = tg_calloc(n + 2, sizeof *names);
+    size_t k = 0;
+    for (char **m = rt->models; m && *m; m++)
+        if (!strpbrk(*m, "*?["))
+            names[k++] = *m;
+    if (!k && rt->upstream_model)
+        names[k++] = rt->upstream_model;
+    if (!k) {
+        free(names);
+        return NULL;
+    }
+    return names;
+}
+
+/* The list (an OpenAI list, borrowed), or the model of it the path names,
+ * as the answer in the request's shape; a name not in it is a 404. */
+static void models_reply(tg_req *r, const json_t *list)
+{
+    const char *id = r->client.rest + strlen(MODELS_PATH);
+    id = *id == '/' && id[1] ? id + 1 : NULL;
+    bool anth = r->prep.models == TG_MODELS_ANTHROPIC;
+    const json_t *m = id ? tg_models_find_peek(list, id) : list;
+    if (!m) {
+        if (anth)  /* Anthropic's error shape (api_error_shape) */
+            r->prep.api = api_aimed_at("/v1/messages");
+        set_error(r, 404, "invalid_request_error", "model_not_found",
+                  "model", "model: %.200s: route %s lists no such model", id, r->route->name);
+        return;
+    }
+    json_t *out = anth ? tg_models_anthropic(m) : json_incref((json_t *)m);
+    char *s = tg_json_dumps(out);
+    json_decref(out);
+    set_answer(r, 200, s, strlen(s), false);
+}
+
+/* The conf's list, answered; false when the route names no model. */
+static bool models_from_conf(tg_req *r)
+{
+    const char **names = conf_models(r->route);
+    if (!names)
+        return false;
+    json_t *list = tg_models_list(names);
+    free(names);
+    models_reply(r, list);
+    json_decref(list);
+    return true;
+}
+
+int models_route(tg_req *r)
+{
+    const char *rest = r->client.rest;
+    size_t n = strlen(MODELS_PATH);
+    if (strcmp(r->client.method, "GET") || strncmp(rest, MODELS_PATH, n) ||
+        (rest[n] && rest[n] != '/'))
+        return 0;
+    bool anth = models_anthropic(r);
+    if (anth && !tg_route_bridges_messages(r->route))
+        return 0;  /* the provider's own list, in its own shape */
+    r->prep.models = anth ? TG_MODELS_ANTHROPIC : TG_MODELS_OPENAI;
+    if (r->route->upstream_model && models_from_conf(r))
+        return -1;
+    return 0;
+}
+
+bool models_answer(tg_req *r)
+{
+    if (!r->prep.models)
+        return false;
+    if (r->up.status >= 400)
+        return models_from_conf(r);
+    if (r->prep.models == TG_MODELS_OPENAI || r->up.status < 200 || r->up.status >= 300)
+        return false;
+    json_t *v = tg_json_load(r->up.resp.data ? r->up.resp.data : "", r->up.resp.len, 0, NULL);
+    json_t *out = tg_models_anthropic(v);
+    json_decref(v);
+    if (!out)
+        return false;
+    char *s = tg_json_dumps(out);
+    json_decref(out);
+    set_answer(r, 200, s, strlen(s), false);
+    return true;
 }

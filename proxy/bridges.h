@@ -36,4 +36,13 @@ static inline void bridge_flush(tg_req *r, bool end)
  * shape its API's clients read, appended to r->stream.out. */
 void raw_stream_error(tg_req *r, const char *code, const char *msg);
 
+/* GET [prefix]/v1/models[/{id}] (r->route set): 0 to pass it upstream
+ * (r->prep.models says how its answer is read), -1 answered from the conf
+ * (see the comment in bridges.c). Any other request: 0, untouched. */
+int models_route(tg_req *r);
+/* The upstream's answer to such a request, in the request's shape, or the
+ * conf's list when the upstream serves none: true with the answer in r,
+ * false to relay the upstream's answer as it came. */
+bool models_answer(tg_req *r);
+
 #endif

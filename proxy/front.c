@@ -283,6 +283,8 @@ static int route_request(tg_req *r)
     }
     if (!strncmp(rest, "/v1/", 4) || !strcmp(rest, "/v1")) {
         r->route = by_prefix ? by_prefix : &r->conf->routes[0];
+        if (models_route(r))  /* answered from the conf */
+            return -1;
         prepare_plain(r);
         return 0;
     }

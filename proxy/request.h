@@ -32,6 +32,8 @@
 #define STREAM_HIGH_WATER (1u << 20)  /* pause upstream past this much unsent */
 #define STREAM_LOW_WATER (256u << 10)
 #define STREAM_KEEP (64u << 10)       /* a stream's output buffer kept once drained */
+#define TG_MODELS_OPENAI 1
+#define TG_MODELS_ANTHROPIC 2
 
 typedef enum {
     RQ_READ,       /* receiving the client's body */
@@ -70,6 +72,9 @@ typedef struct tg_req {
         bool over_budget;             /* max_body_memory was reached while reading */
         size_t body_charge;           /* bytes of max_body_memory this body holds */
         const char *key;              /* the client_keys entry it matched, or NULL */
+        char *model;                  /* the model it named, once its body was read
+                                         (for the log when no chat body came of it) */
+        bool stream;                  /* it asked for a stream */
         uint64_t owner;               /* whose Responses items it may read (item_owner) */
         int fd;                       /* its socket while watched (watch_client), or -1 */
         uint32_t gen;
@@ -83,6 +88,8 @@ typedef struct tg_req {
      * for a request to its path, bridge once the route bridges it */
     struct {
         bool is_chat;
+        unsigned char models;         /* GET .../v1/models answered in: 0 as it comes,
+                                         TG_MODELS_OPENAI or TG_MODELS_ANTHROPIC */
         const struct bridge_api *api;
         void *bridge;                 /* api's bridge state, or NULL */
         char *dropped;                /* what the bridge left out, for X-Toolgate-Dropped */
@@ -131,6 +138,8 @@ typedef struct tg_req {
         size_t len;
         bool from_upstream;
         const char *type;             /* NULL, or our Content-Type over upstream's */
+        char *reason;                 /* toolgate's own error message (set_error), for
+                                         its warn line (access_log_line), or NULL */
     } answer;
 
     struct {
@@ -241,7 +250,12 @@ static inline tg_buf *stream_dst(tg_req *r)
     return r->prep.bridge ? &r->stream.chat_out : &r->stream.out;
 }
 
-/* The request's access log line (one JSON object), when the log is on. */
+/* The request's log: its access log line (one JSON object), when the
+ * log is on, and for an error answer toolgate made itself (set_error,
+ * any API, any status >= 400) one warn line with the request id, route,
+ * model, stream flag and the error's message. */
 void access_log_line(tg_req *r, int status);
+/* What the client named, kept for the log (client.model, client.stream). */
+void note_client_model(tg_req *r, const json_t *body);
 
 #endif

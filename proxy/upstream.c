@@ -822,6 +822,8 @@ static void finish_whole(tg_req *r)
 {
     size_t len = r->up.resp.len;
     if (!r->prep.is_chat) {
+        if (models_answer(r))  /* GET /v1/models: in the shape asked for */
+            return;
         set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);
         return;
     }
@@ -972,8 +974,6 @@ static void upstream_done(tg_req *r)
         return;
     }
     if (r->up.cut) {
-        tg_log(TG_LOG_WARN, "request %s: route %s: upstream answered more than max_answer (%zu bytes)",
-               r->id, r->route->name, r->conf->max_answer);
         tg_metrics_limit(r->w->metrics, TG_LIMIT_MAX_ANSWER);
         set_error(r, 502, "upstream_error", "answer_too_large", NULL,
                   "the upstream of route %s answered more than max_answer (%zu bytes, counted "
