@@ -574,15 +574,30 @@ static void own_done(void *ud, CURLcode rc)
     req_unref(r);
 }
 
-static const tg_upconn_cb own_cb = {own_line, own_body, own_done};
+static void own_why(void *ud, const char *msg)
+{
+    tg_req *r = ud;
+    snprintf(r->up.why, sizeof r->up.why, "%s", msg);
+}
 
-/* A chat round to a plain-http upstream goes over toolgate's own client
- * (upconn.c says why); the rest (TLS, proxies, passed requests), and all
+static const tg_upconn_cb own_cb = {own_line, own_body, own_done, own_why};
+
+/* A chat round goes over toolgate's own client (upconn.c says why), over
+ * TLS (uptls.c) to an https upstream, with the route's trust as libcurl
+ * would have it (set_tls); the rest (proxies, passed requests), and all
  * with upstream_client = curl, through libcurl. */
 static bool own_round(tg_req *r, const char *method, tg_uptarget *t)
 {
-    return !r->conf->curl_only && !r->up.curl_only && r->prep.is_chat && !r->w->http_proxy &&
-           !strcmp(method, "POST") && upconn_target(r->w, r->up.url, t);
+    if (r->conf->curl_only || r->up.curl_only || !r->prep.is_chat || strcmp(method, "POST"))
+        return false;
+    bool tls = !strncmp(r->up.url, "https://", 8);
+    if (tls ? r->w->https_proxy != NULL : r->w->http_proxy != NULL)
+        return false;
+    const tg_route *rt = r->route;
+    tg_tls_id id = {rt->tls_ca_file, rt->tls_ca_path, rt->tls_cert, rt->tls_key};
+    if (!id.ca_file && !id.ca_path)
+        id.ca_file = r->w->ca_builtin;
+    return upconn_target(r->w, r->up.url, tls ? &id : NULL, t);
 }
 
 /* The head libcurl writes for the same round: request line, Host, Accept
@@ -1092,7 +1107,8 @@ static void learn_address(tg_req *r, CURL *e)
 {
     char *ip = NULL;
     long port = 0;
-    if (!r->conf->curl_only && !r->w->http_proxy && !strncmp(r->up.url, "http://", 7) &&
+    bool tls = !strncmp(r->up.url, "https://", 8);
+    if (!r->conf->curl_only && !(tls ? r->w->https_proxy : r->w->http_proxy) &&
         !curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &ip) &&
         !curl_easy_getinfo(e, CURLINFO_PRIMARY_PORT, &port))
         upconn_learn(r->w, r->up.url, ip, port);

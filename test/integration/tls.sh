@@ -10,7 +10,9 @@
 # the name; [server]'s tls_ca_file and the environment's SSL_CERT_FILE are
 # used when the route says nothing; tls_client_cert/key answer an mTLS
 # upstream, which refuses toolgate without them; a new connection of the
-# worker resumes the TLS session another handle opened; `toolgate check`
+# worker resumes the TLS session another connection opened; each of these
+# on toolgate's own client (its TLS, proxy/uptls.c) and on libcurl
+# (upstream_client = curl); `toolgate check`
 # names a missing or empty CA file and a client key without certificate.
 . "$(dirname "$0")/lib.sh"
 
@@ -61,19 +63,6 @@ route() {  # route NAME PORT [LINES]
     printf '[route %s]\nprefix = /%s\nupstream = https://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n%s\n\n' \
         "$1" "$1" "$2" "$3"
 }
-PORT=$(free_port)
-{
-    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\n\n' "$PORT"
-    route private "$GOOD" "tls_ca_file = $P/ca.pem"
-    route builtin "$GOOD"
-    route wrongname "$OTHER" "tls_ca_file = $P/ca.pem"
-    route mtls "$MTLS" "tls_ca_file = $P/ca.pem
-tls_client_cert = $P/client.pem
-tls_client_key = $P/client.key"
-    route nocert "$MTLS" "tls_ca_file = $P/ca.pem"
-} >"$TG_TMP/tls.conf"
-start_toolgate "$TG_TMP/tls.conf" || exit 1
-
 ask() {  # ask OUT PREFIX: a whole chat request on the route; prints the status
     tg_req "$1" POST "/$2/v1/chat/completions" -H 'Content-Type: application/json' \
         --data-binary '{"model":"m","messages":[{"role":"user","content":"hi"}]}'
@@ -81,47 +70,66 @@ ask() {  # ask OUT PREFIX: a whole chat request on the route; prints the status
 content() { json_get "$1" choices.0.message.content; }
 has() { expect_match "$1" "$3" "$2"; }  # has NAME TEXT PATTERN
 
-st=$(ask "$TG_TMP/a" private)
-expect_eq "tls_ca_file: the private CA's upstream answers" "$st $(content "$TG_TMP/a")" \
-    "200 tls ok path=/v1/chat/completions client=-"
+# The trust checks, once on toolgate's own client (chat rounds over its
+# TLS, proxy/uptls.c) and once with every round through libcurl.
+matrix() {  # matrix CLIENT VIA: upstream_client = CLIENT, rounds seen as sent by VIA
+    PORT=$(free_port)
+    {
+        printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nupstream_client = %s\n\n' "$PORT" "$1"
+        route private "$GOOD" "tls_ca_file = $P/ca.pem"
+        route builtin "$GOOD"
+        route wrongname "$OTHER" "tls_ca_file = $P/ca.pem"
+        route mtls "$MTLS" "tls_ca_file = $P/ca.pem
+tls_client_cert = $P/client.pem
+tls_client_key = $P/client.key"
+        route nocert "$MTLS" "tls_ca_file = $P/ca.pem"
+    } >"$TG_TMP/tls-$1.conf"
+    start_toolgate "$TG_TMP/tls-$1.conf" || exit 1
 
-st=$(ask "$TG_TMP/b" builtin)
-expect_eq "no CA setting: the built-in bundle refuses a private CA (502)" "$st" 502
-has "... and the 502 names the certificate problem" "$(cat "$TG_TMP/b")" \
-    'certificate problem|self-signed|unable to get local issuer'
+    st=$(ask "$TG_TMP/a" private)
+    expect_eq "[$1] tls_ca_file: the private CA's upstream answers" "$st $(content "$TG_TMP/a")" \
+        "200 tls ok path=/v1/chat/completions client=- via=$2"
 
-st=$(ask "$TG_TMP/c" wrongname)
-expect_eq "a certificate for another name is refused (502)" "$st" 502
-has "... naming the host name" "$(cat "$TG_TMP/c")" 'host name|subject name|127\.0\.0\.1'
+    st=$(ask "$TG_TMP/b" builtin)
+    expect_eq "[$1] no CA setting: the built-in bundle refuses a private CA (502)" "$st" 502
+    has "[$1] ... and the 502 names the certificate problem" "$(cat "$TG_TMP/b")" \
+        'certificate problem|self-signed|unable to get local issuer'
 
-st=$(ask "$TG_TMP/d" mtls)
-expect_eq "tls_client_cert/key: the mTLS upstream sees toolgate's certificate" \
-    "$st $(content "$TG_TMP/d")" "200 tls ok path=/v1/chat/completions client=toolgate-client"
+    st=$(ask "$TG_TMP/c" wrongname)
+    expect_eq "[$1] a certificate for another name is refused (502)" "$st" 502
+    has "[$1] ... naming the host name" "$(cat "$TG_TMP/c")" 'host name|subject name|127\.0\.0\.1'
 
-st=$(ask "$TG_TMP/e" nocert)
-expect_eq "the mTLS upstream refuses toolgate without a client certificate (502)" "$st" 502
+    st=$(ask "$TG_TMP/d" mtls)
+    expect_eq "[$1] tls_client_cert/key: the mTLS upstream sees toolgate's certificate" \
+        "$st $(content "$TG_TMP/d")" "200 tls ok path=/v1/chat/completions client=toolgate-client via=$2"
 
-# Session resumption: the first round's connection stays pooled on its
-# handle; four at once open new connections on other handles, which resume
-# the session the worker's share keeps. (The stats request is one more
-# handshake, not resumed.)
-before=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
-pids=
-for i in 1 2 3 4; do
-    ask "$TG_TMP/p$i" private >"$TG_TMP/p$i.st" &
-    pids="$pids $!"
-done
-wait $pids
-after=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
-resumed=$("$PY" -c 'import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); print(b["handshakes"]-a["handshakes"]-1, b["resumed"]-a["resumed"])' "$before" "$after")
-new=${resumed% *} res=${resumed#* }
-expect_eq "four rounds at once all answered" "$(cat "$TG_TMP"/p?.st)" 200200200200
-if [ "$new" -ge 1 ] && [ "$res" -ge "$new" ]; then
-    ok "new connections resume the worker's TLS session ($new new, $res resumed)"
-else
-    not_ok "new connections resume the worker's TLS session" "stats before $before after $after"
-fi
-stop_toolgate
+    st=$(ask "$TG_TMP/e" nocert)
+    expect_eq "[$1] the mTLS upstream refuses toolgate without a client certificate (502)" "$st" 502
+
+    # Session resumption: the first round's connection stays pooled; four
+    # at once open new connections, which resume the session the worker
+    # keeps (libcurl: its handles' share; the own client: uptls.c). (The
+    # stats request is one more handshake, not resumed.)
+    before=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
+    pids=
+    for i in 1 2 3 4; do
+        ask "$TG_TMP/p$i" private >"$TG_TMP/p$i.st" &
+        pids="$pids $!"
+    done
+    wait $pids
+    after=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
+    resumed=$("$PY" -c 'import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); print(b["handshakes"]-a["handshakes"]-1, b["resumed"]-a["resumed"])' "$before" "$after")
+    new=${resumed% *} res=${resumed#* }
+    expect_eq "[$1] four rounds at once all answered" "$(cat "$TG_TMP"/p?.st)" 200200200200
+    if [ "$new" -ge 1 ] && [ "$res" -ge "$new" ]; then
+        ok "[$1] new connections resume the worker's TLS session ($new new, $res resumed)"
+    else
+        not_ok "[$1] new connections resume the worker's TLS session" "stats before $before after $after"
+    fi
+    stop_toolgate
+}
+matrix toolgate own
+matrix curl curl
 
 # [server]'s tls_ca_file, then SSL_CERT_FILE, for a route that says nothing.
 PORT=$(free_port)

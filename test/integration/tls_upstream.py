@@ -5,7 +5,8 @@ free loopback port (prints port=N), with the certificate and key given;
 with CLIENT_CA it asks every client for a certificate signed by that CA
 (mTLS) and refuses a handshake without one. Every POST gets one chat
 completion whose content names the path and, when the client showed one,
-the client certificate's common name; GET /_stats answers the number of
+the client certificate's common name, and which of toolgate's clients
+sent it (its own asks Accept-Encoding: identity, libcurl lists codings); GET /_stats answers the number of
 TLS handshakes and of those that resumed a session.
 """
 import json
@@ -49,7 +50,9 @@ class Handler(BaseHTTPRequestHandler):
                 for k, v in rdn:
                     if k == "commonName":
                         cn = v
-        text = "tls ok path=%s client=%s" % (self.path, cn or "-")
+        ae = self.headers.get("Accept-Encoding", "-")
+        via = "own" if ae == "identity" else "curl"
+        text = "tls ok path=%s client=%s via=%s" % (self.path, cn or "-", via)
         self._send({"id": "chatcmpl-tls", "object": "chat.completion", "created": 1,
                     "model": req.get("model", "m"),
                     "choices": [{"index": 0, "finish_reason": "stop",
