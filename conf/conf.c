@@ -539,10 +539,6 @@ static void route_key(parser *p, tg_route *r, const kv *k)
         r->api_key = *v ? tg_strdup(v) : NULL;
     } else if (!strcmp(key, "upstream_model")) {
         free(r->upstream_model);
-    free(r->tls_ca_file);
-    free(r->tls_ca_path);
-    free(r->tls_cert);
-    free(r->tls_key);
         r->upstream_model = *v ? tg_strdup(v) : NULL;
     } else if (!strcmp(key, "strip_model_prefix")) {
         free_list(r->strip_model);
@@ -655,6 +651,10 @@ static void route_free(tg_route *r)
     free(r->upstream_shown);
     free(r->api_key);
     free(r->upstream_model);
+    free(r->tls_ca_file);
+    free(r->tls_ca_path);
+    free(r->tls_cert);
+    free(r->tls_key);
     free_list(r->strip_model);
     free(r->strip_prefix);
     free(r->fallback);
