@@ -110,6 +110,7 @@ struct upconn_pool {
     int next_addr;
     uptls *tls;            /* contexts and sessions, made at the first https round */
     char rd[READ_SIZE];
+    char wr[16384];        /* a TLS request's pieces as one record (conn_write) */
 };
 
 static struct upconn_pool *pool(worker *w)
@@ -504,9 +505,26 @@ static ssize_t conn_write(worker *w, tg_upconn *c, struct iovec *v, int nv)
             return errno == EAGAIN || errno == EWOULDBLOCK ? IO_AGAIN : IO_FAIL;
         return k;
     }
+    /* A request of a few pieces that fits one record goes as one: one
+     * record and one send, not one per piece. The same bytes come again
+     * after IO_AGAIN (c->sent has not moved), as OpenSSL wants. */
+    if (nv < 1)
+        return IO_FAIL;
+    const void *data = v[0].iov_base;
+    size_t n = v[0].iov_len;
+    if (nv > 1) {
+        size_t all = 0;
+        for (int i = 0; i < nv; i++)
+            all += v[i].iov_len;
+        if (all <= sizeof w->upc->wr) {
+            for (int i = 0, at = 0; i < nv; at += (int)v[i].iov_len, i++)
+                memcpy(w->upc->wr + at, v[i].iov_base, v[i].iov_len);
+            data = w->upc->wr;
+            n = all;
+        }
+    }
     ERR_clear_error();
-    size_t n = v[0].iov_len > INT_MAX ? INT_MAX : v[0].iov_len;
-    int k = SSL_write(c->ssl, v[0].iov_base, (int)n);
+    int k = SSL_write(c->ssl, data, (int)(n > INT_MAX ? INT_MAX : n));
     if (k > 0)
         return k;
     int r = tls_wait(w, c, k);
