@@ -38,6 +38,14 @@ typedef struct tg_route {
     int messages;           /* /v1/messages: 1 bridge to chat, 0 pass, -1 by dialect */
     bool refuse_hosted;     /* hosted_tools = refuse: a bridged request's tools that only
                                the API's own servers run are a 400, not dropped */
+    /* TLS to an https upstream, resolved at load: the route's keys, else
+     * [server]'s, else SSL_CERT_FILE / SSL_CERT_DIR; both CA fields NULL
+     * means libcurl's built-in bundle file (never its CA directory, so
+     * the parsed store is cached per worker: upstream.c). */
+    char *tls_ca_file;
+    char *tls_ca_path;
+    char *tls_cert;         /* client certificate (PEM) for mTLS, or NULL */
+    char *tls_key;          /* its private key (PEM), or NULL: in tls_cert */
 } tg_route;
 
 typedef enum { TG_LOG_ERROR = 0, TG_LOG_WARN, TG_LOG_INFO, TG_LOG_DEBUG } tg_log_level;
@@ -69,6 +77,8 @@ typedef struct tg_conf {
     char *access_log;       /* "-" stdout, "off", or a file path */
     long shutdown_grace_ms;
     bool curl_only;         /* upstream_client = curl: no round on toolgate's own client */
+    char *tls_ca_file;      /* [server] defaults for every route's tls_ca_* */
+    char *tls_ca_path;
     tg_route *routes;
     int n_routes;
 } tg_conf;

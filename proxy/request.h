@@ -124,6 +124,9 @@ typedef struct tg_req {
         tg_buf resp;                  /* whole upstream body (non-stream) */
         bool running;                 /* the round is on the multi handle, unfinished */
         CURLcode result;
+        char why[CURL_ERROR_SIZE];    /* libcurl's own words on a failed round
+                                         (CURLOPT_ERRORBUFFER): which certificate
+                                         check failed, not only "SSL error" */
         bool timed_out;
         bool cut;                     /* the whole answer passed max_answer */
         int attempt;                  /* retries made on this route */
