@@ -6,6 +6,9 @@
 
 #include "proxy/request.h"
 
+/* Gemini's API (proxy/gemini.h answers its side endpoints). */
+extern const bridge_api gemini_api;
+
 /* The agent API a path (past the route prefix) belongs to, or NULL. */
 const bridge_api *api_of(const char *rest);
 /* The API a path that is no endpoint of it aims at (a refused
