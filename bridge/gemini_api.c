@@ -165,7 +165,12 @@ static json_t *inline_part(const json_t *d, conv *cv)
             return p;
     }
     tg_buf_free(&t);
-    tg_bridge_drop(cv->dropped, "parts", mime);
+    char name[80];  /* a header names it: no '/' there (bridge.c) */
+    snprintf(name, sizeof name, "inlineData:%.60s", mime);
+    for (char *c = name; *c; c++)
+        if (*c == '/')
+            *c = '-';
+    tg_bridge_drop(cv->dropped, "parts", name);
     return NULL;
 }
 
@@ -1037,7 +1042,7 @@ static void on_fail(void *vb, const json_t *error, tg_buf *out)
         code = 429;
     else if (code == 500 && ((t && strstr(t, "overload")) || (cs && strstr(cs, "overload"))))
         code = 503;
-    else if (code == 500 && cs && (strstr(cs, "timeout") || strstr(cs, "truncated")))
+    else if (code == 500 && cs && strstr(cs, "timeout"))
         code = 504;
     flush_call(vb, out);
     emit_error(vb, code, status_for(code), msg ? msg : "upstream error", out);
