@@ -63,18 +63,17 @@ static tg_gem_method method_of(const char *m)
                                                  : TG_GEM_OTHER;
 }
 
-tg_gem_method tg_gemini_path(const char *rest, char *model, size_t cap)
+tg_gem_method tg_gemini_path(const char *rest, bool v1_models, char *model, size_t cap)
 {
     const char *p;
-    bool beta = !strncmp(rest, "/v1beta/models", 14);
-    if (beta)
+    if (cap)
+        model[0] = '\0';
+    if (!strncmp(rest, "/v1beta/models", 14))
         p = rest + 14;
-    else if (!strncmp(rest, "/v1/models/", 11) && strchr(rest + 11, ':'))
+    else if (!strncmp(rest, "/v1/models", 10) && (v1_models || strchr(rest + 10, ':')))
         p = rest + 10;
     else
         return TG_GEM_NONE;
-    if (cap)
-        model[0] = '\0';
     if (!*p || !strcmp(p, "/"))
         return TG_GEM_LIST;
     if (*p != '/' || !p[1])

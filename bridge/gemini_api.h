@@ -52,8 +52,9 @@ typedef enum {
 
 /* The method rest names, and its model (copied into model, at most cap-1
  * bytes; "" for the list). /v1/models/MODEL:METHOD counts too (the SDK's
- * apiVersion 'v1'), but /v1/models and /v1/models/MODEL are OpenAI's. */
-tg_gem_method tg_gemini_path(const char *rest, char *model, size_t cap);
+ * apiVersion 'v1', its default), and /v1/models and /v1/models/MODEL when
+ * v1_models says the client is Gemini's (they are OpenAI's paths too). */
+tg_gem_method tg_gemini_path(const char *rest, bool v1_models, char *model, size_t cap);
 
 /* The request body (borrowed) as a chat completions body (*chat, new
  * reference) and the bridge that will shape its answer (*bridge, owned by

@@ -155,11 +155,25 @@ static const bridge_api messages_api = {
     .free = messages_free,
 };
 
+bool gemini_sdk(tg_req *r)
+{
+    const char *c = client_header(r, "x-goog-api-client");
+    return c && strstr(c, "genai-");
+}
+
+const bridge_api *api_of_gemini_sdk(tg_req *r)
+{
+    char model[8];
+    return gemini_sdk(r) && tg_gemini_path(r->client.rest, true, model, sizeof model) != TG_GEM_NONE
+               ? &gemini_api
+               : NULL;
+}
+
 /* Gemini's API: the model and whether and how the answer streams are in
  * the path (MODEL:streamGenerateContent) and query (alt=sse). */
 static const char *gemini_model(tg_req *r, char *buf, size_t cap)
 {
-    tg_gemini_path(r->client.rest, buf, cap);
+    tg_gemini_path(r->client.rest, gemini_sdk(r), buf, cap);
     return *buf ? buf : NULL;
 }
 
@@ -167,7 +181,7 @@ static int gemini_to_chat(tg_req *r, const tg_route *route, const json_t *body, 
                           tg_error *err)
 {
     char model[256];
-    tg_gem_method m = tg_gemini_path(r->client.rest, model, sizeof model);
+    tg_gem_method m = tg_gemini_path(r->client.rest, gemini_sdk(r), model, sizeof model);
     const char *alt = MHD_lookup_connection_value(r->client.conn, MHD_GET_ARGUMENT_KIND, "alt");
     tg_gemini_call call = {.model = model, .stream = m == TG_GEM_STREAM,
                            .sse = alt && !strcmp(alt, "sse")};
@@ -233,7 +247,7 @@ const bridge_api gemini_api = {
 const bridge_api *api_of(const char *rest)
 {
     char model[8];
-    if (tg_gemini_path(rest, model, sizeof model) != TG_GEM_NONE)
+    if (tg_gemini_path(rest, false, model, sizeof model) != TG_GEM_NONE)
         return &gemini_api;
     if (!strcmp(rest, "/v1/responses") || !strcmp(rest, "/responses"))
         return &responses_api;

@@ -469,6 +469,8 @@ static bool refuse_on_headers(tg_req *r, const char *url)
     const tg_conf *c = r->conf;
     r->client.by_prefix = tg_route_by_prefix(c, url, &r->client.rest);
     r->prep.api = api_of(r->client.rest);  /* its errors take the API's shape from here on */
+    if (!r->prep.api)  /* GET /v1/models/MODEL: OpenAI's path, Gemini's SDK's too */
+        r->prep.api = api_of_gemini_sdk(r);
     bool open_path = !strcmp(url, "/healthz") || !strcmp(url, "/readyz") ||
                      (!strcmp(url, "/metrics") && !c->metrics_auth) || base_url_check(r);
     if (!open_path && !client_authorized(r)) {

@@ -101,7 +101,7 @@ bool gemini_side(tg_req *r, const tg_route *by_prefix, int *rc)
     if (r->prep.api != &gemini_api)
         return false;
     char model[256];
-    tg_gem_method m = tg_gemini_path(r->client.rest, model, sizeof model);
+    tg_gem_method m = tg_gemini_path(r->client.rest, gemini_sdk(r), model, sizeof model);
     bool get = m == TG_GEM_LIST || m == TG_GEM_MODEL;
     bool post = !strcmp(r->client.method, "POST");
     if ((m == TG_GEM_GENERATE || m == TG_GEM_STREAM) && post)

@@ -100,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(e);
     char *path = strndup((const char *)data, size > 200 ? 200 : size);
     char model[64];
-    tg_gemini_path(path, model, sizeof model);
+    tg_gemini_path(path, size && data[0] & 1, model, sizeof model);
     if (strlen(model) >= sizeof model)
         abort();
     free(path);

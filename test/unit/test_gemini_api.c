@@ -204,7 +204,8 @@ static void run_paths(const json_t *paths)
     const json_t *want;
     json_object_foreach((json_t *)paths, path, want) {
         char model[64];
-        tg_gem_method m = tg_gemini_path(path, model, sizeof model);
+        bool sdk = !strncmp(path, "sdk:", 4);  /* the client is Gemini's SDK */
+        tg_gem_method m = tg_gemini_path(path + (sdk ? 4 : 0), sdk, model, sizeof model);
         json_t *got = json_pack("[s, s]", names[m], model);
         if (m == TG_GEM_NONE)
             json_array_set_new(got, 1, json_string(""));
