@@ -27,6 +27,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bridge/bridge.h"
@@ -425,10 +426,14 @@ static void convert_system(const json_t *si, json_t *messages)
 /* ---- request: tools and configs ------------------------------------------- */
 
 /* Gemini's Schema (an OpenAPI 3.0 subset: upper-case types, nullable,
- * propertyOrdering) as JSON Schema. Keys of its own with no JSON Schema
- * meaning go; the rest is kept for the schema stage to judge. */
+ * propertyOrdering, int64 bounds as strings) as JSON Schema. Keys of its
+ * own with no JSON Schema meaning go; the rest is kept for the schema
+ * stage to judge. */
 static json_t *json_schema_of(const json_t *s)
 {
+    static const char *const int64_keys[] = {"minItems",  "maxItems",      "minLength",
+                                             "maxLength", "minProperties", "maxProperties",
+                                             NULL};
     if (!json_is_object(s))
         return json_deep_copy(s);
     json_t *o = json_object();
@@ -459,6 +464,12 @@ static json_t *json_schema_of(const json_t *s)
         } else if (!strcmp(k, "nullable") || !strcmp(k, "propertyOrdering") ||
                    !strcmp(k, "example")) {
             continue;
+        } else if (json_is_string(v) && tg_bridge_is_one_of(k, int64_keys)) {
+            /* proto's int64 in JSON is a string ("3"); JSON Schema's a number */
+            char *end;
+            long long n = strtoll(json_string_value(v), &end, 10);
+            json_object_set_new(o, k, *end || end == json_string_value(v) ? json_deep_copy(v)
+                                                                          : json_integer(n));
         } else {
             json_object_set(o, k, (json_t *)v);
         }
