@@ -1082,6 +1082,20 @@ void tg_gemini_stream_end(tg_gem_bridge *b, tg_buf *out)
     b->closed = true;
 }
 
+void tg_gemini_answer_stream(tg_gem_bridge *b, const json_t *completion, tg_buf *out)
+{
+    emit(b, tg_gemini_answer(b, completion), out);
+    if (!b->sse) {
+        tg_buf_puts(out, "]");
+        b->closed = true;
+    }
+}
+
+bool tg_gemini_streams(const tg_gem_bridge *b)
+{
+    return b && b->stream;
+}
+
 const char *tg_gemini_stream_type(const tg_gem_bridge *b)
 {
     return b && b->stream && !b->sse ? "application/json" : "text/event-stream";

@@ -75,6 +75,11 @@ json_t *tg_gemini_answer(tg_gem_bridge *b, const json_t *completion);
  * it (the array's "]"; an error when the chat stream stopped unfinished). */
 void tg_gemini_stream(tg_gem_bridge *b, const char *sse, size_t n, tg_buf *out);
 void tg_gemini_stream_end(tg_gem_bridge *b, tg_buf *out);
+/* A whole chat.completion to a request that asked for a stream (a
+ * provider that answered whole): the stream, one response long. */
+void tg_gemini_answer_stream(tg_gem_bridge *b, const json_t *completion, tg_buf *out);
+/* Did the request ask for a stream? */
+bool tg_gemini_streams(const tg_gem_bridge *b);
 /* The stream's Content-Type: text/event-stream, or application/json for
  * the JSON array. */
 const char *tg_gemini_stream_type(const tg_gem_bridge *b);

@@ -208,6 +208,16 @@ static const json_t *gemini_dropped_peek(const void *b) { return tg_gem_bridge_d
 
 static const char *gemini_stream_type(const void *b) { return tg_gemini_stream_type(b); }
 
+/* The SDK reads a streamed request's answer as a stream, whatever its
+ * Content-Type: a whole chat answer goes as a stream one response long. */
+static bool gemini_answer_stream(void *b, const json_t *c, tg_buf *out)
+{
+    if (!tg_gemini_streams(b))
+        return false;
+    tg_gemini_answer_stream(b, c, out);
+    return true;
+}
+
 /* Nothing of Gemini's request is the agent's own: its body goes as it
  * came (markers are a chat-side convention). */
 static size_t gemini_strip_markers(json_t *body, const char *prefix)
@@ -240,6 +250,7 @@ const bridge_api gemini_api = {
     .free = gemini_free,
     .model_of = gemini_model,
     .stream_type = gemini_stream_type,
+    .answer_stream = gemini_answer_stream,
     .pass_url = gemini_pass_url,
 };
 
@@ -324,11 +335,16 @@ void bridge_whole_answer(tg_req *r)
             json_decref(chat);
             return;
         }
-        json_t *resp = r->prep.api->answer(r->prep.bridge, chat);
-        json_decref(chat);
-        tg_json_dump(resp, &out);
-        json_decref(resp);
-        r->answer.type = "application/json";
+        if (r->prep.api->answer_stream && r->prep.api->answer_stream(r->prep.bridge, chat, &out)) {
+            json_decref(chat);
+            r->answer.type = r->prep.api->stream_type(r->prep.bridge);
+        } else {
+            json_t *resp = r->prep.api->answer(r->prep.bridge, chat);
+            json_decref(chat);
+            tg_json_dump(resp, &out);
+            json_decref(resp);
+            r->answer.type = "application/json";
+        }
     }
     free(r->answer.body);
     r->answer.body = tg_buf_steal(&out, &r->answer.len);

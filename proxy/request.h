@@ -187,6 +187,10 @@ typedef struct bridge_api {
     const char *(*model_of)(tg_req *r, char *buf, size_t cap);
     /* the Content-Type of a bridged stream (NULL: text/event-stream) */
     const char *(*stream_type)(const void *b);
+    /* a whole chat answer to a request that asked for a stream (a
+     * provider that answered whole) as the API's stream, true when it
+     * wrote it (NULL: the API's whole answer goes) */
+    bool (*answer_stream)(void *b, const json_t *completion, tg_buf *out);
     /* the upstream URL of a passed request (NULL: the route's upstream
      * and the path past /v1) */
     void (*pass_url)(tg_req *r, tg_buf *u);

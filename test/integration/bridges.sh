@@ -97,6 +97,13 @@ expect_eq "Gemini: the bridge asks the route's chat completions" "/v1/chat/compl
 st=$(tg_req "$B" POST '/gem/v1beta/models/mock-default:embedContent' -H 'Content-Type: application/json' --data-binary '{}')
 expect_eq "Gemini: a method chat has not is a 404 in Gemini's shape" "404 NOT_FOUND" "$st $(json_get "$B" error.status)"
 
+printf '{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}]}' >"$TG_TMP/whole.json"
+st=$(tg_req "$B" POST '/gem/v1beta/models/mock-default:streamGenerateContent?alt=sse' -H 'Content-Type: application/json' \
+    -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/whole.json" --data-binary "$GEM")
+expect_match "Gemini: a whole chat answer to a streamed request is a stream one response long" \
+    '^200 text/event-stream data: \{"candidates":\[\{"content":\{"role":"model","parts":\[\{"text":"whole"\}\]\}.*"finishReason":"STOP"' \
+    "$st $(header_value "$B.h" Content-Type) $(cat "$B")"
+
 printf 'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"native"}]},"finishReason":"STOP"}]}\r\n\r\n' >"$TG_TMP/native.sse"
 st=$(tg_req "$B" POST '/gpass/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse' -H 'Content-Type: application/json' \
     -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/native.sse" -H 'x-goog-api-key: client-key' --data-binary "$GEM")

@@ -214,6 +214,29 @@ static void run_paths(const json_t *paths)
     }
 }
 
+/* A whole answer to a request that asked for a stream (a provider that
+ * answered whole) is the stream one response long, in both forms. */
+static void run_answer_streams(const json_t *v, const json_t *answer, const json_t *want)
+{
+    for (int sse = 0; sse < 2; sse++) {
+        json_t *chat = NULL;
+        tg_gem_bridge *b = NULL;
+        tg_error err;
+        tg_gemini_call call = call_of(v, true, sse);
+        assert_int_equal(tg_gemini_to_chat(json_object_get(v, "request"), &call, NULL, &chat, &b, &err), 0);
+        assert_true(tg_gemini_streams(b));
+        tg_buf out = {0};
+        tg_gemini_answer_stream(b, answer, &out);
+        json_t *rs = sse ? sse_responses(&out) : tg_json_load(out.data, out.len, 0, NULL);
+        assert_int_equal(json_array_size(rs), 1);
+        expect(subset(want, json_array_get(rs, 0)), want, rs, "the answer as a stream");
+        json_decref(rs);
+        json_decref(chat);
+        tg_buf_free(&out);
+        tg_gem_bridge_free(b);
+    }
+}
+
 static void test_vector(void **state)
 {
     json_t *v = load_vector(vec_dir, *state);
@@ -229,6 +252,7 @@ static void test_vector(void **state)
             const json_t *want = json_object_get(v, "response");
             expect(subset(want, r), want, r, "response");
             json_decref(r);
+            run_answer_streams(v, answer, want);
             any = true;
         }
         tg_gem_bridge_free(b);
