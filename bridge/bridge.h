@@ -73,6 +73,8 @@ typedef struct tg_chat_events {
 typedef struct tg_chat_reader {
     tg_buf pending;       /* SSE text short of a whole event */
     bool started, finished;
+    bool quiet;           /* comments (keepalives) are not copied: the bridge's
+                             stream is no SSE (Gemini's JSON array) */
     json_t *usage;        /* the latest chat usage, or NULL */
     char finish[32];      /* choice 0's finish_reason, or "" */
     json_t *stop_reason;  /* choice 0's stop_reason (vLLM names the stop string), or NULL */

@@ -589,9 +589,11 @@ static void route_key(parser *p, tg_route *r, const kv *k)
     } else if (!strcmp(key, "retries")) {
         if (parse_int(v, 0, 10, &r->retries))
             perr(p, k->line, "retries: expected 0..10, got '%s'", v);
-    } else if (!strcmp(key, "responses") || !strcmp(key, "messages")) {
+    } else if (!strcmp(key, "responses") || !strcmp(key, "messages") || !strcmp(key, "gemini")) {
         static const char *const how[] = {"bridge", "pass", NULL};
-        int *dst = !strcmp(key, "responses") ? &r->responses : &r->messages;
+        int *dst = !strcmp(key, "responses") ? &r->responses
+                   : !strcmp(key, "messages") ? &r->messages
+                                              : &r->gemini;
         int i = parse_choice(p, k, how);
         if (i >= 0)
             *dst = i == 0;
@@ -639,6 +641,7 @@ static void route_init(tg_route *r, const char *name, int line)
     r->retries = 0;
     r->responses = -1;
     r->messages = -1;
+    r->gemini = -1;
     tg_rules_preset(TG_D_OPENAI, &r->rules);
 }
 
@@ -1007,4 +1010,28 @@ bool tg_route_bridges_messages(const tg_route *r)
         return r->messages == 1;
     tg_dialect d = r->rules.schema.dialect;
     return tg_dialect_has(d, TG_DF_REWRITE) && !tg_dialect_has(d, TG_DF_NATIVE_MESSAGES);
+}
+
+bool tg_route_bridges_gemini(const tg_route *r)
+{
+    return r->gemini != 0;
+}
+
+static bool cut_tail(const char *s, size_t *n, const char *tail)
+{
+    size_t k = strlen(tail);
+    if (*n < k || strncmp(s + *n - k, tail, k))
+        return false;
+    *n -= k;
+    return true;
+}
+
+void tg_route_gemini_base(const tg_route *r, tg_buf *out)
+{
+    const char *u = r->upstream;
+    size_t n = strlen(u);
+    cut_tail(u, &n, "/openai");
+    if (!cut_tail(u, &n, "/v1beta"))
+        cut_tail(u, &n, "/v1");
+    tg_buf_append(out, u, n);
 }

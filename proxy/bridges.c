@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bridge/gemini_api.h"
 #include "bridge/messages_api.h"
 #include "bridge/models.h"
 #include "bridge/responses_api.h"
@@ -156,9 +157,111 @@ static const bridge_api messages_api = {
     .free = messages_free,
 };
 
+bool gemini_sdk(tg_req *r)
+{
+    const char *c = client_header(r, "x-goog-api-client");
+    return c && strstr(c, "genai-");
+}
+
+const bridge_api *api_of_gemini_sdk(tg_req *r)
+{
+    char model[8];
+    return gemini_sdk(r) && tg_gemini_path(r->client.rest, true, model, sizeof model) != TG_GEM_NONE
+               ? &gemini_api
+               : NULL;
+}
+
+/* Gemini's API: the model and whether and how the answer streams are in
+ * the path (MODEL:streamGenerateContent) and query (alt=sse). */
+static const char *gemini_model(tg_req *r, char *buf, size_t cap)
+{
+    tg_gemini_path(r->client.rest, gemini_sdk(r), buf, cap);
+    return *buf ? buf : NULL;
+}
+
+static int gemini_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
+                          tg_error *err)
+{
+    char model[256];
+    tg_gem_method m = tg_gemini_path(r->client.rest, gemini_sdk(r), model, sizeof model);
+    const char *alt = MHD_lookup_connection_value(r->client.conn, MHD_GET_ARGUMENT_KIND, "alt");
+    tg_gemini_call call = {.model = model, .stream = m == TG_GEM_STREAM,
+                           .sse = alt && !strcmp(alt, "sse")};
+    tg_gem_bridge *b = NULL;
+    tg_bridge_opts o = bridge_opts(route);
+    if (tg_gemini_to_chat(body, &call, &o, chat, &b, err))
+        return -1;
+    r->prep.bridge = b;
+    return 0;
+}
+
+static json_t *gemini_answer(void *b, const json_t *c) { return tg_gemini_answer(b, c); }
+
+static void gemini_stream(void *b, const char *sse, size_t n, tg_buf *out)
+{
+    tg_gemini_stream(b, sse, n, out);
+}
+
+static void gemini_stream_end(void *b, tg_buf *out) { tg_gemini_stream_end(b, out); }
+
+static void gemini_free(void *b) { tg_gem_bridge_free(b); }
+
+static const json_t *gemini_dropped_peek(const void *b) { return tg_gem_bridge_dropped_peek(b); }
+
+static const char *gemini_stream_type(const void *b) { return tg_gemini_stream_type(b); }
+
+/* The SDK reads a streamed request's answer as a stream, whatever its
+ * Content-Type: a whole chat answer goes as a stream one response long. */
+static bool gemini_answer_stream(void *b, const json_t *c, tg_buf *out)
+{
+    if (!tg_gemini_streams(b))
+        return false;
+    tg_gemini_answer_stream(b, c, out);
+    return true;
+}
+
+/* Nothing of Gemini's request is the agent's own: its body goes as it
+ * came (markers are a chat-side convention). */
+static size_t gemini_strip_markers(json_t *body, const char *prefix)
+{
+    (void)body;
+    (void)prefix;
+    return 0;
+}
+
+/* A passed request goes to Gemini's native API: the route's base without
+ * the OpenAI-compatible endpoint's tail, then the client's path. */
+static void gemini_pass_url(tg_req *r, tg_buf *u)
+{
+    tg_route_gemini_base(r->route, u);
+    tg_append_path(u, r->client.rest);
+}
+
+const bridge_api gemini_api = {
+    .name = "/v1beta/models",
+    .key_header = "x-goog-api-key",
+    .own_query = true,
+    .bridges = tg_route_bridges_gemini,
+    .strip_markers = gemini_strip_markers,
+    .to_chat = gemini_to_chat,
+    .dropped = gemini_dropped_peek,
+    .answer = gemini_answer,
+    .stream = gemini_stream,
+    .stream_end = gemini_stream_end,
+    .error_body = tg_gemini_error_body,
+    .free = gemini_free,
+    .model_of = gemini_model,
+    .stream_type = gemini_stream_type,
+    .answer_stream = gemini_answer_stream,
+    .pass_url = gemini_pass_url,
+};
+
 /* The agent API a path (past the route prefix) belongs to, or NULL. */
 const bridge_api *api_of(const char *rest)
 {
+    char model[8];
+    if (tg_gemini_path(rest, false, model, sizeof model) != TG_GEM_NONE)
+        return &gemini_api;
     if (!strcmp(rest, "/v1/responses") || !strcmp(rest, "/responses"))
         return &responses_api;
     if (!strcmp(rest, "/v1/messages") || !strcmp(rest, "/v1/messages/count_tokens"))
@@ -168,6 +271,8 @@ const bridge_api *api_of(const char *rest)
 
 const bridge_api *api_aimed_at(const char *rest)
 {
+    if (!strncmp(rest, "/v1beta/", 8))
+        return &gemini_api;
     return !strncmp(rest, "/v1/messages", 12) ? &messages_api : NULL;
 }
 
@@ -224,17 +329,24 @@ void bridge_whole_answer(tg_req *r)
     if (r->answer.type && strstr(r->answer.type, "event-stream")) {
         r->prep.api->stream(r->prep.bridge, r->answer.body, r->answer.len, &out);
         r->prep.api->stream_end(r->prep.bridge, &out);
+        if (r->prep.api->stream_type)  /* Gemini's JSON array */
+            r->answer.type = r->prep.api->stream_type(r->prep.bridge);
     } else {
         json_t *chat = tg_json_load(r->answer.body, r->answer.len, 0, NULL);
         if (!json_is_object(chat)) {
             json_decref(chat);
             return;
         }
-        json_t *resp = r->prep.api->answer(r->prep.bridge, chat);
-        json_decref(chat);
-        tg_json_dump(resp, &out);
-        json_decref(resp);
-        r->answer.type = "application/json";
+        if (r->prep.api->answer_stream && r->prep.api->answer_stream(r->prep.bridge, chat, &out)) {
+            json_decref(chat);
+            r->answer.type = r->prep.api->stream_type(r->prep.bridge);
+        } else {
+            json_t *resp = r->prep.api->answer(r->prep.bridge, chat);
+            json_decref(chat);
+            tg_json_dump(resp, &out);
+            json_decref(resp);
+            r->answer.type = "application/json";
+        }
     }
     free(r->answer.body);
     r->answer.body = tg_buf_steal(&out, &r->answer.len);
@@ -280,7 +392,11 @@ void raw_stream_error(tg_req *r, const char *code, const char *msg)
 {
     json_t *e;
     const char *event = "error";
-    if (r->prep.api && !strcmp(r->prep.api->name, "/v1/messages"))
+    if (r->prep.api == &gemini_api) {  /* Gemini's: an error object as the data */
+        e = json_pack("{s:{s:i, s:s, s:s}}", "error", "code", 500, "message", msg, "status",
+                      "INTERNAL");
+        event = NULL;
+    } else if (r->prep.api && !strcmp(r->prep.api->name, "/v1/messages"))
         e = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", "api_error",
                       "message", msg);
     else if (r->prep.api)  /* the Responses API's error event */

@@ -66,7 +66,14 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         return -1;
     }
     note_client_model(r, body);
-    const char *model = json_string_value(json_object_get(body, "model"));
+    char path_model[256];  /* Gemini's is in the path */
+    const char *model = r->prep.api->model_of
+                            ? r->prep.api->model_of(r, path_model, sizeof path_model)
+                            : json_string_value(json_object_get(body, "model"));
+    if (r->prep.api->model_of && model) {  /* the access line names it too */
+        free(r->client.model);
+        r->client.model = tg_strdup(model);
+    }
     const tg_route *route = by_prefix ? by_prefix : model ? tg_route_by_model(r->conf, model) : NULL;
     if (route && !r->prep.api->bridges(route)) {
         if (r->prep.api->strip_markers(body, route->strip_prefix)) {

@@ -93,6 +93,8 @@ typedef struct tg_req {
         const struct bridge_api *api;
         void *bridge;                 /* api's bridge state, or NULL */
         char *dropped;                /* what the bridge left out, for X-Toolgate-Dropped */
+        const char *estimate;         /* X-Toolgate-Estimate: an answer toolgate estimated
+                                         (static text: how), or NULL */
         uint64_t tools_hash;          /* of the tools' raw bytes, 0 = unknown */
         size_t tools_bytes;
         tg_embedder embedder;         /* ctx.embedder with discovery_embeddings */
@@ -192,6 +194,18 @@ typedef struct bridge_api {
      * the API shares OpenAI's) */
     char *(*error_body)(int status, const char *body, size_t n, size_t *len);
     void (*free)(void *b);
+    /* Gemini's API: the model is in the path, not the body (NULL: the
+     * body's "model"); into buf (cap bytes), returns it or NULL */
+    const char *(*model_of)(tg_req *r, char *buf, size_t cap);
+    /* the Content-Type of a bridged stream (NULL: text/event-stream) */
+    const char *(*stream_type)(const void *b);
+    /* a whole chat answer to a request that asked for a stream (a
+     * provider that answered whole) as the API's stream, true when it
+     * wrote it (NULL: the API's whole answer goes) */
+    bool (*answer_stream)(void *b, const json_t *completion, tg_buf *out);
+    /* the upstream URL of a passed request (NULL: the route's upstream
+     * and the path past /v1) */
+    void (*pass_url)(tg_req *r, tg_buf *u);
 } bridge_api;
 
 /* ---- lifetime ---- */

@@ -2,7 +2,8 @@
 # bridges.sh -- what the agent-API bridges do with what a chat upstream
 # cannot carry, end to end: a base URL check (HEAD /prefix, Claude Code's),
 # hosted tools left out and said so (X-Toolgate-Dropped, the log, the
-# metrics) or refused on a route with hosted_tools = refuse.
+# metrics) or refused on a route with hosted_tools = refuse; Gemini's API
+# bridged, or passed to Gemini's native API on a route with gemini = pass.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
@@ -13,6 +14,7 @@ CONF="$TG_TMP/bridges.conf"
 {
     printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nforward_headers = x-mock*\n\n' "$PORT"
     printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\n\n' "$MOCK_PORT"
+    printf '[route gpass]\nprefix = /gpass\nupstream = http://127.0.0.1:%s/v1beta/openai\ndialect = gemini\ngemini = pass\napi_key = route-key\n\n' "$MOCK_PORT"
     printf '[route strict]\nprefix = /strict\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nhosted_tools = refuse\n\n' "$MOCK_PORT"
     printf '[route so]\nprefix = /so\nupstream = http://127.0.0.1:%s/as/strict:openai/v1\ndialect = openai-strict\n\n' "$MOCK_PORT"
     printf '[route ali]\nprefix = /ali\nmodels = fast, quick, fast-*\nupstream_model = mock-default\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
@@ -202,6 +204,41 @@ st=$(tg_req "$B" GET /ali/v1/models/nope -H 'anthropic-version: 2023-06-01')
 expect_eq "... and in Anthropic's with anthropic-version" "404 error not_found_error" "$st $(json_get "$B" type) $(json_get "$B" error.type)"
 st=$(tg_req "$B" GET /lst/v1/models/lst-b)
 expect_eq "GET /<prefix>/v1/models/{id} the upstream does not serve: the route's own model" "200 lst-b" "$st $(json_get "$B" id)"
+# ---- Gemini's API: bridged, or passed to Gemini ----------------------------
+
+GEM='{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"f","parameters":{"type":"OBJECT","properties":{}}}]},{"googleSearch":{}}]}'
+st=$(tg_req "$B" POST '/gem/v1beta/models/mock-default:generateContent' -H 'Content-Type: application/json' --data-binary "$GEM")
+expect_eq "Gemini: generateContent on a gemini route is answered" 200 "$st"
+expect_eq "Gemini: googleSearch is dropped and said" "tools googleSearch" "$(header_value "$B.h" X-Toolgate-Dropped)"
+expect_eq "Gemini: the answer is a GenerateContentResponse" "STOP" "$(json_get "$B" candidates.0.finishReason)"
+mock_last "$TG_TMP/last"
+expect_eq "Gemini: the bridge asks the route's chat completions" "/v1/chat/completions" "$(json_get "$TG_TMP/last" path)"
+st=$(tg_req "$B" POST '/gem/v1beta/models/mock-default:embedContent' -H 'Content-Type: application/json' --data-binary '{}')
+expect_eq "Gemini: a method chat has not is a 404 in Gemini's shape" "404 NOT_FOUND" "$st $(json_get "$B" error.status)"
+
+printf '{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}]}' >"$TG_TMP/whole.json"
+st=$(tg_req "$B" POST '/gem/v1beta/models/mock-default:streamGenerateContent?alt=sse' -H 'Content-Type: application/json' \
+    -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/whole.json" --data-binary "$GEM")
+expect_match "Gemini: a whole chat answer to a streamed request is a stream one response long" \
+    '^200 text/event-stream data: \{"candidates":\[\{"content":\{"role":"model","parts":\[\{"text":"whole"\}\]\}.*"finishReason":"STOP"' \
+    "$st $(header_value "$B.h" Content-Type) $(cat "$B")"
+
+printf 'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"native"}]},"finishReason":"STOP"}]}\r\n\r\n' >"$TG_TMP/native.sse"
+st=$(tg_req "$B" POST '/gpass/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse' -H 'Content-Type: application/json' \
+    -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/native.sse" -H 'x-goog-api-key: client-key' --data-binary "$GEM")
+expect_eq "gemini = pass: the stream is Gemini's own, relayed" "200 $(cat "$TG_TMP/native.sse")" "$st $(cat "$B")"
+mock_last "$TG_TMP/last"
+expect_eq "gemini = pass: to the native API's path, past the OpenAI endpoint's base" \
+    "/v1beta/models/gemini-2.5-pro:streamGenerateContent" "$(json_get "$TG_TMP/last" path)"
+expect_eq "gemini = pass: the route's key in x-goog-api-key" "route-key" "$(json_get "$TG_TMP/last" headers.x-goog-api-key)"
+expect_eq "gemini = pass: the body as it came (googleSearch kept)" '{}' "$(json_get "$TG_TMP/last" body.tools.1.googleSearch)"
+printf '{"totalTokens":7}' >"$TG_TMP/count.json"
+st=$(tg_req "$B" POST '/gpass/v1beta/models/gemini-2.5-pro:countTokens' -H 'Content-Type: application/json' \
+    -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/count.json" --data-binary "$GEM")
+expect_eq "gemini = pass: countTokens is Gemini's count" "200 7" "$st $(json_get "$B" totalTokens)"
+st=$(tg_req "$B" POST '/gem/v1beta/models/mock-default:countTokens' -H 'Content-Type: application/json' --data-binary "$GEM")
+expect_match "Gemini bridged: countTokens is an estimate, said in X-Toolgate-Estimate" '^200 [0-9]+ countTokens' \
+    "$st $(json_get "$B" totalTokens) $(header_value "$B.h" X-Toolgate-Estimate)"
 
 # ---- hosted_tools = refuse ------------------------------------------------------
 
@@ -210,6 +247,10 @@ expect_eq "hosted_tools = refuse: the Responses request is a 400" 400 "$st"
 expect_eq "hosted_tools = refuse: naming the tool" "tools[1].type" "$(json_get "$B" error.param)"
 st=$(tg_req "$B" POST /strict/v1/messages -H 'Content-Type: application/json' --data-binary "$MSG")
 expect_eq "hosted_tools = refuse: the Messages request is a 400" 400 "$st"
+st=$(tg_req "$B" POST '/strict/v1beta/models/mock-default:generateContent' -H 'Content-Type: application/json' --data-binary "$GEM")
+expect_eq "hosted_tools = refuse: Gemini's googleSearch is a 400 in Gemini's shape" "400 INVALID_ARGUMENT" \
+    "$st $(json_get "$B" error.status)"
+expect_match "hosted_tools = refuse: naming the tool" 'tools\[1\]\.googleSearch' "$(json_get "$B" error.message)"
 
 stop_toolgate
 finish
