@@ -19,6 +19,10 @@
  * naming it, as toolgate did before. */
 typedef struct tg_bridge_opts {
     bool refuse_hosted;
+    /* what the route's target takes (proxy/bridges.c reads its dialect) */
+    bool file_parts;      /* chat `file` content parts holding a PDF (OpenAI) */
+    bool cache_control;   /* cache_control on content parts and tools (Anthropic) */
+    bool discovery;       /* the route collapses tools behind search_tools */
 } tg_bridge_opts;
 
 /* Records in dropped ({kind: [name, ...]}, borrowed) that name of kind

@@ -41,9 +41,18 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
     return item;
 }
 
+/* The route's choices, and what its target takes by its dialect: PDFs as
+ * chat file parts (OpenAI's chat completions), cache_control
+ * (Anthropic's), a discovery catalog. */
 static tg_bridge_opts bridge_opts(const tg_route *route)
 {
-    tg_bridge_opts o = {.refuse_hosted = route && route->refuse_hosted};
+    tg_dialect d = route ? route->rules.schema.dialect : TG_D_PASSTHROUGH;
+    tg_bridge_opts o = {
+        .refuse_hosted = route && route->refuse_hosted,
+        .file_parts = route && (d == TG_D_OPENAI || d == TG_D_OPENAI_STRICT),
+        .cache_control = route && d == TG_D_ANTHROPIC,
+        .discovery = route && route->rules.disc.mode != TG_DISC_OFF,
+    };
     return o;
 }
 
@@ -139,6 +148,16 @@ static void messages_free(void *b) { tg_msg_bridge_free(b); }
 
 static const json_t *messages_dropped_peek(const void *b) { return tg_msg_bridge_dropped_peek(b); }
 
+static json_t *messages_count(const json_t *body)
+{
+    return json_pack("{s:I}", "input_tokens", tg_messages_count_estimate(body));
+}
+
+static const json_t *messages_translated_peek(const void *b)
+{
+    return tg_msg_bridge_translated_peek(b);
+}
+
 static const bridge_api messages_api = {
     .name = "/v1/messages",
     .key_header = "x-api-key",
@@ -147,6 +166,8 @@ static const bridge_api messages_api = {
     .strip_markers = tg_messages_strip_markers,
     .to_chat = messages_to_chat,
     .dropped = messages_dropped_peek,
+    .translated = messages_translated_peek,
+    .count_estimate = messages_count,
     .answer = messages_answer,
     .stream = messages_stream,
     .stream_end = messages_stream_end,
@@ -199,8 +220,22 @@ uint64_t item_owner(tg_req *r, const tg_route *route)
 /* What the bridge left out of the request (tools only the API's own
  * servers run...): said in X-Toolgate-Dropped, the log and the metrics,
  * so that an agent that keeps working without them is not left guessing. */
+static void note_translated(tg_req *r)
+{
+    const json_t *t = r->prep.api->translated ? r->prep.api->translated(r->prep.bridge) : NULL;
+    size_t n = tg_bridge_dropped_count(t);
+    if (!n)
+        return;
+    free(r->prep.translated);
+    r->prep.translated = tg_bridge_dropped_text(t);
+    tg_metrics_translated(r->w->metrics, n);
+    tg_log(TG_LOG_INFO, "request %s: %s bridge gave its chat upstream in another form: %s",
+           r->id, r->prep.api->name, r->prep.translated ? r->prep.translated : "");
+}
+
 void note_dropped(tg_req *r)
 {
+    note_translated(r);
     const json_t *d = r->prep.api->dropped ? r->prep.api->dropped(r->prep.bridge) : NULL;
     size_t n = tg_bridge_dropped_count(d);
     if (!n)

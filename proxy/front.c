@@ -44,6 +44,10 @@ static void add_common_headers(tg_req *r, struct MHD_Response *resp)
     }
     if (r->prep.dropped)
         MHD_add_response_header(resp, "X-Toolgate-Dropped", r->prep.dropped);
+    if (r->prep.translated)
+        MHD_add_response_header(resp, "X-Toolgate-Translated", r->prep.translated);
+    if (r->prep.estimate)
+        MHD_add_response_header(resp, "X-Toolgate-Estimate", r->prep.estimate);
 }
 
 static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep_type)
@@ -270,7 +274,7 @@ static int route_request(tg_req *r)
         return prepare_chat(r, by_prefix);
     }
     if (r->prep.api && !strcmp(r->client.method, "POST")) {
-        /* count_tokens has no chat form: passed through, or refused */
+        /* count_tokens has no chat form: passed through, or estimated */
         bool count = !strcmp(rest, "/v1/messages/count_tokens");
         int k = prepare_bridged(r, by_prefix, count);
         if (k < 0)

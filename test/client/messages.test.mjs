@@ -221,16 +221,13 @@ test('a body toolgate refuses: a 400 naming the field, in Anthropic\'s shape', a
   );
 });
 
-test('count_tokens on a bridged route: a 404 that says why', async () => {
+test('count_tokens on a bridged route: an estimate, said as such', async () => {
   const c = client('/gemini');
-  await assert.rejects(
-    c.messages.countTokens({ model: 'mock-agent', messages: [{ role: 'user', content: 'x' }] }),
-    (e) => {
-      assert.ok(e instanceof Anthropic.NotFoundError, String(e));
-      assert.match(e.error.error.message, /count no tokens/);
-      return true;
-    },
-  );
+  const { data, response } = await c.messages
+    .countTokens({ model: 'mock-agent', messages: [{ role: 'user', content: 'x'.repeat(700) }] })
+    .withResponse();
+  assert.equal(response.headers.get('x-toolgate-estimate'), 'input_tokens');
+  assert.equal(data.input_tokens, 204); // 700 characters at 3.5 a token, and 4 of framing
 });
 
 test('an anthropic route passes /v1/messages through, without the agent\'s private keys', async () => {

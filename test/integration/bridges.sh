@@ -2,7 +2,10 @@
 # bridges.sh -- what the agent-API bridges do with what a chat upstream
 # cannot carry, end to end: a base URL check (HEAD /prefix, Claude Code's),
 # hosted tools left out and said so (X-Toolgate-Dropped, the log, the
-# metrics) or refused on a route with hosted_tools = refuse.
+# metrics) or refused on a route with hosted_tools = refuse; Claude Code's
+# flows through the Messages bridge: a PDF it Read (a file part on an
+# openai route, its text elsewhere, said in X-Toolgate-Translated), the
+# tools its ToolSearch loaded, count_tokens answered with an estimate.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
@@ -13,6 +16,7 @@ CONF="$TG_TMP/bridges.conf"
 {
     printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nforward_headers = x-mock*\n\n' "$PORT"
     printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\n\n' "$MOCK_PORT"
+    printf '[route oai]\nprefix = /oai\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
     printf '[route strict]\nprefix = /strict\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nhosted_tools = refuse\n\n' "$MOCK_PORT"
     conf_route main '*'
 } >"$CONF"
@@ -82,6 +86,52 @@ EOF
     expect_eq "Codex over Responses (stream $stream): a namespaced call and a custom call in their own shapes" \
         "function_call multi_agent_v1 spawn_agent; custom_tool_call apply_patch str" "$got"
 done
+
+# ---- Claude Code's flows through the Messages bridge --------------------------
+
+# Read of a PDF: a tool_result holding a base64 document block
+"$PY" - "$TG_ROOT/test/vectors/messages_api/M53-tool-result-pdf-as-text.json" >"$TG_TMP/pdfreq" <<'EOF'
+import json, sys
+v = json.load(open(sys.argv[1]))["request"]
+v["model"] = "mock-default"
+print(json.dumps(v))
+EOF
+upstream_tool_text() {
+    "$PY" -c 'import json,sys; b=json.loads(json.load(open(sys.argv[1]))["body"]); print(json.dumps([m for m in b["messages"] if m["role"] in ("tool","user")][1:]))' "$1"
+}
+st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' --data-binary @"$TG_TMP/pdfreq")
+expect_eq "Claude Code's PDF Read over a gemini route is answered (was a 400)" 200 "$st"
+expect_eq "the PDF went as its text, said in X-Toolgate-Translated" "content document:pdf-text" \
+    "$(header_value "$B.h" X-Toolgate-Translated)"
+mock_last "$TG_TMP/last"
+expect_match "the tool message upstream holds the PDF's text" 'Quarterly report: revenue rose 12 percent' \
+    "$(upstream_tool_text "$TG_TMP/last")"
+st=$(tg_req "$B" POST /oai/v1/messages -H 'Content-Type: application/json' --data-binary @"$TG_TMP/pdfreq")
+expect_eq "the same over an openai route is answered" 200 "$st"
+mock_last "$TG_TMP/last"
+expect_match "there the PDF goes as a chat file part, in the user message after the tool message" \
+    '"type": "file", "file": \{"filename": "document.pdf", "file_data": "data:application/pdf;base64,JVBER' \
+    "$(upstream_tool_text "$TG_TMP/last")"
+expect_eq "a file part is no translation: no X-Toolgate-Translated" "" "$(header_value "$B.h" X-Toolgate-Translated)"
+
+# ToolSearch: tool_reference blocks load deferred tools
+TS='{"model":"mock-default","max_tokens":50,"tools":[{"name":"ToolSearch","input_schema":{"type":"object","properties":{"query":{"type":"string"}}}},{"name":"mcp__gh__create_issue","defer_loading":true,"input_schema":{"type":"object","properties":{}}},{"name":"mcp__gh__list_issues","defer_loading":true,"input_schema":{"type":"object","properties":{}}}],"messages":[{"role":"user","content":"file an issue"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"ToolSearch","input":{"query":"issue"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"tool_reference","tool_name":"mcp__gh__create_issue"}]}]}]}'
+st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' --data-binary "$TS")
+expect_eq "a tool_result of tool_reference blocks is answered (was a 400)" 200 "$st"
+mock_last "$TG_TMP/last"
+expect_eq "the referenced tool joins the tools, the other deferred one waits" \
+    '["ToolSearch", "mcp__gh__create_issue"]' \
+    "$("$PY" -c 'import json,sys; b=json.loads(json.load(open(sys.argv[1]))["body"]); print(json.dumps([t["function"]["name"] for t in b["tools"]]))' "$TG_TMP/last")"
+
+# count_tokens: an estimate, said as such
+st=$(tg_req "$B" POST /gem/v1/messages/count_tokens -H 'Content-Type: application/json' --data-binary @"$TG_TMP/pdfreq")
+expect_eq "count_tokens on a bridged route is answered (was a 404)" 200 "$st"
+expect_eq "with X-Toolgate-Estimate" "input_tokens" "$(header_value "$B.h" X-Toolgate-Estimate)"
+expect_match "with input_tokens: a page image a PDF page, and the text" '^\{"input_tokens": ?3[0-9]{3}\}$' "$(cat "$B")"
+
+tg_req "$B" GET /metrics >/dev/null
+expect_match "the translations are counted (toolgate_bridge_translated_total)" \
+    '^toolgate_bridge_translated_total 2$' "$(cat "$B")"
 
 # ---- hosted_tools = refuse ------------------------------------------------------
 

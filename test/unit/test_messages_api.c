@@ -2,7 +2,11 @@
  * test/vectors/messages_api/ (one cmocka test per file).
  *
  * A vector is a JSON object with "request" (a /v1/messages body) and any of:
- *   chat                 the chat body it must become (exact)
+ *   chat                 the chat body it must become (exact); "dropped" and
+ *                        "translated" what X-Toolgate-Dropped and
+ *                        X-Toolgate-Translated then say (absent: nothing),
+ *                        "target" what the route's target takes
+ *                        (bridge_vectors.h vector_opts)
  *   error_param          it must be refused: 400 naming this field
  *   answer + message     a chat.completion and the Message it must become
  *   sse + events [+ final]
@@ -64,6 +68,7 @@ static void run_request(const json_t *v, tg_msg_bridge **bridge)
     if (want)
         expect(json_equal(want, chat), want, chat, "chat body");
     expect_dropped(v, tg_msg_bridge_dropped_peek(*bridge));
+    expect_listed(v, "translated", tg_msg_bridge_translated_peek(*bridge));
     json_decref(chat);
 }
 
