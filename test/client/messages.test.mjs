@@ -182,18 +182,33 @@ test('a system message inside messages (Claude Code sends one) is carried as a s
   ]);
 });
 
-test('AI SDK Anthropic provider shows a refusal\'s message', async () => {
+test('AI SDK Anthropic provider: a PDF file part is answered (was a 400), said as dropped when unreadable', async () => {
   const anthropic = createAnthropic({ baseURL: `${root()}/groq/v1`, apiKey: API_KEY });
+  const r = await generateText({
+    model: anthropic('mock-agent'),
+    maxOutputTokens: 256,
+    messages: [{ role: 'user', content: [{ type: 'file', data: 'JVBERi0=', mediaType: 'application/pdf' }] }],
+    maxRetries: 0,
+  });
+  assert.equal(r.response.headers['x-toolgate-dropped'], 'content document:unreadable-pdf');
+});
+
+test('AI SDK Anthropic provider shows a refusal\'s message', async () => {
+  const anthropic = createAnthropic({
+    baseURL: `${root()}/groq/v1`,
+    apiKey: API_KEY,
+    headers: { 'X-Mock-Status': '400' },
+  });
   await assert.rejects(
     generateText({
-      model: anthropic('mock-agent'),
+      model: anthropic('mock-status'),
       maxOutputTokens: 256,
-      messages: [{ role: 'user', content: [{ type: 'file', data: 'JVBERi0=', mediaType: 'application/pdf' }] }],
+      messages: [{ role: 'user', content: 'x' }],
       maxRetries: 0,
     }),
     (e) => {
       assert.equal(e.statusCode, 400);
-      assert.match(e.message, /only plain-text documents/);
+      assert.match(e.message, /mock failure/);
       return true;
     },
   );
