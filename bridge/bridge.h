@@ -25,6 +25,10 @@ typedef struct tg_bridge_opts {
     bool discovery;       /* the route collapses tools behind search_tools */
 } tg_bridge_opts;
 
+/* The kind of what is dropped that changes no answer, only its cost
+ * (cache_control): said in the header, neither counted nor logged. */
+#define TG_BRIDGE_HINTS "hints"
+
 /* Records in dropped ({kind: [name, ...]}, borrowed) that name of kind
  * ("tools", "input", "fields"...) was left out; a name is listed once. */
 void tg_bridge_drop(json_t *dropped, const char *kind, const char *name);

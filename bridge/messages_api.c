@@ -82,6 +82,8 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
     int rc = 0;
     json_array_foreach(content, i, blk) {
         const char *type = json_string_value(json_object_get(blk, "type"));
+        if (json_is_object(json_object_get(blk, "cache_control")))  /* no part to put it on */
+            tg_bridge_drop(cv->dropped, TG_BRIDGE_HINTS, "cache_control");
         if (type && !strcmp(type, "text") && json_is_string(json_object_get(blk, "text"))) {
             if (n_text++)
                 tg_buf_puts(&text, "\n\n");

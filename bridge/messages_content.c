@@ -88,7 +88,7 @@ void tg_msg_carry_cache(json_t *part, const json_t *blk, conv *cv)
     if (cv->o->cache_control)
         json_object_set(part, "cache_control", (json_t *)cc);
     else
-        tg_bridge_drop(cv->dropped, "fields", "cache_control");
+        tg_bridge_drop(cv->dropped, TG_BRIDGE_HINTS, "cache_control");
 }
 
 /* A part that is nothing but {type: text, text}. */

@@ -242,6 +242,11 @@ void note_dropped(tg_req *r)
         return;
     free(r->prep.dropped);
     r->prep.dropped = tg_bridge_dropped_text(d);
+    /* hints (cache_control) change no answer: the header says them, and
+     * only what the model misses is counted and logged */
+    n -= json_array_size(json_object_get(d, TG_BRIDGE_HINTS));
+    if (!n)
+        return;
     tg_metrics_dropped(r->w->metrics, n);
     tg_log(TG_LOG_INFO, "request %s: %s bridge dropped what its chat upstream cannot run: %s",
            r->id, r->prep.api->name, r->prep.dropped ? r->prep.dropped : "");

@@ -129,9 +129,19 @@ expect_eq "count_tokens on a bridged route is answered (was a 404)" 200 "$st"
 expect_eq "with X-Toolgate-Estimate" "input_tokens" "$(header_value "$B.h" X-Toolgate-Estimate)"
 expect_match "with input_tokens: a page image a PDF page, and the text" '^\{"input_tokens": ?3[0-9]{3}\}$' "$(cat "$B")"
 
+# prompt caching: cache_control goes to an anthropic route only; elsewhere
+# the header says it went, and it is no drop the metrics count
+dropped_total() { tg_req "$B" GET /metrics >/dev/null; sed -n 's/^toolgate_bridge_dropped_total //p' "$B"; }
+before=$(dropped_total)
+CC='{"model":"mock-default","max_tokens":50,"system":[{"type":"text","text":"rules","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}'
+st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' --data-binary "$CC")
+expect_eq "cache_control over a gemini route: answered, said as a hint" "200 hints cache_control" \
+    "$st $(header_value "$B.h" X-Toolgate-Dropped)"
+
 tg_req "$B" GET /metrics >/dev/null
 expect_match "the translations are counted (toolgate_bridge_translated_total)" \
     '^toolgate_bridge_translated_total 2$' "$(cat "$B")"
+expect_eq "a hint is not counted as a drop" "$before" "$(dropped_total)"
 
 # ---- hosted_tools = refuse ------------------------------------------------------
 
