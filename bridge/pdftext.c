@@ -61,7 +61,7 @@ int tg_pdf_text_of_base64(const char *b64, size_t n, tg_buf *out, tg_pdf_text *i
 {
     memset(info, 0, sizeof *info);
     /* base64 is 4 bytes for 3: a longer text would decode past the bound */
-    if (n / 4 * 3 > TG_PDF_MAX_BYTES)
+    if (n / 4 * 3 > TG_PDF_MAX_BYTES || n < 8)  /* 8: more than "%PDF-" */
         return -1;
     char *text = g_strndup(b64, n);
     gsize len = 0;
