@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "bridge/pdftext.h"
+#include "core/cache.h"
 #include "core/jsonio.h"
 
 bool tg_msg_is_type(const json_t *block, const char *type)
@@ -180,12 +181,35 @@ static void doc_heading(const json_t *blk, tg_buf *t)
     }
 }
 
-/* A base64 PDF's text, said as such, into t. */
-static void pdf_as_text(const json_t *blk, const char *data, size_t n, tg_buf *t, conv *cv)
+/* A base64 PDF's text as {text, pages, read, cut}, or {} when poppler
+ * cannot open it (new reference): from the worker's cache when the same
+ * PDF came before (an agent resends its history every turn). */
+static json_t *pdf_read(const char *data, size_t n, conv *cv)
 {
+    uint64_t key = tg_hash64(data, n, 0);
+    json_t *r = tg_cache_get(cv->o->cache, "pdftext", key);
+    if (r)
+        return r;
     tg_pdf_text info;
     tg_buf body = {0};
-    if (tg_pdf_text_of_base64(data, n, &body, &info)) {
+    if (tg_pdf_text_of_base64(data, n, &body, &info))
+        r = json_object();
+    else
+        r = json_pack("{s:s%, s:i, s:i, s:b}", "text", body.data ? body.data : "", body.len,
+                      "pages", info.pages, "read", info.pages_read, "cut", info.cut);
+    tg_cache_put(cv->o->cache, "pdftext", key, r, body.len + 64);
+    tg_buf_free(&body);
+    return r;
+}
+
+/* A base64 PDF's text, said as such, into t. */
+static void pdf_as_text(const char *data, size_t n, tg_buf *t, conv *cv)
+{
+    json_t *r = pdf_read(data, n, cv);
+    const json_t *text = json_object_get(r, "text");
+    int pages = (int)json_integer_value(json_object_get(r, "pages"));
+    bool cut = json_is_true(json_object_get(r, "cut"));
+    if (!json_is_string(text)) {
         tg_bridge_drop(cv->dropped, "content", "document:unreadable-pdf");
         tg_buf_puts(t, "[a PDF document was here; toolgate could not read its text, and this "
                        "provider takes no PDF]");
@@ -193,13 +217,13 @@ static void pdf_as_text(const json_t *blk, const char *data, size_t n, tg_buf *t
         tg_bridge_drop(cv->translated, "content", "document:pdf-text");
         tg_buf_printf(t, "[the text of a %d-page PDF, extracted by toolgate: this provider takes "
                          "no PDF, so its layout and images are not here%s]\n\n",
-                      info.pages, info.cut ? "; cut at toolgate's bound" : "");
-        tg_buf_append(t, body.data ? body.data : "", body.len);
-        if (info.cut)
-            tg_buf_printf(t, "\n\n[... %d of %d pages shown]", info.pages_read, info.pages);
+                      pages, cut ? "; cut at toolgate's bound" : "");
+        tg_buf_append(t, json_string_value(text), json_string_length(text));
+        if (cut)
+            tg_buf_printf(t, "\n\n[... %d of %d pages shown]",
+                          (int)json_integer_value(json_object_get(r, "read")), pages);
     }
-    tg_buf_free(&body);
-    (void)blk;
+    json_decref(r);
 }
 
 /* A base64 PDF as the chat file part OpenAI takes (new reference). */
@@ -280,7 +304,7 @@ static int document_parts(const json_t *blk, const char *path, json_t *parts, co
         tg_buf_append(&t, body.data ? body.data : "", body.len);
         tg_buf_free(&body);
     } else if (st && !strcmp(st, "base64") && json_is_string(data)) {
-        pdf_as_text(blk, json_string_value(data), json_string_length(data), &t, cv);
+        pdf_as_text(json_string_value(data), json_string_length(data), &t, cv);
     } else if (st && !strcmp(st, "url") && json_is_string(json_object_get(src, "url"))) {
         tg_bridge_drop(cv->translated, "content", "document:url");
         tg_buf_printf(&t, "[a document at %s: this provider does not fetch documents; fetch it "

@@ -44,7 +44,7 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
 /* The route's choices, and what its target takes by its dialect: PDFs as
  * chat file parts (OpenAI's chat completions), cache_control
  * (Anthropic's), a discovery catalog. */
-static tg_bridge_opts bridge_opts(const tg_route *route)
+static tg_bridge_opts bridge_opts(tg_req *r, const tg_route *route)
 {
     tg_dialect d = route ? route->rules.schema.dialect : TG_D_PASSTHROUGH;
     tg_bridge_opts o = {
@@ -52,6 +52,7 @@ static tg_bridge_opts bridge_opts(const tg_route *route)
         .file_parts = route && (d == TG_D_OPENAI || d == TG_D_OPENAI_STRICT),
         .cache_control = route && d == TG_D_ANTHROPIC,
         .discovery = route && route->rules.disc.mode != TG_DISC_OFF,
+        .cache = r->w->cache,
     };
     return o;
 }
@@ -60,7 +61,7 @@ static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *bod
                              tg_error *err)
 {
     tg_resp_bridge *b = NULL;
-    tg_bridge_opts o = bridge_opts(route);
+    tg_bridge_opts o = bridge_opts(r, route);
     if (tg_responses_to_chat_opts(body, &o, stored_item, r, chat, &b, err))
         return -1;
     char name[64];  /* ids unique past this request, for the item store */
@@ -128,7 +129,7 @@ static int messages_to_chat(tg_req *r, const tg_route *route, const json_t *body
                             tg_error *err)
 {
     tg_msg_bridge *b = NULL;
-    tg_bridge_opts o = bridge_opts(route);
+    tg_bridge_opts o = bridge_opts(r, route);
     if (tg_messages_to_chat_opts(body, &o, chat, &b, err))
         return -1;
     r->prep.bridge = b;

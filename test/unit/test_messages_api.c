@@ -39,6 +39,7 @@
 
 #include "core/jsonio.h"
 #include "bridge/messages_api.h"
+#include "core/cache.h"
 
 static char vec_dir[1024];
 
@@ -419,12 +420,45 @@ static void test_repair_answer(void **state)
     json_decref(fx);
 }
 
+/* A PDF in a conversation's history is read once per worker: the second
+ * turn's conversion takes its text from the cache, the same bytes. */
+static void test_pdf_read_once(void **state)
+{
+    (void)state;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/test/vectors/messages_api/M53-tool-result-pdf-as-text.json",
+             getenv("TG_ROOT") ? getenv("TG_ROOT") : ".");
+    json_t *v = json_load_file(path, 0, NULL);
+    assert_non_null(v);
+    tg_cache *c = tg_cache_new(16, 1 << 20);
+    tg_bridge_opts o = {.cache = c};
+    char *text[2];
+    for (int turn = 0; turn < 2; turn++) {
+        json_t *chat = NULL;
+        tg_msg_bridge *b = NULL;
+        tg_error err;
+        assert_int_equal(tg_messages_to_chat_opts(json_object_get(v, "request"), &o, &chat, &b, &err), 0);
+        text[turn] = json_dumps(chat, JSON_COMPACT | JSON_SORT_KEYS);
+        assert_int_equal(tg_cache_entries(c), 1);
+        json_decref(chat);
+        tg_msg_bridge_free(b);
+    }
+    assert_string_equal(text[0], text[1]);
+    assert_non_null(strstr(text[0], "Quarterly report"));
+    free(text[0]);
+    free(text[1]);
+    tg_cache_free(c);
+    json_decref(v);
+}
+
 int main(void)
 {
     const char *root = getenv("TG_ROOT");
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/messages_api", root ? root : ".");
     int rc = run_vector_files("messages_api", vec_dir, test_vector);
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/repair", root ? root : ".");
+    const struct CMUnitTest once[] = {cmocka_unit_test(test_pdf_read_once)};
+    rc |= cmocka_run_group_tests_name("messages_api pdf cache", once, NULL, NULL);
     rc |= run_vector_files_with("repaired streams through the Messages bridge", vec_dir,
                                 test_repair_fixture, "\"expected_sse\"");
     return rc | run_vector_files_with("repaired answers through the Messages bridge", vec_dir,
