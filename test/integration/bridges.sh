@@ -17,6 +17,7 @@ CONF="$TG_TMP/bridges.conf"
     printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nforward_headers = x-mock*\n\n' "$PORT"
     printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\n\n' "$MOCK_PORT"
     printf '[route oai]\nprefix = /oai\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
+    printf '[route disc]\nprefix = /disc\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\ndiscovery = on\n\n' "$MOCK_PORT"
     printf '[route strict]\nprefix = /strict\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nhosted_tools = refuse\n\n' "$MOCK_PORT"
     conf_route main '*'
 } >"$CONF"
@@ -123,6 +124,22 @@ expect_eq "the referenced tool joins the tools, the other deferred one waits" \
     '["ToolSearch", "mcp__gh__create_issue"]' \
     "$("$PY" -c 'import json,sys; b=json.loads(json.load(open(sys.argv[1]))["body"]); print(json.dumps([t["function"]["name"] for t in b["tools"]]))' "$TG_TMP/last")"
 
+# on a discovery route the deferred tools are catalog entries from the first turn
+TS1=$("$PY" -c 'import json,sys; v=json.loads(sys.argv[1]); v["messages"]=v["messages"][:1]; print(json.dumps(v))' "$TS")
+st=$(tg_req "$B" POST /disc/v1/messages -H 'Content-Type: application/json' --data-binary "$TS1")
+expect_eq "discovery route: deferred tools said as catalog entries" "200 tools defer_loading:catalog" \
+    "$st $(header_value "$B.h" X-Toolgate-Translated)"
+mock_last "$TG_TMP/last"
+expect_eq "discovery route: the catalog search_tools ranks holds the deferred tools, not yet loaded" \
+    "search_tools mcp__gh__create_issue mcp__gh__list_issues" \
+    "$("$PY" -c '
+import json,sys
+b = json.loads(json.load(open(sys.argv[1]))["body"])
+names = [t["function"]["name"] for t in b["tools"]]
+desc = [t["function"].get("description", "") for t in b["tools"] if t["function"]["name"] == "search_tools"]
+found = [n for n in ("mcp__gh__create_issue", "mcp__gh__list_issues") if desc and n in desc[0] and n not in names]
+print(" ".join(["search_tools"] if "search_tools" in names else []) + " " + " ".join(found))' "$TG_TMP/last")"
+
 # count_tokens: an estimate, said as such
 st=$(tg_req "$B" POST /gem/v1/messages/count_tokens -H 'Content-Type: application/json' --data-binary @"$TG_TMP/pdfreq")
 expect_eq "count_tokens on a bridged route is answered (was a 404)" 200 "$st"
@@ -140,7 +157,7 @@ expect_eq "cache_control over a gemini route: answered, said as a hint" "200 hin
 
 tg_req "$B" GET /metrics >/dev/null
 expect_match "the translations are counted (toolgate_bridge_translated_total)" \
-    '^toolgate_bridge_translated_total 2$' "$(cat "$B")"
+    '^toolgate_bridge_translated_total 3$' "$(cat "$B")"
 expect_eq "a hint is not counted as a drop" "$before" "$(dropped_total)"
 
 # ---- hosted_tools = refuse ------------------------------------------------------
