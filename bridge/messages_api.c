@@ -69,7 +69,40 @@ struct tg_msg_bridge {
 static const char *const messages_keys[] = {
     "model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
     "metadata", "stream", "tools", "tool_choice", "thinking", "service_tier", "container",
-    "mcp_servers", "context_management", "output_format", "output_config", NULL};
+    "mcp_servers", "context_management", "output_format", "output_config", "cache_control",
+    "diagnostics", "inference_geo", "speed", "user_profile_id", "workspace_id",
+    "billing_policy", "fallback_credit_token", "betas", "compaction", "fallbacks", "thread",
+    NULL};
+
+/* Keys of @anthropic-ai/sdk 1.14's MessageCreateParams (and the beta's)
+ * that steer only Anthropic's own service (where and how fast it runs,
+ * its billing, its diagnostics): a chat provider has none, and the answer
+ * is the same without them, so they are hints, said in the header only. */
+static const char *const service_keys[] = {
+    "service_tier", "diagnostics", "inference_geo", "speed", "user_profile_id", "workspace_id",
+    "billing_policy", "fallback_credit_token", "betas", NULL};
+/* Keys that change what Anthropic's service does with the conversation
+ * (context editing, server-side compaction, model fallbacks, threads):
+ * left out, and said. */
+static const char *const behaviour_keys[] = {"context_management", "compaction", "fallbacks",
+                                             "thread", NULL};
+
+/* What of the keys above has no chat form: said (top-level cache_control,
+ * automatic caching, goes where the target takes it). */
+static void service_fields(json_t *chat, const json_t *body, conv *cv)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)body, k, v) {
+        if (json_is_null(v))
+            continue;
+        if (tg_bridge_is_one_of(k, service_keys))
+            tg_bridge_drop(cv->dropped, TG_BRIDGE_HINTS, k);
+        else if (tg_bridge_is_one_of(k, behaviour_keys))
+            tg_bridge_drop(cv->dropped, "fields", k);
+    }
+    tg_msg_carry_cache(chat, body, cv);
+}
 
 static int assistant_message(const json_t *content, const char *path, json_t *messages,
                              conv *cv, tg_error *err)
@@ -611,6 +644,7 @@ static int convert_request(const json_t *body, json_t *chat, conv *cv, tg_error 
         if (!tg_bridge_is_one_of(k, messages_keys))
             json_object_set(chat, k, extra);
     }
+    service_fields(chat, body, cv);
     return 0;
 }
 
