@@ -156,6 +156,8 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
                                                    "function", "function", "name", name,
                                                    "arguments", args ? args : "{}"));
             free(args);
+        } else if (type && !strcmp(type, "tool_addition") && tg_msg_tool_addition(blk, cv)) {
+            continue;  /* the tools it added join the request's */
         } else if (type && tg_msg_is_declared_block(type) && !tg_msg_is_server_block(type)) {
             tg_bridge_drop(cv->dropped, "content", type);  /* no chat assistant form */
         } else {
@@ -606,8 +608,16 @@ static int convert_request(const json_t *body, json_t *chat, conv *cv, tg_error 
     if (convert_messages(json_object_get(body, "messages"), messages, cv, err))
         return -1;
     v = json_object_get(body, "tools");
+    json_t *all = json_array_size(cv->added) ? json_array() : NULL;  /* with tool_addition's */
+    if (all) {
+        if (json_is_array(v))
+            json_array_extend(all, (json_t *)v);
+        json_array_extend(all, cv->added);
+        v = all;
+    }
     if (v && !json_is_null(v)) {
         json_t *tools = convert_tools(v, cv, err);
+        json_decref(all);
         if (!tools)
             return -1;
         if (json_array_size(tools))
@@ -666,9 +676,10 @@ int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t
         return -1;
     }
     json_t *c = json_object();
-    conv cv = {o, json_object(), json_object(), json_object()};
+    conv cv = {o, json_object(), json_object(), json_object(), json_array()};
     int rc = convert_request(body, c, &cv, err);
     json_decref(cv.loaded);
+    json_decref(cv.added);
     if (rc) {
         json_decref(c);
         json_decref(cv.dropped);

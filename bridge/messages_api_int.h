@@ -17,6 +17,7 @@ typedef struct conv {
     json_t *dropped;       /* {kind: [name]} left out (X-Toolgate-Dropped) */
     json_t *translated;    /* {kind: [name]} given in another form (X-Toolgate-Translated) */
     json_t *loaded;        /* {name: true}: deferred tools a tool_reference loaded */
+    json_t *added;         /* [tool]: definitions tool_addition blocks added */
 } conv;
 
 bool tg_msg_is_type(const json_t *block, const char *type);
@@ -37,6 +38,10 @@ json_t *tg_msg_content_of(json_t *parts);
 /* The tool_reference blocks of a tool_search_tool_result's content, as
  * loaded tools. */
 void tg_msg_note_references(const json_t *refs, conv *cv);
+/* A tool_addition block: a reference loads a deferred tool, a definition
+ * joins the tools (cv->added); true when it was one of those (said as
+ * translated), false for what has no chat form (an MCP reference). */
+bool tg_msg_tool_addition(const json_t *blk, conv *cv);
 /* A user message's blocks as chat messages appended to messages: its
  * tool_results as tool messages, then one user message with the rest
  * (what a tool returned that a tool message cannot hold, first). */

@@ -369,6 +369,21 @@ void tg_msg_note_references(const json_t *refs, conv *cv)
     }
 }
 
+bool tg_msg_tool_addition(const json_t *blk, conv *cv)
+{
+    const json_t *tool = json_object_get(blk, "tool");
+    const char *name = json_string_value(json_object_get(tool, "name"));
+    const json_t *def = json_object_get(tool, "definition");
+    if (tg_msg_is_type(tool, "tool_reference") && name && *name)
+        json_object_set_new(cv->loaded, name, json_true());
+    else if (tg_msg_is_type(tool, "tool_definition") && json_is_object(def))
+        json_array_append(cv->added, (json_t *)def);
+    else
+        return false;
+    tg_bridge_drop(cv->translated, "content", "tool_addition");
+    return true;
+}
+
 /* What a tool_result holds, as text and parts: text blocks into t; images
  * and files into moved (for the user message after the tool messages). */
 typedef struct result_acc {
@@ -559,6 +574,8 @@ static int other_user_block(const json_t *blk, const char *type, const char *par
         }
         return 0;
     }
+    if (!strcmp(type, "tool_addition") && tg_msg_tool_addition(blk, cv))
+        return 0;
     if (tg_msg_is_server_block(type) && cv->o->refuse_hosted)
         return tg_bridge_bad(err, param,
                              "%s: a block of a tool only Anthropic runs; the route refuses such "
