@@ -6,7 +6,8 @@
  * reasoning_content (hygiene keeps or drops it per dialect); a user
  * message's tool_result blocks become tool messages, in order, before a
  * user message with the rest (images a tool returned ride there, since a
- * chat tool message holds text only). `system` is the first message; a
+ * chat tool message holds text only; every content block type is
+ * messages_content.c's). `system` is the first message; a
  * system message inside messages (Claude Code sends one after the first
  * user turn, and Anthropic takes it) stays at its place, for hygiene to
  * move where a dialect wants system turns first (rule 63).
@@ -20,7 +21,12 @@
  * b->dropped, or refused when the route says hosted_tools = refuse;
  * Anthropic's client tools (bash, text_editor, computer, memory), which
  * the agent runs, become function tools with the schema Anthropic's
- * models know them by.
+ * models know them by. Tools with defer_loading wait, as on Anthropic's
+ * API, for a tool_reference (or tool_addition) in the conversation to
+ * load them; the messages are converted first, so the tools know which.
+ * cache_control goes where the route's target takes it (tg_bridge_opts),
+ * else it is a hint said in the header; so are the keys that steer only
+ * Anthropic's service.
  *
  * Downward, choice 0 becomes the Message's content in the order a Claude
  * model writes it: thinking, text, tool_use. A stream is an event machine
