@@ -4,7 +4,8 @@
  * A chat provider counts no tokens without generating, so the answer is
  * an estimate, and said to be one (proxy/prepare.c sets X-Toolgate-
  * Estimate): the characters of the text the model reads (system, the
- * messages' strings, the tools' definitions as JSON) at 3.5 a token, the
+ * messages' strings, the tools' definitions as JSON, but deferred ones)
+ * at 3.5 a token, the
  * ratio Anthropic gives for English text and code; an image as the 1,600
  * tokens of a full-size one; a PDF as its text plus a page image a page,
  * as Anthropic counts PDFs (bridge/pdftext.h reads it, within its
@@ -88,9 +89,11 @@ json_int_t tg_messages_count_estimate(const json_t *body)
         count_value(json_object_get(m, "content"), &t);
         t.fixed += MESSAGE_TOKENS;
     }
-    const json_t *tools = json_object_get(body, "tools");
-    if (json_array_size(tools)) {
-        char *text = json_dumps(tools, JSON_COMPACT);
+    const json_t *tool;
+    json_array_foreach(json_object_get(body, "tools"), i, tool) {
+        if (json_is_true(json_object_get(tool, "defer_loading")))
+            continue;  /* not in the prompt until a tool_reference loads it */
+        char *text = json_dumps(tool, JSON_COMPACT);
         if (text)
             t.chars += utf8_chars(text, strlen(text));
         free(text);

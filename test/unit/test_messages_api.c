@@ -451,13 +451,43 @@ static void test_pdf_read_once(void **state)
     json_decref(v);
 }
 
+/* count_tokens' estimate: 3.5 characters a token and 4 a message; a
+ * deferred tool is not in the prompt, an image is 1,600. */
+static void test_count_estimate(void **state)
+{
+    (void)state;
+    json_t *body = json_pack("{s:s, s:[{s:s, s:s}]}", "model", "m", "messages", "role", "user",
+                             "content", "");
+    char text[701];
+    memset(text, 'x', 700);
+    text[700] = '\0';
+    json_object_set_new(json_array_get(json_object_get(body, "messages"), 0), "content",
+                        json_string(text));
+    assert_int_equal(tg_messages_count_estimate(body), 204);
+    json_object_set_new(body, "tools", json_pack("[{s:s, s:b, s:{s:s}}]", "name", "deferred",
+                                                 "defer_loading", 1, "input_schema", "type",
+                                                 "object"));
+    assert_int_equal(tg_messages_count_estimate(body), 204);
+    json_array_append_new(json_object_get(body, "tools"),
+                          json_pack("{s:s, s:{s:s}}", "name", "t", "input_schema", "type", "object"));
+    assert_true(tg_messages_count_estimate(body) > 204);
+    json_object_del(body, "tools");
+    json_array_append_new(json_object_get(body, "messages"),
+                          json_pack("{s:s, s:[{s:s, s:{s:s, s:s, s:s}}]}", "role", "user",
+                                    "content", "type", "image", "source", "type", "base64",
+                                    "media_type", "image/png", "data", "iVBORw0KGgo="));
+    assert_int_equal(tg_messages_count_estimate(body), 204 + 4 + 1600);
+    json_decref(body);
+}
+
 int main(void)
 {
     const char *root = getenv("TG_ROOT");
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/messages_api", root ? root : ".");
     int rc = run_vector_files("messages_api", vec_dir, test_vector);
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/repair", root ? root : ".");
-    const struct CMUnitTest once[] = {cmocka_unit_test(test_pdf_read_once)};
+    const struct CMUnitTest once[] = {cmocka_unit_test(test_pdf_read_once),
+                                      cmocka_unit_test(test_count_estimate)};
     rc |= cmocka_run_group_tests_name("messages_api pdf cache", once, NULL, NULL);
     rc |= run_vector_files_with("repaired streams through the Messages bridge", vec_dir,
                                 test_repair_fixture, "\"expected_sse\"");
