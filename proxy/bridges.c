@@ -210,7 +210,7 @@ static int gemini_to_chat(tg_req *r, const tg_route *route, const json_t *body, 
     tg_gemini_call call = {.model = model, .stream = m == TG_GEM_STREAM,
                            .sse = alt && !strcmp(alt, "sse")};
     tg_gem_bridge *b = NULL;
-    tg_bridge_opts o = bridge_opts(route);
+    tg_bridge_opts o = bridge_opts(r, route);
     if (tg_gemini_to_chat(body, &call, &o, chat, &b, err))
         return -1;
     r->prep.bridge = b;
