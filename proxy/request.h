@@ -119,6 +119,8 @@ typedef struct tg_req {
         CURLcode result;
         bool timed_out;
         bool cut;                     /* the whole answer passed max_answer */
+        bool head_cut;                /* the headers to pass on passed UP_HEAD_MAX */
+        size_t head_bytes;            /* their bytes so far, this round */
         int attempt;                  /* retries made on this route */
         bool fell_back;               /* the route's fallback is in use */
         uint64_t retry_at;            /* 0, or when to send again */

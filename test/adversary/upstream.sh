@@ -252,6 +252,32 @@ sleep 0.3
 code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$TG_URL/healthz")
 expect_eq "the first toolgate still serves, after a reload too" 200 "$code"
 
+# ---- F5 (issue 28): upstream headers too large to pass on --------------------
+# A 20 KB header line (under the 100 KB both clients read) did not fit the
+# client's answer head: an empty reply, logged as a 200. Now a 502 in JSON,
+# logged and counted, through toolgate's own client and libcurl alike, and
+# the access log says 502.
+for client in toolgate curl; do
+    [ -n "$TG_PID" ] && stop_toolgate
+    sed -e 's/^access_log = off$/access_log = -/' -e 's/^log_level = warn$/log_level = info/' \
+        -e "s/^\\[server\\]\$/[server]\\nupstream_client = $client/" "$conf" >"$TG_TMP/head.$client.conf"
+    : >"$TG_TMP/toolgate.$port.log"  # this case's lines only
+    start_toolgate "$TG_TMP/head.$client.conf" || exit 1
+    whole "$TG_TMP/head.$client" big_header
+    expect_eq "$client client: a 20 KB upstream header line is a 502 upstream_head_too_large" \
+        "502 upstream_head_too_large" "$code $(json_get "$TG_TMP/head.$client" error.code)"
+    code=$(curl -s -m 10 -o "$TG_TMP/head.$client.s" -w '%{http_code}' "$TG_URL/v1/chat/completions" \
+        -H 'Content-Type: application/json' \
+        --data-binary '{"model":"big_header_stream","stream":true,"messages":[{"role":"user","content":"hi"}]}')
+    expect_eq "$client client: ... on a stream too" "502 upstream_head_too_large" \
+        "$code $(json_get "$TG_TMP/head.$client.s" error.code)"
+    expect_eq "$client client: counted" 2 "$(metric 'toolgate_limits_total{limit="upstream_head"}')"
+    expect_eq "$client client: the access log records the 502s the client got" "502 502" \
+        "$(grep -o '"model":"big_header[_a-z]*","status":[0-9]*' "$TG_LOG" | sed 's/.*://' | tr '\n' ' ' | sed 's/ $//')"
+    expect_match "$client client: logged with its cause" 'response headers larger than' "$(cat "$TG_LOG")"
+done
+stop_toolgate
+
 # ---- item 3: SIGTERM with streams open past shutdown_grace --------------------
 fresh || exit 1
 body_chat='{"model":"hang","stream":true,"messages":[{"role":"user","content":"hi"}]}'
