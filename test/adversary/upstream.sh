@@ -106,7 +106,8 @@ for mode in endless_line endless_event; do
     stream "$TG_TMP/$mode" $mode 8
     check "$mode: the stream ends with an error event naming max_event, then [DONE]" \
         ends_with_error "$TG_TMP/$mode" max_event
-    expect_eq "$mode: cut within 5 s" 1 "$([ "$ms" -lt 5000 ] && echo 1 || echo "$ms ms")"
+    # no timed assertion: a stream never cut ends at curl's 8 s without
+    # the error event checked above
     bound "$mode" 48
     expect_eq "$mode: counted" 1 "$(metric 'toolgate_limits_total{limit="max_event"}')"
 done

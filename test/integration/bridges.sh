@@ -2,7 +2,9 @@
 # bridges.sh -- what the agent-API bridges do with what a chat upstream
 # cannot carry, end to end: a base URL check (HEAD /prefix, Claude Code's),
 # hosted tools left out and said so (X-Toolgate-Dropped, the log, the
-# metrics) or refused on a route with hosted_tools = refuse.
+# metrics) or refused on a route with hosted_tools = refuse; and, with no
+# client_keys, two clients told apart by their provider keys alone keep
+# their Responses items and chains apart in the memory store (owners.py).
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
@@ -48,7 +50,8 @@ expect_eq "Messages: X-Toolgate-Dropped names them" \
     "fields mcp_servers; tools web_search_20250305" "$(header_value "$B.h" X-Toolgate-Dropped)"
 
 st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' --data-binary '{"model":"mock-default","input":"hi"}')
-expect_eq "a request with nothing to drop has no X-Toolgate-Dropped" "" "$(header_value "$B.h" X-Toolgate-Dropped)"
+expect_eq "a request with nothing to drop is answered, and has no X-Toolgate-Dropped" "200 " \
+    "$st $(header_value "$B.h" X-Toolgate-Dropped)"
 
 tg_req "$B" GET /metrics >/dev/null
 expect_match "the drops are counted (toolgate_bridge_dropped_total)" \
@@ -90,6 +93,11 @@ expect_eq "hosted_tools = refuse: the Responses request is a 400" 400 "$st"
 expect_eq "hosted_tools = refuse: naming the tool" "tools[1].type" "$(json_get "$B" error.param)"
 st=$(tg_req "$B" POST /strict/v1/messages -H 'Content-Type: application/json' --data-binary "$MSG")
 expect_eq "hosted_tools = refuse: the Messages request is a 400" 400 "$st"
+
+# ---- owners by provider key (memory store, no client_keys) -----------------------
+
+check "provider keys alone keep Responses items and previous_response_id chains apart (memory)" \
+    "$PY" "$TG_ROOT/test/integration/owners.py" "$TG_URL"
 
 stop_toolgate
 finish

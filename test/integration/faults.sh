@@ -135,16 +135,18 @@ fi
 # ---- a client that reads slowly, while others are served ------------------------
 curl -s -N -m 60 --limit-rate 20k -H 'Content-Type: application/json' -H 'X-Mock-Chunks: 3000' \
     --data-binary "{\"model\":\"gpt-4o\",\"stream\":true,$MSG}" "$TG_URL/v1/chat/completions" \
-    >"$TG_TMP/slow" &
+    >"$TG_TMP/slow" && touch "$TG_TMP/slow.done" &
 slow_pid=$!
 sleep 1
 t0=$(now_ms)
 code=$(chat "$TG_TMP/fast" "{\"model\":\"gpt-4o\",$MSG}")
 dt=$(($(now_ms) - t0))
-if [ "$code" = 200 ] && [ "$dt" -lt 2000 ]; then
+# answered while the slow reader is still reading (its 530 KB at 20 KB/s
+# take 10 s and more): an order, not a time, so a loaded machine passes
+if [ "$code" = 200 ] && [ ! -e "$TG_TMP/slow.done" ]; then
     ok "a slow reader does not hold up other clients (${dt} ms)"
 else
-    not_ok "a slow reader does not hold up other clients" "status $code after $dt ms"
+    not_ok "a slow reader does not hold up other clients" "status $code after $dt ms, the slow reader done already: $(ls "$TG_TMP/slow.done" 2>&1)"
 fi
 wait "$slow_pid"
 events=$(grep -c '^data: ' "$TG_TMP/slow")

@@ -156,9 +156,20 @@ code=$(respond "$B_URL" "$O.a2" "$A" "$(ref "$item")")
 codeb=$(respond "$A_URL" "$O.b5" "$B" "$(ref "$b_first")")
 expect_eq "after B's flood: A's item is still there, B's own first item is gone" "200 400" \
     "$code $codeb"
-over=$(for k in $(rcli --scan --pattern 'tg:{*}:s'); do rcli hget "$k" '#'; done |
-    awk '$1 > 24 * 1024 { print }')
-expect_eq "no owner holds more than responses_per_owner in Redis" "" "$over"
+# (the scan must find the owners' hashes: none found would pass as none over)
+totals=$(for k in $(rcli --scan --pattern 'tg:{*}:s'); do rcli hget "$k" '#'; done)
+over=$(printf '%s\n' "$totals" | awk '$1 > 24 * 1024 { print }')
+expect_eq "no owner holds more than responses_per_owner in Redis (of 2 owners)" "2 " \
+    "$(printf '%s\n' "$totals" | grep -c '^[0-9]') $over"
+# Every key toolgate writes expires: items, and each owner's list and hash
+# (an owner idle for responses_ttl leaves nothing).
+kinds=$(rcli --scan --pattern 'tg:*' | sed 's/^tg:{[0-9a-f]*}:\([ios]\).*/\1/' | sort -u | tr -d '\n')
+noexp=$(for k in $(rcli --scan --pattern 'tg:*'); do
+    t=$(rcli pttl "$k")
+    [ "$t" -gt 0 ] && [ "$t" -le 3600000 ] || echo "$k $t"
+done)
+expect_eq "every key toolgate wrote (items, owners' lists and hashes) has a TTL of at most responses_ttl" \
+    "ios " "$kinds $noexp"
 
 # ---- Redis stops in the middle, then comes back -----------------------------
 stop_redis
@@ -239,6 +250,18 @@ with tempfile.NamedTemporaryFile("w", suffix=".conf") as f:
 EOF
 if [ $? = 0 ]; then ok "deploy/kubernetes-replicas.yaml: replicas, probes, a Redis, a conf toolgate accepts"
 else not_ok "deploy/kubernetes-replicas.yaml: replicas, probes, a Redis, a conf toolgate accepts" "$(cat "$O.k8s")"; fi
+
+# ---- owners by provider key alone (no client_keys), in Redis -------------------
+PC=$(free_port)
+{
+    conf_server "$PC" "responses_store = redis://127.0.0.1:$REDIS_PORT/3
+responses_ttl = 1h"
+    conf_route main 'gpt-*'
+} >"$TG_TMP/c.conf"
+stop_toolgate
+start_toolgate "$TG_TMP/c.conf" || exit 1
+check "provider keys alone keep Responses items and previous_response_id chains apart (Redis)" \
+    "$PY" "$TG_ROOT/test/integration/owners.py" "$TG_URL"
 
 stop_pid "$B_PID" 20
 B_PID=
