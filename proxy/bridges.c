@@ -17,6 +17,7 @@
 
 #include "bridge/messages_api.h"
 #include "bridge/responses_api.h"
+#include "core/alloc.h"
 #include "core/jsonio.h"
 #include "proxy/log.h"
 
@@ -28,17 +29,91 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
     tg_req *r = ud;
     tg_store *st = r->w->srv->items;
     char *text = NULL;
-    if (tg_store_get(st, r->w->id, r->client.owner, id, &text) == TG_STORE_DOWN) {
-        tg_metrics_store_error(r->w->metrics, "get");
+    if (r->prep.fetched && !r->prep.fetch_down) {  /* read before, on the loop */
+        json_t *v = json_object_get(r->prep.fetched, id);
+        return v ? json_incref(v) : NULL;
+    }
+    if (r->prep.fetch_down ||
+        tg_store_get(st, r->w->id, r->client.owner, id, &text) == TG_STORE_DOWN) {
+        if (!r->prep.fetch_down)  /* a failed fetch was counted when it ended */
+            tg_metrics_store_error(r->w->metrics, "get");
         tg_error_set(err, 503, "api_error", "store_unavailable", "input",
                      "input: item_reference '%.80s' cannot be answered now: the store of "
-                     "Responses items ([server] responses_store, %s) cannot be reached; "
-                     "retry, or send the item itself (store: false)", id, st->name);
+                     "Responses items ([server] responses_store, %s) cannot be reached, or "
+                     "did not answer within the request's store budget (%d ms); retry, or "
+                     "send the item itself (store: false)", id, st->name, TG_STORE_BUDGET_MS);
         return NULL;
     }
     json_t *item = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
     free(text);
     return item;
+}
+
+/* A fetch of the store on the loop has ended (store.h): what it read is
+ * parsed into r->prep.fetched, and the request's dispatch runs again. */
+static void on_fetched(void *ud, const tg_store_got *got)
+{
+    tg_req *r = ud;
+    r->prep.fetching = false;
+    if (got->status == TG_STORE_DOWN) {
+        r->prep.fetch_down = true;
+        tg_metrics_store_error(r->w->metrics, "get");
+    } else {
+        for (size_t i = 0; i < got->n; i++) {
+            json_t *v = got->texts[i] ? tg_json_load(got->texts[i], strlen(got->texts[i]), 0, NULL)
+                                      : NULL;
+            if (v)
+                json_object_set_new(r->prep.fetched, json_string_value(json_array_get(
+                                                         r->prep.fetch_ids, i)), v);
+        }
+        for (size_t i = 0; i < got->n_chain; i++) {
+            json_t *v = tg_json_load(got->chain_texts[i], strlen(got->chain_texts[i]), 0, NULL);
+            if (v)
+                json_object_set_new(r->prep.fetched, got->chain_ids[i], v);
+        }
+    }
+    req_resume(r);  /* no-op when the fetch ended before the request was suspended */
+    req_unref(r);
+}
+
+/* The items a Responses request references and the chain its
+ * previous_response_id starts, read from a store on the worker's loop in
+ * a few round trips, while the worker serves others; the conversion then
+ * finds them in r->prep.fetched (stored_item). */
+static int responses_prefetch(tg_req *r, const json_t *body)
+{
+    tg_store *st = r->w->srv->items;
+    if (!st->ops->fetch || r->prep.fetched)
+        return 0;
+    json_t *ids = json_array(), *seen = json_object();
+    const json_t *input = json_object_get(body, "input");
+    size_t i;
+    const json_t *it;
+    json_array_foreach(input, i, it) {
+        const char *type = json_string_value(json_object_get(it, "type"));
+        const char *id = json_string_value(json_object_get(it, "id"));
+        if (type && id && !strcmp(type, "item_reference") && !json_object_get(seen, id)) {
+            json_object_set_new(seen, id, json_true());
+            json_array_append_new(ids, json_string(id));
+        }
+    }
+    json_decref(seen);
+    const char *chain = json_string_value(json_object_get(body, "previous_response_id"));
+    size_t n = json_array_size(ids);
+    if (!n && !chain) {
+        json_decref(ids);
+        return 0;
+    }
+    const char **idv = tg_calloc(n ? n : 1, sizeof *idv);
+    for (i = 0; i < n; i++)
+        idv[i] = json_string_value(json_array_get(ids, i));
+    r->prep.fetched = json_object();
+    r->prep.fetch_ids = ids;
+    r->prep.fetching = true;
+    st->ops->fetch(st, r->w->id, r->client.owner, idv, n, chain, TG_STORE_CHAIN_MAX,
+                   now_us() + (uint64_t)TG_STORE_BUDGET_MS * 1000, on_fetched, req_ref(r));
+    free(idv);
+    return r->prep.fetching ? 1 : 0;
 }
 
 static tg_bridge_opts bridge_opts(const tg_route *route)
@@ -106,6 +181,7 @@ static const bridge_api responses_api = {
     .name = "/v1/responses",
     .bridges = tg_route_bridges_responses,
     .strip_markers = tg_responses_strip_markers,
+    .prefetch = responses_prefetch,
     .to_chat = responses_to_chat,
     .dropped = responses_dropped_peek,
     .answer = responses_answer,

@@ -179,6 +179,8 @@ void req_unref(tg_req *r)
     upstream_headers_free(r);
     free(r->up.url);
     free(r->prep.dropped);
+    json_decref(r->prep.fetched);
+    json_decref(r->prep.fetch_ids);
     free(r->answer.body);
     free(r->client.url);
     if (r->stream.repair)

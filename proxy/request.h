@@ -91,6 +91,11 @@ typedef struct tg_req {
         tg_embedder embedder;         /* ctx.embedder with discovery_embeddings */
         const tg_route *embed_from;   /* the route whose discovery_embeddings it serves
                                          (r->route may move on to a fallback) */
+        json_t *fetched;              /* what a store on the loop read for it: id ->
+                                         item or record (bridges.c prefetch), or NULL */
+        json_t *fetch_ids;            /* the item ids asked for, in order */
+        bool fetching;                /* that read is out: the client is suspended */
+        bool fetch_down;              /* it failed, or ran past the store budget */
     } prep;
 
     struct {
@@ -169,6 +174,11 @@ typedef struct bridge_api {
     bool own_query;
     bool (*bridges)(const tg_route *route);
     size_t (*strip_markers)(json_t *body, const char *prefix);
+    /* the stored things body names, read before to_chat from a store on
+     * the worker's loop: 1 while they are read (r is suspended, and its
+     * dispatch runs again once they are in), 0 when there is nothing to
+     * wait for (NULL: the API reads no store) */
+    int (*prefetch)(tg_req *r, const json_t *body);
     /* body -> chat body (*chat), with r->prep.bridge set, for route (NULL
      * when none matched yet); 0, or -1 with err */
     int (*to_chat)(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
