@@ -49,12 +49,49 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
     return item;
 }
 
+/* ids (a new array): the item_references of input items not in have
+ * and not yet in the list. */
+static void references(const json_t *input, const json_t *have, json_t *ids, json_t *seen)
+{
+    size_t i;
+    const json_t *it;
+    json_array_foreach(input, i, it) {
+        const char *type = json_string_value(json_object_get(it, "type"));
+        const char *id = json_string_value(json_object_get(it, "id"));
+        if (type && id && !strcmp(type, "item_reference") && !json_object_get(have, id) &&
+            !json_object_get(seen, id)) {
+            json_object_set_new(seen, id, json_true());
+            json_array_append_new(ids, json_string(id));
+        }
+    }
+}
+
+static void on_fetched(void *ud, const tg_store_got *got);
+
+/* One fetch of the ids in r->prep.fetch_ids and the chain from chain. */
+static void fetch_now(tg_req *r, const char *chain)
+{
+    tg_store *st = r->w->srv->items;
+    size_t n = json_array_size(r->prep.fetch_ids);
+    const char **idv = tg_calloc(n ? n : 1, sizeof *idv);
+    for (size_t i = 0; i < n; i++)
+        idv[i] = json_string_value(json_array_get(r->prep.fetch_ids, i));
+    r->prep.fetching = true;
+    r->prep.fetch_rounds++;
+    st->ops->fetch(st, r->w->id, r->client.owner, idv, n, chain, chain ? TG_STORE_CHAIN_MAX : 0,
+                   r->prep.fetch_deadline, on_fetched, req_ref(r));
+    free(idv);
+}
+
 /* A fetch of the store on the loop has ended (store.h): what it read is
- * parsed into r->prep.fetched, and the request's dispatch runs again. */
+ * parsed into r->prep.fetched. The records of a chain may reference items
+ * of their own turns: those are read in one more round trip. Then the
+ * request's dispatch runs again. */
 static void on_fetched(void *ud, const tg_store_got *got)
 {
     tg_req *r = ud;
     r->prep.fetching = false;
+    json_t *more = json_array(), *seen = json_object();
     if (got->status == TG_STORE_DOWN) {
         r->prep.fetch_down = true;
         tg_metrics_store_error(r->w->metrics, "get");
@@ -68,11 +105,20 @@ static void on_fetched(void *ud, const tg_store_got *got)
         }
         for (size_t i = 0; i < got->n_chain; i++) {
             json_t *v = tg_json_load(got->chain_texts[i], strlen(got->chain_texts[i]), 0, NULL);
+            references(json_object_get(v, "input"), r->prep.fetched, more, seen);
             if (v)
                 json_object_set_new(r->prep.fetched, got->chain_ids[i], v);
         }
     }
-    req_resume(r);  /* no-op when the fetch ended before the request was suspended */
+    json_decref(seen);
+    if (json_array_size(more) && r->prep.fetch_rounds < 2 && !r->client.gone) {
+        json_decref(r->prep.fetch_ids);
+        r->prep.fetch_ids = more;
+        fetch_now(r, NULL);
+    } else {
+        json_decref(more);
+        req_resume(r);  /* no-op when the fetch ended before the request was suspended */
+    }
     req_unref(r);
 }
 
@@ -86,33 +132,17 @@ static int responses_prefetch(tg_req *r, const json_t *body)
     if (!st->ops->fetch || r->prep.fetched)
         return 0;
     json_t *ids = json_array(), *seen = json_object();
-    const json_t *input = json_object_get(body, "input");
-    size_t i;
-    const json_t *it;
-    json_array_foreach(input, i, it) {
-        const char *type = json_string_value(json_object_get(it, "type"));
-        const char *id = json_string_value(json_object_get(it, "id"));
-        if (type && id && !strcmp(type, "item_reference") && !json_object_get(seen, id)) {
-            json_object_set_new(seen, id, json_true());
-            json_array_append_new(ids, json_string(id));
-        }
-    }
+    references(json_object_get(body, "input"), seen, ids, seen);
     json_decref(seen);
     const char *chain = json_string_value(json_object_get(body, "previous_response_id"));
-    size_t n = json_array_size(ids);
-    if (!n && !chain) {
+    if (!json_array_size(ids) && !chain) {
         json_decref(ids);
         return 0;
     }
-    const char **idv = tg_calloc(n ? n : 1, sizeof *idv);
-    for (i = 0; i < n; i++)
-        idv[i] = json_string_value(json_array_get(ids, i));
     r->prep.fetched = json_object();
     r->prep.fetch_ids = ids;
-    r->prep.fetching = true;
-    st->ops->fetch(st, r->w->id, r->client.owner, idv, n, chain, TG_STORE_CHAIN_MAX,
-                   now_us() + (uint64_t)TG_STORE_BUDGET_MS * 1000, on_fetched, req_ref(r));
-    free(idv);
+    r->prep.fetch_deadline = now_us() + (uint64_t)TG_STORE_BUDGET_MS * 1000;
+    fetch_now(r, chain);
     return r->prep.fetching ? 1 : 0;
 }
 

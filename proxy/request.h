@@ -94,6 +94,8 @@ typedef struct tg_req {
         json_t *fetched;              /* what a store on the loop read for it: id ->
                                          item or record (bridges.c prefetch), or NULL */
         json_t *fetch_ids;            /* the item ids asked for, in order */
+        uint64_t fetch_deadline;      /* the request's store budget ends (now_us) */
+        int fetch_rounds;
         bool fetching;                /* that read is out: the client is suspended */
         bool fetch_down;              /* it failed, or ran past the store budget */
     } prep;

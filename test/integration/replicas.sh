@@ -121,6 +121,19 @@ code=$(respond "$B_URL" "$O.b7" "$B" \
 expect_eq "another client cannot continue it: OpenAI's 400" "400 previous_response_not_found" \
     "$code $(json_get "$O.b7" error.code)"
 
+# A chain whose earlier turn referenced an item: the item is read with the
+# chain (a second round trip), and the turn after goes upstream whole.
+code=$(respond "$A_URL" "$O.c1" "$A" \
+    "$(printf '{"model":"gpt-4o","previous_response_id":"%s","input":[{"type":"item_reference","id":"%s"},{"role":"user","content":"again"}]}' "$resp" "$item")")
+r2=$(json_get "$O.c1" id)
+mock_reset
+code2=$(respond "$B_URL" "$O.c2" "$A" \
+    "$(printf '{"model":"gpt-4o","previous_response_id":"%s","input":"and now?"}' "$r2")")
+mock_last "$O.last"
+expect_eq "a chain whose turn referenced an item: the next turn sends it all upstream" \
+    "200 200 6 $text" \
+    "$code $code2 $(json_get "$O.last" body.messages | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)))') $(json_get "$O.last" body.messages.2.content)"
+
 # ---- owners: the same in both replicas, and each its own -------------------
 code=$(respond "$B_URL" "$O.b2" "$B" "$(ref "$item")")
 codeu=$(respond "$B_URL" "$O.b3" "$B" "$(ref msg_0_nosuchitemanywhere00000000)")
