@@ -74,9 +74,6 @@ typedef struct conn {
     bool attached;
     bool connected;
     bool was_up;            /* this connection worked: its break is retried at once */
-    uint32_t ev;            /* epoll interest now */
-    bool in_epoll;
-    int fd;
     uint64_t started_us;    /* the connection began */
     uint64_t quiet_since;   /* last byte read, or the first command since */
     int pending;            /* commands without their reply */
@@ -191,52 +188,62 @@ static void *capped_string(const redisReadTask *t, char *str, size_t len)
 
 /* ---- the adapter: hiredis' socket in the worker's epoll set ----------------- */
 
-static void ev_update(conn *k)
+/* One per context (not per slot): a context being freed cleans up its own
+ * socket, never the one that replaced it. */
+typedef struct evh {
+    int epfd, fd;
+    uint64_t tag;
+    uint32_t ev;  /* epoll interest now */
+    bool in_epoll;
+} evh;
+
+static void ev_update(evh *h)
 {
-    struct epoll_event e = {.events = k->ev, .data.u64 = k->loop.tag};
-    if (!k->ev) {
-        if (k->in_epoll)
-            epoll_ctl(k->loop.epfd, EPOLL_CTL_DEL, k->fd, &e);
-        k->in_epoll = false;
+    struct epoll_event e = {.events = h->ev, .data.u64 = h->tag};
+    if (!h->ev) {
+        if (h->in_epoll)
+            epoll_ctl(h->epfd, EPOLL_CTL_DEL, h->fd, &e);
+        h->in_epoll = false;
         return;
     }
-    if (epoll_ctl(k->loop.epfd, k->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, k->fd, &e) == 0)
-        k->in_epoll = true;
+    if (epoll_ctl(h->epfd, h->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, h->fd, &e) == 0)
+        h->in_epoll = true;
 }
 
 static void ev_add_read(void *p)
 {
-    conn *k = p;
-    k->ev |= EPOLLIN;
-    ev_update(k);
+    evh *h = p;
+    h->ev |= EPOLLIN;
+    ev_update(h);
 }
 
 static void ev_del_read(void *p)
 {
-    conn *k = p;
-    k->ev &= ~(uint32_t)EPOLLIN;
-    ev_update(k);
+    evh *h = p;
+    h->ev &= ~(uint32_t)EPOLLIN;
+    ev_update(h);
 }
 
 static void ev_add_write(void *p)
 {
-    conn *k = p;
-    k->ev |= EPOLLOUT;
-    ev_update(k);
+    evh *h = p;
+    h->ev |= EPOLLOUT;
+    ev_update(h);
 }
 
 static void ev_del_write(void *p)
 {
-    conn *k = p;
-    k->ev &= ~(uint32_t)EPOLLOUT;
-    ev_update(k);
+    evh *h = p;
+    h->ev &= ~(uint32_t)EPOLLOUT;
+    ev_update(h);
 }
 
 static void ev_cleanup(void *p)
 {
-    conn *k = p;
-    k->ev = 0;
-    ev_update(k);
+    evh *h = p;
+    h->ev = 0;
+    ev_update(h);
+    free(h);
 }
 
 /* ---- the connection -------------------------------------------------------- */
@@ -343,16 +350,17 @@ static redisAsyncContext *conn_open(conn *k)
     ac->c.reader->fn = &rs->capped;
     ac->c.reader->privdata = rs;
     ac->data = k;
-    ac->ev.data = k;
+    evh *h = tg_calloc(1, sizeof *h);
+    h->epfd = k->loop.epfd;
+    h->fd = ac->c.fd;
+    h->tag = k->loop.tag;
+    ac->ev.data = h;
     ac->ev.addRead = ev_add_read;
     ac->ev.delRead = ev_del_read;
     ac->ev.addWrite = ev_add_write;
     ac->ev.delWrite = ev_del_write;
     ac->ev.cleanup = ev_cleanup;
     k->ac = ac;
-    k->fd = ac->c.fd;
-    k->ev = 0;
-    k->in_epoll = false;
     k->connected = false;
     k->started_us = now_us();
     redisAsyncSetConnectCallback(ac, on_connect);
@@ -364,7 +372,7 @@ static redisAsyncContext *conn_open(conn *k)
         pending_add(k);
     if (rs->url.db && redisAsyncCommand(ac, on_setup, k, "SELECT %s", db) == REDIS_OK)
         pending_add(k);
-    ev_add_write(k);  /* the connect's end is a write event */
+    ev_add_write(h);  /* the connect's end is a write event */
     return k->ac;
 }
 
