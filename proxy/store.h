@@ -20,8 +20,9 @@
  * A backend over the network (Redis) never makes a worker wait: its
  * sockets join the worker's epoll set (attach, event, tick), a put is sent
  * and not waited for (a failure seen later is told to the loop's
- * put_failed), and reads are asynchronous (fetch, done later on the
- * worker's thread). The memory backend has no fetch: its get is a lookup.
+ * put_failed), and reads are asynchronous (fetch: its callback comes on
+ * the worker's thread). The memory backend has no fetch: its get is a
+ * lookup.
  */
 #ifndef TG_STORE_H
 #define TG_STORE_H
@@ -81,8 +82,9 @@ typedef struct tg_store_ops {
     void (*tick)(tg_store *s, int slot, uint64_t now_us);
     /* The n items ids (owner's), and the chain of records from chain
      * (NULL: none) following each one's previous_response_id, at most
-     * chain_max records: done(ud, got) once, later, never from inside
-     * fetch, at the latest soon after deadline_us (now_us clock). */
+     * chain_max records: done(ud, got) once, on the worker's thread: from
+     * inside fetch when the store cannot be used now (DOWN), else later,
+     * at the latest soon after deadline_us (now_us clock). */
     void (*fetch)(tg_store *s, int slot, uint64_t owner, const char *const *ids, size_t n,
                   const char *chain, unsigned chain_max, uint64_t deadline_us,
                   tg_store_fetched done, void *ud);
