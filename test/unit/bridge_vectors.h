@@ -79,7 +79,7 @@ static void chat_sse(const json_t *payloads, tg_buf *out)
 /* Whether the chat stream ends in an error: one of its payloads is an
  * object with an "error" that is not null (a stream the repair stage cut,
  * or the upstream's error event). A bridged stream fails exactly then. */
-static bool chat_stream_failed(const json_t *payloads)
+static inline bool chat_stream_failed(const json_t *payloads)
 {
     size_t i;
     const json_t *p;
