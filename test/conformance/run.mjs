@@ -40,7 +40,7 @@ const tap = (pass, name, detail, todo) => {
 
 // ---- the table against the SDKs ---------------------------------------------
 
-const surface = enumerate();
+const { surface, sampleErrors } = enumerate(table.rows);
 const rowsByKey = new Map();
 for (const r of table.rows) {
   if (rowsByKey.has(r.key)) tap(false, `table: ${r.key} has one row`, 'a second row for it');
@@ -54,6 +54,14 @@ for (const s of SURFACES) {
   tap(missing.length === 0, `${s.id}: each of the ${keys.length} types the SDK declares has a row`,
     `no row for: ${missing.join(', ')}`);
 }
+const badSamples = new Map();
+for (const [key, msg] of sampleErrors) badSamples.set(key, [...(badSamples.get(key) || []), msg]);
+for (const r of table.rows.filter((x) => x.request)) {
+  const errs = badSamples.get(r.key) || [];
+  if (errs.length) tap(false, `${r.key}: the sample request has the SDK's request type`, errs.join('\n'));
+}
+tap(![...badSamples.keys()].some((k) => !rowsByKey.has(k)), 'the samples compile against the SDKs\' types',
+  [...badSamples.entries()].filter(([k]) => !rowsByKey.has(k)).map(([k, v]) => `${k}: ${v.join(' ')}`).join('\n'));
 const stale = table.rows.filter((r) => !declared.has(r.key)).map((r) => r.key);
 tap(stale.length === 0, 'every row names a type the pinned SDKs still declare', `gone from the SDKs: ${stale.join(', ')}`);
 

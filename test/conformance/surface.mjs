@@ -132,14 +132,54 @@ function keysOf(checker, types, by, label) {
   return [...keys];
 }
 
-// enumerate(): { surfaceId: [key, ...] } for the pinned SDKs, plus the
-// SDK versions they were read from.
-export function enumerate() {
+// The type each API's sample requests must have, imported from the SDKs:
+// a sample the SDK's own types reject (a misspelt field, a missing one) is
+// not a request the API accepts, and would prove nothing. Gemini's REST body
+// is the SDK's contents, tools and toolConfig (its SDK nests the last two
+// under `config`).
+const SAMPLE_TYPES = `
+import type { ChatCompletionCreateParamsNonStreaming as ChatBody } from 'openai/resources/chat/completions/completions';
+import type { ResponseCreateParamsNonStreaming as ResponsesBody } from 'openai/resources/responses/responses';
+import type { MessageCreateParamsNonStreaming as MessagesBody } from '@anthropic-ai/sdk/resources/messages/messages';
+import type { Content, Tool, ToolConfig } from '@google/genai';
+// the SDK's enums are nominal: a JSON sample spells their string values
+type Loose<T> = T extends string ? \`\${T}\` : T extends object ? { [K in keyof T]: Loose<T[K]> } : T;
+type GeminiBody = Loose<{ contents: Content[]; tools?: Tool[]; toolConfig?: ToolConfig }>;
+`;
+const SAMPLE_TYPE = { chat: 'ChatBody', responses: 'ResponsesBody', messages: 'MessagesBody', gemini: 'GeminiBody' };
+
+function samplesSource(rows) {
+  const lines = [SAMPLE_TYPES];
+  const at = [];
+  for (const r of rows || []) {
+    if (!r.request) continue;
+    const body = { ...r.request };
+    if (r.api !== 'gemini') body.model = 'm';
+    if (r.api === 'messages' && body.max_tokens === undefined) body.max_tokens = 256;
+    at.push([lines.join('\n').split('\n').length, r.key]);
+    lines.push(`export const r${at.length}: ${SAMPLE_TYPE[r.api]} = ${JSON.stringify(body)};`);
+  }
+  return { text: lines.join('\n'), at };
+}
+
+// enumerate(rows): { surface: { surfaceId: [key, ...] }, sampleErrors:
+// [[row key, message]] } for the pinned SDKs; rows' requests are checked
+// against the SDKs' request types in the same program.
+export function enumerate(rows) {
   const files = Object.fromEntries(Object.entries(SDK_FILES).map(([k, f]) => [k, f()]));
-  const program = ts.createProgram(Object.values(files), {
-    noEmit: true, skipLibCheck: true, types: [], target: ts.ScriptTarget.ES2022,
+  const samples = samplesSource(rows);
+  const samplesFile = path.join(HERE, '__samples__.ts');
+  const options = {
+    noEmit: true, skipLibCheck: true, types: [], target: ts.ScriptTarget.ES2022, strict: true,
     module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext,
-  });
+  };
+  const host = ts.createCompilerHost(options);
+  const getSourceFile = host.getSourceFile.bind(host);
+  host.getSourceFile = (name, lang, ...rest) => (path.resolve(name) === samplesFile
+    ? ts.createSourceFile(name, samples.text, lang) : getSourceFile(name, lang, ...rest));
+  const fileExists = host.fileExists.bind(host);
+  host.fileExists = (name) => path.resolve(name) === samplesFile || fileExists(name);
+  const program = ts.createProgram([...Object.values(files), samplesFile], options, host);
   const checker = program.getTypeChecker();
   const out = {};
   for (const s of SURFACES) {
@@ -160,7 +200,14 @@ export function enumerate() {
     if (s.by !== 'props') types = types.flatMap((t) => members(t));
     out[s.id] = keysOf(checker, types, s.by, s.id);
   }
-  return out;
+  const sampleErrors = [];
+  const sf = program.getSourceFile(samplesFile);
+  for (const d of [...program.getSyntacticDiagnostics(sf), ...program.getSemanticDiagnostics(sf)]) {
+    const line = d.start === undefined ? 0 : sf.getLineAndCharacterOfPosition(d.start).line;
+    const row = samples.at.find(([l]) => l === line);
+    sampleErrors.push([row ? row[1] : `line ${line}`, ts.flattenDiagnosticMessageText(d.messageText, ' ').slice(0, 600)]);
+  }
+  return { surface: out, sampleErrors };
 }
 
 export function sdkVersions() {
