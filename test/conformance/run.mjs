@@ -229,25 +229,26 @@ const STREAMS = {
 const PREFIX = { responses: 'responses.event.', messages: 'messages.', chat: 'chat.chunk.' };
 
 async function answerRows() {
-  const route = ROUTES[0];
   const seen = { responses: new Map(), messages: new Map(), chat: new Map() };
   for (const [name, fx] of Object.entries(table.answers)) {
     const headers = { 'X-Mock-Then': 'fixture', 'X-Mock-Fixture': fixtureFile(name, fx) };
     for (const api of fx.apis) {
-      let types = [];
-      let err = '';
-      try {
-        types = await STREAMS[api](route, fx, headers);
-      } catch (e) {
-        err = e.message;
+      const problems = [];
+      for (const route of ROUTES) {
+        let types = [];
+        try {
+          types = await STREAMS[api](route, fx, headers);
+        } catch (e) {
+          problems.push(`${route.name}: ${e.message}`);
+        }
+        dump.answers[`${name}/${api}/${route.name}`] = types;
+        for (const t of types) {
+          const key = PREFIX[api] + t;
+          if (!seen[api].has(key)) seen[api].set(key, new Set());
+          seen[api].get(key).add(`${name}@${route.name}`);
+        }
       }
-      tap(!err, `answer ${name} through the ${api} bridge parses with the SDK's stream helper`, err);
-      dump.answers[`${name}/${api}`] = types;
-      for (const t of types) {
-        const key = PREFIX[api] + t;
-        if (!seen[api].has(key)) seen[api].set(key, new Set());
-        seen[api].get(key).add(name);
-      }
+      tap(!problems.length, `answer ${name} through the ${api} bridge parses with the SDK's stream helper`, problems.join('\n'));
     }
   }
   for (const api of Object.keys(seen)) {
@@ -257,10 +258,12 @@ async function answerRows() {
   for (const row of table.rows) {
     if (row.request || !row.key.includes(only)) continue;
     const api = Object.keys(PREFIX).find((a) => row.key.startsWith(PREFIX[a]));
-    const got = seen[api].get(row.key);
+    const got = seen[api].get(row.key) || new Set();
     let problem = '';
-    if (row.outcome === 'emitted' && !(got && got.has(row.via))) problem = `not emitted for answer ${row.via}; seen in: ${got ? [...got].join(', ') : 'none'}`;
-    if (row.outcome === 'never' && got) problem = `emitted, for answers ${[...got].join(', ')}: the row says never`;
+    const missing = ROUTES.filter((r) => !got.has(`${row.via}@${r.name}`)).map((r) => r.name);
+    if (row.outcome === 'emitted' && missing.length)
+      problem = `not emitted for answer ${row.via} on ${missing.join(', ')}; seen for: ${[...got].join(', ') || 'none'}`;
+    if (row.outcome === 'never' && got.size) problem = `emitted, for answers ${[...got].join(', ')}: the row says never`;
     tap(!problem, `${row.key}: ${row.outcome}${row.via ? ` (answer ${row.via})` : ''}`, problem, row.todo);
   }
 }
