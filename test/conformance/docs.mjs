@@ -11,6 +11,9 @@ const TITLES = {
   gemini: 'Gemini API (`@google/genai`)',
 };
 
+// the suite's routes (conformance.sh) by their dialect
+const DIALECT = { oa: 'openai', gm: 'gemini', an: 'anthropic' };
+
 const cell = (s) => String(s ?? '').replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 export function renderDocs(table, surface, versions) {
@@ -23,9 +26,9 @@ export function renderDocs(table, surface, versions) {
   out.push('What toolgate does with each request type and stream event the official SDKs');
   out.push(`declare (${Object.entries(versions).map(([k, v]) => `\`${k}\` ${v}`).join(', ')}),`);
   out.push('read from their type definitions and checked by `test/integration/conformance.sh`');
-  out.push('(see docs/testing.md). A request type is **carried** (reaches the provider as it is,');
-  out.push('or in the chat form the bridge documents), **translated** (reaches it in another');
-  out.push('form, said in `X-Toolgate-Translated` where the meaning changes), **dropped** (left out and said');
+  out.push('(see docs/testing.md) through an openai, a gemini and an anthropic route. A request');
+  out.push('type is **carried** (reaches the provider as it is), **translated** (reaches it in');
+  out.push('the form the column says), **dropped** (left out and said');
   out.push('in `X-Toolgate-Dropped`, the log and the metrics) or **refused** (a 400, only where');
   out.push('the real API refuses it too). A stream event is **emitted** (the bridge writes it, for the');
   out.push('answer named) or **never** (nothing in a chat answer is its source). *Pending* marks a type');
@@ -42,7 +45,7 @@ export function renderDocs(table, surface, versions) {
       api = a;
       out.push('', `## ${TITLES[a]}`);
     }
-    out.push('', `### \`${s.id}\` (${s.type}${s.path ? ` → ${s.path.join('')}` : ''})`, '');
+    out.push('', `### \`${s.id}\` (${s.type}${s.path ? ` → ${s.path.join('.').replace(/\.\[\]/g, '[]')}` : ''})`, '');
     out.push('| type | toolgate | how |', '|---|---|---|');
     for (const k of surface[s.id]) {
       const r = rows.get(`${s.id}.${k}`);
@@ -51,7 +54,9 @@ export function renderDocs(table, surface, versions) {
         continue;
       }
       const what = r.outcome + (r.todo ? ' (pending)' : '');
-      const how = [r.how, r.outcome === 'dropped' && r.said ? `X-Toolgate-Dropped: \`${r.said}\`` : '',
+      const on = Object.entries(r.on || {}).filter(([, o]) => o.outcome).map(([rt, o]) =>
+        `On ${DIALECT[rt] || rt} routes: ${o.outcome}${o.said ? ` (X-Toolgate-Dropped: \`${o.said}\`)` : ''}.`);
+      const how = [r.how, r.outcome === 'dropped' && r.said ? `X-Toolgate-Dropped: \`${r.said}\`` : '', ...on,
         r.todo ? `Pending: ${r.todo}.` : ''].filter(Boolean).join(' ');
       out.push(`| \`${cell(k)}\` | ${what} | ${cell(how)} |`);
     }
