@@ -120,11 +120,23 @@ async function send(route, row) {
   };
 }
 
+// Each API's error body: OpenAI's {error: {message, type, param, code}},
+// Anthropic's {type: "error", error: {type, message}}, Google's {error:
+// {code, message, status}}.
+const parse = (t) => { try { return JSON.parse(t); } catch { return null; } };
+const ERROR_SHAPE = {
+  chat: (t) => typeof parse(t)?.error?.message === 'string' && 'param' in parse(t).error,
+  responses: (t) => typeof parse(t)?.error?.message === 'string' && 'param' in parse(t).error,
+  messages: (t) => parse(t)?.type === 'error' && typeof parse(t).error?.message === 'string' && typeof parse(t).error.type === 'string',
+  gemini: (t) => typeof parse(t)?.error?.code === 'number' && typeof parse(t).error.status === 'string',
+};
+
 // What is wrong with one answer, given the row (empty: nothing).
 function judge(row, r) {
   const say = (s) => `${s} (status ${r.status}; dropped: "${r.dropped}"; translated: "${r.translated}")\n${r.text.slice(0, 400)}`;
   if (row.outcome === 'refused') {
     if (r.status !== 400) return say('the API refuses this: want 400');
+    if (!ERROR_SHAPE[row.api](r.text)) return say(`want the ${row.api} API's own error shape`);
     return row.said && !r.text.includes(row.said) ? say(`want the error to name ${row.said}`) : '';
   }
   if (r.status !== 200) return say('the API accepts this: want 200');
