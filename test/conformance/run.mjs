@@ -141,6 +141,10 @@ function judge(row, r) {
   }
   if (r.status !== 200) return say('the API accepts this: want 200');
   if (row.outcome === 'dropped' && !r.dropped.includes(row.said)) return say(`want "${row.said}" in X-Toolgate-Dropped`);
+  // what is said to be dropped must not have gone up all the same
+  const value = row.key.slice(row.key.lastIndexOf('.', row.key.length - 1) + 1);
+  if (row.outcome === 'dropped' && r.upstream.includes(`"${value}"`))
+    return say(`"${value}" reached the provider although dropped:\n${r.upstream.slice(0, 600)}`);
   if (row.outcome === 'translated' && row.said && !r.translated.includes(row.said) && !r.dropped.includes(row.said))
     return say(`want "${row.said}" in X-Toolgate-Translated`);
   if (row.outcome === 'carried' && row.said && r.dropped.includes(row.said)) return say(`"${row.said}" was dropped`);
