@@ -7,7 +7,7 @@
 // every answer fixture through each bridge, streamed, read with the SDKs'
 // own stream helpers. One TAP line per row: a row's result is the same
 // question on every route (no 400 where the API accepts, the outcome the
-// row declares), and a row the table marks `todo` (a gap another change is
+// row declares, or the one its `on` gives a route), and a row the table marks `todo` (a gap another change is
 // closing) is a TAP "# TODO" line, counted neither way by test/run.sh.
 //
 //   node run.mjs            the whole suite (TG_URL, MOCK_URL, TG_ROUTES set)
@@ -80,7 +80,8 @@ if (args.includes('--surface') || args.includes('--write')) {
 
 const TG = process.env.TG_URL;
 const MOCK = process.env.MOCK_URL;
-// "name:model name:model ...": the routes (prefixes) every request row takes
+// "name=model name=model ...": the routes (prefixes) every row takes, each
+// with the model its requests name
 const ROUTES = (process.env.TG_ROUTES || '').split(/\s+/).filter(Boolean).map((s) => {
   const [name, model] = s.split('=');
   return { name, model };

@@ -6,7 +6,8 @@
 // its variants are told apart: by a discriminant property ("type", "role"),
 // by the fields of an interface ("props": Gemini's Part has one field per
 // kind) or by the members of an enum. enumerate() gives, for every surface,
-// the keys the pinned SDK declares today ("responses.tool.web_search"), so
+// the keys the pinned SDK declares today ("responses.tool.web_search"), and
+// type-checks each row's sample request against the SDK's request type, so
 // that table.json can be held against them both ways: a declared key with
 // no row fails the suite (an SDK update adds a type), and so does a row
 // whose key the SDK no longer declares. Read with the type checker, not
