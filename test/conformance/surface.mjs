@@ -1,8 +1,8 @@
 // surface.mjs -- the request and answer surface of the imitated APIs, read
 // from the official SDKs' type definitions with the TypeScript compiler API.
 //
-// Each SURFACE names a type of an SDK's .d.ts, a path into it (a property,
-// "[]" for an array's element, "?" for a union's object members) and how
+// Each SURFACE names a type of an SDK's .d.ts, a path into it (properties,
+// "[]" for an array's element; a union is followed into each member) and how
 // its variants are told apart: by a discriminant property ("type", "role"),
 // by the fields of an interface ("props": Gemini's Part has one field per
 // kind) or by the members of an enum. enumerate() gives, for every surface,
