@@ -365,8 +365,7 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
                 tg_buf_puts(&thinking, t);
             }
         } else if (type && !strcmp(type, "redacted_thinking")) {
-            /* encrypted for Anthropic's models alone: left out, said */
-            tg_bridge_drop(cv->dropped, "content", type);
+            continue;  /* encrypted for Anthropic's models alone */
         } else if (type && is_server_block(type) && !cv->o->refuse_hosted) {
             tg_bridge_drop(cv->dropped, "content", type);  /* what Anthropic ran */
         } else if (type && !strcmp(type, "tool_use")) {
@@ -806,126 +805,6 @@ static int convert_request(const json_t *body, json_t *chat, conv *cv, tg_error 
     return 0;
 }
 
-/* ---- blocks with a text form --------------------------------------------
- * User blocks the API takes that chat has no part for, read before the
- * conversion so that it sees only blocks it knows: a search_result (what a
- * retrieval tool found) and a browser_state (the tabs a browser tool sees)
- * are text, and reach the model as text blocks, in a user message or a
- * tool_result; a container_upload (a file for the code-execution
- * container, a server tool that is dropped) goes with that tool, said, or
- * is refused with it (hosted_tools = refuse). */
-
-/* "title (source)" and the content's text, as a text block (new). */
-static json_t *search_result_text(const json_t *blk)
-{
-    tg_buf t = {0};
-    const char *title = json_string_value(json_object_get(blk, "title"));
-    const char *source = json_string_value(json_object_get(blk, "source"));
-    tg_buf_printf(&t, "Search result: %s (%s)", title ? title : "", source ? source : "");
-    const json_t *c = json_object_get(blk, "content");
-    size_t i;
-    const json_t *part;
-    json_array_foreach(c, i, part) {
-        const char *text = json_string_value(json_object_get(part, "text"));
-        if (text) {
-            tg_buf_puts(&t, "\n\n");
-            tg_buf_puts(&t, text);
-        }
-    }
-    json_t *out = json_pack("{s:s, s:s%}", "type", "text", "text", t.data, t.len);
-    tg_buf_free(&t);
-    return out;
-}
-
-/* One line per tab, the active one marked, as a text block (new). */
-static json_t *browser_state_text(const json_t *blk)
-{
-    tg_buf t = {0};
-    tg_buf_puts(&t, "Browser tabs:");
-    size_t i;
-    const json_t *tab;
-    json_array_foreach(json_object_get(blk, "tabs"), i, tab) {
-        const char *title = json_string_value(json_object_get(tab, "title"));
-        const char *url = json_string_value(json_object_get(tab, "url"));
-        tg_buf_printf(&t, "\n- %s <%s>%s", title ? title : "", url ? url : "",
-                      json_is_true(json_object_get(tab, "active")) ? " (active)" : "");
-    }
-    json_t *out = json_pack("{s:s, s:s%}", "type", "text", "text", t.data, t.len);
-    tg_buf_free(&t);
-    return out;
-}
-
-/* Whether blocks (a user message's, or at depth a tool_result's) hold one. */
-static bool has_text_form(const json_t *blocks, bool top, const conv *cv)
-{
-    size_t i;
-    const json_t *b;
-    json_array_foreach(blocks, i, b) {
-        if (is_type(b, "search_result") || is_type(b, "browser_state") ||
-            (top && is_type(b, "container_upload") && !cv->o->refuse_hosted) ||
-            (top && is_type(b, "tool_result") &&
-             has_text_form(json_object_get(b, "content"), false, cv)))
-            return true;
-    }
-    return false;
-}
-
-/* blocks with those turned into text (a new array), or NULL when none is
- * there (the common case: nothing copied). */
-static json_t *plain_blocks(const json_t *blocks, bool top, conv *cv)
-{
-    if (!has_text_form(blocks, top, cv))
-        return NULL;
-    json_t *out = json_array();
-    size_t i;
-    const json_t *b;
-    json_array_foreach(blocks, i, b) {
-        json_t *inner = top && is_type(b, "tool_result")
-                            ? plain_blocks(json_object_get(b, "content"), false, cv)
-                            : NULL;
-        if (inner) {
-            json_t *copy = json_copy((json_t *)b);
-            json_object_set_new(copy, "content", inner);
-            json_array_append_new(out, copy);
-        } else if (is_type(b, "search_result")) {
-            json_array_append_new(out, search_result_text(b));
-        } else if (is_type(b, "browser_state")) {
-            json_array_append_new(out, browser_state_text(b));
-        } else if (top && is_type(b, "container_upload") && !cv->o->refuse_hosted) {
-            tg_bridge_drop(cv->dropped, "content", "container_upload");
-        } else {
-            json_array_append(out, (json_t *)b);
-        }
-    }
-    return out;
-}
-
-/* body, or a shallow copy whose user messages have their text-form blocks
- * as text (a new reference either way). */
-static json_t *plain_body(const json_t *body, conv *cv)
-{
-    const json_t *msgs = json_object_get(body, "messages");
-    json_t *copy = NULL;
-    size_t i;
-    const json_t *m;
-    json_array_foreach(msgs, i, m) {
-        const json_t *role = json_object_get(m, "role");
-        json_t *blocks = json_is_string(role) && !strcmp(json_string_value(role), "user")
-                             ? plain_blocks(json_object_get(m, "content"), true, cv)
-                             : NULL;
-        if (!blocks)
-            continue;
-        if (!copy) {
-            copy = json_copy((json_t *)body);
-            json_object_set_new(copy, "messages", json_copy((json_t *)msgs));
-        }
-        json_t *nm = json_copy((json_t *)m);
-        json_object_set_new(nm, "content", blocks);
-        json_array_set_new(json_object_get(copy, "messages"), i, nm);
-    }
-    return copy ? copy : json_incref((json_t *)body);
-}
-
 int tg_messages_to_chat(const json_t *body, json_t **chat, tg_msg_bridge **bridge,
                         tg_error *err)
 {
@@ -945,10 +824,7 @@ int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t
     }
     json_t *c = json_object();
     conv cv = {o, json_object()};
-    json_t *plain = plain_body(body, &cv);
-    int rc = convert_request(plain, c, &cv, err);
-    json_decref(plain);
-    if (rc) {
+    if (convert_request(body, c, &cv, err)) {
         json_decref(c);
         json_decref(cv.dropped);
         return -1;
