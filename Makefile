@@ -9,13 +9,13 @@
 BUILD    ?= build
 CC       ?= cc
 SAN      ?=
-PKGS     := libmicrohttpd libcurl jansson inih hiredis libcrypto
+PKGS     := libmicrohttpd libcurl jansson inih hiredis libssl libcrypto
 # OPT and SAN select the build (the ASan and fuzz builds set them); CFLAGS
 # from the command line is added last, so it can never drop the warnings.
 OPT      ?= -O2 -g
 TG_CFLAGS = -std=c11 -D_GNU_SOURCE -I. -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -fno-strict-aliasing $(OPT) $(SAN) $(CFLAGS)
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lcrypto) -lstemmer -lpthread -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lssl -lcrypto) -lstemmer -lpthread -lm
 LDFLAGS  += $(SAN)
 
 SRCDIRS  := core sanitize discovery repair bridge conf proxy
@@ -45,7 +45,7 @@ $(BUILD)/libtoolgate.a: $(LIB_OBJ)
 $(BUILD)/toolgate: $(BUILD)/proxy/main.o $(BUILD)/libtoolgate.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/test/%: test/unit/%.c $(wildcard test/unit/*.h test/unit/referee.c test/mock/hash_embed.h) $(BUILD)/libtoolgate.a $(HDRS)
+$(BUILD)/test/%: test/unit/%.c $(wildcard test/unit/*.h test/unit/referee.c test/mock/hash_embed.h test/mock/mock_strict.c) $(BUILD)/libtoolgate.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS) -lcmocka
 

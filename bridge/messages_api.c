@@ -267,15 +267,7 @@ static int tool_result(const json_t *blk, const char *path, json_t *messages, js
                 json_decref(part);
                 continue;
             }
-            if (!json_array_size(images)) {
-                json_t *note = json_pack("{s:s, s:s+}", "type", "text", "text",
-                                         "Images returned by tool call ", json_string_value(id));
-                json_array_append_new(images, note);
-            }
-            json_array_append_new(images, part);
-            if (n_text++)
-                tg_buf_puts(&t, "\n\n");
-            tg_buf_puts(&t, "(image: see the next user message)");
+            tg_bridge_tool_media(images, json_string_value(id), part, &t, &n_text);
         }
     } else if (c && !json_is_null(c)) {
         snprintf(param, sizeof param, "%.100s.content", path);

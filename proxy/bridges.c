@@ -15,8 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bridge/gemini_api.h"
 #include "bridge/messages_api.h"
+#include "bridge/models.h"
 #include "bridge/responses_api.h"
+#include "core/alloc.h"
 #include "core/jsonio.h"
 #include "proxy/log.h"
 
@@ -154,9 +157,111 @@ static const bridge_api messages_api = {
     .free = messages_free,
 };
 
+bool gemini_sdk(tg_req *r)
+{
+    const char *c = client_header(r, "x-goog-api-client");
+    return c && strstr(c, "genai-");
+}
+
+const bridge_api *api_of_gemini_sdk(tg_req *r)
+{
+    char model[8];
+    return gemini_sdk(r) && tg_gemini_path(r->client.rest, true, model, sizeof model) != TG_GEM_NONE
+               ? &gemini_api
+               : NULL;
+}
+
+/* Gemini's API: the model and whether and how the answer streams are in
+ * the path (MODEL:streamGenerateContent) and query (alt=sse). */
+static const char *gemini_model(tg_req *r, char *buf, size_t cap)
+{
+    tg_gemini_path(r->client.rest, gemini_sdk(r), buf, cap);
+    return *buf ? buf : NULL;
+}
+
+static int gemini_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
+                          tg_error *err)
+{
+    char model[256];
+    tg_gem_method m = tg_gemini_path(r->client.rest, gemini_sdk(r), model, sizeof model);
+    const char *alt = MHD_lookup_connection_value(r->client.conn, MHD_GET_ARGUMENT_KIND, "alt");
+    tg_gemini_call call = {.model = model, .stream = m == TG_GEM_STREAM,
+                           .sse = alt && !strcmp(alt, "sse")};
+    tg_gem_bridge *b = NULL;
+    tg_bridge_opts o = bridge_opts(route);
+    if (tg_gemini_to_chat(body, &call, &o, chat, &b, err))
+        return -1;
+    r->prep.bridge = b;
+    return 0;
+}
+
+static json_t *gemini_answer(void *b, const json_t *c) { return tg_gemini_answer(b, c); }
+
+static void gemini_stream(void *b, const char *sse, size_t n, tg_buf *out)
+{
+    tg_gemini_stream(b, sse, n, out);
+}
+
+static void gemini_stream_end(void *b, tg_buf *out) { tg_gemini_stream_end(b, out); }
+
+static void gemini_free(void *b) { tg_gem_bridge_free(b); }
+
+static const json_t *gemini_dropped_peek(const void *b) { return tg_gem_bridge_dropped_peek(b); }
+
+static const char *gemini_stream_type(const void *b) { return tg_gemini_stream_type(b); }
+
+/* The SDK reads a streamed request's answer as a stream, whatever its
+ * Content-Type: a whole chat answer goes as a stream one response long. */
+static bool gemini_answer_stream(void *b, const json_t *c, tg_buf *out)
+{
+    if (!tg_gemini_streams(b))
+        return false;
+    tg_gemini_answer_stream(b, c, out);
+    return true;
+}
+
+/* Nothing of Gemini's request is the agent's own: its body goes as it
+ * came (markers are a chat-side convention). */
+static size_t gemini_strip_markers(json_t *body, const char *prefix)
+{
+    (void)body;
+    (void)prefix;
+    return 0;
+}
+
+/* A passed request goes to Gemini's native API: the route's base without
+ * the OpenAI-compatible endpoint's tail, then the client's path. */
+static void gemini_pass_url(tg_req *r, tg_buf *u)
+{
+    tg_route_gemini_base(r->route, u);
+    tg_append_path(u, r->client.rest);
+}
+
+const bridge_api gemini_api = {
+    .name = "/v1beta/models",
+    .key_header = "x-goog-api-key",
+    .own_query = true,
+    .bridges = tg_route_bridges_gemini,
+    .strip_markers = gemini_strip_markers,
+    .to_chat = gemini_to_chat,
+    .dropped = gemini_dropped_peek,
+    .answer = gemini_answer,
+    .stream = gemini_stream,
+    .stream_end = gemini_stream_end,
+    .error_body = tg_gemini_error_body,
+    .free = gemini_free,
+    .model_of = gemini_model,
+    .stream_type = gemini_stream_type,
+    .answer_stream = gemini_answer_stream,
+    .pass_url = gemini_pass_url,
+};
+
 /* The agent API a path (past the route prefix) belongs to, or NULL. */
 const bridge_api *api_of(const char *rest)
 {
+    char model[8];
+    if (tg_gemini_path(rest, false, model, sizeof model) != TG_GEM_NONE)
+        return &gemini_api;
     if (!strcmp(rest, "/v1/responses") || !strcmp(rest, "/responses"))
         return &responses_api;
     if (!strcmp(rest, "/v1/messages") || !strcmp(rest, "/v1/messages/count_tokens"))
@@ -166,6 +271,8 @@ const bridge_api *api_of(const char *rest)
 
 const bridge_api *api_aimed_at(const char *rest)
 {
+    if (!strncmp(rest, "/v1beta/", 8))
+        return &gemini_api;
     return !strncmp(rest, "/v1/messages", 12) ? &messages_api : NULL;
 }
 
@@ -222,17 +329,24 @@ void bridge_whole_answer(tg_req *r)
     if (r->answer.type && strstr(r->answer.type, "event-stream")) {
         r->prep.api->stream(r->prep.bridge, r->answer.body, r->answer.len, &out);
         r->prep.api->stream_end(r->prep.bridge, &out);
+        if (r->prep.api->stream_type)  /* Gemini's JSON array */
+            r->answer.type = r->prep.api->stream_type(r->prep.bridge);
     } else {
         json_t *chat = tg_json_load(r->answer.body, r->answer.len, 0, NULL);
         if (!json_is_object(chat)) {
             json_decref(chat);
             return;
         }
-        json_t *resp = r->prep.api->answer(r->prep.bridge, chat);
-        json_decref(chat);
-        tg_json_dump(resp, &out);
-        json_decref(resp);
-        r->answer.type = "application/json";
+        if (r->prep.api->answer_stream && r->prep.api->answer_stream(r->prep.bridge, chat, &out)) {
+            json_decref(chat);
+            r->answer.type = r->prep.api->stream_type(r->prep.bridge);
+        } else {
+            json_t *resp = r->prep.api->answer(r->prep.bridge, chat);
+            json_decref(chat);
+            tg_json_dump(resp, &out);
+            json_decref(resp);
+            r->answer.type = "application/json";
+        }
     }
     free(r->answer.body);
     r->answer.body = tg_buf_steal(&out, &r->answer.len);
@@ -278,7 +392,11 @@ void raw_stream_error(tg_req *r, const char *code, const char *msg)
 {
     json_t *e;
     const char *event = "error";
-    if (r->prep.api && !strcmp(r->prep.api->name, "/v1/messages"))
+    if (r->prep.api == &gemini_api) {  /* Gemini's: an error object as the data */
+        e = json_pack("{s:{s:i, s:s, s:s}}", "error", "code", 500, "message", msg, "status",
+                      "INTERNAL");
+        event = NULL;
+    } else if (r->prep.api && !strcmp(r->prep.api->name, "/v1/messages"))
         e = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", "api_error",
                       "message", msg);
     else if (r->prep.api)  /* the Responses API's error event */
@@ -298,4 +416,115 @@ void raw_stream_error(tg_req *r, const char *code, const char *msg)
     tg_json_dump(e, &r->stream.out);
     tg_buf_puts(&r->stream.out, "\n\n");
     json_decref(e);
+}
+
+/* ---- GET [prefix]/v1/models ----------------------------------------------
+ *
+ * Agents list models to fill a picker or check a name. A request is
+ * Anthropic's when it carries anthropic-version or x-api-key (Claude Code,
+ * @anthropic-ai/sdk), else OpenAI's. The list is the upstream's (the route
+ * of the prefix, or the first route), which knows what it serves: passed
+ * as it came in OpenAI's shape, or turned into Anthropic's; on a route
+ * that passes /v1/messages an Anthropic request gets the provider's own.
+ * toolgate answers from the conf instead where the upstream's list does
+ * not name what agents send: a route with upstream_model (its models'
+ * names are aliases), or an upstream that serves no list (an error
+ * status): then the route's concrete model names (its models entries
+ * without a glob character, else its upstream_model). */
+
+#define MODELS_PATH "/v1/models"
+
+static bool models_anthropic(tg_req *r)
+{
+    return client_header(r, "anthropic-version") || client_header(r, "x-api-key");
+}
+
+/* The route's concrete model names, NULL-terminated (the array is
+ * malloc'd, the names borrowed from the conf), or NULL when it has none. */
+static const char **conf_models(const tg_route *rt)
+{
+    size_t n = 0;
+    for (char **m = rt->models; m && *m; m++)
+        n++;
+    const char **names = tg_calloc(n + 2, sizeof *names);
+    size_t k = 0;
+    for (char **m = rt->models; m && *m; m++)
+        if (!strpbrk(*m, "*?["))
+            names[k++] = *m;
+    if (!k && rt->upstream_model)
+        names[k++] = rt->upstream_model;
+    if (!k) {
+        free(names);
+        return NULL;
+    }
+    return names;
+}
+
+/* The list (an OpenAI list, borrowed), or the model of it the path names,
+ * as the answer in the request's shape; a name not in it is a 404. */
+static void models_reply(tg_req *r, const json_t *list)
+{
+    const char *id = r->client.rest + strlen(MODELS_PATH);
+    id = *id == '/' && id[1] ? id + 1 : NULL;
+    bool anth = r->prep.models == TG_MODELS_ANTHROPIC;
+    const json_t *m = id ? tg_models_find_peek(list, id) : list;
+    if (!m) {
+        if (anth)  /* Anthropic's error shape (api_error_shape) */
+            r->prep.api = api_aimed_at("/v1/messages");
+        set_error(r, 404, "invalid_request_error", "model_not_found",
+                  "model", "model: %.200s: route %s lists no such model", id, r->route->name);
+        return;
+    }
+    json_t *out = anth ? tg_models_anthropic(m) : json_incref((json_t *)m);
+    char *s = tg_json_dumps(out);
+    json_decref(out);
+    set_answer(r, 200, s, strlen(s), false);
+}
+
+/* The conf's list, answered; false when the route names no model. */
+static bool models_from_conf(tg_req *r)
+{
+    const char **names = conf_models(r->route);
+    if (!names)
+        return false;
+    json_t *list = tg_models_list(names);
+    free(names);
+    models_reply(r, list);
+    json_decref(list);
+    return true;
+}
+
+int models_route(tg_req *r)
+{
+    const char *rest = r->client.rest;
+    size_t n = strlen(MODELS_PATH);
+    if (strcmp(r->client.method, "GET") || strncmp(rest, MODELS_PATH, n) ||
+        (rest[n] && rest[n] != '/'))
+        return 0;
+    bool anth = models_anthropic(r);
+    if (anth && !tg_route_bridges_messages(r->route))
+        return 0;  /* the provider's own list, in its own shape */
+    r->prep.models = anth ? TG_MODELS_ANTHROPIC : TG_MODELS_OPENAI;
+    if (r->route->upstream_model && models_from_conf(r))
+        return -1;
+    return 0;
+}
+
+bool models_answer(tg_req *r)
+{
+    if (!r->prep.models)
+        return false;
+    if (r->up.status >= 400)
+        return models_from_conf(r);
+    if (r->prep.models == TG_MODELS_OPENAI || r->up.status < 200 || r->up.status >= 300)
+        return false;
+    json_t *v = tg_json_load(r->up.resp.data ? r->up.resp.data : "", r->up.resp.len, 0, NULL);
+    json_t *out = tg_models_anthropic(v);
+    json_decref(v);
+    if (!out)
+        return false;
+    char *s = tg_json_dumps(out);
+    json_decref(out);
+    set_answer(r, 200, s, strlen(s), false);
+    return true;
 }

@@ -25,6 +25,7 @@
 
 #include "core/alloc.h"
 #include "proxy/bridges.h"
+#include "proxy/gemini.h"
 #include "proxy/log.h"
 #include "proxy/prepare.h"
 #include "proxy/upstream.h"
@@ -44,6 +45,8 @@ static void add_common_headers(tg_req *r, struct MHD_Response *resp)
     }
     if (r->prep.dropped)
         MHD_add_response_header(resp, "X-Toolgate-Dropped", r->prep.dropped);
+    if (r->prep.estimate)
+        MHD_add_response_header(resp, "X-Toolgate-Estimate", r->prep.estimate);
 }
 
 static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep_type)
@@ -167,7 +170,10 @@ static enum MHD_Result queue_stream(tg_req *r)
      * round that started before the client was answered has replaced
      * them), so the stream says what it is itself */
     add_upstream_headers(r, resp, false);
-    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+    const char *type = r->prep.bridge && r->prep.api->stream_type
+                           ? r->prep.api->stream_type(r->prep.bridge)
+                           : "text/event-stream";  /* Gemini's JSON array is not SSE */
+    MHD_add_response_header(resp, "Content-Type", type);
     return send_response(r, resp, RQ_STREAMING);
 }
 
@@ -269,6 +275,9 @@ static int route_request(tg_req *r)
         r->prep.is_chat = true;
         return prepare_chat(r, by_prefix);
     }
+    int side;
+    if (gemini_side(r, by_prefix, &side))  /* Gemini's model list, countTokens... */
+        return side;
     if (r->prep.api && !strcmp(r->client.method, "POST")) {
         /* count_tokens has no chat form: passed through, or refused */
         bool count = !strcmp(rest, "/v1/messages/count_tokens");
@@ -283,6 +292,8 @@ static int route_request(tg_req *r)
     }
     if (!strncmp(rest, "/v1/", 4) || !strcmp(rest, "/v1")) {
         r->route = by_prefix ? by_prefix : &r->conf->routes[0];
+        if (models_route(r))  /* answered from the conf */
+            return -1;
         prepare_plain(r);
         return 0;
     }
@@ -301,10 +312,14 @@ static int route_request(tg_req *r)
 static void upstream_url(tg_req *r, tg_buf *u)
 {
     const char *rest = r->client.rest;
-    tg_buf_puts(u, r->route->upstream);
-    tg_append_path(u, r->prep.is_chat                ? "/chat/completions"
-                      : !strncmp(rest, "/v1", 3) ? rest + 3
-                                                 : rest);
+    if (!r->prep.bridge && !r->prep.is_chat && r->prep.api && r->prep.api->pass_url) {
+        r->prep.api->pass_url(r, u);  /* Gemini's native API has its own base */
+    } else {
+        tg_buf_puts(u, r->route->upstream);
+        tg_append_path(u, r->prep.is_chat                ? "/chat/completions"
+                          : !strncmp(rest, "/v1", 3) ? rest + 3
+                                                     : rest);
+    }
     if (!r->prep.bridge || !r->prep.api->own_query)
         tg_append_query(r->client.conn, u);
 }
@@ -456,6 +471,8 @@ static bool refuse_on_headers(tg_req *r, const char *url)
     const tg_conf *c = r->conf;
     r->client.by_prefix = tg_route_by_prefix(c, url, &r->client.rest);
     r->prep.api = api_of(r->client.rest);  /* its errors take the API's shape from here on */
+    if (!r->prep.api)  /* GET /v1/models/MODEL: OpenAI's path, Gemini's SDK's too */
+        r->prep.api = api_of_gemini_sdk(r);
     bool open_path = !strcmp(url, "/healthz") || !strcmp(url, "/readyz") ||
                      (!strcmp(url, "/metrics") && !c->metrics_auth) || base_url_check(r);
     if (!open_path && !client_authorized(r)) {

@@ -65,7 +65,15 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         set_error_from(r, &err);
         return -1;
     }
-    const char *model = json_string_value(json_object_get(body, "model"));
+    note_client_model(r, body);
+    char path_model[256];  /* Gemini's is in the path */
+    const char *model = r->prep.api->model_of
+                            ? r->prep.api->model_of(r, path_model, sizeof path_model)
+                            : json_string_value(json_object_get(body, "model"));
+    if (r->prep.api->model_of && model) {  /* the access line names it too */
+        free(r->client.model);
+        r->client.model = tg_strdup(model);
+    }
     const tg_route *route = by_prefix ? by_prefix : model ? tg_route_by_model(r->conf, model) : NULL;
     if (route && !r->prep.api->bridges(route)) {
         if (r->prep.api->strip_markers(body, route->strip_prefix)) {
@@ -96,6 +104,8 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         return -1;
     }
     json_t *chat = NULL;
+    if (route)  /* the route picked, for the log of a request refused below */
+        r->route = route;
     r->client.owner = item_owner(r, route);
     int rc = r->prep.api->to_chat(r, route, body, &chat, &err);
     json_decref(body);
@@ -130,6 +140,10 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
         return -1;
     }
     r->json = body;
+    r->client.stream = json_is_true(json_object_get(body, "stream"));
+    /* the route first: a request refused below is logged with it */
+    const char *model = json_string_value(json_object_get(body, "model"));
+    r->route = by_prefix ? by_prefix : (model ? tg_route_by_model(c, model) : NULL);
     /* An agent resends its tool list every turn: once a list (by its bytes'
      * hash) has passed, its entries are not walked again. */
     uint64_t th = r->prep.tools_hash;
@@ -142,8 +156,6 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
     }
     if (r->prep.tools_hash && !checked)
         tg_cache_put(r->w->cache, "toolsok", r->prep.tools_hash, json_true(), 16);
-    const char *model = json_string_value(json_object_get(body, "model"));
-    r->route = by_prefix ? by_prefix : (model ? tg_route_by_model(c, model) : NULL);
     if (!r->route) {
         char routes[512];
         route_list(c, routes, sizeof routes);

@@ -325,6 +325,7 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
     w->curl_deadline_ms = -1;
     upstream_accept_encoding(w);
     upstream_proxy_env(w);
+    upstream_tls_init(w);
     tg_random_init(&w->rng);
     w->listen_fd = open_listener(host, port, err, errlen);
     if (w->listen_fd < 0)
@@ -395,6 +396,7 @@ static void worker_cleanup(worker *w)
         curl_easy_cleanup(w->embed_easy);
     if (w->multi)
         curl_multi_cleanup(w->multi);
+    upstream_tls_free(w);
     free(w->upfd);
     if (w->epfd > 0)
         close(w->epfd);

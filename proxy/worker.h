@@ -77,6 +77,9 @@ struct worker {
     uint64_t next_sweep;
     tg_cache *cache;
     tg_metrics *metrics;
+    CURLSH *tls_share;            /* TLS sessions shared by the worker's handles,
+                                     so a new connection resumes (upstream.c) */
+    char *ca_builtin;             /* libcurl's built-in CA bundle file (upstream.c) */
     CURL *embed_easy;             /* discovery's embeddings calls (embed_http.h) */
     unsigned embed_warned;        /* causes of embedding fallbacks already logged */
     CURL *spare[64];              /* reset easy handles, reused: creating one

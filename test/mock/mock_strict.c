@@ -917,8 +917,34 @@ static verdict check_vertex(json_t *req)
 
 /* ------------------------------------------------------------------ */
 
+/* Every strict provider takes text alone in a tool message (OpenAI's
+ * words): an image a tool returned belongs to a user message. */
+static verdict tool_message_text(json_t *req)
+{
+    size_t i, j;
+    json_t *msg, *part;
+    json_array_foreach(json_object_get(req, "messages"), i, msg) {
+        const char *role = json_string_value(json_object_get(msg, "role"));
+        if (!role || strcmp(role, "tool") != 0)
+            continue;
+        json_array_foreach(json_object_get(msg, "content"), j, part) {
+            const char *type = json_string_value(json_object_get(part, "type"));
+            if (type && strcmp(type, "text") == 0)
+                continue;
+            char m[256], param[96];
+            snprintf(m, sizeof(m), "Invalid 'messages[%zu]'. Image URLs are only allowed for messages with role 'user', but this message with role 'tool' contains an image URL.", i);
+            snprintf(param, sizeof(param), "messages.[%zu].content.[%zu].type", i, j);
+            return openai_error(m, param, "invalid_value");
+        }
+    }
+    return (verdict){ 0, NULL };
+}
+
 static verdict strict_check(const char *provider, json_t *req)
 {
+    verdict t = tool_message_text(req);
+    if (t.body)
+        return t;
     if (strcmp(provider, "mistral") == 0)
         return check_mistral(req);
     if (strcmp(provider, "groq") == 0)

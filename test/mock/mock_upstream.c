@@ -1185,7 +1185,8 @@ static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
  * discovery meta-tools the model searches first (search_tools{query:
  * <tool>}) and then calls call_tool{name, arguments}. A request with the
  * directive but neither the tool nor the meta-tools (an agent's title or
- * summary side request) gets a short text. Gemini 3 models (model names
+ * summary side request) gets a short text, or JSON for its response_format's
+ * schema when it asks for one (Gemini CLI's model router). Gemini 3 models (model names
  * containing "gemini-3") sign their first call of a step with a
  * thought_signature, as Gemini does (R19); strict:gemini wants it back.
  * With MOCK_CUT_STREAMS anywhere in that message every streamed answer is
@@ -1418,6 +1419,8 @@ static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_R
         *ret = answer_named_call(r, conn, d.tool, json_incref(d.args));
     else if (search)
         *ret = answer_named_call(r, conn, search, json_pack("{s:s}", "query", d.tool));
+    else if (json_object_get(json_object_get(r->json, "response_format"), "json_schema"))
+        *ret = answer_structured(r, conn);  /* a side request for JSON (Gemini CLI's model router) */
     else
         *ret = answer_text(r, conn, "mock: no such tool offered here");
     tg_buf_free(&result);

@@ -1,0 +1,813 @@
+/* test_field.c -- the field corpus: cases rebuilt from public issue threads
+ * (the JSON files of test/field/, schema in docs/testing.md), run through the same
+ * pipeline functions the proxy calls, without sockets.
+ *
+ * A request case runs the request stages for its dialect and then judges
+ * the upstream body three ways: the mock's strict validator of that
+ * provider (test/mock/mock_strict.c, included here so the unit run and the
+ * wire run share one validator), the referee of docs/dialects.md section 9
+ * (test/unit/referee.c), and the case's own `expect` (JSON pointers that
+ * must hold a value, be absent, or have a type): the validators only know
+ * the documented checks, the case knows the one its thread is about. An
+ * answer or stream case runs the request stages on its tools first (what
+ * the answer is repaired against), then the whole answer or the SSE events
+ * through the repair stages, and compares the calls the agent gets.
+ *
+ * The output is TAP, one line per case, printed here rather than by
+ * cmocka: a case marked `known` (a break waiting for its fix) is printed
+ * with "# TODO <reason>", which test/run.sh counts neither way but lists,
+ * so the pass rate shown is the real one. TG_FIELD_DIR overrides the
+ * directory; TG_FIELD_ONLY=substring runs the cases whose id holds it.
+ */
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/cache.h"
+#include "core/jsonio.h"
+#include "proxy/sse.h"
+#include "sanitize/pipeline.h"
+
+/* The mock's validators and the referee both name a helper "violation":
+ * and both a "check_gemini": the mock's get their own spelling here. */
+#define violation ms_violation
+#define check_gemini ms_check_gemini
+#include "test/mock/mock_strict.c"
+#undef violation
+#undef check_gemini
+#include "referee.c"
+
+/* --- small helpers ---------------------------------------------------------- */
+
+/* RFC 6901 pointer into v (borrowed), or NULL when a step is missing. */
+static json_t *at_pointer(json_t *v, const char *ptr)
+{
+    if (!*ptr)
+        return v;
+    if (*ptr != '/')
+        return NULL;
+    char step[256];
+    while (v && *ptr == '/') {
+        ptr++;
+        size_t n = 0;
+        while (*ptr && *ptr != '/' && n + 1 < sizeof step) {
+            if (ptr[0] == '~' && ptr[1] == '1') {
+                step[n++] = '/';
+                ptr += 2;
+            } else if (ptr[0] == '~' && ptr[1] == '0') {
+                step[n++] = '~';
+                ptr += 2;
+            } else {
+                step[n++] = *ptr++;
+            }
+        }
+        step[n] = '\0';
+        if (json_is_array(v)) {
+            char *end;
+            long i = strtol(step, &end, 10);
+            v = (*step && !*end && i >= 0) ? json_array_get(v, (size_t)i) : NULL;
+        } else {
+            v = json_object_get(v, step);
+        }
+    }
+    return v;
+}
+
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER: return "integer";
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "boolean";
+    default: return "null";
+    }
+}
+
+/* Does got match exp? Objects by exp's keys (subset), arrays element by
+ * element with equal lengths, "<any>" anything present, the rest equal. */
+static bool match(const json_t *exp, const json_t *got)
+{
+    if (json_is_string(exp) && !strcmp(json_string_value(exp), "<any>"))
+        return got != NULL;
+    if (json_is_object(exp)) {
+        if (!json_is_object(got))
+            return false;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)exp, k, v) if (!match(v, json_object_get(got, k)))
+            return false;
+        return true;
+    }
+    if (json_is_array(exp)) {
+        if (!json_is_array(got) || json_array_size(exp) != json_array_size(got))
+            return false;
+        for (size_t i = 0; i < json_array_size(exp); i++)
+            if (!match(json_array_get(exp, i), json_array_get(got, i)))
+                return false;
+        return true;
+    }
+    return got && json_equal(exp, got);
+}
+
+/* The reasons a case failed, one line each ("# " prefixed when printed). */
+typedef struct why {
+    tg_buf b;
+    int n;
+} why;
+
+static void say(why *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(why *w, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    tg_buf_printf(&w->b, "#   %s\n", line);
+    w->n++;
+}
+
+static void say_json(why *w, const char *what, const json_t *v)
+{
+    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    say(w, "%s: %.600s", what, t ? t : "(none)");
+    free(t);
+}
+
+/* --- expectations on a JSON document (request body, answer) ------------------ */
+
+/* Every (pointer, value) a pointer names: a step "*" stands for each
+ * element of an array (or member of an object). Missing steps name none;
+ * a pointer without "*" names itself, present or not (value NULL). */
+static void expand(json_t *v, const char *done, const char *rest, json_t *out)
+{
+    const char *star = strstr(rest, "/*");
+    while (star && star[2] && star[2] != '/')
+        star = strstr(star + 2, "/*");
+    if (!star) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s%s", done, rest);
+        json_t *got = at_pointer(v, rest);
+        json_array_append_new(out, got ? json_pack("[s,O]", p, got) : json_pack("[s]", p));
+        return;
+    }
+    char head[512];
+    snprintf(head, sizeof head, "%.*s", (int)(star - rest), rest);
+    json_t *base = at_pointer(v, head);
+    char here[1024];
+    if (json_is_array(base)) {
+        for (size_t i = 0; i < json_array_size(base); i++) {
+            snprintf(here, sizeof here, "%s%s/%zu", done, head, i);
+            expand(json_array_get(base, i), here, star + 2, out);
+        }
+    } else if (json_is_object(base)) {
+        const char *k;
+        json_t *m;
+        json_object_foreach(base, k, m) {
+            snprintf(here, sizeof here, "%s%s/%s", done, head, k);
+            expand(m, here, star + 2, out);
+        }
+    }
+}
+
+static bool want_type_ok(const json_t *want, const json_t *got)
+{
+    const char *have = got ? type_name(got) : "absent";
+    if (json_is_string(want))
+        return !strcmp(json_string_value(want), have);
+    size_t j;
+    json_t *t;
+    json_array_foreach(want, j, t) if (!strcmp(json_string_value(t), have))
+        return true;
+    return false;
+}
+
+/* expect.has {pointer: value}, expect.absent [pointer], expect.types
+ * {pointer: type name or [names]} ("absent" is a type name too); each
+ * pointer may hold "*" steps, and then holds for every element. */
+static void check_pointers(const json_t *expect, json_t *doc, why *w)
+{
+    const char *k;
+    json_t *v;
+    size_t i;
+    json_t *hit;
+    json_object_foreach(json_object_get(expect, "has"), k, v) {
+        json_t *hits = json_array();
+        expand(doc, "", k, hits);
+        json_array_foreach(hits, i, hit) {
+            json_t *got = json_array_get(hit, 1);
+            if (!match(v, got)) {
+                say_json(w, json_string_value(json_array_get(hit, 0)), got);
+                say_json(w, "  want", v);
+            }
+        }
+        json_decref(hits);
+    }
+    json_array_foreach(json_object_get(expect, "absent"), i, v) {
+        json_t *hits = json_array();
+        expand(doc, "", json_string_value(v) ? json_string_value(v) : "", hits);
+        size_t j;
+        json_array_foreach(hits, j, hit) if (json_array_get(hit, 1))
+            say_json(w, json_string_value(json_array_get(hit, 0)), json_array_get(hit, 1));
+        json_decref(hits);
+    }
+    json_object_foreach(json_object_get(expect, "types"), k, v) {
+        json_t *hits = json_array();
+        expand(doc, "", k, hits);
+        json_array_foreach(hits, i, hit) {
+            json_t *got = json_array_get(hit, 1);
+            if (!want_type_ok(v, got)) {
+                say(w, "%s is %s", json_string_value(json_array_get(hit, 0)),
+                    got ? type_name(got) : "absent");
+                say_json(w, "  want", v);
+            }
+        }
+        json_decref(hits);
+    }
+}
+
+/* expect.unique_call_ids: every replayed call id is non-empty, of
+ * [A-Za-z0-9_-] only (Anthropic's tool_use.id pattern) and unique over the
+ * conversation; every tool message answers one of them, and every call is
+ * answered before the next message that is not a tool result (rules 6, 39). */
+static void check_call_ids(json_t *body, why *w)
+{
+    json_t *seen = json_object();
+    json_t *pending = json_object();
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(body, "messages"), i, m) {
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (role && strcmp(role, "tool") && json_object_size(pending)) {
+            say(w, "/messages/%zu: %zu call(s) before it have no tool result", i,
+                json_object_size(pending));
+            json_object_clear(pending);
+        }
+        size_t j;
+        json_t *c;
+        json_array_foreach(json_object_get(m, "tool_calls"), j, c) {
+            const char *id = json_string_value(json_object_get(c, "id"));
+            bool ok = id && *id && !json_object_get(seen, id);
+            for (const char *p = id; ok && *p; p++)
+                ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                     (*p >= '0' && *p <= '9') || *p == '_' || *p == '-';
+            if (!ok)
+                say(w, "/messages/%zu/tool_calls/%zu/id %s is empty, repeated or out of pattern", i,
+                    j, id ? id : "(none)");
+            else
+                json_object_set_new(seen, id, json_true());
+            if (id)
+                json_object_set_new(pending, id, json_true());
+        }
+        const char *tid = json_string_value(json_object_get(m, "tool_call_id"));
+        if (tid && !json_object_get(seen, tid))
+            say(w, "/messages/%zu/tool_call_id %s answers no call", i, tid);
+        if (tid)
+            json_object_del(pending, tid);
+    }
+    json_decref(seen);
+    json_decref(pending);
+}
+
+/* --- request cases ---------------------------------------------------------- */
+
+/* The mock validator that judges a dialect's body, or NULL. */
+static const char *validator_for(const char *dialect)
+{
+    static const char *const known[] = {"mistral", "groq",   "fireworks", "cerebras",
+                                        "gemini",  "vertex", "openai",    "anthropic", NULL};
+    if (!strcmp(dialect, "openai-strict"))
+        return "openai";
+    for (const char *const *k = known; *k; k++)
+        if (!strcmp(dialect, *k))
+            return *k;
+    return NULL;
+}
+
+static bool ctx_setup(const json_t *c, tg_dialect d, tg_rules_set *rules, tg_ctx *ctx, why *w)
+{
+    tg_rules_preset(d, rules);
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(c, "conf"), k, v) {
+        char msg[256];
+        const char *val = json_string_value(v);
+        if (!strcmp(k, "text_tool_calls")) {
+            rules->repair.text_tool_calls = val && !strcmp(val, "on");
+        } else if (!strncmp(k, "schema.", 7)) {
+            if (tg_schema_rules_set(&rules->schema, k + 7, val, msg, sizeof msg)) {
+                say(w, "conf %s: %s", k, msg);
+                return false;
+            }
+        } else if (tg_repair_rules_set(&rules->repair, k, val, msg, sizeof msg)) {
+            say(w, "conf %s: %s", k, msg);
+            return false;
+        }
+    }
+    tg_ctx_init(ctx, "field", rules, "_");
+    return true;
+}
+
+static void run_request(const json_t *c, tg_dialect d, why *w)
+{
+    tg_rules_set rules;
+    tg_ctx ctx;
+    if (!ctx_setup(c, d, &rules, &ctx, w))
+        return;
+    const json_t *expect = json_object_get(c, "expect");
+    json_t *body = json_deep_copy(json_object_get(c, "input"));
+    tg_error err;
+    memset(&err, 0, sizeof err);
+    int rc = tg_pipeline_request(body, &ctx, &err);
+    json_int_t want_status = json_integer_value(json_object_get(expect, "status"));
+    if (rc) {
+        if (!want_status || want_status != err.status)
+            say(w, "toolgate refused: %d %s (param %s)", err.status, err.message, err.param);
+        goto out;
+    }
+    if (want_status) {
+        say(w, "sent upstream, but the case wants toolgate's %lld", (long long)want_status);
+        goto out;
+    }
+    const char *dn = tg_dialect_name(d);
+    const char *prov = validator_for(dn);
+    if (prov && !json_is_false(json_object_get(expect, "strict"))) {
+        verdict v = strict_check(prov, body);
+        if (v.body)
+            say(w, "strict %s validator: %u %.700s", prov, v.status, v.body);
+        free(v.body);
+    }
+    if (!json_is_false(json_object_get(expect, "referee"))) {
+        json_t *reasons = json_array();
+        if (referee_check(dn, body, reasons))
+            say_json(w, "referee (section 9)", reasons);
+        json_decref(reasons);
+    }
+    check_pointers(expect, body, w);
+    if (json_is_true(json_object_get(expect, "unique_call_ids")))
+        check_call_ids(body, w);
+    if (w->n)
+        say_json(w, "upstream body", body);
+out:
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
+/* --- answers and streams ----------------------------------------------------- */
+
+/* What the agent gets: the calls, finish_reason and content of choice 0. */
+typedef struct outcome {
+    json_t *calls;   /* [{id, name, arguments (text)}] */
+    json_t *finish;  /* string or null */
+    json_t *content; /* string or null */
+    bool error;      /* an error object (whole) or event (stream) */
+} outcome;
+
+static void outcome_free(outcome *o)
+{
+    json_decref(o->calls);
+    json_decref(o->finish);
+    json_decref(o->content);
+}
+
+/* The request stages over the case's tools (and tool_choice): what the
+ * repair learns from them (declared names, renames, schemas). */
+static bool answer_ctx(const json_t *c, tg_dialect d, tg_rules_set *rules, tg_ctx *ctx, why *w,
+                       bool stream)
+{
+    if (!ctx_setup(c, d, rules, ctx, w))
+        return false;
+    json_t *req = json_deep_copy(json_object_get(c, "request"));
+    if (!req) {
+        req = json_pack("{s:s,s:[{s:s,s:s}]}", "model", "m", "messages", "role", "user",
+                        "content", "go");
+        json_t *tools = json_object_get(c, "tools");
+        if (tools)
+            json_object_set(req, "tools", tools);
+        json_t *tc = json_object_get(c, "tool_choice");
+        if (tc)
+            json_object_set(req, "tool_choice", tc);
+    }
+    if (stream)
+        json_object_set_new(req, "stream", json_true());
+    ctx->stream = stream;
+    tg_error err;
+    int rc = tg_pipeline_request(req, ctx, &err);
+    json_decref(req);
+    if (rc)
+        say(w, "request stages refused the case's tools: %s", err.message);
+    return rc == 0;
+}
+
+/* Rule 8: every call well formed; names declared when tools were. */
+static void check_calls_shape(const json_t *c, const outcome *o, why *w)
+{
+    json_t *seen = json_object();
+    const json_t *tools = json_object_get(c, "tools");
+    size_t i;
+    json_t *call;
+    json_array_foreach(o->calls, i, call) {
+        const char *id = json_string_value(json_object_get(call, "id"));
+        const char *name = json_string_value(json_object_get(call, "name"));
+        const char *args = json_string_value(json_object_get(call, "arguments"));
+        if (!id || !*id || json_object_get(seen, id))
+            say(w, "rule 8: call %zu has an empty or repeated id", i);
+        else
+            json_object_set_new(seen, id, json_true());
+        const char *type = json_string_value(json_object_get(call, "type"));
+        if (!type || strcmp(type, "function"))
+            say(w, "rule 8: call %zu has type %s, not \"function\"", i, type ? type : "(none)");
+        if (!name || !*name)
+            say(w, "rule 8: call %zu has no name", i);
+        else if (json_is_array(tools) && !tg_tool_peek(tools, name))
+            say(w, "rule 8: call %zu names %s, not a declared tool", i, name);
+        json_t *a = args ? json_loads(args, JSON_DECODE_ANY, NULL) : NULL;
+        if (!json_is_object(a))
+            say(w, "rule 8: call %zu arguments are not a JSON object: %.200s", i,
+                args ? args : "(none)");
+        json_decref(a);
+    }
+    json_decref(seen);
+}
+
+/* expect.calls [{name, arguments}], expect.finish_reason, expect.content,
+ * expect.error (bool). */
+static void check_outcome(const json_t *c, const outcome *o, why *w)
+{
+    const json_t *expect = json_object_get(c, "expect");
+    const json_t *want = json_object_get(expect, "calls");
+    if (!o->error)
+        check_calls_shape(c, o, w);
+    if (want) {
+        bool ok = json_array_size(want) == json_array_size(o->calls);
+        for (size_t i = 0; ok && i < json_array_size(want); i++) {
+            json_t *wc = json_array_get(want, i), *gc = json_array_get(o->calls, i);
+            if (!json_equal(json_object_get(wc, "name"), json_object_get(gc, "name")))
+                ok = false;
+            json_t *wa = json_object_get(wc, "arguments");
+            if (ok && wa) {
+                const char *t = json_string_value(json_object_get(gc, "arguments"));
+                json_t *ga = t ? json_loads(t, JSON_DECODE_ANY, NULL) : NULL;
+                ok = ga && match(wa, ga) && (!json_is_object(wa) ||
+                                             json_object_size(wa) == json_object_size(ga));
+                json_decref(ga);
+            }
+        }
+        if (!ok) {
+            say_json(w, "calls", o->calls);
+            say_json(w, "  want", want);
+        }
+    }
+    json_t *f = json_object_get(expect, "finish_reason");
+    if (f && !json_equal(f, o->finish)) {
+        say_json(w, "finish_reason", o->finish);
+        say_json(w, "  want", f);
+    }
+    json_t *ct = json_object_get(expect, "content");
+    if (ct && !match(ct, o->content)) {
+        say_json(w, "content", o->content);
+        say_json(w, "  want", ct);
+    }
+    json_t *ctn = json_object_get(expect, "content_lacks");
+    if (ctn && json_is_string(o->content) &&
+        strstr(json_string_value(o->content), json_string_value(ctn)))
+        say(w, "content still holds %s", json_string_value(ctn));
+    json_t *e = json_object_get(expect, "error");
+    if (e && json_is_true(e) != o->error)
+        say(w, "error: got %s, want %s", o->error ? "an error" : "none",
+            json_is_true(e) ? "an error" : "none");
+    if (!e && o->error)
+        say(w, "the agent got an error");
+}
+
+static void run_answer(const json_t *c, tg_dialect d, why *w)
+{
+    tg_rules_set rules;
+    tg_ctx ctx;
+    if (!answer_ctx(c, d, &rules, &ctx, w, false)) {
+        tg_ctx_clear(&ctx);
+        return;
+    }
+    json_t *resp = json_deep_copy(json_object_get(c, "input"));
+    json_t *next = NULL;
+    int rc = tg_pipeline_response(resp, &ctx, &next);
+    json_decref(next);
+    outcome o = {.calls = json_array()};
+    if (rc)
+        say(w, "the answer asked for another upstream round (%d)", rc);
+    json_t *msg = at_pointer(resp, "/choices/0/message");
+    o.error = json_object_get(resp, "error") != NULL;
+    o.finish = json_incref(at_pointer(resp, "/choices/0/finish_reason"));
+    o.content = json_incref(json_object_get(msg, "content"));
+    size_t i;
+    json_t *call;
+    json_array_foreach(json_object_get(msg, "tool_calls"), i, call) {
+        json_t *fn = json_object_get(call, "function");
+        json_array_append_new(o.calls, json_pack("{s:O?,s:O?,s:O?,s:O?}", "id",
+                                                 json_object_get(call, "id"), "type",
+                                                 json_object_get(call, "type"), "name",
+                                                 json_object_get(fn, "name"), "arguments",
+                                                 json_object_get(fn, "arguments")));
+    }
+    check_outcome(c, &o, w);
+    if (w->n)
+        say_json(w, "answer", resp);
+    outcome_free(&o);
+    json_decref(resp);
+    tg_ctx_clear(&ctx);
+}
+
+typedef struct sink {
+    tg_stream *s;
+    tg_buf out;
+    json_t *events;
+} sink;
+
+static void to_stream(void *user, const char *event, const char *data, size_t len)
+{
+    (void)event;
+    sink *k = user;
+    tg_stream_event(k->s, data, len, &k->out);
+}
+
+static void to_list(void *user, const char *event, const char *data, size_t len)
+{
+    (void)event;
+    sink *k = user;
+    json_t *v = (len == 6 && !memcmp(data, "[DONE]", 6)) ? NULL : json_loadb(data, len, 0, NULL);
+    json_array_append_new(k->events, v ? v : json_stringn(data, len));
+}
+
+/* The case's events as SSE bytes: JSON values, "[DONE]", or "raw:..." text. */
+static void sse_bytes(const json_t *events, tg_buf *b)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e) {
+        const char *s = json_string_value(e);
+        if (s && !strncmp(s, "raw:", 4)) {
+            tg_buf_puts(b, s + 4);
+            continue;
+        }
+        tg_buf_puts(b, "data: ");
+        if (s) {
+            tg_buf_puts(b, s);
+        } else {
+            char *t = json_dumps(e, JSON_COMPACT | JSON_ENCODE_ANY);
+            tg_buf_puts(b, t);
+            free(t);
+        }
+        tg_buf_puts(b, "\n\n");
+    }
+}
+
+/* The agent's view of the stream: calls assembled by index, with rule 10
+ * checked on the way (integer indexes, dense from 0 in order of first
+ * appearance, never two ids on one index). */
+static void assemble(json_t *events, outcome *o, why *w)
+{
+    size_t i;
+    json_t *ev;
+    tg_buf text = {0};
+    bool any_text = false;
+    json_array_foreach(events, i, ev) {
+        if (!json_is_object(ev))
+            continue;
+        if (json_object_get(ev, "error"))
+            o->error = true;
+        json_t *ch = json_array_get(json_object_get(ev, "choices"), 0);
+        json_t *delta = json_object_get(ch, "delta");
+        json_t *f = json_object_get(ch, "finish_reason");
+        if (json_is_string(f)) {
+            json_decref(o->finish);
+            o->finish = json_incref(f);
+        }
+        const char *t = json_string_value(json_object_get(delta, "content"));
+        if (t) {
+            tg_buf_puts(&text, t);
+            any_text = any_text || *t;
+        }
+        size_t j;
+        json_t *tc;
+        json_array_foreach(json_object_get(delta, "tool_calls"), j, tc) {
+            json_t *ix = json_object_get(tc, "index");
+            if (!json_is_integer(ix)) {
+                say(w, "rule 10: a tool_calls delta without an integer index");
+                continue;
+            }
+            json_int_t n = json_integer_value(ix);
+            if (n < 0 || (size_t)n > json_array_size(o->calls)) {
+                say(w, "rule 10: index %lld is not dense", (long long)n);
+                continue;
+            }
+            if ((size_t)n == json_array_size(o->calls))
+                json_array_append_new(o->calls, json_pack("{s:s}", "arguments", ""));
+            json_t *call = json_array_get(o->calls, (size_t)n);
+            json_t *fn = json_object_get(tc, "function");
+            const char *id = json_string_value(json_object_get(tc, "id"));
+            const char *have = json_string_value(json_object_get(call, "id"));
+            if (id && *id) {
+                if (have && strcmp(have, id))
+                    say(w, "rule 10: index %lld carries ids %s and %s", (long long)n, have, id);
+                else if (!have)
+                    json_object_set_new(call, "id", json_string(id));
+            }
+            const char *name = json_string_value(json_object_get(fn, "name"));
+            if (name && *name && !json_object_get(call, "name"))
+                json_object_set_new(call, "name", json_string(name));
+            const char *type = json_string_value(json_object_get(tc, "type"));
+            if (type && *type && !json_object_get(call, "type"))
+                json_object_set_new(call, "type", json_string(type));
+            const char *a = json_string_value(json_object_get(fn, "arguments"));
+            if (a) {
+                tg_buf args = {0};
+                tg_buf_puts(&args, json_string_value(json_object_get(call, "arguments")));
+                tg_buf_puts(&args, a);
+                json_object_set_new(call, "arguments", json_string(args.data ? args.data : ""));
+                tg_buf_free(&args);
+            }
+        }
+    }
+    o->content = any_text ? json_string(text.data) : json_null();
+    tg_buf_free(&text);
+}
+
+static void run_stream(const json_t *c, tg_dialect d, why *w)
+{
+    tg_rules_set rules;
+    tg_ctx ctx;
+    if (!answer_ctx(c, d, &rules, &ctx, w, true)) {
+        tg_ctx_clear(&ctx);
+        return;
+    }
+    tg_buf in = {0};
+    sse_bytes(json_object_get(c, "input"), &in);
+    sink k = {.s = tg_stream_new(&ctx)};
+    tg_sse p;
+    tg_sse_init(&p, to_stream, NULL, &k);
+    tg_sse_feed(&p, in.data ? in.data : "", in.len);
+    tg_sse_finish(&p);
+    tg_sse_free(&p);
+    json_t *next = NULL;
+    int rc = tg_stream_end(k.s, false, &k.out, &next);
+    json_decref(next);
+    if (rc)
+        say(w, "the stream asked for another upstream round (%d)", rc);
+    tg_stream_free(k.s);
+    k.events = json_array();
+    tg_sse_init(&p, to_list, NULL, &k);
+    tg_sse_feed(&p, k.out.data ? k.out.data : "", k.out.len);
+    tg_sse_finish(&p);
+    tg_sse_free(&p);
+    outcome o = {.calls = json_array(), .finish = json_null()};
+    assemble(k.events, &o, w);
+    check_outcome(c, &o, w);
+    if (w->n)
+        say_json(w, "events", k.events);
+    outcome_free(&o);
+    json_decref(k.events);
+    tg_buf_free(&k.out);
+    tg_buf_free(&in);
+    tg_ctx_clear(&ctx);
+}
+
+/* --- the corpus ---------------------------------------------------------------- */
+
+static const char *const kinds[] = {"request", "answer", "stream", NULL};
+
+/* A case inherits url, title and source from its file. Returns false when
+ * the case itself is malformed (a corpus error, never a pass). */
+static bool case_valid(const json_t *c, why *w)
+{
+    const char *dn = json_string_value(json_object_get(c, "dialect"));
+    const char *kind = json_string_value(json_object_get(c, "kind"));
+    const char *url = json_string_value(json_object_get(c, "url"));
+    if (!dn || tg_dialect_from_name(dn) < 0)
+        say(w, "corpus: unknown dialect %s", dn ? dn : "(none)");
+    if (!kind || !in_list(kind, kinds))
+        say(w, "corpus: kind must be request, answer or stream");
+    if (!url || strncmp(url, "https://", 8))
+        say(w, "corpus: no url");
+    if (!json_object_get(c, "input") || !json_is_object(json_object_get(c, "expect")))
+        say(w, "corpus: no input or expect");
+    if (!json_object_get(c, "upstream_error") && !json_object_get(c, "failure"))
+        say(w, "corpus: neither upstream_error nor failure");
+    if (!json_object_get(c, "rule"))
+        say(w, "corpus: no rule");
+    return w->n == 0;
+}
+
+static int tap_n;
+static int tap_failed;
+
+static void run_case(json_t *c, const char *file, size_t idx)
+{
+    why w = {0};
+    const char *id = json_string_value(json_object_get(c, "id"));
+    char name[512];
+    snprintf(name, sizeof name, "%s#%s", file, id ? id : "?");
+    (void)idx;
+    const char *only = getenv("TG_FIELD_ONLY");
+    if (only && *only && !strstr(name, only))
+        return;
+    if (case_valid(c, &w)) {
+        tg_dialect d = (tg_dialect)tg_dialect_from_name(json_string_value(json_object_get(c, "dialect")));
+        const char *kind = json_string_value(json_object_get(c, "kind"));
+        if (!strcmp(kind, "request"))
+            run_request(c, d, &w);
+        else if (!strcmp(kind, "answer"))
+            run_answer(c, d, &w);
+        else
+            run_stream(c, d, &w);
+    }
+    const char *known = json_string_value(json_object_get(c, "known"));
+    tap_n++;
+    if (w.n && !known)
+        tap_failed++;
+    printf("%s %d - %s%s%s\n", w.n ? "not ok" : "ok", tap_n, name, known ? " # TODO " : "",
+           known ? known : "");
+    if (w.n) {
+        printf("#   %s (rule %s)\n", json_string_value(json_object_get(c, "url")),
+               json_string_value(json_object_get(c, "rule")));
+        fputs(w.b.data, stdout);
+    } else if (known) {
+        printf("#   passes now: drop its known mark\n");
+    }
+    tg_buf_free(&w.b);
+}
+
+static void run_file(const char *dir, const char *file)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    json_error_t je;
+    json_t *doc = json_load_file(path, 0, &je);
+    if (!doc) {
+        printf("not ok %d - %s: %s (line %d)\n", ++tap_n, file, je.text, je.line);
+        tap_failed++;
+        return;
+    }
+    json_t *cases = json_object_get(doc, "cases");
+    size_t i;
+    json_t *c;
+    json_array_foreach(cases, i, c) {
+        static const char *const inherit[] = {"url", "title", "source", "dialect", "tools", NULL};
+        for (const char *const *k = inherit; *k; k++)
+            if (!json_object_get(c, *k) && json_object_get(doc, *k))
+                json_object_set(c, *k, json_object_get(doc, *k));
+        run_case(c, file, i);
+    }
+    if (!json_array_size(cases)) {
+        printf("not ok %d - %s: no cases\n", ++tap_n, file);
+        tap_failed++;
+    }
+    json_decref(doc);
+}
+
+static int names_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(void)
+{
+    const char *dir = getenv("TG_FIELD_DIR");
+    if (!dir || !*dir)
+        dir = "test/field";
+    DIR *dh = opendir(dir);
+    if (!dh) {
+        printf("1..1\nnot ok 1 - cannot open %s\n", dir);
+        return 1;
+    }
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(dh))) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || strcmp(de->d_name + l - 5, ".json"))
+            continue;
+        names = realloc(names, (n + 1) * sizeof *names);
+        names[n++] = strdup(de->d_name);
+    }
+    closedir(dh);
+    qsort(names, n, sizeof *names, names_cmp);
+    for (size_t i = 0; i < n; i++) {
+        run_file(dir, names[i]);
+        free(names[i]);
+    }
+    free(names);
+    printf("1..%d\n", tap_n);
+    if (!tap_n) {
+        printf("not ok 1 - no cases in %s\n", dir);
+        return 1;
+    }
+    return tap_failed ? 1 : 0;
+}
