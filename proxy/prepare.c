@@ -12,6 +12,8 @@
  */
 #include "proxy/prepare.h"
 
+#include "core/alloc.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
