@@ -9,13 +9,16 @@
 BUILD    ?= build
 CC       ?= cc
 SAN      ?=
-PKGS     := libmicrohttpd libcurl jansson inih hiredis libssl libcrypto
+PKGS     := libmicrohttpd libcurl jansson inih hiredis libssl libcrypto poppler-glib
+# poppler-glib's headers (glib, cairo) only for the one file that reads PDFs,
+# as system headers: their own warnings are not ours
+PDF_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags poppler-glib 2>/dev/null))
 # OPT and SAN select the build (the ASan and fuzz builds set them); CFLAGS
 # from the command line is added last, so it can never drop the warnings.
 OPT      ?= -O2 -g
 TG_CFLAGS = -std=c11 -D_GNU_SOURCE -I. -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -fno-strict-aliasing $(OPT) $(SAN) $(CFLAGS)
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lssl -lcrypto) -lstemmer -lpthread -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lssl -lcrypto -lpoppler-glib -lgobject-2.0 -lglib-2.0) -lstemmer -lpthread -lm
 LDFLAGS  += $(SAN)
 
 SRCDIRS  := core sanitize discovery repair bridge conf proxy
@@ -37,6 +40,8 @@ all: $(BUILD)/toolgate
 $(BUILD)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TG_CFLAGS) -c $< -o $@
+
+$(BUILD)/bridge/pdftext.o: TG_CFLAGS += $(PDF_CFLAGS)
 
 $(BUILD)/libtoolgate.a: $(LIB_OBJ)
 	@rm -f $@

@@ -3,7 +3,7 @@
 # Idempotent: with everything present it only runs dpkg-query.
 set -e
 PKGS="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev
-libinih-dev libstemmer-dev libcmocka-dev libhiredis-dev libssl-dev redis-server curl python3 python3-yaml nodejs npm wrk
+libinih-dev libpoppler-glib-dev libstemmer-dev libcmocka-dev libhiredis-dev libssl-dev redis-server curl python3 python3-yaml nodejs npm wrk
 nginx-light clang libclang-rt-14-dev openssl"
 missing=""
 for p in $PKGS; do

@@ -44,9 +44,19 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
     return item;
 }
 
-static tg_bridge_opts bridge_opts(const tg_route *route)
+/* The route's choices, and what its target takes by its dialect: PDFs as
+ * chat file parts (OpenAI's chat completions), cache_control
+ * (Anthropic's), a discovery catalog. */
+static tg_bridge_opts bridge_opts(tg_req *r, const tg_route *route)
 {
-    tg_bridge_opts o = {.refuse_hosted = route && route->refuse_hosted};
+    tg_dialect d = route ? route->rules.schema.dialect : TG_D_PASSTHROUGH;
+    tg_bridge_opts o = {
+        .refuse_hosted = route && route->refuse_hosted,
+        .file_parts = route && (d == TG_D_OPENAI || d == TG_D_OPENAI_STRICT),
+        .cache_control = route && d == TG_D_ANTHROPIC,
+        .discovery = route && route->rules.disc.mode != TG_DISC_OFF,
+        .cache = r->w->cache,
+    };
     return o;
 }
 
@@ -54,7 +64,7 @@ static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *bod
                              tg_error *err)
 {
     tg_resp_bridge *b = NULL;
-    tg_bridge_opts o = bridge_opts(route);
+    tg_bridge_opts o = bridge_opts(r, route);
     if (tg_responses_to_chat_opts(body, &o, stored_item, r, chat, &b, err))
         return -1;
     char name[64];  /* ids unique past this request, for the item store */
@@ -122,7 +132,7 @@ static int messages_to_chat(tg_req *r, const tg_route *route, const json_t *body
                             tg_error *err)
 {
     tg_msg_bridge *b = NULL;
-    tg_bridge_opts o = bridge_opts(route);
+    tg_bridge_opts o = bridge_opts(r, route);
     if (tg_messages_to_chat_opts(body, &o, chat, &b, err))
         return -1;
     r->prep.bridge = b;
@@ -142,6 +152,16 @@ static void messages_free(void *b) { tg_msg_bridge_free(b); }
 
 static const json_t *messages_dropped_peek(const void *b) { return tg_msg_bridge_dropped_peek(b); }
 
+static json_t *messages_count(const json_t *body)
+{
+    return json_pack("{s:I}", "input_tokens", tg_messages_count_estimate(body));
+}
+
+static const json_t *messages_translated_peek(const void *b)
+{
+    return tg_msg_bridge_translated_peek(b);
+}
+
 static const bridge_api messages_api = {
     .name = "/v1/messages",
     .key_header = "x-api-key",
@@ -150,6 +170,8 @@ static const bridge_api messages_api = {
     .strip_markers = tg_messages_strip_markers,
     .to_chat = messages_to_chat,
     .dropped = messages_dropped_peek,
+    .translated = messages_translated_peek,
+    .count_estimate = messages_count,
     .answer = messages_answer,
     .stream = messages_stream,
     .stream_end = messages_stream_end,
@@ -188,7 +210,7 @@ static int gemini_to_chat(tg_req *r, const tg_route *route, const json_t *body, 
     tg_gemini_call call = {.model = model, .stream = m == TG_GEM_STREAM,
                            .sse = alt && !strcmp(alt, "sse")};
     tg_gem_bridge *b = NULL;
-    tg_bridge_opts o = bridge_opts(route);
+    tg_bridge_opts o = bridge_opts(r, route);
     if (tg_gemini_to_chat(body, &call, &o, chat, &b, err))
         return -1;
     r->prep.bridge = b;
@@ -306,14 +328,33 @@ uint64_t item_owner(tg_req *r, const tg_route *route)
 /* What the bridge left out of the request (tools only the API's own
  * servers run...): said in X-Toolgate-Dropped, the log and the metrics,
  * so that an agent that keeps working without them is not left guessing. */
+static void note_translated(tg_req *r)
+{
+    const json_t *t = r->prep.api->translated ? r->prep.api->translated(r->prep.bridge) : NULL;
+    size_t n = tg_bridge_dropped_count(t);
+    if (!n)
+        return;
+    free(r->prep.translated);
+    r->prep.translated = tg_bridge_dropped_text(t);
+    tg_metrics_translated(r->w->metrics, n);
+    tg_log(TG_LOG_INFO, "request %s: %s bridge gave its chat upstream in another form: %s",
+           r->id, r->prep.api->name, r->prep.translated ? r->prep.translated : "");
+}
+
 void note_dropped(tg_req *r)
 {
+    note_translated(r);
     const json_t *d = r->prep.api->dropped ? r->prep.api->dropped(r->prep.bridge) : NULL;
     size_t n = tg_bridge_dropped_count(d);
     if (!n)
         return;
     free(r->prep.dropped);
     r->prep.dropped = tg_bridge_dropped_text(d);
+    /* hints (cache_control) change no answer: the header says them, and
+     * only what the model misses is counted and logged */
+    n -= json_array_size(json_object_get(d, TG_BRIDGE_HINTS));
+    if (!n)
+        return;
     tg_metrics_dropped(r->w->metrics, n);
     tg_log(TG_LOG_INFO, "request %s: %s bridge dropped what its chat upstream cannot run: %s",
            r->id, r->prep.api->name, r->prep.dropped ? r->prep.dropped : "");

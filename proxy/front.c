@@ -45,6 +45,8 @@ static void add_common_headers(tg_req *r, struct MHD_Response *resp)
     }
     if (r->prep.dropped)
         MHD_add_response_header(resp, "X-Toolgate-Dropped", r->prep.dropped);
+    if (r->prep.translated)
+        MHD_add_response_header(resp, "X-Toolgate-Translated", r->prep.translated);
     if (r->prep.estimate)
         MHD_add_response_header(resp, "X-Toolgate-Estimate", r->prep.estimate);
 }
@@ -279,7 +281,7 @@ static int route_request(tg_req *r)
     if (gemini_side(r, by_prefix, &side))  /* Gemini's model list, countTokens... */
         return side;
     if (r->prep.api && !strcmp(r->client.method, "POST")) {
-        /* count_tokens has no chat form: passed through, or refused */
+        /* count_tokens has no chat form: passed through, or estimated */
         bool count = !strcmp(rest, "/v1/messages/count_tokens");
         int k = prepare_bridged(r, by_prefix, count);
         if (k < 0)

@@ -48,6 +48,22 @@ static int body_plain(tg_req *r)
     return 0;
 }
 
+/* A token count on a route that bridges the API: the chat provider counts
+ * none without generating, so toolgate answers an estimate, and says so
+ * (X-Toolgate-Estimate), rather than leave the agent without a count. */
+static void answer_estimate(tg_req *r, const json_t *body)
+{
+    json_t *a = r->prep.api->count_estimate(body);
+    tg_buf out = {0};
+    tg_json_dump(a, &out);
+    json_decref(a);
+    size_t len;
+    char *text = tg_buf_steal(&out, &len);
+    set_answer(r, 200, text, len, false);
+    r->answer.type = "application/json";
+    r->prep.estimate = "input_tokens";
+}
+
 /* A request of an agent API (r->prep.api): on a route that bridges it, the body
  * becomes a chat request that goes the chat way, and the answer is turned
  * back on its way out. Returns 0 for the chat way, 1 when the route's
@@ -93,6 +109,12 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
             set_error(r, 404, "invalid_request_error", "model_not_found", "model",
                       "no route for model '%s' (routes tried, in order: %s)", model ? model : "",
                       routes);
+            json_decref(body);
+            return -1;
+        }
+        if (r->prep.api->count_estimate) {
+            r->route = route;
+            answer_estimate(r, body);
             json_decref(body);
             return -1;
         }

@@ -179,6 +179,7 @@ void req_unref(tg_req *r)
     upstream_headers_free(r);
     free(r->up.url);
     free(r->prep.dropped);
+    free(r->prep.translated);
     free(r->answer.body);
     free(r->answer.reason);
     free(r->client.model);

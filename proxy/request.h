@@ -93,8 +93,8 @@ typedef struct tg_req {
         const struct bridge_api *api;
         void *bridge;                 /* api's bridge state, or NULL */
         char *dropped;                /* what the bridge left out, for X-Toolgate-Dropped */
-        const char *estimate;         /* X-Toolgate-Estimate: an answer toolgate estimated
-                                         (static text: how), or NULL */
+        char *translated;             /* what it gave in another form, X-Toolgate-Translated */
+        const char *estimate;         /* what toolgate estimated (X-Toolgate-Estimate), or NULL */
         uint64_t tools_hash;          /* of the tools' raw bytes, 0 = unknown */
         size_t tools_bytes;
         tg_embedder embedder;         /* ctx.embedder with discovery_embeddings */
@@ -186,6 +186,11 @@ typedef struct bridge_api {
     int (*to_chat)(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
                    tg_error *err);
     const json_t *(*dropped)(const void *b);  /* {kind: [name]} left out (bridge.h) */
+    /* {kind: [name]} given in another form (NULL: the API has none) */
+    const json_t *(*translated)(const void *b);
+    /* the answer of the API's token count endpoint for a bridged route,
+     * an estimate (NULL: the endpoint is passed through only) */
+    json_t *(*count_estimate)(const json_t *body);
     json_t *(*answer)(void *b, const json_t *completion);
     void (*stream)(void *b, const char *sse, size_t n, tg_buf *out);
     void (*stream_end)(void *b, tg_buf *out);
