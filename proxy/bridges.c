@@ -31,17 +31,121 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
     tg_req *r = ud;
     tg_store *st = r->w->srv->items;
     char *text = NULL;
-    if (tg_store_get(st, r->w->id, r->client.owner, id, &text) == TG_STORE_DOWN) {
-        tg_metrics_store_error(r->w->metrics, "get");
+    if (r->prep.fetched && !r->prep.fetch_down) {  /* read before, on the loop */
+        json_t *v = json_object_get(r->prep.fetched, id);
+        return v ? json_incref(v) : NULL;
+    }
+    if (r->prep.fetch_down ||
+        tg_store_get(st, r->w->id, r->client.owner, id, &text) == TG_STORE_DOWN) {
+        if (!r->prep.fetch_down)  /* a failed fetch was counted when it ended */
+            tg_metrics_store_error(r->w->metrics, "get");
         tg_error_set(err, 503, "api_error", "store_unavailable", "input",
                      "input: item_reference '%.80s' cannot be answered now: the store of "
-                     "Responses items ([server] responses_store, %s) cannot be reached; "
-                     "retry, or send the item itself (store: false)", id, st->name);
+                     "Responses items ([server] responses_store, %s) cannot be reached, or "
+                     "did not answer within the request's store budget (%d ms); retry, or "
+                     "send the item itself (store: false)", id, st->name, TG_STORE_BUDGET_MS);
         return NULL;
     }
     json_t *item = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
     free(text);
     return item;
+}
+
+/* ids (a new array): the item_references of input items not in have
+ * and not yet in the list. */
+static void references(const json_t *input, const json_t *have, json_t *ids, json_t *seen)
+{
+    size_t i;
+    const json_t *it;
+    json_array_foreach(input, i, it) {
+        const char *type = json_string_value(json_object_get(it, "type"));
+        const char *id = json_string_value(json_object_get(it, "id"));
+        if (type && id && !strcmp(type, "item_reference") && !json_object_get(have, id) &&
+            !json_object_get(seen, id)) {
+            json_object_set_new(seen, id, json_true());
+            json_array_append_new(ids, json_string(id));
+        }
+    }
+}
+
+static void on_fetched(void *ud, const tg_store_got *got);
+
+/* One fetch of the ids in r->prep.fetch_ids and the chain from chain. */
+static void fetch_now(tg_req *r, const char *chain)
+{
+    tg_store *st = r->w->srv->items;
+    size_t n = json_array_size(r->prep.fetch_ids);
+    const char **idv = tg_calloc(n ? n : 1, sizeof *idv);
+    for (size_t i = 0; i < n; i++)
+        idv[i] = json_string_value(json_array_get(r->prep.fetch_ids, i));
+    r->prep.fetching = true;
+    r->prep.fetch_rounds++;
+    st->ops->fetch(st, r->w->id, r->client.owner, idv, n, chain, chain ? TG_STORE_CHAIN_MAX : 0,
+                   r->prep.fetch_deadline, on_fetched, req_ref(r));
+    free(idv);
+}
+
+/* A fetch of the store on the loop has ended (store.h): what it read is
+ * parsed into r->prep.fetched. The records of a chain may reference items
+ * of their own turns: those are read in one more round trip. Then the
+ * request's dispatch runs again. */
+static void on_fetched(void *ud, const tg_store_got *got)
+{
+    tg_req *r = ud;
+    r->prep.fetching = false;
+    json_t *more = json_array(), *seen = json_object();
+    if (got->status == TG_STORE_DOWN) {
+        r->prep.fetch_down = true;
+        tg_metrics_store_error(r->w->metrics, "get");
+    } else {
+        for (size_t i = 0; i < got->n; i++) {
+            json_t *v = got->texts[i] ? tg_json_load(got->texts[i], strlen(got->texts[i]), 0, NULL)
+                                      : NULL;
+            if (v)
+                json_object_set_new(r->prep.fetched, json_string_value(json_array_get(
+                                                         r->prep.fetch_ids, i)), v);
+        }
+        for (size_t i = 0; i < got->n_chain; i++) {
+            json_t *v = tg_json_load(got->chain_texts[i], strlen(got->chain_texts[i]), 0, NULL);
+            references(json_object_get(v, "input"), r->prep.fetched, more, seen);
+            if (v)
+                json_object_set_new(r->prep.fetched, got->chain_ids[i], v);
+        }
+    }
+    json_decref(seen);
+    if (json_array_size(more) && r->prep.fetch_rounds < 2 && !r->client.gone) {
+        json_decref(r->prep.fetch_ids);
+        r->prep.fetch_ids = more;
+        fetch_now(r, NULL);
+    } else {
+        json_decref(more);
+        req_resume(r);  /* no-op when the fetch ended before the request was suspended */
+    }
+    req_unref(r);
+}
+
+/* The items a Responses request references and the chain its
+ * previous_response_id starts, read from a store on the worker's loop in
+ * a few round trips, while the worker serves others; the conversion then
+ * finds them in r->prep.fetched (stored_item). */
+static int responses_prefetch(tg_req *r, const json_t *body)
+{
+    tg_store *st = r->w->srv->items;
+    if (!st->ops->fetch || r->prep.fetched)
+        return 0;
+    json_t *ids = json_array(), *seen = json_object();
+    references(json_object_get(body, "input"), seen, ids, seen);
+    json_decref(seen);
+    const char *chain = json_string_value(json_object_get(body, "previous_response_id"));
+    if (!json_array_size(ids) && !chain) {
+        json_decref(ids);
+        return 0;
+    }
+    r->prep.fetched = json_object();
+    r->prep.fetch_ids = ids;
+    r->prep.fetch_deadline = now_us() + (uint64_t)TG_STORE_BUDGET_MS * 1000;
+    fetch_now(r, chain);
+    return r->prep.fetching ? 1 : 0;
 }
 
 /* The route's choices, and what its target takes by its dialect: PDFs as
@@ -119,6 +223,7 @@ static const bridge_api responses_api = {
     .name = "/v1/responses",
     .bridges = tg_route_bridges_responses,
     .strip_markers = tg_responses_strip_markers,
+    .prefetch = responses_prefetch,
     .to_chat = responses_to_chat,
     .dropped = responses_dropped_peek,
     .answer = responses_answer,

@@ -263,7 +263,8 @@ static bool answered_at_door(tg_req *r)
 
 /* Routing: the request's kind by its path past the route prefix (chat,
  * an agent API, any other /v1 path) and its body prepared for its route
- * (proxy/prepare.h). 0, or -1 with the answer in r. */
+ * (proxy/prepare.h). 0; 1 while it waits on the store (dispatched again
+ * when what it names is read); or -1 with the answer in r. */
 static int route_request(tg_req *r)
 {
     const char *rest = r->client.rest;
@@ -284,8 +285,8 @@ static int route_request(tg_req *r)
         /* count_tokens has no chat form: passed through, or estimated */
         bool count = !strcmp(rest, "/v1/messages/count_tokens");
         int k = prepare_bridged(r, by_prefix, count);
-        if (k < 0)
-            return -1;
+        if (k < 0 || k == 2)
+            return k < 0 ? -1 : 1;  /* 1: waits on the store */
         r->prep.is_chat = k == 0;
         if (k == 0)
             return prepare_chat(r, by_prefix);
@@ -333,8 +334,13 @@ static enum MHD_Result dispatch(tg_req *r)
     enum MHD_Result res;
     if (serve_ops(r, &res))
         return res;
-    if (answered_at_door(r) || route_request(r))
+    int k = answered_at_door(r) ? -1 : route_request(r);
+    if (k < 0)
         return queue_answer(r);
+    if (k > 0) {  /* the store reads on the loop; the resume dispatches it again */
+        req_suspend(r);
+        return MHD_YES;
+    }
     tg_buf u = {0};
     upstream_url(r, &u);
     int rc = start_upstream(r, u.data, r->client.method);
@@ -551,7 +557,7 @@ static enum MHD_Result answer_when_ready(tg_req *r)
 {
     switch (r->state) {
     case RQ_READ:
-        return dispatch(r);
+        return r->client.gone ? MHD_NO : dispatch(r);
     case RQ_WAIT:
         if (r->client.gone)
             return MHD_NO;

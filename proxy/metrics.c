@@ -311,7 +311,7 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
     tg_buf_puts(&b, "# HELP toolgate_limits_total Requests and connections cut by a bound "
                     "(docs/security.md).\n# TYPE toolgate_limits_total counter\n");
     static const char *lim[TG_LIMIT_N] = {"max_event", "max_answer", "header_timeout",
-                                          "shutdown_grace"};
+                                          "shutdown_grace", "upstream_head"};
     for (int k = 0; k < TG_LIMIT_N; k++)
         tg_buf_printf(&b, "toolgate_limits_total{limit=\"%s\"} %llu\n", lim[k], SUM(limits[k]));
     tg_buf_puts(&b, "# HELP toolgate_store_errors_total Responses item store operations that "

@@ -34,6 +34,7 @@ typedef enum {
     TG_LIMIT_MAX_ANSWER,      /* a whole upstream answer past max_answer */
     TG_LIMIT_HEADER_TIMEOUT,  /* a request head not whole within header_timeout */
     TG_LIMIT_SHUTDOWN,        /* a stream still open at the end of shutdown_grace */
+    TG_LIMIT_UPSTREAM_HEAD,   /* upstream headers too large to pass on (UP_HEAD_MAX) */
     TG_LIMIT_N
 } tg_limit;
 void tg_metrics_limit(tg_metrics *m, tg_limit which);

@@ -67,8 +67,9 @@ static void answer_estimate(tg_req *r, const json_t *body)
 /* A request of an agent API (r->prep.api): on a route that bridges it, the body
  * becomes a chat request that goes the chat way, and the answer is turned
  * back on its way out. Returns 0 for the chat way, 1 when the route's
- * provider takes the request as it is (r->route set), -1 with an answer
- * in r. */
+ * provider takes the request as it is (r->route set), 2 while what it
+ * names is read from the store (bridge_api.prefetch: the request waits,
+ * and comes here again), -1 with an answer in r. */
 int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
 {
     tg_error err;
@@ -131,6 +132,10 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
     if (route)  /* the route picked, for the log of a request refused below */
         r->route = route;
     r->client.owner = item_owner(r, route);
+    if (r->prep.api->prefetch && r->prep.api->prefetch(r, body) > 0) {
+        json_decref(body);  /* read again when what it names is in */
+        return 2;
+    }
     int rc = r->prep.api->to_chat(r, route, body, &chat, &err);
     json_decref(body);
     if (rc) {

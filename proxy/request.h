@@ -100,6 +100,13 @@ typedef struct tg_req {
         tg_embedder embedder;         /* ctx.embedder with discovery_embeddings */
         const tg_route *embed_from;   /* the route whose discovery_embeddings it serves
                                          (r->route may move on to a fallback) */
+        json_t *fetched;              /* what a store on the loop read for it: id ->
+                                         item or record (bridges.c prefetch), or NULL */
+        json_t *fetch_ids;            /* the item ids asked for, in order */
+        uint64_t fetch_deadline;      /* the request's store budget ends (now_us) */
+        int fetch_rounds;
+        bool fetching;                /* that read is out: the client is suspended */
+        bool fetch_down;              /* it failed, or ran past the store budget */
     } prep;
 
     struct {
@@ -131,6 +138,8 @@ typedef struct tg_req {
                                          check failed, not only "SSL error" */
         bool timed_out;
         bool cut;                     /* the whole answer passed max_answer */
+        bool head_cut;                /* the headers to pass on passed UP_HEAD_MAX */
+        size_t head_bytes;            /* their bytes so far, this round */
         int attempt;                  /* retries made on this route */
         bool fell_back;               /* the route's fallback is in use */
         uint64_t retry_at;            /* 0, or when to send again */
@@ -181,6 +190,11 @@ typedef struct bridge_api {
     bool own_query;
     bool (*bridges)(const tg_route *route);
     size_t (*strip_markers)(json_t *body, const char *prefix);
+    /* the stored things body names, read before to_chat from a store on
+     * the worker's loop: 1 while they are read (r is suspended, and its
+     * dispatch runs again once they are in), 0 when there is nothing to
+     * wait for (NULL: the API reads no store) */
+    int (*prefetch)(tg_req *r, const json_t *body);
     /* body -> chat body (*chat), with r->prep.bridge set, for route (NULL
      * when none matched yet); 0, or -1 with err */
     int (*to_chat)(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,

@@ -61,6 +61,9 @@ static void sweep_timeouts(worker *w, uint64_t t)
             time_out_if_late(r, t);
     }
     upconn_sweep(w, t);
+    tg_store *st = w->srv->items;
+    if (st->ops->tick)
+        st->ops->tick(st, w->id, t);
 }
 
 static void take_new_conf(worker *w)
@@ -218,6 +221,9 @@ static void *worker_main(void *arg)
             case K_UPCONN:
                 upconn_event(w, tag, evs[i].events);
                 break;
+            case K_STORE:
+                w->srv->items->ops->event(w->srv->items, w->id, evs[i].events);
+                break;
             case K_CLIENT: {
                 tg_req *r = find_by_client(w, TAG_FD(tag), TAG_GEN(tag));
                 if (r)
@@ -315,6 +321,13 @@ static int open_listener(const char *host, int port, char *err, size_t errlen)
     return bind_listener(host, port, true, err, errlen);
 }
 
+/* A put the store sent without waiting failed later (store.h). */
+static void store_put_failed(void *ud)
+{
+    worker *w = ud;
+    tg_metrics_store_error(w->metrics, "put");
+}
+
 static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char *host, int port,
                         char *err, size_t errlen)
 {
@@ -370,6 +383,11 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
     curl_multi_setopt(w->multi, CURLMOPT_MAXCONNECTS, 512L);
     w->cache = tg_cache_new(256, 64u << 20);
     w->metrics = tg_metrics_worker(s->metrics, id);
+    if (s->items->ops->attach) {  /* Redis on this loop (store.h) */
+        tg_store_loop loop = {.epfd = w->epfd, .tag = TAG(K_STORE, 0, 0),
+                              .put_failed = store_put_failed, .ud = w};
+        s->items->ops->attach(s->items, id, &loop);
+    }
     return pthread_create(&w->thread, NULL, worker_main, w) ? -1 : 0;
 }
 
@@ -388,6 +406,8 @@ static void worker_cleanup(worker *w)
         next = r->next;
         stop_upstream(r);
     }
+    if (w->srv->items->ops->detach)  /* its fetches end DOWN, their requests let go */
+        w->srv->items->ops->detach(w->srv->items, w->id);
     upconn_free_all(w);
     while (w->n_spare)
         curl_easy_cleanup(w->spare[--w->n_spare]);

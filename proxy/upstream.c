@@ -150,6 +150,14 @@ static void on_upstream_headers_done(tg_req *r)
     }
 }
 
+/* The upstream headers passed on to the client, at most. libmicrohttpd
+ * writes the client's answer head in the connection's pool, which holds
+ * max_header + 8 KB (proxy/server.c) and may still hold a request head of
+ * max_header: a head that does not fit there was an empty reply (the
+ * connection closed) logged as a 200. Providers send 1-2 KB; toolgate's
+ * own headers take well under 1 KB of the rest. */
+#define UP_HEAD_MAX (6u << 10)
+
 static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *ud)
 {
     tg_req *r = ud;
@@ -158,8 +166,11 @@ static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *u
         const char *sp = memchr(line, ' ', n);
         r->up.status = sp ? strtol(sp + 1, NULL, 10) : 0;
         tg_header_list_free(&r->up.hdrs);
+        r->up.head_bytes = 0;
         return n;
     }
+    if (r->up.head_cut)
+        return 0;  /* stops curl's transfer; the own client's stops at its body */
     if (n <= 2 && (line[0] == '\r' || line[0] == '\n')) {
         if (r->up.status >= 200)
             on_upstream_headers_done(r);
@@ -167,6 +178,12 @@ static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *u
     }
     if (header_held_back(line, n))
         return n;
+    r->up.head_bytes += n;
+    if (r->up.head_bytes > UP_HEAD_MAX) {
+        r->up.head_cut = true;
+        tg_header_list_free(&r->up.hdrs);
+        return 0;
+    }
     tg_header_list_add_line(&r->up.hdrs, line, n);
     return n;
 }
@@ -196,7 +213,7 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
     if (!r->up.t_first_byte)
         r->up.t_first_byte = t;
     r->up.t_last_byte = t;
-    if (r->client.gone)
+    if (r->client.gone || r->up.head_cut)
         return 0;  /* abort the transfer */
     if (!r->up.headers_done)
         on_upstream_headers_done(r);
@@ -682,6 +699,8 @@ int start_upstream(tg_req *r, const char *url, const char *method)
     tg_header_list_free(&r->up.hdrs);
     tg_buf_reset(&r->up.resp);
     r->up.cut = false;
+    r->up.head_cut = false;
+    r->up.head_bytes = 0;
     if (!r->up.headers)
         r->up.headers = build_upstream_headers(r, r->prep.is_chat);
     r->up.t_start = now_us();
@@ -1040,6 +1059,34 @@ void fire_due_retries(worker *w, uint64_t t)
     }
 }
 
+/* The upstream's headers do not fit the client's answer head
+ * (UP_HEAD_MAX): a 502 in the API's shape, logged and counted, rather
+ * than an empty reply. A stream already relayed to the client (a later
+ * discovery round) ends with the error event of a cut stream. */
+static void head_too_large(tg_req *r)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "upstream %s sent response headers larger than toolgate passes on (%u bytes); "
+             "the answer was dropped (route %s)",
+             r->route->upstream_shown, UP_HEAD_MAX, r->route->name);
+    tg_log(TG_LOG_WARN, "request %s: %s", r->id, msg);
+    tg_metrics_limit(r->w->metrics, TG_LIMIT_UPSTREAM_HEAD);
+    tg_metrics_upstream_error(r->w->metrics, 0);
+    if (r->state >= RQ_READY && r->stream.repair) {
+        finish_stream(r, true);
+        return;
+    }
+    if (r->state >= RQ_READY && r->stream.raw) {
+        raw_stream_error(r, "upstream_head_too_large", msg);
+        r->stream.done = true;
+        req_resume(r);
+        return;
+    }
+    set_error(r, 502, "upstream_error", "upstream_head_too_large", NULL, "%s", msg);
+    req_resume(r);
+}
+
 static void upstream_done(tg_req *r)
 {
     CURLcode rc = r->up.result;
@@ -1055,6 +1102,10 @@ static void upstream_done(tg_req *r)
                   "decoded); the answer was cut off",
                   r->route->name, r->conf->max_answer);
         req_resume(r);
+        return;
+    }
+    if (r->up.head_cut) {
+        head_too_large(r);
         return;
     }
     if (retry_or_fall_back(r))

@@ -8,6 +8,8 @@
 # part on an openai route, its text elsewhere, said in
 # X-Toolgate-Translated), the tools its ToolSearch loaded, count_tokens
 # answered with an estimate.
+# With no client_keys, two clients told apart by their provider keys alone
+# keep their Responses items and chains apart in the memory store (owners.py).
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
@@ -60,7 +62,8 @@ expect_eq "Messages: X-Toolgate-Dropped names them" \
     "fields mcp_servers; tools web_search_20250305" "$(header_value "$B.h" X-Toolgate-Dropped)"
 
 st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' --data-binary '{"model":"mock-default","input":"hi"}')
-expect_eq "a request with nothing to drop has no X-Toolgate-Dropped" "" "$(header_value "$B.h" X-Toolgate-Dropped)"
+expect_eq "a request with nothing to drop is answered, and has no X-Toolgate-Dropped" "200 " \
+    "$st $(header_value "$B.h" X-Toolgate-Dropped)"
 
 tg_req "$B" GET /metrics >/dev/null
 expect_match "the drops are counted (toolgate_bridge_dropped_total)" \
@@ -328,6 +331,11 @@ st=$(tg_req "$B" POST '/strict/v1beta/models/mock-default:generateContent' -H 'C
 expect_eq "hosted_tools = refuse: Gemini's googleSearch is a 400 in Gemini's shape" "400 INVALID_ARGUMENT" \
     "$st $(json_get "$B" error.status)"
 expect_match "hosted_tools = refuse: naming the tool" 'tools\[1\]\.googleSearch' "$(json_get "$B" error.message)"
+
+# ---- owners by provider key (memory store, no client_keys) -----------------------
+
+check "provider keys alone keep Responses items and previous_response_id chains apart (memory)" \
+    "$PY" "$TG_ROOT/test/integration/owners.py" "$TG_URL"
 
 stop_toolgate
 finish

@@ -29,8 +29,11 @@ expect_eq "amplifying schemas: 400" 400 "$code"
 body=$(cat "$TG_TMP/r1")
 expect_match "the 400 names the tool and the limit" "Tool 'tree_tool_[0-9]+' \\(tools\\[[0-9]+\\]\\).*schema.max_growth" "$body"
 expect_eq "the 400's code" schema_too_large "$(json_get "$TG_TMP/r1" error.code)"
-# generous for an ASan build on a loaded machine; the old walk took minutes there
-if [ "$ms" -lt 5000 ]; then ok "refused in ${ms} ms (< 5 s)"; else not_ok "refused in ${ms} ms (< 5 s)"; fi
+# No timed assertion (a loaded 2-core machine took 8 s): the old walk
+# is caught by the bounds that hold under any load, the request's own
+# 20 s (it took minutes on ASan), nothing upstream and the peak RSS (it
+# took 1.4 GB). How fast the 400 comes is bench/README.md's (rule 62).
+echo "# refused in ${ms} ms"
 expect_eq "nothing went upstream" 0 "$(mock_count)"
 hwm=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$TG_PID/status")
 if [ -n "$hwm" ] && [ "$hwm" -lt 524288 ]; then ok "peak RSS ${hwm} kB (< 512 MB)"; else not_ok "peak RSS ${hwm} kB (< 512 MB)"; fi

@@ -76,6 +76,24 @@ static void chat_sse(const json_t *payloads, tg_buf *out)
     }
 }
 
+/* Whether the chat stream ends in an error: one of its payloads is an
+ * object with an "error" that is not null (a stream the repair stage cut,
+ * or the upstream's error event). A bridged stream fails exactly then. */
+static bool chat_stream_failed(const json_t *payloads)
+{
+    size_t i;
+    const json_t *p;
+    bool failed = false;
+    json_array_foreach(payloads, i, p) {
+        json_t *j = json_is_string(p) ? json_loads(json_string_value(p), 0, NULL)
+                                      : json_incref((json_t *)p);
+        const json_t *e = json_is_object(j) ? json_object_get(j, "error") : NULL;
+        failed |= e && !json_is_null(e);
+        json_decref(j);
+    }
+    return failed;
+}
+
 /* The events a bridge wrote ("event: TYPE" and one data line each), as
  * [type, data] pairs. */
 static json_t *parse_events(const tg_buf *sse)
