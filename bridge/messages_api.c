@@ -135,7 +135,8 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
                 tg_buf_puts(&thinking, t);
             }
         } else if (type && !strcmp(type, "redacted_thinking")) {
-            continue;  /* encrypted for Anthropic's models alone */
+            /* encrypted for Anthropic's models alone: left out, and said */
+            tg_bridge_drop(cv->dropped, "content", type);
         } else if (type && tg_msg_is_server_block(type) && !cv->o->refuse_hosted) {
             tg_bridge_drop(cv->dropped, "content", type);  /* what Anthropic ran */
             /* the tools Anthropic's tool search loaded stay loaded */

@@ -18,7 +18,9 @@
  * call order), agent (a call of the first tool, then, once its result is in
  * the history under the call's own id, a text that quotes it), status, stall, reset, garbage, big, slow, fixture and
  * strict:<provider> (the provider validators live in mock_strict.c, which
- * this file includes so that the Makefile builds one translation unit).
+ * this file includes so that the Makefile builds one translation unit; a
+ * request they accept is answered as X-Mock-Then says: tools, parallel,
+ * fixture, or the default text).
  * Whatever the scenario's default answer, a user message with "MOCK_CALL
  * <tool> key=value..." scripts a tool call and a text quoting its result
  * (see "directive" below: how real agent CLIs are driven).
@@ -1569,6 +1571,10 @@ static enum MHD_Result answer_strict(request *r, struct MHD_Connection *conn)
         return answer_tools(r, conn);
     if (then && strcmp(then, "parallel") == 0)
         return answer_parallel(r, conn);
+    /* a validated request answered with a scripted chat stream (the
+     * conformance suite: each answer shape a bridge must turn into events) */
+    if (then && strcmp(then, "fixture") == 0)
+        return answer_fixture(r, conn);
     return answer_default(r, conn);
 }
 
