@@ -22,9 +22,9 @@
 # front of the mock's strict validator for that provider, so a request the
 # provider would refuse fails here too; the others, and the flows (a PDF,
 # an image, ToolSearch loading an MCP tool, a sub-agent, a second turn,
-# Codex's default model, view_image, apply_patch: "flows" below), run on
-# NEW_ROUTES, and on all of them in `make test-agents` (TG_AGENT_MATRIX=
-# full). Every agent streams, and none of them has a setting for
+# Codex's default model, view_image, apply_patch: "flows" below), run as
+# the suite agents_new.sh, each on one of two routes, and on all nine in
+# `make test-agents` (TG_AGENT_MATRIX=full). Every agent streams, and none of them has a setting for
 # non-streamed requests; Claude Code falls back to them when a stream
 # breaks, which claude_whole provokes to test the whole answers.
 #
@@ -37,30 +37,41 @@
 #
 # TG_AGENTS / TG_AGENT_ROUTES limit the runs (space-separated names);
 # TG_AGENT_LOG sets toolgate's log_level (default info); TG_AGENT_JOBS the
-# agents run at once (6); TG_AGENT_TIMEOUT the seconds one may take (120);
+# agents run at once (8); TG_AGENT_TIMEOUT the seconds one may take (120);
 # TG_AGENT_KEEP=DIR keeps the runs, the logs and the mock's last request.
 . "$(dirname "$0")/lib.sh"
 
 DIR="$TG_ROOT/test/agents"
 BIN="$DIR/node_modules/.bin"
-AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen gemini pi pi_responses pi_messages \
-cn kilo grok claude_pdf claude_image claude_mcp claude_task claude_cont codex_default \
-codex_image codex_patch codex_resume}
+# Two sets, two suites (each within test/run.sh's time per suite): the
+# first five agents on every route, and (agents_new.sh, TG_AGENT_SET=new)
+# the agents and flows added in issue 26, each on one route (half on
+# gemini3, half on strict) unless TG_AGENT_MATRIX=full (make test-agents) or
+# TG_AGENT_ROUTES names the routes; at most JOBS agents run at once.
+if [ "$TG_AGENT_SET" = new ]; then
+    AGENTS=${TG_AGENTS:-gemini pi pi_responses pi_messages cn kilo grok claude_pdf claude_image \
+claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_resume}
+else
+    AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
+fi
 ROUTES=${TG_AGENT_ROUTES:-gemini25 gemini3 anthropic mistral strict groq deepseek disc25 disc}
-# The agents and flows added after the first five run on NEW_ROUTES only,
-# unless TG_AGENT_MATRIX=full (make test-agents) or TG_AGENT_ROUTES names
-# the routes; at most JOBS agents run at once.
-NEW_ROUTES="gemini3 strict"
-JOBS=${TG_AGENT_JOBS:-6}
-TIMEOUT=${TG_AGENT_TIMEOUT:-120}
+JOBS=${TG_AGENT_JOBS:-8}
 
 # runs_on AGENT ROUTE: whether this suite runs AGENT on ROUTE.
 runs_on() {
     [ -n "$TG_AGENT_ROUTES" ] || [ "$TG_AGENT_MATRIX" = full ] && return 0
-    case $1 in claude | claude_whole | codex | opencode | qwen) return 0 ;; esac
-    case " $NEW_ROUTES " in *" $2 "*) return 0 ;; esac
+    [ "$TG_AGENT_SET" = new ] || return 0
+    case "$1 $2" in
+    "gemini gemini3" | "pi_messages gemini3" | "cn gemini3" | "grok gemini3" | \
+        "claude_pdf gemini3" | "claude_task gemini3" | "codex_default gemini3" | \
+        "codex_patch gemini3") return 0 ;;
+    "pi strict" | "pi_responses strict" | "kilo strict" | "claude_image strict" | \
+        "claude_mcp strict" | "claude_cont strict" | "codex_image strict" | \
+        "codex_resume strict") return 0 ;;
+    esac
     return 1
 }
+TIMEOUT=${TG_AGENT_TIMEOUT:-120}
 
 agents_ready "$DIR"
 
