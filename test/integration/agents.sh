@@ -407,10 +407,12 @@ run_claude_cont() {
 }
 
 # Codex with its default model: no model in config.toml, so it sends its
-# tools in an additional_tools input item, not in tools.
+# tools in an additional_tools input item, not in tools: namespaces
+# (flattened by the bridge as functions__exec...) with the code-mode exec
+# tool, whose input is JavaScript that calls the nested tools.
 run_codex_default() { run_codex "$1" "$2" "" "$4"; }
 prepare_codex_default() {
-    echo "List the box. MOCK_CALL $(tool_codex "$1/work/note.txt")"
+    echo "List the box. MOCK_CALL functions__exec input='text(await tools.exec_command({cmd: \"ls $1/work/box\"}))'"
 }
 
 # Codex's view_image: its function_call_output holds an input_image part.
