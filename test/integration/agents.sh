@@ -278,7 +278,10 @@ EOF
 tool_cn() { echo "Read filepath=$1"; }
 
 # Kilo (an opencode fork): the same provider config as opencode, in
-# kilo.json, and its KILO_ switches for the network it would reach.
+# kilo.json, and its KILO_ switches for the network it would reach. Its
+# start (a session database, an event bus, project indexing) takes about
+# 20 s on an idle machine and was seen past 120 s on a loaded one: twice
+# the time to hang.
 run_kilo() {
     cat >"$1/work/kilo.json" <<EOF
 {
@@ -293,10 +296,10 @@ run_kilo() {
 }
 EOF
     env -i PATH="$PATH" HOME="$1/home" npm_config_registry=http://127.0.0.1:9/ \
-        KILO_DISABLE_AUTOUPDATE=1 KILO_DISABLE_MODELS_FETCH=1 \
+        KILO_NO_DAEMON=1 KILO_DISABLE_AUTOUPDATE=1 KILO_DISABLE_MODELS_FETCH=1 \
         KILO_DISABLE_LSP_DOWNLOAD=1 KILO_DISABLE_SHARE=1 KILO_TELEMETRY_LEVEL=off \
         KILO_DISABLE_SESSION_INGEST=1 KILO_DISABLE_CODEBASE_INDEXING=1 \
-        timeout "$TIMEOUT" "$BIN/kilo" run "$4"
+        timeout $((2 * TIMEOUT)) "$BIN/kilo" run "$4"
 }
 tool_kilo() { echo "read filePath=$1"; }
 
