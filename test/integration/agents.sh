@@ -109,13 +109,8 @@ route_info() {
 # The open ones are those of issue 26 whose fixes other branches bring.
 todo_reason() {
     case "$1 $2 $3" in
-    "gemini "*) echo "the Gemini API bridge (branch gemini): toolgate answers 404 to POST /v1beta/models/MODEL:streamGenerateContent" ;;
-    "claude_pdf "*) echo "PDF document blocks in a tool_result (branch msgflows): the bridge answers 400 'only plain-text documents'" ;;
     "claude_mcp disc"*" trip") echo "Claude Code names its deferred MCP tools only in its system prompt, so they are not in the discovery catalog; the scripted model would have to go through ToolSearch behind call_tool (still failing with msgflows merged)" ;;
     "claude_mcp disc"*) ;;
-    "claude_mcp "*) echo "tool_reference blocks in ToolSearch's tool_result (branch msgflows): the bridge answers 400, Claude Code turns tool search off" ;;
-    "codex_image strict "*) echo "an input_image in a function_call_output (branch respflows): the bridge leaves it in a chat tool message, which OpenAI refuses" ;;
-    "codex_default "*" trip") echo "Codex's additional_tools input item (branch respflows): dropped, the model is offered no tool" ;;
     esac
 }
 
