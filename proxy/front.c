@@ -44,6 +44,11 @@ static void add_common_headers(tg_req *r, struct MHD_Response *resp)
     }
     if (r->prep.dropped)
         MHD_add_response_header(resp, "X-Toolgate-Dropped", r->prep.dropped);
+    if (r->ctx_live && r->ctx.stats.schema_standins) {  /* rule 62, degraded */
+        char v[96];
+        snprintf(v, sizeof v, "schema-budget; standins=%u", r->ctx.stats.schema_standins);
+        MHD_add_response_header(resp, "X-Toolgate-Degraded", v);
+    }
 }
 
 static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep_type)
