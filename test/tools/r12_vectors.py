@@ -85,3 +85,32 @@ for name, note, text, calls in CASES:
     with open("test/vectors/repair/R12-fmt-%s.json" % name, "w") as f:
         json.dump(v, f, indent=1, ensure_ascii=False)
         f.write("\n")
+
+
+# names mapped back: the model writes the name the target saw (gemini
+# renamed "fs/read file"); the agent gets its own name back
+RENAMED = {"type": "function", "function": {"name": "fs/read file", "parameters": {
+    "type": "object", "properties": {"path": {"type": "string"}, "lines": {"type": "integer"}},
+    "required": ["path"]}}}
+text = CB + B + "fs_read_file" + SEP + '{"path": "/a", "lines": 3}' + E + CE
+c = [{"id": "<id>", "type": "function", "function": {"name": "fs/read file",
+                                                     "arguments": compact({"path": "/a", "lines": 3})}}]
+sse = [chunk({"role": "assistant", "content": ""})]
+sse += [chunk({"content": text[i:i + 7]}) for i in range(0, len(text), 7)]
+sse += [chunk({}, "stop"), "[DONE]"]
+resp = {"id": "r", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                     "finish_reason": "stop"}]}
+exp = json.loads(json.dumps(resp))
+exp["choices"][0]["message"] = {"role": "assistant", "content": None, "tool_calls": c}
+exp["choices"][0]["finish_reason"] = "tool_calls"
+v = {"quirk": "R12", "note": "DeepSeek V3.1 tokens naming the tool as gemini saw it (fs_read_file): "
+     "the agent gets its own name back (fs/read file)", "dialect": "gemini", "request_stages": True,
+     "response": resp, "expected": exp, "sse": sse,
+     "expected_sse": [chunk({"role": "assistant", "content": ""}),
+                      chunk({"tool_calls": [dict(index=0, **c[0])]}), chunk({}, "tool_calls"), "[DONE]"],
+     "text_tool_calls": True, "tools": [RENAMED],
+     "request": {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [RENAMED]}}
+with open("test/vectors/repair/R12-fmt-deepseek-v31-renamed.json", "w") as f:
+    json.dump(v, f, indent=1, ensure_ascii=False)
+    f.write("\n")
