@@ -66,16 +66,25 @@ static void perr(parser *p, int line, const char *fmt, ...)
     p->nerr++;
 }
 
-/* Remember where each [section] starts, for messages about the section. */
-static void note_section(parser *p, const char *line)
+/* inih keeps at most 49 bytes of a section name (its MAX_SECTION is 50) and
+ * cuts the rest silently: "[route " leaves a route name 43 characters. A
+ * longer header reaches inih as a short stand-in, "[\x01N]" (N indexes
+ * p->secs, which holds the whole name), and on_kv puts the whole name back,
+ * so a route may have a name of any length. */
+#define INI_SECTION_KEEP 49
+#define LONG_SECTION '\x01'
+
+/* Remember where each [section] starts, for messages about the section.
+ * Returns the length of the name (0 when the line is no header). */
+static size_t note_section(parser *p, const char *line)
 {
     while (*line == ' ' || *line == '\t')
         line++;
     if (*line != '[')
-        return;
+        return 0;
     const char *end = strchr(line, ']');
     if (!end)
-        return;
+        return 0;
     const char *b = line + 1;
     while (b < end && (*b == ' ' || *b == '\t'))
         b++;
@@ -86,6 +95,16 @@ static void note_section(parser *p, const char *line)
     p->secs[p->nsecs].name = tg_strndup(b, (size_t)(e - b));
     p->secs[p->nsecs].line = p->line;
     p->nsecs++;
+    return (size_t)(e - b);
+}
+
+/* The whole name of a section inih saw as a stand-in (see LONG_SECTION). */
+static const char *whole_section(const parser *p, const char *section)
+{
+    if (section[0] != LONG_SECTION)
+        return section;
+    int i = atoi(section + 1);
+    return i >= 0 && i < p->nsecs ? p->secs[i].name : section;
 }
 
 static int section_line_of(const parser *p, const char *section, int fallback)
@@ -122,7 +141,8 @@ static char *read_line(char *str, int num, void *stream)
         return str;
     }
     p->line++;
-    note_section(p, str);
+    if (note_section(p, str) > INI_SECTION_KEEP)
+        snprintf(str, (size_t)num, "[%c%d]\n", LONG_SECTION, p->nsecs - 1);
     return str;
 }
 
@@ -169,7 +189,7 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
         p->kvs = tg_realloc(p->kvs, (size_t)p->cap * sizeof *p->kvs);
     }
     kv *k = &p->kvs[p->n++];
-    k->section = tg_strdup(section);
+    k->section = tg_strdup(whole_section(p, section));
     k->key = tg_strdup(key);
     k->value = expand_env(value);
     k->line = p->line;
