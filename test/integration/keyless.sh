@@ -56,4 +56,15 @@ expect_eq "a defaulted key answers" 200 \
 expect_eq "a route without api_key forwards as before" 200 \
     "$(chat "$B" '{"model":"client-1","messages":[{"role":"user","content":"hi"}]}')"
 stop_toolgate
+
+# toolgate check: the same warning, and a host that does not resolve
+# (.invalid never does, RFC 6761); loopback routes draw no host warning.
+printf '[route far]\nmodels = far-*\nupstream = https://no-such-provider.invalid/v1\napi_key = ${TG_KEYLESS_UNSET}\n' >>"$conf"
+"$TG_BIN" check -c "$conf" >"$TG_TMP/check.txt" 2>&1
+expect_eq "check: exits 0 (warnings do not fail it)" 0 "$?"
+out=$(cat "$TG_TMP/check.txt")
+expect_match "check: warns of the unset variable" 'warn: route nokey: api_key is \$\{TG_KEYLESS_UNSET\}' "$out"
+expect_match "check: names the host that does not resolve" \
+    'warn: route far: upstream host no-such-provider.invalid does not resolve' "$out"
+expect_eq "check: no host warning for loopback routes" 1 "$(grep -c 'does not resolve' "$TG_TMP/check.txt")"
 finish
