@@ -130,6 +130,9 @@ sent = json.load(open(f"{d}/sent.json"))
 up = json.load(open(f"{d}/up.json"))
 raw, got = events(f"{d}/raw.sse"), events(f"{d}/got.sse")
 
+print(c("1", "toolgate demo: one agent request through toolgate to a Gemini-like provider"))
+print("(the project's mock, conf/demo.conf: it refuses what Gemini refuses and streams calls\n"
+      " without index and type; the rules are in docs/dialects.md)")
 head("1. the agent sent (POST /v1/chat/completions)")
 show_request(sent)
 head("2. toolgate sent upstream (the provider's record of it), each change by its rule")
@@ -166,6 +169,6 @@ cat <<EOF
   curl -sN $BASE/chat/completions -H 'Content-Type: application/json' \\
     -d '{"model":"gemini-2.5-flash","stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"my:tool","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}]}'
   python3 -c 'from openai import OpenAI; print(OpenAI(base_url="$BASE", api_key="x").chat.completions.create(model="gemini-2.5-flash", messages=[{"role":"user","content":"hi"}]).choices[0].message)'
-  toolgate rewrite -c conf/demo.conf --route demo YOUR_REQUEST.json --explain
+  $TG rewrite -c conf/demo.conf --route demo YOUR_REQUEST.json --explain   # any request, its changes
 EOF
 wait "$tg_pid"
