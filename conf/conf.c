@@ -128,8 +128,9 @@ static char *read_line(char *str, int num, void *stream)
 }
 
 /* ${VAR} and ${VAR:-default} from the environment; unset VAR is "".
- * *unset gets the name of the first VAR that gave "" (a route's api_key
- * then says which variable to set: tg_route.api_key_var). */
+ * *unset gets the name of the first VAR without a default that gave ""
+ * (a route's api_key then says which variable to set: tg_route.api_key_var;
+ * ${VAR:-} marks a key as optional, for a local server that takes none). */
 static char *expand_env(const char *v, char **unset)
 {
     tg_buf out = {0};
@@ -154,7 +155,7 @@ static char *expand_env(const char *v, char **unset)
                     val = def;
                 if (val)
                     tg_buf_puts(&out, val);
-                if ((!val || !*val) && !*unset && *name)
+                if ((!val || !*val) && !def && !*unset && *name)  /* ${VAR:-} is optional */
                     *unset = tg_strdup(name);
                 v = end + 1;
                 continue;

@@ -19,6 +19,7 @@ conf="$TG_TMP/keyless.conf"
     conf_route haskey 'has-*' 'api_key = ${TG_KEYLESS_SET}'
     conf_route defkey 'def-*' 'api_key = ${TG_KEYLESS_UNSET:-fallback-key}'
     conf_route clientkey 'client-*' ''
+    conf_route optkey 'opt-*' 'api_key = ${TG_KEYLESS_UNSET:-}'
 } >"$conf"
 unset TG_KEYLESS_UNSET
 export TG_KEYLESS_EMPTY= TG_KEYLESS_SET=sk-set
@@ -28,7 +29,7 @@ log=$(cat "$TG_LOG")
 expect_match "start: warn names route nokey and its variable" \
     'warn: route nokey: api_key is \$\{TG_KEYLESS_UNSET\}, which is unset or empty: requests to this route fail until TG_KEYLESS_UNSET is set' "$log"
 expect_match "start: warn for an empty variable too" 'warn: route emptykey: api_key is \$\{TG_KEYLESS_EMPTY\}' "$log"
-expect_eq "start: one warn line per keyless route, none for set, defaulted or absent keys" 2 \
+expect_eq "start: one warn line per keyless route, none for set, defaulted, optional or absent keys" 2 \
     "$(grep -c 'warn: route .*: api_key is' "$TG_LOG")"
 
 B="$TG_TMP/b"
@@ -55,6 +56,8 @@ expect_eq "a defaulted key answers" 200 \
     "$(chat "$B" '{"model":"def-1","messages":[{"role":"user","content":"hi"}]}')"
 expect_eq "a route without api_key forwards as before" 200 \
     "$(chat "$B" '{"model":"client-1","messages":[{"role":"user","content":"hi"}]}')"
+expect_eq "an optional key (\${VAR:-}) unset: the request goes up without one" 200 \
+    "$(chat "$B" '{"model":"opt-1","messages":[{"role":"user","content":"hi"}]}')"
 stop_toolgate
 
 # toolgate check: the same warning, and a host that does not resolve
