@@ -217,6 +217,8 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
                   routes);
         return -1;
     }
+    if (refuse_keyless(r, r->route))  /* not on a fallback: its error would hide the first's */
+        return -1;
     return prepare_route(r, r->route);
 }
 
@@ -313,8 +315,6 @@ int prepare_route(tg_req *r, const tg_route *route)
         r->json = body;
     }
     r->route = route;
-    if (refuse_keyless(r, route))
-        return -1;
     tg_ctx_init(&r->ctx, route->name, &route->rules, route->strip_prefix);
     r->ctx_live = true;
     r->ctx.cache = r->w->cache;
