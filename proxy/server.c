@@ -393,6 +393,8 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
 
 static void worker_cleanup(worker *w)
 {
+    if (!w->srv)  /* never started (the port was taken): nothing of its own */
+        return;
     /* libmicrohttpd aborts the process when stopped with a connection
      * suspended: a client that did not take its end in time is resumed
      * (and closed by the stop) */

@@ -6,7 +6,7 @@
 # API's shape naming the variable, without a call upstream -- instead of
 # the provider's bare 401 or a 502 "Could not resolve host". A client's own
 # key still goes through; `toolgate check` says the same and names a host
-# that does not resolve.
+# that does not resolve; a port already taken is said, not a crash.
 . "$(dirname "$0")/lib.sh"
 
 start_mock
@@ -58,6 +58,12 @@ expect_eq "a route without api_key forwards as before" 200 \
     "$(chat "$B" '{"model":"client-1","messages":[{"role":"user","content":"hi"}]}')"
 expect_eq "an optional key (\${VAR:-}) unset: the request goes up without one" 200 \
     "$(chat "$B" '{"model":"opt-1","messages":[{"role":"user","content":"hi"}]}')"
+# A second toolgate on the same port (make run beside a running one):
+# a clear message and exit 1, not a crash.
+"$TG_BIN" serve -c "$conf" >"$TG_TMP/second.log" 2>&1
+expect_eq "a taken port: exit 1" 1 "$?"
+expect_match "a taken port: said" "listen 127.0.0.1:$port: Address already in use" "$(cat "$TG_TMP/second.log")"
+sanitizer_clean "a taken port" "$TG_TMP/second.log"
 stop_toolgate
 
 # toolgate check: the same warning, and a host that does not resolve
