@@ -34,7 +34,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 CONF     ?= conf/toolgate.conf
 
-.PHONY: all deps run demo test unit clean install bench eval fuzz soak
+.PHONY: all deps run test unit clean install bench eval fuzz soak
 all: $(BUILD)/toolgate
 
 $(BUILD)/%.o: %.c $(HDRS)
@@ -73,6 +73,7 @@ run: deps
 # The first minute without a key: toolgate before the project's mock in a
 # Gemini-like personality, one agent request shown on its way up and down
 # with each change's rule, then left running until Ctrl-C (deploy/demo.sh).
+.PHONY: demo
 demo: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/mock-upstream
 	@BUILD=$(BUILD) sh deploy/demo.sh
