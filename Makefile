@@ -70,6 +70,14 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	./$(BUILD)/toolgate serve -c $(CONF)
 
+# The first minute without a key: toolgate before the project's mock in a
+# Gemini-like personality, one agent request shown on its way up and down
+# with each change's rule, then left running until Ctrl-C (deploy/demo.sh).
+.PHONY: demo
+demo: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/mock-upstream
+	@BUILD=$(BUILD) sh deploy/demo.sh
+
 # The whole suite: the normal build (which `make install` uses), then every
 # unit test, vector and integration test against the ASan/UBSan build.
 ASAN := BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" OPT="-O1 -g"

@@ -28,6 +28,7 @@ typedef struct kv {
     char *section;
     char *key;
     char *value;  /* after ${VAR} expansion */
+    char *unset;  /* the first ${VAR} that expanded to "" (unset or empty, no default), or NULL */
     int line;
 } kv;
 
@@ -146,8 +147,11 @@ static char *read_line(char *str, int num, void *stream)
     return str;
 }
 
-/* ${VAR} and ${VAR:-default} from the environment; unset VAR is "". */
-static char *expand_env(const char *v)
+/* ${VAR} and ${VAR:-default} from the environment; unset VAR is "".
+ * *unset gets the name of the first VAR without a default that gave ""
+ * (a route's api_key then says which variable to set: tg_route.api_key_var;
+ * ${VAR:-} marks a key as optional, for a local server that takes none). */
+static char *expand_env(const char *v, char **unset)
 {
     tg_buf out = {0};
     while (*v) {
@@ -171,6 +175,8 @@ static char *expand_env(const char *v)
                     val = def;
                 if (val)
                     tg_buf_puts(&out, val);
+                if ((!val || !*val) && !def && !*unset && *name)  /* ${VAR:-} is optional */
+                    *unset = tg_strdup(name);
                 v = end + 1;
                 continue;
             }
@@ -191,7 +197,8 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
     kv *k = &p->kvs[p->n++];
     k->section = tg_strdup(whole_section(p, section));
     k->key = tg_strdup(key);
-    k->value = expand_env(value);
+    k->unset = NULL;
+    k->value = expand_env(value, &k->unset);
     k->line = p->line;
     return 1;
 }
@@ -557,6 +564,8 @@ static void route_key(parser *p, tg_route *r, const kv *k)
     } else if (!strcmp(key, "api_key")) {
         free(r->api_key);
         r->api_key = *v ? tg_strdup(v) : NULL;
+        free(r->api_key_var);
+        r->api_key_var = !*v && k->unset ? tg_strdup(k->unset) : NULL;
     } else if (!strcmp(key, "upstream_model")) {
         free(r->upstream_model);
         r->upstream_model = *v ? tg_strdup(v) : NULL;
@@ -673,6 +682,7 @@ static void route_free(tg_route *r)
     free(r->upstream);
     free(r->upstream_shown);
     free(r->api_key);
+    free(r->api_key_var);
     free(r->upstream_model);
     free(r->tls_ca_file);
     free(r->tls_ca_path);
@@ -929,6 +939,7 @@ tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors)
         free(p.kvs[i].section);
         free(p.kvs[i].key);
         free(p.kvs[i].value);
+        free(p.kvs[i].unset);
     }
     free(p.kvs);
     for (int i = 0; i < p.nsecs; i++)

@@ -33,6 +33,30 @@ static void route_list(const tg_conf *c, char *buf, size_t n)
         off += (size_t)snprintf(buf + off, n - off, "%s%s", i ? ", " : "", c->routes[i].name);
 }
 
+/* A route whose api_key named an unset variable (conf.c: api_key_var)
+ * forwards the client's own provider key; without one the provider's
+ * answer would be a bare 401, or a 502 from a provider toolgate cannot
+ * reach: the error names the variable to set instead. A client's key is
+ * any credential header that is not toolgate's own client key (http.c). */
+static int refuse_keyless(tg_req *r, const tg_route *route)
+{
+    static const char *const creds[] = {"x-upstream-authorization", "authorization",
+                                        "x-api-key", "api-key", "x-goog-api-key", NULL};
+    if (!route->api_key_var || route->api_key)
+        return 0;
+    for (const char *const *h = creds; *h; h++) {
+        const char *v = client_header(r, *h);
+        if (v && *v && !(r->client.key && strstr(v, r->client.key)))
+            return 0;
+    }
+    set_error(r, 401, "invalid_request_error", "missing_api_key", NULL,
+              "route '%s' has no provider key: its api_key is ${%s}, which is unset or empty in "
+              "toolgate's environment; set %s and restart toolgate, or send your own key in "
+              "x-upstream-authorization",
+              route->name, route->api_key_var, route->api_key_var);
+    return -1;
+}
+
 /* The body is read and rewritten, so it must be plain JSON: a gzip body
  * would otherwise fail as "not valid JSON" near its first byte. */
 static int body_plain(tg_req *r)
@@ -101,7 +125,7 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         }
         json_decref(body);
         r->route = route;
-        return 1;
+        return refuse_keyless(r, route) ? -1 : 1;
     }
     if (pass_only) {  /* an endpoint with no chat form */
         if (!route) {
@@ -193,6 +217,8 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
                   routes);
         return -1;
     }
+    if (refuse_keyless(r, r->route))  /* not on a fallback: its error would hide the first's */
+        return -1;
     return prepare_route(r, r->route);
 }
 

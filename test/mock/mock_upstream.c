@@ -27,6 +27,8 @@
  * POST .../embeddings answers deterministic vectors (hash_embed.h), or
  * fails as its model says: mock-embed-status, -stall, -garbage, -dim, -count
  * or -big (embeddings below).
+ * A path /as/NAME,Then=parallel,Style=gemini,Untyped=1,Calls=1,Ids=name/
+ * also sets those X-Mock-* headers (a personality in an upstream URL).
  * GET /_last, GET /_count and POST /_reset let tests see what reached us.
  *
  *   mock-upstream [--listen HOST:PORT] [-v]      prints "port=N" once ready
@@ -242,6 +244,7 @@ typedef struct request {
     char error[320];       /* for the -v log: the start of an error body */
     const char *method;
     char *url;
+    char *path_args; /* /as/NAME,K=V...: the K=V part, cut into headers' values */
 } request;
 
 static void request_free(request *r)
@@ -251,6 +254,7 @@ static void request_free(request *r)
     tg_buf_free(&r->body);
     json_decref(r->json);
     free(r->url);
+    free(r->path_args);
     free(r);
 }
 
@@ -704,7 +708,9 @@ static enum MHD_Result answer_tools(request *r, struct MHD_Connection *conn)
  * arguments follow in three fragments (X-Mock-Arg-Pieces: n, at most one
  * per byte; the bench's time-to-first-argument test); with X-Mock-Style: gemini each call
  * comes whole in its own chunk without an index (R3); X-Mock-Ids: name gives
- * every call its function's name as id (R9), empty gives none (R2). A turn
+ * every call its function's name as id (R9), empty gives none (R2);
+ * X-Mock-Untyped: 1 leaves out each call's "type" (R1; whole answers and
+ * the gemini style). A turn
  * whose history ends with the tool answers of the last assistant turn -> a
  * text listing every result in call order ("results: a | b"), or
  * "unanswered: ID" for a call without its answer, so a proxy must keep
@@ -801,6 +807,7 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
     }
     const char *style = header(conn, "X-Mock-Style");
     bool gemini = style && !strcmp(style, "gemini");
+    bool untyped = header_long(conn, "X-Mock-Untyped", 0) > 0;
     const char *ids = header(conn, "X-Mock-Ids");
     json_t *calls = json_array();
     for (long i = 0; i < n; i++) {
@@ -819,9 +826,11 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
         }
         char *a = json_dumps(args, JSON_COMPACT);
         json_decref(args);
-        json_array_append_new(calls, json_pack("{s:s,s:s,s:{s:O,s:s}}", "id", id, "type", "function",
-                                               "function", "name", json_object_get(fn, "name"),
-                                               "arguments", a));
+        json_t *call = json_pack("{s:s,s:s,s:{s:O,s:s}}", "id", id, "type", "function", "function",
+                                 "name", json_object_get(fn, "name"), "arguments", a);
+        if (untyped) /* R1 */
+            json_object_del(call, "type");
+        json_array_append_new(calls, call);
         free(a);
     }
     json_decref(forced_tool);
@@ -1791,6 +1800,29 @@ static enum MHD_Result answer_embeddings(request *r, struct MHD_Connection *conn
 /* ------------------------------------------------------------------ */
 /* Dispatch. */
 
+/* /as/NAME,Then=parallel,Style=gemini/...: each KEY=VALUE after the name
+ * acts as the header X-Mock-KEY (one the request sends wins), so that a
+ * route's upstream URL alone picks a whole personality (make demo). The
+ * values live in r->path_args, which outlives the request's headers. */
+static void path_headers(request *r, struct MHD_Connection *conn)
+{
+    static const char *const names[] = { "X-Mock-Then", "X-Mock-Style", "X-Mock-Calls",
+                                         "X-Mock-Untyped", "X-Mock-Ids", NULL };
+    const char *from = r->url + 4 + strcspn(r->url + 4, ",/");
+    if (*from != ',' || !(r->path_args = strndup(from + 1, strcspn(from + 1, "/"))))
+        return;
+    char *save = NULL;
+    for (char *kv = strtok_r(r->path_args, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        for (size_t i = 0; names[i]; i++)
+            if (!strcasecmp(kv, names[i] + 7) && !header(conn, names[i]))
+                MHD_set_connection_value(conn, MHD_HEADER_KIND, names[i], eq + 1);
+    }
+}
+
 static void pick_scenario(request *r, struct MHD_Connection *conn)
 {
     const char *h = header(conn, "X-Mock");
@@ -1799,12 +1831,14 @@ static void pick_scenario(request *r, struct MHD_Connection *conn)
     size_t path_len = 0;
     if (h && *h)
         name = h;
-    else if (r->url && strncmp(r->url, "/as/", 4) == 0 && (path_len = strcspn(r->url + 4, "/")))
+    else if (r->url && strncmp(r->url, "/as/", 4) == 0 && (path_len = strcspn(r->url + 4, ",/")))
         name = r->url + 4;
     else if (model && strncmp(model, "mock-", 5) == 0)
         name = model + 5;
-    if (path_len)
+    if (path_len) {
         snprintf(r->scenario, sizeof(r->scenario), "%.*s", (int)path_len, name);
+        path_headers(r, conn);
+    }
     else
         snprintf(r->scenario, sizeof(r->scenario), "%s", name);
     r->stream = json_is_true(json_object_get(r->json, "stream"));
