@@ -182,6 +182,8 @@ static void history(json_t *body, tg_ctx *ctx)
 
 void tg_custom_stage(json_t *body, tg_ctx *ctx)
 {
+    if (!tg_dialect_has(ctx->dialect, TG_DF_REWRITE))
+        return;  /* passthrough: nothing is rewritten, custom tools go as sent */
     tools(body, ctx);
     choice(body, ctx);
     history(body, ctx);
