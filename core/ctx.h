@@ -85,6 +85,11 @@ typedef struct tg_ctx {
     json_t *rf_inverse;              /* the inverse of a rewritten
                                         response_format schema, or NULL */
     json_t *id_map;                  /* {upstream id: agent id} or NULL */
+    json_t *custom_tools;            /* {agent name: true}: chat custom tools
+                                        sent up as functions (sanitize/custom.h),
+                                        whose calls go back as custom calls */
+    json_t *translated;              /* {kind: [name]} given upstream in another
+                                        form (X-Toolgate-Translated), or NULL */
     json_t *disc_state;              /* discovery's per-request state or NULL */
     json_t *request;                 /* the upstream request body (for discovery rounds) */
     bool stream;

@@ -20,10 +20,12 @@
 #include <strings.h>
 
 #include "core/cache.h"
+#include "bridge/bridge.h"
 #include "core/jsonio.h"
 #include "proxy/bridges.h"
 #include "proxy/embed_http.h"
 #include "proxy/log.h"
+#include "proxy/metrics.h"
 
 static void route_list(const tg_conf *c, char *buf, size_t n)
 {
@@ -296,6 +298,22 @@ static void join_small_body(tg_req *r)
     r->up.tools = NULL;
 }
 
+/* What the request stages gave upstream in another form (a chat custom
+ * tool as a function, sanitize/custom.h): said like a bridge's translations
+ * (X-Toolgate-Translated, the log, toolgate_bridge_translated_total). A
+ * bridged request has no chat custom tools, so its own note stands. */
+static void note_chat_translated(tg_req *r)
+{
+    size_t n = tg_bridge_dropped_count(r->ctx.translated);
+    if (!n)
+        return;
+    free(r->prep.translated);
+    r->prep.translated = tg_bridge_dropped_text(r->ctx.translated);
+    tg_metrics_translated(r->w->metrics, n);
+    tg_log(TG_LOG_INFO, "request %s: route %s takes no custom tools; sent as functions: %s",
+           r->id, r->route->name, r->prep.translated ? r->prep.translated : "");
+}
+
 /* Run the request stages for `route` over the client's body and keep the
  * bytes to send. A fallback runs this again from the original bytes, so
  * the other route gets a request rewritten for its own dialect. */
@@ -330,6 +348,7 @@ int prepare_route(tg_req *r, const tg_route *route)
         set_error_from(r, &err);
         return -1;
     }
+    note_chat_translated(r);
     upstream_headers_free(r);  /* the api_key may differ between routes */
     up_body_free(r);
     /* a small body, tools' text joined (join_small_body), is about the

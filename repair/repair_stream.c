@@ -378,6 +378,7 @@ static bool tool_is_live(tg_stream *s, const char *name)
                       : !strcmp(tg_schema_agent_name(ctx, name), name) &&
                             tg_rr_tool_peek(ctx, name) &&
                             !json_object_get(ctx->arg_inverse, name) &&
+                            !tg_rr_is_custom(ctx, name) &&
                             !tg_rr_schema_repairs(ctx, name);
     if (s->live_name) {
         if (!s->live_tools)
