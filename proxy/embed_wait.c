@@ -26,7 +26,7 @@
 #include "core/cache.h"
 #include "proxy/embed_http.h"
 
-#define EMBED_PARALLEL 4 /* a catalog's calls out at once */
+#define EMBED_PARALLEL 8 /* a catalog's calls out at once */
 
 typedef struct embed_slot {
     CURL *easy;
