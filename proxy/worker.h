@@ -8,7 +8,7 @@
  * the worker's fields (its lists, its cache, its metrics) but call only
  * downward:
  *
- *   request < retry < bridges < prepare < upsock, upconn < upstream < front < server
+ *   request < retry < bridges < embed_wait < prepare < upsock, upconn < upstream < front < server
  *
  * (proxy/request.h ... proxy/server.c; each file's opening comment says
  * what it holds). No function here.
