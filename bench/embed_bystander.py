@@ -22,6 +22,9 @@ import sys
 import threading
 import time
 import urllib.parse
+import os
+
+LOG = os.environ.get("EMBED_LOG")
 
 
 def serve(delay_ms):
@@ -33,6 +36,8 @@ def serve(delay_ms):
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if LOG:
+                sys.stderr.write("embed call: %d inputs\n" % len(body["input"]))
             time.sleep(delay_ms / 1000.0)
             inp = body["input"] if isinstance(body["input"], list) else [body["input"]]
             data = []
@@ -75,8 +80,10 @@ def run(base, tools):
         c = http.client.HTTPConnection(url.hostname, url.port, timeout=600)
         c.request("POST", path, body, dict(headers, **{"Content-Type": "application/json"}))
         r = c.getresponse()
-        r.read()
+        text = r.read()
         c.close()
+        if LOG and "X-Mock" in headers:
+            sys.stderr.write("A's answer: %s\n" % text[:400].decode(errors="replace"))
         return r.status
 
     def client_a():

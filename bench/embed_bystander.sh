@@ -21,7 +21,7 @@ EP=$(sed -n 's/^port=//p' "$TG_TMP/emb.out")
 start_mock
 PORT=$(free_port)
 {
-    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = warn\naccess_log = off\n\n' "$PORT"
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = warn\naccess_log = off\nforward_headers = x-mock*\n\n' "$PORT"
     printf '[route emb]\nprefix = /emb\nupstream = http://127.0.0.1:%s/v1\n\n' "$EP"
     printf '[route plain]\nprefix = /plain\nupstream = http://127.0.0.1:%s/v1\n\n' "$MOCK_PORT"
     printf '[route disc]\nprefix = /disc\nupstream = http://127.0.0.1:%s/v1\ndiscovery = on\n' "$MOCK_PORT"

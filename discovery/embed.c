@@ -247,6 +247,14 @@ static json_t *catalog_vectors(const struct tg_ctx *ctx, const target *tg, json_
     return cv;
 }
 
+json_t *tg_disc_embed_query_texts(const char **q, size_t nq)
+{
+    json_t *texts = json_array();
+    for (size_t i = 0; i < nq; i++)
+        json_array_append_new(texts, bounded(q[i], strlen(q[i])));
+    return texts;
+}
+
 /* ---- ranking ----------------------------------------------------------- */
 
 typedef struct near {
@@ -306,9 +314,7 @@ int tg_disc_embed_fuse(const struct tg_ctx *ctx, const char *route, const char *
     size_t n = json_array_size(json_object_get(d, "catalog"));
     size_t dim = (size_t)json_integer_value(json_object_get(cv, "dim")), got = 0;
     const float *cat = (const float *)json_string_value(json_object_get(cv, "v"));
-    json_t *texts = json_array();
-    for (size_t i = 0; i < nq; i++)
-        json_array_append_new(texts, bounded(q[i], strlen(q[i])));
+    json_t *texts = tg_disc_embed_query_texts(q, nq);
     float *qv = embed_call(ctx, &tg, texts, dim, &got, &why);
     json_decref(texts);
     if (!qv || !cat || json_string_length(json_object_get(cv, "v")) != n * dim * sizeof *cat) {

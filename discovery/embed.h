@@ -81,6 +81,8 @@ int tg_disc_embed_fuse(const struct tg_ctx *ctx, const char *route, const char *
 uint64_t tg_disc_embed_catalog_key(const char *route, const char *model, json_t *d);
 json_t *tg_disc_embed_catalog_texts(json_t *d);
 json_t *tg_disc_embed_pack(const float *all, size_t n, size_t dim);
+/* A search's phrasings as its one call sends them (a new array). */
+json_t *tg_disc_embed_query_texts(const char **q, size_t nq);
 
 /* Parse one embeddings answer ({data: [{index, embedding: [numbers]}]})
  * for n inputs into unit vectors, out[n * *dim] (malloc'd, the caller

@@ -24,6 +24,8 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
+#include "core/jsonio.h"
+#include "discovery/discovery.h"
 #include "proxy/embed_http.h"
 
 #define EMBED_PARALLEL 8 /* a catalog's calls out at once */
@@ -44,7 +46,9 @@ struct embed_job {
     uint64_t deadline;   /* the starting request's budget ends (now_us) */
     size_t n, dim, next, left;  /* texts, dimension, next to send, batches not in */
     float *all;          /* n * dim, once the first batch is in */
-    tg_embedder *counter;  /* the starter's: counts the calls made */
+    tg_embedder *counter;  /* the starter's: counts the calls made (NULL: a
+                              search's texts, counted when the search reads them) */
+    void (*cont)(tg_req *r);  /* a search's texts: what runs when they are in */
     embed_slot slot[EMBED_PARALLEL];
     tg_req **waiters;
     size_t n_waiters, cap;
@@ -109,6 +113,29 @@ static void slot_stop(embed_job *j, embed_slot *s)
     tg_embed_call_free(&s->call);
 }
 
+/* A search's texts are in (ok) or failed: their vectors kept in r's
+ * discovery state, "qv": {text: [numbers]}, where embed_post finds them;
+ * then the round's end runs again (upstream.c). */
+static void queries_in(embed_job *j, tg_req *r, bool ok, tg_embed_fail why)
+{
+    if (ok && r->ctx_live && r->ctx.disc_state) {
+        json_t *qv = json_object_get(r->ctx.disc_state, "qv");
+        if (!qv)
+            json_object_set_new(r->ctx.disc_state, "qv", qv = json_object());
+        for (size_t i = 0; i < j->n; i++) {
+            json_t *v = json_array();
+            for (size_t k = 0; k < j->dim; k++)
+                json_array_append_new(v, json_real(j->all[i * j->dim + k]));
+            json_object_set_new(qv, json_string_value(json_array_get(j->texts, i)), v);
+        }
+    } else if (!ok) {
+        mark_failed(r, why);
+    }
+    r->prep.embed_waiting = false;
+    j->cont(r);
+    req_unref(r);
+}
+
 /* The job ends: off the table, its calls stopped, its waiters given the
  * vectors (cv, or NULL with why) and resumed. */
 static void job_end(embed_job *j, json_t *cv, tg_embed_fail why)
@@ -124,11 +151,15 @@ static void job_end(embed_job *j, json_t *cv, tg_embed_fail why)
         if (j->slot[i].easy)
             curl_easy_cleanup(j->slot[i].easy);
     }
-    if (cv)
+    if (cv && !j->cont)
         tg_cache_put(w->cache, TG_EMBED_CACHE_KIND, j->key, cv,
                      json_string_length(json_object_get(cv, "v")) + 256);
     for (size_t i = 0; i < j->n_waiters; i++) {
         tg_req *r = j->waiters[i];
+        if (j->cont) {
+            queries_in(j, r, cv != NULL, why);
+            continue;
+        }
         if (cv && r->ctx_live && r->ctx.disc_state)
             json_object_set(r->ctx.disc_state, "embed", cv);
         else if (!cv)
@@ -233,22 +264,24 @@ static void add_waiter(embed_job *j, tg_req *r)
     r->prep.embed_waiting = true;
 }
 
-/* A new job for r's catalog d under key, its first calls out; it may have
+/* A new job for texts (taken) under key, its first calls out; it may have
  * ended already (a call that could not go: r is marked failed). */
-static void job_start(tg_req *r, uint64_t key, json_t *d)
+static void job_start(tg_req *r, uint64_t key, json_t *texts, void (*cont)(tg_req *))
 {
     tg_buf url = {0}, auth = {0};
     const tg_route *e = embed_target(r, &url, &auth);
     if (!e) {
         tg_buf_free(&url);
         tg_buf_free(&auth);
+        json_decref(texts);
         mark_failed(r, TG_EMB_NO_ROUTE);
         return;
     }
     embed_job *j = tg_calloc(1, sizeof *j);
     j->w = r->w;
     j->key = key;
-    j->texts = tg_disc_embed_catalog_texts(d);
+    j->texts = texts;
+    j->cont = cont;
     j->n = json_array_size(j->texts);
     j->left = (j->n + TG_EMBED_BATCH - 1) / TG_EMBED_BATCH;
     j->url = tg_buf_steal(&url, NULL);
@@ -257,7 +290,7 @@ static void job_start(tg_req *r, uint64_t key, json_t *d)
     j->model = tg_strdup(r->prep.embed_from->rules.disc.embed_model);
     j->connect_ms = e->connect_timeout_ms;
     j->deadline = now_us() + (uint64_t)embed_budget_left_ms(r) * 1000;
-    j->counter = &r->prep.embedder;
+    j->counter = cont ? NULL : &r->prep.embedder;
     j->next_job = r->w->embed_jobs;
     r->w->embed_jobs = j;
     add_waiter(j, r);
@@ -291,13 +324,61 @@ int embed_wait_catalog(tg_req *r)
     }
     embed_budget_left_ms(r);  /* the budget begins */
     embed_job *j = r->w->embed_jobs;
-    while (j && j->key != key)
+    while (j && (j->cont || j->key != key))
         j = j->next_job;
     if (j)
         add_waiter(j, r);
     else
-        job_start(r, key, d);
+        job_start(r, key, tg_disc_embed_catalog_texts(d), NULL);
     return r->prep.embed_waiting ? 1 : 0;
+}
+
+int embed_wait_queries(tg_req *r, void (*cont)(tg_req *r))
+{
+    if (!r->prep.embed_from || !r->ctx_live || !r->ctx.disc_state || r->prep.embedder.failed ||
+        r->up.status < 200 || r->up.status > 299 || !r->up.resp.len)
+        return 0;
+    json_t *resp = tg_json_load_answer(r->up.resp.data, r->up.resp.len);
+    json_t *all = json_is_object(resp) ? tg_discovery_search_texts(&r->ctx, resp) : NULL;
+    json_decref(resp);
+    json_t *qv = json_object_get(r->ctx.disc_state, "qv"), *texts = json_array(), *t;
+    size_t i;
+    json_array_foreach(all, i, t) {
+        bool seen = json_object_get(qv, json_string_value(t)) != NULL;
+        for (size_t k = 0; !seen && k < json_array_size(texts); k++)
+            seen = json_equal(t, json_array_get(texts, k));
+        if (!seen)
+            json_array_append(texts, t);
+    }
+    json_decref(all);
+    /* more than one call's worth (eight searches in one turn): left to the
+     * searches themselves */
+    if (!json_array_size(texts) || json_array_size(texts) > TG_EMBED_BATCH ||
+        embed_budget_left_ms(r) <= 0) {
+        json_decref(texts);
+        return 0;
+    }
+    job_start(r, 0, texts, cont);
+    return r->prep.embed_waiting ? 1 : 0;
+}
+
+json_t *embed_known_answer(tg_req *r, json_t *body)
+{
+    json_t *qv = r->ctx_live ? json_object_get(r->ctx.disc_state, "qv") : NULL;
+    json_t *in = json_object_get(body, "input"), *t;
+    size_t i;
+    if (!qv || !json_array_size(in))
+        return NULL;
+    json_t *data = json_array();
+    json_array_foreach(in, i, t) {
+        json_t *v = json_object_get(qv, json_string_value(t));
+        if (!v) {
+            json_decref(data);
+            return NULL;
+        }
+        json_array_append_new(data, json_pack("{sIsO}", "index", (json_int_t)i, "embedding", v));
+    }
+    return json_pack("{so}", "data", data);
 }
 
 void embed_wait_free(worker *w)

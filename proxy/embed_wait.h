@@ -24,6 +24,15 @@
  * set); 0 when there is nothing to wait for (also on every later call). */
 int embed_wait_catalog(tg_req *r);
 
+/* A whole round's answer (r->up.resp) whose search_tools calls will embed
+ * texts not embedded yet: they are embedded on the loop (one call), and
+ * cont(r) runs when they are in or failed; 1 then, 0 when there is nothing
+ * to wait for. */
+int embed_wait_queries(tg_req *r, void (*cont)(tg_req *r));
+/* The answer to an embeddings body whose every input was embedded so
+ * (embed_wait_queries), a new reference; NULL when one is missing. */
+json_t *embed_known_answer(tg_req *r, json_t *body);
+
 /* An easy handle of w's multi ended with rc: true when it was one of the
  * catalogs' calls (handled here), false for an upstream round's. */
 bool embed_wait_done(worker *w, CURL *easy, CURLcode rc);

@@ -1145,6 +1145,8 @@ static void upstream_done(tg_req *r)
             set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
                       "upstream %s failed: %s (route %s)", r->route->upstream_shown,
                       round_why(r, rc), r->route->name);
+    } else if (embed_wait_queries(r, upstream_done)) {
+        return;  /* its searches' texts are embedded on the loop: this runs again */
     } else {
         finish_whole(r);
     }
