@@ -16,6 +16,13 @@
  * its catalog's job running waits on it (w->embed_jobs), so a catalog is
  * never embedded twice at once. The job holds a reference on each waiting
  * request; a waiter whose client left is let go without a resume.
+ *
+ * A search's phrasings are embedded the same way when the round's answer
+ * is whole: before it is read, the texts its search_tools calls will send
+ * go out as one job of their own (embed_wait_queries), kept in the
+ * request's discovery state ("qv") when they are in, and the round's end
+ * runs again (upstream.c); the search finds them there (embed_known_answer)
+ * and makes no call. A streamed round's search still calls on the thread.
  */
 #include "proxy/embed_wait.h"
 
@@ -129,6 +136,7 @@ static void queries_in(embed_job *j, tg_req *r, bool ok, tg_embed_fail why)
             json_object_set_new(qv, json_string_value(json_array_get(j->texts, i)), v);
         }
     } else if (!ok) {
+        r->prep.embedder.calls++;  /* the search, which counts its call, makes none */
         mark_failed(r, why);
     }
     r->prep.embed_waiting = false;

@@ -8,7 +8,8 @@
  * same catalog joins the first's work (one in-flight table a worker, keyed
  * like the cache). Every call of a request, the catalog's and its searches'
  * queries, shares one time budget (embed_budget_left_ms); what runs past it
- * falls back to BM25, counted as any failure.
+ * falls back to BM25, counted as any failure. A whole round's searches have
+ * their phrasings embedded the same way before the answer is read.
  */
 #ifndef TG_EMBED_WAIT_H
 #define TG_EMBED_WAIT_H
