@@ -12,7 +12,7 @@
 #include "core/buf.h"
 #include "discovery/embed.h"
 
-#define TG_EMBED_TIMEOUT_MAX_MS 5000 /* the proxy's calls block a worker: never longer */
+#define TG_EMBED_TIMEOUT_MAX_MS 5000 /* a request's embeddings budget: never longer */
 
 /* One call on an easy handle the caller owns: what it sends, and the
  * answer read so far (at most TG_EMBED_ANSWER_MAX bytes). */
