@@ -34,6 +34,8 @@ CONF="$TG_TMP/embeddings.conf"
         printf '[route %s]\nprefix = /%s\nupstream = http://127.0.0.1:%s/v1\ndiscovery = on\ndiscovery_embeddings = %s:%s\n\n' \
             "$m" "$m" "$MOCK_PORT" "$via" "$model"
     done
+    # F1: a stall within emb's 5 s budget, room for the bystander on a busy machine
+    printf '[route f1]\nprefix = /f1\nupstream = http://127.0.0.1:%s/v1\ndiscovery = on\ndiscovery_embeddings = emb:mock-embed-stall\n\n' "$MOCK_PORT"
 } >"$CONF"
 start_toolgate "$CONF" || finish
 B="$TG_TMP/body"
@@ -143,11 +145,11 @@ expect_eq "the embeddings route's api_key authorizes its calls" "Bearer sk-embed
 # ---- issue 28 F1: a bystander while a catalog is embedded -------------------------
 # The catalog's embeddings calls run on the worker's loop (proxy/embed_wait.c):
 # a bystander on the same (only) worker is answered while a stalled call
-# holds the other request (route fast: its budget is 1 s, then BM25).
+# holds the other request (route emb: its budget is 5 s, then BM25).
 # Checked as an order: the bystander's answer comes first.
 mock_reset
 rm -f "$TG_TMP/f1.done"
-(turn stall "hire an automobile" >"$TG_TMP/f1.code"; touch "$TG_TMP/f1.done") &
+(turn f1 "hire an automobile" >"$TG_TMP/f1.code"; touch "$TG_TMP/f1.done") &
 F1_PID=$!
 _i=0
 while [ $_i -lt 100 ] && [ "$(embed_calls)" = 0 ]; do sleep 0.05; _i=$((_i + 1)); done
