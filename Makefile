@@ -34,7 +34,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 CONF     ?= conf/toolgate.conf
 
-.PHONY: all deps run test unit clean install bench eval fuzz soak
+.PHONY: all deps run test test-agents unit clean install bench eval fuzz soak
 all: $(BUILD)/toolgate
 
 $(BUILD)/%.o: %.c $(HDRS)
@@ -70,6 +70,14 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	./$(BUILD)/toolgate serve -c $(CONF)
 
+# The first minute without a key: toolgate before the project's mock in a
+# Gemini-like personality, one agent request shown on its way up and down
+# with each change's rule, then left running until Ctrl-C (deploy/demo.sh).
+.PHONY: demo
+demo: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/mock-upstream
+	@BUILD=$(BUILD) sh deploy/demo.sh
+
 # The whole suite: the normal build (which `make install` uses), then every
 # unit test, vector and integration test against the ASan/UBSan build.
 ASAN := BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" OPT="-O1 -g"
@@ -77,6 +85,13 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory $(ASAN) build-asan/toolgate build-asan/mock-upstream unit
 	@BUILD=build-asan sh test/run.sh
+
+# The agent suite's whole matrix: every agent and flow on every route
+# (make test runs the agents and flows added in issue 26 on two routes;
+# docs/testing.md).
+test-agents: deps
+	@$(MAKE) --no-print-directory $(ASAN) build-asan/toolgate build-asan/mock-upstream
+	@TG_AGENT_MATRIX=full TG_SUITE_TIMEOUT=3600 BUILD=build-asan sh test/run.sh agents
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/mock-upstream

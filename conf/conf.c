@@ -28,6 +28,7 @@ typedef struct kv {
     char *section;
     char *key;
     char *value;  /* after ${VAR} expansion */
+    char *unset;  /* the first ${VAR} that expanded to "" (unset or empty, no default), or NULL */
     int line;
 } kv;
 
@@ -66,16 +67,25 @@ static void perr(parser *p, int line, const char *fmt, ...)
     p->nerr++;
 }
 
-/* Remember where each [section] starts, for messages about the section. */
-static void note_section(parser *p, const char *line)
+/* inih keeps at most 49 bytes of a section name (its MAX_SECTION is 50) and
+ * cuts the rest silently: "[route " leaves a route name 43 characters. A
+ * longer header reaches inih as a short stand-in, "[\x01N]" (N indexes
+ * p->secs, which holds the whole name), and on_kv puts the whole name back,
+ * so a route may have a name of any length. */
+#define INI_SECTION_KEEP 49
+#define LONG_SECTION '\x01'
+
+/* Remember where each [section] starts, for messages about the section.
+ * Returns the length of the name (0 when the line is no header). */
+static size_t note_section(parser *p, const char *line)
 {
     while (*line == ' ' || *line == '\t')
         line++;
     if (*line != '[')
-        return;
+        return 0;
     const char *end = strchr(line, ']');
     if (!end)
-        return;
+        return 0;
     const char *b = line + 1;
     while (b < end && (*b == ' ' || *b == '\t'))
         b++;
@@ -86,6 +96,16 @@ static void note_section(parser *p, const char *line)
     p->secs[p->nsecs].name = tg_strndup(b, (size_t)(e - b));
     p->secs[p->nsecs].line = p->line;
     p->nsecs++;
+    return (size_t)(e - b);
+}
+
+/* The whole name of a section inih saw as a stand-in (see LONG_SECTION). */
+static const char *whole_section(const parser *p, const char *section)
+{
+    if (section[0] != LONG_SECTION)
+        return section;
+    int i = atoi(section + 1);
+    return i >= 0 && i < p->nsecs ? p->secs[i].name : section;
 }
 
 static int section_line_of(const parser *p, const char *section, int fallback)
@@ -122,12 +142,16 @@ static char *read_line(char *str, int num, void *stream)
         return str;
     }
     p->line++;
-    note_section(p, str);
+    if (note_section(p, str) > INI_SECTION_KEEP)
+        snprintf(str, (size_t)num, "[%c%d]\n", LONG_SECTION, p->nsecs - 1);
     return str;
 }
 
-/* ${VAR} and ${VAR:-default} from the environment; unset VAR is "". */
-static char *expand_env(const char *v)
+/* ${VAR} and ${VAR:-default} from the environment; unset VAR is "".
+ * *unset gets the name of the first VAR without a default that gave ""
+ * (a route's api_key then says which variable to set: tg_route.api_key_var;
+ * ${VAR:-} marks a key as optional, for a local server that takes none). */
+static char *expand_env(const char *v, char **unset)
 {
     tg_buf out = {0};
     while (*v) {
@@ -151,6 +175,8 @@ static char *expand_env(const char *v)
                     val = def;
                 if (val)
                     tg_buf_puts(&out, val);
+                if ((!val || !*val) && !def && !*unset && *name)  /* ${VAR:-} is optional */
+                    *unset = tg_strdup(name);
                 v = end + 1;
                 continue;
             }
@@ -169,9 +195,10 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
         p->kvs = tg_realloc(p->kvs, (size_t)p->cap * sizeof *p->kvs);
     }
     kv *k = &p->kvs[p->n++];
-    k->section = tg_strdup(section);
+    k->section = tg_strdup(whole_section(p, section));
     k->key = tg_strdup(key);
-    k->value = expand_env(value);
+    k->unset = NULL;
+    k->value = expand_env(value, &k->unset);
     k->line = p->line;
     return 1;
 }
@@ -537,6 +564,8 @@ static void route_key(parser *p, tg_route *r, const kv *k)
     } else if (!strcmp(key, "api_key")) {
         free(r->api_key);
         r->api_key = *v ? tg_strdup(v) : NULL;
+        free(r->api_key_var);
+        r->api_key_var = !*v && k->unset ? tg_strdup(k->unset) : NULL;
     } else if (!strcmp(key, "upstream_model")) {
         free(r->upstream_model);
         r->upstream_model = *v ? tg_strdup(v) : NULL;
@@ -653,6 +682,7 @@ static void route_free(tg_route *r)
     free(r->upstream);
     free(r->upstream_shown);
     free(r->api_key);
+    free(r->api_key_var);
     free(r->upstream_model);
     free(r->tls_ca_file);
     free(r->tls_ca_path);
@@ -909,6 +939,7 @@ tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors)
         free(p.kvs[i].section);
         free(p.kvs[i].key);
         free(p.kvs[i].value);
+        free(p.kvs[i].unset);
     }
     free(p.kvs);
     for (int i = 0; i < p.nsecs; i++)

@@ -24,6 +24,8 @@ typedef struct tg_route {
     char *upstream_shown;   /* upstream for messages and logs: userinfo and
                                query replaced by "***" (tg_url_redact) */
     char *api_key;          /* NULL: forward the client's Authorization */
+    char *api_key_var;      /* api_key was "${VAR}" and VAR unset or empty: VAR (a warn
+                               at start, and a keyless request's 401 names it) */
     char *upstream_model;   /* NULL, or the model name sent upstream whatever the agent asked */
     char **strip_model;     /* NULL-terminated prefixes cut from the model name ("groq/") */
     char *strip_prefix;     /* marker prefix stripped upward; "" disables */

@@ -50,6 +50,11 @@ static void add_common_headers(tg_req *r, struct MHD_Response *resp)
         MHD_add_response_header(resp, "X-Toolgate-Translated", r->prep.translated);
     if (r->prep.estimate)
         MHD_add_response_header(resp, "X-Toolgate-Estimate", r->prep.estimate);
+    if (r->ctx_live && r->ctx.stats.schema_standins) {  /* rule 62, degraded */
+        char v[96];
+        snprintf(v, sizeof v, "schema-budget; standins=%u", r->ctx.stats.schema_standins);
+        MHD_add_response_header(resp, "X-Toolgate-Degraded", v);
+    }
 }
 
 static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep_type)

@@ -400,6 +400,21 @@ static int validate_message(json_t *m, size_t i, tg_error *err)
     json_t *call;
     json_array_foreach(calls, j, call) {
         json_t *fn = json_object_get(call, "function");
+        const char *ct = json_string_value(json_object_get(call, "type"));
+        if (json_is_object(call) && ct && !strcmp(ct, "custom")) {
+            /* a custom tool's call: {"custom": {"name", "input"}} (sanitize/custom.c) */
+            json_t *cu = json_object_get(call, "custom");
+            snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu].custom", i, j);
+            if (!json_is_object(cu))
+                return wrong_type(err, f, "an object with the tool's name and input");
+            snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu].custom.name", i, j);
+            if (!json_is_string(json_object_get(cu, "name")))
+                return wrong_type(err, f, "a string");
+            snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu].custom.input", i, j);
+            if (!json_is_string(json_object_get(cu, "input")))
+                return wrong_type(err, f, "a string");
+            continue;
+        }
         if (!json_is_object(call) || !json_is_object(fn)) {
             snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu]%s", i, j,
                      json_is_object(call) ? ".function" : "");

@@ -43,6 +43,7 @@ struct tg_metrics {
     atomic_ullong quirks[TG_QUIRKS];
     atomic_ullong repair_failures;  /* by status class: 0 = transport, 4 = 4xx, 5 = 5xx */
     atomic_ullong bad_chunks;
+    atomic_ullong schema_standins;
     atomic_ullong limits[TG_LIMIT_N];
     atomic_ullong emb_calls, emb_fallbacks[TG_EMB_N];
 };
@@ -176,6 +177,7 @@ void tg_metrics_request_done(tg_metrics *m, const char *route, int status, bool 
         ADD(m->bytes_out, st->tools_bytes_out);
         ADD(m->repair_failures, st->repair_failures);
         ADD(m->bad_chunks, st->bad_chunks);
+        ADD(m->schema_standins, st->schema_standins);
         for (int q = 0; q < TG_QUIRKS; q++)
             if (st->quirks[q])
                 ADD(m->quirks[q], st->quirks[q]);
@@ -308,6 +310,10 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
     counter(&b, "toolgate_stream_chunks_invalid_total",
             "Upstream stream chunks repaired or dropped for their shape (logged).",
             SUM(bad_chunks));
+    counter(&b, "toolgate_schema_budget_standins_total",
+            "$refs stood in for by a described JSON string: inlining them would have passed "
+            "the schema budget (rule 62, X-Toolgate-Degraded).",
+            SUM(schema_standins));
     tg_buf_puts(&b, "# HELP toolgate_limits_total Requests and connections cut by a bound "
                     "(docs/security.md).\n# TYPE toolgate_limits_total counter\n");
     static const char *lim[TG_LIMIT_N] = {"max_event", "max_answer", "header_timeout",

@@ -20,11 +20,13 @@
 #include <strings.h>
 
 #include "core/cache.h"
+#include "bridge/bridge.h"
 #include "core/jsonio.h"
 #include "proxy/bridges.h"
 #include "proxy/embed_http.h"
 #include "proxy/embed_wait.h"
 #include "proxy/log.h"
+#include "proxy/metrics.h"
 
 static void route_list(const tg_conf *c, char *buf, size_t n)
 {
@@ -32,6 +34,30 @@ static void route_list(const tg_conf *c, char *buf, size_t n)
     buf[0] = '\0';
     for (int i = 0; i < c->n_routes && off < n; i++)
         off += (size_t)snprintf(buf + off, n - off, "%s%s", i ? ", " : "", c->routes[i].name);
+}
+
+/* A route whose api_key named an unset variable (conf.c: api_key_var)
+ * forwards the client's own provider key; without one the provider's
+ * answer would be a bare 401, or a 502 from a provider toolgate cannot
+ * reach: the error names the variable to set instead. A client's key is
+ * any credential header that is not toolgate's own client key (http.c). */
+static int refuse_keyless(tg_req *r, const tg_route *route)
+{
+    static const char *const creds[] = {"x-upstream-authorization", "authorization",
+                                        "x-api-key", "api-key", "x-goog-api-key", NULL};
+    if (!route->api_key_var || route->api_key)
+        return 0;
+    for (const char *const *h = creds; *h; h++) {
+        const char *v = client_header(r, *h);
+        if (v && *v && !(r->client.key && strstr(v, r->client.key)))
+            return 0;
+    }
+    set_error(r, 401, "invalid_request_error", "missing_api_key", NULL,
+              "route '%s' has no provider key: its api_key is ${%s}, which is unset or empty in "
+              "toolgate's environment; set %s and restart toolgate, or send your own key in "
+              "x-upstream-authorization",
+              route->name, route->api_key_var, route->api_key_var);
+    return -1;
 }
 
 /* The body is read and rewritten, so it must be plain JSON: a gzip body
@@ -102,7 +128,7 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         }
         json_decref(body);
         r->route = route;
-        return 1;
+        return refuse_keyless(r, route) ? -1 : 1;
     }
     if (pass_only) {  /* an endpoint with no chat form */
         if (!route) {
@@ -194,6 +220,8 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
                   routes);
         return -1;
     }
+    if (refuse_keyless(r, r->route))  /* not on a fallback: its error would hide the first's */
+        return -1;
     return prepare_route(r, r->route);
 }
 
@@ -261,6 +289,22 @@ static void join_small_body(tg_req *r)
     r->up.tools = NULL;
 }
 
+/* What the request stages gave upstream in another form (a chat custom
+ * tool as a function, sanitize/custom.h): said like a bridge's translations
+ * (X-Toolgate-Translated, the log, toolgate_bridge_translated_total). A
+ * bridged request has no chat custom tools, so its own note stands. */
+static void note_chat_translated(tg_req *r)
+{
+    size_t n = tg_bridge_dropped_count(r->ctx.translated);
+    if (!n)
+        return;
+    free(r->prep.translated);
+    r->prep.translated = tg_bridge_dropped_text(r->ctx.translated);
+    tg_metrics_translated(r->w->metrics, n);
+    tg_log(TG_LOG_INFO, "request %s: route %s takes no custom tools; sent as functions: %s",
+           r->id, r->route->name, r->prep.translated ? r->prep.translated : "");
+}
+
 /* Run the request stages for `route` over the client's body and keep the
  * bytes to send. A fallback runs this again from the original bytes, so
  * the other route gets a request rewritten for its own dialect. */
@@ -295,6 +339,7 @@ int prepare_route(tg_req *r, const tg_route *route)
         set_error_from(r, &err);
         return -1;
     }
+    note_chat_translated(r);
     upstream_headers_free(r);  /* the api_key may differ between routes */
     up_body_free(r);
     /* a small body, tools' text joined (join_small_body), is about the

@@ -442,6 +442,8 @@ void access_log_line(tg_req *r, int status)
                       "\"discovery_rounds\":%u",
                       r->ctx.stats.tools_in, r->ctx.stats.tools_out, r->ctx.stats.repairs,
                       r->ctx.stats.fields_stripped, r->ctx.stats.discovery_rounds);
+    if (r->ctx_live && r->ctx.stats.schema_standins)  /* rule 62, degraded */
+        tg_buf_printf(&b, ",\"schema_standins\":%u", r->ctx.stats.schema_standins);
     tg_buf_puts(&b, "}");
     tg_access_log(b.data, b.len);
     tg_buf_free(&b);

@@ -394,6 +394,8 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
 
 static void worker_cleanup(worker *w)
 {
+    if (!w->srv)  /* never started (the port was taken): nothing of its own */
+        return;
     /* libmicrohttpd aborts the process when stopped with a connection
      * suspended: a client that did not take its end in time is resumed
      * (and closed by the stop) */
@@ -438,6 +440,23 @@ static void raise_fd_limit(void)
     }
 }
 
+/* A route whose api_key names an unset variable sends the client's own
+ * key upstream, and a client without one would meet a bare 401 or 502 on
+ * its first request: said once per route, at start and on reload
+ * (prepare.c answers such a request with an error naming the variable). */
+static void warn_keyless_routes(const tg_conf *c)
+{
+    for (int i = 0; i < c->n_routes; i++) {
+        const tg_route *r = &c->routes[i];
+        if (r->api_key_var)
+            tg_log(TG_LOG_WARN,
+                   "route %s: api_key is ${%s}, which is unset or empty: requests to this route "
+                   "fail until %s is set and toolgate restarted (a client may send its own key "
+                   "in x-upstream-authorization)",
+                   r->name, r->api_key_var, r->api_key_var);
+    }
+}
+
 static void reload(server *s, const char *path)
 {
     tg_buf errs = {0};
@@ -456,6 +475,7 @@ static void reload(server *s, const char *path)
         (void)wr;
     }
     tg_log(TG_LOG_INFO, "reloaded %s: %d routes", path, n->n_routes);
+    warn_keyless_routes(n);
     tg_conf_unref(n);
 }
 
@@ -525,6 +545,7 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
         atomic_store(&s.ready, 1);
         tg_log(TG_LOG_INFO, "listening on %s:%d with %d workers, %d routes (%s)", host, port, s.n,
                conf->n_routes, conf_path ? conf_path : "-");
+        warn_keyless_routes(conf);
         for (;;) {
             int sig;
             if (sigwait(&set, &sig))

@@ -76,6 +76,17 @@ static void chat_sse(const json_t *payloads, tg_buf *out)
     }
 }
 
+/* A repair fixture marked "chat_agent_only" gives a chat custom call back
+ * (repair/custom_calls.c), which only a chat agent that declared a custom
+ * tool receives: no bridge declares one (the Responses bridge sends its
+ * custom tools up as functions and turns their calls back itself), so
+ * the bridges' replays pass it by (cmocka's skip counts as a failure in
+ * test/run.sh). */
+static inline bool chat_agent_only(const json_t *fx)
+{
+    return json_is_true(json_object_get(fx, "chat_agent_only"));
+}
+
 /* Whether the chat stream ends in an error: one of its payloads is an
  * object with an "error" that is not null (a stream the repair stage cut,
  * or the upstream's error event). A bridged stream fails exactly then. */

@@ -279,6 +279,10 @@ static void test_vector(void **state)
 static void test_repair_fixture(void **state)
 {
     json_t *fx = load_vector(vec_dir, *state);
+    if (chat_agent_only(fx)) {  /* no bridge reads such an answer */
+        json_decref(fx);
+        return;
+    }
     const json_t *payloads = json_object_get(fx, "expected_sse");
     assert_true(json_is_array(payloads));
     json_t *v = json_pack("{s:{s:[{s:s, s:[{s:s}]}]}}", "request", "contents", "role", "user",

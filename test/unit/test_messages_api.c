@@ -306,6 +306,10 @@ static json_t *expected_input(const char *a)
 static void test_repair_fixture(void **state)
 {
     json_t *fx = load_vector(vec_dir, *state);
+    if (chat_agent_only(fx)) {  /* no bridge reads such an answer */
+        json_decref(fx);
+        return;
+    }
     const json_t *payloads = json_object_get(fx, "expected_sse");
     assert_true(json_is_array(payloads));
     json_t *request = json_pack("{s:s, s:[{s:s, s:s}], s:i, s:b}", "model", "m", "messages",
@@ -370,6 +374,10 @@ static void test_repair_fixture(void **state)
 static void test_repair_answer(void **state)
 {
     json_t *fx = load_vector(vec_dir, *state);
+    if (chat_agent_only(fx)) {  /* no bridge reads such an answer */
+        json_decref(fx);
+        return;
+    }
     const json_t *answer = json_object_get(fx, "expected");
     assert_true(json_is_object(answer));
     json_t *request = json_pack("{s:s, s:[{s:s, s:s}], s:i}", "model", "m", "messages", "role",
