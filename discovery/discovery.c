@@ -1335,3 +1335,28 @@ json_t *tg_discovery_search_args(const tg_ctx *ctx, json_t *args)
 {
     return active(ctx) ? search_answer(ctx, state_d_peek(ctx), args) : NULL;
 }
+
+json_t *tg_discovery_search_texts(const tg_ctx *ctx, json_t *completion)
+{
+    json_t *out = json_array(), *d = state_d_peek(ctx);
+    json_t *msg = json_object_get(json_array_get(json_object_get(completion, "choices"), 0),
+                                  "message");
+    json_t *calls = json_object_get(msg, "tool_calls"), *c;
+    size_t i;
+    if (!d)
+        return out;
+    json_array_foreach(calls, i, c) {
+        const char *name = json_string_value(json_object_get(json_object_get(c, "function"),
+                                                             "name"));
+        if (kind_of(d, name) != K_SEARCH)
+            continue;
+        json_t *args = parse_args(c);
+        const char *q[QUERIES_MAX];
+        size_t n = args ? collect_queries(args, q) : 0;
+        json_t *texts = tg_disc_embed_query_texts(q, n);
+        json_array_extend(out, texts);
+        json_decref(texts);
+        json_decref(args);
+    }
+    return out;
+}

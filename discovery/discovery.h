@@ -53,6 +53,11 @@ int tg_discovery_intercept(json_t *resp, struct tg_ctx *ctx, json_t **next_body)
  * that names the closest tools. A round that calls real tools ends the turn:
  * its meta calls are dropped (the model asks again next turn if it must). */
 bool tg_discovery_is_meta(const struct tg_ctx *ctx, const char *upstream_name);
+/* The texts the search_tools calls of a whole chat completion will have
+ * embedded when they are answered (each search's phrasings, as
+ * discovery_embeddings sends them), a new array; empty when discovery is
+ * not on for ctx. So that a caller can embed them before, off the thread. */
+json_t *tg_discovery_search_texts(const struct tg_ctx *ctx, json_t *completion);
 /* A stream relays a call of this real tool (upstream name) to the agent:
  * counted when it is one the turn's successor hints named. */
 void tg_discovery_saw_call(struct tg_ctx *ctx, const char *upstream_name);

@@ -31,8 +31,6 @@
 #include "core/ctx.h"
 #include "core/tg.h"
 
-#define CACHE_KIND "embed"
-
 typedef struct target {  /* discovery_embeddings = ROUTE:MODEL */
     const char *route, *model;
 } target;
@@ -173,19 +171,38 @@ static float *embed_call(const struct tg_ctx *ctx, const target *tg, json_t *tex
 
 /* ---- the catalog's vectors (cached) ---------------------------------- */
 
-static uint64_t catalog_key(const target *tg, json_t *d)
+uint64_t tg_disc_embed_catalog_key(const char *route, const char *model, json_t *d)
 {
-    const char *route = tg->route ? tg->route : "", *model = tg->model;
+    route = route ? route : "";
     json_int_t dk = json_integer_value(json_object_get(d, "key"));
     uint64_t h = tg_hash64(&dk, sizeof dk, 0x74676d6265640001ull);
     h = tg_hash64(route, strlen(route) + 1, h);
     return tg_hash64(model, strlen(model), h);
 }
 
+json_t *tg_disc_embed_catalog_texts(json_t *d)
+{
+    size_t n = json_array_size(json_object_get(d, "catalog"));
+    json_t *texts = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(texts, tool_text(d, i));
+    return texts;
+}
+
+json_t *tg_disc_embed_pack(const float *all, size_t n, size_t dim)
+{
+    return json_pack("{sIso}", "dim", (json_int_t)dim, "v",
+                     json_stringn_nocheck((const char *)all, n * dim * sizeof *all));
+}
+
 static json_t *embed_catalog(const struct tg_ctx *ctx, const target *tg, json_t *d,
                              tg_embed_fail *why)
 {
     size_t n = json_array_size(json_object_get(d, "catalog")), dim = 0;
+    if (n > TG_EMBED_CATALOG_MAX) {
+        *why = TG_EMB_TOO_BIG;
+        return NULL;
+    }
     float *all = NULL;
     for (size_t at = 0; at < n; at += TG_EMBED_BATCH) {
         size_t m = n - at < TG_EMBED_BATCH ? n - at : TG_EMBED_BATCH, got_dim = 0;
@@ -207,8 +224,7 @@ static json_t *embed_catalog(const struct tg_ctx *ctx, const target *tg, json_t 
     }
     if (!all)
         return NULL;
-    json_t *r = json_pack("{sIso}", "dim", (json_int_t)dim, "v",
-                          json_stringn_nocheck((const char *)all, n * dim * sizeof *all));
+    json_t *r = tg_disc_embed_pack(all, n, dim);
     free(all);
     return r;
 }
@@ -221,14 +237,22 @@ static json_t *catalog_vectors(const struct tg_ctx *ctx, const target *tg, json_
     json_t *cv = json_object_get(ctx->disc_state, "embed");
     if (cv)
         return json_incref(cv);
-    uint64_t key = catalog_key(tg, d);
-    cv = tg_cache_get(ctx->cache, CACHE_KIND, key);
+    uint64_t key = tg_disc_embed_catalog_key(tg->route, tg->model, d);
+    cv = tg_cache_get(ctx->cache, TG_EMBED_CACHE_KIND, key);
     if (!cv && (cv = embed_catalog(ctx, tg, d, why)))
-        tg_cache_put(ctx->cache, CACHE_KIND, key, cv,
+        tg_cache_put(ctx->cache, TG_EMBED_CACHE_KIND, key, cv,
                      json_string_length(json_object_get(cv, "v")) + 256);
     if (cv && ctx->disc_state)
         json_object_set(ctx->disc_state, "embed", cv);
     return cv;
+}
+
+json_t *tg_disc_embed_query_texts(const char **q, size_t nq)
+{
+    json_t *texts = json_array();
+    for (size_t i = 0; i < nq; i++)
+        json_array_append_new(texts, bounded(q[i], strlen(q[i])));
+    return texts;
 }
 
 /* ---- ranking ----------------------------------------------------------- */
@@ -290,9 +314,7 @@ int tg_disc_embed_fuse(const struct tg_ctx *ctx, const char *route, const char *
     size_t n = json_array_size(json_object_get(d, "catalog"));
     size_t dim = (size_t)json_integer_value(json_object_get(cv, "dim")), got = 0;
     const float *cat = (const float *)json_string_value(json_object_get(cv, "v"));
-    json_t *texts = json_array();
-    for (size_t i = 0; i < nq; i++)
-        json_array_append_new(texts, bounded(q[i], strlen(q[i])));
+    json_t *texts = tg_disc_embed_query_texts(q, nq);
     float *qv = embed_call(ctx, &tg, texts, dim, &got, &why);
     json_decref(texts);
     if (!qv || !cat || json_string_length(json_object_get(cv, "v")) != n * dim * sizeof *cat) {

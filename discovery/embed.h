@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct tg_ctx;
 
@@ -54,6 +55,10 @@ const char *tg_embed_fail_name(tg_embed_fail why);
 
 #define TG_EMBED_BATCH 64      /* inputs of one embeddings call */
 #define TG_EMBED_TEXT_MAX 2048 /* bytes of one tool's or query's text */
+/* catalog texts one request may have embedded: a larger catalog is ranked
+ * by BM25 alone (cause too_big), 64 calls at most a request */
+#define TG_EMBED_CATALOG_MAX 4096
+#define TG_EMBED_CACHE_KIND "embed" /* the catalog's vectors in ctx->cache */
 
 /* With route and model (discovery_embeddings = ROUTE:MODEL, NULL: off):
  * for each of the nq phrasings q[], the catalog's `depth` tools of highest
@@ -66,6 +71,18 @@ const char *tg_embed_fail_name(tg_embed_fail why);
 int tg_disc_embed_fuse(const struct tg_ctx *ctx, const char *route, const char *model, json_t *d,
                        const char **q, size_t nq, const unsigned char *mask, size_t depth,
                        double k, double *rrf);
+
+/* The catalog's vectors ahead of its searches, by a caller that embeds
+ * them without blocking (proxy/embed_wait.c): the worker-cache key of
+ * (catalog, route, model), every tool's text (a new array of strings, one
+ * per catalog tool) and the cache value of n unit vectors of dim floats
+ * ({"dim": D, "v": packed}). tg_disc_embed_fuse finds such a value in
+ * ctx->cache, or in ctx->disc_state's "embed" for this request alone. */
+uint64_t tg_disc_embed_catalog_key(const char *route, const char *model, json_t *d);
+json_t *tg_disc_embed_catalog_texts(json_t *d);
+json_t *tg_disc_embed_pack(const float *all, size_t n, size_t dim);
+/* A search's phrasings as its one call sends them (a new array). */
+json_t *tg_disc_embed_query_texts(const char **q, size_t nq);
 
 /* Parse one embeddings answer ({data: [{index, embedding: [numbers]}]})
  * for n inputs into unit vectors, out[n * *dim] (malloc'd, the caller

@@ -25,6 +25,7 @@
 
 #include "core/alloc.h"
 #include "proxy/bridges.h"
+#include "proxy/embed_wait.h"
 #include "proxy/gemini.h"
 #include "proxy/log.h"
 #include "proxy/prepare.h"
@@ -339,10 +340,12 @@ static enum MHD_Result dispatch(tg_req *r)
     enum MHD_Result res;
     if (serve_ops(r, &res))
         return res;
-    int k = answered_at_door(r) ? -1 : route_request(r);
+    /* prepared already: it waited for its catalog's embeddings */
+    int k = r->prep.embed_ready ? 0 : answered_at_door(r) ? -1 : route_request(r);
     if (k < 0)
         return queue_answer(r);
-    if (k > 0) {  /* the store reads on the loop; the resume dispatches it again */
+    if (k > 0 || embed_wait_catalog(r)) {  /* the store reads, or the catalog is embedded,
+                                              on the loop; the resume dispatches it again */
         req_suspend(r);
         return MHD_YES;
     }

@@ -24,6 +24,7 @@
 #include "core/jsonio.h"
 #include "proxy/bridges.h"
 #include "proxy/embed_http.h"
+#include "proxy/embed_wait.h"
 #include "proxy/log.h"
 #include "proxy/metrics.h"
 
@@ -227,38 +228,28 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
 /* ---- discovery's embeddings calls ----------------------------------------
  *
  * discovery_embeddings = ROUTE:MODEL: search_tools asks ROUTE's upstream
- * for embeddings (discovery/embed.c), blocking on this worker's own easy
- * handle (proxy/embed_http.c) within the lesser of ROUTE's ttfb_timeout,
- * its timeout and TG_EMBED_TIMEOUT_MAX_MS. The key is ROUTE's api_key;
- * without one, the key this request sends its own upstream, and only when
- * ROUTE is the request's own route: a client's key never goes to another
- * provider than the one it was sent for. */
+ * for embeddings (discovery/embed.c). The catalog's were embedded before
+ * the request went upstream, on the worker's loop (proxy/embed_wait.c);
+ * what a search still asks (its query) runs on this worker's own easy
+ * handle (proxy/embed_http.c) within what is left of the request's one
+ * embeddings budget, and not at all once it is spent. The key is ROUTE's
+ * api_key; without one, the key this request sends its own upstream, and
+ * only when ROUTE is the request's own route: a client's key never goes
+ * to another provider than the one it was sent for (embed_target). */
 static json_t *embed_post(tg_embedder *self, json_t *body, tg_embed_fail *why)
 {
     tg_req *r = self->ud;
-    const tg_route *from = r->prep.embed_from;
-    const tg_route *e = tg_route_by_name(r->conf, from->rules.disc.embed_route);
-    if (!e) {
-        *why = TG_EMB_NO_ROUTE;
-        return NULL;
-    }
+    json_t *known = embed_known_answer(r, body);
+    if (known)  /* a whole answer's search: embedded on the loop before */
+        return known;
     tg_buf url = {0}, auth = {0};
-    tg_buf_printf(&url, "%s/embeddings", e->upstream);
-    const char *up_auth = client_header(r, "x-upstream-authorization");
-    const char *client_auth = r->client.key ? NULL : client_header(r, "authorization");
-    if (e->api_key)
-        tg_buf_printf(&auth, "Authorization: Bearer %s", e->api_key);
-    else if (e == from && up_auth && *up_auth)
-        tg_buf_printf(&auth, "Authorization: %s", up_auth);
-    else if (e == from && client_auth && *client_auth)
-        tg_buf_printf(&auth, "Authorization: %s", client_auth);
-    long t = e->ttfb_timeout_ms;
-    if (e->total_timeout_ms > 0 && e->total_timeout_ms < t)
-        t = e->total_timeout_ms;
-    if (t <= 0 || t > TG_EMBED_TIMEOUT_MAX_MS)
-        t = TG_EMBED_TIMEOUT_MAX_MS;
-    json_t *ans = tg_embed_http(&r->w->embed_easy, url.data, auth.data, e->connect_timeout_ms, t,
-                                body, why);
+    const tg_route *e = embed_target(r, &url, &auth);
+    long left = embed_budget_left_ms(r);
+    json_t *ans = NULL;
+    *why = !e ? TG_EMB_NO_ROUTE : TG_EMB_TIMEOUT;
+    if (e && left > 0)
+        ans = tg_embed_http(&r->w->embed_easy, url.data, auth.data, e->connect_timeout_ms, left,
+                            body, why);
     tg_buf_free(&url);
     tg_buf_free(&auth);
     return ans;

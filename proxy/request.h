@@ -100,6 +100,10 @@ typedef struct tg_req {
         tg_embedder embedder;         /* ctx.embedder with discovery_embeddings */
         const tg_route *embed_from;   /* the route whose discovery_embeddings it serves
                                          (r->route may move on to a fallback) */
+        uint64_t embed_deadline;      /* its embeddings budget ends (now_us), 0: not begun */
+        bool embed_ready;             /* its catalog's vectors were waited for
+                                         (embed_wait.c): dispatch goes on upstream */
+        bool embed_waiting;           /* they are being embedded: the client is suspended */
         json_t *fetched;              /* what a store on the loop read for it: id ->
                                          item or record (bridges.c prefetch), or NULL */
         json_t *fetch_ids;            /* the item ids asked for, in order */

@@ -40,6 +40,7 @@
 
 #include "core/alloc.h"
 #include "proxy/bridges.h"
+#include "proxy/embed_wait.h"
 #include "proxy/front.h"
 #include "proxy/log.h"
 #include "proxy/upconn.h"
@@ -411,6 +412,7 @@ static void worker_cleanup(worker *w)
     if (w->srv->items->ops->detach)  /* its fetches end DOWN, their requests let go */
         w->srv->items->ops->detach(w->srv->items, w->id);
     upconn_free_all(w);
+    embed_wait_free(w);
     while (w->n_spare)
         curl_easy_cleanup(w->spare[--w->n_spare]);
     req_free_spares(w);

@@ -24,6 +24,7 @@
 #include "core/alloc.h"
 #include "core/jsonio.h"
 #include "proxy/bridges.h"
+#include "proxy/embed_wait.h"
 #include "proxy/log.h"
 #include "proxy/prepare.h"
 #include "proxy/h1.h"
@@ -1144,6 +1145,8 @@ static void upstream_done(tg_req *r)
             set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
                       "upstream %s failed: %s (route %s)", r->route->upstream_shown,
                       round_why(r, rc), r->route->name);
+    } else if (embed_wait_queries(r, upstream_done)) {
+        return;  /* its searches' texts are embedded on the loop: this runs again */
     } else {
         finish_whole(r);
     }
@@ -1171,8 +1174,8 @@ void check_curl_done(worker *w)
     int left;
     upconn_run_due(w);
     while ((m = curl_multi_info_read(w->multi, &left))) {
-        if (m->msg != CURLMSG_DONE)
-            continue;
+        if (m->msg != CURLMSG_DONE || embed_wait_done(w, m->easy_handle, m->data.result))
+            continue;  /* a catalog's embeddings call (embed_wait.c) is not a round */
         tg_req *r = NULL;
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
         CURLcode rc = m->data.result;

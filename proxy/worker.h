@@ -8,7 +8,7 @@
  * the worker's fields (its lists, its cache, its metrics) but call only
  * downward:
  *
- *   request < retry < bridges < prepare < upsock, upconn < upstream < front < server
+ *   request < retry < bridges < embed_wait < prepare < upsock, upconn < upstream < front < server
  *
  * (proxy/request.h ... proxy/server.c; each file's opening comment says
  * what it holds). No function here.
@@ -39,6 +39,8 @@ enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT, K_UPCONN, K_STORE };
 
 typedef struct worker worker;
 struct tg_req;
+struct embed_job;
+typedef struct embed_job embed_job;
 
 /* A client connection that has not sent a whole request head yet: from
  * its accept, or from the end of its previous answer (keep-alive). The
@@ -81,7 +83,8 @@ struct worker {
     CURLSH *tls_share;            /* TLS sessions shared by the worker's handles,
                                      so a new connection resumes (upstream.c) */
     char *ca_builtin;             /* libcurl's built-in CA bundle file (upstream.c) */
-    CURL *embed_easy;             /* discovery's embeddings calls (embed_http.h) */
+    CURL *embed_easy;             /* a search's query embeddings call (embed_http.h) */
+    struct embed_job *embed_jobs; /* catalogs being embedded on the multi (embed_wait.c) */
     unsigned embed_warned;        /* causes of embedding fallbacks already logged */
     CURL *spare[64];              /* reset easy handles, reused: creating one
                                      costs more than a whole small request */

@@ -34,6 +34,8 @@ CONF="$TG_TMP/embeddings.conf"
         printf '[route %s]\nprefix = /%s\nupstream = http://127.0.0.1:%s/v1\ndiscovery = on\ndiscovery_embeddings = %s:%s\n\n' \
             "$m" "$m" "$MOCK_PORT" "$via" "$model"
     done
+    # F1: a stall within emb's 5 s budget, room for the bystander on a busy machine
+    printf '[route f1]\nprefix = /f1\nupstream = http://127.0.0.1:%s/v1\ndiscovery = on\ndiscovery_embeddings = emb:mock-embed-stall\n\n' "$MOCK_PORT"
 } >"$CONF"
 start_toolgate "$CONF" || finish
 B="$TG_TMP/body"
@@ -140,14 +142,14 @@ fi
 auth=$(curl -s -m 5 "$MOCK_URL/_count" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["embed_auth"])')
 expect_eq "the embeddings route's api_key authorizes its calls" "Bearer sk-embed-secret" "$auth"
 
-# ---- issue 28 F1: a bystander while a catalog is embedded (a known break) ---------
-# The embeddings calls still block the worker (issue 28 part 4 is not done):
-# a bystander on the same (only) worker waits for a stalled call's timeout
-# (route fast: 1 s). Checked as an order: the bystander should be answered
-# while the request whose catalog is embedded still waits.
+# ---- issue 28 F1: a bystander while a catalog is embedded -------------------------
+# The catalog's embeddings calls run on the worker's loop (proxy/embed_wait.c):
+# a bystander on the same (only) worker is answered while a stalled call
+# holds the other request (route emb: its budget is 5 s, then BM25).
+# Checked as an order: the bystander's answer comes first.
 mock_reset
 rm -f "$TG_TMP/f1.done"
-(turn stall "hire an automobile" >/dev/null; touch "$TG_TMP/f1.done") &
+(turn f1 "hire an automobile" >"$TG_TMP/f1.code"; touch "$TG_TMP/f1.done") &
 F1_PID=$!
 _i=0
 while [ $_i -lt 100 ] && [ "$(embed_calls)" = 0 ]; do sleep 0.05; _i=$((_i + 1)); done
@@ -157,9 +159,9 @@ code=$(tg_req "$TG_TMP/f1b" POST /plain/v1/chat/completions -H 'Content-Type: ap
 echo "# F1: the bystander waited $(($(now_ms) - t0)) ms"
 a_done=$([ -e "$TG_TMP/f1.done" ] && echo "done" || echo "still waiting")
 wait $F1_PID
-todo "$([ "$code $a_done" = "200 still waiting" ] && echo 0 || echo 1)" \
-    "F1: a bystander on the same worker is answered while a catalog is embedded" \
-    "issue 28 part 4: embeddings calls still block the worker" "got: $code, the other request $a_done"
+expect_eq "F1: a bystander on the same worker is answered while a catalog is embedded" \
+    "200 still waiting" "$code $a_done"
+expect_eq "F1: the stalled request is answered (BM25 alone once its budget is spent)" 200 "$(cat "$TG_TMP/f1.code")"
 
 stop_toolgate
 finish
