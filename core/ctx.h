@@ -83,6 +83,9 @@ typedef struct tg_ctx {
     json_t *rf_inverse;              /* the inverse of a rewritten
                                         response_format schema, or NULL */
     json_t *id_map;                  /* {upstream id: agent id} or NULL */
+    json_t *dropped;                 /* [name] of top-level parameters the
+                                        target refuses, left out (said in
+                                        X-Toolgate-Dropped), or NULL */
     json_t *disc_state;              /* discovery's per-request state or NULL */
     json_t *request;                 /* the upstream request body (for discovery rounds) */
     bool stream;
