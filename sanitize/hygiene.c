@@ -2,14 +2,15 @@
  *
  * Makes messages[] and the top-level body acceptable to the route's dialect,
  * following docs/dialects.md sections 4, 4.1, 4.2, 6, 7 and rules 7, 34, 36, 39,
- * 42-49, 52, 55, 56:
+ * 42-49, 52, 55, 56, 63, 67, 71-73:
  *
  *   - internal markers (keys starting with ctx->strip_prefix) are removed
  *     wherever an agent's bookkeeping can hide: the top level, every message,
  *     every tool_calls entry and its function, every content part;
  *   - what a strict validator rejects is removed: keys outside a role's
  *     allow-list, null-valued keys, foreign tool_calls fields, top-level
- *     parameters the target does not know;
+ *     parameters the target does not know (listed in ctx->dropped, for
+ *     X-Toolgate-Dropped);
  *   - what a target needs is kept or rebuilt: DeepSeek's reasoning_content on
  *     tool-call turns, Gemini's thought signatures, Mistral and Anthropic
  *     tool-call ids, arguments that are JSON-object strings, content shapes,
