@@ -2,7 +2,7 @@
  *
  * Makes messages[] and the top-level body acceptable to the route's dialect,
  * following docs/dialects.md sections 4, 4.1, 4.2, 6, 7 and rules 7, 34, 36, 39,
- * 42-49, 52, 55, 56, 63, 67, 71-73:
+ * 42-49, 52, 55, 56, 63, 67, 73-75:
  *
  *   - internal markers (keys starting with ctx->strip_prefix) are removed
  *     wherever an agent's bookkeeping can hide: the top level, every message,
@@ -225,7 +225,7 @@ typedef struct dialect_row {
 #define MSG_LENIENT {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
 #define MSG_XAI                                                                             \
     {MR_LENIENT | TG_MR_TOP_LEVEL | TG_MR_REASONING_PARAMS, NULL, "section 4.1", NULL, NULL,  \
-     NULL, "rule 73"}
+     NULL, "rule 75"}
 #define MSG_OLLAMA                                                                          \
     {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST | TG_MR_ONE_SYSTEM, NULL, "rule 55", \
      NULL, NULL, NULL, NULL}
@@ -1001,7 +1001,7 @@ static void legacy_call_to_tool_calls(walk *w, json_t *msg, size_t i)
 
 /* The index in open (a JSON array of [id, name, agent id]) of the call a
  * tool answer with this id and name answers, or -1. An id matches the
- * call's id, else the id the agent gave a call that rule 71 renamed. An
+ * call's id, else the id the agent gave a call that rule 73 renamed. An
  * answer with no id takes the first open call of its name, else the first
  * open call. */
 static long open_call(json_t *open, const char *id, const char *name)
@@ -1098,12 +1098,12 @@ static void unique_call_id(walk *w, json_t *call, size_t i, size_t j, json_t *se
     json_object_set_new(seen, made, json_true());
     size_t mark = jp_key(&w->ptr, "tool_calls");
     jp_idx(&w->ptr, j);
-    rebuild_key(w, call, "id", json_string(made), "repeated-call-id", "rule 71");
+    rebuild_key(w, call, "id", json_string(made), "repeated-call-id", "rule 73");
     jp_pop(&w->ptr, mark);
 }
 
 /* Gives the calls of an assistant turn ids where they have none, unique
- * ones where they repeat (rule 71), and opens them (after answering what
+ * ones where they repeat (rule 73), and opens them (after answering what
  * was still open). */
 static void open_calls(walk *w, json_t *msg, size_t i, json_t *out, json_t *open, json_t *seen)
 {
@@ -1143,8 +1143,8 @@ static bool answer_call(walk *w, json_t *msg, json_t *open)
     const char *call_id = json_string_value(json_array_get(json_array_get(open, (size_t)k), 0));
     if (!id)
         rebuild_key(w, msg, "tool_call_id", json_string(call_id), "missing-tool-call-id", "rule 6");
-    else if (strcmp(id, call_id))  /* its call's id was made unique (rule 71) */
-        rebuild_key(w, msg, "tool_call_id", json_string(call_id), "repeated-call-id", "rule 71");
+    else if (strcmp(id, call_id))  /* its call's id was made unique (rule 73) */
+        rebuild_key(w, msg, "tool_call_id", json_string(call_id), "repeated-call-id", "rule 73");
     json_array_remove(open, (size_t)k);
     return true;
 }
@@ -1252,7 +1252,7 @@ static void system_to_front(walk *w, json_t *out, json_t *msg, const char *name,
     json_t *first = lead ? json_array_get(out, lead - 1) : NULL;
     json_t *have = json_object_get(first, "content"), *add = json_object_get(msg, "content");
     if (first && (w->f & TG_MR_ONE_SYSTEM) && !(json_is_string(have) && json_is_string(add))) {
-        /* rule 72: one system turn, whatever its shape */
+        /* rule 74: one system turn, whatever its shape */
         json_t *parts = as_parts(have), *more = as_parts(add);
         json_array_extend(parts, more);
         json_decref(more);
@@ -1304,11 +1304,11 @@ static void walk_messages(walk *w, json_t *body)
             rebuilt = true;
             continue;
         }
-        /* rule 72: the chat templates of local servers take one system
+        /* rule 74: the chat templates of local servers take one system
          * turn ("System message must be at the beginning.", oh-my-pi#958
          * on Qwen; Gemma's "roles must alternate", conversations#197) */
         if ((w->f & TG_MR_ONE_SYSTEM) && r == R_SYSTEM && prev == R_SYSTEM) {
-            system_to_front(w, out, msg, "one-system", "rule 72");
+            system_to_front(w, out, msg, "one-system", "rule 74");
             rebuilt = true;
             continue;
         }
@@ -1388,7 +1388,7 @@ static const char *top_verdict(const walk *w, json_t *body, const char *key, jso
         return "top-level";
     if ((w->f & TG_MR_REASONING_PARAMS) && in_list(xai_reasoning_deny, key) &&
         xai_reasoning_model(json_string_value(json_object_get(body, "model"))))
-        return *ref = "rule 73", "reasoning-model-param";
+        return *ref = "rule 75", "reasoning-model-param";
     if ((w->f & TG_MR_NO_AUTO_CHOICE) && !strcmp(key, "tool_choice") && json_is_string(val) &&
         !strcmp(json_string_value(val), "auto"))
         /* vLLM: "\"auto\" tool choice requires --enable-auto-tool-choice

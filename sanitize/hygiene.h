@@ -63,13 +63,13 @@ enum {
                                         started joins the leading one (rule
                                         63; Qwen's chat template, Gemini) */
     TG_MR_ONE_SYSTEM     = 1u << 23, /* consecutive system turns become one
-                                        (rule 72; chat templates of local
+                                        (rule 74; chat templates of local
                                         servers take a single one) */
     TG_MR_NO_AUTO_CHOICE = 1u << 24, /* the server has no tool parser:
                                         tool_choice "auto" is not sent
                                         (rule 56, vLLM) */
     TG_MR_REASONING_PARAMS = 1u << 25, /* reasoning models: the sampling
-                                        parameters they refuse go (rule 73,
+                                        parameters they refuse go (rule 75,
                                         xAI) */
 };
 

@@ -1792,7 +1792,7 @@ static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool 
     }
     if (untyped && (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING | TG_SR_ADD_TYPE)))
         return "any JSON value";
-    /* rule 70: Groq refuses an untyped property ("In context=('properties',
+    /* rule 72: Groq refuses an untyped property ("In context=('properties',
      * 'kwargs'), schema must have a 'type' key", livekit/agents#4610) */
     if (untyped && (f & TG_SR_TYPED_PROPS) && is_property_ptr(ptr))
         return "any JSON value";
@@ -2260,7 +2260,7 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
     json_t *params = json_object_get(fn, "parameters");
     json_t *inv = NULL;
     if ((!params || json_is_null(params)) && (w.f & TG_SR_NEED_PARAMS)) {
-        /* rule 68: Mistral and xAI refuse a function without parameters
+        /* rule 70: Mistral and xAI refuse a function without parameters
          * ("Field required", "missing field `parameters`"); OpenAI reads
          * none as an empty object, which is what goes */
         json_object_set_new(ofn, "parameters", json_pack("{s:s,s:{}}", "type", "object", "properties"));

@@ -61,7 +61,7 @@ expect_match "the drops are logged" 'bridge dropped what its chat upstream canno
 CHAT='{"model":"mock-default","messages":[{"role":"user","content":"hi"}],"thinking":{"type":"disabled"},"top_k":40}'
 st=$(tg_req "$B" POST /strict/v1/chat/completions -H 'Content-Type: application/json' --data-binary "$CHAT")
 expect_eq "chat: a request with Anthropic's thinking and top_k to an openai route is answered" 200 "$st"
-expect_eq "chat: X-Toolgate-Dropped names the parameters left out (rule 73)" \
+expect_eq "chat: X-Toolgate-Dropped names the parameters left out (rule 75)" \
     "parameters thinking, top_k" "$(header_value "$B.h" X-Toolgate-Dropped)"
 mock_last "$TG_TMP/last"
 expect_eq "chat: neither went upstream" "[]" \
