@@ -100,6 +100,32 @@ const char *tg_bridge_reasoning(const json_t *msg)
     return r && *r ? r : NULL;
 }
 
+void tg_bridge_tool_media(json_t *media, const char *call_id, json_t *part, tg_buf *text,
+                          size_t *n_text)
+{
+    const char *type = json_string_value(json_object_get(part, "type"));
+    bool image = type && !strcmp(type, "image_url");
+    char note[192];
+    snprintf(note, sizeof note, "%s returned by tool call %.120s", image ? "Images" : "Files",
+             call_id ? call_id : "");
+    bool noted = false;
+    size_t i;
+    const json_t *p;
+    json_array_foreach(media, i, p) {
+        const char *t = json_string_value(json_object_get(p, "text"));
+        if (t && !strcmp(t, note)) {
+            noted = true;
+            break;
+        }
+    }
+    if (!noted)
+        json_array_append_new(media, json_pack("{s:s, s:s}", "type", "text", "text", note));
+    json_array_append_new(media, part);
+    if ((*n_text)++)
+        tg_buf_puts(text, "\n\n");
+    tg_buf_puts(text, image ? "(image: see the next user message)" : "(file: see the next user message)");
+}
+
 void tg_bridge_emit(tg_buf *out, json_t *ev)
 {
     tg_buf_puts(out, "event: ");
@@ -233,7 +259,7 @@ void tg_chat_read(tg_chat_reader *rd, const tg_chat_events *ev, void *b, const c
         event_data(s, (size_t)(end - s), &data);
         if (data.len) {
             read_data(rd, ev, b, data.data, data.len, out);
-        } else if (*s == ':' && !rd->finished) {
+        } else if (*s == ':' && !rd->finished && !rd->quiet) {
             /* the repair stage's keepalive while it holds a call: the
              * bridge's client and the balancers before it see it too */
             tg_buf_append(out, s, (size_t)(end - s));

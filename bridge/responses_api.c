@@ -12,7 +12,12 @@
  * local_shell and a client tool_search theirs; their calls come back in
  * the shape each is declared in (a function_call with its namespace, a
  * custom_tool_call, a local_shell_call, a tool_search_call), through
- * b->kinds. Tools only OpenAI's servers run (web_search, file_search,
+ * b->kinds; so do OpenAI's shell (local) and apply_patch tools, which the
+ * agent runs. The tools of an additional_tools input item (where Codex
+ * puts them for the models of its own catalog) join those of `tools`.
+ * Images and files a tool returned leave its tool message (chat's hold
+ * text only) for a user message after the tool messages (flush_media).
+ * Tools only OpenAI's servers run (web_search, file_search,
  * code_interpreter, image_generation, computer_use, mcp...) and their
  * items in the history are dropped and listed in b->dropped, or refused
  * when the route says hosted_tools = refuse. Keys the Responses API defines but chat lacks are dropped;
@@ -77,6 +82,9 @@ typedef struct conv {
     const tg_bridge_opts *o;
     json_t *dropped;       /* {kind: [name]} */
     json_t *kinds;         /* as tg_resp_bridge's */
+    json_t *tools;         /* the chat tools of additional_tools items so far */
+    json_t *media;         /* images and files of the tool outputs so far, for
+                              the user message after them (flush_media) */
 } conv;
 
 /* ---- request ---------------------------------------------------------- */
@@ -120,8 +128,18 @@ static int join_text_parts(const json_t *parts, tg_buf *out)
     return 0;
 }
 
+/* What stands for a part that names something only OpenAI can read (a
+ * file_id of its file store) or that chat has no part for (a file_url):
+ * a text saying so, and the drop said (X-Toolgate-Dropped: content ...). */
+static json_t *part_note(json_t *dropped, const char *what, const char *text, const char *v)
+{
+    tg_bridge_drop(dropped, "content", what);
+    json_t *t = json_pack("{s:s, s:s++}", "type", "text", "text", text, v, ")");
+    return t;
+}
+
 /* One input content part as a chat content part (new reference). */
-static json_t *chat_part(const json_t *p, const char *path, tg_error *err)
+static json_t *chat_part(const json_t *p, const char *path, json_t *dropped, tg_error *err)
 {
     char param[128];
     const char *type = json_string_value(json_object_get(p, "type"));
@@ -141,6 +159,11 @@ static json_t *chat_part(const json_t *p, const char *path, tg_error *err)
     }
     if (!strcmp(type, "input_image")) {
         const json_t *url = json_object_get(p, "image_url");
+        const char *fid = json_string_value(json_object_get(p, "file_id"));
+        if (!json_is_string(url) && fid)
+            return part_note(dropped, "input_image.file_id",
+                             "(an image from OpenAI's file store was left out, which the route's "
+                             "provider cannot read: file_id ", fid);
         if (!json_is_string(url)) {
             snprintf(param, sizeof param, "%.100s.image_url", path);
             tg_bridge_bad(err, param,
@@ -163,6 +186,12 @@ static json_t *chat_part(const json_t *p, const char *path, tg_error *err)
             if (json_is_string(v))
                 json_object_set(file, *k, (json_t *)v);
         }
+        const char *furl = json_string_value(json_object_get(p, "file_url"));
+        if (!json_object_size(file) && furl) {
+            json_decref(file);
+            return part_note(dropped, "input_file.file_url",
+                             "(a file chat completions cannot attach by URL: ", furl);
+        }
         if (!json_object_size(file)) {
             json_decref(file);
             tg_bridge_bad(err, path, "%s: a file part needs file_data or file_id (file_url has no chat form)",
@@ -180,11 +209,43 @@ static json_t *chat_part(const json_t *p, const char *path, tg_error *err)
     return NULL;
 }
 
+/* The text of a message in a role whose chat content is text only
+ * (assistant, system, developer); its other parts (an image in a
+ * developer message) go to media, for a user message after it. */
+static json_t *text_only_content(const json_t *content, const char *path, json_t *media,
+                                 json_t *dropped, tg_error *err)
+{
+    tg_buf t = {0};
+    size_t i;
+    const json_t *p;
+    json_array_foreach(content, i, p) {
+        const json_t *text = json_object_get(p, "text");
+        if (!json_is_string(text))
+            text = json_object_get(p, "refusal");
+        if (json_is_string(text)) {
+            tg_buf_append(&t, json_string_value(text), json_string_length(text));
+            continue;
+        }
+        char sub[128];
+        snprintf(sub, sizeof sub, "%.100s[%zu]", path, i);
+        json_t *c = chat_part(p, sub, dropped, err);
+        if (!c) {
+            tg_buf_free(&t);
+            return NULL;
+        }
+        json_array_append_new(media, c);
+    }
+    json_t *v = json_stringn(t.data ? t.data : "", t.len);
+    tg_buf_free(&t);
+    return v;
+}
+
 /* A message's content: strings stay strings; parts become chat parts,
  * joined into one string where chat wants text only (assistant, system,
- * developer) or where all of them are text. */
+ * developer; their other parts go to media) or where all of them are
+ * text. */
 static json_t *chat_content(const char *role, const json_t *content, const char *path,
-                            tg_error *err)
+                            json_t *media, json_t *dropped, tg_error *err)
 {
     if (json_is_string(content))
         return json_incref((json_t *)content);
@@ -202,17 +263,15 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
         return s;
     }
     tg_buf_free(&t);
-    if (text_only) {
-        tg_bridge_bad(err, path, "%s: only text parts can stand in this role's content", path);
-        return NULL;
-    }
+    if (text_only)
+        return text_only_content(content, path, media, dropped, err);
     json_t *parts = json_array();
     size_t i;
     const json_t *p;
     json_array_foreach(content, i, p) {
         char sub[128];
-        snprintf(sub, sizeof sub, "%s[%zu]", path, i);
-        json_t *c = chat_part(p, sub, err);
+        snprintf(sub, sizeof sub, "%.100s[%zu]", path, i);
+        json_t *c = chat_part(p, sub, dropped, err);
         if (!c) {
             json_decref(parts);
             return NULL;
@@ -222,13 +281,49 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
     return parts;
 }
 
-/* A function_call_output's output: a string, or parts as chat parts. */
-static json_t *tool_content(const json_t *output, const char *path, tg_error *err)
+/* A tool output's parts as the text of a chat tool message: text parts
+ * joined; an image or a file (Codex's view_image answers with an
+ * input_image) goes to cv->media, for the user message after the tool
+ * messages, since a chat tool message holds text only
+ * (tg_bridge_tool_media). New reference, or NULL with err set. */
+static json_t *tool_parts(const json_t *output, const char *call_id, const char *path,
+                          json_t *media, json_t *dropped, tg_error *err)
+{
+    tg_buf t = {0};
+    size_t i, n_text = 0;
+    const json_t *p;
+    json_array_foreach(output, i, p) {
+        char sub[128];
+        snprintf(sub, sizeof sub, "%.100s[%zu]", path, i);
+        json_t *c = chat_part(p, sub, dropped, err);
+        if (!c) {
+            tg_buf_free(&t);
+            return NULL;
+        }
+        const char *type = json_string_value(json_object_get(c, "type"));
+        if (!strcmp(type, "text")) {
+            if (n_text++)
+                tg_buf_puts(&t, "\n\n");
+            tg_buf_puts(&t, json_string_value(json_object_get(c, "text")));
+            json_decref(c);
+        } else {
+            tg_bridge_tool_media(media, call_id, c, &t, &n_text);
+        }
+    }
+    json_t *v = json_stringn(t.data ? t.data : "", t.len);
+    tg_buf_free(&t);
+    return v;
+}
+
+/* A function_call_output's output as a tool message's text (see
+ * tool_parts). */
+static json_t *tool_content(const json_t *output, const char *call_id, const char *path,
+                            json_t *media, json_t *dropped, tg_error *err)
 {
     if (json_is_string(output))
         return json_incref((json_t *)output);
     if (json_is_array(output))
-        return chat_content("user", output, path, err);
+        return tool_parts(output, call_id, path, media, dropped, err);
     if (!output || json_is_null(output))
         return json_string("");
     /* some agents put the tool's JSON result here as it is */
@@ -332,6 +427,12 @@ static int input_call(const json_t *item, const char *type, const char *path, js
     } else if (!strcmp(type, "tool_search_call")) {
         nm = json_string("tool_search");
         args = args_text(json_object_get(item, "arguments"));
+    } else if (!strcmp(type, "shell_call")) {
+        nm = json_string("shell");
+        args = args_text(json_object_get(item, "action"));
+    } else if (!strcmp(type, "apply_patch_call")) {
+        nm = json_string("apply_patch");
+        args = args_text(json_object_get(item, "operation"));
     } else {
         if (!json_is_string(name)) {
             snprintf(param, sizeof param, "%.100s.name", path);
@@ -354,7 +455,7 @@ static int input_call(const json_t *item, const char *type, const char *path, js
 }
 
 static int input_message(const json_t *item, const char *path, json_t *messages,
-                         json_t **reasoning, tg_error *err)
+                         json_t **reasoning, json_t *dropped, tg_error *err)
 {
     char param[128];
     const char *role = json_string_value(json_object_get(item, "role"));
@@ -363,15 +464,26 @@ static int input_message(const json_t *item, const char *path, json_t *messages,
                   strcmp(role, "developer")))
         return tg_bridge_bad(err, param, "%s: expected user, assistant, system or developer", param);
     snprintf(param, sizeof param, "%.100s.content", path);
-    json_t *content = chat_content(role, json_object_get(item, "content"), param, err);
-    if (!content)
+    json_t *media = json_array();
+    json_t *content = chat_content(role, json_object_get(item, "content"), param, media, dropped,
+                                   err);
+    if (!content) {
+        json_decref(media);
         return -1;
+    }
     if (!strcmp(role, "assistant")) {
         json_t *m = assistant_turn(messages, reasoning);
         json_object_set_new(m, "content", content);
-        return 0;
+    } else {
+        json_array_append_new(messages, json_pack("{s:s, s:o}", "role", role, "content", content));
     }
-    json_array_append_new(messages, json_pack("{s:s, s:o}", "role", role, "content", content));
+    if (json_array_size(media)) {  /* parts chat takes from a user only */
+        char note[64];
+        snprintf(note, sizeof note, "(the parts of the %s message before)", role);
+        json_array_insert_new(media, 0, json_pack("{s:s, s:s}", "type", "text", "text", note));
+        json_array_append_new(messages, json_pack("{s:s, s:O}", "role", "user", "content", media));
+    }
+    json_decref(media);
     return 0;
 }
 
@@ -386,21 +498,40 @@ typedef struct lookup {
 /* Items the calls of the history are (input_call). */
 static bool is_call_item(const char *type)
 {
-    static const char *const calls[] = {"function_call", "custom_tool_call", "local_shell_call",
-                                        "tool_search_call", NULL};
+    static const char *const calls[] = {"function_call",    "custom_tool_call", "local_shell_call",
+                                        "tool_search_call", "shell_call",       "apply_patch_call",
+                                        NULL};
     return tg_bridge_is_one_of(type, calls);
 }
 
 /* Items that answer them: tool messages. */
 static bool is_output_item(const char *type)
 {
-    static const char *const outs[] = {"function_call_output", "custom_tool_call_output",
-                                       "local_shell_call_output", "tool_search_output", NULL};
+    static const char *const outs[] = {"function_call_output",    "custom_tool_call_output",
+                                       "local_shell_call_output", "tool_search_output",
+                                       "shell_call_output",       "apply_patch_call_output",
+                                       NULL};
     return tg_bridge_is_one_of(type, outs);
+}
+
+/* An apply_patch_call_output: its output text, after "[failed] " when
+ * the patch did not apply. New reference. */
+static json_t *patch_output(const json_t *item)
+{
+    const char *status = json_string_value(json_object_get(item, "status"));
+    const char *out = json_string_value(json_object_get(item, "output"));
+    bool failed = status && !strcmp(status, "failed");
+    tg_buf t = {0};
+    tg_buf_puts(&t, failed ? "[failed] " : "");
+    tg_buf_puts(&t, out ? out : "");
+    json_t *v = json_stringn(t.data ? t.data : "", t.len);
+    tg_buf_free(&t);
+    return v;
 }
 
 static int input_item(const json_t *item, size_t i, json_t *messages, json_t **reasoning,
                       const lookup *lk, tg_error *err);
+static int add_tools(const json_t *tools, const char *at, json_t *out, conv *cv, tg_error *err);
 
 /* An item_reference: the item it names, from the store, converted in its
  * place; a reference to a reference is not followed. */
@@ -438,15 +569,23 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
     const char *type = json_string_value(json_object_get(item, "type"));
     if (!type && json_object_get(item, "role"))
         type = "message";
+    else if (!type && json_is_string(json_object_get(item, "id")))
+        type = "item_reference";  /* its type is optional */
     snprintf(param, sizeof param, "%.100s.type", path);
     if (!type)
         return tg_bridge_bad(err, param, "%s: an input item needs a type", param);
     if (!strcmp(type, "message"))
-        return input_message(item, path, messages, reasoning, err);
-    if (is_call_item(type))
+        return input_message(item, path, messages, reasoning, lk->cv->dropped, err);
+    const char *exec = json_string_value(json_object_get(item, "execution"));
+    bool hosted = exec && !strcmp(exec, "server");  /* a tool search OpenAI ran */
+    if (is_call_item(type) && !hosted)
         return input_call(item, type, path, messages, reasoning, err);
-    if (is_output_item(type)) {
+    if (is_output_item(type) && !hosted) {
         const json_t *call_id = json_object_get(item, "call_id");
+        /* OpenAI's local_shell_call_output names its call by `id` (the
+         * call's call_id, as its SDK types declare); Codex sends call_id */
+        if (!json_is_string(call_id) && !strcmp(type, "local_shell_call_output"))
+            call_id = json_object_get(item, "id");
         if (!json_is_string(call_id)) {
             snprintf(param, sizeof param, "%.100s.call_id", path);
             return tg_bridge_bad(err, param, "%s: a tool call's output needs the call_id it answers",
@@ -456,7 +595,13 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
         /* a search's answer is the tools it loaded, as JSON text */
         json_t *c = !strcmp(type, "tool_search_output")
                         ? args_text(json_object_get(item, "tools"))
-                        : tool_content(json_object_get(item, "output"), param, err);
+                    : !strcmp(type, "shell_call_output")
+                        ? args_text(json_object_get(item, "output"))
+                        : !strcmp(type, "apply_patch_call_output")
+                            ? patch_output(item)
+                            : tool_content(json_object_get(item, "output"),
+                                           json_string_value(call_id), param, lk->cv->media,
+                                           lk->cv->dropped, err);
         if (!c)
             return -1;
         json_array_append_new(messages, json_pack("{s:s, s:O, s:o}", "role", "tool",
@@ -495,6 +640,14 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
     }
     if (!strcmp(type, "item_reference"))
         return input_reference(item, i, path, messages, reasoning, lk, err);
+    if (!strcmp(type, "additional_tools")) {  /* Codex's tools, in the input (add_tools) */
+        char tpath[80];
+        snprintf(tpath, sizeof tpath, "%.60s.tools", path);
+        const json_t *tools = json_object_get(item, "tools");
+        if (!tools || json_is_null(tools))
+            return 0;
+        return add_tools(tools, tpath, lk->cv->tools, lk->cv, err);
+    }
     if (!lk->cv->o->refuse_hosted) {  /* what OpenAI's servers did: nothing to replay */
         tg_bridge_drop(lk->cv->dropped, "input", type);
         return 0;
@@ -505,6 +658,18 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
                  "itself can pass /v1/responses through: responses = pass)",
                  param, type);
     return -1;
+}
+
+/* The images and files of the tool outputs just before, as one user
+ * message after their tool messages (a user message between two tool
+ * messages would part them from their assistant turn). */
+static void flush_media(json_t *messages, json_t *media)
+{
+    if (!json_array_size(media))
+        return;
+    json_array_append_new(messages, json_pack("{s:s, s:o}", "role", "user", "content",
+                                               json_copy(media)));
+    json_array_clear(media);
 }
 
 static int convert_input(const json_t *input, json_t *messages, const lookup *lk, tg_error *err)
@@ -519,11 +684,15 @@ static int convert_input(const json_t *input, json_t *messages, const lookup *lk
     size_t i;
     const json_t *item;
     json_array_foreach(input, i, item) {
+        const char *type = json_string_value(json_object_get(item, "type"));
+        if (!type || !is_output_item(type))
+            flush_media(messages, lk->cv->media);
         if (input_item(item, i, messages, &reasoning, lk, err)) {
             json_decref(reasoning);
             return -1;
         }
     }
+    flush_media(messages, lk->cv->media);
     json_decref(reasoning);
     return 0;
 }
@@ -578,6 +747,35 @@ static json_t *local_shell_function(void)
         "command");
 }
 
+/* OpenAI's shell tool run where the agent is (environment local or
+ * none; a container is OpenAI's): its action as a function's parameters. */
+static json_t *shell_function(void)
+{
+    return json_pack(
+        "{s:s, s:{s:s, s:s, s:{s:s, s:{s:{s:s, s:{s:s}}, s:{s:s}, s:{s:s}}, s:[s]}}}", "type",
+        "function", "function", "name", "shell", "description",
+        "Runs shell commands on the user's machine, one after another; each gives its stdout, "
+        "stderr and exit code.",
+        "parameters", "type", "object", "properties", "commands", "type", "array", "items",
+        "type", "string", "timeout_ms", "type", "integer", "max_output_length", "type",
+        "integer", "required", "commands");
+}
+
+/* OpenAI's apply_patch tool, which the agent runs: one file operation
+ * (create_file and update_file with a V4A diff, delete_file) as a
+ * function's parameters. */
+static json_t *apply_patch_function(void)
+{
+    return json_pack(
+        "{s:s, s:{s:s, s:s, s:{s:s, s:{s:{s:s, s:[s,s,s]}, s:{s:s}, s:{s:s, s:s}}, s:[s,s]}}}",
+        "type", "function", "function", "name", "apply_patch", "description",
+        "Creates, updates or deletes one file of the user's workspace.", "parameters", "type",
+        "object", "properties", "type", "type", "string", "enum", "create_file", "update_file",
+        "delete_file", "path", "type", "string", "diff", "type", "string", "description",
+        "the V4A diff: the whole file for create_file, the changes for update_file", "required",
+        "type", "path");
+}
+
 /* Records that the chat tool name stands for a tool of another shape. */
 static void set_kind(conv *cv, json_t *chat_name, const char *kind, const json_t *name,
                      const char *ns)
@@ -608,34 +806,32 @@ static int namespaced_tool(const json_t *t, const char *ns, const char *path, js
 
 /* function tools as they are; Codex's own tool shapes as functions
  * (namespaces flattened, custom, local_shell, a client tool_search); the
- * rest runs on OpenAI's servers: dropped (cv->dropped) or refused. */
-static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
+ * rest runs on OpenAI's servers: dropped (cv->dropped) or refused. The
+ * tools of `tools` and of additional_tools items (where Codex puts them
+ * for the models of its own catalog) alike, appended to out; at is where
+ * they stand, for errors. */
+static int add_tools(const json_t *tools, const char *at, json_t *out, conv *cv, tg_error *err)
 {
-    if (!json_is_array(tools)) {
-        tg_bridge_bad(err, "tools", "%s: expected an array of tools", "tools");
-        return NULL;
-    }
-    json_t *out = json_array();
+    if (!json_is_array(tools))
+        return tg_bridge_bad(err, at, "%s: expected an array of tools", at);
     size_t i;
     const json_t *t;
     json_array_foreach(tools, i, t) {
-        char param[64], path[64];
+        char param[128], path[112];
         const char *type = json_string_value(json_object_get(t, "type"));
         const json_t *name = json_object_get(t, "name");
         const char *exec = json_string_value(json_object_get(t, "execution"));
-        snprintf(path, sizeof path, "tools[%zu]", i);
-        snprintf(param, sizeof param, "tools[%zu].type", i);
+        snprintf(path, sizeof path, "%.80s[%zu]", at, i);
+        snprintf(param, sizeof param, "%s.type", path);
         bool named = json_is_string(name);
         if (type && !strcmp(type, "namespace") && named) {
             size_t j;
             const json_t *inner;
             json_array_foreach(json_object_get(t, "tools"), j, inner) {
-                char ipath[96];
+                char ipath[160];
                 snprintf(ipath, sizeof ipath, "%s.tools[%zu]", path, j);
-                if (namespaced_tool(inner, json_string_value(name), ipath, out, cv, err)) {
-                    json_decref(out);
-                    return NULL;
-                }
+                if (namespaced_tool(inner, json_string_value(name), ipath, out, cv, err))
+                    return -1;
             }
             continue;
         }
@@ -649,6 +845,17 @@ static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
             set_kind(cv, ls, "local_shell", ls, NULL);
             json_decref(ls);
             json_array_append_new(out, local_shell_function());
+            continue;
+        }
+        const json_t *env = json_object_get(t, "environment");
+        const char *env_type = json_string_value(json_object_get(env, "type"));
+        if (type && ((!strcmp(type, "shell") && (!env_type || !strcmp(env_type, "local"))) ||
+                     !strcmp(type, "apply_patch"))) {  /* tools the agent runs */
+            json_t *nm = json_string(type);
+            set_kind(cv, nm, type, nm, NULL);
+            json_decref(nm);
+            json_array_append_new(out, !strcmp(type, "shell") ? shell_function()
+                                                               : apply_patch_function());
             continue;
         }
         if (type && !strcmp(type, "tool_search") && exec && !strcmp(exec, "client")) {
@@ -668,23 +875,61 @@ static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
                          "them out (a route to OpenAI itself can pass /v1/responses through: "
                          "responses = pass)",
                          param, type);
-            json_decref(out);
-            return NULL;
+            return -1;
         }
-        if (!type) {
-            tg_bridge_bad(err, param, "%s: every tool needs a type (function, ...)", param);
-            json_decref(out);
-            return NULL;
-        }
+        if (!type)
+            return tg_bridge_bad(err, param, "%s: every tool needs a type (function, ...)", param);
         if (!named) {
-            snprintf(param, sizeof param, "tools[%zu].name", i);
-            tg_bridge_bad(err, param, "%s: a function tool needs a name", param);
-            json_decref(out);
-            return NULL;
+            snprintf(param, sizeof param, "%s.name", path);
+            return tg_bridge_bad(err, param, "%s: a function tool needs a name", param);
         }
         json_array_append_new(out, chat_function(t, json_incref((json_t *)name)));
     }
+    return 0;
+}
+
+/* The request's chat tools: those of `tools`, then those of its
+ * additional_tools items (cv->tools); a name declared twice is sent once,
+ * as first declared (chat providers refuse a list that repeats one).
+ * New reference, or NULL with err set. */
+static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
+{
+    json_t *all = json_array();
+    if (tools && !json_is_null(tools) && add_tools(tools, "tools", all, cv, err)) {
+        json_decref(all);
+        return NULL;
+    }
+    json_array_extend(all, cv->tools);
+    json_t *out = json_array(), *seen = json_object();
+    size_t i;
+    json_t *t;
+    json_array_foreach(all, i, t) {
+        const char *name = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        if (name && json_object_get(seen, name))
+            continue;
+        if (name)
+            json_object_set_new(seen, name, json_true());
+        json_array_append(out, t);
+    }
+    json_decref(seen);
+    json_decref(all);
     return out;
+}
+
+/* The chat name of an allowed_tools entry: a function's or custom tool's
+ * name (flattened with its namespace), or shell and apply_patch, whose
+ * functions have their type's name. New reference, or NULL. */
+static json_t *allowed_name(const json_t *a)
+{
+    const char *type = json_string_value(json_object_get(a, "type"));
+    const char *name = json_string_value(json_object_get(a, "name"));
+    const char *ns = json_string_value(json_object_get(a, "namespace"));
+    if (name)
+        return ns && *ns ? flat_name(ns, name) : json_string(name);
+    if (type && (!strcmp(type, "shell") || !strcmp(type, "apply_patch") ||
+                 !strcmp(type, "local_shell")))
+        return json_string(type);
+    return NULL;
 }
 
 /* allowed_tools has no chat form every provider takes: the tools it does
@@ -703,8 +948,10 @@ static int allowed_tools_only(json_t *chat, const json_t *choice, tg_error *err)
         size_t j;
         const json_t *a;
         json_array_foreach(allowed, j, a) {
-            const char *an = json_string_value(json_object_get(a, "name"));
-            if (name && an && !strcmp(name, an)) {
+            json_t *an = allowed_name(a);
+            bool same = name && an && !strcmp(name, json_string_value(an));
+            json_decref(an);
+            if (same) {
                 json_array_append(kept, t);
                 break;
             }
@@ -737,6 +984,12 @@ static int convert_tool_choice(json_t *chat, const json_t *choice, conv *cv, tg_
     }
     if (type && !strcmp(type, "allowed_tools"))
         return allowed_tools_only(chat, choice, err);
+    if (type && (!strcmp(type, "shell") || !strcmp(type, "apply_patch")) &&
+        json_object_get(cv->kinds, type)) {  /* declared above as a function of that name */
+        json_object_set_new(chat, "tool_choice", json_pack("{s:s, s:{s:s}}", "type", "function",
+                                                           "function", "name", type));
+        return 0;
+    }
     if (!cv->o->refuse_hosted) {  /* a hosted tool, left out with its choice */
         tg_bridge_drop(cv->dropped, "fields", "tool_choice");
         return 0;
@@ -872,6 +1125,32 @@ static int refuse_stateful(const json_t *body, tg_error *err)
     return 0;
 }
 
+/* The input, after the chain of previous_response_id when it names one,
+ * as messages. */
+static int convert_all_input(const json_t *v, const json_t *prev, json_t *messages,
+                             const lookup *lk, tg_error *err)
+{
+    if (!prev || json_is_null(prev))
+        return convert_input(v, messages, lk, err);
+    if (!json_is_string(prev))
+        return tg_bridge_bad(err, "previous_response_id", "%s: expected a string",
+                             "previous_response_id");
+    json_t *all = chain_history(json_string_value(prev), lk, err);
+    json_t *own = all ? input_items(v) : NULL;
+    if (all && !own) {
+        json_decref(all);
+        return tg_bridge_bad(err, "input", "%s: expected a string or an array of input items",
+                             "input");
+    }
+    if (!all)
+        return -1;
+    json_array_extend(all, own);
+    json_decref(own);
+    int rc = convert_input(all, messages, lk, err);
+    json_decref(all);
+    return rc;
+}
+
 static int convert_request(const json_t *body, json_t *chat, const lookup *lk, tg_error *err)
 {
     if (refuse_stateful(body, err))
@@ -887,41 +1166,26 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
     else if (v && !json_is_null(v) && !json_is_string(v))
         return tg_bridge_bad(err, "instructions", "%s: expected a string", "instructions");
     v = json_object_get(body, "input");
-    if (!v)
-        return tg_bridge_bad(err, "input", "%s: required (a string or an array of input items)", "input");
     const json_t *prev = json_object_get(body, "previous_response_id");
-    if (prev && !json_is_null(prev)) {
-        if (!json_is_string(prev))
-            return tg_bridge_bad(err, "previous_response_id", "%s: expected a string",
-                                 "previous_response_id");
-        json_t *all = chain_history(json_string_value(prev), lk, err);
-        json_t *own = all ? input_items(v) : NULL;
-        if (all && !own) {
-            json_decref(all);
-            return tg_bridge_bad(err, "input", "%s: expected a string or an array of input items",
-                                 "input");
-        }
-        if (!all)
-            return -1;
-        json_array_extend(all, own);
-        json_decref(own);
-        int rc = convert_input(all, messages, lk, err);
-        json_decref(all);
-        if (rc)
-            return -1;
-    } else if (convert_input(v, messages, lk, err)) {
+    json_t *none = NULL;  /* input is optional beside instructions or a previous response */
+    if ((!v || json_is_null(v)) && (json_array_size(messages) || json_is_string(prev)))
+        v = none = json_array();
+    if (!v)
+        return tg_bridge_bad(err, "input",
+                             "%s: required without instructions or previous_response_id (a string "
+                             "or an array of input items)",
+                             "input");
+    int rc = convert_all_input(v, prev, messages, lk, err);
+    json_decref(none);
+    if (rc)
         return -1;
-    }
-    v = json_object_get(body, "tools");
-    if (v && !json_is_null(v)) {
-        json_t *tools = convert_tools(v, lk->cv, err);
-        if (!tools)
-            return -1;
-        if (json_array_size(tools))
-            json_object_set_new(chat, "tools", tools);
-        else
-            json_decref(tools);
-    }
+    json_t *tools = convert_tools(json_object_get(body, "tools"), lk->cv, err);
+    if (!tools)
+        return -1;
+    if (json_array_size(tools))
+        json_object_set_new(chat, "tools", tools);
+    else
+        json_decref(tools);
     if (convert_tool_choice(chat, json_object_get(body, "tool_choice"), lk->cv, err))
         return -1;
     v = json_object_get(body, "text");
@@ -983,7 +1247,7 @@ int tg_responses_to_chat_with(const json_t *body, tg_resp_lookup fn, void *ud, j
 int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_resp_lookup fn,
                               void *ud, json_t **chat, tg_resp_bridge **bridge, tg_error *err)
 {
-    conv cv = {o, NULL, NULL};
+    conv cv = {o, NULL, NULL, NULL, NULL};
     lookup lk = {fn, ud, &cv};
     *chat = NULL;
     *bridge = NULL;
@@ -995,7 +1259,12 @@ int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_re
     json_t *c = json_object();
     cv.dropped = json_object();
     cv.kinds = json_object();
-    if (convert_request(body, c, &lk, err)) {
+    cv.tools = json_array();
+    cv.media = json_array();
+    int rc = convert_request(body, c, &lk, err);
+    json_decref(cv.tools);
+    json_decref(cv.media);
+    if (rc) {
         json_decref(c);
         json_decref(cv.dropped);
         json_decref(cv.kinds);
@@ -1105,9 +1374,13 @@ static json_t *usage_of(const json_t *u)
     json_int_t total = json_is_integer(json_object_get(u, "total_tokens"))
                            ? tg_bridge_int_at(u, "total_tokens", NULL)
                            : in + out;
+    /* the prompt's tokens read from the provider's cache: OpenAI's and
+     * most providers' prompt_tokens_details, DeepSeek's own name */
+    json_int_t cached = tg_bridge_int_at(u, "prompt_tokens_details", "cached_tokens");
+    if (!cached)
+        cached = tg_bridge_int_at(u, "prompt_cache_hit_tokens", NULL);
     return json_pack("{s:I, s:{s:I}, s:I, s:{s:I}, s:I}", "input_tokens", in,
-                     "input_tokens_details", "cached_tokens",
-                     tg_bridge_int_at(u, "prompt_tokens_details", "cached_tokens"), "output_tokens", out,
+                     "input_tokens_details", "cached_tokens", cached, "output_tokens", out,
                      "output_tokens_details", "reasoning_tokens",
                      tg_bridge_int_at(u, "completion_tokens_details", "reasoning_tokens"), "total_tokens",
                      total);
@@ -1236,9 +1509,18 @@ static const char *kind_of(const tg_resp_bridge *b, const char *name, const json
     return kind ? kind : "function";
 }
 
+/* a[k] when it is an integer, else null (borrowed from a or static). */
+static json_t *int_or_null(const json_t *a, const char *k)
+{
+    json_t *v = json_object_get(a, k);
+    return json_is_integer(v) ? v : json_null();
+}
+
 /* A custom, local_shell or tool_search call, whole, in the shape Codex
- * reads (codex-rs protocol ResponseItem): its arguments are the function
- * arguments the model wrote for the chat tool it was declared as. */
+ * reads (codex-rs protocol ResponseItem), or a shell or apply_patch call
+ * in the shape of OpenAI's tools of those names: its arguments are the
+ * function arguments the model wrote for the chat tool it was declared
+ * as. */
 static json_t *shaped_item(json_t *id, const char *kind, const json_t *k, const char *call_id,
                            const char *args, const char *status)
 {
@@ -1253,6 +1535,27 @@ static json_t *shaped_item(json_t *id, const char *kind, const json_t *k, const 
         /* a model that wrote the text itself, not {input}, meant the text */
         json_object_set_new(item, "input", json_is_string(in) ? json_incref((json_t *)in)
                                                               : json_string(args ? args : ""));
+    } else if (!strcmp(kind, "shell")) {
+        json_t *action = json_pack("{s:o, s:O, s:O}", "commands",
+                                   json_is_array(json_object_get(a, "commands"))
+                                       ? json_incref(json_object_get(a, "commands"))
+                                       : json_array(),
+                                   "timeout_ms", int_or_null(a, "timeout_ms"),
+                                   "max_output_length", int_or_null(a, "max_output_length"));
+        json_object_set_new(item, "type", json_string("shell_call"));
+        json_object_set_new(item, "action", action);
+        json_object_set_new(item, "environment", json_pack("{s:s}", "type", "local"));
+    } else if (!strcmp(kind, "apply_patch")) {
+        const char *op = json_string_value(json_object_get(a, "type"));
+        const json_t *path = json_object_get(a, "path"), *diff = json_object_get(a, "diff");
+        json_t *operation = json_pack("{s:s, s:s}", "type", op ? op : "update_file", "path",
+                                      json_is_string(path) ? json_string_value(path) : "");
+        if (!op || strcmp(op, "delete_file"))
+            json_object_set_new(operation, "diff", json_string(json_is_string(diff)
+                                                                   ? json_string_value(diff)
+                                                                   : ""));
+        json_object_set_new(item, "type", json_string("apply_patch_call"));
+        json_object_set_new(item, "operation", operation);
     } else if (!strcmp(kind, "local_shell")) {
         json_t *action = json_is_object(a) ? json_deep_copy(a) : json_object();
         json_object_set_new(action, "type", json_string("exec"));

@@ -12,6 +12,9 @@ void tg_ctx_clear(tg_ctx *ctx)
     json_decref(ctx->dropped);
     json_decref(ctx->disc_state);
     json_decref(ctx->request);
+    json_decref(ctx->custom_tools);
+    json_decref(ctx->translated);
+    ctx->custom_tools = ctx->translated = NULL;
     ctx->explain = ctx->tools = ctx->name_map = ctx->arg_inverse = ctx->rf_inverse = NULL;
     ctx->id_map = ctx->dropped = ctx->disc_state = ctx->request = NULL;
 }

@@ -43,6 +43,8 @@ typedef struct tg_stats {
     unsigned bad_chunks;             /* stream chunks repaired or dropped for their shape */
     unsigned tools_in, tools_out;
     size_t tools_bytes_in, tools_bytes_out;
+    unsigned schema_standins;        /* $refs left out by the schema budget
+                                        (rule 62, degraded) */
 } tg_stats;
 
 /* What the stream repair asks of the discovery intercept (discovery.h has
@@ -86,6 +88,11 @@ typedef struct tg_ctx {
     json_t *dropped;                 /* [name] of top-level parameters the
                                         target refuses, left out (said in
                                         X-Toolgate-Dropped), or NULL */
+    json_t *custom_tools;            /* {agent name: true}: chat custom tools
+                                        sent up as functions (sanitize/custom.h),
+                                        whose calls go back as custom calls */
+    json_t *translated;              /* {kind: [name]} given upstream in another
+                                        form (X-Toolgate-Translated), or NULL */
     json_t *disc_state;              /* discovery's per-request state or NULL */
     json_t *request;                 /* the upstream request body (for discovery rounds) */
     bool stream;

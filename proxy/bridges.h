@@ -6,6 +6,15 @@
 
 #include "proxy/request.h"
 
+/* Gemini's API (proxy/gemini.h answers its side endpoints). */
+extern const bridge_api gemini_api;
+/* Is the client Gemini's SDK (its x-goog-api-client header: google-genai-sdk
+ * in JS, genai-py...)? Its default apiVersion is v1, so it asks GET
+ * /v1/models/MODEL, which OpenAI's clients ask too. */
+bool gemini_sdk(tg_req *r);
+/* &gemini_api for such a path asked by Gemini's SDK, else NULL. */
+const bridge_api *api_of_gemini_sdk(tg_req *r);
+
 /* The agent API a path (past the route prefix) belongs to, or NULL. */
 const bridge_api *api_of(const char *rest);
 /* The API a path that is no endpoint of it aims at (a refused
@@ -35,5 +44,14 @@ static inline void bridge_flush(tg_req *r, bool end)
 /* A passed-through stream cut short: its end, an error event in the
  * shape its API's clients read, appended to r->stream.out. */
 void raw_stream_error(tg_req *r, const char *code, const char *msg);
+
+/* GET [prefix]/v1/models[/{id}] (r->route set): 0 to pass it upstream
+ * (r->prep.models says how its answer is read), -1 answered from the conf
+ * (see the comment in bridges.c). Any other request: 0, untouched. */
+int models_route(tg_req *r);
+/* The upstream's answer to such a request, in the request's shape, or the
+ * conf's list when the upstream serves none: true with the answer in r,
+ * false to relay the upstream's answer as it came. */
+bool models_answer(tg_req *r);
 
 #endif

@@ -174,17 +174,29 @@ void tg_header_line_append(struct curl_slist **list, const char *name, const cha
     *list = l;
 }
 
+/* A segment's name as servers that take path parameters read it: up to a
+ * ';' (Tomcat, Jetty and Spring read "..;x" as ".."), or up to a "%3b"
+ * left after MHD's decoding (a client that encoded it twice). */
+static size_t segment_name_len(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == ';' || (p[i] == '%' && i + 2 < n && !strncasecmp(p + i + 1, "3b", 2)))
+            return i;
+    return n;
+}
+
 /* MHD hands over the path decoded once, so "%2e%2e" and "..%2f" arrive as
  * "..": a segment "." or ".." (between '/' or '\\', which some servers
- * take for '/') is one, and so is a "%2e", "%2f" or "%5c" still there
- * after that decoding (the client encoded it twice, for a server that
- * decodes again). */
+ * take for '/'; its path parameters after a ';' aside) is one, and so is a
+ * "%2e", "%2f" or "%5c" still there after that decoding (the client
+ * encoded it twice, for a server that decodes again). */
 bool tg_path_has_dot_segment(const char *path)
 {
     const char *p = path;
     while (*p) {
         size_t n = strcspn(p, "/\\");
-        if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+        size_t name = segment_name_len(p, n);
+        if ((name == 1 && p[0] == '.') || (name == 2 && p[0] == '.' && p[1] == '.'))
             return true;
         p += n;
         if (*p)
@@ -388,6 +400,21 @@ static int validate_message(json_t *m, size_t i, tg_error *err)
     json_t *call;
     json_array_foreach(calls, j, call) {
         json_t *fn = json_object_get(call, "function");
+        const char *ct = json_string_value(json_object_get(call, "type"));
+        if (json_is_object(call) && ct && !strcmp(ct, "custom")) {
+            /* a custom tool's call: {"custom": {"name", "input"}} (sanitize/custom.c) */
+            json_t *cu = json_object_get(call, "custom");
+            snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu].custom", i, j);
+            if (!json_is_object(cu))
+                return wrong_type(err, f, "an object with the tool's name and input");
+            snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu].custom.name", i, j);
+            if (!json_is_string(json_object_get(cu, "name")))
+                return wrong_type(err, f, "a string");
+            snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu].custom.input", i, j);
+            if (!json_is_string(json_object_get(cu, "input")))
+                return wrong_type(err, f, "a string");
+            continue;
+        }
         if (!json_is_object(call) || !json_is_object(fn)) {
             snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu]%s", i, j,
                      json_is_object(call) ? ".function" : "");

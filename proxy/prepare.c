@@ -12,16 +12,20 @@
  */
 #include "proxy/prepare.h"
 
+#include "core/alloc.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "core/cache.h"
+#include "bridge/bridge.h"
 #include "core/jsonio.h"
 #include "proxy/bridges.h"
 #include "proxy/embed_http.h"
 #include "proxy/log.h"
+#include "proxy/metrics.h"
 
 static void route_list(const tg_conf *c, char *buf, size_t n)
 {
@@ -29,6 +33,30 @@ static void route_list(const tg_conf *c, char *buf, size_t n)
     buf[0] = '\0';
     for (int i = 0; i < c->n_routes && off < n; i++)
         off += (size_t)snprintf(buf + off, n - off, "%s%s", i ? ", " : "", c->routes[i].name);
+}
+
+/* A route whose api_key named an unset variable (conf.c: api_key_var)
+ * forwards the client's own provider key; without one the provider's
+ * answer would be a bare 401, or a 502 from a provider toolgate cannot
+ * reach: the error names the variable to set instead. A client's key is
+ * any credential header that is not toolgate's own client key (http.c). */
+static int refuse_keyless(tg_req *r, const tg_route *route)
+{
+    static const char *const creds[] = {"x-upstream-authorization", "authorization",
+                                        "x-api-key", "api-key", "x-goog-api-key", NULL};
+    if (!route->api_key_var || route->api_key)
+        return 0;
+    for (const char *const *h = creds; *h; h++) {
+        const char *v = client_header(r, *h);
+        if (v && *v && !(r->client.key && strstr(v, r->client.key)))
+            return 0;
+    }
+    set_error(r, 401, "invalid_request_error", "missing_api_key", NULL,
+              "route '%s' has no provider key: its api_key is ${%s}, which is unset or empty in "
+              "toolgate's environment; set %s and restart toolgate, or send your own key in "
+              "x-upstream-authorization",
+              route->name, route->api_key_var, route->api_key_var);
+    return -1;
 }
 
 /* The body is read and rewritten, so it must be plain JSON: a gzip body
@@ -46,11 +74,28 @@ static int body_plain(tg_req *r)
     return 0;
 }
 
+/* A token count on a route that bridges the API: the chat provider counts
+ * none without generating, so toolgate answers an estimate, and says so
+ * (X-Toolgate-Estimate), rather than leave the agent without a count. */
+static void answer_estimate(tg_req *r, const json_t *body)
+{
+    json_t *a = r->prep.api->count_estimate(body);
+    tg_buf out = {0};
+    tg_json_dump(a, &out);
+    json_decref(a);
+    size_t len;
+    char *text = tg_buf_steal(&out, &len);
+    set_answer(r, 200, text, len, false);
+    r->answer.type = "application/json";
+    r->prep.estimate = "input_tokens";
+}
+
 /* A request of an agent API (r->prep.api): on a route that bridges it, the body
  * becomes a chat request that goes the chat way, and the answer is turned
  * back on its way out. Returns 0 for the chat way, 1 when the route's
- * provider takes the request as it is (r->route set), -1 with an answer
- * in r. */
+ * provider takes the request as it is (r->route set), 2 while what it
+ * names is read from the store (bridge_api.prefetch: the request waits,
+ * and comes here again), -1 with an answer in r. */
 int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
 {
     tg_error err;
@@ -65,7 +110,15 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         set_error_from(r, &err);
         return -1;
     }
-    const char *model = json_string_value(json_object_get(body, "model"));
+    note_client_model(r, body);
+    char path_model[256];  /* Gemini's is in the path */
+    const char *model = r->prep.api->model_of
+                            ? r->prep.api->model_of(r, path_model, sizeof path_model)
+                            : json_string_value(json_object_get(body, "model"));
+    if (r->prep.api->model_of && model) {  /* the access line names it too */
+        free(r->client.model);
+        r->client.model = tg_strdup(model);
+    }
     const tg_route *route = by_prefix ? by_prefix : model ? tg_route_by_model(r->conf, model) : NULL;
     if (route && !r->prep.api->bridges(route)) {
         if (r->prep.api->strip_markers(body, route->strip_prefix)) {
@@ -74,7 +127,7 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         }
         json_decref(body);
         r->route = route;
-        return 1;
+        return refuse_keyless(r, route) ? -1 : 1;
     }
     if (pass_only) {  /* an endpoint with no chat form */
         if (!route) {
@@ -83,6 +136,12 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
             set_error(r, 404, "invalid_request_error", "model_not_found", "model",
                       "no route for model '%s' (routes tried, in order: %s)", model ? model : "",
                       routes);
+            json_decref(body);
+            return -1;
+        }
+        if (r->prep.api->count_estimate) {
+            r->route = route;
+            answer_estimate(r, body);
             json_decref(body);
             return -1;
         }
@@ -96,7 +155,13 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         return -1;
     }
     json_t *chat = NULL;
+    if (route)  /* the route picked, for the log of a request refused below */
+        r->route = route;
     r->client.owner = item_owner(r, route);
+    if (r->prep.api->prefetch && r->prep.api->prefetch(r, body) > 0) {
+        json_decref(body);  /* read again when what it names is in */
+        return 2;
+    }
     int rc = r->prep.api->to_chat(r, route, body, &chat, &err);
     json_decref(body);
     if (rc) {
@@ -130,6 +195,10 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
         return -1;
     }
     r->json = body;
+    r->client.stream = json_is_true(json_object_get(body, "stream"));
+    /* the route first: a request refused below is logged with it */
+    const char *model = json_string_value(json_object_get(body, "model"));
+    r->route = by_prefix ? by_prefix : (model ? tg_route_by_model(c, model) : NULL);
     /* An agent resends its tool list every turn: once a list (by its bytes'
      * hash) has passed, its entries are not walked again. */
     uint64_t th = r->prep.tools_hash;
@@ -142,8 +211,6 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
     }
     if (r->prep.tools_hash && !checked)
         tg_cache_put(r->w->cache, "toolsok", r->prep.tools_hash, json_true(), 16);
-    const char *model = json_string_value(json_object_get(body, "model"));
-    r->route = by_prefix ? by_prefix : (model ? tg_route_by_model(c, model) : NULL);
     if (!r->route) {
         char routes[512];
         route_list(c, routes, sizeof routes);
@@ -152,6 +219,8 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
                   routes);
         return -1;
     }
+    if (refuse_keyless(r, r->route))  /* not on a fallback: its error would hide the first's */
+        return -1;
     return prepare_route(r, r->route);
 }
 
@@ -229,6 +298,22 @@ static void join_small_body(tg_req *r)
     r->up.tools = NULL;
 }
 
+/* What the request stages gave upstream in another form (a chat custom
+ * tool as a function, sanitize/custom.h): said like a bridge's translations
+ * (X-Toolgate-Translated, the log, toolgate_bridge_translated_total). A
+ * bridged request has no chat custom tools, so its own note stands. */
+static void note_chat_translated(tg_req *r)
+{
+    size_t n = tg_bridge_dropped_count(r->ctx.translated);
+    if (!n)
+        return;
+    free(r->prep.translated);
+    r->prep.translated = tg_bridge_dropped_text(r->ctx.translated);
+    tg_metrics_translated(r->w->metrics, n);
+    tg_log(TG_LOG_INFO, "request %s: route %s takes no custom tools; sent as functions: %s",
+           r->id, r->route->name, r->prep.translated ? r->prep.translated : "");
+}
+
 /* Run the request stages for `route` over the client's body and keep the
  * bytes to send. A fallback runs this again from the original bytes, so
  * the other route gets a request rewritten for its own dialect. */
@@ -270,6 +355,7 @@ int prepare_route(tg_req *r, const tg_route *route)
                r->id, route->name, names ? names : "?");
         free(names);
     }
+    note_chat_translated(r);
     upstream_headers_free(r);  /* the api_key may differ between routes */
     up_body_free(r);
     /* a small body, tools' text joined (join_small_body), is about the

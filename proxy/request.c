@@ -179,7 +179,12 @@ void req_unref(tg_req *r)
     upstream_headers_free(r);
     free(r->up.url);
     free(r->prep.dropped);
+    free(r->prep.translated);
+    json_decref(r->prep.fetched);
+    json_decref(r->prep.fetch_ids);
     free(r->answer.body);
+    free(r->answer.reason);
+    free(r->client.model);
     free(r->client.url);
     if (r->stream.repair)
         tg_stream_free(r->stream.repair);
@@ -296,6 +301,8 @@ const char *client_header(tg_req *r, const char *name)
 void set_answer(tg_req *r, int status, char *body, size_t len, bool from_upstream)
 {
     free(r->answer.body);
+    free(r->answer.reason);
+    r->answer.reason = NULL;
     r->answer.status = status;
     r->answer.body = body;
     r->answer.len = len;
@@ -316,12 +323,54 @@ void set_error(tg_req *r, int status, const char *type, const char *code,
     tg_error_set(&err, status, type, code, param, "%s", msg);
     char *body = tg_error_body(&err);
     set_answer(r, status, body, strlen(body), false);
+    r->answer.reason = tg_strdup(msg);
 }
 
 void set_error_from(tg_req *r, const tg_error *err)
 {
     char *body = tg_error_body(err);
     set_answer(r, err->status ? err->status : 400, body, strlen(body), false);
+    r->answer.reason = tg_strdup(err->message);
+}
+
+void note_client_model(tg_req *r, const json_t *body)
+{
+    const char *model = json_string_value(json_object_get(body, "model"));
+    free(r->client.model);
+    r->client.model = model ? tg_strdup(model) : NULL;
+    r->client.stream = json_is_true(json_object_get(body, "stream"));
+}
+
+/* The route that was picked, or the one the path's prefix names (an
+ * answer refused before the route's stages ran). */
+static const tg_route *log_route(const tg_req *r)
+{
+    return r->route ? r->route : r->client.by_prefix;
+}
+
+/* The model as the route's stages left it (the chat body's), else as the
+ * client named it. */
+static const char *log_model(const tg_req *r)
+{
+    const char *m = r->json ? json_string_value(json_object_get(r->json, "model")) : NULL;
+    return m ? m : r->client.model;
+}
+
+static bool log_stream(const tg_req *r)
+{
+    return (r->ctx_live && r->ctx.stream) || r->client.stream;
+}
+
+/* An error answer toolgate made itself: once, at warn, with what an
+ * operator needs to see why an agent failed (the agent shows little). */
+static void own_error_line(const tg_req *r, int status)
+{
+    const tg_route *rt = log_route(r);
+    const char *model = log_model(r);
+    tg_log(TG_LOG_WARN, "request %s: answered %d: %s %s route %s model %s stream %s: %.600s",
+           r->id, status, r->client.method, r->client.url ? r->client.url : "-",
+           rt ? rt->name : "-", model ? model : "-", log_stream(r) ? "true" : "false",
+           r->answer.reason);
 }
 
 /* Appends s as a JSON string (quotes, escapes). */
@@ -349,6 +398,8 @@ static void json_str(tg_buf *b, const char *s)
  * Nothing secret is in it: no header is logged. */
 void access_log_line(tg_req *r, int status)
 {
+    if (r->answer.reason && status >= 400 && !r->answer.from_upstream)
+        own_error_line(r, status);
     if (!tg_access_log_on() || tg_log_level_get() < TG_LOG_INFO)
         return;
     struct timespec ts;
@@ -365,18 +416,19 @@ void access_log_line(tg_req *r, int status)
     tg_buf_puts(&b, ",\"path\":");
     json_str(&b, r->client.url);
     tg_buf_puts(&b, ",\"route\":");
-    if (r->route)
-        json_str(&b, r->route->name);
+    const tg_route *rt = log_route(r);
+    if (rt)
+        json_str(&b, rt->name);
     else
         tg_buf_puts(&b, "null");
-    const char *model = r->json ? json_string_value(json_object_get(r->json, "model")) : NULL;
+    const char *model = log_model(r);
     tg_buf_puts(&b, ",\"model\":");
     if (model)
         json_str(&b, model);
     else
         tg_buf_puts(&b, "null");
     tg_buf_printf(&b, ",\"status\":%d,\"stream\":%s,\"ms\":%.3f", status,
-                  r->ctx_live && r->ctx.stream ? "true" : "false",
+                  log_stream(r) ? "true" : "false",
                   (double)(r->t_done - r->t_start) / 1000.0);
     if (r->up.t_first_byte)
         tg_buf_printf(&b, ",\"upstream_ttfb_ms\":%.3f",
@@ -390,6 +442,8 @@ void access_log_line(tg_req *r, int status)
                       "\"discovery_rounds\":%u",
                       r->ctx.stats.tools_in, r->ctx.stats.tools_out, r->ctx.stats.repairs,
                       r->ctx.stats.fields_stripped, r->ctx.stats.discovery_rounds);
+    if (r->ctx_live && r->ctx.stats.schema_standins)  /* rule 62, degraded */
+        tg_buf_printf(&b, ",\"schema_standins\":%u", r->ctx.stats.schema_standins);
     tg_buf_puts(&b, "}");
     tg_access_log(b.data, b.len);
     tg_buf_free(&b);

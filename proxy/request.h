@@ -32,6 +32,8 @@
 #define STREAM_HIGH_WATER (1u << 20)  /* pause upstream past this much unsent */
 #define STREAM_LOW_WATER (256u << 10)
 #define STREAM_KEEP (64u << 10)       /* a stream's output buffer kept once drained */
+#define TG_MODELS_OPENAI 1
+#define TG_MODELS_ANTHROPIC 2
 
 typedef enum {
     RQ_READ,       /* receiving the client's body */
@@ -70,6 +72,9 @@ typedef struct tg_req {
         bool over_budget;             /* max_body_memory was reached while reading */
         size_t body_charge;           /* bytes of max_body_memory this body holds */
         const char *key;              /* the client_keys entry it matched, or NULL */
+        char *model;                  /* the model it named, once its body was read
+                                         (for the log when no chat body came of it) */
+        bool stream;                  /* it asked for a stream */
         uint64_t owner;               /* whose Responses items it may read (item_owner) */
         int fd;                       /* its socket while watched (watch_client), or -1 */
         uint32_t gen;
@@ -83,14 +88,25 @@ typedef struct tg_req {
      * for a request to its path, bridge once the route bridges it */
     struct {
         bool is_chat;
+        unsigned char models;         /* GET .../v1/models answered in: 0 as it comes,
+                                         TG_MODELS_OPENAI or TG_MODELS_ANTHROPIC */
         const struct bridge_api *api;
         void *bridge;                 /* api's bridge state, or NULL */
         char *dropped;                /* what the bridge left out, for X-Toolgate-Dropped */
+        char *translated;             /* what it gave in another form, X-Toolgate-Translated */
+        const char *estimate;         /* what toolgate estimated (X-Toolgate-Estimate), or NULL */
         uint64_t tools_hash;          /* of the tools' raw bytes, 0 = unknown */
         size_t tools_bytes;
         tg_embedder embedder;         /* ctx.embedder with discovery_embeddings */
         const tg_route *embed_from;   /* the route whose discovery_embeddings it serves
                                          (r->route may move on to a fallback) */
+        json_t *fetched;              /* what a store on the loop read for it: id ->
+                                         item or record (bridges.c prefetch), or NULL */
+        json_t *fetch_ids;            /* the item ids asked for, in order */
+        uint64_t fetch_deadline;      /* the request's store budget ends (now_us) */
+        int fetch_rounds;
+        bool fetching;                /* that read is out: the client is suspended */
+        bool fetch_down;              /* it failed, or ran past the store budget */
     } prep;
 
     struct {
@@ -117,8 +133,13 @@ typedef struct tg_req {
         tg_buf resp;                  /* whole upstream body (non-stream) */
         bool running;                 /* the round is on the multi handle, unfinished */
         CURLcode result;
+        char why[CURL_ERROR_SIZE];    /* libcurl's own words on a failed round
+                                         (CURLOPT_ERRORBUFFER): which certificate
+                                         check failed, not only "SSL error" */
         bool timed_out;
         bool cut;                     /* the whole answer passed max_answer */
+        bool head_cut;                /* the headers to pass on passed UP_HEAD_MAX */
+        size_t head_bytes;            /* their bytes so far, this round */
         int attempt;                  /* retries made on this route */
         bool fell_back;               /* the route's fallback is in use */
         uint64_t retry_at;            /* 0, or when to send again */
@@ -131,6 +152,8 @@ typedef struct tg_req {
         size_t len;
         bool from_upstream;
         const char *type;             /* NULL, or our Content-Type over upstream's */
+        char *reason;                 /* toolgate's own error message (set_error), for
+                                         its warn line (access_log_line), or NULL */
     } answer;
 
     struct {
@@ -167,11 +190,21 @@ typedef struct bridge_api {
     bool own_query;
     bool (*bridges)(const tg_route *route);
     size_t (*strip_markers)(json_t *body, const char *prefix);
+    /* the stored things body names, read before to_chat from a store on
+     * the worker's loop: 1 while they are read (r is suspended, and its
+     * dispatch runs again once they are in), 0 when there is nothing to
+     * wait for (NULL: the API reads no store) */
+    int (*prefetch)(tg_req *r, const json_t *body);
     /* body -> chat body (*chat), with r->prep.bridge set, for route (NULL
      * when none matched yet); 0, or -1 with err */
     int (*to_chat)(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
                    tg_error *err);
     const json_t *(*dropped)(const void *b);  /* {kind: [name]} left out (bridge.h) */
+    /* {kind: [name]} given in another form (NULL: the API has none) */
+    const json_t *(*translated)(const void *b);
+    /* the answer of the API's token count endpoint for a bridged route,
+     * an estimate (NULL: the endpoint is passed through only) */
+    json_t *(*count_estimate)(const json_t *body);
     json_t *(*answer)(void *b, const json_t *completion);
     void (*stream)(void *b, const char *sse, size_t n, tg_buf *out);
     void (*stream_end)(void *b, tg_buf *out);
@@ -180,6 +213,18 @@ typedef struct bridge_api {
      * the API shares OpenAI's) */
     char *(*error_body)(int status, const char *body, size_t n, size_t *len);
     void (*free)(void *b);
+    /* Gemini's API: the model is in the path, not the body (NULL: the
+     * body's "model"); into buf (cap bytes), returns it or NULL */
+    const char *(*model_of)(tg_req *r, char *buf, size_t cap);
+    /* the Content-Type of a bridged stream (NULL: text/event-stream) */
+    const char *(*stream_type)(const void *b);
+    /* a whole chat answer to a request that asked for a stream (a
+     * provider that answered whole) as the API's stream, true when it
+     * wrote it (NULL: the API's whole answer goes) */
+    bool (*answer_stream)(void *b, const json_t *completion, tg_buf *out);
+    /* the upstream URL of a passed request (NULL: the route's upstream
+     * and the path past /v1) */
+    void (*pass_url)(tg_req *r, tg_buf *u);
 } bridge_api;
 
 /* ---- lifetime ---- */
@@ -241,7 +286,12 @@ static inline tg_buf *stream_dst(tg_req *r)
     return r->prep.bridge ? &r->stream.chat_out : &r->stream.out;
 }
 
-/* The request's access log line (one JSON object), when the log is on. */
+/* The request's log: its access log line (one JSON object), when the
+ * log is on, and for an error answer toolgate made itself (set_error,
+ * any API, any status >= 400) one warn line with the request id, route,
+ * model, stream flag and the error's message. */
 void access_log_line(tg_req *r, int status);
+/* What the client named, kept for the log (client.model, client.stream). */
+void note_client_model(tg_req *r, const json_t *body);
 
 #endif

@@ -411,6 +411,10 @@ size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_p
         split_calls(ctx, calls);
     for (size_t i = 0; i < json_array_size(calls);) {
         json_t *c = json_array_get(calls, i);
+        if (tg_rr_custom_shaped(c)) {  /* given back already: nothing to fix */
+            i++;
+            continue;
+        }
         if (fix_call(ctx, c, seed, first_pos + i, ids)) {
             tg_rr_fail(ctx, "call_dropped", NULL, c);
             json_array_remove(calls, i);
@@ -418,6 +422,7 @@ size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_p
         }
         i++;
     }
+    tg_rr_custom_calls(ctx, calls);
     return json_array_size(calls);
 }
 

@@ -47,6 +47,13 @@ void tg_rr_synth_id(char out[32], uint64_t seed, size_t pos, const char *name,
  * Returns the number of calls left. */
 size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_pos,
                        json_t *ids);
+
+/* custom_calls.c: is agent_name a chat custom tool sent up as a function
+ * (sanitize/custom.h)? And its calls among calls (repaired function calls)
+ * turned back into custom calls, in place. */
+bool tg_rr_is_custom(const tg_ctx *ctx, const char *agent_name);
+bool tg_rr_custom_shaped(const json_t *call);  /* {"type":"custom","custom":{...}} */
+void tg_rr_custom_calls(tg_ctx *ctx, json_t *calls);
 /* R8/R9 for one call (its "id" set in place): a missing id is synthesized
  * from the agent name and args, one the message has already is made
  * unique; the result joins the `ids` set. */

@@ -62,13 +62,19 @@ enum {
     TG_MR_SYSTEM_FIRST   = 1u << 22, /* a system turn after the conversation
                                         started joins the leading one (rule
                                         63; Qwen's chat template, Gemini) */
-    TG_MR_ONE_SYSTEM     = 1u << 23, /* consecutive system turns become one
+    TG_MR_NULL_WITH_CALLS = 1u << 23, /* content null beside tool_calls is
+                                        "" too (rule 55: Ollama since
+                                        2026 refuses <nil>) */
+    TG_MR_STRING_CONTENT = 1u << 24, /* a content list of text parts is sent
+                                        as one string (rule 68: Groq,
+                                        DeepSeek, Cerebras) */
+    TG_MR_ONE_SYSTEM     = 1u << 25, /* consecutive system turns become one
                                         (rule 74; chat templates of local
                                         servers take a single one) */
-    TG_MR_NO_AUTO_CHOICE = 1u << 24, /* the server has no tool parser:
+    TG_MR_NO_AUTO_CHOICE = 1u << 26, /* the server has no tool parser:
                                         tool_choice "auto" is not sent
                                         (rule 56, vLLM) */
-    TG_MR_REASONING_PARAMS = 1u << 25, /* reasoning models: the sampling
+    TG_MR_REASONING_PARAMS = 1u << 27, /* reasoning models: the sampling
                                         parameters they refuse go (rule 75,
                                         xAI) */
 };

@@ -47,6 +47,8 @@ void tg_ctx_init(tg_ctx *ctx, const char *route_name, const tg_rules_set *rules,
 int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err)
 {
     ctx->stream = json_is_true(json_object_get(body, "stream"));
+    /* custom tools first: every stage after sees only function tools */
+    tg_custom_stage(body, ctx);
     /* hygiene leaves tools as they came, but may make them from the
      * legacy functions[] */
     if (tg_hygiene_stage(body, ctx, err))

@@ -1,6 +1,6 @@
 /* pipeline.h -- the stages in order (the context they share: core/ctx.h).
  *
- *   request -> route -> hygiene -> schema dialect -> discovery -> upstream
+ *   request -> route -> custom tools -> hygiene -> schema dialect -> discovery -> upstream
  *           -> repair -> discovery intercept -> agent
  *
  * This header is the one that knows every stage; nothing below it includes
@@ -16,6 +16,7 @@
 #include "core/tg.h"
 #include "discovery/discovery.h"
 #include "repair/repair.h"
+#include "sanitize/custom.h"
 #include "sanitize/hygiene.h"
 #include "sanitize/schema.h"
 

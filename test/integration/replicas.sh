@@ -121,6 +121,19 @@ code=$(respond "$B_URL" "$O.b7" "$B" \
 expect_eq "another client cannot continue it: OpenAI's 400" "400 previous_response_not_found" \
     "$code $(json_get "$O.b7" error.code)"
 
+# A chain whose earlier turn referenced an item: the item is read with the
+# chain (a second round trip), and the turn after goes upstream whole.
+code=$(respond "$A_URL" "$O.c1" "$A" \
+    "$(printf '{"model":"gpt-4o","previous_response_id":"%s","input":[{"type":"item_reference","id":"%s"},{"role":"user","content":"again"}]}' "$resp" "$item")")
+r2=$(json_get "$O.c1" id)
+mock_reset
+code2=$(respond "$B_URL" "$O.c2" "$A" \
+    "$(printf '{"model":"gpt-4o","previous_response_id":"%s","input":"and now?"}' "$r2")")
+mock_last "$O.last"
+expect_eq "a chain whose turn referenced an item: the next turn sends it all upstream" \
+    "200 200 6 $text" \
+    "$code $code2 $(json_get "$O.last" body.messages | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)))') $(json_get "$O.last" body.messages.2.content)"
+
 # ---- owners: the same in both replicas, and each its own -------------------
 code=$(respond "$B_URL" "$O.b2" "$B" "$(ref "$item")")
 codeu=$(respond "$B_URL" "$O.b3" "$B" "$(ref msg_0_nosuchitemanywhere00000000)")
@@ -156,9 +169,20 @@ code=$(respond "$B_URL" "$O.a2" "$A" "$(ref "$item")")
 codeb=$(respond "$A_URL" "$O.b5" "$B" "$(ref "$b_first")")
 expect_eq "after B's flood: A's item is still there, B's own first item is gone" "200 400" \
     "$code $codeb"
-over=$(for k in $(rcli --scan --pattern 'tg:{*}:s'); do rcli hget "$k" '#'; done |
-    awk '$1 > 24 * 1024 { print }')
-expect_eq "no owner holds more than responses_per_owner in Redis" "" "$over"
+# (the scan must find the owners' hashes: none found would pass as none over)
+totals=$(for k in $(rcli --scan --pattern 'tg:{*}:s'); do rcli hget "$k" '#'; done)
+over=$(printf '%s\n' "$totals" | awk '$1 > 24 * 1024 { print }')
+expect_eq "no owner holds more than responses_per_owner in Redis (of 2 owners)" "2 " \
+    "$(printf '%s\n' "$totals" | grep -c '^[0-9]') $over"
+# Every key toolgate writes expires: items, and each owner's list and hash
+# (an owner idle for responses_ttl leaves nothing).
+kinds=$(rcli --scan --pattern 'tg:*' | sed 's/^tg:{[0-9a-f]*}:\([ios]\).*/\1/' | sort -u | tr -d '\n')
+noexp=$(for k in $(rcli --scan --pattern 'tg:*'); do
+    t=$(rcli pttl "$k")
+    [ "$t" -gt 0 ] && [ "$t" -le 3600000 ] || echo "$k $t"
+done)
+expect_eq "every key toolgate wrote (items, owners' lists and hashes) has a TTL of at most responses_ttl" \
+    "ios " "$kinds $noexp"
 
 # ---- Redis stops in the middle, then comes back -----------------------------
 stop_redis
@@ -239,6 +263,18 @@ with tempfile.NamedTemporaryFile("w", suffix=".conf") as f:
 EOF
 if [ $? = 0 ]; then ok "deploy/kubernetes-replicas.yaml: replicas, probes, a Redis, a conf toolgate accepts"
 else not_ok "deploy/kubernetes-replicas.yaml: replicas, probes, a Redis, a conf toolgate accepts" "$(cat "$O.k8s")"; fi
+
+# ---- owners by provider key alone (no client_keys), in Redis -------------------
+PC=$(free_port)
+{
+    conf_server "$PC" "responses_store = redis://127.0.0.1:$REDIS_PORT/3
+responses_ttl = 1h"
+    conf_route main 'gpt-*'
+} >"$TG_TMP/c.conf"
+stop_toolgate
+start_toolgate "$TG_TMP/c.conf" || exit 1
+check "provider keys alone keep Responses items and previous_response_id chains apart (Redis)" \
+    "$PY" "$TG_ROOT/test/integration/owners.py" "$TG_URL"
 
 stop_pid "$B_PID" 20
 B_PID=

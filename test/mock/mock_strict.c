@@ -770,6 +770,26 @@ static bool array_without_items(json_t *node, tg_buf *ctx)
     return false;
 }
 
+/* A tool message's content parts are text parts only
+ * (ChatCompletionToolMessageParam): an image there is refused. */
+static verdict openai_tool_parts(json_t *msg, size_t i)
+{
+    if (strcmp(json_string_value(json_object_get(msg, "role")) ?: "", "tool"))
+        return (verdict){ 0, NULL };
+    size_t k;
+    json_t *part;
+    json_array_foreach(json_object_get(msg, "content"), k, part) {
+        const char *type = json_string_value(json_object_get(part, "type")) ?: "";
+        if (strcmp(type, "text")) {
+            char m[256], param[96];
+            snprintf(param, sizeof(param), "messages[%zu].content[%zu].type", i, k);
+            snprintf(m, sizeof(m), "Invalid value: '%.40s'. Supported values are: 'text'.", type);
+            return openai_error(m, param, "invalid_value");
+        }
+    }
+    return (verdict){ 0, NULL };
+}
+
 static verdict check_openai(json_t *req)
 {
     json_t *tools = json_object_get(req, "tools");
@@ -805,6 +825,9 @@ static verdict check_openai(json_t *req)
             if (r.body)
                 return r;
         }
+        verdict r = openai_tool_parts(msg, i);
+        if (r.body)
+            return r;
     }
     return (verdict){ 0, NULL };
 }
@@ -917,8 +940,34 @@ static verdict check_vertex(json_t *req)
 
 /* ------------------------------------------------------------------ */
 
+/* Every strict provider takes text alone in a tool message (OpenAI's
+ * words): an image a tool returned belongs to a user message. */
+static verdict tool_message_text(json_t *req)
+{
+    size_t i, j;
+    json_t *msg, *part;
+    json_array_foreach(json_object_get(req, "messages"), i, msg) {
+        const char *role = json_string_value(json_object_get(msg, "role"));
+        if (!role || strcmp(role, "tool") != 0)
+            continue;
+        json_array_foreach(json_object_get(msg, "content"), j, part) {
+            const char *type = json_string_value(json_object_get(part, "type"));
+            if (type && strcmp(type, "text") == 0)
+                continue;
+            char m[256], param[96];
+            snprintf(m, sizeof(m), "Invalid 'messages[%zu]'. Image URLs are only allowed for messages with role 'user', but this message with role 'tool' contains an image URL.", i);
+            snprintf(param, sizeof(param), "messages.[%zu].content.[%zu].type", i, j);
+            return openai_error(m, param, "invalid_value");
+        }
+    }
+    return (verdict){ 0, NULL };
+}
+
 static verdict strict_check(const char *provider, json_t *req)
 {
+    verdict t = tool_message_text(req);
+    if (t.body)
+        return t;
     if (strcmp(provider, "mistral") == 0)
         return check_mistral(req);
     if (strcmp(provider, "groq") == 0)

@@ -209,6 +209,10 @@ static void test_vector(void **state)
 static void test_repair_fixture(void **state)
 {
     json_t *fx = load_vector(vec_dir, *state);
+    if (chat_agent_only(fx)) {  /* no bridge reads such an answer */
+        json_decref(fx);
+        return;
+    }
     const json_t *payloads = json_object_get(fx, "expected_sse");
     assert_true(json_is_array(payloads));
     json_t *request = json_pack("{s:s, s:s, s:b}", "model", "m", "input", "x", "stream", 1);
@@ -219,7 +223,11 @@ static void test_repair_fixture(void **state)
     check_invariants(evs);
     const json_t *last = json_array_get(json_array_get(evs, json_array_size(evs) - 1), 1);
     const json_t *resp = json_object_get(last, "response");
-    if (strcmp(json_string_value(json_object_get(last, "type")), "response.failed")) {
+    /* a failed Response only where the chat stream failed: else the
+     * comparison below would be skipped for a stream that never had to */
+    bool failed = !strcmp(json_string_value(json_object_get(last, "type")), "response.failed");
+    assert_int_equal(failed, chat_stream_failed(payloads));
+    if (!failed) {
         json_t *calls = json_array();
         assemble_chat(payloads, &text, calls);
         tg_buf got_text = {0};
@@ -261,6 +269,10 @@ static void test_repair_fixture(void **state)
 static void test_repair_answer(void **state)
 {
     json_t *fx = load_vector(vec_dir, *state);
+    if (chat_agent_only(fx)) {  /* no bridge reads such an answer */
+        json_decref(fx);
+        return;
+    }
     const json_t *answer = json_object_get(fx, "expected");
     assert_true(json_is_object(answer));
     json_t *request = json_pack("{s:s, s:s}", "model", "m", "input", "x");
