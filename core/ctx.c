@@ -9,13 +9,14 @@ void tg_ctx_clear(tg_ctx *ctx)
     json_decref(ctx->arg_inverse);
     json_decref(ctx->rf_inverse);
     json_decref(ctx->id_map);
+    json_decref(ctx->dropped);
     json_decref(ctx->disc_state);
     json_decref(ctx->request);
     json_decref(ctx->custom_tools);
     json_decref(ctx->translated);
     ctx->custom_tools = ctx->translated = NULL;
     ctx->explain = ctx->tools = ctx->name_map = ctx->arg_inverse = ctx->rf_inverse = NULL;
-    ctx->id_map = ctx->disc_state = ctx->request = NULL;
+    ctx->id_map = ctx->dropped = ctx->disc_state = ctx->request = NULL;
 }
 
 bool tg_ctx_trim_request(tg_ctx *ctx)

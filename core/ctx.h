@@ -85,6 +85,9 @@ typedef struct tg_ctx {
     json_t *rf_inverse;              /* the inverse of a rewritten
                                         response_format schema, or NULL */
     json_t *id_map;                  /* {upstream id: agent id} or NULL */
+    json_t *dropped;                 /* [name] of top-level parameters the
+                                        target refuses, left out (said in
+                                        X-Toolgate-Dropped), or NULL */
     json_t *custom_tools;            /* {agent name: true}: chat custom tools
                                         sent up as functions (sanitize/custom.h),
                                         whose calls go back as custom calls */

@@ -62,7 +62,7 @@ enum {
       SCHEMA_CEREBRAS, MSG_CEREBRAS, REPAIR_ALL)                                               \
     X(TG_D_DEEPSEEK, "deepseek", TG_DF_REWRITE | TG_DF_FORMATS_NONE, SCHEMA_DEEPSEEK,          \
       MSG_DEEPSEEK, REPAIR_ALL)                                                                \
-    X(TG_D_XAI, "xai", TG_DF_REWRITE, SCHEMA_XAI, MSG_LENIENT, REPAIR_ALL)                     \
+    X(TG_D_XAI, "xai", TG_DF_REWRITE, SCHEMA_XAI, MSG_XAI, REPAIR_ALL)                         \
     X(TG_D_TOGETHER, "together", TG_DF_REWRITE, SCHEMA_TOGETHER, MSG_LENIENT, REPAIR_ALL)      \
     X(TG_D_OLLAMA, "ollama", TG_DF_REWRITE, SCHEMA_LOCAL, MSG_OLLAMA, REPAIR_ALL)              \
     X(TG_D_VLLM, "vllm", TG_DF_REWRITE, SCHEMA_LOCAL, MSG_VLLM, REPAIR_ALL)                    \

@@ -33,6 +33,27 @@
 
 /* ---- answers to the client ---------------------------------------------- */
 
+
+/* X-Toolgate-Dropped: what a bridge left out, then the top-level
+ * parameters the route's target refuses (hygiene.c, ctx->dropped). */
+static void add_dropped_header(tg_req *r, struct MHD_Response *resp)
+{
+    const json_t *params = r->ctx_live ? r->ctx.dropped : NULL;
+    if (!r->prep.dropped && !json_array_size(params))
+        return;
+    tg_buf t = {0};
+    if (r->prep.dropped)
+        tg_buf_puts(&t, r->prep.dropped);
+    size_t i;
+    const json_t *v;
+    json_array_foreach(params, i, v) {
+        tg_buf_puts(&t, i ? ", " : t.len ? "; parameters " : "parameters ");
+        tg_buf_puts(&t, json_string_value(v));
+    }
+    MHD_add_response_header(resp, "X-Toolgate-Dropped", t.data);
+    tg_buf_free(&t);
+}
+
 static void add_common_headers(tg_req *r, struct MHD_Response *resp)
 {
     MHD_add_response_header(resp, "X-Request-Id", r->id);
@@ -44,8 +65,7 @@ static void add_common_headers(tg_req *r, struct MHD_Response *resp)
                  r->ctx.stats.tools_out, r->ctx.stats.tools_bytes_in, r->ctx.stats.tools_bytes_out);
         MHD_add_response_header(resp, "X-Toolgate-Tools", v);
     }
-    if (r->prep.dropped)
-        MHD_add_response_header(resp, "X-Toolgate-Dropped", r->prep.dropped);
+    add_dropped_header(r, resp);
     if (r->prep.translated)
         MHD_add_response_header(resp, "X-Toolgate-Translated", r->prep.translated);
     if (r->prep.estimate)

@@ -339,6 +339,13 @@ int prepare_route(tg_req *r, const tg_route *route)
         set_error_from(r, &err);
         return -1;
     }
+    if (json_array_size(r->ctx.dropped)) {  /* rules 56, 67, 75: said, not refused */
+        char *names = tg_json_dumps(r->ctx.dropped);
+        tg_metrics_dropped(r->w->metrics, json_array_size(r->ctx.dropped));
+        tg_log(TG_LOG_INFO, "request %s: route %s: parameters its target refuses left out: %s",
+               r->id, route->name, names ? names : "?");
+        free(names);
+    }
     note_chat_translated(r);
     upstream_headers_free(r);  /* the api_key may differ between routes */
     up_body_free(r);

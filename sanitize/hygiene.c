@@ -2,14 +2,15 @@
  *
  * Makes messages[] and the top-level body acceptable to the route's dialect,
  * following docs/dialects.md sections 4, 4.1, 4.2, 6, 7 and rules 7, 34, 36, 39,
- * 42-49, 52, 55, 56:
+ * 42-49, 52, 55, 56, 63, 67, 73-75:
  *
  *   - internal markers (keys starting with ctx->strip_prefix) are removed
  *     wherever an agent's bookkeeping can hide: the top level, every message,
  *     every tool_calls entry and its function, every content part;
  *   - what a strict validator rejects is removed: keys outside a role's
  *     allow-list, null-valued keys, foreign tool_calls fields, top-level
- *     parameters the target does not know;
+ *     parameters the target does not know (listed in ctx->dropped, for
+ *     X-Toolgate-Dropped);
  *   - what a target needs is kept or rebuilt: DeepSeek's reasoning_content on
  *     tool-call turns, Gemini's thought signatures, Mistral and Anthropic
  *     tool-call ids, arguments that are JSON-object strings, content shapes,
@@ -119,10 +120,6 @@ static const char *const mistral_top[] = {
 /* Rule 49 and section 4 rows for Groq, Fireworks, Cerebras. `metadata` only
  * means something together with `store`; `reasoning` is the OpenRouter
  * object, unknown to these validators [U]. */
-static const char *const groq_deny[] = {
-    "store", "prompt_cache_key", "verbosity", "service_tier", "metadata",
-    "reasoning", NULL,
-};
 static const char *const fireworks_deny[] = {
     "store", "prompt_cache_key", "verbosity", "service_tier", "metadata",
     "reasoning", "stream_options", "vl_high_resolution_images",
@@ -134,11 +131,41 @@ static const char *const cerebras_deny[] = {
     "presence_penalty", NULL,
 };
 
-/* Rule 67: sampling parameters of other APIs that OpenAI's chat endpoint
- * refuses ("Unrecognized request argument supplied: top_k"). The Messages
- * bridge forwards Anthropic's top_k as an extra, and agents written for
- * vLLM or OpenRouter send the others; OpenAI has no equivalent, so they go. */
-static const char *const openai_deny[] = {"top_k", "min_p", "repetition_penalty", NULL};
+/* Rules 67, 73: OpenAI's chat endpoint refuses every field it does not
+ * define ("Unrecognized request argument supplied: top_k", "...: thinking",
+ * llm_wiki#336). What it defines (API reference, chat/create, checked
+ * 2026-12-06); the rest (Anthropic's thinking and top_k, vLLM's min_p,
+ * repetition_penalty and chat_template_kwargs, SDK extra_body left in a
+ * body) has no equivalent there and goes, said in X-Toolgate-Dropped. */
+static const char *const openai_top[] = {
+    "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "functions",
+    "function_call", "stream", "stream_options", "temperature", "top_p", "n", "max_tokens",
+    "max_completion_tokens", "stop", "response_format", "seed", "presence_penalty",
+    "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "user", "safety_identifier",
+    "store", "metadata", "service_tier", "prompt_cache_key", "prompt_cache_retention",
+    "reasoning_effort", "verbosity", "modalities", "audio", "prediction", "web_search_options",
+    NULL,
+};
+/* Rule 73: Groq's chat/create request body (console.groq.com/docs/api-
+ * reference, checked 2026-12-06), less what rule 49 saw refused (store,
+ * metadata, and an OpenAI service_tier, whose values Groq does not take).
+ * Groq answers any other key with "property 'X' is unsupported"
+ * (immersive-translate#3016: chat_template_kwargs). */
+static const char *const groq_top[] = {
+    "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "functions",
+    "function_call", "stream", "stream_options", "temperature", "top_p", "n", "max_tokens",
+    "max_completion_tokens", "stop", "response_format", "seed", "presence_penalty",
+    "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "user", "reasoning_effort",
+    "reasoning_format", "include_reasoning", "citation_options", "compound_custom",
+    "disable_tool_validation", "documents", "search_settings", "exclude_domains",
+    "include_domains", NULL,
+};
+/* Rule 73: xAI's reasoning models refuse three sampling parameters
+ * ("Model grok-4.3 does not support parameter presencePenalty",
+ * NativeTavern#83; docs.x.ai, reasoning guide, checked 2026-12-06). */
+static const char *const xai_reasoning_deny[] = {
+    "presence_penalty", "frequency_penalty", "stop", NULL,
+};
 
 typedef struct rename_rule {
     const char *from, *to;
@@ -175,7 +202,7 @@ typedef struct dialect_row {
  * into "" where the API wants a string (OpenAI: "expected a string, got
  * null" on an assistant turn without calls, vercel/ai#13744). */
 #define MSG_OPENAI                                                                          \
-    {MR_OPENAI | TG_MR_TOP_LEVEL | TG_MR_FIX_CONTENT, NULL, "section 4.1", NULL, openai_deny, \
+    {MR_OPENAI | TG_MR_TOP_LEVEL | TG_MR_FIX_CONTENT, NULL, "section 4.1", openai_top, NULL, \
      NULL, "rule 67"}
 /* Vertex's OpenAI-compatible endpoint fronts the same models as Gemini's:
  * the same thought signatures (R19) and top-level set (section 6, Vertex) */
@@ -192,7 +219,7 @@ typedef struct dialect_row {
      mistral_roles, "rule 43", mistral_top, NULL, mistral_renames, "section 4 mistral"}
 #define MSG_GROQ                                                                            \
     {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS | TG_MR_STRING_CONTENT,           \
-     openai_roles, "rule 47", NULL, groq_deny, NULL, "rule 49"}
+     openai_roles, "rule 47", groq_top, NULL, NULL, "rule 49"}
 #define MSG_FIREWORKS                                                                       \
     {MR_STRICT, openai_roles, "rule 47", NULL, fireworks_deny, NULL, "section 4 fireworks"}
 #define MSG_CEREBRAS                                                                        \
@@ -202,12 +229,16 @@ typedef struct dialect_row {
     {MR_LENIENT | TG_MR_KEEP_REASONING | TG_MR_FIX_CONTENT | TG_MR_STRING_CONTENT, NULL,    \
      "rule 52", NULL, NULL, NULL, NULL}
 #define MSG_LENIENT {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
+#define MSG_XAI                                                                             \
+    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL | TG_MR_REASONING_PARAMS, NULL,        \
+     "section 4.1", NULL, NULL, NULL, "rule 75"}
 #define MSG_OLLAMA                                                                          \
-    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_NULL_WITH_CALLS | TG_MR_SYSTEM_FIRST, NULL,     \
-     "rule 55", NULL, NULL, NULL, NULL}
+    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_NULL_WITH_CALLS | TG_MR_SYSTEM_FIRST |          \
+         TG_MR_ONE_SYSTEM,                                                                  \
+     NULL, "rule 55", NULL, NULL, NULL, NULL}
 #define MSG_VLLM                                                                            \
-    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 56", NULL, NULL, NULL, \
-     NULL}
+    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST | TG_MR_ONE_SYSTEM, NULL, "rule 56", \
+     NULL, NULL, NULL, "rule 56"}
 #define MSG_NONE {0, NULL, "markers", NULL, NULL, NULL, NULL}
 
 #define ROW(id, name, features, schema, msg, repair) [id] = msg,
@@ -239,6 +270,9 @@ static const tg_rule_name conf_rules[] = {
     {"system_first", TG_MR_SYSTEM_FIRST},
     {"null_with_calls", TG_MR_NULL_WITH_CALLS},
     {"string_content", TG_MR_STRING_CONTENT},
+    {"one_system", TG_MR_ONE_SYSTEM},
+    {"no_tool_parser", TG_MR_NO_AUTO_CHOICE},
+    {"reasoning_params", TG_MR_REASONING_PARAMS},
 };
 static const tg_rule_section section = {"messages", conf_rules,
                                         sizeof conf_rules / sizeof *conf_rules, NULL};
@@ -1019,9 +1053,11 @@ static void legacy_call_to_tool_calls(walk *w, json_t *msg, size_t i)
     json_object_del(msg, "function_call");
 }
 
-/* The index in open (a JSON array of [id, name]) of the call a tool answer
- * with this id and name answers, or -1. An answer with no id takes the
- * first open call of its name, else the first open call. */
+/* The index in open (a JSON array of [id, name, agent id]) of the call a
+ * tool answer with this id and name answers, or -1. An id matches the
+ * call's id, else the id the agent gave a call that rule 73 renamed. An
+ * answer with no id takes the first open call of its name, else the first
+ * open call. */
 static long open_call(json_t *open, const char *id, const char *name)
 {
     size_t k;
@@ -1030,6 +1066,11 @@ static long open_call(json_t *open, const char *id, const char *name)
         json_array_foreach(open, k, e)
             if (!strcmp(json_string_value(json_array_get(e, 0)), id))
                 return (long)k;
+        json_array_foreach(open, k, e) {
+            const char *agent = json_string_value(json_array_get(e, 2));
+            if (agent && !strcmp(agent, id))
+                return (long)k;
+        }
         return -1;
     }
     json_array_foreach(open, k, e) {
@@ -1087,9 +1128,38 @@ static void orphan_to_user(walk *w, json_t *msg)
     json_decref(before);
 }
 
-/* Gives the calls of an assistant turn ids where they have none and opens
- * them (after answering what was still open). */
-static void open_calls(walk *w, json_t *msg, size_t i, json_t *out, json_t *open)
+/* Rule 71: an id the history already used (an agent that numbers calls
+ * per turn, call_0 every time, Switchyard#502; or two calls of one turn
+ * under one id, claude-code#20901) gets the call's place in the history
+ * as a suffix, the same on every later turn; Anthropic refuses the
+ * repeat ("tool_use ids must be unique"), and rule 6 cannot pair it. */
+static void unique_call_id(walk *w, json_t *call, size_t i, size_t j, json_t *seen)
+{
+    const char *id = json_string_value(json_object_get(call, "id"));
+    if (!json_object_get(seen, id)) {
+        json_object_set_new(seen, id, json_true());
+        return;
+    }
+    char made[160];
+    for (unsigned salt = 0;; salt++) {
+        if (salt)
+            snprintf(made, sizeof made, "%.100s_%zu_%zu_%u", id, i, j, salt);
+        else
+            snprintf(made, sizeof made, "%.100s_%zu_%zu", id, i, j);
+        if (!json_object_get(seen, made))
+            break;
+    }
+    json_object_set_new(seen, made, json_true());
+    size_t mark = jp_key(&w->ptr, "tool_calls");
+    jp_idx(&w->ptr, j);
+    rebuild_key(w, call, "id", json_string(made), "repeated-call-id", "rule 73");
+    jp_pop(&w->ptr, mark);
+}
+
+/* Gives the calls of an assistant turn ids where they have none, unique
+ * ones where they repeat (rule 73), and opens them (after answering what
+ * was still open). */
+static void open_calls(walk *w, json_t *msg, size_t i, json_t *out, json_t *open, json_t *seen)
 {
     close_open_calls(w, out, open);
     json_t *calls = json_object_get(msg, "tool_calls");
@@ -1104,10 +1174,14 @@ static void open_calls(walk *w, json_t *msg, size_t i, json_t *out, json_t *open
             jp_idx(&w->ptr, j);
             rebuild_key(w, call, "id", made_call_id(i, j), "missing-call-id", "rule 6");
             jp_pop(&w->ptr, mark);
-            id = json_object_get(call, "id");
         }
+        json_t *agent = json_incref(json_object_get(call, "id"));
+        unique_call_id(w, call, i, j, seen);
+        id = json_object_get(call, "id");
         json_t *name = json_object_get(json_object_get(call, "function"), "name");
-        json_array_append_new(open, json_pack("[O,O]", id, json_is_string(name) ? name : json_null()));
+        json_array_append_new(open, json_pack("[O,O,o]", id, json_is_string(name) ? name : json_null(),
+                                              json_equal(agent, id) ? json_null() : json_incref(agent)));
+        json_decref(agent);
     }
 }
 
@@ -1120,9 +1194,11 @@ static bool answer_call(walk *w, json_t *msg, json_t *open)
     long k = open_call(open, id, json_string_value(json_object_get(msg, "name")));
     if (k < 0)
         return false;
+    const char *call_id = json_string_value(json_array_get(json_array_get(open, (size_t)k), 0));
     if (!id)
-        rebuild_key(w, msg, "tool_call_id", json_copy(json_array_get(json_array_get(open, (size_t)k), 0)),
-                    "missing-tool-call-id", "rule 6");
+        rebuild_key(w, msg, "tool_call_id", json_string(call_id), "missing-tool-call-id", "rule 6");
+    else if (strcmp(id, call_id))  /* its call's id was made unique (rule 73) */
+        rebuild_key(w, msg, "tool_call_id", json_string(call_id), "repeated-call-id", "rule 73");
     json_array_remove(open, (size_t)k);
     return true;
 }
@@ -1133,7 +1209,7 @@ static void pair_tool_calls(walk *w, json_t *body)
     json_t *msgs = json_object_get(body, "messages");
     if (!json_is_array(msgs) || !(w->f & (TG_MR_PAIR_CALLS | TG_MR_LEGACY_FUNCS)))
         return;
-    json_t *out = json_array(), *open = json_array();
+    json_t *out = json_array(), *open = json_array(), *seen = json_object();
     char where[40];
     w->where = where;
     bool pair = w->f & TG_MR_PAIR_CALLS;
@@ -1163,7 +1239,7 @@ static void pair_tool_calls(walk *w, json_t *body)
                 orphan_to_user(w, msg);
             }
         } else if (r == R_ASSISTANT && json_is_array(json_object_get(msg, "tool_calls"))) {
-            open_calls(w, msg, i, out, open);
+            open_calls(w, msg, i, out, open, seen);
         } else {
             close_open_calls(w, out, open);
         }
@@ -1175,6 +1251,7 @@ static void pair_tool_calls(walk *w, json_t *body)
         json_object_set(body, "messages", out);
     json_decref(out);
     json_decref(open);
+    json_decref(seen);
 }
 
 static json_t *bridge_message(void)
@@ -1209,14 +1286,33 @@ static void mark_prefix(walk *w, json_t *out)
  * first user turn. A late system turn joins the leading one (its text
  * after a blank line), or goes to the end of the leading system block
  * when either is not plain text. */
-static void system_to_front(walk *w, json_t *out, json_t *msg)
+/* content as a list of parts (a string becomes one text part); new */
+static json_t *as_parts(json_t *c)
+{
+    if (json_is_array(c))
+        return json_copy(c);
+    json_t *parts = json_array();
+    if (json_is_string(c) && json_string_length(c))
+        json_array_append_new(parts, json_pack("{s:s,s:O}", "type", "text", "text", c));
+    return parts;
+}
+
+static void system_to_front(walk *w, json_t *out, json_t *msg, const char *name, const char *ref)
 {
     size_t lead = 0;
     while (lead < json_array_size(out) && role_of(json_array_get(out, lead)) == R_SYSTEM)
         lead++;
-    note(w, w->ptr.s, "system-first", "rule 63", msg, NULL);
+    note(w, w->ptr.s, name, ref, msg, NULL);
     json_t *first = lead ? json_array_get(out, lead - 1) : NULL;
     json_t *have = json_object_get(first, "content"), *add = json_object_get(msg, "content");
+    if (first && (w->f & TG_MR_ONE_SYSTEM) && !(json_is_string(have) && json_is_string(add))) {
+        /* rule 74: one system turn, whatever its shape */
+        json_t *parts = as_parts(have), *more = as_parts(add);
+        json_array_extend(parts, more);
+        json_decref(more);
+        json_object_set_new(first, "content", parts);
+        return;
+    }
     if (json_is_string(have) && json_is_string(add)) {
         tg_buf t = {0};
         tg_buf_append(&t, json_string_value(have), json_string_length(have));
@@ -1258,7 +1354,15 @@ static void walk_messages(walk *w, json_t *body)
         }
         role r = role_of(msg);
         if ((w->f & TG_MR_SYSTEM_FIRST) && r == R_SYSTEM && prev != R_NONE && prev != R_SYSTEM) {
-            system_to_front(w, out, msg);
+            system_to_front(w, out, msg, "system-first", "rule 63");
+            rebuilt = true;
+            continue;
+        }
+        /* rule 74: the chat templates of local servers take one system
+         * turn ("System message must be at the beginning.", oh-my-pi#958
+         * on Qwen; Gemma's "roles must alternate", conversations#197) */
+        if ((w->f & TG_MR_ONE_SYSTEM) && r == R_SYSTEM && prev == R_SYSTEM) {
+            system_to_front(w, out, msg, "one-system", "rule 74");
             rebuilt = true;
             continue;
         }
@@ -1299,6 +1403,55 @@ static void apply_renames(walk *w, json_t *body)
     }
 }
 
+/* A top-level parameter the target refuses goes, and the agent is told:
+ * its name is listed in X-Toolgate-Dropped (ctx->dropped). */
+static void drop_param(walk *w, json_t *body, const char *key, json_t *val, const char *name,
+                       const char *ref)
+{
+    if (!w->ctx->dropped)
+        w->ctx->dropped = json_array();
+    json_array_append_new(w->ctx->dropped, json_string(key));
+    drop_key(w, body, key, val, name, ref);
+}
+
+/* Rule 73 (xAI): Grok's reasoning models, which are all current ones but
+ * those named non-reasoning, grok-2 and grok-3 without mini. */
+static bool xai_reasoning_model(const char *model)
+{
+    if (!model || strstr(model, "non-reasoning") || !strncmp(model, "grok-2", 6))
+        return false;
+    if (!strncmp(model, "grok-3", 6) && !strstr(model, "mini"))
+        return false;
+    return strstr(model, "grok") != NULL;
+}
+
+/* Why a top-level key goes (NULL: it stays); *ref gets the rule. */
+static const char *top_verdict(const walk *w, json_t *body, const char *key, json_t *val,
+                               const char **ref)
+{
+    *ref = w->row->top_rule;
+    if (w->row->top_allow && !in_list(w->row->top_allow, key))
+        return "top-level";
+    if (in_list(w->row->top_deny, key))
+        return "top-level";
+    /* Gemini's compat endpoint reads extra_body only as Google's own
+     * extension, {"google": {...}}; anything else in it (an SDK's
+     * extra_body left in the body) is "Unknown name" (SkyrimNet#77) */
+    if (w->row->top_allow == gemini_top && !strcmp(key, "extra_body") &&
+        !(json_is_object(val) && json_object_get(val, "google") && json_object_size(val) == 1))
+        return "top-level";
+    if ((w->f & TG_MR_REASONING_PARAMS) && in_list(xai_reasoning_deny, key) &&
+        xai_reasoning_model(json_string_value(json_object_get(body, "model"))))
+        return *ref = "rule 75", "reasoning-model-param";
+    if ((w->f & TG_MR_NO_AUTO_CHOICE) && !strcmp(key, "tool_choice") && json_is_string(val) &&
+        !strcmp(json_string_value(val), "auto"))
+        /* vLLM: "\"auto\" tool choice requires --enable-auto-tool-choice
+         * and --tool-call-parser to be set"; without it the tools still
+         * reach the template and R12 reads calls from the text */
+        return *ref = "rule 56", "auto-choice-without-parser";
+    return NULL;
+}
+
 static bool json_only_beside_tools(json_t *body, const char *key, json_t *val)
 {
     const char *t = json_string_value(json_object_get(val, "type"));
@@ -1308,7 +1461,7 @@ static bool json_only_beside_tools(json_t *body, const char *key, json_t *val)
 
 static void clean_top(walk *w, json_t *body)
 {
-    const char *key;
+    const char *key, *why, *ref;
     json_t *val;
     void *tmp;
 
@@ -1326,10 +1479,8 @@ static void clean_top(walk *w, json_t *body)
             /* Groq: "response_format json_object cannot be combined with
              * tool/function calling" (section 4): the tools win */
             drop_key(w, body, key, val, "json-object-with-tools", "section 4 groq");
-        else if (top && w->row->top_allow && !in_list(w->row->top_allow, key))
-            drop_key(w, body, key, val, "top-level", w->row->top_rule);
-        else if (top && in_list(w->row->top_deny, key))
-            drop_key(w, body, key, val, "top-level", w->row->top_rule);
+        else if ((top || !strcmp(key, "tool_choice")) && (why = top_verdict(w, body, key, val, &ref)))
+            drop_param(w, body, key, val, why, ref);
         else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
             drop_key(w, body, key, val, "null-key", null_rule(w));
     }

@@ -68,6 +68,15 @@ enum {
     TG_MR_STRING_CONTENT = 1u << 24, /* a content list of text parts is sent
                                         as one string (rule 68: Groq,
                                         DeepSeek, Cerebras) */
+    TG_MR_ONE_SYSTEM     = 1u << 25, /* consecutive system turns become one
+                                        (rule 74; chat templates of local
+                                        servers take a single one) */
+    TG_MR_NO_AUTO_CHOICE = 1u << 26, /* the server has no tool parser:
+                                        tool_choice "auto" is not sent
+                                        (rule 56, vLLM) */
+    TG_MR_REASONING_PARAMS = 1u << 27, /* reasoning models: the sampling
+                                        parameters they refuse go (rule 75,
+                                        xAI) */
 };
 
 typedef struct tg_msg_rules {

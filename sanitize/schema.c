@@ -56,17 +56,21 @@ typedef struct preset {
 #define SCHEMA_ANTHROPIC                                                                    \
     {BASE | TG_SR_NAMES, TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0}
 #define SCHEMA_MISTRAL                                                                      \
-    {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY | TG_SR_NO_NULL_DESC, 0, 64, 0}
-#define SCHEMA_GROQ {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC, 0, 64, 128}
+    {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY | TG_SR_NO_NULL_DESC |       \
+         TG_SR_NEED_PARAMS,                                                                 \
+     0, 64, 0}
+#define SCHEMA_GROQ {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC | TG_SR_TYPED_PROPS, 0, 64, 128}
 #define SCHEMA_FIREWORKS {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC, 0, 64, 0}
+/* Rule 50: Cerebras documents anyOf (not oneOf) and no size or pattern
+ * keywords; a request with them is refused whole (eliza#11156, #17484). */
 #define SCHEMA_CEREBRAS                                                                     \
-    {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC,                                               \
+    {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC | TG_SR_ONEOF_ANYOF | TG_SR_NO_SIZE_LIMITS,    \
      TG_SR_ALL_REQUIRED | TG_SR_NULL_ANYOF | TG_SR_CONST_ENUM, 64, 0}
 #define SCHEMA_DEEPSEEK                                                                     \
     {BASE | TG_SR_NAMES, TG_SR_ALL_REQUIRED | TG_SR_NO_CONSTRAINTS | TG_SR_CONST_ENUM, 64, 128}
 #define SCHEMA_XAI                                                                          \
     {BASE | TG_SR_NAMES | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF | TG_SR_FREEFORM_STRING |   \
-         TG_SR_XAI_PROPERTIES,                                                              \
+         TG_SR_XAI_PROPERTIES | TG_SR_NEED_PARAMS | TG_SR_ENUM_NO_NULL,                     \
      0, 64, 0}
 #define SCHEMA_TOGETHER {BASE | TG_SR_NAMES, 0, 64, 0}
 #define SCHEMA_LOCAL {BASE, 0, 0, 0}
@@ -90,7 +94,10 @@ static const tg_rule_name rule_names[] = {
     {"xai_properties", TG_SR_XAI_PROPERTIES}, {"mistral_strip", TG_SR_MISTRAL_STRIP},
     {"choice_any", TG_SR_CHOICE_ANY},         {"no_null_desc", TG_SR_NO_NULL_DESC},
     {"serial_calls", TG_SR_SERIAL_CALLS},     {"empty_tools", TG_SR_EMPTY_TOOLS},
-    {"anyof_alone", TG_SR_ANYOF_ALONE},       {"strict", 0},
+    {"anyof_alone", TG_SR_ANYOF_ALONE},       {"no_size_limits", TG_SR_NO_SIZE_LIMITS},
+    {"need_parameters", TG_SR_NEED_PARAMS},   {"enum_no_null", TG_SR_ENUM_NO_NULL},
+    {"typed_properties", TG_SR_TYPED_PROPS},
+    {"strict", 0},
 };
 static const char *const limit_names[] = {"desc_max", "name_max", "max_tools", "max_growth",
                                           "max_bytes", NULL};

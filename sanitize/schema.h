@@ -51,6 +51,10 @@ enum {
     TG_SR_SERIAL_CALLS = 1u << 25,  /* [serial_calls] parallel_tool_calls:false unless the agent set it (rule 23) */
     TG_SR_EMPTY_TOOLS = 1u << 26,   /* [empty_tools] no tools: [], nor tool_choice / parallel_tool_calls without tools (rule 61) */
     TG_SR_ANYOF_ALONE = 1u << 27,   /* [anyof_alone] a node with anyOf holds nothing else (Vertex, rule 60) */
+    TG_SR_NO_SIZE_LIMITS = 1u << 28,/* [no_size_limits] string/array/object size keywords, pattern, format -> hints (Cerebras, rule 50) */
+    TG_SR_NEED_PARAMS = 1u << 29,   /* [need_parameters] a function without parameters gets an empty object (Mistral, xAI, rule 70) */
+    TG_SR_ENUM_NO_NULL = 1u << 30,  /* [enum_no_null] null leaves an enum, the type list says it (xAI, rule 71) */
+    TG_SR_TYPED_PROPS = 1u << 31,   /* [typed_properties] an untyped property travels JSON-encoded (Groq, rule 72) */
 };
 
 /* The schema rules a preset turns on; a route may override single rules

@@ -216,6 +216,12 @@ static const char *const constraint_keys[] = {
     "maxLength", "pattern", "minItems", "maxItems", "uniqueItems", "minProperties",
     "maxProperties", "patternProperties", NULL};
 
+/* Rule 50: what Cerebras refuses (the whole request 400s, bisected in
+ * elizaOS/eliza#11156); its numeric bounds are taken. */
+static const char *const size_limit_keys[] = {
+    "minLength", "maxLength", "pattern", "format", "minItems", "maxItems", "minProperties",
+    "maxProperties", NULL};
+
 /* Meta keys dropped without a hint: they constrain no value. */
 static const char *const meta_keys[] = {"$schema", "$id", "$comment", "strict", "$anchor",
                                         "$dynamicAnchor", "$vocabulary", NULL};
@@ -1328,6 +1334,11 @@ static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *h
         json_object_set_new(out, k, json_deep_copy(v));
         return;
     }
+    if ((f & TG_SR_NO_SIZE_LIMITS) && in_list(size_limit_keys, k)) {
+        hint_add(hints, k, v);
+        note(w, ptr, "constraint-to-hint", v, NULL);
+        return;
+    }
     if (!strcmp(k, "format")) {
         const char *const *allow = format_allow(w, type);
         if (allow && (!json_is_string(v) || !in_list(allow, json_string_value(v)))) {
@@ -1636,6 +1647,47 @@ static void enum_budget(walk *w, json_t *n, const char *ptr, json_t *hints)
     json_decref(en);
 }
 
+static bool type_listed(json_t *types, const char *t)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(types, i, v) if (json_is_string(v) && !strcmp(json_string_value(v), t)) return true;
+    return false;
+}
+
+/* Rule 69: xAI refuses null inside an enum ("Client specified an invalid
+ * argument", forgecode#2809); the type list says it instead. An enum of
+ * nothing but null becomes the type null. */
+static void enum_null_to_type(walk *w, json_t *n, const char *ptr)
+{
+    json_t *en = json_object_get(n, "enum");
+    size_t i, nulls = 0;
+    json_t *v;
+    json_array_foreach(en, i, v) nulls += json_is_null(v);
+    if (!nulls)
+        return;
+    note(w, ptr, "enum-null-to-type", en, NULL);
+    json_t *kept = json_array();
+    json_array_foreach(en, i, v) if (!json_is_null(v)) json_array_append(kept, v);
+    json_t *t = json_object_get(n, "type");
+    json_t *types = json_is_array(t) ? json_copy(t) : json_array();
+    if (json_is_string(t))
+        json_array_append(types, t);
+    else if (!t)  /* the values' own types, so that none is shut out */
+        json_array_foreach(kept, i, v) if (!type_listed(types, json_type_of(v)))
+            json_array_append_new(types, json_string(json_type_of(v)));
+    if (!type_listed(types, "null"))
+        json_array_append_new(types, json_string("null"));
+    if (json_array_size(kept))
+        json_object_set_new(n, "enum", kept);
+    else {
+        json_decref(kept);
+        json_object_del(n, "enum");
+    }
+    json_object_set_new(n, "type", json_array_size(types) == 1 ? json_incref(json_array_get(types, 0)) : json_incref(types));
+    json_decref(types);
+}
+
 static void normalize_enum(walk *w, json_t *n, const char *ptr, json_t *hints)
 {
     json_t *cst = json_object_get(n, "const");
@@ -1650,6 +1702,9 @@ static void normalize_enum(walk *w, json_t *n, const char *ptr, json_t *hints)
         note(w, ptr, "repair-empty-enum", en, NULL);
         json_object_del(n, "enum");
     }
+    if (json_is_array(en) && (w->f & TG_SR_ENUM_NO_NULL))
+        enum_null_to_type(w, n, ptr);
+    en = json_object_get(n, "enum");
     if (json_is_array(en) && (w->f & TG_SR_STRICT))
         enum_budget(w, n, ptr, hints);
 }
@@ -1743,7 +1798,19 @@ static void resolve_unions(walk *w, json_t *n, json_t *in, const char *ptr, node
 /* Why this node cannot be expressed in the target and must travel as a
  * JSON-encoded string, or NULL. Also books the node's properties against
  * the strict budget (rule 20). */
-static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool root, int objdepth)
+/* Is ptr a property's value (".../properties/NAME")? */
+static bool is_property_ptr(const char *ptr)
+{
+    const char *p = strstr(ptr, "/properties/");
+    if (!p)
+        return false;
+    for (const char *q; (q = strstr(p + 1, "/properties/"));)
+        p = q;
+    return !strchr(p + strlen("/properties/"), '/');
+}
+
+static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool root, int objdepth,
+                                  const char *ptr)
 {
     unsigned f = w->f;
     const char *single = single_type(nt);
@@ -1762,6 +1829,10 @@ static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool 
         return NULL;
     }
     if (untyped && (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING | TG_SR_ADD_TYPE)))
+        return "any JSON value";
+    /* rule 72: Groq refuses an untyped property ("In context=('properties',
+     * 'kwargs'), schema must have a 'type' key", livekit/agents#4610) */
+    if (untyped && (f & TG_SR_TYPED_PROPS) && is_property_ptr(ptr))
         return "any JSON value";
     if (is_obj && no_props && !closed && (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING)))
         return "JSON-encoded object; any keys";
@@ -2104,7 +2175,7 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
     normalize_enum(w, n, ptr, hints);
     nt.types = node_types(w, n, ptr, root, hints);
     resolve_unions(w, n, in, ptr, &nt, hints);
-    const char *why = standin_reason(w, n, &nt, root, objdepth);
+    const char *why = standin_reason(w, n, &nt, root, objdepth, ptr);
     if (why) {
         out = standin(w, n, why, ptr, inv);
         goto done;
@@ -2230,6 +2301,14 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
     cut_description(&w, fn, ofn);
     json_t *params = json_object_get(fn, "parameters");
     json_t *inv = NULL;
+    if ((!params || json_is_null(params)) && (w.f & TG_SR_NEED_PARAMS)) {
+        /* rule 70: Mistral and xAI refuse a function without parameters
+         * ("Field required", "missing field `parameters`"); OpenAI reads
+         * none as an empty object, which is what goes */
+        json_object_set_new(ofn, "parameters", json_pack("{s:s,s:{}}", "type", "object", "properties"));
+        note(&w, "/function/parameters", "parameters-added", NULL, json_object_get(ofn, "parameters"));
+        params = NULL;
+    }
     if (params) {
         w.root = params;
         json_t *p = rw(&w, params, "/function/parameters", 0, 0, true, &inv);

@@ -71,6 +71,19 @@ expect_match "the drops are counted (toolgate_bridge_dropped_total)" \
 expect_match "the drops are logged" 'bridge dropped what its chat upstream cannot run: tools web_search' \
     "$(cat "$TG_LOG")"
 
+# ---- top-level parameters the target refuses: dropped, and said so --------
+
+CHAT='{"model":"mock-default","messages":[{"role":"user","content":"hi"}],"thinking":{"type":"disabled"},"top_k":40}'
+st=$(tg_req "$B" POST /strict/v1/chat/completions -H 'Content-Type: application/json' --data-binary "$CHAT")
+expect_eq "chat: a request with Anthropic's thinking and top_k to an openai route is answered" 200 "$st"
+expect_eq "chat: X-Toolgate-Dropped names the parameters left out (rule 75)" \
+    "parameters thinking, top_k" "$(header_value "$B.h" X-Toolgate-Dropped)"
+mock_last "$TG_TMP/last"
+expect_eq "chat: neither went upstream" "[]" \
+    "$("$PY" -c 'import json,sys; b=json.loads(json.load(open(sys.argv[1]))["body"]); print(json.dumps([k for k in ("thinking","top_k") if k in b]))' "$TG_TMP/last")"
+expect_match "chat: the drop is logged" 'parameters its target refuses left out: \["thinking","top_k"\]' \
+    "$(cat "$TG_LOG")"
+
 # ---- Codex's own tool shapes come back in their shapes ---------------------
 
 CODEX='{"model":"mock-parallel","stream":STREAM,"input":"go","tools":[{"type":"namespace","name":"multi_agent_v1","description":"agents","tools":[{"type":"function","name":"spawn_agent","description":"spawns","strict":false,"parameters":{"type":"object","properties":{"task":{"type":"string"}},"required":["task"]}}]},{"type":"custom","name":"apply_patch","description":"edits files","format":{"type":"grammar","syntax":"lark","definition":"start: /.+/"}},{"type":"web_search","external_web_access":false}]}'

@@ -307,6 +307,11 @@ static bool ctx_setup(const json_t *c, tg_dialect d, tg_rules_set *rules, tg_ctx
                 say(w, "conf %s: %s", k, msg);
                 return false;
             }
+        } else if (!strncmp(k, "messages.", 9)) {
+            if (tg_msg_rules_set(&rules->msg, k + 9, val, msg, sizeof msg)) {
+                say(w, "conf %s: %s", k, msg);
+                return false;
+            }
         } else if (tg_repair_rules_set(&rules->repair, k, val, msg, sizeof msg)) {
             say(w, "conf %s: %s", k, msg);
             return false;
