@@ -11,6 +11,8 @@ void tg_ctx_clear(tg_ctx *ctx)
     json_decref(ctx->id_map);
     json_decref(ctx->disc_state);
     json_decref(ctx->request);
+    json_decref(ctx->opaque_out);
+    ctx->opaque_out = NULL;
     ctx->explain = ctx->tools = ctx->name_map = ctx->arg_inverse = ctx->rf_inverse = NULL;
     ctx->id_map = ctx->disc_state = ctx->request = NULL;
 }

@@ -1153,6 +1153,15 @@ static json_t *convert_call_tool(tg_ctx *ctx, json_t *d, json_t *call, json_t **
     json_object_set_new(out, "type", json_string("function"));
     json_object_set_new(out, "function",
                         json_pack("{ssss}", "name", up_name(d, at), "arguments", text));
+    /* what the provider put on the call (Gemini 3's thought signature) goes
+     * with it to the agent, which replays it on the call rewrite_history
+     * turns back into this call_tool call */
+    const char *k;
+    json_t *v;
+    json_object_foreach(call, k, v)
+        if (strcmp(k, "id") && strcmp(k, "type") && strcmp(k, "function") && strcmp(k, "index") &&
+            !json_object_get(out, k))
+            json_object_set(out, k, v);
     free(text);
     json_decref(args);
     return out;

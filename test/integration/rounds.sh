@@ -64,6 +64,82 @@ if grep -q '"error"' "$B"; then not_ok "streamed: no error event" "$(head -c 150
 expect_match "streamed discovery answers are text/event-stream" '^text/event-stream' \
     "$(header_value "$B.h" Content-Type)"
 
+# ---- a client that drops the signature gets it put back (issue 31) ---------
+# Turn 1 gives the agent its call (signed: the provider's fields ride on it,
+# also when toolgate turned call_tool into it); turn 2 replays that call
+# without extra_content, as many clients do (and the Messages bridge must):
+# toolgate restores the signature from its item store, so the mock, which
+# refuses anything but its own signature, takes the turn.
+# replay ANSWER STREAM [drop]: turn 2's chat body, the call of ANSWER replayed
+replay() {
+    "$PY" - "$1" "$2" "$3" "$TOOLS" <<'EOF2'
+import json, sys
+text = open(sys.argv[1]).read()
+if text.lstrip().startswith("{"):
+    call = json.loads(text)["choices"][0]["message"]["tool_calls"][0]
+else:
+    call = {"function": {"arguments": ""}}
+    for l in text.splitlines():
+        if not l.startswith("data: ") or l[6:] == "[DONE]":
+            continue
+        for ch in json.loads(l[6:]).get("choices", []):
+            for tc in ch.get("delta", {}).get("tool_calls", []) or []:
+                for k, v in tc.items():
+                    if k == "function":
+                        for fk, fv in v.items():
+                            call["function"][fk] = call["function"].get(fk, "") + fv if fk == "arguments" else fv
+                    elif k != "index":
+                        call[k] = v
+sig = call.get("extra_content", {}).get("google", {}).get("thought_signature", "-")
+if sys.argv[3] == "drop":
+    call.pop("extra_content", None)
+print(json.dumps({"model": "gemini-3-pro", "stream": sys.argv[2] == "true", "messages": [
+    {"role": "user", "content": "weather forecast"},
+    {"role": "assistant", "tool_calls": [call]},
+    {"role": "tool", "tool_call_id": call["id"], "content": "sunny"}],
+    "tools": json.loads(sys.argv[4])}))
+print(sig, file=sys.stderr)
+EOF2
+}
+for stream in false true; do
+    for how in call_tool direct; do
+        st=$(tg_req "$B" POST /gem/v1/chat/completions -H 'Content-Type: application/json' \
+            -H 'X-Mock: discovery' -H "X-Mock-Discovery: $how" -H "$SIG" --data-binary "$(body $stream)")
+        T2=$(replay "$B" "$stream" drop 2>"$TG_TMP/sig")
+        expect_eq "stream=$stream $how: the agent's call carries the provider's signature" sig-Zm9v "$(cat "$TG_TMP/sig")"
+        st=$(tg_req "$B" POST /gem/v1/chat/completions -H 'Content-Type: application/json' \
+            -H 'X-Mock: discovery' -H "X-Mock-Discovery: $how" -H "$SIG" --data-binary "$T2")
+        expect_eq "stream=$stream $how: the replay without extra_content is taken" 200 "$st"
+        expect_eq "stream=$stream $how: ... with the signature put back" 1/1 "$(signed)"
+    done
+done
+# through the Messages bridge, which has no place for the signature at all
+MSG1=$("$PY" -c '
+import json, sys
+tools = json.loads(sys.argv[1])
+print(json.dumps({"model": "gemini-3-pro", "max_tokens": 100,
+    "messages": [{"role": "user", "content": "weather forecast"}],
+    "tools": [{"name": t["function"]["name"], "description": t["function"]["description"],
+               "input_schema": t["function"]["parameters"]} for t in tools]}))' "$TOOLS")
+st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$SIG" --data-binary "$MSG1")
+expect_eq "Messages: turn 1 answered" 200 "$st"
+MSG2=$("$PY" - "$B" "$MSG1" <<'EOF2'
+import json, sys
+ans = json.load(open(sys.argv[1]))
+body = json.loads(sys.argv[2])
+use = [b for b in ans["content"] if b["type"] == "tool_use"]
+body["messages"] += [{"role": "assistant", "content": use},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use[0]["id"], "content": "sunny"}]}]
+print(json.dumps(body))
+EOF2
+)
+st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$SIG" --data-binary "$MSG2")
+expect_eq "Messages: the replayed tool_use (no signature possible) is taken" 200 "$st"
+expect_eq "Messages: ... with the signature put back" 1/1 "$(signed)"
+expect_match "restores are logged" 'restored from the store' "$(cat "$TG_LOG")"
+
 # ---- a refused round reaches the client as the provider's error -------------
 
 REF='X-Mock-Refuse-Round: 1'
