@@ -138,6 +138,30 @@ st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' \
     -H 'X-Mock: discovery' -H "$SIG" --data-binary "$MSG2")
 expect_eq "Messages: the replayed tool_use (no signature possible) is taken" 200 "$st"
 expect_eq "Messages: ... with the signature put back" 1/1 "$(signed)"
+# and through the Responses bridge (store: false, the items sent back whole)
+RS1=$("$PY" -c '
+import json, sys
+tools = json.loads(sys.argv[1])
+print(json.dumps({"model": "gemini-3-pro", "store": False, "input": "weather forecast",
+    "tools": [dict(type="function", **t["function"]) for t in tools]}))' "$TOOLS")
+st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$SIG" --data-binary "$RS1")
+expect_eq "Responses: turn 1 answered" 200 "$st"
+RS2=$("$PY" - "$B" "$RS1" <<'EOF2'
+import json, sys
+ans = json.load(open(sys.argv[1]))
+body = json.loads(sys.argv[2])
+fc = [o for o in ans["output"] if o["type"] == "function_call"][0]
+body["input"] = [{"role": "user", "content": "weather forecast"},
+    {"type": "function_call", "call_id": fc["call_id"], "name": fc["name"], "arguments": fc["arguments"]},
+    {"type": "function_call_output", "call_id": fc["call_id"], "output": "sunny"}]
+print(json.dumps(body))
+EOF2
+)
+st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' -H "$SIG" --data-binary "$RS2")
+expect_eq "Responses: the replayed function_call is taken" 200 "$st"
+expect_eq "Responses: ... with the signature put back" 1/1 "$(signed)"
 expect_match "restores are logged" 'restored from the store' "$(cat "$TG_LOG")"
 
 # ---- a refused round reaches the client as the provider's error -------------
