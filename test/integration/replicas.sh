@@ -68,6 +68,7 @@ responses_store = redis://127.0.0.1:$REDIS_PORT/3
 responses_per_owner = 24K
 responses_ttl = 1h"
     conf_route main 'gpt-*'
+    printf '[route gem]\nmodels = gemini-*\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\ndiscovery = on\n\n' "$MOCK_PORT"
 }
 PA=$(free_port)
 replica_conf "$PA" >"$TG_TMP/a.conf"
@@ -120,6 +121,34 @@ code=$(respond "$B_URL" "$O.b7" "$B" \
     "$(printf '{"model":"gpt-4o","previous_response_id":"%s","input":"x"}' "$resp")")
 expect_eq "another client cannot continue it: OpenAI's 400" "400 previous_response_not_found" \
     "$code $(json_get "$O.b7" error.code)"
+
+# ---- a Gemini 3 signature kept by A puts B's replay right (issue 31) --------
+# turn 1 through A: the call the agent gets is signed; turn 2 through B
+# replays it without extra_content: B finds the signature A kept in Redis
+TOOLS='[{"type":"function","function":{"name":"get_weather","description":"the weather forecast for a city","parameters":{"type":"object","properties":{"x":{"type":"string"}}}}},{"type":"function","function":{"name":"send_mail","description":"sends an email","parameters":{"type":"object","properties":{}}}}]'
+code=$(curl -s -m 20 -o "$O.g1" -w '%{http_code}' -H "$A" -H "$JSON" -H 'X-Mock: discovery' \
+    -H 'X-Mock-Signature: sig-UmVk' --data-binary \
+    "{\"model\":\"gemini-3-pro\",\"messages\":[{\"role\":\"user\",\"content\":\"weather forecast\"}],\"tools\":$TOOLS}" \
+    "$A_URL/v1/chat/completions")
+T2=$("$PY" - "$O.g1" "$TOOLS" <<'EOF2'
+import json, sys
+call = json.load(open(sys.argv[1]))["choices"][0]["message"]["tool_calls"][0]
+call.pop("extra_content", None)
+print(json.dumps({"model": "gemini-3-pro", "messages": [
+    {"role": "user", "content": "weather forecast"},
+    {"role": "assistant", "tool_calls": [call]},
+    {"role": "tool", "tool_call_id": call["id"], "content": "sunny"}], "tools": json.loads(sys.argv[2])}))
+EOF2
+)
+mock_reset
+code2=$(curl -s -m 20 -o "$O.g2" -w '%{http_code}' -H "$A" -H "$JSON" -H 'X-Mock: discovery' \
+    -H 'X-Mock-Signature: sig-UmVk' --data-binary "$T2" "$B_URL/v1/chat/completions")
+mock_last "$O.last"
+expect_eq "replica B puts back the signature A kept for the replayed call" "200 200 sig-UmVk" \
+    "$code $code2 $("$PY" -c '
+import json, sys
+b = json.loads(json.load(open(sys.argv[1]))["body"])
+print([c for m in b["messages"] for c in m.get("tool_calls", [])][0].get("extra_content", {}).get("google", {}).get("thought_signature"))' "$O.last")"
 
 # ---- owners: the same in both replicas, and each its own -------------------
 code=$(respond "$B_URL" "$O.b2" "$B" "$(ref "$item")")
