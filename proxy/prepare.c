@@ -313,6 +313,8 @@ static void restore_signatures(tg_req *r, const tg_route *route, json_t *body)
         }
     }
     if (found)
+        tg_metrics_signatures_restored(r->w->metrics, found);
+    if (found)
         tg_log(TG_LOG_INFO,
                "request %s: route %s: %u replayed tool call(s) came without the fields the "
                "provider put on them (thought signature); restored from the store",

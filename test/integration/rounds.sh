@@ -163,6 +163,8 @@ st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' \
 expect_eq "Responses: the replayed function_call is taken" 200 "$st"
 expect_eq "Responses: ... with the signature put back" 1/1 "$(signed)"
 expect_match "restores are logged" 'restored from the store' "$(cat "$TG_LOG")"
+tg_req "$B" GET /metrics >/dev/null
+expect_match "... and counted: 4 chat turns, Messages, Responses" '^toolgate_signatures_restored_total 6$' "$(cat "$B")"
 
 # ---- a refused round reaches the client as the provider's error -------------
 
