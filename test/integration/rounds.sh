@@ -18,6 +18,11 @@ CONF="$TG_TMP/rounds.conf"
 {
     printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nforward_headers = x-mock*\n\n' "$PORT"
     printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\ndiscovery = on\n\n' "$MOCK_PORT"
+    # each provider's validator (mock_strict.c) over the meta-tools
+    for d in openai-strict cerebras gemini vertex mistral groq fireworks anthropic; do
+        printf '[route s-%s]\nprefix = /s-%s\nupstream = http://127.0.0.1:%s/as/strict:%s/v1\ndialect = %s\ndiscovery = on\n\n' \
+            "$d" "$d" "$MOCK_PORT" "${d%-strict}" "$d"
+    done
 } >"$CONF"
 start_toolgate "$CONF" || finish
 B="$TG_TMP/body"
@@ -63,6 +68,22 @@ expect_eq "streamed: both replayed calls carry the signature" 2/2 "$(signed)"
 if grep -q '"error"' "$B"; then not_ok "streamed: no error event" "$(head -c 1500 "$B")"; else ok "streamed: no error event"; fi
 expect_match "streamed discovery answers are text/event-stream" '^text/event-stream' \
     "$(header_value "$B.h" Content-Type)"
+
+# ---- the meta-tools' schemas pass every strict provider ---------------------
+# search_tools' group is an enum of the catalog's groups, nullable (null in
+# the enum) where the dialect makes every property required
+GT=$("$PY" -c '
+import json
+print(json.dumps([{"type": "function", "function": {"name": "%s_%s" % (g, v), "description": "%s the %s" % (v, g),
+    "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}
+    for g in ("github", "slack", "docker") for v in ("list", "get", "stop")]))')
+for d in openai-strict cerebras gemini vertex mistral groq fireworks anthropic; do
+    st=$(tg_req "$B" POST "/s-$d/v1/chat/completions" -H 'Content-Type: application/json' \
+        --data-binary "{\"model\":\"gemini-3-pro\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":$GT}")
+    expect_eq "$d: the strict provider takes the meta-tools (group an enum)" 200 "$st"
+done
+mock_last "$TG_TMP/last"
+expect_match "... the group enum went upstream" '\\"enum\\":\[\\"docker\\",\\"github\\",\\"slack\\"\]' "$(cat "$TG_TMP/last")"
 
 # ---- a client that drops the signature gets it put back (issue 31) ---------
 # Turn 1 gives the agent its call (signed: the provider's fields ride on it,
