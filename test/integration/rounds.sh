@@ -142,23 +142,40 @@ print(json.dumps({"model": "gemini-3-pro", "max_tokens": 100,
     "messages": [{"role": "user", "content": "weather forecast"}],
     "tools": [{"name": t["function"]["name"], "description": t["function"]["description"],
                "input_schema": t["function"]["parameters"]} for t in tools]}))' "$TOOLS")
-st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' \
-    -H 'X-Mock: discovery' -H "$SIG" --data-binary "$MSG1")
-expect_eq "Messages: turn 1 answered" 200 "$st"
-MSG2=$("$PY" - "$B" "$MSG1" <<'EOF2'
+for stream in false true; do
+    M1=$MSG1
+    [ "$stream" = true ] && M1=$(printf '%s' "$MSG1" | sed 's/"max_tokens"/"stream": true, "max_tokens"/')
+    st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' \
+        -H 'X-Mock: discovery' -H "$SIG" --data-binary "$M1")
+    expect_eq "Messages stream=$stream: turn 1 answered" 200 "$st"
+    MSG2=$("$PY" - "$B" "$M1" <<'EOF2'
 import json, sys
-ans = json.load(open(sys.argv[1]))
+text = open(sys.argv[1]).read()
 body = json.loads(sys.argv[2])
-use = [b for b in ans["content"] if b["type"] == "tool_use"]
+if text.lstrip().startswith("{"):
+    use = [b for b in json.loads(text)["content"] if b["type"] == "tool_use"]
+else:  # the stream: content_block_start of a tool_use, its input in deltas
+    use, args = [], ""
+    for l in text.splitlines():
+        if not l.startswith("data: "):
+            continue
+        ev = json.loads(l[6:])
+        if ev.get("type") == "content_block_start" and ev["content_block"]["type"] == "tool_use":
+            use.append(dict(ev["content_block"]))
+        elif ev.get("type") == "content_block_delta" and ev["delta"].get("type") == "input_json_delta":
+            args += ev["delta"]["partial_json"]
+    use[0]["input"] = json.loads(args or "{}")
+    body.pop("stream", None)
 body["messages"] += [{"role": "assistant", "content": use},
     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use[0]["id"], "content": "sunny"}]}]
 print(json.dumps(body))
 EOF2
-)
-st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' \
-    -H 'X-Mock: discovery' -H "$SIG" --data-binary "$MSG2")
-expect_eq "Messages: the replayed tool_use (no signature possible) is taken" 200 "$st"
-expect_eq "Messages: ... with the signature put back" 1/1 "$(signed)"
+    )
+    st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' \
+        -H 'X-Mock: discovery' -H "$SIG" --data-binary "$MSG2")
+    expect_eq "Messages stream=$stream: the replayed tool_use (no signature possible) is taken" 200 "$st"
+    expect_eq "Messages stream=$stream: ... with the signature put back" 1/1 "$(signed)"
+done
 # and through the Responses bridge (store: false, the items sent back whole)
 RS1=$("$PY" -c '
 import json, sys
@@ -185,7 +202,7 @@ expect_eq "Responses: the replayed function_call is taken" 200 "$st"
 expect_eq "Responses: ... with the signature put back" 1/1 "$(signed)"
 expect_match "restores are logged" 'restored from the store' "$(cat "$TG_LOG")"
 tg_req "$B" GET /metrics >/dev/null
-expect_match "... and counted: 4 chat turns, Messages, Responses" '^toolgate_signatures_restored_total 6$' "$(cat "$B")"
+expect_match "... and counted: 4 chat turns, 2 Messages, 1 Responses" '^toolgate_signatures_restored_total 7$' "$(cat "$B")"
 
 # ---- a refused round reaches the client as the provider's error -------------
 
