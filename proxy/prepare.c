@@ -323,7 +323,8 @@ static void restore_signatures(tg_req *r, const tg_route *route, json_t *body)
 
 void keep_signatures(tg_req *r)
 {
-    if (!r->ctx_live || !r->ctx.opaque_out || !r->route || !r->w->srv->items)
+    if (!r->ctx_live || !r->ctx.opaque_out || !r->route || !r->w->srv->items ||
+        !(r->route->rules.msg.flags & TG_MR_KEEP_SIGNATURE))  /* elsewhere hygiene drops them */
         return;
     uint64_t owner = item_owner(r, r->route);
     const char *id;
