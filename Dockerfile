@@ -4,14 +4,14 @@
 FROM debian:12-slim AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
         build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev \
-        libjansson-dev libinih-dev libhiredis-dev libssl-dev libstemmer-dev ca-certificates && rm -rf /var/lib/apt/lists/*
+        libjansson-dev libinih-dev libhiredis-dev libssl-dev libstemmer-dev libpoppler-glib-dev ca-certificates && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN make -j"$(nproc)" && make install DESTDIR=/out PREFIX=/usr
 
 FROM debian:12-slim
 RUN apt-get update && apt-get install -y --no-install-recommends \
-        libmicrohttpd12 libcurl4 libjansson4 libinih1 libhiredis0.14 libssl3 libstemmer0d ca-certificates curl \
+        libmicrohttpd12 libcurl4 libjansson4 libinih1 libhiredis0.14 libssl3 libstemmer0d libpoppler-glib8 ca-certificates curl \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home /nonexistent --shell /usr/sbin/nologin toolgate
 COPY --from=build /out/ /

@@ -9,13 +9,16 @@
 BUILD    ?= build
 CC       ?= cc
 SAN      ?=
-PKGS     := libmicrohttpd libcurl jansson inih hiredis libcrypto
+PKGS     := libmicrohttpd libcurl jansson inih hiredis libssl libcrypto poppler-glib
+# poppler-glib's headers (glib, cairo) only for the one file that reads PDFs,
+# as system headers: their own warnings are not ours
+PDF_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags poppler-glib 2>/dev/null))
 # OPT and SAN select the build (the ASan and fuzz builds set them); CFLAGS
 # from the command line is added last, so it can never drop the warnings.
 OPT      ?= -O2 -g
 TG_CFLAGS = -std=c11 -D_GNU_SOURCE -I. -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -fno-strict-aliasing $(OPT) $(SAN) $(CFLAGS)
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lcrypto) -lstemmer -lpthread -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lssl -lcrypto -lpoppler-glib -lgobject-2.0 -lglib-2.0) -lstemmer -lpthread -lm
 LDFLAGS  += $(SAN)
 
 SRCDIRS  := core sanitize discovery repair bridge conf proxy
@@ -31,12 +34,14 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 CONF     ?= conf/toolgate.conf
 
-.PHONY: all deps run test unit clean install bench eval fuzz soak
+.PHONY: all deps run test test-agents unit clean install bench eval fuzz soak
 all: $(BUILD)/toolgate
 
 $(BUILD)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TG_CFLAGS) -c $< -o $@
+
+$(BUILD)/bridge/pdftext.o: TG_CFLAGS += $(PDF_CFLAGS)
 
 $(BUILD)/libtoolgate.a: $(LIB_OBJ)
 	@rm -f $@
@@ -65,6 +70,14 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	./$(BUILD)/toolgate serve -c $(CONF)
 
+# The first minute without a key: toolgate before the project's mock in a
+# Gemini-like personality, one agent request shown on its way up and down
+# with each change's rule, then left running until Ctrl-C (deploy/demo.sh).
+.PHONY: demo
+demo: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/mock-upstream
+	@BUILD=$(BUILD) sh deploy/demo.sh
+
 # The whole suite: the normal build (which `make install` uses), then every
 # unit test, vector and integration test against the ASan/UBSan build.
 ASAN := BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer" OPT="-O1 -g"
@@ -72,6 +85,13 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory $(ASAN) build-asan/toolgate build-asan/mock-upstream unit
 	@BUILD=build-asan sh test/run.sh
+
+# The agent suite's whole matrix: every agent and flow on every route
+# (make test runs the agents and flows added in issue 26 on two routes;
+# docs/testing.md).
+test-agents: deps
+	@$(MAKE) --no-print-directory $(ASAN) build-asan/toolgate build-asan/mock-upstream
+	@TG_AGENT_MATRIX=full TG_SUITE_TIMEOUT=3600 BUILD=build-asan sh test/run.sh agents
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/mock-upstream

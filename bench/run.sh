@@ -26,7 +26,8 @@
 # many-slow-streams test, default 5000, 0 skips it); BENCH_RESULTS (default
 # bench/RESULTS.md); BENCH_ONLY (body names, e.g. "small stream", for trials);
 # BENCH_PEER (default portkey; "none" leaves the peer out);
-# KEEP_TMP=1 keeps the temp dir (wrk outputs, logs, confs).
+# KEEP_TMP=1 keeps the temp dir (wrk outputs, logs, confs); BENCH_HTTPS=0 leaves
+# out the https rows (bench/https.sh, BENCH_HTTPS_* there).
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -301,6 +302,12 @@ mkdir -p "$BUILD/bench"
 cc -O2 -o "$BUILD/bench/streamer" bench/streamer.c || die "cannot build bench/streamer.c"
 STREAMER=$ROOT/$BUILD/bench/streamer
 
+# The https rows first (bench/https.sh, its own upstreams and processes):
+# the path users run, and the table's head. BENCH_HTTPS=0 skips them.
+if [ "${BENCH_HTTPS:-1}" != 0 ]; then
+    log "https rows: bench/https.sh"
+    BENCH_HTTPS_OUT=$TMP/https.md TG_SHARED=$SHARED sh bench/https.sh || log "bench/https.sh failed: its rows are missing"
+fi
 start_mock
 start_static
 start_nginx
@@ -706,6 +713,7 @@ MODEL=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
     echo "- load average (other users of the machine): $LOAD0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
     echo "- toolgate $("$TG" version 2>/dev/null | head -1), git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- . ':!bench/RESULTS.md' 2>/dev/null || echo '+dirty')"
     echo
+    if [ -s "$TMP/https.md" ]; then cat "$TMP/https.md"; echo; echo "### plain-http upstream"; echo; fi
     echo "direct = the load tool straight to the upstream (the floor); nginx = plain reverse"
     echo "proxy, $THREADS workers, bodies kept in memory, upstream keep-alive, proxy_buffering off;"
     if [ "$PEER" = portkey ]; then

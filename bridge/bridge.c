@@ -259,7 +259,7 @@ void tg_chat_read(tg_chat_reader *rd, const tg_chat_events *ev, void *b, const c
         event_data(s, (size_t)(end - s), &data);
         if (data.len) {
             read_data(rd, ev, b, data.data, data.len, out);
-        } else if (*s == ':' && !rd->finished) {
+        } else if (*s == ':' && !rd->finished && !rd->quiet) {
             /* the repair stage's keepalive while it holds a call: the
              * bridge's client and the balancers before it see it too */
             tg_buf_append(out, s, (size_t)(end - s));

@@ -19,7 +19,18 @@
  * naming it, as toolgate did before. */
 typedef struct tg_bridge_opts {
     bool refuse_hosted;
+    /* what the route's target takes (proxy/bridges.c reads its dialect) */
+    bool file_parts;      /* chat `file` content parts holding a PDF (OpenAI) */
+    bool cache_control;   /* cache_control on content parts and tools (Anthropic) */
+    bool discovery;       /* the route collapses tools behind search_tools */
+    /* the worker's cache (core/cache.h; borrowed, may be NULL): a PDF in
+     * a conversation's history is read once, not every turn */
+    struct tg_cache *cache;
 } tg_bridge_opts;
+
+/* The kind of what is dropped that changes no answer, only its cost
+ * (cache_control): said in the header, neither counted nor logged. */
+#define TG_BRIDGE_HINTS "hints"
 
 /* Records in dropped ({kind: [name, ...]}, borrowed) that name of kind
  * ("tools", "input", "fields"...) was left out; a name is listed once. */
@@ -73,6 +84,8 @@ typedef struct tg_chat_events {
 typedef struct tg_chat_reader {
     tg_buf pending;       /* SSE text short of a whole event */
     bool started, finished;
+    bool quiet;           /* comments (keepalives) are not copied: the bridge's
+                             stream is no SSE (Gemini's JSON array) */
     json_t *usage;        /* the latest chat usage, or NULL */
     char finish[32];      /* choice 0's finish_reason, or "" */
     json_t *stop_reason;  /* choice 0's stop_reason (vLLM names the stop string), or NULL */

@@ -6,7 +6,8 @@
  * reasoning_content (hygiene keeps or drops it per dialect); a user
  * message's tool_result blocks become tool messages, in order, before a
  * user message with the rest (images a tool returned ride there, since a
- * chat tool message holds text only). `system` is the first message; a
+ * chat tool message holds text only; every content block type is
+ * messages_content.c's). `system` is the first message; a
  * system message inside messages (Claude Code sends one after the first
  * user turn, and Anthropic takes it) stays at its place, for hygiene to
  * move where a dialect wants system turns first (rule 63).
@@ -20,7 +21,12 @@
  * b->dropped, or refused when the route says hosted_tools = refuse;
  * Anthropic's client tools (bash, text_editor, computer, memory), which
  * the agent runs, become function tools with the schema Anthropic's
- * models know them by.
+ * models know them by. Tools with defer_loading wait, as on Anthropic's
+ * API, for a tool_reference (or tool_addition) in the conversation to
+ * load them; the messages are converted first, so the tools know which.
+ * cache_control goes where the route's target takes it (tg_bridge_opts),
+ * else it is a hint said in the header; so are the keys that steer only
+ * Anthropic's service.
  *
  * Downward, choice 0 becomes the Message's content in the order a Claude
  * model writes it: thinking, text, tool_use. A stream is an event machine
@@ -40,6 +46,7 @@
 #include <string.h>
 
 #include "bridge/bridge.h"
+#include "bridge/messages_api_int.h"
 #include "core/alloc.h"
 #include "core/hash.h"
 #include "core/jsonio.h"
@@ -57,13 +64,8 @@ struct tg_msg_bridge {
     tg_buf args;           /* its arguments so far, sent when the block closes */
     json_t *calls_done;    /* {index: true} of tool blocks closed */
     json_t *dropped;       /* {kind: [name]} left out upward (bridge.h) */
+    json_t *translated;    /* {kind: [name]} given upward in another form */
 };
-
-/* What the request conversion reads and records besides the body. */
-typedef struct conv {
-    const tg_bridge_opts *o;
-    json_t *dropped;       /* {kind: [name]} */
-} conv;
 
 /* ---- request ---------------------------------------------------------- */
 
@@ -73,265 +75,39 @@ typedef struct conv {
 static const char *const messages_keys[] = {
     "model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p",
     "metadata", "stream", "tools", "tool_choice", "thinking", "service_tier", "container",
-    "mcp_servers", "context_management", "output_format", "output_config", NULL};
+    "mcp_servers", "context_management", "output_format", "output_config", "cache_control",
+    "diagnostics", "inference_geo", "speed", "user_profile_id", "workspace_id",
+    "billing_policy", "fallback_credit_token", "betas", "compaction", "fallbacks", "thread",
+    NULL};
 
-/* Assistant blocks of tools only Anthropic runs (server_tool_use and the
- * results its servers wrote into the answer). */
-static bool is_server_block(const char *type)
-{
-    static const char *const exact[] = {"server_tool_use", "mcp_tool_use", "mcp_tool_result",
-                                        "container_upload", NULL};
-    size_t n = strlen(type), k = strlen("_tool_result");
-    return tg_bridge_is_one_of(type, exact) ||
-           (n > k && !strcmp(type + n - k, "_tool_result") && strcmp(type, "tool_result"));
-}
+/* Keys of @anthropic-ai/sdk 1.14's MessageCreateParams (and the beta's)
+ * that steer only Anthropic's own service (where and how fast it runs,
+ * its billing, its diagnostics): a chat provider has none, and the answer
+ * is the same without them, so they are hints, said in the header only. */
+static const char *const service_keys[] = {
+    "service_tier", "diagnostics", "inference_geo", "speed", "user_profile_id", "workspace_id",
+    "billing_policy", "fallback_credit_token", "betas", NULL};
+/* Keys that change what Anthropic's service does with the conversation
+ * (context editing, server-side compaction, model fallbacks, threads):
+ * left out, and said. */
+static const char *const behaviour_keys[] = {"context_management", "compaction", "fallbacks",
+                                             "thread", NULL};
 
-static bool is_type(const json_t *block, const char *type)
+/* What of the keys above has no chat form: said (top-level cache_control,
+ * automatic caching, goes where the target takes it). */
+static void service_fields(json_t *chat, const json_t *body, conv *cv)
 {
-    const char *t = json_string_value(json_object_get(block, "type"));
-    return t && !strcmp(t, type);
-}
-
-/* Text blocks [{type: text, text}] (or a string) joined by blank lines
- * into t; -1 naming the first block that is not text. */
-static int join_text_blocks(const json_t *v, tg_buf *t, const char *path, tg_error *err)
-{
-    if (json_is_string(v)) {
-        tg_buf_append(t, json_string_value(v), json_string_length(v));
-        return 0;
-    }
-    if (!v || json_is_null(v))
-        return 0;
-    char param[192];
-    if (!json_is_array(v))
-        return tg_bridge_bad(err, path, "%s: expected a string or an array of text blocks", path);
-    size_t i;
-    const json_t *blk;
-    json_array_foreach(v, i, blk) {
-        const json_t *text = json_object_get(blk, "text");
-        if (!is_type(blk, "text") || !json_is_string(text)) {
-            snprintf(param, sizeof param, "%.100s[%zu]", path, i);
-            return tg_bridge_bad(err, param, "%s: expected a text block {\"type\": \"text\", \"text\": ...}",
-                       param);
-        }
-        if (t->len)
-            tg_buf_puts(t, "\n\n");
-        tg_buf_append(t, json_string_value(text), json_string_length(text));
-    }
-    return 0;
-}
-
-/* An image block as a chat image_url part (new reference). */
-static json_t *image_part(const json_t *blk, const char *path, tg_error *err)
-{
-    char param[192];
-    const json_t *src = json_object_get(blk, "source");
-    const char *st = json_string_value(json_object_get(src, "type"));
-    snprintf(param, sizeof param, "%.100s.source", path);
-    if (st && !strcmp(st, "base64")) {
-        const char *mt = json_string_value(json_object_get(src, "media_type"));
-        const char *data = json_string_value(json_object_get(src, "data"));
-        if (!mt || !data) {
-            tg_bridge_bad(err, param, "%s: a base64 image needs media_type and data", param);
-            return NULL;
-        }
-        tg_buf u = {0};
-        tg_buf_printf(&u, "data:%s;base64,", mt);
-        tg_buf_puts(&u, data);
-        json_t *part = json_pack("{s:s, s:{s:s%}}", "type", "image_url", "image_url", "url",
-                                 u.data, u.len);
-        tg_buf_free(&u);
-        return part;
-    }
-    if (st && !strcmp(st, "url") && json_is_string(json_object_get(src, "url")))
-        return json_pack("{s:s, s:{s:O}}", "type", "image_url", "image_url", "url",
-                         json_object_get(src, "url"));
-    tg_bridge_bad(err, param,
-        "%s: an image must come as base64 data or a URL (a file source names Anthropic's "
-        "Files API, which the route's provider cannot read)",
-        param);
-    return NULL;
-}
-
-/* A document block, when it is plain text, as a text part (new reference);
- * PDFs and files only Anthropic reads are refused. */
-static json_t *document_part(const json_t *blk, const char *path, tg_error *err)
-{
-    char param[192];
-    const json_t *src = json_object_get(blk, "source");
-    const char *st = json_string_value(json_object_get(src, "type"));
-    const char *mt = json_string_value(json_object_get(src, "media_type"));
-    tg_buf t = {0};
-    const char *title = json_string_value(json_object_get(blk, "title"));
-    if (title && *title) {
-        tg_buf_puts(&t, title);
-        tg_buf_puts(&t, "\n\n");
-    }
-    if (st && !strcmp(st, "text") && (!mt || !strcmp(mt, "text/plain")) &&
-        json_is_string(json_object_get(src, "data"))) {
-        tg_buf_puts(&t, json_string_value(json_object_get(src, "data")));
-    } else if (st && !strcmp(st, "content")) {
-        snprintf(param, sizeof param, "%.100s.source.content", path);
-        tg_buf c = {0};
-        if (join_text_blocks(json_object_get(src, "content"), &c, param, err)) {
-            tg_buf_free(&c);
-            tg_buf_free(&t);
-            return NULL;
-        }
-        tg_buf_append(&t, c.data ? c.data : "", c.len);
-        tg_buf_free(&c);
-    } else {
-        tg_buf_free(&t);
-        snprintf(param, sizeof param, "%.100s.source", path);
-        tg_bridge_bad(err, param,
-            "%s: only plain-text documents can be bridged to chat completions (a PDF, a URL or "
-            "a file is read by Anthropic's servers; send the text as a text block)",
-            param);
-        return NULL;
-    }
-    json_t *part = json_pack("{s:s, s:s%}", "type", "text", "text", t.data ? t.data : "", t.len);
-    tg_buf_free(&t);
-    return part;
-}
-
-/* Parts as chat content: a string when all are text (joined by blank
- * lines), else the parts as they are. Steals parts. */
-static json_t *content_of(json_t *parts)
-{
-    tg_buf t = {0};
-    size_t i;
-    const json_t *p;
-    bool text_only = true;
-    json_array_foreach(parts, i, p) {
-        if (!is_type(p, "text")) {
-            text_only = false;
-            break;
-        }
-        if (i)
-            tg_buf_puts(&t, "\n\n");
-        tg_buf_puts(&t, json_string_value(json_object_get(p, "text")));
-    }
-    if (!text_only) {
-        tg_buf_free(&t);
-        return parts;
-    }
-    json_decref(parts);
-    json_t *s = json_stringn(t.data ? t.data : "", t.len);
-    tg_buf_free(&t);
-    return s;
-}
-
-/* A tool_result block as a chat tool message; its images go to *images
- * (parts of the user message that follows the tool messages). */
-static int tool_result(const json_t *blk, const char *path, json_t *messages, json_t *images,
-                       tg_error *err)
-{
-    char param[192];
-    const json_t *id = json_object_get(blk, "tool_use_id");
-    if (!json_is_string(id) || !json_string_length(id)) {
-        snprintf(param, sizeof param, "%.100s.tool_use_id", path);
-        return tg_bridge_bad(err, param, "%s: a tool_result needs the tool_use_id it answers", param);
-    }
-    tg_buf t = {0};
-    if (json_is_true(json_object_get(blk, "is_error")))
-        tg_buf_puts(&t, "[tool error] ");
-    const json_t *c = json_object_get(blk, "content");
-    if (json_is_string(c)) {
-        tg_buf_append(&t, json_string_value(c), json_string_length(c));
-    } else if (json_is_array(c)) {
-        size_t i, n_text = 0;
-        const json_t *b;
-        json_array_foreach(c, i, b) {
-            snprintf(param, sizeof param, "%.100s.content[%zu]", path, i);
-            json_t *part = NULL;
-            if (is_type(b, "text") && json_is_string(json_object_get(b, "text"))) {
-                if (n_text++)
-                    tg_buf_puts(&t, "\n\n");
-                tg_buf_puts(&t, json_string_value(json_object_get(b, "text")));
-                continue;
-            }
-            if (is_type(b, "image"))
-                part = image_part(b, param, err);
-            else if (is_type(b, "document"))
-                part = document_part(b, param, err);
-            else
-                tg_bridge_bad(err, param, "%s: a tool_result holds text, image or document blocks", param);
-            if (!part) {
-                tg_buf_free(&t);
-                return -1;
-            }
-            if (is_type(part, "text")) {
-                if (n_text++)
-                    tg_buf_puts(&t, "\n\n");
-                tg_buf_puts(&t, json_string_value(json_object_get(part, "text")));
-                json_decref(part);
-                continue;
-            }
-            tg_bridge_tool_media(images, json_string_value(id), part, &t, &n_text);
-        }
-    } else if (c && !json_is_null(c)) {
-        snprintf(param, sizeof param, "%.100s.content", path);
-        tg_buf_free(&t);
-        return tg_bridge_bad(err, param, "%s: expected a string or an array of content blocks", param);
-    }
-    json_array_append_new(messages, json_pack("{s:s, s:O, s:s%}", "role", "tool", "tool_call_id",
-                                              id, "content", t.data ? t.data : "", t.len));
-    tg_buf_free(&t);
-    return 0;
-}
-
-static int user_message(const json_t *content, const char *path, json_t *messages,
-                        tg_error *err)
-{
-    char param[192];
-    json_t *parts = json_array(), *images = json_array();
-    size_t i;
-    const json_t *blk;
-    int rc = 0;
-    json_array_foreach(content, i, blk) {
-        snprintf(param, sizeof param, "%.100s[%zu]", path, i);
-        const char *type = json_string_value(json_object_get(blk, "type"));
-        json_t *part = NULL;
-        if (type && !strcmp(type, "tool_result")) {
-            if ((rc = tool_result(blk, param, messages, images, err)))
-                break;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)body, k, v) {
+        if (json_is_null(v))
             continue;
-        }
-        if (type && !strcmp(type, "text")) {
-            const json_t *t = json_object_get(blk, "text");
-            if (!json_is_string(t)) {
-                snprintf(param, sizeof param, "%.100s[%zu].text", path, i);
-                rc = tg_bridge_bad(err, param, "%s: a text block needs a string", param);
-                break;
-            }
-            part = json_pack("{s:s, s:O}", "type", "text", "text", t);
-        } else if (type && !strcmp(type, "image")) {
-            part = image_part(blk, param, err);
-        } else if (type && !strcmp(type, "document")) {
-            part = document_part(blk, param, err);
-        } else {
-            snprintf(param, sizeof param, "%.100s[%zu].type", path, i);
-            rc = tg_bridge_bad(err, param,
-                     "%s: a user message takes text, image, document (plain text) and "
-                     "tool_result blocks on the chat bridge",
-                     param);
-            break;
-        }
-        if (!part) {
-            rc = -1;
-            break;
-        }
-        json_array_append_new(parts, part);
+        if (tg_bridge_is_one_of(k, service_keys))
+            tg_bridge_drop(cv->dropped, TG_BRIDGE_HINTS, k);
+        else if (tg_bridge_is_one_of(k, behaviour_keys))
+            tg_bridge_drop(cv->dropped, "fields", k);
     }
-    if (!rc) {
-        json_array_extend(images, parts);
-        if (json_array_size(images))
-            json_array_append_new(messages, json_pack("{s:s, s:o}", "role", "user", "content",
-                                                      content_of(json_incref(images))));
-    }
-    json_decref(parts);
-    json_decref(images);
-    return rc;
+    tg_msg_carry_cache(chat, body, cv);
 }
 
 static int assistant_message(const json_t *content, const char *path, json_t *messages,
@@ -345,6 +121,8 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
     int rc = 0;
     json_array_foreach(content, i, blk) {
         const char *type = json_string_value(json_object_get(blk, "type"));
+        if (json_is_object(json_object_get(blk, "cache_control")))  /* no part to put it on */
+            tg_bridge_drop(cv->dropped, TG_BRIDGE_HINTS, "cache_control");
         if (type && !strcmp(type, "text") && json_is_string(json_object_get(blk, "text"))) {
             if (n_text++)
                 tg_buf_puts(&text, "\n\n");
@@ -357,9 +135,21 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
                 tg_buf_puts(&thinking, t);
             }
         } else if (type && !strcmp(type, "redacted_thinking")) {
-            continue;  /* encrypted for Anthropic's models alone */
-        } else if (type && is_server_block(type) && !cv->o->refuse_hosted) {
+            /* encrypted for Anthropic's models alone: left out, and said */
+            tg_bridge_drop(cv->dropped, "content", type);
+        } else if (type && tg_msg_is_server_block(type) && !cv->o->refuse_hosted) {
             tg_bridge_drop(cv->dropped, "content", type);  /* what Anthropic ran */
+            /* the tools Anthropic's tool search loaded stay loaded */
+            if (!strcmp(type, "tool_search_tool_result"))
+                tg_msg_note_references(json_object_get(json_object_get(blk, "content"),
+                                                       "tool_references"),
+                                       cv);
+        } else if (type && !strcmp(type, "compaction") &&
+                   json_is_string(json_object_get(blk, "content"))) {
+            if (n_text++)  /* the summary of what came before */
+                tg_buf_puts(&text, "\n\n");
+            tg_buf_puts(&text, json_string_value(json_object_get(blk, "content")));
+            tg_bridge_drop(cv->translated, "content", "compaction");
         } else if (type && !strcmp(type, "tool_use")) {
             const json_t *id = json_object_get(blk, "id"), *name = json_object_get(blk, "name");
             const json_t *input = json_object_get(blk, "input");
@@ -373,11 +163,16 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
                                                    "function", "function", "name", name,
                                                    "arguments", args ? args : "{}"));
             free(args);
+        } else if (type && !strcmp(type, "tool_addition") && tg_msg_tool_addition(blk, cv)) {
+            continue;  /* the tools it added join the request's */
+        } else if (type && tg_msg_is_declared_block(type) && !tg_msg_is_server_block(type)) {
+            tg_bridge_drop(cv->dropped, "content", type);  /* no chat assistant form */
         } else {
             snprintf(param, sizeof param, "%.100s[%zu].type", path, i);
             rc = tg_bridge_bad(err, param,
-                     "%s: an assistant message takes text, thinking and tool_use blocks on the "
-                     "chat bridge (server tool blocks come from tools only Anthropic runs)",
+                     "%s: not a content block of an assistant message (server tool blocks "
+                     "come from tools only Anthropic runs; the route refuses them: "
+                     "hosted_tools = refuse)",
                      param);
             break;
         }
@@ -400,18 +195,41 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
     return rc;
 }
 
-/* A system message inside messages, as a chat system message. */
-static int system_message(const json_t *content, const char *path, json_t *messages,
-                          tg_error *err)
+/* System text blocks (or a string) as a chat system message's content:
+ * one string, or, where a block's cache_control is carried, text parts
+ * (new reference; NULL with err). */
+static json_t *system_content(const json_t *v, const char *path, conv *cv, tg_error *err)
 {
     tg_buf t = {0};
-    if (join_text_blocks(content, &t, path, err)) {
+    if (tg_msg_join_text(v, &t, path, err)) {
         tg_buf_free(&t);
-        return -1;
+        return NULL;
     }
-    json_array_append_new(messages, json_pack("{s:s, s:s%}", "role", "system", "content",
-                                              t.data ? t.data : "", t.len));
+    json_t *parts = json_array();
+    size_t i;
+    const json_t *blk;
+    json_array_foreach(v, i, blk) {
+        json_t *p = json_pack("{s:s, s:O}", "type", "text", "text", json_object_get(blk, "text"));
+        tg_msg_carry_cache(p, blk, cv);
+        json_array_append_new(parts, p);
+    }
+    json_t *c = tg_msg_content_of(parts);
+    if (json_is_string(c)) {  /* joined as tg_msg_join_text joins, a string or not */
+        json_decref(c);
+        c = json_stringn(t.data ? t.data : "", t.len);
+    }
     tg_buf_free(&t);
+    return c;
+}
+
+/* A system message inside messages, as a chat system message. */
+static int system_message(const json_t *content, const char *path, json_t *messages, conv *cv,
+                          tg_error *err)
+{
+    json_t *c = system_content(content, path, cv, err);
+    if (!c)
+        return -1;
+    json_array_append_new(messages, json_pack("{s:s, s:o}", "role", "system", "content", c));
     return 0;
 }
 
@@ -433,7 +251,7 @@ static int convert_messages(const json_t *msgs, json_t *messages, conv *cv, tg_e
         const json_t *content = json_object_get(m, "content");
         snprintf(param, sizeof param, "%s.content", path);
         if (!strcmp(role, "system")) {
-            if (system_message(content, param, messages, err))
+            if (system_message(content, param, messages, cv, err))
                 return -1;
             continue;
         }
@@ -444,7 +262,7 @@ static int convert_messages(const json_t *msgs, json_t *messages, conv *cv, tg_e
         }
         if (!json_is_array(content))
             return tg_bridge_bad(err, param, "%s: expected a string or an array of content blocks", param);
-        if (!strcmp(role, "user") ? user_message(content, param, messages, err)
+        if (!strcmp(role, "user") ? tg_msg_user_message(content, param, messages, cv, err)
                                   : assistant_message(content, param, messages, cv, err))
             return -1;
     }
@@ -510,8 +328,44 @@ static json_t *client_function(const json_t *t, const char *type, const struct c
     return json_pack("{s:s, s:o}", "type", "function", "function", fn);
 }
 
+/* Does the request hold Anthropic's own tool search (a server tool)? */
+static bool has_server_search(const json_t *tools)
+{
+    size_t i;
+    const json_t *t;
+    json_array_foreach(tools, i, t) {
+        const char *ty = json_string_value(json_object_get(t, "type"));
+        if (ty && !strncmp(ty, "tool_search_tool_", 17))
+            return true;
+    }
+    return false;
+}
+
+/* A tool with defer_loading, as Anthropic's tool search has it: not shown
+ * to the model until a tool_reference loads it. Shown anyway where the
+ * search that would load it runs nowhere (Anthropic's own search tool,
+ * dropped on a route without discovery), and on a discovery route, whose
+ * catalog (search_tools) it joins from the first turn. */
+static bool deferred_hidden(const json_t *t, conv *cv, bool server_search)
+{
+    const char *name = json_string_value(json_object_get(t, "name"));
+    if (!json_is_true(json_object_get(t, "defer_loading")) || !name ||
+        json_object_get(cv->loaded, name))
+        return false;
+    if (cv->o->discovery) {
+        tg_bridge_drop(cv->translated, "tools", "defer_loading:catalog");
+        return false;
+    }
+    if (server_search) {
+        tg_bridge_drop(cv->translated, "tools", "defer_loading:sent");
+        return false;
+    }
+    return true;
+}
+
 /* A custom tool has no type, or "custom"; client tools are translated;
- * server tools are dropped (listed in cv->dropped) or refused. */
+ * server tools are dropped (listed in cv->dropped) or refused; deferred
+ * tools wait for their tool_reference (deferred_hidden). */
 static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
 {
     if (!json_is_array(tools)) {
@@ -519,18 +373,23 @@ static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
         return NULL;
     }
     json_t *out = json_array();
+    bool server_search = has_server_search(tools);
     size_t i;
     const json_t *t;
     json_array_foreach(tools, i, t) {
         char param[64];
         const json_t *type = json_object_get(t, "type");
         const json_t *name = json_object_get(t, "name");
+        if (deferred_hidden(t, cv, server_search))
+            continue;
         if (type && !json_is_null(type) &&
             (!json_is_string(type) || strcmp(json_string_value(type), "custom"))) {
             const char *ty = json_is_string(type) ? json_string_value(type) : "?";
             const struct client_tool *c = client_tool(ty);
             if (c && json_is_string(name)) {
-                json_array_append_new(out, client_function(t, ty, c));
+                json_t *f = client_function(t, ty, c);
+                tg_msg_carry_cache(f, t, cv);
+                json_array_append_new(out, f);
                 continue;
             }
             if (!cv->o->refuse_hosted) {
@@ -564,7 +423,9 @@ static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
         v = json_object_get(t, "strict");
         if (json_is_boolean(v))
             json_object_set(fn, "strict", (json_t *)v);
-        json_array_append_new(out, json_pack("{s:s, s:o}", "type", "function", "function", fn));
+        json_t *f = json_pack("{s:s, s:o}", "type", "function", "function", fn);
+        tg_msg_carry_cache(f, t, cv);
+        json_array_append_new(out, f);
     }
     return out;
 }
@@ -743,21 +604,27 @@ static int convert_request(const json_t *body, json_t *chat, conv *cv, tg_error 
         json_object_set(chat, "model", (json_t *)v);
     v = json_object_get(body, "system");
     if (v && !json_is_null(v)) {
-        tg_buf t = {0};
-        if (join_text_blocks(v, &t, "system", err)) {
-            tg_buf_free(&t);
+        json_t *c = system_content(v, "system", cv, err);
+        if (!c)
             return -1;
-        }
-        if (t.len)
-            json_array_append_new(messages, json_pack("{s:s, s:s%}", "role", "system", "content",
-                                                      t.data, t.len));
-        tg_buf_free(&t);
+        if (json_is_string(c) && !json_string_length(c))
+            json_decref(c);
+        else
+            json_array_append_new(messages, json_pack("{s:s, s:o}", "role", "system", "content", c));
     }
     if (convert_messages(json_object_get(body, "messages"), messages, cv, err))
         return -1;
     v = json_object_get(body, "tools");
+    json_t *all = json_array_size(cv->added) ? json_array() : NULL;  /* with tool_addition's */
+    if (all) {
+        if (json_is_array(v))
+            json_array_extend(all, (json_t *)v);
+        json_array_extend(all, cv->added);
+        v = all;
+    }
     if (v && !json_is_null(v)) {
         json_t *tools = convert_tools(v, cv, err);
+        json_decref(all);
         if (!tools)
             return -1;
         if (json_array_size(tools))
@@ -794,6 +661,7 @@ static int convert_request(const json_t *body, json_t *chat, conv *cv, tg_error 
         if (!tg_bridge_is_one_of(k, messages_keys))
             json_object_set(chat, k, extra);
     }
+    service_fields(chat, body, cv);
     return 0;
 }
 
@@ -815,10 +683,14 @@ int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t
         return -1;
     }
     json_t *c = json_object();
-    conv cv = {o, json_object()};
-    if (convert_request(body, c, &cv, err)) {
+    conv cv = {o, json_object(), json_object(), json_object(), json_array()};
+    int rc = convert_request(body, c, &cv, err);
+    json_decref(cv.loaded);
+    json_decref(cv.added);
+    if (rc) {
         json_decref(c);
         json_decref(cv.dropped);
+        json_decref(cv.translated);
         return -1;
     }
     tg_msg_bridge *b = tg_calloc(1, sizeof *b);
@@ -828,6 +700,7 @@ int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t
     b->stops = json_is_array(stops) ? json_incref((json_t *)stops) : NULL;
     b->calls_done = json_object();
     b->dropped = cv.dropped;
+    b->translated = cv.translated;
     *chat = c;
     *bridge = b;
     return 0;
@@ -836,6 +709,11 @@ int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t
 const json_t *tg_msg_bridge_dropped_peek(const tg_msg_bridge *b)
 {
     return b ? b->dropped : NULL;
+}
+
+const json_t *tg_msg_bridge_translated_peek(const tg_msg_bridge *b)
+{
+    return b ? b->translated : NULL;
 }
 
 void tg_msg_bridge_free(tg_msg_bridge *b)
@@ -847,6 +725,7 @@ void tg_msg_bridge_free(tg_msg_bridge *b)
     json_decref(b->call_key);
     json_decref(b->calls_done);
     json_decref(b->dropped);
+    json_decref(b->translated);
     tg_chat_reader_free(&b->rd);
     tg_buf_free(&b->args);
     free(b);
@@ -880,7 +759,7 @@ size_t tg_messages_strip_markers(json_t *body, const char *prefix)
         n += strip_keys(m, prefix, plen);
         json_array_foreach(json_object_get(m, "content"), j, blk) {
             n += strip_keys(blk, prefix, plen);
-            if (is_type(blk, "tool_result"))
+            if (tg_msg_is_type(blk, "tool_result"))
                 json_array_foreach(json_object_get(blk, "content"), l, inner)
                     n += strip_keys(inner, prefix, plen);
         }
@@ -891,15 +770,23 @@ size_t tg_messages_strip_markers(json_t *body, const char *prefix)
 /* ---- the Message object ------------------------------------------------- */
 
 /* Chat usage in Anthropic's names: input_tokens are those not read from
- * the cache, as Anthropic counts them. */
+ * the cache, as Anthropic counts them; the cached ones are
+ * cache_read_input_tokens, from prompt_tokens_details.cached_tokens
+ * (OpenAI, Gemini's OpenAI-compatible endpoint, most others) or
+ * DeepSeek's prompt_cache_hit_tokens. */
 static json_t *usage_of(const json_t *u)
 {
     json_int_t in = tg_bridge_int_at(u, "prompt_tokens", NULL), out = tg_bridge_int_at(u, "completion_tokens", NULL);
-    json_int_t cached = tg_bridge_int_at(u, "prompt_tokens_details", "cached_tokens");
+    const json_t *c = json_object_get(json_object_get(u, "prompt_tokens_details"), "cached_tokens");
+    if (!json_is_integer(c))
+        c = json_object_get(u, "prompt_cache_hit_tokens");
+    json_int_t cached = json_is_integer(c) ? json_integer_value(c) : 0;
     if (cached > in)
         cached = in;
+    if (cached < 0)
+        cached = 0;
     json_t *r = json_pack("{s:I, s:I}", "input_tokens", in - cached, "output_tokens", out);
-    if (json_is_integer(json_object_get(json_object_get(u, "prompt_tokens_details"), "cached_tokens")))
+    if (json_is_integer(c))
         json_object_set_new(r, "cache_read_input_tokens", json_integer(cached));
     return r;
 }
@@ -1234,7 +1121,7 @@ char *tg_messages_error_body(int status, const char *body, size_t n, size_t *len
 {
     json_t *v = body && n ? tg_json_load(body, n, 0, NULL) : NULL;
     const json_t *error = json_object_get(v, "error");
-    if (!json_is_object(error) || is_type(v, "error")) {
+    if (!json_is_object(error) || tg_msg_is_type(v, "error")) {
         json_decref(v);
         return NULL;
     }

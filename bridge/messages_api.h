@@ -12,8 +12,9 @@
  * only Anthropic's servers can do (server tools such as web_search, MCP
  * connectors, code execution containers) is left out and listed
  * (tg_msg_bridge_dropped_peek), or refused with a 400 naming the field when
- * the route says so (tg_bridge_opts); PDF and file documents, which
- * would change the conversation if left out, are refused.
+ * the route says so (tg_bridge_opts); what the target takes in another
+ * form (a PDF as its text where it takes no PDF, a search_result as text)
+ * is translated and listed (tg_msg_bridge_translated_peek).
  * Errors in OpenAI's shape become Anthropic's (tg_messages_error_body).
  * Ownership follows core/tg.h.
  */
@@ -38,6 +39,9 @@ int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t
                              tg_msg_bridge **bridge, tg_error *err);
 /* What the conversion left out, {kind: [name]} (borrowed; bridge.h). */
 const json_t *tg_msg_bridge_dropped_peek(const tg_msg_bridge *b);
+/* What it gave in another form than sent ({kind: [name]}, borrowed): a
+ * PDF as its text, a search_result as text... (X-Toolgate-Translated). */
+const json_t *tg_msg_bridge_translated_peek(const tg_msg_bridge *b);
 
 /* A whole chat.completion (borrowed) as a Message object (new reference). */
 json_t *tg_messages_answer(tg_msg_bridge *b, const json_t *completion);
@@ -50,6 +54,11 @@ void tg_messages_stream(tg_msg_bridge *b, const char *sse, size_t n, tg_buf *out
 void tg_messages_stream_end(tg_msg_bridge *b, tg_buf *out);
 
 void tg_msg_bridge_free(tg_msg_bridge *b);
+
+/* An estimate of the input tokens of a Messages request (borrowed), for
+ * /v1/messages/count_tokens where the route's provider has no count
+ * (messages_count.c says how it is made). */
+json_int_t tg_messages_count_estimate(const json_t *body);
 
 /* An error answer (status, body of n bytes) in Anthropic's shape
  * {"type":"error","error":{"type","message"}}: malloc'd text (*len set), or

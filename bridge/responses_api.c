@@ -582,6 +582,10 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
         return input_call(item, type, path, messages, reasoning, err);
     if (is_output_item(type) && !hosted) {
         const json_t *call_id = json_object_get(item, "call_id");
+        /* OpenAI's local_shell_call_output names its call by `id` (the
+         * call's call_id, as its SDK types declare); Codex sends call_id */
+        if (!json_is_string(call_id) && !strcmp(type, "local_shell_call_output"))
+            call_id = json_object_get(item, "id");
         if (!json_is_string(call_id)) {
             snprintf(param, sizeof param, "%.100s.call_id", path);
             return tg_bridge_bad(err, param, "%s: a tool call's output needs the call_id it answers",

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/rules.h"
@@ -27,6 +28,7 @@ typedef struct kv {
     char *section;
     char *key;
     char *value;  /* after ${VAR} expansion */
+    char *unset;  /* the first ${VAR} that expanded to "" (unset or empty, no default), or NULL */
     int line;
 } kv;
 
@@ -65,16 +67,25 @@ static void perr(parser *p, int line, const char *fmt, ...)
     p->nerr++;
 }
 
-/* Remember where each [section] starts, for messages about the section. */
-static void note_section(parser *p, const char *line)
+/* inih keeps at most 49 bytes of a section name (its MAX_SECTION is 50) and
+ * cuts the rest silently: "[route " leaves a route name 43 characters. A
+ * longer header reaches inih as a short stand-in, "[\x01N]" (N indexes
+ * p->secs, which holds the whole name), and on_kv puts the whole name back,
+ * so a route may have a name of any length. */
+#define INI_SECTION_KEEP 49
+#define LONG_SECTION '\x01'
+
+/* Remember where each [section] starts, for messages about the section.
+ * Returns the length of the name (0 when the line is no header). */
+static size_t note_section(parser *p, const char *line)
 {
     while (*line == ' ' || *line == '\t')
         line++;
     if (*line != '[')
-        return;
+        return 0;
     const char *end = strchr(line, ']');
     if (!end)
-        return;
+        return 0;
     const char *b = line + 1;
     while (b < end && (*b == ' ' || *b == '\t'))
         b++;
@@ -85,6 +96,16 @@ static void note_section(parser *p, const char *line)
     p->secs[p->nsecs].name = tg_strndup(b, (size_t)(e - b));
     p->secs[p->nsecs].line = p->line;
     p->nsecs++;
+    return (size_t)(e - b);
+}
+
+/* The whole name of a section inih saw as a stand-in (see LONG_SECTION). */
+static const char *whole_section(const parser *p, const char *section)
+{
+    if (section[0] != LONG_SECTION)
+        return section;
+    int i = atoi(section + 1);
+    return i >= 0 && i < p->nsecs ? p->secs[i].name : section;
 }
 
 static int section_line_of(const parser *p, const char *section, int fallback)
@@ -121,12 +142,16 @@ static char *read_line(char *str, int num, void *stream)
         return str;
     }
     p->line++;
-    note_section(p, str);
+    if (note_section(p, str) > INI_SECTION_KEEP)
+        snprintf(str, (size_t)num, "[%c%d]\n", LONG_SECTION, p->nsecs - 1);
     return str;
 }
 
-/* ${VAR} and ${VAR:-default} from the environment; unset VAR is "". */
-static char *expand_env(const char *v)
+/* ${VAR} and ${VAR:-default} from the environment; unset VAR is "".
+ * *unset gets the name of the first VAR without a default that gave ""
+ * (a route's api_key then says which variable to set: tg_route.api_key_var;
+ * ${VAR:-} marks a key as optional, for a local server that takes none). */
+static char *expand_env(const char *v, char **unset)
 {
     tg_buf out = {0};
     while (*v) {
@@ -150,6 +175,8 @@ static char *expand_env(const char *v)
                     val = def;
                 if (val)
                     tg_buf_puts(&out, val);
+                if ((!val || !*val) && !def && !*unset && *name)  /* ${VAR:-} is optional */
+                    *unset = tg_strdup(name);
                 v = end + 1;
                 continue;
             }
@@ -168,9 +195,10 @@ static int on_kv(void *user, const char *section, const char *key, const char *v
         p->kvs = tg_realloc(p->kvs, (size_t)p->cap * sizeof *p->kvs);
     }
     kv *k = &p->kvs[p->n++];
-    k->section = tg_strdup(section);
+    k->section = tg_strdup(whole_section(p, section));
     k->key = tg_strdup(key);
-    k->value = expand_env(value);
+    k->unset = NULL;
+    k->value = expand_env(value, &k->unset);
     k->line = p->line;
     return 1;
 }
@@ -432,6 +460,10 @@ static int server_key(parser *p, tg_conf *c, const kv *k)
         int found = parse_choice(p, k, cl);
         if (found >= 0)
             c->curl_only = found == 1;
+    } else if (!strcmp(key, "tls_ca_file") || !strcmp(key, "tls_ca_path")) {
+        char **dst = key[7] == 'f' ? &c->tls_ca_file : &c->tls_ca_path;
+        free(*dst);
+        *dst = *v ? tg_strdup(v) : NULL;
     } else if (!strcmp(key, "shutdown_grace")) {
         if (tg_parse_duration_ms(v, &c->shutdown_grace_ms))
             perr(p, k->line, "shutdown_grace: expected a duration such as 30s, got '%s'", v);
@@ -532,6 +564,8 @@ static void route_key(parser *p, tg_route *r, const kv *k)
     } else if (!strcmp(key, "api_key")) {
         free(r->api_key);
         r->api_key = *v ? tg_strdup(v) : NULL;
+        free(r->api_key_var);
+        r->api_key_var = !*v && k->unset ? tg_strdup(k->unset) : NULL;
     } else if (!strcmp(key, "upstream_model")) {
         free(r->upstream_model);
         r->upstream_model = *v ? tg_strdup(v) : NULL;
@@ -584,9 +618,11 @@ static void route_key(parser *p, tg_route *r, const kv *k)
     } else if (!strcmp(key, "retries")) {
         if (parse_int(v, 0, 10, &r->retries))
             perr(p, k->line, "retries: expected 0..10, got '%s'", v);
-    } else if (!strcmp(key, "responses") || !strcmp(key, "messages")) {
+    } else if (!strcmp(key, "responses") || !strcmp(key, "messages") || !strcmp(key, "gemini")) {
         static const char *const how[] = {"bridge", "pass", NULL};
-        int *dst = !strcmp(key, "responses") ? &r->responses : &r->messages;
+        int *dst = !strcmp(key, "responses") ? &r->responses
+                   : !strcmp(key, "messages") ? &r->messages
+                                              : &r->gemini;
         int i = parse_choice(p, k, how);
         if (i >= 0)
             *dst = i == 0;
@@ -595,6 +631,14 @@ static void route_key(parser *p, tg_route *r, const kv *k)
         int i = parse_choice(p, k, hosted);
         if (i >= 0)
             r->refuse_hosted = i == 1;
+    } else if (!strcmp(key, "tls_ca_file") || !strcmp(key, "tls_ca_path") ||
+               !strcmp(key, "tls_client_cert") || !strcmp(key, "tls_client_key")) {
+        char **dst = !strcmp(key, "tls_ca_file")       ? &r->tls_ca_file
+                     : !strcmp(key, "tls_ca_path")     ? &r->tls_ca_path
+                     : !strcmp(key, "tls_client_cert") ? &r->tls_cert
+                                                       : &r->tls_key;
+        free(*dst);
+        *dst = *v ? tg_strdup(v) : NULL;
     } else if (!strcmp(key, "fallback")) {
         free(r->fallback);
         r->fallback = *v ? tg_strdup(v) : NULL;
@@ -626,6 +670,7 @@ static void route_init(tg_route *r, const char *name, int line)
     r->retries = 0;
     r->responses = -1;
     r->messages = -1;
+    r->gemini = -1;
     tg_rules_preset(TG_D_OPENAI, &r->rules);
 }
 
@@ -637,7 +682,12 @@ static void route_free(tg_route *r)
     free(r->upstream);
     free(r->upstream_shown);
     free(r->api_key);
+    free(r->api_key_var);
     free(r->upstream_model);
+    free(r->tls_ca_file);
+    free(r->tls_ca_path);
+    free(r->tls_cert);
+    free(r->tls_key);
     free_list(r->strip_model);
     free(r->strip_prefix);
     free(r->fallback);
@@ -736,6 +786,87 @@ static void build_routes(parser *p, tg_conf *c)
     }
 }
 
+/* Is path a PEM file holding at least one certificate? NULL, or why not:
+ * a CA file that cannot be read or holds none would fail every https
+ * round with a TLS error far from its cause, so load names it instead. */
+static const char *pem_problem(const char *path, bool want_cert)
+{
+    struct stat st;
+    if (stat(path, &st))
+        return strerror(errno);
+    if (!S_ISREG(st.st_mode) || st.st_size > (16 << 20))
+        return "not a regular file of at most 16 MB";
+    tg_buf b = {0};
+    if (tg_buf_read_file(&b, path)) {
+        tg_buf_free(&b);
+        return strerror(errno);
+    }
+    bool ok = b.data && (want_cert ? strstr(b.data, "-----BEGIN CERTIFICATE-----") ||
+                                         strstr(b.data, "-----BEGIN TRUSTED CERTIFICATE-----")
+                                   : strstr(b.data, "-----BEGIN ") != NULL);
+    tg_buf_free(&b);
+    return ok ? NULL : want_cert ? "no PEM certificate in it" : "no PEM block in it";
+}
+
+static void check_dir(parser *p, int line, const char *what, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) || !S_ISDIR(st.st_mode) || access(path, R_OK | X_OK))
+        perr(p, line, "%s: '%s' is not a readable directory", what, path);
+}
+
+static int key_line(const parser *p, const char *section, const char *key, int fallback)
+{
+    for (int i = p->n - 1; i >= 0; i--)
+        if (!strcmp(p->kvs[i].key, key) && !strcmp(p->kvs[i].section, section))
+            return p->kvs[i].line;
+    return fallback;
+}
+
+/* Each route's TLS trust: its own tls_ca_* keys, else [server]'s, else
+ * the environment's SSL_CERT_FILE / SSL_CERT_DIR (OpenSSL's names; libcurl
+ * 7.88 reads neither), else nothing (libcurl's built-in bundle). Every file
+ * and directory named is checked here, so `toolgate check` reports it. */
+static void resolve_tls(parser *p, tg_conf *c)
+{
+    const char *env_file = getenv("SSL_CERT_FILE"), *env_dir = getenv("SSL_CERT_DIR");
+    env_file = env_file && *env_file ? env_file : NULL;
+    env_dir = env_dir && *env_dir ? env_dir : NULL;
+    for (int i = 0; i < c->n_routes; i++) {
+        tg_route *r = &c->routes[i];
+        char section[300];
+        snprintf(section, sizeof section, "route %s", r->name);
+        bool own = r->tls_ca_file || r->tls_ca_path, server = c->tls_ca_file || c->tls_ca_path;
+        if (!own) {
+            const char *f = server ? c->tls_ca_file : env_file, *d = server ? c->tls_ca_path : env_dir;
+            r->tls_ca_file = f ? tg_strdup(f) : NULL;
+            r->tls_ca_path = d ? tg_strdup(d) : NULL;
+        }
+        const char *whose = own ? section : server ? "server" : NULL;
+        const char *why;
+        if (r->tls_ca_file && (why = pem_problem(r->tls_ca_file, true))) {
+            if (whose)
+                perr(p, key_line(p, whose, "tls_ca_file", r->line), "tls_ca_file '%s': %s",
+                     r->tls_ca_file, why);
+            else
+                perr(p, r->line, "[route %s] SSL_CERT_FILE '%s' (environment): %s", r->name,
+                     r->tls_ca_file, why);
+        }
+        if (r->tls_ca_path)
+            check_dir(p, whose ? key_line(p, whose, "tls_ca_path", r->line) : r->line,
+                      whose ? "tls_ca_path" : "SSL_CERT_DIR (environment)", r->tls_ca_path);
+        if (r->tls_key && !r->tls_cert)
+            perr(p, key_line(p, section, "tls_client_key", r->line),
+                 "tls_client_key needs tls_client_cert in [route %s]", r->name);
+        if (r->tls_cert && (why = pem_problem(r->tls_cert, true)))
+            perr(p, key_line(p, section, "tls_client_cert", r->line), "tls_client_cert '%s': %s",
+                 r->tls_cert, why);
+        if (r->tls_key && (why = pem_problem(r->tls_key, false)))
+            perr(p, key_line(p, section, "tls_client_key", r->line), "tls_client_key '%s': %s",
+                 r->tls_key, why);
+    }
+}
+
 static tg_conf *conf_new(void)
 {
     tg_conf *c = tg_calloc(1, sizeof *c);
@@ -769,6 +900,8 @@ static void conf_free(tg_conf *c)
     free(c->listen_host);
     free(c->access_log);
     free(c->responses_redis);
+    free(c->tls_ca_file);
+    free(c->tls_ca_path);
     free_list(c->client_keys);
     free_list(c->forward_headers);
     free(c);
@@ -789,6 +922,7 @@ tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors)
         if (!strcmp(p.kvs[i].section, "server"))
             server_key(&p, c, &p.kvs[i]);
     build_routes(&p, c);
+    resolve_tls(&p, c);
     c->metrics_auth = p.metrics_auth < 0 ? c->client_keys != NULL : p.metrics_auth == 1;
     if (c->metrics_auth && !c->client_keys)
         perr(&p, 1, "metrics_auth = on needs client_keys: /metrics asks for one of them");
@@ -805,6 +939,7 @@ tg_conf *tg_conf_load_string(const char *text, const char *name, tg_buf *errors)
         free(p.kvs[i].section);
         free(p.kvs[i].key);
         free(p.kvs[i].value);
+        free(p.kvs[i].unset);
     }
     free(p.kvs);
     for (int i = 0; i < p.nsecs; i++)
@@ -906,4 +1041,28 @@ bool tg_route_bridges_messages(const tg_route *r)
         return r->messages == 1;
     tg_dialect d = r->rules.schema.dialect;
     return tg_dialect_has(d, TG_DF_REWRITE) && !tg_dialect_has(d, TG_DF_NATIVE_MESSAGES);
+}
+
+bool tg_route_bridges_gemini(const tg_route *r)
+{
+    return r->gemini != 0;
+}
+
+static bool cut_tail(const char *s, size_t *n, const char *tail)
+{
+    size_t k = strlen(tail);
+    if (*n < k || strncmp(s + *n - k, tail, k))
+        return false;
+    *n -= k;
+    return true;
+}
+
+void tg_route_gemini_base(const tg_route *r, tg_buf *out)
+{
+    const char *u = r->upstream;
+    size_t n = strlen(u);
+    cut_tail(u, &n, "/openai");
+    if (!cut_tail(u, &n, "/v1beta"))
+        cut_tail(u, &n, "/v1");
+    tg_buf_append(out, u, n);
 }

@@ -24,6 +24,8 @@ typedef struct tg_route {
     char *upstream_shown;   /* upstream for messages and logs: userinfo and
                                query replaced by "***" (tg_url_redact) */
     char *api_key;          /* NULL: forward the client's Authorization */
+    char *api_key_var;      /* api_key was "${VAR}" and VAR unset or empty: VAR (a warn
+                               at start, and a keyless request's 401 names it) */
     char *upstream_model;   /* NULL, or the model name sent upstream whatever the agent asked */
     char **strip_model;     /* NULL-terminated prefixes cut from the model name ("groq/") */
     char *strip_prefix;     /* marker prefix stripped upward; "" disables */
@@ -36,8 +38,17 @@ typedef struct tg_route {
     char *fallback;         /* route name or NULL */
     int responses;          /* /v1/responses: 1 bridge to chat, 0 pass, -1 by dialect */
     int messages;           /* /v1/messages: 1 bridge to chat, 0 pass, -1 by dialect */
+    int gemini;             /* Gemini's /v1beta/models/..: 1 bridge to chat, 0 pass, -1 default */
     bool refuse_hosted;     /* hosted_tools = refuse: a bridged request's tools that only
                                the API's own servers run are a 400, not dropped */
+    /* TLS to an https upstream, resolved at load: the route's keys, else
+     * [server]'s, else SSL_CERT_FILE / SSL_CERT_DIR; both CA fields NULL
+     * means libcurl's built-in bundle file (never its CA directory, so
+     * the parsed store is cached per worker: upstream.c). */
+    char *tls_ca_file;
+    char *tls_ca_path;
+    char *tls_cert;         /* client certificate (PEM) for mTLS, or NULL */
+    char *tls_key;          /* its private key (PEM), or NULL: in tls_cert */
 } tg_route;
 
 typedef enum { TG_LOG_ERROR = 0, TG_LOG_WARN, TG_LOG_INFO, TG_LOG_DEBUG } tg_log_level;
@@ -69,6 +80,8 @@ typedef struct tg_conf {
     char *access_log;       /* "-" stdout, "off", or a file path */
     long shutdown_grace_ms;
     bool curl_only;         /* upstream_client = curl: no round on toolgate's own client */
+    char *tls_ca_file;      /* [server] defaults for every route's tls_ca_* */
+    char *tls_ca_path;
     tg_route *routes;
     int n_routes;
 } tg_conf;
@@ -89,6 +102,16 @@ bool tg_route_bridges_responses(const tg_route *r);
  * says, every dialect but anthropic and passthrough, whose providers speak
  * the Messages API themselves and get it passed through. */
 bool tg_route_bridges_messages(const tg_route *r);
+/* Does the route answer Gemini's API (/v1beta/models/MODEL:generateContent
+ * ..., bridge/gemini_api.h) itself, over the provider's chat completions?
+ * Unless the conf says `gemini = pass` (the request then goes to Gemini's
+ * native API, tg_route_gemini_base), every route does. */
+bool tg_route_bridges_gemini(const tg_route *r);
+/* The base of Gemini's native API for a route that passes it (the path
+ * /v1beta/... follows it): the upstream URL without the OpenAI-compatible
+ * endpoint's tail ("/v1beta/openai", "/v1/openai", "/openai") and without
+ * a trailing "/v1beta" or "/v1". Appended to out. */
+void tg_route_gemini_base(const tg_route *r, tg_buf *out);
 void tg_conf_unref(tg_conf *c);
 
 /* Router. A route whose prefix is a whole-segment prefix of path wins,

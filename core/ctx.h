@@ -43,6 +43,8 @@ typedef struct tg_stats {
     unsigned bad_chunks;             /* stream chunks repaired or dropped for their shape */
     unsigned tools_in, tools_out;
     size_t tools_bytes_in, tools_bytes_out;
+    unsigned schema_standins;        /* $refs left out by the schema budget
+                                        (rule 62, degraded) */
 } tg_stats;
 
 /* What the stream repair asks of the discovery intercept (discovery.h has

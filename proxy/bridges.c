@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bridge/gemini_api.h"
 #include "bridge/messages_api.h"
 #include "bridge/models.h"
 #include "bridge/responses_api.h"
@@ -30,12 +31,19 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
     tg_req *r = ud;
     tg_store *st = r->w->srv->items;
     char *text = NULL;
-    if (tg_store_get(st, r->w->id, r->client.owner, id, &text) == TG_STORE_DOWN) {
-        tg_metrics_store_error(r->w->metrics, "get");
+    if (r->prep.fetched && !r->prep.fetch_down) {  /* read before, on the loop */
+        json_t *v = json_object_get(r->prep.fetched, id);
+        return v ? json_incref(v) : NULL;
+    }
+    if (r->prep.fetch_down ||
+        tg_store_get(st, r->w->id, r->client.owner, id, &text) == TG_STORE_DOWN) {
+        if (!r->prep.fetch_down)  /* a failed fetch was counted when it ended */
+            tg_metrics_store_error(r->w->metrics, "get");
         tg_error_set(err, 503, "api_error", "store_unavailable", "input",
                      "input: item_reference '%.80s' cannot be answered now: the store of "
-                     "Responses items ([server] responses_store, %s) cannot be reached; "
-                     "retry, or send the item itself (store: false)", id, st->name);
+                     "Responses items ([server] responses_store, %s) cannot be reached, or "
+                     "did not answer within the request's store budget (%d ms); retry, or "
+                     "send the item itself (store: false)", id, st->name, TG_STORE_BUDGET_MS);
         return NULL;
     }
     json_t *item = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
@@ -43,9 +51,116 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
     return item;
 }
 
-static tg_bridge_opts bridge_opts(const tg_route *route)
+/* ids (a new array): the item_references of input items not in have
+ * and not yet in the list. */
+static void references(const json_t *input, const json_t *have, json_t *ids, json_t *seen)
 {
-    tg_bridge_opts o = {.refuse_hosted = route && route->refuse_hosted};
+    size_t i;
+    const json_t *it;
+    json_array_foreach(input, i, it) {
+        const char *type = json_string_value(json_object_get(it, "type"));
+        const char *id = json_string_value(json_object_get(it, "id"));
+        if (type && id && !strcmp(type, "item_reference") && !json_object_get(have, id) &&
+            !json_object_get(seen, id)) {
+            json_object_set_new(seen, id, json_true());
+            json_array_append_new(ids, json_string(id));
+        }
+    }
+}
+
+static void on_fetched(void *ud, const tg_store_got *got);
+
+/* One fetch of the ids in r->prep.fetch_ids and the chain from chain. */
+static void fetch_now(tg_req *r, const char *chain)
+{
+    tg_store *st = r->w->srv->items;
+    size_t n = json_array_size(r->prep.fetch_ids);
+    const char **idv = tg_calloc(n ? n : 1, sizeof *idv);
+    for (size_t i = 0; i < n; i++)
+        idv[i] = json_string_value(json_array_get(r->prep.fetch_ids, i));
+    r->prep.fetching = true;
+    r->prep.fetch_rounds++;
+    st->ops->fetch(st, r->w->id, r->client.owner, idv, n, chain, chain ? TG_STORE_CHAIN_MAX : 0,
+                   r->prep.fetch_deadline, on_fetched, req_ref(r));
+    free(idv);
+}
+
+/* A fetch of the store on the loop has ended (store.h): what it read is
+ * parsed into r->prep.fetched. The records of a chain may reference items
+ * of their own turns: those are read in one more round trip. Then the
+ * request's dispatch runs again. */
+static void on_fetched(void *ud, const tg_store_got *got)
+{
+    tg_req *r = ud;
+    r->prep.fetching = false;
+    json_t *more = json_array(), *seen = json_object();
+    if (got->status == TG_STORE_DOWN) {
+        r->prep.fetch_down = true;
+        tg_metrics_store_error(r->w->metrics, "get");
+    } else {
+        for (size_t i = 0; i < got->n; i++) {
+            json_t *v = got->texts[i] ? tg_json_load(got->texts[i], strlen(got->texts[i]), 0, NULL)
+                                      : NULL;
+            if (v)
+                json_object_set_new(r->prep.fetched, json_string_value(json_array_get(
+                                                         r->prep.fetch_ids, i)), v);
+        }
+        for (size_t i = 0; i < got->n_chain; i++) {
+            json_t *v = tg_json_load(got->chain_texts[i], strlen(got->chain_texts[i]), 0, NULL);
+            references(json_object_get(v, "input"), r->prep.fetched, more, seen);
+            if (v)
+                json_object_set_new(r->prep.fetched, got->chain_ids[i], v);
+        }
+    }
+    json_decref(seen);
+    if (json_array_size(more) && r->prep.fetch_rounds < 2 && !r->client.gone) {
+        json_decref(r->prep.fetch_ids);
+        r->prep.fetch_ids = more;
+        fetch_now(r, NULL);
+    } else {
+        json_decref(more);
+        req_resume(r);  /* no-op when the fetch ended before the request was suspended */
+    }
+    req_unref(r);
+}
+
+/* The items a Responses request references and the chain its
+ * previous_response_id starts, read from a store on the worker's loop in
+ * a few round trips, while the worker serves others; the conversion then
+ * finds them in r->prep.fetched (stored_item). */
+static int responses_prefetch(tg_req *r, const json_t *body)
+{
+    tg_store *st = r->w->srv->items;
+    if (!st->ops->fetch || r->prep.fetched)
+        return 0;
+    json_t *ids = json_array(), *seen = json_object();
+    references(json_object_get(body, "input"), seen, ids, seen);
+    json_decref(seen);
+    const char *chain = json_string_value(json_object_get(body, "previous_response_id"));
+    if (!json_array_size(ids) && !chain) {
+        json_decref(ids);
+        return 0;
+    }
+    r->prep.fetched = json_object();
+    r->prep.fetch_ids = ids;
+    r->prep.fetch_deadline = now_us() + (uint64_t)TG_STORE_BUDGET_MS * 1000;
+    fetch_now(r, chain);
+    return r->prep.fetching ? 1 : 0;
+}
+
+/* The route's choices, and what its target takes by its dialect: PDFs as
+ * chat file parts (OpenAI's chat completions), cache_control
+ * (Anthropic's), a discovery catalog. */
+static tg_bridge_opts bridge_opts(tg_req *r, const tg_route *route)
+{
+    tg_dialect d = route ? route->rules.schema.dialect : TG_D_PASSTHROUGH;
+    tg_bridge_opts o = {
+        .refuse_hosted = route && route->refuse_hosted,
+        .file_parts = route && (d == TG_D_OPENAI || d == TG_D_OPENAI_STRICT),
+        .cache_control = route && d == TG_D_ANTHROPIC,
+        .discovery = route && route->rules.disc.mode != TG_DISC_OFF,
+        .cache = r->w->cache,
+    };
     return o;
 }
 
@@ -53,7 +168,7 @@ static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *bod
                              tg_error *err)
 {
     tg_resp_bridge *b = NULL;
-    tg_bridge_opts o = bridge_opts(route);
+    tg_bridge_opts o = bridge_opts(r, route);
     if (tg_responses_to_chat_opts(body, &o, stored_item, r, chat, &b, err))
         return -1;
     char name[64];  /* ids unique past this request, for the item store */
@@ -108,6 +223,7 @@ static const bridge_api responses_api = {
     .name = "/v1/responses",
     .bridges = tg_route_bridges_responses,
     .strip_markers = tg_responses_strip_markers,
+    .prefetch = responses_prefetch,
     .to_chat = responses_to_chat,
     .dropped = responses_dropped_peek,
     .answer = responses_answer,
@@ -121,7 +237,7 @@ static int messages_to_chat(tg_req *r, const tg_route *route, const json_t *body
                             tg_error *err)
 {
     tg_msg_bridge *b = NULL;
-    tg_bridge_opts o = bridge_opts(route);
+    tg_bridge_opts o = bridge_opts(r, route);
     if (tg_messages_to_chat_opts(body, &o, chat, &b, err))
         return -1;
     r->prep.bridge = b;
@@ -141,6 +257,16 @@ static void messages_free(void *b) { tg_msg_bridge_free(b); }
 
 static const json_t *messages_dropped_peek(const void *b) { return tg_msg_bridge_dropped_peek(b); }
 
+static json_t *messages_count(const json_t *body)
+{
+    return json_pack("{s:I}", "input_tokens", tg_messages_count_estimate(body));
+}
+
+static const json_t *messages_translated_peek(const void *b)
+{
+    return tg_msg_bridge_translated_peek(b);
+}
+
 static const bridge_api messages_api = {
     .name = "/v1/messages",
     .key_header = "x-api-key",
@@ -149,6 +275,8 @@ static const bridge_api messages_api = {
     .strip_markers = tg_messages_strip_markers,
     .to_chat = messages_to_chat,
     .dropped = messages_dropped_peek,
+    .translated = messages_translated_peek,
+    .count_estimate = messages_count,
     .answer = messages_answer,
     .stream = messages_stream,
     .stream_end = messages_stream_end,
@@ -156,9 +284,111 @@ static const bridge_api messages_api = {
     .free = messages_free,
 };
 
+bool gemini_sdk(tg_req *r)
+{
+    const char *c = client_header(r, "x-goog-api-client");
+    return c && strstr(c, "genai-");
+}
+
+const bridge_api *api_of_gemini_sdk(tg_req *r)
+{
+    char model[8];
+    return gemini_sdk(r) && tg_gemini_path(r->client.rest, true, model, sizeof model) != TG_GEM_NONE
+               ? &gemini_api
+               : NULL;
+}
+
+/* Gemini's API: the model and whether and how the answer streams are in
+ * the path (MODEL:streamGenerateContent) and query (alt=sse). */
+static const char *gemini_model(tg_req *r, char *buf, size_t cap)
+{
+    tg_gemini_path(r->client.rest, gemini_sdk(r), buf, cap);
+    return *buf ? buf : NULL;
+}
+
+static int gemini_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
+                          tg_error *err)
+{
+    char model[256];
+    tg_gem_method m = tg_gemini_path(r->client.rest, gemini_sdk(r), model, sizeof model);
+    const char *alt = MHD_lookup_connection_value(r->client.conn, MHD_GET_ARGUMENT_KIND, "alt");
+    tg_gemini_call call = {.model = model, .stream = m == TG_GEM_STREAM,
+                           .sse = alt && !strcmp(alt, "sse")};
+    tg_gem_bridge *b = NULL;
+    tg_bridge_opts o = bridge_opts(r, route);
+    if (tg_gemini_to_chat(body, &call, &o, chat, &b, err))
+        return -1;
+    r->prep.bridge = b;
+    return 0;
+}
+
+static json_t *gemini_answer(void *b, const json_t *c) { return tg_gemini_answer(b, c); }
+
+static void gemini_stream(void *b, const char *sse, size_t n, tg_buf *out)
+{
+    tg_gemini_stream(b, sse, n, out);
+}
+
+static void gemini_stream_end(void *b, tg_buf *out) { tg_gemini_stream_end(b, out); }
+
+static void gemini_free(void *b) { tg_gem_bridge_free(b); }
+
+static const json_t *gemini_dropped_peek(const void *b) { return tg_gem_bridge_dropped_peek(b); }
+
+static const char *gemini_stream_type(const void *b) { return tg_gemini_stream_type(b); }
+
+/* The SDK reads a streamed request's answer as a stream, whatever its
+ * Content-Type: a whole chat answer goes as a stream one response long. */
+static bool gemini_answer_stream(void *b, const json_t *c, tg_buf *out)
+{
+    if (!tg_gemini_streams(b))
+        return false;
+    tg_gemini_answer_stream(b, c, out);
+    return true;
+}
+
+/* Nothing of Gemini's request is the agent's own: its body goes as it
+ * came (markers are a chat-side convention). */
+static size_t gemini_strip_markers(json_t *body, const char *prefix)
+{
+    (void)body;
+    (void)prefix;
+    return 0;
+}
+
+/* A passed request goes to Gemini's native API: the route's base without
+ * the OpenAI-compatible endpoint's tail, then the client's path. */
+static void gemini_pass_url(tg_req *r, tg_buf *u)
+{
+    tg_route_gemini_base(r->route, u);
+    tg_append_path(u, r->client.rest);
+}
+
+const bridge_api gemini_api = {
+    .name = "/v1beta/models",
+    .key_header = "x-goog-api-key",
+    .own_query = true,
+    .bridges = tg_route_bridges_gemini,
+    .strip_markers = gemini_strip_markers,
+    .to_chat = gemini_to_chat,
+    .dropped = gemini_dropped_peek,
+    .answer = gemini_answer,
+    .stream = gemini_stream,
+    .stream_end = gemini_stream_end,
+    .error_body = tg_gemini_error_body,
+    .free = gemini_free,
+    .model_of = gemini_model,
+    .stream_type = gemini_stream_type,
+    .answer_stream = gemini_answer_stream,
+    .pass_url = gemini_pass_url,
+};
+
 /* The agent API a path (past the route prefix) belongs to, or NULL. */
 const bridge_api *api_of(const char *rest)
 {
+    char model[8];
+    if (tg_gemini_path(rest, false, model, sizeof model) != TG_GEM_NONE)
+        return &gemini_api;
     if (!strcmp(rest, "/v1/responses") || !strcmp(rest, "/responses"))
         return &responses_api;
     if (!strcmp(rest, "/v1/messages") || !strcmp(rest, "/v1/messages/count_tokens"))
@@ -168,6 +398,8 @@ const bridge_api *api_of(const char *rest)
 
 const bridge_api *api_aimed_at(const char *rest)
 {
+    if (!strncmp(rest, "/v1beta/", 8))
+        return &gemini_api;
     return !strncmp(rest, "/v1/messages", 12) ? &messages_api : NULL;
 }
 
@@ -201,14 +433,33 @@ uint64_t item_owner(tg_req *r, const tg_route *route)
 /* What the bridge left out of the request (tools only the API's own
  * servers run...): said in X-Toolgate-Dropped, the log and the metrics,
  * so that an agent that keeps working without them is not left guessing. */
+static void note_translated(tg_req *r)
+{
+    const json_t *t = r->prep.api->translated ? r->prep.api->translated(r->prep.bridge) : NULL;
+    size_t n = tg_bridge_dropped_count(t);
+    if (!n)
+        return;
+    free(r->prep.translated);
+    r->prep.translated = tg_bridge_dropped_text(t);
+    tg_metrics_translated(r->w->metrics, n);
+    tg_log(TG_LOG_INFO, "request %s: %s bridge gave its chat upstream in another form: %s",
+           r->id, r->prep.api->name, r->prep.translated ? r->prep.translated : "");
+}
+
 void note_dropped(tg_req *r)
 {
+    note_translated(r);
     const json_t *d = r->prep.api->dropped ? r->prep.api->dropped(r->prep.bridge) : NULL;
     size_t n = tg_bridge_dropped_count(d);
     if (!n)
         return;
     free(r->prep.dropped);
     r->prep.dropped = tg_bridge_dropped_text(d);
+    /* hints (cache_control) change no answer: the header says them, and
+     * only what the model misses is counted and logged */
+    n -= json_array_size(json_object_get(d, TG_BRIDGE_HINTS));
+    if (!n)
+        return;
     tg_metrics_dropped(r->w->metrics, n);
     tg_log(TG_LOG_INFO, "request %s: %s bridge dropped what its chat upstream cannot run: %s",
            r->id, r->prep.api->name, r->prep.dropped ? r->prep.dropped : "");
@@ -224,17 +475,24 @@ void bridge_whole_answer(tg_req *r)
     if (r->answer.type && strstr(r->answer.type, "event-stream")) {
         r->prep.api->stream(r->prep.bridge, r->answer.body, r->answer.len, &out);
         r->prep.api->stream_end(r->prep.bridge, &out);
+        if (r->prep.api->stream_type)  /* Gemini's JSON array */
+            r->answer.type = r->prep.api->stream_type(r->prep.bridge);
     } else {
         json_t *chat = tg_json_load(r->answer.body, r->answer.len, 0, NULL);
         if (!json_is_object(chat)) {
             json_decref(chat);
             return;
         }
-        json_t *resp = r->prep.api->answer(r->prep.bridge, chat);
-        json_decref(chat);
-        tg_json_dump(resp, &out);
-        json_decref(resp);
-        r->answer.type = "application/json";
+        if (r->prep.api->answer_stream && r->prep.api->answer_stream(r->prep.bridge, chat, &out)) {
+            json_decref(chat);
+            r->answer.type = r->prep.api->stream_type(r->prep.bridge);
+        } else {
+            json_t *resp = r->prep.api->answer(r->prep.bridge, chat);
+            json_decref(chat);
+            tg_json_dump(resp, &out);
+            json_decref(resp);
+            r->answer.type = "application/json";
+        }
     }
     free(r->answer.body);
     r->answer.body = tg_buf_steal(&out, &r->answer.len);
@@ -280,7 +538,11 @@ void raw_stream_error(tg_req *r, const char *code, const char *msg)
 {
     json_t *e;
     const char *event = "error";
-    if (r->prep.api && !strcmp(r->prep.api->name, "/v1/messages"))
+    if (r->prep.api == &gemini_api) {  /* Gemini's: an error object as the data */
+        e = json_pack("{s:{s:i, s:s, s:s}}", "error", "code", 500, "message", msg, "status",
+                      "INTERNAL");
+        event = NULL;
+    } else if (r->prep.api && !strcmp(r->prep.api->name, "/v1/messages"))
         e = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", "api_error",
                       "message", msg);
     else if (r->prep.api)  /* the Responses API's error event */

@@ -6,6 +6,15 @@
 
 #include "proxy/request.h"
 
+/* Gemini's API (proxy/gemini.h answers its side endpoints). */
+extern const bridge_api gemini_api;
+/* Is the client Gemini's SDK (its x-goog-api-client header: google-genai-sdk
+ * in JS, genai-py...)? Its default apiVersion is v1, so it asks GET
+ * /v1/models/MODEL, which OpenAI's clients ask too. */
+bool gemini_sdk(tg_req *r);
+/* &gemini_api for such a path asked by Gemini's SDK, else NULL. */
+const bridge_api *api_of_gemini_sdk(tg_req *r);
+
 /* The agent API a path (past the route prefix) belongs to, or NULL. */
 const bridge_api *api_of(const char *rest);
 /* The API a path that is no endpoint of it aims at (a refused

@@ -25,6 +25,7 @@
 
 #include "core/alloc.h"
 #include "proxy/bridges.h"
+#include "proxy/gemini.h"
 #include "proxy/log.h"
 #include "proxy/prepare.h"
 #include "proxy/upstream.h"
@@ -44,6 +45,15 @@ static void add_common_headers(tg_req *r, struct MHD_Response *resp)
     }
     if (r->prep.dropped)
         MHD_add_response_header(resp, "X-Toolgate-Dropped", r->prep.dropped);
+    if (r->prep.translated)
+        MHD_add_response_header(resp, "X-Toolgate-Translated", r->prep.translated);
+    if (r->prep.estimate)
+        MHD_add_response_header(resp, "X-Toolgate-Estimate", r->prep.estimate);
+    if (r->ctx_live && r->ctx.stats.schema_standins) {  /* rule 62, degraded */
+        char v[96];
+        snprintf(v, sizeof v, "schema-budget; standins=%u", r->ctx.stats.schema_standins);
+        MHD_add_response_header(resp, "X-Toolgate-Degraded", v);
+    }
 }
 
 static void add_upstream_headers(tg_req *r, struct MHD_Response *resp, bool keep_type)
@@ -168,7 +178,10 @@ static enum MHD_Result queue_stream(tg_req *r)
      * round that started before the client was answered has replaced
      * them), so the stream says what it is itself */
     add_upstream_headers(r, resp, false);
-    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+    const char *type = r->prep.bridge && r->prep.api->stream_type
+                           ? r->prep.api->stream_type(r->prep.bridge)
+                           : "text/event-stream";  /* Gemini's JSON array is not SSE */
+    MHD_add_response_header(resp, "Content-Type", type);
     return send_response(r, resp, RQ_STREAMING);
 }
 
@@ -256,7 +269,8 @@ static bool answered_at_door(tg_req *r)
 
 /* Routing: the request's kind by its path past the route prefix (chat,
  * an agent API, any other /v1 path) and its body prepared for its route
- * (proxy/prepare.h). 0, or -1 with the answer in r. */
+ * (proxy/prepare.h). 0; 1 while it waits on the store (dispatched again
+ * when what it names is read); or -1 with the answer in r. */
 static int route_request(tg_req *r)
 {
     const char *rest = r->client.rest;
@@ -270,12 +284,15 @@ static int route_request(tg_req *r)
         r->prep.is_chat = true;
         return prepare_chat(r, by_prefix);
     }
+    int side;
+    if (gemini_side(r, by_prefix, &side))  /* Gemini's model list, countTokens... */
+        return side;
     if (r->prep.api && !strcmp(r->client.method, "POST")) {
-        /* count_tokens has no chat form: passed through, or refused */
+        /* count_tokens has no chat form: passed through, or estimated */
         bool count = !strcmp(rest, "/v1/messages/count_tokens");
         int k = prepare_bridged(r, by_prefix, count);
-        if (k < 0)
-            return -1;
+        if (k < 0 || k == 2)
+            return k < 0 ? -1 : 1;  /* 1: waits on the store */
         r->prep.is_chat = k == 0;
         if (k == 0)
             return prepare_chat(r, by_prefix);
@@ -304,10 +321,14 @@ static int route_request(tg_req *r)
 static void upstream_url(tg_req *r, tg_buf *u)
 {
     const char *rest = r->client.rest;
-    tg_buf_puts(u, r->route->upstream);
-    tg_append_path(u, r->prep.is_chat                ? "/chat/completions"
-                      : !strncmp(rest, "/v1", 3) ? rest + 3
-                                                 : rest);
+    if (!r->prep.bridge && !r->prep.is_chat && r->prep.api && r->prep.api->pass_url) {
+        r->prep.api->pass_url(r, u);  /* Gemini's native API has its own base */
+    } else {
+        tg_buf_puts(u, r->route->upstream);
+        tg_append_path(u, r->prep.is_chat                ? "/chat/completions"
+                          : !strncmp(rest, "/v1", 3) ? rest + 3
+                                                     : rest);
+    }
     if (!r->prep.bridge || !r->prep.api->own_query)
         tg_append_query(r->client.conn, u);
 }
@@ -319,8 +340,13 @@ static enum MHD_Result dispatch(tg_req *r)
     enum MHD_Result res;
     if (serve_ops(r, &res))
         return res;
-    if (answered_at_door(r) || route_request(r))
+    int k = answered_at_door(r) ? -1 : route_request(r);
+    if (k < 0)
         return queue_answer(r);
+    if (k > 0) {  /* the store reads on the loop; the resume dispatches it again */
+        req_suspend(r);
+        return MHD_YES;
+    }
     tg_buf u = {0};
     upstream_url(r, &u);
     int rc = start_upstream(r, u.data, r->client.method);
@@ -459,6 +485,8 @@ static bool refuse_on_headers(tg_req *r, const char *url)
     const tg_conf *c = r->conf;
     r->client.by_prefix = tg_route_by_prefix(c, url, &r->client.rest);
     r->prep.api = api_of(r->client.rest);  /* its errors take the API's shape from here on */
+    if (!r->prep.api)  /* GET /v1/models/MODEL: OpenAI's path, Gemini's SDK's too */
+        r->prep.api = api_of_gemini_sdk(r);
     bool open_path = !strcmp(url, "/healthz") || !strcmp(url, "/readyz") ||
                      (!strcmp(url, "/metrics") && !c->metrics_auth) || base_url_check(r);
     if (!open_path && !client_authorized(r)) {
@@ -535,7 +563,7 @@ static enum MHD_Result answer_when_ready(tg_req *r)
 {
     switch (r->state) {
     case RQ_READ:
-        return dispatch(r);
+        return r->client.gone ? MHD_NO : dispatch(r);
     case RQ_WAIT:
         if (r->client.gone)
             return MHD_NO;

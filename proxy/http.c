@@ -174,17 +174,29 @@ void tg_header_line_append(struct curl_slist **list, const char *name, const cha
     *list = l;
 }
 
+/* A segment's name as servers that take path parameters read it: up to a
+ * ';' (Tomcat, Jetty and Spring read "..;x" as ".."), or up to a "%3b"
+ * left after MHD's decoding (a client that encoded it twice). */
+static size_t segment_name_len(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == ';' || (p[i] == '%' && i + 2 < n && !strncasecmp(p + i + 1, "3b", 2)))
+            return i;
+    return n;
+}
+
 /* MHD hands over the path decoded once, so "%2e%2e" and "..%2f" arrive as
  * "..": a segment "." or ".." (between '/' or '\\', which some servers
- * take for '/') is one, and so is a "%2e", "%2f" or "%5c" still there
- * after that decoding (the client encoded it twice, for a server that
- * decodes again). */
+ * take for '/'; its path parameters after a ';' aside) is one, and so is a
+ * "%2e", "%2f" or "%5c" still there after that decoding (the client
+ * encoded it twice, for a server that decodes again). */
 bool tg_path_has_dot_segment(const char *path)
 {
     const char *p = path;
     while (*p) {
         size_t n = strcspn(p, "/\\");
-        if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+        size_t name = segment_name_len(p, n);
+        if ((name == 1 && p[0] == '.') || (name == 2 && p[0] == '.' && p[1] == '.'))
             return true;
         p += n;
         if (*p)

@@ -2,6 +2,7 @@
  * `rewrite` runs exactly the request stages the proxy runs and prints the
  * body the proxy would send, so what a user sees is what upstream gets. */
 #include <jansson.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,35 @@ static const char *disc_name(tg_disc_mode m)
     return m == TG_DISC_ON ? "on" : m == TG_DISC_AUTO ? "auto" : "off";
 }
 
+/* What would fail a route's first request, said before it is sent: an
+ * api_key naming an unset variable (the server says so at start too) and
+ * an upstream host that does not resolve (checked here only: a lookup can
+ * take seconds, which `serve` must not wait for). */
+static void warn_route(const tg_route *r)
+{
+    if (r->api_key_var)
+        printf("  warn: route %s: api_key is ${%s}, which is unset or empty: requests to this "
+               "route fail until it is set\n", r->name, r->api_key_var);
+    const char *h = strstr(r->upstream, "://");
+    h = h ? h + 3 : r->upstream;
+    size_t auth = strcspn(h, "/?#");
+    for (size_t i = auth; i-- > 0;)  /* past any userinfo */
+        if (h[i] == '@') {
+            h += i + 1;
+            break;
+        }
+    char host[256];
+    size_t len = *h == '[' ? strcspn(h + 1, "]") : strcspn(h, ":/?#");
+    snprintf(host, sizeof host, "%.*s", (int)len, *h == '[' ? h + 1 : h);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc)
+        printf("  warn: route %s: upstream host %s does not resolve (%s): requests to this "
+               "route fail until it does\n", r->name, host, gai_strerror(rc));
+    if (res)
+        freeaddrinfo(res);
+}
+
 static int cmd_check(const char *path)
 {
     tg_conf *c = load_or_report(path);
@@ -85,6 +115,7 @@ static int cmd_check(const char *path)
             printf(" discovery_embeddings=%s:%s", r->rules.disc.embed_route,
                    r->rules.disc.embed_model);
         printf("\n");
+        warn_route(r);
     }
     tg_conf_unref(c);
     return 0;

@@ -37,13 +37,14 @@ struct tg_metrics {
     atomic_llong inflight;
     hist total, upstream_ttfb, added;
     atomic_ullong repairs, stripped, rewrites, disc_rounds, tools_in, tools_out, bytes_in,
-        bytes_out, retries, dropped, round_errors, store_put_err, store_get_err,
+        bytes_out, retries, dropped, translated, round_errors, store_put_err, store_get_err,
         sigs_restored;
     atomic_ullong hints_given, hints_followed;
     atomic_ullong up_err[6];
     atomic_ullong quirks[TG_QUIRKS];
     atomic_ullong repair_failures;  /* by status class: 0 = transport, 4 = 4xx, 5 = 5xx */
     atomic_ullong bad_chunks;
+    atomic_ullong schema_standins;
     atomic_ullong limits[TG_LIMIT_N];
     atomic_ullong emb_calls, emb_fallbacks[TG_EMB_N];
 };
@@ -96,6 +97,11 @@ void tg_metrics_retry(tg_metrics *m)
 void tg_metrics_dropped(tg_metrics *m, size_t n)
 {
     ADD(m->dropped, n);
+}
+
+void tg_metrics_translated(tg_metrics *m, size_t n)
+{
+    ADD(m->translated, n);
 }
 
 void tg_metrics_signatures_restored(tg_metrics *m, size_t n)
@@ -177,6 +183,7 @@ void tg_metrics_request_done(tg_metrics *m, const char *route, int status, bool 
         ADD(m->bytes_out, st->tools_bytes_out);
         ADD(m->repair_failures, st->repair_failures);
         ADD(m->bad_chunks, st->bad_chunks);
+        ADD(m->schema_standins, st->schema_standins);
         for (int q = 0; q < TG_QUIRKS; q++)
             if (st->quirks[q])
                 ADD(m->quirks[q], st->quirks[q]);
@@ -283,6 +290,10 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
             "Tools, history items and fields a bridged request had that its chat upstream "
             "cannot run, left out (X-Toolgate-Dropped).",
             SUM(dropped));
+    counter(&b, "toolgate_bridge_translated_total",
+            "Content a bridged request had that its chat upstream takes in another form only "
+            "(a PDF as its text...), translated (X-Toolgate-Translated).",
+            SUM(translated));
     counter(&b, "toolgate_signatures_restored_total",
             "Replayed tool calls that came without the fields their provider put on them "
             "(Gemini 3's thought signature) and got them back from the item store.",
@@ -309,10 +320,14 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
     counter(&b, "toolgate_stream_chunks_invalid_total",
             "Upstream stream chunks repaired or dropped for their shape (logged).",
             SUM(bad_chunks));
+    counter(&b, "toolgate_schema_budget_standins_total",
+            "$refs stood in for by a described JSON string: inlining them would have passed "
+            "the schema budget (rule 62, X-Toolgate-Degraded).",
+            SUM(schema_standins));
     tg_buf_puts(&b, "# HELP toolgate_limits_total Requests and connections cut by a bound "
                     "(docs/security.md).\n# TYPE toolgate_limits_total counter\n");
     static const char *lim[TG_LIMIT_N] = {"max_event", "max_answer", "header_timeout",
-                                          "shutdown_grace"};
+                                          "shutdown_grace", "upstream_head"};
     for (int k = 0; k < TG_LIMIT_N; k++)
         tg_buf_printf(&b, "toolgate_limits_total{limit=\"%s\"} %llu\n", lim[k], SUM(limits[k]));
     tg_buf_puts(&b, "# HELP toolgate_store_errors_total Responses item store operations that "

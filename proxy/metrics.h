@@ -22,6 +22,7 @@ void tg_metrics_upstream_error(tg_metrics *m, long status);
 void tg_metrics_retry(tg_metrics *m);
 /* n things a bridge left out of one request (hosted tools...). */
 void tg_metrics_dropped(tg_metrics *m, size_t n);
+void tg_metrics_translated(tg_metrics *m, size_t n);
 /* Replayed calls whose opaque fields came back from the store (prepare.c). */
 void tg_metrics_signatures_restored(tg_metrics *m, size_t n);
 /* An inner discovery round the provider answered with an error. */
@@ -35,6 +36,7 @@ typedef enum {
     TG_LIMIT_MAX_ANSWER,      /* a whole upstream answer past max_answer */
     TG_LIMIT_HEADER_TIMEOUT,  /* a request head not whole within header_timeout */
     TG_LIMIT_SHUTDOWN,        /* a stream still open at the end of shutdown_grace */
+    TG_LIMIT_UPSTREAM_HEAD,   /* upstream headers too large to pass on (UP_HEAD_MAX) */
     TG_LIMIT_N
 } tg_limit;
 void tg_metrics_limit(tg_metrics *m, tg_limit which);

@@ -12,6 +12,8 @@
  */
 #include "proxy/prepare.h"
 
+#include "core/alloc.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,30 @@ static void route_list(const tg_conf *c, char *buf, size_t n)
         off += (size_t)snprintf(buf + off, n - off, "%s%s", i ? ", " : "", c->routes[i].name);
 }
 
+/* A route whose api_key named an unset variable (conf.c: api_key_var)
+ * forwards the client's own provider key; without one the provider's
+ * answer would be a bare 401, or a 502 from a provider toolgate cannot
+ * reach: the error names the variable to set instead. A client's key is
+ * any credential header that is not toolgate's own client key (http.c). */
+static int refuse_keyless(tg_req *r, const tg_route *route)
+{
+    static const char *const creds[] = {"x-upstream-authorization", "authorization",
+                                        "x-api-key", "api-key", "x-goog-api-key", NULL};
+    if (!route->api_key_var || route->api_key)
+        return 0;
+    for (const char *const *h = creds; *h; h++) {
+        const char *v = client_header(r, *h);
+        if (v && *v && !(r->client.key && strstr(v, r->client.key)))
+            return 0;
+    }
+    set_error(r, 401, "invalid_request_error", "missing_api_key", NULL,
+              "route '%s' has no provider key: its api_key is ${%s}, which is unset or empty in "
+              "toolgate's environment; set %s and restart toolgate, or send your own key in "
+              "x-upstream-authorization",
+              route->name, route->api_key_var, route->api_key_var);
+    return -1;
+}
+
 /* The body is read and rewritten, so it must be plain JSON: a gzip body
  * would otherwise fail as "not valid JSON" near its first byte. */
 static int body_plain(tg_req *r)
@@ -46,11 +72,28 @@ static int body_plain(tg_req *r)
     return 0;
 }
 
+/* A token count on a route that bridges the API: the chat provider counts
+ * none without generating, so toolgate answers an estimate, and says so
+ * (X-Toolgate-Estimate), rather than leave the agent without a count. */
+static void answer_estimate(tg_req *r, const json_t *body)
+{
+    json_t *a = r->prep.api->count_estimate(body);
+    tg_buf out = {0};
+    tg_json_dump(a, &out);
+    json_decref(a);
+    size_t len;
+    char *text = tg_buf_steal(&out, &len);
+    set_answer(r, 200, text, len, false);
+    r->answer.type = "application/json";
+    r->prep.estimate = "input_tokens";
+}
+
 /* A request of an agent API (r->prep.api): on a route that bridges it, the body
  * becomes a chat request that goes the chat way, and the answer is turned
  * back on its way out. Returns 0 for the chat way, 1 when the route's
- * provider takes the request as it is (r->route set), -1 with an answer
- * in r. */
+ * provider takes the request as it is (r->route set), 2 while what it
+ * names is read from the store (bridge_api.prefetch: the request waits,
+ * and comes here again), -1 with an answer in r. */
 int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
 {
     tg_error err;
@@ -66,7 +109,14 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         return -1;
     }
     note_client_model(r, body);
-    const char *model = json_string_value(json_object_get(body, "model"));
+    char path_model[256];  /* Gemini's is in the path */
+    const char *model = r->prep.api->model_of
+                            ? r->prep.api->model_of(r, path_model, sizeof path_model)
+                            : json_string_value(json_object_get(body, "model"));
+    if (r->prep.api->model_of && model) {  /* the access line names it too */
+        free(r->client.model);
+        r->client.model = tg_strdup(model);
+    }
     const tg_route *route = by_prefix ? by_prefix : model ? tg_route_by_model(r->conf, model) : NULL;
     if (route && !r->prep.api->bridges(route)) {
         if (r->prep.api->strip_markers(body, route->strip_prefix)) {
@@ -75,7 +125,7 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
         }
         json_decref(body);
         r->route = route;
-        return 1;
+        return refuse_keyless(r, route) ? -1 : 1;
     }
     if (pass_only) {  /* an endpoint with no chat form */
         if (!route) {
@@ -84,6 +134,12 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
             set_error(r, 404, "invalid_request_error", "model_not_found", "model",
                       "no route for model '%s' (routes tried, in order: %s)", model ? model : "",
                       routes);
+            json_decref(body);
+            return -1;
+        }
+        if (r->prep.api->count_estimate) {
+            r->route = route;
+            answer_estimate(r, body);
             json_decref(body);
             return -1;
         }
@@ -100,6 +156,10 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
     if (route)  /* the route picked, for the log of a request refused below */
         r->route = route;
     r->client.owner = item_owner(r, route);
+    if (r->prep.api->prefetch && r->prep.api->prefetch(r, body) > 0) {
+        json_decref(body);  /* read again when what it names is in */
+        return 2;
+    }
     int rc = r->prep.api->to_chat(r, route, body, &chat, &err);
     json_decref(body);
     if (rc) {
@@ -157,6 +217,8 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
                   routes);
         return -1;
     }
+    if (refuse_keyless(r, r->route))  /* not on a fallback: its error would hide the first's */
+        return -1;
     return prepare_route(r, r->route);
 }
 
@@ -243,8 +305,8 @@ static void join_small_body(tg_req *r)
  * and Claude Code over the Messages bridge cannot carry them at all. So
  * the calls an answer gives the agent leave their fields in the item store
  * (ctx->opaque_out, filled by the repair stage) under (owner, "sig:" +
- * call id), memory or Redis like the Responses items (bounded per owner,
- * Redis's ttl), and a replayed call of the current turn that comes without
+ * call id), in the memory store (bounded, by owner; not yet with Redis,
+ * see sync_store), and a replayed call of the current turn that comes without
  * them gets them back before the request stages run. What the store does
  * not have is left to the hygiene stage (fill_signatures: Google's
  * documented stand-in, recorded as thought-signature-fill). Only on routes
@@ -252,6 +314,16 @@ static void join_small_body(tg_req *r)
 #define SIG_PREFIX "sig:"
 #define SIG_LOOKUPS_MAX 32  /* store reads a request, the current turn's calls */
 #define SIG_TEXT_MAX (64 * 1024)
+
+/* The store, when it reads without waiting (memory). Redis is read only
+ * through an asynchronous fetch on the worker's loop (store.h), which the
+ * chat path does not make yet: there nothing is kept or restored, and
+ * hygiene's stand-in applies. */
+static tg_store *sync_store(tg_req *r)
+{
+    tg_store *st = r->w->srv->items;
+    return st && !st->ops->fetch ? st : NULL;
+}
 
 static bool has_opaque(const json_t *call)
 {
@@ -289,7 +361,7 @@ static int restore_call(tg_req *r, uint64_t owner, json_t *call, unsigned *n)
 /* The assistant calls after the last user turn: the ones the provider checks. */
 static void restore_signatures(tg_req *r, const tg_route *route, json_t *body)
 {
-    if (!(route->rules.msg.flags & TG_MR_KEEP_SIGNATURE) || !r->w->srv->items)
+    if (!(route->rules.msg.flags & TG_MR_KEEP_SIGNATURE) || !sync_store(r))
         return;
     json_t *msgs = json_object_get(body, "messages");
     size_t i = json_array_size(msgs);
@@ -323,7 +395,7 @@ static void restore_signatures(tg_req *r, const tg_route *route, json_t *body)
 
 void keep_signatures(tg_req *r)
 {
-    if (!r->ctx_live || !r->ctx.opaque_out || !r->route || !r->w->srv->items ||
+    if (!r->ctx_live || !r->ctx.opaque_out || !r->route || !sync_store(r) ||
         !(r->route->rules.msg.flags & TG_MR_KEEP_SIGNATURE))  /* elsewhere hygiene drops them */
         return;
     uint64_t owner = item_owner(r, r->route);

@@ -15,8 +15,9 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix);
 int prepare_route(tg_req *r, const tg_route *route);
 /* An agent API's body (r->prep.api): 0 when it became a chat body (the
  * chat way follows), 1 when the route's provider takes it as it is
- * (r->route set; pass_only: an endpoint with no chat form), -1 with an
- * answer in r. */
+ * (r->route set; pass_only: an endpoint with no chat form), 2 while what
+ * it names is read from a store on the loop (it is dispatched again then),
+ * -1 with an answer in r. */
 int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only);
 /* discovery_embeddings' calls of this request: counted, and a fallback
  * to BM25 logged once per cause and worker (r->prep.embed_from set). */

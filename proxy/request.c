@@ -179,6 +179,9 @@ void req_unref(tg_req *r)
     upstream_headers_free(r);
     free(r->up.url);
     free(r->prep.dropped);
+    free(r->prep.translated);
+    json_decref(r->prep.fetched);
+    json_decref(r->prep.fetch_ids);
     free(r->answer.body);
     free(r->answer.reason);
     free(r->client.model);
@@ -439,6 +442,8 @@ void access_log_line(tg_req *r, int status)
                       "\"discovery_rounds\":%u",
                       r->ctx.stats.tools_in, r->ctx.stats.tools_out, r->ctx.stats.repairs,
                       r->ctx.stats.fields_stripped, r->ctx.stats.discovery_rounds);
+    if (r->ctx_live && r->ctx.stats.schema_standins)  /* rule 62, degraded */
+        tg_buf_printf(&b, ",\"schema_standins\":%u", r->ctx.stats.schema_standins);
     tg_buf_puts(&b, "}");
     tg_access_log(b.data, b.len);
     tg_buf_free(&b);

@@ -93,11 +93,20 @@ typedef struct tg_req {
         const struct bridge_api *api;
         void *bridge;                 /* api's bridge state, or NULL */
         char *dropped;                /* what the bridge left out, for X-Toolgate-Dropped */
+        char *translated;             /* what it gave in another form, X-Toolgate-Translated */
+        const char *estimate;         /* what toolgate estimated (X-Toolgate-Estimate), or NULL */
         uint64_t tools_hash;          /* of the tools' raw bytes, 0 = unknown */
         size_t tools_bytes;
         tg_embedder embedder;         /* ctx.embedder with discovery_embeddings */
         const tg_route *embed_from;   /* the route whose discovery_embeddings it serves
                                          (r->route may move on to a fallback) */
+        json_t *fetched;              /* what a store on the loop read for it: id ->
+                                         item or record (bridges.c prefetch), or NULL */
+        json_t *fetch_ids;            /* the item ids asked for, in order */
+        uint64_t fetch_deadline;      /* the request's store budget ends (now_us) */
+        int fetch_rounds;
+        bool fetching;                /* that read is out: the client is suspended */
+        bool fetch_down;              /* it failed, or ran past the store budget */
     } prep;
 
     struct {
@@ -124,8 +133,13 @@ typedef struct tg_req {
         tg_buf resp;                  /* whole upstream body (non-stream) */
         bool running;                 /* the round is on the multi handle, unfinished */
         CURLcode result;
+        char why[CURL_ERROR_SIZE];    /* libcurl's own words on a failed round
+                                         (CURLOPT_ERRORBUFFER): which certificate
+                                         check failed, not only "SSL error" */
         bool timed_out;
         bool cut;                     /* the whole answer passed max_answer */
+        bool head_cut;                /* the headers to pass on passed UP_HEAD_MAX */
+        size_t head_bytes;            /* their bytes so far, this round */
         int attempt;                  /* retries made on this route */
         bool fell_back;               /* the route's fallback is in use */
         uint64_t retry_at;            /* 0, or when to send again */
@@ -176,11 +190,21 @@ typedef struct bridge_api {
     bool own_query;
     bool (*bridges)(const tg_route *route);
     size_t (*strip_markers)(json_t *body, const char *prefix);
+    /* the stored things body names, read before to_chat from a store on
+     * the worker's loop: 1 while they are read (r is suspended, and its
+     * dispatch runs again once they are in), 0 when there is nothing to
+     * wait for (NULL: the API reads no store) */
+    int (*prefetch)(tg_req *r, const json_t *body);
     /* body -> chat body (*chat), with r->prep.bridge set, for route (NULL
      * when none matched yet); 0, or -1 with err */
     int (*to_chat)(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
                    tg_error *err);
     const json_t *(*dropped)(const void *b);  /* {kind: [name]} left out (bridge.h) */
+    /* {kind: [name]} given in another form (NULL: the API has none) */
+    const json_t *(*translated)(const void *b);
+    /* the answer of the API's token count endpoint for a bridged route,
+     * an estimate (NULL: the endpoint is passed through only) */
+    json_t *(*count_estimate)(const json_t *body);
     json_t *(*answer)(void *b, const json_t *completion);
     void (*stream)(void *b, const char *sse, size_t n, tg_buf *out);
     void (*stream_end)(void *b, tg_buf *out);
@@ -189,6 +213,18 @@ typedef struct bridge_api {
      * the API shares OpenAI's) */
     char *(*error_body)(int status, const char *body, size_t n, size_t *len);
     void (*free)(void *b);
+    /* Gemini's API: the model is in the path, not the body (NULL: the
+     * body's "model"); into buf (cap bytes), returns it or NULL */
+    const char *(*model_of)(tg_req *r, char *buf, size_t cap);
+    /* the Content-Type of a bridged stream (NULL: text/event-stream) */
+    const char *(*stream_type)(const void *b);
+    /* a whole chat answer to a request that asked for a stream (a
+     * provider that answered whole) as the API's stream, true when it
+     * wrote it (NULL: the API's whole answer goes) */
+    bool (*answer_stream)(void *b, const json_t *completion, tg_buf *out);
+    /* the upstream URL of a passed request (NULL: the route's upstream
+     * and the path past /v1) */
+    void (*pass_url)(tg_req *r, tg_buf *u);
 } bridge_api;
 
 /* ---- lifetime ---- */

@@ -61,6 +61,9 @@ static void sweep_timeouts(worker *w, uint64_t t)
             time_out_if_late(r, t);
     }
     upconn_sweep(w, t);
+    tg_store *st = w->srv->items;
+    if (st->ops->tick)
+        st->ops->tick(st, w->id, t);
 }
 
 static void take_new_conf(worker *w)
@@ -218,6 +221,9 @@ static void *worker_main(void *arg)
             case K_UPCONN:
                 upconn_event(w, tag, evs[i].events);
                 break;
+            case K_STORE:
+                w->srv->items->ops->event(w->srv->items, w->id, evs[i].events);
+                break;
             case K_CLIENT: {
                 tg_req *r = find_by_client(w, TAG_FD(tag), TAG_GEN(tag));
                 if (r)
@@ -315,6 +321,13 @@ static int open_listener(const char *host, int port, char *err, size_t errlen)
     return bind_listener(host, port, true, err, errlen);
 }
 
+/* A put the store sent without waiting failed later (store.h). */
+static void store_put_failed(void *ud)
+{
+    worker *w = ud;
+    tg_metrics_store_error(w->metrics, "put");
+}
+
 static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char *host, int port,
                         char *err, size_t errlen)
 {
@@ -325,6 +338,7 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
     w->curl_deadline_ms = -1;
     upstream_accept_encoding(w);
     upstream_proxy_env(w);
+    upstream_tls_init(w);
     tg_random_init(&w->rng);
     w->listen_fd = open_listener(host, port, err, errlen);
     if (w->listen_fd < 0)
@@ -369,11 +383,18 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
     curl_multi_setopt(w->multi, CURLMOPT_MAXCONNECTS, 512L);
     w->cache = tg_cache_new(256, 64u << 20);
     w->metrics = tg_metrics_worker(s->metrics, id);
+    if (s->items->ops->attach) {  /* Redis on this loop (store.h) */
+        tg_store_loop loop = {.epfd = w->epfd, .tag = TAG(K_STORE, 0, 0),
+                              .put_failed = store_put_failed, .ud = w};
+        s->items->ops->attach(s->items, id, &loop);
+    }
     return pthread_create(&w->thread, NULL, worker_main, w) ? -1 : 0;
 }
 
 static void worker_cleanup(worker *w)
 {
+    if (!w->srv)  /* never started (the port was taken): nothing of its own */
+        return;
     /* libmicrohttpd aborts the process when stopped with a connection
      * suspended: a client that did not take its end in time is resumed
      * (and closed by the stop) */
@@ -387,6 +408,8 @@ static void worker_cleanup(worker *w)
         next = r->next;
         stop_upstream(r);
     }
+    if (w->srv->items->ops->detach)  /* its fetches end DOWN, their requests let go */
+        w->srv->items->ops->detach(w->srv->items, w->id);
     upconn_free_all(w);
     while (w->n_spare)
         curl_easy_cleanup(w->spare[--w->n_spare]);
@@ -395,6 +418,7 @@ static void worker_cleanup(worker *w)
         curl_easy_cleanup(w->embed_easy);
     if (w->multi)
         curl_multi_cleanup(w->multi);
+    upstream_tls_free(w);
     free(w->upfd);
     if (w->epfd > 0)
         close(w->epfd);
@@ -411,6 +435,23 @@ static void raise_fd_limit(void)
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+/* A route whose api_key names an unset variable sends the client's own
+ * key upstream, and a client without one would meet a bare 401 or 502 on
+ * its first request: said once per route, at start and on reload
+ * (prepare.c answers such a request with an error naming the variable). */
+static void warn_keyless_routes(const tg_conf *c)
+{
+    for (int i = 0; i < c->n_routes; i++) {
+        const tg_route *r = &c->routes[i];
+        if (r->api_key_var)
+            tg_log(TG_LOG_WARN,
+                   "route %s: api_key is ${%s}, which is unset or empty: requests to this route "
+                   "fail until %s is set and toolgate restarted (a client may send its own key "
+                   "in x-upstream-authorization)",
+                   r->name, r->api_key_var, r->api_key_var);
     }
 }
 
@@ -432,6 +473,7 @@ static void reload(server *s, const char *path)
         (void)wr;
     }
     tg_log(TG_LOG_INFO, "reloaded %s: %d routes", path, n->n_routes);
+    warn_keyless_routes(n);
     tg_conf_unref(n);
 }
 
@@ -501,6 +543,7 @@ int tg_server_run(tg_conf *conf, const char *conf_path, const char *listen_overr
         atomic_store(&s.ready, 1);
         tg_log(TG_LOG_INFO, "listening on %s:%d with %d workers, %d routes (%s)", host, port, s.n,
                conf->n_routes, conf_path ? conf_path : "-");
+        warn_keyless_routes(conf);
         for (;;) {
             int sig;
             if (sigwait(&set, &sig))

@@ -35,7 +35,8 @@ static void mem_free(tg_store *s)
     free(s);
 }
 
-static const tg_store_ops mem_ops = {mem_put, mem_get, mem_bytes, mem_free};
+static const tg_store_ops mem_ops = {.put = mem_put, .get = mem_get, .bytes = mem_bytes,
+                                     .free = mem_free};
 
 tg_store *tg_store_memory(size_t max_bytes)
 {
@@ -46,8 +47,8 @@ tg_store *tg_store_memory(size_t max_bytes)
     return &m->base;
 }
 
-/* A Redis command waits at most this long, a connection too: a worker that
- * waits on Redis answers nothing else meanwhile. */
+/* A connection not made in this long is dropped, and so is one that sends
+ * nothing for this long while a command waits on it (store_redis.c). */
 #define REDIS_TIMEOUT_MS 200
 
 tg_store *tg_store_open(const tg_conf *conf, int workers, char *err, size_t n)

@@ -1,6 +1,6 @@
-/* upconn.c -- toolgate's own HTTP/1.1 client for plain-http upstreams: a
- * worker's connections, kept alive in a pool, served by the worker's one
- * epoll loop.
+/* upconn.c -- toolgate's own HTTP/1.1 client for http and https
+ * upstreams: a worker's connections, kept alive in a pool, served by the
+ * worker's one epoll loop.
  *
  * Why: libcurl's multi interface costs about 100,000 instructions and two
  * poll calls per request (URL parsing, header formatting, its state
@@ -8,11 +8,15 @@
  * tool-call stream that was 40% of toolgate's CPU. A round here is one
  * sendmsg of the head and body pieces and the reads of the answer. The
  * round's bytes are parsed by proxy/h1.c; what a round cannot take here
- * (TLS, a proxy, userinfo, a name libcurl has not resolved yet) stays with
- * libcurl (upconn_target says which).
+ * (a proxy, userinfo, a name libcurl has not resolved yet) stays with
+ * libcurl (upconn_target says which). https rounds speak TLS through
+ * OpenSSL (proxy/uptls.c: contexts, sessions, verification): the same
+ * state machine, with a handshake between connect and send, and reads and
+ * writes through the connection's SSL (conn_read, conn_write).
  *
- * A connection is U_CONNECTING, U_SENDING (the head and body go out; an
- * early answer is read all the same), U_RECEIVING, or U_IDLE in the pool.
+ * A connection is U_CONNECTING, U_HANDSHAKE (TLS), U_SENDING (the head and
+ * body go out; an early answer is read all the same), U_RECEIVING, or
+ * U_IDLE in the pool.
  * Sockets stay registered (level-triggered) for input from connect to
  * close: an idle one that becomes readable was closed by the upstream (or
  * sent what nobody asked for) and is closed, so a reused connection needs
@@ -27,6 +31,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -37,10 +42,13 @@
 
 #include "core/alloc.h"
 #include "core/buf.h"
+#include "core/hash.h"
 #include "core/tg.h"
 #include "proxy/h1.h"
 
-enum { U_CONNECTING, U_SENDING, U_RECEIVING, U_IDLE };
+#include <openssl/err.h>
+
+enum { U_CONNECTING, U_HANDSHAKE, U_SENDING, U_RECEIVING, U_IDLE };
 
 #define IDLE_MAX_AGE_US (60ull * 1000000)  /* libcurl keeps one up to 118 s */
 #define IDLE_MAX 512                       /* libcurl's CURLMOPT_MAXCONNECTS here */
@@ -61,7 +69,12 @@ struct tg_upconn {
     bool due;              /* on the due list: end with due_rc, or feed what is kept */
     bool refeed;
     CURLcode due_rc;
-    char key[256];         /* the authority */
+    char key[300];         /* the pool's key (tg_uptarget.key) */
+    char host[256];        /* https: SNI and the certificate's name */
+    bool tls;              /* https */
+    SSL *ssl;              /* its TLS once the handshake starts */
+    tg_tls_id id;          /* the round's trust (borrowed), for a connection it opens */
+    char why[256];         /* a failure's words, told before done (cb->why) */
     struct sockaddr_storage addr;
     socklen_t alen;
     tg_buf head;
@@ -79,7 +92,7 @@ struct tg_upconn {
 };
 
 typedef struct {
-    char key[256];
+    char key[260];  /* addr_key: "s:" and the authority */
     struct sockaddr_storage addr;
     socklen_t alen;
     uint64_t until;
@@ -95,7 +108,9 @@ struct upconn_pool {
     uint32_t gen;
     known_addr addrs[N_ADDRS];
     int next_addr;
+    uptls *tls;            /* contexts and sessions, made at the first https round */
     char rd[READ_SIZE];
+    char wr[16384];        /* a TLS request's pieces as one record (conn_write) */
 };
 
 static struct upconn_pool *pool(worker *w)
@@ -107,10 +122,11 @@ static struct upconn_pool *pool(worker *w)
 
 /* ---- where a round goes ----------------------------------------------------- */
 
-/* host and port of an authority (port 80 when none is given) */
-static bool split_authority(const char *a, size_t n, char *host, size_t hcap, unsigned *port)
+/* host and port of an authority (80 or 443 when none is given) */
+static bool split_authority(const char *a, size_t n, bool tls, char *host, size_t hcap,
+                            unsigned *port)
 {
-    *port = 80;
+    *port = tls ? 443 : 80;
     return tg_split_host_port(a, n, host, hcap, port) == 0;
 }
 
@@ -135,39 +151,67 @@ static bool literal_addr(const char *host, unsigned port, struct sockaddr_storag
     return false;
 }
 
-/* The authority of a plain-http URL and where its target starts. */
-static bool http_authority(const char *url, const char **a, size_t *n, const char **target)
+/* The authority of an http or https URL and where its target starts. */
+static bool http_authority(const char *url, const char **a, size_t *n, const char **target,
+                           bool *tls)
 {
-    if (strncmp(url, "http://", 7))
+    *tls = !strncmp(url, "https://", 8);
+    if (!*tls && strncmp(url, "http://", 7))
         return false;
-    *a = url + 7;
+    *a = url + (*tls ? 8 : 7);
     *n = strcspn(*a, "/?#");
     *target = *a + *n;
     return *n && *n < sizeof ((tg_uptarget *)0)->authority && !memchr(*a, '@', *n);
 }
 
-bool upconn_target(worker *w, const char *url, tg_uptarget *t)
+static uint64_t hash_str(const char *s)
+{
+    return s ? tg_hash64(s, strlen(s), 0) : 0;
+}
+
+/* Where known_addr and the pool file an authority: "s:" before an https
+ * one, so that http and https to one host (ports 80 and 443) differ. */
+static void addr_key(char *dst, size_t cap, const char *a, size_t n, bool tls)
+{
+    snprintf(dst, cap, "%s%.*s", tls ? "s:" : "", (int)n, a);
+}
+
+bool upconn_target(worker *w, const char *url, const tg_tls_id *id, tg_uptarget *t)
 {
     const char *a, *target;
     size_t n;
-    if (!http_authority(url, &a, &n, &target) || (*target && *target != '/'))
+    bool tls;
+    if (!http_authority(url, &a, &n, &target, &tls) || (*target && *target != '/') ||
+        (tls && !id))
         return false;
     for (const char *s = target; *s; s++)
         if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f || *s == '#')
             return false;
-    char host[256];
     unsigned port;
-    if (!split_authority(a, n, host, sizeof host, &port))
+    if (!split_authority(a, n, tls, t->host, sizeof t->host, &port))
         return false;
+    const char *host = t->host;
     memcpy(t->authority, a, n);
     t->authority[n] = '\0';
     t->target = *target ? target : "/";
+    t->tls = tls;
+    char akey[260];  /* known_addr.key */
+    addr_key(akey, sizeof akey, a, n, tls);
+    if (tls) {  /* a connection serves only rounds that trust and show the same */
+        t->id = *id;
+        snprintf(t->key, sizeof t->key, "%s|%016llx", akey,
+                 (unsigned long long)(hash_str(id->ca_file) ^ hash_str(id->ca_path) * 3 ^
+                                      hash_str(id->cert) * 5 ^ hash_str(id->key) * 7));
+    } else {
+        memset(&t->id, 0, sizeof t->id);
+        snprintf(t->key, sizeof t->key, "%s", akey);
+    }
     struct upconn_pool *P = w->upc;
     known_addr *k = NULL;
     if (P) {
         uint64_t now = now_us();
         for (int i = 0; i < N_ADDRS && !k; i++)
-            if (P->addrs[i].until > now && !strcmp(P->addrs[i].key, t->authority))
+            if (P->addrs[i].until > now && !strcmp(P->addrs[i].key, akey))
                 k = &P->addrs[i];
     }
     if (k && k->avoid)
@@ -182,16 +226,17 @@ bool upconn_target(worker *w, const char *url, tg_uptarget *t)
 }
 
 /* The slot of authority a[0..n): its own, else the oldest. */
-static known_addr *addr_slot(struct upconn_pool *P, const char *a, size_t n)
+static known_addr *addr_slot(struct upconn_pool *P, const char *a, size_t n, bool tls)
 {
+    char key[sizeof P->addrs[0].key];
+    addr_key(key, sizeof key, a, n, tls);
     for (int i = 0; i < N_ADDRS; i++)
-        if (!strncmp(P->addrs[i].key, a, n) && P->addrs[i].key[n] == '\0')
+        if (!strcmp(P->addrs[i].key, key))
             return &P->addrs[i];
     known_addr *k = &P->addrs[P->next_addr];
     P->next_addr = (P->next_addr + 1) % N_ADDRS;
     memset(k, 0, sizeof *k);
-    memcpy(k->key, a, n);
-    k->key[n] = '\0';
+    memcpy(k->key, key, sizeof key);
     return k;
 }
 
@@ -199,9 +244,10 @@ void upconn_avoid(worker *w, const char *url)
 {
     const char *a, *target;
     size_t n;
-    if (!http_authority(url, &a, &n, &target))
+    bool tls;
+    if (!http_authority(url, &a, &n, &target, &tls))
         return;
-    known_addr *k = addr_slot(pool(w), a, n);
+    known_addr *k = addr_slot(pool(w), a, n, tls);
     k->avoid = true;
     k->until = now_us() + AVOID_US;
 }
@@ -212,8 +258,9 @@ void upconn_learn(worker *w, const char *url, const char *ip, long port)
     size_t n;
     char host[256];
     unsigned up;
-    if (!ip || port <= 0 || port > 65535 || !http_authority(url, &a, &n, &target) ||
-        !split_authority(a, n, host, sizeof host, &up))
+    bool tls;
+    if (!ip || port <= 0 || port > 65535 || !http_authority(url, &a, &n, &target, &tls) ||
+        !split_authority(a, n, tls, host, sizeof host, &up))
         return;
     struct sockaddr_storage ss;
     socklen_t len;
@@ -222,7 +269,7 @@ void upconn_learn(worker *w, const char *url, const char *ip, long port)
     if (ss.ss_family == AF_INET6 &&
         IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)&ss)->sin6_addr))
         return;  /* its scope (the interface) is not in what libcurl reports */
-    known_addr *slot = addr_slot(pool(w), a, n);
+    known_addr *slot = addr_slot(pool(w), a, n, tls);
     if (slot->avoid && slot->until > now_us())
         return;
     slot->avoid = false;
@@ -278,6 +325,8 @@ static void close_conn(worker *w, tg_upconn *c)
     }
     if (c->due)
         list_unlink(&P->due, NULL, c);
+    uptls_close(c->ssl);
+    c->ssl = NULL;
     if (c->fd >= 0) {
         if ((size_t)c->fd < P->n_fd)
             P->by_fd[c->fd] = NULL;
@@ -314,10 +363,11 @@ static bool open_socket(worker *w, tg_upconn *c)
     c->gen = ++P->gen;
     c->events = 0;
     c->connect_deadline = c->connect_ms > 0 ? now_us() + (uint64_t)c->connect_ms * 1000 : 0;
-    /* Writable is what starts the request, also when connect succeeded at
-     * once: send_again opens a socket and sends nothing itself. */
+    /* Writable is what starts the request (or the TLS handshake), also
+     * when connect succeeded at once: send_again opens a socket and sends
+     * nothing itself. */
     if (connect(c->fd, (struct sockaddr *)&c->addr, c->alen) == 0)
-        c->state = U_SENDING;
+        c->state = c->tls ? U_HANDSHAKE : U_SENDING;
     else if (errno == EINPROGRESS)
         c->state = U_CONNECTING;
     else
@@ -334,6 +384,8 @@ static void end_round(worker *w, tg_upconn *c, CURLcode rc, bool reusable)
     void *ud = c->ud;
     c->cb = NULL;
     c->ud = NULL;
+    if (cb && cb->why && c->why[0] && rc != CURLE_OK)
+        cb->why(ud, c->why);
     if (reusable) {
         tg_buf_free(&c->head);  /* the next round brings its own */
         c->niov = 0;
@@ -371,6 +423,8 @@ static bool send_again(worker *w, tg_upconn *c)
     struct upconn_pool *P = w->upc;
     if ((size_t)c->fd < P->n_fd)
         P->by_fd[c->fd] = NULL;
+    uptls_close(c->ssl);
+    c->ssl = NULL;
     close(c->fd);
     c->reused = false;
     c->retried = true;
@@ -391,6 +445,119 @@ static bool send_again(worker *w, tg_upconn *c)
     return true;
 }
 
+/* ---- the connection's bytes: its socket, or its TLS ----------------------------- */
+
+enum { IO_AGAIN = -1, IO_FAIL = -2 };
+
+/* What a TLS call that did not complete waits for: the socket readable,
+ * or writable too (OpenSSL may need either whatever the call was). */
+static int tls_wait(worker *w, tg_upconn *c, int ret)
+{
+    int e = SSL_get_error(c->ssl, ret);
+    if (e == SSL_ERROR_WANT_READ) {  /* a request still going out keeps its EPOLLOUT */
+        watch(w, c, c->state == U_SENDING && c->sent < c->total ? EPOLLIN | EPOLLOUT : EPOLLIN);
+        return IO_AGAIN;
+    }
+    if (e == SSL_ERROR_WANT_WRITE) {
+        watch(w, c, EPOLLIN | EPOLLOUT);
+        return IO_AGAIN;
+    }
+    if (e == SSL_ERROR_ZERO_RETURN)
+        return 0;
+    return IO_FAIL;
+}
+
+/* Up to n bytes of the answer: > 0, 0 at its end, IO_AGAIN, or IO_FAIL
+ * (a reset, a TLS failure: c->why says which). */
+static ssize_t conn_read(worker *w, tg_upconn *c, char *buf, size_t n)
+{
+    if (!c->ssl) {
+        ssize_t k;
+        do
+            k = recv(c->fd, buf, n, 0);
+        while (k < 0 && errno == EINTR);
+        if (k < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? IO_AGAIN : IO_FAIL;
+        return k;
+    }
+    ERR_clear_error();
+    int k = SSL_read(c->ssl, buf, (int)(n > INT_MAX ? INT_MAX : n));
+    if (k > 0)
+        return k;
+    int r = tls_wait(w, c, k);
+    if (r == IO_FAIL)
+        uptls_failure(c->ssl, k, c->why, sizeof c->why);
+    return r;
+}
+
+/* Some of v[0..nv): bytes written, IO_AGAIN, or IO_FAIL. TLS writes the
+ * first piece (a record each); after IO_AGAIN the same piece comes again,
+ * as OpenSSL wants. */
+static ssize_t conn_write(worker *w, tg_upconn *c, struct iovec *v, int nv)
+{
+    if (!c->ssl) {
+        struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)nv};
+        ssize_t k;
+        do
+            k = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+        while (k < 0 && errno == EINTR);
+        if (k < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? IO_AGAIN : IO_FAIL;
+        return k;
+    }
+    /* A request of a few pieces that fits one record goes as one: one
+     * record and one send, not one per piece. The same bytes come again
+     * after IO_AGAIN (c->sent has not moved), as OpenSSL wants. */
+    if (nv < 1)
+        return IO_FAIL;
+    const void *data = v[0].iov_base;
+    size_t n = v[0].iov_len;
+    if (nv > 1) {
+        size_t all = 0;
+        for (int i = 0; i < nv; i++)
+            all += v[i].iov_len;
+        if (all <= sizeof w->upc->wr) {
+            for (int i = 0, at = 0; i < nv; at += (int)v[i].iov_len, i++)
+                memcpy(w->upc->wr + at, v[i].iov_base, v[i].iov_len);
+            data = w->upc->wr;
+            n = all;
+        }
+    }
+    ERR_clear_error();
+    int k = SSL_write(c->ssl, data, (int)(n > INT_MAX ? INT_MAX : n));
+    if (k > 0)
+        return k;
+    int r = tls_wait(w, c, k);
+    return r == 0 ? IO_FAIL : r;
+}
+
+/* The TLS handshake, on its first call made with the round's trust.
+ * True once it is done (c is U_SENDING); false while it waits or when the
+ * round ended (an unusable trust, a certificate that does not verify). */
+static bool handshake(worker *w, tg_upconn *c)
+{
+    struct upconn_pool *P = w->upc;
+    if (!c->ssl) {
+        if (!P->tls)
+            P->tls = uptls_new();
+        c->ssl = uptls_open(P->tls, &c->id, c->host, c->key, c->fd, c->why, sizeof c->why);
+        if (!c->ssl) {
+            end_round(w, c, CURLE_SSL_CACERT_BADFILE, false);
+            return false;
+        }
+    }
+    ERR_clear_error();
+    int k = SSL_connect(c->ssl);
+    if (k == 1) {
+        c->state = U_SENDING;
+        return true;
+    }
+    if (tls_wait(w, c, k) == IO_AGAIN)
+        return false;
+    end_round(w, c, uptls_failure(c->ssl, k, c->why, sizeof c->why), false);
+    return false;
+}
+
 /* The upstream stopped taking the request (a send failed): an answer it
  * sent first is still to be read, and is the round's answer -- a 413 from
  * the head alone, then a close with the body unread (nginx's
@@ -399,7 +566,8 @@ static bool send_again(worker *w, tg_upconn *c)
 static bool answer_waiting(const tg_upconn *c)
 {
     char b;
-    return c->h1.seen_any || recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+    return c->h1.seen_any || (c->ssl && SSL_has_pending(c->ssl)) ||
+           recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
 /* Writes what is left of the request. False when the round ended. */
@@ -419,16 +587,14 @@ static bool send_rest(worker *w, tg_upconn *c, bool in_start)
             off = 0;
             nv++;
         }
-        struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)nv};
-        ssize_t k = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+        ssize_t k = conn_write(w, c, v, nv);
         if (k > 0) {
             c->sent += (size_t)k;
             continue;
         }
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            watch(w, c, EPOLLIN | EPOLLOUT);
+        if (k == IO_AGAIN) {
+            if (!c->ssl)
+                watch(w, c, EPOLLIN | EPOLLOUT);
             return true;
         }
         if (answer_waiting(c)) {  /* not reusable: sent < total */
@@ -519,23 +685,31 @@ static void on_eof(worker *w, tg_upconn *c, bool reset)
         end_round(w, c, reset ? CURLE_RECV_ERROR : h1_code(c->h1.err), false);
 }
 
-/* Reads while the socket has more; a short read means it had all. */
+/* Reads while the socket has more; a short read means it had all (not
+ * over TLS: OpenSSL may hold decrypted records the socket no longer
+ * signals, so TLS reads until OpenSSL wants more from the socket). */
 static void read_answer(worker *w, tg_upconn *c)
 {
     struct upconn_pool *P = w->upc;
     for (;;) {
-        ssize_t k = recv(c->fd, P->rd, sizeof P->rd, 0);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        ssize_t k = conn_read(w, c, P->rd, sizeof P->rd);
+        if (k == IO_AGAIN)
             return;
         if (k <= 0) {
             on_eof(w, c, k < 0);
             return;
         }
-        if (!feed(w, c, P->rd, (size_t)k) || (size_t)k < sizeof P->rd)
+        if (!feed(w, c, P->rd, (size_t)k) || (!c->ssl && (size_t)k < sizeof P->rd))
             return;
     }
+}
+
+/* An idle connection became readable: closed by the upstream, or, over
+ * TLS, a record that carries no data (TLS 1.3 sends session tickets after
+ * the handshake). True when it may stay in the pool. */
+static bool idle_still_good(worker *w, tg_upconn *c)
+{
+    return c->ssl && conn_read(w, c, w->upc->rd, sizeof w->upc->rd) == IO_AGAIN;
 }
 
 tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
@@ -544,7 +718,7 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
 {
     struct upconn_pool *P = pool(w);
     tg_upconn *c = P->idle;
-    while (c && strcmp(c->key, t->authority))
+    while (c && strcmp(c->key, t->key))
         c = c->next;
     if (c) {
         list_unlink(&P->idle, &P->idle_tail, c);
@@ -553,7 +727,10 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
         c->state = U_SENDING;
     } else {
         c = tg_calloc(1, sizeof *c);
-        snprintf(c->key, sizeof c->key, "%s", t->authority);
+        snprintf(c->key, sizeof c->key, "%s", t->key);
+        snprintf(c->host, sizeof c->host, "%s", t->host);
+        c->tls = t->tls;
+        c->id = t->id;
         c->addr = t->addr;
         c->alen = t->alen;
         c->connect_ms = connect_ms;
@@ -569,6 +746,8 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
     }
     c->retried = c->paused = false;
     c->connect_ms = connect_ms;
+    c->id = t->id;  /* the round's: a connection send_again opens trusts as it does */
+    c->why[0] = '\0';
     c->cb = cb;
     c->ud = ud;
     tg_h1_init(&c->h1, false);
@@ -604,7 +783,7 @@ void upconn_unpause(worker *w, tg_upconn *c)
         return;
     c->paused = false;
     watch(w, c, c->state == U_SENDING ? EPOLLIN | EPOLLOUT : EPOLLIN);
-    if (c->in.len && !c->due) {
+    if ((c->in.len || (c->ssl && SSL_has_pending(c->ssl))) && !c->due) {
         /* fed from the loop: this call may come from inside the client's
          * read, which must not see the round end under it */
         c->due = true;
@@ -620,7 +799,8 @@ bool upconn_sent_all(const tg_upconn *c)
 
 bool upconn_connect_late(const tg_upconn *c, uint64_t t)
 {
-    return c->state == U_CONNECTING && c->connect_deadline && t > c->connect_deadline;
+    return (c->state == U_CONNECTING || c->state == U_HANDSHAKE) && c->connect_deadline &&
+           t > c->connect_deadline;
 }
 
 void upconn_event(worker *w, uint64_t tag, uint32_t events)
@@ -631,7 +811,8 @@ void upconn_event(worker *w, uint64_t tag, uint32_t events)
     if (!c || (c->gen & 0xffffff) != TAG_GEN(tag) || c->due)
         return;
     if (c->state == U_IDLE) {  /* closed by the upstream, or bytes nobody asked for */
-        close_conn(w, c);
+        if (!idle_still_good(w, c))
+            close_conn(w, c);
         return;
     }
     if (c->state == U_CONNECTING) {
@@ -643,11 +824,17 @@ void upconn_event(worker *w, uint64_t tag, uint32_t events)
             end_round(w, c, CURLE_COULDNT_CONNECT, false);
             return;
         }
-        c->state = U_SENDING;
+        c->state = c->tls ? U_HANDSHAKE : U_SENDING;
     }
-    if (c->state == U_SENDING && (events & EPOLLOUT) && !send_rest(w, c, false))
+    if (c->state == U_HANDSHAKE) {
+        if (!handshake(w, c) || !send_rest(w, c, false))
+            return;
+    } else if (c->state == U_SENDING && (events & (EPOLLOUT | (c->ssl ? EPOLLIN : 0))) &&
+               !send_rest(w, c, false)) {
         return;
-    if (c->state != U_CONNECTING && !c->paused && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+    }
+    if (c->state != U_CONNECTING && !c->paused &&
+        (events & (EPOLLIN | EPOLLHUP | EPOLLERR) || (c->ssl && SSL_has_pending(c->ssl))))
         read_answer(w, c);
 }
 
@@ -691,6 +878,7 @@ void upconn_free_all(worker *w)
     while (P->due)  /* failed before they had a socket */
         close_conn(w, P->due);
     free(P->by_fd);
+    uptls_free(P->tls);
     free(P);
     w->upc = NULL;
 }

@@ -1,5 +1,5 @@
-/* upconn.h -- toolgate's own HTTP/1.1 client for plain-http upstreams
- * (proxy/upconn.c): a worker's connections, their pool, their sockets in
+/* upconn.h -- toolgate's own HTTP/1.1 client for http and https upstreams
+ * (proxy/upconn.c, TLS in proxy/uptls.c): a worker's connections, their pool, their sockets in
  * the worker's epoll set. Knows nothing of requests: a round is a request
  * head and body pieces out, header lines and body bytes in (proxy/h1.h),
  * and one call of done at the end, with a CURLcode so that what follows
@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 
 #include "core/buf.h"
+#include "proxy/uptls.h"
 #include "proxy/worker.h"
 
 typedef struct tg_upconn tg_upconn;
@@ -29,22 +30,30 @@ typedef struct {
     size_t (*body)(void *ud, const char *data, size_t n);
     /* the round's end; the handle is gone when this is called */
     void (*done)(void *ud, CURLcode rc);
+    /* before a failed round's done: why, in libcurl's words (a TLS
+     * certificate problem), when there is more to say than the code */
+    void (*why)(void *ud, const char *msg);
 } tg_upconn_cb;
 
 /* Where a round goes: the URL's authority (also the pool's key), its
  * address, and the request target. */
 typedef struct {
     char authority[256];
+    char key[300];       /* the pool's key: scheme, authority, trust identity */
+    char host[256];      /* the authority's host: SNI and the certificate's name */
     const char *target;  /* into the URL: the path and query */
     struct sockaddr_storage addr;
     socklen_t alen;
+    bool tls;
+    tg_tls_id id;        /* https: whom to trust (borrowed for the round) */
 } tg_uptarget;
 
-/* Fills t when url is plain http to an address known without a lookup
+/* Fills t when url is http or https to an address known without a lookup
  * (an IP literal, or a name whose address libcurl found in the last 60 s:
- * upconn_learn), with no userinfo and a target of printable ASCII. False:
- * the round goes through libcurl. */
-bool upconn_target(worker *w, const char *url, tg_uptarget *t);
+ * upconn_learn), with no userinfo and a target of printable ASCII; id is
+ * an https round's trust (borrowed until the round ends). False: the
+ * round goes through libcurl. */
+bool upconn_target(worker *w, const char *url, const tg_tls_id *id, tg_uptarget *t);
 /* libcurl connected to url's host at ip:port: later rounds may go direct. */
 void upconn_learn(worker *w, const char *url, const char *ip, long port);
 /* url's upstream answered in a way only libcurl reads (a content coding
@@ -67,7 +76,7 @@ void upconn_cancel(worker *w, tg_upconn *c);
 void upconn_unpause(worker *w, tg_upconn *c);
 /* Every byte of the body went out: the caller may free its pieces. */
 bool upconn_sent_all(const tg_upconn *c);
-/* A connection still being set up past its connect_ms at t. */
+/* A connection still being set up (TCP, then TLS) past its connect_ms at t. */
 bool upconn_connect_late(const tg_upconn *c, uint64_t t);
 
 /* The loop's side: an epoll event for tag (K_UPCONN), the completions

@@ -150,6 +150,14 @@ static void on_upstream_headers_done(tg_req *r)
     }
 }
 
+/* The upstream headers passed on to the client, at most. libmicrohttpd
+ * writes the client's answer head in the connection's pool, which holds
+ * max_header + 8 KB (proxy/server.c) and may still hold a request head of
+ * max_header: a head that does not fit there was an empty reply (the
+ * connection closed) logged as a 200. Providers send 1-2 KB; toolgate's
+ * own headers take well under 1 KB of the rest. */
+#define UP_HEAD_MAX (6u << 10)
+
 static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *ud)
 {
     tg_req *r = ud;
@@ -158,8 +166,11 @@ static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *u
         const char *sp = memchr(line, ' ', n);
         r->up.status = sp ? strtol(sp + 1, NULL, 10) : 0;
         tg_header_list_free(&r->up.hdrs);
+        r->up.head_bytes = 0;
         return n;
     }
+    if (r->up.head_cut)
+        return 0;  /* stops curl's transfer; the own client's stops at its body */
     if (n <= 2 && (line[0] == '\r' || line[0] == '\n')) {
         if (r->up.status >= 200)
             on_upstream_headers_done(r);
@@ -167,6 +178,12 @@ static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *u
     }
     if (header_held_back(line, n))
         return n;
+    r->up.head_bytes += n;
+    if (r->up.head_bytes > UP_HEAD_MAX) {
+        r->up.head_cut = true;
+        tg_header_list_free(&r->up.hdrs);
+        return 0;
+    }
     tg_header_list_add_line(&r->up.hdrs, line, n);
     return n;
 }
@@ -196,7 +213,7 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
     if (!r->up.t_first_byte)
         r->up.t_first_byte = t;
     r->up.t_last_byte = t;
-    if (r->client.gone)
+    if (r->client.gone || r->up.head_cut)
         return 0;  /* abort the transfer */
     if (!r->up.headers_done)
         on_upstream_headers_done(r);
@@ -327,6 +344,51 @@ void upstream_proxy_env(worker *w)
     w->https_proxy = env_first(https);
 }
 
+/* The worker's TLS state, once: a share of TLS sessions among its easy
+ * handles (each handle keeps its own by default, so a connection opened on
+ * another handle could not resume), and libcurl's built-in CA bundle.
+ * Single-threaded use, so the share needs no lock callbacks. */
+void upstream_tls_init(worker *w)
+{
+    w->tls_share = curl_share_init();
+    if (w->tls_share)
+        curl_share_setopt(w->tls_share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    CURL *e = curl_easy_init();
+    char *ca = NULL;
+    if (e && curl_easy_getinfo(e, CURLINFO_CAINFO, &ca) == CURLE_OK && ca)
+        w->ca_builtin = tg_strdup(ca);
+    if (e)
+        curl_easy_cleanup(e);
+}
+
+void upstream_tls_free(worker *w)
+{
+    if (w->tls_share)
+        curl_share_cleanup(w->tls_share);
+    w->tls_share = NULL;
+    free(w->ca_builtin);
+    w->ca_builtin = NULL;
+}
+
+/* An https round's trust and client certificate, every round (a spare
+ * handle keeps the last route's). The CA directory is never libcurl's
+ * built-in one: with a CA directory set, libcurl 7.88 parses the whole
+ * CA bundle again for every handshake (47 ms of CPU with Debian's 144
+ * certificates, issue 29); with a file alone it keeps the parsed store in
+ * the worker's multi handle for CURLOPT_CA_CACHE_TIMEOUT (24 h). Debian's
+ * directory holds the bundle's certificates, so trust is the same. */
+static void set_tls(tg_req *r, CURL *e)
+{
+    const tg_route *rt = r->route;
+    const char *file = rt->tls_ca_file, *dir = rt->tls_ca_path;
+    if (!file && !dir)
+        file = r->w->ca_builtin;
+    curl_easy_setopt(e, CURLOPT_CAINFO, file);
+    curl_easy_setopt(e, CURLOPT_CAPATH, dir);
+    curl_easy_setopt(e, CURLOPT_SSLCERT, rt->tls_cert);
+    curl_easy_setopt(e, CURLOPT_SSLKEY, rt->tls_key);
+}
+
 /* "" for none: curl then reads no environment either */
 static void set_proxy(tg_req *r, CURL *e)
 {
@@ -433,6 +495,8 @@ static CURL *easy_new(worker *w)
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    if (w->tls_share)
+        curl_easy_setopt(e, CURLOPT_SHARE, w->tls_share);
     return e;
 }
 
@@ -495,6 +559,14 @@ static size_t own_body(void *ud, const char *data, size_t n)
 
 static void finish_round(tg_req *r, CURLcode rc);
 
+/* Why a round failed, for the client's 502 and the log: libcurl's error
+ * buffer when it wrote one ("SSL certificate problem: unable to get local
+ * issuer certificate"), else the code's generic text. */
+static const char *round_why(const tg_req *r, CURLcode rc)
+{
+    return r->up.why[0] ? r->up.why : curl_easy_strerror(rc);
+}
+
 static void own_done(void *ud, CURLcode rc)
 {
     tg_req *r = ud;
@@ -519,15 +591,30 @@ static void own_done(void *ud, CURLcode rc)
     req_unref(r);
 }
 
-static const tg_upconn_cb own_cb = {own_line, own_body, own_done};
+static void own_why(void *ud, const char *msg)
+{
+    tg_req *r = ud;
+    snprintf(r->up.why, sizeof r->up.why, "%s", msg);
+}
 
-/* A chat round to a plain-http upstream goes over toolgate's own client
- * (upconn.c says why); the rest (TLS, proxies, passed requests), and all
+static const tg_upconn_cb own_cb = {own_line, own_body, own_done, own_why};
+
+/* A chat round goes over toolgate's own client (upconn.c says why), over
+ * TLS (uptls.c) to an https upstream, with the route's trust as libcurl
+ * would have it (set_tls); the rest (proxies, passed requests), and all
  * with upstream_client = curl, through libcurl. */
 static bool own_round(tg_req *r, const char *method, tg_uptarget *t)
 {
-    return !r->conf->curl_only && !r->up.curl_only && r->prep.is_chat && !r->w->http_proxy &&
-           !strcmp(method, "POST") && upconn_target(r->w, r->up.url, t);
+    if (r->conf->curl_only || r->up.curl_only || !r->prep.is_chat || strcmp(method, "POST"))
+        return false;
+    bool tls = !strncmp(r->up.url, "https://", 8);
+    if (tls ? r->w->https_proxy != NULL : r->w->http_proxy != NULL)
+        return false;
+    const tg_route *rt = r->route;
+    tg_tls_id id = {rt->tls_ca_file, rt->tls_ca_path, rt->tls_cert, rt->tls_key};
+    if (!id.ca_file && !id.ca_path)
+        id.ca_file = r->w->ca_builtin;
+    return upconn_target(r->w, r->up.url, tls ? &id : NULL, t);
 }
 
 /* The head libcurl writes for the same round: request line, Host, Accept
@@ -612,6 +699,8 @@ int start_upstream(tg_req *r, const char *url, const char *method)
     tg_header_list_free(&r->up.hdrs);
     tg_buf_reset(&r->up.resp);
     r->up.cut = false;
+    r->up.head_cut = false;
+    r->up.head_bytes = 0;
     if (!r->up.headers)
         r->up.headers = build_upstream_headers(r, r->prep.is_chat);
     r->up.t_start = now_us();
@@ -627,7 +716,11 @@ int start_upstream(tg_req *r, const char *url, const char *method)
         return -1;
     curl_easy_setopt(e, CURLOPT_URL, r->up.url);
     set_proxy(r, e);
+    if (!strncmp(r->up.url, "https://", 8))
+        set_tls(r, e);
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+    r->up.why[0] = '\0';
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->up.why);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->up.headers);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
@@ -678,6 +771,7 @@ void stop_upstream(tg_req *r)
     /* A handle whose transfer curl finished is kept as it is: the next
      * round sets what is its own (easy_new). One cut short (the client
      * went, a timeout, a pause) may hold state of its transfer: it goes. */
+    curl_easy_setopt(r->up.easy, CURLOPT_ERRORBUFFER, NULL);  /* r's memory */
     if (!r->up.running && !r->up.paused && w->n_spare < (int)(sizeof w->spare / sizeof w->spare[0])) {
         w->spare[w->n_spare++] = r->up.easy;
     } else {
@@ -966,6 +1060,34 @@ void fire_due_retries(worker *w, uint64_t t)
     }
 }
 
+/* The upstream's headers do not fit the client's answer head
+ * (UP_HEAD_MAX): a 502 in the API's shape, logged and counted, rather
+ * than an empty reply. A stream already relayed to the client (a later
+ * discovery round) ends with the error event of a cut stream. */
+static void head_too_large(tg_req *r)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "upstream %s sent response headers larger than toolgate passes on (%u bytes); "
+             "the answer was dropped (route %s)",
+             r->route->upstream_shown, UP_HEAD_MAX, r->route->name);
+    tg_log(TG_LOG_WARN, "request %s: %s", r->id, msg);
+    tg_metrics_limit(r->w->metrics, TG_LIMIT_UPSTREAM_HEAD);
+    tg_metrics_upstream_error(r->w->metrics, 0);
+    if (r->state >= RQ_READY && r->stream.repair) {
+        finish_stream(r, true);
+        return;
+    }
+    if (r->state >= RQ_READY && r->stream.raw) {
+        raw_stream_error(r, "upstream_head_too_large", msg);
+        r->stream.done = true;
+        req_resume(r);
+        return;
+    }
+    set_error(r, 502, "upstream_error", "upstream_head_too_large", NULL, "%s", msg);
+    req_resume(r);
+}
+
 static void upstream_done(tg_req *r)
 {
     CURLcode rc = r->up.result;
@@ -983,6 +1105,10 @@ static void upstream_done(tg_req *r)
         req_resume(r);
         return;
     }
+    if (r->up.head_cut) {
+        head_too_large(r);
+        return;
+    }
     if (retry_or_fall_back(r))
         return;
     if (rc != CURLE_OK)
@@ -991,10 +1117,10 @@ static void upstream_done(tg_req *r)
         tg_metrics_upstream_error(r->w->metrics, r->up.status);
     if (r->stream.raw && r->state >= RQ_READY) {
         if (rc != CURLE_OK || r->up.timed_out) {
-            char msg[256];
+            char msg[768];
             snprintf(msg, sizeof msg, "upstream %s cut the stream: %s (route %s)",
                      r->route->upstream_shown,
-                     r->up.timed_out ? "timed out" : curl_easy_strerror(rc), r->route->name);
+                     r->up.timed_out ? "timed out" : round_why(r, rc), r->route->name);
             tg_log(TG_LOG_WARN, "request %s: %s", r->id, msg);
             raw_stream_error(r, r->up.timed_out ? "upstream_timeout" : "stream_truncated", msg);
         }
@@ -1018,7 +1144,7 @@ static void upstream_done(tg_req *r)
         else
             set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
                       "upstream %s failed: %s (route %s)", r->route->upstream_shown,
-                      curl_easy_strerror(rc), r->route->name);
+                      round_why(r, rc), r->route->name);
     } else {
         finish_whole(r);
     }
@@ -1033,7 +1159,8 @@ static void learn_address(tg_req *r, CURL *e)
 {
     char *ip = NULL;
     long port = 0;
-    if (!r->conf->curl_only && !r->w->http_proxy && !strncmp(r->up.url, "http://", 7) &&
+    bool tls = !strncmp(r->up.url, "https://", 8);
+    if (!r->conf->curl_only && !(tls ? r->w->https_proxy : r->w->http_proxy) &&
         !curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &ip) &&
         !curl_easy_getinfo(e, CURLINFO_PRIMARY_PORT, &port))
         upconn_learn(r->w, r->up.url, ip, port);

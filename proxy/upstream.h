@@ -17,6 +17,10 @@ void stop_upstream(tg_req *r);
 void upstream_accept_encoding(worker *w);
 /* w's proxy settings from the environment, once at the worker's start. */
 void upstream_proxy_env(worker *w);
+/* The worker's TLS session share and libcurl's built-in CA file; freed
+ * after every easy handle of the worker is. */
+void upstream_tls_init(worker *w);
+void upstream_tls_free(worker *w);
 /* A paused stream's upstream goes on once the client has read enough. */
 void maybe_unpause(tg_req *r);
 

@@ -2,8 +2,9 @@
  *
  * Types only (and the clock): a worker is one thread's event loop over one
  * epoll set that holds its libmicrohttpd daemon, the sockets of its curl
- * multi handle, the client sockets of requests that wait, and an eventfd
- * for control (proxy/server.c runs it). The layers above read and write
+ * multi handle, the client sockets of requests that wait, its Redis
+ * connection (proxy/store.h), and an eventfd for control (proxy/server.c
+ * runs it). The layers above read and write
  * the worker's fields (its lists, its cache, its metrics) but call only
  * downward:
  *
@@ -30,7 +31,7 @@
 #include "proxy/store.h"
 
 /* epoll tags: kind in the top byte, a generation in the middle, fd below. */
-enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT, K_UPCONN };
+enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT, K_UPCONN, K_STORE };
 #define TAG(kind, gen, fd) (((uint64_t)(kind) << 56) | ((uint64_t)((gen) & 0xffffff) << 32) | (uint32_t)(fd))
 #define TAG_KIND(t) ((int)((t) >> 56))
 #define TAG_GEN(t) ((uint32_t)(((t) >> 32) & 0xffffff))
@@ -77,6 +78,9 @@ struct worker {
     uint64_t next_sweep;
     tg_cache *cache;
     tg_metrics *metrics;
+    CURLSH *tls_share;            /* TLS sessions shared by the worker's handles,
+                                     so a new connection resumes (upstream.c) */
+    char *ca_builtin;             /* libcurl's built-in CA bundle file (upstream.c) */
     CURL *embed_easy;             /* discovery's embeddings calls (embed_http.h) */
     unsigned embed_warned;        /* causes of embedding fallbacks already logged */
     CURL *spare[64];              /* reset easy handles, reused: creating one

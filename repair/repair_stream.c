@@ -584,47 +584,107 @@ static void complete_call(tg_stream *s, schoice *c, long i, json_t *events)
     try_send(s, c, &c->calls[i], events);
 }
 
-/* Which call an upstream fragment belongs to (R2-R9); -1 = a new call. */
-static long find_call(schoice *c, long idx, const char *id, const char *name)
+/* Which call an upstream fragment belongs to: one state machine over every
+ * id/index/name combination a provider has been seen to send. A fragment
+ * carries an id (known: a call so far has it; new; or none), an index
+ * (a call's; new; or none), a name (or none) and argument bytes; k is the
+ * call the id or the index points at, cur the most recent call.
+ *
+ *  id      index     name / state                      -> call    vector
+ *  ------  --------  --------------------------------  ---------  ---------------------------
+ *  known   any       k finished and named; the name      dropped  R09-summary-repeat,
+ *                    is k's or none; the arguments       (said)   R09-summary-with-finish
+ *                    repeat k's or are none (a summary
+ *                    of the call, BerriAI/litellm#20480)
+ *  known   any       a name, k named and finished        new (R9: the id reused;
+ *                                                        suffixed)  R09-duplicate-ids
+ *  known   any       otherwise                           k          R02-mistral-split-noindex
+ *  new     k's       none (same index, same call: a new  k          R04-new-id-every-chunk
+ *  or none           id alone says nothing; OCI Llama
+ *                    through LiteLLM, BerriAI/litellm#40040)
+ *  new     k's       k unnamed (the name after the       k          R06-name-after-arguments
+ *  or none           arguments, R6)
+ *  new     k's       k's name, k open                    k          R07-empty-name-continuations
+ *  or none
+ *  new     k's       another name, or k finished (R4:    new        R04-index0-reused-ids,
+ *  or none           the index reused for a second call)            R04-ids-continuations
+ *  none    new       cur index-less, the name none or    cur (takes R16-indexless-args
+ *                    cur unnamed                         the index)
+ *  any     new       otherwise                           new        R05-interleaved-indexes
+ *  new     none      a name (R5: interleaved ids)        new        R05-interleaved-ids-no-index
+ *  new     none      none, cur open (a new id a chunk,   cur        R04-new-id-every-chunk-noindex
+ *                    no index)
+ *  new     none      none, cur finished or no cur        new (its name may follow, R6)
+ *  none    none      a name other than cur's, or cur     new (Gemini: no index on
+ *                    finished                            parallel calls, R2) R02-missing-index-gemini
+ *  none    none      otherwise                           cur, or new R16-indexless-args,
+ *                                                        when none   R02-mistral-split-noindex
+ *
+ * Mistral's missing "type" (R1) and empty names (R7) do not enter: type is
+ * rebuilt when the call goes out, an empty name counts as none. Argument
+ * bytes are never dropped silently: a call that never gets a name is
+ * counted as a failure (call_dropped), and a summary is dropped only when
+ * its arguments are the call's own. */
+#define CALL_NEW (-1)
+#define CALL_SUMMARY (-2)
+
+/* Do the fragment's arguments (a, n bytes) repeat k's, byte for byte or as
+ * the same JSON value? None repeat anything. */
+static bool repeats_args(const scall *k, const char *a, size_t n)
+{
+    if (!n || (n == k->args.len && !memcmp(a, k->args.data, n)))
+        return true;
+    json_t *x = tg_json_load(a, n, JSON_ALLOW_NUL, NULL);
+    json_t *y = x ? tg_json_load(k->args.data, k->args.len, JSON_ALLOW_NUL, NULL) : NULL;
+    bool same = x && y && json_equal(x, y);
+    json_decref(x);
+    json_decref(y);
+    return same;
+}
+
+/* k reached by its index, or as the current call: k, unless the
+ * fragment's name says it is another call. */
+static long unless_named_otherwise(const schoice *c, long at, const char *name)
+{
+    const scall *k = &c->calls[at];
+    if (name && k->name && (strcmp(name, k->name) || args_complete(k)))
+        return CALL_NEW;
+    return at;
+}
+
+static long find_call(schoice *c, long idx, const char *id, const char *name, const char *a,
+                      size_t alen)
 {
     if (id) {
         for (long i = (long)c->ncalls - 1; i >= 0; i--) {
-            scall *k = &c->calls[i];
-            if (k->id && !strcmp(k->id, id)) {
-                if (name && k->name && args_complete(k))
-                    return -1;  /* R9: the same id on a second call */
-                return i;
-            }
+            const scall *k = &c->calls[i];
+            if (!k->id || strcmp(k->id, id))
+                continue;
+            bool finished = k->name && args_complete(k);
+            if (finished && (name || alen) && (!name || !strcmp(name, k->name)) &&
+                repeats_args(k, a, alen))
+                return CALL_SUMMARY;
+            if (name && finished)
+                return CALL_NEW;
+            return i;
         }
-        if (idx < 0)
-            return -1;
     }
-    scall *k = NULL;
-    long at = -1;
     if (idx >= 0) {
-        for (long i = (long)c->ncalls - 1; i >= 0 && at < 0; i--)
+        for (long i = (long)c->ncalls - 1; i >= 0; i--)
             if (c->calls[i].up_index == idx)
-                at = i;
-        if (at < 0 && c->cur >= 0 && c->calls[c->cur].up_index < 0 && !id &&
+                return unless_named_otherwise(c, i, name);
+        if (c->cur >= 0 && c->calls[c->cur].up_index < 0 && !id &&
             !(name && c->calls[c->cur].name)) {
             c->calls[c->cur].up_index = idx;  /* index-less start, indexed rest */
             return c->cur;
         }
-        if (at < 0)
-            return -1;
-    } else {
-        at = c->cur;
-        if (at < 0)
-            return -1;
+        return CALL_NEW;
     }
-    k = &c->calls[at];
-    if (id && k->id && strcmp(id, k->id))
-        return -1;  /* R4: another id on the same index */
-    if (id && !k->id && idx < 0)
-        return -1;
-    if (name && k->name && (strcmp(name, k->name) || args_complete(k)))
-        return -1;  /* R2/R4: a second name, never concatenated (R7) */
-    return at;
+    if (c->cur < 0)
+        return CALL_NEW;
+    if (id)  /* a new id and no index */
+        return name || args_complete(&c->calls[c->cur]) ? CALL_NEW : c->cur;
+    return unless_named_otherwise(c, c->cur, name);
 }
 
 /* One element of delta.tool_calls. */
@@ -644,7 +704,11 @@ static void take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *
         name = NULL;
     const json_t *a = json_object_get(fn, "arguments");
 
-    long i = find_call(c, idx, id, name);
+    long i = find_call(c, idx, id, name, json_string_value(a), json_string_length(a));
+    if (i == CALL_SUMMARY) {  /* a finished call said again: nothing new */
+        tg_rr_note_other(s->ctx, "stream-call-summary", name, NULL, NULL);
+        return;
+    }
     if (i < 0) {
         /* The previous call is complete, unless its index (or its id) is
          * explicit and different and its arguments are still open: upstream
@@ -1137,7 +1201,7 @@ static bool relay_raw(tg_stream *s, const json_t *chunk, const char *raw, size_t
         return false;
     long idx = (long)json_integer_value(ix);
     scall *call = &c->calls[c->live_open];
-    if (find_call(c, idx, NULL, NULL) != c->live_open || call->out != idx)
+    if (find_call(c, idx, NULL, NULL, NULL, 0) != c->live_open || call->out != idx)
         return false;
     tg_jprefix t = call->jp;
     size_t n = json_string_length(a);
@@ -1254,7 +1318,7 @@ static bool live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *ou
     if (tg_jprefix_feed(&t, s->scratch.data ? s->scratch.data : "", s->scratch.len) !=
         s->scratch.len)
         return false;
-    if (find_call(c, f.index, NULL, NULL) != c->live_open)
+    if (find_call(c, f.index, NULL, NULL, NULL, 0) != c->live_open)
         return false;
     call->jp = t;
     tg_buf_append(&call->args, s->scratch.data, s->scratch.len);

@@ -2,25 +2,16 @@
  * failed_generation (R27), which is the same text.
  *
  * Models served without a matching tool-call parser write their calls as
- * text. Four shapes are recognised:
- *   (a) bare JSON {"name":..,"arguments":{..}} (or a list of them), only as
- *       the first thing in the message, so prose that quotes JSON is safe;
- *       also wrapped the way the model saw its tools declared,
- *       {"type":"function","function":{"name","parameters"}} (Llama 3.x
- *       through vLLM, vllm-project/vllm#11786), or with "type" first beside
- *       the name; a final brace the model left off is added;
- *   (b) <tool_call>{json}</tool_call> and <tools>..</tools> (Hermes);
- *   (c) <function=NAME><parameter=K>v</parameter></function> (Qwen), also
- *       inside <tool_call>, and <function=NAME>{json}</function> (Groq);
- *   (d) <invoke name="NAME"><parameter name="K">v</parameter></invoke>,
- *       optionally inside <function_calls>;
- *   (e) a model's own call tokens written out as text when the server's
- *       parser did not take them: Mistral's [TOOL_CALLS][{json}...] (up to
- *       tokenizer v3) and [TOOL_CALLS]NAME[ARGS]{json} (v11 on: Magistral,
- *       Devstral, Ministral 3), Granite's <|tool_call|>[{json}], and Kimi
- *       K2's <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0
- *       <|tool_call_argument_begin|>{json}<|tool_call_end|>... A marker
- *       without a closer ends with the JSON value after it.
+ * text. What is recognised is one table, formats[] below: each row is the
+ * tag that opens a block, the one that closes it (none: a marker, whose
+ * calls end with the JSON value after it, see marker_end), the parser of
+ * the block, and the public source its sample was taken from. Besides the
+ * table, bare JSON {"name":..,"arguments":{..}} (or a list of them) is a
+ * call only as the first thing in the message, so prose that quotes JSON is
+ * safe; also wrapped the way the model saw its tools declared,
+ * {"type":"function","function":{"name","parameters"}} (Llama 3.x through
+ * vLLM, vllm-project/vllm#11786), or with "type" first beside the name; a
+ * final brace the model left off is added.
  * A block becomes calls only when every call in it names a declared tool;
  * otherwise it stays text, untouched. XML parameter values are strings;
  * they are coerced by the declared schema (no schema or a string type: kept
@@ -41,22 +32,15 @@
 
 #define TEXT_HOLD_MAX (256u * 1024u)
 
-typedef struct tag {
+typedef struct tag tag;
+/* Parses one block, from its open tag (s) up to its closer or end (e), into
+ * calls ({"name","arguments"} each); 0 when it gave calls. */
+typedef int (*block_parser)(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                            const char *e);
+struct tag {
     const char *open, *close;  /* close NULL: a marker, see marker_end */
-} tag;
-
-static const tag tags[] = {
-    {"<tool_call>", "</tool_call>"},
-    {"<tools>", "</tools>"},
-    {"<function_calls>", "</function_calls>"},
-    {"<function=", "</function>"},
-    {"<invoke", "</invoke>"},
-    {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"},
-    {"<|tool_call_begin|>", "<|tool_call_end|>"},
-    {"[TOOL_CALLS]", NULL},
-    {"<|tool_call|>", NULL},
+    block_parser parse;
 };
-#define NTAGS (sizeof tags / sizeof *tags)
 
 static void trim(const char **s, const char **e)
 {
@@ -245,8 +229,13 @@ static json_t *parse_params(const tg_ctx *ctx, const char *name, const char *s,
             ks = nm + 5;
         }
         trim(&ks, &ke);
-        if (ke > ks && (*ks == '"' || *ks == '\''))
+        if (ke > ks && (*ks == '"' || *ks == '\'')) {
+            /* name="K": the key ends at its quote (DSML adds string="true") */
+            const char *q = memchr(ks + 1, *ks, (size_t)(ke - ks - 1));
             ks++;
+            if (q)
+                ke = q;
+        }
         if (ke > ks && (ke[-1] == '"' || ke[-1] == '\''))
             ke--;
         const char *vs = gt + 1;
@@ -388,6 +377,64 @@ static int parse_marked(json_t *calls, const char *s, const char *e)
     return 0;
 }
 
+/* GLM-4.5/4.6/4.7 inside <tool_call>: NAME, then <arg_key>K</arg_key>
+ * <arg_value>V</arg_value> pairs (values coerced by the schema, as XML
+ * parameters are). A bare NAME is a call without arguments. */
+static int parse_glm(const tg_ctx *ctx, json_t *calls, const char *s, const char *e)
+{
+    const char *ne = s;
+    while (ne < e && *ne != '<' && *ne != '\n' && *ne != '{')
+        ne++;
+    const char *ns = s, *nend = ne;
+    trim(&ns, &nend);
+    size_t nlen = (size_t)(nend - ns);
+    if (!nlen || nlen > 256)
+        return -1;
+    for (const char *q = ns; q < nend; q++)
+        if (isspace((unsigned char)*q))
+            return -1;  /* prose, not a name */
+    char name[260];
+    memcpy(name, ns, nlen);
+    name[nlen] = 0;
+    json_t *args = json_object();
+    const char *p = ne;
+    for (const char *k = tg_rr_find(p, e, "<arg_key>"); k; k = tg_rr_find(p, e, "<arg_key>")) {
+        const char *ks = k + 9, *ke = tg_rr_find(ks, e, "</arg_key>");
+        if (!ke)
+            break;
+        const char *v = tg_rr_find(ke, e, "<arg_value>");
+        if (!v)
+            break;
+        const char *vs = v + 11, *ve = tg_rr_find(vs, e, "</arg_value>");
+        if (!ve)
+            ve = e;
+        trim(&ks, &ke);
+        char key[256];
+        size_t kl = (size_t)(ke - ks) < sizeof key - 1 ? (size_t)(ke - ks) : sizeof key - 1;
+        memcpy(key, ks, kl);
+        key[kl] = 0;
+        if (kl)
+            json_object_set_new(args, key, coerce_param(param_schema_peek(ctx, name, key), vs,
+                                                        (size_t)(ve - vs)));
+        p = ve;
+    }
+    if (!json_object_size(args)) {  /* JSON arguments after the name (GLM-4 0414) */
+        const char *a = ne, *ae = e;
+        trim(&a, &ae);
+        if (a < ae && *a == '{') {
+            json_decref(args);
+            args = args_text(a, ae);
+            if (!args)
+                return -1;
+        } else if (a < ae && !tg_rr_find(a, ae, "<arg_key>")) {
+            json_decref(args);
+            return -1;  /* something else follows the name */
+        }
+    }
+    add_call(calls, name, nlen, args);
+    return 0;
+}
+
 /* The inside of a <tool_call>/<tools>/<function_calls> block. */
 static int parse_body(const tg_ctx *ctx, json_t *calls, const char *s, const char *e)
 {
@@ -399,8 +446,201 @@ static int parse_body(const tg_ctx *ctx, json_t *calls, const char *s, const cha
         return parse_function_xml(ctx, calls, t, te);
     if (tg_rr_find(t, te, "<invoke"))
         return parse_invoke(ctx, calls, t, te);
-    return -1;
+    return parse_glm(ctx, calls, t, te);
 }
+
+/* DeepSeek's call tokens (fullwidth bars, U+2581 for spaces):
+ *   V3, R1:     <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{json}\n```<｜tool▁call▁end｜>
+ *   V3.1, V3.2: <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}<｜tool▁call▁end｜>
+ * one or more, inside <｜tool▁calls▁begin｜>..<｜tool▁calls▁end｜> or not.
+ * Told apart by what follows the separator: a JSON object (V3.1), or a
+ * name and fenced JSON (V3). */
+#define DS_CALL_BEGIN "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "begin\xef\xbd\x9c>"
+#define DS_CALL_END "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "end\xef\xbd\x9c>"
+#define DS_SEP "<\xef\xbd\x9ctool\xe2\x96\x81" "sep\xef\xbd\x9c>"
+#define DS_CALLS_BEGIN "<\xef\xbd\x9ctool\xe2\x96\x81" "calls\xe2\x96\x81" "begin\xef\xbd\x9c>"
+#define DS_CALLS_END "<\xef\xbd\x9ctool\xe2\x96\x81" "calls\xe2\x96\x81" "end\xef\xbd\x9c>"
+#define DSML "\xef\xbd\x9c" "DSML\xef\xbd\x9c"
+
+static int deepseek_call(json_t *calls, const char *p, const char *sep, const char *ce)
+{
+    const char *bs = p, *be = sep;
+    trim(&bs, &be);
+    const char *a = sep + sizeof DS_SEP - 1, *ae = ce;
+    trim(&a, &ae);
+    json_t *args;
+    if (a < ae && *a == '{') {  /* V3.1: the name before the separator */
+        if (be == bs || be - bs > 256)
+            return -1;
+        args = args_text(a, ae);
+        if (!args)
+            return -1;
+        add_call(calls, bs, (size_t)(be - bs), args);
+        return 0;
+    }
+    /* V3: the type before the separator, NAME then fenced JSON after it */
+    const char *ns = a, *ne = a;
+    while (ne < ae && *ne != '\n' && *ne != '`' && !isspace((unsigned char)*ne))
+        ne++;
+    if (ne == ns || ne - ns > 256)
+        return -1;
+    const char *js = ne, *je = ae;
+    const char *fence = tg_rr_find(js, je, "```");
+    if (fence) {
+        js = fence + 3;
+        while (js < je && *js != '\n' && !isspace((unsigned char)*js))
+            js++;  /* the fence's language, "json" */
+        const char *close = tg_rr_find(js, je, "```");
+        if (close)
+            je = close;
+    }
+    args = args_text(js, je);
+    if (!args)
+        return -1;
+    add_call(calls, ns, (size_t)(ne - ns), args);
+    return 0;
+}
+
+static int blk_deepseek(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                        const char *e)
+{
+    int n = 0;
+    for (const char *p = tg_rr_find(s, e, DS_CALL_BEGIN); p; p = tg_rr_find(p, e, DS_CALL_BEGIN)) {
+        p += sizeof DS_CALL_BEGIN - 1;
+        const char *ce = tg_rr_find(p, e, DS_CALL_END);
+        if (!ce)
+            ce = e;
+        const char *sep = tg_rr_find(p, ce, DS_SEP);
+        if (!sep || deepseek_call(calls, p, sep, ce))
+            return -1;
+        n++;
+        p = ce;
+    }
+    return n ? 0 : -1;
+}
+
+/* DeepSeek V3.2's DSML: <｜DSML｜function_calls><｜DSML｜invoke name="N">
+ * <｜DSML｜parameter name="K" string="true">V</｜DSML｜parameter>...: the
+ * invoke form with a prefix in every tag, parsed without it. */
+static int blk_dsml(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                    const char *e)
+{
+    tg_buf plain = {0};
+    const char *p = s;
+    for (const char *d = tg_rr_find(p, e, DSML); d; d = tg_rr_find(p, e, DSML)) {
+        tg_buf_append(&plain, p, (size_t)(d - p));
+        p = d + sizeof DSML - 1;
+    }
+    tg_buf_append(&plain, p, (size_t)(e - p));
+    int rc = plain.len ? parse_invoke(ctx, calls, plain.data, plain.data + plain.len) : -1;
+    tg_buf_free(&plain);
+    return rc;
+}
+
+/* gpt-oss's harmony format: <|channel|>commentary to=functions.NAME
+ * <|constrain|>json<|message|>{json}<|call|> (also with the recipient in
+ * the header, <|start|>assistant to=functions.NAME<|channel|>commentary
+ * json<|message|>...). */
+static int blk_harmony(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                       const char *e)
+{
+    const char *msg = tg_rr_find(s, e, "<|message|>");
+    const char *to = tg_rr_find(s, msg ? msg : e, "to=");
+    if (!msg || !to)
+        return -1;
+    const char *ns = to + 3;
+    if ((size_t)(msg - ns) > 10 && !memcmp(ns, "functions.", 10))
+        ns += 10;
+    const char *ne = ns;
+    while (ne < msg && (isalnum((unsigned char)*ne) || *ne == '_' || *ne == '-' || *ne == '.'))
+        ne++;
+    if (ne == ns || ne - ns > 256)
+        return -1;
+    json_t *args = args_text(msg + 11, e);
+    if (!args)
+        return -1;
+    add_call(calls, ns, (size_t)(ne - ns), args);
+    return 0;
+}
+
+/* The table's other parsers, over the parsers above. */
+static int blk_body(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                    const char *e)
+{
+    return parse_body(ctx, calls, s + strlen(t->open), e);
+}
+
+static int blk_function(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                        const char *e)
+{
+    return parse_function_xml(ctx, calls, s, e);
+}
+
+static int blk_invoke(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                      const char *e)
+{
+    return parse_invoke(ctx, calls, s, e);
+}
+
+static int blk_kimi(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                    const char *e)
+{
+    return parse_kimi(calls, s, e);
+}
+
+static int blk_marked(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                      const char *e)
+{
+    return parse_marked(calls, s + strlen(t->open), e);
+}
+
+/* The formats. Samples (and the servers' own parsers) are at the sources
+ * named; each row has a vector in test/vectors/repair/R12-*.json, whole and
+ * streamed. Order matters only where one open tag starts another. */
+static const tag formats[] = {
+    /* Hermes, Qwen 2.5/3 JSON; Qwen3-Coder XML; GLM-4.5 <arg_key> pairs:
+     * vllm/entrypoints/openai/tool_parsers/{hermes,qwen3coder,glm4_moe}_tool_parser.py */
+    {"<tool_call>", "</tool_call>", blk_body},
+    /* Jamba and MiniMax-M1 (JSON list or lines): {jamba,minimax}_tool_parser.py */
+    {"<tool_calls>", "</tool_calls>", blk_body},
+    {"<tools>", "</tools>", blk_body},
+    /* Claude-style XML written as text: openclaw/openclaw#44959 */
+    {"<function_calls>", "</function_calls>", blk_body},
+    /* MiniMax-M2: minimax_m2_tool_parser.py; Seed-OSS: seed_oss_tool_parser.py */
+    {"<minimax:tool_call>", "</minimax:tool_call>", blk_body},
+    {"<seed:tool_call>", "</seed:tool_call>", blk_body},
+    /* Qwen3-Coder bare, Llama 3.1 <function=NAME>{json} (Groq's failed_generation) */
+    {"<function=", "</function>", blk_function},
+    {"<invoke", "</invoke>", blk_invoke},
+    /* Kimi K2: kimi_k2_tool_parser.py, moonshotai/Kimi-K2-Instruct docs/tool_call_guidance.md */
+    {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", blk_kimi},
+    {"<|tool_call_begin|>", "<|tool_call_end|>", blk_kimi},
+    /* DeepSeek V3/R1 and V3.1/V3.2: deepseekv3_tool_parser.py,
+     * deepseekv31_tool_parser.py; google/adk-python#5654, sgl-project/sglang#17320 */
+    {DS_CALLS_BEGIN, DS_CALLS_END, blk_deepseek},
+    {DS_CALL_BEGIN, DS_CALL_END, blk_deepseek},
+    /* DeepSeek V3.2 DSML: sglang/srt/function_call/deepseekv32_detector.py */
+    {"<" DSML "function_calls>", "</" DSML "function_calls>", blk_dsml},
+    /* gpt-oss harmony: https://cookbook.openai.com/articles/openai-harmony,
+     * vllm openai_tool_parser.py */
+    {"<|start|>assistant<|channel|>commentary to=", "<|call|>", blk_harmony},
+    {"<|channel|>commentary to=", "<|call|>", blk_harmony},
+    {"<|start|>assistant to=", "<|call|>", blk_harmony},
+    /* Mistral [TOOL_CALLS][{json}] (tokenizer up to v3) and
+     * [TOOL_CALLS]NAME[ARGS]{json} (v11 on): mistral_tool_parser.py */
+    {"[TOOL_CALLS]", NULL, blk_marked},
+    /* Granite 3.x: granite_tool_parser.py */
+    {"<|tool_call|>", NULL, blk_marked},
+    /* Llama 3.1-3.3 custom tools after <|python_tag|>: llama_tool_parser.py,
+     * the model card's "JSON based tool calling" */
+    {"<|python_tag|>", NULL, blk_marked},
+    /* a model's end-of-message tokens that servers without the model's
+     * parser leave in the text after a call (Llama 3.1 ends a tool call
+     * with <|eom_id|>): never the agent's text, dropped */
+    {"<|eom_id|>", NULL, NULL},
+    {"<|eot_id|>", NULL, NULL},
+};
+#define NTAGS (sizeof formats / sizeof *formats)
 
 /* Parse one block (from its open tag up to, not including, e) into calls;
  * 0 only when it gave calls that all name declared tools. */
@@ -408,17 +648,7 @@ static int parse_block(const tg_ctx *ctx, const tag *t, const char *s, const cha
                        json_t *calls)
 {
     json_t *got = json_array();
-    int rc;
-    if (!strcmp(t->open, "<function="))
-        rc = parse_function_xml(ctx, got, s, e);
-    else if (!strcmp(t->open, "<invoke"))
-        rc = parse_invoke(ctx, got, s, e);
-    else if (!t->close)
-        rc = parse_marked(got, s + strlen(t->open), e);
-    else if (strstr(t->open, "<|tool_call"))
-        rc = parse_kimi(got, s, e);
-    else
-        rc = parse_body(ctx, got, s + strlen(t->open), e);
+    int rc = t->parse(ctx, t, got, s, e);
     if (rc == 0 && json_array_size(got) == 0)
         rc = -1;
     size_t i;
@@ -513,15 +743,15 @@ static int tag_at(const char *p, const char *e, const tag **t)
     size_t avail = (size_t)(e - p);
     int partial = 0;
     for (size_t i = 0; i < NTAGS; i++) {
-        size_t n = strlen(tags[i].open);
+        size_t n = strlen(formats[i].open);
         if (avail < n) {
-            if (!memcmp(p, tags[i].open, avail))
+            if (!memcmp(p, formats[i].open, avail))
                 partial = 1;
             continue;
         }
-        if (memcmp(p, tags[i].open, n))
+        if (memcmp(p, formats[i].open, n))
             continue;
-        if (!strcmp(tags[i].open, "<invoke")) {  /* not "<invoked" */
+        if (!strcmp(formats[i].open, "<invoke")) {  /* not "<invoked" */
             if (avail == n) {
                 partial = 1;
                 continue;
@@ -529,7 +759,7 @@ static int tag_at(const char *p, const char *e, const tag **t)
             if (!isspace((unsigned char)p[n]) && p[n] != '>')
                 continue;
         }
-        *t = &tags[i];
+        *t = &formats[i];
         return 1;
     }
     return partial ? 0 : -1;
@@ -588,6 +818,10 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
         if (k != 1) {
             tg_buf_append(text, p, 1);
             p++;
+            continue;
+        }
+        if (!t->parse) {  /* an end token: dropped */
+            p += strlen(t->open);
             continue;
         }
         const char *close, *be;

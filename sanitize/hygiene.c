@@ -171,13 +171,17 @@ typedef struct dialect_row {
      TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL)
 
 /* The presets the rows of core/dialect.h name. */
+/* Rule 55: every dialect that is not a plain template turns a null content
+ * into "" where the API wants a string (OpenAI: "expected a string, got
+ * null" on an assistant turn without calls, vercel/ai#13744). */
 #define MSG_OPENAI                                                                          \
-    {MR_OPENAI | TG_MR_TOP_LEVEL, NULL, "section 4.1", NULL, openai_deny, NULL, "rule 67"}
+    {MR_OPENAI | TG_MR_TOP_LEVEL | TG_MR_FIX_CONTENT, NULL, "section 4.1", NULL, openai_deny, \
+     NULL, "rule 67"}
 /* Vertex's OpenAI-compatible endpoint fronts the same models as Gemini's:
  * the same thought signatures (R19) and top-level set (section 6, Vertex) */
 #define MSG_GEMINI                                                                          \
     {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE | TG_MR_DROP_REASONING |      \
-         TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL | TG_MR_SYSTEM_FIRST,                           \
+         TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL | TG_MR_SYSTEM_FIRST | TG_MR_FIX_CONTENT,       \
      NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"}
 #define MSG_ANTHROPIC                                                                       \
     {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT | TG_MR_DROP_EMPTY, NULL,          \
@@ -187,18 +191,20 @@ typedef struct dialect_row {
          TG_MR_DEVELOPER_ROLE | TG_MR_SYSTEM_FIRST,                                         \
      mistral_roles, "rule 43", mistral_top, NULL, mistral_renames, "section 4 mistral"}
 #define MSG_GROQ                                                                            \
-    {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS, openai_roles, "rule 47", NULL,   \
-     groq_deny, NULL, "rule 49"}
+    {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS | TG_MR_STRING_CONTENT,           \
+     openai_roles, "rule 47", NULL, groq_deny, NULL, "rule 49"}
 #define MSG_FIREWORKS                                                                       \
     {MR_STRICT, openai_roles, "rule 47", NULL, fireworks_deny, NULL, "section 4 fireworks"}
 #define MSG_CEREBRAS                                                                        \
-    {MR_STRICT | TG_MR_DROP_NULLS, openai_roles, "rule 47", NULL, cerebras_deny, NULL,      \
-     "rule 49"}
-#define MSG_DEEPSEEK {MR_LENIENT | TG_MR_KEEP_REASONING, NULL, "rule 52", NULL, NULL, NULL, NULL}
-#define MSG_LENIENT {MR_LENIENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
+    {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_STRING_CONTENT, openai_roles, "rule 47", NULL,    \
+     cerebras_deny, NULL, "rule 49"}
+#define MSG_DEEPSEEK                                                                        \
+    {MR_LENIENT | TG_MR_KEEP_REASONING | TG_MR_FIX_CONTENT | TG_MR_STRING_CONTENT, NULL,    \
+     "rule 52", NULL, NULL, NULL, NULL}
+#define MSG_LENIENT {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
 #define MSG_OLLAMA                                                                          \
-    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 55", NULL, NULL, NULL, \
-     NULL}
+    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_NULL_WITH_CALLS | TG_MR_SYSTEM_FIRST, NULL,     \
+     "rule 55", NULL, NULL, NULL, NULL}
 #define MSG_VLLM                                                                            \
     {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST, NULL, "rule 56", NULL, NULL, NULL, \
      NULL}
@@ -231,6 +237,8 @@ static const tg_rule_name conf_rules[] = {
     {"json_mode_with_tools", TG_MR_JSON_MODE_TOOLS},
     {"fill_signatures", TG_MR_FILL_SIGNATURE},
     {"system_first", TG_MR_SYSTEM_FIRST},
+    {"null_with_calls", TG_MR_NULL_WITH_CALLS},
+    {"string_content", TG_MR_STRING_CONTENT},
 };
 static const tg_rule_section section = {"messages", conf_rules,
                                         sizeof conf_rules / sizeof *conf_rules, NULL};
@@ -721,18 +729,62 @@ static void rebuild_reasoning(walk *w, json_t *msg)
 }
 
 /* Rules 55, 56: null and [] content become what the target parses. An
- * assistant turn with tool calls may have null content; nothing else may. */
+ * assistant turn with tool calls may have null content (OpenAI's rule),
+ * except where TG_MR_NULL_WITH_CALLS says the target refuses that too
+ * (Ollama: "invalid message content type: <nil>"); nothing else may. */
 static void fix_content(walk *w, json_t *msg, role r, bool has_calls)
 {
     json_t *c = json_object_get(msg, "content");
     if (!(w->f & TG_MR_FIX_CONTENT))
         return;
+    /* OpenAI's assistant message: content "Required unless tool_calls or
+     * function_call is specified"; a refusal stands in for it too */
+    bool beside = has_calls || json_object_get(msg, "function_call") ||
+                  json_is_string(json_object_get(msg, "refusal"));
+    bool null_ok = r == R_ASSISTANT && beside && !(w->f & TG_MR_NULL_WITH_CALLS);
     if (r == R_ASSISTANT && json_is_array(c) && json_array_size(c) == 0)
-        rebuild_key(w, msg, "content", has_calls ? json_null() : json_string(""),
+        rebuild_key(w, msg, "content", null_ok ? json_null() : json_string(""),
                     "empty-content", "rule 56");
-    else if (!(r == R_ASSISTANT && has_calls) && r != R_OTHER && r != R_NONE &&
-             (!c || json_is_null(c)))
+    else if (!null_ok && r != R_OTHER && r != R_NONE && (!c || json_is_null(c)))
         rebuild_key(w, msg, "content", json_string(""), "null-content", "rule 55");
+}
+
+/* Rule 68: targets that take only a string as content (Groq: "'messages.0'
+ * : for 'role:system' the following must be satisfied[('messages.0.content'
+ * : value must be a string)]") get the text parts joined by a blank line,
+ * as rule 63 joins system turns. User turns keep their lists (user content
+ * may be a list there: images); on the other roles a part that is not text
+ * cannot travel, and goes, said. Runs after the parts were cleaned, so a
+ * marker inside a part is counted as one. */
+static void parts_to_string(walk *w, json_t *msg, role r)
+{
+    json_t *c = json_object_get(msg, "content");
+    if (!(w->f & TG_MR_STRING_CONTENT) || !json_is_array(c) || r == R_OTHER || r == R_NONE ||
+        r == R_USER)
+        return;
+    size_t j;
+    json_t *part;
+    bool other = false;
+    json_array_foreach(c, j, part) {
+        const char *t = json_string_value(json_object_get(part, "type"));
+        if (!t || strcmp(t, "text") || !json_is_string(json_object_get(part, "text")))
+            other = true;
+    }
+    tg_buf t = {0};
+    json_array_foreach(c, j, part) {
+        const char *pt = json_string_value(json_object_get(part, "type"));
+        json_t *text = json_object_get(part, "text");
+        if (!pt || strcmp(pt, "text") || !json_is_string(text))
+            continue;
+        if (t.len && json_string_length(text))
+            tg_buf_puts(&t, "\n\n");
+        tg_buf_append(&t, json_string_value(text), json_string_length(text));
+    }
+    rebuild_key(w, msg, "content", json_stringn(t.data ? t.data : "", t.len),
+                other ? "non-text-parts-dropped" : "parts-as-string", "rule 68");
+    if (other)
+        w->ctx->stats.fields_stripped++;
+    tg_buf_free(&t);
 }
 
 /* Section 4 (Anthropic row): text blocks must be non-empty, so the empty
@@ -913,6 +965,7 @@ static bool clean_message(walk *w, json_t *msg)
         empty_text_to_null(w, msg);
     if (json_is_array(json_object_get(msg, "content")))
         clean_parts(w, json_object_get(msg, "content"));
+    parts_to_string(w, msg, r);
 
     const char *key, *ref;
     json_t *val;

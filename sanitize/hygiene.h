@@ -62,6 +62,12 @@ enum {
     TG_MR_SYSTEM_FIRST   = 1u << 22, /* a system turn after the conversation
                                         started joins the leading one (rule
                                         63; Qwen's chat template, Gemini) */
+    TG_MR_NULL_WITH_CALLS = 1u << 23, /* content null beside tool_calls is
+                                        "" too (rule 55: Ollama since
+                                        2026 refuses <nil>) */
+    TG_MR_STRING_CONTENT = 1u << 24, /* a content list of text parts is sent
+                                        as one string (rule 68: Groq,
+                                        DeepSeek, Cerebras) */
 };
 
 typedef struct tg_msg_rules {

@@ -284,20 +284,136 @@ static void apply_strict_budget(json_t *tools, json_t *explain)
 
 /* --------------------------------------------------------- array rewrite */
 
+/* One rewrite of every tool under budget b: the tools into out, the names
+ * and inverse trees into their maps. false when the budget ran out (the
+ * maps then hold a part of the tools, and *over says where). */
+typedef struct pass_out {
+    json_t *out, *names, *upstream, *inverse, *over;
+    size_t changes;   /* without explain: renamed, dropped or lossy tools */
+    size_t standins;  /* degraded: refs stood in for */
+    int min_depth;    /* degraded: the shallowest ref depth a tool needed */
+    unsigned degraded_tools;
+} pass_out;
+
+/* Rule 62, degraded: the ref depths a tool is tried at, whole first, each
+ * attempt bounded by the tool's share of the request's budget. */
+static const int degraded_depths[] = {-1, 4, 2, 1, 0};
+#define NDEPTHS (sizeof degraded_depths / sizeof *degraded_depths)
+
+/* Tool i rewritten within its share of b (its part of the tools' bytes):
+ * the deepest inlining that fits, or NULL with tb->over set. */
+static json_t *rewrite_degraded(const tg_schema_rules *r, json_t *tool, const char *name,
+                                json_t *explain, json_t **inv, const tg_schema_budget *b,
+                                size_t in_bytes, tg_schema_budget *tb)
+{
+    size_t own = tg_schema_json_bytes(tool);
+    double part = in_bytes ? (double)own / (double)in_bytes : 1.0;
+    size_t mark = explain ? json_array_size(explain) : 0;
+    for (size_t d = 0; d < NDEPTHS; d++) {
+        memset(tb, 0, sizeof *tb);
+        tb->max_bytes = (size_t)((double)b->max_bytes * part);
+        tb->max_nodes = (size_t)((double)b->max_nodes * part);
+        tb->ref_depth = degraded_depths[d];
+        bool strict = false;
+        *inv = NULL;
+        json_t *nt = tg_schema_rewrite_tool_budget(r, tool, name, explain, inv, &strict, tb);
+        if (!tb->over)
+            return nt;
+        json_decref(nt);
+        json_decref(*inv);
+        *inv = NULL;
+        while (explain && json_array_size(explain) > mark)  /* the attempt that did not fit */
+            json_array_remove(explain, json_array_size(explain) - 1);
+    }
+    return NULL;
+}
+
+static bool rewrite_pass(const tg_schema_rules *r, json_t *tools, char **assigned, json_t *explain,
+                         tg_schema_budget *budget, bool degrade, size_t in_bytes, pass_out *po)
+{
+    size_t n = json_array_size(tools);
+    memset(po, 0, sizeof *po);
+    po->out = json_array();
+    po->names = json_object();     /* upstream -> agent, renamed only */
+    po->upstream = json_object();  /* agent -> upstream */
+    po->inverse = json_object();   /* agent -> tree */
+    po->min_depth = -1;
+    for (size_t i = 0; i < n; i++) {
+        json_t *tool = json_array_get(tools, i);
+        json_t *inv = NULL;
+        bool strict = false;
+        tg_schema_budget tb = {0};
+        json_t *nt = NULL;
+        if (assigned[i] && degrade) {
+            nt = rewrite_degraded(r, tool, assigned[i], explain, &inv, budget, in_bytes, &tb);
+            budget->over = tb.over;
+            budget->bytes += tb.bytes;
+            budget->nodes += tb.nodes;
+            if (!tb.over && tb.ref_depth >= 0) {
+                po->degraded_tools++;
+                po->standins += tb.standins;
+                if (po->min_depth < 0 || tb.ref_depth < po->min_depth)
+                    po->min_depth = tb.ref_depth;
+            }
+        } else if (assigned[i]) {
+            nt = tg_schema_rewrite_tool_budget(r, tool, assigned[i], explain, &inv, &strict, budget);
+        }
+        if (budget->over) {  /* rule 62: this tool spent what was left */
+            po->over = json_pack("{s:s,s:I,s:I,s:I,s:I}", "tool", assigned[i], "index", (json_int_t)i,
+                                 "bytes", (json_int_t)budget->bytes, "limit",
+                                 (json_int_t)budget->max_bytes, "nodes", (json_int_t)budget->nodes);
+            json_decref(nt);
+            json_decref(inv);
+            return false;
+        }
+        if (!nt) {
+            if (!tg_dialect_has(r->dialect, TG_DF_REWRITE)) {
+                json_array_append(po->out, tool);
+            } else {
+                tg_explain_add(explain, "schema", NULL, "/tools", "drop-unusable-tool", tool, NULL);
+                po->changes++;
+            }
+            continue;
+        }
+        const char *agent = json_string_value(json_object_get(json_object_get(tool, "function"), "name"));
+        if (strcmp(agent, assigned[i])) {
+            json_object_set_new(po->names, assigned[i], json_string(agent));
+            tg_explain_add(explain, "schema", agent, "/function/name", "rename-tool",
+                           json_object_get(json_object_get(tool, "function"), "name"),
+                           json_object_get(json_object_get(nt, "function"), "name"));
+            po->changes++;
+        }
+        if (!json_object_get(po->upstream, agent))
+            json_object_set_new(po->upstream, agent, json_string(assigned[i]));
+        if (inv)
+            po->changes++;
+        if (inv && !json_object_get(po->inverse, agent))
+            json_object_set(po->inverse, agent, inv);
+        json_decref(inv);
+        json_array_append_new(po->out, nt);
+    }
+    return true;
+}
+
+static void pass_clear(pass_out *po)
+{
+    json_decref(po->out);
+    json_decref(po->names);
+    json_decref(po->upstream);
+    json_decref(po->inverse);
+    json_decref(po->over);
+    memset(po, 0, sizeof *po);
+}
+
 json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t *explain)
 {
     size_t n = json_array_size(tools);
-    json_t *out = json_array();
-    json_t *names = json_object();     /* upstream -> agent, renamed only */
-    json_t *upstream = json_object();  /* agent -> upstream */
-    json_t *inverse = json_object();   /* agent -> tree */
     json_t *used = json_object();
     char **assigned = tg_calloc(n ? n : 1, sizeof *assigned);
     size_t first = explain ? json_array_size(explain) : 0;
-    size_t changes = 0;  /* without explain: renamed, dropped or lossy tools */
-    json_t *over = NULL;
     tg_schema_budget budget;
-    tg_schema_budget_init(&budget, r, tg_schema_json_bytes(tools));
+    size_t in_bytes = tg_schema_json_bytes(tools);
+    tg_schema_budget_init(&budget, r, in_bytes);
 
     /* Names already valid keep their name first, so renaming one tool never
      * renames another that was fine. */
@@ -318,47 +434,36 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
             json_object_set_new(used, clean, json_true());
         }
     }
-    for (size_t i = 0; i < n; i++) {
-        json_t *tool = json_array_get(tools, i);
-        json_t *inv = NULL;
-        bool strict = false;
-        json_t *nt = assigned[i] ? tg_schema_rewrite_tool_budget(r, tool, assigned[i], explain, &inv,
-                                                                 &strict, &budget)
-                                 : NULL;
-        if (budget.over) {  /* rule 62: this tool spent what was left */
-            over = json_pack("{s:s,s:I,s:I,s:I,s:I}", "tool", assigned[i], "index", (json_int_t)i,
-                             "bytes", (json_int_t)budget.bytes, "limit", (json_int_t)budget.max_bytes,
-                             "nodes", (json_int_t)budget.nodes);
-            json_decref(nt);
-            json_decref(inv);
-            break;
+    /* Rule 62: when inlining every $ref passes the budget, the request is
+     * rewritten again tool by tool, each within its share of the budget
+     * (its part of the tools' bytes), at the deepest inlining that fits:
+     * whole, or refs inlined only so many deep on a path, the deeper ones
+     * standing in as described JSON strings (schema_walk.c's
+     * budget_standin). Each attempt is bounded by the tool's share, so the
+     * whole stays within a few times one pass; only when a tool does not
+     * fit its share even without inlining (its own shape passes the
+     * budget) is the request refused. */
+    pass_out po;
+    bool fits = rewrite_pass(r, tools, assigned, explain, &budget, false, in_bytes, &po);
+    json_t *degraded = NULL;
+    if (!fits) {
+        json_t *over = json_incref(po.over);
+        pass_clear(&po);
+        while (explain && json_array_size(explain) > first)  /* the pass that did not fit */
+            json_array_remove(explain, json_array_size(explain) - 1);
+        tg_schema_budget_init(&budget, r, in_bytes);
+        fits = rewrite_pass(r, tools, assigned, explain, &budget, true, in_bytes, &po);
+        if (fits) {
+            degraded = json_pack("{s:i,s:I,s:I,s:O}", "ref_depth", po.min_depth, "tools",
+                                 (json_int_t)po.degraded_tools, "standins",
+                                 (json_int_t)po.standins, "over", over);
+            tg_explain_add(explain, "schema", json_string_value(json_object_get(over, "tool")),
+                           "/function/parameters", "schema-budget-degraded (rule 62)", over,
+                           degraded);
         }
-        if (!nt) {
-            if (!tg_dialect_has(r->dialect, TG_DF_REWRITE)) {
-                json_array_append(out, tool);
-            } else {
-                tg_explain_add(explain, "schema", NULL, "/tools", "drop-unusable-tool", tool, NULL);
-                changes++;
-            }
-            continue;
-        }
-        const char *agent = json_string_value(json_object_get(json_object_get(tool, "function"), "name"));
-        if (strcmp(agent, assigned[i])) {
-            json_object_set_new(names, assigned[i], json_string(agent));
-            tg_explain_add(explain, "schema", agent, "/function/name", "rename-tool",
-                           json_object_get(json_object_get(tool, "function"), "name"),
-                           json_object_get(json_object_get(nt, "function"), "name"));
-            changes++;
-        }
-        if (!json_object_get(upstream, agent))
-            json_object_set_new(upstream, agent, json_string(assigned[i]));
-        if (inv)
-            changes++;
-        if (inv && !json_object_get(inverse, agent))
-            json_object_set(inverse, agent, inv);
-        json_decref(inv);
-        json_array_append_new(out, nt);
+        json_decref(over);
     }
+    json_t *out = po.out;
     if ((r->flags & TG_SR_STRICT) && (r->flags & TG_SR_STRICT_BUDGET))
         apply_strict_budget(out, explain);
 
@@ -366,12 +471,13 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
         free(assigned[i]);
     free(assigned);
     json_decref(used);
-    if (explain)
-        changes = json_array_size(explain) - first;
-    json_t *res = json_pack("{s:o,s:o,s:o,s:o,s:I}", "tools", out, "names", names, "upstream", upstream,
-                            "inverse", inverse, "changes", (json_int_t)changes);
-    if (over)
-        json_object_set_new(res, "over", over);
+    size_t changes = explain ? json_array_size(explain) - first : po.changes;
+    json_t *res = json_pack("{s:o,s:o,s:o,s:o,s:I}", "tools", out, "names", po.names, "upstream",
+                            po.upstream, "inverse", po.inverse, "changes", (json_int_t)changes);
+    if (po.over)
+        json_object_set_new(res, "over", po.over);
+    if (degraded)
+        json_object_set_new(res, "degraded", degraded);
     return res;
 }
 
@@ -783,9 +889,9 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
         }
         json_t *res = rewrite_cached(r, tools, ctx);
         /* its six keys in one pass (tg_json_pick) */
-        enum { R_OVER, R_TOOLS, R_NAMES, R_INVERSE, R_CHANGES, R_UPSTREAM, R_N };
+        enum { R_OVER, R_TOOLS, R_NAMES, R_INVERSE, R_CHANGES, R_UPSTREAM, R_DEGRADED, R_N };
         static const char *const res_keys[] = {"over", "tools", "names", "inverse",
-                                               "changes", "upstream", NULL};
+                                               "changes", "upstream", "degraded", NULL};
         json_t *k[R_N];
         tg_json_pick(res, res_keys, k);
         json_t *over = k[R_OVER];
@@ -819,6 +925,10 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
         ctx->name_map = json_object_size(names) ? json_incref(names) : NULL;
         ctx->arg_inverse = json_object_size(inv) ? json_incref(inv) : NULL;
         ctx->stats.schema_rewrites += (unsigned)json_integer_value(k[R_CHANGES]);
+        /* rule 62, degraded: said in X-Toolgate-Degraded, the access log
+         * and toolgate_schema_budget_standins_total */
+        ctx->stats.schema_standins +=
+            (unsigned)json_integer_value(json_object_get(k[R_DEGRADED], "standins"));
         upstream = json_incref(k[R_UPSTREAM]);
         json_decref(res);
     }

@@ -73,6 +73,11 @@ typedef struct tg_schema_budget {
     size_t max_bytes, max_nodes;  /* limits for the whole request */
     size_t bytes, nodes;          /* spent so far: compact JSON bytes, nodes walked */
     bool over;
+    /* the degraded walks (rule 62): a $ref is inlined only while fewer
+     * than ref_depth refs are open on the path; deeper ones become
+     * JSON-string stand-ins that describe them (-1: no limit) */
+    int ref_depth;
+    size_t standins;              /* refs stood in for */
 } tg_schema_budget;
 
 /* Limits for a request whose tools take in_bytes of compact JSON. */

@@ -87,6 +87,7 @@ void tg_schema_budget_init(tg_schema_budget *b, const tg_schema_rules *r, size_t
     /* a schema node takes well over 4 bytes of the input: this is more than
      * twice the nodes the tools hold, and inlining's growth is what it stops */
     b->max_nodes = in_bytes / 4 > BUDGET_FLOOR_NODES ? in_bytes / 4 : BUDGET_FLOOR_NODES;
+    b->ref_depth = -1;
 }
 
 static size_t value_bytes(json_t *v, int depth)
@@ -670,6 +671,7 @@ typedef struct node_in {
     json_t *n;      /* normalised shallow copy (owned) */
     int pushed;     /* refs pushed on w->refs while walking it */
     const char *cut;/* non-NULL: recursive ref cut here */
+    bool budget;    /* the cut is the budget's (rule 62), not recursion */
 } node_in;
 
 static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
@@ -800,6 +802,11 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
             if (count_open_refs(w, ref) >= REF_MAX_OPEN || w->nodes > NODE_BUDGET ||
                 w->nrefs >= (int)(sizeof w->refs / sizeof w->refs[0])) {
                 ni.cut = ref;
+                return ni;
+            }
+            if (!root && w->b->ref_depth >= 0 && w->nrefs >= w->b->ref_depth) {
+                ni.cut = ref;  /* rule 62, degraded: deeper refs stand in */
+                ni.budget = true;
                 return ni;
             }
             json_t *t = ref_peek(w, ref);
@@ -1028,6 +1035,37 @@ static json_t *standin(walk *w, json_t *n, const char *what, const char *ptr, js
     note(w, ptr, "json-string-standin", n, out);
     *inv = json_pack("{s:i}", "j", 1);
     budget_spend(w, out);
+    return out;
+}
+
+/* Rule 62, degraded: a $ref left out because inlining it would pass the
+ * request's budget. The model writes its value as a JSON string (decoded
+ * back on the way down, R15), told the definition's name, description and
+ * keys, so it can still fill it. */
+static json_t *budget_standin(walk *w, json_t *n, const char *ref, const char *ptr, json_t **inv)
+{
+    const json_t *t = ref_peek(w, ref);
+    const char *d = json_string_value(json_object_get(t, "description"));
+    tg_buf keys = {0};
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)json_object_get(t, "properties"), k, v) {
+        if (keys.len > HINT_VALUE_MAX)
+            break;
+        tg_buf_puts(&keys, keys.len ? ", " : "");
+        tg_buf_puts(&keys, k);
+    }
+    char what[HINT_VALUE_MAX + 400];
+    snprintf(what, sizeof what, "%.100s%s%.200s%s%.*s; its schema was left out to keep the "
+             "request within toolgate's schema budget", ref_short_name(ref), d ? ": " : "",
+             d ? d : "", keys.len ? "; an object with keys " : "", HINT_VALUE_MAX,
+             keys.data ? keys.data : "");
+    tg_buf_free(&keys);
+    w->b->standins++;
+    json_t *use = json_copy(n);  /* the use site's description goes first */
+    json_object_del(use, "$ref");
+    json_t *out = standin(w, use, what, ptr, inv);
+    json_decref(use);
     return out;
 }
 
@@ -2037,6 +2075,10 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
         ni.n = n = json_pack("{s:s,s:s}", "type", "object", "description",
                              "(recursive root schema could not be expressed)");
         ni.cut = NULL;
+    }
+    if (ni.cut && ni.budget) {
+        out = budget_standin(w, n, ni.cut, ptr, inv);
+        goto done;
     }
     if (ni.cut) {
         char what[160];

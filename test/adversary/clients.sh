@@ -178,7 +178,9 @@ fi
 before=$(grep -c '^mock: ' "$TG_TMP/mock.err")
 for p in '/keyed/v1/../../other/v1/models' '/keyed/v1/..%2f..%2fadmin' \
     '/keyed/v1/%2e%2e/%2e%2e/admin' '/keyed/v1/%2E%2E%2Fadmin' '/keyed/v1/%252e%252e/admin' \
-    '/v1/./models' '/keyed/v1/models/..' '/keyed/v1/a%5c..%5cadmin'; do
+    '/v1/./models' '/keyed/v1/models/..' '/keyed/v1/a%5c..%5cadmin' \
+    '/keyed/v1/..;/..;/admin' '/keyed/v1/%2e%2e;/admin' '/keyed/v1/..%3b/admin' \
+    '/keyed/v1/%2e%2e%3b/admin' '/keyed/v1/%2E%2e%3B/admin' '/keyed/v1/..%253b/admin'; do
     code=$(curl -s --path-as-is -m 5 -o "$O.dot" -w '%{http_code}' -H "$A" "$TG_URL$p")
     expect_eq "GET $p: 400 invalid_path" "400 invalid_path" "$code $(json_get "$O.dot" error.code)"
 done
@@ -192,15 +194,22 @@ code=$(curl -s -m 5 -o "$O.dot" -w '%{http_code}' -H "$A" "$TG_URL/keyed/v1/mode
 expect_eq "a plain pass-through path still passes" 200 "$code"
 
 # ---- 9. toolgate's client key never goes upstream ------------------------------
+# Each check first asks that the request was answered and reached the
+# mock: a request refused or never forwarded sends no key either, and
+# must not pass for one that kept it back.
 mock_reset
-chat "$O.k" '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}' -H "$A" \
-    -H "x-api-key: $KA" >/dev/null
+code=$(chat "$O.k" '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}' -H "$A" \
+    -H "x-api-key: $KA")
 mock_last "$O.last"
+expect_eq "route without api_key: answered 200, one request upstream" "200 1 /v1/chat/completions" \
+    "$code $(mock_count) $(json_get "$O.last" path)"
 if grep -q "$KA" "$O.last"; then not_ok "route without api_key: the client key is in no header upstream" "$(json_get "$O.last" headers)"; else ok "route without api_key: the client key is in no header upstream"; fi
 expect_eq "... and no Authorization goes up at all" "" "$(json_get "$O.last" headers.authorization)"
-chat "$O.k" '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}' -H "$A" \
-    -H 'x-upstream-authorization: Bearer sk-client-own-provider-key' >/dev/null
+mock_reset
+code=$(chat "$O.k" '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}' -H "$A" \
+    -H 'x-upstream-authorization: Bearer sk-client-own-provider-key')
 mock_last "$O.last"
+expect_eq "x-upstream-authorization: answered 200, one request upstream" "200 1" "$code $(mock_count)"
 expect_eq "x-upstream-authorization goes up as Authorization, itself not forwarded" \
     "Bearer sk-client-own-provider-key|" \
     "$(json_get "$O.last" headers.authorization)|$(json_get "$O.last" headers.x-upstream-authorization)"

@@ -14,6 +14,8 @@ them all. Prints "port=N" once listening (like the mock upstream). Modes:
   gzip_bomb      the same 256 MB answer gzip-compressed to a few hundred KB
   redirect       302 to /stolen on this server (a proxy must not follow it)
   bad_events     chunks that are not valid chat chunks among valid ones
+  big_header     a whole chat.completion whose head has a 20 KB header line
+  big_header_stream  the same head on a stream
 
 GET /_stolen reports how many requests reached /stolen.
 """
@@ -207,6 +209,25 @@ class Handler(BaseHTTPRequestHandler):
         ]
         for e in events:
             self.wfile.write(("data: %s\n\n" % e).encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def big_head(self, ctype):
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("X-Big", "b" * 20000)
+
+    def mode_big_header(self):
+        data = completion_prefix() + b"fits" + COMPLETION_SUFFIX
+        self.big_head("application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def mode_big_header_stream(self):
+        self.big_head("text/event-stream")
+        self.end_headers()
+        for c in (chunk("", role="assistant"), chunk("fits"), chunk(None, "stop")):
+            self.wfile.write(("data: %s\n\n" % c).encode())
         self.wfile.write(b"data: [DONE]\n\n")
 
 

@@ -3,17 +3,19 @@
 // catalog, for test/integration/agent_catalog.sh: a real agent takes it
 // like any MCP server, toolgate collapses its tools behind discovery.
 //
-//   node mcp_catalog.mjs TOOLS.json CALLS.log
+//   node mcp_catalog.mjs TOOLS.json CALLS.log [--read]
 //
 // TOOLS.json is an OpenAI tools array ({type, function: {name,
 // description, parameters}}); tools/list serves it as MCP tools (one page),
 // tools/call appends {"name", "arguments"} as a JSON line to CALLS.log and
-// answers a short text. Newline-delimited JSON-RPC 2.0 over stdin/stdout,
+// answers a short text; with --read, a call with a "path" argument
+// answers that file's text (test/integration/agents.sh: the token that
+// proves an MCP tool ran). Newline-delimited JSON-RPC 2.0 over stdin/stdout,
 // as the MCP stdio transport has it; no dependency beyond node.
 import { appendFileSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
-const [toolsPath, callsPath] = process.argv.slice(2);
+const [toolsPath, callsPath, mode] = process.argv.slice(2);
 const tools = JSON.parse(readFileSync(toolsPath, "utf8")).map((t) => ({
   name: t.function.name,
   description: t.function.description || "",
@@ -40,7 +42,11 @@ function answer(req) {
     case "tools/call": {
       const { name, arguments: args } = req.params || {};
       appendFileSync(callsPath, JSON.stringify({ name, arguments: args ?? {} }) + "\n");
-      return { content: [{ type: "text", text: `catalog: ${name} ran` }] };
+      const text =
+        mode === "--read" && typeof args?.path === "string"
+          ? readFileSync(args.path, "utf8")
+          : `catalog: ${name} ran`;
+      return { content: [{ type: "text", text }] };
     }
     case "resources/list":
       return { resources: [] };

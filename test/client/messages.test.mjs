@@ -182,18 +182,33 @@ test('a system message inside messages (Claude Code sends one) is carried as a s
   ]);
 });
 
-test('AI SDK Anthropic provider shows a refusal\'s message', async () => {
+test('AI SDK Anthropic provider: a PDF file part is answered (was a 400), said as dropped when unreadable', async () => {
   const anthropic = createAnthropic({ baseURL: `${root()}/groq/v1`, apiKey: API_KEY });
+  const r = await generateText({
+    model: anthropic('mock-agent'),
+    maxOutputTokens: 256,
+    messages: [{ role: 'user', content: [{ type: 'file', data: 'JVBERi0=', mediaType: 'application/pdf' }] }],
+    maxRetries: 0,
+  });
+  assert.equal(r.response.headers['x-toolgate-dropped'], 'content document:unreadable-pdf');
+});
+
+test('AI SDK Anthropic provider shows a refusal\'s message', async () => {
+  const anthropic = createAnthropic({
+    baseURL: `${root()}/groq/v1`,
+    apiKey: API_KEY,
+    headers: { 'X-Mock-Status': '400' },
+  });
   await assert.rejects(
     generateText({
-      model: anthropic('mock-agent'),
+      model: anthropic('mock-status'),
       maxOutputTokens: 256,
-      messages: [{ role: 'user', content: [{ type: 'file', data: 'JVBERi0=', mediaType: 'application/pdf' }] }],
+      messages: [{ role: 'user', content: 'x' }],
       maxRetries: 0,
     }),
     (e) => {
       assert.equal(e.statusCode, 400);
-      assert.match(e.message, /only plain-text documents/);
+      assert.match(e.message, /mock failure/);
       return true;
     },
   );
@@ -221,16 +236,13 @@ test('a body toolgate refuses: a 400 naming the field, in Anthropic\'s shape', a
   );
 });
 
-test('count_tokens on a bridged route: a 404 that says why', async () => {
+test('count_tokens on a bridged route: an estimate, said as such', async () => {
   const c = client('/gemini');
-  await assert.rejects(
-    c.messages.countTokens({ model: 'mock-agent', messages: [{ role: 'user', content: 'x' }] }),
-    (e) => {
-      assert.ok(e instanceof Anthropic.NotFoundError, String(e));
-      assert.match(e.error.error.message, /count no tokens/);
-      return true;
-    },
-  );
+  const { data, response } = await c.messages
+    .countTokens({ model: 'mock-agent', messages: [{ role: 'user', content: 'x'.repeat(700) }] })
+    .withResponse();
+  assert.equal(response.headers.get('x-toolgate-estimate'), 'input_tokens');
+  assert.equal(data.input_tokens, 204); // 700 characters at 3.5 a token, and 4 of framing
 });
 
 test('an anthropic route passes /v1/messages through, without the agent\'s private keys', async () => {

@@ -18,6 +18,7 @@ for bin in build-fuzz/fuzz_*; do
         jsonio) seeds="$seeds test/vectors/json" ;;
         responses) seeds="$seeds test/vectors/responses_api" ;;
         messages) seeds="$seeds test/vectors/messages_api" ;;
+        gemini) seeds="$seeds test/vectors/gemini_api" ;;
     esac
     scratch=$(mktemp -d)
     n=$((n + 1))

@@ -1,26 +1,32 @@
 #!/bin/sh
 # agents.sh -- real coding-agent CLIs, headless, through toolgate.
 #
-# Claude Code (Anthropic's Messages API), Codex (OpenAI's Responses API),
-# opencode and Qwen Code (chat completions), pinned in test/agents's
-# package lock and installed with npm ci when the lock changed, each run
-# with its default settings: only the base URL, a dummy key and the model
-# are set, plus the documented switches that keep it off the network
-# (telemetry, update checks, model catalogues). HOME is a fresh directory
-# per run, so no login or earlier state is read.
+# Claude Code and pi (Anthropic's Messages API), Codex and pi (OpenAI's
+# Responses API), opencode, Qwen Code, pi, Continue cn, Kilo and grok-cli
+# (chat completions), Gemini CLI (Google's Gemini API), pinned in
+# test/agents's package lock and installed with npm ci when the lock
+# changed, each run with its default settings: only the base URL, a dummy
+# key and the model are set, plus the documented switches that keep it off
+# the network (telemetry, update checks, model catalogues). HOME is a fresh
+# directory per run, so no login or earlier state is read.
 #
 # Each agent gets a task whose prompt carries the mock's directive
 # ("MOCK_CALL <tool> key=value", test/mock/mock_upstream.c): the scripted
 # model calls the agent's own tool to read a file that holds a token (or,
-# Codex, to list a directory that holds a file of that name), the agent runs it and sends the result back, and the model's final
-# text quotes that result, which the agent prints. The token in the agent's
-# output proves the round trip. Every agent runs on one route per dialect
+# Codex, to list a directory that holds a file of that name), the agent
+# runs it and sends the result back, and the model's final text quotes
+# that result, which the agent prints. The token in the agent's output
+# proves the round trip. The first five agents run on one route per dialect
 # (gemini with a 2.5 and a 3 model, anthropic, mistral, openai-strict, groq,
-# deepseek) and on two with discovery on (Gemini 2.5 and 3), each route in front of the
-# mock's strict validator for that provider, so a request the provider
-# would refuse fails here too. Every agent streams, and none of them has a
-# setting for non-streamed requests; Claude Code falls back to them when a
-# stream breaks, which claude_whole provokes to test the whole answers.
+# deepseek) and on two with discovery on (Gemini 2.5 and 3), each route in
+# front of the mock's strict validator for that provider, so a request the
+# provider would refuse fails here too; the others, and the flows (a PDF,
+# an image, ToolSearch loading an MCP tool, a sub-agent, a second turn,
+# Codex's default model, view_image, apply_patch: "flows" below), run as
+# the suite agents_new.sh, each on one of two routes, and on all nine in
+# `make test-agents` (TG_AGENT_MATRIX=full). Every agent streams, and none of them has a setting for
+# non-streamed requests; Claude Code falls back to them when a stream
+# breaks, which claude_whole provokes to test the whole answers.
 #
 # A second check per run: every request the agent made (side requests
 # included: titles, quota checks, token counts, model lists) got a 2xx.
@@ -30,14 +36,42 @@
 # agent printed and what toolgate and the mock logged for its route.
 #
 # TG_AGENTS / TG_AGENT_ROUTES limit the runs (space-separated names);
-# TG_AGENT_LOG sets toolgate's log_level (default info).
+# TG_AGENT_LOG sets toolgate's log_level (default info); TG_AGENT_JOBS the
+# agents run at once (8); TG_AGENT_TIMEOUT the seconds one may take (120);
+# TG_AGENT_KEEP=DIR keeps the runs, the logs and the mock's last request.
 . "$(dirname "$0")/lib.sh"
 
 DIR="$TG_ROOT/test/agents"
 BIN="$DIR/node_modules/.bin"
-AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
+# Two sets, two suites (each within test/run.sh's time per suite): the
+# first five agents on every route, and (agents_new.sh, TG_AGENT_SET=new)
+# the agents and flows added in issue 26, each on one route (half on
+# gemini3, half on strict) unless TG_AGENT_MATRIX=full (make test-agents) or
+# TG_AGENT_ROUTES names the routes; at most JOBS agents run at once.
+if [ "$TG_AGENT_SET" = new ]; then
+    AGENTS=${TG_AGENTS:-gemini pi pi_responses pi_messages cn kilo grok claude_pdf claude_image \
+claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_resume}
+else
+    AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
+fi
 ROUTES=${TG_AGENT_ROUTES:-gemini25 gemini3 anthropic mistral strict groq deepseek disc25 disc}
-TIMEOUT=60
+JOBS=${TG_AGENT_JOBS:-8}
+
+# runs_on AGENT ROUTE: whether this suite runs AGENT on ROUTE.
+runs_on() {
+    [ -n "$TG_AGENT_ROUTES" ] || [ "$TG_AGENT_MATRIX" = full ] && return 0
+    [ "$TG_AGENT_SET" = new ] || return 0
+    case "$1 $2" in
+    "gemini gemini3" | "pi_messages gemini3" | "cn gemini3" | "grok gemini3" | \
+        "claude_pdf gemini3" | "claude_task gemini3" | "codex_default gemini3" | \
+        "codex_patch gemini3") return 0 ;;
+    "pi strict" | "pi_responses strict" | "kilo strict" | "claude_image strict" | \
+        "claude_mcp strict" | "claude_cont strict" | "codex_image strict" | \
+        "codex_resume strict") return 0 ;;
+    esac
+    return 1
+}
+TIMEOUT=${TG_AGENT_TIMEOUT:-120}
 
 agents_ready "$DIR"
 
@@ -72,10 +106,11 @@ route_info() {
 # todo_reason AGENT ROUTE CHECK: the known break that makes this check
 # (trip: the tool's round trip; 2xx: every request answered) fail until
 # its fix is merged, a "case" line per break; empty when it must pass.
-# None is open: the breaks of issue 15 are fixed.
+# The open ones are those of issue 26 whose fixes other branches bring.
 todo_reason() {
     case "$1 $2 $3" in
-    *) ;;
+    "claude_mcp disc"*" trip") echo "Claude Code names its deferred MCP tools only in its system prompt, so they are not in the discovery catalog; the scripted model would have to go through ToolSearch behind call_tool (still failing with msgflows merged)" ;;
+    "claude_mcp disc"*) ;;
     esac
 }
 
@@ -88,6 +123,7 @@ CONF="$TG_TMP/agents.conf"
     # told apart in toolgate's and the mock's logs.
     for a in $AGENTS; do
         for r in $ROUTES; do
+            runs_on "$a" "$r" || continue
             route_info "$r"
             printf '[route %s-%s]\nprefix = /%s-%s\nupstream = http://127.0.0.1:%s/as/%s/%s-%s/v1\ndialect = %s\n%s\n\n' \
                 "$a" "$r" "$a" "$r" "$MOCK_PORT" "$R_MOCK" "$a" "$r" "$R_DIALECT" "$R_EXTRA"
@@ -111,12 +147,15 @@ start_toolgate "$CONF" || finish
 # On a route to Claude models it keeps its own default model (no
 # ANTHROPIC_MODEL), as a user of such a route would.
 run_claude() {
-    case $3 in claude-*) set -- "$1" "$2" "" "$4" ;; esac
-    env -i PATH="$PATH" HOME="$1/home" \
-        ANTHROPIC_BASE_URL="$2" ANTHROPIC_AUTH_TOKEN=dummy ${3:+ANTHROPIC_MODEL="$3"} \
+    _model=$3 _prompt=$4
+    case $_model in claude-*) _model= ;; esac
+    _home=$1/home _url=$2
+    shift 4
+    env -i PATH="$PATH" HOME="$_home" \
+        ANTHROPIC_BASE_URL="$_url" ANTHROPIC_AUTH_TOKEN=dummy ${_model:+ANTHROPIC_MODEL="$_model"} \
         DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 \
         DISABLE_BUG_COMMAND=1 \
-        timeout "$TIMEOUT" "$BIN/claude" -p "$4"
+        timeout "$TIMEOUT" "$BIN/claude" -p "$_prompt" "$@"
 }
 tool_claude() { echo "Read file_path=$1"; }
 
@@ -130,9 +169,15 @@ tool_claude_whole() { echo "Read file_path=$1 MOCK_CUT_STREAMS"; }
 # Codex: a model provider whose base_url is the route's /v1 (Codex appends
 # /responses; wire_api "responses" is its only and default wire API).
 run_codex() {
+    codex_config "$1" "$2" "$3"
+    codex_exec "$1" "$4"
+}
+# codex_config RUN_DIR BASE_URL MODEL: no model line when MODEL is empty.
+codex_config() {
     mkdir -p "$1/home/.codex"
-    cat >"$1/home/.codex/config.toml" <<EOF
-model = "$3"
+    {
+        [ -n "$3" ] && echo "model = \"$3\""
+        cat <<EOF
 model_provider = "toolgate"
 check_for_update_on_startup = false
 
@@ -144,8 +189,14 @@ name = "toolgate"
 base_url = "$2/v1"
 env_key = "TOOLGATE_API_KEY"
 EOF
-    env -i PATH="$PATH" HOME="$1/home" TOOLGATE_API_KEY=dummy \
-        timeout "$TIMEOUT" "$BIN/codex" exec --skip-git-repo-check "$4"
+    } >"$1/home/.codex/config.toml"
+}
+# codex_exec RUN_DIR ARGS...: codex exec with the run's HOME.
+codex_exec() {
+    _home=$1/home
+    shift
+    env -i PATH="$PATH" HOME="$_home" TOOLGATE_API_KEY=dummy \
+        timeout "$TIMEOUT" "$BIN/codex" exec --skip-git-repo-check "$@"
 }
 # Codex lists a directory (its shell tool, in its read-only sandbox) where
 # the others read a file: the token is the name of the file in it.
@@ -167,6 +218,233 @@ run_qwen() {
 }
 tool_qwen() { echo "read_file file_path=$1"; }
 
+# Gemini CLI: Google's own API (POST {base}/v1beta/models/MODEL:
+# streamGenerateContent?alt=sse) at GOOGLE_GEMINI_BASE_URL, the route's
+# prefix; an API key (GEMINI_API_KEY) as auth, picked in settings.json
+# with usage statistics, telemetry and auto-update off. -p: headless; the
+# read_file tool needs no approval.
+run_gemini() {
+    mkdir -p "$1/home/.gemini"
+    printf '%s\n' '{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false}}' \
+        >"$1/home/.gemini/settings.json"
+    env -i PATH="$PATH" HOME="$1/home" GEMINI_CLI_NO_RELAUNCH=true GEMINI_CLI_TRUST_WORKSPACE=true \
+        GOOGLE_GEMINI_BASE_URL="$2" GEMINI_API_KEY=dummy \
+        timeout "$TIMEOUT" "$BIN/gemini" -m "$3" -p "$4"
+}
+tool_gemini() { echo "read_file file_path=$1"; }
+
+# pi: a provider in ~/.pi/agent/models.json for each of the three APIs it
+# speaks (api: openai-completions, openai-responses, anthropic-messages;
+# the Anthropic SDK appends /v1/messages to the prefix); PI_OFFLINE turns
+# its update checks and install telemetry off. -p prints the final text.
+pi_run() {
+    mkdir -p "$1/home/.pi/agent"
+    cat >"$1/home/.pi/agent/models.json" <<EOF
+{ "providers": { "toolgate": { "baseUrl": "$2", "api": "$5", "apiKey": "dummy",
+  "models": [ { "id": "$3" } ] } } }
+EOF
+    env -i PATH="$PATH" HOME="$1/home" PI_OFFLINE=1 \
+        timeout "$TIMEOUT" "$BIN/pi" --provider toolgate --model "$3" -p "$4"
+}
+run_pi() { pi_run "$1" "$2/v1" "$3" "$4" openai-completions; }
+tool_pi() { echo "read path=$1"; }
+run_pi_responses() { pi_run "$1" "$2/v1" "$3" "$4" openai-responses; }
+tool_pi_responses() { tool_pi "$@"; }
+run_pi_messages() { pi_run "$1" "$2" "$3" "$4" anthropic-messages; }
+tool_pi_messages() { tool_pi "$@"; }
+
+# Continue cn: a local config.yaml (provider openai at the route's /v1)
+# given with --config, so no hub login is read; metrics off. -p: headless.
+run_cn() {
+    cat >"$1/home/config.yaml" <<EOF
+name: toolgate
+version: 1.0.0
+schema: v1
+models:
+  - name: toolgate
+    provider: openai
+    model: $3
+    apiBase: $2/v1
+    apiKey: dummy
+    roles: [chat, edit, apply]
+EOF
+    env -i PATH="$PATH" HOME="$1/home" CONTINUE_METRICS_ENABLED=0 \
+        CONTINUE_CLI_ENABLE_TELEMETRY=0 \
+        timeout "$TIMEOUT" "$BIN/cn" --config "$1/home/config.yaml" -p "$4"
+}
+tool_cn() { echo "Read filepath=$1"; }
+
+# Kilo (an opencode fork): the same provider config as opencode, in
+# kilo.json, and its KILO_ switches for the network it would reach. Its
+# start (a session database, an event bus, project indexing) takes about
+# 20 s on an idle machine, but it looks up kilo.ai, api.kilo.ai,
+# cloudflare.com and example.com and waits for those lookups where there
+# is no network: runs took 75-190 s here. Three times the time to hang.
+run_kilo() {
+    cat >"$1/work/kilo.json" <<EOF
+{
+  "provider": {
+    "toolgate": {
+      "npm": "@ai-sdk/openai-compatible",
+      "options": { "baseURL": "$2/v1", "apiKey": "dummy" },
+      "models": { "$3": {} }
+    }
+  },
+  "model": "toolgate/$3"
+}
+EOF
+    env -i PATH="$PATH" HOME="$1/home" npm_config_registry=http://127.0.0.1:9/ \
+        KILO_NO_DAEMON=1 KILO_DISABLE_AUTOUPDATE=1 KILO_DISABLE_MODELS_FETCH=1 \
+        KILO_DISABLE_LSP_DOWNLOAD=1 KILO_DISABLE_SHARE=1 KILO_TELEMETRY_LEVEL=off \
+        KILO_DISABLE_SESSION_INGEST=1 KILO_DISABLE_CODEBASE_INDEXING=1 \
+        timeout $((3 * TIMEOUT)) "$BIN/kilo" run "$4"
+}
+tool_kilo() { echo "read filePath=$1"; }
+
+# grok-cli: chat completions at --base-url with --api-key and --model.
+run_grok() {
+    env -i PATH="$PATH" HOME="$1/home" \
+        timeout "$TIMEOUT" "$BIN/grok" --base-url "$2/v1" --api-key dummy --model "$3" -p "$4"
+}
+tool_grok() { echo "view_file path=$1"; }
+
+# ---- flows ----------------------------------------------------------------
+# A flow is a run of its own (run_NAME, and prepare_NAME RUN_DIR TOKEN,
+# which makes its files and prints its prompt; check_NAME RUN_DIR TOKEN,
+# when there is one, is a further condition of passing), on FLOW_ROUTES.
+
+# make_pdf FILE TEXT: a one-page PDF whose (uncompressed) page draws TEXT.
+make_pdf() {
+    "$PY" - "$1" "$2" <<'EOF'
+import sys
+text = sys.argv[2]
+stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+objs = [b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        b"/Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+out, offs = bytearray(b"%PDF-1.4\n"), []
+for i, o in enumerate(objs, 1):
+    offs.append(len(out))
+    out += b"%d 0 obj\n" % i + o + b"\nendobj\n"
+xref = len(out)
+out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+out += b"".join(b"%010d 00000 n \n" % o for o in offs)
+out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+open(sys.argv[1], "wb").write(out)
+EOF
+}
+
+# make_png FILE TEXT: an 8x8 grey PNG that carries TEXT in a tEXt chunk,
+# so the mock finds TEXT in the image's bytes when they reach it unchanged.
+make_png() {
+    "$PY" - "$1" "$2" <<'EOF'
+import struct, sys, zlib
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+raw = b"".join(b"\0" + b"\x80" * 8 for _ in range(8))
+png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 8, 0, 0, 0, 0))
+       + chunk(b"tEXt", b"Comment\0" + sys.argv[2].encode())
+       + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+open(sys.argv[1], "wb").write(png)
+EOF
+}
+
+# Claude Code reads a PDF: Read answers a base64 application/pdf document
+# block in its tool_result; the token is the page's text.
+run_claude_pdf() { run_claude "$@"; }
+prepare_claude_pdf() {
+    make_pdf "$1/work/doc.pdf" "The secret word is $2."
+    echo "Read the file doc.pdf and tell me the secret word. MOCK_CALL Read file_path=$1/work/doc.pdf"
+}
+
+# Claude Code reads an image: Read answers an image block in its
+# tool_result; the token travels in the PNG's bytes (MOCK_SEEN).
+run_claude_image() { run_claude "$@"; }
+prepare_claude_image() {
+    make_png "$1/work/image.png" "$2"
+    echo "Look at the image image.png. MOCK_CALL Read file_path=$1/work/image.png"
+}
+
+# Claude Code loads a deferred MCP tool with ToolSearch: its MCP tools are
+# not in the first request's tools; the model calls ToolSearch
+# ({query: "select:mcp__catalog__read_note"}), whose tool_result holds a
+# tool_reference block, and then the loaded tool, which an MCP server
+# (test/agents/mcp_catalog.mjs --read) answers with the note's text.
+run_claude_mcp() {
+    printf '%s\n' '[{"type":"function","function":{"name":"read_note","description":"Reads a note file and returns its text.","parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}}]' \
+        >"$1/tools.json"
+    printf '{"mcpServers":{"catalog":{"command":"node","args":["%s","%s","%s","--read"]}}}\n' \
+        "$DIR/mcp_catalog.mjs" "$1/tools.json" "$1/calls.log" >"$1/mcp.json"
+    run_claude "$@" --mcp-config "$1/mcp.json" --allowedTools mcp__catalog__read_note
+}
+prepare_claude_mcp() {
+    echo "Read the note with the catalog's tool. MOCK_CALL mcp__catalog__read_note path=$1/work/note.txt"
+}
+# the MCP tool ran (the server logged its call), its text came back, and
+# no request was refused on the way (Claude Code gets the MCP tool without
+# ToolSearch too once it turned tool search off after three 400s)
+check_claude_mcp() {
+    grep -q read_note "$1/calls.log" 2>/dev/null && grep -q "MOCK_RESULT:.*$2" "$1/out" &&
+        [ -z "$(refused_requests claude_mcp "${1##*-}")" ]
+}
+
+# Claude Code's sub-agent: the model calls the Agent tool (in the
+# foreground) with a prompt that holds the sub-agent's own directive; the
+# sub-agent reads the note and its final text is the Agent tool's result.
+run_claude_task() { run_claude "$@"; }
+prepare_claude_task() {
+    echo "Ask a sub-agent to read note.txt. MOCK_CALL Agent description=read-the-note subagent_type=general-purpose run_in_background=false prompt='Read the file note.txt. MOCK_NEXT Read file_path=$1/work/note.txt'"
+}
+
+# Claude Code's second turn: the first reads the note, the second (-c)
+# asks without a directive; only the first turn's history in the request
+# lets the model answer with the token.
+tool_claude_cont() { tool_claude "$@"; }
+run_claude_cont() {
+    run_claude "$@" >"$1/out1" || return $?
+    run_claude "$1" "$2" "$3" "What was the secret word again?" -c
+}
+
+# Codex with its default model: no model in config.toml, so it sends its
+# tools in an additional_tools input item, not in tools: namespaces
+# (flattened by the bridge as functions__exec...) with the code-mode exec
+# tool, whose input is JavaScript that calls the nested tools.
+run_codex_default() { run_codex "$1" "$2" "" "$4"; }
+prepare_codex_default() {
+    echo "List the box. MOCK_CALL functions__exec input='text(await tools.exec_command({cmd: \"ls $1/work/box\"}))'"
+}
+
+# Codex's view_image: its function_call_output holds an input_image part.
+run_codex_image() { run_codex "$@"; }
+prepare_codex_image() {
+    make_png "$1/work/image.png" "$2"
+    echo "Look at the image image.png. MOCK_CALL view_image path=$1/work/image.png"
+}
+
+# Codex's apply_patch (in its workspace-write sandbox): the patch must
+# really change the file. A model without Codex's metadata (as here) gets
+# no apply_patch tool; it calls apply_patch through exec_command, which
+# Codex takes out of the shell and applies itself.
+run_codex_patch() {
+    codex_config "$1" "$2" "$3"
+    codex_exec "$1" -s workspace-write "$4"
+}
+prepare_codex_patch() {
+    printf 'old line\n' >"$1/work/patched.txt"
+    printf '%s\n' "Change patched.txt. MOCK_CALL exec_command cmd='apply_patch <<EOF\\n*** Begin Patch\\n*** Update File: patched.txt\\n@@\\n-old line\\n+$2\\n*** End Patch\\nEOF'"
+}
+check_codex_patch() { [ "$(cat "$1/work/patched.txt")" = "$2" ]; }
+
+# Codex's second turn: exec resume --last, without a directive.
+tool_codex_resume() { tool_codex "$@"; }
+run_codex_resume() {
+    run_codex "$@" >"$1/out1" || return $?
+    codex_exec "$1" resume --last "What was the secret word again?"
+}
+
 # start_run AGENT ROUTE: in the background; its exit status lands in rc.
 start_run() {
     _d="$TG_TMP/run/$1-$2"
@@ -176,7 +454,11 @@ start_run() {
     printf 'The secret word is %s.\n' "$_token" >"$_d/work/note.txt"
     mkdir "$_d/work/box" && : >"$_d/work/box/$_token"
     echo "$_token" >"$_d/token"
-    _prompt="Read the file note.txt and tell me the secret word. MOCK_CALL $(tool_$1 "$_d/work/note.txt")"
+    if command -v "prepare_$1" >/dev/null; then
+        _prompt=$("prepare_$1" "$_d" "$_token")
+    else
+        _prompt="Read the file note.txt and tell me the secret word. MOCK_CALL $(tool_$1 "$_d/work/note.txt")"
+    fi
     (_t0=$(now_ms)
      cd "$_d/work" && "run_$1" "$_d" "$TG_URL/$1-$2" "$R_MODEL" "$_prompt" \
         </dev/null >"$_d/out" 2>"$_d/err"
@@ -226,17 +508,40 @@ if not seen:
 EOF
 }
 
+# label AGENT: the agent's name and version, and the flow.
+label() {
+    _agent=${1%%_*}
+    printf '%s %s' "$_agent" "$(cat "$TG_TMP/version.$_agent")"
+    case $1 in
+    claude_pdf) printf ', Read of a PDF' ;;
+    claude_image) printf ', Read of an image' ;;
+    claude_mcp) printf ', ToolSearch loads a deferred MCP tool' ;;
+    claude_task) printf ', a sub-agent (Agent tool)' ;;
+    claude_cont) printf ', a second turn with -c' ;;
+    codex_default) printf ', its default model (tools in additional_tools)' ;;
+    codex_image) printf ', view_image' ;;
+    codex_patch) printf ', apply_patch changes a file' ;;
+    codex_resume) printf ', a second turn with exec resume' ;;
+    pi) printf ' over chat completions' ;;
+    pi_responses) printf ' over the Responses API' ;;
+    pi_messages) printf ' over the Messages API' ;;
+    esac
+}
+
 # report AGENT ROUTE: the TAP lines of a finished run.
 report() {
     _d="$TG_TMP/run/$1-$2"
-    _v=$(cat "$TG_TMP/version.$1")
     _mode=streamed
     [ "$1" = claude_whole ] && _mode="whole: the unstreamed retry of a cut stream"
-    _name="${1%_whole} $_v, route $2 ($(route_info "$2"; echo "$R_DIALECT $R_MODEL${R_EXTRA:+, $R_EXTRA}"), $_mode)"
+    _name="$(label "$1"), route $2 ($(route_info "$2"; echo "$R_DIALECT $R_MODEL${R_EXTRA:+, $R_EXTRA}"), $_mode)"
     _token=$(cat "$_d/token")
     _why=$(todo_reason "$1" "$2" trip)
     _pass=1
-    if [ "$(cat "$_d/rc" 2>/dev/null)" = 0 ] && grep -q "MOCK_RESULT:.*$_token" "$_d/out"; then
+    if [ "$(cat "$_d/rc" 2>/dev/null)" != 0 ]; then
+        _pass=1
+    elif command -v "check_$1" >/dev/null; then
+        "check_$1" "$_d" "$_token" && _pass=0
+    elif grep -q "MOCK_RESULT:.*$_token" "$_d/out"; then
         _pass=0
     fi
     # discovery: the model found the tool through an inner round
@@ -272,24 +577,44 @@ $(diagnose "$1" "$2")"
 }
 
 version @anthropic-ai/claude-code >"$TG_TMP/version.claude"
-cp "$TG_TMP/version.claude" "$TG_TMP/version.claude_whole"
 version @openai/codex >"$TG_TMP/version.codex"
 version opencode-ai >"$TG_TMP/version.opencode"
 version @qwen-code/qwen-code >"$TG_TMP/version.qwen"
+version @google/gemini-cli >"$TG_TMP/version.gemini"
+version @mariozechner/pi-coding-agent >"$TG_TMP/version.pi"
+version @continuedev/cli >"$TG_TMP/version.cn"
+version @kilocode/cli >"$TG_TMP/version.kilo"
+version @vibe-kit/grok-cli >"$TG_TMP/version.grok"
 
-# The agents of one route run at once (four processes of a few hundred MB
-# each); the routes one after the other.
+
+# The agents of one route run at once, JOBS at a time (node processes of
+# a few hundred MB each); the routes one after the other.
 for r in $ROUTES; do
-    RUN_PIDS=
-    for a in $AGENTS; do
-        start_run "$a" "$r"
-    done
-    wait $RUN_PIDS
-    for a in $AGENTS; do
-        report "$a" "$r"
-        echo "# $a on $r took $(cat "$TG_TMP/run/$a-$r/ms") ms"
+    batch=
+    for a in $AGENTS ""; do
+        if [ -n "$a" ]; then
+            runs_on "$a" "$r" || continue
+            batch="$batch $a"
+            [ $(echo $batch | wc -w) -lt "$JOBS" ] && continue
+        fi
+        [ -n "$batch" ] || continue
+        RUN_PIDS=
+        for b in $batch; do
+            start_run "$b" "$r"
+        done
+        wait $RUN_PIDS
+        for b in $batch; do
+            report "$b" "$r"
+            echo "# $b on $r took $(cat "$TG_TMP/run/$b-$r/ms") ms"
+        done
+        batch=
     done
 done
 
 stop_toolgate
+# TG_AGENT_KEEP=DIR keeps the runs and the logs there, to look into
+if [ -n "$TG_AGENT_KEEP" ]; then
+    mkdir -p "$TG_AGENT_KEEP" && cp -r "$TG_TMP/run" "$TG_TMP/mock.err" "$TG_LOG" "$TG_AGENT_KEEP"
+    curl -s "http://127.0.0.1:$MOCK_PORT/_last" >"$TG_AGENT_KEEP/last.json"
+fi
 finish

@@ -2,7 +2,14 @@
 # bridges.sh -- what the agent-API bridges do with what a chat upstream
 # cannot carry, end to end: a base URL check (HEAD /prefix, Claude Code's),
 # hosted tools left out and said so (X-Toolgate-Dropped, the log, the
-# metrics) or refused on a route with hosted_tools = refuse.
+# metrics) or refused on a route with hosted_tools = refuse; Gemini's API
+# bridged, or passed to Gemini's native API on a route with gemini = pass;
+# Claude Code's flows through the Messages bridge: a PDF it Read (a file
+# part on an openai route, its text elsewhere, said in
+# X-Toolgate-Translated), the tools its ToolSearch loaded, count_tokens
+# answered with an estimate.
+# With no client_keys, two clients told apart by their provider keys alone
+# keep their Responses items and chains apart in the memory store (owners.py).
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
@@ -13,6 +20,9 @@ CONF="$TG_TMP/bridges.conf"
 {
     printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nforward_headers = x-mock*\n\n' "$PORT"
     printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\n\n' "$MOCK_PORT"
+    printf '[route gpass]\nprefix = /gpass\nupstream = http://127.0.0.1:%s/v1beta/openai\ndialect = gemini\ngemini = pass\napi_key = route-key\n\n' "$MOCK_PORT"
+    printf '[route oai]\nprefix = /oai\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
+    printf '[route disc]\nprefix = /disc\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\ndiscovery = on\n\n' "$MOCK_PORT"
     printf '[route strict]\nprefix = /strict\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nhosted_tools = refuse\n\n' "$MOCK_PORT"
     printf '[route so]\nprefix = /so\nupstream = http://127.0.0.1:%s/as/strict:openai/v1\ndialect = openai-strict\n\n' "$MOCK_PORT"
     printf '[route ali]\nprefix = /ali\nmodels = fast, quick, fast-*\nupstream_model = mock-default\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
@@ -52,7 +62,8 @@ expect_eq "Messages: X-Toolgate-Dropped names them" \
     "fields mcp_servers; tools web_search_20250305" "$(header_value "$B.h" X-Toolgate-Dropped)"
 
 st=$(tg_req "$B" POST /gem/v1/responses -H 'Content-Type: application/json' --data-binary '{"model":"mock-default","input":"hi"}')
-expect_eq "a request with nothing to drop has no X-Toolgate-Dropped" "" "$(header_value "$B.h" X-Toolgate-Dropped)"
+expect_eq "a request with nothing to drop is answered, and has no X-Toolgate-Dropped" "200 " \
+    "$st $(header_value "$B.h" X-Toolgate-Dropped)"
 
 tg_req "$B" GET /metrics >/dev/null
 expect_match "the drops are counted (toolgate_bridge_dropped_total)" \
@@ -202,6 +213,112 @@ st=$(tg_req "$B" GET /ali/v1/models/nope -H 'anthropic-version: 2023-06-01')
 expect_eq "... and in Anthropic's with anthropic-version" "404 error not_found_error" "$st $(json_get "$B" type) $(json_get "$B" error.type)"
 st=$(tg_req "$B" GET /lst/v1/models/lst-b)
 expect_eq "GET /<prefix>/v1/models/{id} the upstream does not serve: the route's own model" "200 lst-b" "$st $(json_get "$B" id)"
+# ---- Gemini's API: bridged, or passed to Gemini ----------------------------
+
+GEM='{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"f","parameters":{"type":"OBJECT","properties":{}}}]},{"googleSearch":{}}]}'
+st=$(tg_req "$B" POST '/gem/v1beta/models/mock-default:generateContent' -H 'Content-Type: application/json' --data-binary "$GEM")
+expect_eq "Gemini: generateContent on a gemini route is answered" 200 "$st"
+expect_eq "Gemini: googleSearch is dropped and said" "tools googleSearch" "$(header_value "$B.h" X-Toolgate-Dropped)"
+expect_eq "Gemini: the answer is a GenerateContentResponse" "STOP" "$(json_get "$B" candidates.0.finishReason)"
+mock_last "$TG_TMP/last"
+expect_eq "Gemini: the bridge asks the route's chat completions" "/v1/chat/completions" "$(json_get "$TG_TMP/last" path)"
+st=$(tg_req "$B" POST '/gem/v1beta/models/mock-default:embedContent' -H 'Content-Type: application/json' --data-binary '{}')
+expect_eq "Gemini: a method chat has not is a 404 in Gemini's shape" "404 NOT_FOUND" "$st $(json_get "$B" error.status)"
+
+printf '{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}]}' >"$TG_TMP/whole.json"
+st=$(tg_req "$B" POST '/gem/v1beta/models/mock-default:streamGenerateContent?alt=sse' -H 'Content-Type: application/json' \
+    -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/whole.json" --data-binary "$GEM")
+expect_match "Gemini: a whole chat answer to a streamed request is a stream one response long" \
+    '^200 text/event-stream data: \{"candidates":\[\{"content":\{"role":"model","parts":\[\{"text":"whole"\}\]\}.*"finishReason":"STOP"' \
+    "$st $(header_value "$B.h" Content-Type) $(cat "$B")"
+
+printf 'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"native"}]},"finishReason":"STOP"}]}\r\n\r\n' >"$TG_TMP/native.sse"
+st=$(tg_req "$B" POST '/gpass/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse' -H 'Content-Type: application/json' \
+    -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/native.sse" -H 'x-goog-api-key: client-key' --data-binary "$GEM")
+expect_eq "gemini = pass: the stream is Gemini's own, relayed" "200 $(cat "$TG_TMP/native.sse")" "$st $(cat "$B")"
+mock_last "$TG_TMP/last"
+expect_eq "gemini = pass: to the native API's path, past the OpenAI endpoint's base" \
+    "/v1beta/models/gemini-2.5-pro:streamGenerateContent" "$(json_get "$TG_TMP/last" path)"
+expect_eq "gemini = pass: the route's key in x-goog-api-key" "route-key" "$(json_get "$TG_TMP/last" headers.x-goog-api-key)"
+expect_eq "gemini = pass: the body as it came (googleSearch kept)" '{}' "$(json_get "$TG_TMP/last" body.tools.1.googleSearch)"
+printf '{"totalTokens":7}' >"$TG_TMP/count.json"
+st=$(tg_req "$B" POST '/gpass/v1beta/models/gemini-2.5-pro:countTokens' -H 'Content-Type: application/json' \
+    -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/count.json" --data-binary "$GEM")
+expect_eq "gemini = pass: countTokens is Gemini's count" "200 7" "$st $(json_get "$B" totalTokens)"
+st=$(tg_req "$B" POST '/gem/v1beta/models/mock-default:countTokens' -H 'Content-Type: application/json' --data-binary "$GEM")
+expect_match "Gemini bridged: countTokens is an estimate, said in X-Toolgate-Estimate" '^200 [0-9]+ countTokens' \
+    "$st $(json_get "$B" totalTokens) $(header_value "$B.h" X-Toolgate-Estimate)"
+# ---- Claude Code's flows through the Messages bridge --------------------------
+
+# Read of a PDF: a tool_result holding a base64 document block
+"$PY" - "$TG_ROOT/test/vectors/messages_api/M53-tool-result-pdf-as-text.json" >"$TG_TMP/pdfreq" <<'EOF'
+import json, sys
+v = json.load(open(sys.argv[1]))["request"]
+v["model"] = "mock-default"
+print(json.dumps(v))
+EOF
+upstream_tool_text() {
+    "$PY" -c 'import json,sys; b=json.loads(json.load(open(sys.argv[1]))["body"]); print(json.dumps([m for m in b["messages"] if m["role"] in ("tool","user")][1:]))' "$1"
+}
+st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' --data-binary @"$TG_TMP/pdfreq")
+expect_eq "Claude Code's PDF Read over a gemini route is answered (was a 400)" 200 "$st"
+expect_eq "the PDF went as its text, said in X-Toolgate-Translated" "content document:pdf-text" \
+    "$(header_value "$B.h" X-Toolgate-Translated)"
+mock_last "$TG_TMP/last"
+expect_match "the tool message upstream holds the PDF's text" 'Quarterly report: revenue rose 12 percent' \
+    "$(upstream_tool_text "$TG_TMP/last")"
+st=$(tg_req "$B" POST /oai/v1/messages -H 'Content-Type: application/json' --data-binary @"$TG_TMP/pdfreq")
+expect_eq "the same over an openai route is answered" 200 "$st"
+mock_last "$TG_TMP/last"
+expect_match "there the PDF goes as a chat file part, in the user message after the tool message" \
+    '"type": "file", "file": \{"filename": "document.pdf", "file_data": "data:application/pdf;base64,JVBER' \
+    "$(upstream_tool_text "$TG_TMP/last")"
+expect_eq "a file part is no translation: no X-Toolgate-Translated" "" "$(header_value "$B.h" X-Toolgate-Translated)"
+
+# ToolSearch: tool_reference blocks load deferred tools
+TS='{"model":"mock-default","max_tokens":50,"tools":[{"name":"ToolSearch","input_schema":{"type":"object","properties":{"query":{"type":"string"}}}},{"name":"mcp__gh__create_issue","defer_loading":true,"input_schema":{"type":"object","properties":{}}},{"name":"mcp__gh__list_issues","defer_loading":true,"input_schema":{"type":"object","properties":{}}}],"messages":[{"role":"user","content":"file an issue"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"ToolSearch","input":{"query":"issue"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"tool_reference","tool_name":"mcp__gh__create_issue"}]}]}]}'
+st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' --data-binary "$TS")
+expect_eq "a tool_result of tool_reference blocks is answered (was a 400)" 200 "$st"
+mock_last "$TG_TMP/last"
+expect_eq "the referenced tool joins the tools, the other deferred one waits" \
+    '["ToolSearch", "mcp__gh__create_issue"]' \
+    "$("$PY" -c 'import json,sys; b=json.loads(json.load(open(sys.argv[1]))["body"]); print(json.dumps([t["function"]["name"] for t in b["tools"]]))' "$TG_TMP/last")"
+
+# on a discovery route the deferred tools are catalog entries from the first turn
+TS1=$("$PY" -c 'import json,sys; v=json.loads(sys.argv[1]); v["messages"]=v["messages"][:1]; print(json.dumps(v))' "$TS")
+st=$(tg_req "$B" POST /disc/v1/messages -H 'Content-Type: application/json' --data-binary "$TS1")
+expect_eq "discovery route: deferred tools said as catalog entries" "200 tools defer_loading:catalog" \
+    "$st $(header_value "$B.h" X-Toolgate-Translated)"
+mock_last "$TG_TMP/last"
+expect_eq "discovery route: the catalog search_tools ranks holds the deferred tools, not yet loaded" \
+    "search_tools mcp__gh__create_issue mcp__gh__list_issues" \
+    "$("$PY" -c '
+import json,sys
+b = json.loads(json.load(open(sys.argv[1]))["body"])
+names = [t["function"]["name"] for t in b["tools"]]
+desc = [t["function"].get("description", "") for t in b["tools"] if t["function"]["name"] == "search_tools"]
+found = [n for n in ("mcp__gh__create_issue", "mcp__gh__list_issues") if desc and n in desc[0] and n not in names]
+print(" ".join(["search_tools"] if "search_tools" in names else []) + " " + " ".join(found))' "$TG_TMP/last")"
+
+# count_tokens: an estimate, said as such
+st=$(tg_req "$B" POST /gem/v1/messages/count_tokens -H 'Content-Type: application/json' --data-binary @"$TG_TMP/pdfreq")
+expect_eq "count_tokens on a bridged route is answered (was a 404)" 200 "$st"
+expect_eq "with X-Toolgate-Estimate" "input_tokens" "$(header_value "$B.h" X-Toolgate-Estimate)"
+expect_match "with input_tokens: a page image a PDF page, and the text" '^\{"input_tokens": ?3[0-9]{3}\}$' "$(cat "$B")"
+
+# prompt caching: cache_control goes to an anthropic route only; elsewhere
+# the header says it went, and it is no drop the metrics count
+dropped_total() { tg_req "$B" GET /metrics >/dev/null; sed -n 's/^toolgate_bridge_dropped_total //p' "$B"; }
+before=$(dropped_total)
+CC='{"model":"mock-default","max_tokens":50,"system":[{"type":"text","text":"rules","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}'
+st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' --data-binary "$CC")
+expect_eq "cache_control over a gemini route: answered, said as a hint" "200 hints cache_control" \
+    "$st $(header_value "$B.h" X-Toolgate-Dropped)"
+
+tg_req "$B" GET /metrics >/dev/null
+expect_match "the translations are counted (toolgate_bridge_translated_total)" \
+    '^toolgate_bridge_translated_total 3$' "$(cat "$B")"
+expect_eq "a hint is not counted as a drop" "$before" "$(dropped_total)"
 
 # ---- hosted_tools = refuse ------------------------------------------------------
 
@@ -210,6 +327,15 @@ expect_eq "hosted_tools = refuse: the Responses request is a 400" 400 "$st"
 expect_eq "hosted_tools = refuse: naming the tool" "tools[1].type" "$(json_get "$B" error.param)"
 st=$(tg_req "$B" POST /strict/v1/messages -H 'Content-Type: application/json' --data-binary "$MSG")
 expect_eq "hosted_tools = refuse: the Messages request is a 400" 400 "$st"
+st=$(tg_req "$B" POST '/strict/v1beta/models/mock-default:generateContent' -H 'Content-Type: application/json' --data-binary "$GEM")
+expect_eq "hosted_tools = refuse: Gemini's googleSearch is a 400 in Gemini's shape" "400 INVALID_ARGUMENT" \
+    "$st $(json_get "$B" error.status)"
+expect_match "hosted_tools = refuse: naming the tool" 'tools\[1\]\.googleSearch' "$(json_get "$B" error.message)"
+
+# ---- owners by provider key (memory store, no client_keys) -----------------------
+
+check "provider keys alone keep Responses items and previous_response_id chains apart (memory)" \
+    "$PY" "$TG_ROOT/test/integration/owners.py" "$TG_URL"
 
 stop_toolgate
 finish

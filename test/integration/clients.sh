@@ -42,6 +42,9 @@ CONF="$TG_TMP/clients.conf"
     # route above passes it through; messages.test.mjs)
     printf '[route abridge]\nprefix = /abridge\nupstream = http://127.0.0.1:%s/v1\ndialect = anthropic\nmessages = bridge\n\n' \
         "$MOCK_PORT"
+    # a gemini route to the mock's strict Gemini validator (gemini.test.mjs)
+    printf '[route gstrict]\nprefix = /gstrict\nupstream = http://127.0.0.1:%s/as/strict:gemini/v1\ndialect = gemini\n\n' \
+        "$MOCK_PORT"
     printf '[route apass]\nprefix = /apass\nupstream = http://127.0.0.1:%s/v1\ndialect = anthropic\napi_key = route-key\n\n' \
         "$MOCK_PORT"
 } >"$CONF"

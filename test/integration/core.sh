@@ -253,7 +253,9 @@ t0=$(now_ms)
 st=$(chat "$B" '{"model":"slow-1","messages":[]}' -H 'X-Mock: stall')
 dt=$(($(now_ms) - t0))
 expect_eq "ttfb_timeout with a stalled upstream: 504" 504 "$st"
-if [ "$dt" -ge 800 ] && [ "$dt" -lt 5000 ]; then ok "504 after about ttfb_timeout (${dt} ms)"; else not_ok "504 after about ttfb_timeout" "took ${dt} ms, ttfb_timeout = 1s"; fi
+# not before ttfb_timeout; no upper bound, which a loaded machine may pass
+# (a timeout that never fired leaves curl's 20 s and no 504 above)
+if [ "$dt" -ge 800 ]; then ok "504 not before ttfb_timeout (${dt} ms)"; else not_ok "504 not before ttfb_timeout" "took ${dt} ms, ttfb_timeout = 1s"; fi
 
 # Streams that break: reset after 2 chunks, and an upstream idle past idle_timeout.
 for case in "reset|gpt-4o|-H X-Mock:reset" "idle|slow-1|-H X-Mock-Delay-Ms:2500"; do
@@ -345,11 +347,13 @@ expect_eq "OpenAI-Organization (on the allow-list) forwarded upstream" "org-1" \
 rid=$(json_get "$TG_TMP/last" headers.x-request-id)
 if [ -n "$rid" ]; then ok "X-Request-Id generated and sent upstream ($rid)"; else not_ok "X-Request-Id generated and sent upstream" "$(json_get "$TG_TMP/last" headers)"; fi
 expect_eq "generated X-Request-Id echoed to the client" "$rid" "$(header_value "$B.h" X-Request-Id)"
-if json_get "$TG_TMP/last" headers.connection >/dev/null || json_get "$TG_TMP/last" headers.keep-alive >/dev/null; then
-    not_ok "hop-by-hop headers (Connection, Keep-Alive) not forwarded" "$(json_get "$TG_TMP/last" headers)"
-else
-    ok "hop-by-hop headers (Connection, Keep-Alive) not forwarded"
-fi
+# (the record must be there: a request that never reached the mock sends
+# no hop-by-hop header either)
+check "hop-by-hop headers (Connection, Keep-Alive) not forwarded" "$PY" -c '
+import json, sys
+h = json.load(open(sys.argv[1]))["headers"]
+assert h.get("openai-organization") == "org-1", h
+assert "connection" not in h and "keep-alive" not in h, h' "$TG_TMP/last"
 # a chat round to a plain-http upstream goes over toolgate's own client,
 # which decodes no content coding and says so, whatever the client asked
 # for (own_client.sh checks libcurl's list with upstream_client = curl)

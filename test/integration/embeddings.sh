@@ -140,5 +140,26 @@ fi
 auth=$(curl -s -m 5 "$MOCK_URL/_count" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["embed_auth"])')
 expect_eq "the embeddings route's api_key authorizes its calls" "Bearer sk-embed-secret" "$auth"
 
+# ---- issue 28 F1: a bystander while a catalog is embedded (a known break) ---------
+# The embeddings calls still block the worker (issue 28 part 4 is not done):
+# a bystander on the same (only) worker waits for a stalled call's timeout
+# (route fast: 1 s). Checked as an order: the bystander should be answered
+# while the request whose catalog is embedded still waits.
+mock_reset
+rm -f "$TG_TMP/f1.done"
+(turn stall "hire an automobile" >/dev/null; touch "$TG_TMP/f1.done") &
+F1_PID=$!
+_i=0
+while [ $_i -lt 100 ] && [ "$(embed_calls)" = 0 ]; do sleep 0.05; _i=$((_i + 1)); done
+t0=$(now_ms)
+code=$(tg_req "$TG_TMP/f1b" POST /plain/v1/chat/completions -H 'Content-Type: application/json' \
+    --data-binary '{"model":"m","messages":[{"role":"user","content":"hi"}]}')
+echo "# F1: the bystander waited $(($(now_ms) - t0)) ms"
+a_done=$([ -e "$TG_TMP/f1.done" ] && echo "done" || echo "still waiting")
+wait $F1_PID
+todo "$([ "$code $a_done" = "200 still waiting" ] && echo 0 || echo 1)" \
+    "F1: a bystander on the same worker is answered while a catalog is embedded" \
+    "issue 28 part 4: embeddings calls still block the worker" "got: $code, the other request $a_done"
+
 stop_toolgate
 finish

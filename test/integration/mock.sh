@@ -110,6 +110,7 @@ strict "400 for a non-string enum" gemini '{"model":"m","messages":[],"tools":[{
 strict "accepts valid tools" openai '{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"ok_name-1","parameters":{"type":"object","properties":{"l":{"type":"array","items":{"type":"string"}}}}}}]}' 200 'hello from mock'
 strict "400 for a tool name with a dot" openai '{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"a.b"}}]}' 400 "Invalid 'tools\[0\].function.name': string does not match pattern"
 strict "400 for an array without items" openai '{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"l":{"type":"array"}}}}}]}' 400 "In context=\('properties', 'l'\), array schema missing items"
+strict "400 for an image part in a tool message" openai "{\"model\":\"m\",\"messages\":[$U,$(call call_1),{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,AA==\"}}]}]}" 400 "Invalid value: 'image_url'. Supported values are: 'text'.*messages\[2\]\.content\[1\]\.type"
 strict "400 for top-level anyOf" anthropic '{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","anyOf":[]}}}]}' 400 'input_schema does not support oneOf, allOf, or anyOf at the top level'
 st=$(mreq "$B" "{\"model\":\"m\",\"messages\":[$U],$tools}" -H 'X-Mock: strict:mistral' -H 'X-Mock-Then: tools')
 expect_eq "strict + X-Mock-Then: tools answers with a tool call" "200 first_tool" "$st $(json_get "$B" choices.0.message.tool_calls.0.function.name)"
@@ -156,6 +157,23 @@ expect_eq "directive, MOCK_CUT_STREAMS: a stream ends without a finish or [DONE]
     "$(grep -c '^data: {' "$B") $(grep -c 'finish_reason":"' "$B") $(grep -c DONE "$B")"
 mreq "$B" "{\"model\":\"m\",\"messages\":[$CU],\"tools\":[$RT]}" >/dev/null
 expect_eq "directive, MOCK_CUT_STREAMS: a whole answer is not cut" 'Read' "$(json_get "$B" choices.0.message.tool_calls.0.function.name)"
+# flows of several steps (test/integration/agents.sh)
+TS='{"type":"function","function":{"name":"ToolSearch","parameters":{"type":"object","properties":{"query":{"type":"string"}}}}}'
+MU='{"role":"user","content":"MOCK_CALL mcp__c__note path=/n bg=false prompt='"'"'a\\nb MOCK_NEXT Read file_path=/x'"'"'"}'
+mreq "$B" "{\"model\":\"m\",\"messages\":[$MU],\"tools\":[$TS]}" >/dev/null
+expect_eq "directive, a tool not offered: loaded first with ToolSearch select:" 'ToolSearch {"query":"select:mcp__c__note"}' \
+    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+NT='{"type":"function","function":{"name":"mcp__c__note","parameters":{"type":"object"}}}'
+TC='{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"ToolSearch","arguments":"{}"}}]}'
+TR='{"role":"tool","tool_call_id":"t1","content":"loaded"}'
+mreq "$B" "{\"model\":\"m\",\"messages\":[$MU,$TC,$TR],\"tools\":[$TS,$NT]}" >/dev/null
+expect_eq "directive: after ToolSearch the loaded tool; a bare false, \\n and MOCK_NEXT in values" \
+    'mcp__c__note {"path":"/n","bg":false,"prompt":"a\nb MOCK_CALL Read file_path=/x"}' \
+    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+IU='{"role":"user","content":[{"type":"text","text":"the image"},{"type":"image_url","image_url":{"url":"data:image/png;base64,'"$(printf 'xx tok-img-1 yy' | base64)"'"}}]}'
+mreq "$B" "{\"model\":\"m\",\"messages\":[$DU,$DC,$DR,$IU],\"tools\":[$RT]}" >/dev/null
+expect_eq "directive: the result quotes the tokens in later messages' base64 data (MOCK_SEEN)" \
+    'MOCK_RESULT: line1 secret-42 MOCK_SEEN: tok-img-1' "$(json_get "$B" choices.0.message.content)"
 mreq "$B" '{"model":"m","messages":[{"role":"user","content":"hi"}]}' >/dev/null
 expect_eq "no directive: the default answer" 'hello from mock' "$(json_get "$B" choices.0.message.content)"
 st=$(curl -s -o "$B" -w '%{http_code}' --data-binary '{"model":"m","messages":[],"reasoning":{}}' "$MOCK_URL/as/strict:gemini/any/v1/chat/completions")

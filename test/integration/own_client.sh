@@ -202,11 +202,16 @@ for mode in badchunk short; do
         not_ok "$mode: the stream ends with the error event of a cut stream" "status $code: $(head -c 400 "$TG_TMP/m")"
     fi
 done
-for mode in badstatus nothing hugehead; do
+for mode in badstatus nothing; do
     code=$(stream_req "$TG_TMP/m" "$mode")
     if [ "$code" = 502 ] && grep -q upstream_unreachable "$TG_TMP/m"; then ok "$mode: 502 upstream_unreachable"; else
         not_ok "$mode: 502 upstream_unreachable" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
 done
+# a 400 KB head: past what toolgate passes on to its client (6 KB) long
+# before libcurl's 300 KB bound (adversary/upstream.sh has the 20 KB line)
+code=$(stream_req "$TG_TMP/m" hugehead)
+if [ "$code" = 502 ] && grep -q upstream_head_too_large "$TG_TMP/m"; then ok "hugehead: 502 upstream_head_too_large"; else
+    not_ok "hugehead: 502 upstream_head_too_large" "status $code: $(head -c 300 "$TG_TMP/m")"; fi
 code=$(stream_req "$TG_TMP/m" error429)
 if [ "$code" = 429 ] && grep -q "slow down" "$TG_TMP/m"; then ok "an error status on a stream: relayed with the provider's words"; else
     not_ok "an error status on a stream: relayed with the provider's words" "status $code: $(head -c 300 "$TG_TMP/m")"; fi

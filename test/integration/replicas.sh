@@ -68,7 +68,6 @@ responses_store = redis://127.0.0.1:$REDIS_PORT/3
 responses_per_owner = 24K
 responses_ttl = 1h"
     conf_route main 'gpt-*'
-    printf '[route gem]\nmodels = gemini-*\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\ndiscovery = on\n\n' "$MOCK_PORT"
 }
 PA=$(free_port)
 replica_conf "$PA" >"$TG_TMP/a.conf"
@@ -122,33 +121,18 @@ code=$(respond "$B_URL" "$O.b7" "$B" \
 expect_eq "another client cannot continue it: OpenAI's 400" "400 previous_response_not_found" \
     "$code $(json_get "$O.b7" error.code)"
 
-# ---- a Gemini 3 signature kept by A puts B's replay right (issue 31) --------
-# turn 1 through A: the call the agent gets is signed; turn 2 through B
-# replays it without extra_content: B finds the signature A kept in Redis
-TOOLS='[{"type":"function","function":{"name":"get_weather","description":"the weather forecast for a city","parameters":{"type":"object","properties":{"x":{"type":"string"}}}}},{"type":"function","function":{"name":"send_mail","description":"sends an email","parameters":{"type":"object","properties":{}}}}]'
-code=$(curl -s -m 20 -o "$O.g1" -w '%{http_code}' -H "$A" -H "$JSON" -H 'X-Mock: discovery' \
-    -H 'X-Mock-Signature: sig-UmVk' --data-binary \
-    "{\"model\":\"gemini-3-pro\",\"messages\":[{\"role\":\"user\",\"content\":\"weather forecast\"}],\"tools\":$TOOLS}" \
-    "$A_URL/v1/chat/completions")
-T2=$("$PY" - "$O.g1" "$TOOLS" <<'EOF2'
-import json, sys
-call = json.load(open(sys.argv[1]))["choices"][0]["message"]["tool_calls"][0]
-call.pop("extra_content", None)
-print(json.dumps({"model": "gemini-3-pro", "messages": [
-    {"role": "user", "content": "weather forecast"},
-    {"role": "assistant", "tool_calls": [call]},
-    {"role": "tool", "tool_call_id": call["id"], "content": "sunny"}], "tools": json.loads(sys.argv[2])}))
-EOF2
-)
+# A chain whose earlier turn referenced an item: the item is read with the
+# chain (a second round trip), and the turn after goes upstream whole.
+code=$(respond "$A_URL" "$O.c1" "$A" \
+    "$(printf '{"model":"gpt-4o","previous_response_id":"%s","input":[{"type":"item_reference","id":"%s"},{"role":"user","content":"again"}]}' "$resp" "$item")")
+r2=$(json_get "$O.c1" id)
 mock_reset
-code2=$(curl -s -m 20 -o "$O.g2" -w '%{http_code}' -H "$A" -H "$JSON" -H 'X-Mock: discovery' \
-    -H 'X-Mock-Signature: sig-UmVk' --data-binary "$T2" "$B_URL/v1/chat/completions")
+code2=$(respond "$B_URL" "$O.c2" "$A" \
+    "$(printf '{"model":"gpt-4o","previous_response_id":"%s","input":"and now?"}' "$r2")")
 mock_last "$O.last"
-expect_eq "replica B puts back the signature A kept for the replayed call" "200 200 sig-UmVk" \
-    "$code $code2 $("$PY" -c '
-import json, sys
-b = json.loads(json.load(open(sys.argv[1]))["body"])
-print([c for m in b["messages"] for c in m.get("tool_calls", [])][0].get("extra_content", {}).get("google", {}).get("thought_signature"))' "$O.last")"
+expect_eq "a chain whose turn referenced an item: the next turn sends it all upstream" \
+    "200 200 6 $text" \
+    "$code $code2 $(json_get "$O.last" body.messages | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)))') $(json_get "$O.last" body.messages.2.content)"
 
 # ---- owners: the same in both replicas, and each its own -------------------
 code=$(respond "$B_URL" "$O.b2" "$B" "$(ref "$item")")
@@ -185,9 +169,20 @@ code=$(respond "$B_URL" "$O.a2" "$A" "$(ref "$item")")
 codeb=$(respond "$A_URL" "$O.b5" "$B" "$(ref "$b_first")")
 expect_eq "after B's flood: A's item is still there, B's own first item is gone" "200 400" \
     "$code $codeb"
-over=$(for k in $(rcli --scan --pattern 'tg:{*}:s'); do rcli hget "$k" '#'; done |
-    awk '$1 > 24 * 1024 { print }')
-expect_eq "no owner holds more than responses_per_owner in Redis" "" "$over"
+# (the scan must find the owners' hashes: none found would pass as none over)
+totals=$(for k in $(rcli --scan --pattern 'tg:{*}:s'); do rcli hget "$k" '#'; done)
+over=$(printf '%s\n' "$totals" | awk '$1 > 24 * 1024 { print }')
+expect_eq "no owner holds more than responses_per_owner in Redis (of 2 owners)" "2 " \
+    "$(printf '%s\n' "$totals" | grep -c '^[0-9]') $over"
+# Every key toolgate writes expires: items, and each owner's list and hash
+# (an owner idle for responses_ttl leaves nothing).
+kinds=$(rcli --scan --pattern 'tg:*' | sed 's/^tg:{[0-9a-f]*}:\([ios]\).*/\1/' | sort -u | tr -d '\n')
+noexp=$(for k in $(rcli --scan --pattern 'tg:*'); do
+    t=$(rcli pttl "$k")
+    [ "$t" -gt 0 ] && [ "$t" -le 3600000 ] || echo "$k $t"
+done)
+expect_eq "every key toolgate wrote (items, owners' lists and hashes) has a TTL of at most responses_ttl" \
+    "ios " "$kinds $noexp"
 
 # ---- Redis stops in the middle, then comes back -----------------------------
 stop_redis
@@ -268,6 +263,18 @@ with tempfile.NamedTemporaryFile("w", suffix=".conf") as f:
 EOF
 if [ $? = 0 ]; then ok "deploy/kubernetes-replicas.yaml: replicas, probes, a Redis, a conf toolgate accepts"
 else not_ok "deploy/kubernetes-replicas.yaml: replicas, probes, a Redis, a conf toolgate accepts" "$(cat "$O.k8s")"; fi
+
+# ---- owners by provider key alone (no client_keys), in Redis -------------------
+PC=$(free_port)
+{
+    conf_server "$PC" "responses_store = redis://127.0.0.1:$REDIS_PORT/3
+responses_ttl = 1h"
+    conf_route main 'gpt-*'
+} >"$TG_TMP/c.conf"
+stop_toolgate
+start_toolgate "$TG_TMP/c.conf" || exit 1
+check "provider keys alone keep Responses items and previous_response_id chains apart (Redis)" \
+    "$PY" "$TG_ROOT/test/integration/owners.py" "$TG_URL"
 
 stop_pid "$B_PID" 20
 B_PID=

@@ -18,13 +18,17 @@
  * call order), agent (a call of the first tool, then, once its result is in
  * the history under the call's own id, a text that quotes it), status, stall, reset, garbage, big, slow, fixture and
  * strict:<provider> (the provider validators live in mock_strict.c, which
- * this file includes so that the Makefile builds one translation unit).
+ * this file includes so that the Makefile builds one translation unit; a
+ * request they accept is answered as X-Mock-Then says: tools, parallel,
+ * fixture, or the default text).
  * Whatever the scenario's default answer, a user message with "MOCK_CALL
  * <tool> key=value..." scripts a tool call and a text quoting its result
  * (see "directive" below: how real agent CLIs are driven).
  * POST .../embeddings answers deterministic vectors (hash_embed.h), or
  * fails as its model says: mock-embed-status, -stall, -garbage, -dim, -count
  * or -big (embeddings below).
+ * A path /as/NAME,Then=parallel,Style=gemini,Untyped=1,Calls=1,Ids=name/
+ * also sets those X-Mock-* headers (a personality in an upstream URL).
  * GET /_last, GET /_count and POST /_reset let tests see what reached us.
  *
  *   mock-upstream [--listen HOST:PORT] [-v]      prints "port=N" once ready
@@ -33,6 +37,7 @@
 #define _GNU_SOURCE /* memmem; `make CFLAGS=...` drops the Makefile's -D */
 #endif
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -239,6 +244,7 @@ typedef struct request {
     char error[320];       /* for the -v log: the start of an error body */
     const char *method;
     char *url;
+    char *path_args; /* /as/NAME,K=V...: the K=V part, cut into headers' values */
 } request;
 
 static void request_free(request *r)
@@ -248,6 +254,7 @@ static void request_free(request *r)
     tg_buf_free(&r->body);
     json_decref(r->json);
     free(r->url);
+    free(r->path_args);
     free(r);
 }
 
@@ -701,7 +708,9 @@ static enum MHD_Result answer_tools(request *r, struct MHD_Connection *conn)
  * arguments follow in three fragments (X-Mock-Arg-Pieces: n, at most one
  * per byte; the bench's time-to-first-argument test); with X-Mock-Style: gemini each call
  * comes whole in its own chunk without an index (R3); X-Mock-Ids: name gives
- * every call its function's name as id (R9), empty gives none (R2). A turn
+ * every call its function's name as id (R9), empty gives none (R2);
+ * X-Mock-Untyped: 1 leaves out each call's "type" (R1; whole answers and
+ * the gemini style). A turn
  * whose history ends with the tool answers of the last assistant turn -> a
  * text listing every result in call order ("results: a | b"), or
  * "unanswered: ID" for a call without its answer, so a proxy must keep
@@ -798,6 +807,7 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
     }
     const char *style = header(conn, "X-Mock-Style");
     bool gemini = style && !strcmp(style, "gemini");
+    bool untyped = header_long(conn, "X-Mock-Untyped", 0) > 0;
     const char *ids = header(conn, "X-Mock-Ids");
     json_t *calls = json_array();
     for (long i = 0; i < n; i++) {
@@ -816,9 +826,11 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
         }
         char *a = json_dumps(args, JSON_COMPACT);
         json_decref(args);
-        json_array_append_new(calls, json_pack("{s:s,s:s,s:{s:O,s:s}}", "id", id, "type", "function",
-                                               "function", "name", json_object_get(fn, "name"),
-                                               "arguments", a));
+        json_t *call = json_pack("{s:s,s:s,s:{s:O,s:s}}", "id", id, "type", "function", "function",
+                                 "name", json_object_get(fn, "name"), "arguments", a);
+        if (untyped) /* R1 */
+            json_object_del(call, "type");
+        json_array_append_new(calls, call);
         free(a);
     }
     json_decref(forced_tool);
@@ -1183,12 +1195,23 @@ static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
  * discovery meta-tools the model searches first (search_tools{query:
  * <tool>}) and then calls call_tool{name, arguments}. A request with the
  * directive but neither the tool nor the meta-tools (an agent's title or
- * summary side request) gets a short text. Gemini 3 models (model names
+ * summary side request) gets a short text, or JSON for its response_format's
+ * schema when it asks for one (Gemini CLI's model router). Gemini 3 models (model names
  * containing "gemini-3") sign their first call of a step with a
  * thought_signature, as Gemini does (R19); strict:gemini wants it back.
  * With MOCK_CUT_STREAMS anywhere in that message every streamed answer is
  * cut short (non-streamed ones are not), to drive an agent's fallback to
- * non-streamed requests. */
+ * non-streamed requests.
+ * Flows of more than one step: a tool the request does not offer is
+ * loaded first through Claude Code's ToolSearch ({query: "select:<tool>"})
+ * when that is offered; in a value, "\n" is a newline and MOCK_NEXT is
+ * MOCK_CALL, so a sub-agent's prompt can carry a directive of its own (the
+ * last MOCK_CALL of a message is the one that counts). The final text
+ * also quotes what the history holds after the call beyond the tool's text
+ * (an image or document moved to a user message, or text drawn from it):
+ * every word "tok-..." in the text of later messages and in the decoded
+ * base64 of their data URLs and file parts ("MOCK_SEEN: tok-..."), so a
+ * test sees that a file's bytes reached the model. */
 
 typedef struct directive {
     char tool[128];
@@ -1216,9 +1239,30 @@ static void content_text(json_t *content, tg_buf *out)
     }
 }
 
+/* A directive's value as the model sends it: "\n" a newline, MOCK_NEXT
+ * the nested directive's MOCK_CALL. */
+static json_t *directive_value(const char *p, size_t n)
+{
+    tg_buf b = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\\' && i + 1 < n && p[i + 1] == 'n') {
+            tg_buf_puts(&b, "\n");
+            i++;
+        } else if (n - i >= 9 && !memcmp(p + i, "MOCK_NEXT", 9)) {
+            tg_buf_puts(&b, "MOCK_CALL");
+            i += 8;
+        } else {
+            tg_buf_append(&b, p + i, 1);
+        }
+    }
+    json_t *v = json_stringn(b.data ? b.data : "", b.len);
+    tg_buf_free(&b);
+    return v;
+}
+
 /* The arguments after the tool's name: key=value pairs up to the end of
  * the line, a value either one word or in single quotes ('cat a.txt'), all
- * strings. Not JSON: some agents quote the prompt (opencode run sends it
+ * strings but a bare true or false. Not JSON: some agents quote the prompt (opencode run sends it
  * in double quotes) and escape the double quotes inside. */
 static json_t *directive_args(const char *p)
 {
@@ -1235,11 +1279,12 @@ static json_t *directive_args(const char *p)
         if (*p == '\'') {
             p++;
             vl = strcspn(p, "'\n");
-            json_object_set_new(args, key, json_stringn(p, vl));
+            json_object_set_new(args, key, directive_value(p, vl));
             p += vl + (p[vl] == '\'');
         } else {
             vl = strcspn(p, " \t\n\"");
-            json_object_set_new(args, key, json_stringn(p, vl));
+            bool yes = vl == 4 && !memcmp(p, "true", 4), no = vl == 5 && !memcmp(p, "false", 5);
+            json_object_set_new(args, key, yes || no ? json_boolean(yes) : directive_value(p, vl));
             p += vl;
         }
     }
@@ -1297,9 +1342,10 @@ static json_t *last_answered_call(const request *r, size_t from, tg_buf *result)
     if (a == from || a == (size_t)-1)
         return NULL;
     json_t *calls = json_object_get(json_array_get(msgs, a), "tool_calls");
-    size_t k;
-    json_t *c;
-    json_array_foreach(calls, k, c) {
+    /* the last answered one: a client may merge its turns' calls into
+     * one assistant message */
+    for (size_t k = json_array_size(calls); k-- > 0;) {
+        json_t *c = json_array_get(calls, k);
         const char *id = json_string_value(json_object_get(c, "id")) ?: "";
         for (size_t t = a + 1; t < n; t++) {
             json_t *m = json_array_get(msgs, t);
@@ -1362,11 +1408,101 @@ static enum MHD_Result answer_named_call(request *r, struct MHD_Connection *conn
     return end_stream(r, conn, s, rc, "tool_calls");
 }
 
-/* The final text: the result, on one line and cut to a readable length. */
-static enum MHD_Result answer_result(request *r, struct MHD_Connection *conn, const char *result)
+/* Appends to `out` each word "tok-..." of `p` (n bytes) not in it yet. */
+static void scan_tokens(const char *p, size_t n, tg_buf *out)
 {
-    char text[400];
-    int n = snprintf(text, sizeof text, "MOCK_RESULT: %.360s", result);
+    for (const char *at = p; (at = memmem(at, n - (size_t)(at - p), "tok-", 4));) {
+        size_t w = 4;
+        while (at + w < p + n && (isalnum((unsigned char)at[w]) || at[w] == '-' || at[w] == '_'))
+            w++;
+        char word[128];
+        snprintf(word, sizeof word, " %.*s", (int)(w < 120 ? w : 120), at);
+        if (out->len < 1024 && !(out->data && strstr(out->data, word)))
+            tg_buf_puts(out, word);
+        at += w;
+    }
+}
+
+/* The bytes of base64 text (standard or URL-safe; other characters are
+ * skipped), into `out`. */
+static void base64_decode(const char *p, size_t n, tg_buf *out)
+{
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        const char *d = p[i] ? strchr(digits, p[i]) : NULL;
+        int v = d ? (int)(d - digits) : p[i] == '-' ? 62 : p[i] == '_' ? 63 : -1;
+        if (v < 0)
+            continue;
+        acc = (acc << 6 | (unsigned)v) & 0xffffff;
+        if ((bits += 6) >= 8) {
+            bits -= 8;
+            char c = (char)(acc >> bits & 0xff);
+            tg_buf_append(out, &c, 1);
+        }
+    }
+}
+
+/* The tokens in a message's content: in its text, and in the decoded
+ * bytes of every data URL or base64 file part it holds. */
+static void content_tokens(json_t *v, tg_buf *out)
+{
+    if (json_is_string(v)) {
+        const char *t = json_string_value(v), *b64 = strstr(t, ";base64,");
+        size_t n = json_string_length(v);
+        if (!strncmp(t, "data:", 5) && b64) {
+            tg_buf bytes = { 0 };
+            base64_decode(b64 + 8, n - (size_t)(b64 + 8 - t), &bytes);
+            scan_tokens(bytes.data ? bytes.data : "", bytes.len, out);
+            tg_buf_free(&bytes);
+        } else {
+            scan_tokens(t, n, out);
+        }
+        return;
+    }
+    size_t i;
+    const char *k;
+    json_t *e;
+    if (json_is_array(v))
+        json_array_foreach(v, i, e) content_tokens(e, out);
+    else if (json_is_object(v))
+        json_object_foreach(v, k, e) {
+            if (!strcmp(k, "file_data") && json_is_string(e) && strncmp(json_string_value(e), "data:", 5)) {
+                tg_buf bytes = { 0 };
+                base64_decode(json_string_value(e), json_string_length(e), &bytes);
+                scan_tokens(bytes.data ? bytes.data : "", bytes.len, out);
+                tg_buf_free(&bytes);
+            } else {
+                content_tokens(e, out);
+            }
+        }
+}
+
+/* What the user and tool messages after message `from` hold ("MOCK_SEEN"
+ * above). */
+static void seen_tokens(const request *r, size_t from, tg_buf *out)
+{
+    json_t *msgs = json_object_get(r->json, "messages");
+    for (size_t i = from + 1; i < json_array_size(msgs); i++) {
+        json_t *m = json_array_get(msgs, i);
+        const char *role = json_string_value(json_object_get(m, "role")) ?: "";
+        if (!strcmp(role, "user") || !strcmp(role, "tool"))
+            content_tokens(json_object_get(m, "content"), out);
+    }
+}
+
+/* The final text: the result, on one line and cut to a readable length,
+ * and the tokens seen after the directive. */
+static enum MHD_Result answer_result(request *r, struct MHD_Connection *conn, const char *result,
+                                     size_t from)
+{
+    tg_buf tokens = { 0 };
+    seen_tokens(r, from, &tokens);
+    char text[1600];
+    int n = snprintf(text, sizeof text, "MOCK_RESULT: %.360s%s%.1100s", result,
+                     tokens.len ? " MOCK_SEEN:" : "", tokens.data ? tokens.data : "");
+    tg_buf_free(&tokens);
     for (int i = 0; i < n && i < (int)sizeof text; i++)
         if (text[i] == '\n' || text[i] == '\r' || text[i] == '\t')
             text[i] = ' ';
@@ -1406,16 +1542,24 @@ static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_R
     json_t *fn = last_answered_call(r, d.at, &result);
     const char *called = fn ? json_string_value(json_object_get(fn, "name")) ?: "" : NULL;
     if (fn && (!strcmp(called, d.tool) || (call_tool && !strcmp(called, call_tool))))
-        *ret = answer_result(r, conn, result.data ? result.data : "");
+        *ret = answer_result(r, conn, result.data ? result.data : "", d.at);
     else if (fn && search && !strcmp(called, search) && call_tool)
         *ret = answer_named_call(r, conn, call_tool,
                                  json_pack("{s:s,s:O}", "name", d.tool, "arguments", d.args));
+    else if (fn && !strcmp(called, "ToolSearch") && offers_tool(r, d.tool))
+        *ret = answer_named_call(r, conn, d.tool, json_incref(d.args));
     else if (fn)
-        *ret = answer_result(r, conn, "unexpected call answered");
+        *ret = answer_result(r, conn, "unexpected call answered", d.at);
     else if (offers_tool(r, d.tool))
         *ret = answer_named_call(r, conn, d.tool, json_incref(d.args));
-    else if (search)
+    else if (offers_tool(r, "ToolSearch")) {
+        char query[160];
+        snprintf(query, sizeof query, "select:%s", d.tool);
+        *ret = answer_named_call(r, conn, "ToolSearch", json_pack("{s:s}", "query", query));
+    } else if (search)
         *ret = answer_named_call(r, conn, search, json_pack("{s:s}", "query", d.tool));
+    else if (json_object_get(json_object_get(r->json, "response_format"), "json_schema"))
+        *ret = answer_structured(r, conn);  /* a side request for JSON (Gemini CLI's model router) */
     else
         *ret = answer_text(r, conn, "mock: no such tool offered here");
     tg_buf_free(&result);
@@ -1566,6 +1710,10 @@ static enum MHD_Result answer_strict(request *r, struct MHD_Connection *conn)
         return answer_tools(r, conn);
     if (then && strcmp(then, "parallel") == 0)
         return answer_parallel(r, conn);
+    /* a validated request answered with a scripted chat stream (the
+     * conformance suite: each answer shape a bridge must turn into events) */
+    if (then && strcmp(then, "fixture") == 0)
+        return answer_fixture(r, conn);
     return answer_default(r, conn);
 }
 
@@ -1652,6 +1800,29 @@ static enum MHD_Result answer_embeddings(request *r, struct MHD_Connection *conn
 /* ------------------------------------------------------------------ */
 /* Dispatch. */
 
+/* /as/NAME,Then=parallel,Style=gemini/...: each KEY=VALUE after the name
+ * acts as the header X-Mock-KEY (one the request sends wins), so that a
+ * route's upstream URL alone picks a whole personality (make demo). The
+ * values live in r->path_args, which outlives the request's headers. */
+static void path_headers(request *r, struct MHD_Connection *conn)
+{
+    static const char *const names[] = { "X-Mock-Then", "X-Mock-Style", "X-Mock-Calls",
+                                         "X-Mock-Untyped", "X-Mock-Ids", NULL };
+    const char *from = r->url + 4 + strcspn(r->url + 4, ",/");
+    if (*from != ',' || !(r->path_args = strndup(from + 1, strcspn(from + 1, "/"))))
+        return;
+    char *save = NULL;
+    for (char *kv = strtok_r(r->path_args, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        for (size_t i = 0; names[i]; i++)
+            if (!strcasecmp(kv, names[i] + 7) && !header(conn, names[i]))
+                MHD_set_connection_value(conn, MHD_HEADER_KIND, names[i], eq + 1);
+    }
+}
+
 static void pick_scenario(request *r, struct MHD_Connection *conn)
 {
     const char *h = header(conn, "X-Mock");
@@ -1660,12 +1831,14 @@ static void pick_scenario(request *r, struct MHD_Connection *conn)
     size_t path_len = 0;
     if (h && *h)
         name = h;
-    else if (r->url && strncmp(r->url, "/as/", 4) == 0 && (path_len = strcspn(r->url + 4, "/")))
+    else if (r->url && strncmp(r->url, "/as/", 4) == 0 && (path_len = strcspn(r->url + 4, ",/")))
         name = r->url + 4;
     else if (model && strncmp(model, "mock-", 5) == 0)
         name = model + 5;
-    if (path_len)
+    if (path_len) {
         snprintf(r->scenario, sizeof(r->scenario), "%.*s", (int)path_len, name);
+        path_headers(r, conn);
+    }
     else
         snprintf(r->scenario, sizeof(r->scenario), "%s", name);
     r->stream = json_is_true(json_object_get(r->json, "stream"));

@@ -9,7 +9,7 @@ comes back to where it started. The layers, from the bottom:
            <  sanitize/pipeline  <  conf/  <  proxy/
 
 and inside proxy/: its helpers < worker.h < request, retry < bridges
-< prepare < upsock, upconn < upstream < front < server < main
+< prepare < gemini < upsock, upconn < upstream < front < server < main
 (h1, the upstream client's parser, is one of the helpers).
 
 Usage: layers.py [ROOT]          TAP: the rule holds (two checks)
@@ -28,7 +28,8 @@ LAYER = {"core": 0, "sanitize": 1, "bridge": 1, "repair": 2, "discovery": 3,
          # inside proxy/, the order proxy/worker.h states: its helpers
          # (http, log, metrics, sse, store, embed_http: 6) at the bottom
          "proxy/worker": 6.1, "proxy/request": 6.2, "proxy/retry": 6.2,
-         "proxy/bridges": 6.3, "proxy/prepare": 6.4, "proxy/upsock": 6.5,
+         "proxy/bridges": 6.3, "proxy/prepare": 6.4, "proxy/gemini": 6.45,
+         "proxy/upsock": 6.5,
          "proxy/upconn": 6.5,
          "proxy/upstream": 6.6, "proxy/front": 6.7, "proxy/server": 6.8,
          "proxy/main": 6.9}

@@ -21,25 +21,38 @@ static void expect(bool ok, const json_t *exp, const json_t *got, const char *wh
 }
 
 /* A vector's "hosted_tools": "refuse" as the bridge's options. */
+/* The route's choices a vector names: "hosted_tools": "refuse", and
+ * "target": {"file_parts", "cache_control", "discovery"} (booleans: what
+ * the route's target takes, proxy/bridges.c). */
 static tg_bridge_opts vector_opts(const json_t *v)
 {
     const char *h = json_string_value(json_object_get(v, "hosted_tools"));
-    tg_bridge_opts o = {.refuse_hosted = h && !strcmp(h, "refuse")};
+    const json_t *t = json_object_get(v, "target");
+    tg_bridge_opts o = {.refuse_hosted = h && !strcmp(h, "refuse"),
+                        .file_parts = json_is_true(json_object_get(t, "file_parts")),
+                        .cache_control = json_is_true(json_object_get(t, "cache_control")),
+                        .discovery = json_is_true(json_object_get(t, "discovery"))};
     return o;
 }
 
 /* What the bridge left out, as X-Toolgate-Dropped says it, against the
- * vector's "dropped" (absent or null: nothing). */
-static void expect_dropped(const json_t *v, const json_t *dropped)
+ * vector's "dropped" (absent or null: nothing); expect_listed does the
+ * same for another key (X-Toolgate-Translated's "translated"). */
+static void expect_listed(const json_t *v, const char *key, const json_t *dropped)
 {
     char *text = tg_bridge_dropped_text(dropped);
-    const json_t *want = json_object_get(v, "dropped");
+    const json_t *want = json_object_get(v, key);
     json_t *got = text ? json_string(text) : json_null();
     json_t *w = json_is_string(want) ? json_incref((json_t *)want) : json_null();
-    expect(json_equal(w, got), w, got, "dropped");
+    expect(json_equal(w, got), w, got, key);
     json_decref(got);
     json_decref(w);
     free(text);
+}
+
+static void expect_dropped(const json_t *v, const json_t *dropped)
+{
+    expect_listed(v, "dropped", dropped);
 }
 
 /* The chat stream as SSE text, as the repair stage writes it. */
@@ -61,6 +74,24 @@ static void chat_sse(const json_t *payloads, tg_buf *out)
             tg_json_dump(p, out);
         tg_buf_puts(out, "\n\n");
     }
+}
+
+/* Whether the chat stream ends in an error: one of its payloads is an
+ * object with an "error" that is not null (a stream the repair stage cut,
+ * or the upstream's error event). A bridged stream fails exactly then. */
+static inline bool chat_stream_failed(const json_t *payloads)
+{
+    size_t i;
+    const json_t *p;
+    bool failed = false;
+    json_array_foreach(payloads, i, p) {
+        json_t *j = json_is_string(p) ? json_loads(json_string_value(p), 0, NULL)
+                                      : json_incref((json_t *)p);
+        const json_t *e = json_is_object(j) ? json_object_get(j, "error") : NULL;
+        failed |= e && !json_is_null(e);
+        json_decref(j);
+    }
+    return failed;
 }
 
 /* The events a bridge wrote ("event: TYPE" and one data line each), as

@@ -359,6 +359,34 @@ static void test_messages_default(void **state)
     tg_conf_unref(c);
 }
 
+/* Gemini's API is bridged on every route unless it says gemini = pass;
+ * a passed request goes to the native API's base, the upstream without
+ * the OpenAI-compatible endpoint's tail. */
+static void test_gemini_key(void **state)
+{
+    (void)state;
+    tg_conf *c = load("[route o]\nprefix = /o\nupstream = http://h/v1\n"
+                      "[route g]\nprefix = /g\nupstream = https://generativelanguage.googleapis.com/v1beta/openai\ndialect = gemini\ngemini = pass\n"
+                      "[route a]\nprefix = /a\nupstream = http://h\ndialect = anthropic\n"
+                      "[route p]\nprefix = /p\nupstream = http://h/v1\ndialect = passthrough\ngemini = bridge\n");
+    assert_non_null(c);
+    assert_true(tg_route_bridges_gemini(tg_route_by_name(c, "o")));
+    assert_false(tg_route_bridges_gemini(tg_route_by_name(c, "g")));
+    assert_true(tg_route_bridges_gemini(tg_route_by_name(c, "a")));
+    assert_true(tg_route_bridges_gemini(tg_route_by_name(c, "p")));
+    assert_true(tg_route_bridges_messages(tg_route_by_name(c, "g")));
+    const char *const want[][2] = {{"g", "https://generativelanguage.googleapis.com"},
+                                   {"o", "http://h"},
+                                   {"a", "http://h"}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        tg_buf b = {0};
+        tg_route_gemini_base(tg_route_by_name(c, want[i][0]), &b);
+        assert_string_equal(b.data, want[i][1]);
+        tg_buf_free(&b);
+    }
+    tg_conf_unref(c);
+}
+
 /* hosted_tools: drop by default, refuse when asked, nothing else. */
 static void test_hosted_tools(void **state)
 {
@@ -421,7 +449,7 @@ static void test_rule_switches(void **state)
     (void)state;
     static const switch_case keys[] = {
         {"schema.items", "schema", "max_bytes"},
-        {"messages.drop_nulls", "messages", "system_first"},
+        {"messages.drop_nulls", "messages", "string_content"},
         {"repair.json_fix", "repair", "R12"},
         {"repair.R12", "repair", "R12"},
         {"text_tool_calls", NULL, NULL},
@@ -537,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_shipped_conf),    cmocka_unit_test(test_model_rewrite),
         cmocka_unit_test(test_responses_default),
         cmocka_unit_test(test_messages_default),
+        cmocka_unit_test(test_gemini_key),
         cmocka_unit_test(test_hosted_tools),
         cmocka_unit_test(test_security_keys),
         cmocka_unit_test(test_rule_switches),

@@ -187,9 +187,12 @@ static void test_dot_segments(void **state)
     (void)state;
     static const char *const bad[] = {"/v1/../admin", "/v1/./models", "/v1/models/..",
                                       "/..", "/v1/a\\..\\b", "/v1/%2e%2e/x", "/v1/%2F",
-                                      "/v1/..%5cx", "/v1/%2E", NULL};
+                                      "/v1/..%5cx", "/v1/%2E", "/raw/v1/..;/admin",
+                                      "/v1/..;x=1/admin", "/v1/.;/models", "/v1/..%3b/admin",
+                                      "/v1/..%3B/admin", "/v1/a\\..;\\b", "/v1/..;", NULL};
     static const char *const good[] = {"/v1/models", "/v1/files/file-abc.jsonl", "/v1/...",
-                                       "/v1/a..b", "/v1/.well-known", "/v1/100%", "/", NULL};
+                                       "/v1/a..b", "/v1/.well-known", "/v1/100%", "/",
+                                       "/v1/a;b", "/v1/...;x", "/v1/x..;", NULL};
     for (int i = 0; bad[i]; i++)
         assert_true(tg_path_has_dot_segment(bad[i]));
     for (int i = 0; good[i]; i++)

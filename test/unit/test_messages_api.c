@@ -2,7 +2,11 @@
  * test/vectors/messages_api/ (one cmocka test per file).
  *
  * A vector is a JSON object with "request" (a /v1/messages body) and any of:
- *   chat                 the chat body it must become (exact)
+ *   chat                 the chat body it must become (exact); "dropped" and
+ *                        "translated" what X-Toolgate-Dropped and
+ *                        X-Toolgate-Translated then say (absent: nothing),
+ *                        "target" what the route's target takes
+ *                        (bridge_vectors.h vector_opts)
  *   error_param          it must be refused: 400 naming this field
  *   answer + message     a chat.completion and the Message it must become
  *   sse + events [+ final]
@@ -35,6 +39,7 @@
 
 #include "core/jsonio.h"
 #include "bridge/messages_api.h"
+#include "core/cache.h"
 
 static char vec_dir[1024];
 
@@ -64,6 +69,7 @@ static void run_request(const json_t *v, tg_msg_bridge **bridge)
     if (want)
         expect(json_equal(want, chat), want, chat, "chat body");
     expect_dropped(v, tg_msg_bridge_dropped_peek(*bridge));
+    expect_listed(v, "translated", tg_msg_bridge_translated_peek(*bridge));
     json_decref(chat);
 }
 
@@ -309,7 +315,11 @@ static void test_repair_fixture(void **state)
     convert_in_pieces(request, &in, in.len, 0, &out);
     json_t *evs = parse_events(&out);
     json_t *msg = check_and_build(evs);
-    if (!json_object_get(msg, "error")) {
+    /* an error only where the chat stream failed: else the comparison
+     * below would be skipped for a stream that never had to */
+    bool failed = json_object_get(msg, "error") != NULL;
+    assert_int_equal(failed, chat_stream_failed(payloads));
+    if (!failed) {
         json_t *calls = json_array();
         assemble_chat(payloads, &text, calls);
         /* a Message's tool_use carries the arguments parsed, as input */
@@ -414,12 +424,75 @@ static void test_repair_answer(void **state)
     json_decref(fx);
 }
 
+/* A PDF in a conversation's history is read once per worker: the second
+ * turn's conversion takes its text from the cache, the same bytes. */
+static void test_pdf_read_once(void **state)
+{
+    (void)state;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/test/vectors/messages_api/M53-tool-result-pdf-as-text.json",
+             getenv("TG_ROOT") ? getenv("TG_ROOT") : ".");
+    json_t *v = json_load_file(path, 0, NULL);
+    assert_non_null(v);
+    tg_cache *c = tg_cache_new(16, 1 << 20);
+    tg_bridge_opts o = {.cache = c};
+    char *text[2];
+    for (int turn = 0; turn < 2; turn++) {
+        json_t *chat = NULL;
+        tg_msg_bridge *b = NULL;
+        tg_error err;
+        assert_int_equal(tg_messages_to_chat_opts(json_object_get(v, "request"), &o, &chat, &b, &err), 0);
+        text[turn] = json_dumps(chat, JSON_COMPACT | JSON_SORT_KEYS);
+        assert_int_equal(tg_cache_entries(c), 1);
+        json_decref(chat);
+        tg_msg_bridge_free(b);
+    }
+    assert_string_equal(text[0], text[1]);
+    assert_non_null(strstr(text[0], "Quarterly report"));
+    free(text[0]);
+    free(text[1]);
+    tg_cache_free(c);
+    json_decref(v);
+}
+
+/* count_tokens' estimate: 3.5 characters a token and 4 a message; a
+ * deferred tool is not in the prompt, an image is 1,600. */
+static void test_count_estimate(void **state)
+{
+    (void)state;
+    json_t *body = json_pack("{s:s, s:[{s:s, s:s}]}", "model", "m", "messages", "role", "user",
+                             "content", "");
+    char text[701];
+    memset(text, 'x', 700);
+    text[700] = '\0';
+    json_object_set_new(json_array_get(json_object_get(body, "messages"), 0), "content",
+                        json_string(text));
+    assert_int_equal(tg_messages_count_estimate(body), 204);
+    json_object_set_new(body, "tools", json_pack("[{s:s, s:b, s:{s:s}}]", "name", "deferred",
+                                                 "defer_loading", 1, "input_schema", "type",
+                                                 "object"));
+    assert_int_equal(tg_messages_count_estimate(body), 204);
+    json_array_append_new(json_object_get(body, "tools"),
+                          json_pack("{s:s, s:{s:s}}", "name", "t", "input_schema", "type", "object"));
+    assert_true(tg_messages_count_estimate(body) > 204);
+    json_object_del(body, "tools");
+    json_array_append_new(json_object_get(body, "messages"),
+                          json_pack("{s:s, s:[{s:s, s:{s:s, s:s, s:s}}]}", "role", "user",
+                                    "content", "type", "image", "source", "type", "base64",
+                                    "media_type", "image/png", "data", "iVBORw0KGgo="));
+    assert_int_equal(tg_messages_count_estimate(body), 204 + 4 + 1600);
+    json_decref(body);
+}
+
 int main(void)
 {
     const char *root = getenv("TG_ROOT");
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/messages_api", root ? root : ".");
     int rc = run_vector_files("messages_api", vec_dir, test_vector);
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/repair", root ? root : ".");
+    const struct CMUnitTest once[] = {cmocka_unit_test(test_pdf_read_once),
+                                      cmocka_unit_test(test_count_estimate)};
+    rc |= cmocka_run_group_tests_name("messages_api pdf cache", once, NULL, NULL);
     rc |= run_vector_files_with("repaired streams through the Messages bridge", vec_dir,
                                 test_repair_fixture, "\"expected_sse\"");
     return rc | run_vector_files_with("repaired answers through the Messages bridge", vec_dir,

@@ -1,0 +1,1152 @@
+/* gemini_api.c -- the Gemini API bridge (see gemini_api.h).
+ *
+ * Upward, each content becomes chat messages: a "model" content's text
+ * parts its content, its thought parts its reasoning_content, its
+ * functionCall parts its tool_calls (args as the arguments' JSON text, a
+ * part's thoughtSignature in the call's extra_content.google, where
+ * Gemini's OpenAI-compatible endpoint reads it back); a "user" content's
+ * functionResponse parts become tool messages, in order, before a user
+ * message with the rest. Calls without an id get one from their place in
+ * the history (gc_CONTENT_PART: the same every turn, since the agent sends
+ * the same history), and a response without one answers the first
+ * unanswered call of its name, as Gemini pairs them. Gemini's tool
+ * schemas (an OpenAPI subset with upper-case types) become JSON Schema;
+ * parametersJsonSchema already is. toolConfig and generationConfig take
+ * their chat spellings; what has none, and what only Google runs, is
+ * dropped and listed.
+ *
+ * Downward, choice 0 becomes candidate 0: thought, text, then one
+ * functionCall part a call (args parsed into an object; the model's text
+ * as a string when it is not one, never made up). A stream is a sequence
+ * of GenerateContentResponses, each with the parts of one chat delta; a
+ * call goes out whole, gathered until something else begins (the repair
+ * stage sends each call whole anyway), and the last response carries the
+ * finishReason and usageMetadata, as Gemini's does.
+ */
+#include "bridge/gemini_api.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bridge/bridge.h"
+#include "core/alloc.h"
+#include "core/jsonio.h"
+
+struct tg_gem_bridge {
+    json_t *model;         /* the path's model, when the answer names none */
+    bool stream, sse;
+    tg_chat_reader rd;     /* the chat stream read so far (bridge.h) */
+    size_t n_out;          /* responses written (the array's commas) */
+    bool closed;           /* the JSON array's ] is written */
+    json_t *id, *version;  /* the stream's responseId and modelVersion */
+    json_t *call;          /* the call being gathered: {key, id, name, sig}, or NULL */
+    tg_buf args;           /* its arguments so far */
+    json_t *calls_done;    /* {key: true} of calls sent */
+    json_t *dropped;       /* {kind: [name]} left out upward (bridge.h) */
+};
+
+/* What the request conversion reads and records besides the body. */
+typedef struct conv {
+    const tg_bridge_opts *o;
+    json_t *dropped;       /* {kind: [name]} */
+    json_t *pending;       /* [[name, id]] calls not answered yet */
+} conv;
+
+/* ---- the path ------------------------------------------------------------- */
+
+static tg_gem_method method_of(const char *m)
+{
+    return !strcmp(m, "generateContent")         ? TG_GEM_GENERATE
+           : !strcmp(m, "streamGenerateContent") ? TG_GEM_STREAM
+           : !strcmp(m, "countTokens")           ? TG_GEM_COUNT
+                                                 : TG_GEM_OTHER;
+}
+
+tg_gem_method tg_gemini_path(const char *rest, bool v1_models, char *model, size_t cap)
+{
+    const char *p;
+    if (cap)
+        model[0] = '\0';
+    if (!strncmp(rest, "/v1beta/models", 14))
+        p = rest + 14;
+    else if (!strncmp(rest, "/v1/models", 10) && (v1_models || strchr(rest + 10, ':')))
+        p = rest + 10;
+    else
+        return TG_GEM_NONE;
+    if (!*p || !strcmp(p, "/"))
+        return TG_GEM_LIST;
+    if (*p != '/' || !p[1])
+        return TG_GEM_NONE;
+    p++;
+    const char *colon = strchr(p, ':');
+    size_t n = colon ? (size_t)(colon - p) : strlen(p);
+    if (!n || memchr(p, '/', n))
+        return TG_GEM_NONE;
+    snprintf(model, cap, "%.*s", (int)n, p);
+    return colon ? method_of(colon + 1) : TG_GEM_MODEL;
+}
+
+/* ---- request: parts ------------------------------------------------------- */
+
+static int bad(tg_error *err, const char *param, const char *what)
+{
+    return tg_bridge_bad(err, param, "%s", what);
+}
+
+/* The base64 text of inline data, decoded (text documents); false when
+ * it is not base64. */
+static bool base64_decode(const char *s, size_t n, tg_buf *out)
+{
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)s[i], v;
+        if (c >= 'A' && c <= 'Z')
+            v = c - 'A';
+        else if (c >= 'a' && c <= 'z')
+            v = c - 'a' + 26;
+        else if (c >= '0' && c <= '9')
+            v = c - '0' + 52;
+        else if (c == '+' || c == '-')
+            v = 62;
+        else if (c == '/' || c == '_')
+            v = 63;
+        else if (c == '=' || c == '\n' || c == '\r')
+            continue;
+        else
+            return false;
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            char b = (char)((acc >> bits) & 0xff);
+            tg_buf_append(out, &b, 1);
+        }
+    }
+    return true;
+}
+
+static json_t *data_uri(const char *mime, const char *data)
+{
+    tg_buf u = {0};
+    tg_buf_printf(&u, "data:%s;base64,%s", mime, data);
+    json_t *s = json_stringn(u.data, u.len);
+    tg_buf_free(&u);
+    return s;
+}
+
+/* inlineData {mimeType, data} as a chat content part, in the form chat
+ * has for its kind: images as image_url, wav/mp3 as input_audio, PDF as
+ * a file part, text as text; NULL (dropped and said) for the rest. */
+static json_t *inline_part(const json_t *d, conv *cv)
+{
+    const char *mime = json_string_value(json_object_get(d, "mimeType"));
+    const char *data = json_string_value(json_object_get(d, "data"));
+    if (!mime || !data)
+        return NULL;
+    if (!strncmp(mime, "image/", 6))
+        return json_pack("{s:s, s:{s:o}}", "type", "image_url", "image_url", "url",
+                         data_uri(mime, data));
+    if (!strcmp(mime, "audio/wav") || !strcmp(mime, "audio/x-wav") || !strcmp(mime, "audio/mp3") ||
+        !strcmp(mime, "audio/mpeg"))
+        return json_pack("{s:s, s:{s:s, s:s}}", "type", "input_audio", "input_audio", "data", data,
+                         "format", strstr(mime, "wav") ? "wav" : "mp3");
+    if (!strcmp(mime, "application/pdf"))
+        return json_pack("{s:s, s:{s:s, s:o}}", "type", "file", "file", "filename",
+                         "document.pdf", "file_data", data_uri(mime, data));
+    tg_buf t = {0};
+    if ((!strncmp(mime, "text/", 5) || !strcmp(mime, "application/json")) &&
+        base64_decode(data, strlen(data), &t)) {
+        json_t *p = json_pack("{s:s, s:s%}", "type", "text", "text", t.data ? t.data : "", t.len);
+        tg_buf_free(&t);
+        if (p)
+            return p;
+    }
+    tg_buf_free(&t);
+    char name[80];  /* a header names it: no '/' there (bridge.c) */
+    snprintf(name, sizeof name, "inlineData:%.60s", mime);
+    for (char *c = name; *c; c++)
+        if (*c == '/')
+            *c = '-';
+    tg_bridge_drop(cv->dropped, "parts", name);
+    return NULL;
+}
+
+/* fileData {mimeType, fileUri}: an image's URL is chat's image_url; other
+ * files live where only Google's servers read them (the Files API). */
+static json_t *file_part(const json_t *d, conv *cv)
+{
+    const char *mime = json_string_value(json_object_get(d, "mimeType"));
+    const char *uri = json_string_value(json_object_get(d, "fileUri"));
+    if (uri && mime && !strncmp(mime, "image/", 6))
+        return json_pack("{s:s, s:{s:s}}", "type", "image_url", "image_url", "url", uri);
+    tg_bridge_drop(cv->dropped, "parts", "fileData");
+    return NULL;
+}
+
+/* Parts a chat request has no place for (executableCode and
+ * codeExecutionResult are Google's code execution; videoMetadata...). */
+static void drop_part_keys(const json_t *part, conv *cv)
+{
+    static const char *const known[] = {"text", "inlineData", "fileData", "functionCall",
+                                        "functionResponse", "thought", "thoughtSignature",
+                                        "partMetadata", "mediaResolution", NULL};
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)part, k, v) {
+        if (!tg_bridge_is_one_of(k, known))
+            tg_bridge_drop(cv->dropped, "parts", k);
+    }
+}
+
+/* The user message's content: a string when it is all text, else parts. */
+static json_t *content_of(json_t *parts)
+{
+    size_t i;
+    json_t *p;
+    tg_buf t = {0};
+    bool text_only = true;
+    json_array_foreach(parts, i, p) {
+        if (strcmp(json_string_value(json_object_get(p, "type")), "text")) {
+            text_only = false;
+            break;
+        }
+        tg_buf_puts(&t, json_string_value(json_object_get(p, "text")));
+    }
+    if (!text_only) {
+        tg_buf_free(&t);
+        return json_incref(parts);
+    }
+    json_t *s = json_stringn(t.data ? t.data : "", t.len);
+    tg_buf_free(&t);
+    return s;
+}
+
+/* A functionResponse's id: its own, else the first unanswered call of its
+ * name, else one from its place (a response to no call: hygiene judges). */
+static json_t *response_id(const json_t *fr, const char *name, size_t ci, size_t pi, conv *cv)
+{
+    const char *own = json_string_value(json_object_get(fr, "id"));
+    size_t i;
+    json_t *pc;
+    json_array_foreach(cv->pending, i, pc) {
+        const char *id = json_string_value(json_array_get(pc, 1));
+        bool match = own ? !strcmp(own, id) : !strcmp(name, json_string_value(json_array_get(pc, 0)));
+        if (match) {
+            json_t *r = json_string(id);
+            json_array_remove(cv->pending, i);
+            return r;
+        }
+    }
+    if (own && *own)
+        return json_string(own);
+    char gen[48];
+    snprintf(gen, sizeof gen, "gr_%zu_%zu", ci, pi);
+    return json_string(gen);
+}
+
+/* functionResponse {name, response, id?} as a chat tool message: the
+ * response object's JSON text (Gemini's is {"output": ...} or {"error":
+ * ...} by convention; the model reads it as it came). */
+static json_t *tool_message(const json_t *fr, size_t ci, size_t pi, conv *cv, tg_error *err)
+{
+    const char *name = json_string_value(json_object_get(fr, "name"));
+    if (!name) {
+        char param[128];
+        snprintf(param, sizeof param, "contents[%zu].parts[%zu].functionResponse.name", ci, pi);
+        bad(err, param, "a functionResponse names the function it answers");
+        return NULL;
+    }
+    const json_t *resp = json_object_get(fr, "response");
+    char *text = resp ? tg_json_dumps(resp) : NULL;
+    json_t *m = json_pack("{s:s, s:o, s:s}", "role", "tool", "tool_call_id",
+                          response_id(fr, name, ci, pi, cv), "content", text ? text : "{}");
+    free(text);
+    return m;
+}
+
+static int user_content(const json_t *parts, size_t ci, json_t *messages, conv *cv,
+                        tg_error *err)
+{
+    json_t *rest = json_array();
+    size_t i;
+    const json_t *p;
+    json_array_foreach(parts, i, p) {
+        drop_part_keys(p, cv);
+        const json_t *v;
+        json_t *part = NULL;
+        if ((v = json_object_get(p, "functionResponse"))) {
+            json_t *m = tool_message(v, ci, i, cv, err);
+            if (!m) {
+                json_decref(rest);
+                return -1;
+            }
+            json_array_append_new(messages, m);
+        } else if (json_is_true(json_object_get(p, "thought"))) {
+            continue;  /* a thought is the model's, never the user's */
+        } else if ((v = json_object_get(p, "text")) && json_is_string(v)) {
+            part = json_pack("{s:s, s:O}", "type", "text", "text", v);
+        } else if ((v = json_object_get(p, "inlineData"))) {
+            part = inline_part(v, cv);
+        } else if ((v = json_object_get(p, "fileData"))) {
+            part = file_part(v, cv);
+        } else if (json_object_get(p, "functionCall")) {
+            tg_bridge_drop(cv->dropped, "parts", "user functionCall");
+        }
+        if (part)
+            json_array_append_new(rest, part);
+    }
+    if (json_array_size(rest))
+        json_array_append_new(messages, json_pack("{s:s, s:o}", "role", "user", "content",
+                                                  content_of(rest)));
+    json_decref(rest);
+    return 0;
+}
+
+/* functionCall {name, args, id?} (and its part's thoughtSignature) as a
+ * chat tool call. */
+static json_t *tool_call(const json_t *part, const json_t *fc, size_t ci, size_t pi, conv *cv,
+                         tg_error *err)
+{
+    const char *name = json_string_value(json_object_get(fc, "name"));
+    if (!name) {
+        char param[128];
+        snprintf(param, sizeof param, "contents[%zu].parts[%zu].functionCall.name", ci, pi);
+        bad(err, param, "a functionCall names its function");
+        return NULL;
+    }
+    const char *own = json_string_value(json_object_get(fc, "id"));
+    char id[48];
+    if (own && *own)
+        snprintf(id, sizeof id, "%.47s", own);
+    else
+        snprintf(id, sizeof id, "gc_%zu_%zu", ci, pi);
+    const json_t *args = json_object_get(fc, "args");
+    char *text = args && !json_is_null(args) ? tg_json_dumps(args) : NULL;
+    json_t *call = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
+                             "function", "name", name, "arguments", text ? text : "{}");
+    free(text);
+    const json_t *sig = json_object_get(part, "thoughtSignature");
+    if (json_is_string(sig))
+        json_object_set_new(call, "extra_content",
+                            json_pack("{s:{s:O}}", "google", "thought_signature", sig));
+    json_array_append_new(cv->pending, json_pack("[s, s]", name, id));
+    return call;
+}
+
+static int model_content(const json_t *parts, size_t ci, json_t *messages, conv *cv,
+                         tg_error *err)
+{
+    tg_buf text = {0}, thought = {0};
+    json_t *calls = json_array();
+    size_t i;
+    const json_t *p;
+    json_array_foreach(parts, i, p) {
+        drop_part_keys(p, cv);
+        const json_t *v = json_object_get(p, "functionCall");
+        if (v) {
+            json_t *call = tool_call(p, v, ci, i, cv, err);
+            if (!call) {
+                tg_buf_free(&text);
+                tg_buf_free(&thought);
+                json_decref(calls);
+                return -1;
+            }
+            json_array_append_new(calls, call);
+        } else if (json_is_string((v = json_object_get(p, "text")))) {
+            tg_buf *to = json_is_true(json_object_get(p, "thought")) ? &thought : &text;
+            tg_buf_append(to, json_string_value(v), json_string_length(v));
+        } else if (json_object_get(p, "inlineData") || json_object_get(p, "fileData")) {
+            tg_bridge_drop(cv->dropped, "parts", "model inlineData");
+        }
+    }
+    json_t *m = json_pack("{s:s}", "role", "assistant");
+    json_object_set_new(m, "content", text.len ? json_stringn(text.data, text.len) : json_null());
+    if (thought.len)
+        json_object_set_new(m, "reasoning_content", json_stringn(thought.data, thought.len));
+    if (json_array_size(calls))
+        json_object_set(m, "tool_calls", calls);
+    json_decref(calls);
+    if (text.len || thought.len || json_object_get(m, "tool_calls"))
+        json_array_append_new(messages, m);
+    else
+        json_decref(m);
+    tg_buf_free(&text);
+    tg_buf_free(&thought);
+    return 0;
+}
+
+static int convert_contents(const json_t *contents, json_t *messages, conv *cv, tg_error *err)
+{
+    if (!contents || json_is_null(contents))
+        return 0;
+    if (!json_is_array(contents))
+        return bad(err, "contents", "contents: expected an array of Content objects");
+    size_t i;
+    const json_t *c;
+    json_array_foreach(contents, i, c) {
+        char param[48];
+        snprintf(param, sizeof param, "contents[%zu]", i);
+        const json_t *parts = json_object_get(c, "parts");
+        if (!json_is_object(c) || (parts && !json_is_array(parts)))
+            return bad(err, param, "a content is {role, parts: [...]}");
+        const char *role = json_string_value(json_object_get(c, "role"));
+        int rc = role && !strcmp(role, "model") ? model_content(parts, i, messages, cv, err)
+                                                : user_content(parts, i, messages, cv, err);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+/* systemInstruction: a Content (its text parts joined), or a string. */
+static void convert_system(const json_t *si, json_t *messages)
+{
+    tg_buf t = {0};
+    if (json_is_string(si))
+        tg_buf_puts(&t, json_string_value(si));
+    size_t i;
+    const json_t *p;
+    json_array_foreach(json_object_get(si, "parts"), i, p) {
+        const char *s = json_string_value(json_object_get(p, "text"));
+        if (!s)
+            continue;
+        if (t.len)
+            tg_buf_puts(&t, "\n");
+        tg_buf_puts(&t, s);
+    }
+    if (t.len)
+        json_array_append_new(messages, json_pack("{s:s, s:s%}", "role", "system", "content",
+                                                  t.data, t.len));
+    tg_buf_free(&t);
+}
+
+/* ---- request: tools and configs ------------------------------------------- */
+
+/* Gemini's Schema (an OpenAPI 3.0 subset: upper-case types, nullable,
+ * propertyOrdering, int64 bounds as strings) as JSON Schema. Keys of its
+ * own with no JSON Schema meaning go; the rest is kept for the schema
+ * stage to judge. */
+static json_t *json_schema_of(const json_t *s)
+{
+    static const char *const int64_keys[] = {"minItems",  "maxItems",      "minLength",
+                                             "maxLength", "minProperties", "maxProperties",
+                                             NULL};
+    if (!json_is_object(s))
+        return json_deep_copy(s);
+    json_t *o = json_object();
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)s, k, v) {
+        if (!strcmp(k, "type") && json_is_string(v)) {
+            char t[32];
+            snprintf(t, sizeof t, "%s", json_string_value(v));
+            for (char *c = t; *c; c++)
+                *c = (char)tolower((unsigned char)*c);
+            if (strcmp(t, "type_unspecified"))
+                json_object_set_new(o, k, json_string(t));
+        } else if (!strcmp(k, "properties") && json_is_object(v)) {
+            json_t *props = json_object();
+            const char *pk;
+            const json_t *pv;
+            json_object_foreach((json_t *)v, pk, pv) json_object_set_new(props, pk, json_schema_of(pv));
+            json_object_set_new(o, k, props);
+        } else if (!strcmp(k, "items")) {
+            json_object_set_new(o, k, json_schema_of(v));
+        } else if (!strcmp(k, "anyOf") && json_is_array(v)) {
+            json_t *any = json_array();
+            size_t i;
+            const json_t *a;
+            json_array_foreach(v, i, a) json_array_append_new(any, json_schema_of(a));
+            json_object_set_new(o, k, any);
+        } else if (!strcmp(k, "nullable") || !strcmp(k, "propertyOrdering") ||
+                   !strcmp(k, "example")) {
+            continue;
+        } else if (json_is_string(v) && tg_bridge_is_one_of(k, int64_keys)) {
+            /* proto's int64 in JSON is a string ("3"); JSON Schema's a number */
+            char *end;
+            long long n = strtoll(json_string_value(v), &end, 10);
+            json_object_set_new(o, k, *end || end == json_string_value(v) ? json_deep_copy(v)
+                                                                          : json_integer(n));
+        } else {
+            json_object_set(o, k, (json_t *)v);
+        }
+    }
+    const json_t *t = json_object_get(o, "type");
+    if (json_is_true(json_object_get(s, "nullable")) && json_is_string(t))
+        json_object_set_new(o, "type", json_pack("[O, s]", t, "null"));
+    return o;
+}
+
+static json_t *function_tool(const json_t *fd, size_t ti, size_t fi, tg_error *err)
+{
+    const char *name = json_string_value(json_object_get(fd, "name"));
+    if (!name || !*name) {
+        char param[128];
+        snprintf(param, sizeof param, "tools[%zu].functionDeclarations[%zu].name", ti, fi);
+        bad(err, param, "a function declaration needs a name");
+        return NULL;
+    }
+    const json_t *js = json_object_get(fd, "parametersJsonSchema");
+    const json_t *ps = json_object_get(fd, "parameters");
+    json_t *params = json_is_object(js)   ? json_deep_copy(js)
+                     : json_is_object(ps) ? json_schema_of(ps)
+                                          : json_pack("{s:s, s:{}}", "type", "object", "properties");
+    json_t *fn = json_pack("{s:s, s:o}", "name", name, "parameters", params);
+    const json_t *d = json_object_get(fd, "description");
+    if (json_is_string(d))
+        json_object_set(fn, "description", (json_t *)d);
+    return json_pack("{s:s, s:o}", "type", "function", "function", fn);
+}
+
+/* tools[]: functionDeclarations become function tools; every other kind
+ * (googleSearch, codeExecution, urlContext, fileSearch, googleMaps,
+ * computerUse, retrieval, mcpServers...) runs on Google's servers. */
+static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
+{
+    json_t *out = json_array();
+    if (!json_is_array(tools)) {
+        json_decref(out);
+        bad(err, "tools", "tools: expected an array of Tool objects");
+        return NULL;
+    }
+    size_t i;
+    const json_t *t;
+    json_array_foreach(tools, i, t) {
+        const char *k;
+        const json_t *v;
+        json_object_foreach((json_t *)t, k, v) {
+            if (strcmp(k, "functionDeclarations")) {
+                if (cv->o->refuse_hosted) {
+                    char param[96];
+                    snprintf(param, sizeof param, "tools[%zu].%.40s", i, k);
+                    tg_error_set(err, 400, "invalid_request_error", "unsupported_parameter",
+                                 param,
+                                 "%s: this tool runs on Google's servers, which the bridge to "
+                                 "chat completions cannot reach (a route to Gemini can pass the "
+                                 "API through: gemini = pass)",
+                                 param);
+                    json_decref(out);
+                    return NULL;
+                }
+                tg_bridge_drop(cv->dropped, "tools", k);
+                continue;
+            }
+            size_t j;
+            const json_t *fd;
+            json_array_foreach(v, j, fd) {
+                json_t *ft = function_tool(fd, i, j, err);
+                if (!ft) {
+                    json_decref(out);
+                    return NULL;
+                }
+                json_array_append_new(out, ft);
+            }
+        }
+    }
+    return out;
+}
+
+/* toolConfig.functionCallingConfig: AUTO and VALIDATED (calls checked
+ * against the schema, which the schema stage's strictness does where the
+ * dialect has it) are auto, NONE none, ANY required; allowedFunctionNames
+ * narrows the tools offered, and one name is a named choice. */
+static void convert_tool_config(json_t *chat, const json_t *body, conv *cv)
+{
+    const json_t *fcc = json_object_get(json_object_get(body, "toolConfig"), "functionCallingConfig");
+    const char *mode = json_string_value(json_object_get(fcc, "mode"));
+    const json_t *allowed = json_object_get(fcc, "allowedFunctionNames");
+    json_t *tools = json_object_get(chat, "tools");
+    if (!mode || !tools)
+        return;
+    if (!strcmp(mode, "NONE")) {
+        json_object_set_new(chat, "tool_choice", json_string("none"));
+        return;
+    }
+    if (strcmp(mode, "ANY")) {
+        if (strcmp(mode, "AUTO") && strcmp(mode, "VALIDATED") && strcmp(mode, "MODE_UNSPECIFIED"))
+            tg_bridge_drop(cv->dropped, "fields", "toolConfig.functionCallingConfig.mode");
+        return;
+    }
+    json_object_set_new(chat, "tool_choice", json_string("required"));
+    if (!json_array_size(allowed))
+        return;
+    json_t *kept = json_array();
+    size_t i, j;
+    const json_t *t, *n;
+    json_array_foreach(tools, i, t) {
+        const char *name = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        json_array_foreach(allowed, j, n) if (json_is_string(n) && !strcmp(name, json_string_value(n)))
+        {
+            json_array_append(kept, (json_t *)t);
+            break;
+        }
+    }
+    if (!json_array_size(kept)) {  /* names no declared function: left to the model */
+        json_decref(kept);
+        tg_bridge_drop(cv->dropped, "fields", "toolConfig.functionCallingConfig.allowedFunctionNames");
+        return;
+    }
+    if (json_array_size(kept) == 1)
+        json_object_set_new(chat, "tool_choice",
+                            json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name",
+                                      json_object_get(json_object_get(json_array_get(kept, 0), "function"), "name")));
+    json_object_set_new(chat, "tools", kept);
+}
+
+/* thinkingConfig as chat's reasoning_effort: a thinkingLevel named wins;
+ * else the budget's order of magnitude (0 turns thinking off, -1 leaves it
+ * to the model). OpenAI's models that do not reason refuse the key;
+ * other providers' are left to the route's hygiene (rule 36). */
+static void convert_thinking(json_t *chat, const json_t *tc, const char *model, conv *cv)
+{
+    if (!json_is_object(tc))
+        return;
+    const char *level = json_string_value(json_object_get(tc, "thinkingLevel"));
+    const json_t *b = json_object_get(tc, "thinkingBudget");
+    const char *effort = NULL;
+    if (level) {
+        static const char *const lv[][2] = {{"MINIMAL", "minimal"}, {"LOW", "low"},
+                                            {"MEDIUM", "medium"},   {"HIGH", "high"}};
+        for (size_t i = 0; i < sizeof lv / sizeof lv[0]; i++)
+            if (!strcmp(level, lv[i][0]))
+                effort = lv[i][1];
+    } else if (json_is_integer(b) && json_integer_value(b) > 0) {
+        json_int_t n = json_integer_value(b);
+        effort = n < 4096 ? "low" : n < 16384 ? "medium" : "high";
+    }
+    if (!effort)
+        return;
+    const char *slash = model ? strrchr(model, '/') : NULL;
+    const char *m = slash ? slash + 1 : model ? model : "";
+    if (!strncmp(m, "gpt-4", 5) || !strncmp(m, "gpt-3", 5) || !strncmp(m, "chatgpt-", 8)) {
+        tg_bridge_drop(cv->dropped, "fields", "generationConfig.thinkingConfig");
+        return;
+    }
+    json_object_set_new(chat, "reasoning_effort", json_string(effort));
+}
+
+/* responseMimeType with responseSchema / responseJsonSchema as chat's
+ * response_format. */
+static void convert_format(json_t *chat, const json_t *gc, conv *cv)
+{
+    const char *mime = json_string_value(json_object_get(gc, "responseMimeType"));
+    const json_t *js = json_object_get(gc, "responseJsonSchema");
+    if (!js)
+        js = json_object_get(gc, "_responseJsonSchema");
+    const json_t *s = json_object_get(gc, "responseSchema");
+    json_t *schema = json_is_object(js) ? json_deep_copy(js) : json_is_object(s) ? json_schema_of(s) : NULL;
+    if (schema) {
+        json_object_set_new(chat, "response_format",
+                            json_pack("{s:s, s:{s:s, s:o}}", "type", "json_schema", "json_schema",
+                                      "name", "response", "schema", schema));
+        return;
+    }
+    if (mime && !strcmp(mime, "application/json"))
+        json_object_set_new(chat, "response_format", json_pack("{s:s}", "type", "json_object"));
+    else if (mime && strcmp(mime, "text/plain"))
+        tg_bridge_drop(cv->dropped, "fields", "generationConfig.responseMimeType");
+}
+
+static void convert_generation(json_t *chat, const json_t *gc, const char *model, conv *cv)
+{
+    static const char *const same[][2] = {
+        {"temperature", "temperature"},      {"topP", "top_p"},
+        {"topK", "top_k"},                   {"maxOutputTokens", "max_tokens"},
+        {"stopSequences", "stop"},           {"seed", "seed"},
+        {"presencePenalty", "presence_penalty"}, {"frequencyPenalty", "frequency_penalty"}};
+    if (!json_is_object(gc))
+        return;
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        const json_t *v = json_object_get(gc, same[i][0]);
+        if (v && !json_is_null(v) && !(json_is_array(v) && !json_array_size(v)))
+            json_object_set(chat, same[i][1], (json_t *)v);
+    }
+    convert_thinking(chat, json_object_get(gc, "thinkingConfig"), model, cv);
+    convert_format(chat, gc, cv);
+    static const char *const known[] = {
+        "temperature",       "topP",           "topK",           "maxOutputTokens",
+        "stopSequences",     "seed",           "presencePenalty", "frequencyPenalty",
+        "thinkingConfig",    "responseMimeType", "responseSchema", "responseJsonSchema",
+        "_responseJsonSchema", NULL};
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)gc, k, v) {
+        if (tg_bridge_is_one_of(k, known) || json_is_null(v))
+            continue;
+        /* one candidate is what a bridge answers; a chat answer's choice 0 */
+        if (!strcmp(k, "candidateCount") && json_is_integer(v) && json_integer_value(v) <= 1)
+            continue;
+        char name[96];
+        snprintf(name, sizeof name, "generationConfig.%.70s", k);
+        tg_bridge_drop(cv->dropped, "fields", name);
+    }
+}
+
+/* Top-level keys Gemini defines with no chat counterpart: the safety
+ * filters and cached contents are Google's; labels are billing tags. */
+static void drop_top_keys(const json_t *body, conv *cv)
+{
+    static const char *const known[] = {"contents", "systemInstruction", "system_instruction",
+                                        "tools", "toolConfig", "generationConfig", "model", NULL};
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)body, k, v) {
+        if (!tg_bridge_is_one_of(k, known) && !json_is_null(v))
+            tg_bridge_drop(cv->dropped, "fields", k);
+    }
+}
+
+static int convert_request(const json_t *body, const tg_gemini_call *call, json_t *chat, conv *cv,
+                           tg_error *err)
+{
+    json_t *messages = json_array();
+    json_object_set_new(chat, "model", json_string(call->model ? call->model : ""));
+    json_object_set_new(chat, "messages", messages);
+    const json_t *si = json_object_get(body, "systemInstruction");
+    convert_system(si ? si : json_object_get(body, "system_instruction"), messages);
+    if (convert_contents(json_object_get(body, "contents"), messages, cv, err))
+        return -1;
+    const json_t *v = json_object_get(body, "tools");
+    if (v && !json_is_null(v)) {
+        json_t *tools = convert_tools(v, cv, err);
+        if (!tools)
+            return -1;
+        if (json_array_size(tools))
+            json_object_set_new(chat, "tools", tools);
+        else
+            json_decref(tools);
+    }
+    convert_tool_config(chat, body, cv);
+    convert_generation(chat, json_object_get(body, "generationConfig"), call->model, cv);
+    drop_top_keys(body, cv);
+    if (call->stream) {
+        json_object_set_new(chat, "stream", json_true());
+        /* usageMetadata comes from the chat stream's last chunk */
+        json_object_set_new(chat, "stream_options", json_pack("{s:b}", "include_usage", 1));
+    }
+    return 0;
+}
+
+int tg_gemini_to_chat(const json_t *body, const tg_gemini_call *call, const tg_bridge_opts *o,
+                      json_t **chat, tg_gem_bridge **bridge, tg_error *err)
+{
+    static const tg_bridge_opts dflt = {0};
+    *chat = NULL;
+    *bridge = NULL;
+    if (!json_is_object(body)) {
+        tg_error_set(err, 400, "invalid_request_error", "invalid_type", NULL,
+                     "request body must be a JSON object (a GenerateContentRequest)");
+        return -1;
+    }
+    json_t *c = json_object();
+    conv cv = {o ? o : &dflt, json_object(), json_array()};
+    int rc = convert_request(body, call, c, &cv, err);
+    json_decref(cv.pending);
+    if (rc) {
+        json_decref(c);
+        json_decref(cv.dropped);
+        return -1;
+    }
+    tg_gem_bridge *b = tg_calloc(1, sizeof *b);
+    b->model = json_string(call->model ? call->model : "");
+    b->stream = call->stream;
+    b->sse = call->sse;
+    b->rd.quiet = call->stream && !call->sse;  /* no SSE comments inside a JSON array */
+    b->calls_done = json_object();
+    b->dropped = cv.dropped;
+    *chat = c;
+    *bridge = b;
+    return 0;
+}
+
+const json_t *tg_gem_bridge_dropped_peek(const tg_gem_bridge *b)
+{
+    return b ? b->dropped : NULL;
+}
+
+void tg_gem_bridge_free(tg_gem_bridge *b)
+{
+    if (!b)
+        return;
+    json_decref(b->model);
+    json_decref(b->id);
+    json_decref(b->version);
+    json_decref(b->call);
+    json_decref(b->calls_done);
+    json_decref(b->dropped);
+    tg_chat_reader_free(&b->rd);
+    tg_buf_free(&b->args);
+    free(b);
+}
+
+/* ---- the answer ----------------------------------------------------------- */
+
+/* Chat usage in Gemini's names: candidatesTokenCount leaves the thoughts
+ * out, which Gemini counts apart (thoughtsTokenCount). */
+static json_t *usage_of(const json_t *u)
+{
+    json_int_t in = tg_bridge_int_at(u, "prompt_tokens", NULL);
+    json_int_t out = tg_bridge_int_at(u, "completion_tokens", NULL);
+    json_int_t thoughts = tg_bridge_int_at(u, "completion_tokens_details", "reasoning_tokens");
+    if (thoughts > out)
+        thoughts = out;
+    json_t *r = json_pack("{s:I, s:I, s:I}", "promptTokenCount", in, "candidatesTokenCount",
+                          out - thoughts, "totalTokenCount",
+                          json_is_integer(json_object_get(u, "total_tokens"))
+                              ? tg_bridge_int_at(u, "total_tokens", NULL)
+                              : in + out);
+    if (json_is_integer(json_object_get(json_object_get(u, "prompt_tokens_details"), "cached_tokens")))
+        json_object_set_new(r, "cachedContentTokenCount",
+                            json_integer(tg_bridge_int_at(u, "prompt_tokens_details", "cached_tokens")));
+    if (thoughts)
+        json_object_set_new(r, "thoughtsTokenCount", json_integer(thoughts));
+    return r;
+}
+
+static const char *finish_of(const char *finish)
+{
+    if (finish && !strcmp(finish, "length"))
+        return "MAX_TOKENS";
+    if (finish && !strcmp(finish, "content_filter"))
+        return "SAFETY";
+    return "STOP";  /* Gemini ends a turn of calls with STOP too */
+}
+
+/* A call's arguments as functionCall.args: the object they hold, {} for
+ * none, else the model's text as a string (never made up). */
+static json_t *args_of(const char *args, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (args[i] == ' ' || args[i] == '\n' || args[i] == '\t' || args[i] == '\r'))
+        i++;
+    if (i == n)
+        return json_object();
+    json_t *v = tg_json_load(args, n, 0, NULL);
+    if (json_is_object(v))
+        return v;
+    json_decref(v);
+    return json_stringn(args, n);
+}
+
+/* A functionCall part: {functionCall: {id, name, args}, thoughtSignature}. */
+static json_t *call_part(const char *id, const char *name, const char *args, size_t n,
+                         const json_t *sig)
+{
+    json_t *fc = json_pack("{s:s, s:o}", "name", name ? name : "", "args", args_of(args ? args : "", n));
+    if (id && *id)
+        json_object_set_new(fc, "id", json_string(id));
+    json_t *p = json_pack("{s:o}", "functionCall", fc);
+    if (json_is_string(sig))
+        json_object_set(p, "thoughtSignature", (json_t *)sig);
+    return p;
+}
+
+static const json_t *signature_of(const json_t *call)
+{
+    return json_object_get(json_object_get(json_object_get(call, "extra_content"), "google"),
+                           "thought_signature");
+}
+
+/* One GenerateContentResponse: candidate 0 with parts (stolen), and its
+ * finishReason and usage (stolen) when given. */
+static json_t *response_of(const tg_gem_bridge *b, json_t *parts, const char *finish,
+                           json_t *usage, const json_t *id, const json_t *version)
+{
+    json_t *cand = json_pack("{s:{s:s, s:o}, s:i}", "content", "role", "model", "parts", parts,
+                             "index", 0);
+    if (finish)
+        json_object_set_new(cand, "finishReason", json_string(finish));
+    json_t *r = json_pack("{s:[o]}", "candidates", cand);
+    if (usage)
+        json_object_set_new(r, "usageMetadata", usage);
+    json_object_set(r, "modelVersion", json_is_string(version) ? (json_t *)version : b->model);
+    if (json_is_string(id))
+        json_object_set(r, "responseId", (json_t *)id);
+    return r;
+}
+
+json_t *tg_gemini_answer(tg_gem_bridge *b, const json_t *completion)
+{
+    const json_t *choice = json_array_get(json_object_get(completion, "choices"), 0);
+    const json_t *msg = json_object_get(choice, "message");
+    json_t *parts = json_array();
+    const char *reasoning = tg_bridge_reasoning(msg);
+    if (reasoning)
+        json_array_append_new(parts, json_pack("{s:s, s:b}", "text", reasoning, "thought", 1));
+    tg_buf t = {0};
+    const json_t *c = json_object_get(msg, "content");
+    size_t i;
+    const json_t *p;
+    if (json_is_string(c))
+        tg_buf_append(&t, json_string_value(c), json_string_length(c));
+    else
+        json_array_foreach(c, i, p) if (json_is_string(json_object_get(p, "text")))
+            tg_buf_puts(&t, json_string_value(json_object_get(p, "text")));
+    const json_t *refusal = json_object_get(msg, "refusal");
+    if (json_is_string(refusal))
+        tg_buf_append(&t, json_string_value(refusal), json_string_length(refusal));
+    if (t.len)
+        json_array_append_new(parts, json_pack("{s:s%}", "text", t.data, t.len));
+    tg_buf_free(&t);
+    json_array_foreach(json_object_get(msg, "tool_calls"), i, p) {
+        const json_t *fn = json_object_get(p, "function");
+        const json_t *a = json_object_get(fn, "arguments");
+        json_array_append_new(parts, call_part(json_string_value(json_object_get(p, "id")),
+                                               json_string_value(json_object_get(fn, "name")),
+                                               json_string_value(a), json_string_length(a),
+                                               signature_of(p)));
+    }
+    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    return response_of(b, parts, finish_of(finish), usage_of(json_object_get(completion, "usage")),
+                       json_object_get(completion, "id"), json_object_get(completion, "model"));
+}
+
+/* ---- the stream ----------------------------------------------------------- */
+
+/* A response (stolen) onto the stream: an SSE event, or the array's next
+ * element. */
+static void emit(tg_gem_bridge *b, json_t *resp, tg_buf *out)
+{
+    if (b->sse)
+        tg_buf_puts(out, "data: ");
+    else
+        tg_buf_puts(out, b->n_out ? ",\r\n" : "[");
+    tg_json_dump(resp, out);
+    if (b->sse)
+        tg_buf_puts(out, "\r\n\r\n");
+    b->n_out++;
+    json_decref(resp);
+}
+
+static void emit_parts(tg_gem_bridge *b, json_t *parts, tg_buf *out)
+{
+    emit(b, response_of(b, parts, NULL, NULL, b->id, b->version), out);
+}
+
+static void stream_start(void *vb, const json_t *chunk, tg_buf *out)
+{
+    tg_gem_bridge *b = vb;
+    (void)out;
+    const json_t *id = json_object_get(chunk, "id"), *m = json_object_get(chunk, "model");
+    b->id = json_is_string(id) ? json_incref((json_t *)id) : NULL;
+    b->version = json_is_string(m) ? json_incref((json_t *)m) : NULL;
+}
+
+/* The call gathered so far goes out whole. */
+static void flush_call(tg_gem_bridge *b, tg_buf *out)
+{
+    if (!b->call)
+        return;
+    json_object_set_new(b->calls_done, json_string_value(json_object_get(b->call, "key")),
+                        json_true());
+    json_t *part = call_part(json_string_value(json_object_get(b->call, "id")),
+                             json_string_value(json_object_get(b->call, "name")),
+                             b->args.data ? b->args.data : "", b->args.len,
+                             json_object_get(b->call, "sig"));
+    json_decref(b->call);
+    b->call = NULL;
+    tg_buf_reset(&b->args);
+    emit_parts(b, json_pack("[o]", part), out);
+}
+
+static void on_text(tg_gem_bridge *b, const char *text, bool thought, tg_buf *out)
+{
+    flush_call(b, out);
+    json_t *part = json_pack("{s:s}", "text", text);
+    if (thought)
+        json_object_set_new(part, "thought", json_true());
+    emit_parts(b, json_pack("[o]", part), out);
+}
+
+static void on_reasoning(void *b, const char *text, tg_buf *out) { on_text(b, text, true, out); }
+
+static void on_content(void *b, const char *text, const json_t *logprobs, tg_buf *out)
+{
+    (void)logprobs;  /* logprobsResult is not asked for by the bridge */
+    on_text(b, text, false, out);
+}
+
+static void on_refusal(void *b, const char *text, tg_buf *out) { on_text(b, text, false, out); }
+
+static void emit_error(tg_gem_bridge *b, int code, const char *status, const char *msg,
+                       tg_buf *out)
+{
+    emit(b, json_pack("{s:{s:i, s:s, s:s}}", "error", "code", code, "message", msg, "status", status),
+         out);
+}
+
+static bool on_call(void *vb, const json_t *tc, size_t pos, tg_buf *out)
+{
+    tg_gem_bridge *b = vb;
+    char key[32];
+    const json_t *ix = json_object_get(tc, "index");
+    snprintf(key, sizeof key, "%lld",
+             (long long)(json_is_integer(ix) ? json_integer_value(ix) : (json_int_t)pos));
+    const json_t *fn = json_object_get(tc, "function");
+    bool current = b->call && !strcmp(json_string_value(json_object_get(b->call, "key")), key);
+    if (!current) {
+        if (json_object_get(b->calls_done, key)) {
+            emit_error(b, 500, "INTERNAL",
+                       "upstream sent more of a function call's arguments after the next part "
+                       "began; the call is withheld rather than sent cut",
+                       out);
+            return false;
+        }
+        flush_call(b, out);
+        const char *id = json_string_value(json_object_get(tc, "id"));
+        const char *name = json_string_value(json_object_get(fn, "name"));
+        b->call = json_pack("{s:s, s:s, s:s}", "key", key, "id", id ? id : "", "name",
+                            name ? name : "");
+    }
+    const json_t *sig = signature_of(tc);
+    if (json_is_string(sig))
+        json_object_set(b->call, "sig", (json_t *)sig);
+    const char *args = json_string_value(json_object_get(fn, "arguments"));
+    if (args)
+        tg_buf_puts(&b->args, args);
+    return true;
+}
+
+static void stream_finish(void *vb, tg_buf *out)
+{
+    tg_gem_bridge *b = vb;
+    flush_call(b, out);
+    const char *finish = b->rd.finish[0] ? b->rd.finish : NULL;
+    emit(b, response_of(b, json_array(), finish_of(finish), usage_of(b->rd.usage), b->id, b->version),
+         out);
+}
+
+/* Gemini's status names for HTTP statuses (google.rpc.Code). */
+static const char *status_for(int status)
+{
+    switch (status) {
+    case 400: case 405: case 413: case 415: case 422: case 431: return "INVALID_ARGUMENT";
+    case 401: return "UNAUTHENTICATED";
+    case 403: return "PERMISSION_DENIED";
+    case 404: return "NOT_FOUND";
+    case 409: return "ABORTED";
+    case 429: return "RESOURCE_EXHAUSTED";
+    case 499: return "CANCELLED";
+    case 501: return "UNIMPLEMENTED";
+    case 503: case 529: return "UNAVAILABLE";
+    case 408: case 504: return "DEADLINE_EXCEEDED";
+    default: return status >= 400 && status < 500 ? "FAILED_PRECONDITION" : "INTERNAL";
+    }
+}
+
+/* A chat stream's error event: its code when it is an HTTP status, else by
+ * its type (rate limits, overload), else 500. */
+static void on_fail(void *vb, const json_t *error, tg_buf *out)
+{
+    const char *msg = json_string_value(json_object_get(error, "message"));
+    const json_t *c = json_object_get(error, "code");
+    const char *t = json_string_value(json_object_get(error, "type"));
+    const char *cs = json_string_value(c);
+    int code = json_is_integer(c) && json_integer_value(c) >= 400 && json_integer_value(c) < 600
+                   ? (int)json_integer_value(c)
+                   : 500;
+    if (code == 500 && ((t && strstr(t, "rate_limit")) || (cs && strstr(cs, "rate_limit"))))
+        code = 429;
+    else if (code == 500 && ((t && strstr(t, "overload")) || (cs && strstr(cs, "overload"))))
+        code = 503;
+    else if (code == 500 && cs && strstr(cs, "timeout"))
+        code = 504;
+    flush_call(vb, out);
+    emit_error(vb, code, status_for(code), msg ? msg : "upstream error", out);
+}
+
+static const tg_chat_events gemini_events = {
+    .start = stream_start,
+    .reasoning = on_reasoning,
+    .text = on_content,
+    .refusal = on_refusal,
+    .call = on_call,
+    .finish = stream_finish,
+    .fail = on_fail,
+};
+
+void tg_gemini_stream(tg_gem_bridge *b, const char *sse, size_t n, tg_buf *out)
+{
+    tg_chat_read(&b->rd, &gemini_events, b, sse, n, out);
+}
+
+void tg_gemini_stream_end(tg_gem_bridge *b, tg_buf *out)
+{
+    tg_chat_read_end(&b->rd, &gemini_events, b, out);
+    if (b->sse || b->closed)
+        return;
+    tg_buf_puts(out, b->n_out ? "]" : "[]");
+    b->closed = true;
+}
+
+void tg_gemini_answer_stream(tg_gem_bridge *b, const json_t *completion, tg_buf *out)
+{
+    emit(b, tg_gemini_answer(b, completion), out);
+    if (!b->sse) {
+        tg_buf_puts(out, "]");
+        b->closed = true;
+    }
+}
+
+bool tg_gemini_streams(const tg_gem_bridge *b)
+{
+    return b && b->stream;
+}
+
+const char *tg_gemini_stream_type(const tg_gem_bridge *b)
+{
+    return b && b->stream && !b->sse ? "application/json" : "text/event-stream";
+}
+
+/* ---- countTokens and models --------------------------------------------- */
+
+json_int_t tg_gemini_count_estimate(const json_t *chat)
+{
+    size_t bytes = 0;
+    static const char *const keys[] = {"messages", "tools", NULL};
+    for (const char *const *k = keys; *k; k++) {
+        char *t = json_object_get(chat, *k) ? tg_json_dumps(json_object_get(chat, *k)) : NULL;
+        bytes += t ? strlen(t) : 0;
+        free(t);
+    }
+    return (json_int_t)((bytes + 3) / 4);
+}
+
+json_t *tg_gemini_model_info(const char *name)
+{
+    char full[300];
+    snprintf(full, sizeof full, "models/%.280s", name);
+    return json_pack("{s:s, s:s, s:s, s:s, s:[s, s, s]}", "name", full, "baseModelId", name,
+                     "version", "toolgate", "displayName", name, "supportedGenerationMethods",
+                     "generateContent", "streamGenerateContent", "countTokens");
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+char *tg_gemini_error_body(int status, const char *body, size_t n, size_t *len)
+{
+    json_t *v = body && n ? tg_json_load(body, n, 0, NULL) : NULL;
+    const json_t *o = json_is_array(v) ? json_array_get(v, 0) : v;
+    const json_t *error = json_object_get(o, "error");
+    if (!json_is_object(error) ||
+        (v == o && json_is_integer(json_object_get(error, "code")) &&
+         json_is_string(json_object_get(error, "status")))) {
+        json_decref(v);
+        return NULL;
+    }
+    const char *msg = json_string_value(json_object_get(error, "message"));
+    const char *st = json_string_value(json_object_get(error, "status"));
+    json_t *a = json_pack("{s:{s:i, s:s, s:s}}", "error", "code", status, "message",
+                          msg ? msg : "error", "status", st ? st : status_for(status));
+    const json_t *details = json_object_get(error, "details");
+    if (json_is_array(details))
+        json_object_set(json_object_get(a, "error"), "details", (json_t *)details);
+    json_decref(v);
+    tg_buf out = {0};
+    tg_json_dump(a, &out);
+    json_decref(a);
+    return tg_buf_steal(&out, len);
+}

@@ -1,0 +1,51 @@
+/* messages_api_int.h -- what the two files of the Messages bridge share:
+ * messages_api.c (the request's frame, tools, the answer and its stream)
+ * and messages_content.c (content blocks: a user message, a tool_result,
+ * documents, search results). Private to the bridge. */
+#ifndef TG_MESSAGES_API_INT_H
+#define TG_MESSAGES_API_INT_H
+
+#include <stdbool.h>
+
+#include "bridge/bridge.h"
+#include "core/buf.h"
+#include "core/tg.h"
+
+/* What the request conversion reads and records besides the body. */
+typedef struct conv {
+    const tg_bridge_opts *o;
+    json_t *dropped;       /* {kind: [name]} left out (X-Toolgate-Dropped) */
+    json_t *translated;    /* {kind: [name]} given in another form (X-Toolgate-Translated) */
+    json_t *loaded;        /* {name: true}: deferred tools a tool_reference loaded */
+    json_t *added;         /* [tool]: definitions tool_addition blocks added */
+} conv;
+
+bool tg_msg_is_type(const json_t *block, const char *type);
+/* Blocks of tools only Anthropic runs (server_tool_use, *_tool_result...). */
+bool tg_msg_is_server_block(const char *type);
+/* Is type a content block the Messages API declares (a known one the
+ * bridge drops rather than refuses)? */
+bool tg_msg_is_declared_block(const char *type);
+/* Text blocks (or a string) joined by blank lines into t; -1 naming the
+ * first block that is not text. */
+int tg_msg_join_text(const json_t *v, tg_buf *t, const char *path, tg_error *err);
+/* A block's cache_control onto part when the target takes it, else the
+ * drop said (an optimization hint only). */
+void tg_msg_carry_cache(json_t *part, const json_t *blk, conv *cv);
+/* Parts as chat content: a string when all are plain text, else the parts
+ * as they are. Steals parts. */
+json_t *tg_msg_content_of(json_t *parts);
+/* The tool_reference blocks of a tool_search_tool_result's content, as
+ * loaded tools. */
+void tg_msg_note_references(const json_t *refs, conv *cv);
+/* A tool_addition block: a reference loads a deferred tool, a definition
+ * joins the tools (cv->added); true when it was one of those (said as
+ * translated), false for what has no chat form (an MCP reference). */
+bool tg_msg_tool_addition(const json_t *blk, conv *cv);
+/* A user message's blocks as chat messages appended to messages: its
+ * tool_results as tool messages, then one user message with the rest
+ * (what a tool returned that a tool message cannot hold, first). */
+int tg_msg_user_message(const json_t *content, const char *path, json_t *messages, conv *cv,
+                        tg_error *err);
+
+#endif

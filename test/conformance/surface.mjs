@@ -1,0 +1,217 @@
+// surface.mjs -- the request and answer surface of the imitated APIs, read
+// from the official SDKs' type definitions with the TypeScript compiler API.
+//
+// Each SURFACE names a type of an SDK's .d.ts, a path into it (properties,
+// "[]" for an array's element; a union is followed into each member) and how
+// its variants are told apart: by a discriminant property ("type", "role"),
+// by the fields of an interface ("props": Gemini's Part has one field per
+// kind) or by the members of an enum. enumerate() gives, for every surface,
+// the keys the pinned SDK declares today ("responses.tool.web_search"), and
+// type-checks each row's sample request against the SDK's request type, so
+// that table.json can be held against them both ways: a declared key with
+// no row fails the suite (an SDK update adds a type), and so does a row
+// whose key the SDK no longer declares. Read with the type checker, not
+// with regexes: aliases, namespaces merged with types, `Shared.X` imports
+// and literal unions are all resolved the way tsc resolves them.
+//
+// TypeScript is pinned at 6.x: 7.x is the native compiler, which has no
+// JavaScript API.
+import ts from 'typescript';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const require = createRequire(import.meta.url);
+// node_modules next to this file (the SDKs' "exports" hide package.json)
+const HERE = path.dirname(new URL(import.meta.url).pathname);
+const pkgDir = (name) => path.join(HERE, 'node_modules', name);
+
+export const SDK_FILES = {
+  openai_chat: () => path.join(pkgDir('openai'), 'resources/chat/completions/completions.d.ts'),
+  openai_responses: () => path.join(pkgDir('openai'), 'resources/responses/responses.d.ts'),
+  anthropic: () => path.join(pkgDir('@anthropic-ai/sdk'), 'resources/messages/messages.d.ts'),
+  genai: () => path.join(pkgDir('@google/genai'), 'dist/genai.d.ts'),
+};
+
+// [id, file, type, path, how]; how: a property name ("type", "role"),
+// "props" or "enum". The union of the answer's stream events is under
+// "answer": true, the rest is the request surface.
+export const SURFACES = [
+  // Chat completions (openai)
+  { id: 'chat.message', file: 'openai_chat', type: 'ChatCompletionMessageParam', by: 'role' },
+  { id: 'chat.content.user', file: 'openai_chat', type: 'ChatCompletionUserMessageParam', path: ['content', '[]'], by: 'type' },
+  { id: 'chat.content.system', file: 'openai_chat', type: 'ChatCompletionSystemMessageParam', path: ['content', '[]'], by: 'type' },
+  { id: 'chat.content.developer', file: 'openai_chat', type: 'ChatCompletionDeveloperMessageParam', path: ['content', '[]'], by: 'type' },
+  { id: 'chat.content.assistant', file: 'openai_chat', type: 'ChatCompletionAssistantMessageParam', path: ['content', '[]'], by: 'type' },
+  { id: 'chat.content.tool', file: 'openai_chat', type: 'ChatCompletionToolMessageParam', path: ['content', '[]'], by: 'type' },
+  { id: 'chat.tool_call', file: 'openai_chat', type: 'ChatCompletionMessageToolCall', by: 'type' },
+  { id: 'chat.tool', file: 'openai_chat', type: 'ChatCompletionTool', by: 'type' },
+  { id: 'chat.custom_tool.format', file: 'openai_chat', type: 'ChatCompletionCustomTool', path: ['custom', 'format'], by: 'type' },
+  { id: 'chat.tool_choice', file: 'openai_chat', type: 'ChatCompletionToolChoiceOption', by: 'type' },
+  { id: 'chat.response_format', file: 'openai_chat', type: 'ChatCompletionCreateParamsBase', path: ['response_format'], by: 'type' },
+  { id: 'chat.chunk.delta', file: 'openai_chat', type: 'ChatCompletionChunk.Choice.Delta', by: 'props', answer: true },
+  { id: 'chat.chunk.finish_reason', file: 'openai_chat', type: 'ChatCompletionChunk.Choice', path: ['finish_reason'], by: 'type', answer: true },
+  // Responses (openai)
+  { id: 'responses.input_item', file: 'openai_responses', type: 'ResponseInputItem', by: 'type' },
+  { id: 'responses.input_content', file: 'openai_responses', type: 'ResponseInputContent', by: 'type' },
+  { id: 'responses.output_content', file: 'openai_responses', type: 'ResponseOutputMessage', path: ['content', '[]'], by: 'type' },
+  { id: 'responses.function_call_output', file: 'openai_responses', type: 'ResponseInputItem.FunctionCallOutput', path: ['output', '[]'], by: 'type' },
+  { id: 'responses.reasoning_content', file: 'openai_responses', type: 'ResponseReasoningItem', path: ['summary', '[]'], by: 'type' },
+  { id: 'responses.tool', file: 'openai_responses', type: 'Tool', by: 'type' },
+  { id: 'responses.tool_choice', file: 'openai_responses', type: 'ResponseCreateParamsBase', path: ['tool_choice'], by: 'type' },
+  { id: 'responses.text_format', file: 'openai_responses', type: 'ResponseFormatTextConfig', by: 'type' },
+  { id: 'responses.event', file: 'openai_responses', type: 'ResponseStreamEvent', by: 'type', answer: true },
+  // Messages (anthropic)
+  { id: 'messages.block', file: 'anthropic', type: 'ContentBlockParam', by: 'type' },
+  { id: 'messages.tool_result', file: 'anthropic', type: 'ToolResultBlockParam', path: ['content', '[]'], by: 'type' },
+  { id: 'messages.document_source', file: 'anthropic', type: 'DocumentBlockParam', path: ['source'], by: 'type' },
+  { id: 'messages.image_source', file: 'anthropic', type: 'ImageBlockParam', path: ['source'], by: 'type' },
+  { id: 'messages.system', file: 'anthropic', type: 'MessageCreateParamsBase', path: ['system', '[]'], by: 'type' },
+  { id: 'messages.tool', file: 'anthropic', type: 'ToolUnion', by: 'type' },
+  { id: 'messages.tool_choice', file: 'anthropic', type: 'ToolChoice', by: 'type' },
+  { id: 'messages.thinking', file: 'anthropic', type: 'ThinkingConfigParam', by: 'type' },
+  { id: 'messages.event', file: 'anthropic', type: 'RawMessageStreamEvent', by: 'type', answer: true },
+  { id: 'messages.delta', file: 'anthropic', type: 'RawContentBlockDelta', by: 'type', answer: true },
+  { id: 'messages.content_block', file: 'anthropic', type: 'ContentBlock', by: 'type', answer: true },
+  // Gemini (@google/genai)
+  { id: 'gemini.part', file: 'genai', type: 'Part', by: 'props' },
+  { id: 'gemini.tool', file: 'genai', type: 'Tool', by: 'props' },
+  { id: 'gemini.function_calling_mode', file: 'genai', type: 'FunctionCallingConfigMode', by: 'enum' },
+];
+
+function findSymbol(checker, sf, dotted) {
+  let sym = checker.getSymbolAtLocation(sf);
+  let table = sym ? checker.getExportsOfModule(sym) : [];
+  for (const [i, name] of dotted.split('.').entries()) {
+    sym = table.find((s) => s.name === name);
+    if (!sym) throw new Error(`${dotted}: no ${name}`);
+    if (sym.flags & ts.SymbolFlags.Alias) sym = checker.getAliasedSymbol(sym);
+    if (i < dotted.split('.').length - 1) table = sym.exports ? [...sym.exports.values()] : [];
+  }
+  return sym;
+}
+
+const members = (t) => (t.isUnion() ? t.types : [t]);
+
+// One step of a path: a property (of every object member of a union), or
+// "[]", the element type of every array member (a "string | Array<X>" gives X).
+function step(checker, type, part) {
+  const out = [];
+  for (const m of members(checker.getNonNullableType(type))) {
+    if (part === '[]') {
+      if (checker.isArrayType(m)) out.push(checker.getTypeArguments(m)[0]);
+      else if (m.flags & ts.TypeFlags.StringLike && !(m.flags & ts.TypeFlags.StringLiteral)) out.push(m);
+      continue;
+    }
+    const p = m.getProperty(part);
+    if (p) out.push(checker.getTypeOfSymbol(p));
+  }
+  return out.flatMap((t) => members(checker.getNonNullableType(t)));
+}
+
+function keysOf(checker, types, by, label) {
+  const keys = new Set();
+  for (const t of types) {
+    if (t.flags & ts.TypeFlags.StringLiteral) keys.add(t.value);
+    else if (t.flags & ts.TypeFlags.String) keys.add('string');
+    else if (t.flags & (ts.TypeFlags.Null | ts.TypeFlags.Undefined)) continue;
+    else if (by === 'props') {
+      for (const p of checker.getPropertiesOfType(t)) {
+        const pt = checker.getTypeOfSymbol(p);
+        if (pt.getCallSignatures().length) continue; // methods and getters that compute
+        keys.add(p.name);
+      }
+    } else {
+      const p = t.getProperty(by);
+      if (!p) throw new Error(`${label}: a member without "${by}": ${checker.typeToString(t)}`);
+      const vals = members(checker.getNonNullableType(checker.getTypeOfSymbol(p)));
+      for (const v of vals) {
+        if (v.flags & ts.TypeFlags.StringLiteral) keys.add(v.value);
+        else throw new Error(`${label}: "${by}" is not a literal in ${checker.typeToString(t)}`);
+      }
+    }
+  }
+  return [...keys];
+}
+
+// The type each API's sample requests must have, imported from the SDKs:
+// a sample the SDK's own types reject (a misspelt field, a missing one) is
+// not a request the API accepts, and would prove nothing. Gemini's REST body
+// is the SDK's contents, tools and toolConfig (its SDK nests the last two
+// under `config`).
+const SAMPLE_TYPES = `
+import type { ChatCompletionCreateParamsNonStreaming as ChatBody } from 'openai/resources/chat/completions/completions';
+import type { ResponseCreateParamsNonStreaming as ResponsesBody } from 'openai/resources/responses/responses';
+import type { MessageCreateParamsNonStreaming as MessagesBody } from '@anthropic-ai/sdk/resources/messages/messages';
+import type { Content, Tool, ToolConfig } from '@google/genai';
+// the SDK's enums are nominal: a JSON sample spells their string values
+type Loose<T> = T extends string ? \`\${T}\` : T extends object ? { [K in keyof T]: Loose<T[K]> } : T;
+type GeminiBody = Loose<{ contents: Content[]; tools?: Tool[]; toolConfig?: ToolConfig }>;
+`;
+const SAMPLE_TYPE = { chat: 'ChatBody', responses: 'ResponsesBody', messages: 'MessagesBody', gemini: 'GeminiBody' };
+
+function samplesSource(rows) {
+  const lines = [SAMPLE_TYPES];
+  const at = [];
+  for (const r of rows || []) {
+    if (!r.request) continue;
+    const body = { ...r.request };
+    if (r.api !== 'gemini') body.model = 'm';
+    if (r.api === 'messages' && body.max_tokens === undefined) body.max_tokens = 256;
+    at.push([lines.join('\n').split('\n').length, r.key]);
+    lines.push(`export const r${at.length}: ${SAMPLE_TYPE[r.api]} = ${JSON.stringify(body)};`);
+  }
+  return { text: lines.join('\n'), at };
+}
+
+// enumerate(rows): { surface: { surfaceId: [key, ...] }, sampleErrors:
+// [[row key, message]] } for the pinned SDKs; rows' requests are checked
+// against the SDKs' request types in the same program.
+export function enumerate(rows) {
+  const files = Object.fromEntries(Object.entries(SDK_FILES).map(([k, f]) => [k, f()]));
+  const samples = samplesSource(rows);
+  const samplesFile = path.join(HERE, '__samples__.ts');
+  const options = {
+    noEmit: true, skipLibCheck: true, types: [], target: ts.ScriptTarget.ES2022, strict: true,
+    module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  };
+  const host = ts.createCompilerHost(options);
+  const getSourceFile = host.getSourceFile.bind(host);
+  host.getSourceFile = (name, lang, ...rest) => (path.resolve(name) === samplesFile
+    ? ts.createSourceFile(name, samples.text, lang) : getSourceFile(name, lang, ...rest));
+  const fileExists = host.fileExists.bind(host);
+  host.fileExists = (name) => path.resolve(name) === samplesFile || fileExists(name);
+  const program = ts.createProgram([...Object.values(files), samplesFile], options, host);
+  const checker = program.getTypeChecker();
+  const out = {};
+  for (const s of SURFACES) {
+    const sf = program.getSourceFile(files[s.file]);
+    const sym = findSymbol(checker, sf, s.type);
+    let types;
+    if (s.by === 'enum') {
+      const keys = [];
+      for (const m of sym.exports.values()) {
+        const v = checker.getConstantValue(m.valueDeclaration);
+        keys.push(typeof v === 'string' ? v : m.name);
+      }
+      out[s.id] = keys;
+      continue;
+    }
+    types = [checker.getDeclaredTypeOfSymbol(sym)];
+    for (const part of s.path || []) types = types.flatMap((t) => step(checker, t, part));
+    if (s.by !== 'props') types = types.flatMap((t) => members(t));
+    out[s.id] = keysOf(checker, types, s.by, s.id);
+  }
+  const sampleErrors = [];
+  const sf = program.getSourceFile(samplesFile);
+  for (const d of [...program.getSyntacticDiagnostics(sf), ...program.getSemanticDiagnostics(sf)]) {
+    const line = d.start === undefined ? 0 : sf.getLineAndCharacterOfPosition(d.start).line;
+    const row = samples.at.find(([l]) => l === line);
+    sampleErrors.push([row ? row[1] : `line ${line}`, ts.flattenDiagnosticMessageText(d.messageText, ' ').slice(0, 600)]);
+  }
+  return { surface: out, sampleErrors };
+}
+
+export function sdkVersions() {
+  const v = (n) => require(path.join(pkgDir(n), 'package.json')).version;
+  return { openai: v('openai'), '@anthropic-ai/sdk': v('@anthropic-ai/sdk'), '@google/genai': v('@google/genai'), typescript: ts.version };
+}

@@ -1,0 +1,178 @@
+#!/bin/sh
+# tls.sh -- https upstreams: whom toolgate trusts and what it shows.
+#
+# A private CA made here (openssl) signs a certificate for 127.0.0.1, one
+# for another host name, and a client certificate; tls_upstream.py serves
+# chat completions over TLS with each (one of them asks for the client
+# certificate). Checked: a route's tls_ca_file trusts the private CA; with
+# no CA setting the built-in bundle refuses it with a 502 that names the
+# certificate problem; a certificate for another name is refused naming
+# the name; [server]'s tls_ca_file and the environment's SSL_CERT_FILE are
+# used when the route says nothing; tls_client_cert/key answer an mTLS
+# upstream, which refuses toolgate without them; a new connection of the
+# worker resumes the TLS session another connection opened; each of these
+# on toolgate's own client (its TLS, proxy/uptls.c) and on libcurl
+# (upstream_client = curl); `toolgate check`
+# names a missing or empty CA file and a client key without certificate.
+. "$(dirname "$0")/lib.sh"
+
+if ! command -v openssl >/dev/null 2>&1; then
+    not_ok "openssl is installed (.ci/deps.sh)"
+    finish
+fi
+P=$TG_TMP/pki
+mkdir -p "$P"
+gen() {  # gen NAME CN SAN: a key and a certificate signed by the CA
+    openssl req -new -newkey rsa:2048 -nodes -subj "/CN=$2" -keyout "$P/$1.key" \
+        -out "$P/$1.csr" 2>/dev/null &&
+        printf 'subjectAltName=%s\n' "$3" >"$P/$1.ext" &&
+        openssl x509 -req -in "$P/$1.csr" -CA "$P/ca.pem" -CAkey "$P/ca.key" -CAcreateserial \
+            -days 2 -extfile "$P/$1.ext" -out "$P/$1.pem" 2>/dev/null
+}
+openssl req -x509 -newkey rsa:2048 -nodes -subj "/CN=toolgate test CA" -days 2 \
+    -keyout "$P/ca.key" -out "$P/ca.pem" 2>/dev/null &&
+    gen server 127.0.0.1 "IP:127.0.0.1,DNS:localhost" &&
+    gen other other.example "DNS:other.example" &&
+    gen client toolgate-client "DNS:toolgate-client"
+check "a private CA and three certificates are made" test -s "$P/client.pem"
+
+start_tls() {  # start_tls NAME CERT [CLIENT_CA]: sets UP_PID and UP_PORT
+    "$PY" "$TG_ROOT/test/integration/tls_upstream.py" "$P/$2.pem" "$P/$2.key" $3 \
+        >"$TG_TMP/$1.out" 2>"$TG_TMP/$1.err" &
+    UP_PID=$!
+    _i=0
+    while [ $_i -lt 100 ]; do
+        UP_PORT=$(sed -n 's/^port=\([0-9]*\)$/\1/p' "$TG_TMP/$1.out" 2>/dev/null)
+        [ -n "$UP_PORT" ] && return 0
+        sleep 0.05
+        _i=$((_i + 1))
+    done
+    not_ok "$1 upstream starts" "$(cat "$TG_TMP/$1.err")"
+    exit 1
+}
+start_mock
+start_tls good server
+GOOD_PID=$UP_PID GOOD=$UP_PORT
+start_tls other other
+OTHER_PID=$UP_PID OTHER=$UP_PORT
+start_tls mtls server "$P/ca.pem"
+MTLS_PID=$UP_PID MTLS=$UP_PORT
+trap '_st=$?; kill $GOOD_PID $OTHER_PID $MTLS_PID 2>/dev/null; (exit $_st); stop_all' EXIT
+
+route() {  # route NAME PORT [LINES]
+    printf '[route %s]\nprefix = /%s\nupstream = https://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n%s\n\n' \
+        "$1" "$1" "$2" "$3"
+}
+ask() {  # ask OUT PREFIX: a whole chat request on the route; prints the status
+    tg_req "$1" POST "/$2/v1/chat/completions" -H 'Content-Type: application/json' \
+        --data-binary '{"model":"m","messages":[{"role":"user","content":"hi"}]}'
+}
+content() { json_get "$1" choices.0.message.content; }
+has() { expect_match "$1" "$3" "$2"; }  # has NAME TEXT PATTERN
+
+# The trust checks, once on toolgate's own client (chat rounds over its
+# TLS, proxy/uptls.c) and once with every round through libcurl.
+matrix() {  # matrix CLIENT VIA: upstream_client = CLIENT, rounds seen as sent by VIA
+    PORT=$(free_port)
+    {
+        printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nupstream_client = %s\n\n' "$PORT" "$1"
+        route private "$GOOD" "tls_ca_file = $P/ca.pem"
+        route builtin "$GOOD"
+        route wrongname "$OTHER" "tls_ca_file = $P/ca.pem"
+        route mtls "$MTLS" "tls_ca_file = $P/ca.pem
+tls_client_cert = $P/client.pem
+tls_client_key = $P/client.key"
+        route nocert "$MTLS" "tls_ca_file = $P/ca.pem"
+    } >"$TG_TMP/tls-$1.conf"
+    start_toolgate "$TG_TMP/tls-$1.conf" || exit 1
+
+    st=$(ask "$TG_TMP/a" private)
+    expect_eq "[$1] tls_ca_file: the private CA's upstream answers" "$st $(content "$TG_TMP/a")" \
+        "200 tls ok path=/v1/chat/completions client=- via=$2"
+
+    st=$(ask "$TG_TMP/b" builtin)
+    expect_eq "[$1] no CA setting: the built-in bundle refuses a private CA (502)" "$st" 502
+    has "[$1] ... and the 502 names the certificate problem" "$(cat "$TG_TMP/b")" \
+        'certificate problem|self-signed|unable to get local issuer'
+
+    st=$(ask "$TG_TMP/c" wrongname)
+    expect_eq "[$1] a certificate for another name is refused (502)" "$st" 502
+    has "[$1] ... naming the host name" "$(cat "$TG_TMP/c")" 'host name|subject name|127\.0\.0\.1'
+
+    st=$(ask "$TG_TMP/d" mtls)
+    expect_eq "[$1] tls_client_cert/key: the mTLS upstream sees toolgate's certificate" \
+        "$st $(content "$TG_TMP/d")" "200 tls ok path=/v1/chat/completions client=toolgate-client via=$2"
+
+    st=$(ask "$TG_TMP/e" nocert)
+    expect_eq "[$1] the mTLS upstream refuses toolgate without a client certificate (502)" "$st" 502
+
+    # Session resumption: the first round's connection stays pooled; four
+    # at once open new connections, which resume the session the worker
+    # keeps (libcurl: its handles' share; the own client: uptls.c). (The
+    # stats request is one more handshake, not resumed.)
+    before=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
+    pids=
+    for i in 1 2 3 4; do
+        ask "$TG_TMP/p$i" private >"$TG_TMP/p$i.st" &
+        pids="$pids $!"
+    done
+    wait $pids
+    after=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
+    resumed=$("$PY" -c 'import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); print(b["handshakes"]-a["handshakes"]-1, b["resumed"]-a["resumed"])' "$before" "$after")
+    new=${resumed% *} res=${resumed#* }
+    expect_eq "[$1] four rounds at once all answered" "$(cat "$TG_TMP"/p?.st)" 200200200200
+    if [ "$new" -ge 1 ] && [ "$res" -ge "$new" ]; then
+        ok "[$1] new connections resume the worker's TLS session ($new new, $res resumed)"
+    else
+        not_ok "[$1] new connections resume the worker's TLS session" "stats before $before after $after"
+    fi
+    stop_toolgate
+}
+matrix toolgate own
+matrix curl curl
+
+# [server]'s tls_ca_file, then SSL_CERT_FILE, for a route that says nothing.
+PORT=$(free_port)
+{
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\ntls_ca_file = %s\n\n' "$PORT" "$P/ca.pem"
+    route inherit "$GOOD"
+} >"$TG_TMP/server.conf"
+start_toolgate "$TG_TMP/server.conf" || exit 1
+st=$(ask "$TG_TMP/f" inherit)
+expect_eq "[server] tls_ca_file serves a route that names none" "$st" 200
+stop_toolgate
+
+PORT=$(free_port)
+{
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\n\n' "$PORT"
+    route fromenv "$GOOD"
+} >"$TG_TMP/env.conf"
+SSL_CERT_FILE=$P/ca.pem start_toolgate "$TG_TMP/env.conf" || exit 1
+st=$(ask "$TG_TMP/g" fromenv)
+expect_eq "SSL_CERT_FILE serves a conf that names no CA" "$st" 200
+stop_toolgate
+
+# toolgate check names what is wrong, with the line.
+: >"$P/empty.pem"
+bad() {  # bad NAME LINES: the route's conf, checked; prints the output
+    { printf '[server]\nlisten = 127.0.0.1:1\n\n'; route "$1" "$GOOD" "$2"; } >"$TG_TMP/$1.conf"
+    "$TG_BIN" check -c "$TG_TMP/$1.conf" >"$TG_TMP/$1.out" 2>&1
+    _st=$?
+    echo "$(tr '\n' ' ' <"$TG_TMP/$1.out") exit=$_st"
+}
+out=$(bad empty "tls_ca_file = $P/empty.pem")
+has "check: an empty CA file is refused, naming the line" "$out" \
+    "empty.conf:9: tls_ca_file '.*empty.pem': no PEM certificate.*exit=[1-9]"
+out=$(bad missing "tls_ca_file = $P/nothere.pem")
+has "check: a missing CA file is refused, naming the line" "$out" \
+    "missing.conf:9: tls_ca_file '.*nothere.pem': No such file.*exit=[1-9]"
+out=$(bad keyonly "tls_client_key = $P/client.key")
+has "check: a client key without its certificate is refused" "$out" \
+    "keyonly.conf:9: tls_client_key needs tls_client_cert.*exit=[1-9]"
+out=$(SSL_CERT_FILE=$P/nothere.pem bad envmissing "")
+has "check: a missing SSL_CERT_FILE is named as the environment's" "$out" \
+    "SSL_CERT_FILE '.*nothere.pem' \\(environment\\): No such file.*exit=[1-9]"
+out=$(bad fine "tls_ca_file = $P/ca.pem")
+has "check: a good CA file passes" "$out" "exit=0"
+
+finish
