@@ -15,6 +15,8 @@ void tg_ctx_clear(tg_ctx *ctx)
     json_decref(ctx->custom_tools);
     json_decref(ctx->translated);
     ctx->custom_tools = ctx->translated = NULL;
+    json_decref(ctx->opaque_out);
+    ctx->opaque_out = NULL;
     ctx->explain = ctx->tools = ctx->name_map = ctx->arg_inverse = ctx->rf_inverse = NULL;
     ctx->id_map = ctx->dropped = ctx->disc_state = ctx->request = NULL;
 }

@@ -95,6 +95,10 @@ typedef struct tg_ctx {
                                         form (X-Toolgate-Translated), or NULL */
     json_t *disc_state;              /* discovery's per-request state or NULL */
     json_t *request;                 /* the upstream request body (for discovery rounds) */
+    json_t *opaque_out;              /* {call id: {its opaque fields}} of the calls
+                                        the agent got that carry fields such as
+                                        Gemini 3's extra_content, for the proxy
+                                        to keep (proxy/signatures.c), or NULL */
     bool stream;
     bool legacy_functions;           /* the agent sent functions[]: answer
                                         with function_call (hygiene.c) */

@@ -50,6 +50,8 @@
 #define FUSE_DEPTH 50    /* each phrasing's top that reciprocal rank fusion sees */
 #define RRF_K 60.0       /* the usual constant of reciprocal rank fusion */
 #define GROUPS_LISTED 40 /* groups named in search_tools' description, largest first */
+#define GROUP_ENUM_MAX 100 /* groups in search_tools' group enum (OpenAI's strict mode
+                              takes 500 enum values in a request) */
 #define SUGGEST_MAX 3
 #define LINE_MAX_BYTES 160
 
@@ -115,6 +117,45 @@ static const char *say(json_t *meta, const char *text, char *buf, size_t len)
 static long lookup(json_t *d, const char *name)
 {
     json_t *v = name ? json_object_get(json_object_get(d, "lookup"), name) : NULL;
+    return v ? (long)json_integer_value(v) : -1;
+}
+
+/* A name's loose form: lower case, words split at any other character and
+ * at camelCase humps, joined by one '_' ("Asana-Get-My-Tasks",
+ * "asana.get_my_tasks" and "asanaGetMyTasks" are all asana_get_my_tasks).
+ * Into buf, cut at len. */
+static const char *loose_form(const char *name, char *buf, size_t len)
+{
+    size_t o = 0;
+    int sep = 0, lower = 0;
+    for (const unsigned char *p = (const unsigned char *)name; *p && o + 2 < len; p++) {
+        int alnum = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || *p >= 0x80;
+        int upper = *p >= 'A' && *p <= 'Z';
+        if (!alnum) {
+            sep = o > 0;
+            lower = 0;
+            continue;
+        }
+        if ((sep || (upper && lower)) && o > 0)
+            buf[o++] = '_';
+        buf[o++] = (char)(upper ? *p + ('a' - 'A') : *p);
+        sep = 0;
+        lower = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9');
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* lookup, then by loose form when exactly one tool has it: a model's
+ * case and separator variants of a name in the meta-tools' arguments. */
+static long lookup_loose(json_t *d, const char *name)
+{
+    long at = lookup(d, name);
+    if (at >= 0 || !name)
+        return at;
+    char buf[256];
+    json_t *v = json_object_get(json_object_get(d, "loose"), loose_form(name, buf, sizeof buf));
     return v ? (long)json_integer_value(v) : -1;
 }
 
@@ -288,6 +329,24 @@ static json_t *optional_prop(json_t *p, int strict, json_t *req, const char *nam
     return p;
 }
 
+/* group: an enum of the catalog's groups (GROUP_ENUM_MAX, largest first),
+ * so a strict dialect's constrained decoding can only write one of them or
+ * null; a group past the cap is still taken where nothing constrains the
+ * model. A nullable enum lists null too: OpenAI's strict mode checks the
+ * value against the enum, type or not. */
+static json_t *group_prop(json_t *group_counts, int strict)
+{
+    json_t *p = prop("string", "Search only the tools of this group (one of the groups "
+                               "listed above); leave it out to search all tools.");
+    json_t *e = json_array();
+    for (size_t i = 0; i < json_array_size(group_counts) && i < GROUP_ENUM_MAX; i++)
+        json_array_append(e, json_array_get(json_array_get(group_counts, i), 0));
+    if (strict)
+        json_array_append_new(e, json_null());
+    json_object_set_new(p, "enum", e);
+    return p;
+}
+
 static json_t *meta_search_tool(const tg_ctx *ctx, json_t *meta, json_t *names, size_t ncat,
                                 json_t *group_counts, int strict)
 {
@@ -304,9 +363,7 @@ static json_t *meta_search_tool(const tg_ctx *ctx, json_t *meta, json_t *names, 
     json_object_set_new(props, "queries", optional_prop(alts, strict, req, "queries"));
     if (json_array_size(group_counts))
         json_object_set_new(props, "group",
-                            optional_prop(prop("string", "Search only the tools of this group "
-                                                         "(one of the groups listed above)."),
-                                          strict, req, "group"));
+                            optional_prop(group_prop(group_counts, strict), strict, req, "group"));
     if (!strict)
         json_object_set_new(props, "limit",
                             prop("integer", "How many matches to return (default 8, at most 25)."));
@@ -409,11 +466,32 @@ static json_t *count_groups(json_t *groups)
     return out;
 }
 
+/* loose form -> catalog position; -1 when two tools share it (then only
+ * the exact name finds either). */
+static void add_loose(json_t *loose, const char *name, long at)
+{
+    char buf[256];
+    const char *k = loose_form(name, buf, sizeof buf);
+    json_t *v = json_object_get(loose, k);
+    if (!*k || (v && json_integer_value(v) == at))
+        return;
+    json_object_set_new(loose, k, json_integer(v ? -1 : (json_int_t)at));
+}
+
+/* A meta-tool's parameters as toolgate declares them, before the dialect's
+ * rewrite: what its arguments are repaired against (meta_args). */
+static json_t *keep_params(json_t *params, const char *which, json_t *tool)
+{
+    json_object_set(params, which, json_object_get(fn_peek(tool), "parameters"));
+    return tool;
+}
+
 static json_t *derive(const tg_ctx *ctx, json_t *catalog, json_t *originals)
 {
     size_t n = json_array_size(catalog);
     json_t *names = json_array(), *agent = json_array(), *lk = json_object();
     json_t *exposed = json_object(), *text = json_array(), *listed = json_array();
+    json_t *loose = json_object();
     json_t *by = originals_by_name(originals);
     for (size_t i = 0; i < n; i++) {
         json_t *t = json_array_get(catalog, i);
@@ -427,6 +505,8 @@ static json_t *derive(const tg_ctx *ctx, json_t *catalog, json_t *originals)
             json_object_set_new(lk, u, json_integer((json_int_t)i));
         if (!json_object_get(lk, a))
             json_object_set_new(lk, a, json_integer((json_int_t)i));
+        add_loose(loose, u, (long)i);
+        add_loose(loose, a, (long)i);
         if (matches_core(ctx->disc, u, a))
             json_object_set_new(exposed, u, json_true());
         else
@@ -444,9 +524,14 @@ static json_t *derive(const tg_ctx *ctx, json_t *catalog, json_t *originals)
     for (size_t i = 0; i < n; i++)
         if (json_object_get(exposed, json_string_value(json_array_get(names, i))))
             json_array_append(up, json_array_get(catalog, i));
-    json_array_append_new(up, sanitize_meta(ctx, meta_search_tool(ctx, meta, listed, n, group_counts, strict)));
-    json_array_append_new(up, sanitize_meta(ctx, meta_schema_tool(meta, strict)));
-    json_t *call = sanitize_meta(ctx, meta_call_tool(meta, strict, as_string));
+    json_t *params = json_object();
+    json_array_append_new(up, sanitize_meta(ctx, keep_params(params, "search",
+                                                             meta_search_tool(ctx, meta, listed, n,
+                                                                              group_counts, strict))));
+    json_array_append_new(up, sanitize_meta(ctx, keep_params(params, "schema",
+                                                             meta_schema_tool(meta, strict))));
+    json_t *call = sanitize_meta(ctx, keep_params(params, "call",
+                                                  meta_call_tool(meta, strict, as_string)));
     /* the rewrite may itself have turned the free-form object into a string */
     json_t *argt = json_object_get(
         json_object_get(json_object_get(json_object_get(fn_peek(call), "parameters"), "properties"),
@@ -459,10 +544,11 @@ static json_t *derive(const tg_ctx *ctx, json_t *catalog, json_t *originals)
     json_t *index = tg_dindex_build(text);
     json_decref(text);
     json_decref(listed);
-    json_t *d = json_pack("{sosOsosososososbsososo}", "names", names, "catalog", catalog,
+    json_t *d = json_pack("{sosOsosososososbsososososo}", "names", names, "catalog", catalog,
                           "agent", agent, "lookup", lk, "exposed", exposed, "meta", meta, "up",
                           up, "args_string", as_string, "index", index ? index : json_object(),
-                          "groups", groups, "group_counts", group_counts);
+                          "groups", groups, "group_counts", group_counts, "loose", loose,
+                          "meta_params", params);
     return d;
 }
 
@@ -711,8 +797,10 @@ static json_t *tool_entry(json_t *d, long at, int with_params, int full_desc)
     return e;
 }
 
-/* The tools of a group (case-insensitive), as a per-tool mask; NULL when
- * no group was asked for. *unknown is set when the group does not exist. */
+/* The tools of a group (case-insensitive, separators loose), as a per-tool
+ * mask; NULL when no group was asked for, or when the group does not exist
+ * (*unknown set): a group the model made up must not hide the tool it
+ * looks for, so all tools are searched then, and the answer says so. */
 static unsigned char *group_mask(json_t *d, const char *group, int *unknown)
 {
     *unknown = 0;
@@ -721,15 +809,33 @@ static unsigned char *group_mask(json_t *d, const char *group, int *unknown)
     json_t *groups = json_object_get(d, "groups");
     size_t n = json_array_size(groups), hits = 0;
     unsigned char *m = tg_calloc(n ? n : 1, 1);
+    char wb[128], gb[128];
+    const char *want = loose_form(group, wb, sizeof wb);
     for (size_t i = 0; i < n; i++) {
         const char *g = json_string_value(json_array_get(groups, i));
-        if (g && strcasecmp(g, group) == 0) {
+        if (g && (strcasecmp(g, group) == 0 ||
+                  strcmp(loose_form(g, gb, sizeof gb), want) == 0)) {
             m[i] = 1;
             hits++;
         }
     }
     *unknown = hits == 0;
+    if (*unknown) {  /* then all tools are searched (search_answer) */
+        free(m);
+        m = NULL;
+    }
     return m;
+}
+
+/* What a model writes in group when it means none (a strict dialect makes
+ * it write something): searched as no group, without a note. */
+static int means_no_group(const char *g)
+{
+    static const char *const words[] = { "null", "none", "all", "any", "*", "", NULL };
+    for (const char *const *w = words; *w; w++)
+        if (strcasecmp(g, *w) == 0)
+            return 1;
+    return 0;
 }
 
 /* The phrasings to search: query, then each string of queries (a lone
@@ -737,9 +843,15 @@ static unsigned char *group_mask(json_t *d, const char *group, int *unknown)
 static size_t collect_queries(json_t *args, const char **q)
 {
     size_t n = 0;
-    const char *one = json_string_value(json_object_get(args, "query"));
+    json_t *query = json_object_get(args, "query");
+    const char *one = json_string_value(query);
     if (one && *one)
         q[n++] = one;
+    for (size_t i = 0; i < json_array_size(query) && n < QUERIES_MAX; i++) {
+        const char *s = json_string_value(json_array_get(query, i));  /* a list given */
+        if (s && *s)
+            q[n++] = s;
+    }
     json_t *more = json_object_get(args, "queries");
     if (json_is_string(more) && *json_string_value(more) && n < QUERIES_MAX)
         q[n++] = json_string_value(more);
@@ -814,8 +926,10 @@ static json_t *search_answer(const tg_ctx *ctx, json_t *d, json_t *args)
     const char *group = json_string_value(json_object_get(args, "group"));
     int unknown = 0;
     unsigned char *mask = group_mask(d, group, &unknown);
+    if (unknown && means_no_group(group))
+        unknown = 0;
     size_t hits[SEARCH_MAX];
-    size_t matched = nq && !unknown ? fused_search(ctx, d, q, nq, mask, hits, (size_t)limit) : 0;
+    size_t matched = nq ? fused_search(ctx, d, q, nq, mask, hits, (size_t)limit) : 0;
     free(mask);
     size_t got = matched < (size_t)limit ? matched : (size_t)limit;
     json_t *results = json_array();
@@ -827,15 +941,17 @@ static json_t *search_answer(const tg_ctx *ctx, json_t *d, json_t *args)
         json_object_set_new(r, "message",
                             json_string("Pass {\"query\": \"what you want to do\"}, e.g. "
                                         "{\"query\": \"create a calendar event\"}."));
-    else if (unknown)
-        json_object_set_new(r, "message",
-                            json_string("No group of that name; the groups are listed in this "
-                                        "tool's description. Search without \"group\" to search "
-                                        "all tools."));
     else if (!got)
         json_object_set_new(r, "message",
                             json_string("No tool matched. Try other words for the task; "
                                         "the catalog's names are listed in this tool's description."));
+    if (unknown) {
+        char note[256];
+        snprintf(note, sizeof note,
+                 "\"%.80s\" is not a group, so all tools were searched; the groups are listed "
+                 "in this tool's description.", group);
+        json_object_set_new(r, "note", json_string(note));
+    }
     return r;
 }
 
@@ -899,7 +1015,7 @@ static json_t *schema_answer(json_t *d, json_t *names)
                                          : json_incref(names);
     for (size_t i = 0; i < json_array_size(list); i++) {
         const char *n = json_string_value(json_array_get(list, i));
-        long at = lookup(d, n);
+        long at = lookup_loose(d, n);
         if (at >= 0)
             json_array_append_new(tools, tool_entry(d, at, 1, 1));
         else
@@ -951,13 +1067,31 @@ static json_t *parse_args(json_t *call)
 {
     json_t *a = json_object_get(json_object_get(call, "function"), "arguments");
     if (json_is_object(a))
-        return json_incref(a);
+        return json_deep_copy(a);  /* meta_args repairs it in place */
     json_t *v = json_string_value(a) ? tg_json_load(json_string_value(a), json_string_length(a), JSON_DECODE_ANY, NULL)
                                      : json_object();
+    if (json_is_string(v)) {  /* the whole object encoded once more */
+        json_t *inner = tg_json_load(json_string_value(v), json_string_length(v), 0, NULL);
+        json_decref(v);
+        v = inner;
+    }
     if (json_is_object(v))
         return v;
     json_decref(v);
     return NULL;
+}
+
+/* A meta-tool call's arguments, repaired like any tool's against the
+ * meta-tool's declared parameters (R15: "[\"a\"]" where names is an array,
+ * "5" where limit is an integer), so a model's slip costs no round; NULL
+ * when they are not an object. which: "search", "schema" or "call". */
+static json_t *meta_args(tg_ctx *ctx, json_t *d, json_t *call, const char *which)
+{
+    json_t *args = parse_args(call);
+    json_t *params = json_object_get(json_object_get(d, "meta_params"), which);
+    if (args && params)
+        tg_repair_decode_args(ctx, params, args);
+    return args;
 }
 
 /* A deterministic 9-character id: valid for every dialect's id rules. */
@@ -978,18 +1112,18 @@ static json_t *make_id(const char *seed, size_t n)
  * upstream name and the arguments as the model wrote them: the repair stage
  * then treats it like any call (agent name, arguments checked and coerced
  * against the real schema, id). NULL and *err set when it cannot be. */
-static json_t *convert_call_tool(json_t *d, json_t *call, json_t **err)
+static json_t *convert_call_tool(tg_ctx *ctx, json_t *d, json_t *call, json_t **err)
 {
-    json_t *args = parse_args(call);
+    json_t *args = meta_args(ctx, d, call, "call");
     const char *name = json_string_value(json_object_get(args, "name"));
-    long at = lookup(d, name);
+    long at = lookup_loose(d, name);
     json_t *inner = json_object_get(args, "arguments");
     char *text = NULL;
     *err = NULL;
     if (!name) {
         *err = error_answer(d, "@C needs {\"name\": a catalog tool name, \"arguments\": "
                                "its arguments object}.%s", "");
-    } else if (at < 0 || kind_of(d, name) != K_REAL) {
+    } else if (at < 0 || kind_of(d, up_name(d, at)) != K_REAL) {
         *err = error_answer(d, "Unknown tool \"%s\": it is not in the catalog. Use one of "
                                "did_you_mean, or @S to find the right one.", name);
     } else if (json_is_string(inner)) {
@@ -1019,16 +1153,33 @@ static json_t *convert_call_tool(json_t *d, json_t *call, json_t **err)
     json_object_set_new(out, "type", json_string("function"));
     json_object_set_new(out, "function",
                         json_pack("{ssss}", "name", up_name(d, at), "arguments", text));
+    /* what the provider put on the call (Gemini 3's thought signature) goes
+     * with it to the agent, which replays it on the call rewrite_history
+     * turns back into this call_tool call */
+    const char *k;
+    json_t *v;
+    json_object_foreach(call, k, v)
+        if (strcmp(k, "id") && strcmp(k, "type") && strcmp(k, "function") && strcmp(k, "index") &&
+            !json_object_get(out, k))
+            json_object_set(out, k, v);
     free(text);
     json_decref(args);
     return out;
 }
 
+/* get_tool_schema's names, or what a model wrote instead: one "name". */
+static json_t *names_arg(json_t *args)
+{
+    json_t *n = json_object_get(args, "names");
+    return n ? n : json_object_get(args, "name");
+}
+
 /* The answer to one meta (or unknown) call, as the tool message content. */
-static json_t *answer_call(const tg_ctx *ctx, json_t *d, json_t *call, enum call_kind k)
+static json_t *answer_call(tg_ctx *ctx, json_t *d, json_t *call, enum call_kind k)
 {
     const char *name = json_string_value(json_object_get(json_object_get(call, "function"), "name"));
-    json_t *args = parse_args(call);
+    json_t *args = meta_args(ctx, d, call, k == K_SEARCH ? "search" : k == K_SCHEMA ? "schema"
+                                                                              : "call");
     json_t *r;
     if (k == K_UNKNOWN)
         r = error_answer(d, "Unknown tool \"%s\": no tool of that name exists here. See "
@@ -1039,9 +1190,9 @@ static json_t *answer_call(const tg_ctx *ctx, json_t *d, json_t *call, enum call
     else if (k == K_SEARCH)
         r = search_answer(ctx, d, args);
     else if (k == K_SCHEMA)
-        r = schema_answer(d, json_object_get(args, "names"));
+        r = schema_answer(d, names_arg(args));
     else {
-        json_t *out = convert_call_tool(d, call, &r);
+        json_t *out = convert_call_tool(ctx, d, call, &r);
         json_decref(out);  /* convertible calls never get here */
         if (!r)
             r = json_object();
@@ -1133,7 +1284,7 @@ typedef struct verdict {
     json_t *answerable;  /* meta/unknown calls toolgate answers */
 } verdict;
 
-static void classify(json_t *d, json_t *msg, verdict *v)
+static void classify(tg_ctx *ctx, json_t *d, json_t *msg, verdict *v)
 {
     json_t *calls = json_object_get(msg, "tool_calls");
     v->out_calls = json_array();
@@ -1146,7 +1297,7 @@ static void classify(json_t *d, json_t *msg, verdict *v)
         if (k == K_REAL) {
             json_array_append(v->out_calls, c);
         } else if (k == K_CALL) {
-            json_t *conv = convert_call_tool(d, c, &err);
+            json_t *conv = convert_call_tool(ctx, d, c, &err);
             if (conv) {
                 json_array_append_new(v->converted, conv);
             } else {
@@ -1229,7 +1380,7 @@ int tg_discovery_intercept(json_t *resp, tg_ctx *ctx, json_t **next_body)
         return 0;
 
     verdict v;
-    classify(d, msg, &v);
+    classify(ctx, d, msg, &v);
     int rounds = (int)json_integer_value(json_object_get(ctx->disc_state, "rounds"));
     int another = !json_array_size(v.out_calls) && !json_array_size(v.converted) &&
                   json_array_size(v.answerable);
@@ -1297,7 +1448,7 @@ int tg_discovery_stream_round(tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
         return 0;
     json_t *d = state_d_peek(ctx);
     verdict v;
-    classify(d, assistant_msg, &v);
+    classify(ctx, d, assistant_msg, &v);
     int rounds = (int)json_integer_value(json_object_get(ctx->disc_state, "rounds"));
     int another = !json_array_size(v.out_calls) && !json_array_size(v.converted) &&
                   json_array_size(v.answerable);

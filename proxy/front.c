@@ -100,6 +100,7 @@ static enum MHD_Result send_response(tg_req *r, struct MHD_Response *resp, rq_st
 
 static enum MHD_Result queue_answer(tg_req *r)
 {
+    keep_signatures(r);
     if (r->prep.bridge)
         bridge_whole_answer(r);
     api_error_shape(r);

@@ -37,7 +37,8 @@ struct tg_metrics {
     atomic_llong inflight;
     hist total, upstream_ttfb, added;
     atomic_ullong repairs, stripped, rewrites, disc_rounds, tools_in, tools_out, bytes_in,
-        bytes_out, retries, dropped, translated, round_errors, store_put_err, store_get_err;
+        bytes_out, retries, dropped, translated, round_errors, store_put_err, store_get_err,
+        sigs_restored;
     atomic_ullong hints_given, hints_followed;
     atomic_ullong up_err[6];
     atomic_ullong quirks[TG_QUIRKS];
@@ -101,6 +102,11 @@ void tg_metrics_dropped(tg_metrics *m, size_t n)
 void tg_metrics_translated(tg_metrics *m, size_t n)
 {
     ADD(m->translated, n);
+}
+
+void tg_metrics_signatures_restored(tg_metrics *m, size_t n)
+{
+    ADD(m->sigs_restored, n);
 }
 
 void tg_metrics_round_error(tg_metrics *m)
@@ -288,6 +294,10 @@ char *tg_metrics_render(tg_metrics_set *s, size_t *len)
             "Content a bridged request had that its chat upstream takes in another form only "
             "(a PDF as its text...), translated (X-Toolgate-Translated).",
             SUM(translated));
+    counter(&b, "toolgate_signatures_restored_total",
+            "Replayed tool calls that came without the fields their provider put on them "
+            "(Gemini 3's thought signature) and got them back from the item store.",
+            SUM(sigs_restored));
     counter(&b, "toolgate_discovery_round_errors_total",
             "Inner discovery rounds the provider refused; the client got its error.",
             SUM(round_errors));

@@ -23,6 +23,8 @@ void tg_metrics_retry(tg_metrics *m);
 /* n things a bridge left out of one request (hosted tools...). */
 void tg_metrics_dropped(tg_metrics *m, size_t n);
 void tg_metrics_translated(tg_metrics *m, size_t n);
+/* Replayed calls whose opaque fields came back from the store (prepare.c). */
+void tg_metrics_signatures_restored(tg_metrics *m, size_t n);
 /* An inner discovery round the provider answered with an error. */
 void tg_metrics_round_error(tg_metrics *m);
 /* A request's embeddings calls and the searches that fell back to BM25

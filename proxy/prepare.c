@@ -305,6 +305,123 @@ static void note_chat_translated(tg_req *r)
            r->id, r->route->name, r->prep.translated ? r->prep.translated : "");
 }
 
+/* ---- opaque fields of tool calls, kept across turns ----------------------
+ *
+ * A provider may put fields on a tool call that must come back with it
+ * (Gemini 3's extra_content.google.thought_signature: a replayed call
+ * without it is refused, "Function call is missing a thought_signature").
+ * Many clients rebuild their messages from their own types and drop them,
+ * and Claude Code over the Messages bridge cannot carry them at all. So
+ * the calls an answer gives the agent leave their fields in the item store
+ * (ctx->opaque_out, filled by the repair stage) under (owner, "sig:" +
+ * call id), in the memory store (bounded, by owner; not yet with Redis,
+ * see sync_store), and a replayed call of the current turn that comes without
+ * them gets them back before the request stages run. What the store does
+ * not have is left to the hygiene stage (fill_signatures: Google's
+ * documented stand-in, recorded as thought-signature-fill). Only on routes
+ * that keep signatures (messages.keep_signatures). */
+#define SIG_PREFIX "sig:"
+#define SIG_LOOKUPS_MAX 32  /* store reads a request, the current turn's calls */
+#define SIG_TEXT_MAX (64 * 1024)
+
+/* The store, when it reads without waiting (memory). Redis is read only
+ * through an asynchronous fetch on the worker's loop (store.h), which the
+ * chat path does not make yet: there nothing is kept or restored, and
+ * hygiene's stand-in applies. */
+static tg_store *sync_store(tg_req *r)
+{
+    tg_store *st = r->w->srv->items;
+    return st && !st->ops->fetch ? st : NULL;
+}
+
+static bool has_opaque(const json_t *call)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)call, k, v)
+        if (strcmp(k, "id") && strcmp(k, "type") && strcmp(k, "function") && strcmp(k, "index"))
+            return true;
+    return false;
+}
+
+/* Fills one call from the store; -1 when the store cannot be reached. */
+static int restore_call(tg_req *r, uint64_t owner, json_t *call, unsigned *n)
+{
+    const char *id = json_string_value(json_object_get(call, "id"));
+    if (!id || !*id || strlen(id) > 256 || has_opaque(call))
+        return 0;
+    char key[300], *text = NULL;
+    snprintf(key, sizeof key, SIG_PREFIX "%s", id);
+    tg_store_status st = tg_store_get(r->w->srv->items, r->w->id, owner, key, &text);
+    if (st == TG_STORE_DOWN) {
+        tg_metrics_store_error(r->w->metrics, "get");
+        return -1;
+    }
+    json_t *o = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
+    free(text);
+    if (json_is_object(o)) {
+        json_object_update_missing(call, o);
+        (*n)++;
+    }
+    json_decref(o);
+    return 0;
+}
+
+/* The assistant calls after the last user turn: the ones the provider checks. */
+static void restore_signatures(tg_req *r, const tg_route *route, json_t *body)
+{
+    if (!(route->rules.msg.flags & TG_MR_KEEP_SIGNATURE) || !sync_store(r))
+        return;
+    json_t *msgs = json_object_get(body, "messages");
+    size_t i = json_array_size(msgs);
+    while (i > 0) {
+        const char *role = json_string_value(json_object_get(json_array_get(msgs, i - 1), "role"));
+        if (role && !strcmp(role, "user"))
+            break;
+        i--;
+    }
+    uint64_t owner = item_owner(r, route);
+    unsigned looked = 0, found = 0;
+    for (; i < json_array_size(msgs); i++) {
+        json_t *calls = json_object_get(json_array_get(msgs, i), "tool_calls");
+        for (size_t k = 0; k < json_array_size(calls) && looked < SIG_LOOKUPS_MAX; k++) {
+            json_t *c = json_array_get(calls, k);
+            if (!json_is_object(c) || has_opaque(c))
+                continue;
+            looked++;
+            if (restore_call(r, owner, c, &found))
+                return;  /* the store is away: hygiene's stand-in then */
+        }
+    }
+    if (found)
+        tg_metrics_signatures_restored(r->w->metrics, found);
+    if (found)
+        tg_log(TG_LOG_INFO,
+               "request %s: route %s: %u replayed tool call(s) came without the fields the "
+               "provider put on them (thought signature); restored from the store",
+               r->id, route->name, found);
+}
+
+void keep_signatures(tg_req *r)
+{
+    if (!r->ctx_live || !r->ctx.opaque_out || !r->route || !sync_store(r) ||
+        !(r->route->rules.msg.flags & TG_MR_KEEP_SIGNATURE))  /* elsewhere hygiene drops them */
+        return;
+    uint64_t owner = item_owner(r, r->route);
+    const char *id;
+    json_t *v;
+    json_object_foreach(r->ctx.opaque_out, id, v) {
+        char key[300], *text = tg_json_dumps(v);
+        snprintf(key, sizeof key, SIG_PREFIX "%.256s", id);
+        if (text && strlen(text) <= SIG_TEXT_MAX &&
+            tg_store_put(r->w->srv->items, r->w->id, owner, key, text))
+            tg_metrics_store_error(r->w->metrics, "put");
+        free(text);
+    }
+    json_decref(r->ctx.opaque_out);
+    r->ctx.opaque_out = NULL;  /* kept once, whichever end comes first */
+}
+
 /* Run the request stages for `route` over the client's body and keep the
  * bytes to send. A fallback runs this again from the original bytes, so
  * the other route gets a request rewritten for its own dialect. */
@@ -335,6 +452,7 @@ int prepare_route(tg_req *r, const tg_route *route)
     }
     r->ctx.stats.tools_bytes_in = r->prep.tools_bytes;
     tg_route_rewrite_model(route, body);
+    restore_signatures(r, route, body);
     if (tg_pipeline_request(body, &r->ctx, &err)) {
         set_error_from(r, &err);
         return -1;

@@ -22,6 +22,10 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only);
 /* discovery_embeddings' calls of this request: counted, and a fallback
  * to BM25 logged once per cause and worker (r->prep.embed_from set). */
 void embed_report(tg_req *r);
+/* The opaque fields (thought signatures) of the calls the answer gave the
+ * agent, into the item store, so that a replay without them gets them
+ * back (prepare_route). Once a request; any time after the answer is made. */
+void keep_signatures(tg_req *r);
 /* A body passed as it came: the client's bytes are the upstream body. */
 void prepare_plain(tg_req *r);
 

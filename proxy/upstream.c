@@ -808,6 +808,7 @@ static void finish_stream(tg_req *r, bool transport_error)
         tg_stream_end(r->stream.repair, true, stream_dst(r), &ignored);
         json_decref(ignored);
     }
+    keep_signatures(r);
     bridge_flush(r, true);
     r->stream.done = true;
     req_resume(r);

@@ -404,6 +404,43 @@ void tg_rr_assign_id(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, const ch
     json_object_set_new(ids, json_string_value(json_object_get(c, "id")), json_true());
 }
 
+/* The fields a provider put on a call beside id, type and function
+ * (Gemini 3's extra_content with its thought signature), kept in
+ * ctx->opaque_out under the id the agent gets, so that the proxy can put
+ * them back when the agent replays the call without them (clients that
+ * rebuild messages from their own types drop them; the Messages bridge
+ * cannot carry them). Calls the discovery intercept answers itself are
+ * not the agent's and are left out; OPAQUE_CALLS_MAX a request. */
+#define OPAQUE_CALLS_MAX 64
+
+static void keep_opaque(tg_ctx *ctx, json_t *c)
+{
+    const char *id = json_string_value(json_object_get(c, "id"));
+    const char *name = json_string_value(json_object_get(json_object_get(c, "function"), "name"));
+    if (!id || !*id || json_object_size(ctx->opaque_out) >= OPAQUE_CALLS_MAX)
+        return;
+    json_t *o = NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach(c, k, v) {
+        if (!strcmp(k, "id") || !strcmp(k, "type") || !strcmp(k, "function") ||
+            !strcmp(k, "index") || json_is_null(v))
+            continue;
+        if (!o)
+            o = json_object();
+        json_object_set(o, k, v);
+    }
+    if (o && name && ctx->intercept && ctx->intercept->is_meta(ctx, name)) {
+        json_decref(o);
+        return;
+    }
+    if (!o)
+        return;
+    if (!ctx->opaque_out)
+        ctx->opaque_out = json_object();
+    json_object_set_new(ctx->opaque_out, id, o);
+}
+
 size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_pos,
                        json_t *ids)
 {
@@ -420,6 +457,7 @@ size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_p
             json_array_remove(calls, i);
             continue;
         }
+        keep_opaque(ctx, c);
         i++;
     }
     tg_rr_custom_calls(ctx, calls);

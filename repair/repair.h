@@ -67,6 +67,12 @@ int tg_repair_rules_set(tg_repair_rules *r, const char *key, const char *value,
 #define TG_REPAIR_NOW_SUCCESS 2
 int tg_repair_response(json_t *resp, struct tg_ctx *ctx);
 
+/* R15 against a schema the caller holds rather than one of the agent's
+ * tools (discovery's meta-tools): in args, a JSON-encoded string where the
+ * schema declares an array, object, number or boolean (and no string) is
+ * replaced by its value, each noted in ctx. Returns how many were. */
+int tg_repair_decode_args(struct tg_ctx *ctx, const json_t *params, json_t *args);
+
 /* The agent sent the legacy functions[] (ctx->legacy_functions): its first
  * tool call becomes message.function_call and finish_reason "tool_calls"
  * becomes "function_call", in place. The last response stage. */

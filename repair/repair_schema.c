@@ -239,6 +239,11 @@ int tg_rr_decode_values(tg_ctx *ctx, const char *agent_name, json_t *args)
     return root ? decode_nested(ctx, root, args, root, 0) : 0;
 }
 
+int tg_repair_decode_args(tg_ctx *ctx, const json_t *params, json_t *args)
+{
+    return json_is_object(params) ? decode_nested(ctx, params, args, params, 0) : 0;
+}
+
 /* --- R29: keys the schema forbids ---------------------------------------- */
 
 static int drop_nested(tg_ctx *ctx, const json_t *root, json_t *v, const json_t *schema,

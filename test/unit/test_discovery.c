@@ -469,6 +469,120 @@ static void test_unknown_tool(void **state)
     tg_ctx_clear(&ctx);
 }
 
+
+/* The answer (parsed) to one meta call answered in a round. */
+static json_t *meta_answer(tg_ctx *ctx, json_t *call)
+{
+    json_t *resp = mk_resp(NULL, json_pack("[o]", call)), *next = NULL;
+    json_object_set_new(ctx->disc_state, "rounds", json_integer(0));  /* a fresh turn */
+    assert_int_equal(respond(ctx, resp, &next), 1);
+    json_t *ans = last_tool_answer(next);
+    json_decref(next);
+    json_decref(resp);
+    return ans;
+}
+
+static const char *first_tool(json_t *ans)
+{
+    return json_string_value(json_object_get(json_array_get(json_object_get(ans, "tools"), 0),
+                                             "name"));
+}
+
+/* The meta-tools forgive what models write (issue 31): group an enum of the
+ * catalog's groups (nullable and required on strict dialects); names as a
+ * JSON-encoded string or one name; case and separator variants of a name,
+ * in get_tool_schema and call_tool, whole and streamed. */
+static void test_meta_forgiving(void **state)
+{
+    (void)state;
+    static const tg_dialect ds[] = { TG_D_OPENAI, TG_D_OPENAI_STRICT };
+    for (size_t i = 0; i < 2; i++) {
+        tg_rules_set r;
+        rules_for(&r, ds[i]);
+        tg_ctx ctx;
+        json_t *body = staged(&ctx, &r, 1000);
+        json_t *params = json_object_get(
+            json_object_get(json_array_get(json_object_get(body, "tools"), 0), "function"),
+            "parameters");
+        json_t *g = json_object_get(json_object_get(params, "properties"), "group");
+        json_t *e = json_object_get(g, "enum");
+        assert_true(json_array_size(e) > 10);
+        assert_non_null(json_string_value(json_array_get(e, 0)));
+        int strict = ds[i] == TG_D_OPENAI_STRICT;
+        assert_int_equal(json_is_null(json_array_get(e, json_array_size(e) - 1)), strict);
+        assert_int_equal(json_is_array(json_object_get(g, "type")), strict);
+        json_decref(body);
+        tg_ctx_clear(&ctx);
+    }
+
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    tg_ctx ctx;
+    json_t *body = staged(&ctx, &r, 100);
+    static const char *const variants[] = { "[\"docker-logs\"]", "Docker-Logs", "docker.logs",
+                                            "DOCKER_LOGS", "dockerLogs" };
+    for (size_t i = 0; i < 5; i++) {
+        json_t *ans = meta_answer(&ctx, mk_call("get_tool_schema",
+                                                json_pack("{ss}", "names", variants[i])));
+        assert_string_equal(first_tool(ans), "docker-logs");
+        assert_int_equal(json_array_size(json_object_get(ans, "unknown")), 0);
+        json_decref(ans);
+    }
+    /* a list with a variant in it, and "name" for "names" */
+    json_t *ans = meta_answer(&ctx, mk_call("get_tool_schema",
+                                            json_pack("{s[s]}", "names", "Docker_Logs")));
+    assert_string_equal(first_tool(ans), "docker-logs");
+    json_decref(ans);
+    ans = meta_answer(&ctx, mk_call("get_tool_schema", json_pack("{ss}", "name", "docker-logs")));
+    assert_string_equal(first_tool(ans), "docker-logs");
+    json_decref(ans);
+    /* search_tools' queries and limit JSON-encoded */
+    ans = meta_answer(&ctx, mk_call("search_tools",
+                                    json_pack("{ssssss}", "query", "qwxzv", "queries",
+                                              "[\"show the logs of a docker container\"]",
+                                              "limit", "3")));
+    assert_int_equal(json_array_size(json_object_get(ans, "results")), 3);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(ans, "results"), 0), "name")),
+                        "docker-logs");
+    json_decref(ans);
+
+    /* call_tool with a variant of the name, whole and streamed: the real
+     * tool reaches the agent */
+    json_t *resp = mk_resp(NULL, json_pack("[o]", mk_call("call_tool",
+                                                          json_pack("{ssss}", "name",
+                                                                    "Docker.Logs", "arguments",
+                                                                    "{\"containerId\":\"x\"}"))));
+    json_t *next = NULL;
+    assert_int_equal(respond(&ctx, resp, &next), 0);
+    json_t *c = json_array_get(json_object_get(json_object_get(json_array_get(
+                                                   json_object_get(resp, "choices"), 0),
+                                               "message"),
+                                               "tool_calls"),
+                               0);
+    assert_string_equal(fn_name(c), "docker-logs");
+    json_decref(resp);
+    json_t *emit = NULL;
+    json_t *msg = json_pack("{sssns[o]}", "role", "assistant", "content", "tool_calls",
+                            mk_call("call_tool", json_pack("{sss{ss}}", "name", "DOCKER-LOGS",
+                                                           "arguments", "containerId", "x")));
+    assert_int_equal(tg_discovery_stream_round(&ctx, msg, &emit, &next), 0);
+    assert_string_equal(fn_name(json_array_get(emit, 0)), "docker-logs");
+    json_decref(emit);
+    json_decref(msg);
+    msg = json_pack("{sssns[o]}", "role", "assistant", "content", "tool_calls",
+                    mk_call("get_tool_schema", json_pack("{ss}", "names", "[\"Docker-Logs\"]")));
+    json_object_set_new(ctx.disc_state, "rounds", json_integer(0));
+    assert_int_equal(tg_discovery_stream_round(&ctx, msg, &emit, &next), 1);
+    ans = last_tool_answer(next);
+    assert_string_equal(first_tool(ans), "docker-logs");
+    json_decref(ans);
+    json_decref(next);
+    json_decref(msg);
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
 /* The round toolgate builds replays the model's turn with what the
  * provider put on it, where the route's dialect takes it: Gemini 3's
  * thought signature on the call (R18/R19), DeepSeek's reasoning_content on
@@ -796,9 +910,18 @@ static void test_search_groups_and_queries(void **state)
             json_string_value(json_object_get(json_array_get(res, i), "group")), "docker");
     json_decref(a);
 
-    a = search_with(&ctx, json_pack("{ssss}", "query", "stop", "group", "no-such-group"));
-    assert_int_equal(json_array_size(json_object_get(a, "results")), 0);
-    assert_non_null(strstr(json_string_value(json_object_get(a, "message")), "No group"));
+    /* a group that is none: all tools are searched, and the answer says so */
+    a = search_with(&ctx, json_pack("{ssss}", "query", "stop the container", "group",
+                                    "no-such-group"));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(a, "results"), 0), "name")),
+                        "docker-stop");
+    assert_non_null(strstr(json_string_value(json_object_get(a, "note")), "no-such-group"));
+    assert_null(json_object_get(a, "message"));
+    json_decref(a);
+    a = search_with(&ctx, json_pack("{ssss}", "query", "stop the container", "group", "none"));
+    assert_true(json_array_size(json_object_get(a, "results")) > 0);
+    assert_null(json_object_get(a, "note"));  /* "none" meant no group */
     json_decref(a);
 
     /* a phrasing that finds nothing is rescued by its alternative; one that
@@ -1461,6 +1584,7 @@ int main(void)
         cmocka_unit_test(test_modes),
         cmocka_unit_test(test_max_rounds),
         cmocka_unit_test(test_unknown_tool),
+        cmocka_unit_test(test_meta_forgiving),
         cmocka_unit_test(test_search_answer),
         cmocka_unit_test(test_groups),
         cmocka_unit_test(test_index),
