@@ -233,20 +233,23 @@ start_mock() {
     MOCK_URL="http://127.0.0.1:$MOCK_PORT"
 }
 
-# start_script_upstream NAME SCRIPT: a Python test upstream (it prints
-# port=N once it listens) with its output in $TG_TMP/NAME.out and .err;
-# sets UP_PID and UP_PORT, or fails the suite.
+# start_script_upstream NAME SCRIPT [ARGS...]: a Python test upstream (it
+# prints port=N once it listens) with its output in $TG_TMP/NAME.out and
+# .err; sets UP_PID and UP_PORT, or fails the suite.
 start_script_upstream() {
-    "$PY" "$2" >"$TG_TMP/$1.out" 2>"$TG_TMP/$1.err" &
+    _name=$1
+    _script=$2
+    shift 2
+    "$PY" "$_script" "$@" >"$TG_TMP/$_name.out" 2>"$TG_TMP/$_name.err" &
     UP_PID=$!
     _i=0
     while [ $_i -lt 100 ]; do
-        UP_PORT=$(sed -n 's/^port=\([0-9]*\)$/\1/p' "$TG_TMP/$1.out" 2>/dev/null)
+        UP_PORT=$(sed -n 's/^port=\([0-9]*\)$/\1/p' "$TG_TMP/$_name.out" 2>/dev/null)
         [ -n "$UP_PORT" ] && return 0
         sleep 0.05
         _i=$((_i + 1))
     done
-    not_ok "$1 upstream starts" "$(cat "$TG_TMP/$1.err")"
+    not_ok "$_name upstream starts" "$(cat "$TG_TMP/$_name.err")"
     exit 1
 }
 

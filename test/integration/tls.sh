@@ -37,18 +37,7 @@ openssl req -x509 -newkey rsa:2048 -nodes -subj "/CN=toolgate test CA" -days 2 \
 check "a private CA and three certificates are made" test -s "$P/client.pem"
 
 start_tls() {  # start_tls NAME CERT [CLIENT_CA]: sets UP_PID and UP_PORT
-    "$PY" "$TG_ROOT/test/integration/tls_upstream.py" "$P/$2.pem" "$P/$2.key" $3 \
-        >"$TG_TMP/$1.out" 2>"$TG_TMP/$1.err" &
-    UP_PID=$!
-    _i=0
-    while [ $_i -lt 100 ]; do
-        UP_PORT=$(sed -n 's/^port=\([0-9]*\)$/\1/p' "$TG_TMP/$1.out" 2>/dev/null)
-        [ -n "$UP_PORT" ] && return 0
-        sleep 0.05
-        _i=$((_i + 1))
-    done
-    not_ok "$1 upstream starts" "$(cat "$TG_TMP/$1.err")"
-    exit 1
+    start_script_upstream "$1" "$TG_ROOT/test/integration/tls_upstream.py" "$P/$2.pem" "$P/$2.key" $3
 }
 start_mock
 start_tls good server
