@@ -234,7 +234,7 @@ typedef struct dialect_row {
      "section 4.1", NULL, NULL, NULL, "rule 75"}
 #define MSG_OLLAMA                                                                          \
     {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_NULL_WITH_CALLS | TG_MR_SYSTEM_FIRST |          \
-         TG_MR_ONE_SYSTEM,                                                                  \
+         TG_MR_ONE_SYSTEM | TG_MR_STRING_CONTENT,                                           \
      NULL, "rule 55", NULL, NULL, NULL, NULL}
 #define MSG_VLLM                                                                            \
     {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST | TG_MR_ONE_SYSTEM, NULL, "rule 56", \
