@@ -668,6 +668,29 @@ static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
     }
 }
 
+/* Groq's failed_generation of a Llama 3.x call may lack the "<function="
+ * that opens it (the chat template wrote it): NAME{json}</function>
+ * (huggingface/smolagents#1119). That text with its tag restored, or NULL. */
+static char *restore_function_tag(const char *g, size_t n)
+{
+    size_t i = 0;
+    while (i < n && i < 256 && (isalnum((unsigned char)g[i]) || g[i] == '_' || g[i] == '-' ||
+                                g[i] == '.'))
+        i++;
+    static const char close[] = "</function>";
+    size_t cl = sizeof close - 1;
+    while (n && isspace((unsigned char)g[n - 1]))
+        n--;
+    if (!i || i >= n || g[i] != '{' || n < i + cl || memcmp(g + n - cl, close, cl))
+        return NULL;
+    tg_buf b = {0};
+    tg_buf_puts(&b, "<function=");
+    tg_buf_append(&b, g, i);
+    tg_buf_puts(&b, ">");
+    tg_buf_append(&b, g + i, n - i);
+    return tg_buf_steal(&b, NULL);
+}
+
 /* R27: Groq's 400 tool_use_failed with a failed_generation naming a declared
  * tool becomes the chat.completion the model meant to send. */
 json_t *tg_rr_failed_generation(tg_ctx *ctx, const json_t *err)
@@ -682,6 +705,15 @@ json_t *tg_rr_failed_generation(tg_ctx *ctx, const json_t *err)
     bool at_start = true;
     tg_text_scan(ctx, json_string_value(g), json_string_length(g), true, &at_start, &rest, found);
     tg_buf_free(&rest);
+    char *tagged = json_array_size(found) ? NULL
+                                          : restore_function_tag(json_string_value(g),
+                                                                 json_string_length(g));
+    if (tagged) {
+        at_start = true;
+        tg_text_scan(ctx, tagged, strlen(tagged), true, &at_start, &rest, found);
+        tg_buf_free(&rest);
+        free(tagged);
+    }
     json_t *calls = NULL;
     if (json_array_size(found)) {
         calls = json_array();

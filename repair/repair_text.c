@@ -634,6 +634,13 @@ static const tag formats[] = {
     /* Llama 3.1-3.3 custom tools after <|python_tag|>: llama_tool_parser.py,
      * the model card's "JSON based tool calling" */
     {"<|python_tag|>", NULL, blk_marked},
+    /* Llama 4's JSON tool calls between <|python_start|> and <|python_end|>
+     * (vllm-project/vllm#16214) */
+    {"<|python_start|>", "<|python_end|>", blk_body},
+    /* a call object in a fenced JSON block, as DeepSeek writes it without
+     * its tool parser (deepseek-ai/DeepSeek-V2#84): a call only when the
+     * block's JSON is a call naming a declared tool (parse_block) */
+    {"```json", "```", blk_body},
     /* a model's end-of-message tokens that servers without the model's
      * parser leave in the text after a call (Llama 3.1 ends a tool call
      * with <|eom_id|>): never the agent's text, dropped */
@@ -731,7 +738,7 @@ static const char *marker_end(const char *p, const char *e)
 static const char *next_open(const char *p, const char *e)
 {
     for (; p < e; p++)
-        if (*p == '<' || *p == '[')
+        if (*p == '<' || *p == '[' || *p == '`')  /* the first bytes of formats[]' tags */
             return p;
     return NULL;
 }
