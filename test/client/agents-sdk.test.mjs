@@ -231,3 +231,38 @@ for (const { kind, route, make } of models) {
     }
   });
 }
+
+// A handoff (issue 26): a triage agent whose one tool is the SDK's handoff
+// to a weather agent. The mock calls the first declared tool, so the triage
+// turn calls transfer_to_weather_agent; the SDK hands over, and the weather
+// agent's turn (its own instructions, its own tool, the history with the
+// handoff's call and output) is answered by the mock quoting that output.
+// The run must end on the weather agent, with the handoff's call and its
+// output having gone up as a function call and a tool result.
+for (const { kind, route, make } of models.filter((m) => m.route === '' || m.route === '/gemini')) {
+  const via = route || '/ (openai)';
+  for (const stream of [false, true]) {
+    test(`Agents SDK ${kind} model via ${via}: a handoff to a second agent${stream ? ', streamed' : ''}`, async () => {
+      const { agent: weather } = weatherAgent(make('mock-parallel'));
+      const triage = Agent.create({
+        name: 'Triage agent',
+        instructions: 'Hand weather questions to the weather agent.',
+        model: make('mock-parallel'),
+        handoffs: [weather],
+      });
+      const result = await run(triage, 'Weather in Paris?', stream ? { stream: true } : undefined);
+      if (stream) await drain(result);
+      assert.equal(result.lastAgent?.name, 'Weather agent', 'the run ended on the agent handed to');
+      const handoffCall = result.newItems.find((i) => i.type === 'handoff_call_item');
+      assert.ok(handoffCall, `a handoff call item: ${result.newItems.map((i) => i.type)}`);
+      assert.match(handoffCall.rawItem.name, /^transfer_to_weather_agent$/i);
+      const up = await lastUpstream();
+      assert.ok(up.body.messages.some((m) => m.role === 'system' && /Answer with the weather/.test(m.content)),
+        'the weather agent\'s instructions went up for its turn');
+      const names = (up.body.tools || []).map((t) => t.function.name);
+      assert.ok(names.some((n) => /get_weather/.test(n)), `the weather agent's tool went up: ${names}`);
+      assert.ok(up.body.messages.some((m) => m.role === 'tool'), 'the handoff\'s output went up as a tool result');
+      assert.match(String(result.finalOutput), /^results: /);
+    });
+  }
+}
