@@ -770,26 +770,6 @@ static bool array_without_items(json_t *node, tg_buf *ctx)
     return false;
 }
 
-/* A tool message's content parts are text parts only
- * (ChatCompletionToolMessageParam): an image there is refused. */
-static verdict openai_tool_parts(json_t *msg, size_t i)
-{
-    if (strcmp(json_string_value(json_object_get(msg, "role")) ?: "", "tool"))
-        return (verdict){ 0, NULL };
-    size_t k;
-    json_t *part;
-    json_array_foreach(json_object_get(msg, "content"), k, part) {
-        const char *type = json_string_value(json_object_get(part, "type")) ?: "";
-        if (strcmp(type, "text")) {
-            char m[256], param[96];
-            snprintf(param, sizeof(param), "messages[%zu].content[%zu].type", i, k);
-            snprintf(m, sizeof(m), "Invalid value: '%.40s'. Supported values are: 'text'.", type);
-            return openai_error(m, param, "invalid_value");
-        }
-    }
-    return (verdict){ 0, NULL };
-}
-
 static verdict check_openai(json_t *req)
 {
     json_t *tools = json_object_get(req, "tools");
@@ -825,9 +805,6 @@ static verdict check_openai(json_t *req)
             if (r.body)
                 return r;
         }
-        verdict r = openai_tool_parts(msg, i);
-        if (r.body)
-            return r;
     }
     return (verdict){ 0, NULL };
 }
