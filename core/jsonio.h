@@ -62,6 +62,10 @@ int tg_json_dump(const json_t *v, tg_buf *out);
  * JSON_COMPACT | JSON_ENCODE_ANY), or NULL when tg_json_dump says -1. */
 char *tg_json_dumps(const json_t *v);
 
+/* JSON Schema's name for v's type: "object", "array", "string",
+ * "integer", "number", "boolean" or "null" (static text). */
+const char *tg_json_type_name(const json_t *v);
+
 /* The values of the keys `names` (NULL-terminated) of obj, in
  * out[i] for names[i], NULL where absent or when obj is not an object:
  * what as many json_object_get calls give, in one pass over obj's keys and

@@ -110,23 +110,9 @@ static bool allows(const json_t *root, const json_t *n, const char *t, int depth
     return false;
 }
 
-static const char *type_of(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    default: return "null";
-    }
-}
-
 static bool fits(const json_t *root, const json_t *n, const json_t *v)
 {
-    const char *t = type_of(v);
+    const char *t = tg_json_type_name(v);
     return allows(root, n, t, 0) || (json_is_integer(v) && allows(root, n, "number", 0));
 }
 

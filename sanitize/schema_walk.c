@@ -630,20 +630,6 @@ static json_t *collect_types(json_t *n)
     return out;
 }
 
-static const char *json_type_of(json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    case JSON_NULL: return "null";
-    case JSON_ARRAY: return "array";
-    default: return "object";
-    }
-}
-
 /* The type an enum's (or const's) values imply, or NULL when mixed. */
 static const char *type_of_values(json_t *vals)
 {
@@ -651,7 +637,7 @@ static const char *type_of_values(json_t *vals)
     size_t i;
     json_t *v;
     json_array_foreach(vals, i, v) {
-        const char *vt = json_type_of(v);
+        const char *vt = tg_json_type_name(v);
         if (!strcmp(vt, "null"))
             continue;
         if (!t || !strcmp(t, vt))
@@ -1674,8 +1660,8 @@ static void enum_null_to_type(walk *w, json_t *n, const char *ptr)
     if (json_is_string(t))
         json_array_append(types, t);
     else if (!t)  /* the values' own types, so that none is shut out */
-        json_array_foreach(kept, i, v) if (!type_listed(types, json_type_of(v)))
-            json_array_append_new(types, json_string(json_type_of(v)));
+        json_array_foreach(kept, i, v) if (!type_listed(types, tg_json_type_name(v)))
+            json_array_append_new(types, json_string(tg_json_type_name(v)));
     if (!type_listed(types, "null"))
         json_array_append_new(types, json_string("null"));
     if (json_array_size(kept))
@@ -2338,7 +2324,7 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
 
 static bool type_matches(const char *t, json_t *v)
 {
-    const char *vt = json_type_of(v);
+    const char *vt = tg_json_type_name(v);
     if (!t)
         return false;
     return !strcmp(t, vt) || (!strcmp(t, "number") && !strcmp(vt, "integer"));

@@ -77,20 +77,6 @@ static json_t *at_pointer(json_t *v, const char *ptr)
     return v;
 }
 
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    default: return "null";
-    }
-}
-
 /* Does got match exp? Objects by exp's keys (subset), arrays element by
  * element with equal lengths, "<any>" anything present, the rest equal. */
 static bool match(const json_t *exp, const json_t *got)
@@ -180,7 +166,7 @@ static void expand(json_t *v, const char *done, const char *rest, json_t *out)
 
 static bool want_type_ok(const json_t *want, const json_t *got)
 {
-    const char *have = got ? type_name(got) : "absent";
+    const char *have = got ? tg_json_type_name(got) : "absent";
     if (json_is_string(want))
         return !strcmp(json_string_value(want), have);
     size_t j;
@@ -226,7 +212,7 @@ static void check_pointers(const json_t *expect, json_t *doc, why *w)
             json_t *got = json_array_get(hit, 1);
             if (!want_type_ok(v, got)) {
                 say(w, "%s is %s", json_string_value(json_array_get(hit, 0)),
-                    got ? type_name(got) : "absent");
+                    got ? tg_json_type_name(got) : "absent");
                 say_json(w, "  want", v);
             }
         }
