@@ -8,7 +8,7 @@
  * one delta carries it, as OpenAI's own custom calls come. A model that
  * wrote the text itself rather than {"input": ...} meant the text.
  */
-#include "repair/repair_int.h"
+#include "repair/custom_calls.h"
 
 #include "core/jsonio.h"
 

@@ -9,7 +9,7 @@
  * once. Literals (true, false, null, numbers) are checked as whole tokens
  * when they end; a token cut by the end of the text is not judged.
  */
-#include "repair/repair_int.h"
+#include "repair/json_prefix.h"
 
 #include <string.h>
 

@@ -14,7 +14,9 @@
  */
 #include "core/cache.h"
 #include "core/jsonio.h"
-#include "repair/repair_int.h"
+#include "repair/repair_base.h"
+#include "repair/repair_schema.h"
+#include "sanitize/schema.h"
 
 #include <string.h>
 
@@ -225,7 +227,7 @@ int tg_rr_decode_values(tg_ctx *ctx, const char *agent_name, json_t *args)
     return root ? decode_nested(ctx, root, args, root, 0) : 0;
 }
 
-int tg_repair_decode_args(tg_ctx *ctx, const json_t *params, json_t *args)
+int tg_rr_decode_schema(tg_ctx *ctx, const json_t *params, json_t *args)
 {
     return json_is_object(params) ? decode_nested(ctx, params, args, params, 0) : 0;
 }

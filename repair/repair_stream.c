@@ -66,8 +66,16 @@
  * so the agent sees one answer.
  */
 #include "core/alloc.h"
+#include "core/jsonfix.h"
 #include "core/jsonio.h"
+#include "repair/custom_calls.h"
+#include "repair/json_prefix.h"
+#include "repair/repair_base.h"
 #include "repair/repair_int.h"
+#include "repair/repair_schema.h"
+#include "repair/repair_text.h"
+#include "repair/stream_scan.h"
+#include "sanitize/schema.h"
 
 #include <ctype.h>
 #include <stddef.h>

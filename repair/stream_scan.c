@@ -33,7 +33,7 @@
  * relaying the bytes and writing the parse back out are the same, and
  * repair_stream.c relay_event decides, as for a fragment, whether the
  * full path would have changed anything. */
-#include "repair/repair_int.h"
+#include "repair/stream_scan.h"
 
 #include <string.h>
 
