@@ -4,9 +4,9 @@
  * {"input": text}; a model's call of one comes back here, already repaired
  * as a function call (tg_rr_fix_calls, its last step), and leaves as the
  * custom call the agent declared: {"id","type":"custom","custom":{"name",
- * "input"}}. Streams hold such a call whole (tool_is_live refuses it), so
- * one delta carries it, as OpenAI's own custom calls come. A model that
- * wrote the text itself rather than {"input": ...} meant the text.
+ * "input"}}. Streams hold such a call whole (tg_rs_tool_is_live refuses
+ * it), so one delta carries it, as OpenAI's own custom calls come. A model
+ * that wrote the text itself rather than {"input": ...} meant the text.
  */
 #include "repair/custom_calls.h"
 

@@ -30,6 +30,7 @@
 #include "core/jsonfix.h"
 #include "core/jsonio.h"
 #include "repair/custom_calls.h"
+#include "repair/repair.h"
 #include "repair/repair_base.h"
 #include "repair/repair_int.h"
 #include "repair/repair_schema.h"

@@ -9,7 +9,6 @@
 #include <stdint.h>
 
 #include "core/ctx.h"
-#include "repair/repair.h"
 
 /* Seed for synthesized ids, from the response id and the choice index. */
 uint64_t tg_rr_seed(const char *resp_id, long choice);

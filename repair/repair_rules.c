@@ -1,7 +1,8 @@
 /* repair_rules.c -- the repair's rule table: one preset of TG_RR_* bits
  * per dialect (the REPAIR_* a row of core/dialect.h names), and the conf's
  * `repair.<name> = on|off` overrides by name or R-number (core/rules.h).
- * What each bit repairs is in repair.c and repair_stream.c. */
+ * What each bit repairs is in repair.c and repair_stream.c (with its
+ * stream_*.c). */
 #include "repair/repair_rules.h"
 
 #include "core/rules.h"

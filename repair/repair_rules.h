@@ -29,7 +29,7 @@ enum {
     TG_RR_TOOL_USE_FAILED = 1u << 11, /* Groq tool_use_failed recovered (R27)       */
     TG_RR_FORBIDDEN_KEYS = 1u << 12,  /* keys additionalProperties:false forbids (R29)*/
     TG_RR_STREAM_ARGS = 1u << 13,  /* relay a streamed call's arguments as they come
-                                      where no rule needs them whole (repair_stream.c) */
+                                      where no rule needs them whole (stream_live.c) */
 };
 
 typedef struct tg_repair_rules {

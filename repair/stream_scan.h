@@ -72,7 +72,7 @@ bool tg_scan_args(const char *data, size_t len, tg_buf *out, size_t *end);
  * ({"index","id","type":"function","function":{"name","arguments"}},
  * finish_reason null), or whose delta is {} (any finish_reason). Whether
  * tg_stream would write these very bytes is the caller's to decide
- * (repair_stream.c relay_event); false when unsure. */
+ * (stream_relay.c tg_rs_relay_event); false when unsure. */
 bool tg_scan_event(const char *data, size_t len, tg_frag *f);
 
 #endif
