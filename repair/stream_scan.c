@@ -190,7 +190,7 @@ static bool args_body(scan *s, tg_buf *out)
 }
 
 /* The arguments string; where its bytes start and end is kept for the
- * caller's shape check (tg_scan_same_shape). */
+ * caller's shape check (same_shape, stream_relay.c). */
 static bool args_string(scan *s, tg_frag *f)
 {
     if (!eat(s, '"'))
