@@ -614,6 +614,7 @@ static int convert_request(const json_t *body, json_t *chat, conv *cv, tg_error 
     }
     if (convert_messages(json_object_get(body, "messages"), messages, cv, err))
         return -1;
+    tg_msg_deferred_stubs(body, cv);
     v = json_object_get(body, "tools");
     json_t *all = json_array_size(cv->added) ? json_array() : NULL;  /* with tool_addition's */
     if (all) {
@@ -683,7 +684,9 @@ int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t
         return -1;
     }
     json_t *c = json_object();
-    conv cv = {o, json_object(), json_object(), json_object(), json_array()};
+    const json_t *tools = json_object_get(body, "tools");
+    conv cv = {o, json_object(), json_object(), json_object(), json_array(),
+               json_is_array(tools) ? tools : NULL};
     int rc = convert_request(body, c, &cv, err);
     json_decref(cv.loaded);
     json_decref(cv.added);
