@@ -68,6 +68,10 @@ runs_on() {
     "pi strict" | "pi_responses strict" | "kilo strict" | "claude_image strict" | \
         "claude_mcp strict" | "claude_cont strict" | "codex_image strict" | \
         "codex_resume strict") return 0 ;;
+    # discovery: Claude Code's deferred MCP tools in the catalog, and a
+    # second turn on Gemini 3 (the signature of a call Claude Code replays
+    # without it, issue 31)
+    "claude_mcp disc" | "claude_cont disc") return 0 ;;
     esac
     return 1
 }
@@ -109,8 +113,6 @@ route_info() {
 # The open ones are those of issue 26 whose fixes other branches bring.
 todo_reason() {
     case "$1 $2 $3" in
-    "claude_mcp disc"*" trip") echo "Claude Code names its deferred MCP tools only in its system prompt, so they are not in the discovery catalog; the scripted model would have to go through ToolSearch behind call_tool (still failing with msgflows merged)" ;;
-    "claude_mcp disc"*) ;;
     esac
 }
 
