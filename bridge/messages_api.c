@@ -24,6 +24,8 @@
  * models know them by. Tools with defer_loading wait, as on Anthropic's
  * API, for a tool_reference (or tool_addition) in the conversation to
  * load them; the messages are converted first, so the tools know which.
+ * On a discovery route the tools Claude Code only names as deferred join
+ * the catalog as stubs (messages_deferred.c).
  * cache_control goes where the route's target takes it (tg_bridge_opts),
  * else it is a hint said in the header; so are the keys that steer only
  * Anthropic's service.

@@ -10,7 +10,9 @@
  * URL (the provider fetches no documents), a search_result as its text
  * with its source, a compaction as its summary, a browser_state as its
  * tabs, tool_reference blocks as a line naming the tools they loaded
- * (their definitions join the request's tools: messages_api.c). Dropped
+ * (their definitions join the request's tools: messages_api.c; on a
+ * discovery route, where they join the catalog, the line is followed by
+ * their definitions). Dropped
  * (X-Toolgate-Dropped): what only Anthropic can read or run (files by
  * file_id, server tools' blocks, containers, tool changes) and thinking in
  * a user turn. A chat tool message holds text only, so what a
@@ -487,7 +489,8 @@ static void loaded_definitions(tg_buf *t, const json_t *refs, conv *cv)
     size_t i, n = 0;
     const json_t *r;
     json_array_foreach(refs, i, r) {
-        const json_t *def = tg_msg_tool_named(cv->tools, json_string_value(json_object_get(r, "tool_name")));
+        const char *name = json_string_value(json_object_get(r, "tool_name"));
+        const json_t *def = tg_msg_tool_named(cv->tools, name);
         if (!def)
             continue;
         const json_t *schema = json_object_get(def, "input_schema");
