@@ -616,7 +616,6 @@ static int convert_request(const json_t *body, json_t *chat, conv *cv, tg_error 
     }
     if (convert_messages(json_object_get(body, "messages"), messages, cv, err))
         return -1;
-    tg_msg_deferred_stubs(body, cv);
     v = json_object_get(body, "tools");
     json_t *all = json_array_size(cv->added) ? json_array() : NULL;  /* with tool_addition's */
     if (all) {
@@ -625,16 +624,15 @@ static int convert_request(const json_t *body, json_t *chat, conv *cv, tg_error 
         json_array_extend(all, cv->added);
         v = all;
     }
-    if (v && !json_is_null(v)) {
-        json_t *tools = convert_tools(v, cv, err);
-        json_decref(all);
-        if (!tools)
-            return -1;
-        if (json_array_size(tools))
-            json_object_set_new(chat, "tools", tools);
-        else
-            json_decref(tools);
-    }
+    json_t *tools = v && !json_is_null(v) ? convert_tools(v, cv, err) : json_array();
+    json_decref(all);
+    if (!tools)
+        return -1;
+    tg_msg_deferred_stubs(body, tools, cv);
+    if (json_array_size(tools))
+        json_object_set_new(chat, "tools", tools);
+    else
+        json_decref(tools);
     if (convert_tool_choice(chat, json_object_get(body, "tool_choice"), err))
         return -1;
     choice_of_dropped(chat, cv);

@@ -17,8 +17,7 @@ typedef struct conv {
     json_t *dropped;       /* {kind: [name]} left out (X-Toolgate-Dropped) */
     json_t *translated;    /* {kind: [name]} given in another form (X-Toolgate-Translated) */
     json_t *loaded;        /* {name: true}: deferred tools a tool_reference loaded */
-    json_t *added;         /* [tool]: definitions tool_addition blocks added, and the
-                              stubs of tools only named (messages_deferred.c) */
+    json_t *added;         /* [tool]: definitions tool_addition blocks added */
     const json_t *tools;   /* the request's tools (borrowed), or NULL */
 } conv;
 
@@ -52,9 +51,12 @@ const json_t *tg_msg_tool_named(const json_t *tools, const char *name);
 /* The tool names text lists as deferred (Claude Code's "The following
  * deferred tools are ...:" lists), set in names ({name: true}). */
 void tg_msg_deferred_names(const char *text, size_t len, json_t *names);
-/* On a discovery route, a catalog stub in cv->added for each tool the
- * request's system or user text names as deferred and no tool defines. */
-void tg_msg_deferred_stubs(const json_t *body, conv *cv);
+/* On a discovery route, a catalog stub appended to tools (the chat
+ * request's, converted) for each tool the request's system or user text
+ * names as deferred and no tool of tools is; with discovery = auto only
+ * when all of them are more than its threshold (else nothing would hide
+ * the stubs from the model). */
+void tg_msg_deferred_stubs(const json_t *body, json_t *tools, conv *cv);
 int tg_msg_user_message(const json_t *content, const char *path, json_t *messages, conv *cv,
                         tg_error *err);
 

@@ -20,7 +20,9 @@
  * whose tool_reference answer then carries the loaded definitions
  * (messages_content.c). Once loaded, the real definition replaces the
  * stub under the same name. Off discovery routes nothing is added: there
- * the model has ToolSearch itself.
+ * the model has ToolSearch itself; nor with discovery = auto when the
+ * tools and the stubs together are not above its threshold, since the
+ * request then goes up uncollapsed, ToolSearch in view.
  *
  * Only the headers Claude Code writes are read (every wording of
  * "The following deferred tools are ...:"); a line that is not a tool
@@ -118,7 +120,20 @@ const json_t *tg_msg_tool_named(const json_t *tools, const char *name)
     return NULL;
 }
 
-void tg_msg_deferred_stubs(const json_t *body, conv *cv)
+/* A catalog entry for a tool known by name only. */
+static json_t *stub(const char *name)
+{
+    char desc[320];
+    snprintf(desc, sizeof desc,
+             "Deferred by the agent: only its name is known until the agent's tool search "
+             "loads its definition (query \"select:%s\"). It can also be called as it is, "
+             "with the arguments its name implies.",
+             name);
+    return json_pack("{s:s, s:{s:s, s:s, s:{s:s}}}", "type", "function", "function", "name",
+                     name, "description", desc, "parameters", "type", "object");
+}
+
+void tg_msg_deferred_stubs(const json_t *body, json_t *tools, conv *cv)
 {
     if (!cv->o->discovery)
         return;
@@ -131,21 +146,17 @@ void tg_msg_deferred_stubs(const json_t *body, conv *cv)
         if (role && (!strcmp(role, "system") || !strcmp(role, "user")))
             names_in(json_object_get(m, "content"), names);
     }
-    const json_t *tools = json_object_get(body, "tools");
     const char *name;
     json_t *v;
-    json_object_foreach(names, name, v) {
-        if (tg_msg_tool_named(tools, name) || tg_msg_tool_named(cv->added, name))
-            continue;
-        char desc[320];
-        snprintf(desc, sizeof desc,
-                 "Deferred by the agent: only its name is known until the agent's tool search "
-                 "loads its definition (query \"select:%s\"). It can also be called as it is, "
-                 "with the arguments its name implies.",
-                 name);
-        json_array_append_new(cv->added, json_pack("{s:s, s:s, s:{s:s}}", "name", name,
-                                                   "description", desc, "input_schema", "type",
-                                                   "object"));
+    void *tmp;
+    json_object_foreach_safe(names, tmp, name, v)
+        if (tg_tool_peek(tools, name))
+            json_object_del(names, name);  /* defined: the request sent it */
+    size_t total = json_array_size(tools) + json_object_size(names);
+    if (json_object_size(names) &&
+        (!cv->o->discovery_above || total > (size_t)cv->o->discovery_above)) {
+        json_object_foreach(names, name, v)
+            json_array_append_new(tools, stub(name));
         tg_bridge_drop(cv->translated, "tools", "deferred:named");
     }
     json_decref(names);
