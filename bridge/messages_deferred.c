@@ -25,9 +25,9 @@
  * request then goes up uncollapsed, ToolSearch in view.
  *
  * Only the headers Claude Code writes are read (every wording of
- * "The following deferred tools are ...:"); a line that is not a tool
- * name (a shortened row such as "mcp__slack__* (42)") is skipped, a blank
- * line ends the list. Bounded: DEFERRED_MAX names, TOOL_NAME_MAX bytes each.
+ * "The following deferred tools are ...:"); a shortened row such as
+ * "mcp__slack__* (42)" and a name past the bound are skipped, a blank
+ * line or any other line ends the list. Bounded: DEFERRED_MAX names, TOOL_NAME_MAX bytes each.
  */
 #include <stdio.h>
 #include <string.h>
@@ -35,7 +35,7 @@
 #include "bridge/messages_api_int.h"
 
 #define DEFERRED_MAX 2048  /* stubs a request adds at most */
-#define TOOL_NAME_MAX 128       /* bytes of a tool name (Anthropic's limit) */
+#define TOOL_NAME_MAX 128  /* bytes of a tool name (Anthropic's limit) */
 
 static const char header[] = "The following deferred tools are";
 
@@ -53,7 +53,9 @@ static bool is_tool_name(const char *s, size_t n)
     return true;
 }
 
-/* The names of one list, from the line after its header to a blank line. */
+/* The names of one list, from the line after its header to a blank line
+ * or a line that is neither a name nor a shortened row ("mcp__x__* (42)",
+ * skipped): prose after a list never reads as names. */
 static void read_list(const char *p, const char *end, json_t *names)
 {
     while (p < end && json_object_size(names) < DEFERRED_MAX) {
@@ -69,6 +71,8 @@ static void read_list(const char *p, const char *end, json_t *names)
             memcpy(name, p, n);
             name[n] = '\0';
             json_object_set_new(names, name, json_true());
+        } else if (!memchr(p, '*', n) && n <= TOOL_NAME_MAX) {
+            return;
         }
         p = nl ? nl + 1 : end;
     }
