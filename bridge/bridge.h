@@ -23,6 +23,8 @@ typedef struct tg_bridge_opts {
     bool file_parts;      /* chat `file` content parts holding a PDF (OpenAI) */
     bool cache_control;   /* cache_control on content parts and tools (Anthropic) */
     bool discovery;       /* the route collapses tools behind search_tools */
+    int discovery_above;  /* with discovery = auto: only above this many tools
+                             (0: always, discovery = on) */
     /* the worker's cache (core/cache.h; borrowed, may be NULL): a PDF in
      * a conversation's history is read once, not every turn */
     struct tg_cache *cache;

@@ -24,6 +24,8 @@
  * models know them by. Tools with defer_loading wait, as on Anthropic's
  * API, for a tool_reference (or tool_addition) in the conversation to
  * load them; the messages are converted first, so the tools know which.
+ * On a discovery route the tools Claude Code only names as deferred join
+ * the catalog as stubs (messages_deferred.c).
  * cache_control goes where the route's target takes it (tg_bridge_opts),
  * else it is a hint said in the header; so are the keys that steer only
  * Anthropic's service.
@@ -622,16 +624,15 @@ static int convert_request(const json_t *body, json_t *chat, conv *cv, tg_error 
         json_array_extend(all, cv->added);
         v = all;
     }
-    if (v && !json_is_null(v)) {
-        json_t *tools = convert_tools(v, cv, err);
-        json_decref(all);
-        if (!tools)
-            return -1;
-        if (json_array_size(tools))
-            json_object_set_new(chat, "tools", tools);
-        else
-            json_decref(tools);
-    }
+    json_t *tools = v && !json_is_null(v) ? convert_tools(v, cv, err) : json_array();
+    json_decref(all);
+    if (!tools)
+        return -1;
+    tg_msg_deferred_stubs(body, tools, cv);
+    if (json_array_size(tools))
+        json_object_set_new(chat, "tools", tools);
+    else
+        json_decref(tools);
     if (convert_tool_choice(chat, json_object_get(body, "tool_choice"), err))
         return -1;
     choice_of_dropped(chat, cv);
@@ -683,7 +684,9 @@ int tg_messages_to_chat_opts(const json_t *body, const tg_bridge_opts *o, json_t
         return -1;
     }
     json_t *c = json_object();
-    conv cv = {o, json_object(), json_object(), json_object(), json_array()};
+    const json_t *tools = json_object_get(body, "tools");
+    conv cv = {o, json_object(), json_object(), json_object(), json_array(),
+               json_is_array(tools) ? tools : NULL};
     int rc = convert_request(body, c, &cv, err);
     json_decref(cv.loaded);
     json_decref(cv.added);
