@@ -1,8 +1,9 @@
-/* bridge.h -- what the agent-API bridges share (responses_api.c for
- * OpenAI's Responses API, messages_api.c for Anthropic's Messages API):
- * reading the repaired chat stream they are fed, writing their own event
- * stream, and the few JSON helpers of both directions. Ownership follows
- * core/tg.h. */
+/* bridge.h -- what the agent-API bridges share (responses_api.h for
+ * OpenAI's Responses API, messages_api.h for Anthropic's Messages API,
+ * gemini_api.h for Google's Gemini API; each a request side and an answer
+ * side, <api>_request.c and <api>_answer.c): reading the repaired chat
+ * stream they are fed, writing their own event stream, and the few JSON
+ * helpers of both directions. Ownership follows core/tg.h. */
 #ifndef TG_BRIDGE_H
 #define TG_BRIDGE_H
 

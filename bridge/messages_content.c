@@ -10,7 +10,7 @@
  * URL (the provider fetches no documents), a search_result as its text
  * with its source, a compaction as its summary, a browser_state as its
  * tabs, tool_reference blocks as a line naming the tools they loaded
- * (their definitions join the request's tools: messages_api.c). Dropped
+ * (their definitions join the request's tools: messages_request.c). Dropped
  * (X-Toolgate-Dropped): what only Anthropic can read or run (files by
  * file_id, server tools' blocks, containers, tool changes) and thinking in
  * a user turn. A chat tool message holds text only, so what a
@@ -479,7 +479,7 @@ static int result_block(result_acc *a, const json_t *b, const char *param, const
 
 /* The tools a tool_result's tool_reference blocks loaded, said in its text
  * as Anthropic's tool search makes them available: the tools join the
- * request's tools (messages_api.c reads cv->loaded). */
+ * request's tools (messages_request.c reads cv->loaded). */
 static void acc_references(result_acc *a, conv *cv)
 {
     if (!json_array_size(a->refs))
