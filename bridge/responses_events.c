@@ -148,11 +148,14 @@ static void close_reasoning(tg_resp_bridge *b, tg_buf *out)
     b->reason_at = -1;
 }
 
-static void close_calls(tg_resp_bridge *b, tg_buf *out);
-
 /* An item after function calls: they are done first, so the items of the
  * stream are done in their output order (the repair stage sends a call's
- * arguments before anything else of its choice). */
+ * arguments before anything else of its choice). on_reasoning and on_text
+ * call it before they open their item. */
+static void close_calls(tg_resp_bridge *b, tg_buf *out);
+
+/* Reasoning text for the reasoning item (its summary text), opened on
+ * need with its one summary part. */
 static void on_reasoning(void *vb, const char *text, tg_buf *out)
 {
     tg_resp_bridge *b = vb;

@@ -242,7 +242,7 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
 
 /* A tool output's parts as the text of a chat tool message: text parts
  * joined; an image or a file (Codex's view_image answers with an
- * input_image) goes to cv->media, for the user message after the tool
+ * input_image) goes to media, for the user message after the tool
  * messages, since a chat tool message holds text only
  * (tg_bridge_tool_media). New reference, or NULL with err set. */
 static json_t *tool_parts(const json_t *output, const char *call_id, const char *path,
