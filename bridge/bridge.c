@@ -188,7 +188,11 @@ static bool read_choice(tg_chat_reader *rd, const tg_chat_events *ev, void *b,
     size_t j;
     const json_t *tc;
     json_array_foreach(json_object_get(delta, "tool_calls"), j, tc) {
-        if (!ev->call(b, tc, j, out))
+        char key[32];  /* its index, or its place in the delta without one */
+        const json_t *ix = json_object_get(tc, "index");
+        snprintf(key, sizeof key, "%lld",
+                 (long long)(json_is_integer(ix) ? json_integer_value(ix) : (json_int_t)j));
+        if (!ev->call(b, tc, key, out))
             return false;
     }
     const char *f = json_string_value(json_object_get(choice, "finish_reason"));

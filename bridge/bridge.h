@@ -69,14 +69,16 @@ void tg_bridge_emit(tg_buf *out, json_t *ev);
  * the bridge's callbacks (b is the bridge, out its event stream): start
  * first (chunk NULL when none came), then choice 0's deltas in order, then
  * finish at [DONE] or fail at an error event. Nothing follows those. call
+ * is one tool_calls entry of a delta, with its key: its index as text, or
+ * its place in the delta when a provider streams calls without one; it
  * returns false when the bridge itself had to end the stream (a call it
- * cannot send whole); it then wrote its own error. */
+ * cannot send whole), after writing its own error. */
 typedef struct tg_chat_events {
     void (*start)(void *b, const json_t *chunk, tg_buf *out);
     void (*reasoning)(void *b, const char *text, tg_buf *out);
     void (*text)(void *b, const char *text, const json_t *logprobs, tg_buf *out);
     void (*refusal)(void *b, const char *text, tg_buf *out);
-    bool (*call)(void *b, const json_t *call, size_t pos, tg_buf *out);
+    bool (*call)(void *b, const json_t *call, const char *key, tg_buf *out);
     void (*finish)(void *b, tg_buf *out);
     void (*fail)(void *b, const json_t *error, tg_buf *out);
 } tg_chat_events;

@@ -217,13 +217,9 @@ static void emit_error(tg_gem_bridge *b, int code, const char *status, const cha
          out);
 }
 
-static bool on_call(void *vb, const json_t *tc, size_t pos, tg_buf *out)
+static bool on_call(void *vb, const json_t *tc, const char *key, tg_buf *out)
 {
     tg_gem_bridge *b = vb;
-    char key[32];
-    const json_t *ix = json_object_get(tc, "index");
-    snprintf(key, sizeof key, "%lld",
-             (long long)(json_is_integer(ix) ? json_integer_value(ix) : (json_int_t)pos));
     const json_t *fn = json_object_get(tc, "function");
     bool current = b->call && !strcmp(json_string_value(json_object_get(b->call, "key")), key);
     if (!current) {

@@ -233,13 +233,9 @@ static void on_text(tg_msg_bridge *b, int kind, const char *text, tg_buf *out)
 
 static void emit_error(const char *type, const char *message, tg_buf *out);
 
-static bool on_call(void *vb, const json_t *tc, size_t pos, tg_buf *out)
+static bool on_call(void *vb, const json_t *tc, const char *key, tg_buf *out)
 {
     tg_msg_bridge *b = vb;
-    char key[32];
-    const json_t *ix = json_object_get(tc, "index");
-    snprintf(key, sizeof key, "%lld",
-             (long long)(json_is_integer(ix) ? json_integer_value(ix) : (json_int_t)pos));
     const json_t *fn = json_object_get(tc, "function");
     const char *args = json_string_value(json_object_get(fn, "arguments"));
     bool current = b->open == BLK_TOOL && !strcmp(json_string_value(b->call_key), key);

@@ -215,13 +215,9 @@ static void on_text(tg_resp_bridge *b, int kind, const char *text, const json_t 
     tg_bridge_emit(out, ev);
 }
 
-static bool on_call(void *vb, const json_t *tc, size_t pos, tg_buf *out)
+static bool on_call(void *vb, const json_t *tc, const char *key, tg_buf *out)
 {
     tg_resp_bridge *b = vb;
-    char key[32];
-    const json_t *ix = json_object_get(tc, "index");
-    snprintf(key, sizeof key, "%lld",
-             (long long)(json_is_integer(ix) ? json_integer_value(ix) : (json_int_t)pos));
     const json_t *fn = json_object_get(tc, "function");
     const char *args = json_string_value(json_object_get(fn, "arguments"));
     json_t *at_v = json_object_get(b->calls, key);
