@@ -126,6 +126,23 @@ void tg_bridge_tool_media(json_t *media, const char *call_id, json_t *part, tg_b
     tg_buf_puts(text, image ? "(image: see the next user message)" : "(file: see the next user message)");
 }
 
+size_t tg_bridge_strip_keys(json_t *o, const char *prefix, size_t plen)
+{
+    size_t n = 0;
+    const char *k;
+    json_t *val;
+    void *tmp;
+    if (!json_is_object(o))
+        return 0;
+    json_object_foreach_safe(o, tmp, k, val) {
+        if (!strncmp(k, prefix, plen)) {
+            json_object_del(o, k);
+            n++;
+        }
+    }
+    return n;
+}
+
 void tg_bridge_emit(tg_buf *out, json_t *ev)
 {
     tg_buf_puts(out, "event: ");

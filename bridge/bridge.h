@@ -61,6 +61,12 @@ const char *tg_bridge_reasoning(const json_t *msg);
 void tg_bridge_tool_media(json_t *media, const char *call_id, json_t *part, tg_buf *text,
                           size_t *n_text);
 
+/* Takes the keys of object o that start with prefix (plen bytes, not 0):
+ * the agent's private markers, for a route that passes the API through
+ * (tg_responses_strip_markers, tg_messages_strip_markers). How many went;
+ * 0 when o is no object. */
+size_t tg_bridge_strip_keys(json_t *o, const char *prefix, size_t plen);
+
 /* Writes the event (stolen), an object whose "type" names it, as
  * "event: TYPE\ndata: JSON\n\n", the framing both APIs' streams use. */
 void tg_bridge_emit(tg_buf *out, json_t *ev);

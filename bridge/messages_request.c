@@ -706,37 +706,20 @@ void tg_msg_bridge_free(tg_msg_bridge *b)
     free(b);
 }
 
-static size_t strip_keys(json_t *o, const char *prefix, size_t plen)
-{
-    size_t n = 0;
-    const char *k;
-    json_t *val;
-    void *tmp;
-    if (!json_is_object(o))
-        return 0;
-    json_object_foreach_safe(o, tmp, k, val) {
-        if (!strncmp(k, prefix, plen)) {
-            json_object_del(o, k);
-            n++;
-        }
-    }
-    return n;
-}
-
 size_t tg_messages_strip_markers(json_t *body, const char *prefix)
 {
     size_t plen = prefix ? strlen(prefix) : 0;
     if (!plen || !json_is_object(body))
         return 0;
-    size_t n = strip_keys(body, prefix, plen), i, j, l;
+    size_t n = tg_bridge_strip_keys(body, prefix, plen), i, j, l;
     json_t *m, *blk, *inner;
     json_array_foreach(json_object_get(body, "messages"), i, m) {
-        n += strip_keys(m, prefix, plen);
+        n += tg_bridge_strip_keys(m, prefix, plen);
         json_array_foreach(json_object_get(m, "content"), j, blk) {
-            n += strip_keys(blk, prefix, plen);
+            n += tg_bridge_strip_keys(blk, prefix, plen);
             if (tg_msg_is_type(blk, "tool_result"))
                 json_array_foreach(json_object_get(blk, "content"), l, inner)
-                    n += strip_keys(inner, prefix, plen);
+                    n += tg_bridge_strip_keys(inner, prefix, plen);
         }
     }
     return n;

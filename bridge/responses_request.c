@@ -1307,18 +1307,10 @@ static size_t strip_markers_deep(json_t *v, const char *prefix, size_t plen)
 
 size_t tg_responses_strip_markers(json_t *body, const char *prefix)
 {
-    size_t plen = prefix ? strlen(prefix) : 0, n = 0;
+    size_t plen = prefix ? strlen(prefix) : 0;
     if (!plen || !json_is_object(body))
         return 0;
-    const char *k;
-    json_t *val;
-    void *tmp;
-    json_object_foreach_safe(body, tmp, k, val) {
-        if (!strncmp(k, prefix, plen)) {
-            json_object_del(body, k);
-            n++;
-        }
-    }
+    size_t n = tg_bridge_strip_keys(body, prefix, plen);
     return n + strip_markers_deep(json_object_get(body, "input"), prefix, plen);
 }
 
