@@ -1,7 +1,9 @@
-/* messages_api_int.h -- what the two files of the Messages bridge share:
- * messages_api.c (the request's frame, tools, the answer and its stream)
- * and messages_content.c (content blocks: a user message, a tool_result,
- * documents, search results). Private to the bridge. */
+/* messages_api_int.h -- what the files of the Messages bridge share:
+ * messages_request.c (the request's frame and tools, which makes the
+ * bridge), messages_content.c (content blocks: a user message, a
+ * tool_result, documents, search results) and messages_answer.c (the
+ * answer and its stream; messages_count.c estimates a request's tokens).
+ * Private to the bridge. */
 #ifndef TG_MESSAGES_API_INT_H
 #define TG_MESSAGES_API_INT_H
 
@@ -10,6 +12,25 @@
 #include "bridge/bridge.h"
 #include "core/buf.h"
 #include "core/tg.h"
+
+/* The kind of the stream's open content block. */
+enum { BLK_NONE, BLK_TEXT, BLK_THINKING, BLK_TOOL };
+
+/* The bridge: what the request side leaves for the answer (the model, the
+ * stop sequences, what was dropped or translated) and the stream's state. */
+struct tg_msg_bridge {
+    json_t *model;         /* the request's model, when the answer names none */
+    json_t *stops;         /* the request's stop_sequences, or NULL */
+    /* stream state */
+    tg_chat_reader rd;     /* the chat stream read so far (bridge.h) */
+    int n_blocks;          /* blocks opened so far: the next one's index */
+    int open;              /* BLK_* of the open block */
+    json_t *call_key;      /* chat tool_calls index (as text) of the open tool block */
+    tg_buf args;           /* its arguments so far, sent when the block closes */
+    json_t *calls_done;    /* {index: true} of tool blocks closed */
+    json_t *dropped;       /* {kind: [name]} left out upward (bridge.h) */
+    json_t *translated;    /* {kind: [name]} given upward in another form */
+};
 
 /* What the request conversion reads and records besides the body. */
 typedef struct conv {

@@ -10,7 +10,7 @@
  * URL (the provider fetches no documents), a search_result as its text
  * with its source, a compaction as its summary, a browser_state as its
  * tabs, tool_reference blocks as a line naming the tools they loaded
- * (their definitions join the request's tools: messages_api.c; on a
+ * (their definitions join the request's tools: messages_request.c; on a
  * discovery route, where they join the catalog, the line is followed by
  * their definitions). Dropped
  * (X-Toolgate-Dropped): what only Anthropic can read or run (files by
@@ -509,7 +509,7 @@ static void loaded_definitions(tg_buf *t, const json_t *refs, conv *cv)
 
 /* The tools a tool_result's tool_reference blocks loaded, said in its text
  * as Anthropic's tool search makes them available: the tools join the
- * request's tools (messages_api.c reads cv->loaded), or on a discovery
+ * request's tools (messages_request.c reads cv->loaded), or on a discovery
  * route the catalog, with their definitions in the text. */
 static void acc_references(result_acc *a, conv *cv)
 {
