@@ -514,6 +514,7 @@ static void merge_keyword(json_t *dst, const char *k, json_t *v, bool src_wins)
         merge_hint(dst, k, v);
     }
 }
+
 /* One allOf branch, with a $ref on it resolved one level. */
 static void merge_branch(walk *w, json_t *dst, json_t *b, int depth)
 {
@@ -553,8 +554,7 @@ static void merge_into(walk *w, json_t *dst, json_t *src, int depth)
     }
 }
 
-/* Split a multi-type node into anyOf branches, each taking the keywords of
- * its own type (Gemini rule 26/27, Cerebras strict rule 50). */
+/* The keywords that bind values of one type only. */
 static const char *const array_words[] = {"items", "minItems", "maxItems", "uniqueItems", "prefixItems", NULL};
 static const char *const object_words[] = {"properties", "required", "additionalProperties",
                                            "minProperties", "maxProperties", NULL};
@@ -575,6 +575,8 @@ static const char *const *words_for(const char *t)
     return NULL;
 }
 
+/* Split a multi-type node into anyOf branches, each taking the keywords of
+ * its own type (Gemini rule 26/27, Cerebras strict rule 50). */
 static void split_types(json_t *n, json_t *types)
 {
     json_t *any = json_array();
@@ -669,7 +671,6 @@ typedef struct node_in {
 static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
                   json_t **inv);
 
-/* Step 1 of a node: from whatever the agent sent to a schema object. */
 /* "STRING", "Integer": Gemini's SDKs write OpenAPI type names in capitals
  * and Gemini reads them case-insensitively (rule 26); every other target
  * knows only the lower-case JSON Schema names. */
@@ -763,6 +764,7 @@ static void tuple_to_items(walk *w, json_t *n, const char *ptr)
     json_decref(any);
 }
 
+/* Step 1 of a node: from whatever the agent sent to a schema object. */
 static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
 {
     node_in ni = {0};
@@ -865,9 +867,6 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
     return ni;
 }
 
-/* Root-level anyOf/oneOf: the root must be one object (rule 3), so the
- * branches' properties are merged and only what all branches require stays
- * required; the alternatives are spelled out in the description. */
 /* Whether a property schema only pins values: {const} or {enum}, with at
  * most a type, a title and a description beside. */
 static bool pins_values(json_t *v)
@@ -929,6 +928,9 @@ static json_t *merge_variants(json_t *vs)
     return out;
 }
 
+/* Root-level anyOf/oneOf: the root must be one object (rule 3), so the
+ * branches' properties are merged and only what all branches require stays
+ * required; the alternatives are spelled out in the description. */
 static void flatten_root(walk *w, json_t *n, json_t *hints)
 {
     const char *keys[] = {"anyOf", "oneOf"};
@@ -1136,8 +1138,7 @@ static bool originally_nullable(json_t *src)
            !json_object_get(src, "properties");
 }
 
-/* Non-string enum values become strings (Gemini rule 28); the inverse maps
- * each string back to the value the agent declared. */
+/* Does the enum list vals hold the string s? */
 static bool enum_has(json_t *vals, const char *s)
 {
     size_t i;
@@ -1146,6 +1147,8 @@ static bool enum_has(json_t *vals, const char *s)
     return false;
 }
 
+/* Non-string enum values become strings (Gemini rule 28); the inverse maps
+ * each string back to the value the agent declared. */
 static json_t *stringify_enum(walk *w, json_t *e, json_t *out, json_t *inv, const char *ptr)
 {
     json_t *vals = json_array();
@@ -1231,7 +1234,9 @@ static json_t *draft3_required(walk *w, json_t *props, json_t *req_in, const cha
     return out;
 }
 
-/* Emit the keys of normalised node n into out. */
+/* properties (each one walked) and required of normalised node n into out;
+ * under strict's all-required rule an optional property becomes required
+ * and nullable, and the inverse's "o" and "f" lists say which. */
 static void emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hints,
                             const char *ptr, int depth, int objdepth)
 {
@@ -1483,8 +1488,6 @@ static json_t *rw_children_array(walk *w, json_t *arr, const char *ptr, const ch
     return out;
 }
 
-/* Gemini rule 27: a node with anyOf carries nothing type-specific; push
- * those keys into each branch. */
 /* anyOf branches that only add to their parent ({required: [k]}, {properties:
  * {...}} with no type): on strict targets each branch must stand alone. */
 static bool partial_branches(json_t *n)
@@ -1501,6 +1504,8 @@ static bool partial_branches(json_t *n)
     return false;
 }
 
+/* Gemini rule 27: a node with anyOf carries nothing type-specific; push
+ * those keys into each branch. */
 static void push_into_branches(walk *w, json_t *n, const char *ptr)
 {
     static const char *const pushed[] = {"type", "items", "properties", "required", "enum",
@@ -1610,8 +1615,6 @@ static json_t *collapse_null_branch(walk *w, json_t *n, const char *ptr)
     return replacement;
 }
 
-/* const -> enum where the target wants it; an empty enum admits nothing, so
- * it is a broken schema, not a wish: removed. */
 /* Rule 21 (strict): at most 1,000 enum values in a tool, and a string enum
  * of more than 250 values at most 15,000 characters. An enum past the
  * budget is not sent as a constraint; its values go into the description
@@ -1674,6 +1677,8 @@ static void enum_null_to_type(walk *w, json_t *n, const char *ptr)
     json_decref(types);
 }
 
+/* const -> enum where the target wants it; an empty enum admits nothing, so
+ * it is a broken schema, not a wish: removed. */
 static void normalize_enum(walk *w, json_t *n, const char *ptr, json_t *hints)
 {
     json_t *cst = json_object_get(n, "const");
@@ -1781,9 +1786,6 @@ static void resolve_unions(walk *w, json_t *n, json_t *in, const char *ptr, node
     }
 }
 
-/* Why this node cannot be expressed in the target and must travel as a
- * JSON-encoded string, or NULL. Also books the node's properties against
- * the strict budget (rule 20). */
 /* Is ptr a property's value (".../properties/NAME")? */
 static bool is_property_ptr(const char *ptr)
 {
@@ -1795,6 +1797,9 @@ static bool is_property_ptr(const char *ptr)
     return !strchr(p + strlen("/properties/"), '/');
 }
 
+/* Why this node cannot be expressed in the target and must travel as a
+ * JSON-encoded string, or NULL. Also books the node's properties against
+ * the strict budget (rule 20). */
 static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool root, int objdepth,
                                   const char *ptr)
 {
@@ -2053,11 +2058,6 @@ static void retype_enum_keys(walk *w, json_t *out, const char *ptr)
     }
 }
 
-/* Rule 60 (Vertex): "When using any_of, it must be the only field set". What
- * rule 27 left beside the anyOf (description, title, default, nullable...)
- * moves into every branch: the description is prefixed to each branch's own,
- * a default is said in it, nullable and the rest go as they are. Values keep
- * their shape, so the inverse tree is unchanged. */
 /* One branch gets the fields its anyOf parent may not keep; a branch that
  * is itself an anyOf passes them on to its own branches. */
 static void give_to_branch(json_t *b, json_t *moved, const char *d, const char *ds, int depth)
@@ -2085,6 +2085,11 @@ static void give_to_branch(json_t *b, json_t *moved, const char *d, const char *
     }
 }
 
+/* Rule 60 (Vertex): "When using any_of, it must be the only field set". What
+ * rule 27 left beside the anyOf (description, title, default, nullable...)
+ * moves into every branch: the description is prefixed to each branch's own,
+ * a default is said in it, nullable and the rest go as they are. Values keep
+ * their shape, so the inverse tree is unchanged. */
 static void anyof_alone(walk *w, json_t *out, const char *ptr)
 {
     json_t *any = json_object_get(out, "anyOf");
