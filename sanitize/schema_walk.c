@@ -54,18 +54,18 @@
 #define ANYOF_MAX 5          /* Cerebras strict: branches per anyOf (rule 50) */
 
 typedef struct walk {
-    const tg_schema_rules *r;
-    unsigned f;           /* effective flags for this tool */
+    const tg_schema_rules *rules;
+    unsigned flags;       /* effective flags for this tool */
     json_t *root;         /* the agent's parameters, for $ref (borrowed) */
     json_t *explain;      /* NULL or change records */
     const char *tool;
-    const char *refs[MAX_DEPTH * 4];
+    const char *refs[MAX_DEPTH * 4];  /* the $refs open on the current path */
     int nrefs;
-    int nodes;
+    int nodes;            /* nodes walked (NODE_BUDGET) */
     int props;            /* object properties emitted (rule 20 budget) */
     int enums;            /* enum values emitted (rule 21 budget) */
     int changes;
-    tg_schema_budget *b;  /* the request's (rule 62), never NULL */
+    tg_schema_budget *budget;  /* the request's (rule 62), never NULL */
 } walk;
 
 /* ----------------------------------------------------- budget (rule 62) */
@@ -144,9 +144,9 @@ static size_t own_bytes(json_t *out)
 
 static void budget_spend(walk *w, json_t *out)
 {
-    w->b->bytes += own_bytes(out);
-    if (w->b->bytes > w->b->max_bytes)
-        w->b->over = true;
+    w->budget->bytes += own_bytes(out);
+    if (w->budget->bytes > w->budget->max_bytes)
+        w->budget->over = true;
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -238,7 +238,7 @@ static const char *const fmt_g_integer[] = {"int32", "int64", "enum", NULL};
 /* The formats a node of type `type` may carry, or NULL for "any". */
 static const char *const *format_allow(const walk *w, const char *type)
 {
-    if (w->f & TG_SR_OPENAPI_SUBSET) {
+    if (w->flags & TG_SR_OPENAPI_SUBSET) {
         if (type && !strcmp(type, "number"))
             return fmt_g_number;
         if (type && !strcmp(type, "integer"))
@@ -247,11 +247,11 @@ static const char *const *format_allow(const walk *w, const char *type)
             return fmt_g_string;
         return fmt_none;
     }
-    if (!(w->f & TG_SR_STRICT))
+    if (!(w->flags & TG_SR_STRICT))
         return NULL;
-    if (tg_dialect_has(w->r->dialect, TG_DF_FORMATS_NONE))
+    if (tg_dialect_has(w->rules->dialect, TG_DF_FORMATS_NONE))
         return fmt_none;
-    if (tg_dialect_has(w->r->dialect, TG_DF_FORMATS_ANTHROPIC))
+    if (tg_dialect_has(w->rules->dialect, TG_DF_FORMATS_ANTHROPIC))
         return fmt_anthropic;
     return fmt_openai;
 }
@@ -668,8 +668,8 @@ typedef struct node_in {
     bool budget;    /* the cut is the budget's (rule 62), not recursion */
 } node_in;
 
-static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
-                  json_t **inv);
+static json_t *rewrite_node(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
+                            json_t **inv);
 
 /* "STRING", "Integer": Gemini's SDKs write OpenAPI type names in capitals
  * and Gemini reads them case-insensitively (rule 26); every other target
@@ -722,7 +722,7 @@ static void lower_type_names(walk *w, json_t *n, const char *ptr)
 static void tuple_to_items(walk *w, json_t *n, const char *ptr)
 {
     json_t *pre = json_object_get(n, "prefixItems");
-    if (!json_is_array(pre) || !(w->f & (TG_SR_STRICT | TG_SR_OPENAPI_SUBSET | TG_SR_FREEFORM_STRING)))
+    if (!json_is_array(pre) || !(w->flags & (TG_SR_STRICT | TG_SR_OPENAPI_SUBSET | TG_SR_FREEFORM_STRING)))
         return;
     json_t *rest = json_object_get(n, "items");
     json_t *any = json_array();
@@ -791,14 +791,14 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
          * which must be a literal object, rule 3). */
         for (int guard = 0; guard < 16; guard++) {
             const char *ref = json_string_value(json_object_get(n, "$ref"));
-            if (!ref || !((w->f & TG_SR_INLINE_REFS) || root))
+            if (!ref || !((w->flags & TG_SR_INLINE_REFS) || root))
                 break;
             if (count_open_refs(w, ref) >= REF_MAX_OPEN || w->nodes > NODE_BUDGET ||
                 w->nrefs >= (int)(sizeof w->refs / sizeof w->refs[0])) {
                 ni.cut = ref;
                 return ni;
             }
-            if (!root && w->b->ref_depth >= 0 && w->nrefs >= w->b->ref_depth) {
+            if (!root && w->budget->ref_depth >= 0 && w->nrefs >= w->budget->ref_depth) {
                 ni.cut = ref;  /* rule 62, degraded: deeper refs stand in */
                 ni.budget = true;
                 return ni;
@@ -824,7 +824,7 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
             json_decref(n);
             ni.n = n = merged;
         }
-        if (json_is_array(json_object_get(n, "allOf")) && ((w->f & TG_SR_MERGE_ALLOF) || root)) {
+        if (json_is_array(json_object_get(n, "allOf")) && ((w->flags & TG_SR_MERGE_ALLOF) || root)) {
             json_t *all = json_incref(json_object_get(n, "allOf"));
             json_object_del(n, "allOf");
             json_t *src = json_pack("{s:O}", "allOf", all);
@@ -833,11 +833,11 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
             json_decref(src);
             json_decref(all);
         }
-        again = json_string_value(json_object_get(n, "$ref")) && ((w->f & TG_SR_INLINE_REFS) || root);
+        again = json_string_value(json_object_get(n, "$ref")) && ((w->flags & TG_SR_INLINE_REFS) || root);
         if (!again)
             break;
     }
-    if (json_is_array(json_object_get(n, "oneOf")) && (w->f & TG_SR_ONEOF_ANYOF)) {
+    if (json_is_array(json_object_get(n, "oneOf")) && (w->flags & TG_SR_ONEOF_ANYOF)) {
         json_t *one = json_object_get(n, "oneOf");
         if (!json_object_get(n, "anyOf")) {
             json_object_set(n, "anyOf", one);
@@ -850,7 +850,7 @@ static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
         json_object_del(n, "oneOf");
     }
     tuple_to_items(w, n, ptr);
-    if (json_is_boolean(json_object_get(n, "required")) && (w->f & TG_SR_REQUIRED)) {
+    if (json_is_boolean(json_object_get(n, "required")) && (w->flags & TG_SR_REQUIRED)) {
         /* draft 3's "required": true on a property; its parent's walk
          * folds it into the parent's required list (rule 59) */
         note(w, ptr, "draft3-required (rule 59)", json_object_get(n, "required"), NULL);
@@ -1055,7 +1055,7 @@ static json_t *budget_standin(walk *w, json_t *n, const char *ref, const char *p
              d ? d : "", keys.len ? "; an object with keys " : "", HINT_VALUE_MAX,
              keys.data ? keys.data : "");
     tg_buf_free(&keys);
-    w->b->standins++;
+    w->budget->standins++;
     json_t *use = json_copy(n);  /* the use site's description goes first */
     json_object_del(use, "$ref");
     json_t *out = standin(w, use, what, ptr, inv);
@@ -1068,7 +1068,7 @@ static json_t *budget_standin(walk *w, json_t *n, const char *ref, const char *p
 static json_t *make_nullable(walk *w, json_t *c)
 {
     json_t *any = json_object_get(c, "anyOf");
-    if (json_is_array(any) && !((w->f & TG_SR_NULL_ANYOF) && json_array_size(any) >= ANYOF_MAX)) {
+    if (json_is_array(any) && !((w->flags & TG_SR_NULL_ANYOF) && json_array_size(any) >= ANYOF_MAX)) {
         size_t i;
         json_t *b;
         json_array_foreach(any, i, b) if (is_null_branch(b)) return json_incref(c);
@@ -1076,7 +1076,7 @@ static json_t *make_nullable(walk *w, json_t *c)
         return json_incref(c);
     }
     json_t *t = json_object_get(c, "type");
-    if (w->f & TG_SR_NULL_ANYOF) {
+    if (w->flags & TG_SR_NULL_ANYOF) {
         json_t *desc = json_incref(json_object_get(c, "description"));
         json_t *inner = json_copy(c);
         json_object_del(inner, "description");
@@ -1194,7 +1194,7 @@ static json_t *stringify_enum(walk *w, json_t *e, json_t *out, json_t *inv, cons
  * which keys the agent's tool needs, so they go into a hint. */
 static void required_hint(walk *w, json_t *req_in, json_t *props, json_t *hints)
 {
-    if (!(w->f & TG_SR_REQUIRED))
+    if (!(w->flags & TG_SR_REQUIRED))
         return;
     json_t *lost = json_array();
     size_t i;
@@ -1214,7 +1214,7 @@ static void required_hint(walk *w, json_t *req_in, json_t *props, json_t *hints)
  * property carried a boolean. */
 static json_t *draft3_required(walk *w, json_t *props, json_t *req_in, const char *ptr)
 {
-    if (!(w->f & TG_SR_REQUIRED))
+    if (!(w->flags & TG_SR_REQUIRED))
         return NULL;
     json_t *out = NULL;
     const char *k;
@@ -1248,7 +1248,7 @@ static void emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t
     }
     if (!json_is_array(req_in))
         req_in = NULL;
-    if (!props && !(w->f & (TG_SR_STRICT)) && !json_object_get(n, "properties")) {
+    if (!props && !(w->flags & (TG_SR_STRICT)) && !json_object_get(n, "properties")) {
         required_hint(w, req_in, NULL, hints);
         return;
     }
@@ -1260,14 +1260,14 @@ static void emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t
     json_t *required = json_array();
     json_t *optional = json_array();
     json_t *fill = json_array();  /* optional but null was already allowed */
-    bool strict_all = (w->f & TG_SR_STRICT) && (w->f & TG_SR_ALL_REQUIRED);
+    bool strict_all = (w->flags & TG_SR_STRICT) && (w->flags & TG_SR_ALL_REQUIRED);
     const char *k;
     json_t *v;
     json_object_foreach(props, k, v) {
         char cptr[PTR_MAX];
         ptr_join(cptr, ptr, "properties", k);
         json_t *cinv = NULL;
-        json_t *c = rw(w, v, cptr, depth + 1, objdepth, false, &cinv);
+        json_t *c = rewrite_node(w, v, cptr, depth + 1, objdepth, false, &cinv);
         bool req = false;
         size_t i;
         json_t *r;
@@ -1315,7 +1315,7 @@ static void emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t
 static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *hints,
                        const char *ptr, const char *type)
 {
-    unsigned f = w->f;
+    unsigned f = w->flags;
     if (in_list(meta_keys, k)) {
         if ((f & (TG_SR_OPENAPI_SUBSET | TG_SR_STRICT | TG_SR_MISTRAL_STRIP)) ||
             ((f & TG_SR_INLINE_REFS) && !strcmp(k, "$id"))) {
@@ -1354,7 +1354,7 @@ static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *h
     if ((f & TG_SR_NO_CONSTRAINTS) && in_list(constraint_keys, k)) {
         /* Anthropic strict keeps minItems 0 or 1 (rule 40). */
         bool small_min = !strcmp(k, "minItems") &&
-                         tg_dialect_has(w->r->dialect, TG_DF_SMALL_MIN_ITEMS) &&
+                         tg_dialect_has(w->rules->dialect, TG_DF_SMALL_MIN_ITEMS) &&
                          json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 1;
         drop = !small_min;
     }
@@ -1381,7 +1381,8 @@ static json_t *first_type_peek(json_t *t)
     return NULL;
 }
 
-static bool binv_is_standin(json_t *inv)
+/* Did the branch go as a JSON-encoded string? */
+static bool branch_is_standin(json_t *inv)
 {
     return inv && json_object_get(inv, "j");
 }
@@ -1451,8 +1452,11 @@ static void branch_shape(json_t *c, json_t *meta)
     json_object_set_new(meta, "r", req);
 }
 
-static json_t *rw_children_array(walk *w, json_t *arr, const char *ptr, const char *key,
-                                 int depth, int objdepth, json_t **inv_list)
+/* The branches of an anyOf, oneOf or allOf, each walked; *inv_list gets
+ * their inverses (with the types and shapes that tell them apart on the
+ * way back) when any branch has one. */
+static json_t *rewrite_branches(walk *w, json_t *arr, const char *ptr, const char *key,
+                                int depth, int objdepth, json_t **inv_list)
 {
     json_t *out = json_array();
     json_t *invs = json_array();
@@ -1464,14 +1468,14 @@ static json_t *rw_children_array(walk *w, json_t *arr, const char *ptr, const ch
         snprintf(idx, sizeof idx, "%zu", i);
         ptr_join(cptr, ptr, key, idx);
         json_t *binv = NULL;
-        json_t *c = rw(w, b, cptr, depth + 1, objdepth, false, &binv);
+        json_t *c = rewrite_node(w, b, cptr, depth + 1, objdepth, false, &binv);
         json_t *meta = binv ? binv : json_object();
         any_inv |= binv != NULL;
         json_t *ot = json_is_object(b) ? json_object_get(b, "type") : NULL;
         json_t *t = first_type_peek(json_object_get(c, "type"));
         if (json_is_string(ot))
             json_object_set(meta, "ot", ot);
-        else if (t && !binv_is_standin(binv))
+        else if (t && !branch_is_standin(binv))
             json_object_set(meta, "ot", t);  /* a $ref branch: same type as its output */
         if (t)
             json_object_set(meta, "t", t);
@@ -1479,7 +1483,7 @@ static json_t *rw_children_array(walk *w, json_t *arr, const char *ptr, const ch
         json_array_append_new(invs, meta);
         json_array_append_new(out, c);
     }
-    if ((w->f & TG_SR_STRICT) && (w->f & TG_SR_NULL_ANYOF) && json_array_size(out) > ANYOF_MAX)
+    if ((w->flags & TG_SR_STRICT) && (w->flags & TG_SR_NULL_ANYOF) && json_array_size(out) > ANYOF_MAX)
         fold_branches(out, invs);
     if (any_inv)
         *inv_list = invs;
@@ -1682,7 +1686,7 @@ static void enum_null_to_type(walk *w, json_t *n, const char *ptr)
 static void normalize_enum(walk *w, json_t *n, const char *ptr, json_t *hints)
 {
     json_t *cst = json_object_get(n, "const");
-    if (cst && (w->f & TG_SR_CONST_ENUM)) {
+    if (cst && (w->flags & TG_SR_CONST_ENUM)) {
         if (!json_object_get(n, "enum"))
             json_object_set_new(n, "enum", json_pack("[O]", cst));
         note(w, ptr, "const-to-enum", cst, NULL);
@@ -1693,10 +1697,10 @@ static void normalize_enum(walk *w, json_t *n, const char *ptr, json_t *hints)
         note(w, ptr, "repair-empty-enum", en, NULL);
         json_object_del(n, "enum");
     }
-    if (json_is_array(en) && (w->f & TG_SR_ENUM_NO_NULL))
+    if (json_is_array(en) && (w->flags & TG_SR_ENUM_NO_NULL))
         enum_null_to_type(w, n, ptr);
     en = json_object_get(n, "enum");
-    if (json_is_array(en) && (w->f & TG_SR_STRICT))
+    if (json_is_array(en) && (w->flags & TG_SR_STRICT))
         enum_budget(w, n, ptr, hints);
 }
 
@@ -1707,7 +1711,7 @@ static json_t *node_types(walk *w, json_t *n, const char *ptr, bool root, json_t
     json_t *types = collect_types(n);
     json_t *en = json_object_get(n, "enum");
     if (json_array_size(types) == 0 && !json_is_array(json_object_get(n, "anyOf")) &&
-        (w->f & (TG_SR_ADD_TYPE | TG_SR_STRICT | TG_SR_FREEFORM_STRING))) {
+        (w->flags & (TG_SR_ADD_TYPE | TG_SR_STRICT | TG_SR_FREEFORM_STRING))) {
         /* the values an enum allows say more than the keywords that bind
          * only some types: {enum: ["a"], properties: {...}} is a string */
         const char *t = en ? type_of_values(en) : NULL;
@@ -1729,7 +1733,7 @@ static json_t *node_types(walk *w, json_t *n, const char *ptr, bool root, json_t
             note(w, ptr, "add-type", NULL, json_array_get(types, 0));
         }
     }
-    if (root && (w->f & TG_SR_ROOT_OBJECT)) {
+    if (root && (w->flags & TG_SR_ROOT_OBJECT)) {
         bool obj = json_array_size(types) == 1 && !strcmp(json_string_value(json_array_get(types, 0)), "object");
         if (!obj) {
             if (json_array_size(types))
@@ -1747,7 +1751,7 @@ static json_t *node_types(walk *w, json_t *n, const char *ptr, bool root, json_t
 static void resolve_unions(walk *w, json_t *n, json_t *in, const char *ptr, node_type *nt,
                            json_t *hints)
 {
-    unsigned f = w->f;
+    unsigned f = w->flags;
     size_t ntypes = json_array_size(nt->types);
     size_t i;
     json_t *t;
@@ -1803,7 +1807,7 @@ static bool is_property_ptr(const char *ptr)
 static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool root, int objdepth,
                                   const char *ptr)
 {
-    unsigned f = w->f;
+    unsigned f = w->flags;
     const char *single = single_type(nt);
     bool is_obj = single && !strcmp(single, "object");
     json_t *props = json_object_get(n, "properties");
@@ -1843,7 +1847,7 @@ static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool 
 /* `type` (or the stringified enum that replaces it) into out. */
 static void emit_type(walk *w, json_t *n, json_t *out, json_t *inv, const node_type *nt, const char *ptr)
 {
-    unsigned f = w->f;
+    unsigned f = w->flags;
     const char *single = single_type(nt);
     if (nt->enum_node) {
         json_t *vals = stringify_enum(w, json_object_get(n, "enum"), out, inv, ptr);
@@ -1885,7 +1889,7 @@ static void emit_subschema(walk *w, const char *k, json_t *v, json_t *out, json_
         hint_text(hints, "items were a tuple");
     }
     ptr_join(cptr, ptr, k, NULL);
-    json_t *c = rw(w, v, cptr, depth + 1, objdepth, false, &cinv);
+    json_t *c = rewrite_node(w, v, cptr, depth + 1, objdepth, false, &cinv);
     json_decref(tuple);
     json_object_set_new(out, k, c);
     if (cinv)
@@ -1894,7 +1898,7 @@ static void emit_subschema(walk *w, const char *k, json_t *v, json_t *out, json_
 
 static void emit_additional(walk *w, json_t *v, json_t *out, json_t *hints, const char *ptr)
 {
-    unsigned f = w->f;
+    unsigned f = w->flags;
     if ((f & TG_SR_OPENAPI_SUBSET) || ((f & TG_SR_MISTRAL_STRIP) && json_is_false(v))) {
         if (json_is_object(v))
             hint_add(hints, "additional values", json_object_get(v, "type") ? json_object_get(v, "type") : v);
@@ -1911,7 +1915,7 @@ static void emit_additional(walk *w, json_t *v, json_t *out, json_t *hints, cons
 
 static void emit_defs(walk *w, const char *k, json_t *v, json_t *out, const char *ptr, int depth)
 {
-    if ((w->f & TG_SR_INLINE_REFS) || !json_is_object(v)) {
+    if ((w->flags & TG_SR_INLINE_REFS) || !json_is_object(v)) {
         note(w, ptr, "drop-defs", NULL, NULL);
         return;
     }
@@ -1922,7 +1926,7 @@ static void emit_defs(walk *w, const char *k, json_t *v, json_t *out, const char
         char dptr[PTR_MAX];
         json_t *dinv = NULL;
         ptr_join(dptr, ptr, k, dk);
-        json_object_set_new(defs, dk, rw(w, dv, dptr, depth + 1, 0, false, &dinv));
+        json_object_set_new(defs, dk, rewrite_node(w, dv, dptr, depth + 1, 0, false, &dinv));
         json_decref(dinv);  /* refs are not followed on the way back */
     }
     json_object_set_new(out, k, defs);
@@ -1932,7 +1936,7 @@ static void emit_defs(walk *w, const char *k, json_t *v, json_t *out, const char
 static void emit_keys(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hints, const node_type *nt,
                       const char *ptr, int depth, int objdepth)
 {
-    unsigned f = w->f;
+    unsigned f = w->flags;
     const char *k;
     json_t *v;
     json_object_foreach(n, k, v) {
@@ -1952,7 +1956,7 @@ static void emit_keys(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hint
             emit_additional(w, v, out, hints, ptr);
         } else if (!strcmp(k, "anyOf") || !strcmp(k, "oneOf") || (!strcmp(k, "allOf") && !(f & TG_SR_STRICT))) {
             json_t *binv = NULL;
-            json_object_set_new(out, k, rw_children_array(w, v, ptr, k, depth, objdepth, &binv));
+            json_object_set_new(out, k, rewrite_branches(w, v, ptr, k, depth, objdepth, &binv));
             if (binv && strcmp(k, "allOf"))
                 json_object_set_new(inv, "a", binv);
             else
@@ -1980,7 +1984,7 @@ static void emit_keys(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hint
 static void finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_object, bool is_array,
                         bool root, const char *ptr, int depth, int objdepth)
 {
-    unsigned f = w->f;
+    unsigned f = w->flags;
     json_t *props = json_object_get(out, "properties");
     if ((f & TG_SR_OPENAPI_SUBSET) && !root && json_is_object(props) && !json_object_size(props)) {
         /* Rule 58: Gemini refuses an empty properties at any depth
@@ -2021,7 +2025,7 @@ static void finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_ob
         char cptr[PTR_MAX];
         ptr_join(cptr, ptr, "items", NULL);
         json_t *empty = json_object();
-        json_t *c = rw(w, empty, cptr, depth + 1, objdepth, false, &cinv);
+        json_t *c = rewrite_node(w, empty, cptr, depth + 1, objdepth, false, &cinv);
         json_decref(empty);
         note(w, ptr, "add-items", json_object_get(n, "items"), c);
         json_object_set_new(out, "items", c);
@@ -2113,22 +2117,22 @@ static void anyof_alone(walk *w, json_t *out, const char *ptr)
 
 /* One schema node: normalise, decide, emit. Returns the new node; *inv gets
  * its inverse tree or NULL. */
-static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
-                  json_t **inv)
+static json_t *rewrite_node(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
+                            json_t **inv)
 {
-    unsigned f = w->f;
+    unsigned f = w->flags;
     *inv = NULL;
     w->nodes++;
-    if (w->b->over || ++w->b->nodes > w->b->max_nodes) {
+    if (w->budget->over || ++w->budget->nodes > w->budget->max_nodes) {
         /* rule 62: the request is refused; finish the walk without work */
-        w->b->over = true;
+        w->budget->over = true;
         return json_object();
     }
     node_in ni = normalize(w, in, ptr, root);
     json_t *n = ni.n;
     json_t *out = NULL;
     json_t *hints = json_array();
-    json_t *myinv = json_object();
+    json_t *node_inv = json_object();
     node_type nt = {0};
 
     if (ni.cut && root) {
@@ -2158,7 +2162,7 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
     if (json_is_array(json_object_get(n, "anyOf")) && (f & TG_SR_OPENAPI_SUBSET)) {
         json_t *one = collapse_null_branch(w, n, ptr);
         if (one) {
-            out = rw(w, one, ptr, depth + 1, objdepth, root, inv);
+            out = rewrite_node(w, one, ptr, depth + 1, objdepth, root, inv);
             json_decref(one);
             goto done;
         }
@@ -2173,12 +2177,12 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
     }
 
     out = json_object();
-    emit_type(w, n, out, myinv, &nt, ptr);
+    emit_type(w, n, out, node_inv, &nt, ptr);
     const char *single = nt.enum_node ? "string" : single_type(&nt);
     bool is_object = single && !strcmp(single, "object");
     bool is_array = single && !strcmp(single, "array");
-    int myobj = objdepth + (is_object || is_array ? 1 : 0);  /* levels (rule 20) */
-    emit_keys(w, n, out, myinv, hints, &nt, ptr, depth, myobj);
+    int child_objdepth = objdepth + (is_object || is_array ? 1 : 0);  /* levels (rule 20) */
+    emit_keys(w, n, out, node_inv, hints, &nt, ptr, depth, child_objdepth);
     if (nt.enum_node)
         retype_enum_keys(w, out, ptr);
     /* a type list with object in it ("object", "array") closes its object
@@ -2200,21 +2204,21 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
         note(w, ptr, "object-keywords-on-non-object (rule 59)", json_object_get(n, "properties"), NULL);
     } else if (is_object || json_object_get(n, "properties") || (root && (f & TG_SR_ROOT_OBJECT)) ||
                ((f & TG_SR_REQUIRED) && json_object_get(n, "required"))) {
-        emit_properties(w, n, out, myinv, hints, ptr, depth, myobj);
+        emit_properties(w, n, out, node_inv, hints, ptr, depth, child_objdepth);
     }
-    finish_node(w, n, out, myinv, may_be_object, may_be_array, root, ptr, depth, myobj);
+    finish_node(w, n, out, node_inv, may_be_object, may_be_array, root, ptr, depth, child_objdepth);
     hints_flush(w, out, hints, ptr);
     if (f & TG_SR_ANYOF_ALONE)
         anyof_alone(w, out, ptr);
     budget_spend(w, out);
-    if (json_object_size(myinv))
-        *inv = json_incref(myinv);
+    if (json_object_size(node_inv))
+        *inv = json_incref(node_inv);
 
 done:
     while (ni.pushed--)
         w->nrefs--;
     node_type_clear(&nt);
-    json_decref(myinv);
+    json_decref(node_inv);
     json_decref(hints);
     json_decref(n);
     return out;
@@ -2241,7 +2245,7 @@ static void cut_description(walk *w, json_t *fn, json_t *ofn)
         return;
     }
     size_t len = json_string_length(d);
-    int max = w->r->desc_max;
+    int max = w->rules->desc_max;
     if (max <= 3 || len <= (size_t)max) {
         json_object_set(ofn, "description", d);
         return;
@@ -2286,13 +2290,13 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
     const char *name = json_string_value(json_object_get(fn, "name"));
     if (!json_is_object(fn) || !name || !*name)
         return NULL;
-    walk w = {.r = r, .f = effective_flags(r, fn), .explain = explain, .tool = name, .b = budget};
+    walk w = {.rules = r, .flags = effective_flags(r, fn), .explain = explain, .tool = name, .budget = budget};
     json_t *ofn = json_object();
     json_object_set_new(ofn, "name", json_string(upstream_name ? upstream_name : name));
     cut_description(&w, fn, ofn);
     json_t *params = json_object_get(fn, "parameters");
     json_t *inv = NULL;
-    if ((!params || json_is_null(params)) && (w.f & TG_SR_NEED_PARAMS)) {
+    if ((!params || json_is_null(params)) && (w.flags & TG_SR_NEED_PARAMS)) {
         /* rule 70: Mistral and xAI refuse a function without parameters
          * ("Field required", "missing field `parameters`"); OpenAI reads
          * none as an empty object, which is what goes */
@@ -2302,19 +2306,19 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
     }
     if (params) {
         w.root = params;
-        json_t *p = rw(&w, params, "/function/parameters", 0, 0, true, &inv);
+        json_t *p = rewrite_node(&w, params, "/function/parameters", 0, 0, true, &inv);
         bool empty = json_object_size(json_object_get(p, "properties")) == 0;
-        if (empty && (w.f & TG_SR_EMPTY_ROOT_OMIT)) {
+        if (empty && (w.flags & TG_SR_EMPTY_ROOT_OMIT)) {
             note(&w, "/function/parameters", "empty-root-omitted", p, NULL);
             json_decref(p);
         } else {
             json_object_set_new(ofn, "parameters", p);
         }
     }
-    bool st = (w.f & TG_SR_STRICT) != 0;
+    bool st = (w.flags & TG_SR_STRICT) != 0;
     if (st)
         json_object_set_new(ofn, "strict", json_true());
-    else if (json_object_get(fn, "strict") && !(w.f & (TG_SR_MISTRAL_STRIP | TG_SR_OPENAPI_SUBSET | TG_SR_NAMES)))
+    else if (json_object_get(fn, "strict") && !(w.flags & (TG_SR_MISTRAL_STRIP | TG_SR_OPENAPI_SUBSET | TG_SR_NAMES)))
         json_object_set(ofn, "strict", json_object_get(fn, "strict"));
     if (strict)
         *strict = st;
