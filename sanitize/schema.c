@@ -4,7 +4,7 @@
  * provider needs, docs/dialects.md sections 1, 3, 6, 7), the conf overrides, the
  * reversible tool renamer, the array-level pass (names, Anthropic's strict
  * budget), the cache in front of it, and the way-back lookups. The per-schema
- * walker and the inverse trees are in schema_walk.c.
+ * walker is schema_walk.c, the inverse trees schema_inverse.c.
  *
  * Stateless across requests: the name map and inverses are derived from the
  * request's own tools each time (or found in the worker's cache under a hash
