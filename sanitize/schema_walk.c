@@ -1,5 +1,10 @@
 /* schema_walk.c -- the one walker that rewrites a tool's parameters schema
- * into a dialect, driven by the TG_SR_* bits of a preset (schema.h).
+ * into a dialect, driven by the TG_SR_* bits of a preset (schema.h). This
+ * file is the walk itself: one node at a time (tg_sw_rewrite_node), the
+ * tool's entry points, the request's budget (rule 62), and the stand-ins a
+ * node becomes when the target cannot express it. The steps of a node that
+ * live apart: normalising (schema_normalize.c); what these files share is in
+ * schema_walk_int.h.
  *
  * The walk is functional: it reads the agent's schema (never edits it) and
  * builds a new one, node by node. Each node first goes through raw
@@ -7,12 +12,6 @@
  * $ref inlining, allOf merging, oneOf->anyOf, const->enum, type unions), then
  * its keys are emitted one by one: kept, rewritten, or turned into a short
  * hint appended to the node's description, so nothing is lost silently.
- *
- * Joining two schemas (allOf branches, keywords beside a $ref, a node's
- * keywords pushed into its anyOf branches) goes through merge_keyword, which
- * keeps both sides' constraints (the tighter bound, both items schemas) and
- * turns what one keyword cannot hold into a hint: a constraint may move,
- * never vanish.
  *
  * Termination: $ref expansion is cut when a reference is already open
  * REF_MAX_OPEN times on the current path, after NODE_BUDGET nodes, and any
@@ -24,40 +23,15 @@
  * undoes N's lossy rewrites on the way back: its format, and the code that
  * reads it, are schema_inverse.c's.
  */
+#include "sanitize/schema_walk_int.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-#include "sanitize/schema.h"
 #include "core/alloc.h"
 #include "core/jsonio.h"
-
-#define MAX_DEPTH 40         /* schema nodes on one path */
-#define STRICT_MAX_OBJ 10    /* object and array levels allowed by OpenAI strict (rule 20) */
-#define STRICT_MAX_PROPS 4000 /* OpenAI strict allows 5000 in all (rule 20); keep a margin */
-#define REF_MAX_OPEN 2       /* a $ref may be open twice on a path: recursion unrolled once */
-#define NODE_BUDGET 20000    /* nodes emitted per tool before refs are cut */
-#define MERGE_MAX_DEPTH 6    /* nested allOf levels merged */
-#define HINT_VALUE_MAX 120   /* bytes of one hint value */
-#define PTR_MAX 512
-#define ANYOF_MAX 5          /* Cerebras strict: branches per anyOf (rule 50) */
-
-typedef struct walk {
-    const tg_schema_rules *rules;
-    unsigned flags;       /* effective flags for this tool */
-    json_t *root;         /* the agent's parameters, for $ref (borrowed) */
-    json_t *explain;      /* NULL or change records */
-    const char *tool;
-    const char *refs[MAX_DEPTH * 4];  /* the $refs open on the current path */
-    int nrefs;
-    int nodes;            /* nodes walked (NODE_BUDGET) */
-    int props;            /* object properties emitted (rule 20 budget) */
-    int enums;            /* enum values emitted (rule 21 budget) */
-    int changes;
-    tg_schema_budget *budget;  /* the request's (rule 62), never NULL */
-} walk;
 
 /* ----------------------------------------------------- budget (rule 62) */
 
@@ -142,7 +116,7 @@ static void budget_spend(walk *w, json_t *out)
 
 /* ---------------------------------------------------------------- helpers */
 
-static void note(walk *w, const char *ptr, const char *rule, json_t *before, json_t *after)
+void tg_sw_note(walk *w, const char *ptr, const char *rule, json_t *before, json_t *after)
 {
     w->changes++;
     tg_explain_add(w->explain, "schema", w->tool, ptr, rule, before, after);
@@ -166,23 +140,13 @@ static void ptr_join(char *out, const char *base, const char *a, const char *b)
     out[n] = '\0';
 }
 
-static bool in_list(const char *const *list, const char *s)
+bool tg_sw_in_list(const char *const *list, const char *s)
 {
     for (; *list; list++)
         if (strcmp(*list, s) == 0)
             return true;
     return false;
 }
-
-/* Keys that make a JSON object look like a schema (for the bare-map repair). */
-static const char *const schema_words[] = {
-    "type", "properties", "items", "anyOf", "oneOf", "allOf", "$ref", "enum", "const",
-    "description", "title", "default", "required", "additionalProperties", "format",
-    "$schema", "$defs", "definitions", "not", "nullable", "examples", "example", "pattern",
-    "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "$id", NULL};
-
-static const char *const type_names[] = {"string", "number", "integer", "boolean",
-                                         "array", "object", "null", NULL};
 
 /* Rule 24: what Gemini's OpenAPI Schema knows. */
 static const char *const gemini_keys[] = {
@@ -248,7 +212,7 @@ static const char *const *format_allow(const walk *w, const char *type)
 }
 
 /* Append "key: value" to the node's hint list. */
-static void hint_add(json_t *hints, const char *key, json_t *v)
+void tg_sw_hint_add(json_t *hints, const char *key, json_t *v)
 {
     char buf[HINT_VALUE_MAX + 64];
     char *s = json_is_string(v) ? NULL : tg_json_dumps(v);
@@ -288,11 +252,11 @@ static void hints_flush(walk *w, json_t *out, json_t *hints, const char *ptr)
     free(buf);
     if (!nd)  /* not UTF-8 (cannot happen with jansson input), keep as was */
         return;
-    note(w, ptr, "hint", json_object_get(out, "description"), nd);
+    tg_sw_note(w, ptr, "hint", json_object_get(out, "description"), nd);
     json_object_set_new(out, "description", nd);
 }
 
-static int count_open_refs(const walk *w, const char *ref)
+int tg_sw_count_open_refs(const walk *w, const char *ref)
 {
     int n = 0;
     for (int i = 0; i < w->nrefs; i++)
@@ -338,211 +302,23 @@ json_t *tg_schema_ref_peek(const json_t *root, const char *ref)
     return (*p == '\0') ? cur : NULL;
 }
 
-static json_t *ref_peek(const walk *w, const char *ref)
+json_t *tg_sw_ref_peek(const walk *w, const char *ref)
 {
     return tg_schema_ref_peek(w->root, ref);
 }
 
-static const char *ref_short_name(const char *ref)
+const char *tg_sw_ref_short_name(const char *ref)
 {
     const char *s = strrchr(ref, '/');
     return s ? s + 1 : ref;
 }
 
-/* ------------------------------------------------------ raw normalisation */
-
-/* A property whose value is a map of sub-schemas without any schema keyword
- * ({"a": {"type":"string"}, "b": {...}}) meant `properties`. */
-static bool is_bare_map(json_t *n)
-{
-    if (!json_is_object(n) || json_object_size(n) == 0)
-        return false;
-    const char *k;
-    json_t *v;
-    json_object_foreach(n, k, v) {
-        if (in_list(schema_words, k) || !json_is_object(v))
-            return false;
-    }
-    return true;
-}
-
-static void merge_into(walk *w, json_t *dst, json_t *src, int depth);
-
-/* Keywords that describe a value without constraining it: one writer wins. */
-static const char *const annotation_keys[] = {"description", "title", "default", "examples",
-                                              "example", "$comment", "nullable", NULL};
-static const char *const lower_bounds[] = {"minimum", "exclusiveMinimum", "minLength", "minItems",
-                                           "minProperties", NULL};
-static const char *const upper_bounds[] = {"maximum", "exclusiveMaximum", "maxLength", "maxItems",
-                                           "maxProperties", NULL};
-
-static bool array_has(json_t *arr, json_t *v)
+bool tg_sw_array_has(json_t *arr, json_t *v)
 {
     size_t i;
     json_t *x;
     json_array_foreach(arr, i, x) if (json_equal(x, v)) return true;
     return false;
-}
-
-/* The type names both sides allow ("integer" is a "number"), or an empty
- * array when they share none. */
-static json_t *type_meet(json_t *a, json_t *b)
-{
-    json_t *la = json_is_string(a) ? json_pack("[O]", a) : json_incref(a);
-    json_t *lb = json_is_string(b) ? json_pack("[O]", b) : json_incref(b);
-    json_t *out = json_array();
-    size_t i, j;
-    json_t *x, *y;
-    json_array_foreach(la, i, x) json_array_foreach(lb, j, y) {
-        const char *sx = json_string_value(x), *sy = json_string_value(y);
-        if (!sx || !sy)
-            continue;
-        const char *m = !strcmp(sx, sy) ? sx
-                        : (!strcmp(sx, "integer") && !strcmp(sy, "number")) ||
-                                  (!strcmp(sx, "number") && !strcmp(sy, "integer"))
-                            ? "integer"
-                            : NULL;
-        json_t *ms = m ? json_string(m) : NULL;
-        if (ms && !array_has(out, ms))
-            json_array_append(out, ms);
-        json_decref(ms);
-    }
-    json_decref(la);
-    json_decref(lb);
-    return out;
-}
-
-/* A constraint both sides set differently that one keyword cannot hold
- * (two patterns, two formats, two consts): the first stays, the other is
- * said in a hint, never dropped in silence. */
-static void merge_hint(json_t *dst, const char *k, json_t *v)
-{
-    char key[96], *s = tg_json_dumps(v);
-    snprintf(key, sizeof key, "x-toolgate-hint-also-%.60s", k);
-    json_object_set_new(dst, key, json_sprintf("also %s: %.*s", k, HINT_VALUE_MAX, s ? s : "?"));
-    free(s);
-}
-
-/* Key k of src applies to dst as well (allOf semantics: both hold). Writes
- * into dst what holds for both; src_wins gives src the last word on
- * annotations (a $ref's use site is more specific than its target). This is
- * the one place that joins two schemas' keywords: allOf merging, keywords
- * beside a $ref, and siblings pushed into anyOf branches (rule 27) all come
- * here, so none of them overwrites a constraint the other side set. */
-static void merge_keyword(json_t *dst, const char *k, json_t *v, bool src_wins)
-{
-    json_t *have = json_object_get(dst, k);
-    if (!have) {
-        json_object_set(dst, k, v);
-        return;
-    }
-    if (have == v || json_equal(have, v))
-        return;
-    if (in_list(annotation_keys, k) || !strncmp(k, "x-toolgate-hint", 15)) {
-        if (src_wins)
-            json_object_set(dst, k, v);
-        return;
-    }
-    if (!strcmp(k, "properties") && json_is_object(have) && json_is_object(v)) {
-        json_t *props = json_copy(have);
-        const char *pk;
-        json_t *pv;
-        json_object_foreach(v, pk, pv) {
-            json_t *old = json_object_get(props, pk);
-            if (!old)
-                json_object_set(props, pk, pv);
-            else if (old != pv && !json_equal(old, pv))
-                /* both sides constrain it: an allOf the child walk merges */
-                json_object_set_new(props, pk, json_pack("{s:[OO]}", "allOf", old, pv));
-        }
-        json_object_set_new(dst, "properties", props);
-    } else if (!strcmp(k, "required") && json_is_array(have) && json_is_array(v)) {
-        json_t *req = json_copy(have);
-        size_t i;
-        json_t *s;
-        json_array_foreach(v, i, s) if (!array_has(req, s)) json_array_append(req, s);
-        json_object_set_new(dst, "required", req);
-    } else if (!strcmp(k, "items") || !strcmp(k, "additionalProperties")) {
-        if (json_is_false(have) || json_is_true(v))
-            return;
-        if (json_is_false(v) || json_is_true(have))
-            json_object_set(dst, k, v);
-        else if (json_is_object(have) && json_is_object(v))
-            json_object_set_new(dst, k, json_pack("{s:[OO]}", "allOf", have, v));
-        else
-            merge_hint(dst, k, v);
-    } else if (in_list(lower_bounds, k) && json_is_number(have) && json_is_number(v)) {
-        if (json_number_value(v) > json_number_value(have))
-            json_object_set(dst, k, v);
-    } else if (in_list(upper_bounds, k) && json_is_number(have) && json_is_number(v)) {
-        if (json_number_value(v) < json_number_value(have))
-            json_object_set(dst, k, v);
-    } else if (!strcmp(k, "enum") && json_is_array(have) && json_is_array(v)) {
-        json_t *both = json_array();
-        size_t i;
-        json_t *x;
-        json_array_foreach(have, i, x) if (array_has(v, x)) json_array_append(both, x);
-        if (json_array_size(both))
-            json_object_set_new(dst, k, both);
-        else {
-            json_decref(both);
-            merge_hint(dst, k, v);
-        }
-    } else if (!strcmp(k, "type")) {
-        json_t *m = type_meet(have, v);
-        if (json_array_size(m) == 1)
-            json_object_set(dst, k, json_array_get(m, 0));
-        else if (json_array_size(m) > 1)
-            json_object_set(dst, k, m);
-        else
-            merge_hint(dst, k, v);
-        json_decref(m);
-    } else if (!strcmp(k, "allOf") && json_is_array(have) && json_is_array(v)) {
-        json_t *all = json_copy(have);
-        json_array_extend(all, v);
-        json_object_set_new(dst, k, all);
-    } else {
-        merge_hint(dst, k, v);
-    }
-}
-
-/* One allOf branch, with a $ref on it resolved one level. */
-static void merge_branch(walk *w, json_t *dst, json_t *b, int depth)
-{
-    if (!json_is_object(b))
-        return;
-    const char *ref = json_string_value(json_object_get(b, "$ref"));
-    if (ref && count_open_refs(w, ref) < REF_MAX_OPEN) {
-        json_t *t = ref_peek(w, ref);
-        if (json_is_object(t) && t != b) {
-            merge_into(w, dst, t, depth + 1);
-            json_t *rest = json_copy(b);
-            json_object_del(rest, "$ref");
-            merge_into(w, dst, rest, depth + 1);
-            json_decref(rest);
-            return;
-        }
-    }
-    merge_into(w, dst, b, depth + 1);
-}
-
-/* allOf semantics: every branch's keywords hold at once (merge_keyword);
- * the node's own keywords were written first. */
-static void merge_into(walk *w, json_t *dst, json_t *src, int depth)
-{
-    const char *k;
-    json_t *v;
-    if (depth > MERGE_MAX_DEPTH)
-        return;
-    json_object_foreach(src, k, v) {
-        if (!strcmp(k, "allOf") && json_is_array(v)) {
-            size_t i;
-            json_t *b;
-            json_array_foreach(v, i, b) merge_branch(w, dst, b, depth);
-        } else {
-            merge_keyword(dst, k, v, false);
-        }
-    }
 }
 
 /* The keywords that bind values of one type only. */
@@ -593,270 +369,14 @@ static void split_types(json_t *n, json_t *types)
     json_object_set_new(n, "anyOf", any);
 }
 
-/* The type names of a node, deduplicated: from `type` (string or array),
- * plus "null" for nullable:true. Unknown names are dropped. */
-static json_t *collect_types(json_t *n)
-{
-    json_t *out = json_array();
-    json_t *t = json_object_get(n, "type");
-    json_t *one = json_is_string(t) ? json_pack("[O]", t) : json_incref(t);
-    size_t i;
-    json_t *v;
-    json_array_foreach(one, i, v) {
-        const char *s = json_string_value(v);
-        if (!s || !in_list(type_names, s))
-            continue;
-        bool dup = false;
-        size_t j;
-        json_t *u;
-        json_array_foreach(out, j, u) dup |= !strcmp(json_string_value(u), s);
-        if (!dup)
-            json_array_append_new(out, json_string(s));
-    }
-    json_decref(one);
-    if (json_is_true(json_object_get(n, "nullable"))) {
-        bool has = false;
-        json_array_foreach(out, i, v) has |= !strcmp(json_string_value(v), "null");
-        if (!has && json_array_size(out))
-            json_array_append_new(out, json_string("null"));
-    }
-    return out;
-}
-
-/* The type an enum's (or const's) values imply, or NULL when mixed. */
-static const char *type_of_values(json_t *vals)
-{
-    const char *t = NULL;
-    size_t i;
-    json_t *v;
-    json_array_foreach(vals, i, v) {
-        const char *vt = tg_json_type_name(v);
-        if (!strcmp(vt, "null"))
-            continue;
-        if (!t || !strcmp(t, vt))
-            t = vt;
-        else if ((!strcmp(t, "integer") && !strcmp(vt, "number")) ||
-                 (!strcmp(t, "number") && !strcmp(vt, "integer")))
-            t = "number";
-        else
-            return NULL;
-    }
-    return t;
-}
-
 static bool is_null_branch(json_t *b)
 {
     json_t *t = json_object_get(b, "type");
     return json_is_string(t) && !strcmp(json_string_value(t), "null") && json_object_size(b) <= 2;
 }
 
-/* ------------------------------------------------------------- the walk */
-
-typedef struct node_in {
-    json_t *n;      /* normalised shallow copy (owned) */
-    int pushed;     /* refs pushed on w->refs while walking it */
-    const char *cut;/* non-NULL: recursive ref cut here */
-    bool budget;    /* the cut is the budget's (rule 62), not recursion */
-} node_in;
-
 static json_t *rewrite_node(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
                             json_t **inv);
-
-/* "STRING", "Integer": Gemini's SDKs write OpenAPI type names in capitals
- * and Gemini reads them case-insensitively (rule 26); every other target
- * knows only the lower-case JSON Schema names. */
-static json_t *lower_type_name(json_t *t)
-{
-    static const char *const names[] = {"string", "number", "integer", "boolean",
-                                        "object", "array", "null", NULL};
-    const char *s = json_string_value(t);
-    bool upper = false;  /* nearly every schema spells types in lower case */
-    for (const char *c = s; c && *c && !upper; c++)
-        upper = *c >= 'A' && *c <= 'Z';
-    if (!upper)
-        return NULL;
-    for (const char *const *nm = names; *nm; nm++)
-        if (strcmp(s, *nm) && !strcasecmp(s, *nm))
-            return json_string(*nm);
-    return NULL;
-}
-
-static void lower_type_names(walk *w, json_t *n, const char *ptr)
-{
-    json_t *t = json_object_get(n, "type");
-    json_t *now = NULL;
-    if (json_is_string(t)) {
-        now = lower_type_name(t);
-    } else if (json_is_array(t)) {
-        size_t i;
-        json_t *e;
-        json_array_foreach(t, i, e) {
-            json_t *l = lower_type_name(e);
-            if (l && !now)
-                now = json_deep_copy(t);
-            if (l)
-                json_array_set_new(now, i, l);
-        }
-    }
-    if (now) {
-        note(w, ptr, "lower-case-type", t, now);
-        json_object_set_new(n, "type", now);
-    }
-}
-
-/* A draft 2020-12 tuple (zod v4 z.tuple, pydantic tuple[int, str]):
- * prefixItems, with items false, absent, or the schema of the rest. The
- * targets that rewrite every node (strict, Gemini, xAI) would get
- * prefixItems unrewritten (an object in it breaks rule 16) beside an items
- * stand-in that says "any JSON value"; they take it as the draft-04 tuple
- * form is taken: items is any of the positions, their order in a hint. */
-static void tuple_to_items(walk *w, json_t *n, const char *ptr)
-{
-    json_t *pre = json_object_get(n, "prefixItems");
-    if (!json_is_array(pre) || !(w->flags & (TG_SR_STRICT | TG_SR_OPENAPI_SUBSET | TG_SR_FREEFORM_STRING)))
-        return;
-    json_t *rest = json_object_get(n, "items");
-    json_t *any = json_array();
-    json_t *order = json_array();
-    size_t i;
-    json_t *b;
-    json_array_foreach(pre, i, b) {
-        json_t *t = json_object_get(b, "type");
-        const char *ref = json_string_value(json_object_get(b, "$ref"));
-        bool dup = false;
-        size_t j;
-        json_t *x;
-        json_array_foreach(any, j, x) dup |= json_equal(x, b);
-        if (!dup)
-            json_array_append(any, b);
-        json_array_append_new(order, json_is_string(t) ? json_incref(t)
-                                     : json_string(ref ? ref_short_name(ref) : "value"));
-    }
-    if (json_is_true(rest) || json_is_object(rest)) {  /* the rest: more items may follow */
-        json_t *r = json_is_true(rest) ? json_object() : json_incref(rest);
-        bool dup = false;
-        json_array_foreach(any, i, b) dup |= json_equal(b, r);
-        if (!dup)
-            json_array_append(any, r);
-        json_decref(r);
-    }
-    char *o = tg_json_dumps(order);
-    json_object_set_new(n, "x-toolgate-hint-tuple", json_sprintf("items in order: %.200s", o ? o : "?"));
-    free(o);
-    json_decref(order);
-    note(w, ptr, "prefixItems-to-items", pre, NULL);
-    json_object_del(n, "prefixItems");
-    if (json_array_size(any) == 1)
-        json_object_set(n, "items", json_array_get(any, 0));
-    else if (json_array_size(any) > 1)
-        json_object_set_new(n, "items", json_pack("{s:O}", "anyOf", any));
-    else
-        json_object_del(n, "items");
-    json_decref(any);
-}
-
-/* Step 1 of a node: from whatever the agent sent to a schema object. */
-static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
-{
-    node_in ni = {0};
-    if (json_is_object(in)) {
-        ni.n = json_copy(in);
-    } else {
-        ni.n = json_object();
-        if (in && !json_is_true(in))
-            note(w, ptr, "repair-non-schema", in, ni.n);
-    }
-    json_t *n = ni.n;
-    lower_type_names(w, n, ptr);
-    if (is_bare_map(n)) {
-        json_t *obj = json_pack("{s:s,s:O}", "type", "object", "properties", n);
-        note(w, ptr, "repair-bare-map", n, obj);
-        json_decref(n);
-        ni.n = n = obj;
-    }
-    /* $ref and allOf alternate: a merged allOf branch may bring a $ref,
-     * a resolved $ref may bring an allOf. A few passes settle real schemas. */
-    for (int pass = 0; pass < 4; pass++) {
-        bool again = false;
-        /* $ref: inline when the dialect cannot take refs (and always at the root,
-         * which must be a literal object, rule 3). */
-        for (int guard = 0; guard < 16; guard++) {
-            const char *ref = json_string_value(json_object_get(n, "$ref"));
-            if (!ref || !((w->flags & TG_SR_INLINE_REFS) || root))
-                break;
-            if (count_open_refs(w, ref) >= REF_MAX_OPEN || w->nodes > NODE_BUDGET ||
-                w->nrefs >= (int)(sizeof w->refs / sizeof w->refs[0])) {
-                ni.cut = ref;
-                return ni;
-            }
-            if (!root && w->budget->ref_depth >= 0 && w->nrefs >= w->budget->ref_depth) {
-                ni.cut = ref;  /* rule 62, degraded: deeper refs stand in */
-                ni.budget = true;
-                return ni;
-            }
-            json_t *t = ref_peek(w, ref);
-            json_t *merged = json_is_object(t) ? json_copy(t) : json_object();
-            if (!t) {
-                json_t *d = json_sprintf("unresolved $ref %s", ref);
-                json_object_set_new(merged, "x-toolgate-hint", d);
-            }
-            /* Keywords beside a $ref apply too (allOf semantics): both
-             * sides' constraints hold; the use site's description, title
-             * and default win over the target's. */
-            const char *k;
-            json_t *v;
-            json_object_foreach(n, k, v) {
-                if (strcmp(k, "$ref"))
-                    merge_keyword(merged, k, v, true);
-            }
-            note(w, ptr, "inline-ref", json_object_get(n, "$ref"), NULL);
-            w->refs[w->nrefs++] = ref;
-            ni.pushed++;
-            json_decref(n);
-            ni.n = n = merged;
-        }
-        if (json_is_array(json_object_get(n, "allOf")) && ((w->flags & TG_SR_MERGE_ALLOF) || root)) {
-            json_t *all = json_incref(json_object_get(n, "allOf"));
-            json_object_del(n, "allOf");
-            json_t *src = json_pack("{s:O}", "allOf", all);
-            merge_into(w, n, src, 0);
-            note(w, ptr, "merge-allOf", all, NULL);
-            json_decref(src);
-            json_decref(all);
-        }
-        again = json_string_value(json_object_get(n, "$ref")) && ((w->flags & TG_SR_INLINE_REFS) || root);
-        if (!again)
-            break;
-    }
-    if (json_is_array(json_object_get(n, "oneOf")) && (w->flags & TG_SR_ONEOF_ANYOF)) {
-        json_t *one = json_object_get(n, "oneOf");
-        if (!json_object_get(n, "anyOf")) {
-            json_object_set(n, "anyOf", one);
-            note(w, ptr, "oneOf-to-anyOf", NULL, NULL);
-        } else if (!json_object_get(n, "x-toolgate-hint")) {
-            char *alt = tg_json_dumps(one);
-            json_object_set_new(n, "x-toolgate-hint", json_sprintf("also one of: %.200s", alt ? alt : "?"));
-            free(alt);
-        }
-        json_object_del(n, "oneOf");
-    }
-    tuple_to_items(w, n, ptr);
-    if (json_is_boolean(json_object_get(n, "required")) && (w->flags & TG_SR_REQUIRED)) {
-        /* draft 3's "required": true on a property; its parent's walk
-         * folds it into the parent's required list (rule 59) */
-        note(w, ptr, "draft3-required (rule 59)", json_object_get(n, "required"), NULL);
-        json_object_del(n, "required");
-    }
-    static const char *const combinators[] = {"anyOf", "oneOf", "allOf", NULL};
-    for (const char *const *c = combinators; *c; c++) {
-        json_t *v = json_object_get(n, *c);
-        if (v && (!json_is_array(v) || json_array_size(v) == 0)) {
-            note(w, ptr, "repair-empty-combinator", v, NULL);
-            json_object_del(n, *c);
-        }
-    }
-    return ni;
-}
 
 /* Whether a property schema only pins values: {const} or {enum}, with at
  * most a type, a title and a description beside. */
@@ -940,7 +460,7 @@ static void flatten_root(walk *w, json_t *n, json_t *hints)
         json_t *b;
         json_array_foreach(br, i, b) {
             json_t *tmp = json_object();
-            merge_branch(w, tmp, b, 0);
+            tg_sw_merge_branch(w, tmp, b, 0);
             json_t *bp = json_object_get(tmp, "properties");
             const char *pk;
             json_t *pv;
@@ -996,8 +516,8 @@ static void flatten_root(walk *w, json_t *n, json_t *hints)
             json_object_set_new(n, "required", all);
         }
         json_decref(common);
-        hint_add(hints, "one of these required sets", alts);
-        note(w, "/function/parameters", "flatten-root-combinator", br, NULL);
+        tg_sw_hint_add(hints, "one of these required sets", alts);
+        tg_sw_note(w, "/function/parameters", "flatten-root-combinator", br, NULL);
         json_decref(alts);
         json_decref(br);
     }
@@ -1017,7 +537,7 @@ static json_t *standin(walk *w, json_t *n, const char *what, const char *ptr, js
                                 rs ? "; required keys: " : "", HINT_VALUE_MAX, rs ? rs : "");
     free(rs);
     json_object_set_new(out, "description", desc);
-    note(w, ptr, "json-string-standin", n, out);
+    tg_sw_note(w, ptr, "json-string-standin", n, out);
     *inv = json_pack("{s:i}", "j", 1);
     budget_spend(w, out);
     return out;
@@ -1029,7 +549,7 @@ static json_t *standin(walk *w, json_t *n, const char *what, const char *ptr, js
  * keys, so it can still fill it. */
 static json_t *budget_standin(walk *w, json_t *n, const char *ref, const char *ptr, json_t **inv)
 {
-    const json_t *t = ref_peek(w, ref);
+    const json_t *t = tg_sw_ref_peek(w, ref);
     const char *d = json_string_value(json_object_get(t, "description"));
     tg_buf keys = {0};
     const char *k;
@@ -1042,7 +562,7 @@ static json_t *budget_standin(walk *w, json_t *n, const char *ref, const char *p
     }
     char what[HINT_VALUE_MAX + 400];
     snprintf(what, sizeof what, "%.100s%s%.200s%s%.*s; its schema was left out to keep the "
-             "request within toolgate's schema budget", ref_short_name(ref), d ? ": " : "",
+             "request within toolgate's schema budget", tg_sw_ref_short_name(ref), d ? ": " : "",
              d ? d : "", keys.len ? "; an object with keys " : "", HINT_VALUE_MAX,
              keys.data ? keys.data : "");
     tg_buf_free(&keys);
@@ -1170,7 +690,7 @@ static json_t *stringify_enum(walk *w, json_t *e, json_t *out, json_t *inv, cons
     if (json_object_size(map)) {
         json_object_set_new(inv, "e", map);
         json_object_set_new(out, "format", json_string("enum"));
-        note(w, ptr, "enum-to-strings", e, vals);
+        tg_sw_note(w, ptr, "enum-to-strings", e, vals);
     } else {
         json_decref(map);
     }
@@ -1191,11 +711,11 @@ static void required_hint(walk *w, json_t *req_in, json_t *props, json_t *hints)
     size_t i;
     json_t *r;
     json_array_foreach(req_in, i, r) {
-        if (json_is_string(r) && !json_object_get(props, json_string_value(r)) && !array_has(lost, r))
+        if (json_is_string(r) && !json_object_get(props, json_string_value(r)) && !tg_sw_array_has(lost, r))
             json_array_append(lost, r);
     }
     if (json_array_size(lost))
-        hint_add(hints, "required keys", lost);
+        tg_sw_hint_add(hints, "required keys", lost);
     json_decref(lost);
 }
 
@@ -1216,12 +736,12 @@ static json_t *draft3_required(walk *w, json_t *props, json_t *req_in, const cha
         if (!out)
             out = req_in ? json_copy(req_in) : json_array();
         json_t *name = json_string(k);
-        if (!array_has(out, name))
+        if (!tg_sw_array_has(out, name))
             json_array_append(out, name);
         json_decref(name);
     }
     if (out)
-        note(w, ptr, "draft3-required-folded (rule 59)", req_in, out);
+        tg_sw_note(w, ptr, "draft3-required-folded (rule 59)", req_in, out);
     return out;
 }
 
@@ -1234,7 +754,7 @@ static void emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t
     json_t *props = json_object_get(n, "properties");
     json_t *req_in = json_object_get(n, "required");
     if (props && !json_is_object(props)) {
-        hint_add(hints, "properties", props);
+        tg_sw_hint_add(hints, "properties", props);
         props = NULL;
     }
     if (!json_is_array(req_in))
@@ -1268,7 +788,7 @@ static void emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t
             json_decref(c);
             c = nc;
             json_array_append_new(originally_nullable(v) ? fill : optional, json_string(k));
-            note(w, cptr, "strict-optional-nullable", NULL, NULL);
+            tg_sw_note(w, cptr, "strict-optional-nullable", NULL, NULL);
         }
         if (req || strict_all)
             json_array_append_new(required, json_string(k));
@@ -1278,10 +798,10 @@ static void emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t
     }
     size_t before = json_array_size(req_in);
     if (json_is_array(req_in) && before != json_array_size(required) && !strict_all) {
-        note(w, ptr, "required-not-in-properties", req_in, required);
+        tg_sw_note(w, ptr, "required-not-in-properties", req_in, required);
     }
     if (json_is_array(req_in) && !props)
-        note(w, ptr, "required-without-properties", req_in, NULL);
+        tg_sw_note(w, ptr, "required-without-properties", req_in, NULL);
     required_hint(w, req_in, oprops, hints);
     json_decref(folded);
     json_object_set_new(out, "properties", oprops);
@@ -1307,25 +827,25 @@ static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *h
                        const char *ptr, const char *type)
 {
     unsigned f = w->flags;
-    if (in_list(meta_keys, k)) {
+    if (tg_sw_in_list(meta_keys, k)) {
         if ((f & (TG_SR_OPENAPI_SUBSET | TG_SR_STRICT | TG_SR_MISTRAL_STRIP)) ||
             ((f & TG_SR_INLINE_REFS) && !strcmp(k, "$id"))) {
-            note(w, ptr, "drop-meta", v, NULL);
+            tg_sw_note(w, ptr, "drop-meta", v, NULL);
             return;
         }
         json_object_set_new(out, k, json_deep_copy(v));
         return;
     }
-    if ((f & TG_SR_NO_SIZE_LIMITS) && in_list(size_limit_keys, k)) {
-        hint_add(hints, k, v);
-        note(w, ptr, "constraint-to-hint", v, NULL);
+    if ((f & TG_SR_NO_SIZE_LIMITS) && tg_sw_in_list(size_limit_keys, k)) {
+        tg_sw_hint_add(hints, k, v);
+        tg_sw_note(w, ptr, "constraint-to-hint", v, NULL);
         return;
     }
     if (!strcmp(k, "format")) {
         const char *const *allow = format_allow(w, type);
-        if (allow && (!json_is_string(v) || !in_list(allow, json_string_value(v)))) {
-            hint_add(hints, k, v);
-            note(w, ptr, "format-narrowed", v, NULL);
+        if (allow && (!json_is_string(v) || !tg_sw_in_list(allow, json_string_value(v)))) {
+            tg_sw_hint_add(hints, k, v);
+            tg_sw_note(w, ptr, "format-narrowed", v, NULL);
             return;
         }
         json_object_set_new(out, k, json_deep_copy(v));
@@ -1334,15 +854,15 @@ static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *h
     if ((f & TG_SR_OPENAPI_SUBSET) && !strcmp(k, "examples") && json_is_array(v) &&
         json_array_size(v) && !json_object_get(out, "example")) {
         json_object_set_new(out, "example", json_deep_copy(json_array_get(v, 0)));
-        note(w, ptr, "examples-to-example", v, NULL);
+        tg_sw_note(w, ptr, "examples-to-example", v, NULL);
         return;
     }
     bool drop = false;
     if (f & TG_SR_OPENAPI_SUBSET)
-        drop = !in_list(gemini_keys, k);
-    if ((f & TG_SR_STRICT) && in_list(strict_forbidden, k))
+        drop = !tg_sw_in_list(gemini_keys, k);
+    if ((f & TG_SR_STRICT) && tg_sw_in_list(strict_forbidden, k))
         drop = true;
-    if ((f & TG_SR_NO_CONSTRAINTS) && in_list(constraint_keys, k)) {
+    if ((f & TG_SR_NO_CONSTRAINTS) && tg_sw_in_list(constraint_keys, k)) {
         /* Anthropic strict keeps minItems 0 or 1 (rule 40). */
         bool small_min = !strcmp(k, "minItems") &&
                          tg_dialect_has(w->rules->dialect, TG_DF_SMALL_MIN_ITEMS) &&
@@ -1354,8 +874,8 @@ static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *h
         return;
     }
     if (drop) {
-        hint_add(hints, k, v);
-        note(w, ptr, "constraint-to-hint", v, NULL);
+        tg_sw_hint_add(hints, k, v);
+        tg_sw_note(w, ptr, "constraint-to-hint", v, NULL);
         return;
     }
     json_object_set_new(out, k, json_deep_copy(v));
@@ -1532,32 +1052,20 @@ static void push_into_branches(walk *w, json_t *n, const char *ptr)
         json_t *nb = json_copy(b);
         const char *k;
         json_t *v;
-        json_object_foreach(moving, k, v) merge_keyword(nb, k, v, false);
+        json_object_foreach(moving, k, v) tg_sw_merge_keyword(nb, k, v, false);
         json_array_set_new(any, i, nb);
     }
     const char *k;
     json_t *v;
     json_object_foreach(moving, k, v) json_object_del(n, k);
-    note(w, ptr, "anyOf-siblings-into-branches", moving, NULL);
+    tg_sw_note(w, ptr, "anyOf-siblings-into-branches", moving, NULL);
     json_decref(moving);
 }
-
-/* What the walk decided about one node's type, shared by the steps below. */
-typedef struct node_type {
-    json_t *types;    /* type names, "null" included */
-    json_t *nonnull;  /* the same without "null" */
-    bool has_null, has_any, enum_node, union_split;
-} node_type;
 
 static void node_type_clear(node_type *nt)
 {
     json_decref(nt->types);
     json_decref(nt->nonnull);
-}
-
-static const char *single_type(const node_type *nt)
-{
-    return json_array_size(nt->nonnull) == 1 ? json_string_value(json_array_get(nt->nonnull, 0)) : NULL;
 }
 
 /* Gemini: anyOf [X, {type:null}] -> X + nullable (section 3.2 step 2).
@@ -1579,7 +1087,7 @@ static json_t *collapse_null_branch(walk *w, json_t *n, const char *ptr)
             json_array_append(keep, b);
     }
     if (nul) {
-        note(w, ptr, "anyOf-null-to-nullable", NULL, NULL);
+        tg_sw_note(w, ptr, "anyOf-null-to-nullable", NULL, NULL);
         json_object_set_new(n, "nullable", json_true());
         if (json_array_size(keep) == 1 && json_is_object(json_array_get(keep, 0))) {
             replacement = json_copy(json_array_get(keep, 0));
@@ -1587,7 +1095,7 @@ static json_t *collapse_null_branch(walk *w, json_t *n, const char *ptr)
             json_t *v;
             /* the node's keywords bind the branch too (merged, rule 27) */
             json_object_foreach(n, k, v) if (strcmp(k, "anyOf") && strcmp(k, "description"))
-                merge_keyword(replacement, k, v, false);
+                tg_sw_merge_keyword(replacement, k, v, false);
             if (!json_object_get(replacement, "description") && json_object_get(n, "description"))
                 json_object_set(replacement, "description", json_object_get(n, "description"));
             json_object_set_new(replacement, "nullable", json_true());
@@ -1608,133 +1116,6 @@ static json_t *collapse_null_branch(walk *w, json_t *n, const char *ptr)
     }
     json_decref(keep);
     return replacement;
-}
-
-/* Rule 21 (strict): at most 1,000 enum values in a tool, and a string enum
- * of more than 250 values at most 15,000 characters. An enum past the
- * budget is not sent as a constraint; its values go into the description
- * (cut), so the model still sees what is allowed. */
-static void enum_budget(walk *w, json_t *n, const char *ptr, json_t *hints)
-{
-    json_t *en = json_object_get(n, "enum");
-    size_t count = json_array_size(en), chars = 0, i;
-    json_t *v;
-    json_array_foreach(en, i, v) chars += json_is_string(v) ? json_string_length(v) : 0;
-    if (w->enums + count <= 1000 && (count <= 250 || chars <= 15000)) {
-        w->enums += (int)count;
-        return;
-    }
-    json_incref(en);
-    json_object_del(n, "enum");
-    note(w, ptr, "enum-budget (rule 21)", en, NULL);
-    hint_add(hints, "one of", en);
-    json_decref(en);
-}
-
-static bool type_listed(json_t *types, const char *t)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(types, i, v) if (json_is_string(v) && !strcmp(json_string_value(v), t)) return true;
-    return false;
-}
-
-/* Rule 69: xAI refuses null inside an enum ("Client specified an invalid
- * argument", forgecode#2809); the type list says it instead. An enum of
- * nothing but null becomes the type null. */
-static void enum_null_to_type(walk *w, json_t *n, const char *ptr)
-{
-    json_t *en = json_object_get(n, "enum");
-    size_t i, nulls = 0;
-    json_t *v;
-    json_array_foreach(en, i, v) nulls += json_is_null(v);
-    if (!nulls)
-        return;
-    note(w, ptr, "enum-null-to-type", en, NULL);
-    json_t *kept = json_array();
-    json_array_foreach(en, i, v) if (!json_is_null(v)) json_array_append(kept, v);
-    json_t *t = json_object_get(n, "type");
-    json_t *types = json_is_array(t) ? json_copy(t) : json_array();
-    if (json_is_string(t))
-        json_array_append(types, t);
-    else if (!t)  /* the values' own types, so that none is shut out */
-        json_array_foreach(kept, i, v) if (!type_listed(types, tg_json_type_name(v)))
-            json_array_append_new(types, json_string(tg_json_type_name(v)));
-    if (!type_listed(types, "null"))
-        json_array_append_new(types, json_string("null"));
-    if (json_array_size(kept))
-        json_object_set_new(n, "enum", kept);
-    else {
-        json_decref(kept);
-        json_object_del(n, "enum");
-    }
-    json_object_set_new(n, "type", json_array_size(types) == 1 ? json_incref(json_array_get(types, 0)) : json_incref(types));
-    json_decref(types);
-}
-
-/* const -> enum where the target wants it; an empty enum admits nothing, so
- * it is a broken schema, not a wish: removed. */
-static void normalize_enum(walk *w, json_t *n, const char *ptr, json_t *hints)
-{
-    json_t *cst = json_object_get(n, "const");
-    if (cst && (w->flags & TG_SR_CONST_ENUM)) {
-        if (!json_object_get(n, "enum"))
-            json_object_set_new(n, "enum", json_pack("[O]", cst));
-        note(w, ptr, "const-to-enum", cst, NULL);
-        json_object_del(n, "const");
-    }
-    json_t *en = json_object_get(n, "enum");
-    if (en && (!json_is_array(en) || json_array_size(en) == 0)) {
-        note(w, ptr, "repair-empty-enum", en, NULL);
-        json_object_del(n, "enum");
-    }
-    if (json_is_array(en) && (w->flags & TG_SR_ENUM_NO_NULL))
-        enum_null_to_type(w, n, ptr);
-    en = json_object_get(n, "enum");
-    if (json_is_array(en) && (w->flags & TG_SR_STRICT))
-        enum_budget(w, n, ptr, hints);
-}
-
-/* The node's types: declared, inferred where the target needs one, forced to
- * object at the root (rule 3). */
-static json_t *node_types(walk *w, json_t *n, const char *ptr, bool root, json_t *hints)
-{
-    json_t *types = collect_types(n);
-    json_t *en = json_object_get(n, "enum");
-    if (json_array_size(types) == 0 && !json_is_array(json_object_get(n, "anyOf")) &&
-        (w->flags & (TG_SR_ADD_TYPE | TG_SR_STRICT | TG_SR_FREEFORM_STRING))) {
-        /* the values an enum allows say more than the keywords that bind
-         * only some types: {enum: ["a"], properties: {...}} is a string */
-        const char *t = en ? type_of_values(en) : NULL;
-        if (t)
-            ;
-        else if (json_object_get(n, "properties"))
-            t = "object";
-        else if (json_object_get(n, "items"))
-            t = "array";
-        else if (json_object_get(n, "const")) {
-            /* a typeless const (zod's z.literal() in some versions):
-             * strict wants every node typed, like an enum's */
-            json_t *one = json_pack("[O]", json_object_get(n, "const"));
-            t = type_of_values(one);
-            json_decref(one);
-        }
-        if (t) {
-            json_array_append_new(types, json_string(t));
-            note(w, ptr, "add-type", NULL, json_array_get(types, 0));
-        }
-    }
-    if (root && (w->flags & TG_SR_ROOT_OBJECT)) {
-        bool obj = json_array_size(types) == 1 && !strcmp(json_string_value(json_array_get(types, 0)), "object");
-        if (!obj) {
-            if (json_array_size(types))
-                hint_add(hints, "root type was", json_object_get(n, "type"));
-            json_array_clear(types);
-            json_array_append_new(types, json_string("object"));
-            note(w, ptr, "root-type-object", json_object_get(n, "type"), NULL);
-        }
-    }
-    return types;
 }
 
 /* Type unions: Gemini and Cerebras-strict take no type arrays; Gemini takes
@@ -1762,13 +1143,13 @@ static void resolve_unions(walk *w, json_t *n, json_t *in, const char *ptr, node
         split_types(n, (f & TG_SR_TYPE_ARRAYS) ? nt->nonnull : nt->types);
         if ((f & TG_SR_OPENAPI_SUBSET) && nt->has_null)
             json_object_set_new(n, "nullable", json_true());
-        note(w, ptr, "type-array-to-anyOf", json_object_get(in, "type"), NULL);
+        tg_sw_note(w, ptr, "type-array-to-anyOf", json_object_get(in, "type"), NULL);
         json_array_clear(nt->types);
         json_array_clear(nt->nonnull);
         nt->has_any = true;
     } else if (nt->has_any && ntypes > 1 && (f & TG_SR_STRICT) && (f & TG_SR_NULL_ANYOF)) {
         /* a type union beside anyOf: the branches already say what goes */
-        hint_add(hints, "type", json_object_get(n, "type"));
+        tg_sw_hint_add(hints, "type", json_object_get(n, "type"));
         json_object_del(n, "type");
         json_array_clear(nt->types);
         json_array_clear(nt->nonnull);
@@ -1799,7 +1180,7 @@ static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool 
                                   const char *ptr)
 {
     unsigned f = w->flags;
-    const char *single = single_type(nt);
+    const char *single = tg_sw_single_type(nt);
     bool is_obj = single && !strcmp(single, "object");
     json_t *props = json_object_get(n, "properties");
     bool no_props = !json_is_object(props) || json_object_size(props) == 0;
@@ -1839,7 +1220,7 @@ static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool 
 static void emit_type(walk *w, json_t *n, json_t *out, json_t *inv, const node_type *nt, const char *ptr)
 {
     unsigned f = w->flags;
-    const char *single = single_type(nt);
+    const char *single = tg_sw_single_type(nt);
     if (nt->enum_node) {
         json_t *vals = stringify_enum(w, json_object_get(n, "enum"), out, inv, ptr);
         if (nt->has_null)
@@ -1864,7 +1245,7 @@ static void emit_type(walk *w, json_t *n, json_t *out, json_t *inv, const node_t
         json_object_set(out, "type", nt->types);
     }
     if (json_is_array(json_object_get(n, "type")) && json_is_string(json_object_get(out, "type")))
-        note(w, ptr, "type-array-to-nullable", json_object_get(n, "type"), json_object_get(out, "type"));
+        tg_sw_note(w, ptr, "type-array-to-nullable", json_object_get(n, "type"), json_object_get(out, "type"));
 }
 
 /* items / additionalProperties sub-schemas. */
@@ -1892,12 +1273,12 @@ static void emit_additional(walk *w, json_t *v, json_t *out, json_t *hints, cons
     unsigned f = w->flags;
     if ((f & TG_SR_OPENAPI_SUBSET) || ((f & TG_SR_MISTRAL_STRIP) && json_is_false(v))) {
         if (json_is_object(v))
-            hint_add(hints, "additional values", json_object_get(v, "type") ? json_object_get(v, "type") : v);
-        note(w, ptr, "drop-additionalProperties", v, NULL);
+            tg_sw_hint_add(hints, "additional values", json_object_get(v, "type") ? json_object_get(v, "type") : v);
+        tg_sw_note(w, ptr, "drop-additionalProperties", v, NULL);
     } else if (f & TG_SR_STRICT) {
         if (!json_is_false(v)) {
             hint_text(hints, "other keys not accepted");
-            note(w, ptr, "strict-additionalProperties", v, json_false());
+            tg_sw_note(w, ptr, "strict-additionalProperties", v, json_false());
         }
     } else {
         json_object_set_new(out, "additionalProperties", json_deep_copy(v));
@@ -1907,7 +1288,7 @@ static void emit_additional(walk *w, json_t *v, json_t *out, json_t *hints, cons
 static void emit_defs(walk *w, const char *k, json_t *v, json_t *out, const char *ptr, int depth)
 {
     if ((w->flags & TG_SR_INLINE_REFS) || !json_is_object(v)) {
-        note(w, ptr, "drop-defs", NULL, NULL);
+        tg_sw_note(w, ptr, "drop-defs", NULL, NULL);
         return;
     }
     json_t *defs = json_object();
@@ -1963,7 +1344,7 @@ static void emit_keys(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hint
             if (json_is_string(v))
                 json_object_set(out, k, v);
         } else {
-            emit_other(w, k, v, out, hints, ptr, single_type(nt));
+            emit_other(w, k, v, out, hints, ptr, tg_sw_single_type(nt));
         }
     }
     if ((f & TG_SR_OPENAPI_SUBSET) && json_is_true(json_object_get(n, "nullable")) && json_object_get(out, "anyOf"))
@@ -1982,7 +1363,7 @@ static void finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_ob
          * ("...properties[go_back].properties: should be non-empty for
          * OBJECT type"); {type: object} alone is its free-form object. The
          * root has rule 30. */
-        note(w, ptr, "empty-properties (rule 58)", props, NULL);
+        tg_sw_note(w, ptr, "empty-properties (rule 58)", props, NULL);
         json_object_del(out, "properties");
     }
     json_t *req = json_object_get(out, "required");
@@ -2004,11 +1385,11 @@ static void finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_ob
          * false; drop it there and beside it (it is xAI's default anyway) */
         if (json_is_false(json_object_get(named, "additionalProperties"))) {
             json_object_del(named, "additionalProperties");
-            note(w, ptr, "xai-properties-quirk", json_false(), NULL);
+            tg_sw_note(w, ptr, "xai-properties-quirk", json_false(), NULL);
         }
         if (json_is_false(json_object_get(out, "additionalProperties"))) {
             json_object_del(out, "additionalProperties");
-            note(w, ptr, "xai-properties-quirk", json_false(), NULL);
+            tg_sw_note(w, ptr, "xai-properties-quirk", json_false(), NULL);
         }
     }
     if (is_array && (f & TG_SR_ITEMS) && !json_is_object(json_object_get(out, "items"))) {
@@ -2018,7 +1399,7 @@ static void finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_ob
         json_t *empty = json_object();
         json_t *c = rewrite_node(w, empty, cptr, depth + 1, objdepth, false, &cinv);
         json_decref(empty);
-        note(w, ptr, "add-items", json_object_get(n, "items"), c);
+        tg_sw_note(w, ptr, "add-items", json_object_get(n, "items"), c);
         json_object_set_new(out, "items", c);
         if (cinv)
             json_object_set_new(inv, "i", cinv);
@@ -2036,7 +1417,7 @@ static void retype_enum_keys(walk *w, json_t *out, const char *ptr)
     for (const char *const *k = numeric; *k; k++) {
         json_t *v = json_object_get(out, *k);
         if (v) {
-            note(w, ptr, "enum-as-strings-drops-bound", v, NULL);
+            tg_sw_note(w, ptr, "enum-as-strings-drops-bound", v, NULL);
             json_object_del(out, *k);
         }
     }
@@ -2045,7 +1426,7 @@ static void retype_enum_keys(walk *w, json_t *out, const char *ptr)
         char *t = tg_json_dumps(d);
         json_t *now = t ? json_string(t) : NULL;
         free(t);
-        note(w, ptr, "enum-as-strings-default", d, now);
+        tg_sw_note(w, ptr, "enum-as-strings-default", d, now);
         if (now)
             json_object_set_new(out, "default", now);
         else
@@ -2102,7 +1483,7 @@ static void anyof_alone(walk *w, json_t *out, const char *ptr)
     json_incref(any);
     json_object_clear(out);
     json_object_set_new(out, "anyOf", any);
-    note(w, ptr, "anyOf-alone (rule 60)", moved, NULL);
+    tg_sw_note(w, ptr, "anyOf-alone (rule 60)", moved, NULL);
     json_decref(moved);
 }
 
@@ -2119,7 +1500,7 @@ static json_t *rewrite_node(walk *w, json_t *in, const char *ptr, int depth, int
         w->budget->over = true;
         return json_object();
     }
-    node_in ni = normalize(w, in, ptr, root);
+    node_in ni = tg_sw_normalize(w, in, ptr, root);
     json_t *n = ni.n;
     json_t *out = NULL;
     json_t *hints = json_array();
@@ -2139,7 +1520,7 @@ static json_t *rewrite_node(walk *w, json_t *in, const char *ptr, int depth, int
     }
     if (ni.cut) {
         char what[160];
-        snprintf(what, sizeof what, "recursive %.100s, cut at depth %d", ref_short_name(ni.cut),
+        snprintf(what, sizeof what, "recursive %.100s, cut at depth %d", tg_sw_ref_short_name(ni.cut),
                  REF_MAX_OPEN);
         out = standin(w, n, what, ptr, inv);
         goto done;
@@ -2158,8 +1539,8 @@ static json_t *rewrite_node(walk *w, json_t *in, const char *ptr, int depth, int
             goto done;
         }
     }
-    normalize_enum(w, n, ptr, hints);
-    nt.types = node_types(w, n, ptr, root, hints);
+    tg_sw_normalize_enum(w, n, ptr, hints);
+    nt.types = tg_sw_node_types(w, n, ptr, root, hints);
     resolve_unions(w, n, in, ptr, &nt, hints);
     const char *why = standin_reason(w, n, &nt, root, objdepth, ptr);
     if (why) {
@@ -2169,7 +1550,7 @@ static json_t *rewrite_node(walk *w, json_t *in, const char *ptr, int depth, int
 
     out = json_object();
     emit_type(w, n, out, node_inv, &nt, ptr);
-    const char *single = nt.enum_node ? "string" : single_type(&nt);
+    const char *single = nt.enum_node ? "string" : tg_sw_single_type(&nt);
     bool is_object = single && !strcmp(single, "object");
     bool is_array = single && !strcmp(single, "array");
     int child_objdepth = objdepth + (is_object || is_array ? 1 : 0);  /* levels (rule 20) */
@@ -2192,7 +1573,7 @@ static json_t *rewrite_node(walk *w, json_t *in, const char *ptr, int depth, int
          * string they say nothing, and Gemini refuses them ("properties:
          * only allowed for OBJECT type"); strict rules would even close the
          * string as an object. */
-        note(w, ptr, "object-keywords-on-non-object (rule 59)", json_object_get(n, "properties"), NULL);
+        tg_sw_note(w, ptr, "object-keywords-on-non-object (rule 59)", json_object_get(n, "properties"), NULL);
     } else if (is_object || json_object_get(n, "properties") || (root && (f & TG_SR_ROOT_OBJECT)) ||
                ((f & TG_SR_REQUIRED) && json_object_get(n, "required"))) {
         emit_properties(w, n, out, node_inv, hints, ptr, depth, child_objdepth);
@@ -2232,7 +1613,7 @@ static void cut_description(walk *w, json_t *fn, json_t *ofn)
     json_t *d = json_object_get(fn, "description");
     if (!json_is_string(d)) {
         if (d)
-            note(w, "/function/description", "drop-non-string-description", d, NULL);
+            tg_sw_note(w, "/function/description", "drop-non-string-description", d, NULL);
         return;
     }
     size_t len = json_string_length(d);
@@ -2248,7 +1629,7 @@ static void cut_description(walk *w, json_t *fn, json_t *ofn)
     memcpy(buf + cut, "...", 4);
     json_t *nd = json_string(buf);
     free(buf);
-    note(w, "/function/description", "description-cut", NULL, nd);
+    tg_sw_note(w, "/function/description", "description-cut", NULL, nd);
     json_object_set_new(ofn, "description", nd);
 }
 
@@ -2292,7 +1673,7 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
          * ("Field required", "missing field `parameters`"); OpenAI reads
          * none as an empty object, which is what goes */
         json_object_set_new(ofn, "parameters", json_pack("{s:s,s:{}}", "type", "object", "properties"));
-        note(&w, "/function/parameters", "parameters-added", NULL, json_object_get(ofn, "parameters"));
+        tg_sw_note(&w, "/function/parameters", "parameters-added", NULL, json_object_get(ofn, "parameters"));
         params = NULL;
     }
     if (params) {
@@ -2300,7 +1681,7 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
         json_t *p = rewrite_node(&w, params, "/function/parameters", 0, 0, true, &inv);
         bool empty = json_object_size(json_object_get(p, "properties")) == 0;
         if (empty && (w.flags & TG_SR_EMPTY_ROOT_OMIT)) {
-            note(&w, "/function/parameters", "empty-root-omitted", p, NULL);
+            tg_sw_note(&w, "/function/parameters", "empty-root-omitted", p, NULL);
             json_decref(p);
         } else {
             json_object_set_new(ofn, "parameters", p);
