@@ -1,7 +1,7 @@
 /* schema_walk_int.h -- what the files of the schema walker share among
- * themselves (schema_walk.c, schema_normalize.c): the walk's limits, its
- * state, and the steps one file calls in another. Not for other stages: they
- * see schema.h. */
+ * themselves (schema_walk.c, schema_normalize.c, schema_anyof.c): the walk's
+ * limits, its state, and the steps one file calls in another. Not for other
+ * stages: they see schema.h. */
 #ifndef TG_SCHEMA_WALK_INT_H
 #define TG_SCHEMA_WALK_INT_H
 
@@ -62,6 +62,9 @@ static inline const char *tg_sw_single_type(const node_type *nt)
 /* One change at ptr, under its rule's name: counted, and recorded for
  * --explain. */
 void tg_sw_note(walk *w, const char *ptr, const char *rule, json_t *before, json_t *after);
+/* out = base/a/b as a JSON pointer (b escaped; NULL for none), at most
+ * PTR_MAX bytes. */
+void tg_sw_ptr_join(char *out, const char *base, const char *a, const char *b);
 /* Is s in list (NULL-terminated)? */
 bool tg_sw_in_list(const char *const *list, const char *s);
 /* Append "key: value" to a node's hint list (said in its description
@@ -75,6 +78,12 @@ json_t *tg_sw_ref_peek(const walk *w, const char *ref);
 const char *tg_sw_ref_short_name(const char *ref);
 /* Does JSON array arr hold a value equal to v? */
 bool tg_sw_array_has(json_t *arr, json_t *v);
+/* One schema node: normalise, decide, emit. in is borrowed; returns the
+ * new node, and *inv gets its inverse tree (new reference) or NULL. depth
+ * counts the nodes on the path (MAX_DEPTH), objdepth its object and array
+ * levels (rule 20); root: in is the tool's parameters. */
+json_t *tg_sw_rewrite_node(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
+                           json_t **inv);
 
 /* schema_normalize.c ------------------------------------------------------ */
 
@@ -95,5 +104,27 @@ void tg_sw_normalize_enum(walk *w, json_t *n, const char *ptr, json_t *hints);
 /* The node's type names (new array): declared, inferred where the target
  * needs one, object at the root (rule 3). */
 json_t *tg_sw_node_types(walk *w, json_t *n, const char *ptr, bool root, json_t *hints);
+
+/* schema_anyof.c ---------------------------------------------------------- */
+
+/* Is b an anyOf branch that admits only null? */
+bool tg_sw_is_null_branch(json_t *b);
+/* The root's anyOf/oneOf merged into the one object it must be (rule 3),
+ * the alternatives said in hints. Edits n. */
+void tg_sw_flatten_root(walk *w, json_t *n, json_t *hints);
+/* The branches of an anyOf, oneOf or allOf, each walked (new array);
+ * *inv_list gets their inverses when any branch has one. */
+json_t *tg_sw_rewrite_branches(walk *w, json_t *arr, const char *ptr, const char *key,
+                               int depth, int objdepth, json_t **inv_list);
+/* Gemini: anyOf [X, {type:null}] -> X + nullable. Returns the node that
+ * replaces n (to be walked afresh), or NULL after editing n in place. */
+json_t *tg_sw_collapse_null_branch(walk *w, json_t *n, const char *ptr);
+/* Type unions made anyOf branches where the target takes no type arrays,
+ * type keywords pushed into the branches (rule 27). Edits n, fills nt. */
+void tg_sw_resolve_unions(walk *w, json_t *n, json_t *in, const char *ptr, node_type *nt,
+                          json_t *hints);
+/* Vertex (rule 60): what sits beside an anyOf in out moves into its
+ * branches. */
+void tg_sw_anyof_alone(walk *w, json_t *out, const char *ptr);
 
 #endif
