@@ -1,7 +1,7 @@
 /* schema_walk_int.h -- what the files of the schema walker share among
- * themselves (schema_walk.c, schema_normalize.c, schema_anyof.c): the walk's
- * limits, its state, and the steps one file calls in another. Not for other
- * stages: they see schema.h. */
+ * themselves (schema_walk.c, schema_normalize.c, schema_anyof.c,
+ * schema_emit.c): the walk's limits, its state, and the steps one file calls
+ * in another. Not for other stages: they see schema.h. */
 #ifndef TG_SCHEMA_WALK_INT_H
 #define TG_SCHEMA_WALK_INT_H
 
@@ -70,6 +70,8 @@ bool tg_sw_in_list(const char *const *list, const char *s);
 /* Append "key: value" to a node's hint list (said in its description
  * when the node is done). */
 void tg_sw_hint_add(json_t *hints, const char *key, json_t *v);
+/* Append text as it is to a node's hint list. */
+void tg_sw_hint_text(json_t *hints, const char *text);
 /* How many times ref is open on the path walked. */
 int tg_sw_count_open_refs(const walk *w, const char *ref);
 /* ref resolved in the tool's parameters (borrowed), or NULL. */
@@ -126,5 +128,25 @@ void tg_sw_resolve_unions(walk *w, json_t *n, json_t *in, const char *ptr, node_
 /* Vertex (rule 60): what sits beside an anyOf in out moves into its
  * branches. */
 void tg_sw_anyof_alone(walk *w, json_t *out, const char *ptr);
+
+/* schema_emit.c ----------------------------------------------------------- */
+
+/* properties (each walked) and required into out; strict's optional
+ * properties made required and nullable (the inverse's "o" and "f"). */
+void tg_sw_emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hints,
+                           const char *ptr, int depth, int objdepth);
+/* type, or the strings a stringified enum becomes (rule 28), into out. */
+void tg_sw_emit_type(walk *w, json_t *n, json_t *out, json_t *inv, const node_type *nt, const char *ptr);
+/* Every key of n but type, properties and required into out, in n's
+ * order: kept, rewritten or hinted; sub-schemas walked. */
+void tg_sw_emit_keys(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hints, const node_type *nt,
+                     const char *ptr, int depth, int objdepth);
+/* After the keys: rule 5's clean-up, strict closing (rule 16), xAI's
+ * properties quirk, items for an array without (rule 4). */
+void tg_sw_finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_object, bool is_array,
+                       bool root, const char *ptr, int depth, int objdepth);
+/* An enum sent as strings: number bounds dropped, a non-string default
+ * said as a string. */
+void tg_sw_retype_enum_keys(walk *w, json_t *out, const char *ptr);
 
 #endif
