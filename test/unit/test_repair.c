@@ -42,7 +42,7 @@
 
 #include "proxy/sse.h"
 #include "core/jsonio.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "core/cache.h"
 #include "repair/repair_int.h"
 
