@@ -551,7 +551,8 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
     const char *name = json_string_value(json_object_get(fn, "name"));
     if (!json_is_object(fn) || !name || !*name)
         return NULL;
-    walk w = {.rules = r, .flags = effective_flags(r, fn), .explain = explain, .tool = name, .budget = budget};
+    walk w = {.rules = r, .flags = effective_flags(r, fn), .explain = explain, .tool = name,
+              .budget = budget};
     json_t *ofn = json_object();
     json_object_set_new(ofn, "name", json_string(upstream_name ? upstream_name : name));
     cut_description(&w, fn, ofn);
