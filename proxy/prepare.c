@@ -23,7 +23,6 @@
 #include "bridge/bridge.h"
 #include "core/jsonio.h"
 #include "proxy/bridges.h"
-#include "proxy/embed_http.h"
 #include "proxy/embed_wait.h"
 #include "proxy/log.h"
 #include "proxy/metrics.h"
@@ -227,32 +226,21 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
 
 /* ---- discovery's embeddings calls ----------------------------------------
  *
- * discovery_embeddings = ROUTE:MODEL: search_tools asks ROUTE's upstream
- * for embeddings (discovery/embed.c). The catalog's were embedded before
- * the request went upstream, on the worker's loop (proxy/embed_wait.c);
- * what a search still asks (its query) runs on this worker's own easy
- * handle (proxy/embed_http.c) within what is left of the request's one
- * embeddings budget, and not at all once it is spent. The key is ROUTE's
- * api_key; without one, the key this request sends its own upstream, and
- * only when ROUTE is the request's own route: a client's key never goes
- * to another provider than the one it was sent for (embed_target). */
+ * discovery_embeddings = ROUTE:MODEL: search_tools ranks with ROUTE's
+ * embeddings (discovery/embed.c). Every call runs on the worker's loop
+ * (proxy/embed_wait.c): the catalog's before the request goes upstream,
+ * a round's search phrasings when the round has ended, whole or streamed,
+ * all within the request's one embeddings budget. So the embedder the
+ * search asks only reads what is in: a text not embedded so (past the
+ * budget, or more phrasings in one turn than one wave of calls carries) is
+ * no call on the worker thread but a fallback to BM25, counted. */
 static json_t *embed_post(tg_embedder *self, json_t *body, tg_embed_fail *why)
 {
-    tg_req *r = self->ud;
-    json_t *known = embed_known_answer(r, body);
-    if (known)  /* a whole answer's search: embedded on the loop before */
-        return known;
-    tg_buf url = {0}, auth = {0};
-    const tg_route *e = embed_target(r, &url, &auth);
-    long left = embed_budget_left_ms(r);
-    json_t *ans = NULL;
-    *why = !e ? TG_EMB_NO_ROUTE : TG_EMB_TIMEOUT;
-    if (e && left > 0)
-        ans = tg_embed_http(&r->w->embed_easy, url.data, auth.data, e->connect_timeout_ms, left,
-                            body, why);
-    tg_buf_free(&url);
-    tg_buf_free(&auth);
-    return ans;
+    json_t *known = embed_known_answer(self->ud, body);
+    if (!known)
+        self->calls--;  /* counted by the search, and not made */
+    *why = embed_budget_left_ms(self->ud) > 0 ? TG_EMB_TOO_BIG : TG_EMB_TIMEOUT;
+    return known;
 }
 
 void embed_report(tg_req *r)
