@@ -298,21 +298,23 @@ static void resolve_once(redis_store *rs)
     if (ai)
         freeaddrinfo(ai);
     resolver *r = &rs->res;
+    const char *why = rc ? gai_strerror(rc) : "no address";
     pthread_mutex_lock(&r->lock);
     bool changed = *addr && strcmp(addr, r->addr);
+    bool news = !*addr && strcmp(r->why, why);  /* logged once a cause, not each retry */
     if (*addr) {
         snprintf(r->addr, sizeof r->addr, "%s", addr);
         r->why[0] = 0;
     } else {  /* the last address found is kept: DNS down is not Redis down */
-        snprintf(r->why, sizeof r->why, "%s", rc ? gai_strerror(rc) : "no address");
+        snprintf(r->why, sizeof r->why, "%s", why);
     }
     pthread_cond_broadcast(&r->wake);
     pthread_mutex_unlock(&r->lock);
     if (changed)  /* workers in backoff try the new address at once */
         atomic_store_explicit(&rs->up_us, now_us(), memory_order_relaxed);
-    if (!*addr)
+    if (news)
         tg_log(TG_LOG_WARN, "responses_store %s: cannot look up %.100s: %s", rs->base.name,
-               rs->url.host, rc ? gai_strerror(rc) : "no address");
+               rs->url.host, why);
 }
 
 static void *resolver_main(void *p)
