@@ -58,7 +58,10 @@ $(BUILD)/test/%: test/tools/%.c $(BUILD)/libtoolgate.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
 
-$(BUILD)/mock-upstream: test/mock/mock_upstream.c test/mock/mock_strict.c test/mock/hash_embed.h $(BUILD)/libtoolgate.a
+# one translation unit: mock_upstream.c includes mock_answers.c, mock_script.c
+# and (through mock_answers.c) mock_strict.c
+$(BUILD)/mock-upstream: test/mock/mock_upstream.c test/mock/mock_answers.c test/mock/mock_script.c \
+                        test/mock/mock_strict.c test/mock/hash_embed.h $(BUILD)/libtoolgate.a
 	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
 
 unit: $(UNIT_BIN) $(TOOL_BIN)
