@@ -435,6 +435,39 @@ static int parse_glm(const tg_ctx *ctx, json_t *calls, const char *s, const char
     return 0;
 }
 
+/* GLM's argument markup written into a call's name by a server whose GLM
+ * parser stopped early: "read<arg_key>filePath</arg_key><arg_value>/a
+ * </arg_value>" with arguments "{}" (zai-org/GLM-5#84). When the name
+ * before the markup is declared, the call takes it, and the pairs join its
+ * arguments (those already there win). 0 when it changed fn. */
+int tg_rr_name_markup(const tg_ctx *ctx, json_t *fn)
+{
+    const char *n = json_string_value(json_object_get(fn, "name"));
+    if (!n || !strstr(n, "<arg_key>") || tg_rr_declared(ctx, n))
+        return -1;
+    json_t *got = json_array();
+    int rc = parse_glm(ctx, got, n, n + strlen(n));
+    json_t *c = json_array_get(got, 0);
+    const char *name = json_string_value(json_object_get(c, "name"));
+    if (rc || !name || !tg_rr_declared(ctx, name)) {
+        json_decref(got);
+        return -1;
+    }
+    json_t *args = json_object_get(c, "arguments");
+    json_t *a = json_object_get(fn, "arguments");
+    json_t *had = json_is_string(a) ? tg_json_load(json_string_value(a), json_string_length(a), 0, NULL)
+                                    : json_incref(a);
+    if (json_is_object(had))
+        json_object_update(args, had);
+    json_decref(had);
+    char *s = tg_json_dumps(args);
+    json_object_set_new(fn, "arguments", json_string(s ? s : "{}"));
+    free(s);
+    json_object_set(fn, "name", json_object_get(c, "name"));
+    json_decref(got);
+    return 0;
+}
+
 /* The inside of a <tool_call>/<tools>/<function_calls> block. */
 static int parse_body(const tg_ctx *ctx, json_t *calls, const char *s, const char *e)
 {

@@ -250,15 +250,20 @@ typedef struct dialect_row {
      "rule 52", NULL, NULL, NULL, NULL}
 #define MSG_LENIENT {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
 #define MSG_XAI                                                                             \
-    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL | TG_MR_REASONING_PARAMS, NULL,        \
+    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL | TG_MR_REASONING_PARAMS |           \
+         TG_MR_ONE_TEXT,                                                                    \
+     NULL,                                                                                  \
      "section 4.1", NULL, NULL, NULL, "rule 75"}
 #define MSG_OLLAMA                                                                          \
     {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_NULL_WITH_CALLS | TG_MR_SYSTEM_FIRST |          \
          TG_MR_ONE_SYSTEM | TG_MR_STRING_CONTENT,                                           \
      NULL, "rule 55", NULL, NULL, NULL, NULL}
+/* Rule 55: the local servers this dialect stands for take "" beside calls,
+ * and LM Studio refuses null there (lmstudio-bug-tracker#261). */
 #define MSG_VLLM                                                                            \
-    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST | TG_MR_ONE_SYSTEM, NULL, "rule 56", \
-     NULL, NULL, NULL, "rule 56"}
+    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_NULL_WITH_CALLS | TG_MR_SYSTEM_FIRST |           \
+         TG_MR_ONE_SYSTEM,                                                                  \
+     NULL, "rule 56", NULL, NULL, NULL, "rule 56"}
 /* Moonshot (Kimi): thinking models want their reasoning_content back on
  * tool-call turns like DeepSeek's (rule 79), fix their sampling (rule 77)
  * and take no forced tool_choice while thinking (rule 78). */
@@ -302,6 +307,7 @@ static const tg_rule_name conf_rules[] = {
     {"reasoning_params", TG_MR_REASONING_PARAMS},
     {"fixed_sampling", TG_MR_FIXED_SAMPLING},
     {"thinking_choice", TG_MR_THINKING_CHOICE},
+    {"one_text_part", TG_MR_ONE_TEXT},
 };
 static const tg_rule_section section = {"messages", conf_rules,
                                         sizeof conf_rules / sizeof *conf_rules, NULL};
@@ -850,6 +856,54 @@ static void parts_to_string(walk *w, json_t *msg, role r)
     tg_buf_free(&t);
 }
 
+/* Rule 80: xAI takes one text part a message ("The model expects a single
+ * `text` element per message.", nocmt/LLMSearchPlus#2): the text parts of
+ * a content list are joined by a blank line into the first one, the other
+ * parts (images) keep their order; a list of text parts only becomes the
+ * string. Nothing is lost. */
+static void one_text_part(walk *w, json_t *msg)
+{
+    json_t *c = json_object_get(msg, "content");
+    size_t j, texts = 0, first = 0;
+    json_t *part;
+    json_array_foreach(c, j, part) {
+        const char *pt = json_string_value(json_object_get(part, "type"));
+        if (pt && !strcmp(pt, "text") && json_is_string(json_object_get(part, "text")) && !texts++)
+            first = j;
+    }
+    if (texts < 2)
+        return;
+    tg_buf t = {0};
+    json_t *out = json_array();
+    json_array_foreach(c, j, part) {
+        const char *pt = json_string_value(json_object_get(part, "type"));
+        json_t *text = json_object_get(part, "text");
+        if (!pt || strcmp(pt, "text") || !json_is_string(text)) {
+            json_array_append(out, part);
+            continue;
+        }
+        if (t.len && json_string_length(text))
+            tg_buf_puts(&t, "\n\n");
+        tg_buf_append(&t, json_string_value(text), json_string_length(text));
+        if (j == first)
+            json_array_append_new(out, json_null());  /* its place */
+    }
+    json_t *joined = json_stringn(t.data ? t.data : "", t.len);
+    tg_buf_free(&t);
+    if (json_array_size(out) == 1) {
+        json_decref(out);
+        rebuild_key(w, msg, "content", joined, "one-text-part", "rule 80");
+        return;
+    }
+    json_array_foreach(out, j, part) if (json_is_null(part)) {
+        json_t *np = json_deep_copy(json_array_get(c, first));
+        json_object_set_new(np, "text", joined);
+        json_array_set_new(out, j, np);
+        break;
+    }
+    rebuild_key(w, msg, "content", out, "one-text-part", "rule 80");
+}
+
 /* Section 4 (Anthropic row): text blocks must be non-empty, so the empty
  * text beside a tool call is sent as no text at all. */
 static void empty_text_to_null(walk *w, json_t *msg)
@@ -1029,6 +1083,8 @@ static bool clean_message(walk *w, json_t *msg)
     if (json_is_array(json_object_get(msg, "content")))
         clean_parts(w, json_object_get(msg, "content"));
     parts_to_string(w, msg, r);
+    if ((w->f & TG_MR_ONE_TEXT) && json_is_array(json_object_get(msg, "content")))
+        one_text_part(w, msg);
 
     const char *key, *ref;
     json_t *val;

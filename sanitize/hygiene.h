@@ -83,6 +83,8 @@ enum {
                                         (rule 77, Moonshot) */
     TG_MR_THINKING_CHOICE = 1u << 29, /* a forced tool_choice is "auto" while
                                         thinking is on (rule 78, Moonshot) */
+    TG_MR_ONE_TEXT       = 1u << 30, /* several text parts in one message
+                                        become one (rule 80, xAI) */
 };
 
 typedef struct tg_msg_rules {
