@@ -153,11 +153,30 @@ static json_t *read_literal(rd *r)
     return NULL;
 }
 
-/* A key: quoted, or a bare identifier. */
+/* A key: quoted, or a bare identifier. A quoted key that lost its closing
+ * quote, {"selected: ["A"]} (deepseek-ai/DeepSeek-V3#1069), reads as a
+ * string that ends at the next quote and is not followed by ':'; when it
+ * starts with an identifier and a ':', that identifier is the key. */
 static json_t *read_key(rd *r)
 {
-    if (*r->p == '"' || *r->p == '\'')
-        return read_string(r);
+    if (*r->p == '"' || *r->p == '\'') {
+        const char *open = r->p;
+        json_t *k = read_string(r);
+        const char *after = r->p;
+        while (after < r->end && isspace((unsigned char)*after))
+            after++;
+        if (k && !r->eof && after < r->end && *after != ':') {
+            const char *c = open + 1;
+            while (c < r->end && (isalnum((unsigned char)*c) || *c == '_' || *c == '-'))
+                c++;
+            if (c > open + 1 && c < r->end && *c == ':') {
+                json_decref(k);
+                r->p = c;
+                return json_stringn(open + 1, (size_t)(c - open - 1));
+            }
+        }
+        return k;
+    }
     const char *s = r->p;
     while (r->p < r->end && (isalnum((unsigned char)*r->p) || *r->p == '_'))
         r->p++;

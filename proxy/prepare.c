@@ -283,7 +283,8 @@ static void join_small_body(tg_req *r)
 }
 
 /* What the request stages gave upstream in another form (a chat custom
- * tool as a function, sanitize/custom.h): said like a bridge's translations
+ * tool as a function, sanitize/custom.h; a forced tool_choice as "auto" on
+ * Moonshot while thinking, rule 78): said like a bridge's translations
  * (X-Toolgate-Translated, the log, toolgate_bridge_translated_total). A
  * bridged request has no chat custom tools, so its own note stands. */
 static void note_chat_translated(tg_req *r)
@@ -294,7 +295,7 @@ static void note_chat_translated(tg_req *r)
     free(r->prep.translated);
     r->prep.translated = tg_bridge_dropped_text(r->ctx.translated);
     tg_metrics_translated(r->w->metrics, n);
-    tg_log(TG_LOG_INFO, "request %s: route %s takes no custom tools; sent as functions: %s",
+    tg_log(TG_LOG_INFO, "request %s: route %s: sent upstream in another form: %s",
            r->id, r->route->name, r->prep.translated ? r->prep.translated : "");
 }
 

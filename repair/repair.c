@@ -235,6 +235,14 @@ static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *i
     const char *up = json_string_value(json_object_get(fn, "name"));
     if (!up || !*up)
         return -1;
+    if (strstr(up, "<arg_key>")) {
+        json_t *before = json_deep_copy(fn);
+        if (tg_rr_name_markup(ctx, fn) == 0)
+            tg_rr_note_other(ctx, "name-markup (R12)", json_string_value(json_object_get(fn, "name")),
+                             before, fn);
+        json_decref(before);
+        up = json_string_value(json_object_get(fn, "name"));
+    }
     const char *type = json_string_value(json_object_get(c, "type"));
     if (tg_rr_on(ctx, TG_RR_TYPE) && (!type || strcmp(type, "function"))) {
         json_object_set_new(c, "type", json_string("function"));

@@ -438,6 +438,39 @@ static int parse_glm(const tg_ctx *ctx, json_t *calls, const char *s, const char
     return 0;
 }
 
+/* GLM's argument markup written into a call's name by a server whose GLM
+ * parser stopped early: "read<arg_key>filePath</arg_key><arg_value>/a
+ * </arg_value>" with arguments "{}" (zai-org/GLM-5#84). When the name
+ * before the markup is declared, the call takes it, and the pairs join its
+ * arguments (those already there win). 0 when it changed fn. */
+int tg_rr_name_markup(const tg_ctx *ctx, json_t *fn)
+{
+    const char *n = json_string_value(json_object_get(fn, "name"));
+    if (!n || !strstr(n, "<arg_key>") || tg_rr_declared(ctx, n))
+        return -1;
+    json_t *got = json_array();
+    int rc = parse_glm(ctx, got, n, n + strlen(n));
+    json_t *c = json_array_get(got, 0);
+    const char *name = json_string_value(json_object_get(c, "name"));
+    if (rc || !name || !tg_rr_declared(ctx, name)) {
+        json_decref(got);
+        return -1;
+    }
+    json_t *args = json_object_get(c, "arguments");
+    json_t *a = json_object_get(fn, "arguments");
+    json_t *had = json_is_string(a) ? tg_json_load(json_string_value(a), json_string_length(a), 0, NULL)
+                                    : json_incref(a);
+    if (json_is_object(had))
+        json_object_update(args, had);
+    json_decref(had);
+    char *s = tg_json_dumps(args);
+    json_object_set_new(fn, "arguments", json_string(s ? s : "{}"));
+    free(s);
+    json_object_set(fn, "name", json_object_get(c, "name"));
+    json_decref(got);
+    return 0;
+}
+
 /* The inside of a <tool_call>/<tools>/<function_calls> block. */
 static int parse_body(const tg_ctx *ctx, json_t *calls, const char *s, const char *e)
 {
@@ -566,6 +599,179 @@ static int blk_harmony(const tg_ctx *ctx, const tag *t, json_t *calls, const cha
     return 0;
 }
 
+/* Pythonic calls: NAME(key=value, ...) or Gemma 4's NAME(key: value, ...),
+ * one or several in [..., ...], the values Python or JSON literals:
+ * vllm pythonic_tool_parser.py (Llama 3.2/4, vllm-project/vllm#22917), LFM2
+ * (lmstudio-ai/lmstudio-bug-tracker#1979), Gemma 4's call:NAME(...)
+ * (NousResearch/hermes-agent#7449). */
+#define PY_NAME_MAX 256
+
+static const char *py_space(const char *p, const char *e)
+{
+    while (p < e && isspace((unsigned char)*p))
+        p++;
+    return p;
+}
+
+/* The end of one value: the first ',' or ')' (or ']' closing the list)
+ * outside strings and brackets; NULL when the text ends first. */
+static const char *py_value_end(const char *p, const char *e)
+{
+    int depth = 0;
+    for (; p < e; p++) {
+        if (*p == '"' || *p == '\'') {
+            char q = *p;
+            for (p++; p < e && *p != q; p++)
+                if (*p == '\\' && p + 1 < e)
+                    p++;
+            if (p >= e)
+                return NULL;
+        } else if (*p == '(' || *p == '[' || *p == '{') {
+            depth++;
+        } else if (*p == ')' || *p == ']' || *p == '}') {
+            if (depth == 0)
+                return p;
+            depth--;
+        } else if (*p == ',' && depth == 0) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* The ')' closing the '(' just before p, a stray ']' or '}' (no call), or
+ * NULL when the text ends first. */
+static const char *py_paren_end(const char *p, const char *e)
+{
+    for (;;) {
+        const char *v = py_value_end(p, e);
+        if (!v || *v != ',')
+            return v;
+        p = v + 1;
+    }
+}
+
+static const char *py_name_end(const char *p, const char *e)
+{
+    const char *n = p;
+    if (n < e && (isalpha((unsigned char)*n) || *n == '_'))
+        while (n < e && (isalnum((unsigned char)*n) || *n == '_' || *n == '-' || *n == '.') &&
+               n - p < PY_NAME_MAX)
+            n++;
+    return n;
+}
+
+/* One NAME(args) at p; *end after its ')'. 0 when it gave a call. */
+static int py_call(json_t *calls, const char *p, const char *e, const char **end)
+{
+    if (e - p > 5 && !memcmp(p, "call:", 5))  /* Gemma 4 */
+        p += 5;
+    const char *ne = py_name_end(p, e);
+    if (ne == p)
+        return -1;
+    const char *q = py_space(ne, e);
+    if (q >= e || *q != '(')
+        return -1;
+    json_t *args = json_object();
+    q = py_space(q + 1, e);
+    while (q < e && *q != ')') {
+        const char *ke = py_name_end(q, e);
+        const char *sep = py_space(ke, e);
+        if (ke == q || sep >= e || (*sep != '=' && *sep != ':'))
+            break;
+        const char *vs = py_space(sep + 1, e);
+        const char *ve = py_value_end(vs, e);
+        if (!ve || *ve == ']' || *ve == '}')
+            break;
+        const char *vt = ve;
+        while (vt > vs && isspace((unsigned char)vt[-1]))
+            vt--;
+        json_t *v = tg_json_load(vs, (size_t)(vt - vs), JSON_DECODE_ANY, NULL);
+        if (!v)
+            v = tg_json_fix(vs, (size_t)(vt - vs));
+        if (!v)
+            break;
+        json_object_setn_new(args, q, (size_t)(ke - q), v);
+        q = py_space(ve + (*ve == ','), e);
+    }
+    if (q >= e || *q != ')') {
+        json_decref(args);
+        return -1;
+    }
+    add_call(calls, p, (size_t)(ne - p), args);
+    *end = q + 1;
+    return 0;
+}
+
+/* A list of calls, or one call, filling s..e (blanks around allowed). */
+static int parse_pythonic(json_t *calls, const char *s, const char *e)
+{
+    trim(&s, &e);
+    bool list = s < e && *s == '[';
+    if (list) {
+        if (e[-1] != ']')
+            return -1;
+        s++;
+        e--;
+    }
+    const char *p = py_space(s, e);
+    while (p < e) {
+        if (py_call(calls, p, e, &p))
+            return -1;
+        p = py_space(p, e);
+        if (p < e && *p == ',' && list)
+            p = py_space(p + 1, e);
+        else if (p < e)
+            return -1;
+    }
+    return json_array_size(calls) ? 0 : -1;
+}
+
+static int blk_pythonic(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                        const char *e)
+{
+    return parse_pythonic(calls, s + strlen(t->open), e);
+}
+
+static int blk_pylist(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                      const char *e)
+{
+    return parse_pythonic(calls, s, e);
+}
+
+/* A pythonic list of calls at the start of a line, outside any tag (vLLM
+ * serving Llama 3.2/4 or LFM2 without its parser, vllm-project/vllm#22917):
+ * "[NAME(" opens it. 1: a complete list, *end after it; 0: still coming;
+ * -1: not one. Whether its calls are ours is parse_block's question. */
+static int pythonic_list_at(const char *p, const char *e, const char **end)
+{
+    const char *q = py_space(p + 1, e);
+    const char *ne = py_name_end(q, e);
+    if (ne == e || (ne > q && py_space(ne, e) == e))
+        return 0;
+    if (ne == q || *py_space(ne, e) != '(')
+        return -1;
+    for (const char *r = ne; r < e;) {  /* calls, commas, up to the ']' */
+        r = py_space(r, e);
+        if (r < e && *r == '(') {
+            const char *c = py_paren_end(r + 1, e);
+            if (!c)
+                return 0;
+            if (*c != ')')
+                return -1;
+            r = c + 1;
+        } else if (r < e && *r == ']') {
+            *end = r + 1;
+            return 1;
+        } else if (r < e && (*r == ',' || isalpha((unsigned char)*r) || *r == '_')) {
+            r = *r == ',' ? r + 1 : py_name_end(r, e);
+        } else if (r < e) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The table's other parsers, over the parsers above. */
 static int blk_body(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
                     const char *e)
@@ -640,6 +846,12 @@ static const tag formats[] = {
     /* Llama 4's JSON tool calls between <|python_start|> and <|python_end|>
      * (vllm-project/vllm#16214) */
     {"<|python_start|>", "<|python_end|>", blk_body},
+    /* LFM2 (Liquid): a pythonic list between its tokens,
+     * lmstudio-ai/lmstudio-bug-tracker#1979 */
+    {"<|tool_call_start|>", "<|tool_call_end|>", blk_pythonic},
+    /* Gemma 4: <|tool_call>call:NAME(key: value)<tool_call|>,
+     * NousResearch/hermes-agent#7449 */
+    {"<|tool_call>", "<tool_call|>", blk_pythonic},
     /* a call object in a fenced JSON block, as DeepSeek writes it without
      * its tool parser (deepseek-ai/DeepSeek-V2#84): a call only when the
      * block's JSON is a call naming a declared tool (parse_block) */
@@ -779,6 +991,7 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
                     bool *at_start, tg_buf *text, json_t *calls)
 {
     const char *p = s, *e = s + n;
+    bool msg_start = *at_start;  /* s is the message's first byte */
     while (p < e) {
         if (*at_start) {
             const char *q = p;
@@ -821,6 +1034,28 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
         }
         tg_buf_append(text, p, (size_t)(lt - p));
         p = lt;
+        /* a line's start: after a newline, or the message's start; a list
+         * still coming is held with its newline, so the next call sees it
+         * at a line's start again */
+        if (*p == '[' && (p > s ? p[-1] == '\n' : msg_start)) {
+            static const tag pythonic = {"[", "]", blk_pylist};
+            const char *le = NULL;
+            int pk = pythonic_list_at(p, e, &le);
+            if (pk == 0 && !final && (size_t)(e - p) < TEXT_HOLD_MAX) {
+                if (p > s) {  /* the newline was the last byte given to text */
+                    text->len--;
+                    text->data[text->len] = '\0';
+                    p--;
+                } else {
+                    *at_start = true;  /* still the message's start next time */
+                }
+                return (size_t)(p - s);  /* "[NAME(" ... still coming */
+            }
+            if (pk == 1 && parse_block(ctx, &pythonic, p, le, calls) == 0) {
+                p = le;
+                continue;
+            }
+        }
         const tag *t = NULL;
         int k = tag_at(p, e, &t);
         if (k == 0 && !final)

@@ -73,6 +73,9 @@ typedef struct preset {
          TG_SR_XAI_PROPERTIES | TG_SR_NEED_PARAMS | TG_SR_ENUM_NO_NULL,                     \
      0, 64, 0}
 #define SCHEMA_TOGETHER {BASE | TG_SR_NAMES, 0, 64, 0}
+/* Moonshot (Kimi): OpenAI's JSON Schema handling, names that start with a
+ * letter (rule 76, TG_DF_NAME_LETTER), no strict mode. */
+#define SCHEMA_MOONSHOT {BASE | TG_SR_NAMES, 0, 64, 128}
 #define SCHEMA_LOCAL {BASE, 0, 0, 0}
 #define SCHEMA_NONE {0, 0, 0, 0}
 
@@ -180,11 +183,17 @@ void tg_schema_clean_name(const tg_schema_rules *r, const char *name, char *out,
         return;
     }
     size_t n = 0;
-    size_t cap = strlen(name) + 2;
+    bool letter = (name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z');
+    size_t cap = strlen(name) + 4;
     char *tmp = tg_malloc(cap);
-    if ((r->flags & TG_SR_NAMES_GEMINI) &&
-        !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') || name[0] == '_'))
+    if ((r->flags & TG_SR_NAMES_GEMINI) && !letter && name[0] != '_')
         tmp[n++] = '_';
+    /* rule 76: Moonshot takes only a letter first; "fn_" keeps the rest
+     * readable and the reverse map gives the agent its own name back */
+    if (!letter && *name && tg_dialect_has(r->dialect, TG_DF_NAME_LETTER)) {
+        memcpy(tmp + n, "fn_", 3);
+        n += 3;
+    }
     for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
         if (name_char_ok(r, *p)) {
             tmp[n++] = (char)*p;

@@ -52,6 +52,15 @@ CASES = [
      "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"location\">Paris</parameter>\n</invoke>\n</minimax:tool_call>", [W]),
     ("seed-oss", "ByteDance Seed-OSS: vllm seed_oss_tool_parser.py",
      "<seed:tool_call>\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n</function>\n</seed:tool_call>", [W]),
+    ("pythonic-list", "pythonic calls as vLLM's pythonic_tool_parser.py reads them (Llama 3.2/4), written as text by a server without it",
+     "[get_weather(location=\"Paris\"), search(queries=['a', 'b'], limit=3)]", [W, S]),
+    ("pythonic-after-text", "a pythonic call list on its own line after prose, vllm-project/vllm#22917",
+     "I will call the tools.\n[get_weather(location=\"Paris\"), read_file(path=\"/tmp/a\")]", [W, R],
+     ["I will ", "call th", "e tools", ".", "\n"]),  # the newline waits with the list
+    ("lfm2-pythonic", "LFM2/LFM2.5 (Liquid) tokens around a pythonic list, lmstudio-ai/lmstudio-bug-tracker#1979",
+     "<|tool_call_start|>[read_file(path=\"/tmp/a\")]<|tool_call_end|>", [R]),
+    ("gemma4-call", "Gemma 4's call:NAME(key: value), NousResearch/hermes-agent#7449",
+     "<|tool_call>call:get_weather(location: \"Paris\")<tool_call|><|tool_call>call:search(queries: [\"a\", \"b\"], limit: 3)<tool_call|>", [W, S]),
 ]
 
 
@@ -64,20 +73,23 @@ def compact(a):
     return json.dumps(a, separators=(",", ":"), ensure_ascii=False)
 
 
-for name, note, text, calls in CASES:
+for name, note, text, calls, *prose in CASES:
+    pieces = prose[0] if prose else []  # content as the stream gives it
+    prose = "".join(pieces) or None
     msg_calls = [{"id": "<id>", "type": "function", "function": {"name": n, "arguments": compact(a)}}
                  for n, a in calls]
     sse = [chunk({"role": "assistant", "content": ""})]
     sse += [chunk({"content": text[i:i + 7]}) for i in range(0, len(text), 7)]
     sse += [chunk({}, "stop"), "[DONE]"]
     exp_sse = [chunk({"role": "assistant", "content": ""})]
+    exp_sse += [chunk({"content": x}) for x in pieces]
     exp_sse += [chunk({"tool_calls": [dict(index=i, **c)]}) for i, c in enumerate(msg_calls)]
     exp_sse += [chunk({}, "tool_calls"), "[DONE]"]
     resp = {"id": "r", "object": "chat.completion", "created": 1, "model": "m",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                          "finish_reason": "stop"}]}
     exp = json.loads(json.dumps(resp))
-    exp["choices"][0]["message"] = {"role": "assistant", "content": None, "tool_calls": msg_calls}
+    exp["choices"][0]["message"] = {"role": "assistant", "content": prose, "tool_calls": msg_calls}
     exp["choices"][0]["finish_reason"] = "tool_calls"
     v = {"quirk": "R12", "note": note, "dialect": "vllm", "response": resp, "expected": exp,
          "sse": sse, "expected_sse": exp_sse, "tools": TOOLS, "text_tool_calls": True,

@@ -44,7 +44,7 @@ static const config configs[] = {
     {"anthropic", true}, {"mistral", false},       {"groq", false},     {"fireworks", false},
     {"cerebras", false}, {"cerebras", true},       {"deepseek", false}, {"deepseek", true},
     {"xai", false},      {"together", false},      {"ollama", false},   {"vllm", false},
-    {"vertex", false},
+    {"vertex", false},   {"moonshot", false},
 };
 #define NCONFIGS (sizeof configs / sizeof configs[0])
 
