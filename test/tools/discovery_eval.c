@@ -487,11 +487,22 @@ static const knob knobs[] = {
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 
+/* TG_EVAL_SWEEP="rerank,lex_w": sweep only these knobs (all when unset). */
+static int knob_swept(size_t k)
+{
+    const char *only = getenv("TG_EVAL_SWEEP");
+    size_t l = strlen(knobs[k].name);
+    for (const char *p = only; p && *p; p += strcspn(p, ","), p += *p == ',')
+        if (strncmp(p, knobs[k].name, l) == 0 && (p[l] == ',' || !p[l]))
+            return 1;
+    return !only || !*only;
+}
+
 static size_t grid_count(void)
 {
     size_t c = 0;
     for (size_t k = 0; k < NKNOBS; k++)
-        for (size_t j = 0; knobs[k].v[j] >= 0; j++)
+        for (size_t j = 0; knob_swept(k) && knobs[k].v[j] >= 0; j++)
             c++;
     return c;
 }
@@ -500,7 +511,7 @@ static tg_dindex_params grid_point(size_t i, const tg_dindex_params *base, const
 {
     tg_dindex_params p = *base;
     for (size_t k = 0; k < NKNOBS; k++)
-        for (size_t j = 0; knobs[k].v[j] >= 0; j++)
+        for (size_t j = 0; knob_swept(k) && knobs[k].v[j] >= 0; j++)
             if (i-- == 0) {
                 *(double *)((char *)&p + knobs[k].off) = knobs[k].v[j];
                 *which = &knobs[k];
