@@ -23,9 +23,9 @@
  * end with the right tool called when the scripted model runs the whole
  * protocol (end_to_end), and what successor hints do for two-step tasks
  * (chains_eval; -c: that alone); then (unless -r) the tools
- * bytes sent upstream with and without discovery, and the cost of the
- * discovery stage cold and cached. Exits 1 when a query or catalog cannot
- * be read.
+ * bytes sent upstream with and without discovery, the cost of the
+ * discovery stage cold and cached and of a search alone per size. Exits 1
+ * when a query or catalog cannot be read.
  *
  * With TG_EVAL_EMBED_URL (an OpenAI-compatible base such as
  * http://127.0.0.1:11434/v1), TG_EVAL_EMBED_MODEL and optionally
@@ -399,6 +399,32 @@ static void timing(tg_rules_set *on)
            reps);
     tg_cache_free(cache);
     json_decref(big);
+}
+
+/* The search alone (tg_dindex_search over a built index) at each size,
+ * every query's text once per pass, 5 passes: what a search_tools call
+ * costs once the catalog's index is in the cache. */
+static void search_timing(json_t *queries)
+{
+    static const int sizes[] = { 100, 400, 1000 };
+    printf("\nsearch alone (tg_dindex_search, %zu queries x 5):", json_array_size(queries));
+    for (int si = 0; si < 3; si++) {
+        json_t *big = load_big(sizes[si]);
+        if (!big)
+            return;
+        json_t *idx = tg_dindex_build(json_object_get(big, "tools"));
+        size_t hits[EVAL_DEPTH], n = 0;
+        double t0 = now_ms();
+        for (int pass = 0; pass < 5; pass++)
+            for (size_t q = 0; q < json_array_size(queries); q++, n++)
+                tg_dindex_search(idx, json_string_value(json_object_get(json_array_get(queries, q),
+                                                                        "query")),
+                                 hits, NULL, EVAL_DEPTH);
+        printf(" big-%d %.1f us%s", sizes[si], n ? (now_ms() - t0) * 1000.0 / (double)n : 0.0,
+               si < 2 ? "," : "\n");
+        json_decref(idx);
+        json_decref(big);
+    }
 }
 
 /* big-1000 with a history of `n` results of hidden tools (the agent called
@@ -1014,6 +1040,7 @@ int main(int argc, char **argv)
     bytes_row(400, &on, &off, &bare);
     bytes_row(1000, &on, &off, &bare);
     timing(&on);
+    search_timing(queries);
     hint_timing(&on);
 
 out:
