@@ -109,7 +109,7 @@ EVAL_AGENT_QUERIES ?= 30
 eval: deps
 	@$(MAKE) --no-print-directory $(BUILD)/test/discovery_eval $(BUILD)/toolgate $(BUILD)/mock-upstream
 	@./$(BUILD)/test/discovery_eval -r -e
-	@TG_AGENT_QUERIES=$(EVAL_AGENT_QUERIES) TG_BIN=$(CURDIR)/$(BUILD)/toolgate \
+	@TG_AGENT_QUERIES=$(EVAL_AGENT_QUERIES) TG_AGENT_TIMEOUT=180 TG_BIN=$(CURDIR)/$(BUILD)/toolgate \
 		TG_MOCK=$(CURDIR)/$(BUILD)/mock-upstream sh test/integration/agent_catalog.sh | grep '^#'
 
 # Fuzzing (libFuzzer, clang from Debian): every test/fuzz/fuzz_*.c target
