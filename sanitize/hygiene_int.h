@@ -25,6 +25,8 @@ typedef struct role_keys {
 typedef struct rename_rule {
     const char *from, *to;
 } rename_rule;
+
+/* One dialect's preset (hygiene.c's presets[], MSG_*). */
 typedef struct dialect_row {
     unsigned flags;
     const role_keys *roles;        /* allow-lists for TG_MR_ALLOWLIST */
