@@ -24,9 +24,10 @@
  * ctx->disc_state (per request):
  *   {"d": derivation, "rounds": n, "usage": {...}, "note": "...", "forced": name}
  *
- * Three files: catalog.c builds the derivation, answer.c answers the
- * meta-tools, this file is the request stage (the history rewritten) and
- * the rounds (a response's calls classified, answered, sent up again).
+ * Three files, each calling only the ones before it: catalog.c builds the
+ * derivation (catalog.h), answer.c answers the meta-tools (answer.h), this
+ * file is the request stage (the history rewritten) and the rounds (a
+ * response's calls classified, answered, sent up again).
  */
 #include "discovery/discovery.h"
 
@@ -36,7 +37,8 @@
 
 #include "core/ctx.h"
 #include "core/jsonio.h"
-#include "discovery/discovery_int.h"
+#include "discovery/answer.h"
+#include "discovery/catalog.h"
 #include "discovery/embed.h"
 #include "discovery/hints.h"
 #include "repair/repair.h"

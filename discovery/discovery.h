@@ -7,24 +7,9 @@
 #include <stdbool.h>
 
 #include "core/tg.h"
+#include "discovery/disc_conf.h"
 
 struct tg_ctx;
-
-typedef enum { TG_DISC_OFF = 0, TG_DISC_AUTO, TG_DISC_ON } tg_disc_mode;
-
-typedef struct tg_disc_conf {
-    tg_disc_mode mode;
-    int threshold;        /* auto: collapse above this many tools */
-    char **core;          /* NULL-terminated globs always exposed (owned by conf) */
-    int search_schemas;   /* top results that carry full schemas */
-    int max_rounds;       /* inner rounds answered by toolgate */
-    int list_names;       /* list catalog names in search_tools' description */
-    char *embed_route;    /* discovery_embeddings = ROUTE:MODEL, or NULL (owned by conf;
-                             discovery/embed.h) */
-    char *embed_model;
-    int hints;            /* successor hints beside hidden tools' results (hints.h) */
-} tg_disc_conf;
-
 
 /* Request stage: may replace body["tools"]; records in ctx what it did. */
 int tg_discovery_stage(json_t *body, struct tg_ctx *ctx, tg_error *err);

@@ -37,10 +37,12 @@
  * first appearance, which is stable because a history only grows.
  *
  * Three files: this one holds the rules as data, the top level and the
- * stage; hygiene_message.c cleans one message (its keys, content, tool
- * calls and their ids); hygiene_history.c works on the history as a whole
- * (tool calls paired with their answers, role order, system turns first).
- * hygiene_int.h is the walker they share.
+ * stage; hygiene_message.c cleans one message (its keys, role allow-lists,
+ * content, tool calls and their ids); hygiene_history.c works on the
+ * history as a whole (tool calls paired with their answers, role order,
+ * system turns first) through it. hygiene_walk.h is the walker all three
+ * share. The calls go one way: hygiene.c -> hygiene_history.c ->
+ * hygiene_message.c.
  */
 #include "sanitize/hygiene.h"
 
@@ -52,29 +54,11 @@
 #include "core/ctx.h"
 #include "core/jsonio.h"
 #include "core/rules.h"
-#include "sanitize/hygiene_int.h"
+#include "sanitize/hygiene_history.h"
+#include "sanitize/hygiene_message.h"
+#include "sanitize/hygiene_walk.h"
 
 /* ---- the data ---------------------------------------------------------- */
-
-/* Rule 47: the OpenAI message schema as Groq, Fireworks and Cerebras check
- * it. "function" is the legacy role with the same shape as user. */
-static const char *const oa_plain[] = {"role", "content", "name", NULL};
-static const char *const oa_assistant[] = {"role", "content", "name", "tool_calls", NULL};
-static const char *const oa_tool[] = {"role", "content", "tool_call_id", NULL};
-const role_keys tg_hy_openai_roles[] = {
-    {"system", oa_plain},  {"developer", oa_plain},       {"user", oa_plain},
-    {"function", oa_plain}, {"assistant", oa_assistant}, {"tool", oa_tool},
-    {NULL, NULL},
-};
-
-/* Rule 43: Mistral's pydantic models (extra="forbid"); `name` only on tool. */
-static const char *const mi_plain[] = {"role", "content", NULL};
-static const char *const mi_assistant[] = {"role", "content", "tool_calls", "prefix", NULL};
-static const char *const mi_tool[] = {"role", "content", "tool_call_id", "name", NULL};
-const role_keys tg_hy_mistral_roles[] = {
-    {"system", mi_plain}, {"user", mi_plain}, {"assistant", mi_assistant},
-    {"tool", mi_tool},    {NULL, NULL},
-};
 
 /* Rule 36: what Gemini's OpenAI-compat endpoint maps at the top level: the
  * OpenAI chat set minus storage/Responses parameters (store,
@@ -362,7 +346,7 @@ static void clean_top(walk *w, json_t *body)
         else if ((top || !strcmp(key, "tool_choice")) && (why = top_verdict(w, body, key, val, &ref)))
             drop_param(w, body, key, val, why, ref);
         else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
-            drop_key(w, body, key, val, "null-key", null_rule(w));
+            drop_key(w, body, key, val, "null-key", tg_hy_null_rule(w));
     }
 }
 

@@ -11,7 +11,8 @@
 
 #include "core/ctx.h"
 #include "core/jsonio.h"
-#include "sanitize/hygiene_int.h"
+#include "sanitize/hygiene_history.h"
+#include "sanitize/hygiene_message.h"
 
 /* What Mistral's role order needs between a tool result and a user turn
  * (section 6, Mistral): the shortest assistant turn that says nothing new. */

@@ -14,7 +14,27 @@
 #include "core/hash.h"
 #include "core/jsonfix.h"
 #include "core/jsonio.h"
-#include "sanitize/hygiene_int.h"
+#include "sanitize/hygiene_message.h"
+
+/* Rule 47: the OpenAI message schema as Groq, Fireworks and Cerebras check
+ * it. "function" is the legacy role with the same shape as user. */
+static const char *const oa_plain[] = {"role", "content", "name", NULL};
+static const char *const oa_assistant[] = {"role", "content", "name", "tool_calls", NULL};
+static const char *const oa_tool[] = {"role", "content", "tool_call_id", NULL};
+const role_keys tg_hy_openai_roles[] = {
+    {"system", oa_plain},  {"developer", oa_plain},       {"user", oa_plain},
+    {"function", oa_plain}, {"assistant", oa_assistant}, {"tool", oa_tool},
+    {NULL, NULL},
+};
+
+/* Rule 43: Mistral's pydantic models (extra="forbid"); `name` only on tool. */
+static const char *const mi_plain[] = {"role", "content", NULL};
+static const char *const mi_assistant[] = {"role", "content", "tool_calls", "prefix", NULL};
+static const char *const mi_tool[] = {"role", "content", "tool_call_id", "name", NULL};
+const role_keys tg_hy_mistral_roles[] = {
+    {"system", mi_plain}, {"user", mi_plain}, {"assistant", mi_assistant},
+    {"tool", mi_tool},    {NULL, NULL},
+};
 
 /* Section 4.1: message keys that are an agent's own records, never part of
  * any chat-completions message schema. */
@@ -32,6 +52,12 @@ static const char *const call_extra_keys[] = {
 };
 static const char *const call_keys[] = {"id", "type", "function", NULL};
 static const char *const function_keys[] = {"name", "arguments", NULL};
+
+/* Rule 43 says it for Mistral, rule 48 for Groq and the others. */
+const char *tg_hy_null_rule(const walk *w)
+{
+    return w->row->roles == tg_hy_mistral_roles ? "rule 43" : "rule 48";
+}
 
 /* ---- tool-call ids (rules 39, 42; section 7) ---------------------------- */
 
@@ -199,7 +225,7 @@ static void clean_function(walk *w, json_t *fn)
         else if ((w->f & TG_MR_CALL_SHAPE) && !in_list(function_keys, key))
             drop_key(w, fn, key, val, "call-shape", w->row->msg_rule);
         else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
-            drop_key(w, fn, key, val, "null-key", null_rule(w));
+            drop_key(w, fn, key, val, "null-key", tg_hy_null_rule(w));
     }
 }
 
@@ -222,7 +248,7 @@ static void clean_call(walk *w, json_t *call, bool assistant)
         else if ((w->f & TG_MR_CALL_EXTRAS) && in_list(call_extra_keys, key))
             drop_key(w, call, key, val, "call-field", "section 4.1");
         else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
-            drop_key(w, call, key, val, "null-key", null_rule(w));
+            drop_key(w, call, key, val, "null-key", tg_hy_null_rule(w));
     }
     if ((w->f & TG_MR_FIX_CALLS) && !json_object_get(call, "type"))
         rebuild_key(w, call, "type", json_string("function"), "call-type", "rule 43");
@@ -546,7 +572,7 @@ static const char *message_key_verdict(const walk *w, const char *key, json_t *v
     if ((w->f & TG_MR_DROP_CACHE) && !strcmp(key, "cache_control"))
         return *ref = "section 4.1", "cache-control";
     if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
-        return *ref = null_rule(w), "null-key";
+        return *ref = tg_hy_null_rule(w), "null-key";
     return NULL;
 }
 

@@ -1,11 +1,11 @@
-/* hygiene_int.h -- what the message-hygiene files share among themselves
+/* hygiene_walk.h -- what the message-hygiene files share among themselves
  * (hygiene.c, hygiene_message.c, hygiene_history.c): a dialect's row of
  * rules, the walk (its state and the JSON pointer it keeps for the explain
  * log), and the small steps every rule takes (drop a key, rebuild one,
  * note it). The steps are static inline: the walk takes them for every key
  * of every message. Not for other stages. */
-#ifndef TG_HYGIENE_INT_H
-#define TG_HYGIENE_INT_H
+#ifndef TG_HYGIENE_WALK_H
+#define TG_HYGIENE_WALK_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "core/ctx.h"
-#include "sanitize/hygiene.h"
+#include "sanitize/msg_rules.h"
 
 /* ---- a dialect's row ---------------------------------------------------- */
 
@@ -36,10 +36,6 @@ typedef struct dialect_row {
     const rename_rule *top_rename;
     const char *top_rule;
 } dialect_row;
-
-/* The role allow-lists (hygiene.c), which the rows and the message walk name. */
-extern const role_keys tg_hy_openai_roles[];
-extern const role_keys tg_hy_mistral_roles[];
 
 /* ---- the walker -------------------------------------------------------- */
 
@@ -126,12 +122,6 @@ typedef struct walk {
     jptr ptr;
 } walk;
 
-/* Rule 43 says it for Mistral, rule 48 for Groq and the others. */
-static inline const char *null_rule(const walk *w)
-{
-    return w->row->roles == tg_hy_mistral_roles ? "rule 43" : "rule 48";
-}
-
 static inline bool in_list(const char *const *list, const char *key)
 {
     for (; list && *list; list++)
@@ -146,7 +136,7 @@ static inline bool is_marker(const walk *w, const char *key)
 }
 
 static inline void note(walk *w, const char *pointer, const char *name, const char *ref,
-                 json_t *before, json_t *after)
+                        json_t *before, json_t *after)
 {
     if (!w->ctx->explain)
         return;
@@ -158,7 +148,7 @@ static inline void note(walk *w, const char *pointer, const char *name, const ch
 /* Removes obj[key] (val is its value), recording it. Safe inside
  * json_object_foreach_safe on obj. */
 static inline void drop_key(walk *w, json_t *obj, const char *key, json_t *val,
-                     const char *name, const char *ref)
+                            const char *name, const char *ref)
 {
     size_t mark = jp_key(&w->ptr, key);
     note(w, w->ptr.s, name, ref, val, NULL);
@@ -169,33 +159,12 @@ static inline void drop_key(walk *w, json_t *obj, const char *key, json_t *val,
 
 /* Replaces obj[key] by a new value (stolen), recording before and after. */
 static inline void rebuild_key(walk *w, json_t *obj, const char *key, json_t *now,
-                        const char *name, const char *ref)
+                               const char *name, const char *ref)
 {
     size_t mark = jp_key(&w->ptr, key);
     note(w, w->ptr.s, name, ref, json_object_get(obj, key), now);
     jp_pop(&w->ptr, mark);
     json_object_set_new(obj, key, now);
 }
-
-typedef enum role {
-    R_NONE, R_OTHER, R_SYSTEM, R_DEVELOPER, R_USER, R_ASSISTANT, R_TOOL
-} role;
-
-/* ---- hygiene_message.c -------------------------------------------------- */
-
-/* A message's role. */
-role tg_hy_role_of(json_t *msg);
-/* Cleans one message in place; false when it is to be dropped. */
-bool tg_hy_clean_message(walk *w, json_t *msg);
-/* Gemini 3 and later check thought signatures (R19). */
-bool tg_hy_model_checks_signatures(const char *model);
-
-/* ---- hygiene_history.c -------------------------------------------------- */
-
-/* Rule 6: every tool call answered, every answer to an open call. */
-void tg_hy_pair_tool_calls(walk *w, json_t *body);
-/* Each message cleaned, the role order kept; messages[] rebuilt only when a
- * message goes or comes. */
-void tg_hy_walk_messages(walk *w, json_t *body);
 
 #endif

@@ -1,20 +1,16 @@
-/* discovery_int.h -- what discovery's three files share among themselves:
- * catalog.c builds "the derivation" (the immutable json object of
- * discovery.c's design comment: catalog, names, lookup, meta-tools, index),
- * answer.c answers the meta-tool calls against it, discovery.c runs the
- * request stage and the inner rounds. The accessors below read a
- * derivation; nothing here is for other stages. */
-#ifndef TG_DISCOVERY_INT_H
-#define TG_DISCOVERY_INT_H
+/* catalog.h -- discovery's derivation (catalog.c), for the discovery files
+ * above it (answer.c, discovery.c); not for other stages. The derivation
+ * is the immutable json object of discovery.c's design comment: catalog,
+ * names, lookup, loose forms, meta-tools, index. The accessors below read
+ * one. */
+#ifndef TG_DISC_CATALOG_H
+#define TG_DISC_CATALOG_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "core/ctx.h"
-#include "discovery/discovery.h"
-
-#define QUERIES_MAX 8    /* alternative phrasings merged in one search */
 
 /* ---- reading a derivation ------------------------------------------- */
 
@@ -63,7 +59,7 @@ static inline enum call_kind tg_dd_kind_of(json_t *d, const char *name)
     return tg_dd_lookup(d, name) >= 0 ? K_REAL : K_UNKNOWN;
 }
 
-/* ---- catalog.c: the derivation -------------------------------------- */
+/* ---- built here -------------------------------------------------------- */
 
 /* Expand @S, @G, @C in a text to this request's meta-tool names. Into buf. */
 const char *tg_dd_say(json_t *meta, const char *text, char *buf, size_t len);
@@ -71,21 +67,5 @@ const char *tg_dd_say(json_t *meta, const char *text, char *buf, size_t len);
 const char *tg_dd_loose_form(const char *name, char *buf, size_t len);
 /* The derivation for this request (new reference): cached or built. */
 json_t *tg_dd_derivation_for(tg_ctx *ctx, json_t *tools, json_t *originals);
-
-/* ---- answer.c: the meta-tools' answers ------------------------------ */
-
-/* search_tools' phrasings in args, QUERIES_MAX at most, into q. */
-size_t tg_dd_collect_queries(json_t *args, const char **q);
-/* The answer to search_tools' arguments (new reference). */
-json_t *tg_dd_search_answer(const tg_ctx *ctx, json_t *d, json_t *args);
-/* A call's arguments as an object (new reference), or NULL. */
-json_t *tg_dd_parse_args(json_t *call);
-/* A deterministic 9-character id from a seed. */
-json_t *tg_dd_make_id(const char *seed, size_t n);
-/* call_tool(name, arguments) as an ordinary call of that tool, or NULL
- * with *err (new reference) when it cannot be. */
-json_t *tg_dd_convert_call_tool(tg_ctx *ctx, json_t *d, json_t *call, json_t **err);
-/* The answer to one meta (or unknown) call (new reference). */
-json_t *tg_dd_answer_call(tg_ctx *ctx, json_t *d, json_t *call, enum call_kind k);
 
 #endif
