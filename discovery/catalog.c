@@ -37,7 +37,6 @@ static const char *str_or(json_t *v, const char *dflt)
     return s ? s : dflt;
 }
 
-
 /* Expand @S, @G, @C in a text to this request's meta-tool names (they take
  * a prefix when the agent has tools of those names). Into buf. */
 const char *tg_dd_say(json_t *meta, const char *text, char *buf, size_t len)
@@ -61,7 +60,6 @@ const char *tg_dd_say(json_t *meta, const char *text, char *buf, size_t len)
     buf[o] = '\0';
     return buf;
 }
-
 
 /* A name's loose form: lower case, words split at any other character and
  * at camelCase humps, joined by one '_' ("Asana-Get-My-Tasks",
@@ -89,7 +87,6 @@ const char *tg_dd_loose_form(const char *name, char *buf, size_t len)
     buf[o] = '\0';
     return buf;
 }
-
 
 /* ---- deciding, and naming ------------------------------------------- */
 

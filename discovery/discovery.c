@@ -51,7 +51,6 @@ static json_t *state_d_peek(const tg_ctx *ctx)
     return json_object_get(ctx->disc_state, "d");
 }
 
-
 static int is_exposed(const tg_ctx *ctx, json_t *d, const char *upstream)
 {
     const char *forced = json_string_value(json_object_get(ctx->disc_state, "forced"));

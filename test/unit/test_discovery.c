@@ -18,7 +18,6 @@
 static const tg_dialect dialects[] = { TG_D_OPENAI, TG_D_OPENAI_STRICT, TG_D_GEMINI, TG_D_VERTEX,
                                        TG_D_ANTHROPIC, TG_D_MISTRAL, TG_D_GROQ };
 
-
 static void conversation(tg_dialect d)
 {
     tg_rules_set rules;
@@ -254,7 +253,6 @@ static void test_unknown_tool(void **state)
     tg_ctx_clear(&ctx);
 }
 
-
 /* The answer (parsed) to one meta call answered in a round. */
 static json_t *meta_answer(tg_ctx *ctx, json_t *call)
 {
@@ -454,7 +452,6 @@ static void test_history_signature(void **state)
         tg_ctx_clear(&ctx);
     }
 }
-
 
 /* A model that calls a hidden tool by its real name, and one that mixes
  * meta calls with a real call in one turn. */
