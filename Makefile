@@ -1,8 +1,8 @@
 # toolgate -- top-level build. `make` builds build/toolgate; `make run` and
 # `make test` first install whatever Debian packages are missing (.ci/deps.sh).
 #
-# Every .c under core/, sanitize/, discovery/, repair/, bridge/, conf/ and
-# proxy/ (but proxy/main.c)
+# Every .c under core/, sanitize/, discovery/, repair/, bridge/, pipeline/,
+# conf/ and proxy/ (but proxy/main.c)
 # goes into build/libtoolgate.a, which the binary, the unit tests and the
 # fuzzers link, so a new source file needs no Makefile change.
 
@@ -21,7 +21,7 @@ TG_CFLAGS = -std=c11 -D_GNU_SOURCE -I. -Wall -Wextra -Werror -Wshadow -Wno-unuse
 LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lssl -lcrypto -lpoppler-glib -lgobject-2.0 -lglib-2.0) -lstemmer -lpthread -lm
 LDFLAGS  += $(SAN)
 
-SRCDIRS  := core sanitize discovery repair bridge conf proxy
+SRCDIRS  := core sanitize discovery repair bridge pipeline conf proxy
 LIB_SRC  := $(filter-out proxy/main.c,$(wildcard $(SRCDIRS:%=%/*.c)))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 HDRS     := $(wildcard $(SRCDIRS:%=%/*.h))
@@ -58,7 +58,10 @@ $(BUILD)/test/%: test/tools/%.c $(BUILD)/libtoolgate.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
 
-$(BUILD)/mock-upstream: test/mock/mock_upstream.c test/mock/mock_strict.c test/mock/hash_embed.h $(BUILD)/libtoolgate.a
+# one translation unit: mock_upstream.c includes mock_answers.c, mock_script.c
+# and (through mock_answers.c) mock_strict.c
+$(BUILD)/mock-upstream: test/mock/mock_upstream.c test/mock/mock_answers.c test/mock/mock_script.c \
+                        test/mock/mock_strict.c test/mock/hash_embed.h $(BUILD)/libtoolgate.a
 	$(CC) $(TG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtoolgate.a $(LDLIBS)
 
 unit: $(UNIT_BIN) $(TOOL_BIN)

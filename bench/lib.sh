@@ -61,6 +61,12 @@ prefix = /tcs
 upstream = http://127.0.0.1:$SP/tcs/v1
 dialect = openai
 
+[route gtcs]
+models = gtcs-bench-*
+prefix = /gtcs
+upstream = http://127.0.0.1:$SP/gtcs/v1
+dialect = gemini
+
 [route json]
 models = *
 upstream = http://127.0.0.1:$SP/v1
@@ -70,7 +76,8 @@ ROUTES
 
 static_nginx_conf() { # WORKERS: the JSON and tool-call upstream's nginx.conf
     # ($TMP/static, port $SP): $ANSWER at /, the captured tool-call stream
-    # $TMP/static/tcs.sse at /tcs/ (a POST to a static file is a 405 in
+    # $TMP/static/tcs.sse at /tcs/ and /gtcs/ (the toolcall-gemini row's
+    # path: the same stream through a dialect = gemini route; a POST to a static file is a 405 in
     # nginx: error_page turns it into the file)
     cat <<EOF
 daemon off;
@@ -88,6 +95,7 @@ http {
         listen 127.0.0.1:$SP reuseport;
         location / { return 200 '$ANSWER'; }
         location /tcs/ { error_page 405 =200 /tcs.sse; return 405; }
+        location /gtcs/ { error_page 405 =200 /tcs.sse; return 405; }
         location = /tcs.sse { internal; default_type text/event-stream; root $TMP/static; }
     }
 }

@@ -126,6 +126,23 @@ void tg_bridge_tool_media(json_t *media, const char *call_id, json_t *part, tg_b
     tg_buf_puts(text, image ? "(image: see the next user message)" : "(file: see the next user message)");
 }
 
+size_t tg_bridge_strip_keys(json_t *o, const char *prefix, size_t plen)
+{
+    size_t n = 0;
+    const char *k;
+    json_t *val;
+    void *tmp;
+    if (!json_is_object(o))
+        return 0;
+    json_object_foreach_safe(o, tmp, k, val) {
+        if (!strncmp(k, prefix, plen)) {
+            json_object_del(o, k);
+            n++;
+        }
+    }
+    return n;
+}
+
 void tg_bridge_emit(tg_buf *out, json_t *ev)
 {
     tg_buf_puts(out, "event: ");
@@ -188,7 +205,11 @@ static bool read_choice(tg_chat_reader *rd, const tg_chat_events *ev, void *b,
     size_t j;
     const json_t *tc;
     json_array_foreach(json_object_get(delta, "tool_calls"), j, tc) {
-        if (!ev->call(b, tc, j, out))
+        char key[32];  /* its index, or its place in the delta without one */
+        const json_t *ix = json_object_get(tc, "index");
+        snprintf(key, sizeof key, "%lld",
+                 (long long)(json_is_integer(ix) ? json_integer_value(ix) : (json_int_t)j));
+        if (!ev->call(b, tc, key, out))
             return false;
     }
     const char *f = json_string_value(json_object_get(choice, "finish_reason"));

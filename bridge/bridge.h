@@ -1,8 +1,9 @@
-/* bridge.h -- what the agent-API bridges share (responses_api.c for
- * OpenAI's Responses API, messages_api.c for Anthropic's Messages API):
- * reading the repaired chat stream they are fed, writing their own event
- * stream, and the few JSON helpers of both directions. Ownership follows
- * core/tg.h. */
+/* bridge.h -- what the agent-API bridges share (responses_api.h for
+ * OpenAI's Responses API, messages_api.h for Anthropic's Messages API,
+ * gemini_api.h for Google's Gemini API; each a request side and an answer
+ * side, <api>_request.c and <api>_answer.c): reading the repaired chat
+ * stream they are fed, writing their own event stream, and the few JSON
+ * helpers of both directions. Ownership follows core/tg.h. */
 #ifndef TG_BRIDGE_H
 #define TG_BRIDGE_H
 
@@ -23,6 +24,8 @@ typedef struct tg_bridge_opts {
     bool file_parts;      /* chat `file` content parts holding a PDF (OpenAI) */
     bool cache_control;   /* cache_control on content parts and tools (Anthropic) */
     bool discovery;       /* the route collapses tools behind search_tools */
+    int discovery_above;  /* with discovery = auto: only above this many tools
+                             (0: always, discovery = on) */
     /* the worker's cache (core/cache.h; borrowed, may be NULL): a PDF in
      * a conversation's history is read once, not every turn */
     struct tg_cache *cache;
@@ -60,6 +63,12 @@ const char *tg_bridge_reasoning(const json_t *msg);
 void tg_bridge_tool_media(json_t *media, const char *call_id, json_t *part, tg_buf *text,
                           size_t *n_text);
 
+/* Takes the keys of object o that start with prefix (plen bytes, not 0):
+ * the agent's private markers, for a route that passes the API through
+ * (tg_responses_strip_markers, tg_messages_strip_markers). How many went;
+ * 0 when o is no object. */
+size_t tg_bridge_strip_keys(json_t *o, const char *prefix, size_t plen);
+
 /* Writes the event (stolen), an object whose "type" names it, as
  * "event: TYPE\ndata: JSON\n\n", the framing both APIs' streams use. */
 void tg_bridge_emit(tg_buf *out, json_t *ev);
@@ -68,14 +77,16 @@ void tg_bridge_emit(tg_buf *out, json_t *ev);
  * the bridge's callbacks (b is the bridge, out its event stream): start
  * first (chunk NULL when none came), then choice 0's deltas in order, then
  * finish at [DONE] or fail at an error event. Nothing follows those. call
+ * is one tool_calls entry of a delta, with its key: its index as text, or
+ * its place in the delta when a provider streams calls without one; it
  * returns false when the bridge itself had to end the stream (a call it
- * cannot send whole); it then wrote its own error. */
+ * cannot send whole), after writing its own error. */
 typedef struct tg_chat_events {
     void (*start)(void *b, const json_t *chunk, tg_buf *out);
     void (*reasoning)(void *b, const char *text, tg_buf *out);
     void (*text)(void *b, const char *text, const json_t *logprobs, tg_buf *out);
     void (*refusal)(void *b, const char *text, tg_buf *out);
-    bool (*call)(void *b, const json_t *call, size_t pos, tg_buf *out);
+    bool (*call)(void *b, const json_t *call, const char *key, tg_buf *out);
     void (*finish)(void *b, tg_buf *out);
     void (*fail)(void *b, const json_t *error, tg_buf *out);
 } tg_chat_events;

@@ -1,7 +1,9 @@
-/* messages_api_int.h -- what the two files of the Messages bridge share:
- * messages_api.c (the request's frame, tools, the answer and its stream)
- * and messages_content.c (content blocks: a user message, a tool_result,
- * documents, search results). Private to the bridge. */
+/* messages_api_int.h -- what the files of the Messages bridge share:
+ * messages_request.c (the request's frame and tools, which makes the
+ * bridge), messages_content.c (content blocks: a user message, a
+ * tool_result, documents, search results) and messages_answer.c (the
+ * answer and its stream; messages_count.c estimates a request's tokens).
+ * Private to the bridge. */
 #ifndef TG_MESSAGES_API_INT_H
 #define TG_MESSAGES_API_INT_H
 
@@ -11,6 +13,25 @@
 #include "core/buf.h"
 #include "core/tg.h"
 
+/* The kind of the stream's open content block. */
+enum { BLK_NONE, BLK_TEXT, BLK_THINKING, BLK_TOOL };
+
+/* The bridge: what the request side leaves for the answer (the model, the
+ * stop sequences, what was dropped or translated) and the stream's state. */
+struct tg_msg_bridge {
+    json_t *model;         /* the request's model, when the answer names none */
+    json_t *stops;         /* the request's stop_sequences, or NULL */
+    /* stream state */
+    tg_chat_reader rd;     /* the chat stream read so far (bridge.h) */
+    int n_blocks;          /* blocks opened so far: the next one's index */
+    int open;              /* BLK_* of the open block */
+    json_t *call_key;      /* chat tool_calls index (as text) of the open tool block */
+    tg_buf args;           /* its arguments so far, sent when the block closes */
+    json_t *calls_done;    /* {index: true} of tool blocks closed */
+    json_t *dropped;       /* {kind: [name]} left out upward (bridge.h) */
+    json_t *translated;    /* {kind: [name]} given upward in another form */
+};
+
 /* What the request conversion reads and records besides the body. */
 typedef struct conv {
     const tg_bridge_opts *o;
@@ -18,6 +39,7 @@ typedef struct conv {
     json_t *translated;    /* {kind: [name]} given in another form (X-Toolgate-Translated) */
     json_t *loaded;        /* {name: true}: deferred tools a tool_reference loaded */
     json_t *added;         /* [tool]: definitions tool_addition blocks added */
+    const json_t *tools;   /* the request's tools (borrowed), or NULL */
 } conv;
 
 bool tg_msg_is_type(const json_t *block, const char *type);
@@ -45,6 +67,17 @@ bool tg_msg_tool_addition(const json_t *blk, conv *cv);
 /* A user message's blocks as chat messages appended to messages: its
  * tool_results as tool messages, then one user message with the rest
  * (what a tool returned that a tool message cannot hold, first). */
+/* The tool of tools (an array of Messages tools) called name, or NULL. */
+const json_t *tg_msg_tool_named(const json_t *tools, const char *name);
+/* The tool names text lists as deferred (Claude Code's "The following
+ * deferred tools are ...:" lists), set in names ({name: true}). */
+void tg_msg_deferred_names(const char *text, size_t len, json_t *names);
+/* On a discovery route, a catalog stub appended to tools (the chat
+ * request's, converted) for each tool the request's system or user text
+ * names as deferred and no tool of tools is; with discovery = auto only
+ * when all of them are more than its threshold (else nothing would hide
+ * the stubs from the model). */
+void tg_msg_deferred_stubs(const json_t *body, json_t *tools, conv *cv);
 int tg_msg_user_message(const json_t *content, const char *path, json_t *messages, conv *cv,
                         tg_error *err);
 

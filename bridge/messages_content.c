@@ -10,7 +10,9 @@
  * URL (the provider fetches no documents), a search_result as its text
  * with its source, a compaction as its summary, a browser_state as its
  * tabs, tool_reference blocks as a line naming the tools they loaded
- * (their definitions join the request's tools: messages_api.c). Dropped
+ * (their definitions join the request's tools: messages_request.c; on a
+ * discovery route, where they join the catalog, the line is followed by
+ * their definitions). Dropped
  * (X-Toolgate-Dropped): what only Anthropic can read or run (files by
  * file_id, server tools' blocks, containers, tool changes) and thinking in
  * a user turn. A chat tool message holds text only, so what a
@@ -477,9 +479,38 @@ static int result_block(result_acc *a, const json_t *b, const char *param, const
     return 0;
 }
 
+/* On a discovery route the loaded tools stay in the catalog, out of the
+ * model's sight: their definitions follow the line, one <function> line
+ * each inside <functions>, the form Claude Code's ToolSearch promises
+ * ("the same encoding as the tool list"), so the model can call_tool one
+ * with the right arguments. */
+static void loaded_definitions(tg_buf *t, const json_t *refs, conv *cv)
+{
+    size_t i, n = 0;
+    const json_t *r;
+    json_array_foreach(refs, i, r) {
+        const char *name = json_string_value(json_object_get(r, "tool_name"));
+        const json_t *def = tg_msg_tool_named(cv->tools, name);
+        if (!def)
+            continue;
+        const json_t *schema = json_object_get(def, "input_schema");
+        json_t *f = json_pack("{s:O?, s:O?, s:O?}", "description", json_object_get(def, "description"),
+                              "name", json_object_get(def, "name"), "parameters", schema);
+        char *text = tg_json_dumps(f);
+        tg_buf_puts(t, n++ ? "\n<function>" : "\n<functions>\n<function>");
+        tg_buf_puts(t, text ? text : "{}");
+        tg_buf_puts(t, "</function>");
+        free(text);
+        json_decref(f);
+    }
+    if (n)
+        tg_buf_puts(t, "\n</functions>");
+}
+
 /* The tools a tool_result's tool_reference blocks loaded, said in its text
  * as Anthropic's tool search makes them available: the tools join the
- * request's tools (messages_api.c reads cv->loaded). */
+ * request's tools (messages_request.c reads cv->loaded), or on a discovery
+ * route the catalog, with their definitions in the text. */
 static void acc_references(result_acc *a, conv *cv)
 {
     if (!json_array_size(a->refs))
@@ -493,6 +524,8 @@ static void acc_references(result_acc *a, conv *cv)
         tg_buf_puts(&t, i ? ", " : " ");
         tg_buf_puts(&t, json_string_value(json_object_get(r, "tool_name")));
     }
+    if (cv->o->discovery && cv->tools)
+        loaded_definitions(&t, a->refs, cv);
     acc_text(a, t.data);
     tg_buf_free(&t);
     tg_bridge_drop(cv->translated, "content", "tool_reference");

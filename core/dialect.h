@@ -4,7 +4,7 @@
  * name, its features (TG_DF_* below, what code outside the preset tables
  * asks of a dialect), and the name of its preset in each stage's rule
  * table: the schema rules (sanitize/schema.c, SCHEMA_*), the message rules
- * (sanitize/hygiene.c, MSG_*) and the response rules (repair/repair.c,
+ * (sanitize/hygiene.c, MSG_*) and the response rules (repair/repair_rules.c,
  * REPAIR_*). Each stage defines its presets as macros and builds its table
  * from these rows, so a row that names a preset a stage lacks does not
  * compile, and a new provider that behaves like a known one is one line

@@ -9,7 +9,7 @@
  *               provider sees and sends back: the upstream ids of hygiene
  *               (sanitize/hygiene.c), the synthesized call ids of repair
  *               (repair/repair.c), the Messages bridge's stand-in for a
- *               long metadata.user_id (bridge/messages_api.c, from its own
+ *               long metadata.user_id (bridge/messages_request.c, from its own
  *               start value). Plain FNV-1a 64, byte at a time: its
  *               outputs are fixed forever (the test vectors pin them).
  */

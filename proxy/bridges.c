@@ -159,6 +159,8 @@ static tg_bridge_opts bridge_opts(tg_req *r, const tg_route *route)
         .file_parts = route && (d == TG_D_OPENAI || d == TG_D_OPENAI_STRICT),
         .cache_control = route && d == TG_D_ANTHROPIC,
         .discovery = route && route->rules.disc.mode != TG_DISC_OFF,
+        .discovery_above = route && route->rules.disc.mode == TG_DISC_AUTO
+                               ? route->rules.disc.threshold : 0,
         .cache = r->w->cache,
     };
     return o;

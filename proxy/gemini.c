@@ -1,7 +1,7 @@
 /* gemini.c -- Gemini's side endpoints (see gemini.h).
  *
  * generateContent and streamGenerateContent go the way of every bridged
- * API (proxy/prepare.c, bridge/gemini_api.c). What is left is answered
+ * API (proxy/prepare.c, bridge/gemini_api.h). What is left is answered
  * here: on a route that passes Gemini's API (`gemini = pass`) each goes
  * to Gemini as it came; on a route that bridges it, GET models lists the
  * models the conf names (a models glob without wildcards, upstream_model)

@@ -27,7 +27,7 @@
 #include "proxy/sse.h"
 #include "discovery/embed.h"
 #include "proxy/worker.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 
 #define STREAM_HIGH_WATER (1u << 20)  /* pause upstream past this much unsent */
 #define STREAM_LOW_WATER (256u << 10)

@@ -139,7 +139,7 @@ static const char put_script[] =
     "return total\n";
 
 /* A batch of a previous_response_id chain: from ARGV[2], each record's
- * previous_response_id (bridge/responses_api.c's record) names the next,
+ * previous_response_id (bridge/responses_answer.c's record) names the next,
  * for at most ARGV[3] records or past ARGV[4] bytes. Returns {next or
  * nil, id1, record1, id2, record2...}: next is where the walk stopped
  * with more to read; nil when the chain ended (or an id is not held, which

@@ -133,6 +133,11 @@ static SSL_CTX *ctx_make(const tg_tls_id *id, char *why, size_t whylen)
     /* an upstream that closes without close_notify ends an until-close
      * answer as libcurl reads it, not as a read error */
     SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION);
+    /* read what the socket has in one call, not a record's 5-byte header
+     * and then its body: one read a small answer instead of two. Bytes read
+     * ahead are pending in OpenSSL (SSL_has_pending), which upconn.c asks
+     * before it waits on the socket again. */
+    SSL_CTX_set_read_ahead(ctx, 1);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx, on_new_session);
     static const unsigned char alpn[] = "\x08http/1.1";

@@ -4,11 +4,11 @@
  * {"input": text}; a model's call of one comes back here, already repaired
  * as a function call (tg_rr_fix_calls, its last step), and leaves as the
  * custom call the agent declared: {"id","type":"custom","custom":{"name",
- * "input"}}. Streams hold such a call whole (tool_is_live refuses it), so
- * one delta carries it, as OpenAI's own custom calls come. A model that
- * wrote the text itself rather than {"input": ...} meant the text.
+ * "input"}}. Streams hold such a call whole (tg_rs_tool_is_live refuses
+ * it), so one delta carries it, as OpenAI's own custom calls come. A model
+ * that wrote the text itself rather than {"input": ...} meant the text.
  */
-#include "repair/repair_int.h"
+#include "repair/custom_calls.h"
 
 #include "core/jsonio.h"
 

@@ -1,6 +1,6 @@
 /* json_prefix.c -- is this text, so far, the start of one strict JSON
  * object? An incremental check, fed the argument fragments of a streamed
- * tool call as they come, so that repair_stream.c can relay them at once
+ * tool call as they come, so that stream_live.c can relay them at once
  * and stop relaying at the first byte a repair would have to change
  * (single quotes, a trailing comma, Python literals, text after the object).
  *
@@ -9,7 +9,7 @@
  * once. Literals (true, false, null, numbers) are checked as whole tokens
  * when they end; a token cut by the end of the text is not judged.
  */
-#include "repair/repair_int.h"
+#include "repair/json_prefix.h"
 
 #include <string.h>
 

@@ -1,6 +1,9 @@
 /* repair.c -- response repair for whole answers, and the pieces the stream
- * side (repair_stream.c) shares: the rule table, tool-call normalization,
- * finish_reason, content normalization.
+ * side (repair_stream.c) shares (repair_int.h): tool-call normalization,
+ * ids, finish_reason, content normalization. It stands on the files below
+ * it, which never call back: the rule table (repair_rules.c), the record of
+ * a repair (repair_base.c), the schema rules (repair_schema.c), the text
+ * parsers (repair_text.c) and custom calls (custom_calls.c).
  *
  * Order of work on one message (docs/dialects.md section 5):
  *   1. every tool call: split {...}{...} arguments (R4/R20), type (R1), the
@@ -24,9 +27,15 @@
  */
 #include "core/alloc.h"
 #include "core/hash.h"
+#include "core/jsonfix.h"
 #include "core/jsonio.h"
-#include "core/rules.h"
+#include "repair/custom_calls.h"
+#include "repair/repair.h"
+#include "repair/repair_base.h"
 #include "repair/repair_int.h"
+#include "repair/repair_schema.h"
+#include "repair/repair_text.h"
+#include "sanitize/schema.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -34,138 +43,7 @@
 #include <string.h>
 #include <time.h>
 
-/* --- rules: one row per dialect ------------------------------------------ */
-
-#define RR_ALL                                                                             \
-    (TG_RR_TYPE | TG_RR_IDS | TG_RR_FINISH | TG_RR_ARGS | TG_RR_DECODE | TG_RR_SPLIT |     \
-     TG_RR_JSON_FIX | TG_RR_CONTENT | TG_RR_ROLE | TG_RR_TOOL_USE_FAILED |                 \
-     TG_RR_FORBIDDEN_KEYS)
-/* passthrough still guarantees rules 8-10 (well-formed calls, finish, dense
- * indexes) but does not second-guess argument contents or content. */
-#define RR_GUARANTEE (TG_RR_TYPE | TG_RR_IDS | TG_RR_FINISH | TG_RR_ARGS)
-/* Streamed arguments are relayed as they come where the provider writes
- * well-formed argument JSON in order (OpenAI, and whatever passthrough
- * fronts); elsewhere R4/R13/R20 and broken JSON are common enough that a
- * call is held until it is whole (repair.stream_args turns it on). */
-#define RR_STREAM TG_RR_STREAM_ARGS
-
-/* The presets the rows of core/dialect.h name. */
-#define REPAIR_ALL RR_ALL
-#define REPAIR_RELAYED (RR_ALL | RR_STREAM)
-#define REPAIR_MISTRAL (RR_ALL | TG_RR_CONTENT_LIST)
-#define REPAIR_GUARANTEE (RR_GUARANTEE | RR_STREAM)
-
-#define ROW(id, name, features, schema, msg, repair) [id] = repair,
-static const unsigned preset_flags[TG_D_COUNT] = {TG_DIALECTS(ROW)};
-#undef ROW
-
-/* text_tool_calls (R12) is a switch of its own (tg_repair_rules), not a
- * flag; a row whose bits are 0 names a rule that is always on. */
-#define RR_TEXT_CALLS (1u << 31)
-
-static const tg_rule_name rule_names[] = {
-    {"type", TG_RR_TYPE},         {"R1", TG_RR_TYPE},
-    /* 0: always on (stream correlation and dense indexes, rule 10) */
-    {"index", 0}, {"R2", 0}, {"R3", 0}, {"R5", 0}, {"R6", 0}, {"R7", 0}, {"R16", 0},
-    {"R17", 0}, {"R18", 0}, {"R21", 0}, {"R22", 0}, {"R26", 0},
-    {"ids", TG_RR_IDS},           {"R8", TG_RR_IDS},            {"R9", TG_RR_IDS},
-    {"finish", TG_RR_FINISH},     {"R10", TG_RR_FINISH},        {"R11", TG_RR_FINISH},
-    {"args", TG_RR_ARGS},         {"R13", TG_RR_ARGS},          {"R14", TG_RR_ARGS},
-    {"decode_strings", TG_RR_DECODE}, {"R15", TG_RR_DECODE},
-    {"split", TG_RR_SPLIT},       {"R4", TG_RR_SPLIT},          {"R20", TG_RR_SPLIT},
-    {"json_fix", TG_RR_JSON_FIX},
-    {"content", TG_RR_CONTENT},   {"R23", TG_RR_CONTENT},       {"R24", TG_RR_CONTENT},
-    {"content_list", TG_RR_CONTENT_LIST},
-    {"role", TG_RR_ROLE},         {"R25", TG_RR_ROLE},
-    {"tool_use_failed", TG_RR_TOOL_USE_FAILED}, {"R27", TG_RR_TOOL_USE_FAILED},
-    {"forbidden_keys", TG_RR_FORBIDDEN_KEYS}, {"R29", TG_RR_FORBIDDEN_KEYS},
-    {"stream_args", TG_RR_STREAM_ARGS},
-    {"text_tool_calls", RR_TEXT_CALLS}, {"R12", RR_TEXT_CALLS},
-};
-static const tg_rule_section section = {"repair", rule_names,
-                                        sizeof rule_names / sizeof *rule_names, NULL};
-
-void tg_repair_rules_preset(tg_dialect d, tg_repair_rules *out)
-{
-    memset(out, 0, sizeof *out);
-    out->dialect = d;
-    out->flags = (unsigned)d < TG_D_COUNT ? preset_flags[d] : RR_ALL;
-}
-
-int tg_repair_rules_set(tg_repair_rules *r, const char *key, const char *value,
-                        char *msg, size_t msglen)
-{
-    const tg_rule_name *row = tg_rule_peek(&section, key, msg, msglen);
-    if (!row)
-        return -1;
-    int on = tg_rule_switch(&section, key, value, msg, msglen);
-    if (on < 0)
-        return -1;
-    if (row->bits == RR_TEXT_CALLS) {
-        r->text_tool_calls = on;
-        return 0;
-    }
-    if (!row->bits && !on) {
-        snprintf(msg, msglen, "repair.%s cannot be turned off (the agent always gets "
-                 "well-formed calls with dense indexes)", key);
-        return -1;
-    }
-    if (on)
-        r->flags |= row->bits;
-    else
-        r->flags &= ~row->bits;
-    return 0;
-}
-
-/* --- small shared helpers ------------------------------------------------- */
-
-static void note(tg_ctx *ctx, tg_quirk q, const char *rule, const char *where, json_t *before,
-                 json_t *after)
-{
-    ctx->stats.repairs++;
-    ctx->stats.quirks[q]++;
-    tg_explain_add(ctx->explain, "repair", where, NULL, rule, before, after);
-}
-
-void tg_rr_note(tg_ctx *ctx, tg_quirk q, const char *where, json_t *before, json_t *after)
-{
-    const char *rule = tg_quirk_name(q);
-    note(ctx, rule ? q : TG_Q_OTHER, rule ? rule : "other", where, before, after);
-}
-
-void tg_rr_note_other(tg_ctx *ctx, const char *rule, const char *where, json_t *before,
-                      json_t *after)
-{
-    note(ctx, TG_Q_OTHER, rule, where, before, after);
-}
-
-void tg_rr_fail(tg_ctx *ctx, const char *rule, const char *where, json_t *before)
-{
-    ctx->stats.repair_failures++;
-    tg_explain_add(ctx->explain, "repair", where, NULL, rule, before, NULL);
-}
-
-const json_t *tg_rr_tool_peek(const tg_ctx *ctx, const char *agent_name)
-{
-    return tg_tool_peek(ctx->tools, agent_name);
-}
-
-bool tg_rr_declared(const tg_ctx *ctx, const char *upstream_name)
-{
-    if (!upstream_name || !*upstream_name)
-        return false;
-    return tg_rr_tool_peek(ctx, tg_schema_agent_name(ctx, upstream_name)) != NULL;
-}
-
-bool tg_rr_text_calls_on(const tg_ctx *ctx)
-{
-    if (!ctx->repair || !ctx->repair->text_tool_calls)
-        return false;
-    if (!json_is_array(ctx->tools) || json_array_size(ctx->tools) == 0)
-        return false;
-    const char *tc = json_string_value(json_object_get(ctx->request, "tool_choice"));
-    return !(tc && !strcmp(tc, "none"));
-}
+/* --- synthesized ids ------------------------------------------------------ */
 
 static uint64_t mix(uint64_t x)
 {
@@ -777,6 +655,11 @@ int tg_repair_response(json_t *resp, tg_ctx *ctx)
                                                                   : (long)i));
     }
     return 0;
+}
+
+int tg_repair_decode_args(tg_ctx *ctx, const json_t *params, json_t *args)
+{
+    return tg_rr_decode_schema(ctx, params, args);
 }
 
 /* --- whole answers that need nothing -------------------------------------- */

@@ -14,7 +14,9 @@
  */
 #include "core/cache.h"
 #include "core/jsonio.h"
-#include "repair/repair_int.h"
+#include "repair/repair_base.h"
+#include "repair/repair_schema.h"
+#include "sanitize/schema.h"
 
 #include <string.h>
 
@@ -23,7 +25,7 @@
 
 /* The keys of a schema node that the walks read, found in one pass over
  * its keys: a node has a handful, and a lookup of each of eight was most
- * of what each stream's first call of a tool cost (tool_is_live). */
+ * of what each stream's first call of a tool cost (tg_rs_tool_is_live). */
 enum { S_REF, S_ALL, S_TYPE, S_PROPS, S_AP, S_ITEMS, S_ANY, S_ONE, S_NKEYS };
 typedef struct snode {
     const json_t *k[S_NKEYS];  /* NULL where absent */
@@ -225,7 +227,7 @@ int tg_rr_decode_values(tg_ctx *ctx, const char *agent_name, json_t *args)
     return root ? decode_nested(ctx, root, args, root, 0) : 0;
 }
 
-int tg_repair_decode_args(tg_ctx *ctx, const json_t *params, json_t *args)
+int tg_rr_decode_schema(tg_ctx *ctx, const json_t *params, json_t *args)
 {
     return json_is_object(params) ? decode_nested(ctx, params, args, params, 0) : 0;
 }
@@ -294,7 +296,7 @@ static bool typed(const json_t *t)
 }
 
 /* allows() of any of typed()'s types, in one walk instead of five (each
- * stream's first call of a tool asks, tool_is_live). */
+ * stream's first call of a tool asks, tg_rs_tool_is_live). */
 static bool allows_typed(const json_t *root, const json_t *n, int depth)
 {
     snode v;

@@ -23,8 +23,11 @@
  * goes (truncated markup, missing closers). A block that never closes is
  * held at most TEXT_HOLD_MAX bytes.
  */
-#include "repair/repair_int.h"
+#include "core/jsonfix.h"
 #include "core/jsonio.h"
+#include "repair/repair_base.h"
+#include "repair/repair_text.h"
+#include "sanitize/schema.h"
 
 #include <ctype.h>
 #include <stddef.h>

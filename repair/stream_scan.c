@@ -5,7 +5,7 @@
  *   {"id":..,"object":..,"created":N,"model":..,"choices":[{"index":0,
  *    "delta":{"tool_calls":[{"index":0,"function":{"arguments":".."}}]},
  *    "finish_reason":null}]}
- * and on a live call (repair_stream.c, "Live calls") such an event goes out
+ * and on a live call (stream_live.c, "Live calls") such an event goes out
  * as the very bytes that came. Parsing it with jansson only to learn that
  * was most of toolgate's CPU on such a stream. This scan accepts exactly
  * that shape and nothing else: known keys, each at most once, in any order;
@@ -16,11 +16,11 @@
  * a small plain integer, a \u escape outside the Basic Multilingual Plane
  * or a NUL) makes it answer false, and the event takes the full parse, so
  * the scan only has to be conservative, never complete. The caller checks
- * what the parse would have decided (repair_stream.c live_fragment), and
+ * what the parse would have decided (stream_relay.c tg_rs_live_fragment), and
  * keeps where the arguments string of an accepted event starts and ends:
  * the next fragments of a call are most often the same bytes around other
  * arguments, and then two memcmp and tg_scan_args stand for the scan
- * (repair_stream.c same_shape).
+ * (stream_relay.c same_shape).
  *
  * tg_scan_event does the same for the two other events of such a stream
  * that usually need no change: the call's first chunk (index, id, type,
@@ -31,9 +31,9 @@
  * finish_reason; index, id, type, function; name, arguments), no usage,
  * and strings escaped as tg_json_dump escapes them (no \/, no \u). Then
  * relaying the bytes and writing the parse back out are the same, and
- * repair_stream.c relay_event decides, as for a fragment, whether the
+ * stream_relay.c tg_rs_relay_event decides, as for a fragment, whether the
  * full path would have changed anything. */
-#include "repair/repair_int.h"
+#include "repair/stream_scan.h"
 
 #include <string.h>
 
@@ -190,7 +190,7 @@ static bool args_body(scan *s, tg_buf *out)
 }
 
 /* The arguments string; where its bytes start and end is kept for the
- * caller's shape check (tg_scan_same_shape). */
+ * caller's shape check (same_shape, stream_relay.c). */
 static bool args_string(scan *s, tg_frag *f)
 {
     if (!eat(s, '"'))

@@ -1,7 +1,7 @@
 /* custom.c -- chat custom tools as function tools (custom.h).
  *
  * The same translation the Responses bridge makes of its custom tools
- * (bridge/responses_api.c, custom_function), here for chat requests: one
+ * (bridge/responses_request.c, custom_function), here for chat requests: one
  * pass over tools, tool_choice and the assistant messages' tool_calls,
  * ahead of every other stage, so hygiene, the schema dialect and repair
  * see only function tools and calls. Nothing is allocated when the request

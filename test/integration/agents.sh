@@ -68,6 +68,10 @@ runs_on() {
     "pi strict" | "pi_responses strict" | "kilo strict" | "claude_image strict" | \
         "claude_mcp strict" | "claude_cont strict" | "codex_image strict" | \
         "codex_resume strict") return 0 ;;
+    # discovery: Claude Code's deferred MCP tools in the catalog, and a
+    # second turn on Gemini 3 (the signature of a call Claude Code replays
+    # without it, issue 31)
+    "claude_mcp disc" | "claude_cont disc") return 0 ;;
     esac
     return 1
 }
@@ -109,8 +113,6 @@ route_info() {
 # The open ones are those of issue 26 whose fixes other branches bring.
 todo_reason() {
     case "$1 $2 $3" in
-    "claude_mcp disc"*" trip") echo "Claude Code names its deferred MCP tools only in its system prompt, so they are not in the discovery catalog; the scripted model would have to go through ToolSearch behind call_tool (still failing with msgflows merged)" ;;
-    "claude_mcp disc"*) ;;
     esac
 }
 
@@ -372,7 +374,11 @@ prepare_claude_image() {
 # not in the first request's tools; the model calls ToolSearch
 # ({query: "select:mcp__catalog__read_note"}), whose tool_result holds a
 # tool_reference block, and then the loaded tool, which an MCP server
-# (test/agents/mcp_catalog.mjs --read) answers with the note's text.
+# (test/agents/mcp_catalog.mjs --read) answers with the note's text. On a
+# discovery route the model sees no ToolSearch: it searches (search_tools)
+# and calls the tool with call_tool from the first turn, the name Claude
+# Code lists as deferred being in the catalog (bridge/messages_deferred.c),
+# and Claude Code runs it.
 run_claude_mcp() {
     printf '%s\n' '[{"type":"function","function":{"name":"read_note","description":"Reads a note file and returns its text.","parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}}]' \
         >"$1/tools.json"
@@ -515,7 +521,7 @@ label() {
     case $1 in
     claude_pdf) printf ', Read of a PDF' ;;
     claude_image) printf ', Read of an image' ;;
-    claude_mcp) printf ', ToolSearch loads a deferred MCP tool' ;;
+    claude_mcp) printf ', a deferred MCP tool (ToolSearch loads it; search_tools finds it on discovery)' ;;
     claude_task) printf ', a sub-agent (Agent tool)' ;;
     claude_cont) printf ', a second turn with -c' ;;
     codex_default) printf ', its default model (tools in additional_tools)' ;;

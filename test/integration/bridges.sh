@@ -23,6 +23,7 @@ CONF="$TG_TMP/bridges.conf"
     printf '[route gpass]\nprefix = /gpass\nupstream = http://127.0.0.1:%s/v1beta/openai\ndialect = gemini\ngemini = pass\napi_key = route-key\n\n' "$MOCK_PORT"
     printf '[route oai]\nprefix = /oai\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
     printf '[route disc]\nprefix = /disc\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\ndiscovery = on\n\n' "$MOCK_PORT"
+    printf '[route disca]\nprefix = /disca\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\ndiscovery = auto\ndiscovery_threshold = 30\n\n' "$MOCK_PORT"
     printf '[route strict]\nprefix = /strict\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nhosted_tools = refuse\n\n' "$MOCK_PORT"
     printf '[route so]\nprefix = /so\nupstream = http://127.0.0.1:%s/as/strict:openai/v1\ndialect = openai-strict\n\n' "$MOCK_PORT"
     printf '[route ali]\nprefix = /ali\nmodels = fast, quick, fast-*\nupstream_model = mock-default\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\n\n' "$MOCK_PORT"
@@ -313,6 +314,25 @@ desc = [t["function"].get("description", "") for t in b["tools"] if t["function"
 found = [n for n in ("mcp__gh__create_issue", "mcp__gh__list_issues") if desc and n in desc[0] and n not in names]
 print(" ".join(["search_tools"] if "search_tools" in names else []) + " " + " ".join(found))' "$TG_TMP/last")"
 
+# Claude Code names its deferred tools only in a system message: on a
+# discovery route each joins the catalog (a stub), searchable at once
+TS2=$("$PY" -c 'import json,sys; v=json.loads(sys.argv[1]); v["messages"].append({"role":"system","content":"The following deferred tools are now available via ToolSearch. Use ToolSearch with query \"select:<name>\" to load tool schemas before calling them:\nWebFetch\nmcp__notes__read_note\n\nAvailable agent types:"}); print(json.dumps(v))' "$TS1")
+st=$(tg_req "$B" POST /disc/v1/messages -H 'Content-Type: application/json' --data-binary "$TS2")
+expect_eq "discovery route: the tools only named said as catalog stubs" \
+    "200 tools defer_loading:catalog, deferred:named" "$st $(header_value "$B.h" X-Toolgate-Translated)"
+mock_last "$TG_TMP/last"
+expect_eq "discovery route: search_tools' catalog holds the named tools" "WebFetch mcp__notes__read_note" \
+    "$("$PY" -c '
+import json,sys
+b = json.loads(json.load(open(sys.argv[1]))["body"])
+desc = [t["function"].get("description", "") for t in b["tools"] if t["function"]["name"] == "search_tools"]
+print(" ".join(n for n in ("WebFetch", "mcp__notes__read_note") if desc and n in desc[0]))' "$TG_TMP/last")"
+st=$(tg_req "$B" POST /disca/v1/messages -H 'Content-Type: application/json' --data-binary "$TS2")
+mock_last "$TG_TMP/last"
+expect_eq "discovery = auto under its threshold: no stubs, the tools go up as they are" \
+    '200 ["ToolSearch", "mcp__gh__create_issue", "mcp__gh__list_issues"]' \
+    "$st $("$PY" -c 'import json,sys; b=json.loads(json.load(open(sys.argv[1]))["body"]); print(json.dumps([t["function"]["name"] for t in b["tools"]]))' "$TG_TMP/last")"
+
 # count_tokens: an estimate, said as such
 st=$(tg_req "$B" POST /gem/v1/messages/count_tokens -H 'Content-Type: application/json' --data-binary @"$TG_TMP/pdfreq")
 expect_eq "count_tokens on a bridged route is answered (was a 404)" 200 "$st"
@@ -328,9 +348,11 @@ st=$(tg_req "$B" POST /gem/v1/messages -H 'Content-Type: application/json' --dat
 expect_eq "cache_control over a gemini route: answered, said as a hint" "200 hints cache_control" \
     "$st $(header_value "$B.h" X-Toolgate-Dropped)"
 
+# one a kind and name said: 3 before the deferred-tool stubs, then
+# defer_loading:catalog and deferred:named on /disc, defer_loading:catalog on /disca
 tg_req "$B" GET /metrics >/dev/null
 expect_match "the translations are counted (toolgate_bridge_translated_total)" \
-    '^toolgate_bridge_translated_total 3$' "$(cat "$B")"
+    '^toolgate_bridge_translated_total 6$' "$(cat "$B")"
 expect_eq "a hint is not counted as a drop" "$before" "$(dropped_total)"
 
 # ---- hosted_tools = refuse ------------------------------------------------------

@@ -19,7 +19,8 @@
 #   ToolSearch answers with tool_reference blocks; the bridge says which
 #   tools they loaded (the quoted result names the MCP tool) and sends
 #   that tool with the next request (it was a 400, and Claude Code turned
-#   tool search off).
+#   tool search off); on a discovery route, where the loaded tool stays in
+#   the catalog, the result carries its definition.
 . "$(dirname "$0")/lib.sh"
 
 DIR="$TG_ROOT/test/agents"
@@ -37,6 +38,8 @@ CONF="$TG_TMP/claude_flows.conf"
         printf '[route %s]\nprefix = /%s\nupstream = http://127.0.0.1:%s/as/strict:%s/%s/v1\ndialect = %s\n\n' \
             "$name" "$name" "$MOCK_PORT" "${rest#*:}" "$name" "${rest%%:*}"
     done
+    printf '[route ts-disc]\nprefix = /ts-disc\nupstream = http://127.0.0.1:%s/as/strict:gemini/ts-disc/v1\ndialect = gemini\ndiscovery = on\n\n' \
+        "$MOCK_PORT"
 } >"$CONF"
 start_toolgate "$CONF" || finish
 
@@ -135,6 +138,26 @@ else
         "$(diagnose "$d" ts-gemini)"
 fi
 expect_eq "Claude Code $V, ToolSearch: every request answered 2xx" "" "$(refused ts-gemini)"
+
+# ---- the same on a discovery route: the definition reaches the model ------
+# ToolSearch is a catalog tool there, called through call_tool, and the
+# loaded tool stays in the catalog: its definition must be in the result.
+d="$TG_TMP/run/ts-disc"
+mkdir -p "$d/work"
+cp "$TG_TMP/run/ts-gemini/tools.json" "$d/tools.json"
+printf '{"mcpServers":{"gh":{"command":"node","args":["%s","%s","%s"]}}}' \
+    "$DIR/mcp_catalog.mjs" "$d/tools.json" "$d/calls.log" >"$d/mcp.json"
+claude "$d" ts-disc gemini-2.5-flash \
+    "Load the tool that creates issues. MOCK_CALL ToolSearch query=select:mcp__gh__create_issue" \
+    --mcp-config "$d/mcp.json"
+if [ "$(cat "$d/rc")" = 0 ] &&
+    grep -q 'MOCK_RESULT:.*mcp__gh__create_issue .*<function>{"description":"Create an issue in a repository","name":"mcp__gh__create_issue","parameters":' "$d/out"; then
+    ok "Claude Code $V ToolSearch over a discovery route: the model got the loaded tool's definition"
+else
+    not_ok "Claude Code $V ToolSearch over a discovery route: the model got the loaded tool's definition" \
+        "$(diagnose "$d" ts-disc)"
+fi
+expect_eq "Claude Code $V, ToolSearch over discovery: every request answered 2xx" "" "$(refused ts-disc)"
 
 stop_toolgate
 finish

@@ -242,10 +242,13 @@ start_script_upstream() {
     shift 2
     "$PY" "$_script" "$@" >"$TG_TMP/$_name.out" 2>"$TG_TMP/$_name.err" &
     UP_PID=$!
+    # up to 60 s while it runs: a script may prepare a lot first (the
+    # hostile upstream gzips 256 MB), and a loaded machine is slow
     _i=0
-    while [ $_i -lt 100 ]; do
+    while [ $_i -lt 1200 ]; do
         UP_PORT=$(sed -n 's/^port=\([0-9]*\)$/\1/p' "$TG_TMP/$_name.out" 2>/dev/null)
         [ -n "$UP_PORT" ] && return 0
+        kill -0 "$UP_PID" 2>/dev/null || break
         sleep 0.05
         _i=$((_i + 1))
     done
@@ -253,7 +256,7 @@ start_script_upstream() {
     exit 1
 }
 
-# start_toolgate CONFFILE [EXTRA ARGS]: waits (10 s max) for GET /readyz = 200.
+# start_toolgate CONFFILE [EXTRA ARGS]: waits (60 s max, while it runs) for GET /readyz = 200.
 # Returns 1 (after a not_ok line) when toolgate does not come up.
 start_toolgate() {
     TG_CONF=$1
@@ -265,7 +268,7 @@ start_toolgate() {
     "$TG_BIN" serve -c "$TG_CONF" "$@" >>"$TG_LOG" 2>&1 &
     TG_PID=$!
     _i=0
-    while [ $_i -lt 200 ]; do
+    while [ $_i -lt 1200 ]; do
         if [ "$(curl -s -o /dev/null -m 1 -w '%{http_code}' "$TG_URL/readyz")" = 200 ]; then
             return 0
         fi

@@ -110,7 +110,10 @@ tls_client_key = $P/client.key"
     resumed=$("$PY" -c 'import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); print(b["handshakes"]-a["handshakes"]-1, b["resumed"]-a["resumed"])' "$before" "$after")
     new=${resumed% *} res=${resumed#* }
     expect_eq "[$1] four rounds at once all answered" "$(cat "$TG_TMP"/p?.st)" 200200200200
-    if [ "$new" -ge 1 ] && [ "$res" -ge "$new" ]; then
+    # At least one resumed: on a busy machine a connection may open before
+    # the first one's ticket arrived, so "all resumed" is a race; none
+    # resumed is the failure this checks.
+    if [ "$new" -ge 1 ] && [ "$res" -ge 1 ]; then
         ok "[$1] new connections resume the worker's TLS session ($new new, $res resumed)"
     else
         not_ok "[$1] new connections resume the worker's TLS session" "stats before $before after $after"

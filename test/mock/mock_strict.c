@@ -1,6 +1,7 @@
 /* mock_strict.c -- request validators that behave like strict providers.
  *
- * Included by mock_upstream.c (the Makefile compiles that one file). For
+ * Included by mock_answers.c, part of mock_upstream.c's one translation
+ * unit (the Makefile compiles that one file), and by test/unit/test_field.c. For
  * scenario "strict:<provider>" the mock checks the request the way the
  * provider is documented to (docs/dialects.md sections 4, 4.1, 3 and
  * 6, 9 rules 24-30, 36, 42-49 and 58-60) and answers with that provider's verbatim error

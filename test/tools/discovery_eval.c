@@ -42,7 +42,7 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "discovery/hints.h"
 #include "discovery/index.h"
 #include "proxy/embed_http.h"

@@ -44,7 +44,7 @@ check(len(keys) > 30, "conf/conf.c's keys are found (%d)" % len(keys))
 missing = [k for k in keys if not word(k, doc)]
 check(not missing, "every conf key is in docs/configuration.md", "missing: %s" % missing)
 for prefix, path in (("schema", "sanitize/schema.c"), ("messages", "sanitize/hygiene.c"),
-                     ("repair", "repair/repair.c")):
+                     ("repair", "repair/repair_rules.c")):
     src = read(path)
     names = []
     m = re.search(r"(?:rule_names|conf_rules)\[\] = \{(.*?)\};", src, re.S)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""stream_call_vectors.py -- writes the vectors of repair_stream.c's call
-state machine (find_call's table) that the cases before issue 27 did not
+"""stream_call_vectors.py -- writes the vectors of stream_calls.c's call
+state machine (tg_rs_find_call's table) that the cases before issue 27 did not
 cover: test/vectors/repair/R04-new-id-*.json and R09-summary-*.json. Each
 is the shape a public thread shows, streamed (these are stream-only
 shapes). Run from the repository root; the files are committed."""

@@ -23,7 +23,8 @@ static void expect(bool ok, const json_t *exp, const json_t *got, const char *wh
 /* A vector's "hosted_tools": "refuse" as the bridge's options. */
 /* The route's choices a vector names: "hosted_tools": "refuse", and
  * "target": {"file_parts", "cache_control", "discovery"} (booleans: what
- * the route's target takes, proxy/bridges.c). */
+ * the route's target takes, proxy/bridges.c; "discovery_above": auto's
+ * threshold). */
 static tg_bridge_opts vector_opts(const json_t *v)
 {
     const char *h = json_string_value(json_object_get(v, "hosted_tools"));
@@ -31,7 +32,9 @@ static tg_bridge_opts vector_opts(const json_t *v)
     tg_bridge_opts o = {.refuse_hosted = h && !strcmp(h, "refuse"),
                         .file_parts = json_is_true(json_object_get(t, "file_parts")),
                         .cache_control = json_is_true(json_object_get(t, "cache_control")),
-                        .discovery = json_is_true(json_object_get(t, "discovery"))};
+                        .discovery = json_is_true(json_object_get(t, "discovery")),
+                        .discovery_above = (int)json_integer_value(
+                            json_object_get(t, "discovery_above"))};
     return o;
 }
 

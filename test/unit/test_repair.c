@@ -41,9 +41,11 @@
 #include <string.h>
 
 #include "proxy/sse.h"
+#include "core/jsonfix.h"
 #include "core/jsonio.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "core/cache.h"
+#include "repair/json_prefix.h"
 #include "repair/repair_int.h"
 
 static char vec_dir[1024];

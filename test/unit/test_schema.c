@@ -28,7 +28,7 @@
 #include <cmocka.h>
 
 #include "core/cache.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "referee.c"
 
 #define VEC_DIR "test/vectors/schema"

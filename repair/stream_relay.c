@@ -1,0 +1,496 @@
+/* stream_relay.c -- the raw relay: the events of a stream that go out as
+ * the very bytes that came, without re-serialization, each only where the
+ * full parse (repair_stream.c) would have sent the same bytes, anything
+ * unsure taking the parse. Plain text chunks (tg_rs_surely_plain, a byte
+ * test), a live call's argument fragments (tg_rs_relay_raw after a parse,
+ * tg_rs_live_fragment on a scan, stream_scan.c), and a live call's first
+ * chunk and a finish that no rule changes (tg_rs_relay_event on a scan).
+ * Each keeps the bookkeeping the parse would have kept. */
+#include "repair/stream_relay.h"
+
+#include "core/alloc.h"
+#include "core/jsonio.h"
+#include "repair/repair_base.h"
+#include "repair/repair_int.h"
+#include "repair/stream_calls.h"
+#include "repair/stream_live.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Only these keys, each (but `must`) absent or null. */
+static bool only_keys(const json_t *o, const char *must, const char *const *may)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v) {
+        if (!strcmp(k, must))
+            continue;
+        bool ok = false;
+        for (const char *const *m = may; *m && !ok; m++)
+            ok = !strcmp(k, *m) && (json_is_null(v) || !strcmp(k, "index"));
+        if (!ok)
+            return false;
+    }
+    return json_object_get(o, must) != NULL;
+}
+
+/* The common chunk of a live call, {"choices":[{"index","delta":
+ * {"tool_calls":[{"index","function":{"arguments"}}]}}]} with the agent's
+ * own index, whose fragment keeps the arguments the start of an object:
+ * it goes out as the very bytes that came (no re-serialization). */
+bool tg_rs_relay_raw(tg_stream *s, const json_t *chunk, const char *raw, size_t len,
+                     tg_buf *out)
+{
+    static const char *const chunk_keys[] = {"id", "object", "created", "model",
+                                             "system_fingerprint", "service_tier", "usage",
+                                             "index", NULL};
+    static const char *const choice_keys[] = {"index", "finish_reason", "logprobs", NULL};
+    static const char *const call_keys[] = {"index", NULL};
+    const json_t *choices = json_object_get(chunk, "choices");
+    const json_t *ch = json_array_get(choices, 0);
+    if (json_array_size(choices) != 1 || s->ctx->legacy_functions || s->hold ||
+        !only_keys(ch, "delta", choice_keys))
+        return false;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)chunk, k, v) {
+        bool ok = !strcmp(k, "choices");
+        for (const char *const *m = chunk_keys; *m && !ok; m++)
+            ok = !strcmp(k, *m) && (strcmp(k, "usage") || json_is_null(v));
+        if (!ok)
+            return false;
+    }
+    const json_t *delta = json_object_get(ch, "delta");
+    const json_t *tcs = json_object_get(delta, "tool_calls");
+    const json_t *tc = json_array_get(tcs, 0);
+    const json_t *fn = json_object_get(tc, "function");
+    const json_t *a = json_object_get(fn, "arguments");
+    const json_t *ix = json_object_get(tc, "index");
+    const json_t *cix = json_object_get(ch, "index");
+    if (json_object_size(delta) != 1 || json_array_size(tcs) != 1 || !only_keys(tc, "function", call_keys) ||
+        json_object_size(fn) != 1 || !json_is_string(a) || !json_is_integer(ix) ||
+        (cix && !json_is_integer(cix)))
+        return false;
+    schoice *c = tg_rs_choice_get(s, cix ? (long)json_integer_value(cix) : 0);
+    if (c->live_open < 0 || !c->any_sent)
+        return false;
+    long idx = (long)json_integer_value(ix);
+    scall *call = &c->calls[c->live_open];
+    if (tg_rs_find_call(c, idx, NULL, NULL, NULL, 0) != c->live_open || call->out != idx)
+        return false;
+    tg_jprefix t = call->jp;
+    size_t n = json_string_length(a);
+    if (tg_jprefix_feed(&t, json_string_value(a), n) != n)
+        return false;
+    call->jp = t;
+    tg_buf_append(&call->args, json_string_value(a), n);
+    c->cur = c->live_open;
+    tg_rs_send_raw(out, raw, len);
+    return true;
+}
+
+/* The envelope the event carries is the one tg_rs_make_chunk would take from
+ * it: the same keys in the same order with the same values as s->last's
+ * (its choices and usage aside), so keeping s->last changes nothing. */
+static bool same_envelope(const tg_stream *s, const tg_frag *f)
+{
+    if (!s->last) {  /* tg_rs_relay_event's: compared as the scans read both */
+        if (!s->env_ok || s->nenv != f->nenv)
+            return false;
+        for (int i = 0; i < f->nenv; i++) {
+            const tg_frag_env *a = &s->env[i], *b = &f->env[i];
+            if (strcmp(a->key, b->key) || !a->str != !b->str ||
+                (a->str ? a->len != b->len || memcmp(a->str, b->str, a->len) : a->num != b->num))
+                return false;
+        }
+        return true;
+    }
+    const char *k;
+    json_t *v;
+    int i = 0;
+    json_object_foreach(s->last, k, v) {
+        if (!strcmp(k, "choices") || !strcmp(k, "usage"))
+            continue;
+        if (i == f->nenv || strcmp(k, f->env[i].key))
+            return false;
+        const tg_frag_env *e = &f->env[i++];
+        if (e->str ? !json_is_string(v) || json_string_length(v) != e->len ||
+                         memcmp(json_string_value(v), e->str, e->len)
+                   : !json_is_integer(v) || json_integer_value(v) != e->num)
+            return false;
+    }
+    return i == f->nenv;
+}
+
+/* An event whose bytes before and after its arguments string are those of
+ * the shape is the shape's chunk but for the arguments: the scan of it
+ * would take the same steps up to the string and after it (it reads left
+ * to right and keeps no other state), so it would accept it with the same
+ * envelope, choice and call, and only the string needs decoding. Two
+ * memcmp instead of a scan of every byte. */
+static bool same_shape(const tg_stream *s, const char *d, size_t n, tg_frag *f)
+{
+    size_t head = s->shape_head, tail = s->shape.len - head, end;
+    if (!s->shape_ok || n < s->shape.len || memcmp(d, s->shape.data, head) ||
+        !tg_scan_args(d + head, n - head, f->args, &end) || n - head - end != tail ||
+        memcmp(d + head + end, s->shape.data + head, tail))
+        return false;
+    f->choice = s->shape_choice;
+    f->index = s->shape_index;
+    return true;
+}
+
+static void keep_shape(tg_stream *s, const char *d, size_t n, const tg_frag *f)
+{
+    tg_buf_reset(&s->shape);
+    tg_buf_append(&s->shape, d, f->args_at);
+    tg_buf_append(&s->shape, d + f->args_end, n - f->args_end);
+    s->shape_ok = true;
+    s->shape_head = f->args_at;
+    s->shape_choice = f->choice;
+    s->shape_index = f->index;
+}
+
+/* The envelope tg_rs_relay_event kept, for the next scan to compare its bytes
+ * with instead of reading them again (tg_frag_pre). */
+static const tg_frag_pre *kept_envelope(const tg_stream *s, tg_frag_pre *pre)
+{
+    if (!s->env_ok)
+        return NULL;
+    *pre = (tg_frag_pre){s->first.data, s->env_end, s->env, s->nenv};
+    return pre;
+}
+
+/* tg_rs_relay_raw's decision taken on the scan of the event's bytes instead of
+ * a parse (stream_scan.c): the event must be the plain fragment shape, need no
+ * check_chunk change, and tg_rs_relay_raw must have relayed it. Only then is
+ * its effect the same: the call's arguments and prefix state advance and the
+ * bytes go out as they came. */
+bool tg_rs_live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *out)
+{
+    if (s->ctx->legacy_functions || s->hold || !(s->env_ok || tg_rs_last_chunk(s)))
+        return false;
+    tg_buf_reset(&s->scratch);
+    tg_frag_pre pre;
+    tg_frag f;  /* not zeroed (a fifth of this function): the scans set what is read */
+    f.args = &s->scratch;
+    if (!same_shape(s, data, len, &f)) {
+        tg_buf_reset(&s->scratch);
+        f.pre = kept_envelope(s, &pre);
+        /* no "tool_calls" key (the finish, text behind the call): no scan */
+        if (!tg_rr_find(data, data + len, "_calls\":") || !tg_scan_fragment(data, len, &f) ||
+            !same_envelope(s, &f))
+            return false;
+        keep_shape(s, data, len, &f);
+    }
+    schoice *c = tg_rs_choice_find(s, f.choice < 0 ? 0 : f.choice);
+    if (!c || c->live_open < 0 || !c->any_sent)
+        return false;
+    scall *call = &c->calls[c->live_open];
+    if (call->out != f.index)
+        return false;
+    tg_jprefix t = call->jp;
+    if (tg_jprefix_feed(&t, s->scratch.data ? s->scratch.data : "", s->scratch.len) !=
+        s->scratch.len)
+        return false;
+    if (tg_rs_find_call(c, f.index, NULL, NULL, NULL, 0) != c->live_open)
+        return false;
+    call->jp = t;
+    tg_buf_append(&call->args, s->scratch.data, s->scratch.len);
+    c->cur = c->live_open;
+    tg_rs_send_raw(out, data, len);
+    return true;
+}
+
+/* --- a call's start and a finish, relayed as they came ------------------- */
+
+/* The event becomes the latest chunk as on_chunk would have made it, kept
+ * as its bytes and the envelope the scan read: parsed only if a chunk of
+ * ours ever needs the envelope (tg_rs_last_chunk), tg_rs_live_fragment
+ * compares the envelope as read (same_envelope). */
+static void keep_last_raw(tg_stream *s, const char *data, size_t len, const tg_frag *f)
+{
+    json_decref(s->last);
+    s->last = NULL;
+    tg_buf_reset(&s->first);
+    tg_buf_append(&s->first, data, len);
+    tg_frag_env_move(s->env, f->env, f->nenv, data, s->first.data);
+    s->nenv = f->nenv;
+    s->env_end = f->env_end;
+    s->env_ok = true;
+    s->shape_ok = false;  /* checked against the chunk before */
+}
+
+/* The choice the event is for, made as tg_rs_choice_get makes it from this
+ * chunk (its id seeds the synthesized ids). */
+static schoice *event_choice(tg_stream *s, const tg_frag *f)
+{
+    schoice *c = tg_rs_choice_find(s, f->choice);
+    if (c)
+        return c;
+    char *id = NULL;
+    for (int i = 0; i < f->nenv && !id; i++)
+        if (!strcmp(f->env[i].key, "id"))
+            id = tg_strndup(f->env[i].str, f->env[i].len);
+    c = tg_rs_choice_add(s, f->choice, id);
+    free(id);
+    return c;
+}
+
+/* A live call's arguments are one whole object that jansson reads too
+ * (tg_rs_args_complete, without the parse): tg_jprefix took them all and
+ * closed, and nothing is in them that jansson may refuse where tg_jprefix
+ * does not (a number out of range: a run of more than 15 digits or an
+ * exponent; a \u escape, perhaps a lone surrogate). */
+static bool live_args_whole(const scall *k)
+{
+    if (k->jp.pos != k->args.len || !tg_jprefix_complete(&k->jp))
+        return false;
+    size_t run = 0;
+    for (size_t i = 0; i < k->args.len; i++) {
+        char ch = k->args.data[i];
+        if (ch >= '0' && ch <= '9') {
+            if (++run > 15)
+                return false;
+            continue;
+        }
+        if (((ch == 'e' || ch == 'E') && run) || (ch == 'u' && i && k->args.data[i - 1] == '\\'))
+            return false;
+        run = 0;
+    }
+    return true;
+}
+
+/* The first chunk of a call that tg_rs_take_call_delta and tg_rs_open_live
+ * would write back as it came: the choice's next call (upstream's index is the
+ * agent's), its role already sent, a non-empty id the agent has not seen
+ * (tg_rr_assign_id keeps it), a tool relayed live (its name unchanged, no
+ * argument rule) and arguments so far the start of one object. Their
+ * bookkeeping, without the chunk. */
+static bool relay_start(tg_stream *s, const tg_frag *f, const char *data, size_t len,
+                        tg_buf *out)
+{
+    schoice *c = tg_rs_choice_find(s, f->choice);
+    if (c ? c->ncalls || c->live_open >= 0 || !c->any_sent || c->next_out != (size_t)f->index
+          : !s->raw_sent || f->index != 0)
+        return false;
+    tg_jprefix jp = {0};
+    const char *a = s->scratch.data ? s->scratch.data : "";
+    if (tg_jprefix_feed(&jp, a, s->scratch.len) != s->scratch.len)
+        return false;
+    bool ids = tg_rr_on(s->ctx, TG_RR_IDS);
+    char *name = tg_strndup(f->name, f->name_len);
+    char *id = tg_strndup(f->id, f->id_len);
+    if (!tg_rs_tool_is_live(s, name) || (ids && c && json_object_get(c->ids, id))) {
+        free(name);
+        free(id);
+        return false;
+    }
+    keep_last_raw(s, data, len, f);
+    c = event_choice(s, f);
+    scall *k = tg_rs_call_new(c);
+    c->cur = c->live_open = (long)c->ncalls - 1;
+    s->live_open++;
+    k->up_index = f->index;
+    k->id = id;
+    k->name = name;
+    tg_buf_append(&k->args, a, s->scratch.len);
+    k->jp = jp;
+    k->live = k->sent = true;
+    k->out = (int)c->next_out++;
+    if (ids)
+        json_object_set_new(c->ids, id, json_true());
+    k->agent_id = tg_strdup(id);
+    c->any_sent = true;
+    tg_rs_send_raw(out, data, len);
+    return true;
+}
+
+/* A finish that finish_now would write back as it came: every call of the
+ * choice sent, a live one's arguments whole (tg_rs_close_live adds nothing),
+ * nothing held (R12 markup, structured content, output behind a call),
+ * the finish_reason one R10/R11 keep, the choice's role already sent. */
+static bool relay_finish(tg_stream *s, const tg_frag *f, const char *data, size_t len,
+                         tg_buf *out)
+{
+    schoice *c = tg_rs_choice_find(s, f->choice);
+    char fr[sizeof c->finish_buf];
+    if (!f->finish_len || f->finish_len >= sizeof fr ||
+        (c ? c->finished || !c->any_sent || c->held.len || c->structured.len ||
+                 json_array_size(c->after)
+           : !s->raw_sent))
+        return false;
+    for (size_t i = 0; c && i < c->ncalls; i++) {
+        const scall *k = &c->calls[i];
+        if (!k->sent || k->meta || (k->live && !k->closed && !live_args_whole(k)))
+            return false;
+    }
+    memcpy(fr, f->finish, f->finish_len);
+    fr[f->finish_len] = '\0';
+    const char *nf = tg_rr_finish(s->ctx, fr, c ? c->next_out : 0);
+    if (!nf || strcmp(nf, fr))
+        return false;
+    keep_last_raw(s, data, len, f);
+    c = event_choice(s, f);
+    for (size_t i = 0; i < c->ncalls; i++) {
+        scall *k = &c->calls[i];
+        k->complete = true;
+        if (k->live && !k->closed) {
+            k->closed = true;
+            c->live_open = -1;
+            s->live_open--;
+        }
+    }
+    c->finished = s->finished = true;
+    memcpy(c->finish_buf, fr, sizeof fr);
+    c->finish = c->finish_buf;
+    c->any_sent = true;
+    tg_rs_send_raw(out, data, len);
+    return true;
+}
+
+/* A call's first chunk and a finish, the two of a tool-call stream that
+ * the full parse would send on unchanged when no rule acts: recognised by
+ * tg_scan_event (which accepts only what tg_stream itself would write),
+ * then relay_start or relay_finish check what on_chunk would decide. No
+ * other choice may have a finish waiting (release_finishes). */
+bool tg_rs_relay_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
+{
+    if (s->ctx->legacy_functions || s->hold || s->rounds || s->ctx->intercept ||
+        s->ctx->rf_inverse)
+        return false;
+    for (size_t i = 0; i < s->nch; i++)
+        if (s->ch[i].deferred[0])
+            return false;
+    tg_buf_reset(&s->scratch);
+    tg_frag_pre pre;
+    tg_frag f = {.args = &s->scratch, .pre = kept_envelope(s, &pre)};
+    if (!tg_scan_event(data, len, &f))
+        return false;
+    bool object = false;
+    for (int i = 0; i < f.nenv; i++)
+        object |= !strcmp(f.env[i].key, "object");
+    if (!object)  /* tg_rs_make_chunk would add one */
+        return false;
+    if (f.call)
+        return !f.finish && !s->live_open && relay_start(s, &f, data, len, out);
+    return f.finish && relay_finish(s, &f, data, len, out);
+}
+
+/* --- plain text chunks ---------------------------------------------------- */
+
+static const char *after_colon(const char *p, const char *e)
+{
+    while (p < e && isspace((unsigned char)*p))
+        p++;
+    if (p < e && *p == ':')
+        p++;
+    while (p < e && isspace((unsigned char)*p))
+        p++;
+    return p;
+}
+
+#define AT(p, e, lit) ((size_t)((e) - (p)) >= sizeof(lit) - 1 && !memcmp((p), (lit), sizeof(lit) - 1))
+
+/* tg_rs_surely_plain's test of what follows a quote at p: no "error" key, every
+ * finish_reason null, every content a string or null (R23 parts, R24 [],
+ * or not text at all are check_chunk's), choices an array starting with an
+ * object, deltas objects (anything else is check_chunk's), every role a
+ * non-empty string; *choices and *delta: one of them came. */
+static bool plain_key_ok(const char *p, const char *e, bool *choices, bool *delta)
+{
+    const char *v;
+    if (e - p < 2)
+        return true;
+    switch (p[1]) {
+    case 'e':
+        return !AT(p, e, "\"error\"");
+    case 'f':
+        if (!AT(p, e, "\"finish_reason\""))
+            return true;
+        v = after_colon(p + 15, e);
+        return e - v >= 4 && !memcmp(v, "null", 4);
+    case 'c':
+        if (AT(p, e, "\"content\"")) {
+            v = after_colon(p + 9, e);
+            return v >= e || *v == '"' || (e - v >= 4 && !memcmp(v, "null", 4));
+        }
+        if (!AT(p, e, "\"choices\""))
+            return true;
+        *choices = true;
+        v = after_colon(p + 9, e);
+        if (v >= e || *v != '[')
+            return false;
+        v = after_colon(v + 1, e);
+        return v < e && *v == '{';
+    case 'd':
+        if (!AT(p, e, "\"delta\""))
+            return true;
+        *delta = true;
+        v = after_colon(p + 7, e);
+        return v < e && *v == '{';
+    case 'r':
+        if (!AT(p, e, "\"role\""))
+            return true;
+        v = after_colon(p + 6, e);
+        return e - v >= 3 && v[0] == '"' && v[1] != '"';
+    }
+    return true;
+}
+
+/* "tool_calls" anywhere in [d, e), looked for at its '_': a byte search for it stops at
+ * every 't' of a text chunk, and most events of a text stream ask. */
+static bool has_tool_calls(const char *d, const char *e)
+{
+    if (e - d < 10)
+        return false;
+    for (const char *p = d + 4; p <= e - 6; p++) {
+        p = memchr(p, '_', (size_t)(e - 6 - p) + 1);
+        if (!p)
+            return false;
+        if (!memcmp(p - 4, "tool_calls", 10))
+            return true;
+    }
+    return false;
+}
+
+/* The cheap test that lets most chunks through without a JSON parse: no
+ * tool calls, no error, every finish_reason null, every role a non-empty
+ * string, and no rule on that needs to see content. Anything unusual fails
+ * the test and takes the full path, so it only has to be conservative. */
+bool tg_rs_surely_plain(const tg_stream *s, const char *d, size_t n)
+{
+    if (s->keep_content || s->hold || s->rounds || s->ctx->rf_inverse || s->live_open ||
+        tg_rr_on(s->ctx, TG_RR_CONTENT_LIST))
+        return false;
+    const char *e = d + n;
+    if (s->r12) {  /* R12: only past the message start, nothing held, no '<' or '[' */
+        if (!s->nch || memchr(d, '<', n) || memchr(d, '[', n) || tg_rr_find(d, e, "\\u003c") ||
+            tg_rr_find(d, e, "\\u003C") || tg_rr_find(d, e, "\\u005b") || tg_rr_find(d, e, "\\u005B"))
+            return false;
+        for (size_t i = 0; i < s->nch; i++)
+            if (s->ch[i].held.len || s->ch[i].at_start)
+                return false;
+    }
+    if (has_tool_calls(d, e))
+        return false;
+    /* an event cut short (the last of a broken stream) must take the
+     * parse; one that still ends in a brace is left to the client */
+    const char *first = d, *last = e - 1;
+    while (first < e && (*first == ' ' || *first == '\t'))
+        first++;
+    while (last > first && (*last == ' ' || *last == '\t' || *last == '\r' || *last == '\n'))
+        last--;
+    if (first >= e || *first != '{' || *last != '}')
+        return false;
+    /* Every quoted key it looks at starts at a quote: one walk over the
+     * quotes finds each of their occurrences (a search per key was most of
+     * a text stream's instructions, issue 20). */
+    bool choices = false, delta = false;
+    for (const char *p = memchr(d, '"', n); p; p = memchr(p + 1, '"', (size_t)(e - p - 1)))
+        if (!plain_key_ok(p, e, &choices, &delta))
+            return false;
+    return choices && delta;
+}
