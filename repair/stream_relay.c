@@ -6,7 +6,8 @@
  * tg_rs_live_fragment on a scan, stream_scan.c), a held call's argument
  * fragments (tg_rs_held_fragment: nothing goes out, the arguments are
  * kept, on the same scan), and a live call's first
- * chunk and a finish that no rule changes (tg_rs_relay_event on a scan).
+ * chunk and a finish that no rule changes (tg_rs_relay_event on a scan;
+ * a held call's first chunk on that scan is kept, nothing sent).
  * Each keeps the bookkeeping the parse would have kept. */
 #include "repair/stream_relay.h"
 
@@ -353,6 +354,33 @@ static bool relay_start(tg_stream *s, const tg_frag *f, const char *data, size_t
     return true;
 }
 
+/* The first chunk of a call that the choice holds (its tool not relayed
+ * live: a name to map back, an argument rule, or no repair.stream_args):
+ * what tg_rs_take_call_delta does with it, without the parse. The choice's
+ * first call (nothing to complete before it), the id and name non-empty,
+ * no discovery hooks to tell; the call is made and its arguments kept,
+ * nothing goes out. */
+static bool hold_start(tg_stream *s, const tg_frag *f, const char *data, size_t len)
+{
+    schoice *c = tg_rs_choice_find(s, f->choice);
+    if (c && (c->ncalls || c->live_open >= 0 || c->cur >= 0))
+        return false;
+    char *name = tg_strndup(f->name, f->name_len);
+    if (tg_rs_tool_is_live(s, name)) {  /* relay_start's, or the parse's */
+        free(name);
+        return false;
+    }
+    keep_last_raw(s, data, len, f);
+    c = event_choice(s, f);
+    scall *k = tg_rs_call_new(c);
+    c->cur = (long)c->ncalls - 1;
+    k->up_index = f->index;
+    k->id = tg_strndup(f->id, f->id_len);
+    k->name = name;
+    tg_buf_append(&k->args, s->scratch.data ? s->scratch.data : "", s->scratch.len);
+    return true;
+}
+
 /* A finish that finish_now would write back as it came: every call of the
  * choice sent, a live one's arguments whole (tg_rs_close_live adds nothing),
  * nothing held (R12 markup, structured content, output behind a call),
@@ -399,7 +427,8 @@ static bool relay_finish(tg_stream *s, const tg_frag *f, const char *data, size_
 /* A call's first chunk and a finish, the two of a tool-call stream that
  * the full parse would send on unchanged when no rule acts: recognised by
  * tg_scan_event (which accepts only what tg_stream itself would write),
- * then relay_start or relay_finish check what on_chunk would decide. No
+ * then relay_start or relay_finish check what on_chunk would decide; a
+ * call's first chunk that the parse would hold is kept (hold_start). No
  * other choice may have a finish waiting (release_finishes). */
 bool tg_rs_relay_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
@@ -420,7 +449,8 @@ bool tg_rs_relay_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
     if (!object)  /* tg_rs_make_chunk would add one */
         return false;
     if (f.call)
-        return !f.finish && !s->live_open && relay_start(s, &f, data, len, out);
+        return !f.finish && !s->live_open &&
+               (relay_start(s, &f, data, len, out) || hold_start(s, &f, data, len));
     return f.finish && relay_finish(s, &f, data, len, out);
 }
 
