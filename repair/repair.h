@@ -83,8 +83,9 @@ void tg_stream_set_keepalive(tg_stream *s, unsigned ms);
  * fragments (byte for byte the same on any input); TG_SCAN_PLAIN: plain
  * text chunks (the same on valid JSON; an event cut short that still ends
  * in a brace goes to the client as it came); TG_SCAN_EVENT: a call's first
- * chunk and a finish written as toolgate would write them (byte for byte
- * the same on any input); TG_SCAN_HELD: a held call's argument fragments
+ * chunk and a finish written as toolgate would write them, and a held
+ * call's first chunk so written (byte for byte the same on any input);
+ * TG_SCAN_HELD: a held call's argument fragments
  * (byte for byte the same on any input). */
 #define TG_SCAN_ARGS 1u
 #define TG_SCAN_PLAIN 2u

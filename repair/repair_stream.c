@@ -42,9 +42,9 @@
  * scan of their bytes instead of a parse (stream_scan.c), each only where
  * the parse would do the same, anything unsure taking the parse: plain
  * text chunks, a live call's argument fragments, a held call's argument
- * fragments (kept, nothing sent: most events of a stream on a route that
- * holds calls), and a live call's first chunk and a finish that no rule
- * changes (stream_relay.c, the raw relay). Content is held only with R12 on, and only from a byte that
+ * fragments and its first chunk (kept, nothing sent: most events of a
+ * stream on a route that holds calls), and a live call's first chunk and a
+ * finish that no rule changes (stream_relay.c, the raw relay). Content is held only with R12 on, and only from a byte that
  * could start tool-call markup until that is decided (repair_text.c).
  *
  * Ends: a finish_reason that comes while a call's arguments are still open
