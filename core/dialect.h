@@ -36,8 +36,9 @@ enum {
     TG_DF_FORMATS_ANTHROPIC = 1u << 5,
     /* without constraints, minItems 0 or 1 is still taken (rule 40) */
     TG_DF_SMALL_MIN_ITEMS = 1u << 6,
-    /* tool names must start with a letter (Moonshot: "function name is
-     * invalid, must start with a letter ...", rule 76) */
+    /* tool names must start with a letter and have at least 3 characters
+     * (Moonshot: "function name is invalid, must start with a letter ...";
+     * its tool-use page: ^[a-zA-Z_][a-zA-Z0-9-_]{2,63}$; rule 76) */
     TG_DF_NAME_LETTER = 1u << 7,
 };
 

@@ -188,9 +188,10 @@ void tg_schema_clean_name(const tg_schema_rules *r, const char *name, char *out,
     char *tmp = tg_malloc(cap);
     if ((r->flags & TG_SR_NAMES_GEMINI) && !letter && name[0] != '_')
         tmp[n++] = '_';
-    /* rule 76: Moonshot takes only a letter first; "fn_" keeps the rest
-     * readable and the reverse map gives the agent its own name back */
-    if (!letter && *name && tg_dialect_has(r->dialect, TG_DF_NAME_LETTER)) {
+    /* rule 76: Moonshot takes only a letter first and at least 3
+     * characters; "fn_" keeps the rest readable and the reverse map gives
+     * the agent its own name back */
+    if ((!letter || strlen(name) < 3) && *name && tg_dialect_has(r->dialect, TG_DF_NAME_LETTER)) {
         memcpy(tmp + n, "fn_", 3);
         n += 3;
     }
