@@ -27,6 +27,7 @@
 #include "core/jsonio.h"
 #include "repair/repair_base.h"
 #include "repair/repair_text.h"
+#include "repair/text_py.h"
 #include "sanitize/schema.h"
 
 #include <ctype.h>
@@ -42,7 +43,8 @@ typedef int (*block_parser)(const tg_ctx *ctx, const tag *t, json_t *calls, cons
                             const char *e);
 struct tag {
     const char *open, *close;  /* close NULL: a marker, see marker_end */
-    block_parser parse;
+    block_parser parse;  /* blk_py_bare: a tag that is more than its open
+                          * bytes ("[NAME("), see tag_at and tg_py_list_end */
 };
 
 static void trim(const char **s, const char **e)
@@ -597,6 +599,26 @@ static int blk_marked(const tg_ctx *ctx, const tag *t, json_t *calls, const char
     return parse_marked(calls, s + strlen(t->open), e);
 }
 
+/* Python-written calls (text_py.c): a pythonic list, bare or inside LFM2's
+ * <|tool_call_start|>; Gemma 4's call:NAME(...) inside <|tool_call>. */
+static int blk_py_list(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                       const char *e)
+{
+    return tg_py_calls(calls, s + strlen(t->open), e);
+}
+
+static int blk_py_bare(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                       const char *e)
+{
+    return tg_py_calls(calls, s, e);  /* its '[' is part of the list */
+}
+
+static int blk_gemma(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                     const char *e)
+{
+    return tg_py_gemma_calls(calls, s + strlen(t->open), e);
+}
+
 /* The formats. Samples (and the servers' own parsers) are at the sources
  * named; each row has a vector in test/vectors/repair/R12-*.json, whole and
  * streamed. Order matters only where one open tag starts another. */
@@ -640,6 +662,18 @@ static const tag formats[] = {
     /* Llama 4's JSON tool calls between <|python_start|> and <|python_end|>
      * (vllm-project/vllm#16214) */
     {"<|python_start|>", "<|python_end|>", blk_body},
+    /* LFM2/LFM2.5 pythonic calls in their tokens (LM Studio,
+     * lmstudio-ai/lmstudio-bug-tracker#1979; LFM2 chat template) */
+    {"<|tool_call_start|>", "<|tool_call_end|>", blk_py_list},
+    /* Gemma 4: <|tool_call>call:NAME(k: "v")<tool_call|>, and the brace
+     * form with <|"|> quotes (NousResearch/hermes-agent#7449,
+     * waybarrios/vllm-mlx#274 gemma4_tool_parser.py) */
+    {"<|tool_call>", "<tool_call|>", blk_gemma},
+    /* a pythonic call list, [NAME(k=v), ...], at the start or after text
+     * (Llama 3.2/4 and LFM2 without their parser: vllm pythonic and
+     * llama4_pythonic tool parsers, vllm-project/vllm#22917); after
+     * [TOOL_CALLS], whose '[' it shares */
+    {"[", "]", blk_py_bare},
     /* a call object in a fenced JSON block, as DeepSeek writes it without
      * its tool parser (deepseek-ai/DeepSeek-V2#84): a call only when the
      * block's JSON is a call naming a declared tool (parse_block) */
@@ -753,6 +787,15 @@ static int tag_at(const char *p, const char *e, const tag **t)
     size_t avail = (size_t)(e - p);
     int partial = 0;
     for (size_t i = 0; i < NTAGS; i++) {
+        if (formats[i].parse == blk_py_bare) {
+            int k = tg_py_list_at(p, e);
+            if (k == 1) {
+                *t = &formats[i];
+                return 1;
+            }
+            partial |= k == 0;
+            continue;
+        }
         size_t n = strlen(formats[i].open);
         if (avail < n) {
             if (!memcmp(p, formats[i].open, avail))
@@ -835,7 +878,9 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
             continue;
         }
         const char *close, *be;
-        if (t->close) {
+        if (t->parse == blk_py_bare) {  /* the list's end includes its ']' */
+            close = be = tg_py_list_end(p, e);
+        } else if (t->close) {
             close = tg_rr_find(p + strlen(t->open), e, t->close);
             be = close ? close + strlen(t->close) : NULL;
         } else {
