@@ -212,6 +212,33 @@ static void split_calls(tg_ctx *ctx, json_t *calls)
     }
 }
 
+/* GLM's argument markup written into the call's name (R12 on a native
+ * call, zai-org/GLM-5#84): the name before it, the pairs as arguments
+ * beside any the call carried (those win). */
+static void name_markup(tg_ctx *ctx, json_t *fn)
+{
+    const char *up = json_string_value(json_object_get(fn, "name"));
+    /* not behind text_tool_calls: such a name is no declared tool, so the
+     * call could not be delivered as it came */
+    json_t *call = tg_text_name_markup(ctx, up);
+    if (!call)
+        return;
+    json_t *args = json_object_get(call, "arguments");
+    const json_t *a = json_object_get(fn, "arguments");
+    json_t *had = json_is_object(a)   ? json_incref((json_t *)a)
+                  : json_is_string(a) ? tg_json_load(json_string_value(a), json_string_length(a), 0, NULL)
+                                      : NULL;
+    if (json_is_object(had))
+        json_object_update(args, had);
+    json_decref(had);
+    tg_rr_note(ctx, TG_R12, up, NULL, NULL);
+    json_object_set(fn, "name", json_object_get(call, "name"));
+    char *t = tg_json_dumps(args);
+    json_object_set_new(fn, "arguments", json_string(t ? t : "{}"));
+    free(t);
+    json_decref(call);
+}
+
 /* One call, in place. Returns -1 when it cannot be delivered. */
 static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *ids)
 {
@@ -232,6 +259,7 @@ static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *i
         json_object_set_new(c, "function", fn);
         tg_rr_note(ctx, TG_R1, NULL, NULL, NULL);
     }
+    name_markup(ctx, fn);
     const char *up = json_string_value(json_object_get(fn, "name"));
     if (!up || !*up)
         return -1;

@@ -440,6 +440,20 @@ static int parse_glm(const tg_ctx *ctx, json_t *calls, const char *s, const char
     return 0;
 }
 
+json_t *tg_text_name_markup(const tg_ctx *ctx, const char *name)
+{
+    const char *k = name ? strstr(name, "<arg_key>") : NULL;
+    if (!k || k == name)
+        return NULL;
+    json_t *got = json_array();
+    json_t *call = NULL;
+    if (!parse_glm(ctx, got, name, name + strlen(name)) && json_array_size(got) == 1 &&
+        tg_rr_declared(ctx, json_string_value(json_object_get(json_array_get(got, 0), "name"))))
+        call = json_incref(json_array_get(got, 0));
+    json_decref(got);
+    return call;
+}
+
 /* The inside of a <tool_call>/<tools>/<function_calls> block. */
 static int parse_body(const tg_ctx *ctx, json_t *calls, const char *s, const char *e)
 {
