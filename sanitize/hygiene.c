@@ -236,9 +236,12 @@ typedef struct dialect_row {
     {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_NULL_WITH_CALLS | TG_MR_SYSTEM_FIRST |          \
          TG_MR_ONE_SYSTEM | TG_MR_STRING_CONTENT,                                           \
      NULL, "rule 55", NULL, NULL, NULL, NULL}
+/* null beside calls: LM Studio (lmstudio-bug-tracker#261) and llama-server
+ * (ggml-org/llama.cpp#13471) refuse it, vLLM takes "" as well */
 #define MSG_VLLM                                                                            \
-    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_SYSTEM_FIRST | TG_MR_ONE_SYSTEM, NULL, "rule 56", \
-     NULL, NULL, NULL, "rule 56"}
+    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_NULL_WITH_CALLS | TG_MR_SYSTEM_FIRST |          \
+         TG_MR_ONE_SYSTEM,                                                                  \
+     NULL, "rule 56", NULL, NULL, NULL, "rule 56"}
 #define MSG_NONE {0, NULL, "markers", NULL, NULL, NULL, NULL}
 
 #define ROW(id, name, features, schema, msg, repair) [id] = msg,
