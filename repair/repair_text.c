@@ -676,6 +676,9 @@ static const tag formats[] = {
     /* Llama 4's JSON tool calls between <|python_start|> and <|python_end|>
      * (vllm-project/vllm#16214) */
     {"<|python_start|>", "<|python_end|>", blk_body},
+    /* InternLM2 / Intern-S1: <|action_start|><|plugin|>\n{json}<|action_end|>
+     * (sgl-project/sglang#14866, internlm_detector.py) */
+    {"<|action_start|><|plugin|>", "<|action_end|>", blk_body},
     /* LFM2/LFM2.5 pythonic calls in their tokens (LM Studio,
      * lmstudio-ai/lmstudio-bug-tracker#1979; LFM2 chat template) */
     {"<|tool_call_start|>", "<|tool_call_end|>", blk_py_list},

@@ -65,6 +65,8 @@ CASES = [
      "<|tool_call_start|>[read_file(path=\"/tmp/a\")]<|tool_call_end|>", [R]),
     ("gemma4-paren", "Gemma 4 through an OpenAI-compatible API, NousResearch/hermes-agent#7449 (call:NAME(k: v))",
      "<|tool_call>call:get_weather(location: \"Paris\")<tool_call|><|tool_call>call:read_file(path: '/tmp/a')<tool_call|>", [W, R]),
+    ("internlm-action", "InternLM2/Intern-S1 action tokens, sgl-project/sglang#14866 (internlm_detector.py)",
+     "<|action_start|><|plugin|>\n{\"name\": \"get_weather\", \"parameters\": {\"location\": \"Paris\"}}<|action_end|>", [W]),
     ("gemma4-brace", "Gemma 4's own form with <|\"|> quotes, waybarrios/vllm-mlx#274 gemma4_tool_parser.py",
      "<|tool_call>call:search{queries:[<|\"|>a<|\"|>,<|\"|>b<|\"|>],limit:3}<tool_call|>", [S]),
 ]
