@@ -1,8 +1,8 @@
 # toolgate -- top-level build. `make` builds build/toolgate; `make run` and
 # `make test` first install whatever Debian packages are missing (.ci/deps.sh).
 #
-# Every .c under core/, sanitize/, discovery/, repair/, bridge/, conf/ and
-# proxy/ (but proxy/main.c)
+# Every .c under core/, sanitize/, discovery/, repair/, bridge/, pipeline/,
+# conf/ and proxy/ (but proxy/main.c)
 # goes into build/libtoolgate.a, which the binary, the unit tests and the
 # fuzzers link, so a new source file needs no Makefile change.
 
@@ -21,7 +21,7 @@ TG_CFLAGS = -std=c11 -D_GNU_SOURCE -I. -Wall -Wextra -Werror -Wshadow -Wno-unuse
 LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lssl -lcrypto -lpoppler-glib -lgobject-2.0 -lglib-2.0) -lstemmer -lpthread -lm
 LDFLAGS  += $(SAN)
 
-SRCDIRS  := core sanitize discovery repair bridge conf proxy
+SRCDIRS  := core sanitize discovery repair bridge pipeline conf proxy
 LIB_SRC  := $(filter-out proxy/main.c,$(wildcard $(SRCDIRS:%=%/*.c)))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 HDRS     := $(wildcard $(SRCDIRS:%=%/*.h))
@@ -109,7 +109,7 @@ EVAL_AGENT_QUERIES ?= 30
 eval: deps
 	@$(MAKE) --no-print-directory $(BUILD)/test/discovery_eval $(BUILD)/toolgate $(BUILD)/mock-upstream
 	@./$(BUILD)/test/discovery_eval -r -e
-	@TG_AGENT_QUERIES=$(EVAL_AGENT_QUERIES) TG_BIN=$(CURDIR)/$(BUILD)/toolgate \
+	@TG_AGENT_QUERIES=$(EVAL_AGENT_QUERIES) TG_AGENT_TIMEOUT=180 TG_BIN=$(CURDIR)/$(BUILD)/toolgate \
 		TG_MOCK=$(CURDIR)/$(BUILD)/mock-upstream sh test/integration/agent_catalog.sh | grep '^#'
 
 # Fuzzing (libFuzzer, clang from Debian): every test/fuzz/fuzz_*.c target

@@ -19,8 +19,14 @@ RPID=$!
 "$PY" "$TG_ROOT/test/adversary/hostile_redis.py" slow - "$RP" "$DELAY" >"$TG_TMP/slow.out" &
 SPID=$!
 trap 'kill $RPID $SPID 2>/dev/null; stop_all' EXIT
-sleep 0.5
-SP=$(sed -n 's/^port=//p' "$TG_TMP/slow.out")
+_i=0
+SP=
+while [ $_i -lt 200 ] && [ -z "$SP" ]; do  # a loaded machine starts python slowly
+    sleep 0.05
+    SP=$(sed -n 's/^port=//p' "$TG_TMP/slow.out")
+    _i=$((_i + 1))
+done
+[ -n "$SP" ] || { echo "the slow Redis did not start" >&2; exit 1; }
 start_mock
 PORT=$(free_port)
 {

@@ -16,8 +16,14 @@ TOOLS=${TOOLS:-4096}
 "$PY" "$TG_ROOT/bench/embed_bystander.py" serve "$DELAY" >"$TG_TMP/emb.out" &
 EPID=$!
 trap 'kill $EPID 2>/dev/null; stop_all' EXIT
-sleep 0.5
-EP=$(sed -n 's/^port=//p' "$TG_TMP/emb.out")
+_i=0
+EP=
+while [ $_i -lt 200 ] && [ -z "$EP" ]; do  # a loaded machine starts python slowly
+    sleep 0.05
+    EP=$(sed -n 's/^port=//p' "$TG_TMP/emb.out")
+    _i=$((_i + 1))
+done
+[ -n "$EP" ] || { echo "the embeddings endpoint did not start" >&2; exit 1; }
 start_mock
 PORT=$(free_port)
 {

@@ -29,13 +29,13 @@ static bool append_bounded(tg_buf *out, const char *s, size_t room)
     return false;
 }
 
-static void read_pages(PopplerDocument *doc, tg_buf *out, tg_pdf_text *info)
+static void read_pages(PopplerDocument *doc, long max_ms, tg_buf *out, tg_pdf_text *info)
 {
     gint64 start = g_get_monotonic_time();
     size_t at = out->len;
     for (int i = 0; i < info->pages; i++) {
         if (i >= TG_PDF_MAX_PAGES ||
-            (g_get_monotonic_time() - start) / 1000 > TG_PDF_MAX_MS ||
+            (g_get_monotonic_time() - start) / 1000 > max_ms ||
             out->len - at >= TG_PDF_MAX_TEXT) {
             info->cut = true;
             return;
@@ -59,6 +59,11 @@ static void read_pages(PopplerDocument *doc, tg_buf *out, tg_pdf_text *info)
 
 int tg_pdf_text_of_base64(const char *b64, size_t n, tg_buf *out, tg_pdf_text *info)
 {
+    return tg_pdf_text_within(b64, n, TG_PDF_MAX_MS, out, info);
+}
+
+int tg_pdf_text_within(const char *b64, size_t n, long max_ms, tg_buf *out, tg_pdf_text *info)
+{
     memset(info, 0, sizeof *info);
     /* base64 is 4 bytes for 3: a longer text would decode past the bound */
     if (n / 4 * 3 > TG_PDF_MAX_BYTES || n < 8)  /* 8: more than "%PDF-" */
@@ -75,7 +80,7 @@ int tg_pdf_text_of_base64(const char *b64, size_t n, tg_buf *out, tg_pdf_text *i
         return -1;
     }
     info->pages = poppler_document_get_n_pages(doc);
-    read_pages(doc, out, info);
+    read_pages(doc, max_ms, out, info);
     g_object_unref(doc);
     return 0;
 }

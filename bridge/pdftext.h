@@ -33,4 +33,8 @@ typedef struct tg_pdf_text {
  * nothing new). */
 int tg_pdf_text_of_base64(const char *b64, size_t n, tg_buf *out, tg_pdf_text *info);
 
+/* The same with a time bound of max_ms instead of TG_PDF_MAX_MS (tests
+ * of the other bounds give it room a loaded machine needs). */
+int tg_pdf_text_within(const char *b64, size_t n, long max_ms, tg_buf *out, tg_pdf_text *info);
+
 #endif

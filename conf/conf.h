@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "core/buf.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 
 typedef struct tg_route {
     char *name;

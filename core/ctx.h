@@ -9,7 +9,7 @@
  * rule sets it points to are declared by their stages (sanitize/, repair/,
  * discovery/) and are opaque here; the stream repair reaches the discovery
  * intercept, which sits above it, through the hooks below, set by the
- * pipeline (sanitize/pipeline.c), never by name.
+ * pipeline (pipeline/pipeline.c), never by name.
  */
 #ifndef TG_CTX_H
 #define TG_CTX_H

@@ -36,6 +36,9 @@ enum {
     TG_DF_FORMATS_ANTHROPIC = 1u << 5,
     /* without constraints, minItems 0 or 1 is still taken (rule 40) */
     TG_DF_SMALL_MIN_ITEMS = 1u << 6,
+    /* tool names must start with a letter (Moonshot: "function name is
+     * invalid, must start with a letter ...", rule 76) */
+    TG_DF_NAME_LETTER = 1u << 7,
 };
 
 /* Every dialect once, in id order:
@@ -66,6 +69,8 @@ enum {
     X(TG_D_TOGETHER, "together", TG_DF_REWRITE, SCHEMA_TOGETHER, MSG_LENIENT, REPAIR_ALL)      \
     X(TG_D_OLLAMA, "ollama", TG_DF_REWRITE, SCHEMA_LOCAL, MSG_OLLAMA, REPAIR_ALL)              \
     X(TG_D_VLLM, "vllm", TG_DF_REWRITE, SCHEMA_LOCAL, MSG_VLLM, REPAIR_ALL)                    \
+    X(TG_D_MOONSHOT, "moonshot", TG_DF_REWRITE | TG_DF_NAME_LETTER, SCHEMA_MOONSHOT,           \
+      MSG_MOONSHOT, REPAIR_ALL)                                                                \
     X(TG_D_PASSTHROUGH, "passthrough", 0, SCHEMA_NONE, MSG_NONE, REPAIR_GUARANTEE)
 
 #define TG_DIALECT_ID(id, name, features, schema, msg, repair) id,

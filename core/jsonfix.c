@@ -1,9 +1,8 @@
 /* jsonfix.c -- bounded, conservative repair of almost-JSON tool arguments.
  *
  * Models write arguments that are nearly JSON: single-quoted strings,
- * trailing commas, Python's True/False/None, bare keys, a key whose closing
- * quote was left off ({"selected: ["A"]}, deepseek-ai/DeepSeek-V3#1069), a
- * ```json fence, or text cut off by max_tokens. This is a small recursive-descent reader that
+ * trailing commas, Python's True/False/None, bare keys, a ```json fence, or
+ * text cut off by max_tokens. This is a small recursive-descent reader that
  * accepts exactly those deviations and builds the jansson value directly.
  * It is conservative: anything else (missing commas, garbage after the
  * value, NaN, invalid UTF-8) fails rather than guess. Bounded: input size
@@ -154,11 +153,30 @@ static json_t *read_literal(rd *r)
     return NULL;
 }
 
-/* A key: quoted, or a bare identifier. */
+/* A key: quoted, or a bare identifier. A quoted key that lost its closing
+ * quote, {"selected: ["A"]} (deepseek-ai/DeepSeek-V3#1069), reads as a
+ * string that ends at the next quote and is not followed by ':'; when it
+ * starts with an identifier and a ':', that identifier is the key. */
 static json_t *read_key(rd *r)
 {
-    if (*r->p == '"' || *r->p == '\'')
-        return read_string(r);
+    if (*r->p == '"' || *r->p == '\'') {
+        const char *open = r->p;
+        json_t *k = read_string(r);
+        const char *after = r->p;
+        while (after < r->end && isspace((unsigned char)*after))
+            after++;
+        if (k && !r->eof && after < r->end && *after != ':') {
+            const char *c = open + 1;
+            while (c < r->end && (isalnum((unsigned char)*c) || *c == '_' || *c == '-'))
+                c++;
+            if (c > open + 1 && c < r->end && *c == ':') {
+                json_decref(k);
+                r->p = c;
+                return json_stringn(open + 1, (size_t)(c - open - 1));
+            }
+        }
+        return k;
+    }
     const char *s = r->p;
     while (r->p < r->end && (isalnum((unsigned char)*r->p) || *r->p == '_'))
         r->p++;
@@ -167,21 +185,6 @@ static json_t *read_key(rd *r)
     if (r->p == r->end)
         r->eof = true;
     return json_stringn(s, (size_t)(r->p - s));
-}
-
-/* A quoted key that no ':' follows, at ks: if it starts with a name and a
- * ':' ("selected: ["), the model left the key's closing quote off; the key
- * is that name and r->p goes on after its ':'. Only text that is no JSON
- * reaches here (a key is always followed by ':'). */
-static json_t *key_missing_quote(rd *r, const char *ks)
-{
-    const char *p = ks + 1, *s = p;
-    while (p < r->end && (isalnum((unsigned char)*p) || *p == '_' || *p == '-'))
-        p++;
-    if (p == s || p >= r->end || *p != ':')
-        return NULL;
-    r->p = p + 1;
-    return json_stringn(s, (size_t)(p - s));
 }
 
 static json_t *read_object(rd *r)
@@ -202,33 +205,24 @@ static json_t *read_object(rd *r)
             r->p++;
             continue;
         }
-        const char *ks = r->p;
         json_t *k = read_key(r);
         if (!k)
             break;
-        bool quoted = *ks == '"' || *ks == '\'';
-        json_t *mended = NULL;
-        if (r->eof) {  /* "{"ke  -> drop the key (also "{"k:v": cut text) */
+        if (r->eof) {  /* "{"ke  -> drop the key */
             json_decref(k);
             return o;
-        } else {
-            skip_ws(r);
-            if (r->p >= r->end) {
-                json_decref(k);
-                r->eof = true;
-                return o;
-            }
-            if (*r->p == ':')
-                r->p++;
-            else if (!quoted || !(mended = key_missing_quote(r, ks))) {
-                json_decref(k);
-                break;
-            }
         }
-        if (mended) {
+        skip_ws(r);
+        if (r->p >= r->end) {
             json_decref(k);
-            k = mended;
+            r->eof = true;
+            return o;
         }
+        if (*r->p != ':') {
+            json_decref(k);
+            break;
+        }
+        r->p++;
         skip_ws(r);
         if (r->p >= r->end) {
             json_decref(k);

@@ -7,7 +7,7 @@
  *
  * Every stage is a plain function over jansson values plus a tg_ctx, so each
  * one is testable without sockets; the network code (proxy/) only moves bytes
- * and calls tg_pipeline_* (sanitize/pipeline.h).
+ * and calls tg_pipeline_* (pipeline/pipeline.h).
  *
  * OWNERSHIP RULE (stated once, followed everywhere, as in jq's jv.h):
  *   - A function that takes a json_t * BORROWS it. The caller keeps its

@@ -3,8 +3,8 @@
  * A call is set up on an easy handle (tg_embed_call_set) and read when it
  * ends (tg_embed_call_end): the proxy runs a catalog's calls on the
  * worker's multi handle (proxy/embed_wait.c) while the worker serves
- * others; tg_embed_http runs one call to its end (a search's query, and
- * the eval), bounded by what is left of the request's budget. Nothing of the answer is trusted: its
+ * others; tg_embed_http runs one call to its end, blocking (the eval
+ * tool's; never a worker's). Nothing of the answer is trusted: its
  * bytes stop at TG_EMBED_ANSWER_MAX and discovery checks its shape.
  */
 #include "proxy/embed_http.h"

@@ -35,7 +35,8 @@ int tg_embed_call_set(tg_embed_call *c, CURL *e, const char *url, const char *au
 json_t *tg_embed_call_end(tg_embed_call *c, CURLcode rc, tg_embed_fail *why);
 void tg_embed_call_free(tg_embed_call *c);
 
-/* POST body (borrowed) to url with the header auth ("Authorization: Bearer
+/* Blocking: for tools (test/tools/discovery_eval.c), never on a worker.
+ * POST body (borrowed) to url with the header auth ("Authorization: Bearer
  * ...", or NULL). *easy is a handle kept between calls (created when NULL;
  * the caller cleans it up), so that the connection is reused. The answer is
  * read up to TG_EMBED_ANSWER_MAX bytes, within timeout_ms (<= 0:

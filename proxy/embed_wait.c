@@ -22,7 +22,10 @@
  * go out as one job of their own (embed_wait_queries), kept in the
  * request's discovery state ("qv") when they are in, and the round's end
  * runs again (upstream.c); the search finds them there (embed_known_answer)
- * and makes no call. A streamed round's search still calls on the thread.
+ * and makes no call. A streamed round's searches are embedded the same way
+ * once its stream has ended, before the stream repair answers them
+ * (embed_wait_stream). No embeddings call is ever made on the worker
+ * thread: a search whose texts were not embedded so ranks by BM25.
  */
 #include "proxy/embed_wait.h"
 
@@ -33,9 +36,13 @@
 #include "core/cache.h"
 #include "core/jsonio.h"
 #include "discovery/discovery.h"
+#include "repair/repair.h"
 #include "proxy/embed_http.h"
 
 #define EMBED_PARALLEL 8 /* a catalog's calls out at once */
+/* a round's search phrasings embedded on the loop: one wave of calls
+ * (a turn of 64 searches of 8 phrasings); a search past it falls back */
+#define QUERY_TEXTS_MAX (EMBED_PARALLEL * TG_EMBED_BATCH)
 
 typedef struct embed_slot {
     CURL *easy;
@@ -322,8 +329,8 @@ int embed_wait_catalog(tg_req *r)
     const tg_disc_conf *dr = &r->prep.embed_from->rules.disc;
     uint64_t key = tg_disc_embed_catalog_key(dr->embed_route, dr->embed_model, d);
     json_t *cv = tg_cache_get(r->w->cache, TG_EMBED_CACHE_KIND, key);
-    if (cv) {
-        json_decref(cv);
+    if (cv) {  /* kept in the request's state: evicted later, it is still there */
+        json_object_set_new(r->ctx.disc_state, "embed", cv);
         return 0;
     }
     if (n > TG_EMBED_CATALOG_MAX) {
@@ -341,33 +348,53 @@ int embed_wait_catalog(tg_req *r)
     return r->prep.embed_waiting ? 1 : 0;
 }
 
-int embed_wait_queries(tg_req *r, void (*cont)(tg_req *r))
+/* The texts of `all` (taken) not embedded yet for r, QUERY_TEXTS_MAX at
+ * most, go out as one job of their own; 1 when r waits for them. */
+static int wait_texts(tg_req *r, json_t *all, void (*cont)(tg_req *r))
 {
-    if (!r->prep.embed_from || !r->ctx_live || !r->ctx.disc_state || r->prep.embedder.failed ||
-        r->up.status < 200 || r->up.status > 299 || !r->up.resp.len)
-        return 0;
-    json_t *resp = tg_json_load_answer(r->up.resp.data, r->up.resp.len);
-    json_t *all = json_is_object(resp) ? tg_discovery_search_texts(&r->ctx, resp) : NULL;
-    json_decref(resp);
     json_t *qv = json_object_get(r->ctx.disc_state, "qv"), *texts = json_array(), *t;
     size_t i;
     json_array_foreach(all, i, t) {
         bool seen = json_object_get(qv, json_string_value(t)) != NULL;
         for (size_t k = 0; !seen && k < json_array_size(texts); k++)
             seen = json_equal(t, json_array_get(texts, k));
-        if (!seen)
+        if (!seen && json_array_size(texts) < QUERY_TEXTS_MAX)
             json_array_append(texts, t);
     }
     json_decref(all);
-    /* more than one call's worth (eight searches in one turn): left to the
-     * searches themselves */
-    if (!json_array_size(texts) || json_array_size(texts) > TG_EMBED_BATCH ||
-        embed_budget_left_ms(r) <= 0) {
+    if (!json_array_size(texts) || embed_budget_left_ms(r) <= 0) {
         json_decref(texts);
         return 0;
     }
     job_start(r, 0, texts, cont);
     return r->prep.embed_waiting ? 1 : 0;
+}
+
+static bool may_search(tg_req *r)
+{
+    return r->prep.embed_from && r->ctx_live && r->ctx.disc_state && !r->prep.embedder.failed;
+}
+
+int embed_wait_queries(tg_req *r, void (*cont)(tg_req *r))
+{
+    if (!may_search(r) || r->up.status < 200 || r->up.status > 299 || !r->up.resp.len)
+        return 0;
+    json_t *resp = tg_json_load_answer(r->up.resp.data, r->up.resp.len);
+    json_t *all = json_is_object(resp) ? tg_discovery_search_texts(&r->ctx, resp) : NULL;
+    json_decref(resp);
+    return all ? wait_texts(r, all, cont) : 0;
+}
+
+int embed_wait_stream(tg_req *r, void (*cont)(tg_req *r))
+{
+    json_t *msg = may_search(r) && r->stream.repair ? tg_stream_round_message(r->stream.repair)
+                                                    : NULL;
+    if (!msg)
+        return 0;
+    json_t *as = json_pack("{s[{so}]}", "choices", "message", msg);
+    json_t *all = tg_discovery_search_texts(&r->ctx, as);
+    json_decref(as);
+    return wait_texts(r, all, cont);
 }
 
 json_t *embed_known_answer(tg_req *r, json_t *body)

@@ -8,8 +8,9 @@
  * same catalog joins the first's work (one in-flight table a worker, keyed
  * like the cache). Every call of a request, the catalog's and its searches'
  * queries, shares one time budget (embed_budget_left_ms); what runs past it
- * falls back to BM25, counted as any failure. A whole round's searches have
- * their phrasings embedded the same way before the answer is read.
+ * falls back to BM25, counted as any failure. A round's searches, whole or
+ * streamed, have their phrasings embedded the same way before they are
+ * answered.
  */
 #ifndef TG_EMBED_WAIT_H
 #define TG_EMBED_WAIT_H
@@ -30,6 +31,10 @@ int embed_wait_catalog(tg_req *r);
  * cont(r) runs when they are in or failed; 1 then, 0 when there is nothing
  * to wait for. */
 int embed_wait_queries(tg_req *r, void (*cont)(tg_req *r));
+/* The same for a streamed round that has ended (its stream repair holds
+ * its calls, tg_stream_round_message): run before tg_stream_end answers
+ * them. */
+int embed_wait_stream(tg_req *r, void (*cont)(tg_req *r));
 /* The answer to an embeddings body whose every input was embedded so
  * (embed_wait_queries), a new reference; NULL when one is missing. */
 json_t *embed_known_answer(tg_req *r, json_t *body);

@@ -311,10 +311,13 @@ static int route_request(tg_req *r)
     if (r->prep.api && !strcmp(r->client.method, "POST")) {
         /* count_tokens has no chat form: passed through, or estimated */
         bool count = !strcmp(rest, "/v1/messages/count_tokens");
+        if (r->prep.converted)  /* it waited on the store as a chat request */
+            return prepare_chat(r, by_prefix);
         int k = prepare_bridged(r, by_prefix, count);
         if (k < 0 || k == 2)
             return k < 0 ? -1 : 1;  /* 1: waits on the store */
         r->prep.is_chat = k == 0;
+        r->prep.converted = k == 0;
         if (k == 0)
             return prepare_chat(r, by_prefix);
         prepare_plain(r);

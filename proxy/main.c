@@ -9,7 +9,7 @@
 
 #include "conf/conf.h"
 #include "core/cache.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "core/jsonio.h"
 #include "bridge/messages_api.h"
 #include "bridge/responses_api.h"

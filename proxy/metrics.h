@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "discovery/embed.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 
 typedef struct tg_metrics tg_metrics;
 typedef struct tg_metrics_set tg_metrics_set;

@@ -23,7 +23,6 @@
 #include "bridge/bridge.h"
 #include "core/jsonio.h"
 #include "proxy/bridges.h"
-#include "proxy/embed_http.h"
 #include "proxy/embed_wait.h"
 #include "proxy/log.h"
 #include "proxy/metrics.h"
@@ -222,37 +221,31 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
     }
     if (refuse_keyless(r, r->route))  /* not on a fallback: its error would hide the first's */
         return -1;
+    if (sig_prefetch(r, r->route, body) > 0) {
+        json_decref(r->json);  /* read again when the kept fields are in */
+        r->json = NULL;
+        return 1;
+    }
     return prepare_route(r, r->route);
 }
 
 /* ---- discovery's embeddings calls ----------------------------------------
  *
- * discovery_embeddings = ROUTE:MODEL: search_tools asks ROUTE's upstream
- * for embeddings (discovery/embed.c). The catalog's were embedded before
- * the request went upstream, on the worker's loop (proxy/embed_wait.c);
- * what a search still asks (its query) runs on this worker's own easy
- * handle (proxy/embed_http.c) within what is left of the request's one
- * embeddings budget, and not at all once it is spent. The key is ROUTE's
- * api_key; without one, the key this request sends its own upstream, and
- * only when ROUTE is the request's own route: a client's key never goes
- * to another provider than the one it was sent for (embed_target). */
+ * discovery_embeddings = ROUTE:MODEL: search_tools ranks with ROUTE's
+ * embeddings (discovery/embed.c). Every call runs on the worker's loop
+ * (proxy/embed_wait.c): the catalog's before the request goes upstream,
+ * a round's search phrasings when the round has ended, whole or streamed,
+ * all within the request's one embeddings budget. So the embedder the
+ * search asks only reads what is in: a text not embedded so (past the
+ * budget, or more phrasings in one turn than one wave of calls carries) is
+ * no call on the worker thread but a fallback to BM25, counted. */
 static json_t *embed_post(tg_embedder *self, json_t *body, tg_embed_fail *why)
 {
-    tg_req *r = self->ud;
-    json_t *known = embed_known_answer(r, body);
-    if (known)  /* a whole answer's search: embedded on the loop before */
-        return known;
-    tg_buf url = {0}, auth = {0};
-    const tg_route *e = embed_target(r, &url, &auth);
-    long left = embed_budget_left_ms(r);
-    json_t *ans = NULL;
-    *why = !e ? TG_EMB_NO_ROUTE : TG_EMB_TIMEOUT;
-    if (e && left > 0)
-        ans = tg_embed_http(&r->w->embed_easy, url.data, auth.data, e->connect_timeout_ms, left,
-                            body, why);
-    tg_buf_free(&url);
-    tg_buf_free(&auth);
-    return ans;
+    json_t *known = embed_known_answer(self->ud, body);
+    if (!known)
+        self->calls--;  /* counted by the search, and not made */
+    *why = embed_budget_left_ms(self->ud) > 0 ? TG_EMB_TOO_BIG : TG_EMB_TIMEOUT;
+    return known;
 }
 
 void embed_report(tg_req *r)
@@ -290,7 +283,8 @@ static void join_small_body(tg_req *r)
 }
 
 /* What the request stages gave upstream in another form (a chat custom
- * tool as a function, sanitize/custom.h): said like a bridge's translations
+ * tool as a function, sanitize/custom.h; a forced tool_choice as "auto" on
+ * Moonshot while thinking, rule 78): said like a bridge's translations
  * (X-Toolgate-Translated, the log, toolgate_bridge_translated_total). A
  * bridged request has no chat custom tools, so its own note stands. */
 static void note_chat_translated(tg_req *r)
@@ -301,7 +295,7 @@ static void note_chat_translated(tg_req *r)
     free(r->prep.translated);
     r->prep.translated = tg_bridge_dropped_text(r->ctx.translated);
     tg_metrics_translated(r->w->metrics, n);
-    tg_log(TG_LOG_INFO, "request %s: route %s takes no custom tools; sent as functions: %s",
+    tg_log(TG_LOG_INFO, "request %s: route %s: sent upstream in another form: %s",
            r->id, r->route->name, r->prep.translated ? r->prep.translated : "");
 }
 
@@ -314,9 +308,13 @@ static void note_chat_translated(tg_req *r)
  * and Claude Code over the Messages bridge cannot carry them at all. So
  * the calls an answer gives the agent leave their fields in the item store
  * (ctx->opaque_out, filled by the repair stage) under (owner, "sig:" +
- * call id), in the memory store (bounded, by owner; not yet with Redis,
- * see sync_store), and a replayed call of the current turn that comes without
- * them gets them back before the request stages run. What the store does
+ * call id), bounded by owner (and expiring, with Redis), and a replayed
+ * call of the current turn that comes without them gets them back before
+ * the request stages run. The memory store is read where it is needed; a
+ * store on the worker's loop (Redis) is read before: sig_prefetch asks for
+ * the current turn's call ids in one fetch, the request waits like one
+ * whose items are read (the worker serves others), and the restore finds
+ * them in r->prep.sigs. A put is sent and not waited for. What the store does
  * not have is left to the hygiene stage (fill_signatures: Google's
  * documented stand-in, recorded as thought-signature-fill). Only on routes
  * that keep signatures (messages.keep_signatures). */
@@ -324,14 +322,9 @@ static void note_chat_translated(tg_req *r)
 #define SIG_LOOKUPS_MAX 32  /* store reads a request, the current turn's calls */
 #define SIG_TEXT_MAX (64 * 1024)
 
-/* The store, when it reads without waiting (memory). Redis is read only
- * through an asynchronous fetch on the worker's loop (store.h), which the
- * chat path does not make yet: there nothing is kept or restored, and
- * hygiene's stand-in applies. */
-static tg_store *sync_store(tg_req *r)
+static bool keeps_signatures(const tg_route *route)
 {
-    tg_store *st = r->w->srv->items;
-    return st && !st->ops->fetch ? st : NULL;
+    return route && (route->rules.msg.flags & TG_MR_KEEP_SIGNATURE);
 }
 
 static bool has_opaque(const json_t *call)
@@ -344,21 +337,110 @@ static bool has_opaque(const json_t *call)
     return false;
 }
 
-/* Fills one call from the store; -1 when the store cannot be reached. */
-static int restore_call(tg_req *r, uint64_t owner, json_t *call, unsigned *n)
+/* The store key of a call's kept fields, or false for a call that has
+ * them already or no id worth a look-up. */
+static bool sig_key(const json_t *call, char key[300])
 {
     const char *id = json_string_value(json_object_get(call, "id"));
-    if (!id || !*id || strlen(id) > 256 || has_opaque(call))
-        return 0;
-    char key[300], *text = NULL;
-    snprintf(key, sizeof key, SIG_PREFIX "%s", id);
-    tg_store_status st = tg_store_get(r->w->srv->items, r->w->id, owner, key, &text);
-    if (st == TG_STORE_DOWN) {
-        tg_metrics_store_error(r->w->metrics, "get");
-        return -1;
+    if (!json_is_object(call) || !id || !*id || strlen(id) > 256 || has_opaque(call))
+        return false;
+    snprintf(key, 300, SIG_PREFIX "%s", id);
+    return true;
+}
+
+/* The index of the first message of the current turn (after the last
+ * user message): its calls are the ones the provider checks. */
+static size_t turn_start(const json_t *msgs)
+{
+    size_t i = json_array_size(msgs);
+    while (i > 0) {
+        const char *role = json_string_value(json_object_get(json_array_get(msgs, i - 1), "role"));
+        if (role && !strcmp(role, "user"))
+            break;
+        i--;
     }
-    json_t *o = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
-    free(text);
+    return i;
+}
+
+/* The keys of the current turn's calls that came without their fields,
+ * SIG_LOOKUPS_MAX at most (a new array). */
+static json_t *sig_keys(const json_t *body)
+{
+    json_t *msgs = json_object_get(body, "messages"), *keys = json_array();
+    for (size_t i = turn_start(msgs); i < json_array_size(msgs); i++) {
+        json_t *calls = json_object_get(json_array_get(msgs, i), "tool_calls");
+        for (size_t k = 0; k < json_array_size(calls); k++) {
+            char key[300];
+            if (json_array_size(keys) < SIG_LOOKUPS_MAX && sig_key(json_array_get(calls, k), key))
+                json_array_append_new(keys, json_string(key));
+        }
+    }
+    return keys;
+}
+
+static void on_sigs(void *ud, const tg_store_got *got)
+{
+    tg_req *r = ud;
+    r->prep.sigs_fetching = false;
+    if (got->status == TG_STORE_DOWN) {
+        tg_metrics_store_error(r->w->metrics, "get");  /* hygiene's stand-in then */
+    } else {
+        json_t *keys = json_object_get(r->prep.sigs, "");
+        for (size_t i = 0; i < got->n && i < json_array_size(keys); i++) {
+            json_t *o = got->texts[i] && strlen(got->texts[i]) <= SIG_TEXT_MAX
+                            ? tg_json_load(got->texts[i], strlen(got->texts[i]), 0, NULL)
+                            : NULL;
+            if (json_is_object(o))
+                json_object_set(r->prep.sigs, json_string_value(json_array_get(keys, i)), o);
+            json_decref(o);
+        }
+    }
+    json_object_del(r->prep.sigs, "");
+    req_resume(r);  /* no-op when it ended before the request was suspended */
+    req_unref(r);
+}
+
+int sig_prefetch(tg_req *r, const tg_route *route, const json_t *body)
+{
+    tg_store *st = r->w->srv->items;
+    if (!st->ops->fetch || r->prep.sigs || !keeps_signatures(route))
+        return 0;
+    json_t *keys = sig_keys(body);
+    size_t n = json_array_size(keys);
+    r->prep.sigs = json_object();
+    r->prep.sigs_for = route;
+    if (!n) {
+        json_decref(keys);
+        return 0;
+    }
+    const char *ids[SIG_LOOKUPS_MAX];
+    for (size_t i = 0; i < n; i++)
+        ids[i] = json_string_value(json_array_get(keys, i));
+    json_object_set_new(r->prep.sigs, "", keys);  /* the order asked, until the answer */
+    r->prep.sigs_fetching = true;
+    st->ops->fetch(st, r->w->id, item_owner(r, route), ids, n, NULL, 0,
+                   now_us() + (uint64_t)TG_STORE_BUDGET_MS * 1000, on_sigs, req_ref(r));
+    return r->prep.sigs_fetching ? 1 : 0;
+}
+
+/* One call's kept fields: from what the loop read (a store on the loop),
+ * or from the memory store; -1 when the store cannot be reached. */
+static int restore_call(tg_req *r, uint64_t owner, json_t *call, unsigned *n)
+{
+    char key[300], *text = NULL;
+    if (!sig_key(call, key))
+        return 0;
+    json_t *o = NULL;
+    if (r->w->srv->items->ops->fetch) {
+        o = json_incref(json_object_get(r->prep.sigs, key));
+    } else {
+        if (tg_store_get(r->w->srv->items, r->w->id, owner, key, &text) == TG_STORE_DOWN) {
+            tg_metrics_store_error(r->w->metrics, "get");
+            return -1;
+        }
+        o = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
+        free(text);
+    }
     if (json_is_object(o)) {
         json_object_update_missing(call, o);
         (*n)++;
@@ -370,16 +452,11 @@ static int restore_call(tg_req *r, uint64_t owner, json_t *call, unsigned *n)
 /* The assistant calls after the last user turn: the ones the provider checks. */
 static void restore_signatures(tg_req *r, const tg_route *route, json_t *body)
 {
-    if (!(route->rules.msg.flags & TG_MR_KEEP_SIGNATURE) || !sync_store(r))
-        return;
+    if (!keeps_signatures(route) ||
+        (r->w->srv->items->ops->fetch && (!r->prep.sigs || r->prep.sigs_for != route)))
+        return;  /* a store on the loop read nothing for this route (its owner) */
     json_t *msgs = json_object_get(body, "messages");
-    size_t i = json_array_size(msgs);
-    while (i > 0) {
-        const char *role = json_string_value(json_object_get(json_array_get(msgs, i - 1), "role"));
-        if (role && !strcmp(role, "user"))
-            break;
-        i--;
-    }
+    size_t i = turn_start(msgs);
     uint64_t owner = item_owner(r, route);
     unsigned looked = 0, found = 0;
     for (; i < json_array_size(msgs); i++) {
@@ -404,8 +481,8 @@ static void restore_signatures(tg_req *r, const tg_route *route, json_t *body)
 
 void keep_signatures(tg_req *r)
 {
-    if (!r->ctx_live || !r->ctx.opaque_out || !r->route || !sync_store(r) ||
-        !(r->route->rules.msg.flags & TG_MR_KEEP_SIGNATURE))  /* elsewhere hygiene drops them */
+    if (!r->ctx_live || !r->ctx.opaque_out ||
+        !keeps_signatures(r->route))  /* elsewhere hygiene drops them */
         return;
     uint64_t owner = item_owner(r, r->route);
     const char *id;

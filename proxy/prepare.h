@@ -7,8 +7,14 @@
 #include "proxy/request.h"
 
 /* A chat body: parse, validate, route (by_prefix, else by model), then
- * prepare_route. */
+ * prepare_route; 1 while the provider fields its replayed calls lost are
+ * read from a store on the loop (sig_prefetch: it is dispatched again). */
 int prepare_chat(tg_req *r, const tg_route *by_prefix);
+/* On a route that keeps signatures, with a store on the loop (Redis): the
+ * fields kept for the current turn's calls of body that came without them
+ * are read in one fetch; 1 while it is out (the caller suspends r), 0
+ * when there is nothing to read (also every later time). */
+int sig_prefetch(tg_req *r, const tg_route *route, const json_t *body);
 /* Run the request stages for `route` over the client's body and keep the
  * bytes to send (r->up.body, r->up.tools); again from the original bytes
  * on a fallback. */

@@ -181,6 +181,7 @@ void req_unref(tg_req *r)
     free(r->prep.dropped);
     free(r->prep.translated);
     json_decref(r->prep.fetched);
+    json_decref(r->prep.sigs);
     json_decref(r->prep.fetch_ids);
     free(r->answer.body);
     free(r->answer.reason);

@@ -27,7 +27,7 @@
 #include "proxy/sse.h"
 #include "discovery/embed.h"
 #include "proxy/worker.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 
 #define STREAM_HIGH_WATER (1u << 20)  /* pause upstream past this much unsent */
 #define STREAM_LOW_WATER (256u << 10)
@@ -111,6 +111,13 @@ typedef struct tg_req {
         int fetch_rounds;
         bool fetching;                /* that read is out: the client is suspended */
         bool fetch_down;              /* it failed, or ran past the store budget */
+        json_t *sigs;                 /* a chat request's kept provider fields, read
+                                         from a store on the loop: "sig:ID" -> object
+                                         (prepare.c sig_prefetch), or NULL */
+        const tg_route *sigs_for;     /* the route they were read for (its owner) */
+        bool sigs_fetching;           /* that read is out: the client is suspended */
+        bool converted;               /* a bridged body is the chat request now: a
+                                         resume goes on with prepare_chat */
     } prep;
 
     struct {

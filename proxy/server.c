@@ -416,8 +416,6 @@ static void worker_cleanup(worker *w)
     while (w->n_spare)
         curl_easy_cleanup(w->spare[--w->n_spare]);
     req_free_spares(w);
-    if (w->embed_easy)
-        curl_easy_cleanup(w->embed_easy);
     if (w->multi)
         curl_multi_cleanup(w->multi);
     upstream_tls_free(w);

@@ -35,6 +35,15 @@
  * at once. One that breaks after working (Redis restarted) is made again
  * at the next call.
  *
+ * A host name is resolved by a thread of the store's own, never on a
+ * worker: hiredis' connect calls getaddrinfo, which waits on DNS as long
+ * as DNS takes (issue 28). The thread resolves at start (the server waits
+ * for it up to RESOLVE_FIRST_MS), again every RESOLVE_EVERY_MS, and at
+ * once when a worker's connection failed; a worker connects to the last
+ * address it found (an IP literal, which getaddrinfo reads without a
+ * lookup) and, while there is none yet, answers DOWN at once. A lookup
+ * that hangs holds that thread alone; stopping the server waits for it.
+ *
  * What a reply may allocate is bounded: hiredis 0.14 allocates an array
  * of the count a multi-bulk header announces, so "*999999999" would be
  * 8 GB; the reader's functions here refuse an array longer than toolgate
@@ -43,8 +52,11 @@
  */
 #include "proxy/store.h"
 
+#include <arpa/inet.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#include <netdb.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -64,6 +76,8 @@
 #define BATCH_BYTES (4u << 20)
 #define MAX_ELEMENTS 1024   /* the longest array toolgate asks for: MGET_IDS, 1 + 2 x BATCH_RECORDS */
 #define MAX_PENDING 4096    /* commands waiting on one connection; past it a call is DOWN */
+#define RESOLVE_FIRST_MS 2000   /* the server's start waits this long for a host's address */
+#define RESOLVE_EVERY_MS 30000  /* a host name is looked up again this often */
 
 typedef struct fetch fetch;
 
@@ -83,9 +97,24 @@ typedef struct conn {
     fetch *fetches;         /* fetches of this slot not done yet (their deadlines) */
 } conn;
 
+/* The host's address, found off the workers (one thread a store, for a
+ * host name only): `addr` under `lock`, which is never held across a
+ * lookup. */
+typedef struct resolver {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_t thread;
+    bool named;                   /* a host name: addresses come from the thread */
+    bool threaded;                /* the thread runs */
+    bool stop, again;
+    char addr[INET6_ADDRSTRLEN];  /* "" until the first lookup succeeds */
+    char why[160];                /* the last lookup's failure */
+} resolver;
+
 typedef struct redis_store {
     tg_store base;
     tg_redis_url url;
+    resolver res;
     size_t per_owner;
     long ttl_ms, timeout_ms;
     size_t reply_max;       /* a string, and a reply being read, at most */
@@ -246,11 +275,142 @@ static void ev_cleanup(void *p)
     free(h);
 }
 
+/* ---- the host's address, off the workers --------------------------------------- */
+
+static bool is_ip_literal(const char *host)
+{
+    unsigned char b[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, host, b) == 1 || inet_pton(AF_INET6, host, b) == 1;
+}
+
+/* One lookup of the host: its first address into rs->res.addr. */
+static void resolve_once(redis_store *rs)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int rc = getaddrinfo(rs->url.host, NULL, &hints, &ai);
+    char addr[INET6_ADDRSTRLEN] = "";
+    if (!rc && ai) {
+        const void *a = ai->ai_family == AF_INET6
+                            ? (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr
+                            : (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr;
+        inet_ntop(ai->ai_family, a, addr, sizeof addr);
+    }
+    if (ai)
+        freeaddrinfo(ai);
+    resolver *r = &rs->res;
+    const char *why = rc ? gai_strerror(rc) : "no address";
+    pthread_mutex_lock(&r->lock);
+    bool changed = *addr && strcmp(addr, r->addr);
+    bool news = !*addr && strcmp(r->why, why);  /* logged once a cause, not each retry */
+    if (*addr) {
+        snprintf(r->addr, sizeof r->addr, "%s", addr);
+        r->why[0] = 0;
+    } else {  /* the last address found is kept: DNS down is not Redis down */
+        snprintf(r->why, sizeof r->why, "%s", why);
+    }
+    pthread_cond_broadcast(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+    if (changed)  /* workers in backoff try the new address at once */
+        atomic_store_explicit(&rs->up_us, now_us(), memory_order_relaxed);
+    if (news)
+        tg_log(TG_LOG_WARN, "responses_store %s: cannot look up %.100s: %s", rs->base.name,
+               rs->url.host, why);
+}
+
+static void *resolver_main(void *p)
+{
+    redis_store *rs = p;
+    resolver *r = &rs->res;
+    pthread_mutex_lock(&r->lock);
+    while (!r->stop) {
+        r->again = false;
+        pthread_mutex_unlock(&r->lock);
+        resolve_once(rs);
+        pthread_mutex_lock(&r->lock);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += RESOLVE_EVERY_MS / 1000;
+        while (!r->stop && !r->again)
+            if (pthread_cond_timedwait(&r->wake, &r->lock, &until))
+                break;  /* time for the next lookup */
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+/* The host's address into addr; false while none is known. A worker's
+ * failed connection asks for a new lookup (poke). */
+static bool resolved(redis_store *rs, char addr[INET6_ADDRSTRLEN])
+{
+    resolver *r = &rs->res;
+    if (!r->named) {  /* an IP literal: no lookup */
+        snprintf(addr, INET6_ADDRSTRLEN, "%.45s", rs->url.host);
+        return true;
+    }
+    pthread_mutex_lock(&r->lock);
+    snprintf(addr, INET6_ADDRSTRLEN, "%s", r->addr);
+    pthread_mutex_unlock(&r->lock);
+    return *addr != 0;
+}
+
+static void resolver_poke(redis_store *rs)
+{
+    resolver *r = &rs->res;
+    if (!r->threaded)
+        return;
+    pthread_mutex_lock(&r->lock);
+    r->again = true;
+    pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* A host name: its thread started, and its first lookup waited for up to
+ * RESOLVE_FIRST_MS (the server's start, no worker yet). */
+static void resolver_start(redis_store *rs)
+{
+    resolver *r = &rs->res;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->wake, NULL);
+    if (is_ip_literal(rs->url.host))
+        return;
+    r->named = true;
+    if (pthread_create(&r->thread, NULL, resolver_main, rs)) {
+        tg_log(TG_LOG_WARN, "responses_store %s: no thread to look up %.100s: Redis not used",
+               rs->base.name, rs->url.host);
+        snprintf(r->why, sizeof r->why, "no resolver thread");  /* no address ever: DOWN */
+        return;
+    }
+    r->threaded = true;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += RESOLVE_FIRST_MS / 1000;
+    pthread_mutex_lock(&r->lock);
+    while (!r->addr[0] && !r->why[0])
+        if (pthread_cond_timedwait(&r->wake, &r->lock, &until))
+            break;
+    pthread_mutex_unlock(&r->lock);
+}
+
+static void resolver_stop(redis_store *rs)
+{
+    resolver *r = &rs->res;
+    if (r->threaded) {
+        pthread_mutex_lock(&r->lock);
+        r->stop = true;
+        pthread_cond_signal(&r->wake);
+        pthread_mutex_unlock(&r->lock);
+        pthread_join(r->thread, NULL);
+    }
+    pthread_cond_destroy(&r->wake);
+    pthread_mutex_destroy(&r->lock);
+}
+
 /* ---- the connection -------------------------------------------------------- */
 
 /* Sets when the next attempt may be made after a failure. */
 static void conn_fail(conn *k, const char *why)
 {
+    resolver_poke(k->rs);  /* the address may have moved */
     if (!k->backoff_ms)
         tg_log(TG_LOG_WARN, "responses_store %s: %s; answering without it until it is back",
                k->rs->base.name, why);
@@ -340,7 +500,15 @@ static redisAsyncContext *conn_open(conn *k)
     if (k->backoff_ms && now_us() < k->retry_at_us &&
         atomic_load_explicit(&rs->up_us, memory_order_relaxed) <= k->failed_us)
         return NULL;
-    redisAsyncContext *ac = redisAsyncConnect(rs->url.host, rs->url.port);
+    char addr[INET6_ADDRSTRLEN];
+    if (!resolved(rs, addr)) {
+        char why[200];
+        snprintf(why, sizeof why, "no address for %.100s yet (looked up off the workers)",
+                 rs->url.host);
+        conn_fail(k, why);
+        return NULL;
+    }
+    redisAsyncContext *ac = redisAsyncConnect(addr, rs->url.port);
     if (!ac || ac->err) {
         conn_fail(k, ac ? ac->errstr : "cannot connect");
         if (ac)
@@ -690,6 +858,7 @@ static void redis_free(tg_store *s)
     for (int i = 0; i < rs->n; i++)
         if (rs->conns[i].ac || rs->conns[i].fetches)
             redis_detach(s, i);
+    resolver_stop(rs);
     free(rs->conns);
     free(rs);
 }
@@ -728,5 +897,6 @@ tg_store *tg_store_redis(const tg_redis_url *u, int workers, size_t per_owner, l
     rs->capped.createString = capped_string;
     rs->n = workers;
     snprintf(rs->base.name, sizeof rs->base.name, "redis %.100s:%d/%d", u->host, u->port, u->db);
+    resolver_start(rs);
     return &rs->base;
 }

@@ -791,9 +791,25 @@ static bool is_json_type(tg_req *r)
     return !ct || strstr(ct, "json");
 }
 
+static void finish_stream(tg_req *r, bool transport_error);
+
+/* A streamed round's searches were embedded on the loop (or failed): the
+ * stream's end goes on. */
+static void stream_embedded(tg_req *r)
+{
+    if (r->client.gone) {
+        r->stream.done = true;
+        req_resume(r);
+        return;
+    }
+    finish_stream(r, false);
+}
+
 static void finish_stream(tg_req *r, bool transport_error)
 {
     tg_sse_finish(&r->stream.sse);
+    if (!transport_error && embed_wait_stream(r, stream_embedded))
+        return;  /* its searches' texts are embedded on the loop: this runs again */
     json_t *next = NULL;
     if (tg_stream_end(r->stream.repair, transport_error, stream_dst(r), &next) == 1 && next) {
         up_body_free(r);

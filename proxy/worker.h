@@ -83,7 +83,6 @@ struct worker {
     CURLSH *tls_share;            /* TLS sessions shared by the worker's handles,
                                      so a new connection resumes (upstream.c) */
     char *ca_builtin;             /* libcurl's built-in CA bundle file (upstream.c) */
-    CURL *embed_easy;             /* a search's query embeddings call (embed_http.h) */
     struct embed_job *embed_jobs; /* catalogs being embedded on the multi (embed_wait.c) */
     unsigned embed_warned;        /* causes of embedding fallbacks already logged */
     CURL *spare[64];              /* reset easy handles, reused: creating one

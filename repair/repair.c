@@ -212,33 +212,6 @@ static void split_calls(tg_ctx *ctx, json_t *calls)
     }
 }
 
-/* GLM's argument markup written into the call's name (R12 on a native
- * call, zai-org/GLM-5#84): the name before it, the pairs as arguments
- * beside any the call carried (those win). */
-static void name_markup(tg_ctx *ctx, json_t *fn)
-{
-    const char *up = json_string_value(json_object_get(fn, "name"));
-    /* not behind text_tool_calls: such a name is no declared tool, so the
-     * call could not be delivered as it came */
-    json_t *call = tg_text_name_markup(ctx, up);
-    if (!call)
-        return;
-    json_t *args = json_object_get(call, "arguments");
-    const json_t *a = json_object_get(fn, "arguments");
-    json_t *had = json_is_object(a)   ? json_incref((json_t *)a)
-                  : json_is_string(a) ? tg_json_load(json_string_value(a), json_string_length(a), 0, NULL)
-                                      : NULL;
-    if (json_is_object(had))
-        json_object_update(args, had);
-    json_decref(had);
-    tg_rr_note(ctx, TG_R12, up, NULL, NULL);
-    json_object_set(fn, "name", json_object_get(call, "name"));
-    char *t = tg_json_dumps(args);
-    json_object_set_new(fn, "arguments", json_string(t ? t : "{}"));
-    free(t);
-    json_decref(call);
-}
-
 /* One call, in place. Returns -1 when it cannot be delivered. */
 static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *ids)
 {
@@ -259,10 +232,17 @@ static int fix_call(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, json_t *i
         json_object_set_new(c, "function", fn);
         tg_rr_note(ctx, TG_R1, NULL, NULL, NULL);
     }
-    name_markup(ctx, fn);
     const char *up = json_string_value(json_object_get(fn, "name"));
     if (!up || !*up)
         return -1;
+    if (strstr(up, "<arg_key>")) {
+        json_t *before = json_deep_copy(fn);
+        if (tg_rr_name_markup(ctx, fn) == 0)
+            tg_rr_note_other(ctx, "name-markup (R12)", json_string_value(json_object_get(fn, "name")),
+                             before, fn);
+        json_decref(before);
+        up = json_string_value(json_object_get(fn, "name"));
+    }
     const char *type = json_string_value(json_object_get(c, "type"));
     if (tg_rr_on(ctx, TG_RR_TYPE) && (!type || strcmp(type, "function"))) {
         json_object_set_new(c, "type", json_string("function"));

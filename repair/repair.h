@@ -97,6 +97,10 @@ void tg_stream_no_scan(tg_stream *s, unsigned which);
  * feeding the SAME tg_stream, so the agent sees one stream (one finish, one
  * [DONE]). Returns 0 when the agent's stream is complete. */
 int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next_body);
+/* The assistant message whose meta-tool calls tg_stream_end would answer
+ * next (a new reference), or NULL when the stream holds none: the proxy
+ * prepares what their answers need (a search's embeddings) before. */
+json_t *tg_stream_round_message(tg_stream *s);
 /* The provider refused the next upstream round (status, its body of len
  * bytes) while the agent's stream is open: the provider's error, in
  * OpenAI's shape with its status beside it (error.status), then [DONE],

@@ -47,5 +47,8 @@ json_t *tg_rr_failed_generation(tg_ctx *ctx, const json_t *err);
 /* A recovered text call {"name","arguments":object} -> OpenAI tool call
  * (new reference, empty id to be synthesized). */
 json_t *tg_rr_call_from_text(const json_t *tc);
+/* GLM argument markup inside a call's name (repair_text.c): the declared
+ * name before it and the pairs as arguments. 0 when fn changed. */
+int tg_rr_name_markup(const tg_ctx *ctx, json_t *fn);
 
 #endif

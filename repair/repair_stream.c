@@ -865,6 +865,11 @@ static void new_round(tg_stream *s)
     s->rounds++;
 }
 
+json_t *tg_stream_round_message(tg_stream *s)
+{
+    return s->done || !s->finished || !s->hold ? NULL : round_message(s);
+}
+
 int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next_body)
 {
     *next_body = NULL;

@@ -27,11 +27,11 @@
 #include "core/jsonio.h"
 #include "repair/repair_base.h"
 #include "repair/repair_text.h"
-#include "repair/text_py.h"
 #include "sanitize/schema.h"
 
 #include <ctype.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define TEXT_HOLD_MAX (256u * 1024u)
@@ -43,8 +43,7 @@ typedef int (*block_parser)(const tg_ctx *ctx, const tag *t, json_t *calls, cons
                             const char *e);
 struct tag {
     const char *open, *close;  /* close NULL: a marker, see marker_end */
-    block_parser parse;  /* blk_py_bare: a tag that is more than its open
-                          * bytes ("[NAME("), see tag_at and tg_py_list_end */
+    block_parser parse;
 };
 
 static void trim(const char **s, const char **e)
@@ -440,18 +439,37 @@ static int parse_glm(const tg_ctx *ctx, json_t *calls, const char *s, const char
     return 0;
 }
 
-json_t *tg_text_name_markup(const tg_ctx *ctx, const char *name)
+/* GLM's argument markup written into a call's name by a server whose GLM
+ * parser stopped early: "read<arg_key>filePath</arg_key><arg_value>/a
+ * </arg_value>" with arguments "{}" (zai-org/GLM-5#84). When the name
+ * before the markup is declared, the call takes it, and the pairs join its
+ * arguments (those already there win). 0 when it changed fn. */
+int tg_rr_name_markup(const tg_ctx *ctx, json_t *fn)
 {
-    const char *k = name ? strstr(name, "<arg_key>") : NULL;
-    if (!k || k == name)
-        return NULL;
+    const char *n = json_string_value(json_object_get(fn, "name"));
+    if (!n || !strstr(n, "<arg_key>") || tg_rr_declared(ctx, n))
+        return -1;
     json_t *got = json_array();
-    json_t *call = NULL;
-    if (!parse_glm(ctx, got, name, name + strlen(name)) && json_array_size(got) == 1 &&
-        tg_rr_declared(ctx, json_string_value(json_object_get(json_array_get(got, 0), "name"))))
-        call = json_incref(json_array_get(got, 0));
+    int rc = parse_glm(ctx, got, n, n + strlen(n));
+    json_t *c = json_array_get(got, 0);
+    const char *name = json_string_value(json_object_get(c, "name"));
+    if (rc || !name || !tg_rr_declared(ctx, name)) {
+        json_decref(got);
+        return -1;
+    }
+    json_t *args = json_object_get(c, "arguments");
+    json_t *a = json_object_get(fn, "arguments");
+    json_t *had = json_is_string(a) ? tg_json_load(json_string_value(a), json_string_length(a), 0, NULL)
+                                    : json_incref(a);
+    if (json_is_object(had))
+        json_object_update(args, had);
+    json_decref(had);
+    char *s = tg_json_dumps(args);
+    json_object_set_new(fn, "arguments", json_string(s ? s : "{}"));
+    free(s);
+    json_object_set(fn, "name", json_object_get(c, "name"));
     json_decref(got);
-    return call;
+    return 0;
 }
 
 /* The inside of a <tool_call>/<tools>/<function_calls> block. */
@@ -582,6 +600,212 @@ static int blk_harmony(const tg_ctx *ctx, const tag *t, json_t *calls, const cha
     return 0;
 }
 
+/* Pythonic calls: NAME(key=value, ...) or Gemma 4's NAME(key: value, ...),
+ * one or several in [..., ...], the values Python or JSON literals:
+ * vllm pythonic_tool_parser.py (Llama 3.2/4, vllm-project/vllm#22917), LFM2
+ * (lmstudio-ai/lmstudio-bug-tracker#1979), Gemma 4's call:NAME(...)
+ * (NousResearch/hermes-agent#7449). */
+#define PY_NAME_MAX 256
+
+static const char *py_space(const char *p, const char *e)
+{
+    while (p < e && isspace((unsigned char)*p))
+        p++;
+    return p;
+}
+
+/* The end of one value: the first ',' or ')' (or ']' closing the list)
+ * outside strings and brackets; NULL when the text ends first. */
+static const char *py_value_end(const char *p, const char *e)
+{
+    int depth = 0;
+    for (; p < e; p++) {
+        if (*p == '"' || *p == '\'') {
+            char q = *p;
+            for (p++; p < e && *p != q; p++)
+                if (*p == '\\' && p + 1 < e)
+                    p++;
+            if (p >= e)
+                return NULL;
+        } else if (*p == '(' || *p == '[' || *p == '{') {
+            depth++;
+        } else if (*p == ')' || *p == ']' || *p == '}') {
+            if (depth == 0)
+                return p;
+            depth--;
+        } else if (*p == ',' && depth == 0) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* The ')' closing the '(' just before p, a stray ']' or '}' (no call), or
+ * NULL when the text ends first. */
+static const char *py_paren_end(const char *p, const char *e)
+{
+    for (;;) {
+        const char *v = py_value_end(p, e);
+        if (!v || *v != ',')
+            return v;
+        p = v + 1;
+    }
+}
+
+static const char *py_name_end(const char *p, const char *e)
+{
+    const char *n = p;
+    if (n < e && (isalpha((unsigned char)*n) || *n == '_'))
+        while (n < e && (isalnum((unsigned char)*n) || *n == '_' || *n == '-' || *n == '.') &&
+               n - p < PY_NAME_MAX)
+            n++;
+    return n;
+}
+
+/* Gemma 4 quotes strings with a token, <|"|>text<|"|> (its own form,
+ * call:NAME{key:<|"|>v<|"|>}, waybarrios/vllm-mlx#274): a value holding
+ * it is read with each quoted run as a JSON string. New reference or NULL. */
+#define GQ "<|\"|>"
+static json_t *gemma_value(const char *s, const char *e)
+{
+    tg_buf b = {0};
+    const char *p = s;
+    for (const char *q = tg_rr_find(p, e, GQ); q; q = tg_rr_find(p, e, GQ)) {
+        const char *c = tg_rr_find(q + 5, e, GQ);
+        if (!c)
+            break;
+        tg_buf_append(&b, p, (size_t)(q - p));
+        json_t *str = json_stringn(q + 5, (size_t)(c - q - 5));
+        char *enc = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
+        if (enc)
+            tg_buf_puts(&b, enc);
+        free(enc);
+        json_decref(str);
+        p = c + 5;
+    }
+    tg_buf_append(&b, p, (size_t)(e - p));
+    json_t *v = b.len ? tg_json_load(b.data, b.len, JSON_DECODE_ANY, NULL) : NULL;
+    if (!v && b.len)
+        v = tg_json_fix(b.data, b.len);
+    tg_buf_free(&b);
+    return v;
+}
+
+/* One NAME(args) at p (Gemma 4 also call:NAME{args}); *end after its
+ * closer. 0 when it gave a call. */
+static int py_call(json_t *calls, const char *p, const char *e, const char **end)
+{
+    bool gemma = e - p > 5 && !memcmp(p, "call:", 5);
+    if (gemma)
+        p += 5;
+    const char *ne = py_name_end(p, e);
+    if (ne == p)
+        return -1;
+    const char *q = py_space(ne, e);
+    char close = q < e && *q == '(' ? ')' : gemma && q < e && *q == '{' ? '}' : 0;
+    if (!close)
+        return -1;
+    json_t *args = json_object();
+    q = py_space(q + 1, e);
+    while (q < e && *q != close) {
+        const char *ke = py_name_end(q, e);
+        const char *sep = py_space(ke, e);
+        if (ke == q || sep >= e || (*sep != '=' && *sep != ':'))
+            break;
+        const char *vs = py_space(sep + 1, e);
+        const char *ve = py_value_end(vs, e);
+        if (!ve || (*ve != ',' && *ve != close))
+            break;
+        const char *vt = ve;
+        while (vt > vs && isspace((unsigned char)vt[-1]))
+            vt--;
+        json_t *v = tg_rr_find(vs, vt, GQ) ? gemma_value(vs, vt)
+                                           : tg_json_load(vs, (size_t)(vt - vs), JSON_DECODE_ANY, NULL);
+        if (!v)
+            v = tg_json_fix(vs, (size_t)(vt - vs));
+        if (!v)
+            break;
+        json_object_setn_new(args, q, (size_t)(ke - q), v);
+        q = py_space(ve + (*ve == ','), e);
+    }
+    if (q >= e || *q != close) {
+        json_decref(args);
+        return -1;
+    }
+    add_call(calls, p, (size_t)(ne - p), args);
+    *end = q + 1;
+    return 0;
+}
+
+/* A list of calls, or one call, filling s..e (blanks around allowed). */
+static int parse_pythonic(json_t *calls, const char *s, const char *e)
+{
+    trim(&s, &e);
+    bool list = s < e && *s == '[';
+    if (list) {
+        if (e[-1] != ']')
+            return -1;
+        s++;
+        e--;
+    }
+    const char *p = py_space(s, e);
+    while (p < e) {
+        if (py_call(calls, p, e, &p))
+            return -1;
+        p = py_space(p, e);
+        if (p < e && *p == ',' && list)
+            p = py_space(p + 1, e);
+        else if (p < e)
+            return -1;
+    }
+    return json_array_size(calls) ? 0 : -1;
+}
+
+static int blk_pythonic(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                        const char *e)
+{
+    return parse_pythonic(calls, s + strlen(t->open), e);
+}
+
+static int blk_pylist(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
+                      const char *e)
+{
+    return parse_pythonic(calls, s, e);
+}
+
+/* A pythonic list of calls at the start of a line, outside any tag (vLLM
+ * serving Llama 3.2/4 or LFM2 without its parser, vllm-project/vllm#22917):
+ * "[NAME(" opens it. 1: a complete list, *end after it; 0: still coming;
+ * -1: not one. Whether its calls are ours is parse_block's question. */
+static int pythonic_list_at(const char *p, const char *e, const char **end)
+{
+    const char *q = py_space(p + 1, e);
+    const char *ne = py_name_end(q, e);
+    if (ne == e || (ne > q && py_space(ne, e) == e))
+        return 0;
+    if (ne == q || *py_space(ne, e) != '(')
+        return -1;
+    for (const char *r = ne; r < e;) {  /* calls, commas, up to the ']' */
+        r = py_space(r, e);
+        if (r < e && *r == '(') {
+            const char *c = py_paren_end(r + 1, e);
+            if (!c)
+                return 0;
+            if (*c != ')')
+                return -1;
+            r = c + 1;
+        } else if (r < e && *r == ']') {
+            *end = r + 1;
+            return 1;
+        } else if (r < e && (*r == ',' || isalpha((unsigned char)*r) || *r == '_')) {
+            r = *r == ',' ? r + 1 : py_name_end(r, e);
+        } else if (r < e) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The table's other parsers, over the parsers above. */
 static int blk_body(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
                     const char *e)
@@ -611,26 +835,6 @@ static int blk_marked(const tg_ctx *ctx, const tag *t, json_t *calls, const char
                       const char *e)
 {
     return parse_marked(calls, s + strlen(t->open), e);
-}
-
-/* Python-written calls (text_py.c): a pythonic list, bare or inside LFM2's
- * <|tool_call_start|>; Gemma 4's call:NAME(...) inside <|tool_call>. */
-static int blk_py_list(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
-                       const char *e)
-{
-    return tg_py_calls(calls, s + strlen(t->open), e);
-}
-
-static int blk_py_bare(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
-                       const char *e)
-{
-    return tg_py_calls(calls, s, e);  /* its '[' is part of the list */
-}
-
-static int blk_gemma(const tg_ctx *ctx, const tag *t, json_t *calls, const char *s,
-                     const char *e)
-{
-    return tg_py_gemma_calls(calls, s + strlen(t->open), e);
 }
 
 /* The formats. Samples (and the servers' own parsers) are at the sources
@@ -679,18 +883,12 @@ static const tag formats[] = {
     /* InternLM2 / Intern-S1: <|action_start|><|plugin|>\n{json}<|action_end|>
      * (sgl-project/sglang#14866, internlm_detector.py) */
     {"<|action_start|><|plugin|>", "<|action_end|>", blk_body},
-    /* LFM2/LFM2.5 pythonic calls in their tokens (LM Studio,
-     * lmstudio-ai/lmstudio-bug-tracker#1979; LFM2 chat template) */
-    {"<|tool_call_start|>", "<|tool_call_end|>", blk_py_list},
-    /* Gemma 4: <|tool_call>call:NAME(k: "v")<tool_call|>, and the brace
-     * form with <|"|> quotes (NousResearch/hermes-agent#7449,
-     * waybarrios/vllm-mlx#274 gemma4_tool_parser.py) */
-    {"<|tool_call>", "<tool_call|>", blk_gemma},
-    /* a pythonic call list, [NAME(k=v), ...], at the start or after text
-     * (Llama 3.2/4 and LFM2 without their parser: vllm pythonic and
-     * llama4_pythonic tool parsers, vllm-project/vllm#22917); after
-     * [TOOL_CALLS], whose '[' it shares */
-    {"[", "]", blk_py_bare},
+    /* LFM2 (Liquid): a pythonic list between its tokens,
+     * lmstudio-ai/lmstudio-bug-tracker#1979 */
+    {"<|tool_call_start|>", "<|tool_call_end|>", blk_pythonic},
+    /* Gemma 4: <|tool_call>call:NAME(key: value)<tool_call|>,
+     * NousResearch/hermes-agent#7449 */
+    {"<|tool_call>", "<tool_call|>", blk_pythonic},
     /* a call object in a fenced JSON block, as DeepSeek writes it without
      * its tool parser (deepseek-ai/DeepSeek-V2#84): a call only when the
      * block's JSON is a call naming a declared tool (parse_block) */
@@ -804,15 +1002,6 @@ static int tag_at(const char *p, const char *e, const tag **t)
     size_t avail = (size_t)(e - p);
     int partial = 0;
     for (size_t i = 0; i < NTAGS; i++) {
-        if (formats[i].parse == blk_py_bare) {
-            int k = tg_py_list_at(p, e);
-            if (k == 1) {
-                *t = &formats[i];
-                return 1;
-            }
-            partial |= k == 0;
-            continue;
-        }
         size_t n = strlen(formats[i].open);
         if (avail < n) {
             if (!memcmp(p, formats[i].open, avail))
@@ -839,6 +1028,7 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
                     bool *at_start, tg_buf *text, json_t *calls)
 {
     const char *p = s, *e = s + n;
+    bool msg_start = *at_start;  /* s is the message's first byte */
     while (p < e) {
         if (*at_start) {
             const char *q = p;
@@ -881,6 +1071,28 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
         }
         tg_buf_append(text, p, (size_t)(lt - p));
         p = lt;
+        /* a line's start: after a newline, or the message's start; a list
+         * still coming is held with its newline, so the next call sees it
+         * at a line's start again */
+        if (*p == '[' && (p > s ? p[-1] == '\n' : msg_start)) {
+            static const tag pythonic = {"[", "]", blk_pylist};
+            const char *le = NULL;
+            int pk = pythonic_list_at(p, e, &le);
+            if (pk == 0 && !final && (size_t)(e - p) < TEXT_HOLD_MAX) {
+                if (p > s) {  /* the newline was the last byte given to text */
+                    text->len--;
+                    text->data[text->len] = '\0';
+                    p--;
+                } else {
+                    *at_start = true;  /* still the message's start next time */
+                }
+                return (size_t)(p - s);  /* "[NAME(" ... still coming */
+            }
+            if (pk == 1 && parse_block(ctx, &pythonic, p, le, calls) == 0) {
+                p = le;
+                continue;
+            }
+        }
         const tag *t = NULL;
         int k = tag_at(p, e, &t);
         if (k == 0 && !final)
@@ -895,9 +1107,7 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
             continue;
         }
         const char *close, *be;
-        if (t->parse == blk_py_bare) {  /* the list's end includes its ']' */
-            close = be = tg_py_list_end(p, e);
-        } else if (t->close) {
+        if (t->close) {
             close = tg_rr_find(p + strlen(t->open), e, t->close);
             be = close ? close + strlen(t->close) : NULL;
         } else {

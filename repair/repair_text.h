@@ -21,10 +21,4 @@
 size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
                     bool *at_start, tg_buf *text, json_t *calls);
 
-/* A native call's name that carries GLM's argument markup
- * (read<arg_key>filePath</arg_key><arg_value>/a</arg_value>, zai-org/GLM-5
- * #84): {"name","arguments"} when the name before the markup is a declared
- * tool (new reference), else NULL. */
-json_t *tg_text_name_markup(const tg_ctx *ctx, const char *name);
-
 #endif

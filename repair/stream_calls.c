@@ -8,7 +8,6 @@
 #include "core/alloc.h"
 #include "core/jsonio.h"
 #include "repair/repair_base.h"
-#include "repair/repair_text.h"
 #include "repair/stream_live.h"
 
 #include <stdlib.h>
@@ -143,19 +142,6 @@ long tg_rs_find_call(schoice *c, long idx, const char *id, const char *name, con
     return unless_named_otherwise(c, c->cur, name);
 }
 
-/* Blanks, or an empty object with blanks around it. */
-static bool empty_args(const json_t *piece)
-{
-    const char *p = json_string_value(piece);
-    int braces = 0;
-    for (; p && *p; p++)
-        if ((*p == '{' && braces == 0) || (*p == '}' && braces == 1))
-            braces++;
-        else if (!strchr(" \t\r\n", *p))
-            return false;
-    return braces != 1;
-}
-
 /* One element of delta.tool_calls. */
 void tg_rs_take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *events)
 {
@@ -197,15 +183,6 @@ void tg_rs_take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *e
     scall *k = &c->calls[i];
     if (id && !k->id)
         k->id = tg_strdup(id);
-    json_t *marked = name && !k->name ? tg_text_name_markup(s->ctx, name) : NULL;
-    if (marked) {  /* GLM's argument markup in the name (zai-org/GLM-5#84) */
-        tg_rr_note(s->ctx, TG_R12, name, NULL, NULL);
-        name = json_string_value(json_object_get(marked, "name"));
-        char *t = tg_json_dumps(json_object_get(marked, "arguments"));
-        tg_buf_puts(&k->args, t ? t : "{}");
-        free(t);
-        k->name_args = true;
-    }
     if (name && !k->name) {
         k->name = tg_strdup(name);
         if (s->ctx->intercept && s->ctx->intercept->is_meta(s->ctx, name)) {
@@ -223,10 +200,6 @@ void tg_rs_take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *e
         piece = json_string(t);
         free(t);
         tg_rr_note(s->ctx, TG_R13, name, NULL, NULL);
-    }
-    if (k->name_args && piece && empty_args(piece)) {
-        json_decref(piece);
-        piece = NULL;
     }
     json_t *extra = NULL;
     const char *key;
@@ -268,5 +241,4 @@ void tg_rs_take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *e
     }
     json_decref(piece);
     json_decref(extra);
-    json_decref(marked);
 }

@@ -30,8 +30,6 @@ typedef struct scall {
     char *agent_id; /* the id the agent got (for the discovery hooks) */
     bool complete, sent, meta;
     bool live;      /* relayed as its fragments come (see "Live calls") */
-    bool name_args; /* its arguments came in its name (GLM markup): an
-                       empty object sent after them is dropped */
     bool closed;    /* a live call's end was handled */
     tg_jprefix jp;  /* live: how far args are the start of one object;
                        jp.pos bytes of args are with the agent */

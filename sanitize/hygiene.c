@@ -67,6 +67,16 @@ static const role_keys openai_roles[] = {
     {"function", oa_plain}, {"assistant", oa_assistant}, {"tool", oa_tool},
     {NULL, NULL},
 };
+/* Rules 47, 49: Groq refuses `messages[].name` with a 400 on every role
+ * (console.groq.com/docs/openai, "Currently Unsupported OpenAI Features",
+ * checked 2026-12-06). */
+static const char *const gq_plain[] = {"role", "content", NULL};
+static const char *const gq_assistant[] = {"role", "content", "tool_calls", NULL};
+static const role_keys groq_roles[] = {
+    {"system", gq_plain},  {"developer", gq_plain},       {"user", gq_plain},
+    {"function", gq_plain}, {"assistant", gq_assistant}, {"tool", oa_tool},
+    {NULL, NULL},
+};
 
 /* Rule 43: Mistral's pydantic models (extra="forbid"); `name` only on tool. */
 static const char *const mi_plain[] = {"role", "content", NULL};
@@ -148,23 +158,33 @@ static const char *const openai_top[] = {
 };
 /* Rule 73: Groq's chat/create request body (console.groq.com/docs/api-
  * reference, checked 2026-12-06), less what rule 49 saw refused (store,
- * metadata, and an OpenAI service_tier, whose values Groq does not take).
+ * metadata, and an OpenAI service_tier, whose values Groq does not take)
+ * and what its OpenAI-compatibility page says 400s (logprobs, logit_bias,
+ * top_logprobs: console.groq.com/docs/openai, checked 2026-12-06).
  * Groq answers any other key with "property 'X' is unsupported"
  * (immersive-translate#3016: chat_template_kwargs). */
 static const char *const groq_top[] = {
     "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "functions",
     "function_call", "stream", "stream_options", "temperature", "top_p", "n", "max_tokens",
     "max_completion_tokens", "stop", "response_format", "seed", "presence_penalty",
-    "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "user", "reasoning_effort",
-    "reasoning_format", "include_reasoning", "citation_options", "compound_custom",
-    "disable_tool_validation", "documents", "search_settings", "exclude_domains",
-    "include_domains", NULL,
+    "frequency_penalty", "user", "reasoning_effort", "reasoning_format", "include_reasoning",
+    "citation_options", "compound_custom", "disable_tool_validation", "documents",
+    "search_settings", "exclude_domains", "include_domains", NULL,
 };
 /* Rule 73: xAI's reasoning models refuse three sampling parameters
  * ("Model grok-4.3 does not support parameter presencePenalty",
  * NativeTavern#83; docs.x.ai, reasoning guide, checked 2026-12-06). */
 static const char *const xai_reasoning_deny[] = {
     "presence_penalty", "frequency_penalty", "stop", NULL,
+};
+
+/* Rule 77: Kimi models (kimi-k2.x, k3) run with sampling the platform fixes
+ * and refuse other values ("invalid temperature: only 1 is allowed for this
+ * model", tinyhumansai/openhuman#2082, countbot-ai/CountBot#61; k2.6
+ * without thinking wants 0.6, HKUDS/nanobot#4967); left out, the API picks
+ * the right one. moonshot-v1 models keep them. */
+static const char *const kimi_fixed_params[] = {
+    "temperature", "top_p", "n", "presence_penalty", "frequency_penalty", NULL,
 };
 
 typedef struct rename_rule {
@@ -219,7 +239,7 @@ typedef struct dialect_row {
      mistral_roles, "rule 43", mistral_top, NULL, mistral_renames, "section 4 mistral"}
 #define MSG_GROQ                                                                            \
     {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS | TG_MR_STRING_CONTENT,           \
-     openai_roles, "rule 47", groq_top, NULL, NULL, "rule 49"}
+     groq_roles, "rule 47", groq_top, NULL, NULL, "rule 49"}
 #define MSG_FIREWORKS                                                                       \
     {MR_STRICT, openai_roles, "rule 47", NULL, fireworks_deny, NULL, "section 4 fireworks"}
 #define MSG_CEREBRAS                                                                        \
@@ -230,18 +250,27 @@ typedef struct dialect_row {
      "rule 52", NULL, NULL, NULL, NULL}
 #define MSG_LENIENT {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
 #define MSG_XAI                                                                             \
-    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL | TG_MR_REASONING_PARAMS, NULL,        \
+    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL | TG_MR_REASONING_PARAMS |           \
+         TG_MR_ONE_TEXT,                                                                    \
+     NULL,                                                                                  \
      "section 4.1", NULL, NULL, NULL, "rule 75"}
 #define MSG_OLLAMA                                                                          \
     {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_NULL_WITH_CALLS | TG_MR_SYSTEM_FIRST |          \
          TG_MR_ONE_SYSTEM | TG_MR_STRING_CONTENT,                                           \
      NULL, "rule 55", NULL, NULL, NULL, NULL}
-/* null beside calls: LM Studio (lmstudio-bug-tracker#261) and llama-server
- * (ggml-org/llama.cpp#13471) refuse it, vLLM takes "" as well */
+/* Rule 55: the local servers this dialect stands for take "" beside calls,
+ * and LM Studio refuses null there (lmstudio-bug-tracker#261). */
 #define MSG_VLLM                                                                            \
-    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_NULL_WITH_CALLS | TG_MR_SYSTEM_FIRST |          \
+    {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_NULL_WITH_CALLS | TG_MR_SYSTEM_FIRST |           \
          TG_MR_ONE_SYSTEM,                                                                  \
      NULL, "rule 56", NULL, NULL, NULL, "rule 56"}
+/* Moonshot (Kimi): thinking models want their reasoning_content back on
+ * tool-call turns like DeepSeek's (rule 79), fix their sampling (rule 77)
+ * and take no forced tool_choice while thinking (rule 78). */
+#define MSG_MOONSHOT                                                                        \
+    {MR_LENIENT | TG_MR_KEEP_REASONING | TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL |              \
+         TG_MR_FIXED_SAMPLING | TG_MR_THINKING_CHOICE,                                      \
+     NULL, "rule 79", NULL, NULL, NULL, "rule 77"}
 #define MSG_NONE {0, NULL, "markers", NULL, NULL, NULL, NULL}
 
 #define ROW(id, name, features, schema, msg, repair) [id] = msg,
@@ -276,6 +305,9 @@ static const tg_rule_name conf_rules[] = {
     {"one_system", TG_MR_ONE_SYSTEM},
     {"no_tool_parser", TG_MR_NO_AUTO_CHOICE},
     {"reasoning_params", TG_MR_REASONING_PARAMS},
+    {"fixed_sampling", TG_MR_FIXED_SAMPLING},
+    {"thinking_choice", TG_MR_THINKING_CHOICE},
+    {"one_text_part", TG_MR_ONE_TEXT},
 };
 static const tg_rule_section section = {"messages", conf_rules,
                                         sizeof conf_rules / sizeof *conf_rules, NULL};
@@ -824,6 +856,54 @@ static void parts_to_string(walk *w, json_t *msg, role r)
     tg_buf_free(&t);
 }
 
+/* Rule 80: xAI takes one text part a message ("The model expects a single
+ * `text` element per message.", nocmt/LLMSearchPlus#2): the text parts of
+ * a content list are joined by a blank line into the first one, the other
+ * parts (images) keep their order; a list of text parts only becomes the
+ * string. Nothing is lost. */
+static void one_text_part(walk *w, json_t *msg)
+{
+    json_t *c = json_object_get(msg, "content");
+    size_t j, texts = 0, first = 0;
+    json_t *part;
+    json_array_foreach(c, j, part) {
+        const char *pt = json_string_value(json_object_get(part, "type"));
+        if (pt && !strcmp(pt, "text") && json_is_string(json_object_get(part, "text")) && !texts++)
+            first = j;
+    }
+    if (texts < 2)
+        return;
+    tg_buf t = {0};
+    json_t *out = json_array();
+    json_array_foreach(c, j, part) {
+        const char *pt = json_string_value(json_object_get(part, "type"));
+        json_t *text = json_object_get(part, "text");
+        if (!pt || strcmp(pt, "text") || !json_is_string(text)) {
+            json_array_append(out, part);
+            continue;
+        }
+        if (t.len && json_string_length(text))
+            tg_buf_puts(&t, "\n\n");
+        tg_buf_append(&t, json_string_value(text), json_string_length(text));
+        if (j == first)
+            json_array_append_new(out, json_null());  /* its place */
+    }
+    json_t *joined = json_stringn(t.data ? t.data : "", t.len);
+    tg_buf_free(&t);
+    if (json_array_size(out) == 1) {
+        json_decref(out);
+        rebuild_key(w, msg, "content", joined, "one-text-part", "rule 80");
+        return;
+    }
+    json_array_foreach(out, j, part) if (json_is_null(part)) {
+        json_t *np = json_deep_copy(json_array_get(c, first));
+        json_object_set_new(np, "text", joined);
+        json_array_set_new(out, j, np);
+        break;
+    }
+    rebuild_key(w, msg, "content", out, "one-text-part", "rule 80");
+}
+
 /* Section 4 (Anthropic row): text blocks must be non-empty, so the empty
  * text beside a tool call is sent as no text at all. */
 static void empty_text_to_null(walk *w, json_t *msg)
@@ -1003,6 +1083,8 @@ static bool clean_message(walk *w, json_t *msg)
     if (json_is_array(json_object_get(msg, "content")))
         clean_parts(w, json_object_get(msg, "content"));
     parts_to_string(w, msg, r);
+    if ((w->f & TG_MR_ONE_TEXT) && json_is_array(json_object_get(msg, "content")))
+        one_text_part(w, msg);
 
     const char *key, *ref;
     json_t *val;
@@ -1428,6 +1510,60 @@ static bool xai_reasoning_model(const char *model)
     return strstr(model, "grok") != NULL;
 }
 
+/* Rule 77: a parameter a Kimi model refuses; reasoning_effort beside a
+ * thinking object is refused on every model ("cannot specify both
+ * 'thinking' and 'reasoning_effort'", HKUDS/nanobot#3939). */
+static bool kimi_fixed(json_t *body, const char *key)
+{
+    if (!strcmp(key, "reasoning_effort"))
+        return json_object_get(body, "thinking") != NULL;
+    const char *model = json_string_value(json_object_get(body, "model"));
+    return model && !strncmp(model, "kimi-", 5) && in_list(kimi_fixed_params, key);
+}
+
+/* Rule 78: with thinking on (the default of every Kimi model; only an
+ * explicit {"type": "disabled"} turns it off) Moonshot refuses a forced
+ * choice: "tool_choice 'required' is incompatible with thinking enabled"
+ * (AstrBotDevs/AstrBot#7805), "tool_choice specified is incompatible ..."
+ * for a named tool (can1357/oh-my-pi#1077). The nearest choice it takes is
+ * "auto", with only the named tool offered when one was named; the model
+ * may then answer without a call, so the change is said in
+ * X-Toolgate-Translated and the explain log. */
+static void thinking_choice(walk *w, json_t *body)
+{
+    json_t *tc = json_object_get(body, "tool_choice");
+    const char *mode = json_string_value(tc);
+    const char *think = json_string_value(json_object_get(json_object_get(body, "thinking"), "type"));
+    if (think && !strcmp(think, "disabled"))
+        return;
+    const char *named = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+    if (!(mode && (!strcmp(mode, "required") || !strcmp(mode, "any"))) && !named)
+        return;
+    json_t *tools = json_object_get(body, "tools");
+    if (named && json_is_array(tools)) {
+        json_t *only = json_array();
+        size_t i;
+        json_t *t;
+        json_array_foreach(tools, i, t) {
+            const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+            if (n && !strcmp(n, named))
+                json_array_append(only, t);
+        }
+        if (json_array_size(only))
+            json_object_set_new(body, "tools", only);  /* a new array: tools may be shared */
+        else
+            json_decref(only);
+    }
+    if (!w->ctx->translated)
+        w->ctx->translated = json_object();
+    json_t *list = json_object_get(w->ctx->translated, "tool_choice");
+    if (!list)
+        json_object_set_new(w->ctx->translated, "tool_choice", list = json_array());
+    json_array_append_new(list, json_string(named ? named : "required"));
+    /* last: `named` lives in the tool_choice this replaces */
+    rebuild_key(w, body, "tool_choice", json_string("auto"), "thinking-choice", "rule 78");
+}
+
 /* Why a top-level key goes (NULL: it stays); *ref gets the rule. */
 static const char *top_verdict(const walk *w, json_t *body, const char *key, json_t *val,
                                const char **ref)
@@ -1446,6 +1582,8 @@ static const char *top_verdict(const walk *w, json_t *body, const char *key, jso
     if ((w->f & TG_MR_REASONING_PARAMS) && in_list(xai_reasoning_deny, key) &&
         xai_reasoning_model(json_string_value(json_object_get(body, "model"))))
         return *ref = "rule 75", "reasoning-model-param";
+    if ((w->f & TG_MR_FIXED_SAMPLING) && kimi_fixed(body, key))
+        return *ref = "rule 77", "fixed-sampling";
     if ((w->f & TG_MR_NO_AUTO_CHOICE) && !strcmp(key, "tool_choice") && json_is_string(val) &&
         !strcmp(json_string_value(val), "auto"))
         /* vLLM: "\"auto\" tool choice requires --enable-auto-tool-choice
@@ -1473,6 +1611,8 @@ static void clean_top(walk *w, json_t *body)
     bool top = (w->f & TG_MR_TOP_LEVEL) != 0;
     if (top)
         apply_renames(w, body);
+    if (w->f & TG_MR_THINKING_CHOICE)
+        thinking_choice(w, body);
     json_object_foreach_safe(body, tmp, key, val) {
         if (is_marker(w, key))
             drop_key(w, body, key, val, "marker", "section 4.1");

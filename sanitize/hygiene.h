@@ -77,6 +77,14 @@ enum {
     TG_MR_REASONING_PARAMS = 1u << 27, /* reasoning models: the sampling
                                         parameters they refuse go (rule 75,
                                         xAI) */
+    TG_MR_FIXED_SAMPLING = 1u << 28, /* Kimi models: the sampling parameters
+                                        the platform fixes go, and
+                                        reasoning_effort beside thinking
+                                        (rule 77, Moonshot) */
+    TG_MR_THINKING_CHOICE = 1u << 29, /* a forced tool_choice is "auto" while
+                                        thinking is on (rule 78, Moonshot) */
+    TG_MR_ONE_TEXT       = 1u << 30, /* several text parts in one message
+                                        become one (rule 80, xAI) */
 };
 
 typedef struct tg_msg_rules {

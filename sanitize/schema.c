@@ -4,7 +4,7 @@
  * provider needs, docs/dialects.md sections 1, 3, 6, 7), the conf overrides, the
  * reversible tool renamer, the array-level pass (names, Anthropic's strict
  * budget), the cache in front of it, and the way-back lookups. The per-schema
- * walker and the inverse trees are in schema_walk.c.
+ * walker is schema_walk.c, the inverse trees schema_inverse.c.
  *
  * Stateless across requests: the name map and inverses are derived from the
  * request's own tools each time (or found in the worker's cache under a hash
@@ -73,6 +73,9 @@ typedef struct preset {
          TG_SR_XAI_PROPERTIES | TG_SR_NEED_PARAMS | TG_SR_ENUM_NO_NULL,                     \
      0, 64, 0}
 #define SCHEMA_TOGETHER {BASE | TG_SR_NAMES, 0, 64, 0}
+/* Moonshot (Kimi): OpenAI's JSON Schema handling, names that start with a
+ * letter (rule 76, TG_DF_NAME_LETTER), no strict mode. */
+#define SCHEMA_MOONSHOT {BASE | TG_SR_NAMES, 0, 64, 128}
 #define SCHEMA_LOCAL {BASE, 0, 0, 0}
 #define SCHEMA_NONE {0, 0, 0, 0}
 
@@ -180,11 +183,17 @@ void tg_schema_clean_name(const tg_schema_rules *r, const char *name, char *out,
         return;
     }
     size_t n = 0;
-    size_t cap = strlen(name) + 2;
+    bool letter = (name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z');
+    size_t cap = strlen(name) + 4;
     char *tmp = tg_malloc(cap);
-    if ((r->flags & TG_SR_NAMES_GEMINI) &&
-        !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') || name[0] == '_'))
+    if ((r->flags & TG_SR_NAMES_GEMINI) && !letter && name[0] != '_')
         tmp[n++] = '_';
+    /* rule 76: Moonshot takes only a letter first; "fn_" keeps the rest
+     * readable and the reverse map gives the agent its own name back */
+    if (!letter && *name && tg_dialect_has(r->dialect, TG_DF_NAME_LETTER)) {
+        memcpy(tmp + n, "fn_", 3);
+        n += 3;
+    }
     for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
         if (name_char_ok(r, *p)) {
             tmp[n++] = (char)*p;
@@ -291,9 +300,7 @@ static void apply_strict_budget(json_t *tools, json_t *explain)
 
 /* --------------------------------------------------------- array rewrite */
 
-/* One rewrite of every tool under budget b: the tools into out, the names
- * and inverse trees into their maps. false when the budget ran out (the
- * maps then hold a part of the tools, and *over says where). */
+/* What one pass over the tools makes (rewrite_pass). */
 typedef struct pass_out {
     json_t *out, *names, *upstream, *inverse, *over;
     size_t changes;   /* without explain: renamed, dropped or lossy tools */
@@ -335,6 +342,9 @@ static json_t *rewrite_degraded(const tg_schema_rules *r, json_t *tool, const ch
     return NULL;
 }
 
+/* One rewrite of every tool under budget b: the tools into out, the names
+ * and inverse trees into their maps. false when the budget ran out (the
+ * maps then hold a part of the tools, and *over says where). */
 static bool rewrite_pass(const tg_schema_rules *r, json_t *tools, char **assigned, json_t *explain,
                          tg_schema_budget *budget, bool degrade, size_t in_bytes, pass_out *po)
 {
@@ -770,19 +780,7 @@ static void apply_request_rules(json_t *body, tg_ctx *ctx)
         drop_empty_tools(body, ctx);
 }
 
-/* response_format {type: json_schema, json_schema: {name, schema, strict}}
- * is held to the rules of a strict tool's parameters (docs/dialects.md section
- * 0: openai-strict covers response_format.json_schema.strict), and schemas
- * written for other models break them: optional properties, no
- * additionalProperties:false (section 2's errors quote "Invalid schema for
- * response_format"). On a strict route, or on openai when the agent asked
- * for strict, it is rewritten as a tool's parameters are; a lossy rewrite
- * leaves its inverse in ctx->rf_inverse, and the repair stage applies it
- * to the JSON the model writes in content, so the agent gets what its own
- * schema says (no null for a property it made optional). Other targets
- * take JSON Schema there (Gemini since 2025-11) or ignore it (Anthropic).
- *
- * A tool survives a strict rewrite that narrows what it can receive; an
+/* A tool survives a strict rewrite that narrows what it can receive; an
  * answer does not: a root that is not an object, or a map (an object of
  * any keys), would come back as an object the agent did not ask for, or an
  * empty one. Such a schema goes as it came, and the provider says why. */
@@ -834,6 +832,17 @@ static json_t *strict_response_schema(const tg_schema_rules *r, json_t *schema, 
     return res;
 }
 
+/* response_format {type: json_schema, json_schema: {name, schema, strict}}
+ * is held to the rules of a strict tool's parameters (docs/dialects.md section
+ * 0: openai-strict covers response_format.json_schema.strict), and schemas
+ * written for other models break them: optional properties, no
+ * additionalProperties:false (section 2's errors quote "Invalid schema for
+ * response_format"). On a strict route, or on openai when the agent asked
+ * for strict, it is rewritten as a tool's parameters are; a lossy rewrite
+ * leaves its inverse in ctx->rf_inverse, and the repair stage applies it
+ * to the JSON the model writes in content, so the agent gets what its own
+ * schema says (no null for a property it made optional). Other targets
+ * take JSON Schema there (Gemini since 2025-11) or ignore it (Anthropic). */
 static void rewrite_response_format(json_t *body, tg_ctx *ctx)
 {
     const tg_schema_rules *r = ctx->schema;

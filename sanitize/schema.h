@@ -6,8 +6,8 @@
  * the dialect's row in core/dialect.h): a set of TG_SR_* rule bits plus
  * limits. One walker (schema_walk.c) applies the rules the row
  * turns on. Every lossy rewrite records its inverse in a small tree that
- * mirrors the rewritten schema (the "inverse", format in schema_walk.c), and
- * the code that applies it sits next to the code that made the rewrite.
+ * mirrors the rewritten schema (the "inverse"; its format, and the code
+ * that applies it on the way back, are in schema_inverse.c).
  *
  * The result for one (tools array, rules) pair is cached in ctx->cache, so
  * body["tools"] may be SHARED with the cache after the stage: later stages

@@ -1,5 +1,11 @@
 /* schema_walk.c -- the one walker that rewrites a tool's parameters schema
- * into a dialect, driven by the TG_SR_* bits of a preset (schema.h).
+ * into a dialect, driven by the TG_SR_* bits of a preset (schema.h). This
+ * file is the walk itself: one node at a time (tg_sw_rewrite_node), the
+ * tool's entry points, the request's budget (rule 62), and the stand-ins a
+ * node becomes when the target cannot express it. The steps of a node that
+ * live apart: normalising (schema_normalize.c), the combinators
+ * (schema_anyof.c) and the emission of its keys (schema_emit.c); what these
+ * files share is in schema_walk_int.h.
  *
  * The walk is functional: it reads the agent's schema (never edits it) and
  * builds a new one, node by node. Each node first goes through raw
@@ -8,65 +14,25 @@
  * its keys are emitted one by one: kept, rewritten, or turned into a short
  * hint appended to the node's description, so nothing is lost silently.
  *
- * Joining two schemas (allOf branches, keywords beside a $ref, a node's
- * keywords pushed into its anyOf branches) goes through merge_keyword, which
- * keeps both sides' constraints (the tighter bound, both items schemas) and
- * turns what one keyword cannot hold into a hint: a constraint may move,
- * never vanish.
- *
  * Termination: $ref expansion is cut when a reference is already open
  * REF_MAX_OPEN times on the current path, after NODE_BUDGET nodes, and any
  * node deeper than MAX_DEPTH becomes a JSON-encoded string stand-in. Size:
  * every node built is counted against the request's budget (rule 62), and
  * once it is spent the walk returns at once and the request is refused.
  *
- * The inverse tree. While building node N the walker builds inv(N), an
- * object with optional members:
- *   "j": 1          N is a JSON-encoded stand-in: decode the string
- *   "e": {s: v}     N's enum was stringified: map string s back to value v
- *   "p": {k: inv}   inverse of property k
- *   "i": inv        inverse of array items
- *   "o": [k...]     keys strict mode made required+nullable: drop when null
- *   "f": [k...]     same, for keys that already took null: kept as sent
- *   "a": [inv...]   inverses of anyOf branches; each has "t" (type the target
- *                   sends) and "ot" (type the agent expects)
- * tg_schema_inverse_apply (way back) and tg_schema_inverse_forward (tests)
- * read that tree and live at the end of this file, beside the rewrites.
+ * While building node N the walker builds inv(N), the inverse tree that
+ * undoes N's lossy rewrites on the way back: its format, and the code that
+ * reads it, are schema_inverse.c's.
  */
+#include "sanitize/schema_walk_int.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-#include "sanitize/schema.h"
 #include "core/alloc.h"
 #include "core/jsonio.h"
-
-#define MAX_DEPTH 40         /* schema nodes on one path */
-#define STRICT_MAX_OBJ 10    /* object and array levels allowed by OpenAI strict (rule 20) */
-#define STRICT_MAX_PROPS 4000 /* OpenAI strict allows 5000 in all (rule 20); keep a margin */
-#define REF_MAX_OPEN 2       /* a $ref may be open twice on a path: recursion unrolled once */
-#define NODE_BUDGET 20000    /* nodes emitted per tool before refs are cut */
-#define MERGE_MAX_DEPTH 6    /* nested allOf levels merged */
-#define HINT_VALUE_MAX 120   /* bytes of one hint value */
-#define PTR_MAX 512
-#define ANYOF_MAX 5          /* Cerebras strict: branches per anyOf (rule 50) */
-
-typedef struct walk {
-    const tg_schema_rules *r;
-    unsigned f;           /* effective flags for this tool */
-    json_t *root;         /* the agent's parameters, for $ref (borrowed) */
-    json_t *explain;      /* NULL or change records */
-    const char *tool;
-    const char *refs[MAX_DEPTH * 4];
-    int nrefs;
-    int nodes;
-    int props;            /* object properties emitted (rule 20 budget) */
-    int enums;            /* enum values emitted (rule 21 budget) */
-    int changes;
-    tg_schema_budget *b;  /* the request's (rule 62), never NULL */
-} walk;
 
 /* ----------------------------------------------------- budget (rule 62) */
 
@@ -144,20 +110,20 @@ static size_t own_bytes(json_t *out)
 
 static void budget_spend(walk *w, json_t *out)
 {
-    w->b->bytes += own_bytes(out);
-    if (w->b->bytes > w->b->max_bytes)
-        w->b->over = true;
+    w->budget->bytes += own_bytes(out);
+    if (w->budget->bytes > w->budget->max_bytes)
+        w->budget->over = true;
 }
 
 /* ---------------------------------------------------------------- helpers */
 
-static void note(walk *w, const char *ptr, const char *rule, json_t *before, json_t *after)
+void tg_sw_note(walk *w, const char *ptr, const char *rule, json_t *before, json_t *after)
 {
     w->changes++;
     tg_explain_add(w->explain, "schema", w->tool, ptr, rule, before, after);
 }
 
-static void ptr_join(char *out, const char *base, const char *a, const char *b)
+void tg_sw_ptr_join(char *out, const char *base, const char *a, const char *b)
 {
     /* JSON pointer escaping (~0, ~1) of the last segment; truncated when long. */
     size_t n = (size_t)snprintf(out, PTR_MAX, "%s/%s", base, a);
@@ -175,7 +141,7 @@ static void ptr_join(char *out, const char *base, const char *a, const char *b)
     out[n] = '\0';
 }
 
-static bool in_list(const char *const *list, const char *s)
+bool tg_sw_in_list(const char *const *list, const char *s)
 {
     for (; *list; list++)
         if (strcmp(*list, s) == 0)
@@ -183,81 +149,8 @@ static bool in_list(const char *const *list, const char *s)
     return false;
 }
 
-/* Keys that make a JSON object look like a schema (for the bare-map repair). */
-static const char *const schema_words[] = {
-    "type", "properties", "items", "anyOf", "oneOf", "allOf", "$ref", "enum", "const",
-    "description", "title", "default", "required", "additionalProperties", "format",
-    "$schema", "$defs", "definitions", "not", "nullable", "examples", "example", "pattern",
-    "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "$id", NULL};
-
-static const char *const type_names[] = {"string", "number", "integer", "boolean",
-                                         "array", "object", "null", NULL};
-
-/* Rule 24: what Gemini's OpenAPI Schema knows. */
-static const char *const gemini_keys[] = {
-    "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
-    "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
-    "pattern", "example", "anyOf", "propertyOrdering", "default", "items", "minimum",
-    "maximum", NULL};
-
-/* Rule 18: never in an OpenAI strict schema. */
-static const char *const strict_forbidden[] = {
-    "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
-    "dependencies" /* their draft-7 spelling */, "oneOf",
-    "patternProperties", "propertyNames", "unevaluatedProperties", "default", "examples",
-    "$schema", "$id", "nullable", "example", "$comment",
-    /* pydantic's OpenAPI keyword; its mapping names $defs that inlining removes */
-    "discriminator", NULL};
-
-/* Rules 40 and 53: value constraints the strict decoders of Anthropic and
- * DeepSeek do not take. */
-static const char *const constraint_keys[] = {
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
-    "maxLength", "pattern", "minItems", "maxItems", "uniqueItems", "minProperties",
-    "maxProperties", "patternProperties", NULL};
-
-/* Rule 50: what Cerebras refuses (the whole request 400s, bisected in
- * elizaOS/eliza#11156); its numeric bounds are taken. */
-static const char *const size_limit_keys[] = {
-    "minLength", "maxLength", "pattern", "format", "minItems", "maxItems", "minProperties",
-    "maxProperties", NULL};
-
-/* Meta keys dropped without a hint: they constrain no value. */
-static const char *const meta_keys[] = {"$schema", "$id", "$comment", "strict", "$anchor",
-                                        "$dynamicAnchor", "$vocabulary", NULL};
-
-static const char *const fmt_openai[] = {"date-time", "time", "date", "duration", "email",
-                                         "hostname", "ipv4", "ipv6", "uuid", NULL};
-static const char *const fmt_anthropic[] = {"date-time", "time", "date", "duration", "email",
-                                            "hostname", "uri", "ipv4", "ipv6", "uuid", NULL};
-static const char *const fmt_none[] = {NULL};
-static const char *const fmt_g_string[] = {"enum", "date-time", NULL};
-static const char *const fmt_g_number[] = {"float", "double", "enum", NULL};
-static const char *const fmt_g_integer[] = {"int32", "int64", "enum", NULL};
-
-/* The formats a node of type `type` may carry, or NULL for "any". */
-static const char *const *format_allow(const walk *w, const char *type)
-{
-    if (w->f & TG_SR_OPENAPI_SUBSET) {
-        if (type && !strcmp(type, "number"))
-            return fmt_g_number;
-        if (type && !strcmp(type, "integer"))
-            return fmt_g_integer;
-        if (type && !strcmp(type, "string"))
-            return fmt_g_string;
-        return fmt_none;
-    }
-    if (!(w->f & TG_SR_STRICT))
-        return NULL;
-    if (tg_dialect_has(w->r->dialect, TG_DF_FORMATS_NONE))
-        return fmt_none;
-    if (tg_dialect_has(w->r->dialect, TG_DF_FORMATS_ANTHROPIC))
-        return fmt_anthropic;
-    return fmt_openai;
-}
-
 /* Append "key: value" to the node's hint list. */
-static void hint_add(json_t *hints, const char *key, json_t *v)
+void tg_sw_hint_add(json_t *hints, const char *key, json_t *v)
 {
     char buf[HINT_VALUE_MAX + 64];
     char *s = json_is_string(v) ? NULL : tg_json_dumps(v);
@@ -269,7 +162,7 @@ static void hint_add(json_t *hints, const char *key, json_t *v)
         json_array_append_new(hints, json_string(buf));
 }
 
-static void hint_text(json_t *hints, const char *text)
+void tg_sw_hint_text(json_t *hints, const char *text)
 {
     json_array_append_new(hints, json_string(text));
 }
@@ -297,11 +190,11 @@ static void hints_flush(walk *w, json_t *out, json_t *hints, const char *ptr)
     free(buf);
     if (!nd)  /* not UTF-8 (cannot happen with jansson input), keep as was */
         return;
-    note(w, ptr, "hint", json_object_get(out, "description"), nd);
+    tg_sw_note(w, ptr, "hint", json_object_get(out, "description"), nd);
     json_object_set_new(out, "description", nd);
 }
 
-static int count_open_refs(const walk *w, const char *ref)
+int tg_sw_count_open_refs(const walk *w, const char *ref)
 {
     int n = 0;
     for (int i = 0; i < w->nrefs; i++)
@@ -347,45 +240,18 @@ json_t *tg_schema_ref_peek(const json_t *root, const char *ref)
     return (*p == '\0') ? cur : NULL;
 }
 
-static json_t *ref_peek(const walk *w, const char *ref)
+json_t *tg_sw_ref_peek(const walk *w, const char *ref)
 {
     return tg_schema_ref_peek(w->root, ref);
 }
 
-static const char *ref_short_name(const char *ref)
+const char *tg_sw_ref_short_name(const char *ref)
 {
     const char *s = strrchr(ref, '/');
     return s ? s + 1 : ref;
 }
 
-/* ------------------------------------------------------ raw normalisation */
-
-/* A property whose value is a map of sub-schemas without any schema keyword
- * ({"a": {"type":"string"}, "b": {...}}) meant `properties`. */
-static bool is_bare_map(json_t *n)
-{
-    if (!json_is_object(n) || json_object_size(n) == 0)
-        return false;
-    const char *k;
-    json_t *v;
-    json_object_foreach(n, k, v) {
-        if (in_list(schema_words, k) || !json_is_object(v))
-            return false;
-    }
-    return true;
-}
-
-static void merge_into(walk *w, json_t *dst, json_t *src, int depth);
-
-/* Keywords that describe a value without constraining it: one writer wins. */
-static const char *const annotation_keys[] = {"description", "title", "default", "examples",
-                                              "example", "$comment", "nullable", NULL};
-static const char *const lower_bounds[] = {"minimum", "exclusiveMinimum", "minLength", "minItems",
-                                           "minProperties", NULL};
-static const char *const upper_bounds[] = {"maximum", "exclusiveMaximum", "maxLength", "maxItems",
-                                           "maxProperties", NULL};
-
-static bool array_has(json_t *arr, json_t *v)
+bool tg_sw_array_has(json_t *arr, json_t *v)
 {
     size_t i;
     json_t *x;
@@ -393,622 +259,7 @@ static bool array_has(json_t *arr, json_t *v)
     return false;
 }
 
-/* The type names both sides allow ("integer" is a "number"), or an empty
- * array when they share none. */
-static json_t *type_meet(json_t *a, json_t *b)
-{
-    json_t *la = json_is_string(a) ? json_pack("[O]", a) : json_incref(a);
-    json_t *lb = json_is_string(b) ? json_pack("[O]", b) : json_incref(b);
-    json_t *out = json_array();
-    size_t i, j;
-    json_t *x, *y;
-    json_array_foreach(la, i, x) json_array_foreach(lb, j, y) {
-        const char *sx = json_string_value(x), *sy = json_string_value(y);
-        if (!sx || !sy)
-            continue;
-        const char *m = !strcmp(sx, sy) ? sx
-                        : (!strcmp(sx, "integer") && !strcmp(sy, "number")) ||
-                                  (!strcmp(sx, "number") && !strcmp(sy, "integer"))
-                            ? "integer"
-                            : NULL;
-        json_t *ms = m ? json_string(m) : NULL;
-        if (ms && !array_has(out, ms))
-            json_array_append(out, ms);
-        json_decref(ms);
-    }
-    json_decref(la);
-    json_decref(lb);
-    return out;
-}
-
-/* A constraint both sides set differently that one keyword cannot hold
- * (two patterns, two formats, two consts): the first stays, the other is
- * said in a hint, never dropped in silence. */
-static void merge_hint(json_t *dst, const char *k, json_t *v)
-{
-    char key[96], *s = tg_json_dumps(v);
-    snprintf(key, sizeof key, "x-toolgate-hint-also-%.60s", k);
-    json_object_set_new(dst, key, json_sprintf("also %s: %.*s", k, HINT_VALUE_MAX, s ? s : "?"));
-    free(s);
-}
-
-/* Key k of src applies to dst as well (allOf semantics: both hold). Writes
- * into dst what holds for both; src_wins gives src the last word on
- * annotations (a $ref's use site is more specific than its target). This is
- * the one place that joins two schemas' keywords: allOf merging, keywords
- * beside a $ref, and siblings pushed into anyOf branches (rule 27) all come
- * here, so none of them overwrites a constraint the other side set. */
-static void merge_keyword(json_t *dst, const char *k, json_t *v, bool src_wins)
-{
-    json_t *have = json_object_get(dst, k);
-    if (!have) {
-        json_object_set(dst, k, v);
-        return;
-    }
-    if (have == v || json_equal(have, v))
-        return;
-    if (in_list(annotation_keys, k) || !strncmp(k, "x-toolgate-hint", 15)) {
-        if (src_wins)
-            json_object_set(dst, k, v);
-        return;
-    }
-    if (!strcmp(k, "properties") && json_is_object(have) && json_is_object(v)) {
-        json_t *props = json_copy(have);
-        const char *pk;
-        json_t *pv;
-        json_object_foreach(v, pk, pv) {
-            json_t *old = json_object_get(props, pk);
-            if (!old)
-                json_object_set(props, pk, pv);
-            else if (old != pv && !json_equal(old, pv))
-                /* both sides constrain it: an allOf the child walk merges */
-                json_object_set_new(props, pk, json_pack("{s:[OO]}", "allOf", old, pv));
-        }
-        json_object_set_new(dst, "properties", props);
-    } else if (!strcmp(k, "required") && json_is_array(have) && json_is_array(v)) {
-        json_t *req = json_copy(have);
-        size_t i;
-        json_t *s;
-        json_array_foreach(v, i, s) if (!array_has(req, s)) json_array_append(req, s);
-        json_object_set_new(dst, "required", req);
-    } else if (!strcmp(k, "items") || !strcmp(k, "additionalProperties")) {
-        if (json_is_false(have) || json_is_true(v))
-            return;
-        if (json_is_false(v) || json_is_true(have))
-            json_object_set(dst, k, v);
-        else if (json_is_object(have) && json_is_object(v))
-            json_object_set_new(dst, k, json_pack("{s:[OO]}", "allOf", have, v));
-        else
-            merge_hint(dst, k, v);
-    } else if (in_list(lower_bounds, k) && json_is_number(have) && json_is_number(v)) {
-        if (json_number_value(v) > json_number_value(have))
-            json_object_set(dst, k, v);
-    } else if (in_list(upper_bounds, k) && json_is_number(have) && json_is_number(v)) {
-        if (json_number_value(v) < json_number_value(have))
-            json_object_set(dst, k, v);
-    } else if (!strcmp(k, "enum") && json_is_array(have) && json_is_array(v)) {
-        json_t *both = json_array();
-        size_t i;
-        json_t *x;
-        json_array_foreach(have, i, x) if (array_has(v, x)) json_array_append(both, x);
-        if (json_array_size(both))
-            json_object_set_new(dst, k, both);
-        else {
-            json_decref(both);
-            merge_hint(dst, k, v);
-        }
-    } else if (!strcmp(k, "type")) {
-        json_t *m = type_meet(have, v);
-        if (json_array_size(m) == 1)
-            json_object_set(dst, k, json_array_get(m, 0));
-        else if (json_array_size(m) > 1)
-            json_object_set(dst, k, m);
-        else
-            merge_hint(dst, k, v);
-        json_decref(m);
-    } else if (!strcmp(k, "allOf") && json_is_array(have) && json_is_array(v)) {
-        json_t *all = json_copy(have);
-        json_array_extend(all, v);
-        json_object_set_new(dst, k, all);
-    } else {
-        merge_hint(dst, k, v);
-    }
-}
-/* One allOf branch, with a $ref on it resolved one level. */
-static void merge_branch(walk *w, json_t *dst, json_t *b, int depth)
-{
-    if (!json_is_object(b))
-        return;
-    const char *ref = json_string_value(json_object_get(b, "$ref"));
-    if (ref && count_open_refs(w, ref) < REF_MAX_OPEN) {
-        json_t *t = ref_peek(w, ref);
-        if (json_is_object(t) && t != b) {
-            merge_into(w, dst, t, depth + 1);
-            json_t *rest = json_copy(b);
-            json_object_del(rest, "$ref");
-            merge_into(w, dst, rest, depth + 1);
-            json_decref(rest);
-            return;
-        }
-    }
-    merge_into(w, dst, b, depth + 1);
-}
-
-/* allOf semantics: every branch's keywords hold at once (merge_keyword);
- * the node's own keywords were written first. */
-static void merge_into(walk *w, json_t *dst, json_t *src, int depth)
-{
-    const char *k;
-    json_t *v;
-    if (depth > MERGE_MAX_DEPTH)
-        return;
-    json_object_foreach(src, k, v) {
-        if (!strcmp(k, "allOf") && json_is_array(v)) {
-            size_t i;
-            json_t *b;
-            json_array_foreach(v, i, b) merge_branch(w, dst, b, depth);
-        } else {
-            merge_keyword(dst, k, v, false);
-        }
-    }
-}
-
-/* Split a multi-type node into anyOf branches, each taking the keywords of
- * its own type (Gemini rule 26/27, Cerebras strict rule 50). */
-static const char *const array_words[] = {"items", "minItems", "maxItems", "uniqueItems", "prefixItems", NULL};
-static const char *const object_words[] = {"properties", "required", "additionalProperties",
-                                           "minProperties", "maxProperties", NULL};
-static const char *const string_words[] = {"minLength", "maxLength", "pattern", "format", NULL};
-static const char *const number_words[] = {"minimum", "maximum", "exclusiveMinimum",
-                                           "exclusiveMaximum", "multipleOf", "format", NULL};
-
-static const char *const *words_for(const char *t)
-{
-    if (!strcmp(t, "array"))
-        return array_words;
-    if (!strcmp(t, "object"))
-        return object_words;
-    if (!strcmp(t, "string"))
-        return string_words;
-    if (!strcmp(t, "number") || !strcmp(t, "integer"))
-        return number_words;
-    return NULL;
-}
-
-static void split_types(json_t *n, json_t *types)
-{
-    json_t *any = json_array();
-    size_t i;
-    json_t *t;
-    json_array_foreach(types, i, t) {
-        const char *ts = json_string_value(t);
-        json_t *b = json_pack("{s:s}", "type", ts);
-        const char *const *words = words_for(ts);
-        for (; words && *words; words++) {
-            json_t *v = json_object_get(n, *words);
-            if (v)
-                json_object_set(b, *words, v);
-        }
-        json_array_append_new(any, b);
-    }
-    const char *const *all[] = {array_words, object_words, string_words, number_words};
-    for (size_t g = 0; g < 4; g++)
-        for (const char *const *wd = all[g]; *wd; wd++)
-            json_object_del(n, *wd);
-    json_object_del(n, "type");
-    json_object_del(n, "nullable");
-    json_object_set_new(n, "anyOf", any);
-}
-
-/* The type names of a node, deduplicated: from `type` (string or array),
- * plus "null" for nullable:true. Unknown names are dropped. */
-static json_t *collect_types(json_t *n)
-{
-    json_t *out = json_array();
-    json_t *t = json_object_get(n, "type");
-    json_t *one = json_is_string(t) ? json_pack("[O]", t) : json_incref(t);
-    size_t i;
-    json_t *v;
-    json_array_foreach(one, i, v) {
-        const char *s = json_string_value(v);
-        if (!s || !in_list(type_names, s))
-            continue;
-        bool dup = false;
-        size_t j;
-        json_t *u;
-        json_array_foreach(out, j, u) dup |= !strcmp(json_string_value(u), s);
-        if (!dup)
-            json_array_append_new(out, json_string(s));
-    }
-    json_decref(one);
-    if (json_is_true(json_object_get(n, "nullable"))) {
-        bool has = false;
-        json_array_foreach(out, i, v) has |= !strcmp(json_string_value(v), "null");
-        if (!has && json_array_size(out))
-            json_array_append_new(out, json_string("null"));
-    }
-    return out;
-}
-
-/* The type an enum's (or const's) values imply, or NULL when mixed. */
-static const char *type_of_values(json_t *vals)
-{
-    const char *t = NULL;
-    size_t i;
-    json_t *v;
-    json_array_foreach(vals, i, v) {
-        const char *vt = tg_json_type_name(v);
-        if (!strcmp(vt, "null"))
-            continue;
-        if (!t || !strcmp(t, vt))
-            t = vt;
-        else if ((!strcmp(t, "integer") && !strcmp(vt, "number")) ||
-                 (!strcmp(t, "number") && !strcmp(vt, "integer")))
-            t = "number";
-        else
-            return NULL;
-    }
-    return t;
-}
-
-static bool is_null_branch(json_t *b)
-{
-    json_t *t = json_object_get(b, "type");
-    return json_is_string(t) && !strcmp(json_string_value(t), "null") && json_object_size(b) <= 2;
-}
-
-/* ------------------------------------------------------------- the walk */
-
-typedef struct node_in {
-    json_t *n;      /* normalised shallow copy (owned) */
-    int pushed;     /* refs pushed on w->refs while walking it */
-    const char *cut;/* non-NULL: recursive ref cut here */
-    bool budget;    /* the cut is the budget's (rule 62), not recursion */
-} node_in;
-
-static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
-                  json_t **inv);
-
-/* Step 1 of a node: from whatever the agent sent to a schema object. */
-/* "STRING", "Integer": Gemini's SDKs write OpenAPI type names in capitals
- * and Gemini reads them case-insensitively (rule 26); every other target
- * knows only the lower-case JSON Schema names. */
-static json_t *lower_type_name(json_t *t)
-{
-    static const char *const names[] = {"string", "number", "integer", "boolean",
-                                        "object", "array", "null", NULL};
-    const char *s = json_string_value(t);
-    bool upper = false;  /* nearly every schema spells types in lower case */
-    for (const char *c = s; c && *c && !upper; c++)
-        upper = *c >= 'A' && *c <= 'Z';
-    if (!upper)
-        return NULL;
-    for (const char *const *nm = names; *nm; nm++)
-        if (strcmp(s, *nm) && !strcasecmp(s, *nm))
-            return json_string(*nm);
-    return NULL;
-}
-
-static void lower_type_names(walk *w, json_t *n, const char *ptr)
-{
-    json_t *t = json_object_get(n, "type");
-    json_t *now = NULL;
-    if (json_is_string(t)) {
-        now = lower_type_name(t);
-    } else if (json_is_array(t)) {
-        size_t i;
-        json_t *e;
-        json_array_foreach(t, i, e) {
-            json_t *l = lower_type_name(e);
-            if (l && !now)
-                now = json_deep_copy(t);
-            if (l)
-                json_array_set_new(now, i, l);
-        }
-    }
-    if (now) {
-        note(w, ptr, "lower-case-type", t, now);
-        json_object_set_new(n, "type", now);
-    }
-}
-
-/* A draft 2020-12 tuple (zod v4 z.tuple, pydantic tuple[int, str]):
- * prefixItems, with items false, absent, or the schema of the rest. The
- * targets that rewrite every node (strict, Gemini, xAI) would get
- * prefixItems unrewritten (an object in it breaks rule 16) beside an items
- * stand-in that says "any JSON value"; they take it as the draft-04 tuple
- * form is taken: items is any of the positions, their order in a hint. */
-static void tuple_to_items(walk *w, json_t *n, const char *ptr)
-{
-    json_t *pre = json_object_get(n, "prefixItems");
-    if (!json_is_array(pre) || !(w->f & (TG_SR_STRICT | TG_SR_OPENAPI_SUBSET | TG_SR_FREEFORM_STRING)))
-        return;
-    json_t *rest = json_object_get(n, "items");
-    json_t *any = json_array();
-    json_t *order = json_array();
-    size_t i;
-    json_t *b;
-    json_array_foreach(pre, i, b) {
-        json_t *t = json_object_get(b, "type");
-        const char *ref = json_string_value(json_object_get(b, "$ref"));
-        bool dup = false;
-        size_t j;
-        json_t *x;
-        json_array_foreach(any, j, x) dup |= json_equal(x, b);
-        if (!dup)
-            json_array_append(any, b);
-        json_array_append_new(order, json_is_string(t) ? json_incref(t)
-                                     : json_string(ref ? ref_short_name(ref) : "value"));
-    }
-    if (json_is_true(rest) || json_is_object(rest)) {  /* the rest: more items may follow */
-        json_t *r = json_is_true(rest) ? json_object() : json_incref(rest);
-        bool dup = false;
-        json_array_foreach(any, i, b) dup |= json_equal(b, r);
-        if (!dup)
-            json_array_append(any, r);
-        json_decref(r);
-    }
-    char *o = tg_json_dumps(order);
-    json_object_set_new(n, "x-toolgate-hint-tuple", json_sprintf("items in order: %.200s", o ? o : "?"));
-    free(o);
-    json_decref(order);
-    note(w, ptr, "prefixItems-to-items", pre, NULL);
-    json_object_del(n, "prefixItems");
-    if (json_array_size(any) == 1)
-        json_object_set(n, "items", json_array_get(any, 0));
-    else if (json_array_size(any) > 1)
-        json_object_set_new(n, "items", json_pack("{s:O}", "anyOf", any));
-    else
-        json_object_del(n, "items");
-    json_decref(any);
-}
-
-static node_in normalize(walk *w, json_t *in, const char *ptr, bool root)
-{
-    node_in ni = {0};
-    if (json_is_object(in)) {
-        ni.n = json_copy(in);
-    } else {
-        ni.n = json_object();
-        if (in && !json_is_true(in))
-            note(w, ptr, "repair-non-schema", in, ni.n);
-    }
-    json_t *n = ni.n;
-    lower_type_names(w, n, ptr);
-    if (is_bare_map(n)) {
-        json_t *obj = json_pack("{s:s,s:O}", "type", "object", "properties", n);
-        note(w, ptr, "repair-bare-map", n, obj);
-        json_decref(n);
-        ni.n = n = obj;
-    }
-    /* $ref and allOf alternate: a merged allOf branch may bring a $ref,
-     * a resolved $ref may bring an allOf. A few passes settle real schemas. */
-    for (int pass = 0; pass < 4; pass++) {
-        bool again = false;
-        /* $ref: inline when the dialect cannot take refs (and always at the root,
-         * which must be a literal object, rule 3). */
-        for (int guard = 0; guard < 16; guard++) {
-            const char *ref = json_string_value(json_object_get(n, "$ref"));
-            if (!ref || !((w->f & TG_SR_INLINE_REFS) || root))
-                break;
-            if (count_open_refs(w, ref) >= REF_MAX_OPEN || w->nodes > NODE_BUDGET ||
-                w->nrefs >= (int)(sizeof w->refs / sizeof w->refs[0])) {
-                ni.cut = ref;
-                return ni;
-            }
-            if (!root && w->b->ref_depth >= 0 && w->nrefs >= w->b->ref_depth) {
-                ni.cut = ref;  /* rule 62, degraded: deeper refs stand in */
-                ni.budget = true;
-                return ni;
-            }
-            json_t *t = ref_peek(w, ref);
-            json_t *merged = json_is_object(t) ? json_copy(t) : json_object();
-            if (!t) {
-                json_t *d = json_sprintf("unresolved $ref %s", ref);
-                json_object_set_new(merged, "x-toolgate-hint", d);
-            }
-            /* Keywords beside a $ref apply too (allOf semantics): both
-             * sides' constraints hold; the use site's description, title
-             * and default win over the target's. */
-            const char *k;
-            json_t *v;
-            json_object_foreach(n, k, v) {
-                if (strcmp(k, "$ref"))
-                    merge_keyword(merged, k, v, true);
-            }
-            note(w, ptr, "inline-ref", json_object_get(n, "$ref"), NULL);
-            w->refs[w->nrefs++] = ref;
-            ni.pushed++;
-            json_decref(n);
-            ni.n = n = merged;
-        }
-        if (json_is_array(json_object_get(n, "allOf")) && ((w->f & TG_SR_MERGE_ALLOF) || root)) {
-            json_t *all = json_incref(json_object_get(n, "allOf"));
-            json_object_del(n, "allOf");
-            json_t *src = json_pack("{s:O}", "allOf", all);
-            merge_into(w, n, src, 0);
-            note(w, ptr, "merge-allOf", all, NULL);
-            json_decref(src);
-            json_decref(all);
-        }
-        again = json_string_value(json_object_get(n, "$ref")) && ((w->f & TG_SR_INLINE_REFS) || root);
-        if (!again)
-            break;
-    }
-    if (json_is_array(json_object_get(n, "oneOf")) && (w->f & TG_SR_ONEOF_ANYOF)) {
-        json_t *one = json_object_get(n, "oneOf");
-        if (!json_object_get(n, "anyOf")) {
-            json_object_set(n, "anyOf", one);
-            note(w, ptr, "oneOf-to-anyOf", NULL, NULL);
-        } else if (!json_object_get(n, "x-toolgate-hint")) {
-            char *alt = tg_json_dumps(one);
-            json_object_set_new(n, "x-toolgate-hint", json_sprintf("also one of: %.200s", alt ? alt : "?"));
-            free(alt);
-        }
-        json_object_del(n, "oneOf");
-    }
-    tuple_to_items(w, n, ptr);
-    if (json_is_boolean(json_object_get(n, "required")) && (w->f & TG_SR_REQUIRED)) {
-        /* draft 3's "required": true on a property; its parent's walk
-         * folds it into the parent's required list (rule 59) */
-        note(w, ptr, "draft3-required (rule 59)", json_object_get(n, "required"), NULL);
-        json_object_del(n, "required");
-    }
-    static const char *const combinators[] = {"anyOf", "oneOf", "allOf", NULL};
-    for (const char *const *c = combinators; *c; c++) {
-        json_t *v = json_object_get(n, *c);
-        if (v && (!json_is_array(v) || json_array_size(v) == 0)) {
-            note(w, ptr, "repair-empty-combinator", v, NULL);
-            json_object_del(n, *c);
-        }
-    }
-    return ni;
-}
-
-/* Root-level anyOf/oneOf: the root must be one object (rule 3), so the
- * branches' properties are merged and only what all branches require stays
- * required; the alternatives are spelled out in the description. */
-/* Whether a property schema only pins values: {const} or {enum}, with at
- * most a type, a title and a description beside. */
-static bool pins_values(json_t *v)
-{
-    if (!json_is_object(v) || !(json_object_get(v, "const") || json_is_array(json_object_get(v, "enum"))))
-        return false;
-    const char *k;
-    json_t *x;
-    json_object_foreach(v, k, x) {
-        if (strcmp(k, "const") && strcmp(k, "enum") && strcmp(k, "type") && strcmp(k, "title") &&
-            strcmp(k, "description"))
-            return false;
-    }
-    return true;
-}
-
-/* One property that several branches of a flattened root declare apiece
- * (a discriminated union's `kind`, a field typed per variant): the merged
- * schema must accept what any branch accepted. Pinned values merge into one
- * enum; anything else becomes an anyOf of the variants, which the child
- * walk rewrites for the target like any other. */
-static json_t *merge_variants(json_t *vs)
-{
-    size_t i;
-    json_t *v;
-    bool pinned = true;
-    json_t *type = NULL;
-    json_array_foreach(vs, i, v) {
-        pinned &= pins_values(v);
-        json_t *t = json_object_get(v, "type");
-        if (i == 0)
-            type = t;
-        else if (!(t && type && json_equal(t, type)))
-            type = NULL;
-    }
-    if (!pinned)
-        return json_pack("{s:O}", "anyOf", vs);
-    json_t *vals = json_array();
-    json_array_foreach(vs, i, v) {
-        json_t *c = json_object_get(v, "const");
-        json_t *e = json_object_get(v, "enum");
-        json_t *one = c ? json_pack("[O]", c) : json_incref(e);
-        size_t j, m;
-        json_t *x, *y;
-        json_array_foreach(one, j, x) {
-            bool dup = false;
-            json_array_foreach(vals, m, y) dup |= json_equal(x, y);
-            if (!dup)
-                json_array_append(vals, x);
-        }
-        json_decref(one);
-    }
-    json_t *out = json_pack("{s:o}", "enum", vals);
-    if (type)
-        json_object_set(out, "type", type);
-    json_t *d = json_object_get(json_array_get(vs, 0), "description");
-    if (d)
-        json_object_set(out, "description", d);
-    return out;
-}
-
-static void flatten_root(walk *w, json_t *n, json_t *hints)
-{
-    const char *keys[] = {"anyOf", "oneOf"};
-    for (int k = 0; k < 2; k++) {
-        json_t *br = json_object_get(n, keys[k]);
-        if (!json_is_array(br))
-            continue;
-        json_incref(br);
-        json_object_del(n, keys[k]);
-        json_t *props = json_object_get(n, "properties");
-        props = json_is_object(props) ? json_copy(props) : json_object();
-        json_t *common = NULL;
-        json_t *alts = json_array();
-        json_t *variants = json_object();  /* property -> its distinct schemas */
-        size_t i;
-        json_t *b;
-        json_array_foreach(br, i, b) {
-            json_t *tmp = json_object();
-            merge_branch(w, tmp, b, 0);
-            json_t *bp = json_object_get(tmp, "properties");
-            const char *pk;
-            json_t *pv;
-            json_object_foreach(bp, pk, pv) {
-                if (json_object_get(props, pk) && !json_object_get(variants, pk))
-                    continue;  /* the root's own declaration wins */
-                json_t *vs = json_object_get(variants, pk);
-                if (!vs) {
-                    json_object_set(props, pk, pv);
-                    json_object_set_new(variants, pk, json_pack("[O]", pv));
-                    continue;
-                }
-                size_t m;
-                json_t *x;
-                bool dup = false;
-                json_array_foreach(vs, m, x) dup |= json_equal(x, pv);
-                if (!dup)
-                    json_array_append(vs, pv);
-            }
-            json_t *req = json_object_get(tmp, "required");
-            json_array_append_new(alts, json_is_array(req) ? json_copy(req) : json_array());
-            if (!common) {
-                common = json_is_array(req) ? json_copy(req) : json_array();
-            } else {
-                json_t *keep = json_array();
-                size_t j;
-                json_t *s;
-                json_array_foreach(common, j, s) {
-                    size_t m;
-                    json_t *r2;
-                    bool in = false;
-                    json_array_foreach(req, m, r2) in |= json_equal(s, r2);
-                    if (in)
-                        json_array_append(keep, s);
-                }
-                json_decref(common);
-                common = keep;
-            }
-            json_decref(tmp);
-        }
-        const char *vk;
-        json_t *vs;
-        json_object_foreach(variants, vk, vs) {
-            if (json_array_size(vs) > 1)
-                json_object_set_new(props, vk, merge_variants(vs));
-        }
-        json_decref(variants);
-        json_object_set_new(n, "properties", props);
-        if (common && json_array_size(common)) {
-            json_t *req = json_object_get(n, "required");
-            json_t *all = json_is_array(req) ? json_copy(req) : json_array();
-            json_array_extend(all, common);
-            json_object_set_new(n, "required", all);
-        }
-        json_decref(common);
-        hint_add(hints, "one of these required sets", alts);
-        note(w, "/function/parameters", "flatten-root-combinator", br, NULL);
-        json_decref(alts);
-        json_decref(br);
-    }
-}
+/* ------------------------------------------------------------ stand-ins */
 
 /* A node the target cannot express (free-form map, untyped value, cut
  * recursion, too deep) travels as a JSON-encoded string. */
@@ -1024,7 +275,7 @@ static json_t *standin(walk *w, json_t *n, const char *what, const char *ptr, js
                                 rs ? "; required keys: " : "", HINT_VALUE_MAX, rs ? rs : "");
     free(rs);
     json_object_set_new(out, "description", desc);
-    note(w, ptr, "json-string-standin", n, out);
+    tg_sw_note(w, ptr, "json-string-standin", n, out);
     *inv = json_pack("{s:i}", "j", 1);
     budget_spend(w, out);
     return out;
@@ -1036,7 +287,7 @@ static json_t *standin(walk *w, json_t *n, const char *what, const char *ptr, js
  * keys, so it can still fill it. */
 static json_t *budget_standin(walk *w, json_t *n, const char *ref, const char *ptr, json_t **inv)
 {
-    const json_t *t = ref_peek(w, ref);
+    const json_t *t = tg_sw_ref_peek(w, ref);
     const char *d = json_string_value(json_object_get(t, "description"));
     tg_buf keys = {0};
     const char *k;
@@ -1049,11 +300,11 @@ static json_t *budget_standin(walk *w, json_t *n, const char *ref, const char *p
     }
     char what[HINT_VALUE_MAX + 400];
     snprintf(what, sizeof what, "%.100s%s%.200s%s%.*s; its schema was left out to keep the "
-             "request within toolgate's schema budget", ref_short_name(ref), d ? ": " : "",
+             "request within toolgate's schema budget", tg_sw_ref_short_name(ref), d ? ": " : "",
              d ? d : "", keys.len ? "; an object with keys " : "", HINT_VALUE_MAX,
              keys.data ? keys.data : "");
     tg_buf_free(&keys);
-    w->b->standins++;
+    w->budget->standins++;
     json_t *use = json_copy(n);  /* the use site's description goes first */
     json_object_del(use, "$ref");
     json_t *out = standin(w, use, what, ptr, inv);
@@ -1061,493 +312,7 @@ static json_t *budget_standin(walk *w, json_t *n, const char *ref, const char *p
     return out;
 }
 
-/* Make a strict-mode optional property accept null (OpenAI's documented
- * optional form), in the shape the dialect takes. */
-static json_t *make_nullable(walk *w, json_t *c)
-{
-    json_t *any = json_object_get(c, "anyOf");
-    if (json_is_array(any) && !((w->f & TG_SR_NULL_ANYOF) && json_array_size(any) >= ANYOF_MAX)) {
-        size_t i;
-        json_t *b;
-        json_array_foreach(any, i, b) if (is_null_branch(b)) return json_incref(c);
-        json_array_append_new(any, json_pack("{s:s}", "type", "null"));
-        return json_incref(c);
-    }
-    json_t *t = json_object_get(c, "type");
-    if (w->f & TG_SR_NULL_ANYOF) {
-        json_t *desc = json_incref(json_object_get(c, "description"));
-        json_t *inner = json_copy(c);
-        json_object_del(inner, "description");
-        json_t *out = json_pack("{s:[o,{s:s}]}", "anyOf", inner, "type", "null");
-        if (desc)
-            json_object_set_new(out, "description", desc);
-        return out;
-    }
-    if (json_is_string(t)) {
-        if (strcmp(json_string_value(t), "null"))
-            json_object_set_new(c, "type", json_pack("[O,s]", t, "null"));
-    } else if (json_is_array(t)) {
-        bool has = false;
-        size_t i;
-        json_t *v;
-        json_array_foreach(t, i, v) has |= json_is_string(v) && !strcmp(json_string_value(v), "null");
-        if (!has)
-            json_array_append_new(t, json_string("null"));
-    }
-    json_t *cst = json_object_get(c, "const");
-    if (cst && !json_is_null(cst)) {
-        json_object_set_new(c, "enum", json_pack("[On]", cst));
-        json_object_del(c, "const");
-        return json_incref(c);
-    }
-    json_t *e = json_object_get(c, "enum");
-    if (json_is_array(e)) {
-        bool has = false;
-        size_t i;
-        json_t *v;
-        json_array_foreach(e, i, v) has |= json_is_null(v);
-        if (!has)
-            json_array_append_new(e, json_null());
-    }
-    return json_incref(c);
-}
-
-static bool originally_nullable(json_t *src)
-{
-    if (!json_is_object(src))
-        return true;  /* anything goes: null included */
-    json_t *t = json_object_get(src, "type");
-    if (json_is_true(json_object_get(src, "nullable")))
-        return true;
-    if (json_is_string(t))
-        return !strcmp(json_string_value(t), "null");
-    size_t i;
-    json_t *v;
-    json_array_foreach(t, i, v) if (json_is_string(v) && !strcmp(json_string_value(v), "null")) return true;
-    json_array_foreach(json_object_get(src, "enum"), i, v) if (json_is_null(v)) return true;
-    if (json_is_null(json_object_get(src, "const")))
-        return true;  /* const: null (zod z.null(), pydantic None literal) */
-    const char *combos[] = {"anyOf", "oneOf"};
-    for (int c = 0; c < 2; c++)
-        json_array_foreach(json_object_get(src, combos[c]), i, v) if (is_null_branch(v)) return true;
-    return !t && !json_object_get(src, "$ref") && !json_object_get(src, "anyOf") &&
-           !json_object_get(src, "oneOf") && !json_object_get(src, "allOf") &&
-           !json_object_get(src, "enum") && !json_object_get(src, "const") &&
-           !json_object_get(src, "properties");
-}
-
-/* Non-string enum values become strings (Gemini rule 28); the inverse maps
- * each string back to the value the agent declared. */
-static bool enum_has(json_t *vals, const char *s)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(vals, i, v) if (json_is_string(v) && !strcmp(json_string_value(v), s)) return true;
-    return false;
-}
-
-static json_t *stringify_enum(walk *w, json_t *e, json_t *out, json_t *inv, const char *ptr)
-{
-    json_t *vals = json_array();
-    json_t *map = json_object();
-    bool had_null = false;
-    size_t i;
-    json_t *v;
-    json_array_foreach(e, i, v) {
-        if (json_is_null(v)) {
-            had_null = true;
-            continue;
-        }
-        if (json_is_string(v)) {
-            if (!enum_has(vals, json_string_value(v)))
-                json_array_append(vals, v);
-            continue;
-        }
-        char *s = tg_json_dumps(v);
-        if (!s)
-            continue;
-        /* 1 beside "1": one value upstream, and the agent's own string wins */
-        if (!enum_has(vals, s) && !enum_has(e, s)) {
-            json_array_append_new(vals, json_string(s));
-            json_object_set(map, s, v);
-        }
-        free(s);
-    }
-    if (json_object_size(map)) {
-        json_object_set_new(inv, "e", map);
-        json_object_set_new(out, "format", json_string("enum"));
-        note(w, ptr, "enum-to-strings", e, vals);
-    } else {
-        json_decref(map);
-    }
-    json_object_set_new(out, "type", json_string("string"));
-    if (had_null)
-        json_object_set_new(out, "nullable", json_true());
-    return vals;
-}
-
-/* Rule 5 drops required names that are not properties (Gemini refuses
- * them, Groq refuses required without properties); the names still say
- * which keys the agent's tool needs, so they go into a hint. */
-static void required_hint(walk *w, json_t *req_in, json_t *props, json_t *hints)
-{
-    if (!(w->f & TG_SR_REQUIRED))
-        return;
-    json_t *lost = json_array();
-    size_t i;
-    json_t *r;
-    json_array_foreach(req_in, i, r) {
-        if (json_is_string(r) && !json_object_get(props, json_string_value(r)) && !array_has(lost, r))
-            json_array_append(lost, r);
-    }
-    if (json_array_size(lost))
-        hint_add(hints, "required keys", lost);
-    json_decref(lost);
-}
-
-/* Draft 3 wrote "required": true on the property itself; later drafts (and
- * every provider) read required only as the parent's list. Returns the
- * parent's list with those names added (new reference), or NULL when no
- * property carried a boolean. */
-static json_t *draft3_required(walk *w, json_t *props, json_t *req_in, const char *ptr)
-{
-    if (!(w->f & TG_SR_REQUIRED))
-        return NULL;
-    json_t *out = NULL;
-    const char *k;
-    json_t *v;
-    json_object_foreach(props, k, v) {
-        if (!json_is_true(json_object_get(v, "required")))
-            continue;
-        if (!out)
-            out = req_in ? json_copy(req_in) : json_array();
-        json_t *name = json_string(k);
-        if (!array_has(out, name))
-            json_array_append(out, name);
-        json_decref(name);
-    }
-    if (out)
-        note(w, ptr, "draft3-required-folded (rule 59)", req_in, out);
-    return out;
-}
-
-/* Emit the keys of normalised node n into out. */
-static void emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hints,
-                            const char *ptr, int depth, int objdepth)
-{
-    json_t *props = json_object_get(n, "properties");
-    json_t *req_in = json_object_get(n, "required");
-    if (props && !json_is_object(props)) {
-        hint_add(hints, "properties", props);
-        props = NULL;
-    }
-    if (!json_is_array(req_in))
-        req_in = NULL;
-    if (!props && !(w->f & (TG_SR_STRICT)) && !json_object_get(n, "properties")) {
-        required_hint(w, req_in, NULL, hints);
-        return;
-    }
-    json_t *folded = draft3_required(w, props, req_in, ptr);
-    if (folded)
-        req_in = folded;
-    json_t *oprops = json_object();
-    json_t *pinv = json_object();
-    json_t *required = json_array();
-    json_t *optional = json_array();
-    json_t *fill = json_array();  /* optional but null was already allowed */
-    bool strict_all = (w->f & TG_SR_STRICT) && (w->f & TG_SR_ALL_REQUIRED);
-    const char *k;
-    json_t *v;
-    json_object_foreach(props, k, v) {
-        char cptr[PTR_MAX];
-        ptr_join(cptr, ptr, "properties", k);
-        json_t *cinv = NULL;
-        json_t *c = rw(w, v, cptr, depth + 1, objdepth, false, &cinv);
-        bool req = false;
-        size_t i;
-        json_t *r;
-        json_array_foreach(req_in, i, r) req |= json_is_string(r) && !strcmp(json_string_value(r), k);
-        if (strict_all && !req) {
-            json_t *nc = make_nullable(w, c);
-            json_decref(c);
-            c = nc;
-            json_array_append_new(originally_nullable(v) ? fill : optional, json_string(k));
-            note(w, cptr, "strict-optional-nullable", NULL, NULL);
-        }
-        if (req || strict_all)
-            json_array_append_new(required, json_string(k));
-        json_object_set_new(oprops, k, c);
-        if (cinv)
-            json_object_set_new(pinv, k, cinv);
-    }
-    size_t before = json_array_size(req_in);
-    if (json_is_array(req_in) && before != json_array_size(required) && !strict_all) {
-        note(w, ptr, "required-not-in-properties", req_in, required);
-    }
-    if (json_is_array(req_in) && !props)
-        note(w, ptr, "required-without-properties", req_in, NULL);
-    required_hint(w, req_in, oprops, hints);
-    json_decref(folded);
-    json_object_set_new(out, "properties", oprops);
-    if (json_array_size(required) || strict_all)
-        json_object_set(out, "required", required);
-    json_decref(required);
-    if (json_object_size(pinv))
-        json_object_set_new(inv, "p", pinv);
-    else
-        json_decref(pinv);
-    if (json_array_size(optional))
-        json_object_set_new(inv, "o", optional);
-    else
-        json_decref(optional);
-    if (json_array_size(fill))
-        json_object_set_new(inv, "f", fill);
-    else
-        json_decref(fill);
-}
-
-/* One key that is neither structure nor type: keep, drop or hint. */
-static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *hints,
-                       const char *ptr, const char *type)
-{
-    unsigned f = w->f;
-    if (in_list(meta_keys, k)) {
-        if ((f & (TG_SR_OPENAPI_SUBSET | TG_SR_STRICT | TG_SR_MISTRAL_STRIP)) ||
-            ((f & TG_SR_INLINE_REFS) && !strcmp(k, "$id"))) {
-            note(w, ptr, "drop-meta", v, NULL);
-            return;
-        }
-        json_object_set_new(out, k, json_deep_copy(v));
-        return;
-    }
-    if ((f & TG_SR_NO_SIZE_LIMITS) && in_list(size_limit_keys, k)) {
-        hint_add(hints, k, v);
-        note(w, ptr, "constraint-to-hint", v, NULL);
-        return;
-    }
-    if (!strcmp(k, "format")) {
-        const char *const *allow = format_allow(w, type);
-        if (allow && (!json_is_string(v) || !in_list(allow, json_string_value(v)))) {
-            hint_add(hints, k, v);
-            note(w, ptr, "format-narrowed", v, NULL);
-            return;
-        }
-        json_object_set_new(out, k, json_deep_copy(v));
-        return;
-    }
-    if ((f & TG_SR_OPENAPI_SUBSET) && !strcmp(k, "examples") && json_is_array(v) &&
-        json_array_size(v) && !json_object_get(out, "example")) {
-        json_object_set_new(out, "example", json_deep_copy(json_array_get(v, 0)));
-        note(w, ptr, "examples-to-example", v, NULL);
-        return;
-    }
-    bool drop = false;
-    if (f & TG_SR_OPENAPI_SUBSET)
-        drop = !in_list(gemini_keys, k);
-    if ((f & TG_SR_STRICT) && in_list(strict_forbidden, k))
-        drop = true;
-    if ((f & TG_SR_NO_CONSTRAINTS) && in_list(constraint_keys, k)) {
-        /* Anthropic strict keeps minItems 0 or 1 (rule 40). */
-        bool small_min = !strcmp(k, "minItems") &&
-                         tg_dialect_has(w->r->dialect, TG_DF_SMALL_MIN_ITEMS) &&
-                         json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 1;
-        drop = !small_min;
-    }
-    if (!strncmp(k, "x-toolgate-hint", 15)) {
-        hint_text(hints, json_string_value(v) ? json_string_value(v) : "?");
-        return;
-    }
-    if (drop) {
-        hint_add(hints, k, v);
-        note(w, ptr, "constraint-to-hint", v, NULL);
-        return;
-    }
-    json_object_set_new(out, k, json_deep_copy(v));
-}
-
-/* The first non-null type name of a type or type list (borrowed), or NULL. */
-static json_t *first_type_peek(json_t *t)
-{
-    if (json_is_string(t))
-        return t;
-    size_t i;
-    json_t *v;
-    json_array_foreach(t, i, v) if (json_is_string(v) && strcmp(json_string_value(v), "null")) return v;
-    return NULL;
-}
-
-static bool binv_is_standin(json_t *inv)
-{
-    return inv && json_object_get(inv, "j");
-}
-
-/* Cerebras strict takes at most 5 anyOf branches (rule 50): fold the tail
- * into nested anyOf wrappers, which accept exactly the same values. */
-static void fold_branches(json_t *out, json_t *invs)
-{
-    while (json_array_size(out) > ANYOF_MAX) {
-        size_t n = json_array_size(out);
-        size_t from = n - ANYOF_MAX;  /* the last 5 go into one wrapper */
-        if (from < ANYOF_MAX - 1)
-            from = ANYOF_MAX - 1;
-        json_t *sub = json_array(), *subinv = json_array();
-        while (json_array_size(out) > from) {
-            json_array_append(sub, json_array_get(out, from));
-            json_array_remove(out, from);
-            if (invs) {
-                json_array_append(subinv, json_array_get(invs, from));
-                json_array_remove(invs, from);
-            }
-        }
-        json_array_append_new(out, json_pack("{s:o}", "anyOf", sub));
-        if (invs)
-            json_array_append_new(invs, json_pack("{s:o}", "a", subinv));
-        else
-            json_decref(subinv);
-    }
-}
-
-/* What tells anyOf branches of objects apart on the way back: their keys
- * ("k") and single-valued discriminators ("d"). */
-static void branch_shape(json_t *c, json_t *meta)
-{
-    json_t *props = json_object_get(c, "properties");
-    if (!json_is_object(props))
-        return;
-    json_t *keys = json_array();
-    json_t *disc = json_object();
-    const char *k;
-    json_t *v;
-    json_object_foreach(props, k, v) {
-        json_array_append_new(keys, json_string(k));
-        json_t *e = json_object_get(v, "enum");
-        if (json_object_get(v, "const"))
-            json_object_set(disc, k, json_object_get(v, "const"));
-        else if (json_array_size(e) == 1)
-            json_object_set(disc, k, json_array_get(e, 0));
-    }
-    json_object_set_new(meta, "k", keys);
-    json_object_set_new(meta, "d", disc);
-    /* keys the agent's branch requires: strict-made-required ones excluded */
-    json_t *req = json_array();
-    size_t i;
-    json_t *r;
-    json_array_foreach(json_object_get(c, "required"), i, r) {
-        bool added = false;
-        const char *lists[] = {"o", "f"};
-        for (int l = 0; l < 2; l++) {
-            size_t j;
-            json_t *o;
-            json_array_foreach(json_object_get(meta, lists[l]), j, o) added |= json_equal(o, r);
-        }
-        if (!added)
-            json_array_append(req, r);
-    }
-    json_object_set_new(meta, "r", req);
-}
-
-static json_t *rw_children_array(walk *w, json_t *arr, const char *ptr, const char *key,
-                                 int depth, int objdepth, json_t **inv_list)
-{
-    json_t *out = json_array();
-    json_t *invs = json_array();
-    bool any_inv = false;
-    size_t i;
-    json_t *b;
-    json_array_foreach(arr, i, b) {
-        char cptr[PTR_MAX], idx[24];
-        snprintf(idx, sizeof idx, "%zu", i);
-        ptr_join(cptr, ptr, key, idx);
-        json_t *binv = NULL;
-        json_t *c = rw(w, b, cptr, depth + 1, objdepth, false, &binv);
-        json_t *meta = binv ? binv : json_object();
-        any_inv |= binv != NULL;
-        json_t *ot = json_is_object(b) ? json_object_get(b, "type") : NULL;
-        json_t *t = first_type_peek(json_object_get(c, "type"));
-        if (json_is_string(ot))
-            json_object_set(meta, "ot", ot);
-        else if (t && !binv_is_standin(binv))
-            json_object_set(meta, "ot", t);  /* a $ref branch: same type as its output */
-        if (t)
-            json_object_set(meta, "t", t);
-        branch_shape(c, meta);
-        json_array_append_new(invs, meta);
-        json_array_append_new(out, c);
-    }
-    if ((w->f & TG_SR_STRICT) && (w->f & TG_SR_NULL_ANYOF) && json_array_size(out) > ANYOF_MAX)
-        fold_branches(out, invs);
-    if (any_inv)
-        *inv_list = invs;
-    else
-        json_decref(invs);
-    return out;
-}
-
-/* Gemini rule 27: a node with anyOf carries nothing type-specific; push
- * those keys into each branch. */
-/* anyOf branches that only add to their parent ({required: [k]}, {properties:
- * {...}} with no type): on strict targets each branch must stand alone. */
-static bool partial_branches(json_t *n)
-{
-    size_t i;
-    json_t *b;
-    if (!json_object_get(n, "type"))
-        return false;
-    json_array_foreach(json_object_get(n, "anyOf"), i, b) {
-        if (json_is_object(b) && !json_object_get(b, "type") && !json_object_get(b, "$ref") &&
-            !json_object_get(b, "anyOf") && !json_object_get(b, "enum") && !json_object_get(b, "const"))
-            return true;
-    }
-    return false;
-}
-
-static void push_into_branches(walk *w, json_t *n, const char *ptr)
-{
-    static const char *const pushed[] = {"type", "items", "properties", "required", "enum",
-                                         "format", "minimum", "maximum", "minLength",
-                                         "maxLength", "pattern", "minItems", "maxItems",
-                                         "additionalProperties", "const", NULL};
-    json_t *moving = json_object();
-    for (const char *const *k = pushed; *k; k++) {
-        json_t *v = json_object_get(n, *k);
-        if (v)
-            json_object_set(moving, *k, v);
-    }
-    if (!json_object_size(moving)) {
-        json_decref(moving);
-        return;
-    }
-    /* Each branch must hold the parent's constraints as well as its own
-     * (rule 27): merged, never overwritten (a branch's own items and the
-     * parent's both bind it). Beside a $ref they merge with its target when
-     * the reference is inlined. n is a shallow copy: its anyOf array is
-     * still the agent's, copy it. */
-    json_t *any = json_copy(json_object_get(n, "anyOf"));
-    json_object_set_new(n, "anyOf", any);
-    size_t i;
-    json_t *b;
-    json_array_foreach(any, i, b) {
-        if (!json_is_object(b))
-            continue;
-        json_t *nb = json_copy(b);
-        const char *k;
-        json_t *v;
-        json_object_foreach(moving, k, v) merge_keyword(nb, k, v, false);
-        json_array_set_new(any, i, nb);
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach(moving, k, v) json_object_del(n, k);
-    note(w, ptr, "anyOf-siblings-into-branches", moving, NULL);
-    json_decref(moving);
-}
-
-/* What the walk decided about one node's type, shared by the steps below. */
-typedef struct node_type {
-    json_t *types;    /* type names, "null" included */
-    json_t *nonnull;  /* the same without "null" */
-    bool has_null, has_any, enum_node, union_split;
-} node_type;
+/* ------------------------------------------------------------- one node */
 
 static void node_type_clear(node_type *nt)
 {
@@ -1555,235 +320,6 @@ static void node_type_clear(node_type *nt)
     json_decref(nt->nonnull);
 }
 
-static const char *single_type(const node_type *nt)
-{
-    return json_array_size(nt->nonnull) == 1 ? json_string_value(json_array_get(nt->nonnull, 0)) : NULL;
-}
-
-/* Gemini: anyOf [X, {type:null}] -> X + nullable (section 3.2 step 2).
- * Returns the node that replaces n when one real branch is left (walked
- * afresh by the caller, so the branch's own $ref/allOf get normalised), or
- * NULL after editing n in place. */
-static json_t *collapse_null_branch(walk *w, json_t *n, const char *ptr)
-{
-    json_t *any = json_object_get(n, "anyOf");
-    json_t *keep = json_array();
-    json_t *replacement = NULL;
-    bool nul = false;
-    size_t i;
-    json_t *b;
-    json_array_foreach(any, i, b) {
-        if (is_null_branch(b))
-            nul = true;
-        else
-            json_array_append(keep, b);
-    }
-    if (nul) {
-        note(w, ptr, "anyOf-null-to-nullable", NULL, NULL);
-        json_object_set_new(n, "nullable", json_true());
-        if (json_array_size(keep) == 1 && json_is_object(json_array_get(keep, 0))) {
-            replacement = json_copy(json_array_get(keep, 0));
-            const char *k;
-            json_t *v;
-            /* the node's keywords bind the branch too (merged, rule 27) */
-            json_object_foreach(n, k, v) if (strcmp(k, "anyOf") && strcmp(k, "description"))
-                merge_keyword(replacement, k, v, false);
-            if (!json_object_get(replacement, "description") && json_object_get(n, "description"))
-                json_object_set(replacement, "description", json_object_get(n, "description"));
-            json_object_set_new(replacement, "nullable", json_true());
-            /* the property's description and the value's both say
-             * something (zod: .describe() before and after .nullable()) */
-            const char *outer = json_string_value(json_object_get(n, "description"));
-            const char *inner = json_string_value(json_object_get(replacement, "description"));
-            if (outer && inner && *outer && strcmp(outer, inner))
-                json_object_set_new(replacement, "description",
-                                    json_sprintf("%s%s%s", outer, *inner ? " " : "", inner));
-        } else if (json_array_size(keep) == 0) {
-            json_object_del(n, "anyOf");
-            json_object_del(n, "nullable");
-            json_object_set_new(n, "type", json_string("null"));
-        } else {
-            json_object_set(n, "anyOf", keep);
-        }
-    }
-    json_decref(keep);
-    return replacement;
-}
-
-/* const -> enum where the target wants it; an empty enum admits nothing, so
- * it is a broken schema, not a wish: removed. */
-/* Rule 21 (strict): at most 1,000 enum values in a tool, and a string enum
- * of more than 250 values at most 15,000 characters. An enum past the
- * budget is not sent as a constraint; its values go into the description
- * (cut), so the model still sees what is allowed. */
-static void enum_budget(walk *w, json_t *n, const char *ptr, json_t *hints)
-{
-    json_t *en = json_object_get(n, "enum");
-    size_t count = json_array_size(en), chars = 0, i;
-    json_t *v;
-    json_array_foreach(en, i, v) chars += json_is_string(v) ? json_string_length(v) : 0;
-    if (w->enums + count <= 1000 && (count <= 250 || chars <= 15000)) {
-        w->enums += (int)count;
-        return;
-    }
-    json_incref(en);
-    json_object_del(n, "enum");
-    note(w, ptr, "enum-budget (rule 21)", en, NULL);
-    hint_add(hints, "one of", en);
-    json_decref(en);
-}
-
-static bool type_listed(json_t *types, const char *t)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(types, i, v) if (json_is_string(v) && !strcmp(json_string_value(v), t)) return true;
-    return false;
-}
-
-/* Rule 69: xAI refuses null inside an enum ("Client specified an invalid
- * argument", forgecode#2809); the type list says it instead. An enum of
- * nothing but null becomes the type null. */
-static void enum_null_to_type(walk *w, json_t *n, const char *ptr)
-{
-    json_t *en = json_object_get(n, "enum");
-    size_t i, nulls = 0;
-    json_t *v;
-    json_array_foreach(en, i, v) nulls += json_is_null(v);
-    if (!nulls)
-        return;
-    note(w, ptr, "enum-null-to-type", en, NULL);
-    json_t *kept = json_array();
-    json_array_foreach(en, i, v) if (!json_is_null(v)) json_array_append(kept, v);
-    json_t *t = json_object_get(n, "type");
-    json_t *types = json_is_array(t) ? json_copy(t) : json_array();
-    if (json_is_string(t))
-        json_array_append(types, t);
-    else if (!t)  /* the values' own types, so that none is shut out */
-        json_array_foreach(kept, i, v) if (!type_listed(types, tg_json_type_name(v)))
-            json_array_append_new(types, json_string(tg_json_type_name(v)));
-    if (!type_listed(types, "null"))
-        json_array_append_new(types, json_string("null"));
-    if (json_array_size(kept))
-        json_object_set_new(n, "enum", kept);
-    else {
-        json_decref(kept);
-        json_object_del(n, "enum");
-    }
-    json_object_set_new(n, "type", json_array_size(types) == 1 ? json_incref(json_array_get(types, 0)) : json_incref(types));
-    json_decref(types);
-}
-
-static void normalize_enum(walk *w, json_t *n, const char *ptr, json_t *hints)
-{
-    json_t *cst = json_object_get(n, "const");
-    if (cst && (w->f & TG_SR_CONST_ENUM)) {
-        if (!json_object_get(n, "enum"))
-            json_object_set_new(n, "enum", json_pack("[O]", cst));
-        note(w, ptr, "const-to-enum", cst, NULL);
-        json_object_del(n, "const");
-    }
-    json_t *en = json_object_get(n, "enum");
-    if (en && (!json_is_array(en) || json_array_size(en) == 0)) {
-        note(w, ptr, "repair-empty-enum", en, NULL);
-        json_object_del(n, "enum");
-    }
-    if (json_is_array(en) && (w->f & TG_SR_ENUM_NO_NULL))
-        enum_null_to_type(w, n, ptr);
-    en = json_object_get(n, "enum");
-    if (json_is_array(en) && (w->f & TG_SR_STRICT))
-        enum_budget(w, n, ptr, hints);
-}
-
-/* The node's types: declared, inferred where the target needs one, forced to
- * object at the root (rule 3). */
-static json_t *node_types(walk *w, json_t *n, const char *ptr, bool root, json_t *hints)
-{
-    json_t *types = collect_types(n);
-    json_t *en = json_object_get(n, "enum");
-    if (json_array_size(types) == 0 && !json_is_array(json_object_get(n, "anyOf")) &&
-        (w->f & (TG_SR_ADD_TYPE | TG_SR_STRICT | TG_SR_FREEFORM_STRING))) {
-        /* the values an enum allows say more than the keywords that bind
-         * only some types: {enum: ["a"], properties: {...}} is a string */
-        const char *t = en ? type_of_values(en) : NULL;
-        if (t)
-            ;
-        else if (json_object_get(n, "properties"))
-            t = "object";
-        else if (json_object_get(n, "items"))
-            t = "array";
-        else if (json_object_get(n, "const")) {
-            /* a typeless const (zod's z.literal() in some versions):
-             * strict wants every node typed, like an enum's */
-            json_t *one = json_pack("[O]", json_object_get(n, "const"));
-            t = type_of_values(one);
-            json_decref(one);
-        }
-        if (t) {
-            json_array_append_new(types, json_string(t));
-            note(w, ptr, "add-type", NULL, json_array_get(types, 0));
-        }
-    }
-    if (root && (w->f & TG_SR_ROOT_OBJECT)) {
-        bool obj = json_array_size(types) == 1 && !strcmp(json_string_value(json_array_get(types, 0)), "object");
-        if (!obj) {
-            if (json_array_size(types))
-                hint_add(hints, "root type was", json_object_get(n, "type"));
-            json_array_clear(types);
-            json_array_append_new(types, json_string("object"));
-            note(w, ptr, "root-type-object", json_object_get(n, "type"), NULL);
-        }
-    }
-    return types;
-}
-
-/* Type unions: Gemini and Cerebras-strict take no type arrays; Gemini takes
- * no type-specific keys beside anyOf (rule 27). Edits n, fills nt. */
-static void resolve_unions(walk *w, json_t *n, json_t *in, const char *ptr, node_type *nt,
-                           json_t *hints)
-{
-    unsigned f = w->f;
-    size_t ntypes = json_array_size(nt->types);
-    size_t i;
-    json_t *t;
-    nt->nonnull = json_array();
-    json_array_foreach(nt->types, i, t) {
-        if (!strcmp(json_string_value(t), "null"))
-            nt->has_null = true;
-        else
-            json_array_append(nt->nonnull, t);
-    }
-    nt->has_any = json_is_array(json_object_get(n, "anyOf"));
-    nt->enum_node = json_object_get(n, "enum") && (f & TG_SR_ENUM_STRINGS);
-    nt->union_split = !nt->enum_node && !nt->has_any &&
-                      (((f & TG_SR_TYPE_ARRAYS) && json_array_size(nt->nonnull) > 1) ||
-                       ((f & TG_SR_STRICT) && (f & TG_SR_NULL_ANYOF) && ntypes > 1));
-    if (nt->union_split) {
-        split_types(n, (f & TG_SR_TYPE_ARRAYS) ? nt->nonnull : nt->types);
-        if ((f & TG_SR_OPENAPI_SUBSET) && nt->has_null)
-            json_object_set_new(n, "nullable", json_true());
-        note(w, ptr, "type-array-to-anyOf", json_object_get(in, "type"), NULL);
-        json_array_clear(nt->types);
-        json_array_clear(nt->nonnull);
-        nt->has_any = true;
-    } else if (nt->has_any && ntypes > 1 && (f & TG_SR_STRICT) && (f & TG_SR_NULL_ANYOF)) {
-        /* a type union beside anyOf: the branches already say what goes */
-        hint_add(hints, "type", json_object_get(n, "type"));
-        json_object_del(n, "type");
-        json_array_clear(nt->types);
-        json_array_clear(nt->nonnull);
-    }
-    if (nt->has_any && ((f & TG_SR_OPENAPI_SUBSET) || ((f & TG_SR_STRICT) && partial_branches(n)))) {
-        push_into_branches(w, n, ptr);
-        json_array_clear(nt->types);
-        json_array_clear(nt->nonnull);
-        nt->enum_node = json_object_get(n, "enum") && (f & TG_SR_ENUM_STRINGS) && !json_object_get(n, "anyOf");
-    }
-}
-
-/* Why this node cannot be expressed in the target and must travel as a
- * JSON-encoded string, or NULL. Also books the node's properties against
- * the strict budget (rule 20). */
 /* Is ptr a property's value (".../properties/NAME")? */
 static bool is_property_ptr(const char *ptr)
 {
@@ -1795,11 +331,14 @@ static bool is_property_ptr(const char *ptr)
     return !strchr(p + strlen("/properties/"), '/');
 }
 
+/* Why this node cannot be expressed in the target and must travel as a
+ * JSON-encoded string, or NULL. Also books the node's properties against
+ * the strict budget (rule 20). */
 static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool root, int objdepth,
                                   const char *ptr)
 {
-    unsigned f = w->f;
-    const char *single = single_type(nt);
+    unsigned f = w->flags;
+    const char *single = tg_sw_single_type(nt);
     bool is_obj = single && !strcmp(single, "object");
     json_t *props = json_object_get(n, "properties");
     bool no_props = !json_is_object(props) || json_object_size(props) == 0;
@@ -1835,295 +374,24 @@ static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool 
     return NULL;
 }
 
-/* `type` (or the stringified enum that replaces it) into out. */
-static void emit_type(walk *w, json_t *n, json_t *out, json_t *inv, const node_type *nt, const char *ptr)
-{
-    unsigned f = w->f;
-    const char *single = single_type(nt);
-    if (nt->enum_node) {
-        json_t *vals = stringify_enum(w, json_object_get(n, "enum"), out, inv, ptr);
-        if (nt->has_null)
-            json_object_set_new(out, "nullable", json_true());
-        if (json_array_size(vals))  /* only null was allowed: nullable says it (rule 28) */
-            json_object_set_new(out, "enum", vals);
-        else
-            json_decref(vals);
-        return;
-    }
-    if (!json_array_size(nt->types))
-        return;
-    if ((f & TG_SR_OPENAPI_SUBSET) && single) {
-        json_object_set_new(out, "type", json_string(single));
-        if (nt->has_null)
-            json_object_set_new(out, "nullable", json_true());
-    } else if ((f & TG_SR_OPENAPI_SUBSET) && nt->has_null) {
-        json_object_set_new(out, "type", json_string("null"));
-    } else if (json_array_size(nt->types) == 1) {
-        json_object_set(out, "type", json_array_get(nt->types, 0));
-    } else {
-        json_object_set(out, "type", nt->types);
-    }
-    if (json_is_array(json_object_get(n, "type")) && json_is_string(json_object_get(out, "type")))
-        note(w, ptr, "type-array-to-nullable", json_object_get(n, "type"), json_object_get(out, "type"));
-}
-
-/* items / additionalProperties sub-schemas. */
-static void emit_subschema(walk *w, const char *k, json_t *v, json_t *out, json_t *inv,
-                           json_t *hints, const char *ptr, int depth, int objdepth)
-{
-    char cptr[PTR_MAX];
-    json_t *cinv = NULL;
-    json_t *tuple = NULL;
-    if (json_is_array(v)) {  /* draft-04 tuple form */
-        tuple = json_pack("{s:O}", "anyOf", v);
-        v = tuple;
-        hint_text(hints, "items were a tuple");
-    }
-    ptr_join(cptr, ptr, k, NULL);
-    json_t *c = rw(w, v, cptr, depth + 1, objdepth, false, &cinv);
-    json_decref(tuple);
-    json_object_set_new(out, k, c);
-    if (cinv)
-        json_object_set_new(inv, !strcmp(k, "items") ? "i" : "x", cinv);
-}
-
-static void emit_additional(walk *w, json_t *v, json_t *out, json_t *hints, const char *ptr)
-{
-    unsigned f = w->f;
-    if ((f & TG_SR_OPENAPI_SUBSET) || ((f & TG_SR_MISTRAL_STRIP) && json_is_false(v))) {
-        if (json_is_object(v))
-            hint_add(hints, "additional values", json_object_get(v, "type") ? json_object_get(v, "type") : v);
-        note(w, ptr, "drop-additionalProperties", v, NULL);
-    } else if (f & TG_SR_STRICT) {
-        if (!json_is_false(v)) {
-            hint_text(hints, "other keys not accepted");
-            note(w, ptr, "strict-additionalProperties", v, json_false());
-        }
-    } else {
-        json_object_set_new(out, "additionalProperties", json_deep_copy(v));
-    }
-}
-
-static void emit_defs(walk *w, const char *k, json_t *v, json_t *out, const char *ptr, int depth)
-{
-    if ((w->f & TG_SR_INLINE_REFS) || !json_is_object(v)) {
-        note(w, ptr, "drop-defs", NULL, NULL);
-        return;
-    }
-    json_t *defs = json_object();
-    const char *dk;
-    json_t *dv;
-    json_object_foreach(v, dk, dv) {
-        char dptr[PTR_MAX];
-        json_t *dinv = NULL;
-        ptr_join(dptr, ptr, k, dk);
-        json_object_set_new(defs, dk, rw(w, dv, dptr, depth + 1, 0, false, &dinv));
-        json_decref(dinv);  /* refs are not followed on the way back */
-    }
-    json_object_set_new(out, k, defs);
-}
-
-/* Every key of n but type/properties/required, in n's order. */
-static void emit_keys(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hints, const node_type *nt,
-                      const char *ptr, int depth, int objdepth)
-{
-    unsigned f = w->f;
-    const char *k;
-    json_t *v;
-    json_object_foreach(n, k, v) {
-        if (!strcmp(k, "type") || !strcmp(k, "properties") || !strcmp(k, "required")) {
-            continue;
-        } else if (!strcmp(k, "nullable")) {
-            /* OpenAPI nullable became a "null" type, except on a typeless node */
-            if (!(f & (TG_SR_OPENAPI_SUBSET | TG_SR_STRICT)) && json_is_boolean(v) && !json_object_get(n, "type"))
-                json_object_set(out, k, v);
-        } else if (!strcmp(k, "enum")) {
-            if (!nt->enum_node)
-                json_object_set_new(out, k, json_deep_copy(v));
-        } else if (!strcmp(k, "items") || (!strcmp(k, "additionalProperties") && json_is_object(v) &&
-                                           !(f & (TG_SR_OPENAPI_SUBSET | TG_SR_STRICT)))) {
-            emit_subschema(w, k, v, out, inv, hints, ptr, depth, objdepth);
-        } else if (!strcmp(k, "additionalProperties")) {
-            emit_additional(w, v, out, hints, ptr);
-        } else if (!strcmp(k, "anyOf") || !strcmp(k, "oneOf") || (!strcmp(k, "allOf") && !(f & TG_SR_STRICT))) {
-            json_t *binv = NULL;
-            json_object_set_new(out, k, rw_children_array(w, v, ptr, k, depth, objdepth, &binv));
-            if (binv && strcmp(k, "allOf"))
-                json_object_set_new(inv, "a", binv);
-            else
-                json_decref(binv);
-        } else if (!strcmp(k, "$defs") || !strcmp(k, "definitions")) {
-            emit_defs(w, k, v, out, ptr, depth);
-        } else if (!strcmp(k, "$ref")) {
-            if (!(f & TG_SR_INLINE_REFS))
-                json_object_set_new(out, k, json_deep_copy(v));
-        } else if (!strcmp(k, "const")) {
-            json_object_set_new(out, k, json_deep_copy(v));
-        } else if (!strcmp(k, "description") || !strcmp(k, "title")) {
-            if (json_is_string(v))
-                json_object_set(out, k, v);
-        } else {
-            emit_other(w, k, v, out, hints, ptr, single_type(nt));
-        }
-    }
-    if ((f & TG_SR_OPENAPI_SUBSET) && json_is_true(json_object_get(n, "nullable")) && json_object_get(out, "anyOf"))
-        json_object_set_new(out, "nullable", json_true());
-}
-
-/* After properties: rule 5 clean-up, strict closing (rule 16), xAI's quirk,
- * and items for arrays that had none (rule 4). */
-static void finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_object, bool is_array,
-                        bool root, const char *ptr, int depth, int objdepth)
-{
-    unsigned f = w->f;
-    json_t *props = json_object_get(out, "properties");
-    if ((f & TG_SR_OPENAPI_SUBSET) && !root && json_is_object(props) && !json_object_size(props)) {
-        /* Rule 58: Gemini refuses an empty properties at any depth
-         * ("...properties[go_back].properties: should be non-empty for
-         * OBJECT type"); {type: object} alone is its free-form object. The
-         * root has rule 30. */
-        note(w, ptr, "empty-properties (rule 58)", props, NULL);
-        json_object_del(out, "properties");
-    }
-    json_t *req = json_object_get(out, "required");
-    if (!(f & TG_SR_REQUIRED) && !json_object_get(out, "properties") && json_object_get(n, "required"))
-        json_object_set(out, "required", json_object_get(n, "required"));
-    req = json_object_get(out, "required");
-    if (req && (!json_object_get(out, "properties") || (json_array_size(req) == 0 && !(f & TG_SR_STRICT))))
-        json_object_del(out, "required");
-    if (is_object && (f & TG_SR_STRICT)) {
-        if (!json_object_get(out, "properties"))
-            json_object_set_new(out, "properties", json_object());
-        if (!json_object_get(out, "required"))
-            json_object_set_new(out, "required", json_array());
-        json_object_set_new(out, "additionalProperties", json_false());
-    }
-    json_t *named = json_object_get(json_object_get(out, "properties"), "properties");
-    if ((f & TG_SR_XAI_PROPERTIES) && named) {
-        /* xAI 2026-04..09 rejected /properties/properties/additionalProperties:
-         * false; drop it there and beside it (it is xAI's default anyway) */
-        if (json_is_false(json_object_get(named, "additionalProperties"))) {
-            json_object_del(named, "additionalProperties");
-            note(w, ptr, "xai-properties-quirk", json_false(), NULL);
-        }
-        if (json_is_false(json_object_get(out, "additionalProperties"))) {
-            json_object_del(out, "additionalProperties");
-            note(w, ptr, "xai-properties-quirk", json_false(), NULL);
-        }
-    }
-    if (is_array && (f & TG_SR_ITEMS) && !json_is_object(json_object_get(out, "items"))) {
-        json_t *cinv = NULL;
-        char cptr[PTR_MAX];
-        ptr_join(cptr, ptr, "items", NULL);
-        json_t *empty = json_object();
-        json_t *c = rw(w, empty, cptr, depth + 1, objdepth, false, &cinv);
-        json_decref(empty);
-        note(w, ptr, "add-items", json_object_get(n, "items"), c);
-        json_object_set_new(out, "items", c);
-        if (cinv)
-            json_object_set_new(inv, "i", cinv);
-    }
-}
-
-/* An enum sent as strings is a string node: number bounds no longer fit it
- * (their values are in the enum anyway), and a default that is not a
- * string is sent as the string the enum spells it with; a null default
- * (pydantic's Optional[...] = None) stays null, as nullable says. */
-static void retype_enum_keys(walk *w, json_t *out, const char *ptr)
-{
-    static const char *const numeric[] = {"minimum", "maximum", "exclusiveMinimum",
-                                          "exclusiveMaximum", "multipleOf", NULL};
-    for (const char *const *k = numeric; *k; k++) {
-        json_t *v = json_object_get(out, *k);
-        if (v) {
-            note(w, ptr, "enum-as-strings-drops-bound", v, NULL);
-            json_object_del(out, *k);
-        }
-    }
-    json_t *d = json_object_get(out, "default");
-    if (d && !json_is_string(d) && !json_is_null(d)) {  /* null: the node is nullable */
-        char *t = tg_json_dumps(d);
-        json_t *now = t ? json_string(t) : NULL;
-        free(t);
-        note(w, ptr, "enum-as-strings-default", d, now);
-        if (now)
-            json_object_set_new(out, "default", now);
-        else
-            json_object_del(out, "default");
-    }
-}
-
-/* Rule 60 (Vertex): "When using any_of, it must be the only field set". What
- * rule 27 left beside the anyOf (description, title, default, nullable...)
- * moves into every branch: the description is prefixed to each branch's own,
- * a default is said in it, nullable and the rest go as they are. Values keep
- * their shape, so the inverse tree is unchanged. */
-/* One branch gets the fields its anyOf parent may not keep; a branch that
- * is itself an anyOf passes them on to its own branches. */
-static void give_to_branch(json_t *b, json_t *moved, const char *d, const char *ds, int depth)
-{
-    json_t *sub = json_object_get(b, "anyOf");
-    if (json_is_array(sub) && depth < 2 * MAX_DEPTH) {  /* deeper became a stand-in */
-        size_t i;
-        json_t *c;
-        json_array_foreach(sub, i, c) if (json_is_object(c)) give_to_branch(c, moved, d, ds, depth + 1);
-        return;
-    }
-    const char *bd = json_string_value(json_object_get(b, "description"));
-    if (d || ds) {
-        json_t *nd = json_sprintf("%s%s%s%s%.*s%s", d ? d : "", d && bd ? " " : "", bd ? bd : "",
-                                  ds ? ((d || bd) ? " (default: " : "(default: ") : "", HINT_VALUE_MAX,
-                                  ds ? ds : "", ds ? ")" : "");
-        if (nd)
-            json_object_set_new(b, "description", nd);
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach(moved, k, v) {
-        if (strcmp(k, "description") && strcmp(k, "default") && !json_object_get(b, k))
-            json_object_set(b, k, v);
-    }
-}
-
-static void anyof_alone(walk *w, json_t *out, const char *ptr)
-{
-    json_t *any = json_object_get(out, "anyOf");
-    if (!json_is_array(any) || json_object_size(out) < 2)
-        return;
-    const char *d = json_string_value(json_object_get(out, "description"));
-    json_t *dflt = json_object_get(out, "default");
-    char *ds = dflt ? tg_json_dumps(dflt) : NULL;
-    json_t *moved = json_copy(out);
-    json_object_del(moved, "anyOf");
-    size_t i;
-    json_t *b;
-    json_array_foreach(any, i, b) if (json_is_object(b)) give_to_branch(b, moved, d, ds, 0);
-    free(ds);
-    json_incref(any);
-    json_object_clear(out);
-    json_object_set_new(out, "anyOf", any);
-    note(w, ptr, "anyOf-alone (rule 60)", moved, NULL);
-    json_decref(moved);
-}
-
 /* One schema node: normalise, decide, emit. Returns the new node; *inv gets
  * its inverse tree or NULL. */
-static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
-                  json_t **inv)
+json_t *tg_sw_rewrite_node(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
+                           json_t **inv)
 {
-    unsigned f = w->f;
+    unsigned f = w->flags;
     *inv = NULL;
     w->nodes++;
-    if (w->b->over || ++w->b->nodes > w->b->max_nodes) {
+    if (w->budget->over || ++w->budget->nodes > w->budget->max_nodes) {
         /* rule 62: the request is refused; finish the walk without work */
-        w->b->over = true;
+        w->budget->over = true;
         return json_object();
     }
-    node_in ni = normalize(w, in, ptr, root);
+    node_in ni = tg_sw_normalize(w, in, ptr, root);
     json_t *n = ni.n;
     json_t *out = NULL;
     json_t *hints = json_array();
-    json_t *myinv = json_object();
+    json_t *node_inv = json_object();
     node_type nt = {0};
 
     if (ni.cut && root) {
@@ -2139,7 +407,7 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
     }
     if (ni.cut) {
         char what[160];
-        snprintf(what, sizeof what, "recursive %.100s, cut at depth %d", ref_short_name(ni.cut),
+        snprintf(what, sizeof what, "recursive %.100s, cut at depth %d", tg_sw_ref_short_name(ni.cut),
                  REF_MAX_OPEN);
         out = standin(w, n, what, ptr, inv);
         goto done;
@@ -2149,18 +417,18 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
         goto done;
     }
     if (root && (f & TG_SR_ROOT_OBJECT))
-        flatten_root(w, n, hints);
+        tg_sw_flatten_root(w, n, hints);
     if (json_is_array(json_object_get(n, "anyOf")) && (f & TG_SR_OPENAPI_SUBSET)) {
-        json_t *one = collapse_null_branch(w, n, ptr);
+        json_t *one = tg_sw_collapse_null_branch(w, n, ptr);
         if (one) {
-            out = rw(w, one, ptr, depth + 1, objdepth, root, inv);
+            out = tg_sw_rewrite_node(w, one, ptr, depth + 1, objdepth, root, inv);
             json_decref(one);
             goto done;
         }
     }
-    normalize_enum(w, n, ptr, hints);
-    nt.types = node_types(w, n, ptr, root, hints);
-    resolve_unions(w, n, in, ptr, &nt, hints);
+    tg_sw_normalize_enum(w, n, ptr, hints);
+    nt.types = tg_sw_node_types(w, n, ptr, root, hints);
+    tg_sw_resolve_unions(w, n, in, ptr, &nt, hints);
     const char *why = standin_reason(w, n, &nt, root, objdepth, ptr);
     if (why) {
         out = standin(w, n, why, ptr, inv);
@@ -2168,14 +436,14 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
     }
 
     out = json_object();
-    emit_type(w, n, out, myinv, &nt, ptr);
-    const char *single = nt.enum_node ? "string" : single_type(&nt);
+    tg_sw_emit_type(w, n, out, node_inv, &nt, ptr);
+    const char *single = nt.enum_node ? "string" : tg_sw_single_type(&nt);
     bool is_object = single && !strcmp(single, "object");
     bool is_array = single && !strcmp(single, "array");
-    int myobj = objdepth + (is_object || is_array ? 1 : 0);  /* levels (rule 20) */
-    emit_keys(w, n, out, myinv, hints, &nt, ptr, depth, myobj);
+    int child_objdepth = objdepth + (is_object || is_array ? 1 : 0);  /* levels (rule 20) */
+    tg_sw_emit_keys(w, n, out, node_inv, hints, &nt, ptr, depth, child_objdepth);
     if (nt.enum_node)
-        retype_enum_keys(w, out, ptr);
+        tg_sw_retype_enum_keys(w, out, ptr);
     /* a type list with object in it ("object", "array") closes its object
      * case too (rule 16): the object keywords bind only objects; one with
      * array in it needs items like a plain array (rule 4) */
@@ -2192,28 +460,30 @@ static json_t *rw(walk *w, json_t *in, const char *ptr, int depth, int objdepth,
          * string they say nothing, and Gemini refuses them ("properties:
          * only allowed for OBJECT type"); strict rules would even close the
          * string as an object. */
-        note(w, ptr, "object-keywords-on-non-object (rule 59)", json_object_get(n, "properties"), NULL);
+        tg_sw_note(w, ptr, "object-keywords-on-non-object (rule 59)", json_object_get(n, "properties"), NULL);
     } else if (is_object || json_object_get(n, "properties") || (root && (f & TG_SR_ROOT_OBJECT)) ||
                ((f & TG_SR_REQUIRED) && json_object_get(n, "required"))) {
-        emit_properties(w, n, out, myinv, hints, ptr, depth, myobj);
+        tg_sw_emit_properties(w, n, out, node_inv, hints, ptr, depth, child_objdepth);
     }
-    finish_node(w, n, out, myinv, may_be_object, may_be_array, root, ptr, depth, myobj);
+    tg_sw_finish_node(w, n, out, node_inv, may_be_object, may_be_array, root, ptr, depth, child_objdepth);
     hints_flush(w, out, hints, ptr);
     if (f & TG_SR_ANYOF_ALONE)
-        anyof_alone(w, out, ptr);
+        tg_sw_anyof_alone(w, out, ptr);
     budget_spend(w, out);
-    if (json_object_size(myinv))
-        *inv = json_incref(myinv);
+    if (json_object_size(node_inv))
+        *inv = json_incref(node_inv);
 
 done:
     while (ni.pushed--)
         w->nrefs--;
     node_type_clear(&nt);
-    json_decref(myinv);
+    json_decref(node_inv);
     json_decref(hints);
     json_decref(n);
     return out;
 }
+
+/* ------------------------------------------------------------- one tool */
 
 /* The rules one tool is rewritten under: the route's, plus strict when the
  * agent asked for it on a dialect that honours per-tool strict. */
@@ -2232,11 +502,11 @@ static void cut_description(walk *w, json_t *fn, json_t *ofn)
     json_t *d = json_object_get(fn, "description");
     if (!json_is_string(d)) {
         if (d)
-            note(w, "/function/description", "drop-non-string-description", d, NULL);
+            tg_sw_note(w, "/function/description", "drop-non-string-description", d, NULL);
         return;
     }
     size_t len = json_string_length(d);
-    int max = w->r->desc_max;
+    int max = w->rules->desc_max;
     if (max <= 3 || len <= (size_t)max) {
         json_object_set(ofn, "description", d);
         return;
@@ -2248,7 +518,7 @@ static void cut_description(walk *w, json_t *fn, json_t *ofn)
     memcpy(buf + cut, "...", 4);
     json_t *nd = json_string(buf);
     free(buf);
-    note(w, "/function/description", "description-cut", NULL, nd);
+    tg_sw_note(w, "/function/description", "description-cut", NULL, nd);
     json_object_set_new(ofn, "description", nd);
 }
 
@@ -2281,35 +551,36 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
     const char *name = json_string_value(json_object_get(fn, "name"));
     if (!json_is_object(fn) || !name || !*name)
         return NULL;
-    walk w = {.r = r, .f = effective_flags(r, fn), .explain = explain, .tool = name, .b = budget};
+    walk w = {.rules = r, .flags = effective_flags(r, fn), .explain = explain, .tool = name,
+              .budget = budget};
     json_t *ofn = json_object();
     json_object_set_new(ofn, "name", json_string(upstream_name ? upstream_name : name));
     cut_description(&w, fn, ofn);
     json_t *params = json_object_get(fn, "parameters");
     json_t *inv = NULL;
-    if ((!params || json_is_null(params)) && (w.f & TG_SR_NEED_PARAMS)) {
+    if ((!params || json_is_null(params)) && (w.flags & TG_SR_NEED_PARAMS)) {
         /* rule 70: Mistral and xAI refuse a function without parameters
          * ("Field required", "missing field `parameters`"); OpenAI reads
          * none as an empty object, which is what goes */
         json_object_set_new(ofn, "parameters", json_pack("{s:s,s:{}}", "type", "object", "properties"));
-        note(&w, "/function/parameters", "parameters-added", NULL, json_object_get(ofn, "parameters"));
+        tg_sw_note(&w, "/function/parameters", "parameters-added", NULL, json_object_get(ofn, "parameters"));
         params = NULL;
     }
     if (params) {
         w.root = params;
-        json_t *p = rw(&w, params, "/function/parameters", 0, 0, true, &inv);
+        json_t *p = tg_sw_rewrite_node(&w, params, "/function/parameters", 0, 0, true, &inv);
         bool empty = json_object_size(json_object_get(p, "properties")) == 0;
-        if (empty && (w.f & TG_SR_EMPTY_ROOT_OMIT)) {
-            note(&w, "/function/parameters", "empty-root-omitted", p, NULL);
+        if (empty && (w.flags & TG_SR_EMPTY_ROOT_OMIT)) {
+            tg_sw_note(&w, "/function/parameters", "empty-root-omitted", p, NULL);
             json_decref(p);
         } else {
             json_object_set_new(ofn, "parameters", p);
         }
     }
-    bool st = (w.f & TG_SR_STRICT) != 0;
+    bool st = (w.flags & TG_SR_STRICT) != 0;
     if (st)
         json_object_set_new(ofn, "strict", json_true());
-    else if (json_object_get(fn, "strict") && !(w.f & (TG_SR_MISTRAL_STRIP | TG_SR_OPENAPI_SUBSET | TG_SR_NAMES)))
+    else if (json_object_get(fn, "strict") && !(w.flags & (TG_SR_MISTRAL_STRIP | TG_SR_OPENAPI_SUBSET | TG_SR_NAMES)))
         json_object_set(ofn, "strict", json_object_get(fn, "strict"));
     if (strict)
         *strict = st;
@@ -2318,219 +589,4 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
     else
         json_decref(inv);
     return json_pack("{s:s,s:o}", "type", "function", "function", ofn);
-}
-
-/* ------------------------------------------------ inverse: way back, forth */
-
-static bool type_matches(const char *t, json_t *v)
-{
-    const char *vt = tg_json_type_name(v);
-    if (!t)
-        return false;
-    return !strcmp(t, vt) || (!strcmp(t, "number") && !strcmp(vt, "integer"));
-}
-
-/* Does value v look like it was made for anyOf branch b (type `tkey`)? */
-static bool branch_matches(json_t *b, const char *tkey, json_t *v)
-{
-    json_t *t = json_object_get(b, tkey);
-    if (!t && !json_object_get(b, "a") && !json_object_get(b, "j"))
-        return false;
-    if (t && !type_matches(json_string_value(t), v))
-        return false;
-    if (!json_is_object(v))
-        return true;
-    json_t *keys = json_object_get(b, "k");
-    const char *k;
-    json_t *x;
-    if (keys) {
-        json_object_foreach(v, k, x) {
-            bool in = false;
-            size_t i;
-            json_t *s;
-            json_array_foreach(keys, i, s) in |= !strcmp(json_string_value(s), k);
-            if (!in)
-                return false;
-        }
-    }
-    size_t i;
-    json_array_foreach(json_object_get(b, "r"), i, x) {
-        if (!json_object_get(v, json_string_value(x)))
-            return false;
-    }
-    json_object_foreach(json_object_get(b, "d"), k, x) {
-        json_t *have = json_object_get(v, k);
-        if (have && !json_is_null(have) && !json_equal(have, x))
-            return false;
-    }
-    return true;
-}
-
-/* Does inverse b (or one of its anyOf branches) hold v in a stringified
- * enum? Back: v is the string the target sent; forth: v is the agent's
- * value. Branches that each pin one number (z.union of z.literal) are all
- * strings upstream, so the type alone cannot pick the branch. */
-static bool enum_maps(json_t *b, json_t *v, bool back, int depth)
-{
-    json_t *e = json_object_get(b, "e");
-    if (back && json_is_string(v) && json_object_get(e, json_string_value(v)))
-        return true;
-    const char *k;
-    json_t *m;
-    if (!back)
-        json_object_foreach(e, k, m) if (json_equal(m, v)) return true;
-    size_t i;
-    json_t *c;
-    if (depth < 8)
-        json_array_foreach(json_object_get(b, "a"), i, c) if (enum_maps(c, v, back, depth + 1)) return true;
-    return false;
-}
-
-/* The inverse applied to one child: a replacement (new reference), or NULL
- * when the child was edited in place or left as it was. */
-static json_t *inverse_child(json_t *inv, json_t *c, int *count)
-{
-    json_t *nc = tg_schema_inverse_apply(inv, c, count);
-    if (nc == c) {
-        json_decref(nc);
-        return NULL;
-    }
-    return nc;
-}
-
-json_t *tg_schema_inverse_apply(json_t *inv, json_t *v, int *count)
-{
-    if (!json_is_object(inv) || !v)
-        return json_incref(v);
-    if (json_object_get(inv, "j") && json_is_string(v)) {
-        json_t *d = tg_json_load(json_string_value(v), json_string_length(v), JSON_DECODE_ANY, NULL);
-        if (!d)
-            return json_incref(v);  /* the model sent the bare text: keep it */
-        (*count)++;
-        return d;
-    }
-    json_t *e = json_object_get(inv, "e");
-    if (e && json_is_string(v)) {
-        json_t *m = json_object_get(e, json_string_value(v));
-        if (m) {
-            (*count)++;
-            return json_deep_copy(m);
-        }
-    }
-    json_t *p = json_object_get(inv, "p");
-    if (json_is_object(v)) {
-        const char *k;
-        json_t *sub;
-        json_object_foreach(p, k, sub) {
-            json_t *c = json_object_get(v, k);
-            if (!c)
-                continue;
-            json_t *nc = inverse_child(sub, c, count);
-            if (nc)
-                json_object_set_new(v, k, nc);
-        }
-        size_t i;
-        json_t *o;
-        json_array_foreach(json_object_get(inv, "o"), i, o) {
-            const char *key = json_string_value(o);
-            if (key && json_is_null(json_object_get(v, key))) {
-                json_object_del(v, key);
-                (*count)++;
-            }
-        }
-    }
-    json_t *items = json_object_get(inv, "i");
-    if (json_is_array(v) && items) {
-        size_t i;
-        json_t *c;
-        json_array_foreach(v, i, c) {
-            json_t *nc = inverse_child(items, c, count);
-            if (nc)
-                json_array_set_new(v, i, nc);
-        }
-    }
-    size_t i;
-    json_t *b;
-    json_t *branches = json_object_get(inv, "a");
-    if (json_is_string(v)) {
-        /* a JSON-encoded object/array is meant for a stand-in branch, even
-         * when a plain string branch comes first */
-        const char *s = json_string_value(v);
-        while (*s == ' ' || *s == '\n' || *s == '\t')
-            s++;
-        if (*s == '{' || *s == '[') {
-            json_array_foreach(branches, i, b) {
-                if (json_object_get(b, "j"))
-                    return tg_schema_inverse_apply(b, v, count);
-            }
-        }
-    }
-    json_array_foreach(branches, i, b) {
-        if (json_is_string(v) && enum_maps(b, v, true, 0))
-            return tg_schema_inverse_apply(b, v, count);
-    }
-    json_array_foreach(branches, i, b) {
-        if (branch_matches(b, "t", v))
-            return tg_schema_inverse_apply(b, v, count);
-    }
-    return json_incref(v);
-}
-
-json_t *tg_schema_inverse_forward(json_t *inv, json_t *v)
-{
-    if (!json_is_object(inv) || !v)
-        return json_deep_copy(v);
-    if (json_object_get(inv, "j")) {
-        char *s = tg_json_dumps(v);
-        json_t *out = json_string(s ? s : "null");
-        free(s);
-        return out;
-    }
-    json_t *e = json_object_get(inv, "e");
-    if (e) {
-        const char *k;
-        json_t *m;
-        json_object_foreach(e, k, m) if (json_equal(m, v)) return json_string(k);
-    }
-    json_t *out = json_deep_copy(v);
-    if (json_is_object(out)) {
-        const char *k;
-        json_t *sub;
-        json_object_foreach(json_object_get(inv, "p"), k, sub) {
-            json_t *c = json_object_get(out, k);
-            if (c)
-                json_object_set_new(out, k, tg_schema_inverse_forward(sub, c));
-        }
-        const char *lists[] = {"o", "f"};
-        for (int l = 0; l < 2; l++) {
-            size_t i;
-            json_t *o;
-            json_array_foreach(json_object_get(inv, lists[l]), i, o) {
-                const char *key = json_string_value(o);
-                if (key && !json_object_get(out, key))
-                    json_object_set_new(out, key, json_null());
-            }
-        }
-    }
-    json_t *items = json_object_get(inv, "i");
-    if (json_is_array(out) && items) {
-        size_t i;
-        json_t *c;
-        json_array_foreach(out, i, c) json_array_set_new(out, i, tg_schema_inverse_forward(items, c));
-    }
-    size_t i;
-    json_t *b;
-    json_array_foreach(json_object_get(inv, "a"), i, b) {
-        if (!json_is_object(v) && !json_is_array(v) && enum_maps(b, v, false, 0)) {
-            json_decref(out);
-            return tg_schema_inverse_forward(b, v);
-        }
-    }
-    json_array_foreach(json_object_get(inv, "a"), i, b) {
-        if (branch_matches(b, "ot", v)) {
-            json_decref(out);
-            return tg_schema_inverse_forward(b, v);
-        }
-    }
-    return out;
 }

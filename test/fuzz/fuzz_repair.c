@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "proxy/sse.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 
 static void on_event(void *u, const char *event, const char *data, size_t len)
 {

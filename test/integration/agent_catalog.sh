@@ -11,7 +11,11 @@
 # mock's scripted model (scenario discovery-fill) searches with the prompt,
 # reads the first result's schema and calls it through call_tool with a
 # value for each required parameter; opencode runs the MCP tool, which logs
-# the call. Counted: the runs whose MCP server saw a call of the target.
+# the call. Counted: the runs whose MCP server saw a call of the target,
+# and the upstream requests each task took (each query has its own route,
+# /qN, so toolgate's access log says which requests were its: one per
+# request of the agent that carried the catalog, plus its inner rounds;
+# opencode's title requests, without tools, are left out).
 #
 # TG_AGENT_QUERIES queries of the test half of test/discovery/queries.json
 # (every k-th one, default 6); `make eval` runs this with 40.
@@ -20,7 +24,7 @@
 DIR="$TG_ROOT/test/agents"
 BIN="$DIR/node_modules/.bin"
 N=${TG_AGENT_QUERIES:-6}
-TIMEOUT=60
+TIMEOUT=${TG_AGENT_TIMEOUT:-150}  # a run takes 20-40 s; at load 12-20, 60 s timed out a third
 
 agents_ready "$DIR"
 TG_SHARED=${TG_SHARED:-$TG_ROOT/../shared}
@@ -30,12 +34,16 @@ TG_SHARED=${TG_SHARED:-$TG_ROOT/../shared}
 start_mock -v
 PORT=$(free_port)
 CONF="$TG_TMP/catalog.conf"
+# the agent's own tools stay in view (core): every tool but the MCP
+# server's, which opencode names mcp_<tool>; one route per query (/qN)
 {
     conf_server "$PORT" "log_level = info"
-    # the agent's own tools stay in view (core): every tool but the MCP
-    # server's, which opencode names mcp_<tool>
-    printf '[route disc]\nprefix = /disc\nupstream = http://127.0.0.1:%s/as/discovery-fill/v1\ndialect = openai\ndiscovery = on\n' "$MOCK_PORT"
-    printf 'discovery_core = [!m]*, m[!c]*, mc[!p]*, mcp[!_]*\n\n'
+    q=0
+    while [ $q -lt "$N" ]; do
+        printf '[route q%s]\nprefix = /q%s\nupstream = http://127.0.0.1:%s/as/discovery-fill/v1\ndialect = openai\ndiscovery = on\n' "$q" "$q" "$MOCK_PORT"
+        printf 'discovery_core = [!m]*, m[!c]*, mc[!p]*, mcp[!_]*\n\n'
+        q=$((q + 1))
+    done
 } >"$CONF"
 start_toolgate "$CONF" || finish
 
@@ -72,7 +80,7 @@ EOF
 
 # run_opencode DIR: opencode with the catalog's MCP server, headless
 run_opencode() {
-    (cd "$1/work" && opencode_run "$1" "$TG_URL/disc" gpt-4.1 "$(cat "$1/prompt")" \
+    (cd "$1/work" && opencode_run "$1" "$TG_URL/q$(basename "$1")" gpt-4.1 "$(cat "$1/prompt")" \
         "\"mcp\": { \"mcp\": { \"type\": \"local\", \"enabled\": true,
     \"command\": [\"node\", \"$DIR/mcp_catalog.mjs\", \"$1/tools.json\", \"$1/calls.log\"] } }" \
         </dev/null >"$1/out" 2>"$1/err"
@@ -106,7 +114,24 @@ while [ -d "$TG_TMP/q/$i" ]; do
     fi
     i=$((i + 1))
 done
-echo "# opencode $(json_get "$DIR/node_modules/opencode-ai/package.json" version), 400 MCP tools, discovery on: $right of $i queries ended with the right tool called ($called called a catalog tool, $ran ran to the end)"
+# upstream requests of each task: its route's access-log lines that carried
+# tools (the agent's turns), each 1 + its inner discovery rounds
+ups=$("$PY" - "$TG_LOG" "$i" <<'EOF'
+import json, sys
+n = int(sys.argv[2])
+per = [0] * n
+for line in open(sys.argv[1], errors="replace"):
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    r = e.get("route") or ""
+    if r.startswith("q") and r[1:].isdigit() and int(r[1:]) < n and e.get("tools_in", 0) > 0:
+        per[int(r[1:])] += 1 + e.get("discovery_rounds", 0)
+print("%.2f (%s)" % (sum(per) / max(n, 1), " ".join(map(str, per))))
+EOF
+)
+echo "# opencode $(json_get "$DIR/node_modules/opencode-ai/package.json" version), 400 MCP tools, discovery on: $right of $i queries ended with the right tool called ($called called a catalog tool, $ran ran to the end); upstream requests per task: $ups"
 expect_eq "opencode ran every query to the end" "$i" "$ran"
 expect_eq "every run called a catalog tool through discovery" "$i" "$called"
 if [ "$right" -gt 0 ]; then

@@ -36,6 +36,8 @@ CONF="$TG_TMP/embeddings.conf"
     done
     # F1: a stall within emb's 5 s budget, room for the bystander on a busy machine
     printf '[route f1]\nprefix = /f1\nupstream = http://127.0.0.1:%s/v1\ndiscovery = on\ndiscovery_embeddings = emb:mock-embed-stall\n\n' "$MOCK_PORT"
+    # the catalog's calls answered, a search's query stalled
+    printf '[route q1]\nprefix = /q1\nupstream = http://127.0.0.1:%s/v1\ndiscovery = on\ndiscovery_embeddings = emb:mock-embed-stall1\n\n' "$MOCK_PORT"
 } >"$CONF"
 start_toolgate "$CONF" || finish
 B="$TG_TMP/body"
@@ -162,6 +164,31 @@ wait $F1_PID
 expect_eq "F1: a bystander on the same worker is answered while a catalog is embedded" \
     "200 still waiting" "$code $a_done"
 expect_eq "F1: the stalled request is answered (BM25 alone once its budget is spent)" 200 "$(cat "$TG_TMP/f1.code")"
+
+# ---- issue 28: a streamed round's search query, on the loop too ----------------
+# The catalog's two calls are answered, the search's query stalls: a
+# bystander is answered while the streamed request waits for it (before,
+# the streamed round's search made its call on the worker thread, and the
+# bystander reached the upstream only once it gave up). The bystander's
+# own upstream answers after 1.5 s, so that on a held worker the stalled
+# request, whose last round is quick, ends first.
+mock_reset
+rm -f "$TG_TMP/q1.done"
+(tg_req "$TG_TMP/q1a" POST /q1/v1/chat/completions -H 'Content-Type: application/json' \
+    -H 'X-Mock: discovery' --data-binary "$(body "$TASK" | sed 's/^{/{"stream":true,/')" \
+    >"$TG_TMP/q1.code"; touch "$TG_TMP/q1.done") &
+Q1_PID=$!
+_i=0
+while [ $_i -lt 200 ] && [ "$(embed_calls)" -lt 3 ]; do sleep 0.05; _i=$((_i + 1)); done
+expect_eq "streamed search: the catalog's two calls and the query's are out" 3 "$(embed_calls)"
+code=$(tg_req "$TG_TMP/q1b" POST /plain/v1/chat/completions -H 'Content-Type: application/json' \
+    -H 'X-Mock: stall' -H 'X-Mock-Delay-Ms: 1500' --data-binary '{"model":"m","messages":[{"role":"user","content":"hi"}]}')
+a_done=$([ -e "$TG_TMP/q1.done" ] && echo "done" || echo "still waiting")
+wait $Q1_PID
+expect_eq "streamed search: a bystander is answered while its query is embedded" \
+    "200 still waiting" "$code $a_done"
+expect_eq "streamed search: answered (BM25 alone once its budget is spent)" 200 "$(cat "$TG_TMP/q1.code")"
+expect_match "streamed search: the stream ends" 'data: \[DONE\]' "$(cat "$TG_TMP/q1a")"
 
 stop_toolgate
 finish

@@ -68,6 +68,8 @@ responses_store = redis://127.0.0.1:$REDIS_PORT/3
 responses_per_owner = 24K
 responses_ttl = 1h"
     conf_route main 'gpt-*'
+    printf '[route gem]\nprefix = /gem\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\ndiscovery = on\n\n' \
+        "$MOCK_PORT"
 }
 PA=$(free_port)
 replica_conf "$PA" >"$TG_TMP/a.conf"
@@ -134,6 +136,50 @@ expect_eq "a chain whose turn referenced an item: the next turn sends it all ups
     "200 200 6 $text" \
     "$code $code2 $(json_get "$O.last" body.messages | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)))') $(json_get "$O.last" body.messages.2.content)"
 
+# ---- Gemini's thought signatures: kept by A, put back by B (issue 31) -------
+# Turn 1 through replica A: the mock's model signs its call. Turn 2 through
+# replica B replays that call without the signature (a client that drops
+# extra_content; the Messages and Responses bridges have no place for it):
+# B reads what A kept in Redis before it prepares the request, and the
+# mock, which refuses anything but its own signature, takes the turn.
+SIGPY="$TG_ROOT/test/integration/signatures.py"
+TOOLS=$("$PY" -c '
+import json
+print(json.dumps([{"type": "function", "function": {"name": n, "description": d,
+    "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}
+    for n, d in [("get_weather", "the weather forecast for a city"), ("send_mail", "sends an email"),
+                 ("read_file", "reads a file")]]))')
+for api in chat messages responses; do
+    path=/gem/v1/chat/completions
+    [ $api = messages ] && path=/gem/v1/messages
+    [ $api = responses ] && path=/gem/v1/responses
+    for stream in false true; do
+        T1=$("$PY" "$SIGPY" first $api $stream "$TOOLS")
+        c1=$(curl -s -m 20 -o "$O.s1" -w '%{http_code}' -H "$A" -H "$JSON" -H 'X-Mock: discovery' \
+            -H 'X-Mock-Discovery: direct' -H 'X-Mock-Signature: sig-Zm9v' --data-binary "$T1" "$A_URL$path")
+        T2=$("$PY" "$SIGPY" replay $api $stream "$O.s1" "$T1")
+        c2=$(curl -s -m 20 -o "$O.s2" -w '%{http_code}' -H "$A" -H "$JSON" -H 'X-Mock: discovery' \
+            -H 'X-Mock-Discovery: direct' -H 'X-Mock-Signature: sig-Zm9v' --data-binary "$T2" "$B_URL$path")
+        mock_last "$O.last"
+        expect_eq "$api stream=$stream: answered by A, replayed without its signature through B, taken with it put back" \
+            "200 200 1/1" "$c1 $c2 $("$PY" "$SIGPY" signed "$O.last")"
+    done
+done
+expect_match "B says it restored them" 'restored from the store' "$(cat "$B_LOG")"
+# the same replay by another client (key B): A's kept fields are not its own
+T1=$("$PY" "$SIGPY" first chat false "$TOOLS")
+curl -s -m 20 -o "$O.s1" -H "$A" -H "$JSON" -H 'X-Mock: discovery' -H 'X-Mock-Discovery: direct' \
+    -H 'X-Mock-Signature: sig-Zm9v' --data-binary "$T1" "$A_URL/gem/v1/chat/completions" >/dev/null
+T2=$("$PY" "$SIGPY" replay chat false "$O.s1" "$T1")
+curl -s -m 20 -o "$O.s2" -H "$B" -H "$JSON" -H 'X-Mock: discovery' -H 'X-Mock-Discovery: direct' \
+    -H 'X-Mock-Signature: sig-Zm9v' --data-binary "$T2" "$B_URL/gem/v1/chat/completions" >/dev/null
+mock_last "$O.last"
+expect_eq "another client's replay of that call gets no signature of A's" 0/1 \
+    "$("$PY" "$SIGPY" signed "$O.last")"
+nsig=$(rcli --scan --pattern 'tg:{*}:i:sig:*' | wc -l)
+if [ "$nsig" -ge 1 ]; then ok "the kept signatures are items of their owner in Redis ($nsig keys)"
+else not_ok "the kept signatures are items of their owner in Redis" "$nsig keys"; fi
+
 # ---- owners: the same in both replicas, and each its own -------------------
 code=$(respond "$B_URL" "$O.b2" "$B" "$(ref "$item")")
 codeu=$(respond "$B_URL" "$O.b3" "$B" "$(ref msg_0_nosuchitemanywhere00000000)")
@@ -174,8 +220,9 @@ totals=$(for k in $(rcli --scan --pattern 'tg:{*}:s'); do rcli hget "$k" '#'; do
 over=$(printf '%s\n' "$totals" | awk '$1 > 24 * 1024 { print }')
 expect_eq "no owner holds more than responses_per_owner in Redis (of 2 owners)" "2 " \
     "$(printf '%s\n' "$totals" | grep -c '^[0-9]') $over"
-# Every key toolgate writes expires: items, and each owner's list and hash
-# (an owner idle for responses_ttl leaves nothing).
+# Every key toolgate writes expires: items (the kept signatures among
+# them, tg:{O}:i:sig:ID), and each owner's list and hash (an owner idle
+# for responses_ttl leaves nothing).
 kinds=$(rcli --scan --pattern 'tg:*' | sed 's/^tg:{[0-9a-f]*}:\([ios]\).*/\1/' | sort -u | tr -d '\n')
 noexp=$(for k in $(rcli --scan --pattern 'tg:*'); do
     t=$(rcli pttl "$k")
@@ -183,6 +230,8 @@ noexp=$(for k in $(rcli --scan --pattern 'tg:*'); do
 done)
 expect_eq "every key toolgate wrote (items, owners' lists and hashes) has a TTL of at most responses_ttl" \
     "ios " "$kinds $noexp"
+nsig=$(rcli --scan --pattern 'tg:{*}:i:sig:*' | wc -l)
+expect_eq "... the kept signatures among them (the scan found them)" 1 "$([ "$nsig" -ge 1 ] && echo 1)"
 
 # ---- Redis stops in the middle, then comes back -----------------------------
 stop_redis

@@ -866,7 +866,8 @@ static enum MHD_Result answer_strict(request *r, struct MHD_Connection *conn)
  * {object: list, data: [{object, index, embedding}], model, usage}, each
  * vector hash_embed's (deterministic), in reverse order so that a client
  * must read the indexes. The model picks a failure: mock-embed-status
- * (500), -stall (no answer until the client goes), -garbage (not JSON),
+ * (500), -stall (no answer until the client goes), -stall1 (the same for a
+ * call of one input: a search's query, not a catalog's batch), -garbage (not JSON),
  * -dim (vectors of two sizes), -count (one vector short), -big (an answer
  * of 40 MB), -deep (arrays nested 100,000 deep). */
 
@@ -906,7 +907,7 @@ static enum MHD_Result answer_embeddings(request *r, struct MHD_Connection *conn
                            "invalid_request_error");
     if (!strcmp(mode, "status"))
         return queue_error(r, conn, 500, "mock: embeddings failed", "server_error");
-    if (!strcmp(mode, "stall")) {
+    if (!strcmp(mode, "stall") || (!strcmp(mode, "stall1") && n == 1)) {
         strcpy(r->scenario, "stall");  /* a resume polls whether the client is gone */
         return answer_stall(r, conn);
     }

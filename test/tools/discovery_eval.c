@@ -23,9 +23,9 @@
  * end with the right tool called when the scripted model runs the whole
  * protocol (end_to_end), and what successor hints do for two-step tasks
  * (chains_eval; -c: that alone); then (unless -r) the tools
- * bytes sent upstream with and without discovery, and the cost of the
- * discovery stage cold and cached. Exits 1 when a query or catalog cannot
- * be read.
+ * bytes sent upstream with and without discovery, the cost of the
+ * discovery stage cold and cached and of a search alone per size. Exits 1
+ * when a query or catalog cannot be read.
  *
  * With TG_EVAL_EMBED_URL (an OpenAI-compatible base such as
  * http://127.0.0.1:11434/v1), TG_EVAL_EMBED_MODEL and optionally
@@ -42,7 +42,7 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "discovery/hints.h"
 #include "discovery/index.h"
 #include "proxy/embed_http.h"
@@ -401,6 +401,32 @@ static void timing(tg_rules_set *on)
     json_decref(big);
 }
 
+/* The search alone (tg_dindex_search over a built index) at each size,
+ * every query's text once per pass, 5 passes: what a search_tools call
+ * costs once the catalog's index is in the cache. */
+static void search_timing(json_t *queries)
+{
+    static const int sizes[] = { 100, 400, 1000 };
+    printf("\nsearch alone (tg_dindex_search, %zu queries x 5):", json_array_size(queries));
+    for (int si = 0; si < 3; si++) {
+        json_t *big = load_big(sizes[si]);
+        if (!big)
+            return;
+        json_t *idx = tg_dindex_build(json_object_get(big, "tools"));
+        size_t hits[EVAL_DEPTH], n = 0;
+        double t0 = now_ms();
+        for (int pass = 0; pass < 5; pass++)
+            for (size_t q = 0; q < json_array_size(queries); q++, n++)
+                tg_dindex_search(idx, json_string_value(json_object_get(json_array_get(queries, q),
+                                                                        "query")),
+                                 hits, NULL, EVAL_DEPTH);
+        printf(" big-%d %.1f us%s", sizes[si], n ? (now_ms() - t0) * 1000.0 / (double)n : 0.0,
+               si < 2 ? "," : "\n");
+        json_decref(idx);
+        json_decref(big);
+    }
+}
+
 /* big-1000 with a history of `n` results of hidden tools (the agent called
  * them by name; each result names an issue and a path). */
 static json_t *long_history(json_t *big, int n)
@@ -487,11 +513,22 @@ static const knob knobs[] = {
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 
+/* TG_EVAL_SWEEP="rerank,lex_w": sweep only these knobs (all when unset). */
+static int knob_swept(size_t k)
+{
+    const char *only = getenv("TG_EVAL_SWEEP");
+    size_t l = strlen(knobs[k].name);
+    for (const char *p = only; p && *p; p += strcspn(p, ","), p += *p == ',')
+        if (strncmp(p, knobs[k].name, l) == 0 && (p[l] == ',' || !p[l]))
+            return 1;
+    return !only || !*only;
+}
+
 static size_t grid_count(void)
 {
     size_t c = 0;
     for (size_t k = 0; k < NKNOBS; k++)
-        for (size_t j = 0; knobs[k].v[j] >= 0; j++)
+        for (size_t j = 0; knob_swept(k) && knobs[k].v[j] >= 0; j++)
             c++;
     return c;
 }
@@ -500,7 +537,7 @@ static tg_dindex_params grid_point(size_t i, const tg_dindex_params *base, const
 {
     tg_dindex_params p = *base;
     for (size_t k = 0; k < NKNOBS; k++)
-        for (size_t j = 0; knobs[k].v[j] >= 0; j++)
+        for (size_t j = 0; knob_swept(k) && knobs[k].v[j] >= 0; j++)
             if (i-- == 0) {
                 *(double *)((char *)&p + knobs[k].off) = knobs[k].v[j];
                 *which = &knobs[k];
@@ -1003,6 +1040,7 @@ int main(int argc, char **argv)
     bytes_row(400, &on, &off, &bare);
     bytes_row(1000, &on, &off, &bare);
     timing(&on);
+    search_timing(queries);
     hint_timing(&on);
 
 out:

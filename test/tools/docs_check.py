@@ -4,7 +4,11 @@ Prints TAP: every key conf/conf.c accepts ([server] and [route NAME]) and
 every rule name of the schema.*, messages.* and repair.* sections (their
 rule_names and limit_names tables) is named in docs/configuration.md, and
 every relative link of README.md and docs/*.md resolves to a file (and a
-#heading within it, when it names one). Run by test/integration/docs.sh.
+#heading within it, when it names one), and every acceptance rule of
+docs/dialects.md (section 9, "N. ...") says when and against what it was
+last checked: "[checked YYYY-MM-DD: <source>]" or "[no current doc found
+...; source: <source>, YYYY-MM-DD]" (issue 27). Run by
+test/integration/docs.sh.
 """
 import os
 import re
@@ -82,5 +86,19 @@ for page in pages:
         elif frag and file.endswith(".md") and frag not in anchors(read(file)):
             bad.append(target)
     check(not bad, "every link of %s resolves" % page, "broken: %s" % bad)
+
+# Issue 27: each dialect rule notes the date and source it was checked on.
+dia = read("docs/dialects.md")
+sec = dia[dia.index("## 9. Acceptance rules"):dia.index("## 10. Sources")]
+rules = re.findall(r"^(\d+)\. (.*)$", sec, re.M)
+note = re.compile(r"\[(?:checked \d{4}-\d{2}-\d{2}: \S+"
+                  r"|no current doc found[^\]]*?; source: \S+, \d{4}-\d{2}-\d{2})[^\]]*\]")
+check(len(rules) >= 75, "docs/dialects.md's acceptance rules are found (%d)" % len(rules))
+bare = [num for num, text in rules if not note.search(text)]
+check(not bare, "every dialect rule has a checked note with a date and a source",
+      "no note: rules %s" % bare)
+nums = [int(num) for num, _ in rules]
+check(len(nums) == len(set(nums)), "dialect rule numbers are unique",
+      "repeated: %s" % sorted(x for x in set(nums) if nums.count(x) > 1))
 print("1..%d" % n)
 sys.exit(1 if failed else 0)

@@ -6,7 +6,7 @@ only files of its own layer or of a layer below it, and no chain of includes
 comes back to where it started. The layers, from the bottom:
 
     core/  <  sanitize/ (request stages), bridge/  <  repair/  <  discovery/
-           <  sanitize/pipeline  <  conf/  <  proxy/
+           <  pipeline/  <  conf/  <  proxy/
 
 and inside proxy/: its helpers < worker.h < request, retry < bridges
 < prepare < gemini < upsock, upconn < upstream < front < server < main
@@ -26,9 +26,9 @@ import os
 import re
 import sys
 
-DIRS = ("core", "sanitize", "bridge", "repair", "discovery", "conf", "proxy")
+DIRS = ("core", "sanitize", "bridge", "repair", "discovery", "pipeline", "conf", "proxy")
 LAYER = {"core": 0, "sanitize": 1, "bridge": 1, "repair": 2, "discovery": 3,
-         "sanitize/pipeline": 4, "conf": 5, "proxy": 6,
+         "pipeline": 4, "conf": 5, "proxy": 6,
          # inside proxy/, the order proxy/worker.h states: its helpers
          # (http, log, metrics, sse, store, embed_http: 6) at the bottom
          "proxy/worker": 6.1, "proxy/request": 6.2, "proxy/retry": 6.2,

@@ -12,7 +12,6 @@ TOOLS, REQUEST = KIMI["tools"], KIMI["request"]
 W = ("get_weather", {"location": "Paris"})
 R = ("read_file", {"path": "/tmp/a"})
 S = ("search", {"queries": ["a", "b"], "limit": 3})
-L = ("list_files", {})
 B, E, SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
 CB, CE = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 D = "｜DSML｜"
@@ -53,22 +52,26 @@ CASES = [
      "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"location\">Paris</parameter>\n</invoke>\n</minimax:tool_call>", [W]),
     ("seed-oss", "ByteDance Seed-OSS: vllm seed_oss_tool_parser.py",
      "<seed:tool_call>\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n</function>\n</seed:tool_call>", [W]),
-    ("pythonic-after-text", "a pythonic call list after text, as Llama 4 writes it (vllm-project/vllm#22917; vllm llama4_pythonic_tool_parser.py)",
-     "To answer, I will call the tools.\n[list_files(), get_weather(location=\"Paris\")]", [L, W],
-     "To answer, I will call the tools.\n"),
+    ("pythonic-list", "pythonic calls as vLLM's pythonic_tool_parser.py reads them (Llama 3.2/4), written as text by a server without it",
+     "[get_weather(location=\"Paris\"), search(queries=['a', 'b'], limit=3)]", [W, S]),
+    ("pythonic-after-text", "a pythonic call list on its own line after prose, vllm-project/vllm#22917",
+     "I will call the tools.\n[get_weather(location=\"Paris\"), read_file(path=\"/tmp/a\")]", [W, R],
+     ["I will ", "call th", "e tools", ".", "\n"]),  # the newline waits with the list
+    ("lfm2-pythonic", "LFM2/LFM2.5 (Liquid) tokens around a pythonic list, lmstudio-ai/lmstudio-bug-tracker#1979",
+     "<|tool_call_start|>[read_file(path=\"/tmp/a\")]<|tool_call_end|>", [R]),
+    ("gemma4-call", "Gemma 4's call:NAME(key: value), NousResearch/hermes-agent#7449",
+     "<|tool_call>call:get_weather(location: \"Paris\")<tool_call|><|tool_call>call:search(queries: [\"a\", \"b\"], limit: 3)<tool_call|>", [W, S]),
+    ("gemma4-paren", "Gemma 4 through an OpenAI-compatible API, NousResearch/hermes-agent#7449 (call:NAME(k: v), two blocks)",
+     "<|tool_call>call:get_weather(location: \"Paris\")<tool_call|><|tool_call>call:read_file(path: '/tmp/a')<tool_call|>", [W, R]),
+    ("gemma4-brace", "Gemma 4's own form with <|\"|> quotes, waybarrios/vllm-mlx#274 gemma4_tool_parser.py",
+     "<|tool_call>call:search{queries:[<|\"|>a<|\"|>,<|\"|>b<|\"|>],limit:3}<tool_call|>", [S]),
     ("pythonic-literals", "pythonic arguments as Python literals: both quotes with escapes, numbers, True/None, a list and a dict (vllm pythonic_tool_parser.py reads them with ast)",
      "[search(queries=['it\\'s', \"say \\\"hi\\\"\\n\"], limit=3, exact=True, score=-1.5, "
      "filter={'kind': 'doc', 'max': None}, note='caf\\u00e9 [x]')]",
      [("search", {"queries": ["it's", "say \"hi\"\n"], "limit": 3, "exact": True, "score": -1.5,
                   "filter": {"kind": "doc", "max": None}, "note": "caf\u00e9 [x]"})]),
-    ("lfm2-pythonic", "LFM2.5 in LM Studio, lmstudio-ai/lmstudio-bug-tracker#1979 (<|tool_call_start|>[...]<|tool_call_end|>)",
-     "<|tool_call_start|>[read_file(path=\"/tmp/a\")]<|tool_call_end|>", [R]),
-    ("gemma4-paren", "Gemma 4 through an OpenAI-compatible API, NousResearch/hermes-agent#7449 (call:NAME(k: v))",
-     "<|tool_call>call:get_weather(location: \"Paris\")<tool_call|><|tool_call>call:read_file(path: '/tmp/a')<tool_call|>", [W, R]),
     ("internlm-action", "InternLM2/Intern-S1 action tokens, sgl-project/sglang#14866 (internlm_detector.py)",
      "<|action_start|><|plugin|>\n{\"name\": \"get_weather\", \"parameters\": {\"location\": \"Paris\"}}<|action_end|>", [W]),
-    ("gemma4-brace", "Gemma 4's own form with <|\"|> quotes, waybarrios/vllm-mlx#274 gemma4_tool_parser.py",
-     "<|tool_call>call:search{queries:[<|\"|>a<|\"|>,<|\"|>b<|\"|>],limit:3}<tool_call|>", [S]),
 ]
 
 
@@ -81,23 +84,23 @@ def compact(a):
     return json.dumps(a, separators=(",", ":"), ensure_ascii=False)
 
 
-for name, note, text, calls, *content in CASES:
-    content = content[0] if content else None
+for name, note, text, calls, *prose in CASES:
+    pieces = prose[0] if prose else []  # content as the stream gives it
+    prose = "".join(pieces) or None
     msg_calls = [{"id": "<id>", "type": "function", "function": {"name": n, "arguments": compact(a)}}
                  for n, a in calls]
     sse = [chunk({"role": "assistant", "content": ""})]
     sse += [chunk({"content": text[i:i + 7]}) for i in range(0, len(text), 7)]
     sse += [chunk({}, "stop"), "[DONE]"]
     exp_sse = [chunk({"role": "assistant", "content": ""})]
-    if content:  # the text before the calls goes out as it comes
-        exp_sse += [chunk({"content": content[i:i + 7]}) for i in range(0, len(content), 7)]
+    exp_sse += [chunk({"content": x}) for x in pieces]
     exp_sse += [chunk({"tool_calls": [dict(index=i, **c)]}) for i, c in enumerate(msg_calls)]
     exp_sse += [chunk({}, "tool_calls"), "[DONE]"]
     resp = {"id": "r", "object": "chat.completion", "created": 1, "model": "m",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                          "finish_reason": "stop"}]}
     exp = json.loads(json.dumps(resp))
-    exp["choices"][0]["message"] = {"role": "assistant", "content": content, "tool_calls": msg_calls}
+    exp["choices"][0]["message"] = {"role": "assistant", "content": prose, "tool_calls": msg_calls}
     exp["choices"][0]["finish_reason"] = "tool_calls"
     v = {"quirk": "R12", "note": note, "dialect": "vllm", "response": resp, "expected": exp,
          "sse": sse, "expected_sse": exp_sse, "tools": TOOLS, "text_tool_calls": True,

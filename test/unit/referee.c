@@ -364,6 +364,8 @@ static const char *name_pattern(ref_ctx *c)
 {
     if (dialect_is(c, "gemini"))
         return "^[A-Za-z_][A-Za-z0-9_.-]{0,63}$";  /* rule 32 */
+    if (dialect_is(c, "moonshot"))
+        return "^[A-Za-z][A-Za-z0-9_-]{0,63}$";  /* rule 76 */
     if (dialect_is(c, "ollama") || dialect_is(c, "vllm") || dialect_is(c, "passthrough"))
         return NULL;
     return "^[a-zA-Z0-9_-]{1,64}$";  /* rules 12, 37; section 7 */

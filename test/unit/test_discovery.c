@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "core/cache.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "discovery/groups.h"
 #include "discovery/index.h"
 #include "discovery/lexicon.h"

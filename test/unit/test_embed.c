@@ -18,7 +18,7 @@
 #include "conf/conf.h"
 #include "core/cache.h"
 #include "discovery/embed.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "test/mock/hash_embed.h"
 
 #define DIM HASH_EMBED_DIM

@@ -30,7 +30,7 @@
 #include "core/cache.h"
 #include "core/jsonio.h"
 #include "proxy/sse.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 
 /* The mock's validators and the referee both name a helper "violation":
  * and both a "check_gemini": the mock's get their own spelling here. */

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -108,7 +108,7 @@ static void test_page_bound_cuts(void **state)
     tg_buf b = {0}, out = {0};
     make_pdf(TG_PDF_MAX_PAGES + 5, page_name, &b);
     tg_pdf_text info;
-    assert_int_equal(tg_pdf_text_of_base64(b.data, b.len, &out, &info), 0);
+    assert_int_equal(tg_pdf_text_within(b.data, b.len, 600000, &out, &info), 0);
     assert_int_equal(info.pages, TG_PDF_MAX_PAGES + 5);
     assert_int_equal(info.pages_read, TG_PDF_MAX_PAGES);
     assert_true(info.cut);
@@ -137,11 +137,29 @@ static void test_text_bound_cuts(void **state)
     tg_buf b = {0}, out = {0};
     make_pdf(9, long_page, &b);
     tg_pdf_text info;
-    assert_int_equal(tg_pdf_text_of_base64(b.data, b.len, &out, &info), 0);
+    /* the text bound, not the time bound: ten minutes of room (under ASan
+     * on a loaded machine the 2 s bound came first) */
+    assert_int_equal(tg_pdf_text_within(b.data, b.len, 600000, &out, &info), 0);
     assert_true(info.cut);
     assert_true(info.pages_read < 9);
     assert_true(out.len <= TG_PDF_MAX_TEXT);
     assert_true(out.len > TG_PDF_MAX_TEXT - 1024);
+    tg_buf_free(&b);
+    tg_buf_free(&out);
+}
+
+/* the time bound, spent before the first page: the read stops, cut, and
+ * the document still answers (no failure) */
+static void test_time_bound_cuts(void **state)
+{
+    (void)state;
+    tg_buf b = {0}, out = {0};
+    make_pdf(3, page_name, &b);
+    tg_pdf_text info;
+    assert_int_equal(tg_pdf_text_within(b.data, b.len, -1, &out, &info), 0);
+    assert_int_equal(info.pages, 3);
+    assert_int_equal(info.pages_read, 0);
+    assert_true(info.cut);
     tg_buf_free(&b);
     tg_buf_free(&out);
 }
@@ -168,6 +186,7 @@ int main(void)
         cmocka_unit_test(test_every_page_in_order),
         cmocka_unit_test(test_page_bound_cuts),
         cmocka_unit_test(test_text_bound_cuts),
+        cmocka_unit_test(test_time_bound_cuts),
         cmocka_unit_test(test_no_pdf_refused),
     };
     return cmocka_run_group_tests_name("pdftext", tests, NULL, NULL);

@@ -14,7 +14,7 @@
 
 #include "core/cache.h"
 #include "core/hash.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 
 static char *slurp(const char *path, size_t *n)
 {

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 
 static const char *const plain[] = {
     "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,\"message\":{\"role\":"

@@ -43,7 +43,7 @@
 #include "proxy/sse.h"
 #include "core/jsonfix.h"
 #include "core/jsonio.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "core/cache.h"
 #include "repair/json_prefix.h"
 #include "repair/repair_int.h"

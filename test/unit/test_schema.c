@@ -28,7 +28,7 @@
 #include <cmocka.h>
 
 #include "core/cache.h"
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "referee.c"
 
 #define VEC_DIR "test/vectors/schema"
@@ -44,7 +44,7 @@ static const config configs[] = {
     {"anthropic", true}, {"mistral", false},       {"groq", false},     {"fireworks", false},
     {"cerebras", false}, {"cerebras", true},       {"deepseek", false}, {"deepseek", true},
     {"xai", false},      {"together", false},      {"ollama", false},   {"vllm", false},
-    {"vertex", false},
+    {"vertex", false},   {"moonshot", false},
 };
 #define NCONFIGS (sizeof configs / sizeof configs[0])
 

@@ -1,6 +1,6 @@
 /* pipeline.c -- the stage order (see pipeline.h). This file is the one place
  * that says which stage runs after which; each stage lives in its own file. */
-#include "sanitize/pipeline.h"
+#include "pipeline/pipeline.h"
 
 #include <stdlib.h>
 #include <string.h>
