@@ -14,7 +14,7 @@
 # default settings).
 #
 #   sh bench/profile.sh                  # toolcall row, BUILD=build
-#   PF_ROW=stream sh bench/profile.sh    # toolcall | stream | small | big100
+#   PF_ROW=stream sh bench/profile.sh    # toolcall | toolcall-gemini | stream | small | big100
 #   TG=/other/toolgate sh bench/profile.sh
 #
 # PF_TOOL=strace counts system calls per request instead (strace -c -f);
@@ -111,12 +111,13 @@ wait_http "http://127.0.0.1:$TP/readyz" 300 || die "toolgate did not start: $(ta
 
 case $ROW in
 toolcall) BODY=$TMP/toolstream.json URL=http://127.0.0.1:$TP/tcs/v1/chat/completions ;;
+toolcall-gemini) BODY=$TMP/toolstream.json URL=http://127.0.0.1:$TP/gtcs/v1/chat/completions ;;
 stream) BODY=$TMP/stream.json URL=http://127.0.0.1:$TP/sse/v1/chat/completions ;;
 small) BODY=$TMP/small.json URL=http://127.0.0.1:$TP/v1/chat/completions ;;
 big100) BODY=${TG_SHARED:-$ROOT/../shared}/corpus/requests/big-100.json
     URL=http://127.0.0.1:$TP/v1/chat/completions
     [ -r "$BODY" ] || die "no $BODY (set TG_SHARED)" ;;
-*) die "PF_ROW is toolcall, stream, small or big100" ;;
+*) die "PF_ROW is toolcall, toolcall-gemini, stream, small or big100" ;;
 esac
 export BODY
 wrk -t1 -c"$CONNS" -d3s --timeout 10s -s bench/post.lua "$URL" > "$TMP/warm.out" 2>&1 < /dev/null

@@ -1,9 +1,10 @@
 /* itemstore.c -- see itemstore.h. A chained hash table of entries keyed by
- * (owner, id); each owner keeps its entries in a FIFO list, and the owners
- * sit in a max-heap by bytes held, so the owner that gives up an item when
- * the store is full is found in O(1) and re-placed in O(log owners). Within
- * an owner the oldest go first, which for a conversation's items (each
- * referenced in the turns right after it) keeps what is still in use. */
+ * (owner, id); each owner keeps its entries in a FIFO list (core/list.h),
+ * and the owners sit in a max-heap by bytes held, so the owner that gives
+ * up an item when the store is full is found in O(1) and re-placed in
+ * O(log owners). Within an owner the oldest go first, which for a
+ * conversation's items (each referenced in the turns right after it)
+ * keeps what is still in use. */
 #include "bridge/itemstore.h"
 
 #include <pthread.h>
@@ -12,6 +13,7 @@
 
 #include "core/alloc.h"
 #include "core/hash.h"
+#include "core/list.h"
 
 #define BUCKETS 4096u       /* entries; a power of two */
 #define OWNER_BUCKETS 512u  /* owners; a power of two */
@@ -24,14 +26,14 @@ typedef struct entry {
     size_t size;
     owner *who;
     struct entry *chain;         /* next in the bucket */
-    struct entry *older, *newer; /* the owner's FIFO */
+    tg_list_node fifo;           /* the owner's FIFO, oldest first */
 } entry;
 
 struct owner {
     uint64_t key;
     size_t bytes;
     size_t heap_at;              /* index in the heap */
-    entry *oldest, *newest;
+    tg_list entries;             /* its FIFO: head the oldest */
     owner *chain;
 };
 
@@ -135,6 +137,11 @@ static void owner_drop(tg_itemstore *s, owner *o)
 
 /* ---- entries ------------------------------------------------------------ */
 
+static entry *oldest(owner *o)
+{
+    return TG_LIST_ITEM(o->entries.head, entry, fifo);
+}
+
 static entry **slot_of(tg_itemstore *s, uint64_t key, const char *id)
 {
     uint64_t h = tg_hash64(id, strlen(id), key);
@@ -149,20 +156,13 @@ static void drop(tg_itemstore *s, entry *e)
     owner *o = e->who;
     entry **p = slot_of(s, o->key, e->id);
     *p = e->chain;
-    if (e->older)
-        e->older->newer = e->newer;
-    else
-        o->oldest = e->newer;
-    if (e->newer)
-        e->newer->older = e->older;
-    else
-        o->newest = e->older;
+    tg_list_remove(&o->entries, &e->fifo);
     s->bytes -= e->size;
     o->bytes -= e->size;
     free(e->id);
     free(e->text);
     free(e);
-    if (!o->oldest)
+    if (tg_list_empty(&o->entries))
         owner_drop(s, o);
     else
         sift_down(s, o->heap_at);
@@ -172,12 +172,7 @@ static void link_newest(tg_itemstore *s, owner *o, entry *e)
 {
     e->who = o;
     *slot_of(s, o->key, e->id) = e;
-    e->older = o->newest;
-    if (o->newest)
-        o->newest->newer = e;
-    else
-        o->oldest = e;
-    o->newest = e;
+    tg_list_push_back(&o->entries, &e->fifo);
     o->bytes += e->size;
     s->bytes += e->size;
     sift_up(s, o->heap_at);
@@ -201,7 +196,7 @@ void tg_itemstore_put(tg_itemstore *s, uint64_t key, const char *id, const char 
     /* the owner holding the most gives up its oldest, so a flood evicts
      * the flooder's own items first */
     while (s->bytes > s->max_bytes)
-        drop(s, s->heap[0]->oldest);
+        drop(s, oldest(s->heap[0]));
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -238,7 +233,7 @@ void tg_itemstore_free(tg_itemstore *s)
     if (!s)
         return;
     while (s->n_heap)
-        drop(s, s->heap[0]->oldest);
+        drop(s, oldest(s->heap[0]));
     free(s->heap);
     pthread_mutex_destroy(&s->mu);
     free(s);

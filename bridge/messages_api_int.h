@@ -64,20 +64,11 @@ void tg_msg_note_references(const json_t *refs, conv *cv);
  * joins the tools (cv->added); true when it was one of those (said as
  * translated), false for what has no chat form (an MCP reference). */
 bool tg_msg_tool_addition(const json_t *blk, conv *cv);
+/* The tool of tools (an array of Messages tools) called name, or NULL. */
+const json_t *tg_msg_tool_named(const json_t *tools, const char *name);
 /* A user message's blocks as chat messages appended to messages: its
  * tool_results as tool messages, then one user message with the rest
  * (what a tool returned that a tool message cannot hold, first). */
-/* The tool of tools (an array of Messages tools) called name, or NULL. */
-const json_t *tg_msg_tool_named(const json_t *tools, const char *name);
-/* The tool names text lists as deferred (Claude Code's "The following
- * deferred tools are ...:" lists), set in names ({name: true}). */
-void tg_msg_deferred_names(const char *text, size_t len, json_t *names);
-/* On a discovery route, a catalog stub appended to tools (the chat
- * request's, converted) for each tool the request's system or user text
- * names as deferred and no tool of tools is; with discovery = auto only
- * when all of them are more than its threshold (else nothing would hide
- * the stubs from the model). */
-void tg_msg_deferred_stubs(const json_t *body, json_t *tools, conv *cv);
 int tg_msg_user_message(const json_t *content, const char *path, json_t *messages, conv *cv,
                         tg_error *err);
 

@@ -677,3 +677,18 @@ int tg_msg_user_message(const json_t *content, const char *path, json_t *message
     json_decref(moved);
     return rc;
 }
+
+/* The tool of `tools` (Messages shape) named name, or NULL. */
+const json_t *tg_msg_tool_named(const json_t *tools, const char *name)
+{
+    size_t i;
+    const json_t *t;
+    if (!name)
+        return NULL;
+    json_array_foreach(tools, i, t) {
+        const char *n = json_string_value(json_object_get(t, "name"));
+        if (n && !strcmp(n, name))
+            return t;
+    }
+    return NULL;
+}

@@ -32,7 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bridge/messages_api_int.h"
+#include "bridge/messages_deferred.h"
 
 #define DEFERRED_MAX 2048  /* stubs a request adds at most */
 #define TOOL_NAME_MAX 128  /* bytes of a tool name (Anthropic's limit) */
@@ -108,20 +108,6 @@ static void names_in(const json_t *content, json_t *names)
         if (tg_msg_is_type(b, "text") && json_is_string(t))
             tg_msg_deferred_names(json_string_value(t), json_string_length(t), names);
     }
-}
-
-const json_t *tg_msg_tool_named(const json_t *tools, const char *name)
-{
-    size_t i;
-    const json_t *t;
-    if (!name)
-        return NULL;
-    json_array_foreach(tools, i, t) {
-        const char *n = json_string_value(json_object_get(t, "name"));
-        if (n && !strcmp(n, name))
-            return t;
-    }
-    return NULL;
 }
 
 /* A catalog entry for a tool known by name only. */

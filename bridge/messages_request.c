@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "bridge/bridge.h"
-#include "bridge/messages_api_int.h"
+#include "bridge/messages_deferred.h"
 #include "core/alloc.h"
 #include "core/hash.h"
 #include "core/jsonio.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "bridge/bridge.h"
-#include "bridge/responses_api_int.h"
+#include "bridge/responses_answer.h"
 
 /* ---- the event stream --------------------------------------------------- */
 

@@ -1,18 +1,20 @@
 /* cache.c -- bounded LRU of JSON values (see cache.h).
  *
- * A doubly linked list in recency order plus an open hash table of chains.
+ * A doubly linked list in recency order (core/list.h) plus an open hash
+ * table of chains.
  * Sizes are small (hundreds of entries per worker), so the table has a fixed
  * power-of-two bucket count chosen at creation and never rehashes.
  */
 #include "core/cache.h"
 #include "core/alloc.h"
+#include "core/list.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct entry {
-    struct entry *prev, *next;  /* recency list, head = most recent */
+    tg_list_node lru;           /* recency list, head = most recent */
     struct entry *chain;        /* bucket chain */
     char *kind;
     uint64_t key;
@@ -21,7 +23,7 @@ typedef struct entry {
 } entry;
 
 struct tg_cache {
-    entry *head, *tail;
+    tg_list lru;
     entry **buckets;
     size_t nbuckets;  /* power of two */
     size_t entries, bytes;
@@ -54,28 +56,9 @@ static entry **find_slot(tg_cache *c, const char *kind, uint64_t key)
     return pp;
 }
 
-static void list_unlink(tg_cache *c, entry *e)
+static entry *lru_last(tg_cache *c)
 {
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        c->head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        c->tail = e->prev;
-    e->prev = e->next = NULL;
-}
-
-static void list_push_front(tg_cache *c, entry *e)
-{
-    e->prev = NULL;
-    e->next = c->head;
-    if (c->head)
-        c->head->prev = e;
-    c->head = e;
-    if (!c->tail)
-        c->tail = e;
+    return TG_LIST_ITEM(c->lru.tail, entry, lru);
 }
 
 static void entry_remove(tg_cache *c, entry *e)
@@ -83,7 +66,7 @@ static void entry_remove(tg_cache *c, entry *e)
     entry **pp = find_slot(c, e->kind, e->key);
     if (*pp == e)
         *pp = e->chain;
-    list_unlink(c, e);
+    tg_list_remove(&c->lru, &e->lru);
     c->entries--;
     c->bytes -= e->cost;
     json_decref(e->value);
@@ -101,8 +84,8 @@ void tg_cache_free(tg_cache *c)
 {
     if (!c)
         return;
-    while (c->head)
-        entry_remove(c, c->head);
+    while (!tg_list_empty(&c->lru))
+        entry_remove(c, TG_LIST_ITEM(c->lru.head, entry, lru));
     free(c->buckets);
     free(c);
 }
@@ -114,8 +97,7 @@ json_t *tg_cache_get(tg_cache *c, const char *kind, uint64_t key)
     entry *e = *find_slot(c, kind, key);
     if (!e)
         return NULL;
-    list_unlink(c, e);
-    list_push_front(c, e);
+    tg_list_move_front(&c->lru, &e->lru);
     return json_incref(e->value);
 }
 
@@ -136,11 +118,11 @@ void tg_cache_put(tg_cache *c, const char *kind, uint64_t key, json_t *value, si
     e->cost = cost;
     pp = find_slot(c, kind, key);
     *pp = e;
-    list_push_front(c, e);
+    tg_list_push_front(&c->lru, &e->lru);
     c->entries++;
     c->bytes += cost;
-    while (over_bounds(c) && c->tail && c->tail != e)
-        entry_remove(c, c->tail);
+    while (over_bounds(c) && lru_last(c) && lru_last(c) != e)
+        entry_remove(c, lru_last(c));
 }
 
 size_t tg_cache_entries(const tg_cache *c)

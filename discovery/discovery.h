@@ -7,24 +7,9 @@
 #include <stdbool.h>
 
 #include "core/tg.h"
+#include "discovery/disc_conf.h"
 
 struct tg_ctx;
-
-typedef enum { TG_DISC_OFF = 0, TG_DISC_AUTO, TG_DISC_ON } tg_disc_mode;
-
-typedef struct tg_disc_conf {
-    tg_disc_mode mode;
-    int threshold;        /* auto: collapse above this many tools */
-    char **core;          /* NULL-terminated globs always exposed (owned by conf) */
-    int search_schemas;   /* top results that carry full schemas */
-    int max_rounds;       /* inner rounds answered by toolgate */
-    int list_names;       /* list catalog names in search_tools' description */
-    char *embed_route;    /* discovery_embeddings = ROUTE:MODEL, or NULL (owned by conf;
-                             discovery/embed.h) */
-    char *embed_model;
-    int hints;            /* successor hints beside hidden tools' results (hints.h) */
-} tg_disc_conf;
-
 
 /* Request stage: may replace body["tools"]; records in ctx what it did. */
 int tg_discovery_stage(json_t *body, struct tg_ctx *ctx, tg_error *err);
@@ -39,30 +24,33 @@ int tg_discovery_intercept(json_t *resp, struct tg_ctx *ctx, json_t **next_body)
 
 /* Streams. The stream repair asks, for each tool call as soon as its name is
  * known, whether it is one of this request's meta-tools; those calls are held
- * back from the agent. At the end of each upstream round it hands over the
+ * back from the agent. True for the meta-tools and for names that are
+ * neither exposed nor in the catalog: toolgate answers those with an error
+ * that names the closest tools. */
+bool tg_discovery_is_meta(const struct tg_ctx *ctx, const char *upstream_name);
+
+/* At the end of each upstream round the stream repair hands over the
  * round's assembled assistant message (borrowed; upstream tool names;
  * OpenAI shape {role, content, tool_calls}). The function fills *emit (new
  * reference or NULL: an array of ordinary tool calls to stream to the agent,
  * e.g. what call_tool named; upstream names and the arguments string as the
  * model wrote them, so the stream repair fixes them like any call) and
  * returns 1 with *next_body (new reference) when another round must go
- * upstream, 0 when the turn is over.
- *
- * tg_discovery_is_meta is true for the meta-tools and for names that are
- * neither exposed nor in the catalog: toolgate answers those with an error
- * that names the closest tools. A round that calls real tools ends the turn:
- * its meta calls are dropped (the model asks again next turn if it must). */
-bool tg_discovery_is_meta(const struct tg_ctx *ctx, const char *upstream_name);
+ * upstream, 0 when the turn is over. A round that calls real tools ends the
+ * turn: its meta calls are dropped (the model asks again next turn if it
+ * must). */
+int tg_discovery_stream_round(struct tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
+                              json_t **next_body);
+
+/* A stream relays a call of this real tool (upstream name) to the agent:
+ * counted when it is one the turn's successor hints named. */
+void tg_discovery_saw_call(struct tg_ctx *ctx, const char *upstream_name);
+
 /* The texts the search_tools calls of a whole chat completion will have
  * embedded when they are answered (each search's phrasings, as
  * discovery_embeddings sends them), a new array; empty when discovery is
  * not on for ctx. So that a caller can embed them before, off the thread. */
 json_t *tg_discovery_search_texts(const struct tg_ctx *ctx, json_t *completion);
-/* A stream relays a call of this real tool (upstream name) to the agent:
- * counted when it is one the turn's successor hints named. */
-void tg_discovery_saw_call(struct tg_ctx *ctx, const char *upstream_name);
-int tg_discovery_stream_round(struct tg_ctx *ctx, json_t *assistant_msg, json_t **emit,
-                              json_t **next_body);
 
 /* After a stream's last round: text the stream should add as content when
  * discovery gave up after max_rounds (the agent must get some answer), or

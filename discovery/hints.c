@@ -471,8 +471,6 @@ static void skip_add(json_t *skip, long b)
     json_object_set_new(skip, key, json_true());
 }
 
-/* One tool message answering call (of a hidden tool at a): its note.
- * Appends the hinted positions to out. */
 /* A digest of a message text's first `budget` bytes (parts joined). */
 static uint64_t text_hash(json_t *content, size_t budget, uint64_t seed)
 {
@@ -548,6 +546,8 @@ static size_t pick_for(hinter *h, long a, const char *args, json_t *content, jso
     return k;
 }
 
+/* One tool message answering call (of a hidden tool at a): its note.
+ * Appends the hinted positions to out. */
 static void hint_result(hinter *h, json_t *msg, json_t *call, long a, json_t *skip, json_t *out)
 {
     json_t *content = json_object_get(msg, "content");

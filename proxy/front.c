@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include "core/alloc.h"
+#include "core/list.h"
 #include "proxy/bridges.h"
 #include "proxy/embed_wait.h"
 #include "proxy/gemini.h"
@@ -400,28 +401,14 @@ static void heads_add(worker *w, head_wait *h)
         return;
     h->since = now_us();
     h->listed = true;
-    h->next = NULL;
-    h->prev = w->heads_tail;
-    if (w->heads_tail)
-        w->heads_tail->next = h;
-    else
-        w->heads = h;
-    w->heads_tail = h;
+    tg_list_push_back(&w->heads, &h->node);
 }
 
 static void heads_del(worker *w, head_wait *h)
 {
     if (!h || !h->listed)
         return;
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        w->heads = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
-    else
-        w->heads_tail = h->prev;
-    h->prev = h->next = NULL;
+    tg_list_remove(&w->heads, &h->node);
     h->listed = false;
 }
 
@@ -453,8 +440,8 @@ void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context
 void sweep_heads(worker *w, uint64_t t)
 {
     uint64_t limit = (uint64_t)w->conf->header_timeout_ms * 1000;
-    while (w->heads && t - w->heads->since > limit) {
-        head_wait *h = w->heads;
+    head_wait *h;
+    while ((h = TG_LIST_ITEM(w->heads.head, head_wait, node)) && t - h->since > limit) {
         heads_del(w, h);
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(h->conn, MHD_CONNECTION_INFO_CONNECTION_FD);

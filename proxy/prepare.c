@@ -457,7 +457,7 @@ static void restore_signatures(tg_req *r, const tg_route *route, json_t *body)
         return;  /* a store on the loop read nothing for this route (its owner) */
     json_t *msgs = json_object_get(body, "messages");
     size_t i = turn_start(msgs);
-    uint64_t owner = item_owner(r, route);
+    uint64_t owner = 0;  /* two SHA-256: only when a call is looked up (most turns have none) */
     unsigned looked = 0, found = 0;
     for (; i < json_array_size(msgs); i++) {
         json_t *calls = json_object_get(json_array_get(msgs, i), "tool_calls");
@@ -465,7 +465,8 @@ static void restore_signatures(tg_req *r, const tg_route *route, json_t *body)
             json_t *c = json_array_get(calls, k);
             if (!json_is_object(c) || has_opaque(c))
                 continue;
-            looked++;
+            if (!looked++)
+                owner = item_owner(r, route);
             if (restore_call(r, owner, c, &found))
                 return;  /* the store is away: hygiene's stand-in then */
         }

@@ -66,6 +66,7 @@
 #include <time.h>
 
 #include "core/alloc.h"
+#include "core/list.h"
 #include "proxy/log.h"
 
 #define BACKOFF_FIRST_MS 100
@@ -94,7 +95,7 @@ typedef struct conn {
     uint64_t failed_us;     /* when it last failed */
     uint64_t retry_at_us;   /* after a failure, no attempt before this */
     long backoff_ms;        /* 0 while up */
-    fetch *fetches;         /* fetches of this slot not done yet (their deadlines) */
+    tg_list fetches;        /* fetches of this slot not done yet (their deadlines) */
 } conn;
 
 /* The host's address, found off the workers (one thread a store, for a
@@ -138,7 +139,7 @@ struct fetch {
     char pre[48];           /* "tg:{O}:i:" */
     tg_store_got got;
     size_t cap_chain;
-    fetch *prev, *next;
+    tg_list_node node;      /* on its conn's fetches */
 };
 
 static const char put_script[] =
@@ -589,14 +590,14 @@ static int redis_put(tg_store *s, int slot, uint64_t owner, const char *id, cons
 
 /* ---- fetches: the ids in MGETs, the chain in batches ----------------------- */
 
+static fetch *fetch_of(tg_list_node *n)
+{
+    return TG_LIST_ITEM(n, fetch, node);
+}
+
 static void fetch_unlink(fetch *f)
 {
-    if (f->prev)
-        f->prev->next = f->next;
-    else
-        f->k->fetches = f->next;
-    if (f->next)
-        f->next->prev = f->prev;
+    tg_list_remove(&f->k->fetches, &f->node);
 }
 
 static void fetch_free(fetch *f)
@@ -773,10 +774,7 @@ static void redis_fetch(tg_store *s, int slot, uint64_t owner, const char *const
     char pre[40];
     owner_prefix(pre, sizeof pre, owner);
     snprintf(f->pre, sizeof f->pre, "%si:", pre);
-    f->next = k->fetches;
-    if (k->fetches)
-        k->fetches->prev = f;
-    k->fetches = f;
+    tg_list_push_front(&k->fetches, &f->node);
     if (!conn_open(k) || (n && send_mgets(f, ids, n)) || (chain && chain_max && send_chain(f, chain)))
         f->got.status = TG_STORE_DOWN;
     fetch_settle(f);
@@ -799,8 +797,8 @@ static void redis_detach(tg_store *s, int slot)
         k->ac = NULL;
         redisAsyncFree(ac);  /* pending fetches are told DOWN */
     }
-    while (k->fetches) {
-        fetch *f = k->fetches;
+    while (!tg_list_empty(&k->fetches)) {
+        fetch *f = fetch_of(k->fetches.head);
         f->got.status = TG_STORE_DOWN;
         fetch_settle(f);
     }
@@ -829,8 +827,8 @@ static void redis_tick(tg_store *s, int slot, uint64_t t)
 {
     redis_store *rs = (redis_store *)s;
     conn *k = &rs->conns[slot];
-    for (fetch *f = k->fetches, *next; f; f = next) {
-        next = f->next;
+    for (fetch *f = fetch_of(k->fetches.head), *next; f; f = next) {
+        next = fetch_of(f->node.next);
         if (t >= f->deadline) {
             f->got.status = TG_STORE_DOWN;
             fetch_settle(f);
@@ -856,7 +854,7 @@ static void redis_free(tg_store *s)
 {
     redis_store *rs = (redis_store *)s;
     for (int i = 0; i < rs->n; i++)
-        if (rs->conns[i].ac || rs->conns[i].fetches)
+        if (rs->conns[i].ac || !tg_list_empty(&rs->conns[i].fetches))
             redis_detach(s, i);
     resolver_stop(rs);
     free(rs->conns);

@@ -43,6 +43,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/hash.h"
+#include "core/list.h"
 #include "core/tg.h"
 #include "proxy/h1.h"
 
@@ -88,7 +89,7 @@ struct tg_upconn {
     uint64_t connect_deadline;
     long connect_ms;       /* the round's, also for the connection send_again opens */
     uint64_t idle_since;
-    tg_upconn *prev, *next;  /* the idle list or the due list */
+    tg_list_node node;     /* on the idle list or the due list */
 };
 
 typedef struct {
@@ -102,9 +103,9 @@ typedef struct {
 struct upconn_pool {
     tg_upconn **by_fd;
     size_t n_fd;
-    tg_upconn *idle, *idle_tail;  /* most recently used first */
+    tg_list idle;          /* most recently used first */
     int n_idle;
-    tg_upconn *due;
+    tg_list due;           /* rounds upconn_run_due ends or feeds, newest first */
     uint32_t gen;
     known_addr addrs[N_ADDRS];
     int next_addr;
@@ -292,39 +293,20 @@ static void watch(worker *w, tg_upconn *c, uint32_t events)
     c->events = events;
 }
 
-static void list_push(tg_upconn **head, tg_upconn **tail, tg_upconn *c)
+static tg_upconn *conn_of(tg_list_node *n)
 {
-    c->prev = NULL;
-    c->next = *head;
-    if (*head)
-        (*head)->prev = c;
-    else if (tail)
-        *tail = c;
-    *head = c;
-}
-
-static void list_unlink(tg_upconn **head, tg_upconn **tail, tg_upconn *c)
-{
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        *head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else if (tail)
-        *tail = c->prev;
-    c->prev = c->next = NULL;
+    return TG_LIST_ITEM(n, tg_upconn, node);
 }
 
 static void close_conn(worker *w, tg_upconn *c)
 {
     struct upconn_pool *P = w->upc;
     if (c->state == U_IDLE) {
-        list_unlink(&P->idle, &P->idle_tail, c);
+        tg_list_remove(&P->idle, &c->node);
         P->n_idle--;
     }
     if (c->due)
-        list_unlink(&P->due, NULL, c);
+        tg_list_remove(&P->due, &c->node);
     uptls_close(c->ssl);
     c->ssl = NULL;
     if (c->fd >= 0) {
@@ -392,9 +374,9 @@ static void end_round(worker *w, tg_upconn *c, CURLcode rc, bool reusable)
         c->state = U_IDLE;
         c->idle_since = now_us();
         watch(w, c, EPOLLIN);
-        list_push(&P->idle, &P->idle_tail, c);
+        tg_list_push_front(&P->idle, &c->node);
         if (++P->n_idle > IDLE_MAX)
-            close_conn(w, P->idle_tail);
+            close_conn(w, conn_of(P->idle.tail));
     } else {
         close_conn(w, c);
     }
@@ -411,7 +393,7 @@ static void end_later(worker *w, tg_upconn *c, CURLcode rc)
     c->due = true;
     c->refeed = false;
     c->due_rc = rc;
-    list_push(&P->due, NULL, c);
+    tg_list_push_front(&P->due, &c->node);
 }
 
 /* The upstream closed a reused connection before any answer: once more
@@ -717,11 +699,11 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
                         const tg_upconn_cb *cb, void *ud)
 {
     struct upconn_pool *P = pool(w);
-    tg_upconn *c = P->idle;
+    tg_upconn *c = conn_of(P->idle.head);
     while (c && strcmp(c->key, t->key))
-        c = c->next;
+        c = conn_of(c->node.next);
     if (c) {
-        list_unlink(&P->idle, &P->idle_tail, c);
+        tg_list_remove(&P->idle, &c->node);
         P->n_idle--;
         c->reused = true;
         c->state = U_SENDING;
@@ -788,7 +770,7 @@ void upconn_unpause(worker *w, tg_upconn *c)
          * read, which must not see the round end under it */
         c->due = true;
         c->refeed = true;
-        list_push(&w->upc->due, NULL, c);
+        tg_list_push_front(&w->upc->due, &c->node);
     }
 }
 
@@ -841,9 +823,9 @@ void upconn_event(worker *w, uint64_t tag, uint32_t events)
 void upconn_run_due(worker *w)
 {
     struct upconn_pool *P = w->upc;
-    while (P && P->due) {
-        tg_upconn *c = P->due;
-        list_unlink(&P->due, NULL, c);
+    while (P && !tg_list_empty(&P->due)) {
+        tg_upconn *c = conn_of(P->due.head);
+        tg_list_remove(&P->due, &c->node);
         c->due = false;
         if (c->refeed) {
             c->refeed = false;
@@ -857,14 +839,14 @@ void upconn_run_due(worker *w)
 
 bool upconn_has_due(const worker *w)
 {
-    return w->upc && w->upc->due;
+    return w->upc && !tg_list_empty(&w->upc->due);
 }
 
 void upconn_sweep(worker *w, uint64_t t)
 {
     struct upconn_pool *P = w->upc;
-    while (P && P->idle_tail && t - P->idle_tail->idle_since > IDLE_MAX_AGE_US)
-        close_conn(w, P->idle_tail);
+    while (P && P->idle.tail && t - conn_of(P->idle.tail)->idle_since > IDLE_MAX_AGE_US)
+        close_conn(w, conn_of(P->idle.tail));
 }
 
 void upconn_free_all(worker *w)
@@ -875,8 +857,8 @@ void upconn_free_all(worker *w)
     for (size_t i = 0; i < P->n_fd; i++)
         if (P->by_fd[i])
             close_conn(w, P->by_fd[i]);
-    while (P->due)  /* failed before they had a socket */
-        close_conn(w, P->due);
+    while (!tg_list_empty(&P->due))  /* failed before they had a socket */
+        close_conn(w, conn_of(P->due.head));
     free(P->by_fd);
     uptls_free(P->tls);
     free(P);

@@ -26,6 +26,7 @@
 
 #include "conf/conf.h"
 #include "core/cache.h"
+#include "core/list.h"
 #include "proxy/http.h"
 #include "proxy/metrics.h"
 #include "proxy/store.h"
@@ -50,7 +51,7 @@ typedef struct head_wait {
     struct MHD_Connection *conn;
     uint64_t since;
     bool listed;
-    struct head_wait *prev, *next;
+    tg_list_node node;            /* on the worker's heads */
 } head_wait;
 
 struct worker {
@@ -73,7 +74,7 @@ struct worker {
     uint64_t drain_deadline;      /* end of shutdown_grace, then of the last flush */
     bool drain_cut;               /* the grace passed: open requests were ended */
     struct tg_req *inflight;             /* doubly linked */
-    head_wait *heads, *heads_tail;  /* connections waiting for a request head */
+    tg_list heads;                /* head_wait, oldest first: connections waiting for a request head */
     int n_inflight;
     uint32_t gen;
     int n_retry_wait;             /* requests waiting for a retry */

@@ -83,11 +83,14 @@ void tg_stream_set_keepalive(tg_stream *s, unsigned ms);
  * fragments (byte for byte the same on any input); TG_SCAN_PLAIN: plain
  * text chunks (the same on valid JSON; an event cut short that still ends
  * in a brace goes to the client as it came); TG_SCAN_EVENT: a call's first
- * chunk and a finish written as toolgate would write them (byte for byte
- * the same on any input). */
+ * chunk and a finish written as toolgate would write them, and a held
+ * call's first chunk so written (byte for byte the same on any input);
+ * TG_SCAN_HELD: a held call's argument fragments
+ * (byte for byte the same on any input). */
 #define TG_SCAN_ARGS 1u
 #define TG_SCAN_PLAIN 2u
 #define TG_SCAN_EVENT 4u
+#define TG_SCAN_HELD 8u
 void tg_stream_no_scan(tg_stream *s, unsigned which);
 /* Upstream ended. transport_error: the transfer broke (reset, timeout).
  * Flushes what is held back; a stream that never finished becomes an error

@@ -38,12 +38,13 @@
  *
  * Everything else is never held: a chunk without tool calls, finish or
  * anything to repair is forwarded as the very bytes that came (one parse to
- * know that, no re-serialization). Four kinds of event are judged on a
+ * know that, no re-serialization). Five kinds of event are judged on a
  * scan of their bytes instead of a parse (stream_scan.c), each only where
- * the parse would send the same bytes, anything unsure taking the parse:
- * plain text chunks, a live call's argument fragments, and a live call's
- * first chunk and a finish that no rule changes (stream_relay.c, the raw
- * relay). Content is held only with R12 on, and only from a byte that
+ * the parse would do the same, anything unsure taking the parse: plain
+ * text chunks, a live call's argument fragments, a held call's argument
+ * fragments and its first chunk (kept, nothing sent: most events of a
+ * stream on a route that holds calls), and a live call's first chunk and a
+ * finish that no rule changes (stream_relay.c, the raw relay). Content is held only with R12 on, and only from a byte that
  * could start tool-call markup until that is decided (repair_text.c).
  *
  * Ends: a finish_reason that comes while a call's arguments are still open
@@ -737,6 +738,9 @@ static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out
         return;
     }
     if (!(s->no_scan & TG_SCAN_ARGS) && s->live_open && tg_rs_live_fragment(s, data, len, out))
+        return;
+    if (!(s->no_scan & TG_SCAN_HELD) && !s->live_open && s->nch &&
+        tg_rs_held_fragment(s, data, len))
         return;
     if (!(s->no_scan & TG_SCAN_PLAIN) && tg_rs_surely_plain(s, data, len)) {
         for (size_t i = 0; i < s->nch; i++)

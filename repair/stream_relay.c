@@ -3,8 +3,11 @@
  * full parse (repair_stream.c) would have sent the same bytes, anything
  * unsure taking the parse. Plain text chunks (tg_rs_surely_plain, a byte
  * test), a live call's argument fragments (tg_rs_relay_raw after a parse,
- * tg_rs_live_fragment on a scan, stream_scan.c), and a live call's first
- * chunk and a finish that no rule changes (tg_rs_relay_event on a scan).
+ * tg_rs_live_fragment on a scan, stream_scan.c), a held call's argument
+ * fragments (tg_rs_held_fragment: nothing goes out, the arguments are
+ * kept, on the same scan), and a live call's first
+ * chunk and a finish that no rule changes (tg_rs_relay_event on a scan;
+ * a held call's first chunk on that scan is kept, nothing sent).
  * Each keeps the bookkeeping the parse would have kept. */
 #include "repair/stream_relay.h"
 
@@ -163,6 +166,31 @@ static const tg_frag_pre *kept_envelope(const tg_stream *s, tg_frag_pre *pre)
     return pre;
 }
 
+/* The event read, without a parse, as a plain argument fragment in the
+ * envelope of the latest chunk (so keeping s->last changes nothing): the
+ * bytes around its arguments those of the fragment read before
+ * (same_shape), or a scan of all of them (stream_scan.c), whose shape is
+ * then kept. The decoded arguments are in s->scratch. */
+static bool read_fragment(tg_stream *s, const char *data, size_t len, tg_frag *f)
+{
+    if (s->ctx->legacy_functions || s->hold || !(s->env_ok || tg_rs_last_chunk(s)))
+        return false;
+    tg_buf_reset(&s->scratch);
+    f->args = &s->scratch;  /* f not zeroed (a fifth of the time): the scans set what is read */
+    if (same_shape(s, data, len, f))
+        return true;
+    tg_buf_reset(&s->scratch);
+    tg_frag_pre pre;
+    f->pre = kept_envelope(s, &pre);
+    /* no "tool_calls" key (the finish, text behind the call): no scan */
+    bool ok = tg_rr_find(data, data + len, "_calls\":") && tg_scan_fragment(data, len, f) &&
+              same_envelope(s, f);
+    f->pre = NULL;
+    if (ok)
+        keep_shape(s, data, len, f);
+    return ok;
+}
+
 /* tg_rs_relay_raw's decision taken on the scan of the event's bytes instead of
  * a parse (stream_scan.c): the event must be the plain fragment shape, need no
  * check_chunk change, and tg_rs_relay_raw must have relayed it. Only then is
@@ -170,21 +198,9 @@ static const tg_frag_pre *kept_envelope(const tg_stream *s, tg_frag_pre *pre)
  * bytes go out as they came. */
 bool tg_rs_live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
-    if (s->ctx->legacy_functions || s->hold || !(s->env_ok || tg_rs_last_chunk(s)))
+    tg_frag f;
+    if (!read_fragment(s, data, len, &f))
         return false;
-    tg_buf_reset(&s->scratch);
-    tg_frag_pre pre;
-    tg_frag f;  /* not zeroed (a fifth of this function): the scans set what is read */
-    f.args = &s->scratch;
-    if (!same_shape(s, data, len, &f)) {
-        tg_buf_reset(&s->scratch);
-        f.pre = kept_envelope(s, &pre);
-        /* no "tool_calls" key (the finish, text behind the call): no scan */
-        if (!tg_rr_find(data, data + len, "_calls\":") || !tg_scan_fragment(data, len, &f) ||
-            !same_envelope(s, &f))
-            return false;
-        keep_shape(s, data, len, &f);
-    }
     schoice *c = tg_rs_choice_find(s, f.choice < 0 ? 0 : f.choice);
     if (!c || c->live_open < 0 || !c->any_sent)
         return false;
@@ -201,6 +217,36 @@ bool tg_rs_live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *out
     tg_buf_append(&call->args, s->scratch.data, s->scratch.len);
     c->cur = c->live_open;
     tg_rs_send_raw(out, data, len);
+    return true;
+}
+
+/* What on_chunk and do_choice do with a plain fragment of the call a
+ * choice holds (not live: its arguments are repaired whole), without the
+ * parse: tg_rs_take_call_delta finds the current call by the index (no id
+ * or name to change that), appends the arguments, opens nothing live and
+ * sends nothing (the call is not complete), and no finish waits to be
+ * released. So the arguments are appended and nothing goes out. */
+bool tg_rs_held_fragment(tg_stream *s, const char *data, size_t len)
+{
+    if (s->live_open)
+        return false;
+    for (size_t i = 0; i < s->nch; i++)
+        if (s->ch[i].deferred[0])  /* release_finishes would look */
+            return false;
+    tg_frag f;
+    if (!read_fragment(s, data, len, &f))
+        return false;
+    schoice *c = tg_rs_choice_find(s, f.choice < 0 ? 0 : f.choice);
+    if (!c || c->cur < 0 || c->live_open >= 0)
+        return false;
+    scall *k = &c->calls[c->cur];
+    if (k->live || k->sent || k->complete || k->meta ||
+        (k->name && tg_rs_tool_is_live(s, k->name)))
+        return false;
+    /* last: it may give an index-less call this index, as the parse would */
+    if (tg_rs_find_call(c, f.index, NULL, NULL, NULL, 0) != c->cur)
+        return false;
+    tg_buf_append(&k->args, s->scratch.data, s->scratch.len);
     return true;
 }
 
@@ -308,6 +354,33 @@ static bool relay_start(tg_stream *s, const tg_frag *f, const char *data, size_t
     return true;
 }
 
+/* The first chunk of a call that the choice holds (its tool not relayed
+ * live: a name to map back, an argument rule, or no repair.stream_args):
+ * what tg_rs_take_call_delta does with it, without the parse. The choice's
+ * first call (nothing to complete before it), the id and name non-empty,
+ * no discovery hooks to tell; the call is made and its arguments kept,
+ * nothing goes out. */
+static bool hold_start(tg_stream *s, const tg_frag *f, const char *data, size_t len)
+{
+    schoice *c = tg_rs_choice_find(s, f->choice);
+    if (c && (c->ncalls || c->live_open >= 0 || c->cur >= 0))
+        return false;
+    char *name = tg_strndup(f->name, f->name_len);
+    if (tg_rs_tool_is_live(s, name)) {  /* relay_start's, or the parse's */
+        free(name);
+        return false;
+    }
+    keep_last_raw(s, data, len, f);
+    c = event_choice(s, f);
+    scall *k = tg_rs_call_new(c);
+    c->cur = (long)c->ncalls - 1;
+    k->up_index = f->index;
+    k->id = tg_strndup(f->id, f->id_len);
+    k->name = name;
+    tg_buf_append(&k->args, s->scratch.data ? s->scratch.data : "", s->scratch.len);
+    return true;
+}
+
 /* A finish that finish_now would write back as it came: every call of the
  * choice sent, a live one's arguments whole (tg_rs_close_live adds nothing),
  * nothing held (R12 markup, structured content, output behind a call),
@@ -354,7 +427,8 @@ static bool relay_finish(tg_stream *s, const tg_frag *f, const char *data, size_
 /* A call's first chunk and a finish, the two of a tool-call stream that
  * the full parse would send on unchanged when no rule acts: recognised by
  * tg_scan_event (which accepts only what tg_stream itself would write),
- * then relay_start or relay_finish check what on_chunk would decide. No
+ * then relay_start or relay_finish check what on_chunk would decide; a
+ * call's first chunk that the parse would hold is kept (hold_start). No
  * other choice may have a finish waiting (release_finishes). */
 bool tg_rs_relay_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
@@ -375,7 +449,8 @@ bool tg_rs_relay_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
     if (!object)  /* tg_rs_make_chunk would add one */
         return false;
     if (f.call)
-        return !f.finish && !s->live_open && relay_start(s, &f, data, len, out);
+        return !f.finish && !s->live_open &&
+               (relay_start(s, &f, data, len, out) || hold_start(s, &f, data, len));
     return f.finish && relay_finish(s, &f, data, len, out);
 }
 

@@ -1,0 +1,376 @@
+/* hygiene_history.c -- the message-hygiene stage on the history as a
+ * whole: tool calls paired with their answers (rule 6: ids made, open calls
+ * closed with a stated "no result", orphan answers turned into user turns,
+ * legacy function turns into tool turns), then the walk over messages[]
+ * that cleans each one (hygiene_message.c) and keeps the role order a
+ * target demands (system turns first, one system turn, Mistral's bridge
+ * between a tool and a user turn). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx.h"
+#include "core/jsonio.h"
+#include "sanitize/hygiene_history.h"
+#include "sanitize/hygiene_message.h"
+
+/* What Mistral's role order needs between a tool result and a user turn
+ * (section 6, Mistral): the shortest assistant turn that says nothing new. */
+static const char bridge_text[] = "Done.";
+
+/* ---- tool-call pairing (rule 6) and legacy functions ------------------- */
+
+static const char no_result_text[] = "No result: this tool call was not answered.";
+
+/* An id for a call that came without one: a pure function of the call's
+ * place in the history, so the next turn makes the same one. */
+static json_t *made_call_id(size_t msg, size_t call)
+{
+    char id[48];
+    snprintf(id, sizeof id, "call_%zu_%zu", msg, call);
+    return json_string(id);
+}
+
+/* A legacy assistant turn {function_call: {name, arguments}} as the
+ * tool_calls turn every current API reads. */
+static void legacy_call_to_tool_calls(walk *w, json_t *msg, size_t i)
+{
+    json_t *fc = json_object_get(msg, "function_call");
+    if (!json_is_object(fc) || json_object_get(msg, "tool_calls"))
+        return;
+    json_t *call = json_pack("{s:o, s:s, s:O}", "id", made_call_id(i, 0), "type", "function",
+                             "function", fc);
+    rebuild_key(w, msg, "tool_calls", json_pack("[o]", call), "legacy-function-call",
+                "rule 43");
+    json_object_del(msg, "function_call");
+}
+
+/* The index in open (a JSON array of [id, name, agent id]) of the call a
+ * tool answer with this id and name answers, or -1. An id matches the
+ * call's id, else the id the agent gave a call that rule 73 renamed. An
+ * answer with no id takes the first open call of its name, else the first
+ * open call. */
+static long open_call(json_t *open, const char *id, const char *name)
+{
+    size_t k;
+    json_t *e;
+    if (id) {
+        json_array_foreach(open, k, e)
+            if (!strcmp(json_string_value(json_array_get(e, 0)), id))
+                return (long)k;
+        json_array_foreach(open, k, e) {
+            const char *agent = json_string_value(json_array_get(e, 2));
+            if (agent && !strcmp(agent, id))
+                return (long)k;
+        }
+        return -1;
+    }
+    json_array_foreach(open, k, e) {
+        const char *open_name = json_string_value(json_array_get(e, 1));
+        if (name && open_name && !strcmp(open_name, name))
+            return (long)k;
+    }
+    return json_array_size(open) ? 0 : -1;
+}
+
+/* Answers every call still open with a stated non-result. */
+static void close_open_calls(walk *w, json_t *out, json_t *open)
+{
+    size_t k;
+    json_t *e;
+    json_array_foreach(open, k, e) {
+        json_t *answer = json_pack("{s:s, s:O, s:s}", "role", "tool", "tool_call_id",
+                                   json_array_get(e, 0), "content", no_result_text);
+        note(w, w->ptr.s, "unanswered-call", "rule 6", NULL, answer);
+        json_array_append_new(out, answer);
+    }
+    json_array_clear(open);
+}
+
+/* A tool answer that answers no open call, as a user turn that says whose
+ * result it is; its content is kept as it was. */
+static void orphan_to_user(walk *w, json_t *msg)
+{
+    const char *id = json_string_value(json_object_get(msg, "tool_call_id"));
+    const char *name = json_string_value(json_object_get(msg, "name"));
+    char head[160];
+    snprintf(head, sizeof head, "Result of an earlier tool call (%s%s%.64s):", name ? name : "",
+             name ? ", id " : "id ", id ? id : "unknown");
+    json_t *before = json_deep_copy(msg);
+    json_t *c = json_object_get(msg, "content");
+    json_t *now;
+    if (json_is_array(c)) {
+        now = json_pack("[{s:s, s:s}]", "type", "text", "text", head);
+        json_array_extend(now, c);
+    } else {
+        tg_buf b = {0};
+        tg_buf_puts(&b, head);
+        if (json_is_string(c) && json_string_length(c)) {
+            tg_buf_puts(&b, "\n");
+            tg_buf_append(&b, json_string_value(c), json_string_length(c));
+        }
+        now = json_stringn(b.data ? b.data : "", b.len);
+        tg_buf_free(&b);
+    }
+    json_object_set_new(msg, "content", now);
+    json_object_set_new(msg, "role", json_string("user"));
+    json_object_del(msg, "tool_call_id");
+    json_object_del(msg, "name");
+    note(w, w->ptr.s, "orphan-tool-answer", "rule 6", before, msg);
+    json_decref(before);
+}
+
+/* Rule 71: an id the history already used (an agent that numbers calls
+ * per turn, call_0 every time, Switchyard#502; or two calls of one turn
+ * under one id, claude-code#20901) gets the call's place in the history
+ * as a suffix, the same on every later turn; Anthropic refuses the
+ * repeat ("tool_use ids must be unique"), and rule 6 cannot pair it. */
+static void unique_call_id(walk *w, json_t *call, size_t i, size_t j, json_t *seen)
+{
+    const char *id = json_string_value(json_object_get(call, "id"));
+    if (!json_object_get(seen, id)) {
+        json_object_set_new(seen, id, json_true());
+        return;
+    }
+    char made[160];
+    for (unsigned salt = 0;; salt++) {
+        if (salt)
+            snprintf(made, sizeof made, "%.100s_%zu_%zu_%u", id, i, j, salt);
+        else
+            snprintf(made, sizeof made, "%.100s_%zu_%zu", id, i, j);
+        if (!json_object_get(seen, made))
+            break;
+    }
+    json_object_set_new(seen, made, json_true());
+    size_t mark = jp_key(&w->ptr, "tool_calls");
+    jp_idx(&w->ptr, j);
+    rebuild_key(w, call, "id", json_string(made), "repeated-call-id", "rule 73");
+    jp_pop(&w->ptr, mark);
+}
+
+/* Gives the calls of an assistant turn ids where they have none, unique
+ * ones where they repeat (rule 73), and opens them (after answering what
+ * was still open). */
+static void open_calls(walk *w, json_t *msg, size_t i, json_t *out, json_t *open, json_t *seen)
+{
+    close_open_calls(w, out, open);
+    json_t *calls = json_object_get(msg, "tool_calls");
+    size_t j;
+    json_t *call;
+    json_array_foreach(calls, j, call) {
+        if (!json_is_object(call))
+            continue;
+        json_t *id = json_object_get(call, "id");
+        if (!json_is_string(id) || !json_string_length(id)) {
+            size_t mark = jp_key(&w->ptr, "tool_calls");
+            jp_idx(&w->ptr, j);
+            rebuild_key(w, call, "id", made_call_id(i, j), "missing-call-id", "rule 6");
+            jp_pop(&w->ptr, mark);
+        }
+        json_t *agent = json_incref(json_object_get(call, "id"));
+        unique_call_id(w, call, i, j, seen);
+        id = json_object_get(call, "id");
+        json_t *name = json_object_get(json_object_get(call, "function"), "name");
+        json_array_append_new(open, json_pack("[O,O,o]", id, json_is_string(name) ? name : json_null(),
+                                              json_equal(agent, id) ? json_null() : json_incref(agent)));
+        json_decref(agent);
+    }
+}
+
+/* Takes a tool (or legacy "function") answer: true when it answers an open
+ * call, which it then closes; it gets that call's id if it had none. */
+static bool answer_call(walk *w, json_t *msg, json_t *open)
+{
+    json_t *idv = json_object_get(msg, "tool_call_id");
+    const char *id = json_is_string(idv) && json_string_length(idv) ? json_string_value(idv) : NULL;
+    long k = open_call(open, id, json_string_value(json_object_get(msg, "name")));
+    if (k < 0)
+        return false;
+    const char *call_id = json_string_value(json_array_get(json_array_get(open, (size_t)k), 0));
+    if (!id)
+        rebuild_key(w, msg, "tool_call_id", json_string(call_id), "missing-tool-call-id", "rule 6");
+    else if (strcmp(id, call_id))  /* its call's id was made unique (rule 73) */
+        rebuild_key(w, msg, "tool_call_id", json_string(call_id), "repeated-call-id", "rule 73");
+    json_array_remove(open, (size_t)k);
+    return true;
+}
+
+/* Rule 6 over the whole history, before the per-message pass. */
+void tg_hy_pair_tool_calls(walk *w, json_t *body)
+{
+    json_t *msgs = json_object_get(body, "messages");
+    if (!json_is_array(msgs) || !(w->f & (TG_MR_PAIR_CALLS | TG_MR_LEGACY_FUNCS)))
+        return;
+    json_t *out = json_array(), *open = json_array(), *seen = json_object();
+    char where[40];
+    w->where = where;
+    bool pair = w->f & TG_MR_PAIR_CALLS;
+    size_t n_in = json_array_size(msgs);
+    for (size_t i = 0; i < n_in; i++) {
+        json_t *msg = json_array_get(msgs, i);
+        message_where(where, i);
+        jp_pop(&w->ptr, 0);
+        jp_key(&w->ptr, "messages");
+        jp_idx(&w->ptr, i);
+        role r = json_is_object(msg) ? tg_hy_role_of(msg) : R_NONE;
+        bool legacy_answer = r == R_OTHER && (w->f & TG_MR_LEGACY_FUNCS) &&
+                             !strcmp(json_string_value(json_object_get(msg, "role")), "function");
+        if (legacy_answer) {
+            rebuild_key(w, msg, "role", json_string("tool"), "legacy-function-role", "rule 43");
+            r = R_TOOL;
+        }
+        if (r == R_ASSISTANT && (w->f & TG_MR_LEGACY_FUNCS))
+            legacy_call_to_tool_calls(w, msg, i);
+        if (!pair) {
+            json_array_append(out, msg);
+            continue;
+        }
+        if (r == R_TOOL) {
+            if (!answer_call(w, msg, open)) {
+                close_open_calls(w, out, open);
+                orphan_to_user(w, msg);
+            }
+        } else if (r == R_ASSISTANT && json_is_array(json_object_get(msg, "tool_calls"))) {
+            open_calls(w, msg, i, out, open, seen);
+        } else {
+            close_open_calls(w, out, open);
+        }
+        json_array_append(out, msg);
+    }
+    message_where(where, n_in);
+    close_open_calls(w, out, open);
+    if (json_array_size(out) != n_in)
+        json_object_set(body, "messages", out);
+    json_decref(out);
+    json_decref(open);
+    json_decref(seen);
+}
+
+static json_t *bridge_message(void)
+{
+    return json_pack("{s:s, s:s}", "role", "assistant", "content", bridge_text);
+}
+
+/* Rule 44: Mistral serves only a conversation that ends on user or tool,
+ * or on an assistant prefix to continue (what a trailing assistant turn,
+ * e.g. a prefill, means). */
+static void mark_prefix(walk *w, json_t *out)
+{
+    json_t *last = json_array_get(out, json_array_size(out) - 1);
+    if (!json_is_object(last) || tg_hy_role_of(last) != R_ASSISTANT ||
+        json_object_get(last, "tool_calls") || json_is_true(json_object_get(last, "prefix")))
+        return;
+    char where[40];  /* an upstream index: this message is the last one sent */
+    message_where(where, json_array_size(out) - 1);
+    w->where = where;
+    jp_pop(&w->ptr, 0);
+    jp_key(&w->ptr, "messages");
+    jp_idx(&w->ptr, json_array_size(out) - 1);
+    rebuild_key(w, last, "prefix", json_true(), "assistant-prefix", "rule 44");
+}
+
+/* Rule 63: Mistral's role order has system turns only before the
+ * conversation ("Unexpected role 'system' after role 'tool'"); the chat
+ * templates open models are served with say the same (Qwen's: "System
+ * message must be at the beginning", on vLLM and Ollama), and Google's
+ * SDKs take system text only as the system instruction [U for the compat
+ * endpoint]. The Messages API, and so Claude Code, puts one after the
+ * first user turn. A late system turn joins the leading one (its text
+ * after a blank line), or goes to the end of the leading system block
+ * when either is not plain text. */
+/* content as a list of parts (a string becomes one text part); new */
+static json_t *as_parts(json_t *c)
+{
+    if (json_is_array(c))
+        return json_copy(c);
+    json_t *parts = json_array();
+    if (json_is_string(c) && json_string_length(c))
+        json_array_append_new(parts, json_pack("{s:s,s:O}", "type", "text", "text", c));
+    return parts;
+}
+
+static void system_to_front(walk *w, json_t *out, json_t *msg, const char *name, const char *ref)
+{
+    size_t lead = 0;
+    while (lead < json_array_size(out) && tg_hy_role_of(json_array_get(out, lead)) == R_SYSTEM)
+        lead++;
+    note(w, w->ptr.s, name, ref, msg, NULL);
+    json_t *first = lead ? json_array_get(out, lead - 1) : NULL;
+    json_t *have = json_object_get(first, "content"), *add = json_object_get(msg, "content");
+    if (first && (w->f & TG_MR_ONE_SYSTEM) && !(json_is_string(have) && json_is_string(add))) {
+        /* rule 74: one system turn, whatever its shape */
+        json_t *parts = as_parts(have), *more = as_parts(add);
+        json_array_extend(parts, more);
+        json_decref(more);
+        json_object_set_new(first, "content", parts);
+        return;
+    }
+    if (json_is_string(have) && json_is_string(add)) {
+        tg_buf t = {0};
+        tg_buf_append(&t, json_string_value(have), json_string_length(have));
+        if (t.len && json_string_length(add))
+            tg_buf_puts(&t, "\n\n");
+        tg_buf_append(&t, json_string_value(add), json_string_length(add));
+        json_object_set_new(first, "content", json_stringn(t.data ? t.data : "", t.len));
+        tg_buf_free(&t);
+        return;
+    }
+    json_array_insert(out, lead, msg);
+}
+
+void tg_hy_walk_messages(walk *w, json_t *body)
+{
+    json_t *msgs = json_object_get(body, "messages");
+    if (!json_is_array(msgs))
+        return;
+    json_t *out = json_array();
+    bool rebuilt = false;
+    role prev = R_NONE;
+    char where[40];
+    w->where = where;
+    for (size_t i = 0; i < json_array_size(msgs); i++) {
+        json_t *msg = json_array_get(msgs, i);
+        message_where(where, i);
+        jp_pop(&w->ptr, 0);
+        jp_key(&w->ptr, "messages");
+        jp_idx(&w->ptr, i);
+        if (!json_is_object(msg)) {  /* not ours to judge */
+            json_array_append(out, msg);
+            prev = R_NONE;
+            continue;
+        }
+        w->last = i + 1 == json_array_size(msgs);
+        if (!tg_hy_clean_message(w, msg)) {
+            rebuilt = true;
+            continue;
+        }
+        role r = tg_hy_role_of(msg);
+        if ((w->f & TG_MR_SYSTEM_FIRST) && r == R_SYSTEM && prev != R_NONE && prev != R_SYSTEM) {
+            system_to_front(w, out, msg, "system-first", "rule 63");
+            rebuilt = true;
+            continue;
+        }
+        /* rule 74: the chat templates of local servers take one system
+         * turn ("System message must be at the beginning.", oh-my-pi#958
+         * on Qwen; Gemma's "roles must alternate", conversations#197) */
+        if ((w->f & TG_MR_ONE_SYSTEM) && r == R_SYSTEM && prev == R_SYSTEM) {
+            system_to_front(w, out, msg, "one-system", "rule 74");
+            rebuilt = true;
+            continue;
+        }
+        if ((w->f & TG_MR_ROLE_ORDER) && r == R_USER && prev == R_TOOL) {
+            json_t *bridge = bridge_message();
+            note(w, w->ptr.s, "tool-user-bridge", "rule 44", NULL, bridge);
+            json_array_append_new(out, bridge);
+            rebuilt = true;
+        }
+        json_array_append(out, msg);
+        prev = r;
+    }
+    if ((w->f & TG_MR_ROLE_ORDER) && json_array_size(out))
+        mark_prefix(w, out);
+    if (rebuilt)
+        json_object_set_new(body, "messages", out);
+    else
+        json_decref(out);
+}
