@@ -31,6 +31,7 @@
 
 #include <ctype.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define TEXT_HOLD_MAX (256u * 1024u)
@@ -661,32 +662,65 @@ static const char *py_name_end(const char *p, const char *e)
     return n;
 }
 
-/* One NAME(args) at p; *end after its ')'. 0 when it gave a call. */
+/* Gemma 4 quotes strings with a token, <|"|>text<|"|> (its own form,
+ * call:NAME{key:<|"|>v<|"|>}, waybarrios/vllm-mlx#274): a value holding
+ * it is read with each quoted run as a JSON string. New reference or NULL. */
+#define GQ "<|\"|>"
+static json_t *gemma_value(const char *s, const char *e)
+{
+    tg_buf b = {0};
+    const char *p = s;
+    for (const char *q = tg_rr_find(p, e, GQ); q; q = tg_rr_find(p, e, GQ)) {
+        const char *c = tg_rr_find(q + 5, e, GQ);
+        if (!c)
+            break;
+        tg_buf_append(&b, p, (size_t)(q - p));
+        json_t *str = json_stringn(q + 5, (size_t)(c - q - 5));
+        char *enc = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
+        if (enc)
+            tg_buf_puts(&b, enc);
+        free(enc);
+        json_decref(str);
+        p = c + 5;
+    }
+    tg_buf_append(&b, p, (size_t)(e - p));
+    json_t *v = b.len ? tg_json_load(b.data, b.len, JSON_DECODE_ANY, NULL) : NULL;
+    if (!v && b.len)
+        v = tg_json_fix(b.data, b.len);
+    tg_buf_free(&b);
+    return v;
+}
+
+/* One NAME(args) at p (Gemma 4 also call:NAME{args}); *end after its
+ * closer. 0 when it gave a call. */
 static int py_call(json_t *calls, const char *p, const char *e, const char **end)
 {
-    if (e - p > 5 && !memcmp(p, "call:", 5))  /* Gemma 4 */
+    bool gemma = e - p > 5 && !memcmp(p, "call:", 5);
+    if (gemma)
         p += 5;
     const char *ne = py_name_end(p, e);
     if (ne == p)
         return -1;
     const char *q = py_space(ne, e);
-    if (q >= e || *q != '(')
+    char close = q < e && *q == '(' ? ')' : gemma && q < e && *q == '{' ? '}' : 0;
+    if (!close)
         return -1;
     json_t *args = json_object();
     q = py_space(q + 1, e);
-    while (q < e && *q != ')') {
+    while (q < e && *q != close) {
         const char *ke = py_name_end(q, e);
         const char *sep = py_space(ke, e);
         if (ke == q || sep >= e || (*sep != '=' && *sep != ':'))
             break;
         const char *vs = py_space(sep + 1, e);
         const char *ve = py_value_end(vs, e);
-        if (!ve || *ve == ']' || *ve == '}')
+        if (!ve || (*ve != ',' && *ve != close))
             break;
         const char *vt = ve;
         while (vt > vs && isspace((unsigned char)vt[-1]))
             vt--;
-        json_t *v = tg_json_load(vs, (size_t)(vt - vs), JSON_DECODE_ANY, NULL);
+        json_t *v = tg_rr_find(vs, vt, GQ) ? gemma_value(vs, vt)
+                                           : tg_json_load(vs, (size_t)(vt - vs), JSON_DECODE_ANY, NULL);
         if (!v)
             v = tg_json_fix(vs, (size_t)(vt - vs));
         if (!v)
@@ -694,7 +728,7 @@ static int py_call(json_t *calls, const char *p, const char *e, const char **end
         json_object_setn_new(args, q, (size_t)(ke - q), v);
         q = py_space(ve + (*ve == ','), e);
     }
-    if (q >= e || *q != ')') {
+    if (q >= e || *q != close) {
         json_decref(args);
         return -1;
     }
@@ -846,6 +880,9 @@ static const tag formats[] = {
     /* Llama 4's JSON tool calls between <|python_start|> and <|python_end|>
      * (vllm-project/vllm#16214) */
     {"<|python_start|>", "<|python_end|>", blk_body},
+    /* InternLM2 / Intern-S1: <|action_start|><|plugin|>\n{json}<|action_end|>
+     * (sgl-project/sglang#14866, internlm_detector.py) */
+    {"<|action_start|><|plugin|>", "<|action_end|>", blk_body},
     /* LFM2 (Liquid): a pythonic list between its tokens,
      * lmstudio-ai/lmstudio-bug-tracker#1979 */
     {"<|tool_call_start|>", "<|tool_call_end|>", blk_pythonic},

@@ -61,6 +61,17 @@ CASES = [
      "<|tool_call_start|>[read_file(path=\"/tmp/a\")]<|tool_call_end|>", [R]),
     ("gemma4-call", "Gemma 4's call:NAME(key: value), NousResearch/hermes-agent#7449",
      "<|tool_call>call:get_weather(location: \"Paris\")<tool_call|><|tool_call>call:search(queries: [\"a\", \"b\"], limit: 3)<tool_call|>", [W, S]),
+    ("gemma4-paren", "Gemma 4 through an OpenAI-compatible API, NousResearch/hermes-agent#7449 (call:NAME(k: v), two blocks)",
+     "<|tool_call>call:get_weather(location: \"Paris\")<tool_call|><|tool_call>call:read_file(path: '/tmp/a')<tool_call|>", [W, R]),
+    ("gemma4-brace", "Gemma 4's own form with <|\"|> quotes, waybarrios/vllm-mlx#274 gemma4_tool_parser.py",
+     "<|tool_call>call:search{queries:[<|\"|>a<|\"|>,<|\"|>b<|\"|>],limit:3}<tool_call|>", [S]),
+    ("pythonic-literals", "pythonic arguments as Python literals: both quotes with escapes, numbers, True/None, a list and a dict (vllm pythonic_tool_parser.py reads them with ast)",
+     "[search(queries=['it\\'s', \"say \\\"hi\\\"\\n\"], limit=3, exact=True, score=-1.5, "
+     "filter={'kind': 'doc', 'max': None}, note='caf\\u00e9 [x]')]",
+     [("search", {"queries": ["it's", "say \"hi\"\n"], "limit": 3, "exact": True, "score": -1.5,
+                  "filter": {"kind": "doc", "max": None}, "note": "caf\u00e9 [x]"})]),
+    ("internlm-action", "InternLM2/Intern-S1 action tokens, sgl-project/sglang#14866 (internlm_detector.py)",
+     "<|action_start|><|plugin|>\n{\"name\": \"get_weather\", \"parameters\": {\"location\": \"Paris\"}}<|action_end|>", [W]),
 ]
 
 
