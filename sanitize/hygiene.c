@@ -194,7 +194,7 @@ static const rename_rule mistral_renames[] = {
 #define MSG_LENIENT {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
 #define MSG_XAI                                                                             \
     {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL | TG_MR_REASONING_PARAMS |           \
-         TG_MR_ONE_TEXT,                                                                    \
+         TG_MR_ONE_TEXT | TG_MR_NAME_USER_ONLY,                                             \
      NULL,                                                                                  \
      "section 4.1", NULL, NULL, NULL, "rule 75"}
 #define MSG_OLLAMA                                                                          \
@@ -251,6 +251,7 @@ static const tg_rule_name conf_rules[] = {
     {"fixed_sampling", TG_MR_FIXED_SAMPLING},
     {"thinking_choice", TG_MR_THINKING_CHOICE},
     {"one_text_part", TG_MR_ONE_TEXT},
+    {"name_user_only", TG_MR_NAME_USER_ONLY},
 };
 static const tg_rule_section section = {"messages", conf_rules,
                                         sizeof conf_rules / sizeof *conf_rules, NULL};

@@ -687,6 +687,11 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
     void *tmp;
     json_object_foreach_safe(msg, tmp, key, val) {
         const char *why = message_key_verdict(w, key, val, allow, tool_turn, &ref);
+        /* Rule 81: xAI, "Only messages of role 'user' can have a name."
+         * (BerriAI/litellm#9720); the name is the agent's label of a turn,
+         * not words the model reads, so nothing the model sees is lost. */
+        if (!why && r != R_USER && (w->f & TG_MR_NAME_USER_ONLY) && !strcmp(key, "name"))
+            why = "name-not-user", ref = "rule 81";
         if (why)
             drop_key(w, msg, key, val, why, ref);
     }

@@ -77,6 +77,8 @@ enum {
                                         thinking is on (rule 78, Moonshot) */
     TG_MR_ONE_TEXT       = 1u << 30, /* several text parts in one message
                                         become one (rule 80, xAI) */
+    TG_MR_NAME_USER_ONLY = 1u << 31, /* `name` only on user turns (rule 81,
+                                        xAI) */
 };
 
 typedef struct tg_msg_rules {
