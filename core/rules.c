@@ -68,7 +68,7 @@ int tg_rule_switch(const tg_rule_section *sec, const char *key, const char *valu
 }
 
 int tg_rule_apply(const tg_rule_section *sec, const char *key, const char *value,
-                  unsigned *flags, char *msg, size_t msglen)
+                  uint64_t *flags, char *msg, size_t msglen)
 {
     const tg_rule_name *row = tg_rule_peek(sec, key, msg, msglen);
     if (!row)

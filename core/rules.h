@@ -17,11 +17,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-/* One switchable name and the rule bits it sets or clears. */
+/* One switchable name and the rule bits it sets or clears (64 bits: the
+ * schema section outgrew 32). */
 typedef struct tg_rule_name {
     const char *name;
-    unsigned bits;
+    uint64_t bits;
 } tg_rule_name;
 
 /* A conf section of rule switches. `other` names the section's keys that
@@ -49,6 +51,6 @@ int tg_rule_switch(const tg_rule_section *sec, const char *key, const char *valu
 /* Looks key up and applies value to *flags: sets or clears the row's bits.
  * 0, or -1 with msg set (unknown name or bad value). */
 int tg_rule_apply(const tg_rule_section *sec, const char *key, const char *value,
-                  unsigned *flags, char *msg, size_t msglen);
+                  uint64_t *flags, char *msg, size_t msglen);
 
 #endif

@@ -132,14 +132,14 @@ static json_t *choose_meta_names(json_t *lookup_obj)
  * and Gemini rejects an object without properties. */
 static int args_as_string(const tg_ctx *ctx)
 {
-    unsigned f = ctx->schema ? ctx->schema->flags : 0;
+    uint64_t f = ctx->schema ? ctx->schema->flags : 0;
     return (f & (TG_SR_STRICT | TG_SR_FREEFORM_STRING | TG_SR_OPENAPI_SUBSET)) ||
            tg_dialect_has(ctx->dialect, TG_DF_ARGS_AS_STRING);
 }
 
 static int dialect_strict(const tg_ctx *ctx)
 {
-    unsigned f = ctx->schema ? ctx->schema->flags : 0;
+    uint64_t f = ctx->schema ? ctx->schema->flags : 0;
     return (f & TG_SR_STRICT) || tg_dialect_has(ctx->dialect, TG_DF_STRICT_TOOLS);
 }
 
@@ -475,7 +475,7 @@ static uint64_t rules_key(const tg_ctx *ctx, uint64_t h)
     const tg_disc_conf *dc = ctx->disc;
     int nums[] = { (int)ctx->dialect, dc->list_names, ctx->schema ? ctx->schema->desc_max : 0,
                    ctx->schema ? ctx->schema->name_max : 0 };
-    unsigned flags = ctx->schema ? ctx->schema->flags : 0;
+    uint64_t flags = ctx->schema ? ctx->schema->flags : 0;
     h = tg_hash64(nums, sizeof nums, h);
     h = tg_hash64(&flags, sizeof flags, h);
     for (char **g = dc->core; g && *g; g++)

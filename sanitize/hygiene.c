@@ -270,7 +270,10 @@ void tg_msg_rules_preset(tg_dialect d, tg_msg_rules *out)
 int tg_msg_rules_set(tg_msg_rules *r, const char *key, const char *value,
                      char *msg, size_t msglen)
 {
-    return tg_rule_apply(&section, key, value, &r->flags, msg, msglen);
+    uint64_t f = r->flags;  /* the messages rules fit in 32 bits */
+    int rc = tg_rule_apply(&section, key, value, &f, msg, msglen);
+    r->flags = (unsigned)f;
+    return rc;
 }
 
 /* ---- top level (rules 36, 48, 49) --------------------------------------- */

@@ -40,8 +40,8 @@
 #define ANTH_STRICT_UNIONS 16
 
 typedef struct preset {
-    unsigned flags;
-    unsigned strict_extra;  /* what `schema.strict = on` adds; 0 = strict unsupported */
+    uint64_t flags;
+    uint64_t strict_extra;  /* what `schema.strict = on` adds; 0 = strict unsupported */
     int name_max;
     int max_tools;
 } preset;
@@ -66,8 +66,10 @@ typedef struct preset {
 #define SCHEMA_CEREBRAS                                                                     \
     {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC | TG_SR_ONEOF_ANYOF | TG_SR_NO_SIZE_LIMITS,    \
      TG_SR_ALL_REQUIRED | TG_SR_NULL_ANYOF | TG_SR_CONST_ENUM, 64, 0}
+/* Rule 82: DeepSeek V4 refuses a branch without a type ("field `anyOf`:
+ * missing field `type`", can1357/oh-my-pi#2270). */
 #define SCHEMA_DEEPSEEK                                                                     \
-    {BASE | TG_SR_NAMES, TG_SR_ALL_REQUIRED | TG_SR_NO_CONSTRAINTS | TG_SR_CONST_ENUM, 64, 128}
+    {BASE | TG_SR_NAMES | TG_SR_FLAT_UNIONS, TG_SR_ALL_REQUIRED | TG_SR_NO_CONSTRAINTS | TG_SR_CONST_ENUM, 64, 128}
 #define SCHEMA_XAI                                                                          \
     {BASE | TG_SR_NAMES | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF | TG_SR_FREEFORM_STRING |   \
          TG_SR_XAI_PROPERTIES | TG_SR_NEED_PARAMS | TG_SR_ENUM_NO_NULL,                     \
@@ -99,7 +101,7 @@ static const tg_rule_name rule_names[] = {
     {"serial_calls", TG_SR_SERIAL_CALLS},     {"empty_tools", TG_SR_EMPTY_TOOLS},
     {"anyof_alone", TG_SR_ANYOF_ALONE},       {"no_size_limits", TG_SR_NO_SIZE_LIMITS},
     {"need_parameters", TG_SR_NEED_PARAMS},   {"enum_no_null", TG_SR_ENUM_NO_NULL},
-    {"typed_properties", TG_SR_TYPED_PROPS},
+    {"typed_properties", TG_SR_TYPED_PROPS},  {"flat_unions", TG_SR_FLAT_UNIONS},
     {"strict", 0},
 };
 static const char *const limit_names[] = {"desc_max", "name_max", "max_tools", "max_growth",
@@ -150,7 +152,7 @@ int tg_schema_rules_set(tg_schema_rules *r, const char *key, const char *value,
     if (strcmp(key, "strict"))
         return 0;
     int on = tg_switch_parse(value);
-    unsigned extra = (r->dialect >= 0 && r->dialect < TG_D_COUNT) ? presets[r->dialect].strict_extra : 0;
+    uint64_t extra = (r->dialect >= 0 && r->dialect < TG_D_COUNT) ? presets[r->dialect].strict_extra : 0;
     if (on && !extra) {
         snprintf(msg, msglen, "schema.strict: dialect %s has no strict mode ('%s')",
                  tg_dialect_name(r->dialect), value);
@@ -503,8 +505,8 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
 
 static uint64_t rules_hash(const tg_schema_rules *r, uint64_t seed)
 {
-    int32_t v[7] = {(int32_t)r->dialect, (int32_t)r->flags, r->name_max, r->desc_max, r->max_tools,
-                    r->max_growth, r->max_bytes};
+    int32_t v[8] = {(int32_t)r->dialect, (int32_t)(uint32_t)r->flags, (int32_t)(uint32_t)(r->flags >> 32),
+                    r->name_max, r->desc_max, r->max_tools, r->max_growth, r->max_bytes};
     return tg_hash64(v, sizeof v, seed);
 }
 
@@ -762,7 +764,7 @@ static void drop_empty_tools(json_t *body, tg_ctx *ctx)
 /* Request-level rules that ride on the tools: each one a preset bit. */
 static void apply_request_rules(json_t *body, tg_ctx *ctx)
 {
-    unsigned f = ctx->schema->flags;
+    uint64_t f = ctx->schema->flags;
     if (f)
         tool_choice_chat_shape(body, ctx);
     if ((f & TG_SR_NO_NULL_DESC) && json_is_array(json_object_get(body, "tools")))

@@ -56,12 +56,14 @@ enum {
     TG_SR_ENUM_NO_NULL = 1u << 30,  /* [enum_no_null] null leaves an enum, the type list says it (xAI, rule 71) */
     TG_SR_TYPED_PROPS = 1u << 31,   /* [typed_properties] an untyped property travels JSON-encoded (Groq, rule 72) */
 };
+/* Past bit 31 the bits are macros: an enum constant must fit an int (C11). */
+#define TG_SR_FLAT_UNIONS ((uint64_t)1 << 32) /* [flat_unions] anyOf directly in anyOf (oneOf in oneOf) spliced into one list (rule 82) */
 
 /* The schema rules a preset turns on; a route may override single rules
  * (conf keys `schema.<rule> = on|off`). Held by value in the route. */
 typedef struct tg_schema_rules {
     tg_dialect dialect;
-    unsigned flags;  /* TG_SR_* bits */
+    uint64_t flags;  /* TG_SR_* bits */
     int name_max;    /* tool-name length limit, 0 = none */
     int desc_max;    /* tool-description length limit, 0 = none */
     int max_tools;   /* 0 = no limit */

@@ -395,6 +395,69 @@ static void push_into_branches(walk *w, json_t *n, const char *ptr)
     json_decref(moving);
 }
 
+/* Rule 82: the list key of a branch that only wraps another union whose
+ * values are the same as its branches' spliced in (annotations beside it
+ * say nothing about the values), or NULL. anyOf in anyOf is always that;
+ * oneOf in anyOf once oneof_anyof reads oneOf as anyOf; oneOf in oneOf
+ * differs only for a value three branches all match. */
+static const char *wrapped_union(walk *w, json_t *b, const char *outer)
+{
+    if (!json_is_object(b))
+        return NULL;
+    const char *inner = NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach(b, k, v) {
+        bool any = !strcmp(k, "anyOf"), one = !strcmp(k, "oneOf");
+        bool same = !strcmp(k, outer) || (any && !strcmp(outer, "anyOf")) ||
+                    (one && !strcmp(outer, "anyOf") && (w->flags & TG_SR_ONEOF_ANYOF));
+        if ((any || one) && same && !inner && json_array_size(v))
+            inner = k;
+        else if (strcmp(k, "description") && strcmp(k, "title") && strcmp(k, "$comment"))
+            return NULL;
+    }
+    return inner;
+}
+
+/* The branches of arr into flat, wrappers opened; a wrapper's description
+ * goes to those of its branches that have none. */
+static void splice_union(walk *w, json_t *arr, const char *outer, json_t *flat, const char *desc, int depth)
+{
+    size_t i;
+    json_t *b;
+    json_array_foreach(arr, i, b) {
+        const char *inner = depth < MAX_DEPTH ? wrapped_union(w, b, outer) : NULL;
+        if (inner) {
+            const char *d = json_string_value(json_object_get(b, "description"));
+            splice_union(w, json_object_get(b, inner), outer, flat, d ? d : desc, depth + 1);
+        } else if (desc && json_is_object(b) && !json_object_get(b, "description")) {
+            json_t *c = json_copy(b);
+            json_object_set_new(c, "description", json_string(desc));
+            json_array_append_new(flat, c);
+        } else {
+            json_array_append(flat, b);
+        }
+    }
+}
+
+void tg_sw_flatten_unions(walk *w, json_t *n, const char *ptr)
+{
+    static const char *const keys[] = {"anyOf", "oneOf"};
+    for (int k = 0; k < 2; k++) {
+        json_t *arr = json_object_get(n, keys[k]);
+        size_t i;
+        json_t *b;
+        bool wraps = false;
+        json_array_foreach(arr, i, b) wraps |= wrapped_union(w, b, keys[k]) != NULL;
+        if (!wraps)
+            continue;
+        json_t *flat = json_array();
+        splice_union(w, arr, keys[k], flat, NULL, 0);
+        tg_sw_note(w, ptr, "flatten-nested-union (rule 82)", arr, NULL);
+        json_object_set_new(n, keys[k], flat);  /* n is a shallow copy: arr stays the agent's */
+    }
+}
+
 /* Gemini: anyOf [X, {type:null}] -> X + nullable (section 3.2 step 2).
  * Returns the node that replaces n when one real branch is left (walked
  * afresh by the caller, so the branch's own $ref/allOf get normalised), or
@@ -450,7 +513,7 @@ json_t *tg_sw_collapse_null_branch(walk *w, json_t *n, const char *ptr)
 void tg_sw_resolve_unions(walk *w, json_t *n, json_t *in, const char *ptr, node_type *nt,
                           json_t *hints)
 {
-    unsigned f = w->flags;
+    uint64_t f = w->flags;
     size_t ntypes = json_array_size(nt->types);
     size_t i;
     json_t *t;

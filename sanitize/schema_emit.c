@@ -330,7 +330,7 @@ void tg_sw_emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t 
 static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *hints,
                        const char *ptr, const char *type)
 {
-    unsigned f = w->flags;
+    uint64_t f = w->flags;
     if (tg_sw_in_list(meta_keys, k)) {
         if ((f & (TG_SR_OPENAPI_SUBSET | TG_SR_STRICT | TG_SR_MISTRAL_STRIP)) ||
             ((f & TG_SR_INLINE_REFS) && !strcmp(k, "$id"))) {
@@ -388,7 +388,7 @@ static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *h
 /* `type` (or the stringified enum that replaces it) into out. */
 void tg_sw_emit_type(walk *w, json_t *n, json_t *out, json_t *inv, const node_type *nt, const char *ptr)
 {
-    unsigned f = w->flags;
+    uint64_t f = w->flags;
     const char *single = tg_sw_single_type(nt);
     if (nt->enum_node) {
         json_t *vals = stringify_enum(w, json_object_get(n, "enum"), out, inv, ptr);
@@ -439,7 +439,7 @@ static void emit_subschema(walk *w, const char *k, json_t *v, json_t *out, json_
 
 static void emit_additional(walk *w, json_t *v, json_t *out, json_t *hints, const char *ptr)
 {
-    unsigned f = w->flags;
+    uint64_t f = w->flags;
     if ((f & TG_SR_OPENAPI_SUBSET) || ((f & TG_SR_MISTRAL_STRIP) && json_is_false(v))) {
         if (json_is_object(v))
             tg_sw_hint_add(hints, "additional values", json_object_get(v, "type") ? json_object_get(v, "type") : v);
@@ -477,7 +477,7 @@ static void emit_defs(walk *w, const char *k, json_t *v, json_t *out, const char
 void tg_sw_emit_keys(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hints, const node_type *nt,
                      const char *ptr, int depth, int objdepth)
 {
-    unsigned f = w->flags;
+    uint64_t f = w->flags;
     const char *k;
     json_t *v;
     json_object_foreach(n, k, v) {
@@ -525,7 +525,7 @@ void tg_sw_emit_keys(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hints
 void tg_sw_finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_object, bool is_array,
                        bool root, const char *ptr, int depth, int objdepth)
 {
-    unsigned f = w->flags;
+    uint64_t f = w->flags;
     json_t *props = json_object_get(out, "properties");
     if ((f & TG_SR_OPENAPI_SUBSET) && !root && json_is_object(props) && !json_object_size(props)) {
         /* Rule 58: Gemini refuses an empty properties at any depth

@@ -445,6 +445,8 @@ node_in tg_sw_normalize(walk *w, json_t *in, const char *ptr, bool root)
         }
         json_object_del(n, "oneOf");
     }
+    if (w->flags & TG_SR_FLAT_UNIONS)
+        tg_sw_flatten_unions(w, n, ptr);
     tuple_to_items(w, n, ptr);
     if (json_is_boolean(json_object_get(n, "required")) && (w->flags & TG_SR_REQUIRED)) {
         /* draft 3's "required": true on a property; its parent's walk

@@ -337,7 +337,7 @@ static bool is_property_ptr(const char *ptr)
 static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool root, int objdepth,
                                   const char *ptr)
 {
-    unsigned f = w->flags;
+    uint64_t f = w->flags;
     const char *single = tg_sw_single_type(nt);
     bool is_obj = single && !strcmp(single, "object");
     json_t *props = json_object_get(n, "properties");
@@ -379,7 +379,7 @@ static const char *standin_reason(walk *w, json_t *n, const node_type *nt, bool 
 json_t *tg_sw_rewrite_node(walk *w, json_t *in, const char *ptr, int depth, int objdepth, bool root,
                            json_t **inv)
 {
-    unsigned f = w->flags;
+    uint64_t f = w->flags;
     *inv = NULL;
     w->nodes++;
     if (w->budget->over || ++w->budget->nodes > w->budget->max_nodes) {
@@ -487,9 +487,9 @@ done:
 
 /* The rules one tool is rewritten under: the route's, plus strict when the
  * agent asked for it on a dialect that honours per-tool strict. */
-static unsigned effective_flags(const tg_schema_rules *r, json_t *fn)
+static uint64_t effective_flags(const tg_schema_rules *r, json_t *fn)
 {
-    unsigned f = r->flags;
+    uint64_t f = r->flags;
     if ((f & TG_SR_STRICT_PER_TOOL) && json_is_true(json_object_get(fn, "strict")))
         f |= TG_SR_STRICT | TG_SR_ALL_REQUIRED;
     if (f & TG_SR_STRICT)

@@ -22,7 +22,7 @@
 /* One tool's walk. */
 typedef struct walk {
     const tg_schema_rules *rules;
-    unsigned flags;       /* effective flags for this tool */
+    uint64_t flags;       /* effective flags for this tool */
     json_t *root;         /* the agent's parameters, for $ref (borrowed) */
     json_t *explain;      /* NULL or change records */
     const char *tool;
@@ -118,6 +118,10 @@ void tg_sw_flatten_root(walk *w, json_t *n, json_t *hints);
  * *inv_list gets their inverses when any branch has one. */
 json_t *tg_sw_rewrite_branches(walk *w, json_t *arr, const char *ptr, const char *key,
                                int depth, int objdepth, json_t **inv_list);
+/* Rule 82: an anyOf branch that is itself only an anyOf (a oneOf in a
+ * oneOf; a oneOf in an anyOf once oneof_anyof makes it one) is spliced into
+ * its parent's list, at every level. Edits n (a shallow copy). */
+void tg_sw_flatten_unions(walk *w, json_t *n, const char *ptr);
 /* Gemini: anyOf [X, {type:null}] -> X + nullable. Returns the node that
  * replaces n (to be walked afresh), or NULL after editing n in place. */
 json_t *tg_sw_collapse_null_branch(walk *w, json_t *n, const char *ptr);
