@@ -194,7 +194,7 @@ static const rename_rule mistral_renames[] = {
 #define MSG_LENIENT {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
 #define MSG_XAI                                                                             \
     {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL | TG_MR_REASONING_PARAMS |           \
-         TG_MR_ONE_TEXT | TG_MR_NAME_USER_ONLY,                                             \
+         TG_MR_ONE_TEXT | TG_MR_NAME_USER_ONLY | TG_MR_EMPTY_TURNS | TG_MR_NULL_WITH_CALLS, \
      NULL,                                                                                  \
      "section 4.1", NULL, NULL, NULL, "rule 75"}
 #define MSG_OLLAMA                                                                          \
@@ -252,6 +252,7 @@ static const tg_rule_name conf_rules[] = {
     {"thinking_choice", TG_MR_THINKING_CHOICE},
     {"one_text_part", TG_MR_ONE_TEXT},
     {"name_user_only", TG_MR_NAME_USER_ONLY},
+    {"empty_turns", TG_MR_EMPTY_TURNS},
 };
 static const tg_rule_section section = {"messages", conf_rules,
                                         sizeof conf_rules / sizeof *conf_rules, NULL};
@@ -270,10 +271,7 @@ void tg_msg_rules_preset(tg_dialect d, tg_msg_rules *out)
 int tg_msg_rules_set(tg_msg_rules *r, const char *key, const char *value,
                      char *msg, size_t msglen)
 {
-    uint64_t f = r->flags;  /* the messages rules fit in 32 bits */
-    int rc = tg_rule_apply(&section, key, value, &f, msg, msglen);
-    r->flags = (unsigned)f;
-    return rc;
+    return tg_rule_apply(&section, key, value, &r->flags, msg, msglen);
 }
 
 /* ---- top level (rules 36, 48, 49) --------------------------------------- */

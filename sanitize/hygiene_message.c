@@ -641,6 +641,24 @@ static bool empty_content(json_t *msg)
            (json_is_array(c) && !json_array_size(c));
 }
 
+/* Rule 83: no content, or only text parts without text: nothing the model
+ * reads. */
+static bool no_words(json_t *msg)
+{
+    json_t *c = json_object_get(msg, "content");
+    if (!json_is_array(c))
+        return empty_content(msg);
+    size_t i;
+    json_t *p;
+    json_array_foreach(c, i, p) {
+        const char *type = json_string_value(json_object_get(p, "type"));
+        json_t *t = json_object_get(p, "text");
+        if (!type || strcmp(type, "text") || !json_is_string(t) || json_string_length(t))
+            return false;
+    }
+    return true;
+}
+
 /* Rule 45: an assistant turn with nothing in it. */
 static bool empty_assistant(json_t *msg)
 {
@@ -700,6 +718,12 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
 
     if (r == R_SYSTEM && (w->f & TG_MR_EMPTY_TEXT) && empty_content(msg))
         return message_dropped(w, msg, "empty-system", w->row->msg_rule);
+    /* Rule 83: xAI, "Each message must have at least one content element."
+     * (n8n-io/n8n#14797): an empty system, developer or earlier user turn
+     * says nothing, so it goes; the history's last turn stays, as below. */
+    if ((r == R_SYSTEM || r == R_DEVELOPER || r == R_USER) && !w->last &&
+        (w->f & TG_MR_EMPTY_TURNS) && no_words(msg))
+        return message_dropped(w, msg, r == R_USER ? "empty-user" : "empty-system", "rule 83");
     /* Anthropic: "text content blocks must be non-empty". An empty user
      * turn says nothing, so it goes, but not the last one: without it the
      * request would ask for something else (a continuation of the

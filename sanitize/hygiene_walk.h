@@ -28,7 +28,7 @@ typedef struct rename_rule {
 
 /* One dialect's preset (hygiene.c's presets[], MSG_*). */
 typedef struct dialect_row {
-    unsigned flags;
+    uint64_t flags;
     const role_keys *roles;        /* allow-lists for TG_MR_ALLOWLIST */
     const char *msg_rule;          /* rule the message checks cite */
     const char *const *top_allow;  /* NULL: no top-level allow-list */
@@ -111,7 +111,7 @@ static inline void jp_pop(jptr *p, size_t n)
 typedef struct walk {
     tg_ctx *ctx;
     const dialect_row *row;
-    unsigned f;           /* TG_MR_* in force */
+    uint64_t f;           /* TG_MR_* in force */
     const char *prefix;   /* marker prefix, NULL when disabled */
     size_t plen;
     json_t *id_fwd;       /* agent id -> upstream id, this request */

@@ -5,6 +5,8 @@
 #ifndef TG_MSG_RULES_H
 #define TG_MSG_RULES_H
 
+#include <stdint.h>
+
 #include "core/dialect.h"
 
 /* What the walker may do; each bit names the docs/dialects.md rule it serves. */
@@ -80,10 +82,14 @@ enum {
     TG_MR_NAME_USER_ONLY = 1u << 31, /* `name` only on user turns (rule 81,
                                         xAI) */
 };
+/* Past bit 31 the bits are macros: an enum constant must fit an int (C11). */
+#define TG_MR_EMPTY_TURNS ((uint64_t)1 << 32) /* an empty system or developer
+                                        turn, and an empty user turn but the
+                                        last, dropped (rule 83, xAI) */
 
 typedef struct tg_msg_rules {
     tg_dialect dialect;
-    unsigned flags;  /* TG_MR_* bits */
+    uint64_t flags;  /* TG_MR_* bits */
 } tg_msg_rules;
 
 #endif

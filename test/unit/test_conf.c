@@ -421,6 +421,10 @@ static bool switch_is_on(const tg_route *r, const char *key)
         return r->rules.schema.flags & TG_SR_ITEMS;
     if (!strcmp(key, "messages.drop_nulls"))
         return r->rules.msg.flags & TG_MR_DROP_NULLS;
+    if (!strcmp(key, "schema.flat_unions"))
+        return (r->rules.schema.flags & TG_SR_FLAT_UNIONS) != 0;
+    if (!strcmp(key, "messages.empty_turns"))
+        return (r->rules.msg.flags & TG_MR_EMPTY_TURNS) != 0;
     if (!strcmp(key, "repair.json_fix"))
         return r->rules.repair.flags & TG_RR_JSON_FIX;
     if (!strcmp(key, "repair.R12") || !strcmp(key, "text_tool_calls"))
@@ -449,7 +453,9 @@ static void test_rule_switches(void **state)
     (void)state;
     static const switch_case keys[] = {
         {"schema.items", "schema", "max_bytes"},
-        {"messages.drop_nulls", "messages", "name_user_only"},
+        {"messages.drop_nulls", "messages", "empty_turns"},
+        {"schema.flat_unions", "schema", "max_bytes"},      /* bit 32: the word is 64 bits */
+        {"messages.empty_turns", "messages", "empty_turns"},
         {"repair.json_fix", "repair", "R12"},
         {"repair.R12", "repair", "R12"},
         {"text_tool_calls", NULL, NULL},
