@@ -14,7 +14,8 @@
  *      dropped (R29; both schema rules in repair_schema.c), then ids (R8
  *      synthesize, R9 de-duplicate). A call without a name cannot be delivered: it is
  *      dropped, counted and recorded (never silently).
- *   2. calls written as text into content (R12, repair_text.c).
+ *   2. calls written as text into content (R12, repair_text.c); when that
+ *      and upstream's tool_calls give none, into the reasoning.
  *   3. content "" / [] beside calls -> null (R23, R24), Mistral content lists.
  *   4. finish_reason (R10, R11).
  * Arguments are re-serialized only when something changed; otherwise the
@@ -473,6 +474,51 @@ static size_t text_calls(tg_ctx *ctx, json_t *msg, json_t *calls, uint64_t seed,
     return n;
 }
 
+/* R12 in the reasoning: DeepSeek V3.1 on sglang writes its call tokens
+ * inside reasoning_content and ends with empty content
+ * (sgl-project/sglang#11764). Only when neither the content nor the
+ * answer's tool_calls gave a call (the content's call wins) is the
+ * reasoning (reasoning_content, or reasoning) read with the same table,
+ * from no message start: markup only, never bare JSON a model thinks
+ * aloud. The recovered markup leaves the reasoning; the rest is kept. */
+static size_t reasoning_calls(tg_ctx *ctx, json_t *msg, json_t *calls, uint64_t seed,
+                              json_t *ids, bool cut)
+{
+    static const char *const keys[] = {"reasoning_content", "reasoning"};
+    if (!tg_rr_text_calls_on(ctx) || json_array_size(json_object_get(msg, "tool_calls")))
+        return 0;
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        json_t *r = json_object_get(msg, keys[k]);
+        if (!json_is_string(r))
+            continue;
+        tg_buf rest = {0};
+        json_t *found = json_array();
+        bool at_start = false;
+        const char *text = json_string_value(r);
+        size_t len = json_string_length(r);
+        size_t used = tg_text_scan(ctx, text, len, !cut, &at_start, &rest, found);
+        if (used < len)
+            tg_buf_append(&rest, text + used, len - used);
+        size_t n = 0;
+        if (json_array_size(found)) {
+            json_t *oc = json_array();
+            size_t i;
+            json_t *tc;
+            json_array_foreach(found, i, tc) json_array_append_new(oc, tg_rr_call_from_text(tc));
+            n = tg_rr_fix_calls(ctx, oc, seed, json_array_size(calls), ids);
+            tg_rr_note(ctx, TG_R12, keys[k], r, oc);
+            json_array_extend(calls, oc);
+            json_decref(oc);
+            json_object_set_new(msg, keys[k], json_stringn(rest.data ? rest.data : "", rest.len));
+        }
+        json_decref(found);
+        tg_buf_free(&rest);
+        if (n)
+            return n;
+    }
+    return 0;
+}
+
 /* The JSON a model wrote for a rewritten response_format schema, as the
  * agent's own schema says it (schema.c, rewrite_response_format): a new
  * string, or NULL when it does not parse or nothing changes. */
@@ -529,6 +575,8 @@ static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
     tg_rr_flatten_content(ctx, msg);
     const char *fin = json_string_value(json_object_get(choice, "finish_reason"));
     n += text_calls(ctx, msg, calls, seed, ids, fin && !strcmp(fin, "length"));
+    if (n == 0)
+        n = reasoning_calls(ctx, msg, calls, seed, ids, fin && !strcmp(fin, "length"));
     if (n > 0) {
         json_object_set(msg, "tool_calls", calls);
         json_t *content = json_object_get(msg, "content");

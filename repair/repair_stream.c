@@ -45,7 +45,9 @@
  * fragments and its first chunk (kept, nothing sent: most events of a
  * stream on a route that holds calls), and a live call's first chunk and a
  * finish that no rule changes (stream_relay.c, the raw relay). Content is held only with R12 on, and only from a byte that
- * could start tool-call markup until that is decided (repair_text.c).
+ * could start tool-call markup until that is decided (repair_text.c); the
+ * reasoning (reasoning_content, reasoning) likewise, its calls going out at
+ * the finish only when the choice has no other call (scan_reasoning).
  *
  * Ends: a finish_reason that comes while a call's arguments are still open
  * waits for them (some providers send fragments after it) or for the end of
@@ -103,29 +105,137 @@ static bool waits_for_closer(const tg_buf *held)
     return gt != NULL;
 }
 
-/* R12: content through the scanner; returns the text decided now (new ref,
- * or NULL when nothing), recovered calls appended to calls. */
-static json_t *scan_content(tg_stream *s, schoice *c, const char *t, size_t n, bool final,
-                            json_t *calls)
+/* R12: held text (content, or reasoning) through the scanner; returns the
+ * text decided now (new ref, or NULL when nothing), recovered calls
+ * appended to calls, their markup to markup (NULL: not kept). */
+static json_t *scan_held(tg_stream *s, tg_buf *held, bool *at_start, const char *t, size_t n,
+                         bool final, json_t *calls, tg_buf *markup)
 {
-    bool skip = !final && waits_for_closer(&c->held) && !memchr(t, '>', n);
-    tg_buf_append(&c->held, t, n);
+    bool skip = !final && waits_for_closer(held) && !memchr(t, '>', n);
+    tg_buf_append(held, t, n);
     if (skip)
         return NULL;
     tg_buf text = {0};
     json_t *found = json_array();
-    size_t used = tg_text_scan(s->ctx, c->held.data ? c->held.data : "", c->held.len, final,
-                               &c->at_start, &text, found);
-    tg_buf_consume(&c->held, used);
+    size_t used = tg_text_scan_markup(s->ctx, held->data ? held->data : "", held->len, final,
+                                      at_start, &text, found, markup);
+    tg_buf_consume(held, used);
     size_t i;
     json_t *tc;
     json_array_foreach(found, i, tc) json_array_append_new(calls, tg_rr_call_from_text(tc));
-    if (json_array_size(found))
+    if (json_array_size(found) && !markup)
         tg_rr_note(s->ctx, TG_R12, NULL, NULL, found);
     json_decref(found);
     json_t *out = text.len ? json_stringn(text.data, text.len) : NULL;
     tg_buf_free(&text);
     return out;
+}
+
+static json_t *scan_content(tg_stream *s, schoice *c, const char *t, size_t n, bool final,
+                            json_t *calls)
+{
+    return scan_held(s, &c->held, &c->at_start, t, n, final, calls, NULL);
+}
+
+/* R12 in the reasoning (sgl-project/sglang#11764: DeepSeek V3.1 writes its
+ * call tokens inside reasoning_content, content empty). The reasoning
+ * (reasoning_content, or reasoning) is streamed as it comes and held the
+ * way content is: from the first byte that could open a call until that is
+ * decided, read from no message start (markup only, never bare JSON
+ * thought aloud). A call read there is held with its markup until the
+ * finish: it goes out as a call only when the choice has no other (the
+ * content's call, or upstream's tool_calls, wins); otherwise its markup
+ * goes out as the reasoning it was, late. */
+static const char *const reasoning_keys[] = {"reasoning_content", "reasoning"};
+
+static bool reasoning_markup(const json_t *delta, const schoice *c)
+{
+    for (size_t k = 0; k < 2; k++) {
+        const json_t *v = json_object_get(delta, reasoning_keys[k]);
+        if (json_is_string(v) &&
+            (c->rheld.len || memchr(json_string_value(v), '<', json_string_length(v)) ||
+             memchr(json_string_value(v), '[', json_string_length(v))))
+            return true;
+    }
+    return false;
+}
+
+static void scan_reasoning(tg_stream *s, schoice *c, json_t *delta)
+{
+    if (!s->r12)
+        return;
+    for (size_t k = 0; k < 2; k++) {
+        const char *key = reasoning_keys[k];
+        json_t *v = json_object_get(delta, key);
+        if (!json_is_string(v) || !reasoning_markup(delta, c))
+            continue;
+        bool at_start = false;
+        json_t *found = json_array();
+        json_t *t = scan_held(s, &c->rheld, &at_start, json_string_value(v),
+                              json_string_length(v), false, found, &c->rmarkup);
+        c->rkey = key;
+        if (json_array_size(found)) {
+            if (!c->rcalls)
+                c->rcalls = json_array();
+            json_array_extend(c->rcalls, found);
+        }
+        json_decref(found);
+        if (t)
+            json_object_set_new(delta, key, t);
+        else
+            json_object_del(delta, key);
+    }
+}
+
+/* What the reasoning still holds goes out as reasoning (the finish, or cut
+ * markup); a stream cut short also gives back the markup of calls held. */
+static void flush_reasoning_text(tg_stream *s, schoice *c, json_t *events, bool cut, bool all)
+{
+    if (c->rheld.len) {
+        bool at_start = false;
+        json_t *found = json_array();
+        json_t *t = cut ? NULL
+                        : scan_held(s, &c->rheld, &at_start, "", 0, true, found, &c->rmarkup);
+        if (t)
+            tg_rs_queue_delta(s, c, events, json_pack("{s:o}", c->rkey, t), NULL);
+        if (json_array_size(found)) {
+            if (!c->rcalls)
+                c->rcalls = json_array();
+            json_array_extend(c->rcalls, found);
+        }
+        json_decref(found);
+    }
+    if (all && c->rmarkup.len) {
+        tg_buf_append(&c->rmarkup, c->rheld.data, c->rheld.len);
+        tg_buf_reset(&c->rheld);
+    }
+    tg_buf *out = all && c->rmarkup.len ? &c->rmarkup : &c->rheld;
+    if (out->len)
+        tg_rs_queue_delta(s, c, events, json_pack("{s:s%}", c->rkey, out->data, out->len), NULL);
+    tg_buf_reset(&c->rheld);
+    if (all) {
+        tg_buf_reset(&c->rmarkup);
+        json_decref(c->rcalls);
+        c->rcalls = NULL;
+    }
+}
+
+/* At the finish: the reasoning's calls join calls when the choice has no
+ * other call; else their markup goes out as reasoning. */
+static void flush_reasoning_calls(tg_stream *s, schoice *c, json_t *events, json_t *calls)
+{
+    if (!c->rcalls)
+        return;
+    if (!c->ncalls && !c->next_out && !json_array_size(calls)) {
+        tg_rr_note(s->ctx, TG_R12, c->rkey, NULL, c->rcalls);
+        json_array_extend(calls, c->rcalls);
+    } else if (c->rmarkup.len) {
+        tg_rs_queue_delta(s, c, events,
+                          json_pack("{s:s%}", c->rkey, c->rmarkup.data, c->rmarkup.len), NULL);
+    }
+    tg_buf_reset(&c->rmarkup);
+    json_decref(c->rcalls);
+    c->rcalls = NULL;
 }
 
 /* Structured content goes out whole, restored when the JSON is whole
@@ -148,8 +258,9 @@ static void flush_structured(tg_stream *s, schoice *c, json_t *events, bool cut)
 static void flush_choice(tg_stream *s, schoice *c, json_t *events, bool cut)
 {
     flush_structured(s, c, events, cut);
+    flush_reasoning_text(s, c, events, cut, false);
+    json_t *calls = json_array();
     if (s->r12 && c->held.len) {
-        json_t *calls = json_array();
         json_t *text = scan_content(s, c, "", 0, !cut, calls);
         if (text)
             tg_rs_queue_delta(s, c, events, json_pack("{s:o}", "content", text), NULL);
@@ -158,11 +269,12 @@ static void flush_choice(tg_stream *s, schoice *c, json_t *events, bool cut)
                               json_pack("{s:s%}", "content", c->held.data, c->held.len), NULL);
             tg_buf_reset(&c->held);
         }
-        if (json_array_size(calls))
-            tg_rs_queue_calls(s, c, calls, events);
-        else
-            json_decref(calls);
     }
+    flush_reasoning_calls(s, c, events, calls);
+    if (json_array_size(calls))
+        tg_rs_queue_calls(s, c, calls, events);
+    else
+        json_decref(calls);
     for (size_t i = 0; i < c->ncalls; i++) {
         scall *k = &c->calls[i];
         k->complete = true;
@@ -235,6 +347,8 @@ static bool choice_needs_work(tg_stream *s, const json_t *ch, bool commit)
     const json_t *ix = json_object_get(ch, "index");
     long index = json_is_integer(ix) ? (long)json_integer_value(ix) : 0;
     schoice *c = tg_rs_choice_get(s, index);
+    if (s->r12 && reasoning_markup(d, c))
+        return true;  /* R12 in the reasoning: kept from here on */
     if (json_is_string(content) && s->r12) {
         const char *t = json_string_value(content);
         size_t n = json_string_length(content);
@@ -267,6 +381,7 @@ static void fix_delta(tg_stream *s, schoice *c, json_t *delta, bool has_calls,
     if (s->rounds)  /* one stream for the agent: its role came in round one */
         json_object_del(delta, "role");
     keep_opaque(s, c, delta);
+    scan_reasoning(s, c, delta);
     json_t *role = json_object_get(delta, "role");
     if (role && (!json_is_string(role) || !json_string_length(role)) &&
         tg_rr_on(s->ctx, TG_RR_ROLE)) {
@@ -520,6 +635,7 @@ static void send_truncated(tg_stream *s, bool transport_error, tg_buf *out)
         json_array_extend(events, c->after);  /* what waited behind a live call */
         json_array_clear(c->after);
         flush_structured(s, c, events, true);  /* the answer so far, as it came */
+        flush_reasoning_text(s, c, events, true, true);
         if (c->held.len) {  /* undecided text is still text */
             tg_rs_queue_delta(s, c, events,
                               json_pack("{s:s%}", "content", c->held.data, c->held.len), NULL);
@@ -850,6 +966,10 @@ static void new_round(tg_stream *s)
         tg_rs_calls_clear(&s->ch[i]);
         tg_buf_reset(&s->ch[i].content);
         tg_buf_reset(&s->ch[i].held);
+        tg_buf_reset(&s->ch[i].rheld);
+        tg_buf_reset(&s->ch[i].rmarkup);
+        json_decref(s->ch[i].rcalls);
+        s->ch[i].rcalls = NULL;
         json_decref(s->ch[i].opaque);
         s->ch[i].opaque = NULL;
         s->ch[i].finished = false;
@@ -960,6 +1080,9 @@ void tg_stream_free(tg_stream *s)
         json_decref(s->ch[i].ids);
         json_decref(s->ch[i].after);
         tg_buf_free(&s->ch[i].held);
+        tg_buf_free(&s->ch[i].rheld);
+        tg_buf_free(&s->ch[i].rmarkup);
+        json_decref(s->ch[i].rcalls);
         tg_buf_free(&s->ch[i].structured);
         tg_buf_free(&s->ch[i].content);
         json_decref(s->ch[i].opaque);

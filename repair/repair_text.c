@@ -1027,6 +1027,12 @@ static int tag_at(const char *p, const char *e, const tag **t)
 size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
                     bool *at_start, tg_buf *text, json_t *calls)
 {
+    return tg_text_scan_markup(ctx, s, n, final, at_start, text, calls, NULL);
+}
+
+size_t tg_text_scan_markup(const tg_ctx *ctx, const char *s, size_t n, bool final,
+                           bool *at_start, tg_buf *text, json_t *calls, tg_buf *markup)
+{
     const char *p = s, *e = s + n;
     bool msg_start = *at_start;  /* s is the message's first byte */
     while (p < e) {
@@ -1056,6 +1062,8 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
                     if (rc == 0 && json_array_size(got)) {
                         json_array_extend(calls, got);
                         json_decref(got);
+                        if (markup)
+                            tg_buf_append(markup, p, (size_t)(je - p));
                         p = je;
                         continue;
                     }
@@ -1089,6 +1097,8 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
                 return (size_t)(p - s);  /* "[NAME(" ... still coming */
             }
             if (pk == 1 && parse_block(ctx, &pythonic, p, le, calls) == 0) {
+                if (markup)
+                    tg_buf_append(markup, p, (size_t)(le - p));
                 p = le;
                 continue;
             }
@@ -1103,6 +1113,8 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
             continue;
         }
         if (!t->parse) {  /* an end token: dropped */
+            if (markup)
+                tg_buf_append(markup, p, strlen(t->open));
             p += strlen(t->open);
             continue;
         }
@@ -1125,6 +1137,8 @@ size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
             close = be = e;
         }
         if (parse_block(ctx, t, p, close, calls) == 0) {
+            if (markup)
+                tg_buf_append(markup, p, (size_t)(be - p));
             p = be;
             continue;
         }

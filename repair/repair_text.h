@@ -21,4 +21,10 @@
 size_t tg_text_scan(const tg_ctx *ctx, const char *s, size_t n, bool final,
                     bool *at_start, tg_buf *text, json_t *calls);
 
+/* tg_text_scan, with the bytes it removed (the markup of the calls, and the
+ * end tokens dropped) appended to markup: the stream holds them until it
+ * knows whether calls read in the reasoning go out (repair_stream.c). */
+size_t tg_text_scan_markup(const tg_ctx *ctx, const char *s, size_t n, bool final,
+                           bool *at_start, tg_buf *text, json_t *calls, tg_buf *markup);
+
 #endif

@@ -391,7 +391,8 @@ static bool relay_finish(tg_stream *s, const tg_frag *f, const char *data, size_
     schoice *c = tg_rs_choice_find(s, f->choice);
     char fr[sizeof c->finish_buf];
     if (!f->finish_len || f->finish_len >= sizeof fr ||
-        (c ? c->finished || !c->any_sent || c->held.len || c->structured.len ||
+        (c ? c->finished || !c->any_sent || c->held.len || c->rheld.len || c->rcalls ||
+                 c->structured.len ||
                  json_array_size(c->after)
            : !s->raw_sent))
         return false;
@@ -546,7 +547,7 @@ bool tg_rs_surely_plain(const tg_stream *s, const char *d, size_t n)
             tg_rr_find(d, e, "\\u003C") || tg_rr_find(d, e, "\\u005b") || tg_rr_find(d, e, "\\u005B"))
             return false;
         for (size_t i = 0; i < s->nch; i++)
-            if (s->ch[i].held.len || s->ch[i].at_start)
+            if (s->ch[i].held.len || s->ch[i].at_start || s->ch[i].rheld.len)
                 return false;
     }
     if (has_tool_calls(d, e))

@@ -53,6 +53,10 @@ typedef struct schoice {
     tg_buf structured;/* content for a rewritten response_format schema:
                          restored as a whole at the finish */
     bool at_start;
+    tg_buf rheld;     /* R12 in the reasoning: reasoning not decided yet, */
+    json_t *rcalls;   /* the calls read in it (NULL: none), held to the finish */
+    tg_buf rmarkup;   /* with their markup: reasoning again if they do not go */
+    const char *rkey; /* the field they came in (static string) */
     tg_buf content;   /* this round's content, for discovery */
     json_t *opaque;   /* this round's reasoning fields as the provider sent
                          them ({reasoning_content: text, reasoning_details:
