@@ -434,21 +434,25 @@ keep:
 
 /* --- whole answers -------------------------------------------------------- */
 
-/* R12: calls written into content; returns how many were recovered. An
- * answer cut by the token limit (cut) keeps a call whose markup never
- * closed as the text it is: its arguments may be missing, and a truncated
- * command must not run. */
-static size_t text_calls(tg_ctx *ctx, json_t *msg, json_t *calls, uint64_t seed, json_t *ids,
-                         bool cut)
+/* R12 over the string msg[key]: the calls written in it, fixed and
+ * appended to calls, their markup taken out of it; returns how many. The
+ * content reads from a message start (bare JSON counts there) and goes
+ * as null when only blanks are left; the reasoning reads markup only and
+ * keeps what is left as it is. An answer cut by the token limit (cut)
+ * keeps a call whose markup never closed as the text it is: its arguments
+ * may be missing, and a truncated command must not run. */
+static size_t calls_in_text(tg_ctx *ctx, json_t *msg, const char *key, json_t *calls,
+                            uint64_t seed, json_t *ids, bool cut)
 {
-    json_t *content = json_object_get(msg, "content");
-    if (!json_is_string(content) || !tg_rr_text_calls_on(ctx))
+    bool is_content = !strcmp(key, "content");
+    json_t *str = json_object_get(msg, key);
+    if (!json_is_string(str))
         return 0;
     tg_buf rest = {0};
     json_t *found = json_array();
-    bool at_start = true;
-    const char *text = json_string_value(content);
-    size_t len = json_string_length(content);
+    bool at_start = is_content;
+    const char *text = json_string_value(str);
+    size_t len = json_string_length(str);
     size_t used = tg_text_scan(ctx, text, len, !cut, &at_start, &rest, found);
     if (used < len)  /* cut: the unclosed tail, as it came */
         tg_buf_append(&rest, text + used, len - used);
@@ -459,19 +463,28 @@ static size_t text_calls(tg_ctx *ctx, json_t *msg, json_t *calls, uint64_t seed,
         json_t *tc;
         json_array_foreach(found, i, tc) json_array_append_new(oc, tg_rr_call_from_text(tc));
         n = tg_rr_fix_calls(ctx, oc, seed, json_array_size(calls), ids);
-        tg_rr_note(ctx, TG_R12, NULL, content, oc);
+        tg_rr_note(ctx, TG_R12, is_content ? NULL : key, str, oc);
         json_array_extend(calls, oc);
         json_decref(oc);
         const char *r = rest.data ? rest.data : "";
         bool blank = true;
-        for (const char *p = r; *p; p++)
-            if (!isspace((unsigned char)*p))
-                blank = false;
-        json_object_set_new(msg, "content", blank ? json_null() : json_stringn(r, rest.len));
+        for (const char *p = r; *p && blank; p++)
+            blank = isspace((unsigned char)*p);
+        json_object_set_new(msg, key,
+                            is_content && blank ? json_null() : json_stringn(r, rest.len));
     }
     json_decref(found);
     tg_buf_free(&rest);
     return n;
+}
+
+/* R12: calls written into content; returns how many were recovered. */
+static size_t text_calls(tg_ctx *ctx, json_t *msg, json_t *calls, uint64_t seed, json_t *ids,
+                         bool cut)
+{
+    if (!tg_rr_text_calls_on(ctx))
+        return 0;
+    return calls_in_text(ctx, msg, "content", calls, seed, ids, cut);
 }
 
 /* R12 in the reasoning: DeepSeek V3.1 on sglang writes its call tokens
@@ -488,31 +501,7 @@ static size_t reasoning_calls(tg_ctx *ctx, json_t *msg, json_t *calls, uint64_t 
     if (!tg_rr_text_calls_on(ctx) || json_array_size(json_object_get(msg, "tool_calls")))
         return 0;
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
-        json_t *r = json_object_get(msg, keys[k]);
-        if (!json_is_string(r))
-            continue;
-        tg_buf rest = {0};
-        json_t *found = json_array();
-        bool at_start = false;
-        const char *text = json_string_value(r);
-        size_t len = json_string_length(r);
-        size_t used = tg_text_scan(ctx, text, len, !cut, &at_start, &rest, found);
-        if (used < len)
-            tg_buf_append(&rest, text + used, len - used);
-        size_t n = 0;
-        if (json_array_size(found)) {
-            json_t *oc = json_array();
-            size_t i;
-            json_t *tc;
-            json_array_foreach(found, i, tc) json_array_append_new(oc, tg_rr_call_from_text(tc));
-            n = tg_rr_fix_calls(ctx, oc, seed, json_array_size(calls), ids);
-            tg_rr_note(ctx, TG_R12, keys[k], r, oc);
-            json_array_extend(calls, oc);
-            json_decref(oc);
-            json_object_set_new(msg, keys[k], json_stringn(rest.data ? rest.data : "", rest.len));
-        }
-        json_decref(found);
-        tg_buf_free(&rest);
+        size_t n = calls_in_text(ctx, msg, keys[k], calls, seed, ids, cut);
         if (n)
             return n;
     }
