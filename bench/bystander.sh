@@ -16,17 +16,12 @@ RP=$(free_port)
 redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
     >"$TG_TMP/redis.log" 2>&1 &
 RPID=$!
-"$PY" "$TG_ROOT/test/adversary/hostile_redis.py" slow - "$RP" "$DELAY" >"$TG_TMP/slow.out" &
-SPID=$!
+trap 'kill $RPID 2>/dev/null; stop_all' EXIT
+# lib.sh's start_script_upstream waits (60 s while it runs) for its port
+start_script_upstream slow "$TG_ROOT/test/adversary/hostile_redis.py" slow - "$RP" "$DELAY"
+SPID=$UP_PID
+SP=$UP_PORT
 trap 'kill $RPID $SPID 2>/dev/null; stop_all' EXIT
-_i=0
-SP=
-while [ $_i -lt 200 ] && [ -z "$SP" ]; do  # a loaded machine starts python slowly
-    sleep 0.05
-    SP=$(sed -n 's/^port=//p' "$TG_TMP/slow.out")
-    _i=$((_i + 1))
-done
-[ -n "$SP" ] || { echo "the slow Redis did not start" >&2; exit 1; }
 start_mock
 PORT=$(free_port)
 {

@@ -13,17 +13,11 @@ export TG_MOCK="${TG_MOCK:-$TG_ROOT/build/mock-upstream}"
 . "$TG_ROOT/test/integration/lib.sh"
 DELAY=${DELAY_MS:-300}
 TOOLS=${TOOLS:-4096}
-"$PY" "$TG_ROOT/bench/embed_bystander.py" serve "$DELAY" >"$TG_TMP/emb.out" &
-EPID=$!
+# lib.sh's start_script_upstream waits (60 s while it runs) for its port
+start_script_upstream emb "$TG_ROOT/bench/embed_bystander.py" serve "$DELAY"
+EPID=$UP_PID
+EP=$UP_PORT
 trap 'kill $EPID 2>/dev/null; stop_all' EXIT
-_i=0
-EP=
-while [ $_i -lt 200 ] && [ -z "$EP" ]; do  # a loaded machine starts python slowly
-    sleep 0.05
-    EP=$(sed -n 's/^port=//p' "$TG_TMP/emb.out")
-    _i=$((_i + 1))
-done
-[ -n "$EP" ] || { echo "the embeddings endpoint did not start" >&2; exit 1; }
 start_mock
 PORT=$(free_port)
 {
