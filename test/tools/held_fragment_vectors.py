@@ -10,6 +10,11 @@ an object, R20 objects in a row, broken JSON, interleaved calls, a finish
 waiting for open arguments, fragments after the finish, a new envelope).
 Run from the repository root; the files are committed."""
 import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stream_call_vectors import frag  # noqa: E402  one tool-call fragment
 
 TOOLS = json.load(open("test/vectors/repair/R04-index0-reused-ids.json"))["tools"]
 
@@ -17,23 +22,6 @@ TOOLS = json.load(open("test/vectors/repair/R04-index0-reused-ids.json"))["tools
 def chunk(delta, finish=None, model="m"):
     return {"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 1, "model": model,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-
-def frag(index=None, id=None, name=None, args=None, type_=False):
-    f = {}
-    if index is not None:
-        f["index"] = index
-    if id is not None:
-        f["id"] = id
-    if type_:
-        f["type"] = "function"
-    fn = {}
-    if name is not None:
-        fn["name"] = name
-    if args is not None:
-        fn["arguments"] = args
-    f["function"] = fn
-    return f
 
 
 def fc(f, finish=None, model="m"):

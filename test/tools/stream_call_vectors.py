@@ -83,28 +83,33 @@ CASES = [
      [call(0, "call_a", "get_weather", W), call(1, "call_b", "read_file", R)]),
 ]
 
-for name, dialect, note, frags, calls in CASES:
-    sse = [ROLE] + [chunk({"tool_calls": [f]}) for f in frags] + [chunk({}, "tool_calls"), "[DONE]"]
-    v = {"quirk": name.split("-")[0], "note": note, "dialect": dialect, "sse": sse}
-    if calls == "live":  # relayed as the fragments come, under the first id
-        v["expected_sse"] = [ROLE, chunk({"tool_calls": [call(0, "call_a", "get_weather", "")]}),
-                             chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"location":'}}]}),
-                             chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
-                             chunk({}, "tool_calls"), "[DONE]"]
-    else:
-        v["expected_sse"] = [ROLE] + [chunk({"tool_calls": [c]}) for c in calls] + \
-            [chunk({}, "tool_calls"), "[DONE]"]
-    v["tools"] = TOOLS
-    with open("test/vectors/repair/%s.json" % name, "w") as f:
+def main():
+    for name, dialect, note, frags, calls in CASES:
+        sse = [ROLE] + [chunk({"tool_calls": [f]}) for f in frags] + [chunk({}, "tool_calls"), "[DONE]"]
+        v = {"quirk": name.split("-")[0], "note": note, "dialect": dialect, "sse": sse}
+        if calls == "live":  # relayed as the fragments come, under the first id
+            v["expected_sse"] = [ROLE, chunk({"tool_calls": [call(0, "call_a", "get_weather", "")]}),
+                                 chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"location":'}}]}),
+                                 chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
+                                 chunk({}, "tool_calls"), "[DONE]"]
+        else:
+            v["expected_sse"] = [ROLE] + [chunk({"tool_calls": [c]}) for c in calls] + \
+                [chunk({}, "tool_calls"), "[DONE]"]
+        v["tools"] = TOOLS
+        with open("test/vectors/repair/%s.json" % name, "w") as f:
+            json.dump(v, f, indent=1)
+            f.write("\n")
+
+    # the summary in the finish chunk itself
+    v = json.load(open("test/vectors/repair/R09-summary-repeat.json"))
+    v["note"] = "the summary of a call comes in the chunk that carries finish_reason"
+    last = v["sse"][-3]
+    last["choices"][0]["finish_reason"] = "tool_calls"
+    v["sse"] = v["sse"][:-2] + ["[DONE]"]
+    with open("test/vectors/repair/R09-summary-with-finish.json", "w") as f:
         json.dump(v, f, indent=1)
         f.write("\n")
 
-# the summary in the finish chunk itself
-v = json.load(open("test/vectors/repair/R09-summary-repeat.json"))
-v["note"] = "the summary of a call comes in the chunk that carries finish_reason"
-last = v["sse"][-3]
-last["choices"][0]["finish_reason"] = "tool_calls"
-v["sse"] = v["sse"][:-2] + ["[DONE]"]
-with open("test/vectors/repair/R09-summary-with-finish.json", "w") as f:
-    json.dump(v, f, indent=1)
-    f.write("\n")
+
+if __name__ == "__main__":  # held_fragment_vectors.py imports frag
+    main()
