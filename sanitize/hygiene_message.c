@@ -612,7 +612,7 @@ static void clean_parts(walk *w, json_t *content)
 
 /* Why key must go, or NULL. Sets *ref to the rule it cites. */
 static const char *message_key_verdict(const walk *w, const char *key, json_t *val,
-                                       const char *const *allow, bool tool_turn,
+                                       const char *const *allow, role r, bool tool_turn,
                                        const char **ref)
 {
     bool rc = !strcmp(key, "reasoning_content");
@@ -631,6 +631,11 @@ static const char *message_key_verdict(const walk *w, const char *key, json_t *v
         return *ref = "section 4.1", "cache-control";
     if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
         return *ref = tg_hy_null_rule(w), "null-key";
+    /* Rule 81: xAI, "Only messages of role 'user' can have a name."
+     * (BerriAI/litellm#9720); the name is the agent's label of a turn, not
+     * words the model reads, so nothing the model sees is lost. */
+    if ((w->f & TG_MR_NAME_USER_ONLY) && r != R_USER && !strcmp(key, "name"))
+        return *ref = "rule 81", "name-not-user";
     return NULL;
 }
 
@@ -704,12 +709,7 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
     json_t *val;
     void *tmp;
     json_object_foreach_safe(msg, tmp, key, val) {
-        const char *why = message_key_verdict(w, key, val, allow, tool_turn, &ref);
-        /* Rule 81: xAI, "Only messages of role 'user' can have a name."
-         * (BerriAI/litellm#9720); the name is the agent's label of a turn,
-         * not words the model reads, so nothing the model sees is lost. */
-        if (!why && r != R_USER && (w->f & TG_MR_NAME_USER_ONLY) && !strcmp(key, "name"))
-            why = "name-not-user", ref = "rule 81";
+        const char *why = message_key_verdict(w, key, val, allow, r, tool_turn, &ref);
         if (why)
             drop_key(w, msg, key, val, why, ref);
     }
