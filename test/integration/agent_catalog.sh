@@ -1,28 +1,38 @@
 #!/bin/sh
 # agent_catalog.sh -- a real agent with a large MCP catalog, through
-# toolgate's discovery (issue 19 part 6): how many tasks end with the right
-# tool called.
+# toolgate's discovery (issue 19 part 6, issue 31): how many tasks end with
+# the right tool called.
 #
-# opencode (pinned in test/agents, as agents.sh runs it) gets a local stdio
-# MCP server (test/agents/mcp_catalog.mjs) that serves the 400 tools of
+# The agent (pinned in test/agents, as agents.sh runs it: opencode, or
+# Claude Code with TG_CATALOG_AGENT=claude) gets a local stdio MCP server
+# (test/agents/mcp_catalog.mjs) that serves the 400 tools of
 # corpus/requests/big-400.json, with a query's target tool in place of the
 # last one (as discovery_eval does), and the query as its prompt. toolgate
 # (discovery on) collapses the agent's tools behind the meta-tools; the
 # mock's scripted model (scenario discovery-fill) searches with the prompt,
 # reads the first result's schema and calls it through call_tool with a
-# value for each required parameter; opencode runs the MCP tool, which logs
-# the call. Counted: the runs whose MCP server saw a call of the target,
-# and the upstream requests each task took (each query has its own route,
-# /qN, so toolgate's access log says which requests were its: one per
-# request of the agent that carried the catalog, plus its inner rounds;
+# value for each required parameter; the agent runs the MCP tool, which
+# logs the call. Counted: the runs whose MCP server saw a call of the
+# target, and the upstream requests each task took (each query has its own
+# route, /qN, so toolgate's access log says which requests were its: one
+# per request of the agent that carried the catalog, plus its inner rounds;
 # opencode's title requests, without tools, are left out).
 #
+# Claude Code defers MCP tools: it sends their names only (a system turn),
+# which the Messages bridge makes catalog stubs of (messages_deferred.c),
+# so there search_tools matches the tools' names alone, no descriptions;
+# the stubs declare no parameters, so the call carries none.
+# TG_CATALOG_AGENT=claude_all runs it with ENABLE_TOOL_SEARCH=false, its
+# switch that sends every MCP tool's definition in tools instead.
+#
 # TG_AGENT_QUERIES queries of the test half of test/discovery/queries.json
-# (every k-th one, default 6); `make eval` runs this with 40.
+# (every k-th one, default 6); `make eval` runs this with 30 for each agent.
+# TG_AGENT_LOG sets toolgate's log_level; TG_AGENT_KEEP=DIR keeps the runs.
 . "$(dirname "$0")/lib.sh"
 
 DIR="$TG_ROOT/test/agents"
 BIN="$DIR/node_modules/.bin"
+AGENT=${TG_CATALOG_AGENT:-opencode}
 N=${TG_AGENT_QUERIES:-6}
 TIMEOUT=${TG_AGENT_TIMEOUT:-150}  # a run takes 20-40 s; at load 12-20, 60 s timed out a third
 
@@ -37,7 +47,7 @@ CONF="$TG_TMP/catalog.conf"
 # the agent's own tools stay in view (core): every tool but the MCP
 # server's, which opencode names mcp_<tool>; one route per query (/qN)
 {
-    conf_server "$PORT" "log_level = info"
+    conf_server "$PORT" "log_level = ${TG_AGENT_LOG:-info}"
     q=0
     while [ $q -lt "$N" ]; do
         printf '[route q%s]\nprefix = /q%s\nupstream = http://127.0.0.1:%s/as/discovery-fill/v1\ndialect = openai\ndiscovery = on\n' "$q" "$q" "$MOCK_PORT"
@@ -87,15 +97,30 @@ run_opencode() {
      echo $? >"$1/rc")
 }
 
+run_claude_all() { CLAUDE_ENV=ENABLE_TOOL_SEARCH=false run_claude "$@"; }
+
+# run_claude DIR: Claude Code with the catalog's MCP server (--mcp-config),
+# headless, every tool of that server allowed; it names the tools
+# mcp__catalog__<tool> and defers them (names only, in a system message),
+# which the Messages bridge makes catalog stubs of.
+run_claude() {
+    printf '{"mcpServers":{"catalog":{"command":"node","args":["%s","%s","%s"]}}}\n' \
+        "$DIR/mcp_catalog.mjs" "$1/tools.json" "$1/calls.log" >"$1/mcp.json"
+    (cd "$1/work" && claude_run "$1" "$TG_URL/q$(basename "$1")" gpt-4.1 "$(cat "$1/prompt")" \
+        --mcp-config "$1/mcp.json" --allowedTools mcp__catalog \
+        </dev/null >"$1/out" 2>"$1/err"
+     echo $? >"$1/rc")
+}
+
 # two at a time: each is a node process of a few hundred MB (wait names
 # them: a bare wait would wait for the mock and toolgate too)
 i=0
 while [ -d "$TG_TMP/q/$i" ]; do
-    run_opencode "$TG_TMP/q/$i" &
+    "run_$AGENT" "$TG_TMP/q/$i" &
     pids=$!
     j=$((i + 1))
     if [ -d "$TG_TMP/q/$j" ]; then
-        run_opencode "$TG_TMP/q/$j" &
+        "run_$AGENT" "$TG_TMP/q/$j" &
         pids="$pids $!"
     fi
     wait $pids
@@ -131,8 +156,13 @@ for line in open(sys.argv[1], errors="replace"):
 print("%.2f (%s)" % (sum(per) / max(n, 1), " ".join(map(str, per))))
 EOF
 )
-echo "# opencode $(json_get "$DIR/node_modules/opencode-ai/package.json" version), 400 MCP tools, discovery on: $right of $i queries ended with the right tool called ($called called a catalog tool, $ran ran to the end); upstream requests per task: $ups"
-expect_eq "opencode ran every query to the end" "$i" "$ran"
+case $AGENT in
+claude) label="claude $(json_get "$DIR/node_modules/@anthropic-ai/claude-code/package.json" version) (deferred MCP tools: names only)" ;;
+claude_all) label="claude $(json_get "$DIR/node_modules/@anthropic-ai/claude-code/package.json" version) (ENABLE_TOOL_SEARCH=false: every definition sent)" ;;
+*) label="opencode $(json_get "$DIR/node_modules/opencode-ai/package.json" version)" ;;
+esac
+echo "# $label, 400 MCP tools, discovery on: $right of $i queries ended with the right tool called ($called called a catalog tool, $ran ran to the end); upstream requests per task: $ups"
+expect_eq "$AGENT ran every query to the end" "$i" "$ran"
 expect_eq "every run called a catalog tool through discovery" "$i" "$called"
 if [ "$right" -gt 0 ]; then
     ok "the right tool was called in at least one run"
@@ -147,4 +177,9 @@ else
 fi
 
 stop_toolgate
+# TG_AGENT_KEEP=DIR keeps the runs and the logs there, to look into
+if [ -n "$TG_AGENT_KEEP" ]; then
+    mkdir -p "$TG_AGENT_KEEP" && cp -r "$TG_TMP/q" "$TG_TMP/mock.err" "$TG_LOG" "$TG_AGENT_KEEP"
+    curl -s "http://127.0.0.1:$MOCK_PORT/_last" >"$TG_AGENT_KEEP/last.json"
+fi
 finish

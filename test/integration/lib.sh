@@ -178,6 +178,29 @@ EOF
         timeout "$TIMEOUT" "$BIN/opencode" run "$4"
 }
 
+# claude_run RUN_DIR BASE_URL MODEL PROMPT [ARGS...]: Claude Code (BIN,
+# TIMEOUT of the caller) headless in the current directory, HOME is
+# RUN_DIR/home, ARGS go to the CLI. ANTHROPIC_BASE_URL is the route's
+# prefix (the SDK appends /v1/messages); the key goes as Bearer
+# (ANTHROPIC_AUTH_TOKEN). -p prints the final text; the Read tool needs no
+# permission inside the work dir. The four switches that
+# CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC stands for are set one by one,
+# so that its check of the base URL (HEAD <base>/api/hello), which that
+# variable also turns off, is made. On a route to Claude models it keeps
+# its own default model (no ANTHROPIC_MODEL), as a user of such a route
+# would. CLAUDE_ENV (NAME=VALUE words) adds to its environment.
+claude_run() {
+    _model=$3 _prompt=$4
+    case $_model in claude-*) _model= ;; esac
+    _home=$1/home _url=$2
+    shift 4
+    env -i PATH="$PATH" HOME="$_home" \
+        ANTHROPIC_BASE_URL="$_url" ANTHROPIC_AUTH_TOKEN=dummy ${_model:+ANTHROPIC_MODEL="$_model"} \
+        DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 \
+        DISABLE_BUG_COMMAND=1 $CLAUDE_ENV \
+        timeout "$TIMEOUT" "$BIN/claude" -p "$_prompt" "$@"
+}
+
 # ---- processes -----------------------------------------------------------
 
 free_port() {

@@ -420,7 +420,9 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
  * Scenario discovery-fill (for agents, which send no headers): the call
  * after the schema carries a value for each required parameter (by type:
  * "x", 1, true, [], {}), so that an agent's own check of the arguments
- * lets it run; a user turn of text parts searches their joined text.
+ * lets it run; a user turn of text parts searches their joined text, the
+ * last user turn's (a system turn after it is not the task), and an
+ * agent's <system-reminder> blocks are no part of it.
  * X-Mock-Follow-Hint: the result of a real tool that carries toolgate's
  * successor hints (<toolgate-next-tools> [...]) -> call_tool{name: the
  * first hinted tool, arguments: X-Mock-Args} instead of the text answer. */
@@ -596,21 +598,58 @@ static json_t *filled_args(json_t *params)
     return out;
 }
 
-/* A message's text: its content string, or its text parts joined (into
- * buf). */
+/* Appends t to buf at o (a space between pieces) without the agent's
+ * <system-reminder> blocks (Claude Code opens a user turn with one): the
+ * model searches with the user's words, not the harness's. */
+static size_t append_task(char *buf, size_t o, size_t len, const char *t)
+{
+    static const char open[] = "<system-reminder>", close[] = "</system-reminder>";
+    while (*t && o + 1 < len) {
+        const char *at = strstr(t, open);
+        size_t n = at ? (size_t)(at - t) : strlen(t);
+        while (n && strchr(" \t\r\n", *t))
+            t++, n--;
+        while (n && strchr(" \t\r\n", t[n - 1]))
+            n--;
+        if (n)
+            o += (size_t)snprintf(buf + o, len - o, "%s%.*s", o ? " " : "", (int)n, t);
+        if (!at)
+            break;
+        const char *end = strstr(at, close);
+        t = end ? end + sizeof close - 1 : at + strlen(at);
+    }
+    return o < len ? o : len - 1;
+}
+
+/* A message's text, into buf: its content string, or its text parts
+ * joined, without system reminders. */
 static const char *message_text(json_t *msg, char *buf, size_t len)
 {
     json_t *c = json_object_get(msg, "content");
-    if (json_is_string(c))
-        return json_string_value(c);
     size_t o = 0;
     buf[0] = '\0';
+    if (json_is_string(c))
+        o = append_task(buf, o, len, json_string_value(c));
     for (size_t i = 0; i < json_array_size(c) && o + 1 < len; i++) {
         const char *t = json_string_value(json_object_get(json_array_get(c, i), "text"));
         if (t)
-            o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? " " : "", t);
+            o = append_task(buf, o, len, t);
     }
     return o ? buf : NULL;
+}
+
+/* The last user turn, else dflt: Claude Code ends its first request with
+ * a system turn (its environment and the deferred tools' names), after
+ * the user's. */
+static json_t *last_user(const request *r, json_t *dflt)
+{
+    json_t *msgs = json_object_get(r->json, "messages");
+    for (size_t i = json_array_size(msgs); i-- > 0;) {
+        json_t *m = json_array_get(msgs, i);
+        if (!strcmp(json_string_value(json_object_get(m, "role")) ?: "", "user"))
+            return m;
+    }
+    return dflt;
 }
 
 /* search_tools' arguments for a user's text: "A || B" is two phrasings. */
@@ -672,7 +711,7 @@ static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
         if (!search)
             return answer_text(r, conn, "no meta-tools offered");
         char text[2048];
-        const char *q = message_text(last, text, sizeof text);
+        const char *q = message_text(last_user(r, last), text, sizeof text);
         return answer_call(r, conn, search, search_args(q ? q : "tool", header(conn, "X-Mock-Group")));
     }
     json_t *result = json_loads(json_string_value(json_object_get(last, "content")) ?: "", 0, NULL);
