@@ -23,7 +23,10 @@
 # so there search_tools matches the tools' names alone, no descriptions;
 # the stubs declare no parameters, so the call carries none.
 # TG_CATALOG_AGENT=claude_all runs it with ENABLE_TOOL_SEARCH=false, its
-# switch that sends every MCP tool's definition in tools instead.
+# switch that sends every MCP tool's definition in tools instead;
+# claude_search keeps them deferred and has the scripted model search with
+# Claude Code's own ToolSearch (scenario discovery-toolsearch, which sees
+# the descriptions), then call the first tool it loaded through call_tool.
 #
 # TG_AGENT_QUERIES queries of the test half of test/discovery/queries.json
 # (every k-th one, default 6); `make eval` runs this with 30 for each agent.
@@ -33,6 +36,8 @@
 DIR="$TG_ROOT/test/agents"
 BIN="$DIR/node_modules/.bin"
 AGENT=${TG_CATALOG_AGENT:-opencode}
+SCENARIO=discovery-fill
+[ "$AGENT" = claude_search ] && SCENARIO=discovery-toolsearch
 N=${TG_AGENT_QUERIES:-6}
 TIMEOUT=${TG_AGENT_TIMEOUT:-150}  # a run takes 20-40 s; at load 12-20, 60 s timed out a third
 
@@ -50,7 +55,7 @@ CONF="$TG_TMP/catalog.conf"
     conf_server "$PORT" "log_level = ${TG_AGENT_LOG:-info}"
     q=0
     while [ $q -lt "$N" ]; do
-        printf '[route q%s]\nprefix = /q%s\nupstream = http://127.0.0.1:%s/as/discovery-fill/v1\ndialect = openai\ndiscovery = on\n' "$q" "$q" "$MOCK_PORT"
+        printf '[route q%s]\nprefix = /q%s\nupstream = http://127.0.0.1:%s/as/%s/v1\ndialect = openai\ndiscovery = on\n' "$q" "$q" "$MOCK_PORT" "$SCENARIO"
         printf 'discovery_core = [!m]*, m[!c]*, mc[!p]*, mcp[!_]*\n\n'
         q=$((q + 1))
     done
@@ -98,6 +103,7 @@ run_opencode() {
 }
 
 run_claude_all() { CLAUDE_ENV=ENABLE_TOOL_SEARCH=false run_claude "$@"; }
+run_claude_search() { run_claude "$@"; }
 
 # run_claude DIR: Claude Code with the catalog's MCP server (--mcp-config),
 # headless, every tool of that server allowed; it names the tools
@@ -159,6 +165,7 @@ EOF
 case $AGENT in
 claude) label="claude $(json_get "$DIR/node_modules/@anthropic-ai/claude-code/package.json" version) (deferred MCP tools: names only)" ;;
 claude_all) label="claude $(json_get "$DIR/node_modules/@anthropic-ai/claude-code/package.json" version) (ENABLE_TOOL_SEARCH=false: every definition sent)" ;;
+claude_search) label="claude $(json_get "$DIR/node_modules/@anthropic-ai/claude-code/package.json" version) (deferred MCP tools, the model searches with ToolSearch)" ;;
 *) label="opencode $(json_get "$DIR/node_modules/opencode-ai/package.json" version)" ;;
 esac
 echo "# $label, 400 MCP tools, discovery on: $right of $i queries ended with the right tool called ($called called a catalog tool, $ran ran to the end); upstream requests per task: $ups"
@@ -170,7 +177,14 @@ else
     not_ok "the right tool was called in at least one run" \
         "$(for d in "$TG_TMP"/q/*; do echo "$(cat "$d/want"): $(cat "$d/calls.log" 2>/dev/null)"; tail -n 5 "$d/err"; done)"
 fi
-if grep -q '"discovery_rounds":[1-9]' "$TG_LOG"; then
+if [ "$AGENT" = claude_search ]; then
+    # no inner round: the model searched with the agent's ToolSearch
+    if grep -q 'content tool_reference' "$TG_LOG"; then
+        ok "ToolSearch's results reached the model"
+    else
+        not_ok "ToolSearch's results reached the model" "$(tail -n 20 "$TG_LOG")"
+    fi
+elif grep -q '"discovery_rounds":[1-9]' "$TG_LOG"; then
     ok "toolgate answered the search and schema rounds itself"
 else
     not_ok "toolgate answered the search and schema rounds itself" "$(tail -n 20 "$TG_LOG")"

@@ -423,6 +423,12 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
  * lets it run; a user turn of text parts searches their joined text, the
  * last user turn's (a system turn after it is not the task), and an
  * agent's <system-reminder> blocks are no part of it.
+ * Scenario discovery-toolsearch (Claude Code's own search): as
+ * discovery-fill, but the user turn calls the agent's ToolSearch
+ * {query: the user's text, max_results: 5} where it is offered, and its
+ * result ("Tools loaded, now callable: A, B", the bridge's line, with the
+ * loaded definitions in <function> blocks after it on a discovery route)
+ * -> call_tool{name: A, arguments: a value for each required parameter}.
  * X-Mock-Follow-Hint: the result of a real tool that carries toolgate's
  * successor hints (<toolgate-next-tools> [...]) -> call_tool{name: the
  * first hinted tool, arguments: X-Mock-Args} instead of the text answer. */
@@ -677,6 +683,61 @@ static json_t *search_args(const char *text, const char *group)
     return args;
 }
 
+/* The first tool a ToolSearch result loaded ("Tools loaded, now
+ * callable: A, B"), into name; its parameters from the <function> block
+ * that defines it (a new reference), or NULL. */
+static json_t *first_loaded(json_t *tool_msg, char *name, size_t len)
+{
+    static const char line[] = "Tools loaded, now callable: ";
+    const char *c = json_string_value(json_object_get(tool_msg, "content"));
+    const char *at = c ? strstr(c, line) : NULL;
+    name[0] = '\0';
+    if (!at)
+        return NULL;
+    at += sizeof line - 1;
+    size_t n = strcspn(at, ", \n");
+    if (n == 0 || n >= len)
+        return NULL;
+    memcpy(name, at, n);
+    name[n] = '\0';
+    for (const char *f = strstr(at, "<function>"); f; f = strstr(f + 1, "<function>")) {
+        const char *end = strstr(f, "</function>");
+        json_t *def = end ? json_loadb(f + 10, (size_t)(end - f - 10), 0, NULL) : NULL;
+        const char *dn = json_string_value(json_object_get(def, "name"));
+        if (dn && !strcmp(dn, name)) {
+            json_t *params = json_incref(json_object_get(def, "parameters"));
+            json_decref(def);
+            return params;
+        }
+        json_decref(def);
+    }
+    return NULL;
+}
+
+/* discovery-toolsearch's turns: the user's -> ToolSearch, its result ->
+ * call_tool of the first tool it loaded. */
+static enum MHD_Result answer_toolsearch(request *r, struct MHD_Connection *conn,
+                                         const char *answered, json_t *last, const char *call)
+{
+    if (!answered) {
+        char text[2048];
+        const char *q = message_text(last_user(r, last), text, sizeof text);
+        return answer_call(r, conn, "ToolSearch",
+                           json_pack("{s:s,s:i}", "query", q ? q : "tool", "max_results", 5));
+    }
+    char name[160];
+    json_t *params = first_loaded(last, name, sizeof name);
+    json_t *args = filled_args(params);
+    json_decref(params);
+    if (!name[0]) {
+        json_decref(args);
+        return answer_text(r, conn, "search found nothing");
+    }
+    if (!call)
+        return answer_call(r, conn, name, args);
+    return answer_call(r, conn, call, json_pack("{s:s,s:o}", "name", name, "arguments", args));
+}
+
 static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
 {
     const char *search = tool_with_suffix(r, "search_tools");
@@ -705,6 +766,11 @@ static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
         json_t *e = json_pack("{s:{s:s,s:s,s:n,s:s}}", "error", "message", m, "type",
                               "invalid_request_error", "param", "code", "round_refused");
         return queue_json(r, conn, 400, e);
+    }
+    if (!strcmp(r->scenario, "discovery-toolsearch") && tool_with_suffix(r, "ToolSearch") &&
+        (!answered || !strcmp(answered, "ToolSearch"))) {
+        json_decref(args);
+        return answer_toolsearch(r, conn, answered, last, call);
     }
     if (!search || !answered) {
         json_decref(args);

@@ -565,7 +565,8 @@ static enum MHD_Result chat_completions(request *r, struct MHD_Connection *conn)
         return answer_agent(r, conn);
     if (strcmp(sc, "parallel") == 0)
         return answer_parallel(r, conn);
-    if (strcmp(sc, "discovery") == 0 || strcmp(sc, "discovery-fill") == 0)
+    if (strcmp(sc, "discovery") == 0 || strcmp(sc, "discovery-fill") == 0 ||
+        strcmp(sc, "discovery-toolsearch") == 0)
         return answer_discovery(r, conn);
     if (strcmp(sc, "status") == 0)
         return answer_status(r, conn);
