@@ -102,15 +102,20 @@ bench: deps
 
 # Discovery quality: recall of search_tools per half of the query set at
 # 100, 400 and 1,000 tools, end to end and with successor hints
-# (test/tools/discovery_eval.c; TG_SHARED as bench), then a real agent
+# (test/tools/discovery_eval.c; TG_SHARED as bench), then real agents
 # with a 400-tool MCP catalog on EVAL_AGENT_QUERIES queries
-# (test/integration/agent_catalog.sh; make test runs 6).
+# (test/integration/agent_catalog.sh: opencode, and Claude Code with its
+# MCP tools deferred, sent whole, and searched with its own ToolSearch;
+# make test runs 6 with opencode and 2 with Claude Code, deferred).
 EVAL_AGENT_QUERIES ?= 30
+EVAL_AGENTS ?= opencode claude claude_all claude_search
 eval: deps
 	@$(MAKE) --no-print-directory $(BUILD)/test/discovery_eval $(BUILD)/toolgate $(BUILD)/mock-upstream
 	@./$(BUILD)/test/discovery_eval -r -e
-	@TG_AGENT_QUERIES=$(EVAL_AGENT_QUERIES) TG_AGENT_TIMEOUT=180 TG_BIN=$(CURDIR)/$(BUILD)/toolgate \
-		TG_MOCK=$(CURDIR)/$(BUILD)/mock-upstream sh test/integration/agent_catalog.sh | grep '^#'
+	@for a in $(EVAL_AGENTS); do \
+		TG_CATALOG_AGENT=$$a TG_AGENT_QUERIES=$(EVAL_AGENT_QUERIES) TG_AGENT_TIMEOUT=180 \
+		TG_BIN=$(CURDIR)/$(BUILD)/toolgate TG_MOCK=$(CURDIR)/$(BUILD)/mock-upstream \
+		sh test/integration/agent_catalog.sh | grep '^#'; done
 
 # Fuzzing (libFuzzer, clang from Debian): every test/fuzz/fuzz_*.c target
 # runs FUZZ_SECONDS on top of its checked-in seeds; a crash fails the run and
