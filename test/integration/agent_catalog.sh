@@ -169,6 +169,30 @@ claude_search) label="claude $(json_get "$DIR/node_modules/@anthropic-ai/claude-
 *) label="opencode $(json_get "$DIR/node_modules/opencode-ai/package.json" version)" ;;
 esac
 echo "# $label, 400 MCP tools, discovery on: $right of $i queries ended with the right tool called ($called called a catalog tool, $ran ran to the end); upstream requests per task: $ups"
+# claude_search: how often ToolSearch's answer (its tool_reference blocks,
+# in the session Claude Code keeps under HOME) held the target at all
+if [ "$AGENT" = claude_search ]; then
+    "$PY" - "$TG_TMP/q" "$i" <<'EOF'
+import glob, json, sys
+top1 = top5 = 0
+for k in range(int(sys.argv[2])):
+    d = f"{sys.argv[1]}/{k}"
+    want = "mcp__catalog__" + open(f"{d}/want").read()
+    refs = []
+    for f in glob.glob(f"{d}/home/.claude/projects/*/*.jsonl"):
+        for line in open(f, errors="replace"):
+            try:
+                c = (json.loads(line).get("message") or {}).get("content")
+            except ValueError:
+                continue
+            for b in c if isinstance(c, list) else []:
+                if b.get("type") == "tool_result" and isinstance(b.get("content"), list) and not refs:
+                    refs = [x.get("tool_name") for x in b["content"] if x.get("type") == "tool_reference"]
+    top1 += refs[:1] == [want]
+    top5 += want in refs[:5]
+print(f"# ToolSearch's answer: the target first in {top1}, among its first five in {top5} of {sys.argv[2]}")
+EOF
+fi
 expect_eq "$AGENT ran every query to the end" "$i" "$ran"
 expect_eq "every run called a catalog tool through discovery" "$i" "$called"
 if [ "$right" -gt 0 ]; then
