@@ -151,6 +151,29 @@ SR='{"role":"tool","tool_call_id":"s1","content":"{}"}'
 mreq "$B" "{\"model\":\"m\",\"messages\":[$DU,$SC,$SR],\"tools\":[$MT]}" >/dev/null
 expect_eq "directive, discovery: then called through call_tool" 'call_tool {"name":"Read","arguments":{"file_path":"/tmp/a.txt","cmd":"cat a b"}}' \
     "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+# discovery for agents (agent_catalog.sh): Claude Code's user turn opens
+# with a system reminder and a system turn follows it; the search takes
+# the user's words alone
+FU='{"role":"user","content":"<system-reminder>\ngit commit attribution\n</system-reminder>\n\nmake a pie chart"}'
+FS='{"role":"system","content":"# Environment\nThe following deferred tools are now available via ToolSearch:\nBash"}'
+URL="$MOCK_URL/as/discovery-fill/v1/chat/completions"
+mreq "$B" "{\"model\":\"m\",\"messages\":[$FU,$FS],\"tools\":[$MT]}" >/dev/null
+expect_eq "discovery-fill: searches with the last user turn, without its system reminder" \
+    'search_tools {"query":"make a pie chart"}' \
+    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+URL="$MOCK_URL/as/discovery-toolsearch/v1/chat/completions"
+TT='{"type":"function","function":{"name":"ToolSearch","parameters":{}}},{"type":"function","function":{"name":"call_tool","parameters":{}}}'
+mreq "$B" "{\"model\":\"m\",\"messages\":[$FU,$FS],\"tools\":[$TT]}" >/dev/null
+expect_eq "discovery-toolsearch: the user turn calls ToolSearch" \
+    'ToolSearch {"query":"make a pie chart","max_results":5}' \
+    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+TC='{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"ToolSearch","arguments":"{}"}}]}'
+TR='{"role":"tool","tool_call_id":"t1","content":"Tools loaded, now callable: mcp__c__pie, mcp__c__bar\n<functions>\n<function>{\"name\":\"mcp__c__bar\"}</function><function>{\"name\":\"mcp__c__pie\",\"parameters\":{\"type\":\"object\",\"properties\":{\"data\":{\"type\":\"array\"}},\"required\":[\"data\"]}}</function>\n</functions>"}'
+mreq "$B" "{\"model\":\"m\",\"messages\":[$FU,$FS,$TC,$TR],\"tools\":[$TT]}" >/dev/null
+expect_eq "discovery-toolsearch: then the first loaded tool through call_tool, its required parameters filled" \
+    'call_tool {"name":"mcp__c__pie","arguments":{"data":[]}}' \
+    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+URL="$MOCK_URL/v1/chat/completions"
 CU='{"role":"user","content":"MOCK_CALL Read file_path=/tmp/a.txt MOCK_CUT_STREAMS"}'
 mreq "$B" "{\"model\":\"m\",\"stream\":true,\"messages\":[$CU],\"tools\":[$RT]}" >/dev/null
 expect_eq "directive, MOCK_CUT_STREAMS: a stream ends without a finish or [DONE]" '1 0 0' \
