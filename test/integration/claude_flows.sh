@@ -44,15 +44,12 @@ CONF="$TG_TMP/claude_flows.conf"
 start_toolgate "$CONF" || finish
 
 # claude RUN_DIR PREFIX MODEL PROMPT [ARGS...]: Claude Code headless, as
-# agents.sh's run_claude runs it.
+# agents.sh runs it (lib.sh's claude_run).
 claude() {
-    _d=$1 _p=$2 _m=$3 _q=$4
-    shift 4
+    _d=$1 _p=$2
+    shift 2
     mkdir -p "$_d/home" "$_d/work"
-    (cd "$_d/work" && env -i PATH="$PATH" HOME="$_d/home" \
-        ANTHROPIC_BASE_URL="$TG_URL/$_p" ANTHROPIC_AUTH_TOKEN=dummy ANTHROPIC_MODEL="$_m" \
-        DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 DISABLE_BUG_COMMAND=1 \
-        timeout "$TIMEOUT" "$BIN/claude" -p "$_q" "$@" </dev/null >"$_d/out" 2>"$_d/err")
+    (cd "$_d/work" && claude_run "$_d" "$TG_URL/$_p" "$@" </dev/null >"$_d/out" 2>"$_d/err")
     echo $? >"$_d/rc"
 }
 
