@@ -65,6 +65,7 @@ struct tg_upconn {
     int state;
     uint32_t events;       /* registered with epoll; 0: not registered */
     bool reused;           /* from the pool: a close before any answer is sent again */
+    bool warm;             /* opened with no round, for the pool (upconn_warm) */
     bool retried;
     bool paused;
     bool due;              /* on the due list: end with due_rc, or feed what is kept */
@@ -110,6 +111,7 @@ struct upconn_pool {
     known_addr addrs[N_ADDRS];
     int next_addr;
     uptls *tls;            /* contexts and sessions, made at the first https round */
+    int n_warming;         /* connections upconn_warm opened, not yet pooled or failed */
     char rd[READ_SIZE];
     char wr[16384];        /* a TLS request's pieces as one record (conn_write) */
 };
@@ -366,6 +368,10 @@ static void end_round(worker *w, tg_upconn *c, CURLcode rc, bool reusable)
     void *ud = c->ud;
     c->cb = NULL;
     c->ud = NULL;
+    if (c->warm) {
+        c->warm = false;
+        P->n_warming--;
+    }
     if (cb && cb->why && c->why[0] && rc != CURLE_OK)
         cb->why(ud, c->why);
     if (reusable) {
@@ -530,6 +536,10 @@ static bool handshake(worker *w, tg_upconn *c)
     }
     ERR_clear_error();
     int k = SSL_connect(c->ssl);
+    if (k == 1 && c->warm) {  /* no round: pooled, its session ticket read while it idles */
+        end_round(w, c, CURLE_OK, true);
+        return false;
+    }
     if (k == 1) {
         c->state = U_SENDING;
         return true;
@@ -752,6 +762,40 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
     return c;
 }
 
+bool upconn_warm(worker *w, const tg_uptarget *t, long connect_ms, const tg_upconn_cb *cb,
+                 void *ud)
+{
+    struct upconn_pool *P = pool(w);
+    if (!t->tls)
+        return false;
+    for (size_t i = 0; i < P->n_fd; i++)
+        if (P->by_fd[i] && !strcmp(P->by_fd[i]->key, t->key))
+            return false;
+    tg_upconn *c = tg_calloc(1, sizeof *c);
+    snprintf(c->key, sizeof c->key, "%s", t->key);
+    snprintf(c->host, sizeof c->host, "%s", t->host);
+    c->tls = true;
+    c->id = t->id;
+    c->addr = t->addr;
+    c->alen = t->alen;
+    c->connect_ms = connect_ms;
+    c->cb = cb;
+    c->ud = ud;
+    c->warm = true;
+    P->n_warming++;
+    tg_h1_init(&c->h1, false);
+    if (!open_socket(w, c)) {
+        if (c->fd < 0) {
+            P->n_warming--;
+            free(c);
+            return false;
+        }
+        c->state = U_CONNECTING;
+        end_later(w, c, CURLE_COULDNT_CONNECT);
+    }
+    return true;
+}
+
 void upconn_cancel(worker *w, tg_upconn *c)
 {
     c->cb = NULL;
@@ -845,6 +889,13 @@ bool upconn_has_due(const worker *w)
 void upconn_sweep(worker *w, uint64_t t)
 {
     struct upconn_pool *P = w->upc;
+    for (size_t i = 0; P && P->n_warming && i < P->n_fd; i++) {
+        tg_upconn *c = P->by_fd[i];
+        if (c && c->warm && !c->due && upconn_connect_late(c, t)) {
+            snprintf(c->why, sizeof c->why, "no TLS connection within %ld ms", c->connect_ms);
+            end_round(w, c, CURLE_OPERATION_TIMEDOUT, false);
+        }
+    }
     while (P && P->idle.tail && t - conn_of(P->idle.tail)->idle_since > IDLE_MAX_AGE_US)
         close_conn(w, conn_of(P->idle.tail));
 }
@@ -854,11 +905,20 @@ void upconn_free_all(worker *w)
     struct upconn_pool *P = w->upc;
     if (!P)
         return;
-    for (size_t i = 0; i < P->n_fd; i++)
-        if (P->by_fd[i])
-            close_conn(w, P->by_fd[i]);
-    while (!tg_list_empty(&P->due))  /* failed before they had a socket */
-        close_conn(w, conn_of(P->due.head));
+    for (size_t i = 0; i < P->n_fd; i++) {
+        tg_upconn *c = P->by_fd[i];
+        if (c && c->warm)  /* its owner hears (request rounds were cancelled before) */
+            end_round(w, c, CURLE_ABORTED_BY_CALLBACK, false);
+        else if (c)
+            close_conn(w, c);
+    }
+    while (!tg_list_empty(&P->due)) {  /* failed before they had a socket */
+        tg_upconn *c = conn_of(P->due.head);
+        if (c->warm)
+            end_round(w, c, c->due_rc, false);
+        else
+            close_conn(w, c);
+    }
     free(P->by_fd);
     uptls_free(P->tls);
     free(P);

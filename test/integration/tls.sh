@@ -46,7 +46,7 @@ start_tls other other
 OTHER_PID=$UP_PID OTHER=$UP_PORT
 start_tls mtls server "$P/ca.pem"
 MTLS_PID=$UP_PID MTLS=$UP_PORT
-trap '_st=$?; kill $GOOD_PID $OTHER_PID $MTLS_PID 2>/dev/null; (exit $_st); stop_all' EXIT
+trap '_st=$?; kill $GOOD_PID $OTHER_PID $MTLS_PID ${SILENT_PID:-} 2>/dev/null; (exit $_st); stop_all' EXIT
 
 route() {  # route NAME PORT [LINES]
     printf '[route %s]\nprefix = /%s\nupstream = https://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n%s\n\n' \
@@ -61,7 +61,7 @@ has() { expect_match "$1" "$3" "$2"; }  # has NAME TEXT PATTERN
 
 # The trust checks, once on toolgate's own client (chat rounds over its
 # TLS, proxy/uptls.c) and once with every round through libcurl.
-matrix() {  # matrix CLIENT VIA: upstream_client = CLIENT, rounds seen as sent by VIA
+matrix() {  # matrix CLIENT VIA WARMED: upstream_client = CLIENT, rounds seen as sent by VIA
     PORT=$(free_port)
     {
         printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nupstream_client = %s\n\n' "$PORT" "$1"
@@ -73,7 +73,15 @@ tls_client_cert = $P/client.pem
 tls_client_key = $P/client.key"
         route nocert "$MTLS" "tls_ca_file = $P/ca.pem"
     } >"$TG_TMP/tls-$1.conf"
+    # The own client warms one connection per upstream and trust before
+    # /readyz says ready (upstream_warm): the private route's handshake is
+    # done before any request; libcurl opens none. (Each stats request is
+    # one handshake of its own.)
+    w0=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
     start_toolgate "$TG_TMP/tls-$1.conf" || exit 1
+    w1=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
+    warmed=$("$PY" -c 'import json,sys; print(json.loads(sys.argv[2])["handshakes"]-json.loads(sys.argv[1])["handshakes"]-1)' "$w0" "$w1")
+    expect_eq "[$1] TLS connections to the upstream ready before the first request" "$warmed" "$3"
 
     st=$(ask "$TG_TMP/a" private)
     expect_eq "[$1] tls_ca_file: the private CA's upstream answers" "$st $(content "$TG_TMP/a")" \
@@ -120,8 +128,28 @@ tls_client_key = $P/client.key"
     fi
     stop_toolgate
 }
-matrix toolgate own
-matrix curl curl
+matrix toolgate own 1
+matrix curl curl 0
+
+# A warm-up that cannot end (an upstream that takes the TCP connection and
+# never answers the handshake) ends at the route's connect_timeout: toolgate
+# becomes ready, says why in its log, and the route answers 504 as before.
+start_script_upstream silent "$TG_ROOT/test/integration/tls_upstream.py" silent
+SILENT_PID=$UP_PID
+PORT=$(free_port)
+{
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\n\n' "$PORT"
+    route silent "$UP_PORT" "tls_ca_file = $P/ca.pem
+connect_timeout = 300ms"
+} >"$TG_TMP/silent.conf"
+start_toolgate "$TG_TMP/silent.conf" || exit 1
+ok "an upstream that never completes the warm-up's handshake does not keep toolgate unready"
+has "... its log says the route got no warm connection, and why" "$(cat "$TG_LOG")" \
+    "route silent: no connection warmed before the first request: no TLS connection within 300 ms"
+st=$(ask "$TG_TMP/s" silent)
+expect_eq "... and a request there ends as before, at connect_timeout (504)" "$st" 504
+stop_toolgate
+kill $SILENT_PID 2>/dev/null
 
 # [server]'s tls_ca_file, then SSL_CERT_FILE, for a route that says nothing.
 PORT=$(free_port)

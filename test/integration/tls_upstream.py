@@ -1,5 +1,8 @@
 """tls_upstream.py -- an https chat-completions upstream for tls.sh.
 
+python3 tls_upstream.py silent: takes TCP connections (the kernel's
+backlog) and never answers a TLS handshake (a warm-up that cannot end).
+
 python3 tls_upstream.py CERT KEY [CLIENT_CA]: serves HTTP/1.1 over TLS on a
 free loopback port (prints port=N), with the certificate and key given;
 with CLIENT_CA it asks every client for a certificate signed by that CA
@@ -16,6 +19,12 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+if sys.argv[1] == "silent":
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(64)
+    print("port=%d" % lst.getsockname()[1], flush=True)
+    threading.Event().wait()
 cert, key = sys.argv[1], sys.argv[2]
 client_ca = sys.argv[3] if len(sys.argv) > 3 else None
 stats = {"handshakes": 0, "resumed": 0}
