@@ -10,7 +10,10 @@
 # the name; [server]'s tls_ca_file and the environment's SSL_CERT_FILE are
 # used when the route says nothing; tls_client_cert/key answer an mTLS
 # upstream, which refuses toolgate without them; a new connection of the
-# worker resumes the TLS session another connection opened; each of these
+# worker resumes the TLS session another connection opened, also after
+# the upstream closed that one; the own client warms a connection per
+# upstream before it is ready, and a warm-up that cannot end does not
+# keep it unready; each of these
 # on toolgate's own client (its TLS, proxy/uptls.c) and on libcurl
 # (upstream_client = curl); `toolgate check`
 # names a missing or empty CA file and a client key without certificate.
@@ -72,11 +75,12 @@ matrix() {  # matrix CLIENT VIA WARMED: upstream_client = CLIENT, rounds seen as
 tls_client_cert = $P/client.pem
 tls_client_key = $P/client.key"
         route nocert "$MTLS" "tls_ca_file = $P/ca.pem"
+        printf '[route closing]\nprefix = /closing\nupstream = https://127.0.0.1:%s/close/v1\ndialect = openai\nretries = 0\ntls_ca_file = %s\n\n' "$GOOD" "$P/ca-copy.pem"
     } >"$TG_TMP/tls-$1.conf"
     # The own client warms one connection per upstream and trust before
-    # /readyz says ready (upstream_warm): the private route's handshake is
-    # done before any request; libcurl opens none. (Each stats request is
-    # one handshake of its own.)
+    # /readyz says ready (upstream_warm): the private and the closing
+    # routes' handshakes are done before any request; libcurl opens none.
+    # (Each stats request is one handshake of its own.)
     w0=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
     start_toolgate "$TG_TMP/tls-$1.conf" || exit 1
     w1=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
@@ -126,9 +130,30 @@ tls_client_key = $P/client.key"
     else
         not_ok "[$1] new connections resume the worker's TLS session" "stats before $before after $after"
     fi
+    # One after the other on an upstream that closes every connection
+    # after its answer: each new connection resumes the session the one
+    # before left (its close sends no close_notify, and OpenSSL took
+    # that for a bad session: uptls_close). The route trusts a copy of
+    # the CA, so that its connections are a pool of their own (the
+    # first round may take the warm one, or make the first handshake).
+    before=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
+    sts=
+    for i in 1 2 3; do
+        sts="$sts$(ask "$TG_TMP/q$i" closing)"
+    done
+    after=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
+    counts=$("$PY" -c 'import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); n=b["handshakes"]-a["handshakes"]-1; print(n, b["resumed"]-a["resumed"])' "$before" "$after")
+    expect_eq "[$1] three rounds in a row on connections the upstream closes" "$sts" 200200200
+    new=${counts% *} res=${counts#* }
+    if [ "$new" -ge 2 ] && [ "$res" -ge $((new - 1)) ]; then
+        ok "[$1] ... each new connection resumed the session ($new new, $res resumed)"
+    else
+        not_ok "[$1] ... each new connection resumed the session" "$new new, $res resumed: stats before $before after $after"
+    fi
     stop_toolgate
 }
-matrix toolgate own 1
+cp "$P/ca.pem" "$P/ca-copy.pem"
+matrix toolgate own 2
 matrix curl curl 0
 
 # A warm-up that cannot end (an upstream that takes the TCP connection and

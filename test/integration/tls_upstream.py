@@ -10,7 +10,8 @@ with CLIENT_CA it asks every client for a certificate signed by that CA
 completion whose content names the path and, when the client showed one,
 the client certificate's common name, and which of toolgate's clients
 sent it (its own asks Accept-Encoding: identity, libcurl lists codings); GET /_stats answers the number of
-TLS handshakes and of those that resumed a session.
+TLS handshakes and of those that resumed a session. Under /close/ every
+answer closes its connection.
 """
 import json
 import socket
@@ -42,6 +43,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        if self.path.startswith("/close/"):  # each answer ends its connection
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         self.wfile.write(body)
 
