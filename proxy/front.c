@@ -243,7 +243,11 @@ static bool serve_ops(tg_req *r, enum MHD_Result *res)
     }
     if (!strcmp(url, "/readyz")) {
         bool ready = atomic_load(&r->w->srv->ready) && !r->w->draining;
-        answer_json(r, ready ? 200 : 503, ready ? "{\"status\":\"ready\"}" : "{\"status\":\"draining\"}");
+        bool warming = ready && atomic_load(&r->w->srv->warming) > 0;
+        answer_json(r, ready && !warming ? 200 : 503,
+                    warming  ? "{\"status\":\"warming\"}"
+                    : ready ? "{\"status\":\"ready\"}"
+                            : "{\"status\":\"draining\"}");
         *res = queue_answer(r);
         return true;
     }

@@ -389,6 +389,7 @@ static int worker_start(server *s, worker *w, int id, tg_conf *conf, const char 
                               .put_failed = store_put_failed, .ud = w};
         s->items->ops->attach(s->items, id, &loop);
     }
+    upstream_warm(w);  /* before the thread: /readyz counts it from the start */
     return pthread_create(&w->thread, NULL, worker_main, w) ? -1 : 0;
 }
 

@@ -69,6 +69,15 @@ void upconn_avoid(worker *w, const char *url);
 tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
                         const struct iovec *body, int nbody, long connect_ms,
                         const tg_upconn_cb *cb, void *ud);
+/* Opens a connection to t with no round, for the pool: its TCP connect
+ * and TLS handshake (https only), bounded by connect_ms, so that the
+ * first requests find a connection and a TLS session to resume
+ * (upstream_warm). cb->done(ud, rc) when it is pooled (CURLE_OK) or not
+ * (cb->why first), also at the worker's end; line and body are never
+ * called. False: nothing started (not https, a connection to t already
+ * open, no socket). */
+bool upconn_warm(worker *w, const tg_uptarget *t, long connect_ms, const tg_upconn_cb *cb,
+                 void *ud);
 /* The caller ends the round early: done is not called; the connection is
  * closed (mid-answer, it cannot carry another). */
 void upconn_cancel(worker *w, tg_upconn *c);

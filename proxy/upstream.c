@@ -618,6 +618,72 @@ static bool own_round(tg_req *r, const char *method, tg_uptarget *t)
     return upconn_target(r->w, r->up.url, tls ? &id : NULL, t);
 }
 
+/* ---- warm-up: a connection to each https upstream before the first request */
+
+/* A fresh worker's first burst (64 clients at once) opened as many TLS
+ * connections, each a full handshake: on the bench the upstream's RSA
+ * signatures alone put a fresh toolgate's p99 at 2-4x a fresh nginx's.
+ * One connection per upstream and trust, made before the worker serves,
+ * parses the CA store, and its session ticket turns the burst's
+ * connections into resumptions (bench/README.md). /readyz says
+ * "warming" until each ended, pooled or not (at most WARM_MAX_MS). */
+#define WARM_MAX_MS 2000
+
+typedef struct {
+    worker *w;
+    tg_conf *conf;  /* the route's strings (the trust) outlive a reload */
+    const char *route;
+    char why[256];
+} warm_note;
+
+static void warm_done(void *ud, CURLcode rc)
+{
+    warm_note *n = ud;
+    if (rc != CURLE_OK && rc != CURLE_ABORTED_BY_CALLBACK)
+        tg_log(TG_LOG_INFO, "route %s: no connection warmed before the first request: %s",
+               n->route, n->why[0] ? n->why : curl_easy_strerror(rc));
+    atomic_fetch_sub(&n->w->srv->warming, 1);
+    tg_conf_unref(n->conf);
+    free(n);
+}
+
+static void warm_why(void *ud, const char *msg)
+{
+    warm_note *n = ud;
+    snprintf(n->why, sizeof n->why, "%s", msg);
+}
+
+static const tg_upconn_cb warm_cb = {NULL, NULL, warm_done, warm_why};
+
+void upstream_warm(worker *w)
+{
+    const tg_conf *c = w->conf;
+    if (c->curl_only || w->https_proxy)
+        return;
+    for (int i = 0; i < c->n_routes; i++) {
+        const tg_route *rt = &c->routes[i];
+        tg_tls_id id = {rt->tls_ca_file, rt->tls_ca_path, rt->tls_cert, rt->tls_key};
+        if (!id.ca_file && !id.ca_path)
+            id.ca_file = w->ca_builtin;
+        tg_uptarget t;
+        if (strncmp(rt->upstream, "https://", 8) || !upconn_target(w, rt->upstream, &id, &t))
+            continue;  /* a name not resolved yet: its first round goes through libcurl */
+        warm_note *n = tg_calloc(1, sizeof *n);
+        n->w = w;
+        n->conf = tg_conf_ref(w->conf);
+        n->route = rt->name;
+        long ms = rt->connect_timeout_ms > 0 && rt->connect_timeout_ms < WARM_MAX_MS
+                      ? rt->connect_timeout_ms
+                      : WARM_MAX_MS;
+        atomic_fetch_add(&w->srv->warming, 1);
+        if (!upconn_warm(w, &t, ms, &warm_cb, n)) {
+            atomic_fetch_sub(&w->srv->warming, 1);
+            tg_conf_unref(n->conf);
+            free(n);
+        }
+    }
+}
+
 /* The head libcurl writes for the same round: request line, Host, Accept
  * unless ours has one, our headers by libcurl's rules ("Name:" with no
  * value only removes one of libcurl's own, "Name;" is sent empty), then

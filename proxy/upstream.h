@@ -21,6 +21,10 @@ void upstream_proxy_env(worker *w);
  * after every easy handle of the worker is. */
 void upstream_tls_init(worker *w);
 void upstream_tls_free(worker *w);
+/* A connection to each https upstream of w's routes whose address is
+ * known (upconn_warm), once at the worker's start: srv->warming counts
+ * those not yet ended. */
+void upstream_warm(worker *w);
 /* A paused stream's upstream goes on once the client has read enough. */
 void maybe_unpause(tg_req *r);
 

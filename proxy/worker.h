@@ -110,6 +110,7 @@ typedef struct server {
     int n;
     atomic_int ready;
     atomic_int open_reqs;  /* requests in flight on all workers (the drain) */
+    atomic_int warming;    /* upstream connections opened at start, not yet ended (/readyz) */
     tg_metrics_set *metrics;
     tg_store *items;      /* Responses items for item_reference (store.h) */
     atomic_size_t body_bytes;  /* request bodies held, against max_body_memory */

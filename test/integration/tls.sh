@@ -10,7 +10,10 @@
 # the name; [server]'s tls_ca_file and the environment's SSL_CERT_FILE are
 # used when the route says nothing; tls_client_cert/key answer an mTLS
 # upstream, which refuses toolgate without them; a new connection of the
-# worker resumes the TLS session another connection opened; each of these
+# worker resumes the TLS session another connection opened, also after
+# the upstream closed that one; the own client warms a connection per
+# upstream before it is ready, and a warm-up that cannot end does not
+# keep it unready; each of these
 # on toolgate's own client (its TLS, proxy/uptls.c) and on libcurl
 # (upstream_client = curl); `toolgate check`
 # names a missing or empty CA file and a client key without certificate.
@@ -46,7 +49,7 @@ start_tls other other
 OTHER_PID=$UP_PID OTHER=$UP_PORT
 start_tls mtls server "$P/ca.pem"
 MTLS_PID=$UP_PID MTLS=$UP_PORT
-trap '_st=$?; kill $GOOD_PID $OTHER_PID $MTLS_PID 2>/dev/null; (exit $_st); stop_all' EXIT
+trap '_st=$?; kill $GOOD_PID $OTHER_PID $MTLS_PID ${SILENT_PID:-} 2>/dev/null; (exit $_st); stop_all' EXIT
 
 route() {  # route NAME PORT [LINES]
     printf '[route %s]\nprefix = /%s\nupstream = https://127.0.0.1:%s/v1\ndialect = openai\nretries = 0\n%s\n\n' \
@@ -61,7 +64,7 @@ has() { expect_match "$1" "$3" "$2"; }  # has NAME TEXT PATTERN
 
 # The trust checks, once on toolgate's own client (chat rounds over its
 # TLS, proxy/uptls.c) and once with every round through libcurl.
-matrix() {  # matrix CLIENT VIA: upstream_client = CLIENT, rounds seen as sent by VIA
+matrix() {  # matrix CLIENT VIA WARMED: upstream_client = CLIENT, rounds seen as sent by VIA
     PORT=$(free_port)
     {
         printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\nupstream_client = %s\n\n' "$PORT" "$1"
@@ -72,8 +75,17 @@ matrix() {  # matrix CLIENT VIA: upstream_client = CLIENT, rounds seen as sent b
 tls_client_cert = $P/client.pem
 tls_client_key = $P/client.key"
         route nocert "$MTLS" "tls_ca_file = $P/ca.pem"
+        printf '[route closing]\nprefix = /closing\nupstream = https://127.0.0.1:%s/close/v1\ndialect = openai\nretries = 0\ntls_ca_file = %s\n\n' "$GOOD" "$P/ca-copy.pem"
     } >"$TG_TMP/tls-$1.conf"
+    # The own client warms one connection per upstream and trust before
+    # /readyz says ready (upstream_warm): the private and the closing
+    # routes' handshakes are done before any request; libcurl opens none.
+    # (Each stats request is one handshake of its own.)
+    w0=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
     start_toolgate "$TG_TMP/tls-$1.conf" || exit 1
+    w1=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
+    warmed=$("$PY" -c 'import json,sys; print(json.loads(sys.argv[2])["handshakes"]-json.loads(sys.argv[1])["handshakes"]-1)' "$w0" "$w1")
+    expect_eq "[$1] TLS connections to the upstream ready before the first request" "$warmed" "$3"
 
     st=$(ask "$TG_TMP/a" private)
     expect_eq "[$1] tls_ca_file: the private CA's upstream answers" "$st $(content "$TG_TMP/a")" \
@@ -118,10 +130,51 @@ tls_client_key = $P/client.key"
     else
         not_ok "[$1] new connections resume the worker's TLS session" "stats before $before after $after"
     fi
+    # One after the other on an upstream that closes every connection
+    # after its answer: each new connection resumes the session the one
+    # before left (its close sends no close_notify, and OpenSSL took
+    # that for a bad session: uptls_close). The route trusts a copy of
+    # the CA, so that its connections are a pool of their own (the
+    # first round may take the warm one, or make the first handshake).
+    before=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
+    sts=
+    for i in 1 2 3; do
+        sts="$sts$(ask "$TG_TMP/q$i" closing)"
+    done
+    after=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
+    counts=$("$PY" -c 'import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); n=b["handshakes"]-a["handshakes"]-1; print(n, b["resumed"]-a["resumed"])' "$before" "$after")
+    expect_eq "[$1] three rounds in a row on connections the upstream closes" "$sts" 200200200
+    new=${counts% *} res=${counts#* }
+    if [ "$new" -ge 2 ] && [ "$res" -ge $((new - 1)) ]; then
+        ok "[$1] ... each new connection resumed the session ($new new, $res resumed)"
+    else
+        not_ok "[$1] ... each new connection resumed the session" "$new new, $res resumed: stats before $before after $after"
+    fi
     stop_toolgate
 }
-matrix toolgate own
-matrix curl curl
+cp "$P/ca.pem" "$P/ca-copy.pem"
+matrix toolgate own 2
+matrix curl curl 0
+
+# A warm-up that cannot end (an upstream that takes the TCP connection and
+# never answers the handshake) ends at the route's connect_timeout: toolgate
+# becomes ready, says why in its log, and the route answers 504 as before.
+start_script_upstream silent "$TG_ROOT/test/integration/tls_upstream.py" silent
+SILENT_PID=$UP_PID
+PORT=$(free_port)
+{
+    printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\n\n' "$PORT"
+    route silent "$UP_PORT" "tls_ca_file = $P/ca.pem
+connect_timeout = 300ms"
+} >"$TG_TMP/silent.conf"
+start_toolgate "$TG_TMP/silent.conf" || exit 1
+ok "an upstream that never completes the warm-up's handshake does not keep toolgate unready"
+has "... its log says the route got no warm connection, and why" "$(cat "$TG_LOG")" \
+    "route silent: no connection warmed before the first request: no TLS connection within 300 ms"
+st=$(ask "$TG_TMP/s" silent)
+expect_eq "... and a request there ends as before, at connect_timeout (504)" "$st" 504
+stop_toolgate
+kill $SILENT_PID 2>/dev/null
 
 # [server]'s tls_ca_file, then SSL_CERT_FILE, for a route that says nothing.
 PORT=$(free_port)

@@ -1,5 +1,8 @@
 """tls_upstream.py -- an https chat-completions upstream for tls.sh.
 
+python3 tls_upstream.py silent: takes TCP connections (the kernel's
+backlog) and never answers a TLS handshake (a warm-up that cannot end).
+
 python3 tls_upstream.py CERT KEY [CLIENT_CA]: serves HTTP/1.1 over TLS on a
 free loopback port (prints port=N), with the certificate and key given;
 with CLIENT_CA it asks every client for a certificate signed by that CA
@@ -7,7 +10,8 @@ with CLIENT_CA it asks every client for a certificate signed by that CA
 completion whose content names the path and, when the client showed one,
 the client certificate's common name, and which of toolgate's clients
 sent it (its own asks Accept-Encoding: identity, libcurl lists codings); GET /_stats answers the number of
-TLS handshakes and of those that resumed a session.
+TLS handshakes and of those that resumed a session. Under /close/ every
+answer closes its connection.
 """
 import json
 import socket
@@ -16,6 +20,12 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+if sys.argv[1] == "silent":
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(64)
+    print("port=%d" % lst.getsockname()[1], flush=True)
+    threading.Event().wait()
 cert, key = sys.argv[1], sys.argv[2]
 client_ca = sys.argv[3] if len(sys.argv) > 3 else None
 stats = {"handshakes": 0, "resumed": 0}
@@ -33,6 +43,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        if self.path.startswith("/close/"):  # each answer ends its connection
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         self.wfile.write(body)
 
