@@ -12,8 +12,10 @@
 # upstream, which refuses toolgate without them; a new connection of the
 # worker resumes the TLS session another connection opened, also after
 # the upstream closed that one; the own client warms a connection per
-# upstream before it is ready, and a warm-up that cannot end does not
-# keep it unready; each of these
+# upstream before it is ready (also one named by host name, localhost,
+# whose first round then goes over the own client with no full
+# handshake), and a warm-up that cannot end (no handshake, a name that
+# does not resolve) does not keep it unready; each of these
 # on toolgate's own client (its TLS, proxy/uptls.c) and on libcurl
 # (upstream_client = curl); `toolgate check`
 # names a missing or empty CA file and a client key without certificate.
@@ -76,16 +78,38 @@ tls_client_cert = $P/client.pem
 tls_client_key = $P/client.key"
         route nocert "$MTLS" "tls_ca_file = $P/ca.pem"
         printf '[route closing]\nprefix = /closing\nupstream = https://127.0.0.1:%s/close/v1\ndialect = openai\nretries = 0\ntls_ca_file = %s\n\n' "$GOOD" "$P/ca-copy.pem"
+        printf '[route named]\nprefix = /named\nupstream = https://localhost:%s/close/v1\ndialect = openai\nretries = 0\ntls_ca_file = %s\n\n' "$GOOD" "$P/ca.pem"
     } >"$TG_TMP/tls-$1.conf"
     # The own client warms one connection per upstream and trust before
-    # /readyz says ready (upstream_warm): the private and the closing
-    # routes' handshakes are done before any request; libcurl opens none.
+    # /readyz says ready (upstream_warm): the private, the closing and
+    # the named routes' handshakes are done before any request (named's
+    # address found by libcurl first); libcurl opens none.
     # (Each stats request is one handshake of its own.)
     w0=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
     start_toolgate "$TG_TMP/tls-$1.conf" || exit 1
     w1=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
     warmed=$("$PY" -c 'import json,sys; print(json.loads(sys.argv[2])["handshakes"]-json.loads(sys.argv[1])["handshakes"]-1)' "$w0" "$w1")
     expect_eq "[$1] TLS connections to the upstream ready before the first request" "$warmed" "$3"
+
+    # The named route (https://localhost, a host name): its first rounds
+    # go over the own client, to the address the warm-up learnt, with no
+    # full handshake -- the first takes the warm connection, which the
+    # upstream then closes, and the next resumes its session. (Without
+    # the warm-up the first round went through libcurl, and made the
+    # worker's first full handshake to localhost.)
+    before=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
+    sts=
+    for i in 1 2; do
+        sts="$sts$(ask "$TG_TMP/n$i" named) $(content "$TG_TMP/n$i" | sed 's/.*via=//');"
+    done
+    after=$(curl -s -k "https://127.0.0.1:$GOOD/_stats")
+    full=$("$PY" -c 'import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); print((b["handshakes"]-b["resumed"])-(a["handshakes"]-a["resumed"])-1)' "$before" "$after")
+    if [ "$1" = toolgate ]; then
+        expect_eq "[$1] a host-named upstream's first rounds go over the own client" "$sts" "200 own;200 own;"
+        expect_eq "[$1] ... with no full TLS handshake (the warm connection, then its session)" "$full" 0
+    else
+        expect_eq "[$1] a host-named upstream's rounds go through libcurl" "$sts" "200 curl;200 curl;"
+    fi
 
     st=$(ask "$TG_TMP/a" private)
     expect_eq "[$1] tls_ca_file: the private CA's upstream answers" "$st $(content "$TG_TMP/a")" \
@@ -153,12 +177,13 @@ tls_client_key = $P/client.key"
     stop_toolgate
 }
 cp "$P/ca.pem" "$P/ca-copy.pem"
-matrix toolgate own 2
+matrix toolgate own 3
 matrix curl curl 0
 
 # A warm-up that cannot end (an upstream that takes the TCP connection and
 # never answers the handshake) ends at the route's connect_timeout: toolgate
 # becomes ready, says why in its log, and the route answers 504 as before.
+# So does one whose host name does not resolve (.invalid never does).
 start_script_upstream silent "$TG_ROOT/test/integration/tls_upstream.py" silent
 SILENT_PID=$UP_PID
 PORT=$(free_port)
@@ -166,11 +191,14 @@ PORT=$(free_port)
     printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 1\nlog_level = info\n\n' "$PORT"
     route silent "$UP_PORT" "tls_ca_file = $P/ca.pem
 connect_timeout = 300ms"
+    printf '[route nohost]\nprefix = /nohost\nupstream = https://nonexistent.invalid/v1\ndialect = openai\nretries = 0\nconnect_timeout = 300ms\n\n'
 } >"$TG_TMP/silent.conf"
 start_toolgate "$TG_TMP/silent.conf" || exit 1
 ok "an upstream that never completes the warm-up's handshake does not keep toolgate unready"
 has "... its log says the route got no warm connection, and why" "$(cat "$TG_LOG")" \
     "route silent: no connection warmed before the first request: no TLS connection within 300 ms"
+has "... and a host name that does not resolve is logged, naming the name" "$(cat "$TG_LOG")" \
+    "route nohost: no connection warmed before the first request: (Could not resolve host: nonexistent\.invalid|Resolving timed out)"
 st=$(ask "$TG_TMP/s" silent)
 expect_eq "... and a request there ends as before, at connect_timeout (504)" "$st" 504
 stop_toolgate
