@@ -717,9 +717,10 @@ static bool warm_resolve(warm_note *n)
      * this, libcurl 7.88 joins the thread when the transfer ends, and the
      * worker waits on the DNS after all */
     curl_easy_setopt(e, CURLOPT_QUICK_EXIT, 1L);
-    long ms = (long)((n->deadline - now_us()) / 1000);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms > 1 ? ms : 1L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms > 1 ? ms : 1L);
+    uint64_t now = now_us();
+    long ms = n->deadline > now + 1000 ? (long)((n->deadline - now) / 1000) : 1L;
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_curl_open);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, w);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_curl_close);
