@@ -412,7 +412,6 @@ static void worker_cleanup(worker *w)
     }
     if (w->srv->items->ops->detach)  /* its fetches end DOWN, their requests let go */
         w->srv->items->ops->detach(w->srv->items, w->id);
-    upstream_warm_free(w);
     upconn_free_all(w);
     embed_wait_free(w);
     while (w->n_spare)

@@ -9,7 +9,9 @@
  * sendmsg of the head and body pieces and the reads of the answer. The
  * round's bytes are parsed by proxy/h1.c; what a round cannot take here
  * (a proxy, userinfo, a name libcurl has not resolved yet) stays with
- * libcurl (upconn_target says which). https rounds speak TLS through
+ * libcurl (upconn_target says which); a name is never looked up here
+ * (no call may block the worker), libcurl finds its address
+ * (upconn_lookup, for the start-up warm-up). https rounds speak TLS through
  * OpenSSL (proxy/uptls.c: contexts, sessions, verification): the same
  * state machine, with a handshake between connect and send, and reads and
  * writes through the connection's SSL (conn_read, conn_write).
@@ -46,6 +48,7 @@
 #include "core/list.h"
 #include "core/tg.h"
 #include "proxy/h1.h"
+#include "proxy/upsock.h"
 
 #include <openssl/err.h>
 
@@ -101,6 +104,15 @@ typedef struct {
     bool avoid;  /* rounds to key go through libcurl until then (upconn_avoid) */
 } known_addr;
 
+typedef struct lookup {
+    CURL *easy;
+    char *url;  /* the upstream's URL: where the address is learnt */
+    upconn_found_fn found;
+    void *ud;
+    char why[CURL_ERROR_SIZE];
+    struct lookup *next;
+} lookup;
+
 struct upconn_pool {
     tg_upconn **by_fd;
     size_t n_fd;
@@ -112,6 +124,7 @@ struct upconn_pool {
     int next_addr;
     uptls *tls;            /* contexts and sessions, made at the first https round */
     int n_warming;         /* connections upconn_warm opened, not yet pooled or failed */
+    lookup *lookups;       /* names libcurl looks up (upconn_lookup) */
     char rd[READ_SIZE];
     char wr[16384];        /* a TLS request's pieces as one record (conn_write) */
 };
@@ -295,6 +308,89 @@ void upconn_learn(worker *w, const char *url, const char *ip, long port)
     slot->addr = ss;
     slot->alen = len;
     slot->until = now_us() + ADDR_TTL_US;
+}
+
+/* ---- a host name's address, found by libcurl ---------------------------------- */
+
+/* libcurl looks the name up on the worker's multi (its threaded
+ * resolver) with a CONNECT_ONLY transfer to host:port over plain tcp:
+ * the address that answered is what a round's upconn_learn would take.
+ * The transfer's connection is closed when it ends. */
+bool upconn_lookup(worker *w, const char *url, long ms, upconn_found_fn found, void *ud)
+{
+    const char *a, *target;
+    size_t n;
+    bool tls;
+    char host[256], curl_url[300];
+    unsigned port;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (!http_authority(url, &a, &n, &target, &tls) ||
+        !split_authority(a, n, tls, host, sizeof host, &port) || literal_addr(host, port, &ss, &len) ||
+        (size_t)snprintf(curl_url, sizeof curl_url, "http://%s:%u/", host, port) >= sizeof curl_url)
+        return false;
+    CURL *e = curl_easy_init();
+    if (!e)
+        return false;
+    lookup *l = tg_calloc(1, sizeof *l);
+    curl_easy_setopt(e, CURLOPT_URL, curl_url);
+    curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);  /* tcp only: no request, no TLS */
+    curl_easy_setopt(e, CURLOPT_PROXY, "");         /* not the environment's http_proxy */
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    /* a lookup that outlives ms is left to its thread: without this,
+     * libcurl 7.88 joins the thread when the transfer ends, and the
+     * worker waits on the DNS after all */
+    curl_easy_setopt(e, CURLOPT_QUICK_EXIT, 1L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms > 0 ? ms : 1L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms > 0 ? ms : 1L);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_curl_open);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, w);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_curl_close);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, w);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, l->why);
+    if (curl_multi_add_handle(w->multi, e) != CURLM_OK) {
+        curl_easy_cleanup(e);
+        free(l);
+        return false;
+    }
+    struct upconn_pool *P = pool(w);
+    l->easy = e;
+    l->url = tg_strdup(url);
+    l->found = found;
+    l->ud = ud;
+    l->next = P->lookups;
+    P->lookups = l;
+    return true;
+}
+
+/* l off the multi and freed, its owner told. */
+static void lookup_end(worker *w, lookup *l, CURLcode rc)
+{
+    char *ip = NULL;
+    long port = 0;
+    if (rc == CURLE_OK && !curl_easy_getinfo(l->easy, CURLINFO_PRIMARY_IP, &ip) &&
+        !curl_easy_getinfo(l->easy, CURLINFO_PRIMARY_PORT, &port))
+        upconn_learn(w, l->url, ip, port);
+    curl_multi_remove_handle(w->multi, l->easy);  /* closes its connection (CONNECT_ONLY) */
+    curl_easy_cleanup(l->easy);
+    if (rc == CURLE_OK || !l->why[0])
+        snprintf(l->why, sizeof l->why, "%s", curl_easy_strerror(rc));
+    l->found(l->ud, rc, l->why);
+    free(l->url);
+    free(l);
+}
+
+bool upconn_lookup_done(worker *w, CURL *e, CURLcode rc)
+{
+    lookup **p = w->upc ? &w->upc->lookups : NULL;
+    while (p && *p && (*p)->easy != e)
+        p = &(*p)->next;
+    if (!p || !*p)
+        return false;
+    lookup *l = *p;
+    *p = l->next;
+    lookup_end(w, l, rc);
+    return true;
 }
 
 /* ---- connections -------------------------------------------------------------- */
@@ -931,6 +1027,11 @@ void upconn_free_all(worker *w)
     struct upconn_pool *P = w->upc;
     if (!P)
         return;
+    while (P->lookups) {  /* their owners hear, and start nothing more */
+        lookup *l = P->lookups;
+        P->lookups = l->next;
+        lookup_end(w, l, CURLE_ABORTED_BY_CALLBACK);
+    }
     for (size_t i = 0; i < P->n_fd; i++) {
         tg_upconn *c = P->by_fd[i];
         if (c && c->warm)  /* its owner hears (request rounds were cancelled before) */

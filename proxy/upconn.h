@@ -56,6 +56,16 @@ typedef struct {
 bool upconn_target(worker *w, const char *url, const tg_tls_id *id, tg_uptarget *t);
 /* libcurl connected to url's host at ip:port: later rounds may go direct. */
 void upconn_learn(worker *w, const char *url, const char *ip, long port);
+/* libcurl looks url's host name up on w's multi handle (its threaded
+ * resolver: the worker never waits on DNS) and connects to it over plain
+ * tcp, within ms; where it connected is learnt (upconn_learn) and
+ * found(ud, rc, why) told, CURLE_OK or why not in libcurl's words (also
+ * CURLE_ABORTED_BY_CALLBACK at the worker's end, upconn_free_all). False:
+ * nothing started (no host name in url). upconn_lookup_done takes the
+ * multi's completions that are lookups (true), from the loop. */
+typedef void (*upconn_found_fn)(void *ud, CURLcode rc, const char *why);
+bool upconn_lookup(worker *w, const char *url, long ms, upconn_found_fn found, void *ud);
+bool upconn_lookup_done(worker *w, CURL *e, CURLcode rc);
 /* url's upstream answered in a way only libcurl reads (a content coding
  * unasked): its rounds go through libcurl for the next 10 minutes. */
 void upconn_avoid(worker *w, const char *url);

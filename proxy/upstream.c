@@ -626,43 +626,30 @@ static bool own_round(tg_req *r, const char *method, tg_uptarget *t)
  * One connection per upstream and trust, made before the worker serves,
  * parses the CA store, and its session ticket turns the burst's
  * connections into resumptions (bench/README.md). /readyz says
- * "warming" until each ended, pooled or not (at most WARM_MAX_MS).
- *
- * An upstream named by host name (every hosted provider) has no address
- * the own client knows yet, and no lookup may block the worker (issue
- * 28): libcurl finds it on the worker's multi handle (its threaded
- * resolver), with a CONNECT_ONLY transfer to host:port over plain tcp --
- * the address that answers, as learn_address takes it after a round --
- * then that handle is closed and the TLS warm-up goes to the address
- * (SNI and the certificate's name from the URL). Both within the same
- * bound; a name that does not resolve is logged and the worker is ready
- * all the same. */
+ * "warming" until each ended, pooled or not (at most WARM_MAX_MS). An
+ * upstream named by host name (every hosted provider) is looked up by
+ * libcurl first (upconn_lookup), within the same bound; a name that does
+ * not resolve is logged and the worker is ready all the same. */
 #define WARM_MAX_MS 2000
 
-typedef struct warm_note {
+typedef struct {
     worker *w;
     tg_conf *conf;  /* the route's strings (the trust) outlive a reload */
     const tg_route *rt;
-    char why[CURL_ERROR_SIZE];
-    CURL *easy;              /* while its host name is resolved */
-    long ms;                 /* the warm-up's bound */
-    uint64_t deadline;       /* ... on the now_us clock */
-    struct warm_note *next;  /* on w->resolving */
+    char why[256];
+    long ms;            /* the bound */
+    uint64_t deadline;  /* ... on the now_us clock */
 } warm_note;
 
-static void warm_end(warm_note *n, CURLcode rc)
+static void warm_done(void *ud, CURLcode rc)
 {
+    warm_note *n = ud;
     if (rc != CURLE_OK && rc != CURLE_ABORTED_BY_CALLBACK)
         tg_log(TG_LOG_INFO, "route %s: no connection warmed before the first request: %s",
                n->rt->name, n->why[0] ? n->why : curl_easy_strerror(rc));
     atomic_fetch_sub(&n->w->srv->warming, 1);
     tg_conf_unref(n->conf);
     free(n);
-}
-
-static void warm_done(void *ud, CURLcode rc)
-{
-    warm_end(ud, rc);
 }
 
 static void warm_why(void *ud, const char *msg)
@@ -673,99 +660,37 @@ static void warm_why(void *ud, const char *msg)
 
 static const tg_upconn_cb warm_cb = {NULL, NULL, warm_done, warm_why};
 
-/* The TLS warm-up to t, within what is left of n's bound; n ends in any case. */
-static void warm_tls(warm_note *n, const tg_uptarget *t)
+/* The TLS warm-up to n's upstream, when its address is known, within
+ * what is left of n's bound; n ends in any case. */
+static void warm_tls(warm_note *n)
 {
-    uint64_t now = now_us();
-    long left = n->deadline > now ? (long)((n->deadline - now + 999) / 1000) : 0;
-    if (!left) {
-        snprintf(n->why, sizeof n->why, "no address within %ld ms", n->ms);
-        warm_end(n, CURLE_OPERATION_TIMEDOUT);
-    } else if (!upconn_warm(n->w, t, left, &warm_cb, n)) {
-        warm_end(n, CURLE_OK);  /* one is open already: nothing to say */
-    }
-}
-
-static tg_tls_id warm_trust(const worker *w, const tg_route *rt)
-{
+    const tg_route *rt = n->rt;
     tg_tls_id id = {rt->tls_ca_file, rt->tls_ca_path, rt->tls_cert, rt->tls_key};
     if (!id.ca_file && !id.ca_path)
-        id.ca_file = w->ca_builtin;
-    return id;
-}
-
-/* libcurl resolves and connects to rt's host: n on w->resolving. False
- * when it could not start (an authority the own client never takes). */
-static bool warm_resolve(warm_note *n)
-{
-    worker *w = n->w;
-    const char *a = n->rt->upstream + 8;
-    size_t len = strcspn(a, "/?#");
-    char host[256], url[300];
-    unsigned port = 443;
-    if (!len || memchr(a, '@', len) || tg_split_host_port(a, len, host, sizeof host, &port) ||
-        (size_t)snprintf(url, sizeof url, "http://%s:%u/", host, port) >= sizeof url)
-        return false;
-    CURL *e = curl_easy_init();
-    if (!e)
-        return false;
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);  /* tcp only: no request, no TLS */
-    curl_easy_setopt(e, CURLOPT_PROXY, "");         /* not the environment's http_proxy */
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    /* a lookup that outlives the bound is left to its thread: without
-     * this, libcurl 7.88 joins the thread when the transfer ends, and the
-     * worker waits on the DNS after all */
-    curl_easy_setopt(e, CURLOPT_QUICK_EXIT, 1L);
-    uint64_t now = now_us();
-    long ms = n->deadline > now + 1000 ? (long)((n->deadline - now) / 1000) : 1L;
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms);
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_curl_open);
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, w);
-    curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_curl_close);
-    curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, w);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, n->why);
-    if (curl_multi_add_handle(w->multi, e) != CURLM_OK) {
-        curl_easy_cleanup(e);
-        return false;
-    }
-    n->easy = e;
-    n->next = w->resolving;
-    w->resolving = n;
-    return true;
-}
-
-/* A transfer curl finished that resolved a warm-up's host name: its
- * address learnt, the TLS warm-up started. False: not one of them. */
-static bool warm_resolved(worker *w, CURL *e, CURLcode rc)
-{
-    warm_note **p = &w->resolving;
-    while (*p && (*p)->easy != e)
-        p = &(*p)->next;
-    warm_note *n = *p;
-    if (!n)
-        return false;
-    *p = n->next;
-    char *ip = NULL;
-    long port = 0;
-    if (rc == CURLE_OK && !curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &ip) &&
-        !curl_easy_getinfo(e, CURLINFO_PRIMARY_PORT, &port))
-        upconn_learn(w, n->rt->upstream, ip, port);
-    curl_multi_remove_handle(w->multi, e);  /* closes its connection (CONNECT_ONLY) */
-    curl_easy_cleanup(e);
-    n->easy = NULL;
-    if (rc == CURLE_OK)
-        n->why[0] = '\0';
-    tg_tls_id id = warm_trust(w, n->rt);
+        id.ca_file = n->w->ca_builtin;
     tg_uptarget t;
-    if (rc != CURLE_OK)
-        warm_end(n, rc);
-    else if (!upconn_target(w, n->rt->upstream, &id, &t))
-        warm_end(n, CURLE_OK);  /* an address the own client does not take */
-    else
-        warm_tls(n, &t);
-    return true;
+    uint64_t now = now_us();
+    long left = n->deadline > now ? (long)((n->deadline - now + 999) / 1000) : 0;
+    if (!upconn_target(n->w, rt->upstream, &id, &t)) {
+        warm_done(n, CURLE_OK);  /* an upstream the own client does not take */
+    } else if (!left) {
+        snprintf(n->why, sizeof n->why, "its address took the whole %ld ms", n->ms);
+        warm_done(n, CURLE_OPERATION_TIMEDOUT);
+    } else if (!upconn_warm(n->w, &t, left, &warm_cb, n)) {
+        warm_done(n, CURLE_OK);  /* one is open already: nothing to say */
+    }
+}
+
+/* libcurl looked the host name up (upconn_lookup). */
+static void warm_found(void *ud, CURLcode rc, const char *why)
+{
+    warm_note *n = ud;
+    if (rc == CURLE_OK) {
+        warm_tls(n);
+        return;
+    }
+    snprintf(n->why, sizeof n->why, "%s", why);
+    warm_done(n, rc);
 }
 
 void upstream_warm(worker *w)
@@ -781,29 +706,13 @@ void upstream_warm(worker *w)
         n->w = w;
         n->conf = tg_conf_ref(w->conf);
         n->rt = rt;
-        long ms = rt->connect_timeout_ms > 0 && rt->connect_timeout_ms < WARM_MAX_MS
-                      ? rt->connect_timeout_ms
-                      : WARM_MAX_MS;
-        n->ms = ms;
-        n->deadline = now_us() + (uint64_t)ms * 1000;
+        n->ms = rt->connect_timeout_ms > 0 && rt->connect_timeout_ms < WARM_MAX_MS
+                    ? rt->connect_timeout_ms
+                    : WARM_MAX_MS;
+        n->deadline = now_us() + (uint64_t)n->ms * 1000;
         atomic_fetch_add(&w->srv->warming, 1);
-        tg_tls_id id = warm_trust(w, rt);
-        tg_uptarget t;
-        if (upconn_target(w, rt->upstream, &id, &t))
-            warm_tls(n, &t);
-        else if (!warm_resolve(n))
-            warm_end(n, CURLE_OK);
-    }
-}
-
-void upstream_warm_free(worker *w)
-{
-    while (w->resolving) {
-        warm_note *n = w->resolving;
-        w->resolving = n->next;
-        curl_multi_remove_handle(w->multi, n->easy);
-        curl_easy_cleanup(n->easy);
-        warm_end(n, CURLE_ABORTED_BY_CALLBACK);
+        if (!upconn_lookup(w, rt->upstream, n->ms, warm_found, n))
+            warm_tls(n);  /* an IP literal (or no host the own client takes) */
     }
 }
 
@@ -1381,9 +1290,9 @@ void check_curl_done(worker *w)
     upconn_run_due(w);
     while ((m = curl_multi_info_read(w->multi, &left))) {
         if (m->msg != CURLMSG_DONE || embed_wait_done(w, m->easy_handle, m->data.result) ||
-            warm_resolved(w, m->easy_handle, m->data.result))
+            upconn_lookup_done(w, m->easy_handle, m->data.result))
             continue;  /* a catalog's embeddings call (embed_wait.c), a warm-up's
-                        * name: not rounds */
+                        * lookup (upconn.c): not rounds */
         tg_req *r = NULL;
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
         CURLcode rc = m->data.result;

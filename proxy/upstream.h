@@ -23,11 +23,8 @@ void upstream_tls_init(worker *w);
 void upstream_tls_free(worker *w);
 /* A connection to each https upstream of w's routes (upconn_warm), once
  * at the worker's start, a host name's address found first by libcurl
- * on w's multi: srv->warming counts those not yet ended.
- * upstream_warm_free ends the lookups still running (the worker's end,
- * before upconn_free_all). */
+ * on w's multi (upconn_lookup): srv->warming counts those not yet ended. */
 void upstream_warm(worker *w);
-void upstream_warm_free(worker *w);
 /* A paused stream's upstream goes on once the client has read enough. */
 void maybe_unpause(tg_req *r);
 

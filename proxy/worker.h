@@ -100,7 +100,6 @@ struct worker {
     tg_random rng;                /* ids (request ids, Responses and items) */
     uint8_t *upfd;                /* per upstream socket: UPFD_* bits */
     struct upconn_pool *upc;      /* toolgate's own client's connections (upconn.c) */
-    struct warm_note *resolving;  /* warm-ups whose host name libcurl looks up (upstream.c) */
     size_t n_upfd;
     struct server *srv;
     atomic_size_t *body_bytes;    /* the server's, for max_body_memory */
