@@ -48,6 +48,7 @@ int tg_embed_call_set(tg_embed_call *c, CURL *e, const char *url, const char *au
         c->headers = curl_slist_append(c->headers, auth);
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_QUICK_EXIT, 1L);  /* never join a hung lookup (upstream.c) */
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->text);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);

@@ -481,6 +481,11 @@ static CURL *easy_new(worker *w)
      * must not resolve any it would find in the route's base URL either */
     curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    /* a round whose name lookup outlives it (connect_timeout first, a
+     * client gone) must not wait for libcurl's resolver thread: 7.88 joins
+     * that thread when the transfer ends unless told to leave it, which
+     * froze the worker until DNS answered (test/adversary/dns.sh) */
+    curl_easy_setopt(e, CURLOPT_QUICK_EXIT, 1L);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_upstream_header);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_upstream_data);
     curl_easy_setopt(e, CURLOPT_READFUNCTION, on_upstream_read);
