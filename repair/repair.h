@@ -86,11 +86,13 @@ void tg_stream_set_keepalive(tg_stream *s, unsigned ms);
  * chunk and a finish written as toolgate would write them, and a held
  * call's first chunk so written (byte for byte the same on any input);
  * TG_SCAN_HELD: a held call's argument fragments
- * (byte for byte the same on any input). */
+ * (byte for byte the same on any input); TG_SCAN_HELD_END: a finish that
+ * releases held calls, the calls written from the scan (the same). */
 #define TG_SCAN_ARGS 1u
 #define TG_SCAN_PLAIN 2u
 #define TG_SCAN_EVENT 4u
 #define TG_SCAN_HELD 8u
+#define TG_SCAN_HELD_END 16u
 void tg_stream_no_scan(tg_stream *s, unsigned which);
 /* Upstream ended. transport_error: the transfer broke (reset, timeout).
  * Flushes what is held back; a stream that never finished becomes an error

@@ -545,7 +545,9 @@ static void run_stream(const json_t *fx)
         tg_buf fast = {0}, slow = {0};
         json_decref(replay(fx, in, rounds, split, 0, &fast));
         json_decref(replay(fx, in, rounds, split,
-                           TG_SCAN_ARGS | TG_SCAN_PLAIN | TG_SCAN_EVENT | TG_SCAN_HELD, &slow));
+                           TG_SCAN_ARGS | TG_SCAN_PLAIN | TG_SCAN_EVENT | TG_SCAN_HELD |
+                               TG_SCAN_HELD_END,
+                           &slow));
         same_bytes(&fast, &slow, "fast and slow paths");
         tg_buf_free(&fast);
         tg_buf_free(&slow);
@@ -671,7 +673,8 @@ static void stream_bytes(const json_t *fx, const char *b, size_t n, bool transpo
 {
     tg_buf fast = {0}, slow = {0};
     stream_bytes_way(fx, b, n, transport_error, 0, &fast);
-    stream_bytes_way(fx, b, n, transport_error, TG_SCAN_ARGS | TG_SCAN_EVENT | TG_SCAN_HELD, &slow);
+    stream_bytes_way(fx, b, n, transport_error,
+                     TG_SCAN_ARGS | TG_SCAN_EVENT | TG_SCAN_HELD | TG_SCAN_HELD_END, &slow);
     same_bytes(&fast, &slow, "mutated stream: fast and slow paths");
     tg_buf_free(&fast);
     tg_buf_free(&slow);
