@@ -22,7 +22,6 @@
 #include "repair/stream_live.h"
 
 #include <ctype.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -481,28 +480,39 @@ static bool held_call_kept(tg_stream *s, const schoice *c, const scall *k, size_
     return true;
 }
 
+/* n (not negative) in decimal, as tg_json_dump writes an integer. */
+static void put_index(tg_buf *out, long n)
+{
+    char d[24];
+    size_t i = sizeof d;
+    do
+        d[--i] = (char)('0' + n % 10);
+    while ((n /= 10) > 0);
+    tg_buf_append(out, d + i, sizeof d - i);
+}
+
+#define PUT_LIT(out, lit) tg_buf_append((out), (lit), sizeof(lit) - 1)
+
 /* The chunk tg_rs_queue_fixed makes of such a call, in the envelope of the
  * finish event (env_end bytes of data, which the scan read as compact),
  * as tg_rs_send_json writes it: the choice's role was sent before. */
 static void write_held_call(tg_buf *out, const schoice *c, const scall *k, const char *data,
                             size_t env_end)
 {
-    char num[32];
-    tg_buf_append(out, "data: ", 6);
+    tg_buf_reserve(out, env_end + k->args.len + 160);
+    PUT_LIT(out, "data: ");
     tg_buf_append(out, data, env_end);
-    snprintf(num, sizeof num, "%ld", c->index);
-    tg_buf_puts(out, "\"choices\":[{\"index\":");
-    tg_buf_puts(out, num);
-    snprintf(num, sizeof num, "%d", k->out);
-    tg_buf_puts(out, ",\"delta\":{\"tool_calls\":[{\"index\":");
-    tg_buf_puts(out, num);
-    tg_buf_puts(out, ",\"id\":");
+    PUT_LIT(out, "\"choices\":[{\"index\":");
+    put_index(out, c->index);
+    PUT_LIT(out, ",\"delta\":{\"tool_calls\":[{\"index\":");
+    put_index(out, k->out);
+    PUT_LIT(out, ",\"id\":");
     tg_json_dump_string(k->id, strlen(k->id), out);
-    tg_buf_puts(out, ",\"type\":\"function\",\"function\":{\"name\":");
+    PUT_LIT(out, ",\"type\":\"function\",\"function\":{\"name\":");
     tg_json_dump_string(k->name, strlen(k->name), out);
-    tg_buf_puts(out, ",\"arguments\":");
+    PUT_LIT(out, ",\"arguments\":");
     tg_json_dump_string(k->args.data ? k->args.data : "", k->args.len, out);
-    tg_buf_puts(out, "}}]},\"finish_reason\":null}]}\n\n");
+    PUT_LIT(out, "}}]},\"finish_reason\":null}]}\n\n");
 }
 
 /* A finish that releases held calls (relay_finish's is a choice whose calls
