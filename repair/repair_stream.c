@@ -624,6 +624,11 @@ void tg_stream_set_keepalive(tg_stream *s, unsigned ms)
     s->keepalive_ms = ms;
 }
 
+void tg_stream_clock(tg_stream *s, uint64_t now_us)
+{
+    s->clock_us = now_us;
+}
+
 void tg_stream_no_scan(tg_stream *s, unsigned which)
 {
     s->no_scan = which;
@@ -921,7 +926,11 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
     size_t before = out->len;
     stream_event(s, data, len, out);
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (s->clock_us)
+        now = (struct timespec){.tv_sec = (time_t)(s->clock_us / 1000000u),
+                                .tv_nsec = (long)(s->clock_us % 1000000u) * 1000};
+    else
+        clock_gettime(CLOCK_MONOTONIC, &now);
     if (out->len == before && !s->done && ms_since(&s->last_out, &now) >= s->keepalive_ms)
         tg_buf_puts(out, ": keepalive\n\n");
     if (out->len != before)

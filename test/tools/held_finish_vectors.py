@@ -71,6 +71,16 @@ CASES = [
       fc(frag(1, None, None, '"/tmp/a"}')), FIN, "[DONE]"],
      [ROLE, out(call(0, "call_x", "get_weather", W)), out(call(1, "call_y", "read_file", R)),
       out(call(2, "call_x_2", "get_weather", '{"location":"Rome"}')), FIN, "[DONE]"], None),
+    ("stream-held-finish-clock", "gemini",
+     "the keepalive reads the caller's clock (tg_stream_clock, two hours ahead here, the "
+     "interval one hour): the first event, which gives the agent nothing, is answered by a "
+     "keepalive, the next not (the clock stands still); the stream's own clock would give "
+     "none",
+     [fc(frag(0, "call_a", "get_weather", "", True)), fc(frag(0, None, None, W)), FIN,
+      "[DONE]"],
+     [chunk({"role": "assistant", "tool_calls": [call(0, "call_a", "get_weather", W)]}), FIN,
+      "[DONE]"],
+     {"keepalive_ms": 3600000, "clock_ahead_ms": 7200000, "keepalives": 1}),
 ]
 
 R12_CASES = [
