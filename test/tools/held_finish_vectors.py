@@ -85,13 +85,13 @@ CASES = [
 
 R12_CASES = [
     ("stream-held-finish-r12-content", "gemini",
-     "text_tool_calls on: text that could open call markup comes while a call is held and "
-     "is held too (R12); the finish sends it before the call, so the finish is left to the "
-     "parse",
+     "text_tool_calls on: text that could open call markup (<tool_) comes while a call is "
+     "held and is held too (R12); the finish sends it before the call, so the finish is left "
+     "to the parse",
      [ROLE, fc(frag(0, "call_a", "get_weather", "", True)), fc(frag(0, None, None, W)),
-      chunk({"content": "Checking <b"}), FIN, "[DONE]"],
-     [ROLE, chunk({"content": "Checking <b"}), out(call(0, "call_a", "get_weather", W)), FIN,
-      "[DONE]"], {"text_tool_calls": True}),
+      chunk({"content": "Checking <tool_"}), FIN, "[DONE]"],
+     [ROLE, chunk({"content": "Checking "}), chunk({"content": "<tool_"}),
+      out(call(0, "call_a", "get_weather", W)), FIN, "[DONE]"], {"text_tool_calls": True}),
 ]
 
 for name, dialect, note, sse, expected, extra in CASES + R12_CASES:
