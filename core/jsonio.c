@@ -433,6 +433,11 @@ static void dump_string(const char *s, size_t n, tg_buf *out)
     tg_buf_append(out, "\"", 1);
 }
 
+void tg_json_dump_string(const char *s, size_t n, tg_buf *out)
+{
+    dump_string(s, n, out);
+}
+
 /* The shortest text that reads back as the same double: a provider's 0.1
  * leaves as 0.1, not as the 0.10000000000000001 of jansson's %.17g. Like
  * jansson, it keeps a real looking real ("1.0") and writes the exponent

@@ -58,6 +58,10 @@ int tg_json_u_escape(const char *p, const char *end, unsigned long *cp);
  * json_real refuses to make); out may then hold part of the text. */
 int tg_json_dump(const json_t *v, tg_buf *out);
 
+/* The string s[0..n) (valid UTF-8) as tg_json_dump writes a string
+ * value: quoted, escaped as json_dumps escapes it. */
+void tg_json_dump_string(const char *s, size_t n, tg_buf *out);
+
 /* The same as a malloc'd NUL-terminated string (json_dumps's contract with
  * JSON_COMPACT | JSON_ENCODE_ANY), or NULL when tg_json_dump says -1. */
 char *tg_json_dumps(const json_t *v);

@@ -238,7 +238,13 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
          * start cost 20 MB at 5,000 open streams). The client's reads
          * keep it (front.c stream_reader resets it below STREAM_KEEP). */
         tg_buf_reserve(&r->stream.out, n + n / 4);
-        if (tg_sse_feed(&r->stream.sse, data, n)) {
+        tg_stream *rs = r->stream.repair;
+        if (rs)  /* this read's events: one clock read for all */
+            tg_stream_clock(rs, t);
+        int cut = tg_sse_feed(&r->stream.sse, data, n);
+        if (rs)
+            tg_stream_clock(rs, 0);
+        if (cut) {
             cut_long_event(r);
             return 0;
         }

@@ -17,6 +17,7 @@
 #define TG_REPAIR_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "core/buf.h"
 #include "core/dialect.h"
@@ -78,6 +79,11 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out);
  * idle timeouts do not cut a stream whose tool call is held. 0: after every
  * such event (tests). */
 void tg_stream_set_keepalive(tg_stream *s, unsigned ms);
+/* The time (CLOCK_MONOTONIC, in µs) of the events fed until the next call,
+ * for that keepalive: a caller that feeds the events of one read together
+ * reads the clock once for all of them (a tool-call stream's 24 events
+ * come in one read). 0: each event reads the clock. */
+void tg_stream_clock(tg_stream *s, uint64_t now_us);
 /* Tests: the events a byte scan would relay unparsed take the full parse
  * instead, to compare the two. TG_SCAN_ARGS: a live call's argument
  * fragments (byte for byte the same on any input); TG_SCAN_PLAIN: plain
@@ -86,11 +92,13 @@ void tg_stream_set_keepalive(tg_stream *s, unsigned ms);
  * chunk and a finish written as toolgate would write them, and a held
  * call's first chunk so written (byte for byte the same on any input);
  * TG_SCAN_HELD: a held call's argument fragments
- * (byte for byte the same on any input). */
+ * (byte for byte the same on any input); TG_SCAN_HELD_END: a finish that
+ * releases held calls, the calls written from the scan (the same). */
 #define TG_SCAN_ARGS 1u
 #define TG_SCAN_PLAIN 2u
 #define TG_SCAN_EVENT 4u
 #define TG_SCAN_HELD 8u
+#define TG_SCAN_HELD_END 16u
 void tg_stream_no_scan(tg_stream *s, unsigned which);
 /* Upstream ended. transport_error: the transfer broke (reset, timeout).
  * Flushes what is held back; a stream that never finished becomes an error

@@ -38,13 +38,15 @@
  *
  * Everything else is never held: a chunk without tool calls, finish or
  * anything to repair is forwarded as the very bytes that came (one parse to
- * know that, no re-serialization). Five kinds of event are judged on a
+ * know that, no re-serialization). Six kinds of event are judged on a
  * scan of their bytes instead of a parse (stream_scan.c), each only where
  * the parse would do the same, anything unsure taking the parse: plain
  * text chunks, a live call's argument fragments, a held call's argument
  * fragments and its first chunk (kept, nothing sent: most events of a
- * stream on a route that holds calls), and a live call's first chunk and a
- * finish that no rule changes (stream_relay.c, the raw relay). Content is held only with R12 on, and only from a byte that
+ * stream on a route that holds calls), a live call's first chunk and a
+ * finish that no rule changes, and a finish that releases held calls
+ * whose repair is the identity (the calls written from the scan)
+ * (stream_relay.c, the raw relay). Content is held only with R12 on, and only from a byte that
  * could start tool-call markup until that is decided (repair_text.c); the
  * reasoning (reasoning_content, reasoning) likewise, its calls going out at
  * the finish only when the choice has no other call (scan_reasoning).
@@ -622,6 +624,11 @@ void tg_stream_set_keepalive(tg_stream *s, unsigned ms)
     s->keepalive_ms = ms;
 }
 
+void tg_stream_clock(tg_stream *s, uint64_t now_us)
+{
+    s->clock_us = now_us;
+}
+
 void tg_stream_no_scan(tg_stream *s, unsigned which)
 {
     s->no_scan = which;
@@ -919,7 +926,11 @@ void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
     size_t before = out->len;
     stream_event(s, data, len, out);
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (s->clock_us)
+        now = (struct timespec){.tv_sec = (time_t)(s->clock_us / 1000000u),
+                                .tv_nsec = (long)(s->clock_us % 1000000u) * 1000};
+    else
+        clock_gettime(CLOCK_MONOTONIC, &now);
     if (out->len == before && !s->done && ms_since(&s->last_out, &now) >= s->keepalive_ms)
         tg_buf_puts(out, ": keepalive\n\n");
     if (out->len != before)

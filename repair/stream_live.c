@@ -20,14 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Is a call of upstream tool `name` relayed live? Decided once per tool
- * and stream: the rewrite is the identity and no schema rule applies. The
- * last answer is kept beside the map, which a stream of one tool (most)
- * then never makes. */
-bool tg_rs_tool_is_live(tg_stream *s, const char *name)
+/* Is toolgate's repair of a whole call of upstream tool `name` the
+ * identity, for arguments that are one strict object? Decided once per
+ * tool and stream: the rewrite is the identity (its name unchanged, no
+ * inverse argument mapping, not a custom tool) and neither R15 nor R29 can
+ * apply to its schema. The last answer is kept beside the map, which a
+ * stream of one tool (most) then never makes. */
+bool tg_rs_tool_is_identity(tg_stream *s, const char *name)
 {
     tg_ctx *ctx = s->ctx;
-    if (!tg_rr_on(ctx, TG_RR_STREAM_ARGS) || !name)
+    if (!name)
         return false;
     if (s->live_name && !strcmp(s->live_name, name))
         return s->live_last;
@@ -47,6 +49,13 @@ bool tg_rs_tool_is_live(tg_stream *s, const char *name)
     s->live_name = tg_strdup(name);
     s->live_last = live;
     return live;
+}
+
+/* Is a call of upstream tool `name` relayed live? With repair.stream_args,
+ * a tool whose repair is the identity. */
+bool tg_rs_tool_is_live(tg_stream *s, const char *name)
+{
+    return tg_rr_on(s->ctx, TG_RR_STREAM_ARGS) && tg_rs_tool_is_identity(s, name);
 }
 
 /* The arguments that came since the last relay and still keep them the

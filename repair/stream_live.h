@@ -5,7 +5,11 @@
 
 #include "repair/stream_state.h"
 
-/* Is a call of upstream tool `name` relayed live (decided once per tool)? */
+/* Is the repair of a whole call of upstream tool `name`, its arguments one
+ * strict object, the identity (decided once per tool)? */
+bool tg_rs_tool_is_identity(tg_stream *s, const char *name);
+/* Is a call of upstream tool `name` relayed live (stream_args and the
+ * identity)? */
 bool tg_rs_tool_is_live(tg_stream *s, const char *name);
 /* The call starts live: index, id, type, name and the arguments so far. */
 void tg_rs_open_live(tg_stream *s, schoice *c, scall *k, json_t *events);

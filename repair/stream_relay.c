@@ -7,12 +7,15 @@
  * fragments (tg_rs_held_fragment: nothing goes out, the arguments are
  * kept, on the same scan), and a live call's first
  * chunk and a finish that no rule changes (tg_rs_relay_event on a scan;
- * a held call's first chunk on that scan is kept, nothing sent).
- * Each keeps the bookkeeping the parse would have kept. */
+ * a held call's first chunk on that scan is kept, nothing sent; a finish
+ * that releases held calls whose repair is the identity goes out as it
+ * came, after those calls written from the scan as the parse writes them,
+ * held_finish). Each keeps the bookkeeping the parse would have kept. */
 #include "repair/stream_relay.h"
 
 #include "core/alloc.h"
 #include "core/jsonio.h"
+#include "repair/repair.h"
 #include "repair/repair_base.h"
 #include "repair/repair_int.h"
 #include "repair/stream_calls.h"
@@ -290,23 +293,28 @@ static schoice *event_choice(tg_stream *s, const tg_frag *f)
  * closed, and nothing is in them that jansson may refuse where tg_jprefix
  * does not (a number out of range: a run of more than 15 digits or an
  * exponent; a \u escape, perhaps a lone surrogate). */
-static bool live_args_whole(const scall *k)
+static bool args_whole(const char *a, size_t n, const tg_jprefix *jp)
 {
-    if (k->jp.pos != k->args.len || !tg_jprefix_complete(&k->jp))
+    if (jp->pos != n || !tg_jprefix_complete(jp))
         return false;
     size_t run = 0;
-    for (size_t i = 0; i < k->args.len; i++) {
-        char ch = k->args.data[i];
+    for (size_t i = 0; i < n; i++) {
+        char ch = a[i];
         if (ch >= '0' && ch <= '9') {
             if (++run > 15)
                 return false;
             continue;
         }
-        if (((ch == 'e' || ch == 'E') && run) || (ch == 'u' && i && k->args.data[i - 1] == '\\'))
+        if (((ch == 'e' || ch == 'E') && run) || (ch == 'u' && i && a[i - 1] == '\\'))
             return false;
         run = 0;
     }
     return true;
+}
+
+static bool live_args_whole(const scall *k)
+{
+    return args_whole(k->args.data, k->args.len, &k->jp);
 }
 
 /* The first chunk of a call that tg_rs_take_call_delta and tg_rs_open_live
@@ -425,6 +433,139 @@ static bool relay_finish(tg_stream *s, const tg_frag *f, const char *data, size_
     return true;
 }
 
+/* --- a held call's finish, written without the parse -------------------- */
+
+/* Bytes that json_string and json_stringn take: valid UTF-8 (tg_utf8_len
+ * refuses what jansson refuses: overlong, surrogates, past U+10FFFF). */
+static bool utf8_ok(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s, *e = p + n;
+    while (p < e) {
+        size_t l = *p < 0x80 ? 1 : tg_utf8_len(p, e);
+        if (!l)
+            return false;
+        p += l;
+    }
+    return true;
+}
+
+/* A held call that tg_rs_try_send would repair and write back as it is:
+ * named, with an id the agent has not seen (tg_rr_assign_id keeps it; nor
+ * an earlier call sent with it now, at is its place), no other fields
+ * (keep_opaque has nothing to keep), a tool whose repair is the identity
+ * (tg_rs_tool_is_identity: no name to map back, no argument rule), and
+ * arguments that are one strict object jansson reads too (args_whole:
+ * split_calls finds one object, fix_args rewrites nothing). Names, ids and
+ * arguments come decoded from JSON strings, so in UTF-8; json_string would
+ * drop a field that is not, hence the check. A call held is never live
+ * (tg_rs_open_live sends it) nor meta (no discovery hooks here). */
+static bool held_call_kept(tg_stream *s, const schoice *c, const scall *k, size_t at)
+{
+    if (!k->name || !k->id || k->extra || strstr(k->name, "<arg_key>") ||
+        !utf8_ok(k->name, strlen(k->name)) || !utf8_ok(k->id, strlen(k->id)))
+        return false;
+    tg_jprefix jp = {0};
+    const char *a = k->args.data ? k->args.data : "";
+    tg_jprefix_feed(&jp, a, k->args.len);
+    if (!args_whole(a, k->args.len, &jp) || !utf8_ok(a, k->args.len) ||
+        !tg_rs_tool_is_identity(s, k->name))
+        return false;
+    if (tg_rr_on(s->ctx, TG_RR_IDS)) {
+        if (json_object_get(c->ids, k->id))
+            return false;  /* R9 */
+        for (size_t i = 0; i < at; i++)
+            if (!c->calls[i].sent && !strcmp(c->calls[i].id, k->id))
+                return false;
+    }
+    return true;
+}
+
+/* n (not negative) in decimal, as tg_json_dump writes an integer. */
+static void put_index(tg_buf *out, long n)
+{
+    char d[24];
+    size_t i = sizeof d;
+    do
+        d[--i] = (char)('0' + n % 10);
+    while ((n /= 10) > 0);
+    tg_buf_append(out, d + i, sizeof d - i);
+}
+
+#define PUT_LIT(out, lit) tg_buf_append((out), (lit), sizeof(lit) - 1)
+
+/* The chunk tg_rs_queue_fixed makes of such a call, in the envelope of the
+ * finish event (env_end bytes of data, which the scan read as compact),
+ * as tg_rs_send_json writes it: the choice's role was sent before. */
+static void write_held_call(tg_buf *out, const schoice *c, const scall *k, const char *data,
+                            size_t env_end)
+{
+    tg_buf_reserve(out, env_end + k->args.len + 160);
+    PUT_LIT(out, "data: ");
+    tg_buf_append(out, data, env_end);
+    PUT_LIT(out, "\"choices\":[{\"index\":");
+    put_index(out, c->index);
+    PUT_LIT(out, ",\"delta\":{\"tool_calls\":[{\"index\":");
+    put_index(out, k->out);
+    PUT_LIT(out, ",\"id\":");
+    tg_json_dump_string(k->id, strlen(k->id), out);
+    PUT_LIT(out, ",\"type\":\"function\",\"function\":{\"name\":");
+    tg_json_dump_string(k->name, strlen(k->name), out);
+    PUT_LIT(out, ",\"arguments\":");
+    tg_json_dump_string(k->args.data ? k->args.data : "", k->args.len, out);
+    PUT_LIT(out, "}}]},\"finish_reason\":null}]}\n\n");
+}
+
+/* A finish that releases held calls (relay_finish's is a choice whose calls
+ * all went out), where finish_now would write each held call back as it
+ * came (held_call_kept) and then the finish as it came: no live call open
+ * (nothing waits behind one), no R12 text or reasoning held and no call
+ * read in the reasoning (tg_rs_relay_event has no structured content), the
+ * finish_reason one R10/R11 keep once the calls are counted, the choice's
+ * role already sent. The calls' chunks are written from the scan and the
+ * finish goes out as its bytes; the bookkeeping is try_send's and
+ * finish_now's. */
+static bool held_finish(tg_stream *s, const tg_frag *f, const char *data, size_t len,
+                        tg_buf *out)
+{
+    schoice *c = tg_rs_choice_find(s, f->choice);
+    char fr[sizeof c->finish_buf];
+    if (!c || s->live_open || !c->any_sent || c->held.len || c->rheld.len || c->rcalls ||
+        !f->finish_len || f->finish_len >= sizeof fr)
+        return false;
+    size_t held = 0;
+    for (size_t i = 0; i < c->ncalls; i++) {
+        const scall *k = &c->calls[i];
+        if (!k->sent && !held_call_kept(s, c, k, i))
+            return false;
+        held += !k->sent;
+    }
+    if (!held)
+        return false;
+    memcpy(fr, f->finish, f->finish_len);
+    fr[f->finish_len] = '\0';
+    const char *nf = tg_rr_finish(s->ctx, fr, c->next_out + held);
+    if (!nf || strcmp(nf, fr))
+        return false;
+    keep_last_raw(s, data, len, f);
+    for (size_t i = 0; i < c->ncalls; i++) {
+        scall *k = &c->calls[i];
+        k->complete = true;
+        if (k->sent)
+            continue;
+        k->sent = true;
+        k->out = (int)c->next_out++;
+        if (tg_rr_on(s->ctx, TG_RR_IDS))
+            json_object_set_new(c->ids, k->id, json_true());
+        k->agent_id = tg_strdup(k->id);
+        write_held_call(out, c, k, s->first.data, f->env_end);
+    }
+    c->finished = s->finished = true;
+    memcpy(c->finish_buf, fr, sizeof fr);
+    c->finish = c->finish_buf;
+    tg_rs_send_raw(out, data, len);
+    return true;
+}
+
 /* A call's first chunk and a finish, the two of a tool-call stream that
  * the full parse would send on unchanged when no rule acts: recognised by
  * tg_scan_event (which accepts only what tg_stream itself would write),
@@ -452,7 +593,8 @@ bool tg_rs_relay_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
     if (f.call)
         return !f.finish && !s->live_open &&
                (relay_start(s, &f, data, len, out) || hold_start(s, &f, data, len));
-    return f.finish && relay_finish(s, &f, data, len, out);
+    return f.finish && (relay_finish(s, &f, data, len, out) ||
+                        (!(s->no_scan & TG_SCAN_HELD_END) && held_finish(s, &f, data, len, out)));
 }
 
 /* --- plain text chunks ---------------------------------------------------- */

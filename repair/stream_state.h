@@ -100,6 +100,7 @@ struct tg_stream {
     bool live_last;       /* its answer (most streams call one tool), */
     json_t *live_tools;   /* and the others': {upstream name: true|false} */
     struct timespec last_out;  /* when the agent last got bytes */
+    uint64_t clock_us;         /* tg_stream_clock's time, 0: read the clock */
     long keepalive_ms;    /* TG_KEEPALIVE_MS, or what tg_stream_set_keepalive set */
     const char *fail_code, *fail_msg;  /* tg_stream_fail's, for send_truncated */
     unsigned no_scan;     /* tests: TG_SCAN_* fast paths turned off */

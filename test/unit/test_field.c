@@ -698,7 +698,8 @@ static void run_stream(const json_t *c, tg_dialect d, why *w)
     tg_buf slow = {0};
     if (!stream_out(c, d, 0, &k.out, w))
         return;
-    if (stream_out(c, d, TG_SCAN_ARGS | TG_SCAN_EVENT | TG_SCAN_HELD, &slow, w)) {
+    if (stream_out(c, d, TG_SCAN_ARGS | TG_SCAN_EVENT | TG_SCAN_HELD | TG_SCAN_HELD_END, &slow,
+                   w)) {
         tg_buf fast = {0};
         tg_buf_append(&fast, k.out.data ? k.out.data : "", k.out.len);
         mask_made(&fast);

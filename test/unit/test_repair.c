@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "proxy/sse.h"
 #include "core/jsonfix.h"
@@ -371,6 +372,13 @@ static json_t *replay(const json_t *fx, const tg_buf *in, size_t rounds, unsigne
     const json_t *ka = json_object_get(fx, "keepalive_ms");
     if (json_is_integer(ka))
         tg_stream_set_keepalive(k.s, (unsigned)json_integer_value(ka));
+    const json_t *ahead = json_object_get(fx, "clock_ahead_ms");
+    if (json_is_integer(ahead)) {  /* the caller's clock (tg_stream_clock), not the stream's */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        tg_stream_clock(k.s, (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u +
+                                 (uint64_t)json_integer_value(ahead) * 1000u);
+    }
     tg_sse p;
     uint64_t x = split * 0x9E3779B97F4A7C15ull + 1;
     for (size_t r = 0; r < rounds; r++) {
@@ -545,7 +553,9 @@ static void run_stream(const json_t *fx)
         tg_buf fast = {0}, slow = {0};
         json_decref(replay(fx, in, rounds, split, 0, &fast));
         json_decref(replay(fx, in, rounds, split,
-                           TG_SCAN_ARGS | TG_SCAN_PLAIN | TG_SCAN_EVENT | TG_SCAN_HELD, &slow));
+                           TG_SCAN_ARGS | TG_SCAN_PLAIN | TG_SCAN_EVENT | TG_SCAN_HELD |
+                               TG_SCAN_HELD_END,
+                           &slow));
         same_bytes(&fast, &slow, "fast and slow paths");
         tg_buf_free(&fast);
         tg_buf_free(&slow);
@@ -671,7 +681,8 @@ static void stream_bytes(const json_t *fx, const char *b, size_t n, bool transpo
 {
     tg_buf fast = {0}, slow = {0};
     stream_bytes_way(fx, b, n, transport_error, 0, &fast);
-    stream_bytes_way(fx, b, n, transport_error, TG_SCAN_ARGS | TG_SCAN_EVENT | TG_SCAN_HELD, &slow);
+    stream_bytes_way(fx, b, n, transport_error,
+                     TG_SCAN_ARGS | TG_SCAN_EVENT | TG_SCAN_HELD | TG_SCAN_HELD_END, &slow);
     same_bytes(&fast, &slow, "mutated stream: fast and slow paths");
     tg_buf_free(&fast);
     tg_buf_free(&slow);
