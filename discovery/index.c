@@ -401,11 +401,43 @@ static void unit(float *v, uint32_t dims)
             v[i] = (float)(v[i] / sqrt(s));
 }
 
+/* Takes the catalog's mean direction out of each tool's vector (every tool
+ * of a catalog says "return", "list", "id"; what is left tells them apart)
+ * and stores them: "wm" the mean (packed float[dims]), "wv" the vectors
+ * quantized as the table is (packed int8[n][dims]), "wn" their norms
+ * (packed float[n], 0 for a tool none of whose words the table has). */
+static void store_doc_vectors(json_t *idx, float *dv, size_t n, uint32_t dims)
+{
+    float *mean = tg_calloc(dims, sizeof *mean), *norm = tg_malloc(n * sizeof *norm);
+    int8_t *q8 = tg_malloc(n * dims);
+    for (size_t d = 0; d < n; d++)
+        for (uint32_t i = 0; i < dims; i++)
+            mean[i] += dv[d * dims + i] / (float)n;
+    for (size_t d = 0; d < n; d++) {
+        float *v = dv + d * dims;
+        int none = 1;
+        for (uint32_t i = 0; i < dims && none; i++)
+            none = v[i] == 0;
+        for (uint32_t i = 0; i < dims && !none; i++)
+            v[i] -= mean[i];
+        unit(v, dims);
+        norm[d] = tg_wv_quantize(v, dims, q8 + d * dims);
+    }
+    json_object_set_new(idx, "wm", json_stringn_nocheck((const char *)mean, dims * sizeof *mean));
+    json_object_set_new(idx, "wv", json_stringn_nocheck((const char *)q8, n * dims));
+    json_object_set_new(idx, "wn", json_stringn_nocheck((const char *)norm, n * sizeof *norm));
+    free(mean);
+    free(norm);
+    free(q8);
+}
+
 /* Each tool's vector: the mean of its terms' word vectors, each weighted
- * by its idf and (saturated) how often the tool says it, its name counting
- * most ("wv": packed float[n][dims], unit length or zero); and the table
- * row of each term of the sorted vocabulary ("wr": packed uint32, in "so"'s
- * order, TG_WV_NONE for a word the table lacks), for the soft matches. */
+ * by its idf and (saturated) how often the tool says it in its name
+ * (counted three times) or description (parameters left out: on the tune
+ * half they made it worse), made unit length, then store_doc_vectors; and
+ * the table row of each term of the sorted vocabulary ("wr": packed
+ * uint32, in "so"'s order, TG_WV_NONE for a word the table lacks), for
+ * the soft matches. */
 static void word_vectors(json_t *idx, json_t *terms, size_t n)
 {
     static const double fw[F_COUNT] = { 3.0, 1.0, 0.0, 0.0 };
@@ -431,27 +463,13 @@ static void word_vectors(json_t *idx, json_t *terms, size_t n)
             double tf = 0;
             for (int f = 0; f < F_COUNT; f++)
                 tf += fw[f] * p[j].tf[f];
-            add_vec(dv + (size_t)p[j].doc * info.dims, rows[k], info.dims, idf * log1p(tf));
+            if (tf > 0)
+                add_vec(dv + (size_t)p[j].doc * info.dims, rows[k], info.dims, idf * log1p(tf));
         }
     }
     for (size_t d = 0; d < n; d++)
         unit(dv + d * info.dims, info.dims);
-    /* every tool of a catalog says "return", "list", "id": their common
-     * direction is taken out, so that what is left tells them apart */
-    float *mean = tg_calloc(info.dims, sizeof *mean);
-    for (size_t d = 0; d < n; d++)
-        for (uint32_t i = 0; i < info.dims; i++)
-            mean[i] += dv[d * info.dims + i] / (float)n;
-    for (size_t d = 0; d < n; d++) {
-        for (uint32_t i = 0; i < info.dims; i++)
-            dv[d * info.dims + i] -= mean[i];
-        unit(dv + d * info.dims, info.dims);
-    }
-    json_object_set_new(idx, "wm", json_stringn_nocheck((const char *)mean,
-                                                        info.dims * sizeof *mean));
-    free(mean);
-    json_object_set_new(idx, "wv", json_stringn_nocheck((const char *)dv,
-                                                        n * info.dims * sizeof *dv));
+    store_doc_vectors(idx, dv, n, info.dims);
     json_object_set_new(idx, "wr", json_stringn_nocheck((const char *)rows, nv * sizeof *rows));
     free(dv);
     free(rows);
@@ -510,7 +528,8 @@ size_t tg_dindex_cost(json_t *index)
     json_object_foreach(terms, key, v)
         cost += strlen(key) + json_string_length(v) + 96;  /* + jansson overhead */
     cost += json_string_length(json_object_get(index, "wv")) +
-            json_string_length(json_object_get(index, "wr"));
+            json_string_length(json_object_get(index, "wn")) +
+            json_string_length(json_object_get(index, "wr")) + 512;
     cost += json_string_length(json_object_get(index, "sv")) +
             json_string_length(json_object_get(index, "so")) + 192;
     json_t *syn = json_object_get(index, "syn");
@@ -905,6 +924,7 @@ static void expand_soft(query *q, json_t *index, const tg_dindex_params *pr)
     size_t want = pr->soft_max < 1 ? 1 : pr->soft_max > 16 ? 16 : (size_t)pr->soft_max;
     if (!rows || !sv || !so || json_string_length(json_object_get(index, "so")) != nv * sizeof *so)
         return;
+    float *sim = NULL;
     for (size_t i = 0; i < direct; i++) {
         uint32_t r;
         if (!q->t[i].direct || json_object_get(terms, q->t[i].w) ||
@@ -912,19 +932,19 @@ static void expand_soft(query *q, json_t *index, const tg_dindex_params *pr)
             continue;
         hit top[16];
         size_t kept = 0;
-        for (size_t k = 0; k < nv; k++) {
-            if (rows[k] == TG_WV_NONE)
-                continue;
-            double c = tg_wv_cos(r, rows[k]);
-            if (c >= pr->soft_min)
-                keep_best(top, &kept, want, (hit){ k, c });
-        }
+        if (!sim)
+            sim = tg_malloc((nv ? nv : 1) * sizeof *sim);
+        tg_wv_cos_rows(r, rows, nv, sim);
+        for (size_t k = 0; k < nv; k++)
+            if (sim[k] >= pr->soft_min)
+                keep_best(top, &kept, want, (hit){ k, sim[k] });
         q->origin = q->t[i].origin;
         for (size_t k = 0; k < kept; k++) {
             q->weight = pr->soft_weight;
             add_qword(sv + so[top[k].doc], q);
         }
     }
+    free(sim);
 }
 
 #define VEC_DEPTH 50
@@ -960,13 +980,15 @@ static void fuse_vectors(json_t *index, const query *q, const tg_dindex_params *
                          const unsigned char *allow, double *acc, size_t n)
 {
     tg_wv_info info;
-    json_t *wvj = json_object_get(index, "wv");
-    const float *dv = (const float *)json_string_value(wvj);
+    json_t *wvj = json_object_get(index, "wv"), *wnj = json_object_get(index, "wn");
+    const int8_t *dv = (const int8_t *)json_string_value(wvj);
+    const float *dn = (const float *)json_string_value(wnj);
     const float *mean = (const float *)json_string_value(json_object_get(index, "wm"));
-    if (!dv || !mean || !tg_wv_info_get(&info) ||
-        json_string_length(wvj) != n * info.dims * sizeof *dv)
+    if (!dv || !dn || !mean || !tg_wv_info_get(&info) || json_string_length(wvj) != n * info.dims ||
+        json_string_length(wnj) != n * sizeof *dn)
         return;
     float *qv = tg_malloc(info.dims * sizeof *qv);
+    int8_t *q8 = tg_malloc(info.dims);
     hit top[VEC_DEPTH];
     size_t kept = 0;
     if (query_vector(index, q, n, qv, info.dims)) {
@@ -974,18 +996,17 @@ static void fuse_vectors(json_t *index, const query *q, const tg_dindex_params *
         unit(qv, info.dims);
         for (uint32_t i = 0; i < info.dims; i++)
             qv[i] -= mean[i];
-        unit(qv, info.dims);
-        for (size_t d = 0; d < n; d++) {
-            if (allow && !allow[d])
+        float qn = tg_wv_quantize(qv, info.dims, q8);
+        for (size_t d = 0; qn > 0 && d < n; d++) {
+            if ((allow && !allow[d]) || dn[d] <= 0)
                 continue;
-            double c = 0;
-            for (uint32_t i = 0; i < info.dims; i++)
-                c += (double)qv[i] * dv[d * info.dims + i];
+            double c = tg_wv_dot8(q8, dv + d * info.dims, info.dims) / ((double)qn * dn[d]);
             if (c > 0 && c >= pr->vec_min)
                 keep_best(top, &kept, VEC_DEPTH, (hit){ d, c });
         }
     }
     free(qv);
+    free(q8);
     if (!kept)
         return;
     double best = 0;

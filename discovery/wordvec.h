@@ -40,4 +40,15 @@ const char *tg_wv_stem(uint32_t row);
 /* Cosine of two rows (0 when either is TG_WV_NONE). */
 double tg_wv_cos(uint32_t a, uint32_t b);
 
+/* The dot product of two int8 vectors of d components (vectorized). */
+int32_t tg_wv_dot8(const int8_t *x, const int8_t *y, uint32_t d);
+
+/* v[0..d) as int8 into out[] (its largest component to 127); returns the
+ * norm of out (0 for a zero vector). */
+float tg_wv_quantize(const float *v, uint32_t d, int8_t *out);
+
+/* The cosines of row `a` with each of rows[0..n) into out[] (-2 for
+ * TG_WV_NONE): one check of the table for a whole vocabulary. */
+void tg_wv_cos_rows(uint32_t a, const uint32_t *rows, size_t n, float *out);
+
 #endif
