@@ -396,9 +396,9 @@ static void unit(float *v, uint32_t dims)
     double s = 0;
     for (uint32_t i = 0; i < dims; i++)
         s += (double)v[i] * v[i];
-    if (s > 0)
-        for (uint32_t i = 0; i < dims; i++)
-            v[i] = (float)(v[i] / sqrt(s));
+    double inv = s > 0 ? 1.0 / sqrt(s) : 0;
+    for (uint32_t i = 0; inv > 0 && i < dims; i++)
+        v[i] = (float)(v[i] * inv);
 }
 
 /* Takes the catalog's mean direction out of each tool's vector (every tool
