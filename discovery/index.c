@@ -13,16 +13,19 @@
  * few generic synonyms (list/show/get, create/add/new, ...) and the terms
  * their stems begin or are begun by (scraper/scrape) at a lower weight,
  * and a word the catalog lacks pulls in the words WordNet defines it with
- * (discovery/lexicon.h); a second stage lifts, among the first 50, the
- * tools that cover more of the written words. Nothing here knows any
- * particular tool.
+ * (discovery/lexicon.h) and the catalog's words nearest it by word vector
+ * (discovery/wordvec.h); a second stage lifts, among the first 50, the
+ * tools that cover more of the written words, and the cosine between the
+ * query's mean word vector and each tool's is added last. Nothing here
+ * knows any particular tool.
  *
  * Layout (all in one json object, shareable through the cache):
  *   "n": docs, "avg": packed float[F_COUNT] mean field lengths,
  *   "dl": packed float[n][F_COUNT] field lengths,
  *   "t": {term: packed posting[] = {uint32 doc; float tf[F_COUNT]}}  (docs ascending),
  *   "sv", "so": the terms sorted (NUL-ended, one after another) and packed
- *   uint32 offsets of each, "syn": the synonym groups stemmed
+ *   uint32 offsets of each, "syn": the synonym groups stemmed,
+ *   "wv", "wn", "wm", "wr": the word vectors' (word_vectors())
  * Packed data are json strings made with json_stringn_nocheck: binary,
  * never dumped, and malloc-aligned, so they are read in place.
  */

@@ -29,7 +29,9 @@ Each stem's unit vector is quantized to int8 (the largest component to
 
 Layout (little-endian; discovery/wordvec.h reads it in place):
     "TGWV" u32 version(1) u32 count u32 dims u32 strings_bytes u32 fnv1a
-    count x {u32 str, u32 rank, f32 norm}   entries, sorted by stem (bytes)
+    count x {u32 str, u32 rank, f32 norm}   entries, sorted by stem (bytes);
+                                             rank: of its most frequent word
+                                             in GloVe (toolgate does not read it)
     count x dims x int8                      vectors, in entry order
     strings_bytes                            NUL-ended stems
 The fnv1a (FNV-1a 32 over everything after the header) is what the unit
