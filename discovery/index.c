@@ -913,8 +913,8 @@ static void rerank_top(const query *q, const tg_dindex_params *pr, double *acc,
     }
 }
 
-/* A written word the catalog lacks ("thumbs" for a tool that says
- * "reaction") pulls in the catalog's terms whose word vectors are nearest
+/* A written word the catalog lacks ("forecast" for a tool that says
+ * "weather") pulls in the catalog's terms whose word vectors are nearest
  * its own (cosine at least soft_min, soft_max at most) at soft_weight;
  * they count for the word they stand for, like the lexicon's. */
 static void expand_soft(query *q, json_t *index, const tg_dindex_params *pr)
@@ -974,8 +974,8 @@ static int query_vector(json_t *index, const query *q, size_t n, float *qv, uint
 /* Add to BM25's score (acc[], over its best: 1 for the top tool) vec_weight
  * times the cosine between the query's vector and each tool's, for the first
  * VEC_DEPTH tools by cosine whose cosine is at least vec_min: a tool that
- * shares no word with the query ("thumbs up" for add_reaction) can so come
- * up, and of two tools BM25 scores alike, the one that means the query goes
+ * shares no word with the query ("how high is the mountain" for
+ * get_elevation) can so come up, and of two tools BM25 scores alike, the one that means the query goes
  * first. Added scores, not reciprocal ranks: on the tune half ranks fused
  * (constant 10 to 60) lost to BM25 alone at every weight, as they flatten
  * BM25's confident first places. */
