@@ -43,6 +43,9 @@ $(BUILD)/%.o: %.c $(HDRS)
 
 $(BUILD)/bridge/pdftext.o: TG_CFLAGS += $(PDF_CFLAGS)
 
+# the word vectors are linked in by .incbin (discovery/wordvec_data.c)
+$(BUILD)/discovery/wordvec_data.o: discovery/wordvec.bin
+
 $(BUILD)/libtoolgate.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

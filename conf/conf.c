@@ -604,6 +604,8 @@ static void route_key(parser *p, tg_route *r, const kv *k)
         set_embeddings(p, r, k);
     } else if (!strcmp(key, "discovery_hints")) {
         parse_bool(p, k, &r->rules.disc.hints);
+    } else if (!strcmp(key, "discovery_wordvec")) {
+        parse_bool(p, k, &r->rules.disc.wordvec);
     } else if (!strcmp(key, "text_tool_calls")) {
         if (!parse_bool(p, k, &b))
             r->rules.repair.text_tool_calls = b;

@@ -169,10 +169,14 @@ static size_t fused_search(const tg_ctx *ctx, json_t *d, const char **q, size_t 
     double *rrf = tg_calloc(n ? n : 1, sizeof *rrf);
     fused *all = tg_malloc((n ? n : 1) * sizeof *all);
     size_t matched = 0, got = 0;
+    tg_dindex_params pr = tg_dindex_defaults;
+    if (!ctx->disc->wordvec) {  /* discovery_wordvec = off */
+        pr.vec_weight = 0;
+        pr.soft_weight = 0;
+    }
     for (size_t k = 0; k < nq; k++) {
         size_t hits[FUSE_DEPTH];
-        size_t m = tg_dindex_search_in(index, q[k], &tg_dindex_defaults, mask, hits, NULL,
-                                       FUSE_DEPTH);
+        size_t m = tg_dindex_search_in(index, q[k], &pr, mask, hits, NULL, FUSE_DEPTH);
         if (m > matched)
             matched = m;  /* a lower bound of the union, enough for "more" */
         for (size_t i = 0; i < m && i < FUSE_DEPTH; i++)

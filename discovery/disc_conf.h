@@ -18,6 +18,7 @@ typedef struct tg_disc_conf {
                              discovery/embed.h) */
     char *embed_model;
     int hints;            /* successor hints beside hidden tools' results (hints.h) */
+    int wordvec;          /* search_tools also ranks by the built-in word vectors (wordvec.h) */
 } tg_disc_conf;
 
 #endif

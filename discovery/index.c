@@ -13,21 +13,25 @@
  * few generic synonyms (list/show/get, create/add/new, ...) and the terms
  * their stems begin or are begun by (scraper/scrape) at a lower weight,
  * and a word the catalog lacks pulls in the words WordNet defines it with
- * (discovery/lexicon.h); a second stage lifts, among the first 50, the
- * tools that cover more of the written words. Nothing here knows any
- * particular tool.
+ * (discovery/lexicon.h) and the catalog's words nearest it by word vector
+ * (discovery/wordvec.h); a second stage lifts, among the first 50, the
+ * tools that cover more of the written words, and the cosine between the
+ * query's mean word vector and each tool's is added last. Nothing here
+ * knows any particular tool.
  *
  * Layout (all in one json object, shareable through the cache):
  *   "n": docs, "avg": packed float[F_COUNT] mean field lengths,
  *   "dl": packed float[n][F_COUNT] field lengths,
  *   "t": {term: packed posting[] = {uint32 doc; float tf[F_COUNT]}}  (docs ascending),
  *   "sv", "so": the terms sorted (NUL-ended, one after another) and packed
- *   uint32 offsets of each, "syn": the synonym groups stemmed
+ *   uint32 offsets of each, "syn": the synonym groups stemmed,
+ *   "wv", "wn", "wm", "wr": the word vectors' (word_vectors())
  * Packed data are json strings made with json_stringn_nocheck: binary,
  * never dumped, and malloc-aligned, so they are read in place.
  */
 #include "discovery/index.h"
 #include "discovery/lexicon.h"
+#include "discovery/wordvec.h"
 #include "core/alloc.h"
 #include "core/tg.h"
 
@@ -59,6 +63,11 @@ const tg_dindex_params tg_dindex_defaults = {
     .lex_weight = 0.45,
     .lex_kinds = TG_LEX_GLOSS,
     .lex_max = 8,
+    .vec_weight = 0.1,
+    .vec_min = 0.3,
+    .soft_weight = 0.3,
+    .soft_min = 0.5,
+    .soft_max = 4,
 };
 
 typedef struct posting {
@@ -366,6 +375,109 @@ static void sorted_vocab(json_t *idx, json_t *terms)
     free(off);
 }
 
+/* ---- word vectors ------------------------------------------------------ */
+
+static double idf_of(size_t n, size_t df)
+{
+    return log(1.0 + ((double)n - (double)df + 0.5) / ((double)df + 0.5));
+}
+
+/* Add weight times row's unit vector to acc[dims]. */
+static void add_vec(float *acc, uint32_t row, uint32_t dims, double weight)
+{
+    float norm = 0;
+    const int8_t *v = tg_wv_vec(row, &norm);
+    if (!v || norm <= 0)
+        return;
+    float k = (float)(weight / norm);
+    for (uint32_t i = 0; i < dims; i++)
+        acc[i] += k * (float)v[i];
+}
+
+static void unit(float *v, uint32_t dims)
+{
+    double s = 0;
+    for (uint32_t i = 0; i < dims; i++)
+        s += (double)v[i] * v[i];
+    double inv = s > 0 ? 1.0 / sqrt(s) : 0;
+    for (uint32_t i = 0; inv > 0 && i < dims; i++)
+        v[i] = (float)(v[i] * inv);
+}
+
+/* Takes the catalog's mean direction out of each tool's vector (every tool
+ * of a catalog says "return", "list", "id"; what is left tells them apart)
+ * and stores them: "wm" the mean (packed float[dims]), "wv" the vectors
+ * quantized as the table is (packed int8[n][dims]), "wn" their norms
+ * (packed float[n], 0 for a tool none of whose words the table has). */
+static void store_doc_vectors(json_t *idx, float *dv, size_t n, uint32_t dims)
+{
+    float *mean = tg_calloc(dims, sizeof *mean), *norm = tg_malloc(n * sizeof *norm);
+    int8_t *q8 = tg_malloc(n * dims);
+    for (size_t d = 0; d < n; d++)
+        for (uint32_t i = 0; i < dims; i++)
+            mean[i] += dv[d * dims + i] / (float)n;
+    for (size_t d = 0; d < n; d++) {
+        float *v = dv + d * dims;
+        int none = 1;
+        for (uint32_t i = 0; i < dims && none; i++)
+            none = v[i] == 0;
+        for (uint32_t i = 0; i < dims && !none; i++)
+            v[i] -= mean[i];
+        unit(v, dims);
+        norm[d] = tg_wv_quantize(v, dims, q8 + d * dims);
+    }
+    json_object_set_new(idx, "wm", json_stringn_nocheck((const char *)mean, dims * sizeof *mean));
+    json_object_set_new(idx, "wv", json_stringn_nocheck((const char *)q8, n * dims));
+    json_object_set_new(idx, "wn", json_stringn_nocheck((const char *)norm, n * sizeof *norm));
+    free(mean);
+    free(norm);
+    free(q8);
+}
+
+/* Each tool's vector: the mean of its terms' word vectors, each weighted
+ * by its idf and (saturated) how often the tool says it in its name
+ * (counted three times) or description (parameters left out: on the tune
+ * half they made it worse), made unit length, then store_doc_vectors; and
+ * the table row of each term of the sorted vocabulary ("wr": packed
+ * uint32, in "so"'s order, TG_WV_NONE for a word the table lacks), for
+ * the soft matches. */
+static void word_vectors(json_t *idx, json_t *terms, size_t n)
+{
+    static const double fw[F_COUNT] = { 3.0, 1.0, 0.0, 0.0 };
+    tg_wv_info info;
+    const char *sv = json_string_value(json_object_get(idx, "sv"));
+    json_t *soj = json_object_get(idx, "so");
+    const uint32_t *so = (const uint32_t *)json_string_value(soj);
+    size_t nv = json_string_length(soj) / sizeof *so;
+    if (!tg_wv_info_get(&info) || !n || !sv)
+        return;
+    float *dv = tg_calloc(n * info.dims, sizeof *dv);
+    uint32_t *rows = tg_malloc((nv ? nv : 1) * sizeof *rows);
+    for (size_t k = 0; k < nv; k++) {
+        const char *t = sv + so[k];
+        rows[k] = tg_wv_find(t);
+        if (rows[k] == TG_WV_NONE)
+            continue;
+        json_t *pl = json_object_get(terms, t);
+        const posting *p = (const posting *)json_string_value(pl);
+        size_t df = json_string_length(pl) / sizeof *p;
+        double idf = idf_of(n, df);
+        for (size_t j = 0; j < df; j++) {
+            double tf = 0;
+            for (int f = 0; f < F_COUNT; f++)
+                tf += fw[f] * p[j].tf[f];
+            if (tf > 0)
+                add_vec(dv + (size_t)p[j].doc * info.dims, rows[k], info.dims, idf * log1p(tf));
+        }
+    }
+    for (size_t d = 0; d < n; d++)
+        unit(dv + d * info.dims, info.dims);
+    store_doc_vectors(idx, dv, n, info.dims);
+    json_object_set_new(idx, "wr", json_stringn_nocheck((const char *)rows, nv * sizeof *rows));
+    free(dv);
+    free(rows);
+}
+
 json_t *tg_dindex_build(json_t *tools)
 {
     size_t n = json_array_size(tools);
@@ -392,6 +504,7 @@ json_t *tg_dindex_build(json_t *tools)
     json_object_set_new(idx, "dl",
                         json_stringn_nocheck((const char *)dl, n * F_COUNT * sizeof *dl));
     sorted_vocab(idx, terms);
+    word_vectors(idx, terms, n);
     json_object_set_new(idx, "t", terms);
     json_object_set_new(idx, "syn", stemmed_synonyms(b.wc.st));
     terms = NULL;
@@ -417,6 +530,9 @@ size_t tg_dindex_cost(json_t *index)
     json_t *v;
     json_object_foreach(terms, key, v)
         cost += strlen(key) + json_string_length(v) + 96;  /* + jansson overhead */
+    cost += json_string_length(json_object_get(index, "wv")) +
+            json_string_length(json_object_get(index, "wn")) +
+            json_string_length(json_object_get(index, "wr")) + 512;
     cost += json_string_length(json_object_get(index, "sv")) +
             json_string_length(json_object_get(index, "so")) + 192;
     json_t *syn = json_object_get(index, "syn");
@@ -797,6 +913,114 @@ static void rerank_top(const query *q, const tg_dindex_params *pr, double *acc,
     }
 }
 
+/* A written word the catalog lacks ("forecast" for a tool that says
+ * "weather") pulls in the catalog's terms whose word vectors are nearest
+ * its own (cosine at least soft_min, soft_max at most) at soft_weight;
+ * they count for the word they stand for, like the lexicon's. */
+static void expand_soft(query *q, json_t *index, const tg_dindex_params *pr)
+{
+    json_t *terms = json_object_get(index, "t"), *wrj = json_object_get(index, "wr");
+    const uint32_t *rows = (const uint32_t *)json_string_value(wrj);
+    const char *sv = json_string_value(json_object_get(index, "sv"));
+    const uint32_t *so = (const uint32_t *)json_string_value(json_object_get(index, "so"));
+    size_t nv = json_string_length(wrj) / sizeof *rows, direct = q->n;
+    size_t want = pr->soft_max < 1 ? 1 : pr->soft_max > 16 ? 16 : (size_t)pr->soft_max;
+    if (!rows || !sv || !so || json_string_length(json_object_get(index, "so")) != nv * sizeof *so)
+        return;
+    float *sim = NULL;
+    for (size_t i = 0; i < direct; i++) {
+        uint32_t r;
+        if (!q->t[i].direct || json_object_get(terms, q->t[i].w) ||
+            (r = tg_wv_find(q->t[i].w)) == TG_WV_NONE)
+            continue;
+        hit top[16];
+        size_t kept = 0;
+        if (!sim)
+            sim = tg_malloc((nv ? nv : 1) * sizeof *sim);
+        tg_wv_cos_rows(r, rows, nv, sim);
+        for (size_t k = 0; k < nv; k++)
+            if (sim[k] >= pr->soft_min)
+                keep_best(top, &kept, want, (hit){ k, sim[k] });
+        q->origin = q->t[i].origin;
+        for (size_t k = 0; k < kept; k++) {
+            q->weight = pr->soft_weight;
+            add_qword(sv + so[top[k].doc], q);
+        }
+    }
+    free(sim);
+}
+
+#define VEC_DEPTH 50
+
+/* The query's vector: its written words' word vectors weighted by their
+ * idf in the catalog (a word the catalog lacks: the highest). Returns 0
+ * when no written word has one. */
+static int query_vector(json_t *index, const query *q, size_t n, float *qv, uint32_t dims)
+{
+    json_t *terms = json_object_get(index, "t");
+    int any = 0;
+    memset(qv, 0, dims * sizeof *qv);
+    for (size_t i = 0; i < q->n; i++) {
+        uint32_t r;
+        if (!q->t[i].direct || (r = tg_wv_find(q->t[i].w)) == TG_WV_NONE)
+            continue;
+        json_t *pl = json_object_get(terms, q->t[i].w);
+        add_vec(qv, r, dims, q->t[i].weight * idf_of(n, json_string_length(pl) / sizeof(posting)));
+        any = 1;
+    }
+    return any;
+}
+
+/* Add to BM25's score (acc[], over its best: 1 for the top tool) vec_weight
+ * times the cosine between the query's vector and each tool's, for the first
+ * VEC_DEPTH tools by cosine whose cosine is at least vec_min: a tool that
+ * shares no word with the query ("how high is the mountain" for
+ * get_elevation) can so come up, and of two tools BM25 scores alike, the one that means the query goes
+ * first. Added scores, not reciprocal ranks: on the tune half ranks fused
+ * (constant 10 to 60) lost to BM25 alone at every weight, as they flatten
+ * BM25's confident first places. */
+static void fuse_vectors(json_t *index, const query *q, const tg_dindex_params *pr,
+                         const unsigned char *allow, double *acc, size_t n)
+{
+    tg_wv_info info;
+    json_t *wvj = json_object_get(index, "wv"), *wnj = json_object_get(index, "wn");
+    const int8_t *dv = (const int8_t *)json_string_value(wvj);
+    const float *dn = (const float *)json_string_value(wnj);
+    const float *mean = (const float *)json_string_value(json_object_get(index, "wm"));
+    if (!dv || !dn || !mean || !tg_wv_info_get(&info) || json_string_length(wvj) != n * info.dims ||
+        json_string_length(wnj) != n * sizeof *dn)
+        return;
+    float *qv = tg_malloc(info.dims * sizeof *qv);
+    int8_t *q8 = tg_malloc(info.dims);
+    hit top[VEC_DEPTH];
+    size_t kept = 0;
+    if (query_vector(index, q, n, qv, info.dims)) {
+        /* the catalog's common direction out, as from the tools' vectors */
+        unit(qv, info.dims);
+        for (uint32_t i = 0; i < info.dims; i++)
+            qv[i] -= mean[i];
+        float qn = tg_wv_quantize(qv, info.dims, q8);
+        for (size_t d = 0; qn > 0 && d < n; d++) {
+            if ((allow && !allow[d]) || dn[d] <= 0)
+                continue;
+            double c = tg_wv_dot8(q8, dv + d * info.dims, info.dims) / ((double)qn * dn[d]);
+            if (c > 0 && c >= pr->vec_min)
+                keep_best(top, &kept, VEC_DEPTH, (hit){ d, c });
+        }
+    }
+    free(qv);
+    free(q8);
+    if (!kept)
+        return;
+    double best = 0;
+    for (size_t d = 0; d < n; d++)
+        best = acc[d] > best ? acc[d] : best;
+    for (size_t d = 0; best > 0 && d < n; d++)
+        acc[d] /= best;
+    for (size_t r = 0; r < kept; r++)
+        acc[top[r].doc] += pr->vec_weight * top[r].score;
+}
+
 size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dindex_params *pr,
                            const unsigned char *allow, size_t *out, double *score, size_t max)
 {
@@ -819,6 +1043,8 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
         expand_lexicon(&q, index, pr);
     if (pr->prefix_weight > 0)
         expand_prefixes(&q, index, pr->prefix_weight);
+    if (pr->soft_weight > 0)
+        expand_soft(&q, index, pr);
 
     double *acc = tg_calloc(n, sizeof *acc);
     uint64_t *concepts = pr->rerank > 0 ? tg_calloc(n, sizeof *concepts) : NULL;
@@ -826,6 +1052,8 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
     if (concepts)
         rerank_top(&q, pr, acc, concepts, n);
     free(concepts);
+    if (pr->vec_weight > 0)
+        fuse_vectors(index, &q, pr, allow, acc, n);
 
     /* top `max` by insertion into a short sorted list */
     size_t matched = 0, kept = 0;

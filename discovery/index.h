@@ -29,6 +29,14 @@ typedef struct tg_dindex_params {
     double lex_weight;      /* weight of a word WordNet relates to a query word (0: off) */
     unsigned lex_kinds;     /* which of WordNet's links (TG_LEX_*, discovery/lexicon.h) */
     unsigned lex_max;       /* at most this many such words per query word */
+    double vec_weight;      /* word vectors (discovery/wordvec.h): weight of the cosine
+                               between the query's vector and a tool's, added to BM25's
+                               score over its best (0: off) */
+    double vec_min;         /* a tool's cosine counts from this on */
+    double soft_weight;     /* a written word the catalog lacks pulls in the catalog's
+                               terms nearest it by word vector, at this weight (0: off) */
+    double soft_min;        /* ... whose cosine is at least this */
+    double soft_max;        /* ... at most this many per written word */
 } tg_dindex_params;
 
 extern const tg_dindex_params tg_dindex_defaults;

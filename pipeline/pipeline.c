@@ -20,6 +20,7 @@ void tg_rules_preset(tg_dialect d, tg_rules_set *out)
     out->disc.max_rounds = 4;
     out->disc.list_names = 1;
     out->disc.hints = 1;
+    out->disc.wordvec = 1;
 }
 
 /* The stream repair reaches the discovery intercept only through these

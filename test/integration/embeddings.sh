@@ -25,13 +25,16 @@ CONF="$TG_TMP/embeddings.conf"
     # within 1 s, for the stall (a 40 MB answer may need more under load)
     printf '[route emb]\nprefix = /emb\nupstream = http://127.0.0.1:%s/v1\napi_key = sk-embed-secret\n\n' "$MOCK_PORT"
     printf '[route fast]\nprefix = /fast\nupstream = http://127.0.0.1:%s/v1\napi_key = sk-embed-secret\nttfb_timeout = 1s\n\n' "$MOCK_PORT"
-    printf '[route plain]\nprefix = /plain\nupstream = http://127.0.0.1:%s/v1\ndiscovery = on\n\n' "$MOCK_PORT"
+    # plain and the embedding routes without the built-in word vectors,
+    # which know an automobile is a car too: the wv route has them
+    printf '[route plain]\nprefix = /plain\nupstream = http://127.0.0.1:%s/v1\ndiscovery = on\ndiscovery_wordvec = off\n\n' "$MOCK_PORT"
+    printf '[route wv]\nprefix = /wv\nupstream = http://127.0.0.1:%s/v1\ndiscovery = on\n\n' "$MOCK_PORT"
     for m in ok status stall garbage dim count big deep; do
         model=mock-embed-$m
         [ $m = ok ] && model=mock-embed
         via=emb
         [ $m = stall ] && via=fast
-        printf '[route %s]\nprefix = /%s\nupstream = http://127.0.0.1:%s/v1\ndiscovery = on\ndiscovery_embeddings = %s:%s\n\n' \
+        printf '[route %s]\nprefix = /%s\nupstream = http://127.0.0.1:%s/v1\ndiscovery = on\ndiscovery_wordvec = off\ndiscovery_embeddings = %s:%s\n\n' \
             "$m" "$m" "$MOCK_PORT" "$via" "$model"
     done
     # F1: a stall within emb's 5 s budget, room for the bystander on a busy machine
@@ -79,6 +82,8 @@ fallbacks() {  # fallbacks CAUSE
 TASK="hire an automobile"
 expect_eq "without embeddings: answered" 200 "$(turn plain "$TASK")"
 expect_eq "without embeddings: BM25 finds nothing for words no tool uses" "search found nothing" "$(called)"
+expect_eq "built-in word vectors (discovery_wordvec on): answered" 200 "$(turn wv "$TASK")"
+expect_eq "... the tool it means is found and called, no endpoint" rent_car "$(called)"
 mock_reset
 expect_eq "with embeddings: answered" 200 "$(turn ok "$TASK")"
 expect_eq "with embeddings: the tool it means is found and called" rent_car "$(called)"

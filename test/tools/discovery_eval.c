@@ -510,6 +510,11 @@ static const knob knobs[] = {
     KNOB("prefix_w", prefix_weight, 0, 0.2, 0.4, 0.7),
     KNOB("rerank", rerank, 0, 0.1, 0.25, 0.5, 1),
     KNOB("lex_w", lex_weight, 0, 0.05, 0.1, 0.2, 0.3, 0.45),
+    KNOB("vec_w", vec_weight, 0, 0.05, 0.1, 0.2, 0.35, 0.5),
+    KNOB("vec_min", vec_min, 0, 0.1, 0.2, 0.3, 0.4),
+    KNOB("soft_w", soft_weight, 0, 0.1, 0.2, 0.3, 0.45),
+    KNOB("soft_min", soft_min, 0.4, 0.5, 0.6, 0.7),
+    KNOB("soft_max", soft_max, 1, 2, 4, 8),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 

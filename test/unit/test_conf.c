@@ -431,6 +431,8 @@ static bool switch_is_on(const tg_route *r, const char *key)
         return r->rules.repair.text_tool_calls;
     if (!strcmp(key, "discovery_list_names"))
         return r->rules.disc.list_names;
+    if (!strcmp(key, "discovery_wordvec"))
+        return r->rules.disc.wordvec;
     fail_msg("no check for %s", key);
     return false;
 }
@@ -460,6 +462,7 @@ static void test_rule_switches(void **state)
         {"repair.R12", "repair", "R12"},
         {"text_tool_calls", NULL, NULL},
         {"discovery_list_names", NULL, NULL},
+        {"discovery_wordvec", NULL, NULL},
     };
     static const struct {
         const char *v;

@@ -7,6 +7,7 @@
 #include "discovery/groups.h"
 #include "discovery/index.h"
 #include "discovery/lexicon.h"
+#include "discovery/wordvec.h"
 
 static void test_search_answer(void **state)
 {
@@ -86,10 +87,13 @@ static void test_index(void **state)
     /* Porter2 takes -ation and -ed to one stem, a suffix list did not */
     assert_int_equal(tg_dindex_search(idx, "generation", out, NULL, 4), 1);
     assert_int_equal(out[0], 3);
-    /* "roll back" finds the rollback tool only through the joined word */
-    assert_int_equal(tg_dindex_search(idx, "roll back", out, NULL, 4), 2);
-    assert_true(out[0] == 0 || out[1] == 0);
+    /* "roll back" finds the rollback tool only through the joined word
+     * (the words alone: the word vectors find more) */
     tg_dindex_params p = tg_dindex_defaults;
+    p.vec_weight = 0;
+    p.soft_weight = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "roll back", &p, out, NULL, 4), 2);
+    assert_true(out[0] == 0 || out[1] == 0);
     p.joins = 0;
     p.prefix_weight = 0;  /* "roll" begins "rollback" too */
     assert_int_equal(tg_dindex_search_p(idx, "roll back", &p, out, NULL, 4), 1);
@@ -102,6 +106,7 @@ static void test_index(void **state)
     p.w[TG_DF_NAME] = 0;  /* weights apply at search time: no name, no name match */
     p.w[TG_DF_DESC] = 0;
     p.name_bonus = 0;
+    p.vec_weight = 0;  /* the tools' vectors are made at build */
     assert_int_equal(tg_dindex_search_p(idx, "weather", &p, out, NULL, 4), 0);
     json_decref(idx);
     json_decref(tools);
@@ -140,6 +145,70 @@ static void test_lexicon(void **state)
      * wind) is not pulled in, so the wind tool stays out */
     assert_int_equal(tg_dindex_search(idx, "weather", out, NULL, 4), 1);
     assert_int_equal(out[0], 2);
+    json_decref(idx);
+    json_decref(tools);
+}
+
+/* The word vector table linked in (discovery/wordvec.bin): the shape and
+ * checksum wordvec_gen.py wrote (a file cut or changed in the repository
+ * fails here), words that mean alike near each other. */
+static void test_wordvec_table(void **state)
+{
+    (void)state;
+    tg_wv_info info;
+    assert_true(tg_wv_info_get(&info));
+    assert_int_equal(info.count, 12824);
+    assert_int_equal(info.dims, 100);
+    assert_int_equal(info.bytes, 1526029);
+    assert_int_equal(info.fnv, 0x6714bcfeu);
+    assert_int_equal(tg_wv_checksum(), info.fnv);
+    uint32_t sea = tg_wv_find("sea"), ocean = tg_wv_find("ocean"), key = tg_wv_find("keyboard");
+    assert_int_not_equal(sea, TG_WV_NONE);
+    assert_int_not_equal(ocean, TG_WV_NONE);
+    assert_int_not_equal(key, TG_WV_NONE);
+    assert_string_equal(tg_wv_stem(sea), "sea");
+    assert_int_not_equal(tg_wv_find("elev"), TG_WV_NONE);  /* stems, as the index has */
+    assert_int_equal(tg_wv_find("elevation"), TG_WV_NONE);
+    assert_int_equal(tg_wv_find("zzqxv"), TG_WV_NONE);
+    assert_true(tg_wv_cos(sea, ocean) > 0.7);
+    assert_true(tg_wv_cos(sea, key) < 0.3);
+    assert_true(tg_wv_cos(sea, TG_WV_NONE) == 0);
+    assert_null(tg_wv_vec(info.count, NULL));
+}
+
+/* A query that shares no word with its tool finds it through the word
+ * vectors, by each of their two ways (a written word pulls in the
+ * catalog's nearest terms; the query's vector is near the tool's), and
+ * nothing without them. */
+static void test_wordvec_search(void **state)
+{
+    (void)state;
+    json_t *tools = json_pack(
+        "[{ss ss}{ss ss}{ss ss}{ss ss}]",
+        "name", "get_elevation", "description", "Elevation of points on the earth.",
+        "name", "add_reaction", "description", "Add an emoji reaction to a message.",
+        "name", "get_weather", "description", "Weather report of a city.",
+        "name", "send_invoice", "description", "Email an invoice to a customer.");
+    json_t *idx = tg_dindex_build(tools);
+    size_t out[4];
+    assert_true(tg_dindex_search(idx, "how high is the mountain", out, NULL, 4) >= 1);
+    assert_int_equal(out[0], 0);
+    assert_true(tg_dindex_search(idx, "forecast rain", out, NULL, 4) >= 1);
+    assert_int_equal(out[0], 2);
+    tg_dindex_params off = tg_dindex_defaults;
+    off.vec_weight = 0;
+    off.soft_weight = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "how high is the mountain", &off, out, NULL, 4), 0);
+    assert_int_equal(tg_dindex_search_p(idx, "forecast rain", &off, out, NULL, 4), 0);
+    tg_dindex_params soft = off, vec = off;
+    soft.soft_weight = tg_dindex_defaults.soft_weight;
+    vec.vec_weight = tg_dindex_defaults.vec_weight;
+    assert_true(tg_dindex_search_p(idx, "forecast rain", &soft, out, NULL, 4) >= 1);
+    assert_int_equal(out[0], 2);
+    assert_true(tg_dindex_search_p(idx, "forecast rain", &vec, out, NULL, 4) >= 1);
+    assert_int_equal(out[0], 2);
+    assert_true(tg_dindex_search_p(idx, "how high is the mountain", &vec, out, NULL, 4) >= 1);
+    assert_int_equal(out[0], 0);
     json_decref(idx);
     json_decref(tools);
 }
@@ -294,6 +363,8 @@ int main(void)
         cmocka_unit_test(test_index),
         cmocka_unit_test(test_search_groups_and_queries),
         cmocka_unit_test(test_lexicon),
+        cmocka_unit_test(test_wordvec_table),
+        cmocka_unit_test(test_wordvec_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,6 +97,7 @@ static void rules(tg_rules_set *r)
     r->disc.mode = TG_DISC_ON;
     r->disc.embed_route = "emb";
     r->disc.embed_model = "fake-model";
+    r->disc.wordvec = 0;  /* the embeddings alone: the built-in word vectors find more */
 }
 
 /* Stage a request over tools into ctx (which the caller clears). */
@@ -151,6 +152,16 @@ static void test_fusion(void **state)
     json_t *plain = tg_discovery_search(&a, "hire an automobile for the trip", 8);
     assert_int_equal(rank_of(plain, "rent_car"), -1);
     assert_int_equal(rank_of(plain, "plan_trip"), 0);
+    /* discovery_wordvec = on (the default): toolgate's own word vectors
+     * know that an automobile is a car, with no endpoint */
+    tg_ctx w;
+    r.disc.wordvec = 1;
+    stage(&w, &r, NULL, tools, NULL);
+    json_t *wv = tg_discovery_search(&w, "hire an automobile for the trip", 8);
+    assert_true(rank_of(wv, "rent_car") >= 0);
+    json_decref(wv);
+    tg_ctx_clear(&w);
+    r.disc.wordvec = 0;
 
     fake f = fake_of(F_OK, 0);
     stage(&b, &r, NULL, tools, &f);
