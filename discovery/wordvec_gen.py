@@ -39,13 +39,13 @@ test checks the embedded copy against. Nothing here knows a tool or a
 query of the eval.
 """
 import argparse
-import ctypes
-import ctypes.util
 import json
 import math
 import re
 import struct
 import sys
+
+from lexicon_gen import Stemmer  # libstemmer through ctypes, as the lexicon's generator
 
 # discovery/index.c's stop words: never looked up
 STOP = set("""a about all also an and any are as at be been by can could currently do does e eg
@@ -53,23 +53,6 @@ etc for from g has have here how i if im in into is it its just let lets like me
 or our out please should so some than that the their them then there these they this those to up
 us via want was we were what when where which who will with would you your""".split())
 WORD = re.compile(r"^[a-z0-9]{2,24}$")
-
-
-class Stemmer:
-    def __init__(self):
-        lib = ctypes.CDLL(ctypes.util.find_library("stemmer") or "libstemmer.so.0d")
-        lib.sb_stemmer_new.restype = ctypes.c_void_p
-        lib.sb_stemmer_new.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-        lib.sb_stemmer_stem.restype = ctypes.POINTER(ctypes.c_ubyte)
-        lib.sb_stemmer_stem.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
-        lib.sb_stemmer_length.argtypes = [ctypes.c_void_p]
-        self.lib, self.st = lib, lib.sb_stemmer_new(b"english", None)
-
-    def __call__(self, w):
-        b = w.encode()
-        r = self.lib.sb_stemmer_stem(self.st, b, len(b))
-        n = self.lib.sb_stemmer_length(self.st)
-        return bytes(r[:n]).decode()
 
 
 def lexicon_stems(path):

@@ -13,6 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stream_call_vectors import frag  # noqa: E402  one tool-call fragment
+from held_fragment_vectors import write  # noqa: E402  the vectors' files
 
 TOOLS = json.load(open("test/vectors/repair/R04-index0-reused-ids.json"))["tools"]
 
@@ -94,11 +95,4 @@ R12_CASES = [
       out(call(0, "call_a", "get_weather", W)), FIN, "[DONE]"], {"text_tool_calls": True}),
 ]
 
-for name, dialect, note, sse, expected, extra in CASES + R12_CASES:
-    v = {"quirk": "stream_args", "note": note, "dialect": dialect, "sse": sse,
-         "expected_sse": expected, "tools": TOOLS}
-    if extra:
-        v.update(extra)
-    with open("test/vectors/repair/%s.json" % name, "w") as f:
-        json.dump(v, f, indent=1)
-        f.write("\n")
+write(CASES + R12_CASES, TOOLS)
