@@ -278,7 +278,7 @@ EOF
     start_ng
     set -- $(wrk_run nginx h1 small.json 64 3)
     put "fresh.nginx.rps.$rep" "$1"; put "fresh.nginx.p99.$rep" "$2"
-    log "rep $rep fresh: toolgate $(grep "fresh.toolgate.*\.$rep\$" "$RES" | tr '\n' ' ') nginx rps=$1 p99=$2"
+    log "rep $rep fresh: toolgate $(awk -v r="$rep" '$1 ~ /^fresh\.toolgate\./ && $1 ~ "\\." r "$" { printf "%s=%s ", $1, $2 }' "$RES")nginx rps=$1 p99=$2"
     rep=$((rep + 1))
 done
 
