@@ -11,6 +11,12 @@ start_mock
 URL="$MOCK_URL/v1/chat/completions"
 B="$TG_TMP/body"
 
+# first_call FILE: "name arguments" of the answer's first tool call
+first_call() {
+    printf '%s %s\n' "$(json_get "$1" choices.0.message.tool_calls.0.function.name)" \
+        "$(json_get "$1" choices.0.message.tool_calls.0.function.arguments)"
+}
+
 # mreq OUT BODY [CURL ARGS]: POST to the mock; prints the status.
 mreq() {
     _o=$1
@@ -122,7 +128,7 @@ DU='{"role":"user","content":[{"type":"text","text":"<system-reminder>x</system-
 mreq "$B" "{\"model\":\"m\",\"messages\":[$DU],\"tools\":[$RT]}" >/dev/null
 expect_eq "directive: calls the named tool with key=value arguments (quoted values, a closing quote dropped)" \
     'Read {"file_path":"/tmp/a.txt","cmd":"cat a b"}' \
-    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+    "$(first_call "$B")"
 DC='{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"Read","arguments":"{}"}}]}'
 DR='{"role":"tool","tool_call_id":"c1","content":"line1\nsecret-42"}'
 mreq "$B" "{\"model\":\"m\",\"messages\":[$DU,$DC,$DR,{\"role\":\"user\",\"content\":\"<system-reminder>y</system-reminder>\"}],\"tools\":[$RT]}" >/dev/null
@@ -145,12 +151,12 @@ expect_eq "directive: a Gemini 3 model signs its call" 'mock-signature-call_dir1
 MT='{"type":"function","function":{"name":"search_tools","parameters":{}}},{"type":"function","function":{"name":"call_tool","parameters":{}}}'
 mreq "$B" "{\"model\":\"m\",\"messages\":[$DU],\"tools\":[$MT]}" >/dev/null
 expect_eq "directive, discovery: a hidden tool is searched for first" 'search_tools {"query":"Read"}' \
-    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+    "$(first_call "$B")"
 SC='{"role":"assistant","content":null,"tool_calls":[{"id":"s1","type":"function","function":{"name":"search_tools","arguments":"{}"}}]}'
 SR='{"role":"tool","tool_call_id":"s1","content":"{}"}'
 mreq "$B" "{\"model\":\"m\",\"messages\":[$DU,$SC,$SR],\"tools\":[$MT]}" >/dev/null
 expect_eq "directive, discovery: then called through call_tool" 'call_tool {"name":"Read","arguments":{"file_path":"/tmp/a.txt","cmd":"cat a b"}}' \
-    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+    "$(first_call "$B")"
 # discovery for agents (agent_catalog.sh): Claude Code's user turn opens
 # with a system reminder and a system turn follows it; the search takes
 # the user's words alone
@@ -160,19 +166,19 @@ URL="$MOCK_URL/as/discovery-fill/v1/chat/completions"
 mreq "$B" "{\"model\":\"m\",\"messages\":[$FU,$FS],\"tools\":[$MT]}" >/dev/null
 expect_eq "discovery-fill: searches with the last user turn, without its system reminder" \
     'search_tools {"query":"make a pie chart"}' \
-    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+    "$(first_call "$B")"
 URL="$MOCK_URL/as/discovery-toolsearch/v1/chat/completions"
 TT='{"type":"function","function":{"name":"ToolSearch","parameters":{}}},{"type":"function","function":{"name":"call_tool","parameters":{}}}'
 mreq "$B" "{\"model\":\"m\",\"messages\":[$FU,$FS],\"tools\":[$TT]}" >/dev/null
 expect_eq "discovery-toolsearch: the user turn calls ToolSearch" \
     'ToolSearch {"query":"make a pie chart","max_results":5}' \
-    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+    "$(first_call "$B")"
 TC='{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"ToolSearch","arguments":"{}"}}]}'
 TR='{"role":"tool","tool_call_id":"t1","content":"Tools loaded, now callable: mcp__c__pie, mcp__c__bar\n<functions>\n<function>{\"name\":\"mcp__c__bar\"}</function><function>{\"name\":\"mcp__c__pie\",\"parameters\":{\"type\":\"object\",\"properties\":{\"data\":{\"type\":\"array\"}},\"required\":[\"data\"]}}</function>\n</functions>"}'
 mreq "$B" "{\"model\":\"m\",\"messages\":[$FU,$FS,$TC,$TR],\"tools\":[$TT]}" >/dev/null
 expect_eq "discovery-toolsearch: then the first loaded tool through call_tool, its required parameters filled" \
     'call_tool {"name":"mcp__c__pie","arguments":{"data":[]}}' \
-    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+    "$(first_call "$B")"
 URL="$MOCK_URL/v1/chat/completions"
 CU='{"role":"user","content":"MOCK_CALL Read file_path=/tmp/a.txt MOCK_CUT_STREAMS"}'
 mreq "$B" "{\"model\":\"m\",\"stream\":true,\"messages\":[$CU],\"tools\":[$RT]}" >/dev/null
@@ -185,14 +191,14 @@ TS='{"type":"function","function":{"name":"ToolSearch","parameters":{"type":"obj
 MU='{"role":"user","content":"MOCK_CALL mcp__c__note path=/n bg=false prompt='"'"'a\\nb MOCK_NEXT Read file_path=/x'"'"'"}'
 mreq "$B" "{\"model\":\"m\",\"messages\":[$MU],\"tools\":[$TS]}" >/dev/null
 expect_eq "directive, a tool not offered: loaded first with ToolSearch select:" 'ToolSearch {"query":"select:mcp__c__note"}' \
-    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+    "$(first_call "$B")"
 NT='{"type":"function","function":{"name":"mcp__c__note","parameters":{"type":"object"}}}'
 TC='{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"ToolSearch","arguments":"{}"}}]}'
 TR='{"role":"tool","tool_call_id":"t1","content":"loaded"}'
 mreq "$B" "{\"model\":\"m\",\"messages\":[$MU,$TC,$TR],\"tools\":[$TS,$NT]}" >/dev/null
 expect_eq "directive: after ToolSearch the loaded tool; a bare false, \\n and MOCK_NEXT in values" \
     'mcp__c__note {"path":"/n","bg":false,"prompt":"a\nb MOCK_CALL Read file_path=/x"}' \
-    "$(json_get "$B" choices.0.message.tool_calls.0.function.name) $(json_get "$B" choices.0.message.tool_calls.0.function.arguments)"
+    "$(first_call "$B")"
 IU='{"role":"user","content":[{"type":"text","text":"the image"},{"type":"image_url","image_url":{"url":"data:image/png;base64,'"$(printf 'xx tok-img-1 yy' | base64)"'"}}]}'
 mreq "$B" "{\"model\":\"m\",\"messages\":[$DU,$DC,$DR,$IU],\"tools\":[$RT]}" >/dev/null
 expect_eq "directive: the result quotes the tokens in later messages' base64 data (MOCK_SEEN)" \
