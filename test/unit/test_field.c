@@ -41,6 +41,7 @@
 #undef violation
 #undef check_gemini
 #include "referee.c"
+#include "mask.h"
 
 /* --- small helpers ---------------------------------------------------------- */
 
@@ -630,32 +631,6 @@ static void assemble(json_t *events, outcome *o, why *w)
     }
     o->content = any_text ? json_string(text.data) : json_null();
     tg_buf_free(&text);
-}
-
-/* A synthesized id (call_ and 24, chatcmpl-tg and 16 alphanumerics) and a
- * clock's "created" (R27 with nothing from upstream) masked: what two runs
- * of one stream may differ in. */
-static void mask_made(tg_buf *b)
-{
-    static const struct { const char *at; size_t n; } made[] = {{"call_", 24}, {"chatcmpl-tg", 16}};
-    for (size_t m = 0; m < 2; m++) {
-        size_t k = strlen(made[m].at);
-        for (char *p = b->data; p && (p = memmem(p, b->len - (size_t)(p - b->data), made[m].at, k));
-             p += k) {
-            size_t i = 0;
-            while (p + k + i < b->data + b->len && isalnum((unsigned char)p[k + i]))
-                i++;
-            if (i == made[m].n)
-                memset(p + k, '#', i);
-        }
-    }
-    static const char key[] = "\"created\":";
-    for (char *p = b->data; p && (p = memmem(p, b->len - (size_t)(p - b->data), key,
-                                              sizeof key - 1));) {
-        p += sizeof key - 1;
-        while (p < b->data + b->len && isdigit((unsigned char)*p))
-            *p++ = '#';
-    }
 }
 
 /* The stream toolgate writes for the case's input (no_scan: the

@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "mask.h"
 #include "vectors.h"
 
 #include <ctype.h>
@@ -436,40 +437,6 @@ static json_t *replay(const json_t *fx, const tg_buf *in, size_t rounds, unsigne
     return k.events;
 }
 
-/* Ids made where upstream gave none to derive them from differ per run
- * (tg_rr_seed takes the clock): "call_" and 24 letters or digits, and
- * "chatcmpl-tg" and 16 hex digits, become '#'s before a comparison. */
-static void mask_ids(tg_buf *b)
-{
-    static const struct { const char *at; size_t n; } made[] = {{"call_", 24}, {"chatcmpl-tg", 16}};
-    for (size_t m = 0; m < 2; m++) {
-        size_t k = strlen(made[m].at);
-        for (char *p = b->data; p && (p = memmem(p, b->len - (size_t)(p - b->data), made[m].at, k));
-             p += k) {
-            size_t i = 0;
-            while (p + k + i < b->data + b->len && isalnum((unsigned char)p[k + i]))
-                i++;
-            if (i == made[m].n)
-                memset(p + k, '#', i);
-        }
-    }
-}
-
-/* A chunk toolgate writes with nothing from upstream to copy (a stream
- * whose first event is an error, R27) takes its "created" from the clock,
- * so two replays that straddle a second differ there and nowhere else: the
- * digits become '#'s, as made ids do. */
-static void mask_created(tg_buf *b)
-{
-    static const char key[] = "\"created\":";
-    for (char *p = b->data; p && (p = memmem(p, b->len - (size_t)(p - b->data), key,
-                                              sizeof key - 1));) {
-        p += sizeof key - 1;
-        while (p < b->data + b->len && isdigit((unsigned char)*p))
-            *p++ = '#';
-    }
-}
-
 /* The same for parsed events: every event's "created" becomes 0. */
 static json_t *zero_created(json_t *events)
 {
@@ -484,10 +451,8 @@ static json_t *zero_created(json_t *events)
 
 static void same_bytes(tg_buf *a, tg_buf *b, const char *what)
 {
-    mask_ids(a);
-    mask_ids(b);
-    mask_created(a);
-    mask_created(b);
+    mask_made(a);
+    mask_made(b);
     if (a->len != b->len || (a->len && memcmp(a->data, b->data, a->len))) {
         print_error("%s differ:\n--- fast (%zu bytes)\n%.*s\n--- slow (%zu bytes)\n%.*s\n", what,
                     a->len, (int)a->len, a->data ? a->data : "", b->len, (int)b->len,
