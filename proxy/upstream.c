@@ -611,6 +611,16 @@ static void own_why(void *ud, const char *msg)
 
 static const tg_upconn_cb own_cb = {own_line, own_body, own_done, own_why};
 
+/* A route's trust and client certificate for the own client: libcurl's
+ * built-in CA bundle when the route names neither a file nor a path. */
+static tg_tls_id route_trust(const worker *w, const tg_route *rt)
+{
+    tg_tls_id id = {rt->tls_ca_file, rt->tls_ca_path, rt->tls_cert, rt->tls_key};
+    if (!id.ca_file && !id.ca_path)
+        id.ca_file = w->ca_builtin;
+    return id;
+}
+
 /* A chat round goes over toolgate's own client (upconn.c says why), over
  * TLS (uptls.c) to an https upstream, with the route's trust as libcurl
  * would have it (set_tls); the rest (proxies, passed requests), and all
@@ -622,10 +632,7 @@ static bool own_round(tg_req *r, const char *method, tg_uptarget *t)
     bool tls = !strncmp(r->up.url, "https://", 8);
     if (tls ? r->w->https_proxy != NULL : r->w->http_proxy != NULL)
         return false;
-    const tg_route *rt = r->route;
-    tg_tls_id id = {rt->tls_ca_file, rt->tls_ca_path, rt->tls_cert, rt->tls_key};
-    if (!id.ca_file && !id.ca_path)
-        id.ca_file = r->w->ca_builtin;
+    tg_tls_id id = route_trust(r->w, r->route);
     return upconn_target(r->w, r->up.url, tls ? &id : NULL, t);
 }
 
@@ -676,9 +683,7 @@ static const tg_upconn_cb warm_cb = {NULL, NULL, warm_done, warm_why};
 static void warm_tls(warm_note *n)
 {
     const tg_route *rt = n->rt;
-    tg_tls_id id = {rt->tls_ca_file, rt->tls_ca_path, rt->tls_cert, rt->tls_key};
-    if (!id.ca_file && !id.ca_path)
-        id.ca_file = n->w->ca_builtin;
+    tg_tls_id id = route_trust(n->w, rt);
     tg_uptarget t;
     uint64_t now = now_us();
     long left = n->deadline > now ? (long)((n->deadline - now + 999) / 1000) : 0;
