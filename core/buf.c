@@ -158,6 +158,18 @@ size_t tg_utf8_len(const unsigned char *p, const unsigned char *end)
     return n;
 }
 
+bool tg_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s, *e = p + n;
+    while (p < e) {
+        size_t l = tg_utf8_len(p, e);
+        if (!l)
+            return false;
+        p += l;
+    }
+    return true;
+}
+
 size_t tg_buf_put_valid_utf8(tg_buf *b, const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;

@@ -2,6 +2,7 @@
 #ifndef TG_BUF_H
 #define TG_BUF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -37,6 +38,8 @@ void tg_buf_put_utf8(tg_buf *b, unsigned long cp);
  * bytes from p to end do not start one (overlong, surrogate, past
  * U+10FFFF, cut). */
 size_t tg_utf8_len(const unsigned char *p, const unsigned char *end);
+/* Is s[0..n) valid UTF-8 throughout (what json_stringn takes)? */
+bool tg_utf8_valid(const char *s, size_t n);
 /* Appends s[0..n) with every byte that is not part of a valid UTF-8
  * sequence (overlong, surrogate, past U+10FFFF, cut) replaced by U+FFFD;
  * returns how many were replaced. */

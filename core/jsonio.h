@@ -62,6 +62,9 @@ int tg_json_dump(const json_t *v, tg_buf *out);
  * value: quoted, escaped as json_dumps escapes it. */
 void tg_json_dump_string(const char *s, size_t n, tg_buf *out);
 
+/* The integer i as tg_json_dump writes an integer value. */
+void tg_json_dump_int(json_int_t i, tg_buf *out);
+
 /* The same as a malloc'd NUL-terminated string (json_dumps's contract with
  * JSON_COMPACT | JSON_ENCODE_ANY), or NULL when tg_json_dump says -1. */
 char *tg_json_dumps(const json_t *v);

@@ -435,20 +435,6 @@ static bool relay_finish(tg_stream *s, const tg_frag *f, const char *data, size_
 
 /* --- a held call's finish, written without the parse -------------------- */
 
-/* Bytes that json_string and json_stringn take: valid UTF-8 (tg_utf8_len
- * refuses what jansson refuses: overlong, surrogates, past U+10FFFF). */
-static bool utf8_ok(const char *s, size_t n)
-{
-    const unsigned char *p = (const unsigned char *)s, *e = p + n;
-    while (p < e) {
-        size_t l = *p < 0x80 ? 1 : tg_utf8_len(p, e);
-        if (!l)
-            return false;
-        p += l;
-    }
-    return true;
-}
-
 /* A held call that tg_rs_try_send would repair and write back as it is:
  * named, with an id the agent has not seen (tg_rr_assign_id keeps it; nor
  * an earlier call sent with it now, at is its place), no other fields
@@ -462,12 +448,12 @@ static bool utf8_ok(const char *s, size_t n)
 static bool held_call_kept(tg_stream *s, const schoice *c, const scall *k, size_t at)
 {
     if (!k->name || !k->id || k->extra || strstr(k->name, "<arg_key>") ||
-        !utf8_ok(k->name, strlen(k->name)) || !utf8_ok(k->id, strlen(k->id)))
+        !tg_utf8_valid(k->name, strlen(k->name)) || !tg_utf8_valid(k->id, strlen(k->id)))
         return false;
     tg_jprefix jp = {0};
     const char *a = k->args.data ? k->args.data : "";
     tg_jprefix_feed(&jp, a, k->args.len);
-    if (!args_whole(a, k->args.len, &jp) || !utf8_ok(a, k->args.len) ||
+    if (!args_whole(a, k->args.len, &jp) || !tg_utf8_valid(a, k->args.len) ||
         !tg_rs_tool_is_identity(s, k->name))
         return false;
     if (tg_rr_on(s->ctx, TG_RR_IDS)) {
@@ -478,17 +464,6 @@ static bool held_call_kept(tg_stream *s, const schoice *c, const scall *k, size_
                 return false;
     }
     return true;
-}
-
-/* n (not negative) in decimal, as tg_json_dump writes an integer. */
-static void put_index(tg_buf *out, long n)
-{
-    char d[24];
-    size_t i = sizeof d;
-    do
-        d[--i] = (char)('0' + n % 10);
-    while ((n /= 10) > 0);
-    tg_buf_append(out, d + i, sizeof d - i);
 }
 
 #define PUT_LIT(out, lit) tg_buf_append((out), (lit), sizeof(lit) - 1)
@@ -503,9 +478,9 @@ static void write_held_call(tg_buf *out, const schoice *c, const scall *k, const
     PUT_LIT(out, "data: ");
     tg_buf_append(out, data, env_end);
     PUT_LIT(out, "\"choices\":[{\"index\":");
-    put_index(out, c->index);
+    tg_json_dump_int(c->index, out);
     PUT_LIT(out, ",\"delta\":{\"tool_calls\":[{\"index\":");
-    put_index(out, k->out);
+    tg_json_dump_int(k->out, out);
     PUT_LIT(out, ",\"id\":");
     tg_json_dump_string(k->id, strlen(k->id), out);
     PUT_LIT(out, ",\"type\":\"function\",\"function\":{\"name\":");
