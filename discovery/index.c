@@ -377,6 +377,8 @@ static void sorted_vocab(json_t *idx, json_t *terms)
 
 /* ---- word vectors ------------------------------------------------------ */
 
+/* BM25's idf of a term that df of n tools say: the weight BM25 gives it,
+ * and each word vector's weight in a tool's and the query's mean. */
 static double idf_of(size_t n, size_t df)
 {
     return log(1.0 + ((double)n - (double)df + 0.5) / ((double)df + 0.5));
@@ -743,7 +745,7 @@ static void score_terms(json_t *index, const query *q, const tg_dindex_params *p
             continue;
         const posting *p = (const posting *)json_string_value(pl);
         size_t df = json_string_length(pl) / sizeof *p;
-        double idf = log(1.0 + ((double)n - (double)df + 0.5) / ((double)df + 0.5));
+        double idf = idf_of(n, df);
         for (size_t j = 0; j < df; j++) {
             if (allow && !allow[p[j].doc])
                 continue;
