@@ -290,11 +290,12 @@ static json_t *read_object(reader *r)
             skip_ws(r);
             v = read_value(r);
         }
-        bool ok = v && !((r->flags & JSON_REJECT_DUPLICATES) && json_object_getn(o, key, kn));
-        if (ok)
-            json_object_setn_new_nocheck(o, key, kn, v);
-        else
-            json_decref(v);
+        /* A duplicate is seen by the size not growing: a key set again
+         * replaces its value, and the whole object is thrown away then, so
+         * no look-up (a hash of the key) before each set. */
+        size_t had = json_object_size(o);
+        bool ok = v && !json_object_setn_new_nocheck(o, key, kn, v) &&
+                  (!(r->flags & JSON_REJECT_DUPLICATES) || json_object_size(o) > had);
         if (key != small)
             free(key);
         if (!ok)
