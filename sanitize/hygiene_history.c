@@ -195,11 +195,33 @@ static bool answer_call(walk *w, json_t *msg, json_t *open)
     return true;
 }
 
+/* A history with no call, no answer and no turn of an unknown role (the
+ * legacy "function" answer among them) has nothing to pair: the pass
+ * below would leave it as it is, after three allocations. Most requests
+ * of a conversation's first turn are such. */
+static bool nothing_to_pair(json_t *msgs)
+{
+    size_t i;
+    json_t *msg;
+    json_array_foreach(msgs, i, msg) {
+        if (!json_is_object(msg))
+            continue;
+        role r = tg_hy_role_of(msg);
+        if (r == R_TOOL || r == R_OTHER ||
+            (r == R_ASSISTANT && (json_object_get(msg, "tool_calls") ||
+                                  json_object_get(msg, "function_call"))))
+            return false;
+    }
+    return true;
+}
+
 /* Rule 6 over the whole history, before the per-message pass. */
 void tg_hy_pair_tool_calls(walk *w, json_t *body)
 {
     json_t *msgs = json_object_get(body, "messages");
     if (!json_is_array(msgs) || !(w->f & (TG_MR_PAIR_CALLS | TG_MR_LEGACY_FUNCS)))
+        return;
+    if (!w->ctx->no_shortcuts && nothing_to_pair(msgs))
         return;
     json_t *out = json_array(), *open = json_array(), *seen = json_object();
     char where[40];
@@ -318,59 +340,69 @@ static void system_to_front(walk *w, json_t *out, json_t *msg, const char *name,
     json_array_insert(out, lead, msg);
 }
 
+/* The new messages array, made when the walk first changes the history:
+ * until then it would hold messages[0..i), which msgs itself is. */
+static json_t *rebuilding(json_t **out, json_t *msgs, size_t i)
+{
+    if (!*out) {
+        *out = json_array();
+        for (size_t k = 0; k < i; k++)
+            json_array_append(*out, json_array_get(msgs, k));
+    }
+    return *out;
+}
+
 void tg_hy_walk_messages(walk *w, json_t *body)
 {
     json_t *msgs = json_object_get(body, "messages");
     if (!json_is_array(msgs))
         return;
-    json_t *out = json_array();
-    bool rebuilt = false;
+    json_t *out = NULL;  /* NULL: the history unchanged so far (rebuilding) */
     role prev = R_NONE;
     char where[40];
     w->where = where;
-    for (size_t i = 0; i < json_array_size(msgs); i++) {
+    size_t n = json_array_size(msgs);
+    for (size_t i = 0; i < n; i++) {
         json_t *msg = json_array_get(msgs, i);
         message_where(where, i);
         jp_pop(&w->ptr, 0);
         jp_key(&w->ptr, "messages");
         jp_idx(&w->ptr, i);
         if (!json_is_object(msg)) {  /* not ours to judge */
-            json_array_append(out, msg);
+            if (out)
+                json_array_append(out, msg);
             prev = R_NONE;
             continue;
         }
-        w->last = i + 1 == json_array_size(msgs);
+        w->last = i + 1 == n;
         if (!tg_hy_clean_message(w, msg)) {
-            rebuilt = true;
+            rebuilding(&out, msgs, i);
             continue;
         }
-        role r = tg_hy_role_of(msg);
+        role r = (role)w->role;
         if ((w->f & TG_MR_SYSTEM_FIRST) && r == R_SYSTEM && prev != R_NONE && prev != R_SYSTEM) {
-            system_to_front(w, out, msg, "system-first", "rule 63");
-            rebuilt = true;
+            system_to_front(w, rebuilding(&out, msgs, i), msg, "system-first", "rule 63");
             continue;
         }
         /* rule 74: the chat templates of local servers take one system
          * turn ("System message must be at the beginning.", oh-my-pi#958
          * on Qwen; Gemma's "roles must alternate", conversations#197) */
         if ((w->f & TG_MR_ONE_SYSTEM) && r == R_SYSTEM && prev == R_SYSTEM) {
-            system_to_front(w, out, msg, "one-system", "rule 74");
-            rebuilt = true;
+            system_to_front(w, rebuilding(&out, msgs, i), msg, "one-system", "rule 74");
             continue;
         }
         if ((w->f & TG_MR_ROLE_ORDER) && r == R_USER && prev == R_TOOL) {
             json_t *bridge = bridge_message();
             note(w, w->ptr.s, "tool-user-bridge", "rule 44", NULL, bridge);
-            json_array_append_new(out, bridge);
-            rebuilt = true;
+            json_array_append_new(rebuilding(&out, msgs, i), bridge);
         }
-        json_array_append(out, msg);
+        if (out)
+            json_array_append(out, msg);
         prev = r;
     }
-    if ((w->f & TG_MR_ROLE_ORDER) && json_array_size(out))
-        mark_prefix(w, out);
-    if (rebuilt)
+    json_t *now = out ? out : msgs;
+    if ((w->f & TG_MR_ROLE_ORDER) && json_array_size(now))
+        mark_prefix(w, now);
+    if (out)
         json_object_set_new(body, "messages", out);
-    else
-        json_decref(out);
 }

@@ -399,14 +399,15 @@ static void rebuild_reasoning(walk *w, json_t *msg)
  * (Ollama: "invalid message content type: <nil>"); nothing else may. */
 static void fix_content(walk *w, json_t *msg, role r, bool has_calls)
 {
-    json_t *c = json_object_get(msg, "content");
     if (!(w->f & TG_MR_FIX_CONTENT))
         return;
+    json_t *c = json_object_get(msg, "content");
     /* OpenAI's assistant message: content "Required unless tool_calls or
-     * function_call is specified"; a refusal stands in for it too */
-    bool beside = has_calls || json_object_get(msg, "function_call") ||
-                  json_is_string(json_object_get(msg, "refusal"));
-    bool null_ok = r == R_ASSISTANT && beside && !(w->f & TG_MR_NULL_WITH_CALLS);
+     * function_call is specified"; a refusal stands in for it too (looked
+     * up on assistant turns only: the others cannot have null content) */
+    bool null_ok = r == R_ASSISTANT && !(w->f & TG_MR_NULL_WITH_CALLS) &&
+                   (has_calls || json_object_get(msg, "function_call") ||
+                    json_is_string(json_object_get(msg, "refusal")));
     if (r == R_ASSISTANT && json_is_array(c) && json_array_size(c) == 0)
         rebuild_key(w, msg, "content", null_ok ? json_null() : json_string(""),
                     "empty-content", "rule 56");
@@ -423,9 +424,10 @@ static void fix_content(walk *w, json_t *msg, role r, bool has_calls)
  * marker inside a part is counted as one. */
 static void parts_to_string(walk *w, json_t *msg, role r)
 {
+    if (!(w->f & TG_MR_STRING_CONTENT) || r == R_OTHER || r == R_NONE || r == R_USER)
+        return;
     json_t *c = json_object_get(msg, "content");
-    if (!(w->f & TG_MR_STRING_CONTENT) || !json_is_array(c) || r == R_OTHER || r == R_NONE ||
-        r == R_USER)
+    if (!json_is_array(c))
         return;
     size_t j;
     json_t *part;
@@ -687,6 +689,7 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
         rebuild_key(w, msg, "role", json_string("system"), "developer-role", "rule 43");
         r = R_SYSTEM;
     }
+    w->role = r;  /* R_NONE below when the role key goes */
     bool has_calls = clean_calls(w, msg, r == R_ASSISTANT);
     bool tool_turn = r == R_ASSISTANT && has_calls;
     const char *const *allow = allowed_keys(w, msg);
@@ -699,8 +702,9 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
     fix_content(w, msg, r, has_calls);
     if (tool_turn && (w->f & TG_MR_EMPTY_TEXT))
         empty_text_to_null(w, msg);
-    if (json_is_array(json_object_get(msg, "content")))
-        clean_parts(w, json_object_get(msg, "content"));
+    json_t *content = json_object_get(msg, "content");
+    if (json_is_array(content))
+        clean_parts(w, content);
     parts_to_string(w, msg, r);
     if ((w->f & TG_MR_ONE_TEXT) && json_is_array(json_object_get(msg, "content")))
         one_text_part(w, msg);
@@ -710,6 +714,8 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
     void *tmp;
     json_object_foreach_safe(msg, tmp, key, val) {
         const char *why = message_key_verdict(w, key, val, allow, r, tool_turn, &ref);
+        if (why && !strcmp(key, "role"))
+            w->role = R_NONE;  /* a marker prefix such as "r" */
         if (why)
             drop_key(w, msg, key, val, why, ref);
     }

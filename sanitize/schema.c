@@ -632,12 +632,12 @@ static void rename_references(json_t *body, tg_ctx *ctx, json_t *upstream)
         rename_at(ctx, upstream, tc, "name", "tool_choice", "/tool_choice/name");
     }
     size_t i;
-    json_t *m;
-    json_array_foreach(json_object_get(body, "messages"), i, m) {
+    json_t *m, *msgs = json_object_get(body, "messages");  /* not a look-up a turn */
+    json_array_foreach(msgs, i, m) {
         char ptr[96];
         size_t j;
-        json_t *call;
-        json_array_foreach(json_object_get(m, "tool_calls"), j, call) {
+        json_t *call, *calls = json_object_get(m, "tool_calls");
+        json_array_foreach(calls, j, call) {
             snprintf(ptr, sizeof ptr, "/messages/%zu/tool_calls/%zu/function/name", i, j);
             rename_at(ctx, upstream, json_object_get(call, "function"), "name", "messages", ptr);
         }
