@@ -892,7 +892,18 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     const tg_schema_rules *r = ctx->schema;
     if (!r || !tg_dialect_has(r->dialect, TG_DF_REWRITE) || !json_is_object(body))
         return 0;
-    json_t *tools = json_object_get(body, "tools");
+    /* A body with none of these (a chat without tools) leaves the rules
+     * below nothing to do but the tool names of its history: one pass
+     * over its keys, not a dozen look-ups of keys it does not have. */
+    static const char *const keys[] = {"tools", "tool_choice", "response_format",
+                                       "parallel_tool_calls", NULL};
+    json_t *k0[4];
+    tg_json_pick(body, keys, k0);
+    if (!k0[0] && !k0[1] && !k0[2] && !k0[3] && !ctx->no_shortcuts) {
+        rename_references(body, ctx, NULL);
+        return 0;
+    }
+    json_t *tools = k0[0];
     json_t *upstream = NULL;
     if (json_is_array(tools)) {
         size_t n = json_array_size(tools);
