@@ -519,6 +519,20 @@ void tg_json_pick(const json_t *obj, const char *const *names, json_t **out)
     }
 }
 
+json_t *tg_json_getn(const json_t *obj, const char *key, size_t len)
+{
+    if (json_object_size(obj) > TG_GET_SCAN)  /* 0 for what is no object */
+        return json_object_getn(obj, key, len);
+    for (void *it = json_object_iter((json_t *)obj); it;
+         it = json_object_iter_next((json_t *)obj, it)) {
+        const char *k = json_object_iter_key(it);
+        /* the length before memcmp: a key may hold a NUL */
+        if (k[0] == key[0] && json_object_iter_key_len(it) == len && !memcmp(k, key, len))
+            return json_object_iter_value(it);
+    }
+    return NULL;
+}
+
 int tg_json_dump(const json_t *v, tg_buf *out)
 {
     char num[32];
