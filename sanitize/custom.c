@@ -80,9 +80,8 @@ static json_t *as_function(tg_ctx *ctx, const json_t *c)
     return json_pack("{s:s, s:o}", "type", "function", "function", fn);
 }
 
-static void tools(json_t *body, tg_ctx *ctx)
+static void tools(json_t *body, tg_ctx *ctx, json_t *in)
 {
-    json_t *in = tg_json_get(body, "tools");
     size_t i;
     json_t *t;
     bool any = false;
@@ -110,9 +109,10 @@ static json_t *function_choice(tg_ctx *ctx, const json_t *c)
     return json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name", name);
 }
 
-static void choice(json_t *body, tg_ctx *ctx)
+static void choice(json_t *body, tg_ctx *ctx, json_t *tc)
 {
-    json_t *tc = tg_json_get(body, "tool_choice");
+    if (!tc)
+        return;
     json_t *f = function_choice(ctx, tc);
     if (f) {
         json_object_set_new(body, "tool_choice", f);
@@ -159,9 +159,8 @@ static json_t *function_call(tg_ctx *ctx, const json_t *call)
     return f;
 }
 
-static void history(json_t *body, tg_ctx *ctx)
+static void history(json_t *msgs, tg_ctx *ctx)
 {
-    json_t *msgs = tg_json_get(body, "messages");
     size_t i, j;
     json_t *m, *call;
     json_array_foreach(msgs, i, m) {
@@ -184,7 +183,11 @@ void tg_custom_stage(json_t *body, tg_ctx *ctx)
 {
     if (!tg_dialect_has(ctx->dialect, TG_DF_REWRITE))
         return;  /* passthrough: nothing is rewritten, custom tools go as sent */
-    tools(body, ctx);
-    choice(body, ctx);
-    history(body, ctx);
+    /* one pass over the body's keys: each step sets only its own key */
+    static const char *const keys[] = {"tools", "tool_choice", "messages", NULL};
+    json_t *k[3];
+    tg_json_pick(body, keys, k);
+    tools(body, ctx, k[0]);
+    choice(body, ctx, k[1]);
+    history(k[2], ctx);
 }

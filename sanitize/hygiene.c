@@ -512,8 +512,10 @@ static int legacy_functions_to_tools(walk *w, json_t *body, tg_error *err)
 
 /* ---- the stage ---------------------------------------------------------- */
 
-/* A walk with the route's rules (its preset when the ctx has none). */
-static walk walk_for(tg_ctx *ctx)
+/* A walk with the route's rules (its preset when the ctx has none). Field
+ * by field: the pointer's 512 bytes need only their first (an initializer
+ * zeroed and copied them all, a tenth of a short message's walk). */
+static void walk_init(walk *w, tg_ctx *ctx)
 {
     tg_msg_rules fallback;
     const tg_msg_rules *rules = ctx->msg;
@@ -524,12 +526,21 @@ static walk walk_for(tg_ctx *ctx)
     tg_dialect d = rules->dialect;
     if (d < 0 || d >= TG_D_COUNT)
         d = TG_D_PASSTHROUGH;
-    walk w = {.ctx = ctx, .row = &presets[d], .f = rules->flags};
+    w->ctx = ctx;
+    w->row = &presets[d];
+    w->f = rules->flags;
+    w->prefix = NULL;
+    w->plen = 0;
+    w->id_fwd = w->id_used = NULL;
+    w->where = NULL;
+    w->fill_signature = w->last = false;
+    w->role = 0;
+    w->ptr.n = 0;
+    w->ptr.s[0] = '\0';
     if (ctx->strip_prefix && *ctx->strip_prefix) {
-        w.prefix = ctx->strip_prefix;
-        w.plen = strlen(ctx->strip_prefix);
+        w->prefix = ctx->strip_prefix;
+        w->plen = strlen(ctx->strip_prefix);
     }
-    return w;
 }
 
 /* One assistant turn toolgate builds from the provider's own answer (a
@@ -539,7 +550,8 @@ static walk walk_for(tg_ctx *ctx)
  * Its ids are the provider's already: no mapping. */
 void tg_hygiene_replayed(json_t *msg, tg_ctx *ctx)
 {
-    walk w = walk_for(ctx);
+    walk w;
+    walk_init(&w, ctx);
     w.f &= ~(TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS);
     w.fill_signature = (w.f & TG_MR_FILL_SIGNATURE) &&
                        tg_hy_model_checks_signatures(json_string_value(
@@ -553,7 +565,8 @@ int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
     if (!json_is_object(body))
         return 0;
-    walk w = walk_for(ctx);
+    walk w;
+    walk_init(&w, ctx);
     /* the one refusal: legacy functions that cannot become tools */
     if ((w.f & TG_MR_LEGACY_FUNCS) && legacy_functions_to_tools(&w, body, err))
         return -1;

@@ -621,18 +621,17 @@ static void rename_at(tg_ctx *ctx, json_t *upstream, json_t *holder, const char 
 
 /* tool_choice and the history name tools; the target validates those names
  * too (OpenAI checks messages[i].tool_calls[j].function.name, section 6). */
-static void rename_references(json_t *body, tg_ctx *ctx, json_t *upstream)
+static void rename_references(json_t *tc, json_t *msgs, tg_ctx *ctx, json_t *upstream)
 {
     if (!(ctx->schema->flags & TG_SR_NAMES) && !json_object_size(upstream))
         return;
-    json_t *tc = tg_json_get(body, "tool_choice");
     if (json_is_object(tc)) {
         rename_at(ctx, upstream, tg_json_get(tc, "function"), "name", "tool_choice",
                   "/tool_choice/function/name");
         rename_at(ctx, upstream, tc, "name", "tool_choice", "/tool_choice/name");
     }
     size_t i;
-    json_t *m, *msgs = tg_json_get(body, "messages");  /* not a look-up a turn */
+    json_t *m;
     json_array_foreach(msgs, i, m) {
         char ptr[96];
         size_t j;
@@ -896,11 +895,11 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
      * below nothing to do but the tool names of its history: one pass
      * over its keys, not a dozen look-ups of keys it does not have. */
     static const char *const keys[] = {"tools", "tool_choice", "response_format",
-                                       "parallel_tool_calls", NULL};
-    json_t *k0[4];
+                                       "parallel_tool_calls", "messages", NULL};
+    json_t *k0[5];
     tg_json_pick(body, keys, k0);
     if (!k0[0] && !k0[1] && !k0[2] && !k0[3] && !ctx->no_shortcuts) {
-        rename_references(body, ctx, NULL);
+        rename_references(NULL, k0[4], ctx, NULL);
         return 0;
     }
     json_t *tools = k0[0];
@@ -962,7 +961,9 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
         upstream = json_incref(k[R_UPSTREAM]);
         json_decref(res);
     }
-    rename_references(body, ctx, upstream);
+    /* tool_choice and messages as picked: the tools' rewrite above set
+     * only "tools" */
+    rename_references(k0[1], k0[4], ctx, upstream);
     json_decref(upstream);
     rewrite_response_format(body, ctx);
     apply_request_rules(body, ctx);
