@@ -233,6 +233,8 @@ static json_t *parse_body(const char *raw, size_t n, int max_depth, tg_error *er
     return body;
 }
 
+#define SMALL_BODY 4096  /* memmem costs less than the scan below this */
+
 /* The request, parsed: the tools from the cache when these bytes were seen
  * before (only the rest of the body is parsed), else everything. */
 json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int max_depth,
@@ -242,7 +244,10 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
     *tools_hash = 0;
     *tools_bytes = 0;
     uint64_t h;
-    if (!cache || !find_tools(raw, n, cache, &vs, &ve, &h) || raw[vs] != '[')
+    /* find_tools finds only a key written "tools": a small body without
+     * those bytes (a chat without tools) is not scanned for it */
+    bool none = n <= SMALL_BODY && !memmem(raw, n, "\"tools\"", 7);
+    if (!cache || none || !find_tools(raw, n, cache, &vs, &ve, &h) || raw[vs] != '[')
         return parse_body(raw, n, max_depth, err);
     if (!h) {
         h = tg_hash64(raw + vs, ve - vs, 0x746f6f6c73ULL);

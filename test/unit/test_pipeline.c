@@ -245,6 +245,48 @@ static void test_bad_bodies_are_errors(void **state)
 
 /* The second request with the same tools but other messages reuses the
  * parsed tools and still carries its own messages. */
+/* The tools' span and hash, by the scan of a large body and by the
+ * memmem of a small one (pipeline.c: SMALL_BODY): a small body with tools
+ * has them found (a hash, the array's bytes) on first sight and from the
+ * cache after; one without them, or naming "tools" only inside a string,
+ * has none. */
+static void expect_tools(const char *raw, size_t want_bytes, tg_cache *cache)
+{
+    for (int turn = 0; turn < 2; turn++) {
+        uint64_t h;
+        size_t bytes;
+        tg_error err;
+        json_t *body = tg_request_parse(raw, strlen(raw), cache, 64, &h, &bytes, &err);
+        assert_non_null(body);
+        assert_int_equal(bytes, want_bytes);
+        assert_true(want_bytes ? h != 0 : h == 0);
+        json_decref(body);
+    }
+}
+
+static void test_tools_found_small_and_large(void **state)
+{
+    (void)state;
+    tg_cache *cache = tg_cache_new(64, 1u << 20);
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]";
+    char small[256];
+    snprintf(small, sizeof small, "{\"model\":\"m\",\"messages\":[],\"tools\" : %s}", tools);
+    expect_tools(small, strlen(tools), cache);
+    expect_tools("{\"model\":\"m\",\"messages\":[]}", 0, cache);
+    expect_tools("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"\\\"tools\\\"\"}]}",
+                 0, cache);
+    tg_buf big = {0};
+    tg_buf_puts(&big, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"");
+    for (int i = 0; i < 5000; i++)
+        tg_buf_puts(&big, "x");
+    tg_buf_puts(&big, "\"}],\"tools\":");
+    tg_buf_puts(&big, tools);
+    tg_buf_puts(&big, "}");
+    expect_tools(big.data, strlen(tools), cache);
+    tg_buf_free(&big);
+    tg_cache_free(cache);
+}
+
 static void test_cached_tools_new_messages(void **state)
 {
     (void)state;
@@ -547,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_hashes),
         cmocka_unit_test(test_bad_bodies_are_errors),
         cmocka_unit_test(test_cached_tools_new_messages),
+        cmocka_unit_test(test_tools_found_small_and_large),
         cmocka_unit_test(test_known_tools_span),
         cmocka_unit_test(test_trim_request),
         cmocka_unit_test(test_response_format),
