@@ -99,6 +99,9 @@ typedef struct tg_ctx {
                                         the agent got that carry fields such as
                                         Gemini 3's extra_content, for the proxy
                                         to keep (proxy/signatures.c), or NULL */
+    bool no_shortcuts;               /* tests: the request stages take none of
+                                        their shortcuts (a history with nothing
+                                        to pair, ...), to compare with */
     bool stream;
     bool legacy_functions;           /* the agent sent functions[]: answer
                                         with function_call (hygiene.c) */

@@ -290,11 +290,12 @@ static json_t *read_object(reader *r)
             skip_ws(r);
             v = read_value(r);
         }
-        bool ok = v && !((r->flags & JSON_REJECT_DUPLICATES) && json_object_getn(o, key, kn));
-        if (ok)
-            json_object_setn_new_nocheck(o, key, kn, v);
-        else
-            json_decref(v);
+        /* A duplicate is seen by the size not growing: a key set again
+         * replaces its value, and the whole object is thrown away then, so
+         * no look-up (a hash of the key) before each set. */
+        size_t had = json_object_size(o);
+        bool ok = v && !json_object_setn_new_nocheck(o, key, kn, v) &&
+                  (!(r->flags & JSON_REJECT_DUPLICATES) || json_object_size(o) > had);
         if (key != small)
             free(key);
         if (!ok)
@@ -516,6 +517,20 @@ void tg_json_pick(const json_t *obj, const char *const *names, json_t **out)
             }
         }
     }
+}
+
+json_t *tg_json_getn(const json_t *obj, const char *key, size_t len)
+{
+    if (json_object_size(obj) > TG_GET_SCAN)  /* 0 for what is no object */
+        return json_object_getn(obj, key, len);
+    for (void *it = json_object_iter((json_t *)obj); it;
+         it = json_object_iter_next((json_t *)obj, it)) {
+        const char *k = json_object_iter_key(it);
+        /* the length before memcmp: a key may hold a NUL */
+        if (k[0] == key[0] && json_object_iter_key_len(it) == len && !memcmp(k, key, len))
+            return json_object_iter_value(it);
+    }
+    return NULL;
 }
 
 int tg_json_dump(const json_t *v, tg_buf *out)

@@ -80,4 +80,15 @@ const char *tg_json_type_name(const json_t *v);
  * it mostly lacks). out is borrowed from obj. */
 void tg_json_pick(const json_t *obj, const char *const *names, json_t **out);
 
+/* obj[key] as json_object_get gives it (NULL when absent or obj is no
+ * object), for a key given as a string literal (its length is known at
+ * compile time: a pointer does not compile). An object of up to
+ * TG_GET_SCAN keys (a message: role, content, perhaps a name or calls) is
+ * looked through in order, the first byte compared inline, without
+ * jansson's strlen and hash of the key (about 150 instructions, most of
+ * the cost of the walks over messages, whose look-ups mostly miss). */
+#define TG_GET_SCAN 5
+json_t *tg_json_getn(const json_t *obj, const char *key, size_t len);
+#define tg_json_get(obj, key) tg_json_getn((obj), "" key, sizeof("" key) - 1)
+
 #endif

@@ -47,14 +47,14 @@ void tg_ctx_init(tg_ctx *ctx, const char *route_name, const tg_rules_set *rules,
 
 int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err)
 {
-    ctx->stream = json_is_true(json_object_get(body, "stream"));
+    ctx->stream = json_is_true(tg_json_get(body, "stream"));
     /* custom tools first: every stage after sees only function tools */
     tg_custom_stage(body, ctx);
     /* hygiene leaves tools as they came, but may make them from the
      * legacy functions[] */
     if (tg_hygiene_stage(body, ctx, err))
         return -1;
-    json_t *tools = json_object_get(body, "tools");
+    json_t *tools = tg_json_get(body, "tools");
     if (json_is_array(tools)) {
         ctx->tools = json_incref(tools);
         ctx->stats.tools_in = (unsigned)json_array_size(tools);
@@ -64,7 +64,7 @@ int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err)
     if (tg_discovery_stage(body, ctx, err))
         return -1;
 
-    tools = json_object_get(body, "tools");
+    tools = tg_json_get(body, "tools");
     ctx->stats.tools_out = json_is_array(tools) ? (unsigned)json_array_size(tools) : 0;
     return 0;
 }
@@ -233,6 +233,8 @@ static json_t *parse_body(const char *raw, size_t n, int max_depth, tg_error *er
     return body;
 }
 
+#define SMALL_BODY 4096  /* memmem costs less than the scan below this */
+
 /* The request, parsed: the tools from the cache when these bytes were seen
  * before (only the rest of the body is parsed), else everything. */
 json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int max_depth,
@@ -242,7 +244,10 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
     *tools_hash = 0;
     *tools_bytes = 0;
     uint64_t h;
-    if (!cache || !find_tools(raw, n, cache, &vs, &ve, &h) || raw[vs] != '[')
+    /* find_tools finds only a key written "tools": a small body without
+     * those bytes (a chat without tools) is not scanned for it */
+    bool none = n <= SMALL_BODY && !memmem(raw, n, "\"tools\"", 7);
+    if (!cache || none || !find_tools(raw, n, cache, &vs, &ve, &h) || raw[vs] != '[')
         return parse_body(raw, n, max_depth, err);
     if (!h) {
         h = tg_hash64(raw + vs, ve - vs, 0x746f6f6c73ULL);
@@ -255,7 +260,7 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
         /* the parsed array, its rewrite and their texts: about 8x the bytes */
         tg_heap_prefault((ve - vs) * 8);
         json_t *body = parse_body(raw, n, max_depth, err);
-        json_t *t = json_object_get(body, "tools");
+        json_t *t = tg_json_get(body, "tools");
         if (json_is_array(t)) {
             tg_cache_put(cache, "rawtools", h, t, (ve - vs) * 4);
             remember_tools_span(cache, raw + vs, ve - vs, n - vs, h);
@@ -285,7 +290,7 @@ json_t *tg_request_parse(const char *raw, size_t n, struct tg_cache *cache, int 
 int tg_request_dump_split(json_t *body, tg_ctx *ctx, tg_buf *head, json_t **tools_text)
 {
     *tools_text = NULL;
-    json_t *tools = json_object_get(body, "tools");
+    json_t *tools = tg_json_get(body, "tools");
     if (!ctx->cache || !json_is_array(tools) || !ctx->tools_hash)
         return tg_json_dump(body, head);
     /* The array is immutable once the stages are done, and the cache

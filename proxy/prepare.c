@@ -114,7 +114,7 @@ int prepare_bridged(tg_req *r, const tg_route *by_prefix, bool pass_only)
     char path_model[256];  /* Gemini's is in the path */
     const char *model = r->prep.api->model_of
                             ? r->prep.api->model_of(r, path_model, sizeof path_model)
-                            : json_string_value(json_object_get(body, "model"));
+                            : json_string_value(tg_json_get(body, "model"));
     if (r->prep.api->model_of && model) {  /* the access line names it too */
         free(r->client.model);
         r->client.model = tg_strdup(model);
@@ -195,9 +195,9 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
         return -1;
     }
     r->json = body;
-    r->client.stream = json_is_true(json_object_get(body, "stream"));
+    r->client.stream = json_is_true(tg_json_get(body, "stream"));
     /* the route first: a request refused below is logged with it */
-    const char *model = json_string_value(json_object_get(body, "model"));
+    const char *model = json_string_value(tg_json_get(body, "model"));
     r->route = by_prefix ? by_prefix : (model ? tg_route_by_model(c, model) : NULL);
     /* An agent resends its tool list every turn: once a list (by its bytes'
      * hash) has passed, its entries are not walked again. */
@@ -341,7 +341,7 @@ static bool has_opaque(const json_t *call)
  * them already or no id worth a look-up. */
 static bool sig_key(const json_t *call, char key[300])
 {
-    const char *id = json_string_value(json_object_get(call, "id"));
+    const char *id = json_string_value(tg_json_get(call, "id"));
     if (!json_is_object(call) || !id || !*id || strlen(id) > 256 || has_opaque(call))
         return false;
     snprintf(key, 300, SIG_PREFIX "%s", id);
@@ -354,7 +354,7 @@ static size_t turn_start(const json_t *msgs)
 {
     size_t i = json_array_size(msgs);
     while (i > 0) {
-        const char *role = json_string_value(json_object_get(json_array_get(msgs, i - 1), "role"));
+        const char *role = json_string_value(tg_json_get(json_array_get(msgs, i - 1), "role"));
         if (role && !strcmp(role, "user"))
             break;
         i--;
@@ -366,9 +366,9 @@ static size_t turn_start(const json_t *msgs)
  * SIG_LOOKUPS_MAX at most (a new array). */
 static json_t *sig_keys(const json_t *body)
 {
-    json_t *msgs = json_object_get(body, "messages"), *keys = json_array();
+    json_t *msgs = tg_json_get(body, "messages"), *keys = json_array();
     for (size_t i = turn_start(msgs); i < json_array_size(msgs); i++) {
-        json_t *calls = json_object_get(json_array_get(msgs, i), "tool_calls");
+        json_t *calls = tg_json_get(json_array_get(msgs, i), "tool_calls");
         for (size_t k = 0; k < json_array_size(calls); k++) {
             char key[300];
             if (json_array_size(keys) < SIG_LOOKUPS_MAX && sig_key(json_array_get(calls, k), key))
@@ -385,7 +385,7 @@ static void on_sigs(void *ud, const tg_store_got *got)
     if (got->status == TG_STORE_DOWN) {
         tg_metrics_store_error(r->w->metrics, "get");  /* hygiene's stand-in then */
     } else {
-        json_t *keys = json_object_get(r->prep.sigs, "");
+        json_t *keys = tg_json_get(r->prep.sigs, "");
         for (size_t i = 0; i < got->n && i < json_array_size(keys); i++) {
             json_t *o = got->texts[i] && strlen(got->texts[i]) <= SIG_TEXT_MAX
                             ? tg_json_load(got->texts[i], strlen(got->texts[i]), 0, NULL)
@@ -455,12 +455,12 @@ static void restore_signatures(tg_req *r, const tg_route *route, json_t *body)
     if (!keeps_signatures(route) ||
         (r->w->srv->items->ops->fetch && (!r->prep.sigs || r->prep.sigs_for != route)))
         return;  /* a store on the loop read nothing for this route (its owner) */
-    json_t *msgs = json_object_get(body, "messages");
+    json_t *msgs = tg_json_get(body, "messages");
     size_t i = turn_start(msgs);
     uint64_t owner = 0;  /* two SHA-256: only when a call is looked up (most turns have none) */
     unsigned looked = 0, found = 0;
     for (; i < json_array_size(msgs); i++) {
-        json_t *calls = json_object_get(json_array_get(msgs, i), "tool_calls");
+        json_t *calls = tg_json_get(json_array_get(msgs, i), "tool_calls");
         for (size_t k = 0; k < json_array_size(calls) && looked < SIG_LOOKUPS_MAX; k++) {
             json_t *c = json_array_get(calls, k);
             if (!json_is_object(c) || has_opaque(c))

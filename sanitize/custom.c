@@ -17,8 +17,8 @@
 
 static bool is_custom(const json_t *o)
 {
-    const char *t = json_string_value(json_object_get(o, "type"));
-    return t && !strcmp(t, "custom") && json_is_object(json_object_get(o, "custom"));
+    const char *t = json_string_value(tg_json_get(o, "type"));
+    return t && !strcmp(t, "custom") && json_is_object(tg_json_get(o, "custom"));
 }
 
 /* Says that `what` of `kind` went upstream in another form. */
@@ -42,12 +42,12 @@ static void said(tg_ctx *ctx, const char *kind, const char *what)
 static char *describe(const json_t *c)
 {
     tg_buf d = {0};
-    const char *desc = json_string_value(json_object_get(c, "description"));
-    const json_t *fmt = json_object_get(c, "format");
-    const char *ft = json_string_value(json_object_get(fmt, "type"));
-    const json_t *g = json_object_get(fmt, "grammar");
-    const char *syntax = json_string_value(json_object_get(g, "syntax"));
-    const char *def = json_string_value(json_object_get(g, "definition"));
+    const char *desc = json_string_value(tg_json_get(c, "description"));
+    const json_t *fmt = tg_json_get(c, "format");
+    const char *ft = json_string_value(tg_json_get(fmt, "type"));
+    const json_t *g = tg_json_get(fmt, "grammar");
+    const char *syntax = json_string_value(tg_json_get(g, "syntax"));
+    const char *def = json_string_value(tg_json_get(g, "definition"));
     tg_buf_puts(&d, desc ? desc : "");
     if (ft && !strcmp(ft, "grammar") && def && *def) {
         tg_buf_printf(&d, "%sThe input must follow this %s grammar:\n", d.len ? "\n\n" : "",
@@ -64,7 +64,7 @@ static char *describe(const json_t *c)
 /* A custom tool as a function tool taking {"input": text}. New reference. */
 static json_t *as_function(tg_ctx *ctx, const json_t *c)
 {
-    const json_t *name = json_object_get(c, "name");
+    const json_t *name = tg_json_get(c, "name");
     if (!json_is_string(name))
         return NULL;
     char *desc = describe(c);
@@ -80,9 +80,8 @@ static json_t *as_function(tg_ctx *ctx, const json_t *c)
     return json_pack("{s:s, s:o}", "type", "function", "function", fn);
 }
 
-static void tools(json_t *body, tg_ctx *ctx)
+static void tools(json_t *body, tg_ctx *ctx, json_t *in)
 {
-    json_t *in = json_object_get(body, "tools");
     size_t i;
     json_t *t;
     bool any = false;
@@ -91,7 +90,7 @@ static void tools(json_t *body, tg_ctx *ctx)
         return;
     json_t *out = json_array();
     json_array_foreach(in, i, t) {
-        json_t *f = is_custom(t) ? as_function(ctx, json_object_get(t, "custom")) : NULL;
+        json_t *f = is_custom(t) ? as_function(ctx, tg_json_get(t, "custom")) : NULL;
         json_array_append_new(out, f ? f : json_incref(t));
     }
     json_object_set_new(body, "tools", out);
@@ -103,24 +102,25 @@ static json_t *function_choice(tg_ctx *ctx, const json_t *c)
 {
     if (!is_custom(c))
         return NULL;
-    const json_t *name = json_object_get(json_object_get(c, "custom"), "name");
+    const json_t *name = tg_json_get(tg_json_get(c, "custom"), "name");
     if (!json_is_string(name))
         return NULL;
     said(ctx, "tool_choice", json_string_value(name));
     return json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name", name);
 }
 
-static void choice(json_t *body, tg_ctx *ctx)
+static void choice(json_t *body, tg_ctx *ctx, json_t *tc)
 {
-    json_t *tc = json_object_get(body, "tool_choice");
+    if (!tc)
+        return;
     json_t *f = function_choice(ctx, tc);
     if (f) {
         json_object_set_new(body, "tool_choice", f);
         return;
     }
     /* allowed_tools: {"type":"allowed_tools","allowed_tools":{"mode","tools":[...]}} */
-    json_t *at = json_object_get(tc, "allowed_tools");
-    json_t *list = json_object_get(at, "tools");
+    json_t *at = tg_json_get(tc, "allowed_tools");
+    json_t *list = tg_json_get(at, "tools");
     size_t i;
     json_t *e;
     bool any = false;
@@ -143,12 +143,12 @@ static void choice(json_t *body, tg_ctx *ctx)
  * made of the tool's function form. New reference. */
 static json_t *function_call(tg_ctx *ctx, const json_t *call)
 {
-    const json_t *c = json_object_get(call, "custom");
-    const json_t *in = json_object_get(c, "input");
+    const json_t *c = tg_json_get(call, "custom");
+    const json_t *in = tg_json_get(c, "input");
     json_t *args = json_pack("{s:s}", "input", json_is_string(in) ? json_string_value(in) : "");
     char *a = tg_json_dumps(args);
     json_decref(args);
-    const char *name = json_string_value(json_object_get(c, "name"));
+    const char *name = json_string_value(tg_json_get(c, "name"));
     json_t *f = json_copy((json_t *)call);
     json_object_del(f, "custom");
     json_object_set_new(f, "type", json_string("function"));
@@ -159,13 +159,12 @@ static json_t *function_call(tg_ctx *ctx, const json_t *call)
     return f;
 }
 
-static void history(json_t *body, tg_ctx *ctx)
+static void history(json_t *msgs, tg_ctx *ctx)
 {
-    json_t *msgs = json_object_get(body, "messages");
     size_t i, j;
     json_t *m, *call;
     json_array_foreach(msgs, i, m) {
-        json_t *calls = json_object_get(m, "tool_calls");
+        json_t *calls = tg_json_get(m, "tool_calls");
         bool any = false;
         json_array_foreach(calls, j, call) any = any || is_custom(call);
         if (!any)
@@ -184,7 +183,11 @@ void tg_custom_stage(json_t *body, tg_ctx *ctx)
 {
     if (!tg_dialect_has(ctx->dialect, TG_DF_REWRITE))
         return;  /* passthrough: nothing is rewritten, custom tools go as sent */
-    tools(body, ctx);
-    choice(body, ctx);
-    history(body, ctx);
+    /* one pass over the body's keys: each step sets only its own key */
+    static const char *const keys[] = {"tools", "tool_choice", "messages", NULL};
+    json_t *k[3];
+    tg_json_pick(body, keys, k);
+    tools(body, ctx, k[0]);
+    choice(body, ctx, k[1]);
+    history(k[2], ctx);
 }

@@ -322,8 +322,8 @@ static bool xai_reasoning_model(const char *model)
 static bool kimi_fixed(json_t *body, const char *key)
 {
     if (!strcmp(key, "reasoning_effort"))
-        return json_object_get(body, "thinking") != NULL;
-    const char *model = json_string_value(json_object_get(body, "model"));
+        return tg_json_get(body, "thinking") != NULL;
+    const char *model = json_string_value(tg_json_get(body, "model"));
     return model && !strncmp(model, "kimi-", 5) && in_list(kimi_fixed_params, key);
 }
 
@@ -337,21 +337,21 @@ static bool kimi_fixed(json_t *body, const char *key)
  * X-Toolgate-Translated and the explain log. */
 static void thinking_choice(walk *w, json_t *body)
 {
-    json_t *tc = json_object_get(body, "tool_choice");
+    json_t *tc = tg_json_get(body, "tool_choice");
     const char *mode = json_string_value(tc);
-    const char *think = json_string_value(json_object_get(json_object_get(body, "thinking"), "type"));
+    const char *think = json_string_value(tg_json_get(tg_json_get(body, "thinking"), "type"));
     if (think && !strcmp(think, "disabled"))
         return;
-    const char *named = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+    const char *named = json_string_value(tg_json_get(tg_json_get(tc, "function"), "name"));
     if (!(mode && (!strcmp(mode, "required") || !strcmp(mode, "any"))) && !named)
         return;
-    json_t *tools = json_object_get(body, "tools");
+    json_t *tools = tg_json_get(body, "tools");
     if (named && json_is_array(tools)) {
         json_t *only = json_array();
         size_t i;
         json_t *t;
         json_array_foreach(tools, i, t) {
-            const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+            const char *n = json_string_value(tg_json_get(tg_json_get(t, "function"), "name"));
             if (n && !strcmp(n, named))
                 json_array_append(only, t);
         }
@@ -362,7 +362,7 @@ static void thinking_choice(walk *w, json_t *body)
     }
     if (!w->ctx->translated)
         w->ctx->translated = json_object();
-    json_t *list = json_object_get(w->ctx->translated, "tool_choice");
+    json_t *list = tg_json_get(w->ctx->translated, "tool_choice");
     if (!list)
         json_object_set_new(w->ctx->translated, "tool_choice", list = json_array());
     json_array_append_new(list, json_string(named ? named : "required"));
@@ -383,10 +383,10 @@ static const char *top_verdict(const walk *w, json_t *body, const char *key, jso
      * extension, {"google": {...}}; anything else in it (an SDK's
      * extra_body left in the body) is "Unknown name" (SkyrimNet#77) */
     if (w->row->top_allow == gemini_top && !strcmp(key, "extra_body") &&
-        !(json_is_object(val) && json_object_get(val, "google") && json_object_size(val) == 1))
+        !(json_is_object(val) && tg_json_get(val, "google") && json_object_size(val) == 1))
         return "top-level";
     if ((w->f & TG_MR_REASONING_PARAMS) && in_list(xai_reasoning_deny, key) &&
-        xai_reasoning_model(json_string_value(json_object_get(body, "model"))))
+        xai_reasoning_model(json_string_value(tg_json_get(body, "model"))))
         return *ref = "rule 75", "reasoning-model-param";
     if ((w->f & TG_MR_FIXED_SAMPLING) && kimi_fixed(body, key))
         return *ref = "rule 77", "fixed-sampling";
@@ -401,9 +401,9 @@ static const char *top_verdict(const walk *w, json_t *body, const char *key, jso
 
 static bool json_only_beside_tools(json_t *body, const char *key, json_t *val)
 {
-    const char *t = json_string_value(json_object_get(val, "type"));
+    const char *t = json_string_value(tg_json_get(val, "type"));
     return !strcmp(key, "response_format") && t && !strcmp(t, "json_object") &&
-           json_array_size(json_object_get(body, "tools")) > 0;
+           json_array_size(tg_json_get(body, "tools")) > 0;
 }
 
 static void clean_top(walk *w, json_t *body)
@@ -458,7 +458,7 @@ static int bad_functions(json_t *fns, tg_error *err)
     size_t i;
     json_t *f;
     json_array_foreach(fns, i, f) {
-        if (!json_is_string(json_object_get(f, "name"))) {
+        if (!json_is_string(tg_json_get(f, "name"))) {
             char param[64];
             snprintf(param, sizeof param, "functions[%zu].name", i);
             tg_error_set(err, 400, "invalid_request_error", "invalid_type", param,
@@ -471,37 +471,37 @@ static int bad_functions(json_t *fns, tg_error *err)
 
 static int legacy_functions_to_tools(walk *w, json_t *body, tg_error *err)
 {
-    json_t *fns = json_object_get(body, "functions");
-    json_t *fc = json_object_get(body, "function_call");
+    json_t *fns = tg_json_get(body, "functions");
+    json_t *fc = tg_json_get(body, "function_call");
     if (fns && bad_functions(fns, err))
         return -1;
     w->where = "body";
     jp_pop(&w->ptr, 0);
     if (json_is_array(fns) && json_array_size(fns)) {
-        json_t *tools = json_object_get(body, "tools");
+        json_t *tools = tg_json_get(body, "tools");
         json_t *now = json_is_array(tools) ? json_copy(tools) : json_array();
         size_t i;
         json_t *f;
         json_array_foreach(fns, i, f) {
-            const char *name = json_string_value(json_object_get(f, "name"));
+            const char *name = json_string_value(tg_json_get(f, "name"));
             if (tg_tool_peek(now, name))
                 continue;  /* the same function declared both ways */
             json_array_append_new(now, json_pack("{s:s, s:O}", "type", "function", "function", f));
         }
         rebuild_key(w, body, "tools", now, "legacy-functions", "rule 43");
         json_object_del(body, "functions");
-        if (!json_object_get(body, "parallel_tool_calls"))
+        if (!tg_json_get(body, "parallel_tool_calls"))
             json_object_set_new(body, "parallel_tool_calls", json_false());
         w->ctx->legacy_functions = true;
     }
-    if (fc && !json_object_get(body, "tool_choice") &&
-        json_array_size(json_object_get(body, "tools"))) {
+    if (fc && !tg_json_get(body, "tool_choice") &&
+        json_array_size(tg_json_get(body, "tools"))) {
         json_t *choice = NULL;
         if (json_is_string(fc))  /* "none" and "auto" mean the same for tools */
             choice = json_incref(fc);
-        else if (json_is_string(json_object_get(fc, "name")))
+        else if (json_is_string(tg_json_get(fc, "name")))
             choice = json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name",
-                               json_object_get(fc, "name"));
+                               tg_json_get(fc, "name"));
         if (choice)
             rebuild_key(w, body, "tool_choice", choice, "legacy-function-call", "rule 43");
     }
@@ -512,8 +512,10 @@ static int legacy_functions_to_tools(walk *w, json_t *body, tg_error *err)
 
 /* ---- the stage ---------------------------------------------------------- */
 
-/* A walk with the route's rules (its preset when the ctx has none). */
-static walk walk_for(tg_ctx *ctx)
+/* A walk with the route's rules (its preset when the ctx has none). Field
+ * by field: the pointer's 512 bytes need only their first (an initializer
+ * zeroed and copied them all, a tenth of a short message's walk). */
+static void walk_init(walk *w, tg_ctx *ctx)
 {
     tg_msg_rules fallback;
     const tg_msg_rules *rules = ctx->msg;
@@ -524,12 +526,21 @@ static walk walk_for(tg_ctx *ctx)
     tg_dialect d = rules->dialect;
     if (d < 0 || d >= TG_D_COUNT)
         d = TG_D_PASSTHROUGH;
-    walk w = {.ctx = ctx, .row = &presets[d], .f = rules->flags};
+    w->ctx = ctx;
+    w->row = &presets[d];
+    w->f = rules->flags;
+    w->prefix = NULL;
+    w->plen = 0;
+    w->id_fwd = w->id_used = NULL;
+    w->where = NULL;
+    w->fill_signature = w->last = false;
+    w->role = 0;
+    w->ptr.n = 0;
+    w->ptr.s[0] = '\0';
     if (ctx->strip_prefix && *ctx->strip_prefix) {
-        w.prefix = ctx->strip_prefix;
-        w.plen = strlen(ctx->strip_prefix);
+        w->prefix = ctx->strip_prefix;
+        w->plen = strlen(ctx->strip_prefix);
     }
-    return w;
 }
 
 /* One assistant turn toolgate builds from the provider's own answer (a
@@ -539,11 +550,12 @@ static walk walk_for(tg_ctx *ctx)
  * Its ids are the provider's already: no mapping. */
 void tg_hygiene_replayed(json_t *msg, tg_ctx *ctx)
 {
-    walk w = walk_for(ctx);
+    walk w;
+    walk_init(&w, ctx);
     w.f &= ~(TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS);
     w.fill_signature = (w.f & TG_MR_FILL_SIGNATURE) &&
                        tg_hy_model_checks_signatures(json_string_value(
-                           json_object_get(ctx->request, "model")));
+                           tg_json_get(ctx->request, "model")));
     w.where = "round";
     w.last = true;
     tg_hy_clean_message(&w, msg);
@@ -553,7 +565,8 @@ int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
     if (!json_is_object(body))
         return 0;
-    walk w = walk_for(ctx);
+    walk w;
+    walk_init(&w, ctx);
     /* the one refusal: legacy functions that cannot become tools */
     if ((w.f & TG_MR_LEGACY_FUNCS) && legacy_functions_to_tools(&w, body, err))
         return -1;
@@ -562,7 +575,7 @@ int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
         w.id_used = json_object();
     }
     w.fill_signature = (w.f & TG_MR_FILL_SIGNATURE) &&
-                       tg_hy_model_checks_signatures(json_string_value(json_object_get(body, "model")));
+                       tg_hy_model_checks_signatures(json_string_value(tg_json_get(body, "model")));
     clean_top(&w, body);
     tg_hy_pair_tool_calls(&w, body);
     tg_hy_walk_messages(&w, body);

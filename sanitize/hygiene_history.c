@@ -35,8 +35,8 @@ static json_t *made_call_id(size_t msg, size_t call)
  * tool_calls turn every current API reads. */
 static void legacy_call_to_tool_calls(walk *w, json_t *msg, size_t i)
 {
-    json_t *fc = json_object_get(msg, "function_call");
-    if (!json_is_object(fc) || json_object_get(msg, "tool_calls"))
+    json_t *fc = tg_json_get(msg, "function_call");
+    if (!json_is_object(fc) || tg_json_get(msg, "tool_calls"))
         return;
     json_t *call = json_pack("{s:o, s:s, s:O}", "id", made_call_id(i, 0), "type", "function",
                              "function", fc);
@@ -91,13 +91,13 @@ static void close_open_calls(walk *w, json_t *out, json_t *open)
  * result it is; its content is kept as it was. */
 static void orphan_to_user(walk *w, json_t *msg)
 {
-    const char *id = json_string_value(json_object_get(msg, "tool_call_id"));
-    const char *name = json_string_value(json_object_get(msg, "name"));
+    const char *id = json_string_value(tg_json_get(msg, "tool_call_id"));
+    const char *name = json_string_value(tg_json_get(msg, "name"));
     char head[160];
     snprintf(head, sizeof head, "Result of an earlier tool call (%s%s%.64s):", name ? name : "",
              name ? ", id " : "id ", id ? id : "unknown");
     json_t *before = json_deep_copy(msg);
-    json_t *c = json_object_get(msg, "content");
+    json_t *c = tg_json_get(msg, "content");
     json_t *now;
     if (json_is_array(c)) {
         now = json_pack("[{s:s, s:s}]", "type", "text", "text", head);
@@ -127,7 +127,7 @@ static void orphan_to_user(walk *w, json_t *msg)
  * repeat ("tool_use ids must be unique"), and rule 6 cannot pair it. */
 static void unique_call_id(walk *w, json_t *call, size_t i, size_t j, json_t *seen)
 {
-    const char *id = json_string_value(json_object_get(call, "id"));
+    const char *id = json_string_value(tg_json_get(call, "id"));
     if (!json_object_get(seen, id)) {
         json_object_set_new(seen, id, json_true());
         return;
@@ -154,23 +154,23 @@ static void unique_call_id(walk *w, json_t *call, size_t i, size_t j, json_t *se
 static void open_calls(walk *w, json_t *msg, size_t i, json_t *out, json_t *open, json_t *seen)
 {
     close_open_calls(w, out, open);
-    json_t *calls = json_object_get(msg, "tool_calls");
+    json_t *calls = tg_json_get(msg, "tool_calls");
     size_t j;
     json_t *call;
     json_array_foreach(calls, j, call) {
         if (!json_is_object(call))
             continue;
-        json_t *id = json_object_get(call, "id");
+        json_t *id = tg_json_get(call, "id");
         if (!json_is_string(id) || !json_string_length(id)) {
             size_t mark = jp_key(&w->ptr, "tool_calls");
             jp_idx(&w->ptr, j);
             rebuild_key(w, call, "id", made_call_id(i, j), "missing-call-id", "rule 6");
             jp_pop(&w->ptr, mark);
         }
-        json_t *agent = json_incref(json_object_get(call, "id"));
+        json_t *agent = json_incref(tg_json_get(call, "id"));
         unique_call_id(w, call, i, j, seen);
-        id = json_object_get(call, "id");
-        json_t *name = json_object_get(json_object_get(call, "function"), "name");
+        id = tg_json_get(call, "id");
+        json_t *name = tg_json_get(tg_json_get(call, "function"), "name");
         json_array_append_new(open, json_pack("[O,O,o]", id, json_is_string(name) ? name : json_null(),
                                               json_equal(agent, id) ? json_null() : json_incref(agent)));
         json_decref(agent);
@@ -181,9 +181,9 @@ static void open_calls(walk *w, json_t *msg, size_t i, json_t *out, json_t *open
  * call, which it then closes; it gets that call's id if it had none. */
 static bool answer_call(walk *w, json_t *msg, json_t *open)
 {
-    json_t *idv = json_object_get(msg, "tool_call_id");
+    json_t *idv = tg_json_get(msg, "tool_call_id");
     const char *id = json_is_string(idv) && json_string_length(idv) ? json_string_value(idv) : NULL;
-    long k = open_call(open, id, json_string_value(json_object_get(msg, "name")));
+    long k = open_call(open, id, json_string_value(tg_json_get(msg, "name")));
     if (k < 0)
         return false;
     const char *call_id = json_string_value(json_array_get(json_array_get(open, (size_t)k), 0));
@@ -195,11 +195,33 @@ static bool answer_call(walk *w, json_t *msg, json_t *open)
     return true;
 }
 
+/* A history with no call, no answer and no turn of an unknown role (the
+ * legacy "function" answer among them) has nothing to pair: the pass
+ * below would leave it as it is, after three allocations. Most requests
+ * of a conversation's first turn are such. */
+static bool nothing_to_pair(json_t *msgs)
+{
+    size_t i;
+    json_t *msg;
+    json_array_foreach(msgs, i, msg) {
+        if (!json_is_object(msg))
+            continue;
+        role r = tg_hy_role_of(msg);
+        if (r == R_TOOL || r == R_OTHER ||
+            (r == R_ASSISTANT && (tg_json_get(msg, "tool_calls") ||
+                                  tg_json_get(msg, "function_call"))))
+            return false;
+    }
+    return true;
+}
+
 /* Rule 6 over the whole history, before the per-message pass. */
 void tg_hy_pair_tool_calls(walk *w, json_t *body)
 {
-    json_t *msgs = json_object_get(body, "messages");
+    json_t *msgs = tg_json_get(body, "messages");
     if (!json_is_array(msgs) || !(w->f & (TG_MR_PAIR_CALLS | TG_MR_LEGACY_FUNCS)))
+        return;
+    if (!w->ctx->no_shortcuts && nothing_to_pair(msgs))
         return;
     json_t *out = json_array(), *open = json_array(), *seen = json_object();
     char where[40];
@@ -214,7 +236,7 @@ void tg_hy_pair_tool_calls(walk *w, json_t *body)
         jp_idx(&w->ptr, i);
         role r = json_is_object(msg) ? tg_hy_role_of(msg) : R_NONE;
         bool legacy_answer = r == R_OTHER && (w->f & TG_MR_LEGACY_FUNCS) &&
-                             !strcmp(json_string_value(json_object_get(msg, "role")), "function");
+                             !strcmp(json_string_value(tg_json_get(msg, "role")), "function");
         if (legacy_answer) {
             rebuild_key(w, msg, "role", json_string("tool"), "legacy-function-role", "rule 43");
             r = R_TOOL;
@@ -230,7 +252,7 @@ void tg_hy_pair_tool_calls(walk *w, json_t *body)
                 close_open_calls(w, out, open);
                 orphan_to_user(w, msg);
             }
-        } else if (r == R_ASSISTANT && json_is_array(json_object_get(msg, "tool_calls"))) {
+        } else if (r == R_ASSISTANT && json_is_array(tg_json_get(msg, "tool_calls"))) {
             open_calls(w, msg, i, out, open, seen);
         } else {
             close_open_calls(w, out, open);
@@ -258,7 +280,7 @@ static void mark_prefix(walk *w, json_t *out)
 {
     json_t *last = json_array_get(out, json_array_size(out) - 1);
     if (!json_is_object(last) || tg_hy_role_of(last) != R_ASSISTANT ||
-        json_object_get(last, "tool_calls") || json_is_true(json_object_get(last, "prefix")))
+        tg_json_get(last, "tool_calls") || json_is_true(tg_json_get(last, "prefix")))
         return;
     char where[40];  /* an upstream index: this message is the last one sent */
     message_where(where, json_array_size(out) - 1);
@@ -296,7 +318,7 @@ static void system_to_front(walk *w, json_t *out, json_t *msg, const char *name,
         lead++;
     note(w, w->ptr.s, name, ref, msg, NULL);
     json_t *first = lead ? json_array_get(out, lead - 1) : NULL;
-    json_t *have = json_object_get(first, "content"), *add = json_object_get(msg, "content");
+    json_t *have = tg_json_get(first, "content"), *add = tg_json_get(msg, "content");
     if (first && (w->f & TG_MR_ONE_SYSTEM) && !(json_is_string(have) && json_is_string(add))) {
         /* rule 74: one system turn, whatever its shape */
         json_t *parts = as_parts(have), *more = as_parts(add);
@@ -318,59 +340,69 @@ static void system_to_front(walk *w, json_t *out, json_t *msg, const char *name,
     json_array_insert(out, lead, msg);
 }
 
+/* The new messages array, made when the walk first changes the history:
+ * until then it would hold messages[0..i), which msgs itself is. */
+static json_t *rebuilding(json_t **out, json_t *msgs, size_t i)
+{
+    if (!*out) {
+        *out = json_array();
+        for (size_t k = 0; k < i; k++)
+            json_array_append(*out, json_array_get(msgs, k));
+    }
+    return *out;
+}
+
 void tg_hy_walk_messages(walk *w, json_t *body)
 {
-    json_t *msgs = json_object_get(body, "messages");
+    json_t *msgs = tg_json_get(body, "messages");
     if (!json_is_array(msgs))
         return;
-    json_t *out = json_array();
-    bool rebuilt = false;
+    json_t *out = NULL;  /* NULL: the history unchanged so far (rebuilding) */
     role prev = R_NONE;
     char where[40];
     w->where = where;
-    for (size_t i = 0; i < json_array_size(msgs); i++) {
+    size_t n = json_array_size(msgs);
+    for (size_t i = 0; i < n; i++) {
         json_t *msg = json_array_get(msgs, i);
         message_where(where, i);
         jp_pop(&w->ptr, 0);
         jp_key(&w->ptr, "messages");
         jp_idx(&w->ptr, i);
         if (!json_is_object(msg)) {  /* not ours to judge */
-            json_array_append(out, msg);
+            if (out)
+                json_array_append(out, msg);
             prev = R_NONE;
             continue;
         }
-        w->last = i + 1 == json_array_size(msgs);
+        w->last = i + 1 == n;
         if (!tg_hy_clean_message(w, msg)) {
-            rebuilt = true;
+            rebuilding(&out, msgs, i);
             continue;
         }
-        role r = tg_hy_role_of(msg);
+        role r = (role)w->role;
         if ((w->f & TG_MR_SYSTEM_FIRST) && r == R_SYSTEM && prev != R_NONE && prev != R_SYSTEM) {
-            system_to_front(w, out, msg, "system-first", "rule 63");
-            rebuilt = true;
+            system_to_front(w, rebuilding(&out, msgs, i), msg, "system-first", "rule 63");
             continue;
         }
         /* rule 74: the chat templates of local servers take one system
          * turn ("System message must be at the beginning.", oh-my-pi#958
          * on Qwen; Gemma's "roles must alternate", conversations#197) */
         if ((w->f & TG_MR_ONE_SYSTEM) && r == R_SYSTEM && prev == R_SYSTEM) {
-            system_to_front(w, out, msg, "one-system", "rule 74");
-            rebuilt = true;
+            system_to_front(w, rebuilding(&out, msgs, i), msg, "one-system", "rule 74");
             continue;
         }
         if ((w->f & TG_MR_ROLE_ORDER) && r == R_USER && prev == R_TOOL) {
             json_t *bridge = bridge_message();
             note(w, w->ptr.s, "tool-user-bridge", "rule 44", NULL, bridge);
-            json_array_append_new(out, bridge);
-            rebuilt = true;
+            json_array_append_new(rebuilding(&out, msgs, i), bridge);
         }
-        json_array_append(out, msg);
+        if (out)
+            json_array_append(out, msg);
         prev = r;
     }
-    if ((w->f & TG_MR_ROLE_ORDER) && json_array_size(out))
-        mark_prefix(w, out);
-    if (rebuilt)
+    json_t *now = out ? out : msgs;
+    if ((w->f & TG_MR_ROLE_ORDER) && json_array_size(now))
+        mark_prefix(w, now);
+    if (out)
         json_object_set_new(body, "messages", out);
-    else
-        json_decref(out);
 }

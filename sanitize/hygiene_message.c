@@ -223,7 +223,7 @@ static void clean_function(walk *w, json_t *fn)
     void *tmp;
 
     if (w->f & TG_MR_FIX_CALLS) {
-        json_t *args = json_object_get(fn, "arguments");
+        json_t *args = tg_json_get(fn, "arguments");
         const char *how;
         json_t *fixed = fixed_arguments(args, &how);
         if (fixed)
@@ -260,9 +260,9 @@ static void clean_call(walk *w, json_t *call, bool assistant)
         else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
             drop_key(w, call, key, val, "null-key", tg_hy_null_rule(w));
     }
-    if ((w->f & TG_MR_FIX_CALLS) && !json_object_get(call, "type"))
+    if ((w->f & TG_MR_FIX_CALLS) && !tg_json_get(call, "type"))
         rebuild_key(w, call, "type", json_string("function"), "call-type", "rule 43");
-    json_t *fn = json_object_get(call, "function");
+    json_t *fn = tg_json_get(call, "function");
     if (json_is_object(fn)) {
         size_t mark = jp_key(&w->ptr, "function");
         clean_function(w, fn);
@@ -284,8 +284,8 @@ static const char skip_signature[] = "skip_thought_signature_validator";
 
 static bool has_signature(const json_t *call)
 {
-    return json_is_string(json_object_get(
-        json_object_get(json_object_get(call, "extra_content"), "google"), "thought_signature"));
+    return json_is_string(tg_json_get(
+        tg_json_get(tg_json_get(call, "extra_content"), "google"), "thought_signature"));
 }
 
 static void fill_signature(walk *w, json_t *calls)
@@ -294,7 +294,7 @@ static void fill_signature(walk *w, json_t *calls)
     json_t *call;
     json_array_foreach(calls, j, call) if (has_signature(call)) return;
     call = json_array_get(calls, 0);
-    if (!json_is_object(call) || json_object_get(call, "extra_content"))
+    if (!json_is_object(call) || tg_json_get(call, "extra_content"))
         return;
     size_t mark = jp_idx(&w->ptr, 0);
     rebuild_key(w, call, "extra_content",
@@ -319,7 +319,7 @@ bool tg_hy_model_checks_signatures(const char *model)
 /* Cleans messages[i].tool_calls; true when calls remain. */
 static bool clean_calls(walk *w, json_t *msg, bool assistant)
 {
-    json_t *calls = json_object_get(msg, "tool_calls");
+    json_t *calls = tg_json_get(msg, "tool_calls");
     if (!json_is_array(calls))
         return false;
     if (json_array_size(calls) == 0) {
@@ -346,7 +346,7 @@ static bool clean_calls(walk *w, json_t *msg, bool assistant)
 
 role tg_hy_role_of(json_t *msg)
 {
-    const char *r = json_string_value(json_object_get(msg, "role"));
+    const char *r = json_string_value(tg_json_get(msg, "role"));
     if (!r)
         return R_NONE;
     return !strcmp(r, "system")      ? R_SYSTEM
@@ -364,7 +364,7 @@ static const char *const *allowed_keys(const walk *w, json_t *msg)
     if (!(w->f & TG_MR_ALLOWLIST))
         return NULL;
     const role_keys *roles = w->row->roles ? w->row->roles : tg_hy_openai_roles;
-    const char *r = json_string_value(json_object_get(msg, "role"));
+    const char *r = json_string_value(tg_json_get(msg, "role"));
     for (const role_keys *rk = roles; r && rk->role; rk++)
         if (!strcmp(rk->role, r))
             return rk->keys;
@@ -377,9 +377,9 @@ static const char *const *allowed_keys(const walk *w, json_t *msg)
  * a certain "Missing reasoning_content" 400. */
 static void rebuild_reasoning(walk *w, json_t *msg)
 {
-    if (json_is_string(json_object_get(msg, "reasoning_content")))
+    if (json_is_string(tg_json_get(msg, "reasoning_content")))
         return;
-    json_t *alt = json_object_get(msg, "reasoning");
+    json_t *alt = tg_json_get(msg, "reasoning");
     if (json_is_string(alt)) {
         rebuild_key(w, msg, "reasoning_content", json_copy(alt),
                     "reasoning-content", "rule 52");
@@ -399,14 +399,15 @@ static void rebuild_reasoning(walk *w, json_t *msg)
  * (Ollama: "invalid message content type: <nil>"); nothing else may. */
 static void fix_content(walk *w, json_t *msg, role r, bool has_calls)
 {
-    json_t *c = json_object_get(msg, "content");
     if (!(w->f & TG_MR_FIX_CONTENT))
         return;
+    json_t *c = tg_json_get(msg, "content");
     /* OpenAI's assistant message: content "Required unless tool_calls or
-     * function_call is specified"; a refusal stands in for it too */
-    bool beside = has_calls || json_object_get(msg, "function_call") ||
-                  json_is_string(json_object_get(msg, "refusal"));
-    bool null_ok = r == R_ASSISTANT && beside && !(w->f & TG_MR_NULL_WITH_CALLS);
+     * function_call is specified"; a refusal stands in for it too (looked
+     * up on assistant turns only: the others cannot have null content) */
+    bool null_ok = r == R_ASSISTANT && !(w->f & TG_MR_NULL_WITH_CALLS) &&
+                   (has_calls || tg_json_get(msg, "function_call") ||
+                    json_is_string(tg_json_get(msg, "refusal")));
     if (r == R_ASSISTANT && json_is_array(c) && json_array_size(c) == 0)
         rebuild_key(w, msg, "content", null_ok ? json_null() : json_string(""),
                     "empty-content", "rule 56");
@@ -423,22 +424,23 @@ static void fix_content(walk *w, json_t *msg, role r, bool has_calls)
  * marker inside a part is counted as one. */
 static void parts_to_string(walk *w, json_t *msg, role r)
 {
-    json_t *c = json_object_get(msg, "content");
-    if (!(w->f & TG_MR_STRING_CONTENT) || !json_is_array(c) || r == R_OTHER || r == R_NONE ||
-        r == R_USER)
+    if (!(w->f & TG_MR_STRING_CONTENT) || r == R_OTHER || r == R_NONE || r == R_USER)
+        return;
+    json_t *c = tg_json_get(msg, "content");
+    if (!json_is_array(c))
         return;
     size_t j;
     json_t *part;
     bool other = false;
     json_array_foreach(c, j, part) {
-        const char *t = json_string_value(json_object_get(part, "type"));
-        if (!t || strcmp(t, "text") || !json_is_string(json_object_get(part, "text")))
+        const char *t = json_string_value(tg_json_get(part, "type"));
+        if (!t || strcmp(t, "text") || !json_is_string(tg_json_get(part, "text")))
             other = true;
     }
     tg_buf t = {0};
     json_array_foreach(c, j, part) {
-        const char *pt = json_string_value(json_object_get(part, "type"));
-        json_t *text = json_object_get(part, "text");
+        const char *pt = json_string_value(tg_json_get(part, "type"));
+        json_t *text = tg_json_get(part, "text");
         if (!pt || strcmp(pt, "text") || !json_is_string(text))
             continue;
         if (t.len && json_string_length(text))
@@ -459,12 +461,12 @@ static void parts_to_string(walk *w, json_t *msg, role r)
  * string. Nothing is lost. */
 static void one_text_part(walk *w, json_t *msg)
 {
-    json_t *c = json_object_get(msg, "content");
+    json_t *c = tg_json_get(msg, "content");
     size_t j, texts = 0, first = 0;
     json_t *part;
     json_array_foreach(c, j, part) {
-        const char *pt = json_string_value(json_object_get(part, "type"));
-        if (pt && !strcmp(pt, "text") && json_is_string(json_object_get(part, "text")) && !texts++)
+        const char *pt = json_string_value(tg_json_get(part, "type"));
+        if (pt && !strcmp(pt, "text") && json_is_string(tg_json_get(part, "text")) && !texts++)
             first = j;
     }
     if (texts < 2)
@@ -472,8 +474,8 @@ static void one_text_part(walk *w, json_t *msg)
     tg_buf t = {0};
     json_t *out = json_array();
     json_array_foreach(c, j, part) {
-        const char *pt = json_string_value(json_object_get(part, "type"));
-        json_t *text = json_object_get(part, "text");
+        const char *pt = json_string_value(tg_json_get(part, "type"));
+        json_t *text = tg_json_get(part, "text");
         if (!pt || strcmp(pt, "text") || !json_is_string(text)) {
             json_array_append(out, part);
             continue;
@@ -504,7 +506,7 @@ static void one_text_part(walk *w, json_t *msg)
  * text beside a tool call is sent as no text at all. */
 static void empty_text_to_null(walk *w, json_t *msg)
 {
-    json_t *c = json_object_get(msg, "content");
+    json_t *c = tg_json_get(msg, "content");
     if ((json_is_string(c) && !json_string_length(c)) ||
         (json_is_array(c) && !json_array_size(c)))
         rebuild_key(w, msg, "content", json_null(), "empty-text", w->row->msg_rule);
@@ -541,12 +543,12 @@ static void strip_markers_deep(walk *w, json_t *v)
  * block, which Anthropic rejects; it says nothing, so it goes. */
 static void drop_empty_text_parts(walk *w, json_t *msg)
 {
-    json_t *c = json_object_get(msg, "content");
+    json_t *c = tg_json_get(msg, "content");
     size_t mark = jp_key(&w->ptr, "content");
     for (size_t j = json_array_size(c); j-- > 0;) {
         json_t *part = json_array_get(c, j);
-        json_t *text = json_object_get(part, "text");
-        const char *t = json_string_value(json_object_get(part, "type"));
+        json_t *text = tg_json_get(part, "text");
+        const char *t = json_string_value(tg_json_get(part, "type"));
         if (!t || strcmp(t, "text") || !json_is_string(text) || json_string_length(text))
             continue;
         size_t m2 = jp_idx(&w->ptr, j);
@@ -562,8 +564,8 @@ static void drop_empty_text_parts(walk *w, json_t *msg)
  * moved into empty content rather than lost with the key. */
 static void refusal_to_content(walk *w, json_t *msg, const char *const *allow)
 {
-    json_t *ref = json_object_get(msg, "refusal");
-    json_t *c = json_object_get(msg, "content");
+    json_t *ref = tg_json_get(msg, "refusal");
+    json_t *c = tg_json_get(msg, "content");
     bool drops = (allow && !in_list(allow, "refusal")) || (w->f & TG_MR_DROP_EMPTY);
     if (!drops || !json_is_string(ref) || !json_string_length(ref))
         return;
@@ -584,7 +586,7 @@ static void clean_parts(walk *w, json_t *content)
             continue;
         /* copied: a prefix such as "t" could make "type" itself a marker */
         char type[64];
-        const char *t = json_string_value(json_object_get(part, "type"));
+        const char *t = json_string_value(tg_json_get(part, "type"));
         bool shaped = (w->f & TG_MR_ALLOWLIST) && t && strlen(t) < sizeof type &&
                       json_object_get(part, t);
         snprintf(type, sizeof type, "%s", shaped ? t : "");
@@ -641,7 +643,7 @@ static const char *message_key_verdict(const walk *w, const char *key, json_t *v
 
 static bool empty_content(json_t *msg)
 {
-    json_t *c = json_object_get(msg, "content");
+    json_t *c = tg_json_get(msg, "content");
     return !c || json_is_null(c) || (json_is_string(c) && !json_string_length(c)) ||
            (json_is_array(c) && !json_array_size(c));
 }
@@ -650,14 +652,14 @@ static bool empty_content(json_t *msg)
  * reads. */
 static bool no_words(json_t *msg)
 {
-    json_t *c = json_object_get(msg, "content");
+    json_t *c = tg_json_get(msg, "content");
     if (!json_is_array(c))
         return empty_content(msg);
     size_t i;
     json_t *p;
     json_array_foreach(c, i, p) {
-        const char *type = json_string_value(json_object_get(p, "type"));
-        json_t *t = json_object_get(p, "text");
+        const char *type = json_string_value(tg_json_get(p, "type"));
+        json_t *t = tg_json_get(p, "text");
         if (!type || strcmp(type, "text") || !json_is_string(t) || json_string_length(t))
             return false;
     }
@@ -667,8 +669,8 @@ static bool no_words(json_t *msg)
 /* Rule 45: an assistant turn with nothing in it. */
 static bool empty_assistant(json_t *msg)
 {
-    return empty_content(msg) && !json_object_get(msg, "tool_calls") &&
-           !json_is_true(json_object_get(msg, "prefix"));
+    return empty_content(msg) && !tg_json_get(msg, "tool_calls") &&
+           !json_is_true(tg_json_get(msg, "prefix"));
 }
 
 /* Records that a whole message goes; false, for clean_message to return. */
@@ -687,22 +689,24 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
         rebuild_key(w, msg, "role", json_string("system"), "developer-role", "rule 43");
         r = R_SYSTEM;
     }
+    w->role = r;  /* R_NONE below when the role key goes */
     bool has_calls = clean_calls(w, msg, r == R_ASSISTANT);
     bool tool_turn = r == R_ASSISTANT && has_calls;
     const char *const *allow = allowed_keys(w, msg);
     if (r == R_ASSISTANT)
         refusal_to_content(w, msg, allow);
-    if ((w->f & TG_MR_EMPTY_TEXT) && json_is_array(json_object_get(msg, "content")))
+    if ((w->f & TG_MR_EMPTY_TEXT) && json_is_array(tg_json_get(msg, "content")))
         drop_empty_text_parts(w, msg);
     if (tool_turn && (w->f & TG_MR_KEEP_REASONING))
         rebuild_reasoning(w, msg);
     fix_content(w, msg, r, has_calls);
     if (tool_turn && (w->f & TG_MR_EMPTY_TEXT))
         empty_text_to_null(w, msg);
-    if (json_is_array(json_object_get(msg, "content")))
-        clean_parts(w, json_object_get(msg, "content"));
+    json_t *content = tg_json_get(msg, "content");
+    if (json_is_array(content))
+        clean_parts(w, content);
     parts_to_string(w, msg, r);
-    if ((w->f & TG_MR_ONE_TEXT) && json_is_array(json_object_get(msg, "content")))
+    if ((w->f & TG_MR_ONE_TEXT) && json_is_array(tg_json_get(msg, "content")))
         one_text_part(w, msg);
 
     const char *key, *ref;
@@ -710,6 +714,8 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
     void *tmp;
     json_object_foreach_safe(msg, tmp, key, val) {
         const char *why = message_key_verdict(w, key, val, allow, r, tool_turn, &ref);
+        if (why && !strcmp(key, "role"))
+            w->role = R_NONE;  /* a marker prefix such as "r" */
         if (why)
             drop_key(w, msg, key, val, why, ref);
     }

@@ -254,8 +254,8 @@ static void count_strict_load(json_t *node, int depth, int *optional, int *union
 {
     if (!json_is_object(node) || depth > 64)
         return;
-    json_t *props = json_object_get(node, "properties");
-    json_t *req = json_object_get(node, "required");
+    json_t *props = tg_json_get(node, "properties");
+    json_t *req = tg_json_get(node, "required");
     const char *k;
     json_t *v;
     json_object_foreach(props, k, v) {
@@ -265,14 +265,14 @@ static void count_strict_load(json_t *node, int depth, int *optional, int *union
         json_array_foreach(req, i, s) r |= json_is_string(s) && !strcmp(json_string_value(s), k);
         if (!r)
             (*optional)++;
-        if (json_object_get(v, "anyOf") || json_is_array(json_object_get(v, "type")))
+        if (tg_json_get(v, "anyOf") || json_is_array(tg_json_get(v, "type")))
             (*unions)++;
         count_strict_load(v, depth + 1, optional, unions);
     }
-    count_strict_load(json_object_get(node, "items"), depth + 1, optional, unions);
+    count_strict_load(tg_json_get(node, "items"), depth + 1, optional, unions);
     size_t i;
     json_t *b;
-    json_array_foreach(json_object_get(node, "anyOf"), i, b) count_strict_load(b, depth + 1, optional, unions);
+    json_array_foreach(tg_json_get(node, "anyOf"), i, b) count_strict_load(b, depth + 1, optional, unions);
 }
 
 /* Rule 41: strict:true only while the request stays inside the budget;
@@ -283,11 +283,11 @@ static void apply_strict_budget(json_t *tools, json_t *explain)
     size_t i;
     json_t *t;
     json_array_foreach(tools, i, t) {
-        json_t *fn = json_object_get(t, "function");
-        if (!json_is_true(json_object_get(fn, "strict")))
+        json_t *fn = tg_json_get(t, "function");
+        if (!json_is_true(tg_json_get(fn, "strict")))
             continue;
         int o = 0, u = 0;
-        count_strict_load(json_object_get(fn, "parameters"), 0, &o, &u);
+        count_strict_load(tg_json_get(fn, "parameters"), 0, &o, &u);
         if (ntools + 1 <= ANTH_STRICT_TOOLS && opt + o <= ANTH_STRICT_OPTIONAL &&
             uni + u <= ANTH_STRICT_UNIONS) {
             ntools++;
@@ -295,7 +295,7 @@ static void apply_strict_budget(json_t *tools, json_t *explain)
             uni += u;
         } else {
             json_object_del(fn, "strict");
-            tg_explain_add(explain, "schema", json_string_value(json_object_get(fn, "name")),
+            tg_explain_add(explain, "schema", json_string_value(tg_json_get(fn, "name")),
                            "/function/strict", "strict-budget", json_true(), NULL);
         }
     }
@@ -395,12 +395,12 @@ static bool rewrite_pass(const tg_schema_rules *r, json_t *tools, char **assigne
             }
             continue;
         }
-        const char *agent = json_string_value(json_object_get(json_object_get(tool, "function"), "name"));
+        const char *agent = json_string_value(tg_json_get(tg_json_get(tool, "function"), "name"));
         if (strcmp(agent, assigned[i])) {
             json_object_set_new(po->names, assigned[i], json_string(agent));
             tg_explain_add(explain, "schema", agent, "/function/name", "rename-tool",
-                           json_object_get(json_object_get(tool, "function"), "name"),
-                           json_object_get(json_object_get(nt, "function"), "name"));
+                           tg_json_get(tg_json_get(tool, "function"), "name"),
+                           tg_json_get(tg_json_get(nt, "function"), "name"));
             po->changes++;
         }
         if (!json_object_get(po->upstream, agent))
@@ -440,7 +440,7 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < n; i++) {
             const char *agent =
-                json_string_value(json_object_get(json_object_get(json_array_get(tools, i), "function"), "name"));
+                json_string_value(tg_json_get(tg_json_get(json_array_get(tools, i), "function"), "name"));
             if (!agent || !*agent || assigned[i])
                 continue;
             char clean[300];
@@ -477,7 +477,7 @@ json_t *tg_schema_rewrite_tools(const tg_schema_rules *r, json_t *tools, json_t 
             degraded = json_pack("{s:i,s:I,s:I,s:O}", "ref_depth", po.min_depth, "tools",
                                  (json_int_t)po.degraded_tools, "standins",
                                  (json_int_t)po.standins, "over", over);
-            tg_explain_add(explain, "schema", json_string_value(json_object_get(over, "tool")),
+            tg_explain_add(explain, "schema", json_string_value(tg_json_get(over, "tool")),
                            "/function/parameters", "schema-budget-degraded (rule 62)", over,
                            degraded);
         }
@@ -621,27 +621,26 @@ static void rename_at(tg_ctx *ctx, json_t *upstream, json_t *holder, const char 
 
 /* tool_choice and the history name tools; the target validates those names
  * too (OpenAI checks messages[i].tool_calls[j].function.name, section 6). */
-static void rename_references(json_t *body, tg_ctx *ctx, json_t *upstream)
+static void rename_references(json_t *tc, json_t *msgs, tg_ctx *ctx, json_t *upstream)
 {
     if (!(ctx->schema->flags & TG_SR_NAMES) && !json_object_size(upstream))
         return;
-    json_t *tc = json_object_get(body, "tool_choice");
     if (json_is_object(tc)) {
-        rename_at(ctx, upstream, json_object_get(tc, "function"), "name", "tool_choice",
+        rename_at(ctx, upstream, tg_json_get(tc, "function"), "name", "tool_choice",
                   "/tool_choice/function/name");
         rename_at(ctx, upstream, tc, "name", "tool_choice", "/tool_choice/name");
     }
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(body, "messages"), i, m) {
+    json_array_foreach(msgs, i, m) {
         char ptr[96];
         size_t j;
-        json_t *call;
-        json_array_foreach(json_object_get(m, "tool_calls"), j, call) {
+        json_t *call, *calls = tg_json_get(m, "tool_calls");
+        json_array_foreach(calls, j, call) {
             snprintf(ptr, sizeof ptr, "/messages/%zu/tool_calls/%zu/function/name", i, j);
-            rename_at(ctx, upstream, json_object_get(call, "function"), "name", "messages", ptr);
+            rename_at(ctx, upstream, tg_json_get(call, "function"), "name", "messages", ptr);
         }
-        const char *role = json_string_value(json_object_get(m, "role"));
+        const char *role = json_string_value(tg_json_get(m, "role"));
         if (role && !strcmp(role, "tool")) {
             snprintf(ptr, sizeof ptr, "/messages/%zu/name", i);
             rename_at(ctx, upstream, m, "name", "messages", ptr);
@@ -653,11 +652,11 @@ static void rename_references(json_t *body, tg_ctx *ctx, json_t *upstream)
  * key; the tools array is shared with the cache, so edit copies. */
 static void drop_null_descriptions(json_t *body, tg_ctx *ctx)
 {
-    json_t *tools = json_object_get(body, "tools");
+    json_t *tools = tg_json_get(body, "tools");
     json_t *copy = NULL;
     for (size_t i = 0; i < json_array_size(tools); i++) {
-        json_t *fn = json_object_get(json_array_get(tools, i), "function");
-        json_t *d = json_object_get(fn, "description");
+        json_t *fn = tg_json_get(json_array_get(tools, i), "function");
+        json_t *d = tg_json_get(fn, "description");
         if (!d || json_is_string(d))
             continue;
         if (!copy)
@@ -667,7 +666,7 @@ static void drop_null_descriptions(json_t *body, tg_ctx *ctx)
         json_object_del(f2, "description");
         json_object_set_new(tool, "function", f2);
         json_array_set_new(copy, i, tool);
-        tg_explain_add(ctx->explain, "schema", json_string_value(json_object_get(fn, "name")),
+        tg_explain_add(ctx->explain, "schema", json_string_value(tg_json_get(fn, "name")),
                        "/function/description", "no_null_desc (rule 48)", d, NULL);
     }
     if (copy)
@@ -679,21 +678,21 @@ static void drop_null_descriptions(json_t *body, tg_ctx *ctx)
  * "required" is spelled "any". */
 static void tool_choice_to_any(json_t *body, tg_ctx *ctx)
 {
-    json_t *tc = json_object_get(body, "tool_choice");
+    json_t *tc = tg_json_get(body, "tool_choice");
     if (json_is_string(tc) && !strcmp(json_string_value(tc), "required")) {
         tg_explain_add(ctx->explain, "schema", NULL, "/tool_choice", "choice_any (rule 46)", tc,
                        NULL);
         json_object_set_new(body, "tool_choice", json_string("any"));
         return;
     }
-    const char *name = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+    const char *name = json_string_value(tg_json_get(tg_json_get(tc, "function"), "name"));
     if (!json_is_object(tc) || !name)
         return;
-    json_t *tools = json_object_get(body, "tools");
+    json_t *tools = tg_json_get(body, "tools");
     json_t *only = json_array();
     for (size_t i = 0; i < json_array_size(tools); i++) {
         json_t *t = json_array_get(tools, i);
-        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        const char *n = json_string_value(tg_json_get(tg_json_get(t, "function"), "name"));
         if (n && !strcmp(n, name))
             json_array_append(only, t);
     }
@@ -713,7 +712,7 @@ static void tool_choice_to_any(json_t *body, tg_ctx *ctx)
  * applies to it like to any other. */
 static void tool_choice_chat_shape(json_t *body, tg_ctx *ctx)
 {
-    json_t *tc = json_object_get(body, "tool_choice");
+    json_t *tc = tg_json_get(body, "tool_choice");
     if (json_is_string(tc) && !strcmp(json_string_value(tc), "any") &&
         !(ctx->schema->flags & TG_SR_CHOICE_ANY)) {
         /* Mistral's spelling of "required", which agents written for
@@ -724,8 +723,8 @@ static void tool_choice_chat_shape(json_t *body, tg_ctx *ctx)
         json_object_set_new(body, "tool_choice", json_string("required"));
         return;
     }
-    json_t *name = json_object_get(tc, "name");
-    if (!json_is_object(tc) || !json_is_string(name) || json_object_get(tc, "function"))
+    json_t *name = tg_json_get(tc, "name");
+    if (!json_is_object(tc) || !json_is_string(name) || tg_json_get(tc, "function"))
         return;
     json_t *nu = json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name", name);
     tg_explain_add(ctx->explain, "schema", json_string_value(name), "/tool_choice",
@@ -740,13 +739,13 @@ static void tool_choice_chat_shape(json_t *body, tg_ctx *ctx)
  * legacy functions list still gives tool_choice something to choose. */
 static void drop_empty_tools(json_t *body, tg_ctx *ctx)
 {
-    json_t *tools = json_object_get(body, "tools");
+    json_t *tools = tg_json_get(body, "tools");
     if (tools && (json_is_null(tools) || (json_is_array(tools) && !json_array_size(tools)))) {
         tg_explain_add(ctx->explain, "schema", NULL, "/tools", "empty_tools (rule 61)", tools, NULL);
         json_object_del(body, "tools");
         ctx->stats.schema_rewrites++;
     }
-    if (json_object_get(body, "tools") || json_array_size(json_object_get(body, "functions")))
+    if (tg_json_get(body, "tools") || json_array_size(tg_json_get(body, "functions")))
         return;
     static const char *const orphans[] = {"tool_choice", "parallel_tool_calls"};
     for (size_t i = 0; i < sizeof orphans / sizeof orphans[0]; i++) {
@@ -767,14 +766,14 @@ static void apply_request_rules(json_t *body, tg_ctx *ctx)
     uint64_t f = ctx->schema->flags;
     if (f)
         tool_choice_chat_shape(body, ctx);
-    if ((f & TG_SR_NO_NULL_DESC) && json_is_array(json_object_get(body, "tools")))
+    if ((f & TG_SR_NO_NULL_DESC) && json_is_array(tg_json_get(body, "tools")))
         drop_null_descriptions(body, ctx);
     if (f & TG_SR_CHOICE_ANY)
         tool_choice_to_any(body, ctx);
     /* Rule 23: strict decoding and parallel calls do not mix; the agent's
      * own choice, when it made one, stands. */
-    if ((f & TG_SR_SERIAL_CALLS) && json_array_size(json_object_get(body, "tools")) &&
-        !json_object_get(body, "parallel_tool_calls")) {
+    if ((f & TG_SR_SERIAL_CALLS) && json_array_size(tg_json_get(body, "tools")) &&
+        !tg_json_get(body, "parallel_tool_calls")) {
         json_object_set_new(body, "parallel_tool_calls", json_false());
         tg_explain_add(ctx->explain, "schema", NULL, "/parallel_tool_calls",
                        "serial_calls (rule 23)", NULL, json_false());
@@ -793,13 +792,13 @@ static bool answer_shape_lost(const json_t *changes)
     size_t i;
     json_t *c;
     json_array_foreach(changes, i, c) {
-        const char *rule = json_string_value(json_object_get(c, "rule"));
+        const char *rule = json_string_value(tg_json_get(c, "rule"));
         for (size_t k = 0; rule && k < sizeof lossy / sizeof lossy[0]; k++)
             if (!strncmp(rule, lossy[k], strlen(lossy[k])))
                 return true;
         /* additionalProperties was a schema (or true): a map, now closed */
         static const char closed[] = "strict-additionalProperties";
-        json_t *before = json_object_get(c, "before");
+        json_t *before = tg_json_get(c, "before");
         if (rule && !strncmp(rule, closed, sizeof closed - 1) &&
             (json_is_object(before) || json_is_true(before)))
             return true;
@@ -819,7 +818,7 @@ static json_t *strict_response_schema(const tg_schema_rules *r, json_t *schema, 
     bool strict = false;
     json_t *out = tool ? tg_schema_rewrite_tool(r, tool, NULL, changes, &inv, &strict) : NULL;
     json_decref(tool);
-    json_t *params = json_object_get(json_object_get(out, "function"), "parameters");
+    json_t *params = tg_json_get(tg_json_get(out, "function"), "parameters");
     json_t *res;
     if (strict && json_is_object(params) && (!asked || !json_equal(params, schema)) &&
         !answer_shape_lost(changes)) {
@@ -849,13 +848,13 @@ static json_t *strict_response_schema(const tg_schema_rules *r, json_t *schema, 
 static void rewrite_response_format(json_t *body, tg_ctx *ctx)
 {
     const tg_schema_rules *r = ctx->schema;
-    json_t *rf = json_object_get(body, "response_format");
-    json_t *js = json_object_get(rf, "json_schema");
-    json_t *schema = json_object_get(js, "schema");
-    const char *type = json_string_value(json_object_get(rf, "type"));
+    json_t *rf = tg_json_get(body, "response_format");
+    json_t *js = tg_json_get(rf, "json_schema");
+    json_t *schema = tg_json_get(js, "schema");
+    const char *type = json_string_value(tg_json_get(rf, "type"));
     if (!type || strcmp(type, "json_schema") || !json_is_object(schema))
         return;
-    bool asked = json_is_true(json_object_get(js, "strict"));
+    bool asked = json_is_true(tg_json_get(js, "strict"));
     if (!(r->flags & TG_SR_STRICT) && !(asked && (r->flags & TG_SR_STRICT_PER_TOOL)))
         return;
     /* an agent sends the same schema every turn: rewritten once a worker */
@@ -892,7 +891,18 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     const tg_schema_rules *r = ctx->schema;
     if (!r || !tg_dialect_has(r->dialect, TG_DF_REWRITE) || !json_is_object(body))
         return 0;
-    json_t *tools = json_object_get(body, "tools");
+    /* A body with none of these (a chat without tools) leaves the rules
+     * below nothing to do but the tool names of its history: one pass
+     * over its keys, not a dozen look-ups of keys it does not have. */
+    static const char *const keys[] = {"tools", "tool_choice", "response_format",
+                                       "parallel_tool_calls", "messages", NULL};
+    json_t *k0[5];
+    tg_json_pick(body, keys, k0);
+    if (!k0[0] && !k0[1] && !k0[2] && !k0[3] && !ctx->no_shortcuts) {
+        rename_references(NULL, k0[4], ctx, NULL);
+        return 0;
+    }
+    json_t *tools = k0[0];
     json_t *upstream = NULL;
     if (json_is_array(tools)) {
         size_t n = json_array_size(tools);
@@ -916,9 +926,9 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
         json_t *over = k[R_OVER];
         if (over) {
             /* rule 62: a 400 naming the tool, not a body of many MB */
-            json_int_t idx = json_integer_value(json_object_get(over, "index"));
-            json_t *fn = json_object_get(json_array_get(tools, (size_t)idx), "function");
-            const char *name = json_string_value(json_object_get(fn, "name"));
+            json_int_t idx = json_integer_value(tg_json_get(over, "index"));
+            json_t *fn = tg_json_get(json_array_get(tools, (size_t)idx), "function");
+            const char *name = json_string_value(tg_json_get(fn, "name"));
             char param[64];
             snprintf(param, sizeof param, "tools[%lld].function.parameters", (long long)idx);
             tg_error_set(err, 400, "invalid_request_error", "schema_too_large", param,
@@ -928,9 +938,9 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
                          "sent, at most schema.max_bytes = %d): its $ref / anyOf structure "
                          "multiplies when references are inlined.",
                          name ? name : "?", (long long)idx, tg_dialect_name(r->dialect),
-                         (long long)json_integer_value(json_object_get(over, "bytes")),
-                         (long long)json_integer_value(json_object_get(over, "nodes")),
-                         (long long)json_integer_value(json_object_get(over, "limit")), r->max_growth,
+                         (long long)json_integer_value(tg_json_get(over, "bytes")),
+                         (long long)json_integer_value(tg_json_get(over, "nodes")),
+                         (long long)json_integer_value(tg_json_get(over, "limit")), r->max_growth,
                          tg_schema_json_bytes(tools), r->max_bytes);
             json_decref(res);
             return -1;
@@ -947,11 +957,13 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
         /* rule 62, degraded: said in X-Toolgate-Degraded, the access log
          * and toolgate_schema_budget_standins_total */
         ctx->stats.schema_standins +=
-            (unsigned)json_integer_value(json_object_get(k[R_DEGRADED], "standins"));
+            (unsigned)json_integer_value(tg_json_get(k[R_DEGRADED], "standins"));
         upstream = json_incref(k[R_UPSTREAM]);
         json_decref(res);
     }
-    rename_references(body, ctx, upstream);
+    /* tool_choice and messages as picked: the tools' rewrite above set
+     * only "tools" */
+    rename_references(k0[1], k0[4], ctx, upstream);
     json_decref(upstream);
     rewrite_response_format(body, ctx);
     apply_request_rules(body, ctx);

@@ -37,8 +37,8 @@ static void print_diff(const char *what, json_t *got, json_t *want)
 
 /* Runs the stage for `dialect` with optional conf overrides; the caller
  * clears ctx. */
-static void run_stage(json_t *body, const char *dialect, json_t *overrides,
-                      const char *prefix, tg_rules_set *rules, tg_ctx *ctx)
+static void run_stage_as(json_t *body, const char *dialect, json_t *overrides,
+                         const char *prefix, tg_rules_set *rules, tg_ctx *ctx, bool no_shortcuts)
 {
     int d = tg_dialect_from_name(dialect);
     if (d < 0)
@@ -53,9 +53,38 @@ static void run_stage(json_t *body, const char *dialect, json_t *overrides,
     }
     tg_ctx_init(ctx, "test", rules, prefix);
     ctx->explain = json_array();
+    ctx->no_shortcuts = no_shortcuts;
     tg_error err;
     memset(&err, 0, sizeof err);
     assert_int_equal(tg_hygiene_stage(body, ctx, &err), 0);
+}
+
+static void run_stage(json_t *body, const char *dialect, json_t *overrides,
+                      const char *prefix, tg_rules_set *rules, tg_ctx *ctx)
+{
+    run_stage_as(body, dialect, overrides, prefix, rules, ctx, false);
+}
+
+/* The stage's shortcuts (ctx->no_shortcuts) change nothing: the body, the
+ * explain records and the count are those of the long way. */
+static bool same_as_long_way(json_t *input, const char *dialect, json_t *overrides,
+                             const char *prefix)
+{
+    tg_rules_set rules;
+    tg_ctx fast, slow;
+    json_t *a = json_deep_copy(input), *b = json_deep_copy(input);
+    run_stage_as(a, dialect, overrides, prefix, &rules, &fast, false);
+    run_stage_as(b, dialect, overrides, prefix, &rules, &slow, true);
+    bool ok = json_equal(a, b) && json_equal(fast.explain, slow.explain) &&
+              (fast.id_map == slow.id_map || json_equal(fast.id_map, slow.id_map)) &&
+              fast.stats.fields_stripped == slow.stats.fields_stripped;
+    if (!ok)
+        print_diff("shortcut", a, b);
+    tg_ctx_clear(&fast);
+    tg_ctx_clear(&slow);
+    json_decref(a);
+    json_decref(b);
+    return ok;
 }
 
 static bool explain_has(json_t *explain, json_t *want)
@@ -127,6 +156,9 @@ static void run_vector(void **state)
     }
     tg_ctx_clear(&ctx);
     json_decref(body);
+    if (!same_as_long_way(input, dialect, overrides, prefix) ||
+        !same_as_long_way(expected, dialect, overrides, prefix))
+        ok = false;
 
     /* fixpoint: the expected body is what the target accepts as is */
     body = json_deep_copy(expected);

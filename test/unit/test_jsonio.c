@@ -380,9 +380,44 @@ static void test_pick(void **state)
     json_decref(o);
 }
 
+/* tg_json_get gives what json_object_get gives: on objects below and
+ * above TG_GET_SCAN keys (the scan and the hash), absent keys, a key that
+ * holds a NUL after a name's bytes, a key that is a name's prefix, the
+ * empty key, a non-object and NULL. */
+static void test_get(void **state)
+{
+    (void)state;
+    static const char *const fill[] = {"a1", "a2", "a3", "a4", "a5", "a6"};
+    for (int extra = 0; extra <= 6; extra++) {
+        json_t *o = json_object();
+        json_object_setn_new(o, "n\0x", 3, json_integer(1));
+        json_object_set_new(o, "to", json_true());
+        for (int i = 0; i < extra; i++)
+            json_object_set_new(o, fill[i], json_integer(i));
+        json_object_set_new(o, "", json_false());
+        json_object_set_new(o, "tools", json_array());
+        assert_ptr_equal(tg_json_get(o, "n"), json_object_get(o, "n"));
+        assert_null(tg_json_get(o, "n"));
+        assert_ptr_equal(tg_json_get(o, "n\0x"), json_object_getn(o, "n\0x", 3));
+        assert_non_null(tg_json_get(o, "n\0x"));
+        assert_ptr_equal(tg_json_get(o, "to"), json_object_get(o, "to"));
+        assert_ptr_equal(tg_json_get(o, "tool"), NULL);
+        assert_ptr_equal(tg_json_get(o, "tools"), json_object_get(o, "tools"));
+        assert_ptr_equal(tg_json_get(o, ""), json_object_get(o, ""));
+        assert_ptr_equal(tg_json_get(o, "a6"), json_object_get(o, "a6"));
+        assert_ptr_equal(tg_json_get(o, "a1"), json_object_get(o, "a1"));
+        json_decref(o);
+    }
+    json_t *a = json_array();
+    assert_null(tg_json_get(a, "to"));
+    assert_null(tg_json_get(NULL, "to"));
+    json_decref(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_get),
         cmocka_unit_test(test_vectors),
         cmocka_unit_test(test_corpus),
         cmocka_unit_test(test_writer_edges),

@@ -3,6 +3,7 @@
  * first sight of a tool list and on every later one, for every dialect; and
  * odd bodies (tools twice, escaped keys, tools not an array, no tools) must
  * fall back to the plain path, errors included. */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -244,6 +245,48 @@ static void test_bad_bodies_are_errors(void **state)
 
 /* The second request with the same tools but other messages reuses the
  * parsed tools and still carries its own messages. */
+/* The tools' span and hash, by the scan of a large body and by the
+ * memmem of a small one (pipeline.c: SMALL_BODY): a small body with tools
+ * has them found (a hash, the array's bytes) on first sight and from the
+ * cache after; one without them, or naming "tools" only inside a string,
+ * has none. */
+static void expect_tools(const char *raw, size_t want_bytes, tg_cache *cache)
+{
+    for (int turn = 0; turn < 2; turn++) {
+        uint64_t h;
+        size_t bytes;
+        tg_error err;
+        json_t *body = tg_request_parse(raw, strlen(raw), cache, 64, &h, &bytes, &err);
+        assert_non_null(body);
+        assert_int_equal(bytes, want_bytes);
+        assert_true(want_bytes ? h != 0 : h == 0);
+        json_decref(body);
+    }
+}
+
+static void test_tools_found_small_and_large(void **state)
+{
+    (void)state;
+    tg_cache *cache = tg_cache_new(64, 1u << 20);
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]";
+    char small[256];
+    snprintf(small, sizeof small, "{\"model\":\"m\",\"messages\":[],\"tools\" : %s}", tools);
+    expect_tools(small, strlen(tools), cache);
+    expect_tools("{\"model\":\"m\",\"messages\":[]}", 0, cache);
+    expect_tools("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"\\\"tools\\\"\"}]}",
+                 0, cache);
+    tg_buf big = {0};
+    tg_buf_puts(&big, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"");
+    for (int i = 0; i < 5000; i++)
+        tg_buf_puts(&big, "x");
+    tg_buf_puts(&big, "\"}],\"tools\":");
+    tg_buf_puts(&big, tools);
+    tg_buf_puts(&big, "}");
+    expect_tools(big.data, strlen(tools), cache);
+    tg_buf_free(&big);
+    tg_cache_free(cache);
+}
+
 static void test_cached_tools_new_messages(void **state)
 {
     (void)state;
@@ -441,6 +484,101 @@ static void test_trim_request(void **state)
     tg_ctx_clear(&ctx);
 }
 
+/* ---- the stages' shortcuts ------------------------------------------------
+ *
+ * A shortcut (a history with nothing to pair, a body without tools) must
+ * give what the long way gives: ctx->no_shortcuts takes the long way. Each
+ * hygiene vector's input and expected body, and each without its tool keys
+ * (the shortcut of the schema stage), for every dialect. */
+
+static bool same_ctx_json(json_t *a, json_t *b)
+{
+    return a == b || json_equal(a, b);
+}
+
+static bool stages_same(json_t *input, tg_dialect d)
+{
+    tg_rules_set rules;
+    tg_rules_preset(d, &rules);
+    tg_ctx c[2];
+    json_t *body[2];
+    int rc[2];
+    for (int slow = 0; slow < 2; slow++) {
+        tg_ctx_init(&c[slow], "r", &rules, "_");
+        c[slow].explain = json_array();
+        c[slow].no_shortcuts = slow;
+        body[slow] = json_deep_copy(input);
+        tg_error err;
+        rc[slow] = tg_pipeline_request(body[slow], &c[slow], &err);
+    }
+    bool ok = rc[0] == rc[1] && json_equal(body[0], body[1]) &&
+              json_equal(c[0].explain, c[1].explain) && same_ctx_json(c[0].id_map, c[1].id_map) &&
+              same_ctx_json(c[0].name_map, c[1].name_map) &&
+              same_ctx_json(c[0].dropped, c[1].dropped) &&
+              same_ctx_json(c[0].translated, c[1].translated) &&
+              !memcmp(&c[0].stats, &c[1].stats, sizeof c[0].stats);
+    if (!ok) {
+        char *a = json_dumps(body[0], JSON_COMPACT), *b = json_dumps(body[1], JSON_COMPACT);
+        print_error("dialect %s: the shortcut differs\nshort %.400s\nlong  %.400s\n",
+                    tg_dialect_name(d), a ? a : "-", b ? b : "-");
+        free(a);
+        free(b);
+    }
+    for (int i = 0; i < 2; i++) {
+        tg_ctx_clear(&c[i]);
+        json_decref(body[i]);
+    }
+    return ok;
+}
+
+static int vector_file(const struct dirent *e)
+{
+    size_t n = strlen(e->d_name);
+    return n > 5 && !strcmp(e->d_name + n - 5, ".json");
+}
+
+static void test_shortcuts_change_nothing(void **state)
+{
+    (void)state;
+    const char *root = getenv("TG_ROOT");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/test/vectors/hygiene", root ? root : ".");
+    struct dirent **ents = NULL;
+    int n = scandir(dir, &ents, vector_file, alphasort);
+    assert_true(n > 0);
+    unsigned bodies = 0, bad = 0;
+    for (int i = 0; i < n; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, ents[i]->d_name);
+        free(ents[i]);
+        json_t *vec = json_load_file(path, 0, NULL);
+        assert_non_null(vec);
+        const char *which[] = {"input", "expected"};
+        for (int w = 0; w < 2; w++) {
+            json_t *b = json_deep_copy(json_object_get(vec, which[w]));
+            for (int bare = 0; bare < 2 && json_is_object(b); bare++) {
+                if (bare) {
+                    json_object_del(b, "tools");
+                    json_object_del(b, "tool_choice");
+                    json_object_del(b, "response_format");
+                    json_object_del(b, "parallel_tool_calls");
+                }
+                for (int d = 0; d < TG_D_COUNT; d++)
+                    if (!stages_same(b, (tg_dialect)d)) {
+                        print_error("in %s (%s%s)\n", path, which[w], bare ? ", no tool keys" : "");
+                        bad++;
+                    }
+                bodies++;
+            }
+            json_decref(b);
+        }
+        json_decref(vec);
+    }
+    free(ents);
+    print_message("# %u bodies, %d dialects each\n", bodies, (int)TG_D_COUNT);
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -451,9 +589,11 @@ int main(void)
         cmocka_unit_test(test_hashes),
         cmocka_unit_test(test_bad_bodies_are_errors),
         cmocka_unit_test(test_cached_tools_new_messages),
+        cmocka_unit_test(test_tools_found_small_and_large),
         cmocka_unit_test(test_known_tools_span),
         cmocka_unit_test(test_trim_request),
         cmocka_unit_test(test_response_format),
+        cmocka_unit_test(test_shortcuts_change_nothing),
     };
     return cmocka_run_group_tests_name("pipeline", tests, NULL, NULL);
 }
