@@ -61,6 +61,7 @@ enum { U_CONNECTING, U_HANDSHAKE, U_SENDING, U_RECEIVING, U_IDLE };
 #define N_ADDRS 32
 #define READ_SIZE 16384
 #define MAX_PIECES 6
+#define N_TARGETS 4                        /* plain-http URLs upconn_target remembers */
 
 struct tg_upconn {
     int fd;
@@ -104,6 +105,16 @@ typedef struct {
     bool avoid;  /* rounds to key go through libcurl until then (upconn_avoid) */
 } known_addr;
 
+/* A plain-http URL as upconn_target parsed it: a route's rounds all go to
+ * one URL, parsed again each round for 1,100 instructions. What is known
+ * of its address is not kept here (it changes: upconn_learn, _avoid). */
+typedef struct {
+    char url[512];     /* "" when unused */
+    size_t target_at;  /* where the target starts in url, 0: "/" */
+    bool literal;      /* t.addr is the URL's IP literal */
+    tg_uptarget t;     /* t.target not set */
+} parsed_url;
+
 typedef struct lookup {
     CURL *easy;
     char *url;  /* the upstream's URL: where the address is learnt */
@@ -125,6 +136,8 @@ struct upconn_pool {
     uptls *tls;            /* contexts and sessions, made at the first https round */
     int n_warming;         /* connections upconn_warm opened, not yet pooled or failed */
     lookup *lookups;       /* names libcurl looks up (upconn_lookup) */
+    parsed_url parsed[N_TARGETS];
+    int next_parsed;
     char rd[READ_SIZE];
     char wr[16384];        /* a TLS request's pieces as one record (conn_write) */
 };
@@ -203,8 +216,61 @@ static size_t addr_key(char *dst, size_t cap, const char *a, size_t n, bool tls)
     return at + n;
 }
 
+/* t's address: its literal, or the one learnt for akey (t->key's
+ * authority part) unless that authority is to be avoided. */
+static bool target_addr(struct upconn_pool *P, const char *akey, bool literal, tg_uptarget *t)
+{
+    known_addr *k = NULL;
+    /* keys are unique (addr_slot); the clock is read only for a match */
+    for (int i = 0; P && i < N_ADDRS; i++)
+        if (P->addrs[i].until && !strcmp(P->addrs[i].key, akey)) {
+            if (P->addrs[i].until > now_us())
+                k = &P->addrs[i];
+            break;
+        }
+    if (k && k->avoid)
+        return false;
+    if (literal)
+        return true;
+    if (!k)
+        return false;
+    t->addr = k->addr;
+    t->alen = k->alen;
+    return true;
+}
+
+/* The plain-http URL url as parsed before, or NULL. */
+static const parsed_url *parsed_of(const struct upconn_pool *P, const char *url)
+{
+    for (int i = 0; P && i < N_TARGETS; i++)
+        if (P->parsed[i].url[0] && !strcmp(P->parsed[i].url, url))
+            return &P->parsed[i];
+    return NULL;
+}
+
+static void remember_parsed(struct upconn_pool *P, const char *url, const char *target,
+                            bool literal, const tg_uptarget *t)
+{
+    size_t n = strlen(url);
+    if (!P || n >= sizeof P->parsed[0].url)
+        return;
+    parsed_url *u = &P->parsed[P->next_parsed];
+    P->next_parsed = (P->next_parsed + 1) % N_TARGETS;
+    memcpy(u->url, url, n + 1);
+    u->target_at = *target ? (size_t)(target - url) : 0;
+    u->literal = literal;
+    u->t = *t;
+}
+
 bool upconn_target(worker *w, const char *url, const tg_tls_id *id, tg_uptarget *t)
 {
+    struct upconn_pool *P = w->upc;
+    const parsed_url *u = parsed_of(P, url);
+    if (u) {
+        *t = u->t;
+        t->target = u->target_at ? url + u->target_at : "/";
+        return target_addr(P, t->key, u->literal, t);
+    }
     const char *a, *target;
     size_t n;
     bool tls;
@@ -217,7 +283,6 @@ bool upconn_target(worker *w, const char *url, const tg_tls_id *id, tg_uptarget 
     unsigned port;
     if (!split_authority(a, n, tls, t->host, sizeof t->host, &port))
         return false;
-    const char *host = t->host;
     memcpy(t->authority, a, n);
     t->authority[n] = '\0';
     t->target = *target ? target : "/";
@@ -238,23 +303,10 @@ bool upconn_target(worker *w, const char *url, const tg_tls_id *id, tg_uptarget 
     } else {
         memset(&t->id, 0, sizeof t->id);
     }
-    struct upconn_pool *P = w->upc;
-    known_addr *k = NULL;
-    if (P) {
-        uint64_t now = now_us();
-        for (int i = 0; i < N_ADDRS && !k; i++)
-            if (P->addrs[i].until > now && !strcmp(P->addrs[i].key, akey))
-                k = &P->addrs[i];
-    }
-    if (k && k->avoid)
-        return false;
-    if (literal_addr(host, port, &t->addr, &t->alen))
-        return true;
-    if (!k)
-        return false;
-    t->addr = k->addr;
-    t->alen = k->alen;
-    return true;
+    bool literal = literal_addr(t->host, port, &t->addr, &t->alen);
+    if (!tls)  /* an https round's key also says whom it trusts: parsed each time */
+        remember_parsed(P, url, target, literal, t);
+    return target_addr(P, akey, literal, t);
 }
 
 /* The slot of authority a[0..n): its own, else the oldest. */
