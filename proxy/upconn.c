@@ -133,6 +133,7 @@ struct upconn_pool {
     uint32_t gen;
     known_addr addrs[N_ADDRS];
     int next_addr;
+    int n_addrs;           /* slots ever taken: addrs[0..n_addrs) (taken in order) */
     uptls *tls;            /* contexts and sessions, made at the first https round */
     int n_warming;         /* connections upconn_warm opened, not yet pooled or failed */
     lookup *lookups;       /* names libcurl looks up (upconn_lookup) */
@@ -222,7 +223,7 @@ static bool target_addr(struct upconn_pool *P, const char *akey, bool literal, t
 {
     known_addr *k = NULL;
     /* keys are unique (addr_slot); the clock is read only for a match */
-    for (int i = 0; P && i < N_ADDRS; i++)
+    for (int i = 0; P && i < P->n_addrs; i++)
         if (P->addrs[i].until && !strcmp(P->addrs[i].key, akey)) {
             if (P->addrs[i].until > now_us())
                 k = &P->addrs[i];
@@ -319,6 +320,8 @@ static known_addr *addr_slot(struct upconn_pool *P, const char *a, size_t n, boo
             return &P->addrs[i];
     known_addr *k = &P->addrs[P->next_addr];
     P->next_addr = (P->next_addr + 1) % N_ADDRS;
+    if (P->n_addrs < N_ADDRS)
+        P->n_addrs++;
     memset(k, 0, sizeof *k);
     memcpy(k->key, key, sizeof key);
     return k;

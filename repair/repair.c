@@ -761,9 +761,16 @@ static const unsigned char plain_class[256] = {
     ['}'] = B_CLOSE, [']'] = B_CLOSE, ['\\'] = B_ESC,
 };
 
+/* A quote or an underscore at p: true when it starts or is part of what
+ * the answer needs a look for. */
+static bool needs_look(const char *d, const char *p, const char *e)
+{
+    return *p == '"' ? quote_needs_look(p, e) : *p == '_' && underscore_in_call(d, p, e);
+}
+
 /* One pass over an answer d[0..e) that starts with '{': true when it ends
  * exactly at e as tg_json_value_end finds ends (strings skipped, a quote
- * after an odd run of backslashes escaped, brackets counted outside
+ * after a backslash in a string escaped, brackets counted outside
  * strings) and holds none of what tg_repair_surely_plain looks for. The
  * same answer as that walk followed by a byte search (memmem) for each
  * word, which cost a small answer seven scans of its bytes; test_plain
@@ -771,35 +778,31 @@ static const unsigned char plain_class[256] = {
 static bool plain_scan(const char *d, const char *e)
 {
     int depth = 0;
-    bool in_str = false, esc = false;
+    bool in_str = false;
+    const unsigned char *c = plain_class;
     for (const char *p = d; p < e; p++) {
-        unsigned char k = plain_class[(unsigned char)*p];
-        if (!k) {
-            esc = false;
+        unsigned char k = c[(unsigned char)*p];
+        if (!k)
             continue;
-        }
         switch (k) {
-        case B_QUOTE:
-            if (quote_needs_look(p, e))
+        case B_QUOTE:  /* the words start "e, "c, "r */
+            if (e - p > 1 && (p[1] == 'e' || p[1] == 'c' || p[1] == 'r') &&
+                quote_needs_look(p, e))
                 return false;
-            if (!esc)
-                in_str = !in_str;
-            esc = false;
+            in_str = !in_str;
             break;
         case B_UNDER:
             if (underscore_in_call(d, p, e))
                 return false;
-            esc = false;
             break;
-        case B_ESC:
-            esc = in_str && !esc;
+        case B_ESC:  /* in a string, the next byte is escaped: looked at, passed */
+            if (in_str && ++p < e && needs_look(d, p, e))
+                return false;
             break;
         case B_OPEN:
-            esc = false;
             depth += !in_str;
             break;
         default: /* B_CLOSE */
-            esc = false;
             if (!in_str && --depth == 0)
                 return p + 1 == e;
             break;
