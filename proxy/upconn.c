@@ -62,6 +62,7 @@ enum { U_CONNECTING, U_HANDSHAKE, U_SENDING, U_RECEIVING, U_IDLE };
 #define READ_SIZE 16384
 #define MAX_PIECES 6
 #define N_TARGETS 4                        /* plain-http URLs upconn_target remembers */
+#define HEAD_KEEP 4096                     /* a head buffer's room kept for the next round */
 
 struct tg_upconn {
     int fd;
@@ -139,6 +140,7 @@ struct upconn_pool {
     lookup *lookups;       /* names libcurl looks up (upconn_lookup) */
     parsed_url parsed[N_TARGETS];
     int next_parsed;
+    tg_buf head;           /* the next round's head, written by the caller (upconn_head) */
     char rd[READ_SIZE];
     char wr[16384];        /* a TLS request's pieces as one record (conn_write) */
 };
@@ -527,6 +529,22 @@ static bool open_socket(worker *w, tg_upconn *c)
     return true;
 }
 
+/* b emptied, its room kept unless it grew past HEAD_KEEP. */
+static void keep_room(tg_buf *b)
+{
+    if (b->cap > HEAD_KEEP)
+        tg_buf_free(b);
+    else
+        tg_buf_reset(b);
+}
+
+tg_buf *upconn_head(worker *w)
+{
+    struct upconn_pool *P = pool(w);
+    keep_room(&P->head);
+    return &P->head;
+}
+
 /* The round ends: c goes to the pool or is closed, then the caller hears. */
 static void end_round(worker *w, tg_upconn *c, CURLcode rc, bool reusable)
 {
@@ -542,7 +560,7 @@ static void end_round(worker *w, tg_upconn *c, CURLcode rc, bool reusable)
     if (cb && cb->why && c->why[0] && rc != CURLE_OK)
         cb->why(ud, c->why);
     if (reusable) {
-        tg_buf_free(&c->head);  /* the next round brings its own */
+        keep_room(&c->head);  /* the next round's head is copied into it */
         c->niov = 0;
         c->state = U_IDLE;
         c->idle_since = now_us();
@@ -881,7 +899,7 @@ static bool idle_still_good(worker *w, tg_upconn *c)
     return c->ssl && conn_read(w, c, w->upc->rd, sizeof w->upc->rd) == IO_AGAIN;
 }
 
-tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
+tg_upconn *upconn_start(worker *w, const tg_uptarget *t, const tg_buf *head,
                         const struct iovec *body, int nbody, long connect_ms,
                         const tg_upconn_cb *cb, void *ud)
 {
@@ -906,7 +924,6 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
         if (!open_socket(w, c)) {
             if (c->fd < 0) {
                 free(c);
-                tg_buf_free(head);
                 return NULL;
             }
             c->state = U_CONNECTING;
@@ -920,9 +937,8 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
     c->cb = cb;
     c->ud = ud;
     tg_h1_init(&c->h1, false);
-    tg_buf_free(&c->head);
-    c->head = *head;
-    *head = (tg_buf){0};
+    tg_buf_reset(&c->head);
+    tg_buf_append(&c->head, head->data, head->len);
     size_t head_len = c->head.len;
     c->iov[0] = (struct iovec){c->head.data, head_len};
     c->niov = 1;
@@ -1102,6 +1118,7 @@ void upconn_free_all(worker *w)
             close_conn(w, c);
     }
     free(P->by_fd);
+    tg_buf_free(&P->head);
     uptls_free(P->tls);
     free(P);
     w->upc = NULL;

@@ -741,7 +741,6 @@ static void own_head(tg_req *r, const tg_uptarget *t, size_t body_len, tg_buf *h
 {
 #define PUT_LIT(s) tg_buf_append(h, s, sizeof s - 1)
     bool accept = false;
-    tg_buf_reserve(h, 512);  /* a head's usual size: one allocation */
     PUT_LIT("POST ");
     tg_buf_puts(h, t->target);
     PUT_LIT(" HTTP/1.1\r\nHost: ");
@@ -789,8 +788,8 @@ static void own_head(tg_req *r, const tg_uptarget *t, size_t body_len, tg_buf *h
 static int start_own(tg_req *r, const tg_uptarget *t)
 {
     size_t total = up_body_len(r);
-    tg_buf head = {0};
-    own_head(r, t, total, &head);
+    tg_buf *head = upconn_head(r->w);
+    own_head(r, t, total, head);
     struct iovec body[3] = {{r->up.body.data, r->up.body.len}};
     int nb = 1;
     if (r->up.tools) {
@@ -799,7 +798,7 @@ static int start_own(tg_req *r, const tg_uptarget *t)
         body[2] = (struct iovec){(void *)TG_REQUEST_TAIL, TAIL_LEN};
         nb = 3;
     }
-    tg_upconn *c = upconn_start(r->w, t, &head, body, nb, r->route->connect_timeout_ms, &own_cb, r);
+    tg_upconn *c = upconn_start(r->w, t, head, body, nb, r->route->connect_timeout_ms, &own_cb, r);
     if (!c)
         return -1;
     r->up.h1 = c;
