@@ -61,6 +61,8 @@ enum { U_CONNECTING, U_HANDSHAKE, U_SENDING, U_RECEIVING, U_IDLE };
 #define N_ADDRS 32
 #define READ_SIZE 16384
 #define MAX_PIECES 6
+#define N_TARGETS 4                        /* plain-http URLs upconn_target remembers */
+#define HEAD_KEEP 4096                     /* a head buffer's room kept for the next round */
 
 struct tg_upconn {
     int fd;
@@ -104,6 +106,16 @@ typedef struct {
     bool avoid;  /* rounds to key go through libcurl until then (upconn_avoid) */
 } known_addr;
 
+/* A plain-http URL as upconn_target parsed it: a route's rounds all go to
+ * one URL, parsed again each round for 1,100 instructions. What is known
+ * of its address is not kept here (it changes: upconn_learn, _avoid). */
+typedef struct {
+    char url[512];     /* "" when unused */
+    size_t target_at;  /* where the target starts in url, 0: "/" */
+    bool literal;      /* t.addr is the URL's IP literal */
+    tg_uptarget t;     /* t.target not set */
+} parsed_url;
+
 typedef struct lookup {
     CURL *easy;
     char *url;  /* the upstream's URL: where the address is learnt */
@@ -122,9 +134,13 @@ struct upconn_pool {
     uint32_t gen;
     known_addr addrs[N_ADDRS];
     int next_addr;
+    int n_addrs;           /* slots ever taken: addrs[0..n_addrs) (taken in order) */
     uptls *tls;            /* contexts and sessions, made at the first https round */
     int n_warming;         /* connections upconn_warm opened, not yet pooled or failed */
     lookup *lookups;       /* names libcurl looks up (upconn_lookup) */
+    parsed_url parsed[N_TARGETS];
+    int next_parsed;
+    tg_buf head;           /* the next round's head, written by the caller (upconn_head) */
     char rd[READ_SIZE];
     char wr[16384];        /* a TLS request's pieces as one record (conn_write) */
 };
@@ -203,8 +219,61 @@ static size_t addr_key(char *dst, size_t cap, const char *a, size_t n, bool tls)
     return at + n;
 }
 
+/* t's address: its literal, or the one learnt for akey (t->key's
+ * authority part) unless that authority is to be avoided. */
+static bool target_addr(struct upconn_pool *P, const char *akey, bool literal, tg_uptarget *t)
+{
+    known_addr *k = NULL;
+    /* keys are unique (addr_slot); the clock is read only for a match */
+    for (int i = 0; P && i < P->n_addrs; i++)
+        if (P->addrs[i].until && !strcmp(P->addrs[i].key, akey)) {
+            if (P->addrs[i].until > now_us())
+                k = &P->addrs[i];
+            break;
+        }
+    if (k && k->avoid)
+        return false;
+    if (literal)
+        return true;
+    if (!k)
+        return false;
+    t->addr = k->addr;
+    t->alen = k->alen;
+    return true;
+}
+
+/* The plain-http URL url as parsed before, or NULL. */
+static const parsed_url *parsed_of(const struct upconn_pool *P, const char *url)
+{
+    for (int i = 0; P && i < N_TARGETS; i++)
+        if (P->parsed[i].url[0] && !strcmp(P->parsed[i].url, url))
+            return &P->parsed[i];
+    return NULL;
+}
+
+static void remember_parsed(struct upconn_pool *P, const char *url, const char *target,
+                            bool literal, const tg_uptarget *t)
+{
+    size_t n = strlen(url);
+    if (!P || n >= sizeof P->parsed[0].url)
+        return;
+    parsed_url *u = &P->parsed[P->next_parsed];
+    P->next_parsed = (P->next_parsed + 1) % N_TARGETS;
+    memcpy(u->url, url, n + 1);
+    u->target_at = *target ? (size_t)(target - url) : 0;
+    u->literal = literal;
+    u->t = *t;
+}
+
 bool upconn_target(worker *w, const char *url, const tg_tls_id *id, tg_uptarget *t)
 {
+    struct upconn_pool *P = w->upc;
+    const parsed_url *u = parsed_of(P, url);
+    if (u) {
+        *t = u->t;
+        t->target = u->target_at ? url + u->target_at : "/";
+        return target_addr(P, t->key, u->literal, t);
+    }
     const char *a, *target;
     size_t n;
     bool tls;
@@ -217,7 +286,6 @@ bool upconn_target(worker *w, const char *url, const tg_tls_id *id, tg_uptarget 
     unsigned port;
     if (!split_authority(a, n, tls, t->host, sizeof t->host, &port))
         return false;
-    const char *host = t->host;
     memcpy(t->authority, a, n);
     t->authority[n] = '\0';
     t->target = *target ? target : "/";
@@ -238,23 +306,10 @@ bool upconn_target(worker *w, const char *url, const tg_tls_id *id, tg_uptarget 
     } else {
         memset(&t->id, 0, sizeof t->id);
     }
-    struct upconn_pool *P = w->upc;
-    known_addr *k = NULL;
-    if (P) {
-        uint64_t now = now_us();
-        for (int i = 0; i < N_ADDRS && !k; i++)
-            if (P->addrs[i].until > now && !strcmp(P->addrs[i].key, akey))
-                k = &P->addrs[i];
-    }
-    if (k && k->avoid)
-        return false;
-    if (literal_addr(host, port, &t->addr, &t->alen))
-        return true;
-    if (!k)
-        return false;
-    t->addr = k->addr;
-    t->alen = k->alen;
-    return true;
+    bool literal = literal_addr(t->host, port, &t->addr, &t->alen);
+    if (!tls)  /* an https round's key also says whom it trusts: parsed each time */
+        remember_parsed(P, url, target, literal, t);
+    return target_addr(P, akey, literal, t);
 }
 
 /* The slot of authority a[0..n): its own, else the oldest. */
@@ -267,6 +322,8 @@ static known_addr *addr_slot(struct upconn_pool *P, const char *a, size_t n, boo
             return &P->addrs[i];
     known_addr *k = &P->addrs[P->next_addr];
     P->next_addr = (P->next_addr + 1) % N_ADDRS;
+    if (P->n_addrs < N_ADDRS)
+        P->n_addrs++;
     memset(k, 0, sizeof *k);
     memcpy(k->key, key, sizeof key);
     return k;
@@ -472,6 +529,22 @@ static bool open_socket(worker *w, tg_upconn *c)
     return true;
 }
 
+/* b emptied, its room kept unless it grew past HEAD_KEEP. */
+static void keep_room(tg_buf *b)
+{
+    if (b->cap > HEAD_KEEP)
+        tg_buf_free(b);
+    else
+        tg_buf_reset(b);
+}
+
+tg_buf *upconn_head(worker *w)
+{
+    struct upconn_pool *P = pool(w);
+    keep_room(&P->head);
+    return &P->head;
+}
+
 /* The round ends: c goes to the pool or is closed, then the caller hears. */
 static void end_round(worker *w, tg_upconn *c, CURLcode rc, bool reusable)
 {
@@ -487,7 +560,7 @@ static void end_round(worker *w, tg_upconn *c, CURLcode rc, bool reusable)
     if (cb && cb->why && c->why[0] && rc != CURLE_OK)
         cb->why(ud, c->why);
     if (reusable) {
-        tg_buf_free(&c->head);  /* the next round brings its own */
+        keep_room(&c->head);  /* the next round's head is copied into it */
         c->niov = 0;
         c->state = U_IDLE;
         c->idle_since = now_us();
@@ -826,7 +899,7 @@ static bool idle_still_good(worker *w, tg_upconn *c)
     return c->ssl && conn_read(w, c, w->upc->rd, sizeof w->upc->rd) == IO_AGAIN;
 }
 
-tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
+tg_upconn *upconn_start(worker *w, const tg_uptarget *t, const tg_buf *head,
                         const struct iovec *body, int nbody, long connect_ms,
                         const tg_upconn_cb *cb, void *ud)
 {
@@ -851,7 +924,6 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
         if (!open_socket(w, c)) {
             if (c->fd < 0) {
                 free(c);
-                tg_buf_free(head);
                 return NULL;
             }
             c->state = U_CONNECTING;
@@ -865,9 +937,8 @@ tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
     c->cb = cb;
     c->ud = ud;
     tg_h1_init(&c->h1, false);
-    tg_buf_free(&c->head);
-    c->head = *head;
-    *head = (tg_buf){0};
+    tg_buf_reset(&c->head);
+    tg_buf_append(&c->head, head->data, head->len);
     size_t head_len = c->head.len;
     c->iov[0] = (struct iovec){c->head.data, head_len};
     c->niov = 1;
@@ -1047,6 +1118,7 @@ void upconn_free_all(worker *w)
             close_conn(w, c);
     }
     free(P->by_fd);
+    tg_buf_free(&P->head);
     uptls_free(P->tls);
     free(P);
     w->upc = NULL;

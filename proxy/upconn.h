@@ -5,7 +5,8 @@
  * and one call of done at the end, with a CURLcode so that what follows
  * (retries, errors, logs) reads it as it reads libcurl's.
  *
- * Ownership: upconn_start steals the head; the body pieces stay the
+ * Ownership: upconn_start copies the head (into the connection's own
+ * buffer, kept from round to round: no allocation a round); the body pieces stay the
  * caller's and must live until upconn_sent_all or the round's end. The
  * connection is the worker's; the caller's handle to it is valid from
  * upconn_start until done is called or the caller calls upconn_cancel.
@@ -70,13 +71,17 @@ bool upconn_lookup_done(worker *w, CURL *e, CURLcode rc);
  * unasked): its rounds go through libcurl for the next 10 minutes. */
 void upconn_avoid(worker *w, const char *url);
 
+/* The worker's buffer for the next round's head: empty, its room kept
+ * (a head written anew each round cost a malloc of its size, and one of
+ * 1 KB made glibc consolidate its free lists). Valid until the next call. */
+tg_buf *upconn_head(worker *w);
 /* Starts a round on a pooled connection to t, else a new one; head is the
- * request head (stolen: *head is left empty, round or not), body[0..nbody)
+ * request head (copied, e.g. from upconn_head), body[0..nbody)
  * the body's pieces (borrowed).
  * connect_ms bounds a new connection's set-up (0: none). NULL only when
  * no socket could be had at all; failures after this come through done,
  * never from inside this call. */
-tg_upconn *upconn_start(worker *w, const tg_uptarget *t, tg_buf *head,
+tg_upconn *upconn_start(worker *w, const tg_uptarget *t, const tg_buf *head,
                         const struct iovec *body, int nbody, long connect_ms,
                         const tg_upconn_cb *cb, void *ud);
 /* Opens a connection to t with no round, for the pool: its TCP connect

@@ -739,13 +739,13 @@ void upstream_warm(worker *w)
  * content coding (h1.h). */
 static void own_head(tg_req *r, const tg_uptarget *t, size_t body_len, tg_buf *h)
 {
+#define PUT_LIT(s) tg_buf_append(h, s, sizeof s - 1)
     bool accept = false;
-    tg_buf_reserve(h, 512);  /* a head's usual size: one allocation */
-    tg_buf_puts(h, "POST ");
+    PUT_LIT("POST ");
     tg_buf_puts(h, t->target);
-    tg_buf_puts(h, " HTTP/1.1\r\nHost: ");
+    PUT_LIT(" HTTP/1.1\r\nHost: ");
     tg_buf_puts(h, t->authority);
-    tg_buf_puts(h, "\r\n");
+    PUT_LIT("\r\n");
     for (const struct curl_slist *s = r->up.headers; s; s = s->next) {
         const char *d = s->data;
         size_t n = strlen(d);
@@ -755,7 +755,7 @@ static void own_head(tg_req *r, const tg_uptarget *t, size_t body_len, tg_buf *h
         if (!colon) {
             if (n && d[n - 1] == ';') {
                 tg_buf_append(h, d, n - 1);
-                tg_buf_puts(h, ":\r\n");
+                PUT_LIT(":\r\n");
             }
             continue;
         }
@@ -767,22 +767,29 @@ static void own_head(tg_req *r, const tg_uptarget *t, size_t body_len, tg_buf *h
         if (colon - d == 6 && !strncasecmp(d, "accept", 6))
             accept = true;
         tg_buf_append(h, d, n);
-        tg_buf_puts(h, "\r\n");
+        PUT_LIT("\r\n");
     }
     if (!accept)
-        tg_buf_puts(h, "Accept: */*\r\n");
-    char cl[64];
-    int k = snprintf(cl, sizeof cl, "Accept-Encoding: identity\r\nContent-Length: %zu\r\n\r\n",
-                     body_len);
-    tg_buf_append(h, cl, (size_t)k);
+        PUT_LIT("Accept: */*\r\n");
+    PUT_LIT("Accept-Encoding: identity\r\nContent-Length: ");
+    /* the length in decimal, as %zu writes it (a snprintf cost 770
+     * instructions a round) */
+    char dec[24];
+    size_t at = sizeof dec;
+    do
+        dec[--at] = (char)('0' + body_len % 10);
+    while ((body_len /= 10) && at);
+    tg_buf_append(h, dec + at, sizeof dec - at);
+    PUT_LIT("\r\n\r\n");
+#undef PUT_LIT
 }
 
 /* 0, or -1 when no socket could be had (libcurl then takes the round). */
 static int start_own(tg_req *r, const tg_uptarget *t)
 {
     size_t total = up_body_len(r);
-    tg_buf head = {0};
-    own_head(r, t, total, &head);
+    tg_buf *head = upconn_head(r->w);
+    own_head(r, t, total, head);
     struct iovec body[3] = {{r->up.body.data, r->up.body.len}};
     int nb = 1;
     if (r->up.tools) {
@@ -791,7 +798,7 @@ static int start_own(tg_req *r, const tg_uptarget *t)
         body[2] = (struct iovec){(void *)TG_REQUEST_TAIL, TAIL_LEN};
         nb = 3;
     }
-    tg_upconn *c = upconn_start(r->w, t, &head, body, nb, r->route->connect_timeout_ms, &own_cb, r);
+    tg_upconn *c = upconn_start(r->w, t, head, body, nb, r->route->connect_timeout_ms, &own_cb, r);
     if (!c)
         return -1;
     r->up.h1 = c;

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "core/tg.h"
 #include "pipeline/pipeline.h"
 
 static const char *const plain[] = {
@@ -89,12 +90,113 @@ static void test_pending_work_forces_a_parse(void **state)
     tg_ctx_clear(&ctx);
 }
 
+/* The shortcut as it was written first (tg_json_value_end, then a byte
+ * search for each word): tg_repair_surely_plain's one pass must answer
+ * as this does on every input. */
+static const char *find(const char *s, const char *e, const char *needle)
+{
+    size_t n = strlen(needle);
+    if (!s || e < s || (size_t)(e - s) < n)
+        return NULL;
+    return memmem(s, (size_t)(e - s), needle, n);
+}
+
+static const char *after_colon(const char *p, const char *e)
+{
+    while (p < e && *p != ':')
+        p++;
+    for (p++; p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'); p++)
+        ;
+    return p;
+}
+
+static bool reference_plain(const char *d, size_t n)
+{
+    const char *e = d + n;
+    while (d < e && (*d == ' ' || *d == '\n' || *d == '\r' || *d == '\t'))
+        d++;
+    while (e > d && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\r' || e[-1] == '\t'))
+        e--;
+    if (d == e || *d != '{' || tg_json_value_end(d, e) != e)
+        return false;
+    if (find(d, e, "tool_calls") || find(d, e, "function_call") || find(d, e, "\"error\""))
+        return false;
+    for (const char *p = find(d, e, "\"content\""); p; p = find(p + 1, e, "\"content\"")) {
+        const char *v = after_colon(p + 9, e);
+        if (v < e && *v == '[')
+            return false;
+    }
+    for (const char *p = find(d, e, "\"role\""); p; p = find(p + 1, e, "\"role\"")) {
+        const char *v = after_colon(p + 6, e);
+        if (e - v < 3 || v[0] != '"' || v[1] == '"')
+            return false;
+    }
+    return true;
+}
+
+/* Answers made of the pieces the scan turns on (quotes, escapes,
+ * brackets, the words and their near misses), cut anywhere: the one pass
+ * and the reference agree on each. */
+static void test_one_pass_matches_the_searches(void **state)
+{
+    (void)state;
+    static const char *const pieces[] = {
+        "{", "}", "[", "]", "\"", "\\", "\\\"", ":", ",", " ", "\n", "a", "_", "x_y",
+        "\"role\"", "\"role\":", "\"assistant\"", "\"\"", "\"content\"", "\"content\":",
+        " [", "\"error\"", "\"erro", "tool_calls", "tool_call", "ool_calls", "function_call",
+        "unction_call", "function_cal", "\"content\"content\"", "null", "\"x\"", "1",
+    };
+    tg_rules_set rules;
+    tg_ctx ctx;
+    ctx_for(&ctx, &rules);
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    unsigned agree_true = 0, with_escape = 0;  /* plain ones, and of them with a backslash */
+    char buf[512];
+    for (int round = 0; round < 200000; round++) {
+        size_t len = 0;
+        if (round % 3)
+            buf[len++] = '{';
+        int n = 1 + (int)(seed % 24);
+        for (int i = 0; i < n; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            const char *pc = pieces[(seed >> 33) % (sizeof pieces / sizeof pieces[0])];
+            size_t k = strlen(pc);
+            if (len + k + 2 > sizeof buf)
+                break;
+            memcpy(buf + len, pc, k);
+            len += k;
+        }
+        if (round % 2)
+            buf[len++] = '}';
+        buf[len] = '\0';
+        for (size_t cut = len; cut + 4 > len && cut > 0; cut--) {
+            bool want = reference_plain(buf, cut);
+            bool got = tg_repair_surely_plain(&ctx, buf, cut);
+            if (want != got)
+                print_error("%.*s: one pass says %d, the searches %d\n", (int)cut, buf, got, want);
+            assert_int_equal(got, want);
+            agree_true += want;
+            with_escape += want && memchr(buf, '\\', cut);
+        }
+    }
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        assert_true(reference_plain(plain[i], strlen(plain[i])));
+    for (size_t i = 0; i < sizeof not_plain / sizeof not_plain[0]; i++)
+        assert_false(reference_plain(not_plain[i], strlen(not_plain[i])));
+    /* both answers were asked for, many times, on both of the pass's ways
+     * (quote to quote, and byte by byte where a backslash is) */
+    assert_true(agree_true > 1000);
+    assert_true(with_escape > 100 && agree_true - with_escape > 100);
+    tg_ctx_clear(&ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_answers),
         cmocka_unit_test(test_answers_that_need_a_look),
         cmocka_unit_test(test_pending_work_forces_a_parse),
+        cmocka_unit_test(test_one_pass_matches_the_searches),
     };
     return cmocka_run_group_tests_name("plain", tests, NULL, NULL);
 }
