@@ -585,6 +585,11 @@ static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
     json_t *fr = json_object_get(choice, "finish_reason");
     const char *f = json_string_value(fr);
     const char *nf = tg_rr_finish(ctx, f, n);
+    /* R10: a whole answer arrived complete, so a choice without a
+     * finish_reason (Bifrost's Gemini adapter, maximhq/bifrost#1489) ended
+     * naturally; a stream without one is R26's error instead */
+    if (!nf && tg_rr_on(ctx, TG_RR_FINISH))
+        nf = "stop";
     if (nf != f) {
         tg_rr_note(ctx, n ? TG_R10 : TG_R11, "finish_reason", fr, NULL);
         json_object_set_new(choice, "finish_reason", nf ? json_string(nf) : json_null());

@@ -116,6 +116,27 @@ static const json_t *param_schema_peek(const tg_ctx *ctx, const char *name, cons
 
 /* --- block parsers; each appends {"name","arguments"} to calls ----------- */
 
+/* The object n bytes of JSON text hold (new reference), or NULL: as
+ * written, written twice (a JSON string holding the object: Kimi K2 on
+ * sglang, MoonshotAI/Kimi-K2#26, as tool_calls' arguments are in
+ * repair.c), or repaired by the lenient fix. */
+static json_t *object_text(const char *s, size_t n)
+{
+    json_t *a = tg_json_load(s, n, JSON_DECODE_ANY, NULL);
+    if (json_is_string(a)) {
+        json_t *inner = tg_json_load(json_string_value(a), json_string_length(a), 0, NULL);
+        json_decref(a);
+        a = inner;
+    } else if (!a) {
+        a = tg_json_fix(s, n);
+    }
+    if (!json_is_object(a)) {
+        json_decref(a);
+        return NULL;
+    }
+    return a;
+}
+
 static void add_call(json_t *calls, const char *name, size_t nlen, json_t *args)
 {
     json_t *c = json_object();
@@ -155,15 +176,9 @@ static int json_call(json_t *calls, const json_t *o)
     if (json_is_object(a)) {
         args = json_deep_copy(a);
     } else if (json_is_string(a)) {
-        args = tg_json_load(json_string_value(a), json_string_length(a), 0, NULL);
-        if (!json_is_object(args)) {
-            json_decref(args);
-            args = tg_json_fix(json_string_value(a), json_string_length(a));
-        }
-        if (!json_is_object(args)) {
-            json_decref(args);
+        args = object_text(json_string_value(a), json_string_length(a));
+        if (!args)
             return -1;
-        }
     } else if (a && !json_is_null(a)) {
         return -1;
     }
@@ -202,14 +217,7 @@ static json_t *args_text(const char *s, const char *e)
     trim(&s, &e);
     if (s == e)
         return json_object();
-    json_t *a = tg_json_load(s, (size_t)(e - s), 0, NULL);
-    if (!a)
-        a = tg_json_fix(s, (size_t)(e - s));
-    if (!json_is_object(a)) {
-        json_decref(a);
-        return NULL;
-    }
-    return a;
+    return object_text(s, (size_t)(e - s));
 }
 
 /* <parameter=K>v</parameter> ... (Qwen) or <parameter name="K">v</parameter>

@@ -66,6 +66,20 @@ static long unless_named_otherwise(const schoice *c, long at, const char *name)
     return at;
 }
 
+/* Was call at opened on an index an earlier call holds (R4), its
+ * arguments still open? Its rest may come on an index of its own
+ * (deepseek-v4-flash behind a gateway, agno-agi/agno#8880). */
+static bool reused_open(const schoice *c, long at)
+{
+    const scall *k = &c->calls[at];
+    if (k->up_index < 0 || tg_rs_args_complete(k))
+        return false;
+    for (long i = 0; i < at; i++)
+        if (c->calls[i].up_index == k->up_index)
+            return true;
+    return false;
+}
+
 /* Which call an upstream fragment belongs to: one state machine over every
  * id/index/name combination a provider has been seen to send. A fragment
  * carries an id (known: a call so far has it; new; or none), an index
@@ -92,6 +106,9 @@ static long unless_named_otherwise(const schoice *c, long at, const char *name)
  *  or none           the index reused for a second call)            R04-ids-continuations
  *  none    new       cur index-less, the name none or    cur (takes R16-indexless-args
  *                    cur unnamed                         the index)
+ *  none    new       cur opened on a reused index (R4),  cur (takes R04-reused-index-tail
+ *                    its arguments open, the name none   the index)
+ *                    or cur unnamed (agno-agi/agno#8880)
  *  any     new       otherwise                           new        R05-interleaved-indexes
  *  new     none      a name (R5: interleaved ids)        new        R05-interleaved-ids-no-index
  *  new     none      none, cur open (a new id a chunk,   cur        R04-new-id-every-chunk-noindex
@@ -128,9 +145,9 @@ long tg_rs_find_call(schoice *c, long idx, const char *id, const char *name, con
         for (long i = (long)c->ncalls - 1; i >= 0; i--)
             if (c->calls[i].up_index == idx)
                 return unless_named_otherwise(c, i, name);
-        if (c->cur >= 0 && c->calls[c->cur].up_index < 0 && !id &&
-            !(name && c->calls[c->cur].name)) {
-            c->calls[c->cur].up_index = idx;  /* index-less start, indexed rest */
+        if (c->cur >= 0 && !id && !(name && c->calls[c->cur].name) &&
+            (c->calls[c->cur].up_index < 0 || reused_open(c, c->cur))) {
+            c->calls[c->cur].up_index = idx;  /* index-less or reused start, own rest */
             return c->cur;
         }
         return CALL_NEW;
