@@ -452,13 +452,17 @@ static void queue_rest(tg_stream *s, schoice *c, const json_t *ch, json_t *delta
     json_decref(rest);
 }
 
-/* A call whose arguments have begun and are not yet whole JSON. */
-static bool has_open_call(const schoice *c)
+/* A call whose arguments have begun and are not yet whole JSON; with
+ * unbegun too, also a call whose arguments have not begun (for a finish
+ * "stop": a relay that sends an empty "stop" chunk after every chunk
+ * finishes a call before its first fragment, 1jehuang/jcode#1326; a call
+ * that never gets arguments is R14's {} at the end of the stream). */
+static bool has_open_call(const schoice *c, bool unbegun)
 {
     for (size_t i = 0; i < c->ncalls; i++) {
         const scall *k = &c->calls[i];
         bool pending = !k->sent || (k->live && !k->closed);
-        if (pending && k->args.len && !tg_rs_args_complete(k))
+        if (pending && (k->args.len || unbegun) && !tg_rs_args_complete(k))
             return true;
     }
     return false;
@@ -490,7 +494,9 @@ static void finish_now(tg_stream *s, schoice *c, const char *f, json_t *events)
  * to close, or for the end of the stream) instead of cutting the call. */
 static void finish_choice(tg_stream *s, schoice *c, const char *f, json_t *events)
 {
-    if (has_open_call(c)) {
+    if (c->finished)  /* said again (a relay's "stop" after every chunk): once is enough */
+        return;
+    if (has_open_call(c, !strcmp(f, "stop"))) {
         snprintf(c->deferred, sizeof c->deferred, "%s", f);
         return;
     }
@@ -503,7 +509,7 @@ static void release_finishes(tg_stream *s, bool force, json_t *events)
 {
     for (size_t i = 0; i < s->nch; i++) {
         schoice *c = &s->ch[i];
-        if (!c->deferred[0] || (!force && has_open_call(c)))
+        if (!c->deferred[0] || (!force && has_open_call(c, !strcmp(c->deferred, "stop"))))
             continue;
         char f[32];
         snprintf(f, sizeof f, "%s", c->deferred);
