@@ -380,6 +380,46 @@ static void test_pick(void **state)
     json_decref(o);
 }
 
+/* The reader's word-at-a-time scan of strings (plain_run) against
+ * jansson: each byte that needs care (a quote or backslash escaped, a raw
+ * control byte, UTF-8, DEL, a cut sequence) at every place of strings of
+ * 0 to 24 bytes, so every case lands in a word, across two, and in the
+ * bytewise tail. */
+static void test_string_scan(void **state)
+{
+    (void)state;
+    static const char *const odd[] = {"\\\"", "\\\\", "\x1f", "\t", "\xc3\xa9", "\x7f",
+                                      "\xc3", "\\u00e9", " ", "\xe2\x82\xac"};
+    unsigned checked = 0;
+    for (size_t len = 0; len <= 24; len++)
+        for (size_t at = 0; at <= len; at++)
+            for (size_t o = 0; o < sizeof odd / sizeof *odd; o++) {
+                char doc[96];
+                size_t n = 0;
+                doc[n++] = '[';
+                doc[n++] = '"';
+                for (size_t i = 0; i < len; i++) {
+                    if (i == at)
+                        for (const char *c = odd[o]; *c; c++)
+                            doc[n++] = *c;
+                    doc[n++] = (char)('a' + i % 26);
+                }
+                if (at == len)
+                    for (const char *c = odd[o]; *c; c++)
+                        doc[n++] = *c;
+                doc[n++] = '"';
+                doc[n++] = ']';
+                json_t *mine = tg_json_parse(doc, n, 0);
+                json_t *theirs = json_loadb(doc, n, 0, NULL);
+                if (!(mine ? theirs && json_equal(mine, theirs) : !theirs))
+                    fail_msg("string scan differs from jansson on %.*s", (int)n, doc);
+                json_decref(mine);
+                json_decref(theirs);
+                checked++;
+            }
+    assert_true(checked > 2000);
+}
+
 /* tg_json_get gives what json_object_get gives: on objects below and
  * above TG_GET_SCAN keys (the scan and the hash), absent keys, a key that
  * holds a NUL after a name's bytes, a key that is a name's prefix, the
@@ -418,6 +458,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get),
+        cmocka_unit_test(test_string_scan),
         cmocka_unit_test(test_vectors),
         cmocka_unit_test(test_corpus),
         cmocka_unit_test(test_writer_edges),
