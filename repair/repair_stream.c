@@ -472,7 +472,7 @@ static bool has_open_call(const schoice *c, bool unbegun)
  * finish (R10/R11), or it waits for tg_stream_end (discovery). */
 static void finish_now(tg_stream *s, schoice *c, const char *f, json_t *events)
 {
-    flush_choice(s, c, events, !strcmp(f, "length"));
+    flush_choice(s, c, events, !strcmp(tg_rr_finish_word(f), "length"));
     c->finished = true;
     s->finished = true;
     snprintf(c->finish_buf, sizeof c->finish_buf, "%s", f);
