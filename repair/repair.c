@@ -367,6 +367,7 @@ static const char *const finish_words[][2] = {
     {"eos", "stop"},          /* Together's Llama models, openai/openai-dotnet#267 */
     {"eos_token", "stop"},    /* TGI before 2.2, watsonx: huggingface/text-generation-inference#2344 */
     {"model_length", "length"}, /* Mistral's context limit: camel-ai/camel#4266 */
+    {"end_turn", "stop"},     /* Anthropic's word through LiteLLM: BerriAI/litellm#12481 */
 };
 
 const char *tg_rr_finish_word(const char *f)
