@@ -360,10 +360,31 @@ json_t *tg_rr_call_from_text(const json_t *tc)
     return c;
 }
 
+/* R10: finish_reason words outside OpenAI's vocabulary, as their OpenAI
+ * word; typed clients refuse any other (openai-dotnet: "Unknown
+ * ChatFinishReason value ... eos"). Each row names its source. */
+static const char *const finish_words[][2] = {
+    {"eos", "stop"},          /* Together's Llama models, openai/openai-dotnet#267 */
+    {"eos_token", "stop"},    /* TGI before 2.2, watsonx: huggingface/text-generation-inference#2344 */
+    {"model_length", "length"}, /* Mistral's context limit: camel-ai/camel#4266 */
+    {"end_turn", "stop"},     /* Anthropic's word through LiteLLM: BerriAI/litellm#12481 */
+};
+
+const char *tg_rr_finish_word(const char *f)
+{
+    for (size_t i = 0; f && i < sizeof finish_words / sizeof *finish_words; i++)
+        if (!strcmp(f, finish_words[i][0]))
+            return finish_words[i][1];
+    return f;
+}
+
 const char *tg_rr_finish(tg_ctx *ctx, const char *f, size_t ncalls)
 {
     if (!tg_rr_on(ctx, TG_RR_FINISH))
         return f;
+    const char *w = tg_rr_finish_word(f);
+    if (w != f)
+        return ncalls > 0 && strcmp(w, "length") ? "tool_calls" : w;
     if (f && (!strcmp(f, "length") || !strcmp(f, "content_filter")))
         return f;
     if (ncalls > 0)
@@ -562,7 +583,7 @@ static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
         }
     }
     tg_rr_flatten_content(ctx, msg);
-    const char *fin = json_string_value(json_object_get(choice, "finish_reason"));
+    const char *fin = tg_rr_finish_word(json_string_value(json_object_get(choice, "finish_reason")));
     n += text_calls(ctx, msg, calls, seed, ids, fin && !strcmp(fin, "length"));
     if (n == 0)
         n = reasoning_calls(ctx, msg, calls, seed, ids, fin && !strcmp(fin, "length"));

@@ -31,6 +31,9 @@ void tg_rr_assign_id(tg_ctx *ctx, json_t *call, uint64_t seed, size_t pos, const
 /* The finish_reason the agent must see for a choice with ncalls calls;
  * returns `f` itself when nothing changes (R10, R11). */
 const char *tg_rr_finish(tg_ctx *ctx, const char *f, size_t ncalls);
+/* f's OpenAI word when f is a known foreign one ("eos" -> "stop",
+ * "model_length" -> "length"), else f itself. */
+const char *tg_rr_finish_word(const char *f);
 /* Content written for a rewritten response_format schema, restored to the
  * agent's schema: a new string, or NULL (unparsable, or nothing to undo). */
 json_t *tg_rr_structured_content(tg_ctx *ctx, const char *text, size_t n);

@@ -472,7 +472,7 @@ static bool has_open_call(const schoice *c, bool unbegun)
  * finish (R10/R11), or it waits for tg_stream_end (discovery). */
 static void finish_now(tg_stream *s, schoice *c, const char *f, json_t *events)
 {
-    flush_choice(s, c, events, !strcmp(f, "length"));
+    flush_choice(s, c, events, !strcmp(tg_rr_finish_word(f), "length"));
     c->finished = true;
     s->finished = true;
     snprintf(c->finish_buf, sizeof c->finish_buf, "%s", f);
@@ -496,6 +496,12 @@ static void finish_choice(tg_stream *s, schoice *c, const char *f, json_t *event
 {
     if (c->finished)  /* said again (a relay's "stop" after every chunk): once is enough */
         return;
+    if (!strcmp(f, "error")) {  /* Mistral's failed generation (mistralai/client-python#74):
+                                 * the choice stays unfinished, the end is R26's error */
+        s->fail_code = "upstream_finish_error";
+        s->fail_msg = "upstream ended the answer with finish_reason \"error\"";
+        return;
+    }
     if (has_open_call(c, !strcmp(f, "stop"))) {
         snprintf(c->deferred, sizeof c->deferred, "%s", f);
         return;
