@@ -518,6 +518,16 @@ char *tg_json_dumps(const json_t *v)
     return tg_buf_steal(&b, NULL);
 }
 
+/* Whether name (NUL-terminated) is the key k of kl bytes (which may hold
+ * a NUL): compared inline, the keys and names being a few bytes long. */
+static bool key_is(const char *name, const char *k, size_t kl)
+{
+    for (size_t j = 0; j < kl; j++)
+        if (name[j] != k[j] || !name[j])
+            return false;
+    return !name[kl];
+}
+
 void tg_json_pick(const json_t *obj, const char *const *names, json_t **out)
 {
     size_t n = 0, left;
@@ -529,10 +539,7 @@ void tg_json_pick(const json_t *obj, const char *const *names, json_t **out)
         const char *k = json_object_iter_key(it);
         size_t kl = json_object_iter_key_len(it);
         for (size_t i = 0; i < n; i++) {
-            /* the first byte before strlen; the length before memcmp (a
-             * key may hold a NUL) */
-            if (!out[i] && names[i][0] == k[0] && strlen(names[i]) == kl &&
-                !memcmp(names[i], k, kl)) {
+            if (!out[i] && names[i][0] == k[0] && key_is(names[i], k, kl)) {
                 out[i] = json_object_iter_value(it);
                 left--;
                 break;
@@ -548,8 +555,13 @@ json_t *tg_json_getn(const json_t *obj, const char *key, size_t len)
     for (void *it = json_object_iter((json_t *)obj); it;
          it = json_object_iter_next((json_t *)obj, it)) {
         const char *k = json_object_iter_key(it);
-        /* the length before memcmp: a key may hold a NUL */
-        if (k[0] == key[0] && json_object_iter_key_len(it) == len && !memcmp(k, key, len))
+        /* the length first: a key may hold a NUL */
+        if (k[0] != key[0] || json_object_iter_key_len(it) != len)
+            continue;
+        size_t j = 1;
+        while (j < len && k[j] == key[j])
+            j++;
+        if (j >= len)
             return json_object_iter_value(it);
     }
     return NULL;

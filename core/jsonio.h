@@ -91,4 +91,12 @@ void tg_json_pick(const json_t *obj, const char *const *names, json_t **out);
 json_t *tg_json_getn(const json_t *obj, const char *key, size_t len);
 #define tg_json_get(obj, key) tg_json_getn((obj), "" key, sizeof("" key) - 1)
 
+/* jansson's json_is_object(x) and its kin name x twice, so
+ * json_is_array(json_object_get(m, "content")) looked the key up twice
+ * whenever it was there: this names it once. */
+static inline int tg_json_is(const json_t *v, json_type t)
+{
+    return v && json_typeof(v) == t;
+}
+
 #endif

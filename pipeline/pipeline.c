@@ -47,7 +47,7 @@ void tg_ctx_init(tg_ctx *ctx, const char *route_name, const tg_rules_set *rules,
 
 int tg_pipeline_request(json_t *body, tg_ctx *ctx, tg_error *err)
 {
-    ctx->stream = json_is_true(tg_json_get(body, "stream"));
+    ctx->stream = tg_json_is(tg_json_get(body, "stream"), JSON_TRUE);
     /* custom tools first: every stage after sees only function tools */
     tg_custom_stage(body, ctx);
     /* hygiene leaves tools as they came, but may make them from the

@@ -195,7 +195,7 @@ int prepare_chat(tg_req *r, const tg_route *by_prefix)
         return -1;
     }
     r->json = body;
-    r->client.stream = json_is_true(tg_json_get(body, "stream"));
+    r->client.stream = tg_json_is(tg_json_get(body, "stream"), JSON_TRUE);
     /* the route first: a request refused below is logged with it */
     const char *model = json_string_value(tg_json_get(body, "model"));
     r->route = by_prefix ? by_prefix : (model ? tg_route_by_model(c, model) : NULL);

@@ -18,7 +18,7 @@
 static bool is_custom(const json_t *o)
 {
     const char *t = json_string_value(tg_json_get(o, "type"));
-    return t && !strcmp(t, "custom") && json_is_object(tg_json_get(o, "custom"));
+    return t && !strcmp(t, "custom") && tg_json_is(tg_json_get(o, "custom"), JSON_OBJECT);
 }
 
 /* Says that `what` of `kind` went upstream in another form. */

@@ -458,7 +458,7 @@ static int bad_functions(json_t *fns, tg_error *err)
     size_t i;
     json_t *f;
     json_array_foreach(fns, i, f) {
-        if (!json_is_string(tg_json_get(f, "name"))) {
+        if (!tg_json_is(tg_json_get(f, "name"), JSON_STRING)) {
             char param[64];
             snprintf(param, sizeof param, "functions[%zu].name", i);
             tg_error_set(err, 400, "invalid_request_error", "invalid_type", param,
@@ -499,7 +499,7 @@ static int legacy_functions_to_tools(walk *w, json_t *body, tg_error *err)
         json_t *choice = NULL;
         if (json_is_string(fc))  /* "none" and "auto" mean the same for tools */
             choice = json_incref(fc);
-        else if (json_is_string(tg_json_get(fc, "name")))
+        else if (tg_json_is(tg_json_get(fc, "name"), JSON_STRING))
             choice = json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name",
                                tg_json_get(fc, "name"));
         if (choice)

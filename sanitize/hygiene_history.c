@@ -252,7 +252,7 @@ void tg_hy_pair_tool_calls(walk *w, json_t *body)
                 close_open_calls(w, out, open);
                 orphan_to_user(w, msg);
             }
-        } else if (r == R_ASSISTANT && json_is_array(tg_json_get(msg, "tool_calls"))) {
+        } else if (r == R_ASSISTANT && tg_json_is(tg_json_get(msg, "tool_calls"), JSON_ARRAY)) {
             open_calls(w, msg, i, out, open, seen);
         } else {
             close_open_calls(w, out, open);
@@ -280,7 +280,7 @@ static void mark_prefix(walk *w, json_t *out)
 {
     json_t *last = json_array_get(out, json_array_size(out) - 1);
     if (!json_is_object(last) || tg_hy_role_of(last) != R_ASSISTANT ||
-        tg_json_get(last, "tool_calls") || json_is_true(tg_json_get(last, "prefix")))
+        tg_json_get(last, "tool_calls") || tg_json_is(tg_json_get(last, "prefix"), JSON_TRUE))
         return;
     char where[40];  /* an upstream index: this message is the last one sent */
     message_where(where, json_array_size(out) - 1);

@@ -284,8 +284,8 @@ static const char skip_signature[] = "skip_thought_signature_validator";
 
 static bool has_signature(const json_t *call)
 {
-    return json_is_string(tg_json_get(
-        tg_json_get(tg_json_get(call, "extra_content"), "google"), "thought_signature"));
+    json_t *google = tg_json_get(tg_json_get(call, "extra_content"), "google");
+    return tg_json_is(tg_json_get(google, "thought_signature"), JSON_STRING);
 }
 
 static void fill_signature(walk *w, json_t *calls)
@@ -377,7 +377,7 @@ static const char *const *allowed_keys(const walk *w, json_t *msg)
  * a certain "Missing reasoning_content" 400. */
 static void rebuild_reasoning(walk *w, json_t *msg)
 {
-    if (json_is_string(tg_json_get(msg, "reasoning_content")))
+    if (tg_json_is(tg_json_get(msg, "reasoning_content"), JSON_STRING))
         return;
     json_t *alt = tg_json_get(msg, "reasoning");
     if (json_is_string(alt)) {
@@ -407,7 +407,7 @@ static void fix_content(walk *w, json_t *msg, role r, bool has_calls)
      * up on assistant turns only: the others cannot have null content) */
     bool null_ok = r == R_ASSISTANT && !(w->f & TG_MR_NULL_WITH_CALLS) &&
                    (has_calls || tg_json_get(msg, "function_call") ||
-                    json_is_string(tg_json_get(msg, "refusal")));
+                    tg_json_is(tg_json_get(msg, "refusal"), JSON_STRING));
     if (r == R_ASSISTANT && json_is_array(c) && json_array_size(c) == 0)
         rebuild_key(w, msg, "content", null_ok ? json_null() : json_string(""),
                     "empty-content", "rule 56");
@@ -434,7 +434,7 @@ static void parts_to_string(walk *w, json_t *msg, role r)
     bool other = false;
     json_array_foreach(c, j, part) {
         const char *t = json_string_value(tg_json_get(part, "type"));
-        if (!t || strcmp(t, "text") || !json_is_string(tg_json_get(part, "text")))
+        if (!t || strcmp(t, "text") || !tg_json_is(tg_json_get(part, "text"), JSON_STRING))
             other = true;
     }
     tg_buf t = {0};
@@ -466,7 +466,8 @@ static void one_text_part(walk *w, json_t *msg)
     json_t *part;
     json_array_foreach(c, j, part) {
         const char *pt = json_string_value(tg_json_get(part, "type"));
-        if (pt && !strcmp(pt, "text") && json_is_string(tg_json_get(part, "text")) && !texts++)
+        if (pt && !strcmp(pt, "text") && tg_json_is(tg_json_get(part, "text"), JSON_STRING) &&
+            !texts++)
             first = j;
     }
     if (texts < 2)
@@ -670,7 +671,7 @@ static bool no_words(json_t *msg)
 static bool empty_assistant(json_t *msg)
 {
     return empty_content(msg) && !tg_json_get(msg, "tool_calls") &&
-           !json_is_true(tg_json_get(msg, "prefix"));
+           !tg_json_is(tg_json_get(msg, "prefix"), JSON_TRUE);
 }
 
 /* Records that a whole message goes; false, for clean_message to return. */
@@ -695,7 +696,7 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
     const char *const *allow = allowed_keys(w, msg);
     if (r == R_ASSISTANT)
         refusal_to_content(w, msg, allow);
-    if ((w->f & TG_MR_EMPTY_TEXT) && json_is_array(tg_json_get(msg, "content")))
+    if ((w->f & TG_MR_EMPTY_TEXT) && tg_json_is(tg_json_get(msg, "content"), JSON_ARRAY))
         drop_empty_text_parts(w, msg);
     if (tool_turn && (w->f & TG_MR_KEEP_REASONING))
         rebuild_reasoning(w, msg);
@@ -706,7 +707,7 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
     if (json_is_array(content))
         clean_parts(w, content);
     parts_to_string(w, msg, r);
-    if ((w->f & TG_MR_ONE_TEXT) && json_is_array(tg_json_get(msg, "content")))
+    if ((w->f & TG_MR_ONE_TEXT) && tg_json_is(tg_json_get(msg, "content"), JSON_ARRAY))
         one_text_part(w, msg);
 
     const char *key, *ref;

@@ -265,7 +265,7 @@ static void count_strict_load(json_t *node, int depth, int *optional, int *union
         json_array_foreach(req, i, s) r |= json_is_string(s) && !strcmp(json_string_value(s), k);
         if (!r)
             (*optional)++;
-        if (tg_json_get(v, "anyOf") || json_is_array(tg_json_get(v, "type")))
+        if (tg_json_get(v, "anyOf") || tg_json_is(tg_json_get(v, "type"), JSON_ARRAY))
             (*unions)++;
         count_strict_load(v, depth + 1, optional, unions);
     }
@@ -284,7 +284,7 @@ static void apply_strict_budget(json_t *tools, json_t *explain)
     json_t *t;
     json_array_foreach(tools, i, t) {
         json_t *fn = tg_json_get(t, "function");
-        if (!json_is_true(tg_json_get(fn, "strict")))
+        if (!tg_json_is(tg_json_get(fn, "strict"), JSON_TRUE))
             continue;
         int o = 0, u = 0;
         count_strict_load(tg_json_get(fn, "parameters"), 0, &o, &u);
@@ -766,7 +766,7 @@ static void apply_request_rules(json_t *body, tg_ctx *ctx)
     uint64_t f = ctx->schema->flags;
     if (f)
         tool_choice_chat_shape(body, ctx);
-    if ((f & TG_SR_NO_NULL_DESC) && json_is_array(tg_json_get(body, "tools")))
+    if ((f & TG_SR_NO_NULL_DESC) && tg_json_is(tg_json_get(body, "tools"), JSON_ARRAY))
         drop_null_descriptions(body, ctx);
     if (f & TG_SR_CHOICE_ANY)
         tool_choice_to_any(body, ctx);
@@ -854,7 +854,7 @@ static void rewrite_response_format(json_t *body, tg_ctx *ctx)
     const char *type = json_string_value(tg_json_get(rf, "type"));
     if (!type || strcmp(type, "json_schema") || !json_is_object(schema))
         return;
-    bool asked = json_is_true(tg_json_get(js, "strict"));
+    bool asked = tg_json_is(tg_json_get(js, "strict"), JSON_TRUE);
     if (!(r->flags & TG_SR_STRICT) && !(asked && (r->flags & TG_SR_STRICT_PER_TOOL)))
         return;
     /* an agent sends the same schema every turn: rewritten once a worker */
