@@ -220,13 +220,15 @@ void tg_append_path(tg_buf *url, const char *path)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (const char *s = path; *s; s++) {
+        const char *run = s;  /* what goes as it is, in one append (not a byte each) */
+        while (*s && path_char((unsigned char)*s))
+            s++;
+        tg_buf_append(url, run, (size_t)(s - run));
+        if (!*s)
+            break;
         unsigned char c = (unsigned char)*s;
-        if (path_char(c)) {
-            tg_buf_append(url, s, 1);
-        } else {
-            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-            tg_buf_append(url, e, 3);
-        }
+        char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+        tg_buf_append(url, e, 3);
     }
 }
 

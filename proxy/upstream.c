@@ -812,9 +812,11 @@ int start_upstream(tg_req *r, const char *url, const char *method)
 {
     worker *w = r->w;
     const tg_route *rt = r->route;
-    char *u = tg_strdup(url);  /* url may be r->up.url itself (another round) */
-    free(r->up.url);
-    r->up.url = u;
+    if (url != r->up.url) {  /* another round, or the caller's own (front.c) */
+        char *u = tg_strdup(url);  /* url may point into r->up.url */
+        free(r->up.url);
+        r->up.url = u;
+    }
     r->up.status = 0;
     r->up.headers_done = false;
     r->up.t_first_byte = 0;
