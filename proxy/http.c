@@ -159,15 +159,22 @@ enum MHD_Result tg_forward_request_header(void *cls, enum MHD_ValueKind kind, co
 
 void tg_header_line_append(struct curl_slist **list, const char *name, const char *value)
 {
+    /* "name: value" on the stack when it fits (curl copies it): a line
+     * cost a malloc and a free besides curl's own two */
+    char small[512];
     tg_buf b = {0};
-    tg_buf_puts(&b, name);
-    tg_buf_puts(&b, ": ");
-    size_t at = b.len;
-    tg_buf_puts(&b, value);
-    for (char *p = b.data + at; *p; p++)
-        if (*p == '\r' || *p == '\n')
-            *p = ' ';
-    struct curl_slist *l = curl_slist_append(*list, b.data);
+    size_t nl = strlen(name), vl = strlen(value);
+    char *line = small;
+    if (nl + vl + 3 > sizeof small) {
+        tg_buf_reserve(&b, nl + vl + 2);
+        line = b.data;
+    }
+    memcpy(line, name, nl);
+    memcpy(line + nl, ": ", 2);
+    for (size_t i = 0; i < vl; i++)
+        line[nl + 2 + i] = value[i] == '\r' || value[i] == '\n' ? ' ' : value[i];
+    line[nl + 2 + vl] = '\0';
+    struct curl_slist *l = curl_slist_append(*list, line);
     tg_buf_free(&b);
     if (!l)  /* curl is out of memory (core/tg.h) */
         tg_oom(sizeof *l);
