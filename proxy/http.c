@@ -353,6 +353,13 @@ void tg_request_id(char *out, size_t n, tg_random *r)
     static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
     unsigned char raw[TG_ID_CHARS];
     tg_random_bytes(r, raw, sizeof raw);
+    if (n > 3 + sizeof raw) {  /* room for it all: no bound checked a byte */
+        memcpy(out, "tg-", 3);
+        for (size_t i = 0; i < sizeof raw; i++)
+            out[3 + i] = b32[raw[i] & 31];
+        out[3 + sizeof raw] = '\0';
+        return;
+    }
     size_t k = 0;
     for (; "tg-"[k] && k + 1 < n; k++)
         out[k] = "tg-"[k];
