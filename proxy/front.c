@@ -380,8 +380,9 @@ static enum MHD_Result dispatch(tg_req *r)
     }
     tg_buf u = {0};
     upstream_url(r, &u);
-    int rc = start_upstream(r, u.data, r->client.method);
-    tg_buf_free(&u);
+    free(r->up.url);
+    r->up.url = tg_buf_steal(&u, NULL);  /* the round's URL, not copied again */
+    int rc = start_upstream(r, r->up.url, r->client.method);
     if (rc) {
         set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
                   "could not start the upstream request");

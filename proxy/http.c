@@ -159,15 +159,22 @@ enum MHD_Result tg_forward_request_header(void *cls, enum MHD_ValueKind kind, co
 
 void tg_header_line_append(struct curl_slist **list, const char *name, const char *value)
 {
+    /* "name: value" on the stack when it fits (curl copies it): a line
+     * cost a malloc and a free besides curl's own two */
+    char small[512];
     tg_buf b = {0};
-    tg_buf_puts(&b, name);
-    tg_buf_puts(&b, ": ");
-    size_t at = b.len;
-    tg_buf_puts(&b, value);
-    for (char *p = b.data + at; *p; p++)
-        if (*p == '\r' || *p == '\n')
-            *p = ' ';
-    struct curl_slist *l = curl_slist_append(*list, b.data);
+    size_t nl = strlen(name), vl = strlen(value);
+    char *line = small;
+    if (nl + vl + 3 > sizeof small) {
+        tg_buf_reserve(&b, nl + vl + 2);
+        line = b.data;
+    }
+    memcpy(line, name, nl);
+    memcpy(line + nl, ": ", 2);
+    for (size_t i = 0; i < vl; i++)
+        line[nl + 2 + i] = value[i] == '\r' || value[i] == '\n' ? ' ' : value[i];
+    line[nl + 2 + vl] = '\0';
+    struct curl_slist *l = curl_slist_append(*list, line);
     tg_buf_free(&b);
     if (!l)  /* curl is out of memory (core/tg.h) */
         tg_oom(sizeof *l);
@@ -220,13 +227,15 @@ void tg_append_path(tg_buf *url, const char *path)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (const char *s = path; *s; s++) {
+        const char *run = s;  /* what goes as it is, in one append (not a byte each) */
+        while (*s && path_char((unsigned char)*s))
+            s++;
+        tg_buf_append(url, run, (size_t)(s - run));
+        if (!*s)
+            break;
         unsigned char c = (unsigned char)*s;
-        if (path_char(c)) {
-            tg_buf_append(url, s, 1);
-        } else {
-            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-            tg_buf_append(url, e, 3);
-        }
+        char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+        tg_buf_append(url, e, 3);
     }
 }
 
@@ -344,6 +353,13 @@ void tg_request_id(char *out, size_t n, tg_random *r)
     static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
     unsigned char raw[TG_ID_CHARS];
     tg_random_bytes(r, raw, sizeof raw);
+    if (n > 3 + sizeof raw) {  /* room for it all: no bound checked a byte */
+        memcpy(out, "tg-", 3);
+        for (size_t i = 0; i < sizeof raw; i++)
+            out[3 + i] = b32[raw[i] & 31];
+        out[3 + sizeof raw] = '\0';
+        return;
+    }
     size_t k = 0;
     for (; "tg-"[k] && k + 1 < n; k++)
         out[k] = "tg-"[k];

@@ -76,6 +76,13 @@ void tg_metrics_free(tg_metrics_set *s)
 }
 
 #define ADD(x, v) atomic_fetch_add_explicit(&(x), (v), memory_order_relaxed)
+/* A request's counts are mostly 0: adding 0 is a locked instruction all the
+ * same (thirteen a request, about 20 cycles each). */
+#define ADD_SOME(x, v)  \
+    do {                \
+        if (v)          \
+            ADD(x, v);  \
+    } while (0)
 #define GET(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
 void tg_metrics_inflight(tg_metrics *m, int delta)
@@ -171,22 +178,21 @@ void tg_metrics_request_done(tg_metrics *m, const char *route, int status, bool 
         observe(&m->added, t_upstream - t_start);
     }
     if (st) {
-        ADD(m->repairs, st->repairs);
-        ADD(m->stripped, st->fields_stripped);
-        ADD(m->rewrites, st->schema_rewrites);
-        ADD(m->disc_rounds, st->discovery_rounds);
-        ADD(m->hints_given, st->hints_given);
-        ADD(m->hints_followed, st->hints_followed);
-        ADD(m->tools_in, st->tools_in);
-        ADD(m->tools_out, st->tools_out);
-        ADD(m->bytes_in, st->tools_bytes_in);
-        ADD(m->bytes_out, st->tools_bytes_out);
-        ADD(m->repair_failures, st->repair_failures);
-        ADD(m->bad_chunks, st->bad_chunks);
-        ADD(m->schema_standins, st->schema_standins);
+        ADD_SOME(m->repairs, st->repairs);
+        ADD_SOME(m->stripped, st->fields_stripped);
+        ADD_SOME(m->rewrites, st->schema_rewrites);
+        ADD_SOME(m->disc_rounds, st->discovery_rounds);
+        ADD_SOME(m->hints_given, st->hints_given);
+        ADD_SOME(m->hints_followed, st->hints_followed);
+        ADD_SOME(m->tools_in, st->tools_in);
+        ADD_SOME(m->tools_out, st->tools_out);
+        ADD_SOME(m->bytes_in, st->tools_bytes_in);
+        ADD_SOME(m->bytes_out, st->tools_bytes_out);
+        ADD_SOME(m->repair_failures, st->repair_failures);
+        ADD_SOME(m->bad_chunks, st->bad_chunks);
+        ADD_SOME(m->schema_standins, st->schema_standins);
         for (int q = 0; q < TG_QUIRKS; q++)
-            if (st->quirks[q])
-                ADD(m->quirks[q], st->quirks[q]);
+            ADD_SOME(m->quirks[q], st->quirks[q]);
     }
 }
 

@@ -152,16 +152,25 @@ static bool is_tail(const worker *w, const struct curl_slist *n)
 
 void upstream_headers_free(tg_req *r)
 {
-    struct curl_slist *h = r->up.headers;
+    struct curl_slist *n = r->up.headers, *seg = NULL, *prev = NULL;
     r->up.headers = NULL;
-    if (!h || is_tail(r->w, h))
-        return;
-    for (struct curl_slist *n = h; n->next; n = n->next)
-        if (is_tail(r->w, n->next)) {
-            n->next = NULL;
-            break;
+    /* the runs of curl's nodes around the request's own id node, each cut
+     * off and freed, up to the worker's tail */
+    for (; n && !is_tail(r->w, n); n = n->next) {
+        if (n == &r->up.id_node) {
+            if (prev)
+                prev->next = NULL;
+            curl_slist_free_all(seg);
+            seg = prev = NULL;
+            continue;
         }
-    curl_slist_free_all(h);
+        if (!seg)
+            seg = n;
+        prev = n;
+    }
+    if (prev)
+        prev->next = NULL;
+    curl_slist_free_all(seg);
 }
 
 void req_unref(tg_req *r)

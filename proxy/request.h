@@ -127,6 +127,9 @@ typedef struct tg_req {
         bool own;                     /* the round runs on that client (holds a reference) */
         bool curl_only;               /* later rounds through libcurl (an answer it alone decodes) */
         struct curl_slist *headers;
+        struct curl_slist id_node;    /* its X-Request-Id line, in the request (no
+                                         malloc a request): not curl's to free */
+        char id_line[96];
         tg_buf body;                  /* the body sent upstream; its head when
                                          tools is set */
         json_t *tools;                /* the tools' cached text, sent after
@@ -266,8 +269,8 @@ static inline size_t up_body_len(const tg_req *r)
     return r->up.body.len + (r->up.tools ? json_string_length(r->up.tools) + TAIL_LEN : 0);
 }
 void up_body_free(tg_req *r);
-/* Frees r->up.headers: the request's own nodes, not the worker's tail
- * (w->up_tail) they are linked to. */
+/* Frees r->up.headers: the nodes curl made, not r->up.id_node nor the
+ * worker's tail (w->up_tail) they are linked to. */
 void upstream_headers_free(tg_req *r);
 
 /* ---- the client connection ---- */

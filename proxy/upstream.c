@@ -299,24 +299,33 @@ static struct curl_slist *build_upstream_headers(tg_req *r, bool is_json_body)
     } else if (r->route->api_key) {
         tg_buf b = {0};
         tg_buf_printf(&b, "Authorization: Bearer %s", r->route->api_key);
-        h = curl_slist_append(h, b.data);
+        struct curl_slist *l = curl_slist_append(h, b.data);
         tg_buf_free(&b);
+        if (!l)  /* curl is out of memory (core/tg.h) */
+            tg_oom(sizeof *l);
+        h = l;
     } else if (up_auth && *up_auth) {
         tg_header_line_append(&h, "Authorization", up_auth);
     }
     static const char idn[] = "X-Request-Id: ";
-    char idh[sizeof idn + sizeof r->id];
-    memcpy(idh, idn, sizeof idn - 1);
-    memcpy(idh + sizeof idn - 1, r->id, strlen(r->id) + 1);
-    h = curl_slist_append(h, idh);
+    _Static_assert(sizeof r->up.id_line >= sizeof idn + sizeof r->id, "room for the id");
+    memcpy(r->up.id_line, idn, sizeof idn - 1);
+    memcpy(r->up.id_line + sizeof idn - 1, r->id, strlen(r->id) + 1);
+    r->up.id_node = (struct curl_slist){r->up.id_line, NULL};
+    if (h) {  /* behind ours: the same order as before, no malloc */
+        struct curl_slist *end = h;
+        while (end->next)
+            end = end->next;
+        end->next = &r->up.id_node;
+    } else {
+        h = &r->up.id_node;
+    }
     const char *ct = client_header(r, "content-type");
     if (!is_json_body && ct && *ct)  /* a passed body goes with the type it came with */
         tg_header_line_append(&h, "Content-Type", ct);
     /* the rest is the same for every request: the worker's nodes, linked
      * behind the last of ours (upstream_headers_free unlinks them) */
     struct curl_slist *tail = is_json_body ? &r->w->up_tail[0] : &r->w->up_tail[1], *last = h;
-    if (!h)  /* curl_slist_append failed: curl is out of memory (tg.h) */
-        tg_oom(sizeof *h);
     while (last->next)
         last = last->next;
     last->next = tail;
@@ -812,9 +821,11 @@ int start_upstream(tg_req *r, const char *url, const char *method)
 {
     worker *w = r->w;
     const tg_route *rt = r->route;
-    char *u = tg_strdup(url);  /* url may be r->up.url itself (another round) */
-    free(r->up.url);
-    r->up.url = u;
+    if (url != r->up.url) {  /* another round, or the caller's own (front.c) */
+        char *u = tg_strdup(url);  /* url may point into r->up.url */
+        free(r->up.url);
+        r->up.url = u;
+    }
     r->up.status = 0;
     r->up.headers_done = false;
     r->up.t_first_byte = 0;

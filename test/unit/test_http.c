@@ -225,6 +225,22 @@ static void test_forwarded_headers(void **state)
     assert_true(tg_header_is_credential("X-Api-Key"));
     assert_true(tg_header_is_credential("authorization"));
     assert_false(tg_header_is_credential("x-upstream-authorization"));
+    /* a line is "name: value" with CR and LF made spaces, short (written
+     * on the stack) or long */
+    struct curl_slist *l = NULL;
+    tg_header_line_append(&l, "X-Short", "a\r\nb");
+    char longv[700];
+    memset(longv, 'v', sizeof longv - 1);
+    longv[sizeof longv - 1] = '\0';
+    longv[300] = '\n';
+    tg_header_line_append(&l, "X-Long", longv);
+    tg_header_line_append(&l, "X-Empty", "");
+    assert_string_equal(l->data, "X-Short: a  b");
+    assert_int_equal(strlen(l->next->data), strlen("X-Long: ") + sizeof longv - 1);
+    assert_memory_equal(l->next->data, "X-Long: vvv", 11);
+    assert_int_equal(l->next->data[8 + 300], ' ');
+    assert_string_equal(l->next->next->data, "X-Empty: ");
+    curl_slist_free_all(l);
 }
 
 /* An error that quotes bytes which are not UTF-8 (a percent-decoded path,
