@@ -16,7 +16,10 @@
  * (discovery/lexicon.h) and the catalog's words nearest it by word vector
  * (discovery/wordvec.h); a second stage lifts, among the first 50, the
  * tools that cover more of the written words, and the cosine between the
- * query's mean word vector and each tool's is added last. Nothing here
+ * query's mean word vector and each tool's is added last. A tool's side is
+ * expanded too: its name's words' WordNet definitions match at a low
+ * weight, and a name the query writes as it is (unstemmed) goes a little
+ * up among names the stemmer makes alike. Nothing here
  * knows any particular tool.
  *
  * Layout (all in one json object, shareable through the cache):
@@ -25,7 +28,10 @@
  *   "t": {term: packed posting[] = {uint32 doc; float tf[F_COUNT]}}  (docs ascending),
  *   "sv", "so": the terms sorted (NUL-ended, one after another) and packed
  *   uint32 offsets of each, "syn": the synonym groups stemmed,
- *   "wv", "wn", "wm", "wr": the word vectors' (word_vectors())
+ *   "wv", "wn", "wm", "wr": the word vectors' (word_vectors()),
+ *   "x": {term: packed uint32 docs} the words WordNet defines each tool's
+ *   name words with (store_expansion()), "nr": {word: packed uint32 docs}
+ *   each name's words as written, unstemmed (store_raw_names())
  * Packed data are json strings made with json_stringn_nocheck: binary,
  * never dumped, and malloc-aligned, so they are read in place.
  */
@@ -68,6 +74,8 @@ const tg_dindex_params tg_dindex_defaults = {
     .soft_weight = 0.3,
     .soft_min = 0.5,
     .soft_max = 4,
+    .exact_w = 0.05,
+    .exp_w = 0.2,
 };
 
 typedef struct posting {
@@ -480,6 +488,97 @@ static void word_vectors(json_t *idx, json_t *terms, size_t n)
     free(rows);
 }
 
+static const char *tool_name(json_t *tool)
+{
+    json_t *fn = json_object_get(tool, "function");
+    const char *name = json_string_value(json_object_get(json_is_object(fn) ? fn : tool, "name"));
+    return name ? name : "";
+}
+
+typedef struct stems {
+    char w[32][TOK_MAX + 1];
+    size_t n;
+} stems;
+
+static void collect_stem(const char *w, void *ud)
+{
+    stems *s = ud;
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->w[i], w) == 0)
+            return;
+    if (s->n < sizeof s->w / sizeof s->w[0])
+        snprintf(s->w[s->n++], sizeof s->w[0], "%s", w);
+}
+
+/* {word: [doc, ...]} (stolen) as {word: packed uint32 docs}. */
+static json_t *pack_docs(json_t *x)
+{
+    json_t *packed = json_object();
+    const char *key;
+    json_t *a;
+    json_object_foreach(x, key, a) {
+        size_t m = json_array_size(a);
+        uint32_t *docs = tg_malloc((m ? m : 1) * sizeof *docs);
+        for (size_t k = 0; k < m; k++)
+            docs[k] = (uint32_t)json_integer_value(json_array_get(a, k));
+        json_object_set_new_nocheck(packed, key,
+                                    json_stringn_nocheck((const char *)docs, m * sizeof *docs));
+        free(docs);
+    }
+    json_decref(x);
+    return packed;
+}
+
+/* The words of each tool's name as written (lower-cased, not stemmed):
+ * "nr": {word: packed uint32 docs}. */
+static void store_raw_names(json_t *idx, json_t *tools, size_t n)
+{
+    json_t *x = json_object();
+    for (size_t i = 0; i < n; i++) {
+        stems s = { .n = 0 };
+        words_ctx c = { NULL, NULL, collect_stem, &s };
+        words(tool_name(json_array_get(tools, i)), &c);
+        for (size_t k = 0; k < s.n; k++) {
+            json_t *a = json_object_get(x, s.w[k]);
+            if (!a)
+                json_object_set_new(x, s.w[k], a = json_array());
+            json_array_append_new(a, json_integer((json_int_t)i));
+        }
+    }
+    json_object_set_new(idx, "nr", pack_docs(x));
+}
+
+/* Document expansion: the words WordNet defines each word of a tool's
+ * name with ("elevation": distance, above, ...), at most 8 a word, as
+ * postings of their own ("x": {term: packed uint32 docs}), apart from the
+ * tool's own fields so that they change neither its lengths nor what the
+ * catalog "has". */
+static void store_expansion(json_t *idx, json_t *tools, size_t n, words_ctx *wc)
+{
+    json_t *x = json_object();
+    for (size_t i = 0; i < n; i++) {
+        stems s = { .n = 0 };
+        words_ctx c = { wc->st, wc->memo, collect_stem, &s };
+        words(tool_name(json_array_get(tools, i)), &c);
+        json_t *seen = json_object();
+        for (size_t k = 0; k < s.n; k++) {
+            const char *rel[8];
+            size_t m = tg_lex_related(s.w[k], TG_LEX_GLOSS, rel, 8);
+            for (size_t r = 0; r < m; r++) {
+                if (json_object_get(seen, rel[r]))
+                    continue;
+                json_object_set_new(seen, rel[r], json_true());
+                json_t *a = json_object_get(x, rel[r]);
+                if (!a)
+                    json_object_set_new(x, rel[r], a = json_array());
+                json_array_append_new(a, json_integer((json_int_t)i));
+            }
+        }
+        json_decref(seen);
+    }
+    json_object_set_new(idx, "x", pack_docs(x));
+}
+
 json_t *tg_dindex_build(json_t *tools)
 {
     size_t n = json_array_size(tools);
@@ -509,6 +608,8 @@ json_t *tg_dindex_build(json_t *tools)
     word_vectors(idx, terms, n);
     json_object_set_new(idx, "t", terms);
     json_object_set_new(idx, "syn", stemmed_synonyms(b.wc.st));
+    store_expansion(idx, tools, n, &b.wc);
+    store_raw_names(idx, tools, n);
     terms = NULL;
 out:
     json_decref(b.wc.memo);
@@ -537,6 +638,10 @@ size_t tg_dindex_cost(json_t *index)
             json_string_length(json_object_get(index, "wr")) + 512;
     cost += json_string_length(json_object_get(index, "sv")) +
             json_string_length(json_object_get(index, "so")) + 192;
+    const char *ks[] = { "x", "nr" };
+    for (size_t i = 0; i < 2; i++)
+        json_object_foreach(json_object_get(index, ks[i]), key, v)
+            cost += strlen(key) + json_string_length(v) + 96;
     json_t *syn = json_object_get(index, "syn");
     for (size_t g = 0; g < json_array_size(syn); g++)
         cost += 96 * (json_array_size(json_array_get(syn, g)) + 1);
@@ -1023,6 +1128,55 @@ static void fuse_vectors(json_t *index, const query *q, const tg_dindex_params *
         acc[top[r].doc] += pr->vec_weight * top[r].score;
 }
 
+/* Document expansion's matches: a query word among the words WordNet
+ * defines a tool's name with adds exp_w times its weight and idf. */
+static void score_expansion(json_t *index, const query *q, const tg_dindex_params *pr,
+                            const unsigned char *allow, double *acc, size_t n)
+{
+    json_t *x = json_object_get(index, "x");
+    for (size_t i = 0; x && i < q->n; i++) {
+        json_t *pl = json_object_get(x, q->t[i].w);
+        if (!pl)
+            continue;
+        const uint32_t *docs = (const uint32_t *)json_string_value(pl);
+        size_t df = json_string_length(pl) / sizeof *docs;
+        double add = pr->exp_w * q->t[i].weight * idf_of(n, df);
+        for (size_t j = 0; j < df; j++)
+            if (docs[j] < n && (!allow || allow[docs[j]]))
+                acc[docs[j]] += add;
+    }
+}
+
+/* Of two tools that match alike, the one whose name the query writes as
+ * it is (add_card_to_list for "add a card", not add_cards_to_list, which
+ * the stemmer makes the same): a tool gains exact_w times the share of
+ * its name's words the query has unstemmed. */
+static void apply_exact(json_t *index, const char *text, const tg_dindex_params *pr,
+                        double *acc, size_t n)
+{
+    json_t *nr = json_object_get(index, "nr");
+    const float *dl = (const float *)json_string_value(json_object_get(index, "dl"));
+    stems s = { .n = 0 };
+    words_ctx c = { NULL, NULL, collect_stem, &s };
+    if (!nr || !dl)
+        return;
+    words(text, &c);
+    float *said = tg_calloc(n, sizeof *said);
+    for (size_t k = 0; k < s.n; k++) {
+        json_t *pl = json_object_get(nr, s.w[k]);
+        const uint32_t *docs = (const uint32_t *)json_string_value(pl);
+        for (size_t j = 0; docs && j < json_string_length(pl) / sizeof *docs; j++)
+            if (docs[j] < n)
+                said[docs[j]] += 1.0f;
+    }
+    for (size_t d = 0; d < n; d++) {
+        double len = dl[d * F_COUNT + F_NAME];
+        if (said[d] > 0 && acc[d] > 0 && len > 0)
+            acc[d] *= 1.0 + pr->exact_w * (said[d] > len ? 1.0 : said[d] / len);
+    }
+    free(said);
+}
+
 size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dindex_params *pr,
                            const unsigned char *allow, size_t *out, double *score, size_t max)
 {
@@ -1051,6 +1205,10 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
     double *acc = tg_calloc(n, sizeof *acc);
     uint64_t *concepts = pr->rerank > 0 ? tg_calloc(n, sizeof *concepts) : NULL;
     score_all(index, &q, pr, allow, acc, n, concepts);
+    if (pr->exp_w > 0)
+        score_expansion(index, &q, pr, allow, acc, n);
+    if (pr->exact_w > 0)
+        apply_exact(index, query_text, pr, acc, n);
     if (concepts)
         rerank_top(&q, pr, acc, concepts, n);
     free(concepts);

@@ -213,6 +213,57 @@ static void test_wordvec_search(void **state)
     json_decref(tools);
 }
 
+/* The tool's side expanded (issue 31): a tool matches, at a low weight,
+ * the words WordNet defines its name's words with ("thermometer":
+ * measuring, temperature), even where another tool has the word itself;
+ * without it (exp_w 0) only that other tool matches. */
+static void test_doc_expansion(void **state)
+{
+    (void)state;
+    json_t *tools = json_pack(
+        "[{ss ss}{ss ss}]",
+        "name", "set_temperature_unit", "description", "Celsius or Fahrenheit.",
+        "name", "read_thermometer", "description", "The reading of the device.");
+    json_t *idx = tg_dindex_build(tools);
+    size_t out[4];
+    tg_dindex_params p = tg_dindex_defaults;
+    p.vec_weight = 0;  /* the word vectors alone, not the expansion */
+    p.soft_weight = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "temperature", &p, out, NULL, 4), 2);
+    assert_int_equal(out[0], 0);  /* the tool that says it stays first */
+    assert_int_equal(out[1], 1);
+    p.exp_w = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "temperature", &p, out, NULL, 4), 1);
+    assert_int_equal(out[0], 0);
+    json_decref(idx);
+    json_decref(tools);
+}
+
+/* Two names the stemmer makes the same (add_cards_to_list, add_card_to_list)
+ * and alike tools: the one whose name the query writes as it is goes first,
+ * whichever comes first in the catalog; without it (exact_w 0) the tie
+ * falls to catalog order. */
+static void test_exact_name(void **state)
+{
+    (void)state;
+    json_t *tools = json_pack(
+        "[{ss ss}{ss ss}]",
+        "name", "add_cards_to_list", "description", "Add cards to a list.",
+        "name", "add_card_to_list", "description", "Add cards to a list.");
+    json_t *idx = tg_dindex_build(tools);
+    size_t out[4];
+    assert_int_equal(tg_dindex_search(idx, "add a card to the list", out, NULL, 4), 2);
+    assert_int_equal(out[0], 1);
+    assert_int_equal(tg_dindex_search(idx, "add cards to the list", out, NULL, 4), 2);
+    assert_int_equal(out[0], 0);
+    tg_dindex_params p = tg_dindex_defaults;
+    p.exact_w = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "add a card to the list", &p, out, NULL, 4), 2);
+    assert_int_equal(out[0], 0);
+    json_decref(idx);
+    json_decref(tools);
+}
+
 /* Groups from names: explicit namespaces always, a shared first word when
  * TG_GROUP_MIN_SHARE tools have it and it is not a verb. */
 static void test_groups(void **state)
@@ -363,6 +414,8 @@ int main(void)
         cmocka_unit_test(test_index),
         cmocka_unit_test(test_search_groups_and_queries),
         cmocka_unit_test(test_lexicon),
+        cmocka_unit_test(test_doc_expansion),
+        cmocka_unit_test(test_exact_name),
         cmocka_unit_test(test_wordvec_table),
         cmocka_unit_test(test_wordvec_search),
     };
