@@ -36,6 +36,7 @@
  * never dumped, and malloc-aligned, so they are read in place.
  */
 #include "discovery/index.h"
+#include "discovery/groups.h"
 #include "discovery/lexicon.h"
 #include "discovery/wordvec.h"
 #include "core/alloc.h"
@@ -76,6 +77,7 @@ const tg_dindex_params tg_dindex_defaults = {
     .soft_max = 4,
     .exact_w = 0.05,
     .exp_w = 0.2,
+    .ask_pen = 0.6,
 };
 
 typedef struct posting {
@@ -529,6 +531,34 @@ static json_t *pack_docs(json_t *x)
     return packed;
 }
 
+/* Sorted (bsearch). Leading verbs of tool names (groups.h) that read. */
+static const char *const read_verbs[] = {
+    "check", "count", "describe", "fetch", "find", "get", "inspect", "list", "lookup", "query",
+    "read", "retrieve", "search", "show", "view", "watch",
+};
+
+/* Whether a tool's name only acts: it says a verb (groups.h) that does not
+ * read (create, delete, run, ...) and none that does. "va": packed
+ * uint8[n], 1 for such a tool. */
+static void store_acting(json_t *idx, json_t *tools, size_t n)
+{
+    unsigned char *va = tg_calloc(n ? n : 1, 1);
+    for (size_t i = 0; i < n; i++) {
+        stems s = { .n = 0 };
+        words_ctx c = { NULL, NULL, collect_stem, &s };
+        int acts = 0, reads = 0;
+        words(tool_name(json_array_get(tools, i)), &c);
+        for (size_t k = 0; k < s.n; k++) {
+            int r = TG_WORD_LISTED(read_verbs, s.w[k]);
+            reads |= r;
+            acts |= !r && (tg_disc_is_verb(s.w[k]) || strcmp(s.w[k], "exec") == 0);
+        }
+        va[i] = acts && !reads;
+    }
+    json_object_set_new(idx, "va", json_stringn_nocheck((const char *)va, n));
+    free(va);
+}
+
 /* The words of each tool's name as written (lower-cased, not stemmed):
  * "nr": {word: packed uint32 docs}. */
 static void store_raw_names(json_t *idx, json_t *tools, size_t n)
@@ -610,6 +640,7 @@ json_t *tg_dindex_build(json_t *tools)
     json_object_set_new(idx, "syn", stemmed_synonyms(b.wc.st));
     store_expansion(idx, tools, n, &b.wc);
     store_raw_names(idx, tools, n);
+    store_acting(idx, tools, n);
     terms = NULL;
 out:
     json_decref(b.wc.memo);
@@ -1177,6 +1208,45 @@ static void apply_exact(json_t *index, const char *text, const tg_dindex_params 
     free(said);
 }
 
+/* Sorted (bsearch). A query that opens with one of these asks. */
+static const char *const ask_words[] = {
+    "any", "are", "did", "do", "does", "has", "have", "is", "was", "were", "what", "where",
+    "which", "who", "whom", "whose",
+};
+
+static int is_question(const char *text)
+{
+    char w[16];
+    size_t n = 0, len = strlen(text);
+    while (len && isspace((unsigned char)text[len - 1]))
+        len--;
+    if (len && text[len - 1] == '?')
+        return 1;
+    while (*text && !isalpha((unsigned char)*text))
+        text++;
+    while (n + 1 < sizeof w && isalpha((unsigned char)text[n])) {
+        w[n] = (char)tolower((unsigned char)text[n]);
+        n++;
+    }
+    w[n] = '\0';
+    return n && !isalpha((unsigned char)text[n]) && TG_WORD_LISTED(ask_words, w);
+}
+
+/* A question wants to read ("what cards are assigned to me" wants
+ * get_my_cards, not assign_member_to_card): tools whose names only act
+ * lose ask_pen of their score. */
+static void apply_question(json_t *index, const char *text, const tg_dindex_params *pr,
+                           double *acc, size_t n)
+{
+    json_t *vaj = json_object_get(index, "va");
+    const unsigned char *va = (const unsigned char *)json_string_value(vaj);
+    if (!va || json_string_length(vaj) != n || !is_question(text))
+        return;
+    for (size_t d = 0; d < n; d++)
+        if (va[d])
+            acc[d] *= 1.0 - pr->ask_pen;
+}
+
 size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dindex_params *pr,
                            const unsigned char *allow, size_t *out, double *score, size_t max)
 {
@@ -1209,6 +1279,8 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
         score_expansion(index, &q, pr, allow, acc, n);
     if (pr->exact_w > 0)
         apply_exact(index, query_text, pr, acc, n);
+    if (pr->ask_pen > 0)
+        apply_question(index, query_text, pr, acc, n);
     if (concepts)
         rerank_top(&q, pr, acc, concepts, n);
     free(concepts);

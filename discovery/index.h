@@ -41,6 +41,9 @@ typedef struct tg_dindex_params {
                                exactly, unstemmed (add_card over add_cards) */
     double exp_w;           /* a tool also matches, at this weight, the words WordNet
                                defines its name's words with (0: off) */
+    double ask_pen;         /* a question ("what ...", "which ...", "...?") wants to
+                               read: a tool whose name only acts (create_, delete_)
+                               loses this share of its score */
 } tg_dindex_params;
 
 extern const tg_dindex_params tg_dindex_defaults;

@@ -264,6 +264,43 @@ static void test_exact_name(void **state)
     json_decref(tools);
 }
 
+/* A question wants to read (issue 31): "which cards are assigned to me"
+ * puts the tool that lists cards over the one that assigns them, which
+ * wins without it (ask_pen 0); an order ("assign ...") keeps the acting
+ * tool first, and a name with a reading verb (get_or_create) is not one
+ * that only acts. */
+static void test_question(void **state)
+{
+    (void)state;
+    json_t *tools = json_pack(
+        "[{ss ss}{ss ss}{ss ss}{ss ss}{ss ss}]",
+        "name", "assign_card", "description", "Assign a card to a member.",
+        "name", "get_cards", "description", "The cards assigned to a member.",
+        "name", "get_or_create_card", "description", "A card by its title, made if missing.",
+        "name", "send_email", "description", "Send an email.",
+        "name", "list_files", "description", "The files of a folder.");
+    json_t *idx = tg_dindex_build(tools);
+    size_t out[4];
+    double sc[4], kept;
+    tg_dindex_params p = tg_dindex_defaults;
+    p.vec_weight = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "which cards are assigned to me", &p, out, sc, 4), 3);
+    assert_int_equal(out[0], 1);
+    assert_int_equal(out[2], 2);
+    kept = sc[2];
+    assert_true(tg_dindex_search_p(idx, "cards assigned to me?", &p, out, NULL, 4) >= 2);
+    assert_int_equal(out[0], 1);
+    assert_true(tg_dindex_search_p(idx, "assign the card to Dana", &p, out, NULL, 4) >= 2);
+    assert_int_equal(out[0], 0);
+    p.ask_pen = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "which cards are assigned to me", &p, out, sc, 4), 3);
+    assert_int_equal(out[0], 0);
+    assert_int_equal(out[2], 2);
+    assert_true(sc[2] == kept);  /* get_or_create_card reads too: not lowered */
+    json_decref(idx);
+    json_decref(tools);
+}
+
 /* Groups from names: explicit namespaces always, a shared first word when
  * TG_GROUP_MIN_SHARE tools have it and it is not a verb. */
 static void test_groups(void **state)
@@ -416,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_lexicon),
         cmocka_unit_test(test_doc_expansion),
         cmocka_unit_test(test_exact_name),
+        cmocka_unit_test(test_question),
         cmocka_unit_test(test_wordvec_table),
         cmocka_unit_test(test_wordvec_search),
     };
