@@ -29,9 +29,7 @@
  *   "sv", "so": the terms sorted (NUL-ended, one after another) and packed
  *   uint32 offsets of each, "syn": the synonym groups stemmed,
  *   "wv", "wn", "wm", "wr": the word vectors' (word_vectors()),
- *   "x": {term: packed uint32 docs} the words WordNet defines each tool's
- *   name words with (store_expansion()), "nr": {word: packed uint32 docs}
- *   each name's words as written, unstemmed (store_raw_names())
+ *   "x", "nr", "va": what the tools' names give (store_name_side())
  * Packed data are json strings made with json_stringn_nocheck: binary,
  * never dumped, and malloc-aligned, so they are read in place.
  */
@@ -512,22 +510,49 @@ static void collect_stem(const char *w, void *ud)
         snprintf(s->w[s->n++], sizeof s->w[0], "%s", w);
 }
 
-/* {word: [doc, ...]} (stolen) as {word: packed uint32 docs}. */
-static json_t *pack_docs(json_t *x)
+/* Docs per word, collected as (word id, doc) pairs and packed like the
+ * postings (pack_postings): {word: packed uint32 docs}. */
+typedef struct doclists {
+    json_t *ids;  /* word -> id */
+    struct dlp { uint32_t id, doc; } *p;
+    size_t n, cap;
+} doclists;
+
+static void dl_add(doclists *d, const char *w, uint32_t doc)
 {
+    json_t *v = json_object_get(d->ids, w);
+    size_t id = v ? (size_t)json_integer_value(v) : json_object_size(d->ids);
+    if (!v)
+        json_object_set_new(d->ids, w, json_integer((json_int_t)id));
+    grow((void **)&d->p, &d->cap, d->n + 1, sizeof *d->p);
+    d->p[d->n++] = (struct dlp){ (uint32_t)id, doc };
+}
+
+static json_t *dl_pack(doclists *d)
+{
+    size_t nw = json_object_size(d->ids);
+    size_t *start = tg_calloc(nw + 1, sizeof *start), *fill = tg_calloc(nw + 1, sizeof *fill);
+    uint32_t *all = tg_malloc((d->n ? d->n : 1) * sizeof *all);
     json_t *packed = json_object();
+    for (size_t i = 0; i < d->n; i++)
+        start[d->p[i].id + 1]++;
+    for (size_t t = 0; t < nw; t++)
+        start[t + 1] += start[t];
+    for (size_t i = 0; i < d->n; i++)
+        all[start[d->p[i].id] + fill[d->p[i].id]++] = d->p[i].doc;
     const char *key;
-    json_t *a;
-    json_object_foreach(x, key, a) {
-        size_t m = json_array_size(a);
-        uint32_t *docs = tg_malloc((m ? m : 1) * sizeof *docs);
-        for (size_t k = 0; k < m; k++)
-            docs[k] = (uint32_t)json_integer_value(json_array_get(a, k));
+    json_t *idv;
+    json_object_foreach(d->ids, key, idv) {
+        size_t t = (size_t)json_integer_value(idv);
         json_object_set_new_nocheck(packed, key,
-                                    json_stringn_nocheck((const char *)docs, m * sizeof *docs));
-        free(docs);
+                                    json_stringn_nocheck((const char *)(all + start[t]),
+                                                         (start[t + 1] - start[t]) * sizeof *all));
     }
-    json_decref(x);
+    free(start);
+    free(fill);
+    free(all);
+    free(d->p);
+    json_decref(d->ids);
     return packed;
 }
 
@@ -537,76 +562,68 @@ static const char *const read_verbs[] = {
     "read", "retrieve", "search", "show", "view", "watch",
 };
 
-/* Whether a tool's name only acts: it says a verb (groups.h) that does not
- * read (create, delete, run, ...) and none that does. "va": packed
- * uint8[n], 1 for such a tool. */
-static void store_acting(json_t *idx, json_t *tools, size_t n)
+/* Whether a name (its words as written) only acts: it says a verb
+ * (groups.h) that does not read (create, delete, run, ...) and none that
+ * does. */
+static unsigned char only_acts(const stems *raw)
 {
+    int acts = 0, reads = 0;
+    for (size_t k = 0; k < raw->n; k++) {
+        int r = TG_WORD_LISTED(read_verbs, raw->w[k]);
+        reads |= r;
+        acts |= !r && (tg_disc_is_verb(raw->w[k]) || strcmp(raw->w[k], "exec") == 0);
+    }
+    return acts && !reads;
+}
+
+/* The words WordNet defines a name's stems with ("elevation": distance,
+ * above, ...), at most 8 a stem, each once a tool. */
+static void add_glosses(doclists *x, const stems *st, uint32_t doc)
+{
+    const char *done[64];
+    size_t nd = 0;
+    for (size_t k = 0; k < st->n; k++) {
+        const char *rel[8];
+        size_t m = tg_lex_related(st->w[k], TG_LEX_GLOSS, rel, 8);
+        for (size_t r = 0; r < m; r++) {
+            size_t j = 0;
+            while (j < nd && strcmp(done[j], rel[r]) != 0)
+                j++;
+            if (j < nd)
+                continue;
+            if (nd < sizeof done / sizeof done[0])
+                done[nd++] = rel[r];
+            dl_add(x, rel[r], doc);
+        }
+    }
+}
+
+/* What the names alone give, apart from the tools' fields (so that their
+ * lengths and what the catalog "has" stay the same):
+ *   "x": {term: packed uint32 docs}, document expansion: the words WordNet
+ *        defines each name's words with;
+ *   "nr": {word: packed uint32 docs}, each name's words as written
+ *        (lower-cased, unstemmed);
+ *   "va": packed uint8[n], 1 for a tool whose name only acts. */
+static void store_name_side(json_t *idx, json_t *tools, size_t n, words_ctx *wc)
+{
+    doclists x = { .ids = json_object() }, nr = { .ids = json_object() };
     unsigned char *va = tg_calloc(n ? n : 1, 1);
     for (size_t i = 0; i < n; i++) {
-        stems s = { .n = 0 };
-        words_ctx c = { NULL, NULL, collect_stem, &s };
-        int acts = 0, reads = 0;
-        words(tool_name(json_array_get(tools, i)), &c);
-        for (size_t k = 0; k < s.n; k++) {
-            int r = TG_WORD_LISTED(read_verbs, s.w[k]);
-            reads |= r;
-            acts |= !r && (tg_disc_is_verb(s.w[k]) || strcmp(s.w[k], "exec") == 0);
-        }
-        va[i] = acts && !reads;
+        const char *name = tool_name(json_array_get(tools, i));
+        stems raw = { .n = 0 }, st = { .n = 0 };
+        words_ctx rc = { NULL, NULL, collect_stem, &raw }, sc = { wc->st, wc->memo, collect_stem, &st };
+        words(name, &rc);
+        words(name, &sc);
+        for (size_t k = 0; k < raw.n; k++)
+            dl_add(&nr, raw.w[k], (uint32_t)i);
+        add_glosses(&x, &st, (uint32_t)i);
+        va[i] = only_acts(&raw);
     }
+    json_object_set_new(idx, "x", dl_pack(&x));
+    json_object_set_new(idx, "nr", dl_pack(&nr));
     json_object_set_new(idx, "va", json_stringn_nocheck((const char *)va, n));
     free(va);
-}
-
-/* The words of each tool's name as written (lower-cased, not stemmed):
- * "nr": {word: packed uint32 docs}. */
-static void store_raw_names(json_t *idx, json_t *tools, size_t n)
-{
-    json_t *x = json_object();
-    for (size_t i = 0; i < n; i++) {
-        stems s = { .n = 0 };
-        words_ctx c = { NULL, NULL, collect_stem, &s };
-        words(tool_name(json_array_get(tools, i)), &c);
-        for (size_t k = 0; k < s.n; k++) {
-            json_t *a = json_object_get(x, s.w[k]);
-            if (!a)
-                json_object_set_new(x, s.w[k], a = json_array());
-            json_array_append_new(a, json_integer((json_int_t)i));
-        }
-    }
-    json_object_set_new(idx, "nr", pack_docs(x));
-}
-
-/* Document expansion: the words WordNet defines each word of a tool's
- * name with ("elevation": distance, above, ...), at most 8 a word, as
- * postings of their own ("x": {term: packed uint32 docs}), apart from the
- * tool's own fields so that they change neither its lengths nor what the
- * catalog "has". */
-static void store_expansion(json_t *idx, json_t *tools, size_t n, words_ctx *wc)
-{
-    json_t *x = json_object();
-    for (size_t i = 0; i < n; i++) {
-        stems s = { .n = 0 };
-        words_ctx c = { wc->st, wc->memo, collect_stem, &s };
-        words(tool_name(json_array_get(tools, i)), &c);
-        json_t *seen = json_object();
-        for (size_t k = 0; k < s.n; k++) {
-            const char *rel[8];
-            size_t m = tg_lex_related(s.w[k], TG_LEX_GLOSS, rel, 8);
-            for (size_t r = 0; r < m; r++) {
-                if (json_object_get(seen, rel[r]))
-                    continue;
-                json_object_set_new(seen, rel[r], json_true());
-                json_t *a = json_object_get(x, rel[r]);
-                if (!a)
-                    json_object_set_new(x, rel[r], a = json_array());
-                json_array_append_new(a, json_integer((json_int_t)i));
-            }
-        }
-        json_decref(seen);
-    }
-    json_object_set_new(idx, "x", pack_docs(x));
 }
 
 json_t *tg_dindex_build(json_t *tools)
@@ -638,9 +655,7 @@ json_t *tg_dindex_build(json_t *tools)
     word_vectors(idx, terms, n);
     json_object_set_new(idx, "t", terms);
     json_object_set_new(idx, "syn", stemmed_synonyms(b.wc.st));
-    store_expansion(idx, tools, n, &b.wc);
-    store_raw_names(idx, tools, n);
-    store_acting(idx, tools, n);
+    store_name_side(idx, tools, n, &b.wc);
     terms = NULL;
 out:
     json_decref(b.wc.memo);
