@@ -16,7 +16,10 @@
  * (discovery/lexicon.h) and the catalog's words nearest it by word vector
  * (discovery/wordvec.h); a second stage lifts, among the first 50, the
  * tools that cover more of the written words, and the cosine between the
- * query's mean word vector and each tool's is added last. Nothing here
+ * query's mean word vector and each tool's is added last. A tool's side is
+ * expanded too: its name's words' WordNet definitions match at a low
+ * weight, and a name the query writes as it is (unstemmed) goes a little
+ * up among names the stemmer makes alike. Nothing here
  * knows any particular tool.
  *
  * Layout (all in one json object, shareable through the cache):
@@ -25,11 +28,13 @@
  *   "t": {term: packed posting[] = {uint32 doc; float tf[F_COUNT]}}  (docs ascending),
  *   "sv", "so": the terms sorted (NUL-ended, one after another) and packed
  *   uint32 offsets of each, "syn": the synonym groups stemmed,
- *   "wv", "wn", "wm", "wr": the word vectors' (word_vectors())
+ *   "wv", "wn", "wm", "wr": the word vectors' (word_vectors()),
+ *   "x", "nr", "va": what the tools' names give (store_name_side())
  * Packed data are json strings made with json_stringn_nocheck: binary,
  * never dumped, and malloc-aligned, so they are read in place.
  */
 #include "discovery/index.h"
+#include "discovery/groups.h"
 #include "discovery/lexicon.h"
 #include "discovery/wordvec.h"
 #include "core/alloc.h"
@@ -68,6 +73,9 @@ const tg_dindex_params tg_dindex_defaults = {
     .soft_weight = 0.3,
     .soft_min = 0.5,
     .soft_max = 4,
+    .exact_w = 0.05,
+    .exp_w = 0.2,
+    .ask_pen = 0.6,
 };
 
 typedef struct posting {
@@ -480,6 +488,144 @@ static void word_vectors(json_t *idx, json_t *terms, size_t n)
     free(rows);
 }
 
+static const char *tool_name(json_t *tool)
+{
+    json_t *fn = json_object_get(tool, "function");
+    const char *name = json_string_value(json_object_get(json_is_object(fn) ? fn : tool, "name"));
+    return name ? name : "";
+}
+
+typedef struct stems {
+    char w[32][TOK_MAX + 1];
+    size_t n;
+} stems;
+
+static void collect_stem(const char *w, void *ud)
+{
+    stems *s = ud;
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->w[i], w) == 0)
+            return;
+    if (s->n < sizeof s->w / sizeof s->w[0])
+        snprintf(s->w[s->n++], sizeof s->w[0], "%s", w);
+}
+
+/* Docs per word, collected as (word id, doc) pairs and packed like the
+ * postings (pack_postings): {word: packed uint32 docs}. */
+typedef struct doclists {
+    json_t *ids;  /* word -> id */
+    struct dlp { uint32_t id, doc; } *p;
+    size_t n, cap;
+} doclists;
+
+static void dl_add(doclists *d, const char *w, uint32_t doc)
+{
+    json_t *v = json_object_get(d->ids, w);
+    size_t id = v ? (size_t)json_integer_value(v) : json_object_size(d->ids);
+    if (!v)
+        json_object_set_new(d->ids, w, json_integer((json_int_t)id));
+    grow((void **)&d->p, &d->cap, d->n + 1, sizeof *d->p);
+    d->p[d->n++] = (struct dlp){ (uint32_t)id, doc };
+}
+
+static json_t *dl_pack(doclists *d)
+{
+    size_t nw = json_object_size(d->ids);
+    size_t *start = tg_calloc(nw + 1, sizeof *start), *fill = tg_calloc(nw + 1, sizeof *fill);
+    uint32_t *all = tg_malloc((d->n ? d->n : 1) * sizeof *all);
+    json_t *packed = json_object();
+    for (size_t i = 0; i < d->n; i++)
+        start[d->p[i].id + 1]++;
+    for (size_t t = 0; t < nw; t++)
+        start[t + 1] += start[t];
+    for (size_t i = 0; i < d->n; i++)
+        all[start[d->p[i].id] + fill[d->p[i].id]++] = d->p[i].doc;
+    const char *key;
+    json_t *idv;
+    json_object_foreach(d->ids, key, idv) {
+        size_t t = (size_t)json_integer_value(idv);
+        json_object_set_new_nocheck(packed, key,
+                                    json_stringn_nocheck((const char *)(all + start[t]),
+                                                         (start[t + 1] - start[t]) * sizeof *all));
+    }
+    free(start);
+    free(fill);
+    free(all);
+    free(d->p);
+    json_decref(d->ids);
+    return packed;
+}
+
+/* Sorted (bsearch). Leading verbs of tool names (groups.h) that read. */
+static const char *const read_verbs[] = {
+    "check", "count", "describe", "fetch", "find", "get", "inspect", "list", "lookup", "query",
+    "read", "retrieve", "search", "show", "view", "watch",
+};
+
+/* Whether a name (its words as written) only acts: it says a verb
+ * (groups.h) that does not read (create, delete, run, ...) and none that
+ * does. */
+static unsigned char only_acts(const stems *raw)
+{
+    int acts = 0, reads = 0;
+    for (size_t k = 0; k < raw->n; k++) {
+        int r = TG_WORD_LISTED(read_verbs, raw->w[k]);
+        reads |= r;
+        acts |= !r && (tg_disc_is_verb(raw->w[k]) || strcmp(raw->w[k], "exec") == 0);
+    }
+    return acts && !reads;
+}
+
+/* The words WordNet defines a name's stems with ("elevation": distance,
+ * above, ...), at most 8 a stem, each once a tool. */
+static void add_glosses(doclists *x, const stems *st, uint32_t doc)
+{
+    const char *done[64];
+    size_t nd = 0;
+    for (size_t k = 0; k < st->n; k++) {
+        const char *rel[8];
+        size_t m = tg_lex_related(st->w[k], TG_LEX_GLOSS, rel, 8);
+        for (size_t r = 0; r < m; r++) {
+            size_t j = 0;
+            while (j < nd && strcmp(done[j], rel[r]) != 0)
+                j++;
+            if (j < nd)
+                continue;
+            if (nd < sizeof done / sizeof done[0])
+                done[nd++] = rel[r];
+            dl_add(x, rel[r], doc);
+        }
+    }
+}
+
+/* What the names alone give, apart from the tools' fields (so that their
+ * lengths and what the catalog "has" stay the same):
+ *   "x": {term: packed uint32 docs}, document expansion: the words WordNet
+ *        defines each name's words with;
+ *   "nr": {word: packed uint32 docs}, each name's words as written
+ *        (lower-cased, unstemmed);
+ *   "va": packed uint8[n], 1 for a tool whose name only acts. */
+static void store_name_side(json_t *idx, json_t *tools, size_t n, words_ctx *wc)
+{
+    doclists x = { .ids = json_object() }, nr = { .ids = json_object() };
+    unsigned char *va = tg_calloc(n ? n : 1, 1);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = tool_name(json_array_get(tools, i));
+        stems raw = { .n = 0 }, st = { .n = 0 };
+        words_ctx rc = { NULL, NULL, collect_stem, &raw }, sc = { wc->st, wc->memo, collect_stem, &st };
+        words(name, &rc);
+        words(name, &sc);
+        for (size_t k = 0; k < raw.n; k++)
+            dl_add(&nr, raw.w[k], (uint32_t)i);
+        add_glosses(&x, &st, (uint32_t)i);
+        va[i] = only_acts(&raw);
+    }
+    json_object_set_new(idx, "x", dl_pack(&x));
+    json_object_set_new(idx, "nr", dl_pack(&nr));
+    json_object_set_new(idx, "va", json_stringn_nocheck((const char *)va, n));
+    free(va);
+}
+
 json_t *tg_dindex_build(json_t *tools)
 {
     size_t n = json_array_size(tools);
@@ -509,6 +655,7 @@ json_t *tg_dindex_build(json_t *tools)
     word_vectors(idx, terms, n);
     json_object_set_new(idx, "t", terms);
     json_object_set_new(idx, "syn", stemmed_synonyms(b.wc.st));
+    store_name_side(idx, tools, n, &b.wc);
     terms = NULL;
 out:
     json_decref(b.wc.memo);
@@ -537,6 +684,10 @@ size_t tg_dindex_cost(json_t *index)
             json_string_length(json_object_get(index, "wr")) + 512;
     cost += json_string_length(json_object_get(index, "sv")) +
             json_string_length(json_object_get(index, "so")) + 192;
+    const char *ks[] = { "x", "nr" };
+    for (size_t i = 0; i < 2; i++)
+        json_object_foreach(json_object_get(index, ks[i]), key, v)
+            cost += strlen(key) + json_string_length(v) + 96;
     json_t *syn = json_object_get(index, "syn");
     for (size_t g = 0; g < json_array_size(syn); g++)
         cost += 96 * (json_array_size(json_array_get(syn, g)) + 1);
@@ -1023,6 +1174,94 @@ static void fuse_vectors(json_t *index, const query *q, const tg_dindex_params *
         acc[top[r].doc] += pr->vec_weight * top[r].score;
 }
 
+/* Document expansion's matches: a query word among the words WordNet
+ * defines a tool's name with adds exp_w times its weight and idf. */
+static void score_expansion(json_t *index, const query *q, const tg_dindex_params *pr,
+                            const unsigned char *allow, double *acc, size_t n)
+{
+    json_t *x = json_object_get(index, "x");
+    for (size_t i = 0; x && i < q->n; i++) {
+        json_t *pl = json_object_get(x, q->t[i].w);
+        if (!pl)
+            continue;
+        const uint32_t *docs = (const uint32_t *)json_string_value(pl);
+        size_t df = json_string_length(pl) / sizeof *docs;
+        double add = pr->exp_w * q->t[i].weight * idf_of(n, df);
+        for (size_t j = 0; j < df; j++)
+            if (docs[j] < n && (!allow || allow[docs[j]]))
+                acc[docs[j]] += add;
+    }
+}
+
+/* Of two tools that match alike, the one whose name the query writes as
+ * it is (add_card_to_list for "add a card", not add_cards_to_list, which
+ * the stemmer makes the same): a tool gains exact_w times the share of
+ * its name's words the query has unstemmed. */
+static void apply_exact(json_t *index, const char *text, const tg_dindex_params *pr,
+                        double *acc, size_t n)
+{
+    json_t *nr = json_object_get(index, "nr");
+    const float *dl = (const float *)json_string_value(json_object_get(index, "dl"));
+    stems s = { .n = 0 };
+    words_ctx c = { NULL, NULL, collect_stem, &s };
+    if (!nr || !dl)
+        return;
+    words(text, &c);
+    float *said = tg_calloc(n, sizeof *said);
+    for (size_t k = 0; k < s.n; k++) {
+        json_t *pl = json_object_get(nr, s.w[k]);
+        const uint32_t *docs = (const uint32_t *)json_string_value(pl);
+        for (size_t j = 0; docs && j < json_string_length(pl) / sizeof *docs; j++)
+            if (docs[j] < n)
+                said[docs[j]] += 1.0f;
+    }
+    for (size_t d = 0; d < n; d++) {
+        double len = dl[d * F_COUNT + F_NAME];
+        if (said[d] > 0 && acc[d] > 0 && len > 0)
+            acc[d] *= 1.0 + pr->exact_w * (said[d] > len ? 1.0 : said[d] / len);
+    }
+    free(said);
+}
+
+/* Sorted (bsearch). A query that opens with one of these asks. */
+static const char *const ask_words[] = {
+    "any", "are", "did", "do", "does", "has", "have", "is", "was", "were", "what", "where",
+    "which", "who", "whom", "whose",
+};
+
+static int is_question(const char *text)
+{
+    char w[16];
+    size_t n = 0, len = strlen(text);
+    while (len && isspace((unsigned char)text[len - 1]))
+        len--;
+    if (len && text[len - 1] == '?')
+        return 1;
+    while (*text && !isalpha((unsigned char)*text))
+        text++;
+    while (n + 1 < sizeof w && isalpha((unsigned char)text[n])) {
+        w[n] = (char)tolower((unsigned char)text[n]);
+        n++;
+    }
+    w[n] = '\0';
+    return n && !isalpha((unsigned char)text[n]) && TG_WORD_LISTED(ask_words, w);
+}
+
+/* A question wants to read ("what cards are assigned to me" wants
+ * get_my_cards, not assign_member_to_card): tools whose names only act
+ * lose ask_pen of their score. */
+static void apply_question(json_t *index, const char *text, const tg_dindex_params *pr,
+                           double *acc, size_t n)
+{
+    json_t *vaj = json_object_get(index, "va");
+    const unsigned char *va = (const unsigned char *)json_string_value(vaj);
+    if (!va || json_string_length(vaj) != n || !is_question(text))
+        return;
+    for (size_t d = 0; d < n; d++)
+        if (va[d])
+            acc[d] *= 1.0 - pr->ask_pen;
+}
+
 size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dindex_params *pr,
                            const unsigned char *allow, size_t *out, double *score, size_t max)
 {
@@ -1051,6 +1290,12 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
     double *acc = tg_calloc(n, sizeof *acc);
     uint64_t *concepts = pr->rerank > 0 ? tg_calloc(n, sizeof *concepts) : NULL;
     score_all(index, &q, pr, allow, acc, n, concepts);
+    if (pr->exp_w > 0)
+        score_expansion(index, &q, pr, allow, acc, n);
+    if (pr->exact_w > 0)
+        apply_exact(index, query_text, pr, acc, n);
+    if (pr->ask_pen > 0)
+        apply_question(index, query_text, pr, acc, n);
     if (concepts)
         rerank_top(&q, pr, acc, concepts, n);
     free(concepts);

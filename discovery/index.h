@@ -37,6 +37,13 @@ typedef struct tg_dindex_params {
                                terms nearest it by word vector, at this weight (0: off) */
     double soft_min;        /* ... whose cosine is at least this */
     double soft_max;        /* ... at most this many per written word */
+    double exact_w;         /* boost by the share of a tool's name the query writes
+                               exactly, unstemmed (add_card over add_cards) */
+    double exp_w;           /* a tool also matches, at this weight, the words WordNet
+                               defines its name's words with (0: off) */
+    double ask_pen;         /* a question ("what ...", "which ...", "...?") wants to
+                               read: a tool whose name only acts (create_, delete_)
+                               loses this share of its score */
 } tg_dindex_params;
 
 extern const tg_dindex_params tg_dindex_defaults;

@@ -515,6 +515,9 @@ static const knob knobs[] = {
     KNOB("soft_w", soft_weight, 0, 0.1, 0.2, 0.3, 0.45),
     KNOB("soft_min", soft_min, 0.4, 0.5, 0.6, 0.7),
     KNOB("soft_max", soft_max, 1, 2, 4, 8),
+    KNOB("exact_w", exact_w, 0, 0.02, 0.05, 0.1, 0.2, 0.35),
+    KNOB("ask_pen", ask_pen, 0, 0.2, 0.5, 0.6, 0.7, 0.85),
+    KNOB("exp_w", exp_w, 0, 0.05, 0.1, 0.2, 0.3, 0.45),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 

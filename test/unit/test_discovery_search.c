@@ -213,6 +213,94 @@ static void test_wordvec_search(void **state)
     json_decref(tools);
 }
 
+/* The tool's side expanded (issue 31): a tool matches, at a low weight,
+ * the words WordNet defines its name's words with ("thermometer":
+ * measuring, temperature), even where another tool has the word itself;
+ * without it (exp_w 0) only that other tool matches. */
+static void test_doc_expansion(void **state)
+{
+    (void)state;
+    json_t *tools = json_pack(
+        "[{ss ss}{ss ss}]",
+        "name", "set_temperature_unit", "description", "Celsius or Fahrenheit.",
+        "name", "read_thermometer", "description", "The reading of the device.");
+    json_t *idx = tg_dindex_build(tools);
+    size_t out[4];
+    tg_dindex_params p = tg_dindex_defaults;
+    p.vec_weight = 0;  /* the word vectors alone, not the expansion */
+    p.soft_weight = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "temperature", &p, out, NULL, 4), 2);
+    assert_int_equal(out[0], 0);  /* the tool that says it stays first */
+    assert_int_equal(out[1], 1);
+    p.exp_w = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "temperature", &p, out, NULL, 4), 1);
+    assert_int_equal(out[0], 0);
+    json_decref(idx);
+    json_decref(tools);
+}
+
+/* Two names the stemmer makes the same (add_cards_to_list, add_card_to_list)
+ * and alike tools: the one whose name the query writes as it is goes first,
+ * whichever comes first in the catalog; without it (exact_w 0) the tie
+ * falls to catalog order. */
+static void test_exact_name(void **state)
+{
+    (void)state;
+    json_t *tools = json_pack(
+        "[{ss ss}{ss ss}]",
+        "name", "add_cards_to_list", "description", "Add cards to a list.",
+        "name", "add_card_to_list", "description", "Add cards to a list.");
+    json_t *idx = tg_dindex_build(tools);
+    size_t out[4];
+    assert_int_equal(tg_dindex_search(idx, "add a card to the list", out, NULL, 4), 2);
+    assert_int_equal(out[0], 1);
+    assert_int_equal(tg_dindex_search(idx, "add cards to the list", out, NULL, 4), 2);
+    assert_int_equal(out[0], 0);
+    tg_dindex_params p = tg_dindex_defaults;
+    p.exact_w = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "add a card to the list", &p, out, NULL, 4), 2);
+    assert_int_equal(out[0], 0);
+    json_decref(idx);
+    json_decref(tools);
+}
+
+/* A question wants to read (issue 31): "which cards are assigned to me"
+ * puts the tool that lists cards over the one that assigns them, which
+ * wins without it (ask_pen 0); an order ("assign ...") keeps the acting
+ * tool first, and a name with a reading verb (get_or_create) is not one
+ * that only acts. */
+static void test_question(void **state)
+{
+    (void)state;
+    json_t *tools = json_pack(
+        "[{ss ss}{ss ss}{ss ss}{ss ss}{ss ss}]",
+        "name", "assign_card", "description", "Assign a card to a member.",
+        "name", "get_cards", "description", "The cards assigned to a member.",
+        "name", "get_or_create_card", "description", "A card by its title, made if missing.",
+        "name", "send_email", "description", "Send an email.",
+        "name", "list_files", "description", "The files of a folder.");
+    json_t *idx = tg_dindex_build(tools);
+    size_t out[4];
+    double sc[4], kept;
+    tg_dindex_params p = tg_dindex_defaults;
+    p.vec_weight = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "which cards are assigned to me", &p, out, sc, 4), 3);
+    assert_int_equal(out[0], 1);
+    assert_int_equal(out[2], 2);
+    kept = sc[2];
+    assert_true(tg_dindex_search_p(idx, "cards assigned to me?", &p, out, NULL, 4) >= 2);
+    assert_int_equal(out[0], 1);
+    assert_true(tg_dindex_search_p(idx, "assign the card to Dana", &p, out, NULL, 4) >= 2);
+    assert_int_equal(out[0], 0);
+    p.ask_pen = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "which cards are assigned to me", &p, out, sc, 4), 3);
+    assert_int_equal(out[0], 0);
+    assert_int_equal(out[2], 2);
+    assert_true(sc[2] == kept);  /* get_or_create_card reads too: not lowered */
+    json_decref(idx);
+    json_decref(tools);
+}
+
 /* Groups from names: explicit namespaces always, a shared first word when
  * TG_GROUP_MIN_SHARE tools have it and it is not a verb. */
 static void test_groups(void **state)
@@ -363,6 +451,9 @@ int main(void)
         cmocka_unit_test(test_index),
         cmocka_unit_test(test_search_groups_and_queries),
         cmocka_unit_test(test_lexicon),
+        cmocka_unit_test(test_doc_expansion),
+        cmocka_unit_test(test_exact_name),
+        cmocka_unit_test(test_question),
         cmocka_unit_test(test_wordvec_table),
         cmocka_unit_test(test_wordvec_search),
     };

@@ -67,6 +67,7 @@ static void test_rerank(void **state)
     tg_dindex_params on = tg_dindex_defaults, off;
     on.vec_weight = 0;  /* the step alone: the word vectors move both tools */
     on.soft_weight = 0;
+    on.exp_w = 0;       /* ... and so do the names' definitions (board_stats') */
     off = on;
     off.rerank = 0;
     /* "rid" is covered by tidy_up's "delete" (a synonym): three of the
