@@ -526,10 +526,9 @@ int tg_validate_chat_request(json_t *body, int max_tools, bool tools_checked, tg
                          json_array_size(v), max_tools);
             return -1;
         }
-        json_array_foreach(v, i, m) {
-            if (!tools_checked && validate_tool(m, i, err))
+        for (i = 0; !tools_checked && i < json_array_size(v); i++)  /* passed before: not walked */
+            if (validate_tool(json_array_get(v, i), i, err))
                 return -1;
-        }
     }
     v = k[B_STREAM];
     if (v && !json_is_boolean(v) && !json_is_null(v))
