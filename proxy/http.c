@@ -396,7 +396,7 @@ static int validate_message(json_t *m, size_t i, tg_error *err)
     size_t j;
     json_t *part;
     json_array_foreach(c, j, part) {
-        if (!json_is_object(part) || !json_is_string(json_object_get(part, "type"))) {
+        if (!json_is_object(part) || !tg_json_is(tg_json_get(part, "type"), JSON_STRING)) {
             snprintf(f, sizeof f, "messages[%zu].content[%zu]", i, j);
             return wrong_type(err, f, "an object with a string 'type'");
         }
@@ -415,19 +415,19 @@ static int validate_message(json_t *m, size_t i, tg_error *err)
     }
     json_t *call;
     json_array_foreach(calls, j, call) {
-        json_t *fn = json_object_get(call, "function");
-        const char *ct = json_string_value(json_object_get(call, "type"));
+        json_t *fn = tg_json_get(call, "function");
+        const char *ct = json_string_value(tg_json_get(call, "type"));
         if (json_is_object(call) && ct && !strcmp(ct, "custom")) {
             /* a custom tool's call: {"custom": {"name", "input"}} (sanitize/custom.c) */
-            json_t *cu = json_object_get(call, "custom");
+            json_t *cu = tg_json_get(call, "custom");
             snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu].custom", i, j);
             if (!json_is_object(cu))
                 return wrong_type(err, f, "an object with the tool's name and input");
             snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu].custom.name", i, j);
-            if (!json_is_string(json_object_get(cu, "name")))
+            if (!tg_json_is(tg_json_get(cu, "name"), JSON_STRING))
                 return wrong_type(err, f, "a string");
             snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu].custom.input", i, j);
-            if (!json_is_string(json_object_get(cu, "input")))
+            if (!tg_json_is(tg_json_get(cu, "input"), JSON_STRING))
                 return wrong_type(err, f, "a string");
             continue;
         }
@@ -436,11 +436,11 @@ static int validate_message(json_t *m, size_t i, tg_error *err)
                      json_is_object(call) ? ".function" : "");
             return wrong_type(err, f, "an object");
         }
-        if (!json_is_string(json_object_get(fn, "name"))) {
+        if (!tg_json_is(tg_json_get(fn, "name"), JSON_STRING)) {
             snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu].function.name", i, j);
             return wrong_type(err, f, "a string");
         }
-        json_t *args = json_object_get(fn, "arguments");
+        json_t *args = tg_json_get(fn, "arguments");
         if (args && !json_is_string(args) && !json_is_object(args) && !json_is_null(args)) {
             snprintf(f, sizeof f, "messages[%zu].tool_calls[%zu].function.arguments", i, j);
             return wrong_type(err, f, "a string of JSON");
@@ -458,23 +458,23 @@ static int validate_tool(json_t *t, size_t i, tg_error *err)
     snprintf(f, sizeof f, "tools[%zu]", i);
     if (!json_is_object(t))
         return wrong_type(err, f, "an object");
-    json_t *type = json_object_get(t, "type");
+    json_t *type = tg_json_get(t, "type");
     if (type && !json_is_string(type)) {
         snprintf(f, sizeof f, "tools[%zu].type", i);
         return wrong_type(err, f, "a string");
     }
     if (type && strcmp(json_string_value(type), "function"))
         return 0;
-    json_t *fn = json_object_get(t, "function");
+    json_t *fn = tg_json_get(t, "function");
     if (!json_is_object(fn)) {
         snprintf(f, sizeof f, "tools[%zu].function", i);
         return wrong_type(err, f, "an object with the function's name and parameters");
     }
-    if (!json_is_string(json_object_get(fn, "name"))) {
+    if (!tg_json_is(tg_json_get(fn, "name"), JSON_STRING)) {
         snprintf(f, sizeof f, "tools[%zu].function.name", i);
         return wrong_type(err, f, "a string");
     }
-    json_t *params = json_object_get(fn, "parameters");
+    json_t *params = tg_json_get(fn, "parameters");
     if (params && !json_is_object(params) && !json_is_null(params)) {
         snprintf(f, sizeof f, "tools[%zu].function.parameters", i);
         return wrong_type(err, f, "a JSON Schema object");
@@ -524,7 +524,7 @@ int tg_validate_chat_request(json_t *body, int max_tools, bool tools_checked, tg
     size_t i;
     json_t *m;
     json_array_foreach(v, i, m) {
-        if (!json_is_object(m) || !json_is_string(json_object_get(m, "role"))) {
+        if (!json_is_object(m) || !tg_json_is(tg_json_get(m, "role"), JSON_STRING)) {
             char f[64];
             snprintf(f, sizeof f, "messages[%zu]", i);
             return wrong_type(err, f, "an object with a string 'role'");
@@ -542,10 +542,9 @@ int tg_validate_chat_request(json_t *body, int max_tools, bool tools_checked, tg
                          json_array_size(v), max_tools);
             return -1;
         }
-        json_array_foreach(v, i, m) {
-            if (!tools_checked && validate_tool(m, i, err))
+        for (i = 0; !tools_checked && i < json_array_size(v); i++)  /* passed before: not walked */
+            if (validate_tool(json_array_get(v, i), i, err))
                 return -1;
-        }
     }
     v = k[B_STREAM];
     if (v && !json_is_boolean(v) && !json_is_null(v))
@@ -561,7 +560,7 @@ int tg_validate_chat_request(json_t *body, int max_tools, bool tools_checked, tg
     if (chosen_tool_missing(k[B_TOOLS], v)) {
         tg_error_set(err, 400, "invalid_request_error", "invalid_value", "tool_choice",
                      "'tool_choice' names the tool '%.128s', which is not in 'tools'",
-                     json_string_value(json_object_get(json_object_get(v, "function"), "name")));
+                     json_string_value(tg_json_get(tg_json_get(v, "function"), "name")));
         return -1;
     }
     v = k[B_STOP];

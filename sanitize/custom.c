@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/cache.h"
 #include "core/ctx.h"
 #include "core/jsonio.h"
 
@@ -80,14 +81,31 @@ static json_t *as_function(tg_ctx *ctx, const json_t *c)
     return json_pack("{s:s, s:o}", "type", "function", "function", fn);
 }
 
+/* An agent resends its tool list every turn (ctx->tools_hash names its
+ * bytes, pipeline.c): a list found without custom tools is not walked
+ * again (a look per tool, 19,000 instructions a request for a hundred). */
+static bool known_plain(const tg_ctx *ctx)
+{
+    if (!ctx->cache || !ctx->tools_hash || ctx->no_shortcuts)
+        return false;
+    json_t *seen = tg_cache_get(ctx->cache, "nocustom", ctx->tools_hash);
+    json_decref(seen);
+    return seen != NULL;
+}
+
 static void tools(json_t *body, tg_ctx *ctx, json_t *in)
 {
     size_t i;
     json_t *t;
     bool any = false;
-    json_array_foreach(in, i, t) any = any || is_custom(t);
-    if (!any)
+    if (!json_array_size(in) || known_plain(ctx))
         return;
+    json_array_foreach(in, i, t) any = any || is_custom(t);
+    if (!any) {
+        if (ctx->cache && ctx->tools_hash)
+            tg_cache_put(ctx->cache, "nocustom", ctx->tools_hash, json_true(), 16);
+        return;
+    }
     json_t *out = json_array();
     json_array_foreach(in, i, t) {
         json_t *f = is_custom(t) ? as_function(ctx, tg_json_get(t, "custom")) : NULL;

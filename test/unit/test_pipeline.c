@@ -287,6 +287,65 @@ static void test_tools_found_small_and_large(void **state)
     tg_cache_free(cache);
 }
 
+/* A tool list seen before without custom tools is not walked again for
+ * them (custom.c: "nocustom", keyed by the tools' hash): a list with a
+ * custom tool is still translated on its second sight, and said
+ * (ctx->custom_tools, ctx->translated: the schema stage's cache would give
+ * the same body either way), one without on every sight, in every
+ * dialect, as without a cache. */
+static char *custom_turn(const char *raw, tg_dialect d, tg_cache *cache)
+{
+    tg_rules_set rules;
+    tg_rules_preset(d, &rules);
+    tg_ctx ctx;
+    tg_ctx_init(&ctx, "r", &rules, "_");
+    ctx.cache = cache;
+    json_t *body = NULL;
+    tg_buf out = {0};
+    tg_error err;
+    assert_int_equal(tg_pipeline_request_raw(raw, strlen(raw), &ctx, &body, &out, &err), 0);
+    /* the body, keys sorted: with a cache the tools are written last */
+    char *b = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+    out.len = 0;
+    tg_buf_puts(&out, b ? b : "-");
+    free(b);
+    char *c = ctx.custom_tools ? json_dumps(ctx.custom_tools, JSON_COMPACT) : NULL;
+    char *t = ctx.translated ? json_dumps(ctx.translated, JSON_COMPACT) : NULL;
+    tg_buf_puts(&out, " | ");
+    tg_buf_puts(&out, c ? c : "-");
+    tg_buf_puts(&out, " | ");
+    tg_buf_puts(&out, t ? t : "-");
+    free(c);
+    free(t);
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+    return tg_buf_steal(&out, NULL);
+}
+
+static void test_custom_tools_turn_after_turn(void **state)
+{
+    (void)state;
+    const char *with = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                       "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}},"
+                       "{\"type\":\"custom\",\"custom\":{\"name\":\"patch\",\"description\":\"d\"}}]}";
+    const char *without = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                          "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}";
+    const char *bodies[] = {without, with, without, with};
+    for (int d = 0; d < TG_D_COUNT; d++) {
+        tg_cache *cache = tg_cache_new(64, 1u << 20);
+        for (int i = 0; i < 4; i++) {
+            char *want = custom_turn(bodies[i], (tg_dialect)d, NULL);
+            char *got = custom_turn(bodies[i], (tg_dialect)d, cache);
+            if (strcmp(want, got))
+                fail_msg("dialect %s, turn %d: with the cache\n%s\nwithout\n%s",
+                         tg_dialect_name((tg_dialect)d), i, got, want);
+            free(want);
+            free(got);
+        }
+        tg_cache_free(cache);
+    }
+}
+
 static void test_cached_tools_new_messages(void **state)
 {
     (void)state;
@@ -590,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_bad_bodies_are_errors),
         cmocka_unit_test(test_cached_tools_new_messages),
         cmocka_unit_test(test_tools_found_small_and_large),
+        cmocka_unit_test(test_custom_tools_turn_after_turn),
         cmocka_unit_test(test_known_tools_span),
         cmocka_unit_test(test_trim_request),
         cmocka_unit_test(test_response_format),
