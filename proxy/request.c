@@ -24,7 +24,10 @@
  * one made glibc consolidate its fast bins, 4,000 instructions a request.
  * A worker keeps the memory of the last FREE_REQS it finished instead
  * (zeroed again on reuse: nothing of one client's request reaches the
- * next). Not under AddressSanitizer, which must see each one freed. */
+ * next), as many as a busy worker has in flight: with 32, one worker at 64
+ * connections still went to calloc (perf: malloc_consolidate 0.3% of the
+ * small row, all under req_new); 128 hold 220 KB at most. Not under
+ * AddressSanitizer, which must see each one freed. */
 #if defined(__SANITIZE_ADDRESS__)
 #define FREE_REQS 0
 #elif defined(__has_feature)
@@ -33,7 +36,7 @@
 #endif
 #endif
 #ifndef FREE_REQS
-#define FREE_REQS 32
+#define FREE_REQS 128
 #endif
 
 static tg_req *req_alloc(worker *w)
