@@ -28,7 +28,7 @@
  * FREE_REQS is above the connections one worker serves at once in the
  * bench (64): at 32, a wave of 64 answers freed half of them and the next
  * wave calloc'ed them again (malloc_consolidate 0.8% of the samples at 64
- * connections). 256 of 1.6 KB: 400 KB a worker at most, kept only after
+ * connections). 256 of 1.7 KB: 440 KB a worker at most, kept only after
  * such a wave. */
 #if defined(__SANITIZE_ADDRESS__)
 #define FREE_REQS 0

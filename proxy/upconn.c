@@ -263,6 +263,7 @@ static void remember_parsed(struct upconn_pool *P, const char *url, const char *
     u->target_at = *target ? (size_t)(target - url) : 0;
     u->literal = literal;
     u->t = *t;
+    u->t.target = NULL;  /* into this round's URL string: set from the next one's */
 }
 
 bool upconn_target(worker *w, const char *url, const tg_tls_id *id, tg_uptarget *t)
