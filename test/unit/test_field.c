@@ -180,7 +180,8 @@ static bool want_type_ok(const json_t *want, const json_t *got)
     return false;
 }
 
-/* expect.has {pointer: value}, expect.absent [pointer], expect.types
+/* expect.has {pointer: value}, expect.absent [pointer], expect.not
+ * {pointer: value} (present, it must not match), expect.types
  * {pointer: type name or [names]} ("absent" is a type name too); each
  * pointer may hold "*" steps, and then holds for every element. */
 static void check_pointers(const json_t *expect, json_t *doc, why *w)
@@ -207,6 +208,18 @@ static void check_pointers(const json_t *expect, json_t *doc, why *w)
         size_t j;
         json_array_foreach(hits, j, hit) if (json_array_get(hit, 1))
             say_json(w, json_string_value(json_array_get(hit, 0)), json_array_get(hit, 1));
+        json_decref(hits);
+    }
+    json_object_foreach(json_object_get(expect, "not"), k, v) {
+        json_t *hits = json_array();
+        expand(doc, "", k, hits);
+        json_array_foreach(hits, i, hit) {
+            json_t *got = json_array_get(hit, 1);
+            if (got && match(v, got)) {
+                say_json(w, json_string_value(json_array_get(hit, 0)), got);
+                say_json(w, "  want anything but", v);
+            }
+        }
         json_decref(hits);
     }
     json_object_foreach(json_object_get(expect, "types"), k, v) {
