@@ -165,7 +165,7 @@ static const rename_rule mistral_renames[] = {
  * into "" where the API wants a string (OpenAI: "expected a string, got
  * null" on an assistant turn without calls, vercel/ai#13744). */
 #define MSG_OPENAI                                                                          \
-    {MR_OPENAI | TG_MR_TOP_LEVEL | TG_MR_FIX_CONTENT, NULL, "section 4.1", openai_top, NULL, \
+    {MR_OPENAI | TG_MR_TOP_LEVEL | TG_MR_FIX_CONTENT | TG_MR_SHORT_IDS, NULL, "section 4.1", openai_top, NULL, \
      NULL, "rule 67"}
 /* Vertex's OpenAI-compatible endpoint fronts the same models as Gemini's:
  * the same thought signatures (R19) and top-level set (section 6, Vertex) */
@@ -233,6 +233,7 @@ static const tg_rule_name conf_rules[] = {
     {"fix_content", TG_MR_FIX_CONTENT},
     {"mistral_ids", TG_MR_MISTRAL_IDS},
     {"anthropic_ids", TG_MR_ANTHROPIC_IDS},
+    {"short_ids", TG_MR_SHORT_IDS},
     {"role_order", TG_MR_ROLE_ORDER},
     {"drop_empty_assistant", TG_MR_DROP_EMPTY},
     {"empty_text", TG_MR_EMPTY_TEXT},
@@ -552,7 +553,7 @@ void tg_hygiene_replayed(json_t *msg, tg_ctx *ctx)
 {
     walk w;
     walk_init(&w, ctx);
-    w.f &= ~(TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS);
+    w.f &= ~(TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS | TG_MR_SHORT_IDS);
     w.fill_signature = (w.f & TG_MR_FILL_SIGNATURE) &&
                        tg_hy_model_checks_signatures(json_string_value(
                            tg_json_get(ctx->request, "model")));
@@ -570,7 +571,7 @@ int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     /* the one refusal: legacy functions that cannot become tools */
     if ((w.f & TG_MR_LEGACY_FUNCS) && legacy_functions_to_tools(&w, body, err))
         return -1;
-    if (w.f & (TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS)) {
+    if (w.f & (TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS | TG_MR_SHORT_IDS)) {
         w.id_fwd = json_object();
         w.id_used = json_object();
     }

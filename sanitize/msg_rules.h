@@ -86,6 +86,8 @@ enum {
 #define TG_MR_EMPTY_TURNS ((uint64_t)1 << 32) /* an empty system or developer
                                         turn, and an empty user turn but the
                                         last, dropped (rule 83, xAI) */
+#define TG_MR_SHORT_IDS ((uint64_t)1 << 33)   /* call ids at most 40 characters
+                                        (rule 84, OpenAI) */
 
 typedef struct tg_msg_rules {
     tg_dialect dialect;
