@@ -645,12 +645,27 @@ static int user_block(const json_t *blk, const char *type, const char *path, jso
     return 0;
 }
 
+/* Empty text parts out of parts: beside tool results (Claude Code's
+ * empty block after them) they say nothing, and a user message of only
+ * an empty text becomes an empty part Gemini refuses ("required oneof
+ * field 'data'"). */
+static void drop_empty_text(json_t *parts)
+{
+    for (size_t i = json_array_size(parts); i-- > 0;) {
+        const json_t *p = json_array_get(parts, i);
+        const json_t *t = json_object_get(p, "text");
+        if (json_is_string(t) && !json_string_length(t) &&
+            !json_object_get(p, "cache_control"))
+            json_array_remove(parts, i);
+    }
+}
+
 int tg_msg_user_message(const json_t *content, const char *path, json_t *messages, conv *cv,
                         tg_error *err)
 {
     char param[192];
     json_t *parts = json_array(), *moved = json_array();
-    size_t i;
+    size_t i, before = json_array_size(messages);
     const json_t *blk;
     int rc = 0;
     json_array_foreach(content, i, blk) {
@@ -669,6 +684,8 @@ int tg_msg_user_message(const json_t *content, const char *path, json_t *message
     }
     if (!rc) {
         json_array_extend(moved, parts);
+        if (json_array_size(messages) > before)
+            drop_empty_text(moved);
         if (json_array_size(moved))
             json_array_append_new(messages, json_pack("{s:s, s:o}", "role", "user", "content",
                                                       tg_msg_content_of(json_incref(moved))));

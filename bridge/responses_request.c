@@ -348,6 +348,11 @@ static void add_call(json_t *messages, json_t **reasoning, const json_t *call_id
     json_t *m = last_assistant_peek(messages);
     if (!m || *reasoning)
         m = assistant_turn(messages, reasoning);
+    /* an empty message before its calls says nothing: null, not the
+     * empty part Gemini refuses (as the Messages bridge, kittors/CliRelay#264) */
+    const json_t *text = json_object_get(m, "content");
+    if (json_is_string(text) && !json_string_length(text))
+        json_object_set_new(m, "content", json_null());
     json_t *calls = json_object_get(m, "tool_calls");
     if (!calls) {
         calls = json_array();

@@ -165,7 +165,9 @@ static const rename_rule mistral_renames[] = {
  * into "" where the API wants a string (OpenAI: "expected a string, got
  * null" on an assistant turn without calls, vercel/ai#13744). */
 #define MSG_OPENAI                                                                          \
-    {MR_OPENAI | TG_MR_TOP_LEVEL | TG_MR_FIX_CONTENT, NULL, "section 4.1", openai_top, NULL, \
+    {MR_OPENAI | TG_MR_TOP_LEVEL | TG_MR_FIX_CONTENT | TG_MR_SHORT_IDS |                    \
+         TG_MR_COMPLETION_TOKENS,                                                           \
+     NULL, "section 4.1", openai_top, NULL, \
      NULL, "rule 67"}
 /* Vertex's OpenAI-compatible endpoint fronts the same models as Gemini's:
  * the same thought signatures (R19) and top-level set (section 6, Vertex) */
@@ -233,6 +235,8 @@ static const tg_rule_name conf_rules[] = {
     {"fix_content", TG_MR_FIX_CONTENT},
     {"mistral_ids", TG_MR_MISTRAL_IDS},
     {"anthropic_ids", TG_MR_ANTHROPIC_IDS},
+    {"short_ids", TG_MR_SHORT_IDS},
+    {"completion_tokens", TG_MR_COMPLETION_TOKENS},
     {"role_order", TG_MR_ROLE_ORDER},
     {"drop_empty_assistant", TG_MR_DROP_EMPTY},
     {"empty_text", TG_MR_EMPTY_TEXT},
@@ -303,6 +307,38 @@ static void drop_param(walk *w, json_t *body, const char *key, json_t *val, cons
         w->ctx->dropped = json_array();
     json_array_append_new(w->ctx->dropped, json_string(key));
     drop_key(w, body, key, val, name, ref);
+}
+
+/* Rule 85: OpenAI's reasoning models (o1, o3, o4, the gpt-5 family, under
+ * a gateway's "openai/" too) refuse max_tokens ("Unsupported parameter:
+ * 'max_tokens' is not supported with this model. Use
+ * 'max_completion_tokens' instead."); the limit goes under the name they
+ * read. Older models keep max_tokens, which every OpenAI-compatible
+ * server reads. */
+static bool openai_reasoning_model(const char *model)
+{
+    static const char *const families[] = {"o1", "o3", "o4", "gpt-5", NULL};
+    const char *slash = model ? strrchr(model, '/') : NULL;
+    const char *m = slash ? slash + 1 : model;
+    for (const char *const *f = families; m && *f; f++) {
+        size_t n = strlen(*f);
+        if (!strncmp(m, *f, n) && (!m[n] || m[n] == '-' || m[n] == '.'))
+            return true;
+    }
+    return false;
+}
+
+static void completion_tokens(walk *w, json_t *body)
+{
+    json_t *v = json_object_get(body, "max_tokens");
+    if (!v || !openai_reasoning_model(json_string_value(json_object_get(body, "model"))))
+        return;
+    if (!json_object_get(body, "max_completion_tokens"))
+        rebuild_key(w, body, "max_completion_tokens", json_incref(v), "rename", "rule 85");
+    size_t mark = jp_key(&w->ptr, "max_tokens");
+    note(w, w->ptr.s, "rename", "rule 85", v, NULL);
+    jp_pop(&w->ptr, mark);
+    json_object_del(body, "max_tokens");  /* moved, not removed: not counted */
 }
 
 /* Rule 73 (xAI): Grok's reasoning models, which are all current ones but
@@ -417,6 +453,8 @@ static void clean_top(walk *w, json_t *body)
     bool top = (w->f & TG_MR_TOP_LEVEL) != 0;
     if (top)
         apply_renames(w, body);
+    if (w->f & TG_MR_COMPLETION_TOKENS)
+        completion_tokens(w, body);
     if (w->f & TG_MR_THINKING_CHOICE)
         thinking_choice(w, body);
     json_object_foreach_safe(body, tmp, key, val) {
@@ -552,7 +590,7 @@ void tg_hygiene_replayed(json_t *msg, tg_ctx *ctx)
 {
     walk w;
     walk_init(&w, ctx);
-    w.f &= ~(TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS);
+    w.f &= ~(TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS | TG_MR_SHORT_IDS);
     w.fill_signature = (w.f & TG_MR_FILL_SIGNATURE) &&
                        tg_hy_model_checks_signatures(json_string_value(
                            tg_json_get(ctx->request, "model")));
@@ -570,7 +608,7 @@ int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     /* the one refusal: legacy functions that cannot become tools */
     if ((w.f & TG_MR_LEGACY_FUNCS) && legacy_functions_to_tools(&w, body, err))
         return -1;
-    if (w.f & (TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS)) {
+    if (w.f & (TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS | TG_MR_SHORT_IDS)) {
         w.id_fwd = json_object();
         w.id_used = json_object();
     }

@@ -115,8 +115,13 @@ static bool anthropic_id_ok(const char *id)
     return true;
 }
 
+/* Rule 84: OpenAI takes ids of at most 40 characters ("string too long.
+ * Expected a string with maximum length 40"). */
+#define SHORT_ID_MAX 40
+
 /* Candidate number `salt` for id. Anthropic keeps the readable part of a
- * foreign id and adds a hash so that "a.b" and "a:b" stay distinct. */
+ * foreign id and adds a hash so that "a.b" and "a:b" stay distinct; a
+ * short id (rule 84) keeps its first 28 characters and adds the hash. */
 static const char *candidate_id(const walk *w, const char *id, unsigned salt,
                                 char *buf, size_t len)
 {
@@ -126,10 +131,11 @@ static const char *candidate_id(const walk *w, const char *id, unsigned salt,
         base62(fnv1a(id, salt), buf, 9);
         return buf;
     }
-    if (!salt && anthropic_id_ok(id))
+    bool anthropic = w->f & TG_MR_ANTHROPIC_IDS;
+    if (!salt && (anthropic ? anthropic_id_ok(id) : strlen(id) <= SHORT_ID_MAX))
         return id;
-    size_t n = 0;
-    for (; id[n] && n < 40 && n + 12 < len; n++)
+    size_t n = 0, keep = anthropic ? 40 : SHORT_ID_MAX - 12;
+    for (; id[n] && n < keep && n + 12 < len; n++)
         buf[n] = (is_alnum(id[n]) || id[n] == '-') ? id[n] : '_';
     buf[n++] = '_';
     base62(fnv1a(id, salt), buf + n, 9);
@@ -157,7 +163,7 @@ static const char *upstream_id(walk *w, const char *id)
 
 static void map_id(walk *w, json_t *obj, const char *key)
 {
-    if (!(w->f & (TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS)))
+    if (!(w->f & (TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS | TG_MR_SHORT_IDS)))
         return;
     json_t *v = json_object_get(obj, key);
     if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
@@ -169,9 +175,10 @@ static void map_id(walk *w, json_t *obj, const char *key)
     if (!w->ctx->id_map)
         w->ctx->id_map = json_object();
     json_object_set_new(w->ctx->id_map, up, json_string(id));
-    bool mistral = w->f & TG_MR_MISTRAL_IDS;
-    rebuild_key(w, obj, key, json_string(up), mistral ? "mistral-id" : "anthropic-id",
-                mistral ? "rule 42" : "rule 39");
+    bool mistral = w->f & TG_MR_MISTRAL_IDS, anthropic = w->f & TG_MR_ANTHROPIC_IDS;
+    rebuild_key(w, obj, key, json_string(up),
+                mistral ? "mistral-id" : anthropic ? "anthropic-id" : "short-id",
+                mistral ? "rule 42" : anthropic ? "rule 39" : "rule 84");
 }
 
 /* ---- tool calls (rules 7, 34, 43, 47; section 4.1) ---------------------- */

@@ -86,6 +86,11 @@ enum {
 #define TG_MR_EMPTY_TURNS ((uint64_t)1 << 32) /* an empty system or developer
                                         turn, and an empty user turn but the
                                         last, dropped (rule 83, xAI) */
+#define TG_MR_SHORT_IDS ((uint64_t)1 << 33)   /* call ids at most 40 characters
+                                        (rule 84, OpenAI) */
+#define TG_MR_COMPLETION_TOKENS ((uint64_t)1 << 34) /* max_tokens as
+                                        max_completion_tokens on OpenAI's
+                                        reasoning models (rule 85) */
 
 typedef struct tg_msg_rules {
     tg_dialect dialect;

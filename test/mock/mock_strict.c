@@ -801,6 +801,13 @@ static verdict check_openai(json_t *req)
     }
     json_array_foreach(json_object_get(req, "messages"), i, msg) {
         json_array_foreach(json_object_get(msg, "tool_calls"), j, call) {
+            const char *id = json_string_value(json_object_get(call, "id"));
+            if (id && strlen(id) > 40) {  /* rule 84 */
+                snprintf(param, sizeof(param), "messages[%zu].tool_calls[%zu].id", i, j);
+                snprintf(m, sizeof(m), "Invalid '%s': string too long. Expected a string with maximum length 40, but got a string with length %zu instead.",
+                         param, strlen(id));
+                return openai_error(m, param, "string_above_max_length");
+            }
             snprintf(param, sizeof(param), "messages[%zu].tool_calls[%zu].function.name", i, j);
             verdict r = openai_name(json_string_value(json_object_get(json_object_get(call, "function"), "name")), param);
             if (r.body)

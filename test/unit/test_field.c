@@ -30,6 +30,8 @@
 #include "core/buf.h"
 #include "core/cache.h"
 #include "core/jsonio.h"
+#include "bridge/messages_api.h"
+#include "bridge/responses_api.h"
 #include "proxy/sse.h"
 #include "pipeline/pipeline.h"
 
@@ -178,7 +180,8 @@ static bool want_type_ok(const json_t *want, const json_t *got)
     return false;
 }
 
-/* expect.has {pointer: value}, expect.absent [pointer], expect.types
+/* expect.has {pointer: value}, expect.absent [pointer], expect.not
+ * {pointer: value} (present, it must not match), expect.types
  * {pointer: type name or [names]} ("absent" is a type name too); each
  * pointer may hold "*" steps, and then holds for every element. */
 static void check_pointers(const json_t *expect, json_t *doc, why *w)
@@ -205,6 +208,18 @@ static void check_pointers(const json_t *expect, json_t *doc, why *w)
         size_t j;
         json_array_foreach(hits, j, hit) if (json_array_get(hit, 1))
             say_json(w, json_string_value(json_array_get(hit, 0)), json_array_get(hit, 1));
+        json_decref(hits);
+    }
+    json_object_foreach(json_object_get(expect, "not"), k, v) {
+        json_t *hits = json_array();
+        expand(doc, "", k, hits);
+        json_array_foreach(hits, i, hit) {
+            json_t *got = json_array_get(hit, 1);
+            if (got && match(v, got)) {
+                say_json(w, json_string_value(json_array_get(hit, 0)), got);
+                say_json(w, "  want anything but", v);
+            }
+        }
         json_decref(hits);
     }
     json_object_foreach(json_object_get(expect, "types"), k, v) {
@@ -309,26 +324,21 @@ static bool ctx_setup(const json_t *c, tg_dialect d, tg_rules_set *rules, tg_ctx
     return true;
 }
 
-static void run_request(const json_t *c, tg_dialect d, why *w)
+/* The request stages' outcome judged: err (NULL: the body went upstream)
+ * against expect.status, else the body by the strict validator, the
+ * referee and the case's pointers. */
+static void judge_request(const json_t *expect, tg_dialect d, const tg_error *err, json_t *body,
+                          why *w)
 {
-    tg_rules_set rules;
-    tg_ctx ctx;
-    if (!ctx_setup(c, d, &rules, &ctx, w))
-        return;
-    const json_t *expect = json_object_get(c, "expect");
-    json_t *body = json_deep_copy(json_object_get(c, "input"));
-    tg_error err;
-    memset(&err, 0, sizeof err);
-    int rc = tg_pipeline_request(body, &ctx, &err);
     json_int_t want_status = json_integer_value(json_object_get(expect, "status"));
-    if (rc) {
-        if (!want_status || want_status != err.status)
-            say(w, "toolgate refused: %d %s (param %s)", err.status, err.message, err.param);
-        goto out;
+    if (err) {
+        if (!want_status || want_status != err->status)
+            say(w, "toolgate refused: %d %s (param %s)", err->status, err->message, err->param);
+        return;
     }
     if (want_status) {
         say(w, "sent upstream, but the case wants toolgate's %lld", (long long)want_status);
-        goto out;
+        return;
     }
     const char *dn = tg_dialect_name(d);
     const char *prov = validator_for(dn);
@@ -349,7 +359,20 @@ static void run_request(const json_t *c, tg_dialect d, why *w)
         check_call_ids(body, w);
     if (w->n)
         say_json(w, "upstream body", body);
-out:
+}
+
+static void run_request(const json_t *c, tg_dialect d, why *w)
+{
+    tg_rules_set rules;
+    tg_ctx ctx;
+    if (!ctx_setup(c, d, &rules, &ctx, w))
+        return;
+    const json_t *expect = json_object_get(c, "expect");
+    json_t *body = json_deep_copy(json_object_get(c, "input"));
+    tg_error err;
+    memset(&err, 0, sizeof err);
+    int rc = tg_pipeline_request(body, &ctx, &err);
+    judge_request(expect, d, rc ? &err : NULL, body, w);
     json_decref(body);
     tg_ctx_clear(&ctx);
 }
@@ -362,6 +385,8 @@ typedef struct outcome {
     json_t *finish;  /* string or null */
     json_t *content; /* string or null */
     bool error;      /* an error object (whole) or event (stream) */
+    json_t *tools;   /* the tools the agent declared, chat-shaped (bridged
+                        cases; NULL: the case's "tools") */
 } outcome;
 
 static void outcome_free(outcome *o)
@@ -369,6 +394,7 @@ static void outcome_free(outcome *o)
     json_decref(o->calls);
     json_decref(o->finish);
     json_decref(o->content);
+    json_decref(o->tools);
 }
 
 /* The request stages over the case's tools (and tool_choice): what the
@@ -401,10 +427,9 @@ static bool answer_ctx(const json_t *c, tg_dialect d, tg_rules_set *rules, tg_ct
 }
 
 /* Rule 8: every call well formed; names declared when tools were. */
-static void check_calls_shape(const json_t *c, const outcome *o, why *w)
+static void check_calls_shape(const json_t *tools, const outcome *o, why *w)
 {
     json_t *seen = json_object();
-    const json_t *tools = json_object_get(c, "tools");
     size_t i;
     json_t *call;
     json_array_foreach(o->calls, i, call) {
@@ -438,7 +463,7 @@ static void check_outcome(const json_t *c, const outcome *o, why *w)
     const json_t *expect = json_object_get(c, "expect");
     const json_t *want = json_object_get(expect, "calls");
     if (!o->error)
-        check_calls_shape(c, o, w);
+        check_calls_shape(o->tools ? o->tools : json_object_get(c, "tools"), o, w);
     if (want) {
         bool ok = json_array_size(want) == json_array_size(o->calls);
         for (size_t i = 0; ok && i < json_array_size(want); i++) {
@@ -702,9 +727,400 @@ static void run_stream(const json_t *c, tg_dialect d, why *w)
     tg_buf_free(&k.out);
 }
 
+/* --- bridged cases: the Messages and Responses APIs ------------------------- */
+
+/* A bridged case's request goes through its API's bridge (as
+ * proxy/bridges.c calls it, with what the dialect's target takes) and then
+ * the request stages, and is judged as a request case; the provider's
+ * answer or stream, when the case has one, goes back through the response
+ * stages and the bridge, and what the agent gets is judged in its API's
+ * shape (expect.reply). */
+typedef struct bridged {
+    bool messages; /* else the Responses API */
+    tg_msg_bridge *mb;
+    tg_resp_bridge *rb;
+} bridged;
+
+/* The case's `store` ({id: item or record}) answers item_reference and
+ * previous_response_id, as the proxy's item store would. */
+static json_t *case_store(void *ud, const char *id, tg_error *err)
+{
+    (void)err;
+    return json_incref(json_object_get(ud, id));
+}
+
+static int bridge_in(bridged *g, const json_t *c, tg_dialect d, json_t **chat, tg_error *err)
+{
+    tg_bridge_opts o = {.file_parts = d == TG_D_OPENAI || d == TG_D_OPENAI_STRICT,
+                        .cache_control = d == TG_D_ANTHROPIC};
+    const json_t *input = json_object_get(c, "input");
+    if (g->messages)
+        return tg_messages_to_chat_opts(input, &o, chat, &g->mb, err);
+    return tg_responses_to_chat_opts(input, &o, case_store, json_object_get(c, "store"), chat,
+                                     &g->rb, err);
+}
+
+static const json_t *bridge_dropped(const bridged *g)
+{
+    return g->messages ? tg_msg_bridge_dropped_peek(g->mb) : tg_resp_bridge_dropped_peek(g->rb);
+}
+
+/* The tools the agent declared, as chat tools by name (what a call the
+ * agent gets may name): Messages tools, Responses function and custom
+ * tools and those inside a namespace. */
+static void declared_names(const json_t *tools, json_t *out)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        if (name)
+            json_array_append_new(out, json_pack("{s:s,s:{s:s}}", "type", "function", "function",
+                                                 "name", name));
+        declared_names(json_object_get(t, "tools"), out);
+    }
+}
+
+static const char *tg_str_or(const char *s) { return s ? s : ""; }
+
+/* Is id of Anthropic's tool_use.id pattern, [A-Za-z0-9_-]+? */
+static bool anthropic_id(const char *id)
+{
+    if (!id || !*id)
+        return false;
+    for (; *id; id++)
+        if (!isalnum((unsigned char)*id) && *id != '_' && *id != '-')
+            return false;
+    return true;
+}
+
+static void add_call(outcome *o, const char *id, const char *name, const json_t *args)
+{
+    char *text = json_is_string(args) ? NULL : json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_array_append_new(o->calls, json_pack("{s:s?,s:s,s:s?,s:s?}", "id", id, "type", "function",
+                                              "name", name, "arguments",
+                                              text ? text : json_string_value(args)));
+    free(text);
+}
+
+/* A Message as the agent's outcome: its text, tool_use blocks as calls
+ * (their ids of Anthropic's pattern), stop_reason tool_use when it has
+ * calls. */
+static void message_outcome(const json_t *msg, outcome *o, why *w)
+{
+    if (json_object_get(msg, "error") || strcmp(tg_str_or(json_string_value(json_object_get(msg, "type"))), "message")) {
+        o->error = true;
+        return;
+    }
+    tg_buf text = {0};
+    bool any = false;
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(msg, "content"), i, b) {
+        const char *type = json_string_value(json_object_get(b, "type"));
+        if (type && !strcmp(type, "text")) {
+            tg_buf_puts(&text, json_string_value(json_object_get(b, "text")));
+            any = true;
+        } else if (type && !strcmp(type, "tool_use")) {
+            const char *id = json_string_value(json_object_get(b, "id"));
+            if (!anthropic_id(id))
+                say(w, "/content/%zu/id %s is not of tool_use.id's pattern", i, id ? id : "(none)");
+            add_call(o, id, json_string_value(json_object_get(b, "name")),
+                     json_object_get(b, "input"));
+        }
+    }
+    o->content = any ? json_string(text.data ? text.data : "") : json_null();
+    tg_buf_free(&text);
+    o->finish = json_incref(json_object_get(msg, "stop_reason"));
+    const char *stop = json_string_value(o->finish);
+    if (json_array_size(o->calls) && (!stop || strcmp(stop, "tool_use")))
+        say(w, "tool_use blocks, but stop_reason %s", stop ? stop : "(none)");
+}
+
+/* A Response as the agent's outcome: output_text parts, function_call and
+ * custom_tool_call items as calls (a custom call's input as {"input"}),
+ * the status as the finish. */
+static void response_outcome(const json_t *resp, outcome *o, why *w)
+{
+    const char *status = json_string_value(json_object_get(resp, "status"));
+    if (json_object_get(resp, "error") && !json_is_null(json_object_get(resp, "error")))
+        o->error = true;
+    if (!status || !strcmp(status, "failed"))
+        o->error = true;
+    tg_buf text = {0};
+    bool any = false;
+    size_t i, j;
+    json_t *it, *part;
+    json_array_foreach(json_object_get(resp, "output"), i, it) {
+        const char *type = json_string_value(json_object_get(it, "type"));
+        const char *call_id = json_string_value(json_object_get(it, "call_id"));
+        if (!type)
+            continue;
+        if (!strcmp(type, "message")) {
+            json_array_foreach(json_object_get(it, "content"), j, part) {
+                const char *t = json_string_value(json_object_get(part, "text"));
+                if (t) {
+                    tg_buf_puts(&text, t);
+                    any = true;
+                }
+            }
+        } else if (!strcmp(type, "function_call") || !strcmp(type, "custom_tool_call")) {
+            if (!call_id || !*call_id)
+                say(w, "/output/%zu has no call_id", i);
+            const char *name = json_string_value(json_object_get(it, "name"));
+            if (!strcmp(type, "function_call")) {
+                json_t *a = json_object_get(it, "arguments");
+                if (!json_is_string(a))
+                    say(w, "/output/%zu/arguments is not a string", i);
+                add_call(o, call_id, name, a);
+            } else {
+                json_t *a = json_pack("{s:O?}", "input", json_object_get(it, "input"));
+                add_call(o, call_id, name, a);
+                json_decref(a);
+            }
+        }
+    }
+    o->content = any ? json_string(text.data ? text.data : "") : json_null();
+    tg_buf_free(&text);
+    o->finish = status ? json_string(status) : json_null();
+}
+
+/* Anthropic's event stream as the Message it builds, as the Anthropic
+ * SDK's accumulator does, with the order checked on the way (message_start
+ * first, blocks one at a time with dense indexes, deltas of the open
+ * block's kind, message_delta then message_stop; or an error event last).
+ * New reference; {"error"} for an error. */
+static json_t *build_message(const json_t *events, why *w)
+{
+    json_t *msg = NULL;
+    long open = -1;
+    tg_buf args = {0};
+    size_t i;
+    json_t *ev;
+    json_array_foreach(events, i, ev) {
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        if (!type)
+            continue;
+        if (!strcmp(type, "error")) {
+            json_decref(msg);
+            tg_buf_free(&args);
+            if (i + 1 != json_array_size(events))
+                say(w, "events after the error event");
+            return json_pack("{s:O}", "error", json_object_get(ev, "error"));
+        }
+        if (!strcmp(type, "message_start")) {
+            if (msg || i)
+                say(w, "message_start is event %zu", i);
+            json_decref(msg);
+            msg = json_deep_copy(json_object_get(ev, "message"));
+            continue;
+        }
+        if (!msg) {
+            say(w, "%s before message_start", type);
+            return json_object();
+        }
+        json_t *content = json_object_get(msg, "content");
+        json_int_t ix = json_integer_value(json_object_get(ev, "index"));
+        if (!strcmp(type, "content_block_start")) {
+            if (open >= 0 || ix != (json_int_t)json_array_size(content))
+                say(w, "content_block_start %lld with block %ld open, %zu before", (long long)ix,
+                    open, json_array_size(content));
+            json_array_append(content, json_object_get(ev, "content_block"));
+            open = (long)json_array_size(content) - 1;
+            tg_buf_reset(&args);
+        } else if (!strcmp(type, "content_block_delta")) {
+            json_t *blk = json_array_get(content, (size_t)(open < 0 ? 0 : open));
+            const json_t *d = json_object_get(ev, "delta");
+            const char *dk = json_string_value(json_object_get(d, "type"));
+            const char *bk = json_string_value(json_object_get(blk, "type"));
+            if (open < 0 || ix != open || !dk || !bk) {
+                say(w, "a delta outside its block (index %lld, open %ld)", (long long)ix, open);
+                continue;
+            }
+            const char *field = !strcmp(dk, "text_delta")       ? "text"
+                                : !strcmp(dk, "thinking_delta") ? "thinking"
+                                : !strcmp(dk, "signature_delta") ? "signature"
+                                                                  : "partial_json";
+            if (!strcmp(field, "partial_json") != !strcmp(bk, "tool_use"))
+                say(w, "a %s in a %s block", dk, bk);
+            const char *piece = json_string_value(json_object_get(d, field));
+            if (!strcmp(field, "partial_json")) {
+                tg_buf_puts(&args, piece ? piece : "");
+            } else {
+                tg_buf t = {0};
+                tg_buf_puts(&t, json_string_value(json_object_get(blk, field)));
+                tg_buf_puts(&t, piece ? piece : "");
+                json_object_set_new(blk, field, json_string(t.data ? t.data : ""));
+                tg_buf_free(&t);
+            }
+        } else if (!strcmp(type, "content_block_stop")) {
+            json_t *blk = json_array_get(content, (size_t)(open < 0 ? 0 : open));
+            if (open < 0 || ix != open)
+                say(w, "content_block_stop %lld, block %ld open", (long long)ix, open);
+            else if (!strcmp(tg_str_or(json_string_value(json_object_get(blk, "type"))), "tool_use")) {
+                json_t *in = args.len ? json_loadb(args.data, args.len, JSON_DECODE_ANY, NULL)
+                                      : json_object();
+                json_object_set_new(blk, "input",
+                                    in ? in : json_stringn(args.data, args.len));
+            }
+            open = -1;
+        } else if (!strcmp(type, "message_delta")) {
+            if (open >= 0)
+                say(w, "message_delta with block %ld open", open);
+            json_object_update(msg, json_object_get(ev, "delta"));
+        } else if (!strcmp(type, "message_stop")) {
+            if (i + 1 != json_array_size(events))
+                say(w, "events after message_stop");
+        }
+    }
+    tg_buf_free(&args);
+    return msg ? msg : json_object();
+}
+
+/* The Responses event stream's final Response (response.completed,
+ * .incomplete or .failed), new reference; {"error"} for an error event. */
+static json_t *build_response(const json_t *events, why *w)
+{
+    size_t i;
+    json_t *ev, *last = NULL;
+    json_array_foreach(events, i, ev) {
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        if (type && !strcmp(type, "error"))
+            return json_pack("{s:s,s:O}", "status", "failed", "error", ev);
+        if (type && (!strcmp(type, "response.completed") || !strcmp(type, "response.incomplete") ||
+                     !strcmp(type, "response.failed")))
+            last = json_object_get(ev, "response");
+        else if (last)
+            say(w, "%s after the response ended", type ? type : "(untyped)");
+    }
+    if (!last)
+        say(w, "the stream never ends its response");
+    return last ? json_incref(last) : json_pack("{s:s}", "status", "failed");
+}
+
+/* The provider's stream (the case's "events") through the stream repair
+ * and the bridge: the events the agent gets, as JSON values. */
+static json_t *bridged_stream(bridged *g, const json_t *c, tg_ctx *ctx, why *w)
+{
+    tg_buf in = {0};
+    sse_bytes(json_object_get(c, "events"), &in);
+    sink k = {.s = tg_stream_new(ctx)};
+    tg_sse p;
+    tg_sse_init(&p, to_stream, NULL, &k);
+    tg_sse_feed(&p, in.data ? in.data : "", in.len);
+    tg_sse_finish(&p);
+    tg_sse_free(&p);
+    json_t *next = NULL;
+    if (tg_stream_end(k.s, false, &k.out, &next))
+        say(w, "the stream asked for another upstream round");
+    json_decref(next);
+    tg_stream_free(k.s);
+    tg_buf api = {0};
+    if (g->messages) {
+        tg_messages_stream(g->mb, k.out.data ? k.out.data : "", k.out.len, &api);
+        tg_messages_stream_end(g->mb, &api);
+    } else {
+        tg_responses_stream(g->rb, k.out.data ? k.out.data : "", k.out.len, &api);
+        tg_responses_stream_end(g->rb, &api);
+    }
+    sink l = {.events = json_array()};
+    tg_sse_init(&p, to_list, NULL, &l);
+    tg_sse_feed(&p, api.data ? api.data : "", api.len);
+    tg_sse_finish(&p);
+    tg_sse_free(&p);
+    tg_buf_free(&in);
+    tg_buf_free(&k.out);
+    tg_buf_free(&api);
+    return l.events;
+}
+
+/* The provider's whole answer (the case's "answer") through the response
+ * stages and the bridge: the Message or Response the agent gets. */
+static json_t *bridged_answer(bridged *g, const json_t *c, tg_ctx *ctx, why *w)
+{
+    json_t *chat = json_deep_copy(json_object_get(c, "answer"));
+    json_t *next = NULL;
+    if (tg_pipeline_response(chat, ctx, &next))
+        say(w, "the answer asked for another upstream round");
+    json_decref(next);
+    json_t *out = g->messages ? tg_messages_answer(g->mb, chat) : tg_responses_answer(g->rb, chat);
+    json_decref(chat);
+    return out;
+}
+
+/* What the agent got, judged by expect.reply: the outcome's keys (calls,
+ * finish_reason: stop_reason or the Response's status, content, error)
+ * and pointers (has, absent, types) into the Message or Response. */
+static void judge_reply(bridged *g, const json_t *c, json_t *reply, why *w)
+{
+    const json_t *want = json_object_get(json_object_get(c, "expect"), "reply");
+    outcome o = {.calls = json_array(), .tools = json_array()};
+    declared_names(json_object_get(json_object_get(c, "input"), "tools"), o.tools);
+    if (!json_array_size(o.tools)) {
+        json_decref(o.tools);
+        o.tools = json_null();
+    }
+    if (g->messages)
+        message_outcome(reply, &o, w);
+    else
+        response_outcome(reply, &o, w);
+    json_t *as_case = json_pack("{s:O}", "expect", want ? want : json_object());
+    check_outcome(as_case, &o, w);
+    if (want)
+        check_pointers(want, reply, w);
+    json_decref(as_case);
+    outcome_free(&o);
+}
+
+static void run_bridged(const json_t *c, tg_dialect d, bool messages, why *w)
+{
+    bridged g = {.messages = messages};
+    tg_rules_set rules;
+    tg_ctx ctx;
+    if (!ctx_setup(c, d, &rules, &ctx, w))
+        return;
+    const json_t *expect = json_object_get(c, "expect");
+    json_t *chat = NULL;
+    tg_error err;
+    memset(&err, 0, sizeof err);
+    int rc = bridge_in(&g, c, d, &chat, &err);
+    if (!rc) {
+        ctx.stream = json_is_true(json_object_get(chat, "stream"));
+        rc = tg_pipeline_request(chat, &ctx, &err);
+    }
+    judge_request(expect, d, rc ? &err : NULL, chat, w);
+    const json_t *dropped = json_object_get(expect, "dropped");
+    if (!rc && dropped) {
+        char *text = tg_bridge_dropped_text(bridge_dropped(&g));
+        if (!text || !json_is_string(dropped) || !strstr(text, json_string_value(dropped)))
+            say(w, "dropped: %s, want it to hold %s", text ? text : "(nothing)",
+                json_string_value(dropped));
+        free(text);
+    }
+    json_t *reply = NULL;
+    if (!rc && json_object_get(c, "events")) {
+        json_t *events = bridged_stream(&g, c, &ctx, w);
+        reply = messages ? build_message(events, w) : build_response(events, w);
+        judge_reply(&g, c, reply, w);
+        if (w->n)
+            say_json(w, "events", events);
+        json_decref(events);
+    } else if (!rc && json_object_get(c, "answer")) {
+        reply = bridged_answer(&g, c, &ctx, w);
+        judge_reply(&g, c, reply, w);
+        if (w->n)
+            say_json(w, "reply", reply);
+    }
+    json_decref(reply);
+    json_decref(chat);
+    tg_msg_bridge_free(g.mb);
+    tg_resp_bridge_free(g.rb);
+    tg_ctx_clear(&ctx);
+}
+
 /* --- the corpus ---------------------------------------------------------------- */
 
-static const char *const kinds[] = {"request", "answer", "stream", NULL};
+static const char *const kinds[] = {"request", "answer", "stream", "messages", "responses", NULL};
 
 /* A case inherits url, title and source from its file. Returns false when
  * the case itself is malformed (a corpus error, never a pass). */
@@ -716,7 +1132,7 @@ static bool case_valid(const json_t *c, why *w)
     if (!dn || tg_dialect_from_name(dn) < 0)
         say(w, "corpus: unknown dialect %s", dn ? dn : "(none)");
     if (!kind || !in_list(kind, kinds))
-        say(w, "corpus: kind must be request, answer or stream");
+        say(w, "corpus: kind must be request, answer, stream, messages or responses");
     if (!url || strncmp(url, "https://", 8))
         say(w, "corpus: no url");
     if (!json_object_get(c, "input") || !json_is_object(json_object_get(c, "expect")))
@@ -748,6 +1164,8 @@ static void run_case(json_t *c, const char *file, size_t idx)
             run_request(c, d, &w);
         else if (!strcmp(kind, "answer"))
             run_answer(c, d, &w);
+        else if (!strcmp(kind, "messages") || !strcmp(kind, "responses"))
+            run_bridged(c, d, !strcmp(kind, "messages"), &w);
         else
             run_stream(c, d, &w);
     }
