@@ -60,7 +60,9 @@ typedef struct preset {
          TG_SR_NEED_PARAMS,                                                                 \
      0, 64, 0}
 #define SCHEMA_GROQ {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC | TG_SR_TYPED_PROPS, 0, 64, 128}
-#define SCHEMA_FIREWORKS {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC, 0, 64, 0}
+/* Fireworks refuses an untyped property as Groq does ("JSON Schema not
+ * supported: could not understand the instance", docker/mcp-gateway#234). */
+#define SCHEMA_FIREWORKS {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC | TG_SR_TYPED_PROPS, 0, 64, 0}
 /* Rule 50: Cerebras documents anyOf (not oneOf) and no size or pattern
  * keywords; a request with them is refused whole (eliza#11156, #17484). */
 #define SCHEMA_CEREBRAS                                                                     \

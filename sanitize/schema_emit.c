@@ -326,6 +326,35 @@ void tg_sw_emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t 
         json_decref(fill);
 }
 
+/* Rule 88: DeepSeek reads every pattern as a regex and refuses one its
+ * engine cannot parse; a NUL escape (\0) is one (`"^[^/\\\\\\0]+$" is not
+ * a "regex"`, zed#64386). Rule 89: vLLM's structured-output backends refuse
+ * propertyNames and patternProperties (xgrammar "features not supported",
+ * then llguidance `Unimplemented keys: ["propertyNames"]`, a 500,
+ * club-3090#45). Both constrain without shaping: the hint keeps them. */
+static bool pattern_nul_escape(const char *s)
+{
+    for (; s && *s; s++) {
+        if (*s != '\\')
+            continue;
+        if (s[1] == '0')
+            return true;
+        if (s[1])
+            s++;
+    }
+    return false;
+}
+
+static bool refused_by_target(const walk *w, const char *k, json_t *v)
+{
+    tg_dialect d = w->rules->dialect;
+    if (d == TG_D_DEEPSEEK && !strcmp(k, "pattern"))
+        return pattern_nul_escape(json_string_value(v));
+    if (d == TG_D_VLLM)
+        return !strcmp(k, "propertyNames") || !strcmp(k, "patternProperties");
+    return false;
+}
+
 /* One key that is neither structure nor type: keep, drop or hint. */
 static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *hints,
                        const char *ptr, const char *type)
@@ -361,7 +390,7 @@ static void emit_other(walk *w, const char *k, json_t *v, json_t *out, json_t *h
         tg_sw_note(w, ptr, "examples-to-example", v, NULL);
         return;
     }
-    bool drop = false;
+    bool drop = refused_by_target(w, k, v);
     if (f & TG_SR_OPENAPI_SUBSET)
         drop = !tg_sw_in_list(gemini_keys, k);
     if ((f & TG_SR_STRICT) && tg_sw_in_list(strict_forbidden, k))

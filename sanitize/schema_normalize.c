@@ -360,6 +360,31 @@ static void tuple_to_items(walk *w, json_t *n, const char *ptr)
     json_decref(any);
 }
 
+/* Rule 86: draft 4's boolean exclusiveMinimum / exclusiveMaximum (a flag
+ * on minimum / maximum, still written by old generators) is a number since
+ * draft 6, and a draft 2020-12 validator refuses the whole schema (Mistral
+ * "Invalid tool schema: ... is not valid under any of the given schemas",
+ * SylphxAI/pdf-reader-mcp#63). true moves the bound into the exclusive
+ * keyword; false, or true without a bound beside it, says nothing and goes. */
+static void draft4_bounds(walk *w, json_t *n, const char *ptr)
+{
+    static const char *const pairs[][2] = {{"exclusiveMinimum", "minimum"},
+                                           {"exclusiveMaximum", "maximum"}};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *x = json_object_get(n, pairs[i][0]);
+        if (!json_is_boolean(x))
+            continue;
+        json_t *b = json_object_get(n, pairs[i][1]);
+        tg_sw_note(w, ptr, "draft4-exclusive-bound (rule 86)", x, NULL);
+        if (json_is_true(x) && json_is_number(b)) {
+            json_object_set(n, pairs[i][0], b);
+            json_object_del(n, pairs[i][1]);
+        } else {
+            json_object_del(n, pairs[i][0]);
+        }
+    }
+}
+
 /* Step 1 of a node: from whatever the agent sent to a schema object. */
 node_in tg_sw_normalize(walk *w, json_t *in, const char *ptr, bool root)
 {
@@ -454,6 +479,8 @@ node_in tg_sw_normalize(walk *w, json_t *in, const char *ptr, bool root)
         tg_sw_note(w, ptr, "draft3-required (rule 59)", json_object_get(n, "required"), NULL);
         json_object_del(n, "required");
     }
+    if (w->flags & TG_SR_REQUIRED)
+        draft4_bounds(w, n, ptr);
     static const char *const combinators[] = {"anyOf", "oneOf", "allOf", NULL};
     for (const char *const *c = combinators; *c; c++) {
         json_t *v = json_object_get(n, *c);

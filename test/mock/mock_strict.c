@@ -826,6 +826,41 @@ static verdict anthropic_error(const char *message)
                                        "invalid_request_error", "message", message));
 }
 
+/* Anthropic refuses a property key outside ^[a-zA-Z0-9_.-]{1,64}$
+ * ("tools.134.custom.input_schema.properties: Property keys should match
+ * pattern ...", freee-mcp#15, Teamwork-MCP#8, claude-code#92648: all at the
+ * root; checked here at every level, under properties, items and the
+ * combinators). Returns the offending key's path, or false. */
+static bool anthropic_bad_key(json_t *node, char *path, size_t cap, int depth)
+{
+    if (!json_is_object(node) || depth > 64)
+        return false;
+    const char *k;
+    json_t *v;
+    json_t *props = json_object_get(node, "properties");
+    json_object_foreach(props, k, v) {
+        if (!matches_charset(k, "_.-", 1, 64))
+            return true;
+        size_t len = strlen(path);
+        snprintf(path + len, cap - len, ".properties.%s", k);
+        if (anthropic_bad_key(v, path, cap, depth + 1))
+            return true;
+        path[len] = 0;
+    }
+    static const char *const subs[] = {"items", "additionalProperties", NULL};
+    for (const char *const *s = subs; *s; s++)
+        if (anthropic_bad_key(json_object_get(node, *s), path, cap, depth + 1))
+            return true;
+    static const char *const lists[] = {"anyOf", "oneOf", "allOf", NULL};
+    for (const char *const *l = lists; *l; l++) {
+        size_t i;
+        json_array_foreach(json_object_get(node, *l), i, v)
+            if (anthropic_bad_key(v, path, cap, depth + 1))
+                return true;
+    }
+    return false;
+}
+
 static verdict check_anthropic(json_t *req)
 {
     char m[512];
@@ -856,6 +891,11 @@ static verdict check_anthropic(json_t *req)
         if (json_object_get(params, "anyOf") || json_object_get(params, "oneOf") ||
             json_object_get(params, "allOf")) {
             snprintf(m, sizeof(m), "tools.%zu.custom.input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level", i);
+            return anthropic_error(m);
+        }
+        char kp[256] = "";
+        if (anthropic_bad_key(params, kp, sizeof kp, 0)) {
+            snprintf(m, sizeof(m), "tools.%zu.custom.input_schema%s.properties: Property keys should match pattern '^[a-zA-Z0-9_.-]{1,64}$'", i, kp);
             return anthropic_error(m);
         }
     }
