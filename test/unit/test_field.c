@@ -658,6 +658,29 @@ static void assemble(json_t *events, outcome *o, why *w)
     tg_buf_free(&text);
 }
 
+/* The upstream events (a case's list) through the stream repair: what
+ * toolgate writes into *out; tg_stream_end's code (non-zero: another
+ * upstream round asked for). */
+static int relay_events(const json_t *events, tg_ctx *ctx, unsigned no_scan, tg_buf *out)
+{
+    tg_buf in = {0};
+    sse_bytes(events, &in);
+    sink k = {.s = tg_stream_new(ctx)};
+    tg_stream_no_scan(k.s, no_scan);
+    tg_sse p;
+    tg_sse_init(&p, to_stream, NULL, &k);
+    tg_sse_feed(&p, in.data ? in.data : "", in.len);
+    tg_sse_finish(&p);
+    tg_sse_free(&p);
+    json_t *next = NULL;
+    int rc = tg_stream_end(k.s, false, &k.out, &next);
+    json_decref(next);
+    tg_stream_free(k.s);
+    tg_buf_free(&in);
+    *out = k.out;
+    return rc;
+}
+
 /* The stream toolgate writes for the case's input (no_scan: the
  * tg_stream_no_scan switches); false when the case cannot run. */
 static bool stream_out(const json_t *c, tg_dialect d, unsigned no_scan, tg_buf *out, why *w)
@@ -668,23 +691,9 @@ static bool stream_out(const json_t *c, tg_dialect d, unsigned no_scan, tg_buf *
         tg_ctx_clear(&ctx);
         return false;
     }
-    tg_buf in = {0};
-    sse_bytes(json_object_get(c, "input"), &in);
-    sink k = {.s = tg_stream_new(&ctx)};
-    tg_stream_no_scan(k.s, no_scan);
-    tg_sse p;
-    tg_sse_init(&p, to_stream, NULL, &k);
-    tg_sse_feed(&p, in.data ? in.data : "", in.len);
-    tg_sse_finish(&p);
-    tg_sse_free(&p);
-    json_t *next = NULL;
-    int rc = tg_stream_end(k.s, false, &k.out, &next);
-    json_decref(next);
+    int rc = relay_events(json_object_get(c, "input"), &ctx, no_scan, out);
     if (rc)
         say(w, "the stream asked for another upstream round (%d)", rc);
-    tg_stream_free(k.s);
-    *out = k.out;
-    tg_buf_free(&in);
     tg_ctx_clear(&ctx);
     return true;
 }
@@ -1002,34 +1011,24 @@ static json_t *build_response(const json_t *events, why *w)
  * and the bridge: the events the agent gets, as JSON values. */
 static json_t *bridged_stream(bridged *g, const json_t *c, tg_ctx *ctx, why *w)
 {
-    tg_buf in = {0};
-    sse_bytes(json_object_get(c, "events"), &in);
-    sink k = {.s = tg_stream_new(ctx)};
-    tg_sse p;
-    tg_sse_init(&p, to_stream, NULL, &k);
-    tg_sse_feed(&p, in.data ? in.data : "", in.len);
-    tg_sse_finish(&p);
-    tg_sse_free(&p);
-    json_t *next = NULL;
-    if (tg_stream_end(k.s, false, &k.out, &next))
+    tg_buf chat = {0};
+    if (relay_events(json_object_get(c, "events"), ctx, 0, &chat))
         say(w, "the stream asked for another upstream round");
-    json_decref(next);
-    tg_stream_free(k.s);
     tg_buf api = {0};
     if (g->messages) {
-        tg_messages_stream(g->mb, k.out.data ? k.out.data : "", k.out.len, &api);
+        tg_messages_stream(g->mb, chat.data ? chat.data : "", chat.len, &api);
         tg_messages_stream_end(g->mb, &api);
     } else {
-        tg_responses_stream(g->rb, k.out.data ? k.out.data : "", k.out.len, &api);
+        tg_responses_stream(g->rb, chat.data ? chat.data : "", chat.len, &api);
         tg_responses_stream_end(g->rb, &api);
     }
     sink l = {.events = json_array()};
+    tg_sse p;
     tg_sse_init(&p, to_list, NULL, &l);
     tg_sse_feed(&p, api.data ? api.data : "", api.len);
     tg_sse_finish(&p);
     tg_sse_free(&p);
-    tg_buf_free(&in);
-    tg_buf_free(&k.out);
+    tg_buf_free(&chat);
     tg_buf_free(&api);
     return l.events;
 }

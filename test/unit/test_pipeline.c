@@ -51,17 +51,26 @@ static json_t *plain(const char *raw, size_t n, tg_dialect d)
 }
 
 /* The raw path's upstream body as text. */
+/* The raw path over raw[0..n) on dialect d's preset with cache: ctx and
+ * rules are the caller's (ctx to clear), as are *body and *out. */
+static int run_raw(const char *raw, size_t n, tg_dialect d, tg_cache *cache, tg_rules_set *rules,
+                   tg_ctx *ctx, json_t **body, tg_buf *out)
+{
+    tg_rules_preset(d, rules);
+    tg_ctx_init(ctx, "r", rules, "_");
+    ctx->cache = cache;
+    *body = NULL;
+    tg_error err;
+    return tg_pipeline_request_raw(raw, n, ctx, body, out, &err);
+}
+
 static char *fast(const char *raw, size_t n, tg_dialect d, tg_cache *cache, int *rc)
 {
     tg_rules_set rules;
-    tg_rules_preset(d, &rules);
     tg_ctx ctx;
-    tg_ctx_init(&ctx, "r", &rules, "_");
-    ctx.cache = cache;
-    json_t *body = NULL;
+    json_t *body;
     tg_buf out = {0};
-    tg_error err;
-    *rc = tg_pipeline_request_raw(raw, n, &ctx, &body, &out, &err);
+    *rc = run_raw(raw, n, d, cache, &rules, &ctx, &body, &out);
     json_decref(body);
     tg_ctx_clear(&ctx);
     return tg_buf_steal(&out, NULL);
@@ -296,14 +305,10 @@ static void test_tools_found_small_and_large(void **state)
 static char *custom_turn(const char *raw, tg_dialect d, tg_cache *cache)
 {
     tg_rules_set rules;
-    tg_rules_preset(d, &rules);
     tg_ctx ctx;
-    tg_ctx_init(&ctx, "r", &rules, "_");
-    ctx.cache = cache;
-    json_t *body = NULL;
+    json_t *body;
     tg_buf out = {0};
-    tg_error err;
-    assert_int_equal(tg_pipeline_request_raw(raw, strlen(raw), &ctx, &body, &out, &err), 0);
+    assert_int_equal(run_raw(raw, strlen(raw), d, cache, &rules, &ctx, &body, &out), 0);
     /* the body, keys sorted: with a cache the tools are written last */
     char *b = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
     out.len = 0;
