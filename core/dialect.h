@@ -69,7 +69,7 @@ enum {
     X(TG_D_XAI, "xai", TG_DF_REWRITE, SCHEMA_XAI, MSG_XAI, REPAIR_ALL)                         \
     X(TG_D_TOGETHER, "together", TG_DF_REWRITE, SCHEMA_TOGETHER, MSG_LENIENT, REPAIR_ALL)      \
     X(TG_D_OLLAMA, "ollama", TG_DF_REWRITE, SCHEMA_LOCAL, MSG_OLLAMA, REPAIR_ALL)              \
-    X(TG_D_VLLM, "vllm", TG_DF_REWRITE, SCHEMA_LOCAL, MSG_VLLM, REPAIR_ALL)                    \
+    X(TG_D_VLLM, "vllm", TG_DF_REWRITE, SCHEMA_VLLM, MSG_VLLM, REPAIR_ALL)                    \
     X(TG_D_MOONSHOT, "moonshot", TG_DF_REWRITE | TG_DF_NAME_LETTER, SCHEMA_MOONSHOT,           \
       MSG_MOONSHOT, REPAIR_ALL)                                                                \
     X(TG_D_PASSTHROUGH, "passthrough", 0, SCHEMA_NONE, MSG_NONE, REPAIR_GUARANTEE)

@@ -71,7 +71,8 @@ typedef struct preset {
 /* Rule 82: DeepSeek V4 refuses a branch without a type ("field `anyOf`:
  * missing field `type`", can1357/oh-my-pi#2270). */
 #define SCHEMA_DEEPSEEK                                                                     \
-    {BASE | TG_SR_NAMES | TG_SR_FLAT_UNIONS, TG_SR_ALL_REQUIRED | TG_SR_NO_CONSTRAINTS | TG_SR_CONST_ENUM, 64, 128}
+    {BASE | TG_SR_NAMES | TG_SR_FLAT_UNIONS | TG_SR_PATTERN_NUL,                              \
+     TG_SR_ALL_REQUIRED | TG_SR_NO_CONSTRAINTS | TG_SR_CONST_ENUM, 64, 128}
 #define SCHEMA_XAI                                                                          \
     {BASE | TG_SR_NAMES | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF | TG_SR_FREEFORM_STRING |   \
          TG_SR_XAI_PROPERTIES | TG_SR_NEED_PARAMS | TG_SR_ENUM_NO_NULL,                     \
@@ -81,6 +82,9 @@ typedef struct preset {
  * letter (rule 76, TG_DF_NAME_LETTER), no strict mode. */
 #define SCHEMA_MOONSHOT {BASE | TG_SR_NAMES, 0, 64, 128}
 #define SCHEMA_LOCAL {BASE, 0, 0, 0}
+/* Rule 89: vLLM's structured-output backends (xgrammar, llguidance) refuse
+ * propertyNames and patternProperties (club-3090#45). */
+#define SCHEMA_VLLM {BASE | TG_SR_NO_KEY_SCHEMAS, 0, 0, 0}
 #define SCHEMA_NONE {0, 0, 0, 0}
 
 #define ROW(id, name, features, schema, msg, repair) [id] = schema,
@@ -104,6 +108,7 @@ static const tg_rule_name rule_names[] = {
     {"anyof_alone", TG_SR_ANYOF_ALONE},       {"no_size_limits", TG_SR_NO_SIZE_LIMITS},
     {"need_parameters", TG_SR_NEED_PARAMS},   {"enum_no_null", TG_SR_ENUM_NO_NULL},
     {"typed_properties", TG_SR_TYPED_PROPS},  {"flat_unions", TG_SR_FLAT_UNIONS},
+    {"pattern_nul", TG_SR_PATTERN_NUL},       {"no_key_schemas", TG_SR_NO_KEY_SCHEMAS},
     {"strict", 0},
 };
 static const char *const limit_names[] = {"desc_max", "name_max", "max_tools", "max_growth",

@@ -347,10 +347,9 @@ static bool pattern_nul_escape(const char *s)
 
 static bool refused_by_target(const walk *w, const char *k, json_t *v)
 {
-    tg_dialect d = w->rules->dialect;
-    if (d == TG_D_DEEPSEEK && !strcmp(k, "pattern"))
+    if ((w->flags & TG_SR_PATTERN_NUL) && !strcmp(k, "pattern"))
         return pattern_nul_escape(json_string_value(v));
-    if (d == TG_D_VLLM)
+    if (w->flags & TG_SR_NO_KEY_SCHEMAS)
         return !strcmp(k, "propertyNames") || !strcmp(k, "patternProperties");
     return false;
 }
