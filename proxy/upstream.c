@@ -1092,7 +1092,8 @@ static void finish_whole(tg_req *r)
         relay_upstream_error(r, (int)r->up.status);
         return;
     }
-    if (tg_repair_surely_plain(&r->ctx, r->up.resp.data ? r->up.resp.data : "", len)) {
+    const char *body = r->up.resp.data ? r->up.resp.data : "";
+    if (tg_repair_surely_plain(&r->ctx, body, len) && tg_repair_finish_plain(body, len)) {
         /* Most answers carry no tool call and need nothing: relayed as
          * they came, without paying for a parse. */
         set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);

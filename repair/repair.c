@@ -874,6 +874,30 @@ static bool plain_scan(const char *d, const char *e)
     }
 }
 
+/* R10 on the shortcut: every choice ends with one of OpenAI's own words
+ * (tool_calls and function_call already send the answer to the parse).
+ * An answer with a choice without finish_reason, or with another word
+ * (`eos`, `end_turn`, null), needs repair_choice. A choice is counted by
+ * its "message" key; a byte search, as the scan's words were. */
+bool tg_repair_finish_plain(const char *d, size_t n)
+{
+    static const char *const ok[] = {"\"stop\"", "\"length\"", "\"content_filter\""};
+    const char *e = d + n;
+    size_t fins = 0, msgs = 0;
+    for (const char *p = tg_rr_find(d, e, "\"finish_reason\""); p;
+         p = tg_rr_find(p + 15, e, "\"finish_reason\""), fins++) {
+        const char *v = value_after(p + 15, e);
+        size_t i = 0;
+        while (i < 3 && ((size_t)(e - v) < strlen(ok[i]) || memcmp(v, ok[i], strlen(ok[i]))))
+            i++;
+        if (i == 3)
+            return false;
+    }
+    for (const char *p = tg_rr_find(d, e, "\"message\""); p; p = tg_rr_find(p + 9, e, "\"message\""))
+        msgs++;
+    return fins >= msgs;
+}
+
 bool tg_repair_surely_plain(const tg_ctx *ctx, const char *d, size_t n)
 {
     const char *e = d + n;

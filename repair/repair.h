@@ -51,6 +51,9 @@ void tg_repair_legacy_answer(json_t *resp);
  * empty role, no discovery round or text recovery pending), so the caller
  * may relay it without parsing. False means "parse and repair". */
 bool tg_repair_surely_plain(const struct tg_ctx *ctx, const char *body, size_t n);
+/* Whether every choice of a whole answer ends with stop, length or
+ * content_filter (R10): the other half of the shortcut's test. */
+bool tg_repair_finish_plain(const char *body, size_t n);
 
 /* A provider's error answer in the shape every OpenAI client reads,
  * {"error": {"message", "type", "param", "code"}}: NULL when the body has

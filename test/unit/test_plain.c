@@ -190,6 +190,25 @@ static void test_one_pass_matches_the_searches(void **state)
     tg_ctx_clear(&ctx);
 }
 
+/* R10 on the shortcut: an answer whose choice has no finish_reason, or
+ * a word that is not OpenAI's, goes to the parse (repair_choice). */
+static void test_finish_words_force_a_parse(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        assert_true(tg_repair_finish_plain(plain[i], strlen(plain[i])));
+    static const char *const need[] = {
+        "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"}}]}",
+        "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"x\"},\"finish_reason\":\"eos\"}]}",
+        "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"x\"},\"finish_reason\":\"end_turn\"}]}",
+        "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"x\"},\"finish_reason\":null}]}",
+        "{\"choices\":[{\"message\":{\"content\":\"a\"},\"finish_reason\":\"stop\"},"
+        "{\"message\":{\"content\":\"b\"}}]}",
+    };
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        assert_false(tg_repair_finish_plain(need[i], strlen(need[i])));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -197,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_answers_that_need_a_look),
         cmocka_unit_test(test_pending_work_forces_a_parse),
         cmocka_unit_test(test_one_pass_matches_the_searches),
+        cmocka_unit_test(test_finish_words_force_a_parse),
     };
     return cmocka_run_group_tests_name("plain", tests, NULL, NULL);
 }
