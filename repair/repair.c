@@ -26,6 +26,8 @@
  * the choice, the position, the name and the arguments: deterministic for a
  * given answer (tests), distinct across answers that have distinct ids.
  */
+#include <strings.h>
+
 #include "core/alloc.h"
 #include "core/hash.h"
 #include "core/jsonfix.h"
@@ -362,36 +364,84 @@ json_t *tg_rr_call_from_text(const json_t *tc)
 
 /* R10: finish_reason words outside OpenAI's vocabulary, as their OpenAI
  * word; typed clients refuse any other (openai-dotnet: "Unknown
- * ChatFinishReason value ... eos"). Each row names its source. */
+ * ChatFinishReason value ... eos"). The class is every provider's own enum
+ * leaking through an OpenAI-compatible layer (a gateway that relays it, a
+ * server that forgets to map it), so each provider's whole enum is here,
+ * matched in any case (Gemini's are upper case: "STOP" and "MAX_TOKENS"
+ * from a gateway, QwenLM/qwen-code#9884; higress-group/higress#2408). A
+ * word in none of them is kept as it came. */
 static const char *const finish_words[][2] = {
     {"eos", "stop"},          /* Together's Llama models, openai/openai-dotnet#267 */
     {"eos_token", "stop"},    /* TGI before 2.2, watsonx: huggingface/text-generation-inference#2344 */
     {"model_length", "length"}, /* Mistral's context limit: camel-ai/camel#4266 */
-    {"end_turn", "stop"},     /* Anthropic's word through LiteLLM: BerriAI/litellm#12481 */
+    /* Anthropic's stop_reason (and Bedrock's Converse stopReason): through
+     * LiteLLM, BerriAI/litellm#12481 */
+    {"end_turn", "stop"},
+    {"stop_sequence", "stop"},
+    {"pause_turn", "stop"},
+    {"max_tokens", "length"},
+    {"model_context_window_exceeded", "length"},
+    {"tool_use", "tool_calls"},
+    {"refusal", "content_filter"},
+    {"guardrail_intervened", "content_filter"},
+    {"content_filtered", "content_filter"},
+    /* Gemini's FinishReason enum (ai.google.dev, GenerateContentResponse) */
+    {"finish_reason_unspecified", "stop"},
+    {"other", "stop"},
+    {"malformed_function_call", "stop"},
+    {"unexpected_tool_call", "stop"},
+    {"too_many_tool_calls", "stop"},
+    {"safety", "content_filter"},
+    {"recitation", "content_filter"},
+    {"language", "content_filter"},
+    {"blocklist", "content_filter"},
+    {"prohibited_content", "content_filter"},
+    {"spii", "content_filter"},
+    {"image_safety", "content_filter"},
+    {"image_prohibited_content", "content_filter"},
+    {"image_recitation", "content_filter"},
+    {"image_other", "content_filter"},
+    /* Cohere's v2 finish_reason */
+    {"complete", "stop"},
+    {"tool_call", "tool_calls"},
+    {"error_toxic", "content_filter"},
+    {"error_limit", "length"},
 };
+
+/* OpenAI's own words, the form a typed client accepts. */
+static const char *const openai_finish[] = {"stop", "length", "tool_calls", "content_filter",
+                                             "function_call"};
 
 const char *tg_rr_finish_word(const char *f)
 {
-    for (size_t i = 0; f && i < sizeof finish_words / sizeof *finish_words; i++)
-        if (!strcmp(f, finish_words[i][0]))
+    if (!f)
+        return f;
+    /* callers tell a changed word by its pointer: OpenAI's own, as it came,
+     * is f itself */
+    for (size_t i = 0; i < sizeof openai_finish / sizeof *openai_finish; i++)
+        if (!strcasecmp(f, openai_finish[i]))
+            return strcmp(f, openai_finish[i]) ? openai_finish[i] : f;
+    for (size_t i = 0; i < sizeof finish_words / sizeof *finish_words; i++)
+        if (!strcasecmp(f, finish_words[i][0]))
             return finish_words[i][1];
     return f;
 }
 
+/* The word the client gets for finish f of a choice that carries ncalls
+ * calls: a call makes it tool_calls unless the answer was cut (length) or
+ * filtered; tool_calls with no call left is a plain stop. */
 const char *tg_rr_finish(tg_ctx *ctx, const char *f, size_t ncalls)
 {
     if (!tg_rr_on(ctx, TG_RR_FINISH))
         return f;
     const char *w = tg_rr_finish_word(f);
-    if (w != f)
-        return ncalls > 0 && strcmp(w, "length") ? "tool_calls" : w;
-    if (f && (!strcmp(f, "length") || !strcmp(f, "content_filter")))
-        return f;
+    if (w && (!strcmp(w, "length") || !strcmp(w, "content_filter")))
+        return w;
     if (ncalls > 0)
         return "tool_calls";
-    if (f && !strcmp(f, "tool_calls"))
+    if (w && !strcmp(w, "tool_calls"))
         return "stop";
-    return f;
+    return w;
 }
 
 int tg_rr_flatten_content(tg_ctx *ctx, json_t *msg)

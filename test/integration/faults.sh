@@ -102,6 +102,19 @@ import json, sys
 assert sys.argv[2] == "200", sys.argv[2]
 c = json.load(open(sys.argv[1], encoding="utf-8"))["choices"][0]
 assert c["finish_reason"] == "tool_calls" and c["message"]["tool_calls"][0]["type"] == "function", c' "$TG_TMP/latin1w.out" "$st"
+# A plain answer (no tool calls: the path where the whole answer is relayed
+# without being parsed into a tree) with no finish_reason, or with a word
+# that is not OpenAI's: the client gets "stop" (R10), not what came.
+for fin in none end_turn STOP; do
+    if [ $fin = none ]; then f=''; else f=",\"finish_reason\":\"$fin\""; fi
+    printf '{"id":"r1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hello."}%s}]}' "$f" >"$TG_TMP/fin-$fin.json"
+    st=$(chat "$TG_TMP/fin-$fin.out" "{\"model\":\"gpt-4o\",$MSG}" -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/fin-$fin.json")
+    check "a plain whole answer, finish_reason $fin: 200, the text kept, finish stop" "$PY" -c '
+import json, sys
+assert sys.argv[2] == "200", sys.argv[2]
+c = json.load(open(sys.argv[1]))["choices"][0]
+assert c["finish_reason"] == "stop" and c["message"]["content"] == "Hello.", c' "$TG_TMP/fin-$fin.out" "$st"
+done
 printf 'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}\n\ndata: {"id":"c1","choices":[{"index":0,"delta":{"content":"the' >"$TG_TMP/cut.sse"
 curl -s -N -m 10 -H 'Content-Type: application/json' -H 'X-Mock: fixture' -H "X-Mock-Fixture: $TG_TMP/cut.sse" \
     --data-binary "{\"model\":\"gpt-4o\",\"stream\":true,$MSG}" "$TG_URL/v1/chat/completions" >"$TG_TMP/cut.out"
