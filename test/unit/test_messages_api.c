@@ -417,9 +417,10 @@ static void test_repair_answer(void **state)
     }
     const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
     const char *why = json_string_value(json_object_get(m, "stop_reason"));
-    assert_string_equal(why, finish && !strcmp(finish, "length") ? "max_tokens"
-                             : json_array_size(want)             ? "tool_use"
-                                                                 : "end_turn");
+    assert_string_equal(why, finish && !strcmp(finish, "length")           ? "max_tokens"
+                             : finish && !strcmp(finish, "content_filter") ? "refusal"
+                             : json_array_size(want)                       ? "tool_use"
+                                                                           : "end_turn");
     assert_string_equal(json_string_value(json_object_get(m, "type")), "message");
     assert_true(json_is_integer(json_object_get(json_object_get(m, "usage"), "input_tokens")));
     tg_buf_free(&text);
