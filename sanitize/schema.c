@@ -53,8 +53,11 @@ typedef struct preset {
      TG_SR_ALL_REQUIRED, 64, 128}
 #define SCHEMA_GEMINI {GEMINI_RULES, 0, 64, 128}
 #define SCHEMA_VERTEX {GEMINI_RULES | TG_SR_ANYOF_ALONE, 0, 64, 128}
+/* Rule 87: Anthropic refuses a property key outside ^[a-zA-Z0-9_.-]{1,64}$
+ * (`uids[]`, `filter[id]`: claude-code#92648, appstore-connect-mcp#2). */
 #define SCHEMA_ANTHROPIC                                                                    \
-    {BASE | TG_SR_NAMES, TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0}
+    {BASE | TG_SR_NAMES | TG_SR_KEY_NAMES,                                                 \
+     TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0}
 #define SCHEMA_MISTRAL                                                                      \
     {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY | TG_SR_NO_NULL_DESC |       \
          TG_SR_NEED_PARAMS,                                                                 \
@@ -109,7 +112,7 @@ static const tg_rule_name rule_names[] = {
     {"need_parameters", TG_SR_NEED_PARAMS},   {"enum_no_null", TG_SR_ENUM_NO_NULL},
     {"typed_properties", TG_SR_TYPED_PROPS},  {"flat_unions", TG_SR_FLAT_UNIONS},
     {"pattern_nul", TG_SR_PATTERN_NUL},       {"no_key_schemas", TG_SR_NO_KEY_SCHEMAS},
-    {"strict", 0},
+    {"key_names", TG_SR_KEY_NAMES},           {"strict", 0},
 };
 static const char *const limit_names[] = {"desc_max", "name_max", "max_tools", "max_growth",
                                           "max_bytes", NULL};
