@@ -190,9 +190,11 @@ static const rename_rule mistral_renames[] = {
 #define MSG_CEREBRAS                                                                        \
     {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_STRING_CONTENT, tg_hy_openai_roles, "rule 47", NULL,    \
      cerebras_deny, NULL, "rule 49"}
+/* Rule 78 on DeepSeek: its thinking models refuse a forced tool_choice. */
 #define MSG_DEEPSEEK                                                                        \
-    {MR_LENIENT | TG_MR_KEEP_REASONING | TG_MR_FIX_CONTENT | TG_MR_STRING_CONTENT, NULL,    \
-     "rule 52", NULL, NULL, NULL, NULL}
+    {MR_LENIENT | TG_MR_KEEP_REASONING | TG_MR_FIX_CONTENT | TG_MR_STRING_CONTENT |         \
+         TG_MR_THINKING_CHOICE,                                                             \
+     NULL, "rule 52", NULL, NULL, NULL, NULL}
 #define MSG_LENIENT {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
 #define MSG_XAI                                                                             \
     {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL | TG_MR_REASONING_PARAMS |           \
@@ -371,12 +373,29 @@ static bool kimi_fixed(json_t *body, const char *key)
  * "auto", with only the named tool offered when one was named; the model
  * may then answer without a call, so the change is said in
  * X-Toolgate-Translated and the explain log. */
+/* Is thinking on? An explicit {"type": ...} says; without one every Kimi
+ * model thinks, and of DeepSeek's models those that think by default:
+ * deepseek-reasoner and the V4 models (deepseek-v4-flash, -pro), whose
+ * forced choice is "Thinking mode does not support this tool_choice" or
+ * "deepseek-reasoner does not support this tool_choice" (oh-my-pi#7315,
+ * #945); deepseek-chat is the non-thinking mode. */
+static bool thinking_on(json_t *body)
+{
+    const char *think = json_string_value(tg_json_get(tg_json_get(body, "thinking"), "type"));
+    if (think)
+        return strcmp(think, "disabled") != 0;
+    const char *model = json_string_value(tg_json_get(body, "model"));
+    const char *ds = model ? strstr(model, "deepseek") : NULL;  /* also "deepseek/..." ids */
+    if (!ds)
+        return true;
+    return strstr(ds, "reasoner") || strstr(ds, "v4") || strstr(ds, "V4") || strstr(ds, "-r1");
+}
+
 static void thinking_choice(walk *w, json_t *body)
 {
     json_t *tc = tg_json_get(body, "tool_choice");
     const char *mode = json_string_value(tc);
-    const char *think = json_string_value(tg_json_get(tg_json_get(body, "thinking"), "type"));
-    if (think && !strcmp(think, "disabled"))
+    if (!thinking_on(body))
         return;
     const char *named = json_string_value(tg_json_get(tg_json_get(tc, "function"), "name"));
     if (!(mode && (!strcmp(mode, "required") || !strcmp(mode, "any"))) && !named)
