@@ -354,6 +354,26 @@ static bool xai_reasoning_model(const char *model)
     return strstr(model, "grok") != NULL;
 }
 
+/* Rule 75: reasoning_effort is taken by grok-3-mini and the dotted Grok 4
+ * releases from 4.3 on (grok-4.3, grok-4.5: docs.x.ai reasoning guide);
+ * grok-4, grok-4-fast, grok-4-1-fast and grok-code-fast, which pick
+ * reasoning by model id, refuse it ("Argument not supported on this model:
+ * reasoningEffort", charmbracelet/crush#386), as do the models that do not
+ * reason at all. */
+static bool xai_effort_refused(const char *model)
+{
+    const char *g = model ? strstr(model, "grok") : NULL;
+    if (!g)
+        return false;
+    if (strstr(g, "grok-3-mini"))
+        return false;
+    const char *four = strstr(g, "grok-4.");
+    if (!four || four[7] < '0' || four[7] > '9')
+        return true;
+    long minor = strtol(four + 7, NULL, 10);  /* 4.3, 4.5, 4.20 take it */
+    return minor < 3;
+}
+
 /* Rule 77: a parameter a Kimi model refuses; reasoning_effort beside a
  * thinking object is refused on every model ("cannot specify both
  * 'thinking' and 'reasoning_effort'", HKUDS/nanobot#3939). */
@@ -443,6 +463,9 @@ static const char *top_verdict(const walk *w, json_t *body, const char *key, jso
     if ((w->f & TG_MR_REASONING_PARAMS) && in_list(xai_reasoning_deny, key) &&
         xai_reasoning_model(json_string_value(tg_json_get(body, "model"))))
         return *ref = "rule 75", "reasoning-model-param";
+    if ((w->f & TG_MR_REASONING_PARAMS) && !strcmp(key, "reasoning_effort") &&
+        xai_effort_refused(json_string_value(tg_json_get(body, "model"))))
+        return *ref = "rule 75", "reasoning-effort-refused";
     if ((w->f & TG_MR_FIXED_SAMPLING) && kimi_fixed(body, key))
         return *ref = "rule 77", "fixed-sampling";
     if ((w->f & TG_MR_NO_AUTO_CHOICE) && !strcmp(key, "tool_choice") && json_is_string(val) &&
