@@ -190,9 +190,11 @@ static const rename_rule mistral_renames[] = {
 #define MSG_CEREBRAS                                                                        \
     {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_STRING_CONTENT, tg_hy_openai_roles, "rule 47", NULL,    \
      cerebras_deny, NULL, "rule 49"}
+/* Rule 78 on DeepSeek: its thinking models refuse a forced tool_choice. */
 #define MSG_DEEPSEEK                                                                        \
-    {MR_LENIENT | TG_MR_KEEP_REASONING | TG_MR_FIX_CONTENT | TG_MR_STRING_CONTENT, NULL,    \
-     "rule 52", NULL, NULL, NULL, NULL}
+    {MR_LENIENT | TG_MR_KEEP_REASONING | TG_MR_FIX_CONTENT | TG_MR_STRING_CONTENT |         \
+         TG_MR_THINKING_CHOICE,                                                             \
+     NULL, "rule 52", NULL, NULL, NULL, NULL}
 #define MSG_LENIENT {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
 #define MSG_XAI                                                                             \
     {MR_LENIENT | TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL | TG_MR_REASONING_PARAMS |           \
@@ -352,6 +354,26 @@ static bool xai_reasoning_model(const char *model)
     return strstr(model, "grok") != NULL;
 }
 
+/* Rule 75: reasoning_effort is taken by grok-3-mini and the dotted Grok 4
+ * releases from 4.3 on (grok-4.3, grok-4.5: docs.x.ai reasoning guide);
+ * grok-4, grok-4-fast, grok-4-1-fast and grok-code-fast, which pick
+ * reasoning by model id, refuse it ("Argument not supported on this model:
+ * reasoningEffort", charmbracelet/crush#386), as do the models that do not
+ * reason at all. */
+static bool xai_effort_refused(const char *model)
+{
+    const char *g = model ? strstr(model, "grok") : NULL;
+    if (!g)
+        return false;
+    if (strstr(g, "grok-3-mini"))
+        return false;
+    const char *four = strstr(g, "grok-4.");
+    if (!four || four[7] < '0' || four[7] > '9')
+        return true;
+    long minor = strtol(four + 7, NULL, 10);  /* 4.3, 4.5, 4.20 take it */
+    return minor < 3;
+}
+
 /* Rule 77: a parameter a Kimi model refuses; reasoning_effort beside a
  * thinking object is refused on every model ("cannot specify both
  * 'thinking' and 'reasoning_effort'", HKUDS/nanobot#3939). */
@@ -371,12 +393,29 @@ static bool kimi_fixed(json_t *body, const char *key)
  * "auto", with only the named tool offered when one was named; the model
  * may then answer without a call, so the change is said in
  * X-Toolgate-Translated and the explain log. */
+/* Is thinking on? An explicit {"type": ...} says; without one every Kimi
+ * model thinks, and of DeepSeek's models those that think by default:
+ * deepseek-reasoner and the V4 models (deepseek-v4-flash, -pro), whose
+ * forced choice is "Thinking mode does not support this tool_choice" or
+ * "deepseek-reasoner does not support this tool_choice" (oh-my-pi#7315,
+ * #945); deepseek-chat is the non-thinking mode. */
+static bool thinking_on(json_t *body)
+{
+    const char *think = json_string_value(tg_json_get(tg_json_get(body, "thinking"), "type"));
+    if (think)
+        return strcmp(think, "disabled") != 0;
+    const char *model = json_string_value(tg_json_get(body, "model"));
+    const char *ds = model ? strstr(model, "deepseek") : NULL;  /* also "deepseek/..." ids */
+    if (!ds)
+        return true;
+    return strstr(ds, "reasoner") || strstr(ds, "v4") || strstr(ds, "V4") || strstr(ds, "-r1");
+}
+
 static void thinking_choice(walk *w, json_t *body)
 {
     json_t *tc = tg_json_get(body, "tool_choice");
     const char *mode = json_string_value(tc);
-    const char *think = json_string_value(tg_json_get(tg_json_get(body, "thinking"), "type"));
-    if (think && !strcmp(think, "disabled"))
+    if (!thinking_on(body))
         return;
     const char *named = json_string_value(tg_json_get(tg_json_get(tc, "function"), "name"));
     if (!(mode && (!strcmp(mode, "required") || !strcmp(mode, "any"))) && !named)
@@ -424,6 +463,9 @@ static const char *top_verdict(const walk *w, json_t *body, const char *key, jso
     if ((w->f & TG_MR_REASONING_PARAMS) && in_list(xai_reasoning_deny, key) &&
         xai_reasoning_model(json_string_value(tg_json_get(body, "model"))))
         return *ref = "rule 75", "reasoning-model-param";
+    if ((w->f & TG_MR_REASONING_PARAMS) && !strcmp(key, "reasoning_effort") &&
+        xai_effort_refused(json_string_value(tg_json_get(body, "model"))))
+        return *ref = "rule 75", "reasoning-effort-refused";
     if ((w->f & TG_MR_FIXED_SAMPLING) && kimi_fixed(body, key))
         return *ref = "rule 77", "fixed-sampling";
     if ((w->f & TG_MR_NO_AUTO_CHOICE) && !strcmp(key, "tool_choice") && json_is_string(val) &&

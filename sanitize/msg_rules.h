@@ -76,7 +76,8 @@ enum {
                                         reasoning_effort beside thinking
                                         (rule 77, Moonshot) */
     TG_MR_THINKING_CHOICE = 1u << 29, /* a forced tool_choice is "auto" while
-                                        thinking is on (rule 78, Moonshot) */
+                                        thinking is on (rule 78, Moonshot,
+                                        DeepSeek's thinking models) */
     TG_MR_ONE_TEXT       = 1u << 30, /* several text parts in one message
                                         become one (rule 80, xAI) */
     TG_MR_NAME_USER_ONLY = 1u << 31, /* `name` only on user turns (rule 81,

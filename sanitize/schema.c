@@ -53,8 +53,11 @@ typedef struct preset {
      TG_SR_ALL_REQUIRED, 64, 128}
 #define SCHEMA_GEMINI {GEMINI_RULES, 0, 64, 128}
 #define SCHEMA_VERTEX {GEMINI_RULES | TG_SR_ANYOF_ALONE, 0, 64, 128}
+/* Rule 87: Anthropic refuses a property key outside ^[a-zA-Z0-9_.-]{1,64}$
+ * (`uids[]`, `filter[id]`: claude-code#92648, appstore-connect-mcp#2). */
 #define SCHEMA_ANTHROPIC                                                                    \
-    {BASE | TG_SR_NAMES, TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0}
+    {BASE | TG_SR_NAMES | TG_SR_KEY_NAMES,                                                 \
+     TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0}
 #define SCHEMA_MISTRAL                                                                      \
     {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY | TG_SR_NO_NULL_DESC |       \
          TG_SR_NEED_PARAMS,                                                                 \
@@ -66,7 +69,8 @@ typedef struct preset {
 /* Rule 50: Cerebras documents anyOf (not oneOf) and no size or pattern
  * keywords; a request with them is refused whole (eliza#11156, #17484). */
 #define SCHEMA_CEREBRAS                                                                     \
-    {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC | TG_SR_ONEOF_ANYOF | TG_SR_NO_SIZE_LIMITS,    \
+    {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC | TG_SR_ONEOF_ANYOF | TG_SR_NO_SIZE_LIMITS |   \
+         TG_SR_CHOICE_REQUIRED,                                                             \
      TG_SR_ALL_REQUIRED | TG_SR_NULL_ANYOF | TG_SR_CONST_ENUM, 64, 0}
 /* Rule 82: DeepSeek V4 refuses a branch without a type ("field `anyOf`:
  * missing field `type`", can1357/oh-my-pi#2270). */
@@ -109,6 +113,7 @@ static const tg_rule_name rule_names[] = {
     {"need_parameters", TG_SR_NEED_PARAMS},   {"enum_no_null", TG_SR_ENUM_NO_NULL},
     {"typed_properties", TG_SR_TYPED_PROPS},  {"flat_unions", TG_SR_FLAT_UNIONS},
     {"pattern_nul", TG_SR_PATTERN_NUL},       {"no_key_schemas", TG_SR_NO_KEY_SCHEMAS},
+    {"key_names", TG_SR_KEY_NAMES},           {"choice_required", TG_SR_CHOICE_REQUIRED},
     {"strict", 0},
 };
 static const char *const limit_names[] = {"desc_max", "name_max", "max_tools", "max_growth",
@@ -682,11 +687,16 @@ static void drop_null_descriptions(json_t *body, tg_ctx *ctx)
 
 /* Rule 46: Mistral takes tool_choice "auto" | "none" | "any"; naming one
  * tool becomes "any" over a tools list holding only that tool, and
- * "required" is spelled "any". */
-static void tool_choice_to_any(json_t *body, tg_ctx *ctx)
+ * "required" is spelled "any". Rule 69: Cerebras' gpt-oss refuses the
+ * named form ("Unsupported tool_choice: type='function' ... Expected 'auto'
+ * or 'none'", instructor#1766); the same narrowing under "required" keeps
+ * its meaning, said in X-Toolgate-Translated (`word` is the mode sent). */
+static void tool_choice_narrow(json_t *body, tg_ctx *ctx, const char *word)
 {
+    bool any = !strcmp(word, "any");
+    const char *rule = any ? "choice_any (rule 46)" : "choice_required (rule 69)";
     json_t *tc = tg_json_get(body, "tool_choice");
-    if (json_is_string(tc) && !strcmp(json_string_value(tc), "required")) {
+    if (any && json_is_string(tc) && !strcmp(json_string_value(tc), "required")) {
         tg_explain_add(ctx->explain, "schema", NULL, "/tool_choice", "choice_any (rule 46)", tc,
                        NULL);
         json_object_set_new(body, "tool_choice", json_string("any"));
@@ -707,9 +717,17 @@ static void tool_choice_to_any(json_t *body, tg_ctx *ctx)
         json_decref(only);
         return;
     }
-    tg_explain_add(ctx->explain, "schema", name, "/tool_choice", "choice_any (rule 46)", tc, NULL);
-    json_object_set_new(body, "tools", only);
-    json_object_set_new(body, "tool_choice", json_string("any"));
+    tg_explain_add(ctx->explain, "schema", name, "/tool_choice", rule, tc, NULL);
+    if (!any) {
+        if (!ctx->translated)
+            ctx->translated = json_object();
+        json_t *list = tg_json_get(ctx->translated, "tool_choice");
+        if (!list)
+            json_object_set_new(ctx->translated, "tool_choice", list = json_array());
+        json_array_append_new(list, json_string(name));
+    }
+    json_object_set_new(body, "tools", only);  /* `name` lives in tc: set tool_choice last */
+    json_object_set_new(body, "tool_choice", json_string(word));
 }
 
 /* Rule 15: a named tool_choice in the Responses API's shape
@@ -776,7 +794,9 @@ static void apply_request_rules(json_t *body, tg_ctx *ctx)
     if ((f & TG_SR_NO_NULL_DESC) && tg_json_is(tg_json_get(body, "tools"), JSON_ARRAY))
         drop_null_descriptions(body, ctx);
     if (f & TG_SR_CHOICE_ANY)
-        tool_choice_to_any(body, ctx);
+        tool_choice_narrow(body, ctx, "any");
+    else if (f & TG_SR_CHOICE_REQUIRED)
+        tool_choice_narrow(body, ctx, "required");
     /* Rule 23: strict decoding and parallel calls do not mix; the agent's
      * own choice, when it made one, stands. */
     if ((f & TG_SR_SERIAL_CALLS) && json_array_size(tg_json_get(body, "tools")) &&

@@ -60,6 +60,8 @@ enum {
 #define TG_SR_FLAT_UNIONS ((uint64_t)1 << 32) /* [flat_unions] anyOf directly in anyOf (oneOf in oneOf) spliced into one list (rule 82) */
 #define TG_SR_PATTERN_NUL ((uint64_t)1 << 33) /* [pattern_nul] a pattern with a \0 escape -> hint (DeepSeek, rule 88) */
 #define TG_SR_NO_KEY_SCHEMAS ((uint64_t)1 << 34) /* [no_key_schemas] propertyNames, patternProperties -> hints (vLLM, rule 89) */
+#define TG_SR_CHOICE_REQUIRED ((uint64_t)1 << 36) /* [choice_required] a named tool_choice -> "required" + only that tool (Cerebras, rule 69) */
+#define TG_SR_KEY_NAMES ((uint64_t)1 << 35) /* [key_names] property keys mapped into ^[a-zA-Z0-9_.-]{1,64}$, mapped back in answers (Anthropic, rule 87) */
 
 /* The schema rules a preset turns on; a route may override single rules
  * (conf keys `schema.<rule> = on|off`). Held by value in the route. */

@@ -270,6 +270,7 @@ void tg_sw_emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t 
     json_t *folded = draft3_required(w, props, req_in, ptr);
     if (folded)
         req_in = folded;
+    json_t *names = tg_sw_key_names(w, props, ptr);  /* rule 87 */
     json_t *oprops = json_object();
     json_t *pinv = json_object();
     json_t *required = json_array();
@@ -281,6 +282,8 @@ void tg_sw_emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t 
     json_object_foreach(props, k, v) {
         char cptr[PTR_MAX];
         tg_sw_ptr_join(cptr, ptr, "properties", k);
+        json_t *up = json_object_get(names, k);
+        const char *uk = up ? json_string_value(up) : k;  /* the key upstream */
         json_t *cinv = NULL;
         json_t *c = tg_sw_rewrite_node(w, v, cptr, depth + 1, objdepth, false, &cinv);
         bool req = false;
@@ -291,14 +294,14 @@ void tg_sw_emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t 
             json_t *nc = make_nullable(w, c);
             json_decref(c);
             c = nc;
-            json_array_append_new(originally_nullable(v) ? fill : optional, json_string(k));
+            json_array_append_new(originally_nullable(v) ? fill : optional, json_string(uk));
             tg_sw_note(w, cptr, "strict-optional-nullable", NULL, NULL);
         }
         if (req || strict_all)
-            json_array_append_new(required, json_string(k));
-        json_object_set_new(oprops, k, c);
+            json_array_append_new(required, json_string(uk));
+        json_object_set_new(oprops, uk, c);
         if (cinv)
-            json_object_set_new(pinv, k, cinv);
+            json_object_set_new(pinv, uk, cinv);
     }
     size_t before = json_array_size(req_in);
     if (json_is_array(req_in) && before != json_array_size(required) && !strict_all) {
@@ -306,7 +309,7 @@ void tg_sw_emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t 
     }
     if (json_is_array(req_in) && !props)
         tg_sw_note(w, ptr, "required-without-properties", req_in, NULL);
-    required_hint(w, req_in, oprops, hints);
+    required_hint(w, req_in, json_is_object(props) ? props : oprops, hints);
     json_decref(folded);
     json_object_set_new(out, "properties", oprops);
     if (json_array_size(required) || strict_all)
@@ -324,6 +327,12 @@ void tg_sw_emit_properties(walk *w, json_t *n, json_t *out, json_t *inv, json_t 
         json_object_set_new(inv, "f", fill);
     else
         json_decref(fill);
+    if (names) {  /* the way back: {upstream: agent} */
+        json_t *back = json_object();
+        json_object_foreach(names, k, v) json_object_set_new(back, json_string_value(v), json_string(k));
+        json_object_set_new(inv, "n", back);
+        json_decref(names);
+    }
 }
 
 /* Rule 88: DeepSeek reads every pattern as a regex and refuses one its
@@ -496,7 +505,20 @@ static void emit_defs(walk *w, const char *k, json_t *v, json_t *out, const char
         json_t *dinv = NULL;
         tg_sw_ptr_join(dptr, ptr, k, dk);
         json_object_set_new(defs, dk, tg_sw_rewrite_node(w, dv, dptr, depth + 1, 0, false, &dinv));
-        json_decref(dinv);  /* refs are not followed on the way back */
+        if (dinv && (w->flags & TG_SR_KEY_NAMES)) {
+            /* rule 87: a use site's "R" finds this inverse by the $ref
+             * that names it ("#" and the pointer below the parameters) */
+            static const char top[] = "/function/parameters";
+            char ref[PTR_MAX + 1];
+            bool below = !strncmp(ptr, top, sizeof top - 1);
+            snprintf(ref, sizeof ref, "#%s", below ? ptr + sizeof top - 1 : ptr);
+            char rptr[PTR_MAX];
+            tg_sw_ptr_join(rptr, ref, k, dk);
+            if (!w->defs_inv)
+                w->defs_inv = json_object();
+            json_object_set(w->defs_inv, rptr, dinv);
+        }
+        json_decref(dinv);  /* other refs are not followed on the way back */
     }
     json_object_set_new(out, k, defs);
 }
@@ -535,6 +557,10 @@ void tg_sw_emit_keys(walk *w, json_t *n, json_t *out, json_t *inv, json_t *hints
         } else if (!strcmp(k, "$ref")) {
             if (!(f & TG_SR_INLINE_REFS))
                 json_object_set_new(out, k, json_deep_copy(v));
+            /* rule 87: the definition's renamed keys go back by its inverse */
+            if (!(f & TG_SR_INLINE_REFS) && (f & TG_SR_KEY_NAMES) && json_is_string(v) &&
+                tg_sw_keys_to_rename(w, tg_sw_ref_peek(w, json_string_value(v)), 0))
+                json_object_set(inv, "R", v);
         } else if (!strcmp(k, "const")) {
             json_object_set_new(out, k, json_deep_copy(v));
         } else if (!strcmp(k, "description") || !strcmp(k, "title")) {

@@ -19,6 +19,10 @@
  *                   branch "k" (its keys), "d" (its single-valued
  *                   discriminators, {k: v}) and "r" (the keys the agent's
  *                   branch requires): what tells the branches apart
+ *   "n": {u: k}     property keys renamed upstream (rule 87): u back to k,
+ *                   after "p", "o" and "f" (which name the upstream keys)
+ *   "R": "#/..."    a $ref left as a ref: apply the root's "D" entry for it
+ *   "D": {ref: inv} (root only) the inverses of the definitions refs name
  */
 #include <stdlib.h>
 #include <string.h>
@@ -90,11 +94,20 @@ static bool enum_maps(json_t *b, json_t *v, bool back, int depth)
     return false;
 }
 
+/* The way back of one node; root holds "D" for "R" nodes, and depth bounds
+ * refs that name themselves (the value's own depth ends the walk too). */
+typedef struct back {
+    json_t *root;
+    int *count;
+} back;
+
+static json_t *apply(const back *b, json_t *inv, json_t *v, int depth);
+
 /* The inverse applied to one child: a replacement (new reference), or NULL
  * when the child was edited in place or left as it was. */
-static json_t *inverse_child(json_t *inv, json_t *c, int *count)
+static json_t *inverse_child(const back *bk, json_t *inv, json_t *c, int depth)
 {
-    json_t *nc = tg_schema_inverse_apply(inv, c, count);
+    json_t *nc = apply(bk, inv, c, depth + 1);
     if (nc == c) {
         json_decref(nc);
         return NULL;
@@ -102,10 +115,46 @@ static json_t *inverse_child(json_t *inv, json_t *c, int *count)
     return nc;
 }
 
+/* Rule 87: the upstream keys of object v back to the agent's (map {u: k}).
+ * A key the model sent under the agent's own name stays. */
+static void rename_keys(json_t *map, json_t *v, int *count, bool forth)
+{
+    const char *u;
+    json_t *k;
+    json_object_foreach(map, u, k) {
+        const char *from = forth ? json_string_value(k) : u;
+        const char *to = forth ? u : json_string_value(k);
+        json_t *x = json_object_get(v, from);
+        if (!x || !to || json_object_get(v, to))
+            continue;
+        json_object_set(v, to, x);
+        json_object_del(v, from);
+        (*count)++;
+    }
+}
+
 json_t *tg_schema_inverse_apply(json_t *inv, json_t *v, int *count)
 {
-    if (!json_is_object(inv) || !v)
+    back b = {.root = inv, .count = count};
+    return apply(&b, inv, v, 0);
+}
+
+static json_t *apply(const back *bk, json_t *inv, json_t *v, int depth)
+{
+    int *count = bk->count;
+    if (!json_is_object(inv) || !v || depth > 256)
         return json_incref(v);
+    const char *ref = json_string_value(json_object_get(inv, "R"));
+    json_t *def = ref ? json_object_get(json_object_get(bk->root, "D"), ref) : NULL;
+    if (def) {
+        json_t *nv = apply(bk, def, v, depth + 1);
+        json_t *rest = json_copy(inv);  /* the node's own members, after */
+        json_object_del(rest, "R");
+        json_t *out = apply(bk, rest, nv, depth + 1);
+        json_decref(rest);
+        json_decref(nv);
+        return out;
+    }
     if (json_object_get(inv, "j") && json_is_string(v)) {
         json_t *d = tg_json_load(json_string_value(v), json_string_length(v), JSON_DECODE_ANY, NULL);
         if (!d)
@@ -129,7 +178,7 @@ json_t *tg_schema_inverse_apply(json_t *inv, json_t *v, int *count)
             json_t *c = json_object_get(v, k);
             if (!c)
                 continue;
-            json_t *nc = inverse_child(sub, c, count);
+            json_t *nc = inverse_child(bk, sub, c, depth);
             if (nc)
                 json_object_set_new(v, k, nc);
         }
@@ -142,13 +191,14 @@ json_t *tg_schema_inverse_apply(json_t *inv, json_t *v, int *count)
                 (*count)++;
             }
         }
+        rename_keys(json_object_get(inv, "n"), v, count, false);
     }
     json_t *items = json_object_get(inv, "i");
     if (json_is_array(v) && items) {
         size_t i;
         json_t *c;
         json_array_foreach(v, i, c) {
-            json_t *nc = inverse_child(items, c, count);
+            json_t *nc = inverse_child(bk, items, c, depth);
             if (nc)
                 json_array_set_new(v, i, nc);
         }
@@ -165,25 +215,36 @@ json_t *tg_schema_inverse_apply(json_t *inv, json_t *v, int *count)
         if (*s == '{' || *s == '[') {
             json_array_foreach(branches, i, b) {
                 if (json_object_get(b, "j"))
-                    return tg_schema_inverse_apply(b, v, count);
+                    return apply(bk, b, v, depth + 1);
             }
         }
     }
     json_array_foreach(branches, i, b) {
         if (json_is_string(v) && enum_maps(b, v, true, 0))
-            return tg_schema_inverse_apply(b, v, count);
+            return apply(bk, b, v, depth + 1);
     }
     json_array_foreach(branches, i, b) {
         if (branch_matches(b, "t", v))
-            return tg_schema_inverse_apply(b, v, count);
+            return apply(bk, b, v, depth + 1);
     }
     return json_incref(v);
 }
 
+static json_t *forward(json_t *root, json_t *inv, json_t *v, int depth);
+
 json_t *tg_schema_inverse_forward(json_t *inv, json_t *v)
 {
-    if (!json_is_object(inv) || !v)
+    return forward(inv, inv, v, 0);
+}
+
+static json_t *forward(json_t *root, json_t *inv, json_t *v, int depth)
+{
+    if (!json_is_object(inv) || !v || depth > 256)
         return json_deep_copy(v);
+    const char *ref = json_string_value(json_object_get(inv, "R"));
+    json_t *def = ref ? json_object_get(json_object_get(root, "D"), ref) : NULL;
+    if (def)
+        return forward(root, def, v, depth + 1);
     if (json_object_get(inv, "j")) {
         char *s = tg_json_dumps(v);
         json_t *out = json_string(s ? s : "null");
@@ -198,12 +259,14 @@ json_t *tg_schema_inverse_forward(json_t *inv, json_t *v)
     }
     json_t *out = json_deep_copy(v);
     if (json_is_object(out)) {
+        int renamed = 0;
+        rename_keys(json_object_get(inv, "n"), out, &renamed, true);
         const char *k;
         json_t *sub;
         json_object_foreach(json_object_get(inv, "p"), k, sub) {
             json_t *c = json_object_get(out, k);
             if (c)
-                json_object_set_new(out, k, tg_schema_inverse_forward(sub, c));
+                json_object_set_new(out, k, forward(root, sub, c, depth + 1));
         }
         const char *lists[] = {"o", "f"};
         for (int l = 0; l < 2; l++) {
@@ -220,20 +283,20 @@ json_t *tg_schema_inverse_forward(json_t *inv, json_t *v)
     if (json_is_array(out) && items) {
         size_t i;
         json_t *c;
-        json_array_foreach(out, i, c) json_array_set_new(out, i, tg_schema_inverse_forward(items, c));
+        json_array_foreach(out, i, c) json_array_set_new(out, i, forward(root, items, c, depth + 1));
     }
     size_t i;
     json_t *b;
     json_array_foreach(json_object_get(inv, "a"), i, b) {
         if (!json_is_object(v) && !json_is_array(v) && enum_maps(b, v, false, 0)) {
             json_decref(out);
-            return tg_schema_inverse_forward(b, v);
+            return forward(root, b, v, depth + 1);
         }
     }
     json_array_foreach(json_object_get(inv, "a"), i, b) {
         if (branch_matches(b, "ot", v)) {
             json_decref(out);
-            return tg_schema_inverse_forward(b, v);
+            return forward(root, b, v, depth + 1);
         }
     }
     return out;

@@ -584,6 +584,11 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
         json_object_set(ofn, "strict", json_object_get(fn, "strict"));
     if (strict)
         *strict = st;
+    if (w.defs_inv) {  /* rule 87: the definitions' inverses, for "R" */
+        if (!inv)
+            inv = json_object();
+        json_object_set_new(inv, "D", w.defs_inv);
+    }
     if (inverse)
         *inverse = inv;
     else

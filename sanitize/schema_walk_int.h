@@ -33,6 +33,7 @@ typedef struct walk {
     int enums;            /* enum values emitted (rule 21 budget) */
     int changes;
     tg_schema_budget *budget;  /* the request's (rule 62), never NULL */
+    json_t *defs_inv;     /* rule 87: {"#/$defs/x": inverse} of definitions left as refs (owned) */
 } walk;
 
 /* A node after step 1 (tg_sw_normalize). */
@@ -151,6 +152,16 @@ void tg_sw_finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_obj
                        bool root, const char *ptr, int depth, int objdepth);
 /* An enum sent as strings: number bounds dropped, a non-string default
  * said as a string. */
+/* schema_keys.c (rule 87) ------------------------------------------------ */
+
+/* Is k a key of the target's alphabet (^[a-zA-Z0-9_.-]{1,64}$)? */
+bool tg_sw_key_ok(const char *k);
+/* The new keys of a properties map, {agent: upstream} (new reference), or
+ * NULL when the rule is off or every key is fine. */
+json_t *tg_sw_key_names(walk *w, json_t *props, const char *ptr);
+/* Does schema n (following $refs, bounded) hold a key to rename? */
+bool tg_sw_keys_to_rename(walk *w, json_t *n, int depth);
+
 void tg_sw_retype_enum_keys(walk *w, json_t *out, const char *ptr);
 
 #endif

@@ -373,6 +373,13 @@ static void run_request(const json_t *c, tg_dialect d, why *w)
     memset(&err, 0, sizeof err);
     int rc = tg_pipeline_request(body, &ctx, &err);
     judge_request(expect, d, rc ? &err : NULL, body, w);
+    /* expect.translated: {kind: [names]} that X-Toolgate-Translated says */
+    const json_t *tr = json_object_get(expect, "translated");
+    if (tr && !json_equal((json_t *)tr, ctx.translated)) {
+        char *got = ctx.translated ? json_dumps(ctx.translated, JSON_COMPACT) : NULL;
+        say(w, "translated: %s, want the request's X-Toolgate-Translated to say so", got ? got : "(nothing)");
+        free(got);
+    }
     json_decref(body);
     tg_ctx_clear(&ctx);
 }
