@@ -48,9 +48,11 @@ export const SURFACES = [
   { id: 'chat.custom_tool.format', file: 'openai_chat', type: 'ChatCompletionCustomTool', path: ['custom', 'format'], by: 'type' },
   { id: 'chat.tool_choice', file: 'openai_chat', type: 'ChatCompletionToolChoiceOption', by: 'type' },
   { id: 'chat.response_format', file: 'openai_chat', type: 'ChatCompletionCreateParamsBase', path: ['response_format'], by: 'type' },
+  { id: 'chat.param', file: 'openai_chat', type: 'ChatCompletionCreateParamsBase', by: 'props' },
   { id: 'chat.chunk.delta', file: 'openai_chat', type: 'ChatCompletionChunk.Choice.Delta', by: 'props', answer: true },
   { id: 'chat.chunk.finish_reason', file: 'openai_chat', type: 'ChatCompletionChunk.Choice', path: ['finish_reason'], by: 'type', answer: true },
   // Responses (openai)
+  { id: 'responses.param', file: 'openai_responses', type: 'ResponseCreateParamsBase', by: 'props' },
   { id: 'responses.input_item', file: 'openai_responses', type: 'ResponseInputItem', by: 'type' },
   { id: 'responses.input_content', file: 'openai_responses', type: 'ResponseInputContent', by: 'type' },
   { id: 'responses.output_content', file: 'openai_responses', type: 'ResponseOutputMessage', path: ['content', '[]'], by: 'type' },
@@ -60,7 +62,12 @@ export const SURFACES = [
   { id: 'responses.tool_choice', file: 'openai_responses', type: 'ResponseCreateParamsBase', path: ['tool_choice'], by: 'type' },
   { id: 'responses.text_format', file: 'openai_responses', type: 'ResponseFormatTextConfig', by: 'type' },
   { id: 'responses.event', file: 'openai_responses', type: 'ResponseStreamEvent', by: 'type', answer: true },
+  { id: 'responses.output_item', file: 'openai_responses', type: 'ResponseOutputItem', by: 'type', answer: true },
+  { id: 'responses.response', file: 'openai_responses', type: 'Response', by: 'props', answer: true },
+  { id: 'responses.usage', file: 'openai_responses', type: 'ResponseUsage', by: 'props', answer: true },
+  { id: 'responses.status', file: 'openai_responses', type: 'ResponseStatus', by: 'type', answer: true },
   // Messages (anthropic)
+  { id: 'messages.param', file: 'anthropic', type: 'MessageCreateParamsBase', by: 'props' },
   { id: 'messages.block', file: 'anthropic', type: 'ContentBlockParam', by: 'type' },
   { id: 'messages.tool_result', file: 'anthropic', type: 'ToolResultBlockParam', path: ['content', '[]'], by: 'type' },
   { id: 'messages.document_source', file: 'anthropic', type: 'DocumentBlockParam', path: ['source'], by: 'type' },
@@ -72,7 +79,11 @@ export const SURFACES = [
   { id: 'messages.event', file: 'anthropic', type: 'RawMessageStreamEvent', by: 'type', answer: true },
   { id: 'messages.delta', file: 'anthropic', type: 'RawContentBlockDelta', by: 'type', answer: true },
   { id: 'messages.content_block', file: 'anthropic', type: 'ContentBlock', by: 'type', answer: true },
+  { id: 'messages.message', file: 'anthropic', type: 'Message', by: 'props', answer: true },
+  { id: 'messages.usage', file: 'anthropic', type: 'Usage', by: 'props', answer: true },
+  { id: 'messages.stop_reason', file: 'anthropic', type: 'StopReason', by: 'type', answer: true },
   // Gemini (@google/genai)
+  { id: 'gemini.generation_config', file: 'genai', type: 'GenerationConfig', by: 'props' },
   { id: 'gemini.part', file: 'genai', type: 'Part', by: 'props' },
   { id: 'gemini.tool', file: 'genai', type: 'Tool', by: 'props' },
   { id: 'gemini.function_calling_mode', file: 'genai', type: 'FunctionCallingConfigMode', by: 'enum' },
@@ -136,16 +147,20 @@ function keysOf(checker, types, by, label) {
 // The type each API's sample requests must have, imported from the SDKs:
 // a sample the SDK's own types reject (a misspelt field, a missing one) is
 // not a request the API accepts, and would prove nothing. Gemini's REST body
-// is the SDK's contents, tools and toolConfig (its SDK nests the last two
-// under `config`).
+// is the SDK's contents, tools, toolConfig, systemInstruction, safetySettings,
+// cachedContent, labels and a generationConfig (its SDK flattens all but
+// contents into `config`).
 const SAMPLE_TYPES = `
-import type { ChatCompletionCreateParamsNonStreaming as ChatBody } from 'openai/resources/chat/completions/completions';
-import type { ResponseCreateParamsNonStreaming as ResponsesBody } from 'openai/resources/responses/responses';
-import type { MessageCreateParamsNonStreaming as MessagesBody } from '@anthropic-ai/sdk/resources/messages/messages';
-import type { Content, Tool, ToolConfig } from '@google/genai';
+import type { ChatCompletionCreateParams as ChatBody } from 'openai/resources/chat/completions/completions';
+import type { ResponseCreateParams as ResponsesBody } from 'openai/resources/responses/responses';
+import type { MessageCreateParams as MessagesBody } from '@anthropic-ai/sdk/resources/messages/messages';
+import type { Content, Tool, ToolConfig, GenerationConfig, SafetySetting } from '@google/genai';
 // the SDK's enums are nominal: a JSON sample spells their string values
 type Loose<T> = T extends string ? \`\${T}\` : T extends object ? { [K in keyof T]: Loose<T[K]> } : T;
-type GeminiBody = Loose<{ contents: Content[]; tools?: Tool[]; toolConfig?: ToolConfig }>;
+type GeminiBody = Loose<{
+  contents: Content[]; tools?: Tool[]; toolConfig?: ToolConfig; systemInstruction?: Content;
+  generationConfig?: GenerationConfig; safetySettings?: SafetySetting[]; cachedContent?: string; labels?: Record<string, string>;
+}>;
 `;
 const SAMPLE_TYPE = { chat: 'ChatBody', responses: 'ResponsesBody', messages: 'MessagesBody', gemini: 'GeminiBody' };
 
