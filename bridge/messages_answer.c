@@ -48,12 +48,15 @@ static json_t *usage_of(const json_t *u)
 
 /* What Anthropic's Usage (and, with delta, MessageDeltaUsage) declares
  * beyond the token counts: every field is in every answer, null where the
- * chat answer does not tell (@anthropic-ai/sdk 1.17 types them required).
+ * chat answer does not tell (@anthropic-ai/sdk 1.17 types them required;
+ * fallback_credit and iterations are its beta types', which Claude Code
+ * reads).
  * Takes r, returns it. */
 static json_t *usage_filled(json_t *r, bool delta)
 {
     static const char *const all[] = {"cache_creation_input_tokens", "cache_read_input_tokens",
-                                      "output_tokens_details", "server_tool_use", NULL};
+                                      "output_tokens_details", "server_tool_use",
+                                      "fallback_credit", "iterations", NULL};
     static const char *const message_only[] = {"cache_creation", "inference_geo", "service_tier",
                                                "speed", NULL};
     for (const char *const *k = all; *k; k++)
@@ -74,11 +77,12 @@ static json_t *stop_details_of(const char *why)
 }
 
 /* The Message's fields that only Anthropic's service fills (the code
- * execution container, cache diagnostics): null, as Anthropic sends them
- * when it has none. */
+ * execution container, cache diagnostics, the beta's context edits): null,
+ * as Anthropic sends them when it has none. */
 static json_t *message_filled(json_t *msg, const char *why)
 {
     json_object_set_new(msg, "container", json_null());
+    json_object_set_new(msg, "context_management", json_null());
     json_object_set_new(msg, "diagnostics", json_null());
     json_object_set_new(msg, "stop_details", stop_details_of(why));
     return msg;
@@ -310,10 +314,11 @@ static void stream_finish(void *vb, tg_buf *out)
     const char *why = stop_reason_of(b, finish, calls, b->rd.stop_reason);
     const char *hit = stop_hit(b, b->rd.stop_reason);
     json_t *usage = usage_filled(usage_of(b->rd.usage), true);
-    tg_bridge_emit(out, json_pack("{s:s, s:{s:s, s:o, s:o}, s:o}", "type", "message_delta", "delta",
-                        "stop_reason", why, "stop_sequence",
+    tg_bridge_emit(out, json_pack("{s:s, s:{s:s, s:o, s:o, s:n}, s:n, s:o}", "type",
+                        "message_delta", "delta", "stop_reason", why, "stop_sequence",
                         hit && !strcmp(why, "stop_sequence") ? json_string(hit) : json_null(),
-                        "stop_details", stop_details_of(why), "usage", usage));
+                        "stop_details", stop_details_of(why), "container",
+                        "context_management", "usage", usage));
     tg_bridge_emit(out, json_pack("{s:s}", "type", "message_stop"));
 }
 

@@ -105,9 +105,11 @@ async function send(route, row) {
   if (row.api !== 'gemini') body.model = route.model;
   if (row.api === 'messages' && body.max_tokens === undefined) body.max_tokens = 256;
   await fetch(`${MOCK}/_reset`, { method: 'POST' });
-  const res = await fetch(`${TG}/${route.name}${PATHS[row.api](route.model)}`, {
+  // a beta row goes as the SDK's client.beta.messages sends it (Claude Code)
+  const beta = row.beta ? { 'anthropic-beta': row.beta === true ? 'interleaved-thinking-2025-05-14' : row.beta } : {};
+  const res = await fetch(`${TG}/${route.name}${PATHS[row.api](route.model)}${row.beta ? '?beta=true' : ''}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: 'Bearer dummy', ...(HEADERS[row.api] || {}) },
+    headers: { 'content-type': 'application/json', authorization: 'Bearer dummy', ...(HEADERS[row.api] || {}), ...beta },
     body: JSON.stringify(body),
   });
   const text = await res.text();
