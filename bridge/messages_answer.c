@@ -46,6 +46,48 @@ static json_t *usage_of(const json_t *u)
     return r;
 }
 
+/* What Anthropic's Usage (and, with delta, MessageDeltaUsage) declares
+ * beyond the token counts: every field is in every answer, null where the
+ * chat answer does not tell (@anthropic-ai/sdk 1.17 types them required;
+ * fallback_credit and iterations are its beta types', which Claude Code
+ * reads).
+ * Takes r, returns it. */
+static json_t *usage_filled(json_t *r, bool delta)
+{
+    static const char *const all[] = {"cache_creation_input_tokens", "cache_read_input_tokens",
+                                      "output_tokens_details", "server_tool_use",
+                                      "fallback_credit", "iterations", NULL};
+    static const char *const message_only[] = {"cache_creation", "inference_geo", "service_tier",
+                                               "speed", NULL};
+    for (const char *const *k = all; *k; k++)
+        if (!json_object_get(r, *k))
+            json_object_set_new(r, *k, json_null());
+    for (const char *const *k = message_only; *k && !delta; k++)
+        json_object_set_new(r, *k, json_null());
+    return r;
+}
+
+/* stop_details: what a refusal was (the chat answer names no category),
+ * null for every other stop. New reference. */
+static json_t *stop_details_of(const char *why)
+{
+    if (!why || strcmp(why, "refusal"))
+        return json_null();
+    return json_pack("{s:s, s:n, s:n}", "type", "refusal", "category", "explanation");
+}
+
+/* The Message's fields that only Anthropic's service fills (the code
+ * execution container, cache diagnostics, the beta's context edits): null,
+ * as Anthropic sends them when it has none. */
+static json_t *message_filled(json_t *msg, const char *why)
+{
+    json_object_set_new(msg, "container", json_null());
+    json_object_set_new(msg, "context_management", json_null());
+    json_object_set_new(msg, "diagnostics", json_null());
+    json_object_set_new(msg, "stop_details", stop_details_of(why));
+    return msg;
+}
+
 /* "msg_" and the chat answer's id, which clients treat as opaque. */
 static json_t *message_id(const json_t *chat_id)
 {
@@ -143,12 +185,13 @@ json_t *tg_messages_answer(tg_msg_bridge *b, const json_t *completion)
     const json_t *sr = json_object_get(choice, "stop_reason");
     const char *hit = stop_hit(b, sr);
     const char *why = stop_reason_of(b, finish, n_calls > 0, sr);
-    return json_pack("{s:o, s:s, s:s, s:O, s:o, s:s, s:o, s:o}", "id",
+    json_t *whole = json_pack("{s:o, s:s, s:s, s:O, s:o, s:s, s:o, s:o}", "id",
                      message_id(json_object_get(completion, "id")), "type", "message", "role",
                      "assistant", "model", json_is_string(model) ? model : b->model, "content",
                      content, "stop_reason", why, "stop_sequence",
                      hit && !strcmp(why, "stop_sequence") ? json_string(hit) : json_null(),
-                     "usage", usage_of(json_object_get(completion, "usage")));
+                     "usage", usage_filled(usage_of(json_object_get(completion, "usage")), false));
+    return message_filled(whole, why);
 }
 
 /* ---- the event stream --------------------------------------------------- */
@@ -162,6 +205,8 @@ static void stream_start(void *vb, const json_t *chunk, tg_buf *out)
                             "assistant", "model", json_is_string(m) ? m : b->model, "content",
                             "stop_reason", "stop_sequence", "usage", "input_tokens",
                             (json_int_t)0, "output_tokens", (json_int_t)0);
+    usage_filled(json_object_get(msg, "usage"), false);
+    message_filled(msg, NULL);
     tg_bridge_emit(out, json_pack("{s:s, s:o}", "type", "message_start", "message", msg));
 }
 
@@ -268,11 +313,12 @@ static void stream_finish(void *vb, tg_buf *out)
     bool calls = json_object_size(b->calls_done) > 0;
     const char *why = stop_reason_of(b, finish, calls, b->rd.stop_reason);
     const char *hit = stop_hit(b, b->rd.stop_reason);
-    json_t *usage = usage_of(b->rd.usage);
-    tg_bridge_emit(out, json_pack("{s:s, s:{s:s, s:o}, s:o}", "type", "message_delta", "delta",
-                        "stop_reason", why, "stop_sequence",
+    json_t *usage = usage_filled(usage_of(b->rd.usage), true);
+    tg_bridge_emit(out, json_pack("{s:s, s:{s:s, s:o, s:o, s:n}, s:n, s:o}", "type",
+                        "message_delta", "delta", "stop_reason", why, "stop_sequence",
                         hit && !strcmp(why, "stop_sequence") ? json_string(hit) : json_null(),
-                        "usage", usage));
+                        "stop_details", stop_details_of(why), "container",
+                        "context_management", "usage", usage));
     tg_bridge_emit(out, json_pack("{s:s}", "type", "message_stop"));
 }
 

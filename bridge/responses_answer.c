@@ -90,6 +90,15 @@ json_t *tg_resp_object(tg_resp_bridge *b, json_t *id, json_t *model, json_int_t 
     json_object_set_new(r, "usage", usage ? usage : json_null());
     json_object_set_new(r, "user", echo_or(b, "user", json_null()));
     json_object_set_new(r, "metadata", echo_or(b, "metadata", json_object()));
+    /* openai 7.60's Response: access_programs is required (null: none
+     * applied); the rest repeat the request as OpenAI's do */
+    json_object_set_new(r, "access_programs", json_null());
+    json_object_set_new(r, "background", json_false());
+    json_object_set_new(r, "max_tool_calls", echo_or(b, "max_tool_calls", json_null()));
+    json_object_set_new(r, "prompt_cache_key", echo_or(b, "prompt_cache_key", json_null()));
+    json_object_set_new(r, "safety_identifier", echo_or(b, "safety_identifier", json_null()));
+    json_object_set_new(r, "service_tier", echo_or(b, "service_tier", json_string("default")));
+    json_object_set_new(r, "top_logprobs", echo_or(b, "top_logprobs", json_integer(0)));
     return r;
 }
 

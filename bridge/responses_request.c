@@ -64,13 +64,32 @@ static const char *const responses_keys[] = {
     "max_tool_calls", "metadata", "model", "parallel_tool_calls", "previous_response_id",
     "prompt", "prompt_cache_key", "prompt_cache_retention", "reasoning", "safety_identifier",
     "service_tier", "store", "stream", "stream_options", "temperature", "text", "tool_choice",
-    "tools", "top_logprobs", "top_p", "truncation", "user", "context_management", NULL};
+    "tools", "top_logprobs", "top_p", "truncation", "user", "context_management",
+    "access_programs", "background_options", "image", "moderation", "prompt_cache_options", NULL};
+
+/* Keys chat completions has under the same name and meaning (openai
+ * 7.60's ChatCompletionCreateParams): they go up as they came, and the
+ * route's hygiene leaves out, and says, what its provider does not take. */
+static const char *const chat_same_keys[] = {
+    "temperature", "top_p", "parallel_tool_calls", "user", "safety_identifier",
+    "prompt_cache_key", "prompt_cache_retention", "service_tier", "moderation", NULL};
+/* Keys that steer only how OpenAI's service runs a response (its access
+ * programs, its background queue, compressing images of the context, the
+ * limit on calls of the tools it hosts, which the bridge never runs): no
+ * chat form, and the answer is the same without them, so hints. */
+static const char *const service_hint_keys[] = {"access_programs", "background_options", "image",
+                                                "max_tool_calls", NULL};
+/* Keys that change what OpenAI's service does with the conversation
+ * (server-side compaction, truncating the context): left out, and said. */
+static const char *const behaviour_keys[] = {"context_management", "truncation", NULL};
 
 /* What the Response object repeats from its request. */
 static const char *const echoed_keys[] = {"instructions", "max_output_tokens", "metadata",
                                           "parallel_tool_calls", "reasoning", "temperature",
                                           "text", "tool_choice", "tools", "top_p", "user",
-                                          "model", NULL};
+                                          "model", "max_tool_calls", "prompt_cache_key",
+                                          "safety_identifier", "service_tier", "top_logprobs",
+                                          NULL};
 
 int tg_resp_join_text(const json_t *parts, tg_buf *out)
 {
@@ -1115,6 +1134,56 @@ static int convert_all_input(const json_t *v, const json_t *prev, json_t *messag
     return rc;
 }
 
+/* prompt_cache_options as chat's, which has its mode and a ttl of 30m
+ * only; the rest (a longer ttl, prewarming, a response to compare the
+ * cache with) changes the cost, not the answer: hints. */
+static void cache_options(json_t *chat, const json_t *opts, conv *cv)
+{
+    char name[96];
+    const char *k;
+    json_t *v, *out = json_object();
+    json_object_foreach((json_t *)opts, k, v) {
+        if (json_is_null(v))
+            continue;
+        if (!strcmp(k, "mode") || (!strcmp(k, "ttl") && json_is_string(v) &&
+                                   !strcmp(json_string_value(v), "30m"))) {
+            json_object_set(out, k, v);
+        } else {
+            snprintf(name, sizeof name, "prompt_cache_options.%.60s", k);
+            tg_bridge_drop(cv->dropped, TG_BRIDGE_HINTS, name);
+        }
+    }
+    if (json_object_size(out))
+        json_object_set_new(chat, "prompt_cache_options", out);
+    else
+        json_decref(out);
+}
+
+/* What the request asks of OpenAI's service beyond the conversation:
+ * text.verbosity and prompt_cache_options in their chat form, the rest
+ * said (a truncation of "disabled", the default, asks nothing). */
+static void service_fields(json_t *chat, const json_t *body, conv *cv)
+{
+    const json_t *v = json_object_get(json_object_get(body, "text"), "verbosity");
+    if (json_is_string(v))
+        json_object_set(chat, "verbosity", (json_t *)v);
+    v = json_object_get(body, "prompt_cache_options");
+    if (json_is_object(v))
+        cache_options(chat, v, cv);
+    for (const char *const *k = service_hint_keys; *k; k++) {
+        v = json_object_get(body, *k);
+        if (v && !json_is_null(v))
+            tg_bridge_drop(cv->dropped, TG_BRIDGE_HINTS, *k);
+    }
+    for (const char *const *k = behaviour_keys; *k; k++) {
+        v = json_object_get(body, *k);
+        const char *s = json_string_value(v);
+        if (v && !json_is_null(v) && !(json_is_array(v) && !json_array_size(v)) &&
+            !(s && !strcmp(s, "disabled")))
+            tg_bridge_drop(cv->dropped, "fields", *k);
+    }
+}
+
 static int convert_request(const json_t *body, json_t *chat, const lookup *lk, tg_error *err)
 {
     if (refuse_stateful(body, err))
@@ -1174,13 +1243,12 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
             break;
         }
     }
-    static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "user",
-                                       NULL};
-    for (const char *const *k = same; *k; k++) {
+    for (const char *const *k = chat_same_keys; *k; k++) {
         v = json_object_get(body, *k);
         if (v && !json_is_null(v))
             json_object_set(chat, *k, (json_t *)v);
     }
+    service_fields(chat, body, lk->cv);
     if (json_is_true(json_object_get(body, "stream"))) {
         json_object_set_new(chat, "stream", json_true());
         /* the Response's usage comes from the chat stream's last chunk */

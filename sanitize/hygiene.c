@@ -102,7 +102,8 @@ static const char *const cerebras_deny[] = {
  * llm_wiki#336). What it defines (API reference, chat/create, checked
  * 2026-12-06); the rest (Anthropic's thinking and top_k, vLLM's min_p,
  * repetition_penalty and chat_template_kwargs, SDK extra_body left in a
- * body) has no equivalent there and goes, said in X-Toolgate-Dropped. */
+ * body) has no equivalent there and goes, said in X-Toolgate-Dropped.
+ * moderation and prompt_cache_options: openai 7.60's ChatCompletionCreateParams. */
 static const char *const openai_top[] = {
     "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "functions",
     "function_call", "stream", "stream_options", "temperature", "top_p", "n", "max_tokens",
@@ -110,7 +111,7 @@ static const char *const openai_top[] = {
     "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "user", "safety_identifier",
     "store", "metadata", "service_tier", "prompt_cache_key", "prompt_cache_retention",
     "reasoning_effort", "verbosity", "modalities", "audio", "prediction", "web_search_options",
-    NULL,
+    "moderation", "prompt_cache_options", NULL,
 };
 /* Rule 73: Groq's chat/create request body (console.groq.com/docs/api-
  * reference, checked 2026-12-06), less what rule 49 saw refused (store,

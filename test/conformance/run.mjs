@@ -105,9 +105,11 @@ async function send(route, row) {
   if (row.api !== 'gemini') body.model = route.model;
   if (row.api === 'messages' && body.max_tokens === undefined) body.max_tokens = 256;
   await fetch(`${MOCK}/_reset`, { method: 'POST' });
-  const res = await fetch(`${TG}/${route.name}${PATHS[row.api](route.model)}`, {
+  // a beta row goes as the SDK's client.beta.messages sends it (Claude Code)
+  const beta = row.beta ? { 'anthropic-beta': row.beta === true ? 'interleaved-thinking-2025-05-14' : row.beta } : {};
+  const res = await fetch(`${TG}/${route.name}${PATHS[row.api](route.model)}${row.beta ? '?beta=true' : ''}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: 'Bearer dummy', ...(HEADERS[row.api] || {}) },
+    headers: { 'content-type': 'application/json', authorization: 'Bearer dummy', ...(HEADERS[row.api] || {}), ...beta },
     body: JSON.stringify(body),
   });
   const text = await res.text();
@@ -213,8 +215,7 @@ const STREAMS = {
     }
     const stream = client.responses.stream(body);
     for await (const ev of stream) seen.push(ev.type);
-    await stream.finalResponse();
-    return seen;
+    return [...seen, ...answerFields('responses', await stream.finalResponse())];
   },
   async messages(route, fx, headers) {
     const client = new Anthropic({ baseURL: `${TG}/${route.name}`, apiKey: 'dummy', defaultHeaders: headers, maxRetries: 0 });
@@ -225,9 +226,9 @@ const STREAMS = {
       if (ev.type === 'content_block_delta') seen.push(`delta.${ev.delta.type}`);
       if (ev.type === 'content_block_start') seen.push(`content_block.${ev.content_block.type}`);
     });
-    await stream.finalMessage().catch((e) => { if (!fx.error) throw e; });
+    const final = await stream.finalMessage().catch((e) => { if (!fx.error) throw e; });
     if (fx.error && !seen.length) throw new Error('no event before the error');
-    return seen;
+    return [...seen, ...answerFields('messages', final)];
   },
   async chat(route, fx, headers) {
     const client = new OpenAI({ baseURL: `${TG}/${route.name}/v1`, apiKey: 'dummy', defaultHeaders: headers, maxRetries: 0 });
@@ -245,6 +246,26 @@ const STREAMS = {
 };
 const PREFIX = { responses: 'responses.event.', messages: 'messages.', chat: 'chat.chunk.' };
 
+// The answer object the SDK's helper gives at the end (the Response, the
+// Message): its fields, its usage's fields, its output items' types, its
+// status or stop_reason, as full keys ("@responses.usage.total_tokens"),
+// against the props surfaces (responses.response, messages.usage, ...). A
+// field is there when the object has it, null or not: the types declare
+// null where the API sends null. output_parsed and parsed_output are the
+// helpers' own; store is in OpenAI's Responses (and toolgate's) though the
+// SDK's Response type no longer declares it.
+const NOT_THE_API = new Set(['output_parsed', 'parsed_output', 'store']);
+function answerFields(api, obj) {
+  if (!obj) return [];
+  const keys = (o, id) => Object.keys(o || {}).filter((k) => o[k] !== undefined && !NOT_THE_API.has(k)).map((k) => `@${id}.${k}`);
+  if (api === 'responses')
+    return [...keys(obj, 'responses.response'), ...keys(obj.usage, 'responses.usage'),
+      `@responses.status.${obj.status}`, ...(obj.output || []).map((it) => `@responses.output_item.${it.type}`)];
+  return [...keys(obj, 'messages.message'), ...keys(obj.usage, 'messages.usage'),
+    ...(obj.stop_reason ? [`@messages.stop_reason.${obj.stop_reason}`] : [])];
+}
+const keyOf = (api, t) => (t.startsWith('@') ? t.slice(1) : PREFIX[api] + t);
+
 async function answerRows() {
   const seen = { responses: new Map(), messages: new Map(), chat: new Map() };
   for (const [name, fx] of Object.entries(table.answers)) {
@@ -260,7 +281,7 @@ async function answerRows() {
         }
         dump.answers[`${name}/${api}/${route.name}`] = types;
         for (const t of types) {
-          const key = PREFIX[api] + t;
+          const key = keyOf(api, t);
           if (!seen[api].has(key)) seen[api].set(key, new Set());
           seen[api].get(key).add(`${name}@${route.name}`);
         }
@@ -274,7 +295,7 @@ async function answerRows() {
   }
   for (const row of table.rows) {
     if (row.request || !row.key.includes(only)) continue;
-    const api = Object.keys(PREFIX).find((a) => row.key.startsWith(PREFIX[a]));
+    const api = Object.keys(PREFIX).find((a) => row.key.startsWith(`${a}.`));
     const got = seen[api].get(row.key) || new Set();
     let problem = '';
     const missing = ROUTES.filter((r) => !got.has(`${row.via}@${r.name}`)).map((r) => r.name);

@@ -29,6 +29,7 @@ export const SDK_FILES = {
   openai_chat: () => path.join(pkgDir('openai'), 'resources/chat/completions/completions.d.ts'),
   openai_responses: () => path.join(pkgDir('openai'), 'resources/responses/responses.d.ts'),
   anthropic: () => path.join(pkgDir('@anthropic-ai/sdk'), 'resources/messages/messages.d.ts'),
+  anthropic_beta: () => path.join(pkgDir('@anthropic-ai/sdk'), 'resources/beta/messages/messages.d.ts'),
   genai: () => path.join(pkgDir('@google/genai'), 'dist/genai.d.ts'),
 };
 
@@ -48,9 +49,11 @@ export const SURFACES = [
   { id: 'chat.custom_tool.format', file: 'openai_chat', type: 'ChatCompletionCustomTool', path: ['custom', 'format'], by: 'type' },
   { id: 'chat.tool_choice', file: 'openai_chat', type: 'ChatCompletionToolChoiceOption', by: 'type' },
   { id: 'chat.response_format', file: 'openai_chat', type: 'ChatCompletionCreateParamsBase', path: ['response_format'], by: 'type' },
+  { id: 'chat.param', file: 'openai_chat', type: 'ChatCompletionCreateParamsBase', by: 'props' },
   { id: 'chat.chunk.delta', file: 'openai_chat', type: 'ChatCompletionChunk.Choice.Delta', by: 'props', answer: true },
   { id: 'chat.chunk.finish_reason', file: 'openai_chat', type: 'ChatCompletionChunk.Choice', path: ['finish_reason'], by: 'type', answer: true },
   // Responses (openai)
+  { id: 'responses.param', file: 'openai_responses', type: 'ResponseCreateParamsBase', by: 'props' },
   { id: 'responses.input_item', file: 'openai_responses', type: 'ResponseInputItem', by: 'type' },
   { id: 'responses.input_content', file: 'openai_responses', type: 'ResponseInputContent', by: 'type' },
   { id: 'responses.output_content', file: 'openai_responses', type: 'ResponseOutputMessage', path: ['content', '[]'], by: 'type' },
@@ -60,19 +63,28 @@ export const SURFACES = [
   { id: 'responses.tool_choice', file: 'openai_responses', type: 'ResponseCreateParamsBase', path: ['tool_choice'], by: 'type' },
   { id: 'responses.text_format', file: 'openai_responses', type: 'ResponseFormatTextConfig', by: 'type' },
   { id: 'responses.event', file: 'openai_responses', type: 'ResponseStreamEvent', by: 'type', answer: true },
+  { id: 'responses.output_item', file: 'openai_responses', type: 'ResponseOutputItem', by: 'type', answer: true },
+  { id: 'responses.response', file: 'openai_responses', type: 'Response', by: 'props', answer: true },
+  { id: 'responses.usage', file: 'openai_responses', type: 'ResponseUsage', by: 'props', answer: true },
+  { id: 'responses.status', file: 'openai_responses', type: 'ResponseStatus', by: 'type', answer: true },
   // Messages (anthropic)
-  { id: 'messages.block', file: 'anthropic', type: 'ContentBlockParam', by: 'type' },
-  { id: 'messages.tool_result', file: 'anthropic', type: 'ToolResultBlockParam', path: ['content', '[]'], by: 'type' },
-  { id: 'messages.document_source', file: 'anthropic', type: 'DocumentBlockParam', path: ['source'], by: 'type' },
-  { id: 'messages.image_source', file: 'anthropic', type: 'ImageBlockParam', path: ['source'], by: 'type' },
-  { id: 'messages.system', file: 'anthropic', type: 'MessageCreateParamsBase', path: ['system', '[]'], by: 'type' },
-  { id: 'messages.tool', file: 'anthropic', type: 'ToolUnion', by: 'type' },
-  { id: 'messages.tool_choice', file: 'anthropic', type: 'ToolChoice', by: 'type' },
-  { id: 'messages.thinking', file: 'anthropic', type: 'ThinkingConfigParam', by: 'type' },
-  { id: 'messages.event', file: 'anthropic', type: 'RawMessageStreamEvent', by: 'type', answer: true },
-  { id: 'messages.delta', file: 'anthropic', type: 'RawContentBlockDelta', by: 'type', answer: true },
-  { id: 'messages.content_block', file: 'anthropic', type: 'ContentBlock', by: 'type', answer: true },
+  { id: 'messages.param', file: 'anthropic', type: 'MessageCreateParamsBase', beta: 'MessageCreateParamsBase', by: 'props' },
+  { id: 'messages.block', file: 'anthropic', type: 'ContentBlockParam', beta: 'BetaContentBlockParam', by: 'type' },
+  { id: 'messages.tool_result', file: 'anthropic', type: 'ToolResultBlockParam', beta: 'BetaToolResultBlockParam', path: ['content', '[]'], by: 'type' },
+  { id: 'messages.document_source', file: 'anthropic', type: 'DocumentBlockParam', beta: 'BetaRequestDocumentBlock', path: ['source'], by: 'type' },
+  { id: 'messages.image_source', file: 'anthropic', type: 'ImageBlockParam', beta: 'BetaImageBlockParam', path: ['source'], by: 'type' },
+  { id: 'messages.system', file: 'anthropic', type: 'MessageCreateParamsBase', beta: 'MessageCreateParamsBase', path: ['system', '[]'], by: 'type' },
+  { id: 'messages.tool', file: 'anthropic', type: 'ToolUnion', beta: 'BetaToolUnion', by: 'type' },
+  { id: 'messages.tool_choice', file: 'anthropic', type: 'ToolChoice', beta: 'BetaToolChoice', by: 'type' },
+  { id: 'messages.thinking', file: 'anthropic', type: 'ThinkingConfigParam', beta: 'BetaThinkingConfigParam', by: 'type' },
+  { id: 'messages.event', file: 'anthropic', type: 'RawMessageStreamEvent', beta: 'BetaRawMessageStreamEvent', by: 'type', answer: true },
+  { id: 'messages.delta', file: 'anthropic', type: 'RawContentBlockDelta', beta: 'BetaRawContentBlockDelta', by: 'type', answer: true },
+  { id: 'messages.content_block', file: 'anthropic', type: 'ContentBlock', beta: 'BetaContentBlock', by: 'type', answer: true },
+  { id: 'messages.message', file: 'anthropic', type: 'Message', beta: 'BetaMessage', by: 'props', answer: true },
+  { id: 'messages.usage', file: 'anthropic', type: 'Usage', beta: 'BetaUsage', by: 'props', answer: true },
+  { id: 'messages.stop_reason', file: 'anthropic', type: 'StopReason', beta: 'BetaStopReason', by: 'type', answer: true },
   // Gemini (@google/genai)
+  { id: 'gemini.generation_config', file: 'genai', type: 'GenerationConfig', by: 'props' },
   { id: 'gemini.part', file: 'genai', type: 'Part', by: 'props' },
   { id: 'gemini.tool', file: 'genai', type: 'Tool', by: 'props' },
   { id: 'gemini.function_calling_mode', file: 'genai', type: 'FunctionCallingConfigMode', by: 'enum' },
@@ -136,16 +148,21 @@ function keysOf(checker, types, by, label) {
 // The type each API's sample requests must have, imported from the SDKs:
 // a sample the SDK's own types reject (a misspelt field, a missing one) is
 // not a request the API accepts, and would prove nothing. Gemini's REST body
-// is the SDK's contents, tools and toolConfig (its SDK nests the last two
-// under `config`).
+// is the SDK's contents, tools, toolConfig, systemInstruction, safetySettings,
+// cachedContent, labels and a generationConfig (its SDK flattens all but
+// contents into `config`).
 const SAMPLE_TYPES = `
-import type { ChatCompletionCreateParamsNonStreaming as ChatBody } from 'openai/resources/chat/completions/completions';
-import type { ResponseCreateParamsNonStreaming as ResponsesBody } from 'openai/resources/responses/responses';
-import type { MessageCreateParamsNonStreaming as MessagesBody } from '@anthropic-ai/sdk/resources/messages/messages';
-import type { Content, Tool, ToolConfig } from '@google/genai';
+import type { ChatCompletionCreateParams as ChatBody } from 'openai/resources/chat/completions/completions';
+import type { ResponseCreateParams as ResponsesBody } from 'openai/resources/responses/responses';
+import type { MessageCreateParams as MessagesBody } from '@anthropic-ai/sdk/resources/messages/messages';
+import type { MessageCreateParams as BetaMessagesBody } from '@anthropic-ai/sdk/resources/beta/messages/messages';
+import type { Content, Tool, ToolConfig, GenerationConfig, SafetySetting } from '@google/genai';
 // the SDK's enums are nominal: a JSON sample spells their string values
 type Loose<T> = T extends string ? \`\${T}\` : T extends object ? { [K in keyof T]: Loose<T[K]> } : T;
-type GeminiBody = Loose<{ contents: Content[]; tools?: Tool[]; toolConfig?: ToolConfig }>;
+type GeminiBody = Loose<{
+  contents: Content[]; tools?: Tool[]; toolConfig?: ToolConfig; systemInstruction?: Content;
+  generationConfig?: GenerationConfig; safetySettings?: SafetySetting[]; cachedContent?: string; labels?: Record<string, string>;
+}>;
 `;
 const SAMPLE_TYPE = { chat: 'ChatBody', responses: 'ResponsesBody', messages: 'MessagesBody', gemini: 'GeminiBody' };
 
@@ -158,7 +175,8 @@ function samplesSource(rows) {
     if (r.api !== 'gemini') body.model = 'm';
     if (r.api === 'messages' && body.max_tokens === undefined) body.max_tokens = 256;
     at.push([lines.join('\n').split('\n').length, r.key]);
-    lines.push(`export const r${at.length}: ${SAMPLE_TYPE[r.api]} = ${JSON.stringify(body)};`);
+    const type = r.beta ? 'BetaMessagesBody' : SAMPLE_TYPE[r.api];
+    lines.push(`export const r${at.length}: ${type} = ${JSON.stringify(body)};`);
   }
   return { text: lines.join('\n'), at };
 }
@@ -196,10 +214,14 @@ export function enumerate(rows) {
       out[s.id] = keys;
       continue;
     }
-    types = [checker.getDeclaredTypeOfSymbol(sym)];
-    for (const part of s.path || []) types = types.flatMap((t) => step(checker, t, part));
-    if (s.by !== 'props') types = types.flatMap((t) => members(t));
-    out[s.id] = keysOf(checker, types, s.by, s.id);
+    const keys = new Set();
+    for (const [file, type] of [[s.file, s.type], ...(s.beta ? [['anthropic_beta', s.beta]] : [])]) {
+      types = [checker.getDeclaredTypeOfSymbol(findSymbol(checker, program.getSourceFile(files[file]), type))];
+      for (const part of s.path || []) types = types.flatMap((t) => step(checker, t, part));
+      if (s.by !== 'props') types = types.flatMap((t) => members(t));
+      keysOf(checker, types, s.by, s.id).forEach((k) => keys.add(k));
+    }
+    out[s.id] = [...keys];
   }
   const sampleErrors = [];
   const sf = program.getSourceFile(samplesFile);
