@@ -651,10 +651,6 @@ int tg_hygiene_stage(json_t *body, tg_ctx *ctx, tg_error *err)
     /* the one refusal: legacy functions that cannot become tools */
     if ((w.f & TG_MR_LEGACY_FUNCS) && legacy_functions_to_tools(&w, body, err))
         return -1;
-    if (w.f & (TG_MR_MISTRAL_IDS | TG_MR_ANTHROPIC_IDS | TG_MR_SHORT_IDS)) {
-        w.id_fwd = json_object();
-        w.id_used = json_object();
-    }
     w.fill_signature = (w.f & TG_MR_FILL_SIGNATURE) &&
                        tg_hy_model_checks_signatures(json_string_value(tg_json_get(body, "model")));
     clean_top(&w, body);

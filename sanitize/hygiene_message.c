@@ -155,6 +155,10 @@ static const char *upstream_id(walk *w, const char *id)
         json_t *owner = json_object_get(w->id_used, c);
         if (owner && strcmp(json_string_value(owner), id))
             continue;
+        if (!w->id_fwd) {  /* made at the first id: most requests carry none */
+            w->id_fwd = json_object();
+            w->id_used = json_object();
+        }
         json_object_set_new(w->id_used, c, json_string(id));
         json_object_set_new(w->id_fwd, id, json_string(c));
         return json_string_value(json_object_get(w->id_fwd, id));
