@@ -492,7 +492,8 @@ static void finish_now(tg_stream *s, schoice *c, const char *f, json_t *events)
 /* finish_reason f arrived. Some providers still send argument fragments
  * after it: while a call's arguments are open the finish waits (for them
  * to close, or for the end of the stream) instead of cutting the call. */
-static void finish_choice(tg_stream *s, schoice *c, const char *f, json_t *events)
+static void finish_choice(tg_stream *s, schoice *c, const char *f, bool with_calls,
+                          json_t *events)
 {
     if (c->finished)  /* said again (a relay's "stop" after every chunk): once is enough */
         return;
@@ -506,7 +507,47 @@ static void finish_choice(tg_stream *s, schoice *c, const char *f, json_t *event
         snprintf(c->deferred, sizeof c->deferred, "%s", f);
         return;
     }
+    if (with_calls && (!strcmp(f, "tool_calls") || !strcmp(f, "stop"))) {
+        /* a finish on the chunk that carries a call may not be the last
+         * word: a gateway that closes every call chunk (litellm#31634, in
+         * front of Gemini) sends the next call after it; the finish waits
+         * for a chunk of the choice without calls, or the end */
+        snprintf(c->deferred, sizeof c->deferred, "%s", f);
+        c->wait_next = true;
+        return;
+    }
     finish_now(s, c, f, events);
+}
+
+/* R16: a chunk without calls for a choice whose finish waits on calls lets
+ * that finish go (release_finishes, after the chunk's own deltas). */
+static void end_waits(tg_stream *s, const json_t *choices)
+{
+    for (size_t i = 0; i < s->nch; i++) {
+        schoice *c = &s->ch[i];
+        if (!c->wait_next)
+            continue;
+        bool calls = false;
+        size_t j;
+        json_t *ch;
+        json_array_foreach(choices, j, ch) {
+            const json_t *ix = json_object_get(ch, "index");
+            long n = json_is_integer(ix) ? (long)json_integer_value(ix) : 0;
+            const json_t *tcs = json_object_get(json_object_get(ch, "delta"), "tool_calls");
+            calls |= n == c->index && json_array_size(tcs) > 0;
+        }
+        c->wait_next = calls;
+    }
+}
+
+/* Does a finish wait for the next chunk? Such a chunk is worked on, so the
+ * finish goes out before whatever follows it. */
+static bool waits_next(const tg_stream *s)
+{
+    for (size_t i = 0; i < s->nch; i++)
+        if (s->ch[i].wait_next)
+            return true;
+    return false;
 }
 
 /* The finishes still waiting: now (the stream ends), or where their calls
@@ -515,8 +556,10 @@ static void release_finishes(tg_stream *s, bool force, json_t *events)
 {
     for (size_t i = 0; i < s->nch; i++) {
         schoice *c = &s->ch[i];
-        if (!c->deferred[0] || (!force && has_open_call(c, !strcmp(c->deferred, "stop"))))
+        if (!c->deferred[0] ||
+            (!force && (c->wait_next || has_open_call(c, !strcmp(c->deferred, "stop")))))
             continue;
+        c->wait_next = false;
         char f[32];
         snprintf(f, sizeof f, "%s", c->deferred);
         c->deferred[0] = '\0';
@@ -549,8 +592,9 @@ static void do_choice(tg_stream *s, const json_t *ch, json_t *events)
         json_decref(text_calls);
     }
     const char *f = json_string_value(json_object_get(ch, "finish_reason"));
+    const json_t *sent = json_object_get(json_object_get(ch, "delta"), "tool_calls");
     if (f && *f)  /* "" on every chunk (Ollama, sglang) means not finished */
-        finish_choice(s, c, f, events);
+        finish_choice(s, c, f, json_array_size(sent) > 0, events);
 }
 
 /* sum + u, for the integer counters at the top of usage (new reference;
@@ -589,19 +633,28 @@ static void on_chunk(tg_stream *s, json_t *chunk, const char *raw, size_t len, t
         usage = NULL;
     if (usage && (s->hold || s->usage_sum))
         work = true;  /* held with the finish, or summed over rounds */
-    if (s->live_open)
-        work = true;  /* text waits behind a live call */
+    if (s->live_open || waits_next(s))
+        work = true;  /* text waits behind a live call; a finish waits on this chunk */
     if (!work) {
         json_array_foreach(choices, i, ch) choice_needs_work(s, ch, true);
         tg_rs_send_raw(out, raw, len);
         return;
     }
     json_t *events = json_array();
+    end_waits(s, choices);
     json_array_foreach(choices, i, ch) if (json_is_object(ch)) do_choice(s, ch, events);
     release_finishes(s, false, events);
+    json_t *waited = NULL;  /* usage kept for a finish that has gone now */
+    if (!usage && s->wait_usage && !waits_next(s))
+        usage = waited = s->wait_usage;
     if (usage && s->hold) {  /* goes out with the held finish */
         json_decref(s->held_usage);
         s->held_usage = json_incref(usage);
+    } else if (usage && waits_next(s)) {  /* goes out with the waiting finish */
+        json_t *keep = json_incref(usage);
+        json_decref(s->wait_usage);
+        s->wait_usage = keep;
+        usage = NULL;
     } else if (usage) {
         json_t *u = usage_plus(s->usage_sum, usage);
         if (json_array_size(events)) {  /* R17/R22: on the last chunk */
@@ -613,6 +666,10 @@ static void on_chunk(tg_stream *s, json_t *chunk, const char *raw, size_t len, t
             json_array_append_new(events, c);
         }
         json_decref(u);
+    }
+    if (waited) {
+        json_decref(s->wait_usage);
+        s->wait_usage = NULL;
     }
     json_array_foreach(events, i, ch) tg_rs_send_json(out, ch);
     json_decref(events);
@@ -758,6 +815,20 @@ static void send_released(tg_stream *s, tg_buf *out)
 {
     json_t *events = json_array();
     release_finishes(s, true, events);
+    if (s->wait_usage) {  /* R17: on the finish that waited for it */
+        json_t *u = usage_plus(s->usage_sum, s->wait_usage);
+        if (json_array_size(events)) {
+            json_object_set(json_array_get(events, json_array_size(events) - 1), "usage", u);
+        } else {
+            json_t *c = tg_rs_make_chunk(s, 0, NULL, NULL);
+            json_object_set_new(c, "choices", json_array());
+            json_object_set(c, "usage", u);
+            json_array_append_new(events, c);
+        }
+        json_decref(u);
+        json_decref(s->wait_usage);
+        s->wait_usage = NULL;
+    }
     size_t i;
     json_t *e;
     json_array_foreach(events, i, e) tg_rs_send_json(out, e);
@@ -1118,6 +1189,7 @@ void tg_stream_free(tg_stream *s)
     json_decref(s->last);
     json_decref(s->held_finish);
     json_decref(s->held_usage);
+    json_decref(s->wait_usage);
     json_decref(s->usage_sum);
     json_decref(s->live_tools);
     free(s->live_name);

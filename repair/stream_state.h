@@ -49,6 +49,8 @@ typedef struct schoice {
     char finish_buf[32];
     char deferred[32];   /* a finish that came while a call's arguments were
                             still open: applied when they close, or at the end */
+    bool wait_next;      /* the deferred finish came on a chunk with calls:
+                            it waits for a chunk without any (R16) */
     tg_buf held;      /* R12: content not decided yet */
     tg_buf structured;/* content for a rewritten response_format schema:
                          restored as a whole at the finish */
@@ -93,6 +95,8 @@ struct tg_stream {
     int live_open;    /* live calls not yet closed, over all choices */
     json_t *held_finish;  /* choice indexes whose finish is held */
     json_t *held_usage;   /* this round's usage, while held */
+    json_t *wait_usage;   /* usage that came while a finish waits for the
+                             next chunk (R16): it goes out with that finish */
     json_t *usage_sum;    /* usage of the rounds before (discovery) */
     unsigned rounds;      /* upstream rounds finished before this one */
     char own_id[40];      /* chunk id when upstream sent no chunk (R27) */

@@ -128,6 +128,24 @@ static const char *const groq_top[] = {
     "citation_options", "compound_custom", "disable_tool_validation", "documents",
     "search_settings", "exclude_domains", "include_domains", NULL,
 };
+/* Rule 49: Cerebras validates the body as strictly as each message and
+ * answers any key it does not define with "property 'body.X' is
+ * unsupported" (opencode#6648: body.maxTokens, body.thinking). Its API
+ * reference (inference-docs.cerebras.ai/api-reference/chat-completions,
+ * read in a 2026 copy) defines model, messages, tools, tool_choice,
+ * parallel_tool_calls, stream, temperature, top_p, stop, seed,
+ * response_format, logprobs, top_logprobs, user, max_completion_tokens,
+ * prediction and reasoning_effort; its SDKs add max_tokens, min_tokens,
+ * min_completion_tokens, n and stream_options, and its reasoning guide
+ * reasoning_format, disable_reasoning and clear_thinking. cerebras_deny
+ * still drops what some of its models refuse. */
+static const char *const cerebras_top[] = {
+    "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "stream",
+    "stream_options", "temperature", "top_p", "stop", "seed", "response_format", "logprobs",
+    "top_logprobs", "user", "max_tokens", "max_completion_tokens", "min_tokens",
+    "min_completion_tokens", "n", "prediction", "reasoning_effort", "reasoning_format",
+    "disable_reasoning", "clear_thinking", NULL,
+};
 /* Rule 73: xAI's reasoning models refuse three sampling parameters
  * ("Model grok-4.3 does not support parameter presencePenalty",
  * NativeTavern#83; docs.x.ai, reasoning guide, checked 2026-12-06). */
@@ -189,8 +207,8 @@ static const rename_rule mistral_renames[] = {
 #define MSG_FIREWORKS                                                                       \
     {MR_STRICT, tg_hy_openai_roles, "rule 47", NULL, fireworks_deny, NULL, "section 4 fireworks"}
 #define MSG_CEREBRAS                                                                        \
-    {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_STRING_CONTENT, tg_hy_openai_roles, "rule 47", NULL,    \
-     cerebras_deny, NULL, "rule 49"}
+    {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_STRING_CONTENT, tg_hy_openai_roles, "rule 47",          \
+     cerebras_top, cerebras_deny, NULL, "rule 49"}
 /* Rule 78 on DeepSeek: its thinking models refuse a forced tool_choice. */
 #define MSG_DEEPSEEK                                                                        \
     {MR_LENIENT | TG_MR_KEEP_REASONING | TG_MR_FIX_CONTENT | TG_MR_STRING_CONTENT |         \

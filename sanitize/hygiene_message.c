@@ -215,8 +215,19 @@ static json_t *fixed_arguments(json_t *args, const char **how)
         json_decref(inner);
     } else if (!v && strspn(s, " \t\r\n") < n) {
         json_t *fixed = tg_json_fix(s, n);
+        json_t *parts = json_is_object(fixed) ? NULL : tg_json_split_objects(s, n);
+        bool merged = parts != NULL;
+        if (merged) {
+            /* several calls merged into one by a client that keyed a
+             * stream's calls on an index the server wrote 0 for each
+             * (litellm#33678: `{"path": "a.rs"}{"path": "b.rs"}`): the
+             * first object is the call the turn's result answers first */
+            json_decref(fixed);
+            fixed = json_incref(json_array_get(parts, 0));
+            json_decref(parts);
+        }
         char *t = json_is_object(fixed) ? tg_json_dumps(fixed) : NULL;
-        *how = t ? "arguments-json-fixed" : "arguments-json-lost";
+        *how = t ? (merged ? "arguments-json-first-of-merged" : "arguments-json-fixed") : "arguments-json-lost";
         out = json_string(t ? t : "{}");
         free(t);
         json_decref(fixed);

@@ -83,8 +83,10 @@ typedef struct preset {
      0, 64, 0}
 #define SCHEMA_TOGETHER {BASE | TG_SR_NAMES, 0, 64, 0}
 /* Moonshot (Kimi): OpenAI's JSON Schema handling, names that start with a
- * letter (rule 76, TG_DF_NAME_LETTER), no strict mode. */
-#define SCHEMA_MOONSHOT {BASE | TG_SR_NAMES, 0, 64, 128}
+ * letter (rule 76, TG_DF_NAME_LETTER), no strict mode; its "moonshot
+ * flavored json schema" wants a type on every property as Groq does
+ * ("At path 'properties.source': type is not defined", pi#4138, rule 72). */
+#define SCHEMA_MOONSHOT {BASE | TG_SR_NAMES | TG_SR_TYPED_PROPS, 0, 64, 128}
 #define SCHEMA_LOCAL {BASE, 0, 0, 0}
 /* Rule 89: vLLM's structured-output backends (xgrammar, llguidance) refuse
  * propertyNames and patternProperties (club-3090#45). */
