@@ -188,6 +188,7 @@ async function requestRows() {
 // bridge turns it into its API's events, read by the SDK's stream helper.
 const { default: OpenAI } = await import('openai');
 const { default: Anthropic } = await import('@anthropic-ai/sdk');
+const { GoogleGenAI } = await import('@google/genai');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tg-conform-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
 
@@ -230,6 +231,21 @@ const STREAMS = {
     if (fx.error && !seen.length) throw new Error('no event before the error');
     return [...seen, ...answerFields('messages', final)];
   },
+  // Gemini's stream, read with @google/genai's generateContentStream: each
+  // response's fields, its usageMetadata's and each candidate's finishReason
+  async gemini(route, fx, headers) {
+    const ai = new GoogleGenAI({ apiKey: 'dummy', httpOptions: { baseUrl: `${TG}/${route.name}`, headers } });
+    const seen = [];
+    const stream = await ai.models.generateContentStream({
+      model: route.model, contents: [{ role: 'user', parts: [{ text: 'hi' }] }], ...(fx.request?.gemini || {}),
+    });
+    for await (const r of stream) {
+      for (const k of Object.keys(r)) if (r[k] !== undefined && k !== 'sdkHttpResponse') seen.push(`@gemini.response.${k}`);
+      for (const k of Object.keys(r.usageMetadata || {})) seen.push(`@gemini.usage.${k}`);
+      for (const c of r.candidates || []) if (c.finishReason) seen.push(`@gemini.finish_reason.${c.finishReason}`);
+    }
+    return seen;
+  },
   async chat(route, fx, headers) {
     const client = new OpenAI({ baseURL: `${TG}/${route.name}/v1`, apiKey: 'dummy', defaultHeaders: headers, maxRetries: 0 });
     const seen = [];
@@ -244,7 +260,7 @@ const STREAMS = {
     return seen;
   },
 };
-const PREFIX = { responses: 'responses.event.', messages: 'messages.', chat: 'chat.chunk.' };
+const PREFIX = { responses: 'responses.event.', messages: 'messages.', chat: 'chat.chunk.', gemini: 'gemini.' };
 
 // The answer object the SDK's helper gives at the end (the Response, the
 // Message): its fields, its usage's fields, its output items' types, its
@@ -267,7 +283,7 @@ function answerFields(api, obj) {
 const keyOf = (api, t) => (t.startsWith('@') ? t.slice(1) : PREFIX[api] + t);
 
 async function answerRows() {
-  const seen = { responses: new Map(), messages: new Map(), chat: new Map() };
+  const seen = { responses: new Map(), messages: new Map(), chat: new Map(), gemini: new Map() };
   for (const [name, fx] of Object.entries(table.answers)) {
     const headers = { 'X-Mock-Then': 'fixture', 'X-Mock-Fixture': fixtureFile(name, fx) };
     for (const api of fx.apis) {

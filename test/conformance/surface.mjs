@@ -88,6 +88,9 @@ export const SURFACES = [
   { id: 'gemini.part', file: 'genai', type: 'Part', by: 'props' },
   { id: 'gemini.tool', file: 'genai', type: 'Tool', by: 'props' },
   { id: 'gemini.function_calling_mode', file: 'genai', type: 'FunctionCallingConfigMode', by: 'enum' },
+  { id: 'gemini.response', file: 'genai', type: 'GenerateContentResponse', by: 'props', answer: true },
+  { id: 'gemini.usage', file: 'genai', type: 'GenerateContentResponseUsageMetadata', by: 'props', answer: true },
+  { id: 'gemini.finish_reason', file: 'genai', type: 'FinishReason', by: 'enum', answer: true },
 ];
 
 function findSymbol(checker, sf, dotted) {
