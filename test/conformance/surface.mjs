@@ -85,6 +85,10 @@ export const SURFACES = [
   { id: 'messages.stop_reason', file: 'anthropic', type: 'StopReason', beta: 'BetaStopReason', by: 'type', answer: true },
   // Gemini (@google/genai)
   { id: 'gemini.generation_config', file: 'genai', type: 'GenerationConfig', by: 'props' },
+  // the SDK's config is generationConfig's fields flattened beside the
+  // body's own (systemInstruction, safetySettings, ...): those, and the
+  // SDK's own options, are the fields not in GenerationConfig
+  { id: 'gemini.config', file: 'genai', type: 'GenerateContentConfig', by: 'props', minus: 'gemini.generation_config' },
   { id: 'gemini.part', file: 'genai', type: 'Part', by: 'props' },
   { id: 'gemini.tool', file: 'genai', type: 'Tool', by: 'props' },
   { id: 'gemini.function_calling_mode', file: 'genai', type: 'FunctionCallingConfigMode', by: 'enum' },
@@ -152,19 +156,21 @@ function keysOf(checker, types, by, label) {
 // a sample the SDK's own types reject (a misspelt field, a missing one) is
 // not a request the API accepts, and would prove nothing. Gemini's REST body
 // is the SDK's contents, tools, toolConfig, systemInstruction, safetySettings,
-// cachedContent, labels and a generationConfig (its SDK flattens all but
+// cachedContent, labels, serviceTier, continuationToken, store and a
+// generationConfig (with the config's imageConfig: the SDK flattens all but
 // contents into `config`).
 const SAMPLE_TYPES = `
 import type { ChatCompletionCreateParams as ChatBody } from 'openai/resources/chat/completions/completions';
 import type { ResponseCreateParams as ResponsesBody } from 'openai/resources/responses/responses';
 import type { MessageCreateParams as MessagesBody } from '@anthropic-ai/sdk/resources/messages/messages';
 import type { MessageCreateParams as BetaMessagesBody } from '@anthropic-ai/sdk/resources/beta/messages/messages';
-import type { Content, Tool, ToolConfig, GenerationConfig, SafetySetting } from '@google/genai';
+import type { Content, Tool, ToolConfig, GenerationConfig, GenerateContentConfig, ImageConfig, SafetySetting } from '@google/genai';
 // the SDK's enums are nominal: a JSON sample spells their string values
 type Loose<T> = T extends string ? \`\${T}\` : T extends object ? { [K in keyof T]: Loose<T[K]> } : T;
 type GeminiBody = Loose<{
   contents: Content[]; tools?: Tool[]; toolConfig?: ToolConfig; systemInstruction?: Content;
-  generationConfig?: GenerationConfig; safetySettings?: SafetySetting[]; cachedContent?: string; labels?: Record<string, string>;
+  generationConfig?: GenerationConfig & { imageConfig?: ImageConfig }; safetySettings?: SafetySetting[]; cachedContent?: string; labels?: Record<string, string>;
+  serviceTier?: GenerateContentConfig['serviceTier']; continuationToken?: string; store?: boolean;
 }>;
 `;
 const SAMPLE_TYPE = { chat: 'ChatBody', responses: 'ResponsesBody', messages: 'MessagesBody', gemini: 'GeminiBody' };
@@ -224,7 +230,7 @@ export function enumerate(rows) {
       if (s.by !== 'props') types = types.flatMap((t) => members(t));
       keysOf(checker, types, s.by, s.id).forEach((k) => keys.add(k));
     }
-    out[s.id] = [...keys];
+    out[s.id] = [...keys].filter((k) => !(s.minus && out[s.minus].includes(k)));
   }
   const sampleErrors = [];
   const sf = program.getSourceFile(samplesFile);
