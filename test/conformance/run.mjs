@@ -40,7 +40,7 @@ const tap = (pass, name, detail, todo) => {
 
 // ---- the table against the SDKs ---------------------------------------------
 
-const { surface, sampleErrors } = enumerate(table.rows);
+const { surface, sampleErrors, required } = enumerate(table.rows);
 const rowsByKey = new Map();
 for (const r of table.rows) {
   if (rowsByKey.has(r.key)) tap(false, `table: ${r.key} has one row`, 'a second row for it');
@@ -199,6 +199,17 @@ function fixtureFile(name, fx) {
   return file;
 }
 
+// The fields an SDK type requires that an answer's object lacks: for each
+// streamed event, output item and content block, by the union it belongs
+// to and its type (required: surface.mjs). Collected over every answer,
+// one TAP line per API.
+const lacking = { responses: new Set(), messages: new Set() };
+function requireFields(api, union, obj, where) {
+  const want = required[union]?.[obj?.type];
+  if (!want) return;
+  for (const f of want) if (!(f in obj)) lacking[api].add(`${union}.${obj.type} lacks ${f} (${where})`);
+}
+
 const STREAMS = {
   async responses(route, fx, headers) {
     const client = new OpenAI({ baseURL: `${TG}/${route.name}/v1`, apiKey: 'dummy', defaultHeaders: headers, maxRetries: 0 });
@@ -215,19 +226,31 @@ const STREAMS = {
       return seen;
     }
     const stream = client.responses.stream(body);
-    for await (const ev of stream) seen.push(ev.type);
-    return [...seen, ...answerFields('responses', await stream.finalResponse())];
+    const where = `${fx.name}@${route.name}`;
+    for await (const ev of stream) {
+      seen.push(ev.type);
+      requireFields('responses', 'responses.event', ev, where);
+      if (ev.item) requireFields('responses', 'responses.output_item', ev.item, where);
+    }
+    const final = await stream.finalResponse();
+    for (const it of final.output || []) requireFields('responses', 'responses.output_item', it, where);
+    return [...seen, ...answerFields('responses', final)];
   },
   async messages(route, fx, headers) {
     const client = new Anthropic({ baseURL: `${TG}/${route.name}`, apiKey: 'dummy', defaultHeaders: headers, maxRetries: 0 });
     const seen = [];
     const stream = client.messages.stream({ model: route.model, max_tokens: 256, messages: [{ role: 'user', content: 'hi' }], ...(fx.request?.messages || {}) });
+    const where = `${fx.name}@${route.name}`;
     stream.on('streamEvent', (ev) => {
       seen.push(`event.${ev.type}`);
+      requireFields('messages', 'messages.event', ev, where);
+      if (ev.type === 'content_block_start') requireFields('messages', 'messages.content_block', ev.content_block, where);
+      if (ev.type === 'content_block_delta') requireFields('messages', 'messages.delta', ev.delta, where);
       if (ev.type === 'content_block_delta') seen.push(`delta.${ev.delta.type}`);
       if (ev.type === 'content_block_start') seen.push(`content_block.${ev.content_block.type}`);
     });
     const final = await stream.finalMessage().catch((e) => { if (!fx.error) throw e; });
+    for (const b of final?.content || []) requireFields('messages', 'messages.content_block', b, where);
     if (fx.error && !seen.length) throw new Error('no event before the error');
     return [...seen, ...answerFields('messages', final)];
   },
@@ -286,6 +309,7 @@ async function answerRows() {
   const seen = { responses: new Map(), messages: new Map(), chat: new Map(), gemini: new Map() };
   for (const [name, fx] of Object.entries(table.answers)) {
     const headers = { 'X-Mock-Then': 'fixture', 'X-Mock-Fixture': fixtureFile(name, fx) };
+    fx.name = name;
     for (const api of fx.apis) {
       const problems = [];
       for (const route of ROUTES) {
@@ -305,6 +329,9 @@ async function answerRows() {
       tap(!problems.length, `answer ${name} through the ${api} bridge parses with the SDK's stream helper`, problems.join('\n'));
     }
   }
+  for (const api of Object.keys(lacking))
+    tap(!lacking[api].size, `every event, output item and content block of the ${api} bridge has each field its SDK type requires`,
+      [...lacking[api]].join('\n'));
   for (const api of Object.keys(seen)) {
     const odd = [...seen[api].keys()].filter((k) => !declared.has(k));
     tap(odd.length === 0, `every event the ${api} bridge emitted is a type the SDK declares`, `undeclared: ${odd.join(', ')}`);

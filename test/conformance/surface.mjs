@@ -152,6 +152,23 @@ function keysOf(checker, types, by, label) {
   return [...keys];
 }
 
+// For a union of answer types told apart by `by`: each member's required
+// (not optional) properties, { "response.completed": ["type", "response",
+// "sequence_number"] }; the beta's members add theirs to the same key.
+function requiredOf(checker, types, by) {
+  const req = {};
+  for (const t of types) {
+    const p = t.getProperty?.(by);
+    if (!p) continue;
+    for (const v of members(checker.getNonNullableType(checker.getTypeOfSymbol(p)))) {
+      if (!(v.flags & ts.TypeFlags.StringLiteral)) continue;
+      const names = checker.getPropertiesOfType(t).filter((q) => !(q.flags & ts.SymbolFlags.Optional)).map((q) => q.name);
+      req[v.value] = [...new Set([...(req[v.value] || []), ...names])];
+    }
+  }
+  return req;
+}
+
 // The type each API's sample requests must have, imported from the SDKs:
 // a sample the SDK's own types reject (a misspelt field, a missing one) is
 // not a request the API accepts, and would prove nothing. Gemini's REST body
@@ -210,6 +227,7 @@ export function enumerate(rows) {
   const program = ts.createProgram([...Object.values(files), samplesFile], options, host);
   const checker = program.getTypeChecker();
   const out = {};
+  const required = {};
   for (const s of SURFACES) {
     const sf = program.getSourceFile(files[s.file]);
     const sym = findSymbol(checker, sf, s.type);
@@ -224,13 +242,16 @@ export function enumerate(rows) {
       continue;
     }
     const keys = new Set();
+    const all = [];
     for (const [file, type] of [[s.file, s.type], ...(s.beta ? [['anthropic_beta', s.beta]] : [])]) {
       types = [checker.getDeclaredTypeOfSymbol(findSymbol(checker, program.getSourceFile(files[file]), type))];
       for (const part of s.path || []) types = types.flatMap((t) => step(checker, t, part));
       if (s.by !== 'props') types = types.flatMap((t) => members(t));
       keysOf(checker, types, s.by, s.id).forEach((k) => keys.add(k));
+      all.push(...types);
     }
     out[s.id] = [...keys].filter((k) => !(s.minus && out[s.minus].includes(k)));
+    if (s.answer && s.by !== 'props') required[s.id] = requiredOf(checker, all, s.by);
   }
   const sampleErrors = [];
   const sf = program.getSourceFile(samplesFile);
@@ -239,7 +260,7 @@ export function enumerate(rows) {
     const row = samples.at.find(([l]) => l === line);
     sampleErrors.push([row ? row[1] : `line ${line}`, ts.flattenDiagnosticMessageText(d.messageText, ' ').slice(0, 600)]);
   }
-  return { surface: out, sampleErrors };
+  return { surface: out, sampleErrors, required };
 }
 
 export function sdkVersions() {
