@@ -231,9 +231,14 @@ const STREAMS = {
       seen.push(ev.type);
       requireFields('responses', 'responses.event', ev, where);
       if (ev.item) requireFields('responses', 'responses.output_item', ev.item, where);
+      if (ev.part && ev.type.startsWith('response.content_part')) requireFields('responses', 'responses.output_content', ev.part, where);
     }
     const final = await stream.finalResponse();
-    for (const it of final.output || []) requireFields('responses', 'responses.output_item', it, where);
+    for (const it of final.output || []) {
+      requireFields('responses', 'responses.output_item', it, where);
+      if (it.type === 'message') for (const c of it.content || []) requireFields('responses', 'responses.output_content', c, where);
+      if (it.type === 'reasoning') for (const c of it.summary || []) requireFields('responses', 'responses.reasoning_content', c, where);
+    }
     return [...seen, ...answerFields('responses', final)];
   },
   async messages(route, fx, headers) {

@@ -251,7 +251,7 @@ export function enumerate(rows) {
       all.push(...types);
     }
     out[s.id] = [...keys].filter((k) => !(s.minus && out[s.minus].includes(k)));
-    if (s.answer && s.by !== 'props') required[s.id] = requiredOf(checker, all, s.by);
+    if (s.by !== 'props' && s.by !== 'enum') required[s.id] = requiredOf(checker, all, s.by);
   }
   const sampleErrors = [];
   const sf = program.getSourceFile(samplesFile);
