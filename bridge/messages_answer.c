@@ -43,6 +43,12 @@ static json_t *usage_of(const json_t *u)
     json_t *r = json_pack("{s:I, s:I}", "input_tokens", in - cached, "output_tokens", out);
     if (json_is_integer(c))
         json_object_set_new(r, "cache_read_input_tokens", json_integer(cached));
+    /* the tokens written to the cache, where the chat usage says (openai
+     * 7.60's prompt_tokens_details.cache_write_tokens) */
+    const json_t *w = json_object_get(json_object_get(u, "prompt_tokens_details"),
+                                      "cache_write_tokens");
+    if (json_is_integer(w))
+        json_object_set(r, "cache_creation_input_tokens", (json_t *)w);
     return r;
 }
 

@@ -203,11 +203,11 @@ function fixtureFile(name, fx) {
 // streamed event, output item and content block, by the union it belongs
 // to and its type (required: surface.mjs). Collected over every answer,
 // one TAP line per API.
-const lacking = { responses: new Set(), messages: new Set() };
+const lacking = { responses: new Set(), messages: new Set(), chat: new Set() };
 function requireFields(api, union, obj, where) {
-  const want = required[union]?.[obj?.type];
+  const want = required[union]?.[obj?.type ?? ''];
   if (!want) return;
-  for (const f of want) if (!(f in obj)) lacking[api].add(`${union}.${obj.type} lacks ${f} (${where})`);
+  for (const f of want) if (!(f in obj)) lacking[api].add(`${union}${obj.type ? `.${obj.type}` : ''} lacks ${f} (${where})`);
 }
 
 const STREAMS = {
@@ -234,6 +234,9 @@ const STREAMS = {
       if (ev.part && ev.type.startsWith('response.content_part')) requireFields('responses', 'responses.output_content', ev.part, where);
     }
     const final = await stream.finalResponse();
+    requireFields('responses', 'responses.usage', final.usage, where);
+    requireFields('responses', 'responses.usage.input_tokens_details', final.usage?.input_tokens_details, where);
+    requireFields('responses', 'responses.usage.output_tokens_details', final.usage?.output_tokens_details, where);
     for (const it of final.output || []) {
       requireFields('responses', 'responses.output_item', it, where);
       if (it.type === 'message') for (const c of it.content || []) requireFields('responses', 'responses.output_content', c, where);
@@ -256,6 +259,7 @@ const STREAMS = {
     });
     const final = await stream.finalMessage().catch((e) => { if (!fx.error) throw e; });
     for (const b of final?.content || []) requireFields('messages', 'messages.content_block', b, where);
+    if (final) requireFields('messages', 'messages.usage', final.usage, where);
     if (fx.error && !seen.length) throw new Error('no event before the error');
     return [...seen, ...answerFields('messages', final)];
   },
@@ -278,8 +282,11 @@ const STREAMS = {
     const client = new OpenAI({ baseURL: `${TG}/${route.name}/v1`, apiKey: 'dummy', defaultHeaders: headers, maxRetries: 0 });
     const seen = [];
     const stream = client.chat.completions.stream({ model: route.model, messages: [{ role: 'user', content: 'hi' }], ...(fx.request?.chat || {}) });
+    const where = `${fx.name}@${route.name}`;
     for await (const ch of stream) {
+      requireFields('chat', 'chat.chunk', ch, where);
       for (const c of ch.choices || []) {
+        requireFields('chat', 'chat.chunk.choice', c, where);
         for (const [k, v] of Object.entries(c.delta || {})) if (v !== null && v !== undefined) seen.push(`delta.${k}`);
         if (c.finish_reason) seen.push(`finish_reason.${c.finish_reason}`);
       }
@@ -335,7 +342,7 @@ async function answerRows() {
     }
   }
   for (const api of Object.keys(lacking))
-    tap(!lacking[api].size, `every event, output item and content block of the ${api} bridge has each field its SDK type requires`,
+    tap(!lacking[api].size, `every event, item, block, chunk and usage of the ${api} answers has each field its SDK type requires`,
       [...lacking[api]].join('\n'));
   for (const api of Object.keys(seen)) {
     const odd = [...seen[api].keys()].filter((k) => !declared.has(k));

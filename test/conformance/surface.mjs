@@ -97,6 +97,18 @@ export const SURFACES = [
   { id: 'gemini.finish_reason', file: 'genai', type: 'FinishReason', by: 'enum', answer: true },
 ];
 
+// Answer objects of no union whose required properties are checked too
+// (required[id][""]): the chat stream's chunks and their choices, and the
+// usage objects the answers end with.
+export const REQUIRED_OF = [
+  ['chat.chunk', 'openai_chat', 'ChatCompletionChunk'],
+  ['chat.chunk.choice', 'openai_chat', 'ChatCompletionChunk.Choice'],
+  ['responses.usage', 'openai_responses', 'ResponseUsage'],
+  ['responses.usage.input_tokens_details', 'openai_responses', 'ResponseUsage.InputTokensDetails'],
+  ['responses.usage.output_tokens_details', 'openai_responses', 'ResponseUsage.OutputTokensDetails'],
+  ['messages.usage', 'anthropic', 'Usage'],
+];
+
 function findSymbol(checker, sf, dotted) {
   let sym = checker.getSymbolAtLocation(sf);
   let table = sym ? checker.getExportsOfModule(sym) : [];
@@ -259,6 +271,10 @@ export function enumerate(rows) {
     const line = d.start === undefined ? 0 : sf.getLineAndCharacterOfPosition(d.start).line;
     const row = samples.at.find(([l]) => l === line);
     sampleErrors.push([row ? row[1] : `line ${line}`, ts.flattenDiagnosticMessageText(d.messageText, ' ').slice(0, 600)]);
+  }
+  for (const [id, file, type] of REQUIRED_OF) {
+    const t = checker.getDeclaredTypeOfSymbol(findSymbol(checker, program.getSourceFile(files[file]), type));
+    required[id] = { '': checker.getPropertiesOfType(t).filter((q) => !(q.flags & ts.SymbolFlags.Optional)).map((q) => q.name) };
   }
   return { surface: out, sampleErrors, required };
 }
