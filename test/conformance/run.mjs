@@ -234,6 +234,7 @@ const STREAMS = {
       if (ev.part && ev.type.startsWith('response.content_part')) requireFields('responses', 'responses.output_content', ev.part, where);
     }
     const final = await stream.finalResponse();
+    requireFields('responses', 'responses.response', final, where);
     requireFields('responses', 'responses.usage', final.usage, where);
     requireFields('responses', 'responses.usage.input_tokens_details', final.usage?.input_tokens_details, where);
     requireFields('responses', 'responses.usage.output_tokens_details', final.usage?.output_tokens_details, where);
@@ -260,6 +261,7 @@ const STREAMS = {
     const final = await stream.finalMessage().catch((e) => { if (!fx.error) throw e; });
     for (const b of final?.content || []) requireFields('messages', 'messages.content_block', b, where);
     if (final) requireFields('messages', 'messages.usage', final.usage, where);
+    if (final) requireFields('messages', 'messages.message', final, where);
     if (fx.error && !seen.length) throw new Error('no event before the error');
     return [...seen, ...answerFields('messages', final)];
   },
@@ -317,7 +319,68 @@ function answerFields(api, obj) {
 }
 const keyOf = (api, t) => (t.startsWith('@') ? t.slice(1) : PREFIX[api] + t);
 
+// The fixture's chunks as one chat.completion, for the whole (not
+// streamed) answers: what a provider answers the same turn unstreamed.
+function wholeOf(fx) {
+  const msg = { role: 'assistant', content: '' };
+  let finish = null;
+  let usage;
+  const calls = [];
+  for (const c of fx.chunks) {
+    if (c.usage) usage = c.usage;
+    for (const ch of c.choices || []) {
+      const d = ch.delta || {};
+      if (d.content) msg.content += d.content;
+      if (d.reasoning_content) msg.reasoning_content = (msg.reasoning_content || '') + d.reasoning_content;
+      if (d.refusal) msg.refusal = (msg.refusal || '') + d.refusal;
+      for (const tc of d.tool_calls || []) {
+        const at = (calls[tc.index ?? 0] ||= { id: tc.id, type: tc.type || 'function', function: { name: '', arguments: '' } });
+        if (tc.function?.name) at.function.name += tc.function.name;
+        if (tc.function?.arguments) at.function.arguments += tc.function.arguments;
+        if (tc.custom) at.custom = tc.custom;
+      }
+      if (ch.finish_reason) finish = ch.finish_reason;
+    }
+  }
+  if (calls.length) msg.tool_calls = calls;
+  if (!msg.content && calls.length) msg.content = null;
+  return { id: 'chatcmpl-fx', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: msg, finish_reason: finish }], ...(usage ? { usage } : {}) };
+}
+
+// Each fixture unstreamed through the Responses and Messages bridges: the
+// whole Response and Message hold every field their SDK types require.
+async function wholeAnswers() {
+  for (const [name, fx] of Object.entries(table.answers)) {
+    if (fx.error) continue;
+    const file = path.join(tmp, `${name}.json`);
+    fs.writeFileSync(file, JSON.stringify(wholeOf(fx)));
+    const headers = { 'X-Mock-Then': 'fixture', 'X-Mock-Fixture': file };
+    for (const route of ROUTES) {
+      const where = `${name} whole@${route.name}`;
+      if (fx.apis.includes('responses')) {
+        const client = new OpenAI({ baseURL: `${TG}/${route.name}/v1`, apiKey: 'dummy', defaultHeaders: headers, maxRetries: 0 });
+        try {
+          const r = await client.responses.create({ model: route.model, input: 'hi', ...(fx.request?.responses || {}) });
+          requireFields('responses', 'responses.response', r, where);
+          requireFields('responses', 'responses.usage', r.usage, where);
+          for (const it of r.output || []) requireFields('responses', 'responses.output_item', it, where);
+        } catch (e) { lacking.responses.add(`${where}: ${e.message}`); }
+      }
+      if (fx.apis.includes('messages')) {
+        const client = new Anthropic({ baseURL: `${TG}/${route.name}`, apiKey: 'dummy', defaultHeaders: headers, maxRetries: 0 });
+        try {
+          const m = await client.messages.create({ model: route.model, max_tokens: 256, messages: [{ role: 'user', content: 'hi' }], ...(fx.request?.messages || {}) });
+          requireFields('messages', 'messages.message', m, where);
+          requireFields('messages', 'messages.usage', m.usage, where);
+          for (const b of m.content || []) requireFields('messages', 'messages.content_block', b, where);
+        } catch (e) { lacking.messages.add(`${where}: ${e.message}`); }
+      }
+    }
+  }
+}
+
 async function answerRows() {
+  await wholeAnswers();
   const seen = { responses: new Map(), messages: new Map(), chat: new Map(), gemini: new Map() };
   for (const [name, fx] of Object.entries(table.answers)) {
     const headers = { 'X-Mock-Then': 'fixture', 'X-Mock-Fixture': fixtureFile(name, fx) };

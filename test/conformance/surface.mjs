@@ -107,6 +107,8 @@ export const REQUIRED_OF = [
   ['responses.usage.input_tokens_details', 'openai_responses', 'ResponseUsage.InputTokensDetails'],
   ['responses.usage.output_tokens_details', 'openai_responses', 'ResponseUsage.OutputTokensDetails'],
   ['messages.usage', 'anthropic', 'Usage'],
+  ['responses.response', 'openai_responses', 'Response'],
+  ['messages.message', 'anthropic', 'Message'],
 ];
 
 function findSymbol(checker, sf, dotted) {
