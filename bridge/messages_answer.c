@@ -43,6 +43,12 @@ static json_t *usage_of(const json_t *u)
     json_t *r = json_pack("{s:I, s:I}", "input_tokens", in - cached, "output_tokens", out);
     if (json_is_integer(c))
         json_object_set_new(r, "cache_read_input_tokens", json_integer(cached));
+    /* the tokens written to the cache, where the chat usage says (openai
+     * 7.60's prompt_tokens_details.cache_write_tokens) */
+    const json_t *w = json_object_get(json_object_get(u, "prompt_tokens_details"),
+                                      "cache_write_tokens");
+    if (json_is_integer(w))
+        json_object_set(r, "cache_creation_input_tokens", (json_t *)w);
     return r;
 }
 
@@ -86,6 +92,14 @@ static json_t *message_filled(json_t *msg, const char *why)
     json_object_set_new(msg, "diagnostics", json_null());
     json_object_set_new(msg, "stop_details", stop_details_of(why));
     return msg;
+}
+
+/* Who called a tool: the model itself (ToolUseBlock.caller, required by
+ * @anthropic-ai/sdk 1.17; server tools' code execution is the other kind,
+ * which the bridge never runs). New reference. */
+static json_t *direct_caller(void)
+{
+    return json_pack("{s:s}", "type", "direct");
 }
 
 /* "msg_" and the chat answer's id, which clients treat as opaque. */
@@ -166,8 +180,8 @@ json_t *tg_messages_answer(tg_msg_bridge *b, const json_t *completion)
     if (json_is_string(refusal) && json_string_length(refusal))
         tg_buf_append(&t, json_string_value(refusal), json_string_length(refusal));
     if (t.len)
-        json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text", t.data,
-                                                 t.len));
+        json_array_append_new(content, json_pack("{s:s, s:s%, s:n}", "type", "text", "text",
+                                                 t.data, t.len, "citations"));
     tg_buf_free(&t);
     const json_t *call;
     size_t n_calls = 0;
@@ -175,10 +189,11 @@ json_t *tg_messages_answer(tg_msg_bridge *b, const json_t *completion)
         const json_t *fn = json_object_get(call, "function");
         const char *id = json_string_value(json_object_get(call, "id"));
         const char *name = json_string_value(json_object_get(fn, "name"));
-        json_array_append_new(content, json_pack("{s:s, s:s, s:s, s:o}", "type", "tool_use", "id",
+        json_array_append_new(content, json_pack("{s:s, s:s, s:s, s:o, s:o}", "type", "tool_use", "id",
                                                  id ? id : "", "name", name ? name : "", "input",
                                                  input_of(json_string_value(json_object_get(fn, "arguments")),
-                                                          json_string_length(json_object_get(fn, "arguments")))));
+                                                          json_string_length(json_object_get(fn, "arguments"))),
+                                                 "caller", direct_caller()));
         n_calls++;
     }
     const json_t *model = json_object_get(completion, "model");
@@ -263,7 +278,8 @@ static void on_text(tg_msg_bridge *b, int kind, const char *text, tg_buf *out)
 {
     if (b->open != kind) {
         if (kind == BLK_TEXT)
-            open_block(b, kind, json_pack("{s:s, s:s}", "type", "text", "text", ""), out);
+            open_block(b, kind, json_pack("{s:s, s:s, s:n}", "type", "text", "text", "", "citations"),
+                       out);
         else
             open_block(b, kind,
                        json_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking", "", "signature",
@@ -273,7 +289,9 @@ static void on_text(tg_msg_bridge *b, int kind, const char *text, tg_buf *out)
     if (kind == BLK_TEXT)
         block_delta(b, json_pack("{s:s, s:s}", "type", "text_delta", "text", text), out);
     else
-        block_delta(b, json_pack("{s:s, s:s}", "type", "thinking_delta", "thinking", text), out);
+        block_delta(b, json_pack("{s:s, s:s, s:n}", "type", "thinking_delta", "thinking", text,
+                                 "estimated_tokens"),
+                    out);
 }
 
 static void emit_error(const char *type, const char *message, tg_buf *out);
@@ -295,8 +313,8 @@ static bool on_call(void *vb, const json_t *tc, const char *key, tg_buf *out)
         const char *id = json_string_value(json_object_get(tc, "id"));
         const char *name = json_string_value(json_object_get(fn, "name"));
         open_block(b, BLK_TOOL,
-                   json_pack("{s:s, s:s, s:s, s:{}}", "type", "tool_use", "id", id ? id : "",
-                             "name", name ? name : "", "input"),
+                   json_pack("{s:s, s:s, s:s, s:{}, s:o}", "type", "tool_use", "id", id ? id : "",
+                             "name", name ? name : "", "input", "caller", direct_caller()),
                    out);
         b->call_key = json_string(key);
     }

@@ -31,8 +31,12 @@ json_t *tg_resp_usage(const json_t *u)
     json_int_t cached = tg_bridge_int_at(u, "prompt_tokens_details", "cached_tokens");
     if (!cached)
         cached = tg_bridge_int_at(u, "prompt_cache_hit_tokens", NULL);
-    return json_pack("{s:I, s:{s:I}, s:I, s:{s:I}, s:I}", "input_tokens", in,
-                     "input_tokens_details", "cached_tokens", cached, "output_tokens", out,
+    /* and written to it (openai 7.60's chat usage has them; 0 where the
+     * provider does not say, as the Responses usage requires the field) */
+    json_int_t written = tg_bridge_int_at(u, "prompt_tokens_details", "cache_write_tokens");
+    return json_pack("{s:I, s:{s:I, s:I}, s:I, s:{s:I}, s:I}", "input_tokens", in,
+                     "input_tokens_details", "cached_tokens", cached, "cache_write_tokens",
+                     written, "output_tokens", out,
                      "output_tokens_details", "reasoning_tokens",
                      tg_bridge_int_at(u, "completion_tokens_details", "reasoning_tokens"), "total_tokens",
                      total);

@@ -80,4 +80,8 @@ void tg_resp_bridge_free(tg_resp_bridge *b);
  * the agent's data, and metadata are left alone. Returns how many went. */
 size_t tg_responses_strip_markers(json_t *body, const char *prefix);
 
+/* An estimate of the input tokens of a Responses request (borrowed), for
+ * /v1/responses/input_tokens on a bridged route (responses_count.c). */
+json_int_t tg_responses_count_estimate(const json_t *body);
+
 #endif

@@ -221,8 +221,16 @@ static void responses_free(void *b) { tg_resp_bridge_free(b); }
 
 static const json_t *responses_dropped_peek(const void *b) { return tg_resp_bridge_dropped_peek(b); }
 
+/* POST /v1/responses/input_tokens's answer (InputTokenCountResponse) */
+static json_t *responses_count(const json_t *body)
+{
+    return json_pack("{s:s, s:I}", "object", "response.input_tokens", "input_tokens",
+                     tg_responses_count_estimate(body));
+}
+
 static const bridge_api responses_api = {
     .name = "/v1/responses",
+    .count_estimate = responses_count,
     .bridges = tg_route_bridges_responses,
     .strip_markers = tg_responses_strip_markers,
     .prefetch = responses_prefetch,
@@ -391,11 +399,18 @@ const bridge_api *api_of(const char *rest)
     char model[8];
     if (tg_gemini_path(rest, false, model, sizeof model) != TG_GEM_NONE)
         return &gemini_api;
-    if (!strcmp(rest, "/v1/responses") || !strcmp(rest, "/responses"))
+    if (!strcmp(rest, "/v1/responses") || !strcmp(rest, "/responses") ||
+        !strcmp(rest, "/v1/responses/input_tokens") || !strcmp(rest, "/responses/input_tokens"))
         return &responses_api;
     if (!strcmp(rest, "/v1/messages") || !strcmp(rest, "/v1/messages/count_tokens"))
         return &messages_api;
     return NULL;
+}
+
+bool token_count_path(const char *rest)
+{
+    return !strcmp(rest, "/v1/messages/count_tokens") ||
+           !strcmp(rest, "/v1/responses/input_tokens") || !strcmp(rest, "/responses/input_tokens");
 }
 
 const bridge_api *api_aimed_at(const char *rest)

@@ -17,6 +17,10 @@ const bridge_api *api_of_gemini_sdk(tg_req *r);
 
 /* The agent API a path (past the route prefix) belongs to, or NULL. */
 const bridge_api *api_of(const char *rest);
+/* Whether rest is an agent API's token count (Messages' count_tokens,
+ * Responses' input_tokens): no chat form, so passed through, or estimated
+ * on a route that bridges the API. */
+bool token_count_path(const char *rest);
 /* The API a path that is no endpoint of it aims at (a refused
  * /v1/messages/.. is refused in Messages' shape), or NULL. */
 const bridge_api *api_aimed_at(const char *rest);

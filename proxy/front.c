@@ -315,7 +315,7 @@ static int route_request(tg_req *r)
         return side;
     if (r->prep.api && !strcmp(r->client.method, "POST")) {
         /* count_tokens has no chat form: passed through, or estimated */
-        bool count = !strcmp(rest, "/v1/messages/count_tokens");
+        bool count = token_count_path(rest);
         if (r->prep.converted)  /* it waited on the store as a chat request */
             return prepare_chat(r, by_prefix);
         int k = prepare_bridged(r, by_prefix, count);

@@ -40,7 +40,7 @@ const tap = (pass, name, detail, todo) => {
 
 // ---- the table against the SDKs ---------------------------------------------
 
-const { surface, sampleErrors } = enumerate(table.rows);
+const { surface, sampleErrors, required } = enumerate(table.rows);
 const rowsByKey = new Map();
 for (const r of table.rows) {
   if (rowsByKey.has(r.key)) tap(false, `table: ${r.key} has one row`, 'a second row for it');
@@ -188,6 +188,7 @@ async function requestRows() {
 // bridge turns it into its API's events, read by the SDK's stream helper.
 const { default: OpenAI } = await import('openai');
 const { default: Anthropic } = await import('@anthropic-ai/sdk');
+const { GoogleGenAI } = await import('@google/genai');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tg-conform-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
 
@@ -196,6 +197,17 @@ function fixtureFile(name, fx) {
   const lines = fx.chunks.map((c) => `data: ${JSON.stringify({ id: 'chatcmpl-fx', object: 'chat.completion.chunk', created: 1, model: 'm', ...c })}\n\n`);
   fs.writeFileSync(file, lines.join('') + 'data: [DONE]\n\n');
   return file;
+}
+
+// The fields an SDK type requires that an answer's object lacks: for each
+// streamed event, output item and content block, by the union it belongs
+// to and its type (required: surface.mjs). Collected over every answer,
+// one TAP line per API.
+const lacking = { responses: new Set(), messages: new Set(), chat: new Set() };
+function requireFields(api, union, obj, where) {
+  const want = required[union]?.[obj?.type ?? ''];
+  if (!want) return;
+  for (const f of want) if (!(f in obj)) lacking[api].add(`${union}${obj.type ? `.${obj.type}` : ''} lacks ${f} (${where})`);
 }
 
 const STREAMS = {
@@ -214,28 +226,69 @@ const STREAMS = {
       return seen;
     }
     const stream = client.responses.stream(body);
-    for await (const ev of stream) seen.push(ev.type);
-    return [...seen, ...answerFields('responses', await stream.finalResponse())];
+    const where = `${fx.name}@${route.name}`;
+    for await (const ev of stream) {
+      seen.push(ev.type);
+      requireFields('responses', 'responses.event', ev, where);
+      if (ev.item) requireFields('responses', 'responses.output_item', ev.item, where);
+      if (ev.part && ev.type.startsWith('response.content_part')) requireFields('responses', 'responses.output_content', ev.part, where);
+    }
+    const final = await stream.finalResponse();
+    requireFields('responses', 'responses.response', final, where);
+    requireFields('responses', 'responses.usage', final.usage, where);
+    requireFields('responses', 'responses.usage.input_tokens_details', final.usage?.input_tokens_details, where);
+    requireFields('responses', 'responses.usage.output_tokens_details', final.usage?.output_tokens_details, where);
+    for (const it of final.output || []) {
+      requireFields('responses', 'responses.output_item', it, where);
+      if (it.type === 'message') for (const c of it.content || []) requireFields('responses', 'responses.output_content', c, where);
+      if (it.type === 'reasoning') for (const c of it.summary || []) requireFields('responses', 'responses.reasoning_content', c, where);
+    }
+    return [...seen, ...answerFields('responses', final)];
   },
   async messages(route, fx, headers) {
     const client = new Anthropic({ baseURL: `${TG}/${route.name}`, apiKey: 'dummy', defaultHeaders: headers, maxRetries: 0 });
     const seen = [];
     const stream = client.messages.stream({ model: route.model, max_tokens: 256, messages: [{ role: 'user', content: 'hi' }], ...(fx.request?.messages || {}) });
+    const where = `${fx.name}@${route.name}`;
     stream.on('streamEvent', (ev) => {
       seen.push(`event.${ev.type}`);
+      requireFields('messages', 'messages.event', ev, where);
+      if (ev.type === 'content_block_start') requireFields('messages', 'messages.content_block', ev.content_block, where);
+      if (ev.type === 'content_block_delta') requireFields('messages', 'messages.delta', ev.delta, where);
       if (ev.type === 'content_block_delta') seen.push(`delta.${ev.delta.type}`);
       if (ev.type === 'content_block_start') seen.push(`content_block.${ev.content_block.type}`);
     });
     const final = await stream.finalMessage().catch((e) => { if (!fx.error) throw e; });
+    for (const b of final?.content || []) requireFields('messages', 'messages.content_block', b, where);
+    if (final) requireFields('messages', 'messages.usage', final.usage, where);
+    if (final) requireFields('messages', 'messages.message', final, where);
     if (fx.error && !seen.length) throw new Error('no event before the error');
     return [...seen, ...answerFields('messages', final)];
+  },
+  // Gemini's stream, read with @google/genai's generateContentStream: each
+  // response's fields, its usageMetadata's and each candidate's finishReason
+  async gemini(route, fx, headers) {
+    const ai = new GoogleGenAI({ apiKey: 'dummy', httpOptions: { baseUrl: `${TG}/${route.name}`, headers } });
+    const seen = [];
+    const stream = await ai.models.generateContentStream({
+      model: route.model, contents: [{ role: 'user', parts: [{ text: 'hi' }] }], ...(fx.request?.gemini || {}),
+    });
+    for await (const r of stream) {
+      for (const k of Object.keys(r)) if (r[k] !== undefined && k !== 'sdkHttpResponse') seen.push(`@gemini.response.${k}`);
+      for (const k of Object.keys(r.usageMetadata || {})) seen.push(`@gemini.usage.${k}`);
+      for (const c of r.candidates || []) if (c.finishReason) seen.push(`@gemini.finish_reason.${c.finishReason}`);
+    }
+    return seen;
   },
   async chat(route, fx, headers) {
     const client = new OpenAI({ baseURL: `${TG}/${route.name}/v1`, apiKey: 'dummy', defaultHeaders: headers, maxRetries: 0 });
     const seen = [];
     const stream = client.chat.completions.stream({ model: route.model, messages: [{ role: 'user', content: 'hi' }], ...(fx.request?.chat || {}) });
+    const where = `${fx.name}@${route.name}`;
     for await (const ch of stream) {
+      requireFields('chat', 'chat.chunk', ch, where);
       for (const c of ch.choices || []) {
+        requireFields('chat', 'chat.chunk.choice', c, where);
         for (const [k, v] of Object.entries(c.delta || {})) if (v !== null && v !== undefined) seen.push(`delta.${k}`);
         if (c.finish_reason) seen.push(`finish_reason.${c.finish_reason}`);
       }
@@ -244,7 +297,7 @@ const STREAMS = {
     return seen;
   },
 };
-const PREFIX = { responses: 'responses.event.', messages: 'messages.', chat: 'chat.chunk.' };
+const PREFIX = { responses: 'responses.event.', messages: 'messages.', chat: 'chat.chunk.', gemini: 'gemini.' };
 
 // The answer object the SDK's helper gives at the end (the Response, the
 // Message): its fields, its usage's fields, its output items' types, its
@@ -266,10 +319,72 @@ function answerFields(api, obj) {
 }
 const keyOf = (api, t) => (t.startsWith('@') ? t.slice(1) : PREFIX[api] + t);
 
+// The fixture's chunks as one chat.completion, for the whole (not
+// streamed) answers: what a provider answers the same turn unstreamed.
+function wholeOf(fx) {
+  const msg = { role: 'assistant', content: '' };
+  let finish = null;
+  let usage;
+  const calls = [];
+  for (const c of fx.chunks) {
+    if (c.usage) usage = c.usage;
+    for (const ch of c.choices || []) {
+      const d = ch.delta || {};
+      if (d.content) msg.content += d.content;
+      if (d.reasoning_content) msg.reasoning_content = (msg.reasoning_content || '') + d.reasoning_content;
+      if (d.refusal) msg.refusal = (msg.refusal || '') + d.refusal;
+      for (const tc of d.tool_calls || []) {
+        const at = (calls[tc.index ?? 0] ||= { id: tc.id, type: tc.type || 'function', function: { name: '', arguments: '' } });
+        if (tc.function?.name) at.function.name += tc.function.name;
+        if (tc.function?.arguments) at.function.arguments += tc.function.arguments;
+        if (tc.custom) at.custom = tc.custom;
+      }
+      if (ch.finish_reason) finish = ch.finish_reason;
+    }
+  }
+  if (calls.length) msg.tool_calls = calls;
+  if (!msg.content && calls.length) msg.content = null;
+  return { id: 'chatcmpl-fx', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: msg, finish_reason: finish }], ...(usage ? { usage } : {}) };
+}
+
+// Each fixture unstreamed through the Responses and Messages bridges: the
+// whole Response and Message hold every field their SDK types require.
+async function wholeAnswers() {
+  for (const [name, fx] of Object.entries(table.answers)) {
+    if (fx.error) continue;
+    const file = path.join(tmp, `${name}.json`);
+    fs.writeFileSync(file, JSON.stringify(wholeOf(fx)));
+    const headers = { 'X-Mock-Then': 'fixture', 'X-Mock-Fixture': file };
+    for (const route of ROUTES) {
+      const where = `${name} whole@${route.name}`;
+      if (fx.apis.includes('responses')) {
+        const client = new OpenAI({ baseURL: `${TG}/${route.name}/v1`, apiKey: 'dummy', defaultHeaders: headers, maxRetries: 0 });
+        try {
+          const r = await client.responses.create({ model: route.model, input: 'hi', ...(fx.request?.responses || {}) });
+          requireFields('responses', 'responses.response', r, where);
+          requireFields('responses', 'responses.usage', r.usage, where);
+          for (const it of r.output || []) requireFields('responses', 'responses.output_item', it, where);
+        } catch (e) { lacking.responses.add(`${where}: ${e.message}`); }
+      }
+      if (fx.apis.includes('messages')) {
+        const client = new Anthropic({ baseURL: `${TG}/${route.name}`, apiKey: 'dummy', defaultHeaders: headers, maxRetries: 0 });
+        try {
+          const m = await client.messages.create({ model: route.model, max_tokens: 256, messages: [{ role: 'user', content: 'hi' }], ...(fx.request?.messages || {}) });
+          requireFields('messages', 'messages.message', m, where);
+          requireFields('messages', 'messages.usage', m.usage, where);
+          for (const b of m.content || []) requireFields('messages', 'messages.content_block', b, where);
+        } catch (e) { lacking.messages.add(`${where}: ${e.message}`); }
+      }
+    }
+  }
+}
+
 async function answerRows() {
-  const seen = { responses: new Map(), messages: new Map(), chat: new Map() };
+  await wholeAnswers();
+  const seen = { responses: new Map(), messages: new Map(), chat: new Map(), gemini: new Map() };
   for (const [name, fx] of Object.entries(table.answers)) {
     const headers = { 'X-Mock-Then': 'fixture', 'X-Mock-Fixture': fixtureFile(name, fx) };
+    fx.name = name;
     for (const api of fx.apis) {
       const problems = [];
       for (const route of ROUTES) {
@@ -289,6 +404,9 @@ async function answerRows() {
       tap(!problems.length, `answer ${name} through the ${api} bridge parses with the SDK's stream helper`, problems.join('\n'));
     }
   }
+  for (const api of Object.keys(lacking))
+    tap(!lacking[api].size, `every event, item, block, chunk and usage of the ${api} answers has each field its SDK type requires`,
+      [...lacking[api]].join('\n'));
   for (const api of Object.keys(seen)) {
     const odd = [...seen[api].keys()].filter((k) => !declared.has(k));
     tap(odd.length === 0, `every event the ${api} bridge emitted is a type the SDK declares`, `undeclared: ${odd.join(', ')}`);

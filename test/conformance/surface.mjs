@@ -85,9 +85,30 @@ export const SURFACES = [
   { id: 'messages.stop_reason', file: 'anthropic', type: 'StopReason', beta: 'BetaStopReason', by: 'type', answer: true },
   // Gemini (@google/genai)
   { id: 'gemini.generation_config', file: 'genai', type: 'GenerationConfig', by: 'props' },
+  // the SDK's config is generationConfig's fields flattened beside the
+  // body's own (systemInstruction, safetySettings, ...): those, and the
+  // SDK's own options, are the fields not in GenerationConfig
+  { id: 'gemini.config', file: 'genai', type: 'GenerateContentConfig', by: 'props', minus: 'gemini.generation_config' },
   { id: 'gemini.part', file: 'genai', type: 'Part', by: 'props' },
   { id: 'gemini.tool', file: 'genai', type: 'Tool', by: 'props' },
   { id: 'gemini.function_calling_mode', file: 'genai', type: 'FunctionCallingConfigMode', by: 'enum' },
+  { id: 'gemini.response', file: 'genai', type: 'GenerateContentResponse', by: 'props', answer: true },
+  { id: 'gemini.usage', file: 'genai', type: 'GenerateContentResponseUsageMetadata', by: 'props', answer: true },
+  { id: 'gemini.finish_reason', file: 'genai', type: 'FinishReason', by: 'enum', answer: true },
+];
+
+// Answer objects of no union whose required properties are checked too
+// (required[id][""]): the chat stream's chunks and their choices, and the
+// usage objects the answers end with.
+export const REQUIRED_OF = [
+  ['chat.chunk', 'openai_chat', 'ChatCompletionChunk'],
+  ['chat.chunk.choice', 'openai_chat', 'ChatCompletionChunk.Choice'],
+  ['responses.usage', 'openai_responses', 'ResponseUsage'],
+  ['responses.usage.input_tokens_details', 'openai_responses', 'ResponseUsage.InputTokensDetails'],
+  ['responses.usage.output_tokens_details', 'openai_responses', 'ResponseUsage.OutputTokensDetails'],
+  ['messages.usage', 'anthropic', 'Usage'],
+  ['responses.response', 'openai_responses', 'Response'],
+  ['messages.message', 'anthropic', 'Message'],
 ];
 
 function findSymbol(checker, sf, dotted) {
@@ -145,23 +166,42 @@ function keysOf(checker, types, by, label) {
   return [...keys];
 }
 
+// For a union of answer types told apart by `by`: each member's required
+// (not optional) properties, { "response.completed": ["type", "response",
+// "sequence_number"] }; the beta's members add theirs to the same key.
+function requiredOf(checker, types, by) {
+  const req = {};
+  for (const t of types) {
+    const p = t.getProperty?.(by);
+    if (!p) continue;
+    for (const v of members(checker.getNonNullableType(checker.getTypeOfSymbol(p)))) {
+      if (!(v.flags & ts.TypeFlags.StringLiteral)) continue;
+      const names = checker.getPropertiesOfType(t).filter((q) => !(q.flags & ts.SymbolFlags.Optional)).map((q) => q.name);
+      req[v.value] = [...new Set([...(req[v.value] || []), ...names])];
+    }
+  }
+  return req;
+}
+
 // The type each API's sample requests must have, imported from the SDKs:
 // a sample the SDK's own types reject (a misspelt field, a missing one) is
 // not a request the API accepts, and would prove nothing. Gemini's REST body
 // is the SDK's contents, tools, toolConfig, systemInstruction, safetySettings,
-// cachedContent, labels and a generationConfig (its SDK flattens all but
+// cachedContent, labels, serviceTier, continuationToken, store and a
+// generationConfig (with the config's imageConfig: the SDK flattens all but
 // contents into `config`).
 const SAMPLE_TYPES = `
 import type { ChatCompletionCreateParams as ChatBody } from 'openai/resources/chat/completions/completions';
 import type { ResponseCreateParams as ResponsesBody } from 'openai/resources/responses/responses';
 import type { MessageCreateParams as MessagesBody } from '@anthropic-ai/sdk/resources/messages/messages';
 import type { MessageCreateParams as BetaMessagesBody } from '@anthropic-ai/sdk/resources/beta/messages/messages';
-import type { Content, Tool, ToolConfig, GenerationConfig, SafetySetting } from '@google/genai';
+import type { Content, Tool, ToolConfig, GenerationConfig, GenerateContentConfig, ImageConfig, SafetySetting } from '@google/genai';
 // the SDK's enums are nominal: a JSON sample spells their string values
 type Loose<T> = T extends string ? \`\${T}\` : T extends object ? { [K in keyof T]: Loose<T[K]> } : T;
 type GeminiBody = Loose<{
   contents: Content[]; tools?: Tool[]; toolConfig?: ToolConfig; systemInstruction?: Content;
-  generationConfig?: GenerationConfig; safetySettings?: SafetySetting[]; cachedContent?: string; labels?: Record<string, string>;
+  generationConfig?: GenerationConfig & { imageConfig?: ImageConfig }; safetySettings?: SafetySetting[]; cachedContent?: string; labels?: Record<string, string>;
+  serviceTier?: GenerateContentConfig['serviceTier']; continuationToken?: string; store?: boolean;
 }>;
 `;
 const SAMPLE_TYPE = { chat: 'ChatBody', responses: 'ResponsesBody', messages: 'MessagesBody', gemini: 'GeminiBody' };
@@ -201,6 +241,7 @@ export function enumerate(rows) {
   const program = ts.createProgram([...Object.values(files), samplesFile], options, host);
   const checker = program.getTypeChecker();
   const out = {};
+  const required = {};
   for (const s of SURFACES) {
     const sf = program.getSourceFile(files[s.file]);
     const sym = findSymbol(checker, sf, s.type);
@@ -215,13 +256,16 @@ export function enumerate(rows) {
       continue;
     }
     const keys = new Set();
+    const all = [];
     for (const [file, type] of [[s.file, s.type], ...(s.beta ? [['anthropic_beta', s.beta]] : [])]) {
       types = [checker.getDeclaredTypeOfSymbol(findSymbol(checker, program.getSourceFile(files[file]), type))];
       for (const part of s.path || []) types = types.flatMap((t) => step(checker, t, part));
       if (s.by !== 'props') types = types.flatMap((t) => members(t));
       keysOf(checker, types, s.by, s.id).forEach((k) => keys.add(k));
+      all.push(...types);
     }
-    out[s.id] = [...keys];
+    out[s.id] = [...keys].filter((k) => !(s.minus && out[s.minus].includes(k)));
+    if (s.by !== 'props' && s.by !== 'enum') required[s.id] = requiredOf(checker, all, s.by);
   }
   const sampleErrors = [];
   const sf = program.getSourceFile(samplesFile);
@@ -230,7 +274,11 @@ export function enumerate(rows) {
     const row = samples.at.find(([l]) => l === line);
     sampleErrors.push([row ? row[1] : `line ${line}`, ts.flattenDiagnosticMessageText(d.messageText, ' ').slice(0, 600)]);
   }
-  return { surface: out, sampleErrors };
+  for (const [id, file, type] of REQUIRED_OF) {
+    const t = checker.getDeclaredTypeOfSymbol(findSymbol(checker, program.getSourceFile(files[file]), type));
+    required[id] = { '': checker.getPropertiesOfType(t).filter((q) => !(q.flags & ts.SymbolFlags.Optional)).map((q) => q.name) };
+  }
+  return { surface: out, sampleErrors, required };
 }
 
 export function sdkVersions() {

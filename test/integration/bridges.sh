@@ -7,7 +7,7 @@
 # Claude Code's flows through the Messages bridge: a PDF it Read (a file
 # part on an openai route, its text elsewhere, said in
 # X-Toolgate-Translated), the tools its ToolSearch loaded, count_tokens
-# answered with an estimate.
+# (and Responses' input_tokens) answered with an estimate.
 # With no client_keys, two clients told apart by their provider keys alone
 # keep their Responses items and chains apart in the memory store (owners.py).
 . "$(dirname "$0")/lib.sh"
@@ -338,6 +338,14 @@ st=$(tg_req "$B" POST /gem/v1/messages/count_tokens -H 'Content-Type: applicatio
 expect_eq "count_tokens on a bridged route is answered (was a 404)" 200 "$st"
 expect_eq "with X-Toolgate-Estimate" "input_tokens" "$(header_value "$B.h" X-Toolgate-Estimate)"
 expect_match "with input_tokens: a page image a PDF page, and the text" '^\{"input_tokens": ?3[0-9]{3}\}$' "$(cat "$B")"
+# and Responses' input_tokens (openai 7.60's client.responses.inputTokens.count):
+# 40 characters of instructions and input, an image, two items
+IT='{"model":"mock-default","instructions":"Answer briefly.","input":[{"role":"user","content":[{"type":"input_text","text":"What is on this picture?"},{"type":"input_image","image_url":"https://example.com/a.png"}]}]}'
+st=$(tg_req "$B" POST /gem/v1/responses/input_tokens -H 'Content-Type: application/json' --data-binary "$IT")
+expect_eq "responses/input_tokens on a bridged route is answered (was the provider's 404)" \
+    "200 input_tokens" "$st $(header_value "$B.h" X-Toolgate-Estimate)"
+expect_match "in OpenAI's InputTokenCountResponse shape" \
+    '^\{"object": ?"response.input_tokens", ?"input_tokens": ?11[0-9]{2}\}$' "$(cat "$B")"
 
 # prompt caching: cache_control goes to an anthropic route only; elsewhere
 # the header says it went, and it is no drop the metrics count
