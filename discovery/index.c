@@ -17,8 +17,8 @@
  * (discovery/wordvec.h); a second stage lifts, among the first 50, the
  * tools that cover more of the written words, and the cosine between the
  * query's mean word vector and each tool's is added last. A tool's side is
- * expanded too: its name's words' WordNet definitions match at a low
- * weight, and a name the query writes as it is (unstemmed) goes a little
+ * expanded too: its name's words' WordNet definitions and the synonyms
+ * of their first verb sense match at a lower weight, and a name the query writes as it is (unstemmed) goes a little
  * up among names the stemmer makes alike. Nothing here
  * knows any particular tool.
  *
@@ -29,7 +29,7 @@
  *   "sv", "so": the terms sorted (NUL-ended, one after another) and packed
  *   uint32 offsets of each, "syn": the synonym groups stemmed,
  *   "wv", "wn", "wm", "wr": the word vectors' (word_vectors()),
- *   "x", "nr", "va": what the tools' names give (store_name_side())
+ *   "x", "xs", "nr", "va": what the tools' names give (store_name_side())
  * Packed data are json strings made with json_stringn_nocheck: binary,
  * never dumped, and malloc-aligned, so they are read in place.
  */
@@ -75,6 +75,7 @@ const tg_dindex_params tg_dindex_defaults = {
     .soft_max = 4,
     .exact_w = 0.05,
     .exp_w = 0.2,
+    .exp_syn_w = 0.6,
     .ask_pen = 0.6,
 };
 
@@ -576,15 +577,17 @@ static unsigned char only_acts(const stems *raw)
     return acts && !reads;
 }
 
-/* The words WordNet defines a name's stems with ("elevation": distance,
- * above, ...), at most 8 a stem, each once a tool. */
-static void add_glosses(doclists *x, const stems *st, uint32_t doc)
+/* The words WordNet links a name's stems with by a link of `kinds`: the
+ * words of their definitions ("elevation": distance, above, ...), or the
+ * synonyms of their first verb sense ("stop": halt, block, ...); at most 8
+ * a stem, each once a tool. */
+static void add_related(doclists *x, const stems *st, uint32_t doc, unsigned kinds)
 {
     const char *done[64];
     size_t nd = 0;
     for (size_t k = 0; k < st->n; k++) {
         const char *rel[8];
-        size_t m = tg_lex_related(st->w[k], TG_LEX_GLOSS, rel, 8);
+        size_t m = tg_lex_related(st->w[k], kinds, rel, 8);
         for (size_t r = 0; r < m; r++) {
             size_t j = 0;
             while (j < nd && strcmp(done[j], rel[r]) != 0)
@@ -602,12 +605,15 @@ static void add_glosses(doclists *x, const stems *st, uint32_t doc)
  * lengths and what the catalog "has" stay the same):
  *   "x": {term: packed uint32 docs}, document expansion: the words WordNet
  *        defines each name's words with;
+ *   "xs": the same for the synonyms of the first verb sense of each
+ *        name's words: a user says "halt" or "mark" for stop_ and tag_;
  *   "nr": {word: packed uint32 docs}, each name's words as written
  *        (lower-cased, unstemmed);
  *   "va": packed uint8[n], 1 for a tool whose name only acts. */
 static void store_name_side(json_t *idx, json_t *tools, size_t n, words_ctx *wc)
 {
     doclists x = { .ids = json_object() }, nr = { .ids = json_object() };
+    doclists xs = { .ids = json_object() };
     unsigned char *va = tg_calloc(n ? n : 1, 1);
     for (size_t i = 0; i < n; i++) {
         const char *name = tool_name(json_array_get(tools, i));
@@ -617,10 +623,12 @@ static void store_name_side(json_t *idx, json_t *tools, size_t n, words_ctx *wc)
         words(name, &sc);
         for (size_t k = 0; k < raw.n; k++)
             dl_add(&nr, raw.w[k], (uint32_t)i);
-        add_glosses(&x, &st, (uint32_t)i);
+        add_related(&x, &st, (uint32_t)i, TG_LEX_GLOSS);
+        add_related(&xs, &st, (uint32_t)i, TG_LEX_SYN1_VERB);
         va[i] = only_acts(&raw);
     }
     json_object_set_new(idx, "x", dl_pack(&x));
+    json_object_set_new(idx, "xs", dl_pack(&xs));
     json_object_set_new(idx, "nr", dl_pack(&nr));
     json_object_set_new(idx, "va", json_stringn_nocheck((const char *)va, n));
     free(va);
@@ -684,8 +692,8 @@ size_t tg_dindex_cost(json_t *index)
             json_string_length(json_object_get(index, "wr")) + 512;
     cost += json_string_length(json_object_get(index, "sv")) +
             json_string_length(json_object_get(index, "so")) + 192;
-    const char *ks[] = { "x", "nr" };
-    for (size_t i = 0; i < 2; i++)
+    const char *ks[] = { "x", "xs", "nr" };
+    for (size_t i = 0; i < 3; i++)
         json_object_foreach(json_object_get(index, ks[i]), key, v)
             cost += strlen(key) + json_string_length(v) + 96;
     json_t *syn = json_object_get(index, "syn");
@@ -1175,18 +1183,19 @@ static void fuse_vectors(json_t *index, const query *q, const tg_dindex_params *
 }
 
 /* Document expansion's matches: a query word among the words WordNet
- * defines a tool's name with adds exp_w times its weight and idf. */
-static void score_expansion(json_t *index, const query *q, const tg_dindex_params *pr,
+ * relates to a tool's name's words (postings `key`) adds w times its
+ * weight and idf (the idf among those postings). */
+static void score_expansion(json_t *index, const char *key, double w, const query *q,
                             const unsigned char *allow, double *acc, size_t n)
 {
-    json_t *x = json_object_get(index, "x");
+    json_t *x = json_object_get(index, key);
     for (size_t i = 0; x && i < q->n; i++) {
         json_t *pl = json_object_get(x, q->t[i].w);
         if (!pl)
             continue;
         const uint32_t *docs = (const uint32_t *)json_string_value(pl);
         size_t df = json_string_length(pl) / sizeof *docs;
-        double add = pr->exp_w * q->t[i].weight * idf_of(n, df);
+        double add = w * q->t[i].weight * idf_of(n, df);
         for (size_t j = 0; j < df; j++)
             if (docs[j] < n && (!allow || allow[docs[j]]))
                 acc[docs[j]] += add;
@@ -1291,7 +1300,9 @@ size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dinde
     uint64_t *concepts = pr->rerank > 0 ? tg_calloc(n, sizeof *concepts) : NULL;
     score_all(index, &q, pr, allow, acc, n, concepts);
     if (pr->exp_w > 0)
-        score_expansion(index, &q, pr, allow, acc, n);
+        score_expansion(index, "x", pr->exp_w, &q, allow, acc, n);
+    if (pr->exp_syn_w > 0)
+        score_expansion(index, "xs", pr->exp_syn_w, &q, allow, acc, n);
     if (pr->exact_w > 0)
         apply_exact(index, query_text, pr, acc, n);
     if (pr->ask_pen > 0)

@@ -41,6 +41,8 @@ typedef struct tg_dindex_params {
                                exactly, unstemmed (add_card over add_cards) */
     double exp_w;           /* a tool also matches, at this weight, the words WordNet
                                defines its name's words with (0: off) */
+    double exp_syn_w;       /* ... and the synonyms of its name's words' first verb
+                               sense in WordNet (stop: halt, tag: mark; 0: off) */
     double ask_pen;         /* a question ("what ...", "which ...", "...?") wants to
                                read: a tool whose name only acts (create_, delete_)
                                loses this share of its score */

@@ -13,8 +13,10 @@
 #include <stdint.h>
 
 /* What links two words, one bit each (a pair may have several). The
- * shipped table holds TG_LEX_GLOSS pairs only: synonyms and derivations
- * did not help search_tools (docs/discovery.md, "Discovery quality"); lexicon_gen.py
+ * shipped table holds TG_LEX_GLOSS pairs and TG_LEX_SYN1_VERB pairs (the
+ * synonyms of a word's first verb sense, which a tool name's words are
+ * matched by); the other synonyms and derivations did not help
+ * search_tools (docs/discovery.md, "Discovery quality"); lexicon_gen.py
  * --flags writes them. */
 enum {
     TG_LEX_SYN1_NOUN = 1,   /* same synset, the word's first (most common) sense */

@@ -14,13 +14,14 @@ What it extracts, for every single-word lemma of WordNet's nouns, verbs,
 adjectives and adverbs (letters only, 3 or more) that has a sense in
 WordNet's tagged corpus (the common words; --all-words: every one):
   - the first --gloss content words of the definition of its first sense
-    in each part of speech (TG_LEX_GLOSS, the only kind written by
-    default: the one search_tools uses);
-  - with --flags: the other single-word lemmas of its first N senses
-    (WordNet orders a lemma's senses by how often they were tagged in its
-    corpus, so the first is the common one), flagged by sense rank and
-    part of speech;
-  - with --flags: the lemmas WordNet marks as derivationally related to
+    in each part of speech (TG_LEX_GLOSS: search_tools' query side and the
+    names' definitions use them);
+  - the other single-word lemmas of its first N senses (WordNet orders a
+    lemma's senses by how often they were tagged in its corpus, so the
+    first is the common one), flagged by sense rank and part of speech;
+    by default (--flags 130) only those of its first verb sense
+    (TG_LEX_SYN1_VERB: a tool name's words are matched by them);
+  - with --flags 64: the lemmas WordNet marks as derivationally related to
     it in those senses ("elevation" -> "elevate", "deletion" -> "delete").
 Both ends are stemmed with Snowball's English stemmer; a pair whose stems
 are equal is left out (the stemmer already joins it). Nothing here knows
@@ -133,7 +134,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--wordnet", default="/usr/share/wordnet")
     ap.add_argument("--senses", type=int, default=3)
-    ap.add_argument("--flags", type=int, default=128, help="the kinds of pairs kept (TG_LEX_*)")
+    ap.add_argument("--flags", type=int, default=130, help="the kinds of pairs kept (TG_LEX_*)")
     ap.add_argument("--all-words", dest="tagged", action="store_false",
                     help="also the words with no sense in WordNet's tagged corpus (rare ones)")
     ap.add_argument("--gloss", type=int, default=4, help="content words of a first sense's gloss")

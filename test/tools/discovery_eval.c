@@ -487,7 +487,8 @@ static void hint_timing(tg_rules_set *on)
 /* ---- -g: fit the ranker's knobs on the tune half ------------------------
  * Straight on the index (what search_tools ranks with), over the tune half
  * only; prints, for every value of every knob, the mean over the three
- * sizes of R@5 + MRR@10. The test half is never read here. */
+ * sizes of R@5 + MRR@10, then each size's (a knob whose best differs by
+ * catalog size shows there). The test half is never read here. */
 /* One knob at a time around the defaults (a coordinate sweep): knob k takes
  * each of its values with the others at their defaults. */
 typedef struct knob {
@@ -518,6 +519,7 @@ static const knob knobs[] = {
     KNOB("exact_w", exact_w, 0, 0.02, 0.05, 0.1, 0.2, 0.35),
     KNOB("ask_pen", ask_pen, 0, 0.2, 0.5, 0.6, 0.7, 0.85),
     KNOB("exp_w", exp_w, 0, 0.05, 0.1, 0.2, 0.3, 0.45),
+    KNOB("exp_syn_w", exp_syn_w, 0, 0.3, 0.45, 0.6, 0.8, 1),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 
@@ -566,7 +568,7 @@ static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
 {
     static const int sizes[] = { 100, 400, 1000 };
     size_t ng = grid_count();
-    double *score = calloc(ng, sizeof *score);
+    double *score = calloc(ng, sizeof *score), *per = calloc(ng * 3, sizeof *per);
     for (int si = 0; si < 3; si++) {
         json_t *big = load_big(sizes[si]);
         if (!big)
@@ -594,6 +596,7 @@ static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
                 for (size_t i = 0; i < m && i < EVAL_DEPTH; i++)
                     if ((long)hits[i] == at) {
                         score[g] += 1.0 / (double)(i + 1) + (i < 5);
+                        per[g * 3 + (size_t)si] += 1.0 / (double)(i + 1) + (i < 5);
                         break;
                     }
             }
@@ -601,6 +604,8 @@ static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
             json_decref(idx);
             json_decref(cat);
         }
+        for (size_t g = 0; g < ng; g++)
+            per[g * 3 + (size_t)si] /= (double)nq;
         for (size_t g = 0; g < ng && si == 2; g++)
             score[g] /= (double)nq * 3;
         json_decref(big);
@@ -608,8 +613,11 @@ static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
     for (size_t g = 0; g < ng; g++) {
         const knob *kn;
         tg_dindex_params p = grid_point(g, base, &kn);
-        printf("%-12s %5.2f  %.4f\n", kn->name, *(double *)((char *)&p + kn->off), score[g]);
+        printf("%-12s %5.2f  %.4f  (100: %.4f, 400: %.4f, 1000: %.4f)\n", kn->name,
+               *(double *)((char *)&p + kn->off), score[g], per[g * 3], per[g * 3 + 1],
+               per[g * 3 + 2]);
     }
+    free(per);
     free(score);
     return 0;
 }

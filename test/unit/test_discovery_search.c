@@ -239,6 +239,40 @@ static void test_doc_expansion(void **state)
     json_decref(tools);
 }
 
+/* A name's verb as the user says it (issue 31): WordNet's synonyms of the
+ * first verb sense of a name's words match the tool ("mark" for tag_,
+ * "halt" for stop_); without them (exp_syn_w 0) the tool whose name
+ * says "commit" wins. */
+static void test_verb_synonyms(void **state)
+{
+    (void)state;
+    const char *rel[8];
+    size_t n = tg_lex_related("tag", TG_LEX_SYN1_VERB, rel, 8), found = 0;
+    for (size_t i = 0; i < n; i++)
+        found += strcmp(rel[i], "mark") == 0;
+    assert_int_equal(found, 1);
+    json_t *tools = json_pack(
+        "[{ss ss}{ss ss}{ss ss}]",
+        "name", "git_commit", "description", "Record the staged changes as a new commit.",
+        "name", "create_tag", "description", "Give a commit a version tag.",
+        "name", "list_branches", "description", "List the branches.");
+    json_t *idx = tg_dindex_build(tools);
+    size_t out[4];
+    assert_int_equal(tg_dindex_search(idx, "mark this commit as v1.2.0", out, NULL, 4), 2);
+    assert_int_equal(out[0], 1);
+    tg_dindex_params p = tg_dindex_defaults;
+    p.vec_weight = 0;  /* the synonyms alone, not the word vectors or definitions */
+    p.soft_weight = 0;
+    p.lex_weight = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "mark this commit as v1.2.0", &p, out, NULL, 4), 2);
+    assert_int_equal(out[0], 1);
+    p.exp_syn_w = 0;
+    assert_int_equal(tg_dindex_search_p(idx, "mark this commit as v1.2.0", &p, out, NULL, 4), 2);
+    assert_int_equal(out[0], 0);
+    json_decref(idx);
+    json_decref(tools);
+}
+
 /* Two names the stemmer makes the same (add_cards_to_list, add_card_to_list)
  * and alike tools: the one whose name the query writes as it is goes first,
  * whichever comes first in the catalog; without it (exact_w 0) the tie
@@ -453,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_lexicon),
         cmocka_unit_test(test_doc_expansion),
         cmocka_unit_test(test_exact_name),
+        cmocka_unit_test(test_verb_synonyms),
         cmocka_unit_test(test_question),
         cmocka_unit_test(test_wordvec_table),
         cmocka_unit_test(test_wordvec_search),
