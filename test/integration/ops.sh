@@ -38,6 +38,12 @@ write_conf() {  # write_conf EXTRA_ROUTE_TEXT
 }
 write_conf ""
 start_toolgate "$conf" || exit 1
+# serve raises glibc's per-thread cache by executing itself again with
+# GLIBC_TUNABLES (proxy/main.c): same pid, its own name, the tunable set
+expect_match "serve runs with glibc.malloc.tcache_count set" "glibc\.malloc\.tcache_count=128" \
+    "$(tr '\0' '\n' <"/proc/$TG_PID/environ" 2>/dev/null)"
+expect_eq "...as the process it was started as, under its own name" toolgate \
+    "$(cat "/proc/$TG_PID/comm" 2>/dev/null)"
 AUTH="Authorization: Bearer $SECRET_CLIENT"
 MSG='"messages":[{"role":"user","content":"hi"}]'
 

@@ -138,6 +138,44 @@ static void test_cases_random_splits(void **state)
     }
 }
 
+/* Line ends mixed in one read: LF lines before and after a CR line, CRLF
+ * pairs, lone CRs, blank lines of each kind. tg_sse_feed looks for a CR
+ * once a read and again once it is passed (find_eol); byte by byte each
+ * read is one byte, the plain search. Generated texts, the two compared
+ * (and with random splits). */
+static void test_mixed_line_ends(void **state)
+{
+    (void)state;
+    static const char *const ends[] = {"\n", "\r\n", "\r"};
+    static const char *const lines[] = {"data: a", "data: {\"x\":2}", ": c", "event: e",
+                                        "data:", ""};
+    unsigned seed = 777;
+    for (int round = 0; round < 2000; round++) {
+        tg_buf in = {0};
+        int nl = 1 + round % 23;
+        for (int i = 0; i < nl; i++) {
+            seed = seed * 1103515245u + 12345u;
+            tg_buf_puts(&in, lines[(seed >> 8) % 6]);
+            /* mostly LF, so a CR sits several lines ahead of the search */
+            unsigned e = (seed >> 16) % 8;
+            tg_buf_puts(&in, ends[e < 6 ? 0 : e - 5]);
+        }
+        char *whole = run_whole(in.data), *bytes = run_bytes(in.data);
+        assert_string_equal(whole, bytes);
+        size_t cuts[4];
+        for (int k = 0; k < 4; k++) {
+            seed = seed * 1103515245u + 12345u;
+            cuts[k] = (size_t)k * in.len / 4 + (seed >> 8) % (in.len / 4 + 1);
+        }
+        char *split = run_split(in.data, cuts, 4);
+        assert_string_equal(split, bytes);
+        free(whole);
+        free(bytes);
+        free(split);
+        tg_buf_free(&in);
+    }
+}
+
 /* A CR at the very end of one read and its LF at the start of the next is
  * one line end, not two (which would dispatch an event early). */
 /* The reader's buffer is reused (curl's is): an event whose data line
@@ -303,6 +341,7 @@ int main(void)
         cmocka_unit_test(test_cases_random_splits),
         cmocka_unit_test(test_data_outlives_read),
         cmocka_unit_test(test_crlf_across_reads),
+        cmocka_unit_test(test_mixed_line_ends),
         cmocka_unit_test(test_large_event),
         cmocka_unit_test(test_max_event_overflow),
         cmocka_unit_test(test_max_event_endless_line),
