@@ -212,7 +212,7 @@ static const rename_rule mistral_renames[] = {
 /* Rule 78 on DeepSeek: its thinking models refuse a forced tool_choice. */
 #define MSG_DEEPSEEK                                                                        \
     {MR_LENIENT | TG_MR_KEEP_REASONING | TG_MR_FIX_CONTENT | TG_MR_STRING_CONTENT |         \
-         TG_MR_THINKING_CHOICE,                                                             \
+         TG_MR_THINKING_CHOICE | TG_MR_TEXT_ONLY,                                           \
      NULL, "rule 52", NULL, NULL, NULL, NULL}
 #define MSG_LENIENT {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
 #define MSG_XAI                                                                             \
@@ -270,6 +270,7 @@ static const tg_rule_name conf_rules[] = {
     {"system_first", TG_MR_SYSTEM_FIRST},
     {"null_with_calls", TG_MR_NULL_WITH_CALLS},
     {"string_content", TG_MR_STRING_CONTENT},
+    {"text_only", TG_MR_TEXT_ONLY},
     {"one_system", TG_MR_ONE_SYSTEM},
     {"no_tool_parser", TG_MR_NO_AUTO_CHOICE},
     {"reasoning_params", TG_MR_REASONING_PARAMS},

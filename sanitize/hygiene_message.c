@@ -227,7 +227,9 @@ static json_t *fixed_arguments(json_t *args, const char **how)
             json_decref(parts);
         }
         char *t = json_is_object(fixed) ? tg_json_dumps(fixed) : NULL;
-        *how = t ? (merged ? "arguments-json-first-of-merged" : "arguments-json-fixed") : "arguments-json-lost";
+        *how = !t       ? "arguments-json-lost"
+               : merged ? "arguments-json-first-of-merged"
+                        : "arguments-json-fixed";
         out = json_string(t ? t : "{}");
         free(t);
         json_decref(fixed);
@@ -446,7 +448,8 @@ static void fix_content(walk *w, json_t *msg, role r, bool has_calls)
  * marker inside a part is counted as one. */
 static void parts_to_string(walk *w, json_t *msg, role r)
 {
-    if (!(w->f & TG_MR_STRING_CONTENT) || r == R_OTHER || r == R_NONE || r == R_USER)
+    bool user = r == R_USER && (w->f & TG_MR_TEXT_ONLY);
+    if (!(w->f & TG_MR_STRING_CONTENT) || r == R_OTHER || r == R_NONE || (r == R_USER && !user))
         return;
     json_t *c = tg_json_get(msg, "content");
     if (!json_is_array(c))
@@ -459,20 +462,40 @@ static void parts_to_string(walk *w, json_t *msg, role r)
         if (!t || strcmp(t, "text") || !tg_json_is(tg_json_get(part, "text"), JSON_STRING))
             other = true;
     }
+    if (user && !other)
+        return;  /* a user turn's text parts are taken as a list */
     tg_buf t = {0};
     json_array_foreach(c, j, part) {
         const char *pt = json_string_value(tg_json_get(part, "type"));
         json_t *text = tg_json_get(part, "text");
+        if (user && (!pt || strcmp(pt, "text") || !json_is_string(text))) {
+            /* rule 90: the model learns a part was there, not what it held */
+            tg_buf_printf(&t, "%s[%s not sent: this model reads text only]", t.len ? "\n\n" : "",
+                          pt ? pt : "part");
+            continue;
+        }
         if (!pt || strcmp(pt, "text") || !json_is_string(text))
             continue;
         if (t.len && json_string_length(text))
             tg_buf_puts(&t, "\n\n");
         tg_buf_append(&t, json_string_value(text), json_string_length(text));
     }
-    rebuild_key(w, msg, "content", json_stringn(t.data ? t.data : "", t.len),
-                other ? "non-text-parts-dropped" : "parts-as-string", "rule 68");
-    if (other)
+    const char *how = user && other ? "non-text-parts-as-notes"
+                      : other       ? "non-text-parts-dropped"
+                                    : "parts-as-string";
+    rebuild_key(w, msg, "content", json_stringn(t.data ? t.data : "", t.len), how,
+                user && other ? "rule 90" : "rule 68");
+    if (user && other) {  /* X-Toolgate-Translated: "image as text" */
+        if (!w->ctx->translated)
+            w->ctx->translated = json_object();
+        json_t *list = tg_json_get(w->ctx->translated, "non-text parts");
+        if (!list)
+            json_object_set_new(w->ctx->translated, "non-text parts", list = json_array());
+        if (!json_array_size(list))
+            json_array_append_new(list, json_string("as text notes"));
+    } else if (other) {
         w->ctx->stats.fields_stripped++;
+    }
     tg_buf_free(&t);
 }
 

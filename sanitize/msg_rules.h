@@ -89,6 +89,11 @@ enum {
                                         last, dropped (rule 83, xAI) */
 #define TG_MR_SHORT_IDS ((uint64_t)1 << 33)   /* call ids at most 40 characters
                                         (rule 84, OpenAI) */
+#define TG_MR_TEXT_ONLY ((uint64_t)1 << 35) /* user turns too go as one string:
+                                        an image or other non-text part
+                                        becomes a note in the text, said in
+                                        X-Toolgate-Translated (rule 90,
+                                        DeepSeek) */
 #define TG_MR_COMPLETION_TOKENS ((uint64_t)1 << 34) /* max_tokens as
                                         max_completion_tokens on OpenAI's
                                         reasoning models (rule 85) */
