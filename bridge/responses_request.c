@@ -100,8 +100,22 @@ static json_t *part_note(json_t *dropped, const char *what, const char *text, co
     return t;
 }
 
-/* One input content part as a chat content part (new reference). */
+static json_t *chat_part_of(const json_t *p, const char *path, json_t *dropped, tg_error *err);
+
+/* One input content part as a chat content part (new reference), with its
+ * prompt_cache_breakpoint (openai 7.60: chat's text, image and file parts
+ * take the same {mode, ttl}), for the route's hygiene to keep where the
+ * provider takes it. */
 static json_t *chat_part(const json_t *p, const char *path, json_t *dropped, tg_error *err)
+{
+    json_t *c = chat_part_of(p, path, dropped, err);
+    const json_t *bp = json_object_get(p, "prompt_cache_breakpoint");
+    if (c && json_is_object(bp) && json_is_object(c))
+        json_object_set(c, "prompt_cache_breakpoint", (json_t *)bp);
+    return c;
+}
+
+static json_t *chat_part_of(const json_t *p, const char *path, json_t *dropped, tg_error *err)
 {
     char param[128];
     const char *type = json_string_value(json_object_get(p, "type"));
