@@ -56,4 +56,9 @@ struct tg_resp_bridge {
  * text. */
 int tg_resp_join_text(const json_t *parts, tg_buf *out);
 
+/* The request's top-level parameters beside its conversation and tools
+ * into chat (borrowed body, chat gains keys), what has no chat form
+ * recorded in dropped (responses_params.c). */
+void tg_resp_params(json_t *chat, const json_t *body, json_t *dropped);
+
 #endif

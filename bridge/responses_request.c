@@ -67,22 +67,6 @@ static const char *const responses_keys[] = {
     "tools", "top_logprobs", "top_p", "truncation", "user", "context_management",
     "access_programs", "background_options", "image", "moderation", "prompt_cache_options", NULL};
 
-/* Keys chat completions has under the same name and meaning (openai
- * 7.60's ChatCompletionCreateParams): they go up as they came, and the
- * route's hygiene leaves out, and says, what its provider does not take. */
-static const char *const chat_same_keys[] = {
-    "temperature", "top_p", "parallel_tool_calls", "user", "safety_identifier",
-    "prompt_cache_key", "prompt_cache_retention", "service_tier", "moderation", NULL};
-/* Keys that steer only how OpenAI's service runs a response (its access
- * programs, its background queue, compressing images of the context, the
- * limit on calls of the tools it hosts, which the bridge never runs): no
- * chat form, and the answer is the same without them, so hints. */
-static const char *const service_hint_keys[] = {"access_programs", "background_options", "image",
-                                                "max_tool_calls", NULL};
-/* Keys that change what OpenAI's service does with the conversation
- * (server-side compaction, truncating the context): left out, and said. */
-static const char *const behaviour_keys[] = {"context_management", "truncation", NULL};
-
 /* What the Response object repeats from its request. */
 static const char *const echoed_keys[] = {"instructions", "max_output_tokens", "metadata",
                                           "parallel_tool_calls", "reasoning", "temperature",
@@ -116,8 +100,22 @@ static json_t *part_note(json_t *dropped, const char *what, const char *text, co
     return t;
 }
 
-/* One input content part as a chat content part (new reference). */
+static json_t *chat_part_of(const json_t *p, const char *path, json_t *dropped, tg_error *err);
+
+/* One input content part as a chat content part (new reference), with its
+ * prompt_cache_breakpoint (openai 7.60: chat's text, image and file parts
+ * take the same {mode, ttl}), for the route's hygiene to keep where the
+ * provider takes it. */
 static json_t *chat_part(const json_t *p, const char *path, json_t *dropped, tg_error *err)
+{
+    json_t *c = chat_part_of(p, path, dropped, err);
+    const json_t *bp = json_object_get(p, "prompt_cache_breakpoint");
+    if (c && json_is_object(bp) && json_is_object(c))
+        json_object_set(c, "prompt_cache_breakpoint", (json_t *)bp);
+    return c;
+}
+
+static json_t *chat_part_of(const json_t *p, const char *path, json_t *dropped, tg_error *err)
 {
     char param[128];
     const char *type = json_string_value(json_object_get(p, "type"));
@@ -542,6 +540,44 @@ static int input_reference(const json_t *item, size_t i, const char *path, json_
     return rc;
 }
 
+/* Whether a tool message after messages[from] answers the call id. */
+static bool answered(const json_t *messages, size_t from, const char *id)
+{
+    for (size_t k = from + 1; k < json_array_size(messages); k++) {
+        const char *t = json_string_value(json_object_get(json_array_get(messages, k),
+                                                          "tool_call_id"));
+        if (t && !strcmp(t, id))
+            return true;
+    }
+    return false;
+}
+
+/* An output without its call_id (openai 7.60 types it optional beside the
+ * tool's name and namespace): the call it answers is the latest call of
+ * that tool still unanswered. Borrowed from messages, or NULL. */
+static const json_t *call_id_by_name(const json_t *messages, const json_t *item)
+{
+    const char *name = json_string_value(json_object_get(item, "name"));
+    const char *ns = json_string_value(json_object_get(item, "namespace"));
+    char joined[256];
+    if (!name)
+        return NULL;
+    snprintf(joined, sizeof joined, "%.120s__%.120s", ns ? ns : "", name);
+    for (size_t m = json_array_size(messages); m-- > 0;) {
+        const json_t *calls = json_object_get(json_array_get(messages, m), "tool_calls");
+        for (size_t c = json_array_size(calls); c-- > 0;) {
+            const json_t *call = json_array_get(calls, c);
+            const char *fn =
+                json_string_value(json_object_get(json_object_get(call, "function"), "name"));
+            const json_t *id = json_object_get(call, "id");
+            if (fn && json_is_string(id) && (!strcmp(fn, name) || (ns && !strcmp(fn, joined))) &&
+                !answered(messages, m, json_string_value(id)))
+                return id;
+        }
+    }
+    return NULL;
+}
+
 static int input_item(const json_t *item, size_t i, json_t *messages, json_t **reasoning,
                       const lookup *lk, tg_error *err)
 {
@@ -569,10 +605,14 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
          * call's call_id, as its SDK types declare); Codex sends call_id */
         if (!json_is_string(call_id) && !strcmp(type, "local_shell_call_output"))
             call_id = json_object_get(item, "id");
+        if (!json_is_string(call_id))
+            call_id = call_id_by_name(messages, item);
         if (!json_is_string(call_id)) {
             snprintf(param, sizeof param, "%.100s.call_id", path);
-            return tg_bridge_bad(err, param, "%s: a tool call's output needs the call_id it answers",
-                       param);
+            return tg_bridge_bad(err, param,
+                                 "%s: a tool call's output needs the call_id it answers, or the "
+                                 "name of a tool called before it and not yet answered",
+                                 param);
         }
         snprintf(param, sizeof param, "%.100s.output", path);
         /* a search's answer is the tools it loaded, as JSON text */
@@ -1134,56 +1174,6 @@ static int convert_all_input(const json_t *v, const json_t *prev, json_t *messag
     return rc;
 }
 
-/* prompt_cache_options as chat's, which has its mode and a ttl of 30m
- * only; the rest (a longer ttl, prewarming, a response to compare the
- * cache with) changes the cost, not the answer: hints. */
-static void cache_options(json_t *chat, const json_t *opts, conv *cv)
-{
-    char name[96];
-    const char *k;
-    json_t *v, *out = json_object();
-    json_object_foreach((json_t *)opts, k, v) {
-        if (json_is_null(v))
-            continue;
-        if (!strcmp(k, "mode") || (!strcmp(k, "ttl") && json_is_string(v) &&
-                                   !strcmp(json_string_value(v), "30m"))) {
-            json_object_set(out, k, v);
-        } else {
-            snprintf(name, sizeof name, "prompt_cache_options.%.60s", k);
-            tg_bridge_drop(cv->dropped, TG_BRIDGE_HINTS, name);
-        }
-    }
-    if (json_object_size(out))
-        json_object_set_new(chat, "prompt_cache_options", out);
-    else
-        json_decref(out);
-}
-
-/* What the request asks of OpenAI's service beyond the conversation:
- * text.verbosity and prompt_cache_options in their chat form, the rest
- * said (a truncation of "disabled", the default, asks nothing). */
-static void service_fields(json_t *chat, const json_t *body, conv *cv)
-{
-    const json_t *v = json_object_get(json_object_get(body, "text"), "verbosity");
-    if (json_is_string(v))
-        json_object_set(chat, "verbosity", (json_t *)v);
-    v = json_object_get(body, "prompt_cache_options");
-    if (json_is_object(v))
-        cache_options(chat, v, cv);
-    for (const char *const *k = service_hint_keys; *k; k++) {
-        v = json_object_get(body, *k);
-        if (v && !json_is_null(v))
-            tg_bridge_drop(cv->dropped, TG_BRIDGE_HINTS, *k);
-    }
-    for (const char *const *k = behaviour_keys; *k; k++) {
-        v = json_object_get(body, *k);
-        const char *s = json_string_value(v);
-        if (v && !json_is_null(v) && !(json_is_array(v) && !json_array_size(v)) &&
-            !(s && !strcmp(s, "disabled")))
-            tg_bridge_drop(cv->dropped, "fields", *k);
-    }
-}
-
 static int convert_request(const json_t *body, json_t *chat, const lookup *lk, tg_error *err)
 {
     if (refuse_stateful(body, err))
@@ -1243,12 +1233,7 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
             break;
         }
     }
-    for (const char *const *k = chat_same_keys; *k; k++) {
-        v = json_object_get(body, *k);
-        if (v && !json_is_null(v))
-            json_object_set(chat, *k, (json_t *)v);
-    }
-    service_fields(chat, body, lk->cv);
+    tg_resp_params(chat, body, lk->cv->dropped);
     if (json_is_true(json_object_get(body, "stream"))) {
         json_object_set_new(chat, "stream", json_true());
         /* the Response's usage comes from the chat stream's last chunk */

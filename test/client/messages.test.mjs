@@ -53,7 +53,7 @@ for (const route of routes) {
     messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'sunny' }] });
     const second = await c.messages.create({ model: 'mock-agent', max_tokens: 256, system, messages, tools });
     assert.equal(second.stop_reason, 'end_turn');
-    assert.deepEqual(second.content, [{ type: 'text', text: 'result: sunny' }]);
+    assert.deepEqual(second.content, [{ type: 'text', text: 'result: sunny', citations: null }]);  // TextBlock's citations: required, null
     assert.ok(second.usage.input_tokens >= 0 && second.usage.output_tokens >= 0);
   });
 
