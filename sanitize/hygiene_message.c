@@ -621,7 +621,15 @@ static void refusal_to_content(walk *w, json_t *msg, const char *const *allow)
     rebuild_key(w, msg, "content", json_copy(ref), "refusal-as-content", w->row->msg_rule);
 }
 
-/* Content parts: markers, cache_control, and for strict targets only
+/* A prompt-cache hint on a message or a part: Anthropic's cache_control, and
+ * OpenAI's prompt_cache_breakpoint (openai 7.60: text, image, audio and file
+ * parts); a target that refuses the one is not told the other. */
+static bool is_cache_hint(const char *key)
+{
+    return !strcmp(key, "cache_control") || !strcmp(key, "prompt_cache_breakpoint");
+}
+
+/* Content parts: markers, cache hints, and for strict targets only
  * {type, <type>} (a text part keeps "text", an image_url part "image_url"). */
 static void clean_parts(walk *w, json_t *content)
 {
@@ -643,7 +651,7 @@ static void clean_parts(walk *w, json_t *content)
         json_object_foreach_safe(part, tmp, key, val) {
             if (is_marker(w, key))
                 drop_key(w, part, key, val, "marker", "section 4.1");
-            else if ((w->f & TG_MR_DROP_CACHE) && !strcmp(key, "cache_control"))
+            else if ((w->f & TG_MR_DROP_CACHE) && is_cache_hint(key))
                 drop_key(w, part, key, val, "cache-control", "section 4.1");
             else if (shaped && strcmp(key, "type") && strcmp(key, type))
                 drop_key(w, part, key, val, "part-shape", w->row->msg_rule);
@@ -675,7 +683,7 @@ static const char *message_key_verdict(const walk *w, const char *key, json_t *v
         return *ref = "section 4.1", "bookkeeping";
     if ((w->f & TG_MR_DROP_REASONING) && in_list(reasoning_keys, key))
         return *ref = "section 4.2", "reasoning";
-    if ((w->f & TG_MR_DROP_CACHE) && !strcmp(key, "cache_control"))
+    if ((w->f & TG_MR_DROP_CACHE) && is_cache_hint(key))
         return *ref = "section 4.1", "cache-control";
     if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
         return *ref = tg_hy_null_rule(w), "null-key";
