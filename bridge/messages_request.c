@@ -457,12 +457,14 @@ static bool model_takes_effort(const char *model)
     return true;
 }
 
-/* Anthropic's effort (low, medium, high, max) in chat's words. */
+/* Anthropic's effort (low, medium, high, xhigh, max) in chat's words:
+ * the two levels above high (xhigh since Opus 4.7) become high, the top
+ * every chat reasoning model takes, rather than the model's default. */
 static const char *chat_effort(const char *effort)
 {
     if (!strcmp(effort, "low") || !strcmp(effort, "medium") || !strcmp(effort, "high"))
         return effort;
-    return !strcmp(effort, "max") ? "high" : NULL;
+    return !strcmp(effort, "xhigh") || !strcmp(effort, "max") ? "high" : NULL;
 }
 
 /* thinking {type: enabled, budget_tokens} and output_config {effort} as

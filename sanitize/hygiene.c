@@ -231,11 +231,12 @@ static const rename_rule mistral_renames[] = {
          TG_MR_ONE_SYSTEM,                                                                  \
      NULL, "rule 56", NULL, NULL, NULL, "rule 56"}
 /* Moonshot (Kimi): thinking models want their reasoning_content back on
- * tool-call turns like DeepSeek's (rule 79), fix their sampling (rule 77)
- * and take no forced tool_choice while thinking (rule 78). */
+ * tool-call turns like DeepSeek's (rule 79), fix their sampling (rule 77),
+ * take no forced tool_choice while thinking (rule 78) and no effort above
+ * high (rule 91). */
 #define MSG_MOONSHOT                                                                        \
     {MR_LENIENT | TG_MR_KEEP_REASONING | TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL |              \
-         TG_MR_FIXED_SAMPLING | TG_MR_THINKING_CHOICE,                                      \
+         TG_MR_FIXED_SAMPLING | TG_MR_THINKING_CHOICE | TG_MR_EFFORT_TOP,                   \
      NULL, "rule 79", NULL, NULL, NULL, "rule 77"}
 #define MSG_NONE {0, NULL, "markers", NULL, NULL, NULL, NULL}
 
@@ -279,6 +280,7 @@ static const tg_rule_name conf_rules[] = {
     {"one_text_part", TG_MR_ONE_TEXT},
     {"name_user_only", TG_MR_NAME_USER_ONLY},
     {"empty_turns", TG_MR_EMPTY_TURNS},
+    {"effort_top", TG_MR_EFFORT_TOP},
 };
 static const tg_rule_section section = {"messages", conf_rules,
                                         sizeof conf_rules / sizeof *conf_rules, NULL};
@@ -465,6 +467,25 @@ static void thinking_choice(walk *w, json_t *body)
     rebuild_key(w, body, "tool_choice", json_string("auto"), "thinking-choice", "rule 78");
 }
 
+/* Rule 91: OpenAI's and Anthropic's levels above high (xhigh, max) on a
+ * target whose reasoning_effort tops out at high: "expected one of 'low' |
+ * 'medium' | 'high', received 'xhigh'" (Kimi, router-for-me/CLIProxyAPI#1307).
+ * The nearest level it takes is high; said in X-Toolgate-Translated. */
+static void effort_top(walk *w, json_t *body)
+{
+    const char *e = json_string_value(tg_json_get(body, "reasoning_effort"));
+    if (!e || (strcmp(e, "xhigh") && strcmp(e, "max")))
+        return;
+    if (!w->ctx->translated)
+        w->ctx->translated = json_object();
+    json_t *list = tg_json_get(w->ctx->translated, "reasoning_effort");
+    if (!list)
+        json_object_set_new(w->ctx->translated, "reasoning_effort", list = json_array());
+    json_array_append_new(list, json_string(e));
+    /* last: `e` lives in the value this replaces */
+    rebuild_key(w, body, "reasoning_effort", json_string("high"), "effort-above-high", "rule 91");
+}
+
 /* Why a top-level key goes (NULL: it stays); *ref gets the rule. */
 static const char *top_verdict(const walk *w, json_t *body, const char *key, json_t *val,
                                const char **ref)
@@ -519,6 +540,8 @@ static void clean_top(walk *w, json_t *body)
         completion_tokens(w, body);
     if (w->f & TG_MR_THINKING_CHOICE)
         thinking_choice(w, body);
+    if (w->f & TG_MR_EFFORT_TOP)
+        effort_top(w, body);
     json_object_foreach_safe(body, tmp, key, val) {
         if (is_marker(w, key))
             drop_key(w, body, key, val, "marker", "section 4.1");

@@ -94,6 +94,9 @@ enum {
                                         becomes a note in the text, said in
                                         X-Toolgate-Translated (rule 90,
                                         DeepSeek) */
+#define TG_MR_EFFORT_TOP ((uint64_t)1 << 36) /* reasoning_effort above high
+                                        (xhigh, max) sent as high (rule 91,
+                                        Moonshot) */
 #define TG_MR_COMPLETION_TOKENS ((uint64_t)1 << 34) /* max_tokens as
                                         max_completion_tokens on OpenAI's
                                         reasoning models (rule 85) */

@@ -425,6 +425,8 @@ static bool switch_is_on(const tg_route *r, const char *key)
         return (r->rules.schema.flags & TG_SR_FLAT_UNIONS) != 0;
     if (!strcmp(key, "messages.empty_turns"))
         return (r->rules.msg.flags & TG_MR_EMPTY_TURNS) != 0;
+    if (!strcmp(key, "messages.effort_top"))  /* bit 36 */
+        return (r->rules.msg.flags & TG_MR_EFFORT_TOP) != 0;
     if (!strcmp(key, "repair.json_fix"))
         return r->rules.repair.flags & TG_RR_JSON_FIX;
     if (!strcmp(key, "repair.R12") || !strcmp(key, "text_tool_calls"))
@@ -455,9 +457,10 @@ static void test_rule_switches(void **state)
     (void)state;
     static const switch_case keys[] = {
         {"schema.items", "schema", "max_bytes"},
-        {"messages.drop_nulls", "messages", "empty_turns"},
+        {"messages.drop_nulls", "messages", "effort_top"},
         {"schema.flat_unions", "schema", "max_bytes"},      /* bit 32: the word is 64 bits */
-        {"messages.empty_turns", "messages", "empty_turns"},
+        {"messages.empty_turns", "messages", "effort_top"},
+        {"messages.effort_top", "messages", "effort_top"},
         {"repair.json_fix", "repair", "R12"},
         {"repair.R12", "repair", "R12"},
         {"text_tool_calls", NULL, NULL},

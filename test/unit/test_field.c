@@ -848,8 +848,11 @@ static void message_outcome(const json_t *msg, outcome *o, why *w)
     o->content = any ? json_string(text.data ? text.data : "") : json_null();
     tg_buf_free(&text);
     o->finish = json_incref(json_object_get(msg, "stop_reason"));
+    /* max_tokens too: Anthropic's own shape for a turn the limit cut in a
+     * tool_use block ("an incomplete tool use block", stop_reason
+     * max_tokens), which the agent retries with a higher limit */
     const char *stop = json_string_value(o->finish);
-    if (json_array_size(o->calls) && (!stop || strcmp(stop, "tool_use")))
+    if (json_array_size(o->calls) && (!stop || (strcmp(stop, "tool_use") && strcmp(stop, "max_tokens"))))
         say(w, "tool_use blocks, but stop_reason %s", stop ? stop : "(none)");
 }
 
