@@ -56,7 +56,8 @@
  * the stream. It is made consistent with the calls sent (R10, R11) and
  * goes out after the last call; usage rides on the finish chunk (R22) or is
  * forwarded alone (R21). A stream that ends without a finish_reason gets an
- * error event and [DONE] (R26), never a fake stop; calls still pending then
+ * error event and [DONE] (R26), never a fake stop (but [DONE] after calls
+ * that are all whole is their tool_calls finish); calls still pending then
  * are not delivered (they may be cut off: a truncated command must not run)
  * and are counted as failures. A transport error after the finish changes
  * nothing: the answer is complete, so only [DONE] is added. An upstream
@@ -811,6 +812,35 @@ static void send_error_event(tg_buf *out, const char *data, size_t len)
 }
 
 /* The stream ends: finishes still waiting for their calls go now. */
+/* R26's one exception: [DONE] came with no finish_reason, but the choice
+ * carries calls, each named and with arguments that are one whole value
+ * (or none at all: a tool without parameters). NVIDIA NIM's GLM-5.1 ends
+ * its streams of calls so (earendil-works/pi#6225, where the agent's own
+ * fix is the same); llm-d's simulator wrote no finish chunk but for stop
+ * (llm-d/llm-d-inference-sim#545). The provider ended the stream as the
+ * protocol says and no call is cut, so the finish is tool_calls (R10), as
+ * a whole answer without one gets stop; text alone, a call cut short, or
+ * a stream that broke stays R26's error. */
+static void infer_call_finishes(tg_stream *s)
+{
+    if (s->fail_code || !tg_rr_on(s->ctx, TG_RR_FINISH))
+        return;
+    for (size_t i = 0; i < s->nch; i++) {
+        schoice *c = &s->ch[i];
+        if (c->finished || c->deferred[0] || !c->ncalls)
+            continue;
+        bool whole = true;
+        for (size_t j = 0; j < c->ncalls && whole; j++) {
+            const scall *k = &c->calls[j];
+            whole = k->name && (!k->args.len || tg_rs_args_complete(k));
+        }
+        if (whole) {
+            snprintf(c->deferred, sizeof c->deferred, "tool_calls");
+            tg_rr_note(s->ctx, TG_R10, "finish_reason", NULL, NULL);
+        }
+    }
+}
+
 static void send_released(tg_stream *s, tg_buf *out)
 {
     json_t *events = json_array();
@@ -934,6 +964,8 @@ void tg_stream_fail(tg_stream *s, const char *code, const char *msg, tg_buf *out
 static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
     if (len == 6 && !memcmp(data, "[DONE]", 6)) {
+        if (!s->finished)
+            infer_call_finishes(s);
         send_released(s, out);
         if (!s->finished) {
             send_truncated(s, false, out);  /* R26 */
