@@ -595,6 +595,14 @@ void tg_sw_finish_node(walk *w, json_t *n, json_t *out, json_t *inv, bool is_obj
     req = json_object_get(out, "required");
     if (req && (!json_object_get(out, "properties") || (json_array_size(req) == 0 && !(f & TG_SR_STRICT))))
         json_object_del(out, "required");
+    if (root && (f & TG_SR_ROOT_OBJECT) && !json_object_get(out, "properties")) {
+        /* Rule 3: a tool without arguments still names its (empty)
+         * properties; OpenAI refuses a bare root object: "In context=(),
+         * object schema missing properties" (spring-ai#4776). Gemini's
+         * empty root then goes whole (rule 30). */
+        json_object_set_new(out, "properties", json_object());
+        tg_sw_note(w, ptr, "root-properties-added (rule 3)", NULL, json_object_get(out, "properties"));
+    }
     if (is_object && (f & TG_SR_STRICT)) {
         if (!json_object_get(out, "properties"))
             json_object_set_new(out, "properties", json_object());

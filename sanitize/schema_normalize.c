@@ -584,9 +584,11 @@ json_t *tg_sw_node_types(walk *w, json_t *n, const char *ptr, bool root, json_t 
     json_t *types = collect_types(n);
     json_t *en = json_object_get(n, "enum");
     if (json_array_size(types) == 0 && !json_is_array(json_object_get(n, "anyOf")) &&
-        (w->flags & (TG_SR_ADD_TYPE | TG_SR_STRICT | TG_SR_FREEFORM_STRING))) {
+        (w->flags & (TG_SR_ADD_TYPE | TG_SR_STRICT | TG_SR_FREEFORM_STRING | TG_SR_TYPED_PROPS))) {
         /* the values an enum allows say more than the keywords that bind
-         * only some types: {enum: ["a"], properties: {...}} is a string */
+         * only some types: {enum: ["a"], properties: {...}} is a string.
+         * Rule 72's dialects too: a typeless {items: ...} is an array
+         * there, not a JSON-encoded stand-in (oh-my-openagent#2961) */
         const char *t = en ? type_of_values(en) : NULL;
         if (t)
             ;
