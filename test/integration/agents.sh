@@ -406,6 +406,22 @@ prepare_codex_default() {
     echo "List the box. MOCK_CALL functions__exec input='text(await tools.exec_command({cmd: \"ls $1/work/box\"}))'"
 }
 
+# On a route whose model reads text only (deepseek: rule 90), the image
+# cannot reach it: the flow passes when the tool ran, its result went back
+# with the note in the image's place (the token must not arrive), the final
+# text was printed and no request was refused; elsewhere the token must
+# arrive.
+image_seen() {  # image_seen DIR TOKEN AGENT
+    case ${1##*-} in
+    deepseek)
+        grep -q "MOCK_RESULT:" "$1/out" && ! grep -q "MOCK_RESULT:.*$2" "$1/out" &&
+            [ -z "$(refused_requests "$3" deepseek)" ] ;;
+    *) grep -q "MOCK_RESULT:.*$2" "$1/out" ;;
+    esac
+}
+check_claude_image() { image_seen "$1" "$2" claude_image; }
+check_codex_image() { image_seen "$1" "$2" codex_image; }
+
 # Codex's view_image: its function_call_output holds an input_image part.
 run_codex_image() { run_codex "$@"; }
 prepare_codex_image() {
