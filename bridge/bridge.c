@@ -2,6 +2,7 @@
 #include "bridge/bridge.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/jsonio.h"
@@ -309,4 +310,54 @@ void tg_chat_reader_free(tg_chat_reader *rd)
     tg_buf_free(&rd->pending);
     json_decref(rd->usage);
     json_decref(rd->stop_reason);
+}
+
+/* --- token estimates ---------------------------------------------------- */
+
+size_t tg_utf8_chars(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+static bool skipped(const char *k, const char *const *skip)
+{
+    for (; skip && *skip; skip++)
+        if (!strcmp(k, *skip))
+            return true;
+    return false;
+}
+
+void tg_tally_value(const json_t *v, tg_tally *t, tg_tally_leaf leaf, const char *const *skip)
+{
+    if (json_is_string(v)) {
+        t->chars += tg_utf8_chars(json_string_value(v), json_string_length(v));
+        return;
+    }
+    if (leaf && json_is_object(v) && leaf(v, t))
+        return;
+    size_t i;
+    const char *k;
+    json_t *x;
+    if (json_is_array(v))
+        json_array_foreach(v, i, x) tg_tally_value(x, t, leaf, skip);
+    else if (json_is_object(v))
+        json_object_foreach((json_t *)v, k, x) if (!skipped(k, skip))
+            tg_tally_value(x, t, leaf, skip);
+}
+
+void tg_tally_tools(const json_t *tools, tg_tally *t)
+{
+    size_t i;
+    const json_t *tool;
+    json_array_foreach(tools, i, tool) {
+        if (json_is_true(json_object_get(tool, "defer_loading")))
+            continue;
+        char *text = json_dumps(tool, JSON_COMPACT);
+        if (text)
+            t->chars += tg_utf8_chars(text, strlen(text));
+        free(text);
+    }
 }

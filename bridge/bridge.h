@@ -110,4 +110,22 @@ void tg_chat_read(tg_chat_reader *rd, const tg_chat_events *ev, void *b, const c
 void tg_chat_read_end(tg_chat_reader *rd, const tg_chat_events *ev, void *b, tg_buf *out);
 void tg_chat_reader_free(tg_chat_reader *rd);
 
+/* Token estimates (count_tokens, input_tokens on a bridged route: a chat
+ * provider counts nothing without generating): the characters of every
+ * string a request's parts hold, and tokens counted otherwise (images,
+ * pages, framing). The walk skips the keys in `skip` (NULL-ended: ids,
+ * types) and asks `leaf` first about each object, which counts a part
+ * whose bytes are no text (an image, a PDF) and returns true to stop the
+ * walk there; leaf may be NULL. */
+typedef struct tg_tally {
+    size_t chars;      /* UTF-8 characters of text */
+    json_int_t fixed;  /* tokens counted otherwise */
+} tg_tally;
+typedef bool (*tg_tally_leaf)(const json_t *v, tg_tally *t);
+size_t tg_utf8_chars(const char *s, size_t n);
+void tg_tally_value(const json_t *v, tg_tally *t, tg_tally_leaf leaf, const char *const *skip);
+/* The tools' definitions as compact JSON, but deferred ones (defer_loading:
+ * not in the prompt until a tool search loads them). */
+void tg_tally_tools(const json_t *tools, tg_tally *t);
+
 #endif
