@@ -1,6 +1,8 @@
 /* ctx.c -- what the per-request context owns, and how it lets go (ctx.h). */
 #include "core/ctx.h"
 
+#include <string.h>
+
 void tg_ctx_clear(tg_ctx *ctx)
 {
     json_decref(ctx->explain);
@@ -36,4 +38,17 @@ bool tg_ctx_trim_request(tg_ctx *ctx)
     json_decref(ctx->request);
     ctx->request = slim;
     return true;
+}
+
+void tg_ctx_translated(tg_ctx *ctx, const char *kind, const char *what)
+{
+    if (!ctx->translated)
+        ctx->translated = json_object();
+    json_t *list = json_object_get(ctx->translated, kind);
+    if (!list)
+        json_object_set_new(ctx->translated, kind, list = json_array());
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) if (!strcmp(json_string_value(v), what)) return;
+    json_array_append_new(list, json_string(what));
 }

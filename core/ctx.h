@@ -117,5 +117,8 @@ void tg_ctx_clear(tg_ctx *ctx);  /* drops every reference the ctx owns */
  * response stages read (an agent's whole history otherwise lives as long as
  * the stream). Returns whether ctx->request was replaced. */
 bool tg_ctx_trim_request(tg_ctx *ctx);
+/* Says that `what` of `kind` went upstream in another form: one entry of
+ * ctx->translated (X-Toolgate-Translated), each value listed once. */
+void tg_ctx_translated(tg_ctx *ctx, const char *kind, const char *what);
 
 #endif

@@ -22,22 +22,6 @@ static bool is_custom(const json_t *o)
     return t && !strcmp(t, "custom") && tg_json_is(tg_json_get(o, "custom"), JSON_OBJECT);
 }
 
-/* Says that `what` of `kind` went upstream in another form. */
-static void said(tg_ctx *ctx, const char *kind, const char *what)
-{
-    if (!ctx->translated)
-        ctx->translated = json_object();
-    json_t *list = json_object_get(ctx->translated, kind);
-    if (!list) {
-        list = json_array();
-        json_object_set_new(ctx->translated, kind, list);
-    }
-    size_t i;
-    json_t *v;
-    json_array_foreach(list, i, v) if (!strcmp(json_string_value(v), what)) return;
-    json_array_append_new(list, json_string(what));
-}
-
 /* The description a model reads: the tool's own, then what its input is
  * (the grammar whole, so that the model writes what the tool parses). */
 static char *describe(const json_t *c)
@@ -77,7 +61,7 @@ static json_t *as_function(tg_ctx *ctx, const json_t *c)
     if (!ctx->custom_tools)
         ctx->custom_tools = json_object();
     json_object_set_new(ctx->custom_tools, json_string_value(name), json_true());
-    said(ctx, "custom_tool", json_string_value(name));
+    tg_ctx_translated(ctx, "custom_tool", json_string_value(name));
     return json_pack("{s:s, s:o}", "type", "function", "function", fn);
 }
 
@@ -123,7 +107,7 @@ static json_t *function_choice(tg_ctx *ctx, const json_t *c)
     const json_t *name = tg_json_get(tg_json_get(c, "custom"), "name");
     if (!json_is_string(name))
         return NULL;
-    said(ctx, "tool_choice", json_string_value(name));
+    tg_ctx_translated(ctx, "tool_choice", json_string_value(name));
     return json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name", name);
 }
 
@@ -173,7 +157,7 @@ static json_t *function_call(tg_ctx *ctx, const json_t *call)
     json_object_set_new(f, "function",
                         json_pack("{s:s, s:s}", "name", name ? name : "", "arguments", a ? a : "{}"));
     free(a);
-    said(ctx, "custom_tool_call", name ? name : "");
+    tg_ctx_translated(ctx, "custom_tool_call", name ? name : "");
     return f;
 }
 

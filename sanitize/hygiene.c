@@ -457,12 +457,7 @@ static void thinking_choice(walk *w, json_t *body)
         else
             json_decref(only);
     }
-    if (!w->ctx->translated)
-        w->ctx->translated = json_object();
-    json_t *list = tg_json_get(w->ctx->translated, "tool_choice");
-    if (!list)
-        json_object_set_new(w->ctx->translated, "tool_choice", list = json_array());
-    json_array_append_new(list, json_string(named ? named : "required"));
+    tg_ctx_translated(w->ctx, "tool_choice", named ? named : "required");
     /* last: `named` lives in the tool_choice this replaces */
     rebuild_key(w, body, "tool_choice", json_string("auto"), "thinking-choice", "rule 78");
 }
@@ -476,12 +471,7 @@ static void effort_top(walk *w, json_t *body)
     const char *e = json_string_value(tg_json_get(body, "reasoning_effort"));
     if (!e || (strcmp(e, "xhigh") && strcmp(e, "max")))
         return;
-    if (!w->ctx->translated)
-        w->ctx->translated = json_object();
-    json_t *list = tg_json_get(w->ctx->translated, "reasoning_effort");
-    if (!list)
-        json_object_set_new(w->ctx->translated, "reasoning_effort", list = json_array());
-    json_array_append_new(list, json_string(e));
+    tg_ctx_translated(w->ctx, "reasoning_effort", e);
     /* last: `e` lives in the value this replaces */
     rebuild_key(w, body, "reasoning_effort", json_string("high"), "effort-above-high", "rule 91");
 }

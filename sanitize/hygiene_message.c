@@ -486,13 +486,7 @@ static void parts_to_string(walk *w, json_t *msg, role r)
     rebuild_key(w, msg, "content", json_stringn(t.data ? t.data : "", t.len), how,
                 user && other ? "rule 90" : "rule 68");
     if (user && other) {  /* X-Toolgate-Translated: "image as text" */
-        if (!w->ctx->translated)
-            w->ctx->translated = json_object();
-        json_t *list = tg_json_get(w->ctx->translated, "non-text parts");
-        if (!list)
-            json_object_set_new(w->ctx->translated, "non-text parts", list = json_array());
-        if (!json_array_size(list))
-            json_array_append_new(list, json_string("as text notes"));
+        tg_ctx_translated(w->ctx, "non-text parts", "as text notes");
     } else if (other) {
         w->ctx->stats.fields_stripped++;
     }

@@ -721,12 +721,7 @@ static void tool_choice_narrow(json_t *body, tg_ctx *ctx, const char *word)
     }
     tg_explain_add(ctx->explain, "schema", name, "/tool_choice", rule, tc, NULL);
     if (!any) {
-        if (!ctx->translated)
-            ctx->translated = json_object();
-        json_t *list = tg_json_get(ctx->translated, "tool_choice");
-        if (!list)
-            json_object_set_new(ctx->translated, "tool_choice", list = json_array());
-        json_array_append_new(list, json_string(name));
+        tg_ctx_translated(ctx, "tool_choice", name);
     }
     json_object_set_new(body, "tools", only);  /* `name` lives in tc: set tool_choice last */
     json_object_set_new(body, "tool_choice", json_string(word));
