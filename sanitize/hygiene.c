@@ -442,21 +442,9 @@ static void thinking_choice(walk *w, json_t *body)
     const char *named = json_string_value(tg_json_get(tg_json_get(tc, "function"), "name"));
     if (!(mode && (!strcmp(mode, "required") || !strcmp(mode, "any"))) && !named)
         return;
-    json_t *tools = tg_json_get(body, "tools");
-    if (named && json_is_array(tools)) {
-        json_t *only = json_array();
-        size_t i;
-        json_t *t;
-        json_array_foreach(tools, i, t) {
-            const char *n = json_string_value(tg_json_get(tg_json_get(t, "function"), "name"));
-            if (n && !strcmp(n, named))
-                json_array_append(only, t);
-        }
-        if (json_array_size(only))
-            json_object_set_new(body, "tools", only);  /* a new array: tools may be shared */
-        else
-            json_decref(only);
-    }
+    const json_t *one = named ? tg_tool_peek(tg_json_get(body, "tools"), named) : NULL;
+    if (one)  /* a new array: tools may be shared */
+        json_object_set_new(body, "tools", json_pack("[O]", one));
     tg_ctx_translated(w->ctx, "tool_choice", named ? named : "required");
     /* last: `named` lives in the tool_choice this replaces */
     rebuild_key(w, body, "tool_choice", json_string("auto"), "thinking-choice", "rule 78");

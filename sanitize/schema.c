@@ -707,18 +707,10 @@ static void tool_choice_narrow(json_t *body, tg_ctx *ctx, const char *word)
     const char *name = json_string_value(tg_json_get(tg_json_get(tc, "function"), "name"));
     if (!json_is_object(tc) || !name)
         return;
-    json_t *tools = tg_json_get(body, "tools");
-    json_t *only = json_array();
-    for (size_t i = 0; i < json_array_size(tools); i++) {
-        json_t *t = json_array_get(tools, i);
-        const char *n = json_string_value(tg_json_get(tg_json_get(t, "function"), "name"));
-        if (n && !strcmp(n, name))
-            json_array_append(only, t);
-    }
-    if (json_array_size(only) == 0) {  /* names no tool: leave it to the provider to say so */
-        json_decref(only);
+    const json_t *one = tg_tool_peek(tg_json_get(body, "tools"), name);
+    if (!one)  /* names no tool: leave it to the provider to say so */
         return;
-    }
+    json_t *only = json_pack("[O]", one);
     tg_explain_add(ctx->explain, "schema", name, "/tool_choice", rule, tc, NULL);
     if (!any) {
         tg_ctx_translated(ctx, "tool_choice", name);
