@@ -31,6 +31,7 @@
 #include "proxy/retry.h"
 #include "proxy/upconn.h"
 #include "proxy/upsock.h"
+#include "repair/collect.h"
 
 /* ---- a round's answer as it comes --------------------------------------- */
 
@@ -1060,6 +1061,60 @@ static bool answer_untouched(const tg_req *r, unsigned repairs, unsigned failure
            !c->arg_inverse && !c->id_map && !c->disc_state;
 }
 
+/* The provider answered in the other mode than asked, and toolgate gave
+ * the agent the mode it asked for: said as a translation of the answer
+ * (X-Toolgate-Translated, the metric, an info line). */
+static void other_mode(tg_req *r, const char *what)
+{
+    tg_buf t = {0};
+    if (r->prep.translated)
+        tg_buf_printf(&t, "%s; ", r->prep.translated);
+    tg_buf_printf(&t, "answer %s", what);
+    free(r->prep.translated);
+    r->prep.translated = tg_buf_steal(&t, NULL);
+    tg_metrics_translated(r->w->metrics, 1);
+    tg_log(TG_LOG_INFO, "request %s: upstream %s answered %s than asked: %s", r->id,
+           r->route->upstream, r->ctx.stream ? "whole rather" : "a stream rather", what);
+}
+
+static void on_fold_event(void *user, const char *event, const char *data, size_t len)
+{
+    (void)event;
+    tg_collect_event(user, data, len);
+}
+
+/* A provider that streamed although the agent asked for one answer (a
+ * backend that always streams, a gateway that forces SSE: BerriAI/litellm
+ * #34095): its chunks become the completion they stand for (collect.c),
+ * which goes on like any whole answer. Told by the type, or by a body that
+ * opens with "data:" under another type. The collected body is bounded by
+ * max_answer already. */
+static void fold_stream(tg_req *r)
+{
+    const char *ct = tg_header_get(&r->up.hdrs, "content-type");
+    const char *p = r->up.resp.data ? r->up.resp.data : "";
+    size_t n = r->up.resp.len, i = 0;
+    while (i < n && (p[i] == ' ' || p[i] == '\r' || p[i] == '\n'))
+        i++;
+    if (!(ct && strstr(ct, "event-stream")) && !(n - i >= 5 && !memcmp(p + i, "data:", 5)))
+        return;
+    tg_collect *c = tg_collect_new();
+    tg_sse sse;
+    tg_sse_init(&sse, on_fold_event, NULL, c);
+    tg_sse_feed(&sse, p, n);
+    tg_sse_finish(&sse);
+    tg_sse_free(&sse);
+    json_t *v = tg_collect_end(c);
+    if (!v)
+        return;  /* no chunk in it: relayed as what it is */
+    tg_buf_reset(&r->up.resp);
+    tg_json_dump(v, &r->up.resp);
+    json_decref(v);
+    tg_header_list_del(&r->up.hdrs, "content-type");
+    tg_header_list_add_line(&r->up.hdrs, "Content-Type: application/json", 30);
+    other_mode(r, "stream-folded");
+}
+
 /* A whole (non-streamed) answer from upstream: repair it, or run another
  * discovery round, or relay an error in OpenAI's shape. */
 static void finish_whole(tg_req *r)
@@ -1092,8 +1147,12 @@ static void finish_whole(tg_req *r)
         relay_upstream_error(r, (int)r->up.status);
         return;
     }
+    if (!r->ctx.stream)
+        fold_stream(r);
+    len = r->up.resp.len;
     const char *body = r->up.resp.data ? r->up.resp.data : "";
-    if (tg_repair_surely_plain(&r->ctx, body, len) && tg_repair_finish_plain(body, len)) {
+    if (!r->ctx.stream && tg_repair_surely_plain(&r->ctx, body, len) &&
+        tg_repair_finish_plain(body, len)) {
         /* Most answers carry no tool call and need nothing: relayed as
          * they came, without paying for a parse. */
         set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);
@@ -1127,6 +1186,7 @@ static void finish_whole(tg_req *r)
         tg_buf sse = {0};
         if (tg_completion_sse(resp, &sse) == 0) {
             json_decref(resp);
+            other_mode(r, "whole-streamed");
             char *s = tg_buf_steal(&sse, &len);
             set_answer(r, (int)r->up.status, s, len, true);
             r->answer.type = "text/event-stream";

@@ -1,0 +1,140 @@
+#!/bin/sh
+# forced_stream.sh -- a provider that answers in the other mode than asked
+# (docs/configuration.md, "Upstream errors"): one that streams although the
+# agent asked for one answer (a backend that always streams, a gateway
+# forcing SSE: BerriAI/litellm#34095) gets its chunks folded into the
+# chat.completion they stand for (repair/collect.c), said in
+# X-Toolgate-Translated; one that answers whole to a streaming request gets
+# its answer sent as the stream asked for. Plain text, one call, parallel
+# calls, Gemini's index-less calls; on an openai, a gemini and a mistral
+# route; through the Responses and Messages bridges. The mock's X-Mock-Force
+# header picks the provider's mode.
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
+start_mock
+PORT=$(free_port)
+CONF="$TG_TMP/forced.conf"
+{
+    conf_server "$PORT"
+    printf '[route gemini]\nmodels = gemini-*\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\n\n' "$MOCK_PORT"
+    printf '[route mistral]\nmodels = mistral-*\nupstream = http://127.0.0.1:%s/v1\ndialect = mistral\n\n' "$MOCK_PORT"
+    conf_route openai '*'
+} >"$CONF"
+start_toolgate "$CONF" || finish
+
+TOOLS='[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+"properties":{"location":{"type":"string"}},"required":["location"]}}}]'
+
+# gist FILE MODE: what an agent reads of the answer, whole or streamed:
+# "text=<content> calls=<n> names=<...> args_ok=<0|1> finish=<f>", or
+# "bad: <why>" when the body is not the mode's shape.
+gist() {
+    "$PY" - "$1" "$2" <<'PYEOF'
+import json, sys
+body = open(sys.argv[1], encoding="utf-8", errors="replace").read()
+mode = sys.argv[2]
+text, calls, finish = "", {}, None
+try:
+    if mode == "whole":
+        v = json.loads(body)
+        ch = v["choices"][0]
+        assert v["object"] == "chat.completion", "object " + str(v.get("object"))
+        m = ch["message"]
+        text = m.get("content") or ""
+        for i, tc in enumerate(m.get("tool_calls") or []):
+            calls[i] = [tc["function"]["name"], tc["function"]["arguments"], tc["id"]]
+        finish = ch["finish_reason"]
+    else:
+        assert body.lstrip().startswith("data:"), "not an event stream: " + body[:80]
+        done = False
+        for line in body.splitlines():
+            if not line.startswith("data:"):
+                continue
+            d = line[5:].strip()
+            if d == "[DONE]":
+                done = True
+                continue
+            ch = json.loads(d)["choices"]
+            for c in ch:
+                dl = c.get("delta", {})
+                text += dl.get("content") or ""
+                for tc in dl.get("tool_calls") or []:
+                    k = calls.setdefault(tc["index"], ["", "", ""])
+                    k[0] += tc.get("function", {}).get("name") or ""
+                    k[1] += tc.get("function", {}).get("arguments") or ""
+                    k[2] += tc.get("id") or ""
+                if c.get("finish_reason"):
+                    finish = c["finish_reason"]
+        assert done, "no [DONE]"
+    ok = all(isinstance(json.loads(a), dict) and i for n, a, i in calls.values())
+    print("text=%s calls=%d names=%s args_ok=%d finish=%s" % (
+        text.strip()[:20].replace(" ", "_"), len(calls),
+        ",".join(sorted(n for n, a, i in calls.values())), int(ok), finish))
+except Exception as e:
+    print("bad: %r" % e)
+PYEOF
+}
+
+# one ROUTE_MODEL SCENARIO ASKED FORCED EXPECT: ASKED is what the agent asks
+# (whole or stream), FORCED what the provider does; EXPECT is matched
+# against the gist.
+one() {
+    stream=false
+    [ "$3" = stream ] && stream=true
+    body="{\"model\":\"$1\",\"stream\":$stream,\"messages\":[{\"role\":\"user\",\"content\":\"Weather in Paris and Rome?\"}],\"tools\":$TOOLS}"
+    code=$(chat "$TG_TMP/f.out" "$body" -H "X-Mock: $2" -H "X-Mock-Force: $4" -H "X-Mock-Calls: 2")
+    g=$(gist "$TG_TMP/f.out" "$3")
+    name="$1 $2, asked $3, provider $4: $5"
+    if [ "$code" = 200 ] && printf '%s' "$g" | grep -Eq "$5"; then
+        ok "$name"
+    else
+        not_ok "$name" "status $code, gist: $g
+$(head -c 600 "$TG_TMP/f.out")"
+    fi
+    said=whole-streamed
+    [ "$3" = whole ] && said=stream-folded
+    case "$(header_value "$TG_TMP/f.out.h" X-Toolgate-Translated)" in
+        *"answer $said"*) ;;
+        *) not_ok "$name: X-Toolgate-Translated says answer $said" "$(cat "$TG_TMP/f.out.h")" ;;
+    esac
+    type=$(header_value "$TG_TMP/f.out.h" Content-Type)
+    want=application/json
+    [ "$3" = stream ] && want=text/event-stream
+    case "$type" in "$want"*) ;; *) not_ok "$name: Content-Type $want" "got $type" ;; esac
+}
+
+for model in gpt-4o gemini-2.5-pro mistral-large; do
+    one "$model" default whole stream '^text=[^ ]+ calls=0 .*finish=stop$'
+    one "$model" tools whole stream 'calls=1 names=get_weather args_ok=1 finish=tool_calls$'
+    one "$model" parallel whole stream 'calls=2 names=get_weather,get_weather args_ok=1 finish=tool_calls$'
+    one "$model" default stream whole '^text=[^ ]+ calls=0 .*finish=stop$'
+    one "$model" tools stream whole 'calls=1 names=get_weather args_ok=1 finish=tool_calls$'
+    one "$model" parallel stream whole 'calls=2 names=get_weather,get_weather args_ok=1 finish=tool_calls$'
+done
+
+# Gemini's index-less parallel calls (X-Mock-Style: gemini) folded into two
+# calls, as the stream repair reads them.
+code=$(chat "$TG_TMP/g.out" "{\"model\":\"gemini-2.5-pro\",\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\"}],\"tools\":$TOOLS}" \
+    -H 'X-Mock: parallel' -H 'X-Mock-Force: stream' -H 'X-Mock-Style: gemini' -H 'X-Mock-Calls: 2')
+expect_match "gemini style, folded: two calls, each with its own id" \
+    'calls=2 names=get_weather,get_weather args_ok=1 finish=tool_calls' "$(gist "$TG_TMP/g.out" whole)"
+expect_match "the fold is said in X-Toolgate-Translated" 'answer stream-folded' \
+    "$(header_value "$TG_TMP/g.out.h" X-Toolgate-Translated)"
+
+# Through the bridges: a Responses and a Messages request asked whole.
+code=$(tg_req "$TG_TMP/r.out" POST /v1/responses -H 'Content-Type: application/json' -H 'X-Mock: tools' \
+    -H 'X-Mock-Force: stream' --data-binary \
+    '{"model":"gpt-4o","input":"Weather in Paris?","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}]}')
+expect_match "Responses asked whole, provider streams: a response with the function_call" \
+    '200 response function_call get_weather' \
+    "$code $(json_get "$TG_TMP/r.out" object) $(json_get "$TG_TMP/r.out" output.-1.type) $(json_get "$TG_TMP/r.out" output.-1.name)"
+code=$(tg_req "$TG_TMP/m.out" POST /v1/messages -H 'Content-Type: application/json' -H 'X-Mock: tools' \
+    -H 'X-Mock-Force: stream' -H 'anthropic-version: 2023-06-01' --data-binary \
+    '{"model":"gpt-4o","max_tokens":100,"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"location":{"type":"string"}}}}]}')
+expect_match "Messages asked whole, provider streams: a message with the tool_use" \
+    '200 message tool_use get_weather tool_use' \
+    "$code $(json_get "$TG_TMP/m.out" type) $(json_get "$TG_TMP/m.out" content.-1.type) $(json_get "$TG_TMP/m.out" content.-1.name) $(json_get "$TG_TMP/m.out" stop_reason)"
+
+stop_toolgate
+finish
