@@ -31,6 +31,7 @@
 #include "proxy/retry.h"
 #include "proxy/upconn.h"
 #include "proxy/upsock.h"
+#include "bridge/api_fold.h"
 #include "repair/collect.h"
 
 /* ---- a round's answer as it comes --------------------------------------- */
@@ -103,7 +104,9 @@ static void release_bodies(tg_req *r)
 }
 
 /* A request toolgate passes through (an agent API on a route that passes
- * it, or any other /v1 path) whose provider answers a 2xx event stream:
+ * it, or any other /v1 path) whose provider answers a 2xx event stream
+ * (an agent API's request that asked for one answer is collected and
+ * folded instead, fold_api_stream):
  * the bytes go to the client as they come, with no parser and nothing
  * held but what the client has not read yet (the pause bounds it). Before
  * this, such a stream (Claude Code on an anthropic route) reached the
@@ -111,7 +114,7 @@ static void release_bodies(tg_req *r)
 static bool start_raw_stream(tg_req *r, const char *ct)
 {
     if (r->prep.is_chat || r->state != RQ_WAIT || r->up.status < 200 || r->up.status >= 300 ||
-        !ct || !strstr(ct, "text/event-stream"))
+        !ct || !strstr(ct, "text/event-stream") || (r->prep.api && !r->client.stream))
         return false;
     r->stream.is_sse = r->stream.raw = true;
     r->answer.status = (int)r->up.status;
@@ -1089,15 +1092,63 @@ static void on_fold_event(void *user, const char *event, const char *data, size_
  * which goes on like any whole answer. Told by the type, or by a body that
  * opens with "data:" under another type. The collected body is bounded by
  * max_answer already. */
-static void fold_stream(tg_req *r)
+static bool answered_sse(const tg_req *r)
 {
     const char *ct = tg_header_get(&r->up.hdrs, "content-type");
     const char *p = r->up.resp.data ? r->up.resp.data : "";
     size_t n = r->up.resp.len, i = 0;
     while (i < n && (p[i] == ' ' || p[i] == '\r' || p[i] == '\n'))
         i++;
-    if (!(ct && strstr(ct, "event-stream")) && !(n - i >= 5 && !memcmp(p + i, "data:", 5)))
+    return (ct && strstr(ct, "event-stream")) || (n - i >= 5 && !memcmp(p + i, "data:", 5)) ||
+           (n - i >= 6 && !memcmp(p + i, "event:", 6));
+}
+
+/* The folded answer replaces the body, as JSON. */
+static void folded_body(tg_req *r, json_t *v)
+{
+    tg_buf_reset(&r->up.resp);
+    tg_json_dump(v, &r->up.resp);
+    json_decref(v);
+    tg_header_list_del(&r->up.hdrs, "content-type");
+    tg_header_list_add_line(&r->up.hdrs, "Content-Type: application/json", 30);
+}
+
+static void on_api_fold_event(void *user, const char *event, const char *data, size_t len)
+{
+    (void)event;
+    tg_api_fold_event(user, data, len);
+}
+
+/* The same for a Responses or Messages request passed through
+ * (bridge/api_fold.c): the Response or Message, or the stream's error
+ * event as a 502 in the API's own error shape. */
+static void fold_api_stream(tg_req *r)
+{
+    if (!r->prep.api || r->client.stream || r->up.status < 200 || r->up.status >= 300 ||
+        !answered_sse(r))
         return;
+    tg_api_fold *f = tg_api_fold_new();
+    tg_sse sse;
+    tg_sse_init(&sse, on_api_fold_event, NULL, f);
+    tg_sse_feed(&sse, r->up.resp.data ? r->up.resp.data : "", r->up.resp.len);
+    tg_sse_finish(&sse);
+    tg_sse_free(&sse);
+    int failed = 0;
+    json_t *v = tg_api_fold_end(f, &failed);
+    if (!v)
+        return;
+    folded_body(r, v);
+    if (failed)
+        r->up.status = 502;
+    other_mode(r, "stream-folded");
+}
+
+static void fold_stream(tg_req *r)
+{
+    if (!answered_sse(r))
+        return;
+    const char *p = r->up.resp.data ? r->up.resp.data : "";
+    size_t n = r->up.resp.len;
     tg_collect *c = tg_collect_new();
     tg_sse sse;
     tg_sse_init(&sse, on_fold_event, NULL, c);
@@ -1107,11 +1158,7 @@ static void fold_stream(tg_req *r)
     json_t *v = tg_collect_end(c);
     if (!v)
         return;  /* no chunk in it: relayed as what it is */
-    tg_buf_reset(&r->up.resp);
-    tg_json_dump(v, &r->up.resp);
-    json_decref(v);
-    tg_header_list_del(&r->up.hdrs, "content-type");
-    tg_header_list_add_line(&r->up.hdrs, "Content-Type: application/json", 30);
+    folded_body(r, v);
     other_mode(r, "stream-folded");
 }
 
@@ -1123,6 +1170,8 @@ static void finish_whole(tg_req *r)
     if (!r->prep.is_chat) {
         if (models_answer(r))  /* GET /v1/models: in the shape asked for */
             return;
+        fold_api_stream(r);
+        len = r->up.resp.len;
         set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);
         return;
     }

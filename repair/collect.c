@@ -65,6 +65,7 @@ struct tg_collect {
     json_t *error;  /* the first error event */
     cchoice *ch;
     size_t nch, cap;
+    bool chat;      /* an event had a choices array: a chat stream */
 };
 
 tg_collect *tg_collect_new(void)
@@ -275,6 +276,7 @@ void tg_collect_event(tg_collect *c, const char *data, size_t len)
     json_t *val;
     json_object_foreach(v, key, val) {
         if (!strcmp(key, "choices") && json_is_array(val)) {
+            c->chat = true;
             size_t i;
             json_t *ch;
             json_array_foreach(val, i, ch) {
@@ -364,7 +366,7 @@ json_t *tg_collect_end(tg_collect *c)
     json_t *out = NULL;
     if (c->error) {
         out = c->error;
-    } else if (c->nch || json_object_size(c->top)) {
+    } else if (c->chat) {
         out = c->top;
         c->top = NULL;
         json_object_set_new(out, "object", json_string("chat.completion"));

@@ -19,7 +19,8 @@ tg_collect *tg_collect_new(void);
  * skipped). */
 void tg_collect_event(tg_collect *c, const char *data, size_t len);
 /* The chat.completion the chunks make, or the first {"error": ...} event
- * the stream carried, or NULL when it held no chunk. Frees c. */
+ * the stream carried, or NULL when no event was a chat chunk (one with a
+ * choices array). Frees c. */
 json_t *tg_collect_end(tg_collect *c);
 
 #endif

@@ -13,10 +13,15 @@
 
 [ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
 start_mock
+start_script_upstream apisse "$TG_ROOT/test/integration/api_sse_upstream.py"
+API_PID=$UP_PID
+trap '_st=$?; kill $API_PID 2>/dev/null; (exit $_st); stop_all' EXIT
 PORT=$(free_port)
 CONF="$TG_TMP/forced.conf"
 {
     conf_server "$PORT"
+    printf '[route claude]\nmodels = claude-*\nupstream = http://127.0.0.1:%s/v1\ndialect = anthropic\n\n' "$UP_PORT"
+    printf '[route passed]\nmodels = passed-*\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nresponses = pass\n\n' "$UP_PORT"
     printf '[route gemini]\nmodels = gemini-*\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\n\n' "$MOCK_PORT"
     printf '[route mistral]\nmodels = mistral-*\nupstream = http://127.0.0.1:%s/v1\ndialect = mistral\n\n' "$MOCK_PORT"
     conf_route openai '*'
@@ -135,6 +140,45 @@ code=$(tg_req "$TG_TMP/m.out" POST /v1/messages -H 'Content-Type: application/js
 expect_match "Messages asked whole, provider streams: a message with the tool_use" \
     '200 message tool_use get_weather tool_use' \
     "$code $(json_get "$TG_TMP/m.out" type) $(json_get "$TG_TMP/m.out" content.-1.type) $(json_get "$TG_TMP/m.out" content.-1.name) $(json_get "$TG_TMP/m.out" stop_reason)"
+
+# Passed through: an Anthropic route's /v1/messages and a `responses = pass`
+# route's /v1/responses, asked whole, answered with the API's event stream.
+msg='{"max_tokens":100,"messages":[{"role":"user","content":"Weather in Paris?"}]}'
+code=$(tg_req "$TG_TMP/pm.out" POST /v1/messages -H 'Content-Type: application/json' \
+    -H 'anthropic-version: 2023-06-01' --data-binary "{\"model\":\"claude-x\",${msg#\{}")
+expect_eq "Messages passed, asked whole: the folded message" \
+    '200 message thinking:Let me see.:SIG1 text:Checking Paris. tool_use:{"location":"Paris"} tool_use 42' \
+    "$code $("$PY" -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+c = m["content"]
+print(m["type"], "thinking:%s:%s" % (c[0]["thinking"], c[0]["signature"]), "text:" + c[1]["text"],
+      "tool_use:" + json.dumps(c[2]["input"], separators=(",", ":")), m["stop_reason"], m["usage"]["output_tokens"])
+' "$TG_TMP/pm.out" 2>&1)"
+expect_match "Messages passed: Content-Type is JSON, the fold said" 'application/json answer stream-folded' \
+    "$(header_value "$TG_TMP/pm.out.h" Content-Type) $(header_value "$TG_TMP/pm.out.h" X-Toolgate-Translated)"
+code=$(tg_req "$TG_TMP/pe.out" POST /v1/messages -H 'Content-Type: application/json' \
+    -H 'anthropic-version: 2023-06-01' --data-binary "{\"model\":\"claude-x-err\",${msg#\{}")
+expect_eq "Messages passed, an error event: the provider's error, not a 200" '502 error overloaded_error' \
+    "$code $(json_get "$TG_TMP/pe.out" type) $(json_get "$TG_TMP/pe.out" error.type)"
+code=$(tg_req "$TG_TMP/ps.out" POST /v1/messages -H 'Content-Type: application/json' \
+    -H 'anthropic-version: 2023-06-01' --data-binary "{\"model\":\"claude-x\",\"stream\":true,${msg#\{}")
+expect_match "Messages passed, asked as a stream: relayed as the stream" 'event: message_stop' "$(tail -c 200 "$TG_TMP/ps.out")"
+code=$(tg_req "$TG_TMP/pr.out" POST /v1/responses -H 'Content-Type: application/json' \
+    --data-binary '{"model":"passed-m","input":"Weather in Paris?"}')
+expect_eq "Responses passed, asked whole: the completed Response" '200 response completed message,function_call' \
+    "$code $("$PY" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["object"], r["status"], ",".join(i["type"] for i in r["output"]))' "$TG_TMP/pr.out" 2>&1)"
+code=$(tg_req "$TG_TMP/pc.out" POST /v1/responses -H 'Content-Type: application/json' \
+    --data-binary '{"model":"passed-m-cut","input":"Weather in Paris?"}')
+expect_eq "Responses passed, no terminal event: the last Response with the items done" \
+    '200 in_progress message,function_call' \
+    "$code $("$PY" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["status"], ",".join(i["type"] for i in r["output"]))' "$TG_TMP/pc.out" 2>&1)"
 
 stop_toolgate
 finish
