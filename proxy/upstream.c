@@ -1199,8 +1199,11 @@ static void finish_whole(tg_req *r)
     if (!r->ctx.stream)
         fold_stream(r);
     len = r->up.resp.len;
+    /* a whole answer the agent's stream needs: made here, or by a bridge
+     * that streams a whole answer in its own way (Gemini's one response) */
+    bool make_stream = r->ctx.stream && !(r->prep.bridge && r->prep.api->answer_stream);
     const char *body = r->up.resp.data ? r->up.resp.data : "";
-    if (!r->ctx.stream && tg_repair_surely_plain(&r->ctx, body, len) &&
+    if (!make_stream && tg_repair_surely_plain(&r->ctx, body, len) &&
         tg_repair_finish_plain(body, len)) {
         /* Most answers carry no tool call and need nothing: relayed as
          * they came, without paying for a parse. */
@@ -1228,7 +1231,7 @@ static void finish_whole(tg_req *r)
                   "could not start the next discovery round");
         return;
     }
-    if (r->ctx.stream) {
+    if (make_stream) {
         /* The agent asked for a stream and the provider answered whole
          * (older Ollama with tools, some gateways): sent as the stream it
          * would have been, or the agent's client finds no chunk at all. */

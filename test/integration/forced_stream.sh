@@ -141,6 +141,21 @@ expect_match "Messages asked whole, provider streams: a message with the tool_us
     '200 message tool_use get_weather tool_use' \
     "$code $(json_get "$TG_TMP/m.out" type) $(json_get "$TG_TMP/m.out" content.-1.type) $(json_get "$TG_TMP/m.out" content.-1.name) $(json_get "$TG_TMP/m.out" stop_reason)"
 
+# Bridged, asked as a stream, answered whole: the API's own stream, plain
+# text as well as a call.
+for sc in default tools; do
+    code=$(tg_req "$TG_TMP/rs.out" POST /v1/responses -H 'Content-Type: application/json' -H "X-Mock: $sc" \
+        -H 'X-Mock-Force: whole' --data-binary \
+        '{"model":"gpt-4o","stream":true,"input":"Weather in Paris?","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}]}')
+    expect_match "Responses asked as a stream ($sc), provider answers whole: a Responses stream" \
+        '^200 .*event: response.completed' "$code $(tr '\n' ' ' <"$TG_TMP/rs.out")"
+    code=$(tg_req "$TG_TMP/ms.out" POST /v1/messages -H 'Content-Type: application/json' -H "X-Mock: $sc" \
+        -H 'X-Mock-Force: whole' -H 'anthropic-version: 2023-06-01' --data-binary \
+        '{"model":"gpt-4o","stream":true,"max_tokens":100,"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"location":{"type":"string"}}}}]}')
+    expect_match "Messages asked as a stream ($sc), provider answers whole: a Messages stream" \
+        '^200 .*event: message_stop' "$code $(tr '\n' ' ' <"$TG_TMP/ms.out")"
+done
+
 # Passed through: an Anthropic route's /v1/messages and a `responses = pass`
 # route's /v1/responses, asked whole, answered with the API's event stream.
 msg='{"max_tokens":100,"messages":[{"role":"user","content":"Weather in Paris?"}]}'
