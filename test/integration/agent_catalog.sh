@@ -211,9 +211,9 @@ if [ "$AGENT" = claude_search ]; then
         not_ok "ToolSearch's results reached the model" "$(tail -n 20 "$TG_LOG")"
     fi
 elif grep -q '"discovery_rounds":[1-9]' "$TG_LOG"; then
-    ok "toolgate answered the search and schema rounds itself"
+    ok "toolgate answered the discovery rounds (search, schema) itself"
 else
-    not_ok "toolgate answered the search and schema rounds itself" "$(tail -n 20 "$TG_LOG")"
+    not_ok "toolgate answered the discovery rounds (search, schema) itself" "$(tail -n 20 "$TG_LOG")"
 fi
 
 stop_toolgate
