@@ -61,7 +61,7 @@ typedef struct preset {
 /* Rule 87: Anthropic refuses a property key outside ^[a-zA-Z0-9_.-]{1,64}$
  * (`uids[]`, `filter[id]`: claude-code#92648, appstore-connect-mcp#2). */
 #define SCHEMA_ANTHROPIC                                                                    \
-    {BASE | TG_SR_NAMES | TG_SR_KEY_NAMES,                                                 \
+    {BASE | TG_SR_NAMES | TG_SR_KEY_NAMES | TG_SR_HISTORY_TOOLS,                           \
      TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0}
 #define SCHEMA_MISTRAL                                                                      \
     {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY | TG_SR_NO_NULL_DESC, 0, 64, 0}
@@ -124,7 +124,8 @@ static const tg_rule_name rule_names[] = {
     {"typed_properties", TG_SR_TYPED_PROPS},  {"flat_unions", TG_SR_FLAT_UNIONS},
     {"pattern_nul", TG_SR_PATTERN_NUL},       {"no_key_schemas", TG_SR_NO_KEY_SCHEMAS},
     {"key_names", TG_SR_KEY_NAMES},           {"choice_required", TG_SR_CHOICE_REQUIRED},
-    {"rf_size_limits", TG_SR_RF_LIMITS},      {"strict", 0},
+    {"rf_size_limits", TG_SR_RF_LIMITS},      {"history_tools", TG_SR_HISTORY_TOOLS},
+    {"strict", 0},
 };
 static const char *const limit_names[] = {"desc_max", "name_max", "max_tools", "max_growth",
                                           "max_bytes", NULL};
@@ -942,11 +943,56 @@ static void rewrite_response_format(json_t *body, tg_ctx *ctx)
     json_decref(res);
 }
 
+/* Rule 93: Anthropic refuses a history with tool_use or tool_result blocks
+ * and no tools ("Requests which include `tool_use` or `tool_result` blocks
+ * must define tools.", browser-use#1243: a planner call replaying an
+ * agent's history). The request asked for no tool, so each name the history
+ * calls is declared with an open schema, and tool_choice "none" keeps the
+ * model from calling one; the rest of the stage then treats them as the
+ * agent's tools (names mapped, history renamed alike). */
+static const char history_tool_text[] =
+    "Called earlier in this conversation; not offered for this turn.";
+
+static void history_tools(json_t *body, tg_ctx *ctx)
+{
+    if (json_array_size(tg_json_get(body, "tools")) > 0)
+        return;
+    json_t *decl = json_array();
+    size_t i, j, k;
+    json_t *m, *call, *t;
+    json_array_foreach(tg_json_get(body, "messages"), i, m) {
+        json_array_foreach(tg_json_get(m, "tool_calls"), j, call) {
+            json_t *name = tg_json_get(tg_json_get(call, "function"), "name");
+            bool seen = !json_is_string(name) || !json_string_length(name);
+            json_array_foreach(decl, k, t) seen = seen || json_equal(
+                tg_json_get(tg_json_get(t, "function"), "name"), name);
+            if (!seen)
+                json_array_append_new(
+                    decl, json_pack("{s:s, s:{s:O, s:s, s:{s:s, s:{}}}}", "type", "function",
+                                    "function", "name", name, "description", history_tool_text,
+                                    "parameters", "type", "object", "properties"));
+        }
+    }
+    if (json_array_size(decl) == 0) {
+        json_decref(decl);
+        return;
+    }
+    json_t *none = json_string("none");
+    tg_explain_add(ctx->explain, "schema", "body", "/tools", "history-tools (rule 93)",
+                   tg_json_get(body, "tools"), decl);
+    tg_explain_add(ctx->explain, "schema", "body", "/tool_choice", "history-tools (rule 93)",
+                   tg_json_get(body, "tool_choice"), none);
+    json_object_set_new(body, "tools", decl);
+    json_object_set_new(body, "tool_choice", none);
+}
+
 int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
     const tg_schema_rules *r = ctx->schema;
     if (!r || !tg_dialect_has(r->dialect, TG_DF_REWRITE) || !json_is_object(body))
         return 0;
+    if (r->flags & TG_SR_HISTORY_TOOLS)
+        history_tools(body, ctx);
     /* A body with none of these (a chat without tools) leaves the rules
      * below nothing to do but the tool names of its history: one pass
      * over its keys, not a dozen look-ups of keys it does not have. */

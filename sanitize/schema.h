@@ -62,6 +62,7 @@ enum {
 #define TG_SR_NO_KEY_SCHEMAS ((uint64_t)1 << 34) /* [no_key_schemas] propertyNames, patternProperties -> hints (vLLM, rule 89) */
 #define TG_SR_CHOICE_REQUIRED ((uint64_t)1 << 36) /* [choice_required] a named tool_choice -> "required" + only that tool (Cerebras, rule 69) */
 #define TG_SR_KEY_NAMES ((uint64_t)1 << 35) /* [key_names] property keys mapped into ^[a-zA-Z0-9_.-]{1,64}$, mapped back in answers (Anthropic, rule 87) */
+#define TG_SR_HISTORY_TOOLS ((uint64_t)1 << 38) /* [history_tools] a history with tool calls and no tools declared gets the called names as tools, and tool_choice "none" (Anthropic, rule 93) */
 #define TG_SR_RF_LIMITS ((uint64_t)1 << 37) /* [rf_size_limits] a response_format schema, strict or not, gets the tool rules and loses size keywords, pattern, format to hints (Groq, Cerebras; rule 92) */
 
 /* The schema rules a preset turns on; a route may override single rules
