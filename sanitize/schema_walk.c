@@ -568,6 +568,18 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
         tg_sw_note(&w, "/function/parameters", "parameters-added", NULL, added);
         params = added;
     }
+    json_t *freq = json_object_get(fn, "required");
+    if (json_is_array(freq) && json_is_object(params) && !json_object_get(params, "required")) {
+        /* `required` written beside parameters instead of in them: no
+         * API reads it there (Mistral refuses the key, extra_forbidden,
+         * mistralai/client-python#91), so it goes where it means what
+         * the agent meant; rule 5 then keeps the names it can */
+        json_t *moved = json_copy(params);
+        json_object_set(moved, "required", freq);
+        tg_sw_note(&w, "/function/required", "required-into-parameters", freq, NULL);
+        json_decref(added);
+        params = added = moved;
+    }
     if (params) {
         w.root = params;
         json_t *p = tg_sw_rewrite_node(&w, params, "/function/parameters", 0, 0, true, &inv);
