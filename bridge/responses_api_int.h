@@ -42,6 +42,9 @@ struct tg_resp_bridge {
     json_t *input;         /* the request's own input items, for its record,
                               or NULL when the request said store: false */
     json_t *previous;      /* previous_response_id as sent, or NULL */
+    bool stored;           /* the request did not say store: false */
+    json_t *final;         /* the last Response object made (whole or the
+                              stream's last event's), for its record */
 };
 
 /* A reasoning item's encrypted_content when the request includes

@@ -1074,7 +1074,10 @@ static json_t *chain_history(const char *first, const lookup *lk, tg_error *err)
         err->status = 0;
         json_t *rec = hops < TG_RESP_CHAIN_MAX && lk->fn ? lk->fn(lk->ud, id, err) : NULL;
         const char *type = json_string_value(json_object_get(rec, "type"));
-        if (!rec || !type || strcmp(type, TG_RESP_RECORD)) {
+        /* a record kept without its input (a client that sends the whole
+         * history each turn, keeps_record) cannot continue a chain */
+        if (!rec || !type || strcmp(type, TG_RESP_RECORD) ||
+            !json_is_array(json_object_get(rec, "input"))) {
             json_decref(rec);
             if (!err->status)  /* OpenAI's words for it */
                 tg_error_set(err, 400, "invalid_request_error", "previous_response_not_found",
@@ -1304,6 +1307,7 @@ int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_re
     const json_t *prev = json_object_get(body, "previous_response_id");
     if (json_is_string(prev))
         b->previous = json_incref((json_t *)prev);
+    b->stored = !json_is_false(json_object_get(body, "store"));
     if (keeps_record(body))
         b->input = input_items(json_object_get(body, "input"));
     b->msg_at = b->reason_at = -1;
@@ -1336,6 +1340,7 @@ void tg_resp_bridge_free(tg_resp_bridge *b)
     json_decref(b->dropped);
     json_decref(b->input);
     json_decref(b->previous);
+    json_decref(b->final);
     tg_chat_reader_free(&b->rd);
     tg_buf_free(&b->text);
     tg_buf_free(&b->reason);

@@ -23,6 +23,18 @@
 #include "core/jsonio.h"
 #include "proxy/log.h"
 
+/* What the store held under an id (new reference), or NULL for a
+ * tombstone that DELETE /v1/responses/{id} left (proxy/stored.c). */
+static json_t *live(json_t *v)
+{
+    const char *type = json_string_value(json_object_get(v, "type"));
+    if (type && !strcmp(type, TG_RESP_DELETED)) {
+        json_decref(v);
+        return NULL;
+    }
+    return v;
+}
+
 /* An item_reference answered from the store; when the store cannot be
  * reached the client is told so (a 503 it may retry), never that its item
  * does not exist. */
@@ -33,7 +45,7 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
     char *text = NULL;
     if (r->prep.fetched && !r->prep.fetch_down) {  /* read before, on the loop */
         json_t *v = json_object_get(r->prep.fetched, id);
-        return v ? json_incref(v) : NULL;
+        return v ? live(json_incref(v)) : NULL;
     }
     if (r->prep.fetch_down ||
         tg_store_get(st, r->w->id, r->client.owner, id, &text) == TG_STORE_DOWN) {
@@ -48,7 +60,7 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
     }
     json_t *item = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
     free(text);
-    return item;
+    return live(item);
 }
 
 /* ids (a new array): the item_references of input items not in have

@@ -128,6 +128,46 @@ static void check_invariants(const json_t *evs)
     json_decref(done);
 }
 
+/* GET /v1/responses/{id}?stream=true: a Response (borrowed) replayed
+ * keeps the stream's invariants, ends with the Response itself, its text
+ * deltas make its text, and starting_after leaves out the events up to it. */
+static void check_replay(const json_t *resp)
+{
+    tg_buf out = {0}, tail = {0};
+    tg_responses_replay(resp, -1, &out);
+    json_t *evs = parse_events(&out);
+    check_invariants(evs);
+    const json_t *last = json_array_get(json_array_get(evs, json_array_size(evs) - 1), 1);
+    expect(json_equal(json_object_get(last, "response"), resp), resp, last, "replayed Response");
+    tg_buf text = {0}, want = {0};
+    size_t i;
+    const json_t *ev, *item;
+    json_array_foreach(evs, i, ev) {
+        const json_t *d = json_array_get(ev, 1);
+        if (!strcmp(json_string_value(json_array_get(ev, 0)), "response.output_text.delta"))
+            tg_buf_puts(&text, json_string_value(json_object_get(d, "delta")));
+    }
+    json_array_foreach(json_object_get(resp, "output"), i, item) {
+        size_t j;
+        const json_t *part;
+        json_array_foreach(json_object_get(item, "content"), j, part) {
+            if (!strcmp(json_string_value(json_object_get(part, "type")), "output_text"))
+                tg_buf_puts(&want, json_string_value(json_object_get(part, "text")));
+        }
+    }
+    assert_int_equal(text.len, want.len);
+    assert_true(!text.len || !memcmp(text.data, want.data, text.len));
+    tg_responses_replay(resp, 1, &tail);
+    json_t *tevs = parse_events(&tail);
+    assert_int_equal(json_array_size(tevs) + 2, json_array_size(evs));
+    json_decref(tevs);
+    json_decref(evs);
+    tg_buf_free(&out);
+    tg_buf_free(&tail);
+    tg_buf_free(&text);
+    tg_buf_free(&want);
+}
+
 static void run_stream(const json_t *v)
 {
     const json_t *request = json_object_get(v, "request");
@@ -174,6 +214,8 @@ static void run_stream(const json_t *v)
                                           "response");
         expect(subset(final, r), final, r, "final response");
     }
+    check_replay(json_object_get(json_array_get(json_array_get(evs, json_array_size(evs) - 1), 1),
+                                 "response"));
     json_decref(evs);
     tg_buf_free(&in);
     tg_buf_free(&whole);
@@ -190,6 +232,13 @@ static void test_vector(void **state)
         json_t *r = tg_responses_answer(b, answer);
         const json_t *want = json_object_get(v, "response");
         expect(subset(want, r), want, r, "response");
+        json_t *rec = tg_responses_record(b);  /* what GET /v1/responses/{id} reads */
+        json_t *again = tg_responses_stored(rec, false);
+        if (rec)
+            expect(json_equal(again, r), r, again, "stored Response");
+        check_replay(r);
+        json_decref(again);
+        json_decref(rec);
         json_decref(r);
         any = true;
     }
@@ -373,6 +422,9 @@ static json_t *record_after(const char *request)
         assert_true(json_equal(json_object_get(rec, "output"), json_object_get(resp, "output")));
         assert_true(json_equal(json_object_get(rec, "previous_response_id"),
                                json_object_get(resp, "previous_response_id")));
+        json_t *again = tg_responses_stored(rec, false);  /* GET /v1/responses/{id} */
+        expect(json_equal(again, resp), resp, again, "stored Response");
+        json_decref(again);
     }
     json_decref(resp);
     json_decref(completion);
@@ -390,10 +442,22 @@ static void test_record(void **state)
     assert_int_equal(json_array_size(json_object_get(rec, "input")), 1);
     json_decref(rec);
     assert_null(record_after("{\"model\":\"m\",\"input\":\"hi\",\"store\":false}"));
-    /* a whole history (an assistant turn in the input): not a chain */
-    assert_null(record_after("{\"model\":\"m\",\"input\":[{\"role\":\"user\",\"content\":\"a\"},"
-                             "{\"role\":\"assistant\",\"content\":\"b\"},"
-                             "{\"role\":\"user\",\"content\":\"c\"}]}"));
+    /* a whole history (an assistant turn in the input): not a chain, so
+     * no input kept; the Response is, for GET /v1/responses/{id} */
+    rec = record_after("{\"model\":\"m\",\"input\":[{\"role\":\"user\",\"content\":\"a\"},"
+                       "{\"role\":\"assistant\",\"content\":\"b\"},"
+                       "{\"role\":\"user\",\"content\":\"c\"}]}");
+    assert_non_null(rec);
+    assert_null(json_object_get(rec, "input"));
+    json_t *resp = tg_responses_stored(rec, false);
+    assert_non_null(resp);
+    assert_true(json_is_true(json_object_get(resp, "store")));
+    json_decref(resp);
+    json_decref(rec);
+    /* a tombstone is no Response */
+    json_t *t = tg_responses_tombstone("resp_x");
+    assert_null(tg_responses_stored(t, false));
+    json_decref(t);
 }
 
 int main(void)
