@@ -633,6 +633,27 @@ static void convert_format(json_t *chat, const json_t *gc, conv *cv)
         tg_bridge_drop(cv->dropped, "fields", "generationConfig.responseMimeType");
 }
 
+/* responseLogprobs as chat's logprobs, and logprobs (the top candidates
+ * a step, which Gemini takes only beside responseLogprobs) as its
+ * top_logprobs, within chat's 0..20; the answer's logprobs come back as
+ * the candidate's logprobsResult (gemini_answer.c). logprobs alone asks
+ * for nothing (as on Gemini): said. */
+static void convert_logprobs(json_t *chat, const json_t *gc, conv *cv)
+{
+    const json_t *top = json_object_get(gc, "logprobs");
+    bool on = json_is_true(json_object_get(gc, "responseLogprobs"));
+    if (on)
+        json_object_set_new(chat, "logprobs", json_true());
+    if (!json_is_integer(top))
+        return;
+    if (!on) {
+        tg_bridge_drop(cv->dropped, "fields", "generationConfig.logprobs");
+        return;
+    }
+    json_int_t n = json_integer_value(top);
+    json_object_set_new(chat, "top_logprobs", json_integer(n < 0 ? 0 : n > 20 ? 20 : n));
+}
+
 static void convert_generation(json_t *chat, const json_t *gc, const char *model, conv *cv)
 {
     static const char *const same[][2] = {
@@ -649,11 +670,12 @@ static void convert_generation(json_t *chat, const json_t *gc, const char *model
     }
     convert_thinking(chat, json_object_get(gc, "thinkingConfig"), model, cv);
     convert_format(chat, gc, cv);
+    convert_logprobs(chat, gc, cv);
     static const char *const known[] = {
         "temperature",       "topP",           "topK",           "maxOutputTokens",
         "stopSequences",     "seed",           "presencePenalty", "frequencyPenalty",
         "thinkingConfig",    "responseMimeType", "responseSchema", "responseJsonSchema",
-        "_responseJsonSchema", NULL};
+        "_responseJsonSchema", "responseLogprobs", "logprobs", NULL};
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)gc, k, v) {
