@@ -84,6 +84,14 @@ int tg_responses_input_list(const json_t *record, const tg_resp_list_query *q, j
  * events numbered past starting_after only (-1: all); appended to out. */
 void tg_responses_replay(const json_t *response, json_int_t starting_after, tg_buf *out);
 
+/* POST /v1/responses/compact (responses_compact.c): the CompactParams body
+ * as a chat request asking the model for a summary of the conversation
+ * (arguments as tg_responses_to_chat_opts), and its chat answer as the
+ * CompactedResponse (new reference). */
+int tg_responses_compact_to_chat(const json_t *body, const tg_bridge_opts *o, tg_resp_lookup fn,
+                                 void *ud, json_t **chat, tg_resp_bridge **bridge, tg_error *err);
+json_t *tg_responses_compacted(tg_resp_bridge *b, const json_t *completion);
+
 /* A whole chat.completion (borrowed) as a Response object (new reference). */
 json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion);
 

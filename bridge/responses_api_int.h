@@ -45,6 +45,8 @@ struct tg_resp_bridge {
     bool stored;           /* the request did not say store: false */
     json_t *final;         /* the last Response object made (whole or the
                               stream's last event's), for its record */
+    json_t *compact_users; /* /responses/compact: the conversation's user
+                              messages as items (responses_compact.c) */
 };
 
 /* A reasoning item's encrypted_content when the request includes

@@ -255,6 +255,37 @@ static const bridge_api responses_api = {
     .free = responses_free,
 };
 
+/* POST /v1/responses/compact: a summary asked of the route's model
+ * (bridge/responses_compact.c), no record kept. */
+static int compact_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
+                           tg_error *err)
+{
+    tg_resp_bridge *b = NULL;
+    tg_bridge_opts o = bridge_opts(r, route);
+    if (tg_responses_compact_to_chat(body, &o, stored_item, r, chat, &b, err))
+        return -1;
+    char name[64];
+    tg_request_id(name, sizeof name, &r->w->rng);
+    tg_resp_bridge_name(b, name + 3);
+    r->prep.bridge = b;
+    return 0;
+}
+
+static json_t *compact_answer(void *b, const json_t *c) { return tg_responses_compacted(b, c); }
+
+static const bridge_api compact_api = {
+    .name = "/v1/responses",
+    .bridges = tg_route_bridges_responses,
+    .strip_markers = tg_responses_strip_markers,
+    .prefetch = responses_prefetch,
+    .to_chat = compact_to_chat,
+    .dropped = responses_dropped_peek,
+    .answer = compact_answer,
+    .stream = responses_stream,  /* never: the summary call is not streamed */
+    .stream_end = responses_stream_end,
+    .free = responses_free,
+};
+
 static int messages_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
                             tg_error *err)
 {
@@ -414,6 +445,8 @@ const bridge_api *api_of(const char *rest)
     if (!strcmp(rest, "/v1/responses") || !strcmp(rest, "/responses") ||
         !strcmp(rest, "/v1/responses/input_tokens") || !strcmp(rest, "/responses/input_tokens"))
         return &responses_api;
+    if (!strcmp(rest, "/v1/responses/compact") || !strcmp(rest, "/responses/compact"))
+        return &compact_api;
     if (!strcmp(rest, "/v1/messages") || !strcmp(rest, "/v1/messages/count_tokens"))
         return &messages_api;
     return NULL;

@@ -12,7 +12,8 @@ input (ResponseItemList: order, limit, after, before; a bad limit is the
 API's 400 naming it); DELETE answers {id, object: response.deleted,
 deleted: true} and the id is gone for GET, previous_response_id and its
 items' item_reference; cancel of a response not run in the background is
-a 400; store: false leaves nothing; another client's id (another provider
+a 400; store: false leaves nothing; POST /v1/responses/compact answers
+a CompactedResponse whose output goes on as input; another client's id (another provider
 key) is the API's 404, word for word the one of an unknown id. READ_URL
 (another replica sharing the store) serves the reads when given. Prints
 one line per check, exits 1 when one failed.
@@ -186,6 +187,21 @@ s2, _, _ = call("GET", "/v1/responses/" + hid, X)
 s3, t3, _ = call("GET", "/v1/responses/%s/input_items" % hid, X)
 check("a client that sends its whole history: its Response is read back, its input is not kept",
       [200, 200, 404], [s, s2, s3])
+
+# ---- compact ----------------------------------------------------------------------
+
+s, t, _ = call("POST", "/v1/responses/compact", X,
+               {"model": "gpt-4o", "previous_response_id": sid,
+                "input": [{"role": "user", "content": "and fix it"}]}, BASE)
+cp = loads(t)
+out = cp.get("output", [])
+check("compact: a CompactedResponse, the user messages then one compaction item",
+      [200, "response.compaction", ["message", "message", "compaction"], "toolgate:", True],
+      [s, cp.get("object"), [i.get("type") for i in out],
+       (out[-1].get("encrypted_content", "") if out else "")[:9],
+       isinstance(cp.get("usage", {}).get("total_tokens"), int)])
+s, t, _ = post(X, {"model": "gpt-4o", "input": out + [{"role": "user", "content": "go on"}]})
+check("the compacted output goes on as a later request's input", 200, s)
 
 # ---- DELETE --------------------------------------------------------------------
 

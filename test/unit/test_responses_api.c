@@ -460,11 +460,73 @@ static void test_record(void **state)
     json_decref(t);
 }
 
+/* POST /v1/responses/compact: the conversation and a request for its
+ * summary go to chat; the answer is its user messages and a compaction
+ * item, which a later request turns back into the summary. */
+static void test_compact(void **state)
+{
+    json_t *body = json_loads("{\"model\":\"m\",\"image\":{\"context_compression\":\"auto\"},"
+                              "\"input\":[{\"role\":\"user\",\"content\":\"a\"},"
+                              "{\"role\":\"assistant\",\"content\":\"b\"},"
+                              "{\"role\":\"user\",\"content\":[{\"type\":\"input_text\","
+                              "\"text\":\"c\"}]}]}", 0, NULL);
+    json_t *chat = NULL;
+    tg_resp_bridge *b = NULL;
+    tg_error err;
+    tg_bridge_opts o = {0};
+    assert_int_equal(tg_responses_compact_to_chat(body, &o, NULL, NULL, &chat, &b, &err), 0);
+    const json_t *msgs = json_object_get(chat, "messages");
+    assert_int_equal(json_array_size(msgs), 4);
+    const json_t *ask = json_array_get(msgs, 3);
+    assert_string_equal(json_string_value(json_object_get(ask, "role")), "user");
+    assert_non_null(strstr(json_string_value(json_object_get(ask, "content")), "Summarize"));
+    assert_null(json_object_get(chat, "image"));
+    char *said = tg_bridge_dropped_text(tg_resp_bridge_dropped_peek(b));
+    assert_string_equal(said, "fields image");
+    free(said);
+    json_t *completion = json_loads("{\"id\":\"c1\",\"created\":7,\"choices\":[{\"index\":0,"
+                                    "\"message\":{\"role\":\"assistant\",\"content\":\"S.\"},"
+                                    "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":9,"
+                                    "\"completion_tokens\":2}}", 0, NULL);
+    json_t *r = tg_responses_compacted(b, completion);
+    assert_string_equal(json_string_value(json_object_get(r, "object")), "response.compaction");
+    assert_int_equal(json_integer_value(json_object_get(r, "created_at")), 7);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "usage"), "total_tokens")), 11);
+    const json_t *out = json_object_get(r, "output");
+    assert_int_equal(json_array_size(out), 3);
+    const json_t *c = json_array_get(out, 2);
+    assert_string_equal(json_string_value(json_object_get(c, "type")), "compaction");
+    assert_string_equal(json_string_value(json_object_get(c, "encrypted_content")), "toolgate:S.");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(
+                            json_array_get(out, 1), "content"), 0), "text")), "c");
+    /* the compacted output, and a new turn, as the next request's input */
+    json_t *next = json_pack("{s:s, s:O}", "model", "m", "input", out);
+    json_array_append_new(json_object_get(next, "input"),
+                          json_pack("{s:s, s:s}", "role", "user", "content", "d"));
+    json_t *chat2 = NULL;
+    tg_resp_bridge *b2 = NULL;
+    assert_int_equal(tg_responses_to_chat(next, &chat2, &b2, &err), 0);
+    const json_t *m2 = json_object_get(chat2, "messages");
+    assert_int_equal(json_array_size(m2), 4);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(m2, 2), "content")),
+                        "Summary of the conversation so far:\nS.");
+    json_decref(chat2);
+    tg_resp_bridge_free(b2);
+    json_decref(next);
+    json_decref(r);
+    json_decref(completion);
+    json_decref(chat);
+    tg_resp_bridge_free(b);
+    json_decref(body);
+    (void)state;
+}
+
 int main(void)
 {
     const char *root = getenv("TG_ROOT");
     const struct CMUnitTest store[] = {cmocka_unit_test(test_store_down),
-                                       cmocka_unit_test(test_record)};
+                                       cmocka_unit_test(test_record),
+                                       cmocka_unit_test(test_compact)};
     if (cmocka_run_group_tests_name("item_reference lookups", store, NULL, NULL))
         return 1;
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses_api", root ? root : ".");
