@@ -61,6 +61,10 @@ struct tg_resp_bridge {
  * text. */
 int tg_resp_join_text(const json_t *parts, tg_buf *out);
 
+/* A compaction item the bridge made (responses_compact.c): its summary as
+ * an assistant message onto messages, true; false for OpenAI's own. */
+bool tg_resp_input_compaction(const json_t *item, json_t *messages);
+
 /* The request's top-level parameters beside its conversation and tools
  * into chat (borrowed body, chat gains keys), what has no chat form
  * recorded in dropped (responses_params.c). */

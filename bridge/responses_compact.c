@@ -120,3 +120,21 @@ json_t *tg_responses_compacted(tg_resp_bridge *b, const json_t *completion)
                                               : (json_int_t)time(NULL),
                      "output", output, "usage", tg_resp_usage(json_object_get(completion, "usage")));
 }
+
+/* A compaction item that /v1/responses/compact on a bridged route made
+ * (responses_compact.c): its summary, as an assistant message in its
+ * place. true when it was one; OpenAI's own (opaque) is not. */
+bool tg_resp_input_compaction(const json_t *item, json_t *messages)
+{
+    const char *enc = json_string_value(json_object_get(item, "encrypted_content"));
+    size_t tag = strlen(ENCRYPTED_TAG);
+    if (!enc || strncmp(enc, ENCRYPTED_TAG, tag) || !enc[tag])
+        return false;
+    tg_buf t = {0};
+    tg_buf_puts(&t, "Summary of the conversation so far:\n");
+    tg_buf_puts(&t, enc + tag);
+    json_array_append_new(messages, json_pack("{s:s, s:s%}", "role", "assistant", "content",
+                                              t.data, t.len));
+    tg_buf_free(&t);
+    return true;
+}

@@ -578,24 +578,6 @@ static const json_t *call_id_by_name(const json_t *messages, const json_t *item)
     return NULL;
 }
 
-/* A compaction item that /v1/responses/compact on a bridged route made
- * (responses_compact.c): its summary, as an assistant message in its
- * place. true when it was one; OpenAI's own (opaque) is not. */
-static bool input_compaction(const json_t *item, json_t *messages)
-{
-    const char *enc = json_string_value(json_object_get(item, "encrypted_content"));
-    size_t tag = strlen(ENCRYPTED_TAG);
-    if (!enc || strncmp(enc, ENCRYPTED_TAG, tag) || !enc[tag])
-        return false;
-    tg_buf t = {0};
-    tg_buf_puts(&t, "Summary of the conversation so far:\n");
-    tg_buf_puts(&t, enc + tag);
-    json_array_append_new(messages, json_pack("{s:s, s:s%}", "role", "assistant", "content",
-                                              t.data, t.len));
-    tg_buf_free(&t);
-    return true;
-}
-
 static int input_item(const json_t *item, size_t i, json_t *messages, json_t **reasoning,
                       const lookup *lk, tg_error *err)
 {
@@ -681,7 +663,7 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
     }
     if (!strcmp(type, "item_reference"))
         return input_reference(item, i, path, messages, reasoning, lk, err);
-    if (!strcmp(type, "compaction") && input_compaction(item, messages))
+    if (!strcmp(type, "compaction") && tg_resp_input_compaction(item, messages))
         return 0;
     if (!strcmp(type, "additional_tools")) {  /* Codex's tools, in the input (add_tools) */
         char tpath[80];
