@@ -1226,8 +1226,17 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
     if (v && !json_is_null(v))
         json_object_set(chat, "max_tokens", (json_t *)v);
     /* logprobs come when include names them (top_logprobs alone returns
-     * none, and chat refuses top_logprobs without logprobs) */
+     * none, and chat refuses top_logprobs without logprobs); what it asks
+     * of the items of tools OpenAI runs, which the bridge leaves out, is
+     * said */
+    static const char *const own[] = {"reasoning.encrypted_content",
+                                      "message.output_text.logprobs",
+                                      "message.input_image.image_url", NULL};
     size_t i;
+    json_array_foreach(json_object_get(body, "include"), i, v) {
+        if (json_is_string(v) && !tg_bridge_is_one_of(json_string_value(v), own))
+            tg_bridge_drop(lk->cv->dropped, "include", json_string_value(v));
+    }
     json_array_foreach(json_object_get(body, "include"), i, v) {
         const char *s = json_string_value(v);
         if (s && !strcmp(s, "message.output_text.logprobs")) {

@@ -62,6 +62,7 @@ export const SURFACES = [
   { id: 'responses.tool', file: 'openai_responses', type: 'Tool', by: 'type' },
   { id: 'responses.tool_choice', file: 'openai_responses', type: 'ResponseCreateParamsBase', path: ['tool_choice'], by: 'type' },
   { id: 'responses.text_format', file: 'openai_responses', type: 'ResponseFormatTextConfig', by: 'type' },
+  { id: 'responses.include', file: 'openai_responses', type: 'ResponseIncludable', by: 'type' },
   { id: 'responses.event', file: 'openai_responses', type: 'ResponseStreamEvent', by: 'type', answer: true },
   { id: 'responses.output_item', file: 'openai_responses', type: 'ResponseOutputItem', by: 'type', answer: true },
   { id: 'responses.response', file: 'openai_responses', type: 'Response', by: 'props', answer: true },
@@ -93,6 +94,7 @@ export const SURFACES = [
   { id: 'gemini.tool', file: 'genai', type: 'Tool', by: 'props' },
   { id: 'gemini.function_calling_mode', file: 'genai', type: 'FunctionCallingConfigMode', by: 'enum' },
   { id: 'gemini.response', file: 'genai', type: 'GenerateContentResponse', by: 'props', answer: true },
+  { id: 'gemini.candidate', file: 'genai', type: 'Candidate', by: 'props', answer: true },
   { id: 'gemini.usage', file: 'genai', type: 'GenerateContentResponseUsageMetadata', by: 'props', answer: true },
   { id: 'gemini.finish_reason', file: 'genai', type: 'FinishReason', by: 'enum', answer: true },
 ];
