@@ -538,7 +538,22 @@ static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
  * narrows the tools offered, and one name is a named choice. */
 static void convert_tool_config(json_t *chat, const json_t *body, conv *cv)
 {
-    const json_t *fcc = json_object_get(json_object_get(body, "toolConfig"), "functionCallingConfig");
+    const json_t *tc = json_object_get(body, "toolConfig");
+    const json_t *fcc = json_object_get(tc, "functionCallingConfig");
+    /* retrievalConfig (the location Google's Maps and Search grounding
+     * use) and includeServerSideToolInvocations are for tools only
+     * Google runs; a streamed call goes whole, never as partialArgs */
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)tc, k, v) {
+        char name[96];
+        snprintf(name, sizeof name, "toolConfig.%.70s", k);
+        if (strcmp(k, "functionCallingConfig") && !json_is_null(v) && !json_is_false(v))
+            tg_bridge_drop(cv->dropped, "fields", name);
+    }
+    if (json_is_true(json_object_get(fcc, "streamFunctionCallArguments")))
+        tg_bridge_drop(cv->dropped, "fields",
+                       "toolConfig.functionCallingConfig.streamFunctionCallArguments");
     const char *mode = json_string_value(json_object_get(fcc, "mode"));
     const json_t *allowed = json_object_get(fcc, "allowedFunctionNames");
     json_t *tools = json_object_get(chat, "tools");
@@ -592,7 +607,8 @@ static void convert_thinking(json_t *chat, const json_t *tc, const char *model, 
     const char *effort = NULL;
     if (level) {
         static const char *const lv[][2] = {{"MINIMAL", "minimal"}, {"LOW", "low"},
-                                            {"MEDIUM", "medium"},   {"HIGH", "high"}};
+                                            {"MEDIUM", "medium"},   {"HIGH", "high"},
+                                            {"XHIGH", "xhigh"}};
         for (size_t i = 0; i < sizeof lv / sizeof lv[0]; i++)
             if (!strcmp(level, lv[i][0]))
                 effort = lv[i][1];
