@@ -78,6 +78,8 @@ export const SURFACES = [
   { id: 'messages.tool', file: 'anthropic', type: 'ToolUnion', beta: 'BetaToolUnion', by: 'type' },
   { id: 'messages.tool_choice', file: 'anthropic', type: 'ToolChoice', beta: 'BetaToolChoice', by: 'type' },
   { id: 'messages.thinking', file: 'anthropic', type: 'ThinkingConfigParam', beta: 'BetaThinkingConfigParam', by: 'type' },
+  { id: 'messages.citation', file: 'anthropic', type: 'TextBlockParam', beta: 'BetaTextBlockParam', path: ['citations', '[]'], by: 'type' },
+  { id: 'messages.effort', file: 'anthropic', type: 'OutputConfig', beta: 'BetaOutputConfig', path: ['effort'], by: 'type' },
   { id: 'messages.event', file: 'anthropic', type: 'RawMessageStreamEvent', beta: 'BetaRawMessageStreamEvent', by: 'type', answer: true },
   { id: 'messages.delta', file: 'anthropic', type: 'RawContentBlockDelta', beta: 'BetaRawContentBlockDelta', by: 'type', answer: true },
   { id: 'messages.content_block', file: 'anthropic', type: 'ContentBlock', beta: 'BetaContentBlock', by: 'type', answer: true },
