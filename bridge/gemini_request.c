@@ -408,10 +408,36 @@ static void convert_system(const json_t *si, json_t *messages)
 
 /* ---- request: tools and configs ------------------------------------------- */
 
+/* propertyOrdering (the order Gemini writes the object's properties in)
+ * as the order of the properties themselves, the one models read them in;
+ * names it does not list follow, as they were. */
+static void order_properties(json_t *o, const json_t *order)
+{
+    json_t *props = json_object_get(o, "properties");
+    if (!json_is_object(props) || !json_array_size(order))
+        return;
+    json_t *sorted = json_object();
+    size_t i;
+    const json_t *n;
+    json_array_foreach(order, i, n) {
+        json_t *v = json_is_string(n) ? json_object_get(props, json_string_value(n)) : NULL;
+        if (v)
+            json_object_set(sorted, json_string_value(n), v);
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(props, k, v) {
+        if (!json_object_get(sorted, k))
+            json_object_set(sorted, k, v);
+    }
+    json_object_set_new(o, "properties", sorted);
+}
+
 /* Gemini's Schema (an OpenAPI 3.0 subset: upper-case types, nullable,
- * propertyOrdering, int64 bounds as strings) as JSON Schema. Keys of its
- * own with no JSON Schema meaning go; the rest is kept for the schema
- * stage to judge. */
+ * propertyOrdering, example, int64 bounds as strings) as JSON Schema:
+ * nullable a "null" type beside the type, propertyOrdering the order of
+ * the properties, example JSON Schema's examples; the rest is kept for the
+ * schema stage to judge. */
 static json_t *json_schema_of(const json_t *s)
 {
     static const char *const int64_keys[] = {"minItems",  "maxItems",      "minLength",
@@ -444,9 +470,10 @@ static json_t *json_schema_of(const json_t *s)
             const json_t *a;
             json_array_foreach(v, i, a) json_array_append_new(any, json_schema_of(a));
             json_object_set_new(o, k, any);
-        } else if (!strcmp(k, "nullable") || !strcmp(k, "propertyOrdering") ||
-                   !strcmp(k, "example")) {
-            continue;
+        } else if (!strcmp(k, "example")) {  /* JSON Schema's word: examples */
+            json_object_set_new(o, "examples", json_pack("[O]", v));
+        } else if (!strcmp(k, "nullable") || !strcmp(k, "propertyOrdering")) {
+            continue;  /* nullable joins type below; the order is the properties' */
         } else if (json_is_string(v) && tg_bridge_is_one_of(k, int64_keys)) {
             /* proto's int64 in JSON is a string ("3"); JSON Schema's a number */
             char *end;
@@ -457,6 +484,7 @@ static json_t *json_schema_of(const json_t *s)
             json_object_set(o, k, (json_t *)v);
         }
     }
+    order_properties(o, json_object_get(s, "propertyOrdering"));
     const json_t *t = json_object_get(o, "type");
     if (json_is_true(json_object_get(s, "nullable")) && json_is_string(t))
         json_object_set_new(o, "type", json_pack("[O, s]", t, "null"));

@@ -95,6 +95,8 @@ export const SURFACES = [
   { id: 'gemini.part', file: 'genai', type: 'Part', by: 'props' },
   { id: 'gemini.tool', file: 'genai', type: 'Tool', by: 'props' },
   { id: 'gemini.function_calling_mode', file: 'genai', type: 'FunctionCallingConfigMode', by: 'enum' },
+  { id: 'gemini.schema', file: 'genai', type: 'Schema', by: 'props' },
+  { id: 'gemini.type', file: 'genai', type: 'Type', by: 'enum' },
   { id: 'gemini.tool_config', file: 'genai', type: 'ToolConfig', by: 'props' },
   { id: 'gemini.function_calling_config', file: 'genai', type: 'FunctionCallingConfig', by: 'props' },
   { id: 'gemini.thinking_config', file: 'genai', type: 'ThinkingConfig', by: 'props' },
