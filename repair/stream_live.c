@@ -125,6 +125,12 @@ static void split_live(tg_stream *s, schoice *c, scall *k, json_t *events)
         json_decref(one);
         parts = tg_json_split_objects(rest, n);
     }
+    if (!parts && tg_rr_on(s->ctx, TG_RR_JSON_FIX) && !memchr(rest, '{', n)) {
+        /* stray bytes after the whole object ("{...}}", Cogtrix#2289):
+         * what went out is the call; they go */
+        tg_rr_note_other(s->ctx, "json_fix", k->name, NULL, NULL);
+        return;
+    }
     if (!parts || !tg_rr_on(s->ctx, TG_RR_SPLIT)) {
         json_decref(parts);
         tg_rr_fail(s->ctx, "json_fix_failed", k->name, NULL);

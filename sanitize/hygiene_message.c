@@ -194,23 +194,6 @@ static void map_id(walk *w, json_t *obj, const char *key)
  * repair as answers (jsonfix.c), so the model sees its own call again; only
  * what cannot be an object ("", null, a list, text beyond repair) becomes
  * "{}". *how names the change for the explain record. */
-/* The JSON object that opens s when bytes that are not JSON follow it, or
- * NULL. */
-static json_t *leading_object(const char *s, size_t n)
-{
-    size_t i = strspn(s, " \t\r\n");
-    if (i >= n || s[i] != '{')
-        return NULL;
-    const char *end = tg_json_value_end(s + i, s + n);
-    if (!end)
-        return NULL;
-    json_t *o = tg_json_load(s + i, (size_t)(end - (s + i)), 0, NULL);
-    if (json_is_object(o))
-        return o;
-    json_decref(o);
-    return NULL;
-}
-
 static json_t *fixed_arguments(json_t *args, const char **how)
 {
     *how = "arguments-json";
@@ -248,7 +231,7 @@ static json_t *fixed_arguments(json_t *args, const char **how)
             /* a whole object and then stray bytes (`{"command": "ls"}}`,
              * Python's "Extra data", Cogtrix#2289): the object is the call */
             json_decref(fixed);
-            fixed = leading_object(s, n);
+            fixed = tg_json_leading_object(s, n);
             trailing = fixed != NULL;
         }
         char *t = json_is_object(fixed) ? tg_json_dumps(fixed) : NULL;
