@@ -601,8 +601,6 @@ static void add_related(doclists *x, const stems *st, uint32_t doc, unsigned kin
     }
 }
 
-static int verb_group(json_t *syn, const char *w);
-
 /* What the names alone give, apart from the tools' fields (so that their
  * lengths and what the catalog "has" stay the same):
  *   "x": {term: packed uint32 docs}, document expansion: the words WordNet
@@ -611,19 +609,12 @@ static int verb_group(json_t *syn, const char *w);
  *        name's words: a user says "halt" or "mark" for stop_ and tag_;
  *   "nr": {word: packed uint32 docs}, each name's words as written
  *        (lower-cased, unstemmed);
- *   "va": packed uint8[n], 1 for a tool whose name only acts;
- *   "vg": packed uint8[n], the verb group (synonyms[], one of the first
- *        VERB_GROUPS) of the first of the name's words that has one, 255
- *        none (the last stage's TG_DLR_VERB);
- *   "vo": packed uint32[n], a hash of the name's other words (its object),
- *        0 none (TG_DLR_VERBSIB). */
+ *   "va": packed uint8[n], 1 for a tool whose name only acts. */
 static void store_name_side(json_t *idx, json_t *tools, size_t n, words_ctx *wc)
 {
     doclists x = { .ids = json_object() }, nr = { .ids = json_object() };
     doclists xs = { .ids = json_object() };
-    unsigned char *va = tg_calloc(n ? n : 1, 1), *vg = tg_malloc(n ? n : 1);
-    uint32_t *vo = tg_calloc(n ? n : 1, sizeof *vo);
-    json_t *syn = json_object_get(idx, "syn");
+    unsigned char *va = tg_calloc(n ? n : 1, 1);
     for (size_t i = 0; i < n; i++) {
         const char *name = tool_name(json_array_get(tools, i));
         stems raw = { .n = 0 }, st = { .n = 0 };
@@ -635,25 +626,12 @@ static void store_name_side(json_t *idx, json_t *tools, size_t n, words_ctx *wc)
         add_related(&x, &st, (uint32_t)i, TG_LEX_GLOSS);
         add_related(&xs, &st, (uint32_t)i, TG_LEX_SYN1_VERB);
         va[i] = only_acts(&raw);
-        vg[i] = 255;
-        for (size_t k = 0; k < st.n && vg[i] == 255; k++) {
-            int g = verb_group(syn, st.w[k]);
-            vg[i] = g < 0 ? 255 : (unsigned char)g;
-        }
-        for (size_t k = 0; k < st.n; k++)
-            if (verb_group(syn, st.w[k]) < 0)
-                for (const char *c = st.w[k]; c == st.w[k] || c[-1]; c++)
-                    vo[i] = (vo[i] ^ (unsigned char)*c) * 16777619u + 1u;
     }
     json_object_set_new(idx, "x", dl_pack(&x));
     json_object_set_new(idx, "xs", dl_pack(&xs));
     json_object_set_new(idx, "nr", dl_pack(&nr));
     json_object_set_new(idx, "va", json_stringn_nocheck((const char *)va, n));
-    json_object_set_new(idx, "vg", json_stringn_nocheck((const char *)vg, n));
-    json_object_set_new(idx, "vo", json_stringn_nocheck((const char *)vo, n * sizeof *vo));
-    free(vo);
     free(va);
-    free(vg);
 }
 
 json_t *tg_dindex_build(json_t *tools)
@@ -827,15 +805,6 @@ static int in_group(json_t *grp, const char *w)
         if (strcmp(json_string_value(json_array_get(grp, k)), w) == 0)
             return 1;
     return 0;
-}
-
-/* The verb group (one of the first VERB_GROUPS) a stem is in, or -1. */
-static int verb_group(json_t *syn, const char *w)
-{
-    for (size_t g = 0; g < VERB_GROUPS && g < json_array_size(syn); g++)
-        if (in_group(json_array_get(syn, g), w))
-            return (int)g;
-    return -1;
 }
 
 static void expand_synonyms(query *q, json_t *syn, const tg_dindex_params *pr)
@@ -1163,23 +1132,6 @@ static int query_vector(json_t *index, const query *q, size_t n, float *qv, uint
     return any;
 }
 
-/* The query's vector, unit length less the catalog's mean direction (as
- * the tools' vectors are), quantized into q8[dims]; returns its norm, 0
- * when no written word has a vector. */
-static float query_q8(json_t *index, const query *q, size_t n, const float *mean, uint32_t dims,
-                      int8_t *q8)
-{
-    float *qv = tg_malloc(dims * sizeof *qv), qn = 0;
-    if (query_vector(index, q, n, qv, dims)) {
-        unit(qv, dims);
-        for (uint32_t i = 0; i < dims; i++)
-            qv[i] -= mean[i];
-        qn = tg_wv_quantize(qv, dims, q8);
-    }
-    free(qv);
-    return qn;
-}
-
 /* Add to BM25's score (acc[], over its best: 1 for the top tool) vec_weight
  * times the cosine between the query's vector and each tool's, for the first
  * VEC_DEPTH tools by cosine whose cosine is at least vec_min: a tool that
@@ -1199,17 +1151,25 @@ static void fuse_vectors(json_t *index, const query *q, const tg_dindex_params *
     if (!dv || !dn || !mean || !tg_wv_info_get(&info) || json_string_length(wvj) != n * info.dims ||
         json_string_length(wnj) != n * sizeof *dn)
         return;
+    float *qv = tg_malloc(info.dims * sizeof *qv);
     int8_t *q8 = tg_malloc(info.dims);
     hit top[VEC_DEPTH];
     size_t kept = 0;
-    float qn = query_q8(index, q, n, mean, info.dims, q8);
-    for (size_t d = 0; qn > 0 && d < n; d++) {
-        if ((allow && !allow[d]) || dn[d] <= 0)
-            continue;
-        double c = tg_wv_dot8(q8, dv + d * info.dims, info.dims) / ((double)qn * dn[d]);
-        if (c > 0 && c >= pr->vec_min)
-            keep_best(top, &kept, VEC_DEPTH, (hit){ d, c });
+    if (query_vector(index, q, n, qv, info.dims)) {
+        /* the catalog's common direction out, as from the tools' vectors */
+        unit(qv, info.dims);
+        for (uint32_t i = 0; i < info.dims; i++)
+            qv[i] -= mean[i];
+        float qn = tg_wv_quantize(qv, info.dims, q8);
+        for (size_t d = 0; qn > 0 && d < n; d++) {
+            if ((allow && !allow[d]) || dn[d] <= 0)
+                continue;
+            double c = tg_wv_dot8(q8, dv + d * info.dims, info.dims) / ((double)qn * dn[d]);
+            if (c > 0 && c >= pr->vec_min)
+                keep_best(top, &kept, VEC_DEPTH, (hit){ d, c });
+        }
     }
+    free(qv);
     free(q8);
     if (!kept)
         return;
@@ -1311,177 +1271,8 @@ static void apply_question(json_t *index, const char *text, const tg_dindex_para
             acc[d] *= 1.0 - pr->ask_pen;
 }
 
-/* ---- the last stage: features of the first few, weights fitted ---------
- * Every stage above adds to or multiplies one score by a weight set by
- * hand. The last one takes the first TG_DLR_DEPTH tools, computes for each
- * a few features that are too dear for the whole catalog or that the
- * stages above fold into one number (TG_DLR_*, index.h), and orders them
- * by their score over the best plus the features' weighted sum (pr->lr,
- * fitted on the tune half by discovery_eval -L and lr_fit.py); they stay
- * above the rest. */
-
-/* The posting of `doc` in term w's list, or NULL (docs ascending). */
-static const posting *posting_of(json_t *terms, const char *w, size_t doc)
-{
-    json_t *pl = json_object_get(terms, w);
-    const posting *p = (const posting *)json_string_value(pl);
-    size_t lo = 0, hi = p ? json_string_length(pl) / sizeof *p : 0;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (p[mid].doc < doc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return p && lo < json_string_length(pl) / sizeof *p && p[lo].doc == doc ? p + lo : NULL;
-}
-
-/* The verb groups the query's written words are in (bit g: group g). */
-static unsigned query_verbs(json_t *index, const query *q)
-{
-    json_t *syn = json_object_get(index, "syn");
-    unsigned mask = 0;
-    for (size_t i = 0; i < q->n; i++) {
-        int g = q->t[i].direct && q->t[i].origin == (int)i ? verb_group(syn, q->t[i].w) : -1;
-        if (g >= 0)
-            mask |= 1u << g;
-    }
-    return mask;
-}
-
-typedef struct lr_ctx {
-    json_t *index;
-    const query *q;
-    const uint64_t *concepts;  /* may be NULL */
-    const int8_t *q8, *dv;     /* the query's and tools' vectors (NULL: none) */
-    const float *dn;
-    float qn;
-    uint32_t dims;
-    unsigned qverbs, written;
-    const unsigned char *vg;   /* may be NULL */
-    const uint32_t *vo;        /* may be NULL */
-} lr_ctx;
-
-/* Whether another of top[0..kept) names the same object as top[r] with
- * another verb. */
-static int has_sibling(const lr_ctx *c, const hit *top, size_t kept, size_t r)
-{
-    size_t d = top[r].doc;
-    for (size_t k = 0; c->vo && c->vo[d] && k < kept; k++)
-        if (k != r && c->vo[top[k].doc] == c->vo[d] && c->vg[top[k].doc] != c->vg[d])
-            return 1;
-    return 0;
-}
-
-static void lr_features(const lr_ctx *c, size_t d, size_t rank, double *f)
-{
-    json_t *terms = json_object_get(c->index, "t");
-    const float *dl = (const float *)json_string_value(json_object_get(c->index, "dl"));
-    double nlen = dl[d * F_COUNT + F_NAME], said = 0;
-    unsigned inname = 0, indesc = 0;
-    memset(f, 0, TG_DLR_COUNT * sizeof *f);
-    for (size_t i = 0; i < c->q->n; i++) {
-        const posting *p = c->q->t[i].direct ? posting_of(terms, c->q->t[i].w, d) : NULL;
-        if (!p)
-            continue;
-        said += p->tf[F_NAME];
-        if (c->q->t[i].origin == (int)i) {
-            inname += p->tf[F_NAME] > 0;
-            indesc += p->tf[F_DESC] > 0;
-        }
-    }
-    if (c->written) {
-        double cov = c->concepts ? (double)__builtin_popcountll(c->concepts[d]) / c->written : 0;
-        f[TG_DLR_QCOVER] = cov > 1 ? 1 : cov;
-        f[TG_DLR_QNAME] = (double)inname / c->written;
-        f[TG_DLR_QDESC] = (double)indesc / c->written;
-    }
-    f[TG_DLR_NAMESAID] = nlen > 0 ? (said > nlen ? 1.0 : said / nlen) : 0;
-    f[TG_DLR_SHORT] = nlen > 0 ? 1.0 / nlen : 0;
-    f[TG_DLR_RANK] = 1.0 / (double)(rank + 1);
-    if (c->vg && c->vg[d] != 255 && c->qverbs)
-        f[TG_DLR_VERB] = (c->qverbs >> c->vg[d]) & 1u ? 1.0 : -1.0;
-    if (c->q8 && c->qn > 0 && c->dn[d] > 0)
-        f[TG_DLR_COS] = tg_wv_dot8(c->q8, c->dv + d * c->dims, c->dims) / ((double)c->qn * c->dn[d]);
-}
-
-static void lr_context(lr_ctx *c, json_t *index, const query *q, const uint64_t *concepts,
-                       size_t n, int8_t **q8)
-{
-    tg_wv_info info;
-    json_t *wvj = json_object_get(index, "wv"), *wnj = json_object_get(index, "wn");
-    json_t *vgj = json_object_get(index, "vg");
-    const float *mean = (const float *)json_string_value(json_object_get(index, "wm"));
-    *c = (lr_ctx){ .index = index, .q = q, .concepts = concepts, .qverbs = query_verbs(index, q) };
-    for (size_t i = 0; i < q->n && i < 64; i++)
-        c->written += q->t[i].direct && q->t[i].origin == (int)i;
-    json_t *voj = json_object_get(index, "vo");
-    if (json_string_length(vgj) == n && json_string_length(voj) == n * sizeof(uint32_t)) {
-        c->vg = (const unsigned char *)json_string_value(vgj);
-        c->vo = (const uint32_t *)json_string_value(voj);
-    }
-    *q8 = NULL;
-    if (!mean || !tg_wv_info_get(&info) || json_string_length(wvj) != n * info.dims ||
-        json_string_length(wnj) != n * sizeof(float))
-        return;
-    *q8 = tg_malloc(info.dims);
-    c->qn = query_q8(index, q, n, mean, info.dims, *q8);
-    c->q8 = *q8;
-    c->dv = (const int8_t *)json_string_value(wvj);
-    c->dn = (const float *)json_string_value(wnj);
-    c->dims = info.dims;
-}
-
-static int lr_active(const tg_dindex_params *pr)
-{
-    for (int f = 0; f < TG_DLR_COUNT; f++)
-        if (pr->lr[f] != 0)
-            return 1;
-    return 0;
-}
-
-/* With feat: fills it (and docs) and leaves acc alone; returns how many. */
-static size_t learned_stage(json_t *index, const query *q, const tg_dindex_params *pr,
-                            const uint64_t *concepts, double *acc, size_t n, size_t *docs,
-                            double (*feat)[TG_DLR_COUNT + 1], size_t max)
-{
-    hit top[TG_DLR_DEPTH];
-    size_t kept = 0;
-    for (size_t d = 0; d < n; d++)
-        if (acc[d] > 0)
-            keep_best(top, &kept, TG_DLR_DEPTH, (hit){ d, acc[d] });
-    if (!kept)
-        return 0;
-    lr_ctx c;
-    int8_t *q8;
-    double f[TG_DLR_COUNT], s[TG_DLR_DEPTH], lo = 0;
-    lr_context(&c, index, q, concepts, n, &q8);
-    for (size_t r = 0; r < kept; r++) {
-        lr_features(&c, top[r].doc, r, f);
-        f[TG_DLR_VERBSIB] = has_sibling(&c, top, kept, r) ? f[TG_DLR_VERB] : 0;
-        s[r] = top[r].score / top[0].score;
-        if (feat && r < max) {
-            docs[r] = top[r].doc;
-            feat[r][0] = s[r];
-            memcpy(&feat[r][1], f, sizeof f);
-        }
-        for (int k = 0; k < TG_DLR_COUNT; k++)
-            s[r] += pr->lr[k] * f[k];
-        lo = r == 0 || s[r] < lo ? s[r] : lo;
-    }
-    free(q8);
-    if (feat)
-        return kept < max ? kept : max;
-    /* the first few stay above the rest (whose scores are at most the best) */
-    for (size_t r = 0; r < kept; r++)
-        acc[top[r].doc] = top[0].score * (2.0 + s[r] - lo);
-    return kept;
-}
-
-/* Every stage; with feat, stops before the last and gives its features. */
-static size_t search_core(json_t *index, const char *query_text, const tg_dindex_params *pr,
-                          const unsigned char *allow, size_t *out, double *score, size_t max,
-                          double (*feat)[TG_DLR_COUNT + 1])
+size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dindex_params *pr,
+                           const unsigned char *allow, size_t *out, double *score, size_t max)
 {
     size_t n = (size_t)json_integer_value(json_object_get(index, "n"));
     query q = { .weight = 1.0, .origin = ORIGIN_SELF };
@@ -1506,8 +1297,7 @@ static size_t search_core(json_t *index, const char *query_text, const tg_dindex
         expand_soft(&q, index, pr);
 
     double *acc = tg_calloc(n, sizeof *acc);
-    int last = feat || lr_active(pr);
-    uint64_t *concepts = pr->rerank > 0 || last ? tg_calloc(n, sizeof *concepts) : NULL;
+    uint64_t *concepts = pr->rerank > 0 ? tg_calloc(n, sizeof *concepts) : NULL;
     score_all(index, &q, pr, allow, acc, n, concepts);
     if (pr->exp_w > 0)
         score_expansion(index, "x", pr->exp_w, &q, allow, acc, n);
@@ -1517,19 +1307,11 @@ static size_t search_core(json_t *index, const char *query_text, const tg_dindex
         apply_exact(index, query_text, pr, acc, n);
     if (pr->ask_pen > 0)
         apply_question(index, query_text, pr, acc, n);
-    if (concepts && pr->rerank > 0)
+    if (concepts)
         rerank_top(&q, pr, acc, concepts, n);
+    free(concepts);
     if (pr->vec_weight > 0)
         fuse_vectors(index, &q, pr, allow, acc, n);
-    if (last) {
-        size_t got = learned_stage(index, &q, pr, concepts, acc, n, out, feat, max);
-        if (feat) {
-            free(concepts);
-            free(acc);
-            return got;
-        }
-    }
-    free(concepts);
 
     /* top `max` by insertion into a short sorted list */
     size_t matched = 0, kept = 0;
@@ -1549,18 +1331,6 @@ static size_t search_core(json_t *index, const char *query_text, const tg_dindex
     free(top);
     free(acc);
     return matched;
-}
-
-size_t tg_dindex_search_in(json_t *index, const char *query_text, const tg_dindex_params *pr,
-                           const unsigned char *allow, size_t *out, double *score, size_t max)
-{
-    return search_core(index, query_text, pr, allow, out, score, max, NULL);
-}
-
-size_t tg_dindex_features(json_t *index, const char *query_text, const tg_dindex_params *pr,
-                          size_t *out, double (*feat)[TG_DLR_COUNT + 1], size_t max)
-{
-    return search_core(index, query_text, pr, NULL, out, NULL, max, feat);
 }
 
 size_t tg_dindex_search_p(json_t *index, const char *query_text, const tg_dindex_params *pr,

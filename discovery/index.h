@@ -13,22 +13,6 @@
 /* The ranker's knobs. tg_dindex_defaults is what search_tools uses; the
  * eval (test/tools/discovery_eval.c) fits them on the tune half. */
 enum { TG_DF_NAME, TG_DF_DESC, TG_DF_PARAM, TG_DF_PDESC, TG_DF_COUNT };
-/* The last stage's features of a tool among the first TG_DLR_DEPTH
- * (index.c, learned_stage): weights fitted on the tune half. */
-enum {
-    TG_DLR_COS,      /* cosine of the query's and the tool's word vectors */
-    TG_DLR_QCOVER,   /* share of the written words the tool has (or a synonym of) */
-    TG_DLR_QNAME,    /* share of the written words in the tool's name */
-    TG_DLR_NAMESAID, /* share of the name's words the query writes */
-    TG_DLR_VERB,     /* +1 the name's verb is of a group the query says, -1 another */
-    TG_DLR_QDESC,    /* share of the written words in the description */
-    TG_DLR_RANK,     /* 1 / (rank + 1) before this stage */
-    TG_DLR_SHORT,    /* 1 / the name's length in words */
-    TG_DLR_VERBSIB,  /* TG_DLR_VERB, only for a tool another of the first few shares its
-                        name's object with (add_comment and get_comment) */
-    TG_DLR_COUNT
-};
-#define TG_DLR_DEPTH 20
 typedef struct tg_dindex_params {
     double w[TG_DF_COUNT];  /* BM25F field weights */
     double k1, b;           /* BM25 saturation and length normalization */
@@ -62,9 +46,6 @@ typedef struct tg_dindex_params {
     double ask_pen;         /* a question ("what ...", "which ...", "...?") wants to
                                read: a tool whose name only acts (create_, delete_)
                                loses this share of its score */
-    double lr[TG_DLR_COUNT]; /* last stage: the first TG_DLR_DEPTH are ordered by their
-                               score over the best plus these weights times their
-                               features (all 0: off) */
 } tg_dindex_params;
 
 extern const tg_dindex_params tg_dindex_defaults;
@@ -88,12 +69,6 @@ size_t tg_dindex_search_p(json_t *index, const char *query, const tg_dindex_para
 /* The same over the docs whose allow[doc] is set (allow NULL: all). */
 size_t tg_dindex_search_in(json_t *index, const char *query, const tg_dindex_params *params,
                            const unsigned char *allow, size_t *out, double *score, size_t max);
-
-/* The first `max` (at most TG_DLR_DEPTH) tools before the last stage and
- * their features: feat[i][0] the score over the best, feat[i][1 + f]
- * feature f (TG_DLR_*). For the eval's fit; returns how many. */
-size_t tg_dindex_features(json_t *index, const char *query, const tg_dindex_params *params,
-                          size_t *out, double (*feat)[TG_DLR_COUNT + 1], size_t max);
 
 /* Rough heap cost of an index, for the cache's byte bound. */
 size_t tg_dindex_cost(json_t *index);

@@ -1,7 +1,7 @@
 /* discovery_eval.c -- how well search_tools finds the right tool, and what
  * discovery saves upstream. `make eval`.
  *
- *   build/test/discovery_eval [-v] [-r] [-t] [-e] [-c] [-g] [-L] [queries.json]
+ *   build/test/discovery_eval [-v] [-r] [-t] [-e] [-c] [-g] [queries.json]
  *
  * Queries (test/discovery/queries.json) are tasks phrased the way a user
  * would, each labeled with the tool (server + name, from
@@ -520,15 +520,6 @@ static const knob knobs[] = {
     KNOB("ask_pen", ask_pen, 0, 0.2, 0.5, 0.6, 0.7, 0.85),
     KNOB("exp_w", exp_w, 0, 0.05, 0.1, 0.2, 0.3, 0.45),
     KNOB("exp_syn_w", exp_syn_w, 0, 0.3, 0.45, 0.6, 0.8, 1),
-    KNOB("lr.cos", lr[TG_DLR_COS], 0, 0.1, 0.2, 0.4),
-    KNOB("lr.qcover", lr[TG_DLR_QCOVER], 0, 0.1, 0.2, 0.4),
-    KNOB("lr.qname", lr[TG_DLR_QNAME], 0, 0.1, 0.2, 0.4),
-    KNOB("lr.namesaid", lr[TG_DLR_NAMESAID], 0, 0.1, 0.2, 0.4),
-    KNOB("lr.verb", lr[TG_DLR_VERB], 0, 0.02, 0.05, 0.1, 0.2),
-    KNOB("lr.qdesc", lr[TG_DLR_QDESC], 0, 0.1, 0.2, 0.4),
-    KNOB("lr.rank", lr[TG_DLR_RANK], 0, 0.1, 0.2, 0.4),
-    KNOB("lr.short", lr[TG_DLR_SHORT], 0, 0.05, 0.1, 0.2),
-    KNOB("lr.verbsib", lr[TG_DLR_VERBSIB], 0, 0.02, 0.05, 0.1, 0.2),
 };
 #define NKNOBS (sizeof knobs / sizeof knobs[0])
 
@@ -628,54 +619,6 @@ static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
     }
     free(per);
     free(score);
-    return 0;
-}
-
-/* ---- -L: the last stage's features, for lr_fit.py ----------------------
- * For each tune-half query at each size, the first TG_DLR_DEPTH tools before
- * the last stage (index.c, learned_stage) and their features, one line
- * each: size, query, server, whether it is the wanted tool, then the
- * score over the best and the TG_DLR_COUNT features. A query whose tool is
- * not among them gets one line with "miss". The test half is never read. */
-static int dump_features(json_t *queries, json_t *corpus, const tg_dindex_params *base)
-{
-    static const int sizes[] = { 100, 400, 1000 };
-    for (int si = 0; si < 3; si++) {
-        json_t *big = load_big(sizes[si]);
-        if (!big)
-            return 1;
-        json_t *bt = json_object_get(big, "tools");
-        for (size_t q = 0; q < json_array_size(queries); q++) {
-            json_t *qq = json_array_get(queries, q);
-            if (strcmp(json_string_value(json_object_get(qq, "half")), "tune") != 0)
-                continue;
-            const char *server = json_string_value(json_object_get(qq, "server"));
-            json_t *tool = query_tool(corpus, qq);
-            if (!tool)
-                continue;
-            char want[512];
-            json_t *cat = catalog_for(bt, server, tool, want, sizeof want);
-            long at = catalog_pos(cat, want);
-            json_t *idx = tg_dindex_build(cat);
-            size_t docs[TG_DLR_DEPTH];
-            double feat[TG_DLR_DEPTH][TG_DLR_COUNT + 1];
-            size_t m = tg_dindex_features(idx, json_string_value(json_object_get(qq, "query")),
-                                          base, docs, feat, TG_DLR_DEPTH);
-            int found = 0;
-            for (size_t i = 0; i < m; i++) {
-                found |= (long)docs[i] == at;
-                printf("%d\t%zu\t%s\t%d", sizes[si], q, server, (long)docs[i] == at);
-                for (int f = 0; f <= TG_DLR_COUNT; f++)
-                    printf("\t%.5f", feat[i][f]);
-                printf("\n");
-            }
-            if (!found)
-                printf("%d\t%zu\t%s\tmiss\n", sizes[si], q, server);
-            json_decref(idx);
-            json_decref(cat);
-        }
-        json_decref(big);
-    }
     return 0;
 }
 
@@ -995,7 +938,7 @@ static int chains_eval(const char *path, json_t *queries, json_t *corpus, tg_rul
 
 int main(int argc, char **argv)
 {
-    int verbose = 0, recall_only = 0, failed = 0, fit = 0, e2e = 0, chains_only = 0, feats = 0;
+    int verbose = 0, recall_only = 0, failed = 0, fit = 0, e2e = 0, chains_only = 0;
     const char *qpath = "test/discovery/queries.json";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0)
@@ -1004,8 +947,6 @@ int main(int argc, char **argv)
             recall_only = 1;
         else if (strcmp(argv[i], "-g") == 0)
             fit = 1;
-        else if (strcmp(argv[i], "-L") == 0)
-            fit = feats = 1;
         else if (strcmp(argv[i], "-e") == 0)
             e2e = 1;
         else if (strcmp(argv[i], "-c") == 0)
@@ -1056,7 +997,7 @@ int main(int argc, char **argv)
                 base.lex_max = (unsigned)v;
             kv += used;
         }
-        int rc = feats ? dump_features(queries, corpus, &base) : grid(queries, corpus, &base);
+        int rc = grid(queries, corpus, &base);
         json_decref(corpus);
         json_decref(queries);
         return rc;
