@@ -831,6 +831,22 @@ static bool answer_shape_lost(const json_t *changes)
     return false;
 }
 
+
+/* A response_format schema's rewrite, as its callers answer it: [the
+ * rewritten parameters, their inverse or null] when keep (the changes then
+ * go to explain), else [null, null]. Takes inv. */
+static json_t *rewritten_pair(bool keep, json_t *params, json_t *inv, json_t *changes,
+                              json_t *explain)
+{
+    if (!keep) {
+        json_decref(inv);
+        return json_pack("[n,n]");
+    }
+    if (explain)
+        json_array_extend(explain, changes);
+    return json_pack("[O,o]", params, inv ? inv : json_null());
+}
+
 /* [the strict form of schema, its inverse or null], or [null, null] when
  * it stays as it came (new reference). explain (may be NULL) gets the
  * changes when the form is used. */
@@ -844,16 +860,10 @@ static json_t *strict_response_schema(const tg_schema_rules *r, json_t *schema, 
     json_t *out = tool ? tg_schema_rewrite_tool(r, tool, NULL, changes, &inv, &strict) : NULL;
     json_decref(tool);
     json_t *params = tg_json_get(tg_json_get(out, "function"), "parameters");
-    json_t *res;
-    if (strict && json_is_object(params) && (!asked || !json_equal(params, schema)) &&
-        !answer_shape_lost(changes)) {
-        if (explain)
-            json_array_extend(explain, changes);
-        res = json_pack("[O,o]", params, inv ? inv : json_null());
-    } else {
-        json_decref(inv);
-        res = json_pack("[n,n]");
-    }
+    json_t *res = rewritten_pair(strict && json_is_object(params) &&
+                                     (!asked || !json_equal(params, schema)) &&
+                                     !answer_shape_lost(changes),
+                                 params, inv, changes, explain);
     json_decref(out);
     json_decref(changes);
     return res;
@@ -872,15 +882,8 @@ static json_t *limited_response_schema(const tg_schema_rules *r, json_t *schema,
     json_t *out = tool ? tg_schema_rewrite_tool(&lr, tool, NULL, changes, &inv, NULL) : NULL;
     json_decref(tool);
     json_t *params = tg_json_get(tg_json_get(out, "function"), "parameters");
-    json_t *res;
-    if (json_is_object(params) && !json_equal(params, schema)) {
-        if (explain)
-            json_array_extend(explain, changes);
-        res = json_pack("[O,o]", params, inv ? inv : json_null());
-    } else {
-        json_decref(inv);
-        res = json_pack("[n,n]");
-    }
+    json_t *res = rewritten_pair(json_is_object(params) && !json_equal(params, schema), params,
+                                 inv, changes, explain);
     json_decref(out);
     json_decref(changes);
     return res;
