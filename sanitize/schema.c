@@ -831,7 +831,6 @@ static bool answer_shape_lost(const json_t *changes)
     return false;
 }
 
-
 /* A response_format schema's rewrite, as its callers answer it: [the
  * rewritten parameters, their inverse or null] when keep (the changes then
  * go to explain), else [null, null]. Takes inv. */
