@@ -178,6 +178,16 @@ static tg_bridge_opts bridge_opts(tg_req *r, const tg_route *route)
     return o;
 }
 
+/* The request's Responses bridge, named with ids unique past this
+ * request (for the item store). */
+static void take_resp_bridge(tg_req *r, tg_resp_bridge *b)
+{
+    char name[64];
+    tg_request_id(name, sizeof name, &r->w->rng);
+    tg_resp_bridge_name(b, name + 3);
+    r->prep.bridge = b;
+}
+
 static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
                              tg_error *err)
 {
@@ -185,10 +195,7 @@ static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *bod
     tg_bridge_opts o = bridge_opts(r, route);
     if (tg_responses_to_chat_opts(body, &o, stored_item, r, chat, &b, err))
         return -1;
-    char name[64];  /* ids unique past this request, for the item store */
-    tg_request_id(name, sizeof name, &r->w->rng);
-    tg_resp_bridge_name(b, name + 3);
-    r->prep.bridge = b;
+    take_resp_bridge(r, b);
     return 0;
 }
 
@@ -264,10 +271,7 @@ static int compact_to_chat(tg_req *r, const tg_route *route, const json_t *body,
     tg_bridge_opts o = bridge_opts(r, route);
     if (tg_responses_compact_to_chat(body, &o, stored_item, r, chat, &b, err))
         return -1;
-    char name[64];
-    tg_request_id(name, sizeof name, &r->w->rng);
-    tg_resp_bridge_name(b, name + 3);
-    r->prep.bridge = b;
+    take_resp_bridge(r, b);
     return 0;
 }
 
