@@ -187,6 +187,18 @@ for sc in default tools; do
         '^200 .*event: message_stop' "$code $(tr '\n' ' ' <"$TG_TMP/ms.out")"
 done
 
+# Gemini's API (Gemini CLI), bridged over a chat provider in the other mode.
+GEM='{"contents":[{"role":"user","parts":[{"text":"Weather in Paris?"}]}],"tools":[{"functionDeclarations":[{"name":"get_weather","parameters":{"type":"OBJECT","properties":{"location":{"type":"STRING"}}}}]}]}'
+code=$(tg_req "$TG_TMP/g1.out" POST '/v1beta/models/gemini-2.5-pro:generateContent' -H 'Content-Type: application/json' \
+    -H 'X-Mock: tools' -H 'X-Mock-Force: stream' --data-binary "$GEM")
+expect_eq "Gemini API generateContent, provider streams: one response with the functionCall" \
+    "200 get_weather STOP" \
+    "$code $(json_get "$TG_TMP/g1.out" candidates.0.content.parts.0.functionCall.name) $(json_get "$TG_TMP/g1.out" candidates.0.finishReason)"
+code=$(tg_req "$TG_TMP/g2.out" POST '/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse' -H 'Content-Type: application/json' \
+    -H 'X-Mock: default' -H 'X-Mock-Force: whole' --data-binary "$GEM")
+expect_match "Gemini API streamGenerateContent, provider answers whole: an SSE stream ending in STOP" \
+    '^200 data: .*"finishReason":"STOP"' "$code $(tr '\n' ' ' <"$TG_TMP/g2.out")"
+
 # Passed through: an Anthropic route's /v1/messages and a `responses = pass`
 # route's /v1/responses, asked whole, answered with the API's event stream.
 msg='{"max_tokens":100,"messages":[{"role":"user","content":"Weather in Paris?"}]}'
