@@ -93,12 +93,32 @@ json_int_t tg_bridge_int_at(const json_t *o, const char *k1, const char *k2)
     return json_is_integer(v) ? json_integer_value(v) : 0;
 }
 
-const char *tg_bridge_reasoning(const json_t *msg)
+/* The readable texts of reasoning_details (OpenRouter's and MiniMax's
+ * reasoning.text items, and the summaries of reasoning.summary ones) in
+ * order; encrypted items are no text. */
+static const char *details_text(const json_t *details, tg_buf *own)
+{
+    size_t i;
+    const json_t *d;
+    json_array_foreach(details, i, d) {
+        const char *type = json_string_value(json_object_get(d, "type"));
+        const json_t *t = json_object_get(d, type && !strcmp(type, "reasoning.summary")
+                                                 ? "summary" : "text");
+        if (!type || strncmp(type, "reasoning.", 10) || !json_is_string(t))
+            continue;
+        tg_buf_append(own, json_string_value(t), json_string_length(t));
+    }
+    return own->len ? own->data : NULL;
+}
+
+const char *tg_bridge_reasoning(const json_t *msg, tg_buf *own)
 {
     const char *r = json_string_value(json_object_get(msg, "reasoning_content"));
     if (!r || !*r)
         r = json_string_value(json_object_get(msg, "reasoning"));
-    return r && *r ? r : NULL;
+    if (r && *r)
+        return r;
+    return details_text(json_object_get(msg, "reasoning_details"), own);
 }
 
 void tg_bridge_tool_media(json_t *media, const char *call_id, json_t *part, tg_buf *text,
@@ -194,9 +214,11 @@ static bool read_choice(tg_chat_reader *rd, const tg_chat_events *ev, void *b,
                         const json_t *choice, tg_buf *out)
 {
     const json_t *delta = json_object_get(choice, "delta");
-    const char *r = tg_bridge_reasoning(delta);
+    tg_buf own = {0};
+    const char *r = tg_bridge_reasoning(delta, &own);
     if (r)
         ev->reasoning(b, r, out);
+    tg_buf_free(&own);
     const char *t = json_string_value(json_object_get(delta, "content"));
     if (t && *t)
         ev->text(b, t, json_object_get(json_object_get(choice, "logprobs"), "content"), out);
