@@ -121,6 +121,29 @@ const char *tg_bridge_reasoning(const json_t *msg, tg_buf *own)
     return details_text(json_object_get(msg, "reasoning_details"), own);
 }
 
+/* Does any prompt_filter_results entry say a category was filtered? */
+static bool prompt_filtered(const json_t *completion)
+{
+    size_t i;
+    const json_t *r;
+    json_array_foreach(json_object_get(completion, "prompt_filter_results"), i, r) {
+        const char *k;
+        const json_t *cat;
+        json_object_foreach((json_t *)json_object_get(r, "content_filter_results"), k, cat)
+            if (json_is_true(json_object_get(cat, "filtered")))
+                return true;
+    }
+    return false;
+}
+
+const char *tg_bridge_finish(const json_t *completion)
+{
+    const json_t *choices = json_object_get(completion, "choices");
+    if (json_array_size(choices))
+        return json_string_value(json_object_get(json_array_get(choices, 0), "finish_reason"));
+    return prompt_filtered(completion) ? "content_filter" : NULL;
+}
+
 void tg_bridge_tool_media(json_t *media, const char *call_id, json_t *part, tg_buf *text,
                           size_t *n_text)
 {

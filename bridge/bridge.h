@@ -56,6 +56,11 @@ json_int_t tg_bridge_int_at(const json_t *o, const char *k1, const char *k2);
  * when it has none. The details' texts are joined in *own, which the
  * caller frees; the string fields are borrowed from msg. */
 const char *tg_bridge_reasoning(const json_t *msg, tg_buf *own);
+/* A whole completion's finish_reason (choice 0's), or "content_filter"
+ * for Azure OpenAI's answer to a prompt its filter blocked: no choice at
+ * all, and a prompt_filter_results entry with a filtered category
+ * (microsoft/agent-framework-go#473). NULL when neither says. */
+const char *tg_bridge_finish(const json_t *completion);
 
 /* A part a tool returned that a chat tool message cannot hold (an
  * image_url or file part, stolen): it joins media, the parts of the user

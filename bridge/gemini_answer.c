@@ -186,7 +186,7 @@ json_t *tg_gemini_answer(tg_gem_bridge *b, const json_t *completion)
                                                json_string_value(a), json_string_length(a),
                                                signature_of(p)));
     }
-    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    const char *finish = tg_bridge_finish(completion);
     json_t *r = response_of(b, parts, finish_of(finish),
                             usage_of(json_object_get(completion, "usage")),
                             json_object_get(completion, "id"), json_object_get(completion, "model"));

@@ -161,7 +161,7 @@ json_t *tg_messages_answer(tg_msg_bridge *b, const json_t *completion)
 {
     const json_t *choice = json_array_get(json_object_get(completion, "choices"), 0);
     const json_t *msg = json_object_get(choice, "message");
-    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    const char *finish = tg_bridge_finish(completion);
     json_t *content = json_array();
     tg_buf own = {0};
     const char *reasoning = tg_bridge_reasoning(msg, &own);

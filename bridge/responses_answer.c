@@ -277,7 +277,7 @@ json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion)
     json_t *choices = json_object_get(completion, "choices");
     json_t *choice = json_array_get(choices, 0);
     json_t *msg = json_object_get(choice, "message");
-    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    const char *finish = tg_bridge_finish(completion);
     json_decref(b->id);
     b->id = tg_resp_response_id(b, json_object_get(completion, "id"));
     json_t *output = json_array();
