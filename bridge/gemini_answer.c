@@ -158,9 +158,11 @@ json_t *tg_gemini_answer(tg_gem_bridge *b, const json_t *completion)
     const json_t *choice = json_array_get(json_object_get(completion, "choices"), 0);
     const json_t *msg = json_object_get(choice, "message");
     json_t *parts = json_array();
-    const char *reasoning = tg_bridge_reasoning(msg);
+    tg_buf own = {0};
+    const char *reasoning = tg_bridge_reasoning(msg, &own);
     if (reasoning)
         json_array_append_new(parts, json_pack("{s:s, s:b}", "text", reasoning, "thought", 1));
+    tg_buf_free(&own);
     tg_buf t = {0};
     const json_t *c = json_object_get(msg, "content");
     size_t i;
@@ -184,7 +186,7 @@ json_t *tg_gemini_answer(tg_gem_bridge *b, const json_t *completion)
                                                json_string_value(a), json_string_length(a),
                                                signature_of(p)));
     }
-    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    const char *finish = tg_bridge_finish(completion);
     json_t *r = response_of(b, parts, finish_of(finish),
                             usage_of(json_object_get(completion, "usage")),
                             json_object_get(completion, "id"), json_object_get(completion, "model"));

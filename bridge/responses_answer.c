@@ -277,17 +277,19 @@ json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion)
     json_t *choices = json_object_get(completion, "choices");
     json_t *choice = json_array_get(choices, 0);
     json_t *msg = json_object_get(choice, "message");
-    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    const char *finish = tg_bridge_finish(completion);
     json_decref(b->id);
     b->id = tg_resp_response_id(b, json_object_get(completion, "id"));
     json_t *output = json_array();
-    const char *reasoning = tg_bridge_reasoning(msg);
+    tg_buf own = {0};
+    const char *reasoning = tg_bridge_reasoning(msg, &own);
     if (reasoning) {
         json_t *item = json_pack("{s:o, s:s, s:[{s:s, s:s}]}", "id", tg_resp_item_id(b, "rs"), "type",
                                  "reasoning", "summary", "type", "summary_text", "text", reasoning);
         tg_resp_set_encrypted(b, item, reasoning, strlen(reasoning));
         json_array_append_new(output, item);
     }
+    tg_buf_free(&own);
     json_t *parts = json_array();
     const json_t *content = json_object_get(msg, "content");
     tg_buf t = {0};
