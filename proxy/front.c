@@ -443,9 +443,13 @@ static head_wait *head_of(struct MHD_Connection *conn)
  * (the sweep), back to MHD's own wait, so the suspended list that every
  * resume walks (proxy/request.c) holds only recent ones; the drain and
  * the stop resume them all (MHD aborts when stopped with one suspended).
- * Not parked: a connection whose next head was already whole in the same
- * run (pipelined), one being closed, any while draining. A pipelined head
- * that is not whole yet brings more bytes, and so an event. */
+ * It needs the request's own suspend made after the run (proxy/request.c
+ * req_suspend_after_run), or MHD reads before the answer and adds the
+ * socket back anyway. Not parked: a connection whose next head was
+ * already whole in the same run (pipelined), one being closed, any while
+ * draining. A pipelined head that is not whole yet waits for its next
+ * bytes or the sweep. The cost: one epoll_ctl a connection, so a client
+ * that opens a connection a request pays one more system call. */
 #define PARK_MAX_US 100000
 
 static void conn_register(worker *w, head_wait *h)
@@ -546,8 +550,10 @@ void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context
         heads_del(w, h);
         if (h->park_cand)
             tg_list_remove(&w->park_cands, &h->park_node);
-        if (h->parked)  /* not while MHD holds it suspended; for safety */
-            unpark(w, h);
+        if (h->parked) {  /* MHD closes none it holds suspended: never so */
+            tg_list_remove(&w->parked, &h->park_node);
+            w->n_suspended--;
+        }
         /* the close that follows takes the socket out of the epoll set */
         if (h->registered && w->conns[h->fd] == h)
             w->conns[h->fd] = NULL;
