@@ -4,7 +4,8 @@
  * core by default); each is a single event loop over one epoll set that
  * holds: its own libmicrohttpd daemon (external epoll mode, listening on its
  * own SO_REUSEPORT socket so the kernel spreads connections), the sockets of
- * its own curl multi handle, the client sockets of requests that wait, and an
+ * its own curl multi handle, its client sockets (a parked kept-alive
+ * connection's next bytes, a waiting client's close: front.c), and an
  * eventfd for control (stop, reload). A request lives and dies on the worker
  * that accepted it, so the request path takes no lock and makes no thread
  * hand-off: the client connection is suspended while upstream has nothing

@@ -2,7 +2,7 @@
  *
  * Types only (and the clock): a worker is one thread's event loop over one
  * epoll set that holds its libmicrohttpd daemon, the sockets of its curl
- * multi handle, the client sockets of requests that wait, its Redis
+ * multi handle, its client sockets (proxy/front.c), its Redis
  * connection (proxy/store.h), and an eventfd for control (proxy/server.c
  * runs it). The layers above read and write
  * the worker's fields (its lists, its cache, its metrics) but call only
