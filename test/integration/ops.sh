@@ -89,6 +89,11 @@ if command -v strace >/dev/null 2>&1; then
 else
     not_ok "kept-alive connection parked" "needs strace (.ci/deps.sh)"
 fi
+# ...and woken every way: its next request at once, after a pause (the
+# sweep resumes it first), two requests in one write, a head in two
+# parts, a request followed by the client's close of its side
+expect_eq "a kept-alive connection's requests: at once, after a pause, pipelined, split, closing" \
+    "200 200 200 200 200 200 200" "$(python3 "$TG_ROOT/test/integration/keepalive.py" "$TG_PORT" "Bearer $SECRET_CLIENT" 2>&1)"
 
 code=$(chat "$TG_TMP/r" "{\"model\":\"gpt-4o\",$MSG}" -H "$AUTH")
 expect_eq "client key accepted" 200 "$code"
