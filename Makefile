@@ -9,7 +9,7 @@
 BUILD    ?= build
 CC       ?= cc
 SAN      ?=
-PKGS     := libmicrohttpd libcurl jansson inih hiredis libssl libcrypto poppler-glib
+PKGS     := libmicrohttpd libcurl jansson inih hiredis libssl libcrypto poppler-glib zlib libzstd
 # poppler-glib's headers (glib, cairo) only for the one file that reads PDFs,
 # as system headers: their own warnings are not ours
 PDF_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags poppler-glib 2>/dev/null))
@@ -18,7 +18,7 @@ PDF_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags poppler-glib
 OPT      ?= -O2 -g
 TG_CFLAGS = -std=c11 -D_GNU_SOURCE -I. -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -fno-strict-aliasing $(OPT) $(SAN) $(CFLAGS)
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lssl -lcrypto -lpoppler-glib -lgobject-2.0 -lglib-2.0) -lstemmer -lpthread -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl -ljansson -linih -lhiredis -lssl -lcrypto -lpoppler-glib -lgobject-2.0 -lglib-2.0 -lz -lzstd) -lstemmer -lpthread -lm
 LDFLAGS  += $(SAN)
 
 SRCDIRS  := core sanitize discovery repair bridge pipeline conf proxy

@@ -1,7 +1,8 @@
 /* answer.c -- discovery's answers to the meta-tools, which toolgate gives
  * itself in inner rounds: search_tools (BM25F over the catalog, index.c,
  * several phrasings fused by reciprocal rank, a group filter, embeddings
- * when configured, embed.c), get_tool_schema (with did-you-mean for a
+ * when configured, embed.c; the agent's own tools in view named apart,
+ * split_in_view), get_tool_schema (with did-you-mean for a
  * wrong name), and call_tool turned into an ordinary call of the tool it
  * names. The arguments of each are repaired like any tool's first. */
 #include <stdio.h>
@@ -26,6 +27,11 @@
 #define RRF_K 60.0       /* the usual constant of reciprocal rank fusion */
 #define SUGGEST_MAX 3
 #define LINE_MAX_BYTES 160
+#define IN_VIEW_MAX 5     /* names of tools in view that a search answer lists apart */
+#ifndef IN_VIEW_LEAD      /* how much more a tool in view must score than the best
+                             catalog tool to keep a place among the results */
+#define IN_VIEW_LEAD 1.5
+#endif
 
 /* lookup, then by loose form when exactly one tool has it: a model's
  * case and separator variants of a name in the meta-tools' arguments. */
@@ -162,11 +168,12 @@ static int fused_better(const void *a, const void *b)
  * discovery_embeddings, each phrasing's top by cosine joins the fusion
  * (embed.c). Fills out[] (best first), returns how many tools matched. */
 static size_t fused_search(const tg_ctx *ctx, json_t *d, const char **q, size_t nq,
-                           const unsigned char *mask, size_t *out, size_t max)
+                           const unsigned char *mask, size_t *out, double *strength, size_t max)
 {
     json_t *index = json_object_get(d, "index");
     size_t n = json_array_size(json_object_get(d, "names"));
     double *rrf = tg_calloc(n ? n : 1, sizeof *rrf);
+    double *bm = tg_calloc(n ? n : 1, sizeof *bm);
     fused *all = tg_malloc((n ? n : 1) * sizeof *all);
     size_t matched = 0, got = 0;
     tg_dindex_params pr = tg_dindex_defaults;
@@ -176,11 +183,14 @@ static size_t fused_search(const tg_ctx *ctx, json_t *d, const char **q, size_t 
     }
     for (size_t k = 0; k < nq; k++) {
         size_t hits[FUSE_DEPTH];
-        size_t m = tg_dindex_search_in(index, q[k], &pr, mask, hits, NULL, FUSE_DEPTH);
+        double sc[FUSE_DEPTH];
+        size_t m = tg_dindex_search_in(index, q[k], &pr, mask, hits, sc, FUSE_DEPTH);
         if (m > matched)
             matched = m;  /* a lower bound of the union, enough for "more" */
-        for (size_t i = 0; i < m && i < FUSE_DEPTH; i++)
+        for (size_t i = 0; i < m && i < FUSE_DEPTH; i++) {
             rrf[hits[i]] += 1.0 / (RRF_K + (double)i + 1.0);
+            bm[hits[i]] += sc[i];
+        }
     }
     tg_disc_embed_fuse(ctx, ctx->disc->embed_route, ctx->disc->embed_model, d, q, nq, mask,
                        FUSE_DEPTH, RRF_K, rrf);
@@ -190,11 +200,51 @@ static size_t fused_search(const tg_ctx *ctx, json_t *d, const char **q, size_t 
     qsort(all, got, sizeof *all, fused_better);
     if (got > matched)
         matched = got;
-    for (size_t i = 0; i < got && i < max; i++)
+    for (size_t i = 0; i < got && i < max; i++) {
         out[i] = all[i].doc;
+        strength[i] = bm[all[i].doc];
+    }
+    free(bm);
     free(rrf);
     free(all);
     return matched;
+}
+
+/* Whether the agent has this tool in view: a core tool, sent whole
+ * beside the meta-tools. */
+static int in_view(json_t *d, size_t doc)
+{
+    return json_object_get(json_object_get(d, "exposed"), tg_dd_up_name(d, (long)doc)) != NULL;
+}
+
+/* The ranked hits split in two: the catalog tools the model can reach only
+ * through the search fill the results, and a tool already in view keeps a
+ * place among them only when it outscores every catalog tool by
+ * IN_VIEW_LEAD (BM25 over the phrasings, its strength); else its name goes
+ * to in_view (if it ranked within the first `limit`), so the agent's own
+ * tools (a scheduler, a report tool) take no slot from what it cannot see,
+ * and a task that is theirs ("run a shell command", Bash) still finds
+ * them. Returns how many results; in_view filled. */
+static size_t split_in_view(const tg_ctx *ctx, json_t *d, const size_t *hits,
+                            const double *strength, size_t m, size_t limit, json_t *results,
+                            json_t *seen)
+{
+    double best = 0;
+    for (size_t i = 0; i < m; i++)
+        if (!in_view(d, hits[i]) && strength[i] > best)
+            best = strength[i];
+    size_t got = 0;
+    for (size_t i = 0; i < m && got < limit; i++) {
+        if (in_view(d, hits[i]) && strength[i] < IN_VIEW_LEAD * best) {
+            if (i < limit && json_array_size(seen) < IN_VIEW_MAX)
+                json_array_append_new(seen, json_string(tg_dd_up_name(d, (long)hits[i])));
+            continue;
+        }
+        json_array_append_new(results, tool_entry(d, (long)hits[i],
+                                                  (int)got < ctx->disc->search_schemas, 0));
+        got++;
+    }
+    return got;
 }
 
 json_t *tg_dd_search_answer(const tg_ctx *ctx, json_t *d, json_t *args)
@@ -211,20 +261,29 @@ json_t *tg_dd_search_answer(const tg_ctx *ctx, json_t *d, json_t *args)
     unsigned char *mask = group_mask(d, group, &unknown);
     if (unknown && means_no_group(group))
         unknown = 0;
-    size_t hits[SEARCH_MAX];
-    size_t matched = nq ? fused_search(ctx, d, q, nq, mask, hits, (size_t)limit) : 0;
+    size_t hits[FUSE_DEPTH];
+    double strength[FUSE_DEPTH];
+    size_t matched = nq ? fused_search(ctx, d, q, nq, mask, hits, strength, FUSE_DEPTH) : 0;
     free(mask);
-    size_t got = matched < (size_t)limit ? matched : (size_t)limit;
-    json_t *results = json_array();
-    for (size_t i = 0; i < got; i++)
-        json_array_append_new(results, tool_entry(d, (long)hits[i],
-                                                  (int)i < ctx->disc->search_schemas, 0));
-    json_t *r = json_pack("{sosI}", "results", results, "more", (json_int_t)(matched - got));
+    json_t *results = json_array(), *seen = json_array();
+    size_t got = split_in_view(ctx, d, hits, strength, matched < FUSE_DEPTH ? matched : FUSE_DEPTH,
+                               (size_t)limit, results, seen);
+    size_t shown = got + json_array_size(seen);
+    json_t *r = json_pack("{sosI}", "results", results, "more",
+                          (json_int_t)(matched > shown ? matched - shown : 0));
+    if (json_array_size(seen)) {
+        json_object_set_new(r, "in_view", seen);
+        json_object_set_new(r, "in_view_note",
+                            json_string("in_view: tools that match as well and are already "
+                                        "among your tools; call one directly by its name."));
+    } else {
+        json_decref(seen);
+    }
     if (!nq)
         json_object_set_new(r, "message",
                             json_string("Pass {\"query\": \"what you want to do\"}, e.g. "
                                         "{\"query\": \"create a calendar event\"}."));
-    else if (!got)
+    else if (!got && !json_array_size(json_object_get(r, "in_view")))
         json_object_set_new(r, "message",
                             json_string("No tool matched. Try other words for the task; "
                                         "the catalog's names are listed in this tool's description."));

@@ -32,6 +32,7 @@
 #include "proxy/gemini.h"
 #include "proxy/log.h"
 #include "proxy/prepare.h"
+#include "proxy/stored.h"
 #include "proxy/upstream.h"
 
 /* ---- answers to the client ---------------------------------------------- */
@@ -124,8 +125,9 @@ static enum MHD_Result queue_answer(tg_req *r)
             snprintf(v, sizeof v, "%d", r->answer.status);
             MHD_add_response_header(resp, "X-Toolgate-Upstream-Error", v);
         }
-    } else {
-        MHD_add_response_header(resp, "Content-Type", "application/json");
+    } else {  /* toolgate's own: JSON, or a replayed stream (proxy/stored.c) */
+        MHD_add_response_header(resp, "Content-Type",
+                                r->answer.type ? r->answer.type : "application/json");
     }
     return send_response(r, resp, RQ_ANSWERED);
 }
@@ -330,6 +332,9 @@ static int route_request(tg_req *r)
         prepare_plain(r);
         return 0;
     }
+    int stored = stored_route(r, by_prefix);  /* GET /v1/responses/{id}... when bridged */
+    if (stored)
+        return stored;
     if (!strncmp(rest, "/v1/", 4) || !strcmp(rest, "/v1")) {
         r->route = by_prefix ? by_prefix : &r->conf->routes[0];
         if (models_route(r))  /* answered from the conf */

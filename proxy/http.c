@@ -49,6 +49,18 @@ const char *tg_header_get(const tg_header_list *l, const char *name)
     return NULL;
 }
 
+void tg_header_list_del(tg_header_list *l, const char *name)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (strcasecmp(l->v[i].name, name))
+            l->v[k++] = l->v[i];
+        else
+            free(l->v[i].name);
+    }
+    l->n = k;
+}
+
 void tg_header_list_free(tg_header_list *l)
 {
     for (size_t i = 0; i < l->n; i++)

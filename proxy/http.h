@@ -26,6 +26,8 @@ typedef struct tg_header_list {
 /* "Name: value\r\n" as curl hands it over. */
 void tg_header_list_add_line(tg_header_list *l, const char *line, size_t n);
 const char *tg_header_get(const tg_header_list *l, const char *name);
+/* Removes every header of that name (any case). */
+void tg_header_list_del(tg_header_list *l, const char *name);
 void tg_header_list_free(tg_header_list *l);
 
 /* Hop-by-hop and framing headers that never cross the proxy as they are. */

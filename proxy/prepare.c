@@ -13,6 +13,7 @@
 #include "proxy/prepare.h"
 
 #include "core/alloc.h"
+#include "core/decode.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,18 +60,47 @@ static int refuse_keyless(tg_req *r, const tg_route *route)
     return -1;
 }
 
-/* The body is read and rewritten, so it must be plain JSON: a gzip body
- * would otherwise fail as "not valid JSON" near its first byte. */
+/* The body is read and rewritten, so it is decoded first when it came
+ * compressed (core/decode.h: Codex sends zstd bodies, and the APIs take
+ * them): within max_body decoded, its growth charged to max_body_memory;
+ * what goes upstream is the plain body (Content-Encoding is not passed). An
+ * unknown coding is a 415, bytes that are not their coding a 400, a body
+ * past max_body decoded a 413, each naming what it was. */
 static int body_plain(tg_req *r)
 {
     const char *enc = client_header(r, "content-encoding");
-    if (enc && *enc && strcasecmp(enc, "identity")) {
-        set_error(r, 415, "invalid_request_error", "unsupported_content_encoding", NULL,
-                  "request body has Content-Encoding '%.64s': toolgate reads and rewrites chat "
-                  "requests, so send the body uncompressed",
-                  enc);
+    if (!enc || !*enc || !strcasecmp(enc, "identity") || r->client.decoded)
+        return 0;
+    tg_buf out = {0};
+    const tg_buf *in = &r->client.body;
+    int rc = tg_decode_body(enc, in->data ? in->data : "", in->len, r->conf->max_body, &out);
+    if (rc == TG_DECODE_OK && out.len > r->client.body_charge &&
+        !body_charge(r, out.len - r->client.body_charge)) {
+        tg_buf_free(&out);
+        set_error(r, 503, "server_error", "overloaded", NULL,
+                  "toolgate holds max_body_memory (%zu bytes) of request bodies at once; retry "
+                  "shortly", r->conf->max_body_memory);
         return -1;
     }
+    if (rc != TG_DECODE_OK) {
+        tg_buf_free(&out);
+        if (rc == TG_DECODE_UNKNOWN)
+            set_error(r, 415, "invalid_request_error", "unsupported_content_encoding", NULL,
+                      "request body has Content-Encoding '%.64s': toolgate decodes zstd, gzip "
+                      "and deflate only",
+                      enc);
+        else if (rc == TG_DECODE_TOO_LARGE)
+            set_error(r, 413, "invalid_request_error", "request_too_large", NULL,
+                      "request body, decoded from '%.64s', is larger than max_body (%zu bytes)",
+                      enc, r->conf->max_body);
+        else
+            set_error(r, 400, "invalid_request_error", "invalid_content_encoding", NULL,
+                      "request body is not valid '%.64s' data (its Content-Encoding)", enc);
+        return -1;
+    }
+    tg_buf_free(&r->client.body);
+    r->client.body = out;
+    r->client.decoded = true;
     return 0;
 }
 

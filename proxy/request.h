@@ -69,6 +69,7 @@ typedef struct tg_req {
         tg_buf body;                  /* client body (freed once a stream starts) */
         size_t body_len;              /* its length, for the log */
         bool too_large;
+        bool decoded;                 /* body is its Content-Encoding undone (prepare.c) */
         bool over_budget;             /* max_body_memory was reached while reading */
         size_t body_charge;           /* bytes of max_body_memory this body holds */
         const char *key;              /* the client_keys entry it matched, or NULL */

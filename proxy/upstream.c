@@ -31,6 +31,7 @@
 #include "proxy/retry.h"
 #include "proxy/upconn.h"
 #include "proxy/upsock.h"
+#include "proxy/fold.h"
 
 /* ---- a round's answer as it comes --------------------------------------- */
 
@@ -102,7 +103,9 @@ static void release_bodies(tg_req *r)
 }
 
 /* A request toolgate passes through (an agent API on a route that passes
- * it, or any other /v1 path) whose provider answers a 2xx event stream:
+ * it, or any other /v1 path) whose provider answers a 2xx event stream
+ * (an agent API's request that asked for one answer is collected and
+ * folded instead, fold_api_stream):
  * the bytes go to the client as they come, with no parser and nothing
  * held but what the client has not read yet (the pause bounds it). Before
  * this, such a stream (Claude Code on an anthropic route) reached the
@@ -110,7 +113,7 @@ static void release_bodies(tg_req *r)
 static bool start_raw_stream(tg_req *r, const char *ct)
 {
     if (r->prep.is_chat || r->state != RQ_WAIT || r->up.status < 200 || r->up.status >= 300 ||
-        !ct || !strstr(ct, "text/event-stream"))
+        !ct || !strstr(ct, "text/event-stream") || (r->prep.api && !r->client.stream))
         return false;
     r->stream.is_sse = r->stream.raw = true;
     r->answer.status = (int)r->up.status;
@@ -1068,6 +1071,8 @@ static void finish_whole(tg_req *r)
     if (!r->prep.is_chat) {
         if (models_answer(r))  /* GET /v1/models: in the shape asked for */
             return;
+        tg_fold_api_stream(r);
+        len = r->up.resp.len;
         set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);
         return;
     }
@@ -1092,8 +1097,15 @@ static void finish_whole(tg_req *r)
         relay_upstream_error(r, (int)r->up.status);
         return;
     }
+    if (!r->ctx.stream)
+        tg_fold_chat_stream(r);
+    len = r->up.resp.len;
+    /* a whole answer the agent's stream needs: made here, or by a bridge
+     * that streams a whole answer in its own way (Gemini's one response) */
+    bool make_stream = r->ctx.stream && !(r->prep.bridge && r->prep.api->answer_stream);
     const char *body = r->up.resp.data ? r->up.resp.data : "";
-    if (tg_repair_surely_plain(&r->ctx, body, len) && tg_repair_finish_plain(body, len)) {
+    if (!make_stream && tg_repair_surely_plain(&r->ctx, body, len) &&
+        tg_repair_finish_plain(body, len)) {
         /* Most answers carry no tool call and need nothing: relayed as
          * they came, without paying for a parse. */
         set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);
@@ -1120,13 +1132,14 @@ static void finish_whole(tg_req *r)
                   "could not start the next discovery round");
         return;
     }
-    if (r->ctx.stream) {
+    if (make_stream) {
         /* The agent asked for a stream and the provider answered whole
          * (older Ollama with tools, some gateways): sent as the stream it
          * would have been, or the agent's client finds no chunk at all. */
         tg_buf sse = {0};
         if (tg_completion_sse(resp, &sse) == 0) {
             json_decref(resp);
+            tg_answer_mode_said(r, "whole-streamed");
             char *s = tg_buf_steal(&sse, &len);
             set_answer(r, (int)r->up.status, s, len, true);
             r->answer.type = "text/event-stream";

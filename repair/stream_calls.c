@@ -13,9 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CALL_NEW (-1)
-#define CALL_SUMMARY (-2)
-
 /* Send call k if it is complete and named (meta calls stay with us). */
 void tg_rs_try_send(tg_stream *s, schoice *c, scall *k, json_t *events)
 {
@@ -62,7 +59,7 @@ static long unless_named_otherwise(const schoice *c, long at, const char *name)
 {
     const scall *k = &c->calls[at];
     if (name && k->name && (strcmp(name, k->name) || tg_rs_args_complete(k)))
-        return CALL_NEW;
+        return TG_RS_CALL_NEW;
     return at;
 }
 
@@ -135,9 +132,9 @@ long tg_rs_find_call(schoice *c, long idx, const char *id, const char *name, con
             bool finished = k->name && tg_rs_args_complete(k);
             if (finished && (name || alen) && (!name || !strcmp(name, k->name)) &&
                 repeats_args(k, a, alen))
-                return CALL_SUMMARY;
+                return TG_RS_CALL_SUMMARY;
             if (name && finished)
-                return CALL_NEW;
+                return TG_RS_CALL_NEW;
             return i;
         }
     }
@@ -150,12 +147,12 @@ long tg_rs_find_call(schoice *c, long idx, const char *id, const char *name, con
             c->calls[c->cur].up_index = idx;  /* index-less or reused start, own rest */
             return c->cur;
         }
-        return CALL_NEW;
+        return TG_RS_CALL_NEW;
     }
     if (c->cur < 0)
-        return CALL_NEW;
+        return TG_RS_CALL_NEW;
     if (id)  /* a new id and no index */
-        return name || tg_rs_args_complete(&c->calls[c->cur]) ? CALL_NEW : c->cur;
+        return name || tg_rs_args_complete(&c->calls[c->cur]) ? TG_RS_CALL_NEW : c->cur;
     return unless_named_otherwise(c, c->cur, name);
 }
 
@@ -177,8 +174,12 @@ void tg_rs_take_call_delta(tg_stream *s, schoice *c, const json_t *tc, json_t *e
     const json_t *a = json_object_get(fn, "arguments");
 
     long i = tg_rs_find_call(c, idx, id, name, json_string_value(a), json_string_length(a));
-    if (i == CALL_SUMMARY) {  /* a finished call said again: nothing new */
+    if (i == TG_RS_CALL_SUMMARY) {  /* a finished call said again: nothing new */
         tg_rr_note_other(s->ctx, "stream-call-summary", name, NULL, NULL);
+        return;
+    }
+    if (i < 0 && c->ncalls >= TG_RS_MAX_CALLS) {
+        tg_rr_fail(s->ctx, "call_dropped", name, NULL);
         return;
     }
     if (i < 0) {

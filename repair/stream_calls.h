@@ -5,9 +5,20 @@
 
 #include "repair/stream_state.h"
 
+/* Calls of one message at most: a fragment that would open one more is
+ * dropped and counted (call_dropped). No model sends a thousand calls in
+ * one message; a hostile upstream that sends a fresh index or id in every
+ * chunk would otherwise make each fragment's search longer (20,000 calls
+ * took 4.7 s of one worker's CPU, growing as the square). */
+#define TG_RS_MAX_CALLS 1024
+
+#define TG_RS_CALL_NEW (-1)      /* the fragment opens a new call */
+#define TG_RS_CALL_SUMMARY (-2)  /* it repeats a finished call: nothing new */
+
 /* The call a fragment (index idx or -1, id, name, arguments a) belongs to:
- * its position in c->calls, or negative for a new call or a repeated
- * summary of a finished one (the table is at its definition). */
+ * its position in c->calls, or TG_RS_CALL_NEW or TG_RS_CALL_SUMMARY (the
+ * table is at its definition). The stream repair and the fold of a stream
+ * into a whole answer (collect.c) both place fragments by it. */
 long tg_rs_find_call(schoice *c, long idx, const char *id, const char *name, const char *a,
                      size_t alen);
 /* One element of delta.tool_calls. */

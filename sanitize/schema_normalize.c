@@ -286,6 +286,19 @@ static json_t *lower_type_name(json_t *t)
     return NULL;
 }
 
+/* "fields": "object": a property written as its bare type name (hand-made
+ * tool lists, some MCP servers) is not a schema, and every target refuses
+ * it; the name says what was meant, so it becomes {"type": name} rather
+ * than the "any value" stand-in a schema that says nothing gets. */
+static bool is_type_name(json_t *in)
+{
+    const char *s = json_string_value(in);
+    for (const char *const *nm = type_names; s && *nm; nm++)
+        if (!strcasecmp(s, *nm))
+            return true;
+    return false;
+}
+
 static void lower_type_names(walk *w, json_t *n, const char *ptr)
 {
     json_t *t = json_object_get(n, "type");
@@ -391,6 +404,9 @@ node_in tg_sw_normalize(walk *w, json_t *in, const char *ptr, bool root)
     node_in ni = {0};
     if (json_is_object(in)) {
         ni.n = json_copy(in);
+    } else if (is_type_name(in)) {
+        ni.n = json_pack("{s:O}", "type", in);
+        tg_sw_note(w, ptr, "repair-bare-type-name", in, ni.n);
     } else {
         ni.n = json_object();
         if (in && !json_is_true(in))

@@ -16,6 +16,8 @@ them all. Prints "port=N" once listening (like the mock upstream). Modes:
   bad_events     chunks that are not valid chat chunks among valid ones
   big_header     a whole chat.completion whose head has a 20 KB header line
   big_header_stream  the same head on a stream
+  fresh_calls    a stream that opens a new tool call (fresh index and id) in
+                 each of its 3,000 chunks, to a stream or to a whole request
 
 GET /_stolen reports how many requests reached /stolen.
 """
@@ -210,6 +212,17 @@ class Handler(BaseHTTPRequestHandler):
         for e in events:
             self.wfile.write(("data: %s\n\n" % e).encode())
         self.wfile.write(b"data: [DONE]\n\n")
+
+    def mode_fresh_calls(self):
+        self.sse_head()
+        out = []
+        for i in range(3000):
+            c = {"id": "c", "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
+                {"index": i, "id": "t%d" % i, "type": "function",
+                 "function": {"name": "f", "arguments": "{}"}}]}}]}
+            out.append("data: %s\n\n" % json.dumps(c))
+        out.append("data: %s\n\ndata: [DONE]\n\n" % chunk(None, "tool_calls"))
+        self.wfile.write("".join(out).encode())
 
     def big_head(self, ctype):
         self.send_response(200)

@@ -164,6 +164,27 @@ for e in ev[:-1]:
 assert text == "5ok", text' "$TG_TMP/bad"
 expect_eq "bad events: the 8 invalid chunks counted" 8 "$(metric toolgate_stream_chunks_invalid_total)"
 
+# A stream that opens a fresh call in every chunk: a message keeps at most
+# 1,024 calls (repair/stream_calls.h), streamed or folded into a whole
+# answer, so no fragment's search grows with the square.
+stream "$TG_TMP/fresh" fresh_calls 60
+check "fresh calls, streamed: 1024 calls relayed, then the finish and [DONE]" "$PY" -c '
+import json, sys
+ev = [l[6:] for l in open(sys.argv[1]).read().split("\n") if l.startswith("data: ")]
+assert ev[-1] == "[DONE]", ev[-3:]
+ids = set()
+for e in ev[:-1]:
+    for ch in json.loads(e)["choices"]:
+        for tc in ch["delta"].get("tool_calls") or []:
+            ids.add(tc.get("id"))
+assert len(ids) == 1024, len(ids)' "$TG_TMP/fresh"
+whole "$TG_TMP/fresh_whole" fresh_calls
+check "fresh calls, asked whole: folded into one answer of 1024 calls" "$PY" -c '
+import json, sys
+v = json.load(open(sys.argv[1]))
+n = len(v["choices"][0]["message"]["tool_calls"])
+assert n == 1024 and v["choices"][0]["finish_reason"] == "tool_calls", n' "$TG_TMP/fresh_whole"
+
 # ---- item 5: readers that never read --------------------------------------
 fresh || exit 1
 t0=$(now_ms)

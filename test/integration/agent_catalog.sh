@@ -9,9 +9,11 @@
 # corpus/requests/big-400.json, with a query's target tool in place of the
 # last one (as discovery_eval does), and the query as its prompt. toolgate
 # (discovery on) collapses the agent's tools behind the meta-tools; the
-# mock's scripted model (scenario discovery-fill) searches with the prompt,
-# reads the first result's schema and calls it through call_tool with a
-# value for each required parameter; the agent runs the MCP tool, which
+# mock's scripted model (scenario discovery-fill) searches with the prompt
+# and calls the first result through call_tool with a value for each
+# required parameter, at once when the result carries its parameters
+# (discovery_schemas, 3 by default), else after reading its schema with
+# get_tool_schema; the agent runs the MCP tool, which
 # logs the call. Counted: the runs whose MCP server saw a call of the
 # target, and the upstream requests each task took (each query has its own
 # route, /qN, so toolgate's access log says which requests were its: one
@@ -209,9 +211,9 @@ if [ "$AGENT" = claude_search ]; then
         not_ok "ToolSearch's results reached the model" "$(tail -n 20 "$TG_LOG")"
     fi
 elif grep -q '"discovery_rounds":[1-9]' "$TG_LOG"; then
-    ok "toolgate answered the search and schema rounds itself"
+    ok "toolgate answered the discovery rounds (search, schema) itself"
 else
-    not_ok "toolgate answered the search and schema rounds itself" "$(tail -n 20 "$TG_LOG")"
+    not_ok "toolgate answered the discovery rounds (search, schema) itself" "$(tail -n 20 "$TG_LOG")"
 fi
 
 stop_toolgate

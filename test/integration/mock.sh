@@ -167,6 +167,18 @@ mreq "$B" "{\"model\":\"m\",\"messages\":[$FU,$FS],\"tools\":[$MT]}" >/dev/null
 expect_eq "discovery-fill: searches with the last user turn, without its system reminder" \
     'search_tools {"query":"make a pie chart"}' \
     "$(first_call "$B")"
+# a search result whose first hit carries its parameters (toolgate's
+# discovery_schemas): call_tool at once; without them: get_tool_schema
+MS='{"type":"function","function":{"name":"get_tool_schema","parameters":{}}}'
+SC='{"role":"assistant","content":null,"tool_calls":[{"id":"s1","type":"function","function":{"name":"search_tools","arguments":"{}"}}]}'
+SR='{"role":"tool","tool_call_id":"s1","content":"{\"results\":[{\"name\":\"pie\",\"parameters\":{\"type\":\"object\",\"properties\":{\"data\":{\"type\":\"array\"}},\"required\":[\"data\"]}}]}"}'
+mreq "$B" "{\"model\":\"m\",\"messages\":[$FU,$SC,$SR],\"tools\":[$MT,$MS]}" >/dev/null
+expect_eq "discovery-fill: a first hit that carries its parameters is called at once" \
+    'call_tool {"name":"pie","arguments":{"data":[]}}' "$(first_call "$B")"
+SR='{"role":"tool","tool_call_id":"s1","content":"{\"results\":[{\"name\":\"pie\"}]}"}'
+mreq "$B" "{\"model\":\"m\",\"messages\":[$FU,$SC,$SR],\"tools\":[$MT,$MS]}" >/dev/null
+expect_eq "discovery-fill: one without them is read first" \
+    'get_tool_schema {"names":["pie"]}' "$(first_call "$B")"
 URL="$MOCK_URL/as/discovery-toolsearch/v1/chat/completions"
 TT='{"type":"function","function":{"name":"ToolSearch","parameters":{}}},{"type":"function","function":{"name":"call_tool","parameters":{}}}'
 mreq "$B" "{\"model\":\"m\",\"messages\":[$FU,$FS],\"tools\":[$TT]}" >/dev/null

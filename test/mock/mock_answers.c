@@ -420,7 +420,10 @@ static enum MHD_Result answer_parallel(request *r, struct MHD_Connection *conn)
  * Scenario discovery-fill (for agents, which send no headers): the call
  * after the schema carries a value for each required parameter (by type:
  * "x", 1, true, [], {}), so that an agent's own check of the arguments
- * lets it run; a user turn of text parts searches their joined text, the
+ * lets it run, and when the search result's first hit carries its
+ * parameters (toolgate's discovery_schemas, which search_tools' description
+ * tells the model it can call right away) that call comes at once, without
+ * the schema step; a user turn of text parts searches their joined text, the
  * last user turn's (a system turn after it is not the task), and an
  * agent's <system-reminder> blocks are no part of it.
  * Scenario discovery-toolsearch (Claude Code's own search): as
@@ -783,12 +786,16 @@ static enum MHD_Result answer_discovery(request *r, struct MHD_Connection *conn)
     json_t *result = json_loads(json_string_value(json_object_get(last, "content")) ?: "", 0, NULL);
     enum MHD_Result ret;
     if (!strcmp(answered, search)) {
-        const char *first = json_string_value(
-            json_object_get(json_array_get(json_object_get(result, "results"), 0), "name"));
+        json_t *top = json_array_get(json_object_get(result, "results"), 0);
+        const char *first = json_string_value(json_object_get(top, "name"));
+        bool fill = !args_text && !strcmp(r->scenario, "discovery-fill");
         if (!first)
             ret = answer_text(r, conn, "search found nothing");
         else if (direct)
             ret = answer_call(r, conn, first, json_incref(args));
+        else if (fill && call && json_object_get(top, "parameters"))  /* its schema came along */
+            ret = answer_call(r, conn, call, json_pack("{s:s,s:o}", "name", first, "arguments",
+                                                       filled_args(json_object_get(top, "parameters"))));
         else
             ret = answer_call(r, conn, schema ? schema : search, json_pack("{s:[s]}", "names", first));
     } else if (schema && !strcmp(answered, schema)) {

@@ -504,7 +504,7 @@ static enum MHD_Result queue_stream(request *r, struct MHD_Connection *conn, str
 static void path_headers(request *r, struct MHD_Connection *conn)
 {
     static const char *const names[] = { "X-Mock-Then", "X-Mock-Style", "X-Mock-Calls",
-                                         "X-Mock-Untyped", "X-Mock-Ids", NULL };
+                                         "X-Mock-Untyped", "X-Mock-Ids", "X-Mock-Force", NULL };
     const char *from = r->url + 4 + strcspn(r->url + 4, ",/");
     if (*from != ',' || !(r->path_args = strndup(from + 1, strcspn(from + 1, "/"))))
         return;
@@ -543,6 +543,13 @@ static void pick_scenario(request *r, struct MHD_Connection *conn)
         r->stream = true;
         strcpy(r->scenario, "default");
     }
+    /* X-Mock-Force: stream | whole -- a provider that streams whatever the
+     * request says (or never streams), as some backends and gateways do */
+    const char *force = header(conn, "X-Mock-Force");
+    if (force && !strcmp(force, "stream"))
+        r->stream = true;
+    else if (force && !strcmp(force, "whole"))
+        r->stream = false;
 }
 
 static enum MHD_Result chat_completions(request *r, struct MHD_Connection *conn)

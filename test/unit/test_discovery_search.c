@@ -477,6 +477,130 @@ static void test_search_groups_and_queries(void **state)
     tg_ctx_clear(&ctx);
 }
 
+static int listed(json_t *arr, const char *name)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        json_t *e = json_array_get(arr, i);
+        const char *n = json_is_string(e) ? json_string_value(e)
+                                          : json_string_value(json_object_get(e, "name"));
+        if (n && strcmp(n, name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The agent's own tools stay in view beside the meta-tools: one that
+ * matches takes no result slot from the catalog tools the model cannot
+ * see (its name goes to in_view) unless it leads them clearly, and a task
+ * that is its own still finds it ("run a shell command": Bash). */
+/* A big-100 request with three tools of the agent's own beside it, in view
+ * (core), staged with rules r. */
+static json_t *own_staged(tg_ctx *ctx, tg_rules_set *r)
+{
+    static char *core[] = { "Snap", "Bash", "ScheduleWakeup", NULL };
+    tg_error err;
+    r->disc.core = core;
+    tg_ctx_init(ctx, "r", r, NULL);
+    json_t *body = request(100, user_turn("hello"));
+    json_t *own = json_pack(
+        "[{ss s{ssssso}}, {ss s{ssssso}}, {ss s{ssssso}}]", "type", "function", "function",
+        "name", "Snap", "description", "Take a screenshot of the page.", "parameters",
+        json_pack("{ss}", "type", "object"), "type", "function", "function", "name", "Bash",
+        "description", "Run a shell command in a persistent bash session and return its output.",
+        "parameters", json_pack("{ss}", "type", "object"), "type", "function", "function", "name",
+        "ScheduleWakeup", "description",
+        "Schedule a wakeup: resume this session later, at a delay you choose.", "parameters",
+        json_pack("{ss}", "type", "object"));
+    json_t *tools = json_deep_copy(json_object_get(body, "tools"));
+    json_array_extend(tools, own);
+    json_decref(own);
+    json_object_set_new(body, "tools", tools);
+    assert_int_equal(tg_pipeline_request(body, ctx, &err), 0);
+    return body;
+}
+
+/* The agent's own tools stay in view beside the meta-tools: one that
+ * matches takes no result slot from the catalog tools the model cannot
+ * see (its name goes to in_view) unless it leads them clearly, and a task
+ * that is its own still finds it ("run a shell command": Bash). */
+static void test_in_view(void **state)
+{
+    (void)state;
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    tg_ctx ctx;
+    json_t *body = own_staged(&ctx, &r);
+
+    /* matching about as well as the catalog's screenshot tool: listed apart,
+     * and the results are the catalog's, as many as asked */
+    json_t *a = search_with(&ctx, json_pack("{sssi}", "query", "take a screenshot of the page",
+                                            "limit", 4));
+    json_t *res = json_object_get(a, "results");
+    assert_int_equal(json_array_size(res), 4);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(res, 0), "name")),
+                        "puppeteer_screenshot");
+    assert_false(listed(res, "Snap"));
+    assert_true(listed(json_object_get(a, "in_view"), "Snap"));
+    assert_non_null(strstr(json_string_value(json_object_get(a, "in_view_note")), "directly"));
+    json_decref(a);
+
+    /* nothing in the catalog comes close: it keeps its place, first */
+    a = search_with(&ctx, json_pack("{ss}", "query", "wake up later and resume this session"));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(a, "results"), 0), "name")),
+                        "ScheduleWakeup");
+    assert_false(listed(json_object_get(a, "in_view"), "ScheduleWakeup"));
+    json_decref(a);
+
+    /* the agent's own task still leads the model to its own tool */
+    a = search_with(&ctx, json_pack("{ss}", "query", "run a shell command"));
+    res = json_object_get(a, "results");
+    assert_true(rank_of(a, "Bash") == 0 || listed(json_object_get(a, "in_view"), "Bash"));
+    assert_true(rank_of(a, "Bash") <= 0);
+    json_decref(a);
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
+/* The same answer on every dialect, whole and streamed: it is built once
+ * (tg_dd_search_answer) and goes back as the search round's tool message. */
+static void test_in_view_rounds(void **state)
+{
+    (void)state;
+    static const tg_dialect ds[] = { TG_D_OPENAI_STRICT, TG_D_GEMINI, TG_D_ANTHROPIC, TG_D_CEREBRAS };
+    for (size_t i = 0; i < sizeof ds / sizeof *ds; i++)
+        for (int streamed = 0; streamed < 2; streamed++) {
+            tg_rules_set r;
+            rules_for(&r, ds[i]);
+            tg_ctx ctx;
+            json_t *body = own_staged(&ctx, &r);
+            json_t *call = mk_call(meta(body, "search_tools"),
+                                   json_pack("{ssss}", "query", "take a screenshot of the page",
+                                             "group", "null"));
+            json_t *next = NULL, *emit = NULL, *resp = NULL;
+            if (streamed) {
+                ctx.stream = true;
+                json_t *msg = json_pack("{sssns[o]}", "role", "assistant", "content",
+                                        "tool_calls", call);
+                assert_int_equal(tg_discovery_stream_round(&ctx, msg, &emit, &next), 1);
+                json_decref(msg);
+            } else {
+                resp = mk_resp(NULL, json_pack("[o]", call));
+                assert_int_equal(respond(&ctx, resp, &next), 1);
+            }
+            json_t *ans = last_tool_answer(next);
+            assert_non_null(ans);
+            assert_false(listed(json_object_get(ans, "results"), "Snap"));
+            assert_true(listed(json_object_get(ans, "in_view"), "Snap"));
+            json_decref(ans);
+            json_decref(next);
+            json_decref(emit);
+            json_decref(resp);
+            json_decref(body);
+            tg_ctx_clear(&ctx);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -484,6 +608,8 @@ int main(void)
         cmocka_unit_test(test_groups),
         cmocka_unit_test(test_index),
         cmocka_unit_test(test_search_groups_and_queries),
+        cmocka_unit_test(test_in_view),
+        cmocka_unit_test(test_in_view_rounds),
         cmocka_unit_test(test_lexicon),
         cmocka_unit_test(test_doc_expansion),
         cmocka_unit_test(test_exact_name),
