@@ -672,15 +672,20 @@ static void rename_references(json_t *tc, json_t *msgs, tg_ctx *ctx, json_t *ups
 }
 
 /* Rule 48: a tool whose description is null (or not a string) loses the
- * key; the tools array is shared with the cache, so edit copies. */
-static void drop_null_descriptions(json_t *body, tg_ctx *ctx)
+ * key where the target says so (nulls); rule 94: an empty description
+ * goes on every rewriting dialect, as it says nothing and Bedrock's
+ * Converse refuses it ("Member must have length greater than or equal to
+ * 1", pydantic-ai#1071). The tools array is shared with the cache, so edit
+ * copies. */
+static void drop_void_descriptions(json_t *body, tg_ctx *ctx, bool nulls)
 {
     json_t *tools = tg_json_get(body, "tools");
     json_t *copy = NULL;
     for (size_t i = 0; i < json_array_size(tools); i++) {
         json_t *fn = tg_json_get(json_array_get(tools, i), "function");
         json_t *d = tg_json_get(fn, "description");
-        if (!d || json_is_string(d))
+        bool empty = json_is_string(d) && !json_string_length(d);
+        if (!d || (json_is_string(d) && !empty) || (!empty && !nulls))
             continue;
         if (!copy)
             copy = json_copy(tools);
@@ -690,7 +695,8 @@ static void drop_null_descriptions(json_t *body, tg_ctx *ctx)
         json_object_set_new(tool, "function", f2);
         json_array_set_new(copy, i, tool);
         tg_explain_add(ctx->explain, "schema", json_string_value(tg_json_get(fn, "name")),
-                       "/function/description", "no_null_desc (rule 48)", d, NULL);
+                       "/function/description",
+                       empty ? "empty_desc (rule 94)" : "no_null_desc (rule 48)", d, NULL);
     }
     if (copy)
         json_object_set_new(body, "tools", copy);
@@ -789,8 +795,8 @@ static void apply_request_rules(json_t *body, tg_ctx *ctx)
     uint64_t f = ctx->schema->flags;
     if (f)
         tool_choice_chat_shape(body, ctx);
-    if ((f & TG_SR_NO_NULL_DESC) && tg_json_is(tg_json_get(body, "tools"), JSON_ARRAY))
-        drop_null_descriptions(body, ctx);
+    if (f && tg_json_is(tg_json_get(body, "tools"), JSON_ARRAY))
+        drop_void_descriptions(body, ctx, f & TG_SR_NO_NULL_DESC);
     if (f & TG_SR_CHOICE_ANY)
         tool_choice_narrow(body, ctx, "any");
     else if (f & TG_SR_CHOICE_REQUIRED)
