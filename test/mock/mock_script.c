@@ -22,7 +22,9 @@
  * thought_signature, as Gemini does (R19); strict:gemini wants it back.
  * With MOCK_CUT_STREAMS anywhere in that message every streamed answer is
  * cut short (non-streamed ones are not), to drive an agent's fallback to
- * non-streamed requests.
+ * non-streamed requests. With MOCK_THINK there, the call comes after
+ * reasoning ("reasoning_content": "MOCK_THOUGHT: calling <tool>."), as a
+ * reasoning model answers, so a test sees the reasoning reach the agent.
  * Flows of more than one step: a tool the request does not offer is
  * loaded first through Claude Code's ToolSearch ({query: "select:<tool>"})
  * when that is offered; in a value, "\n" is a newline and MOCK_NEXT is
@@ -39,6 +41,7 @@ typedef struct directive {
     json_t *args;     /* owned */
     size_t at;        /* index of the message that carried it */
     bool cut_streams; /* MOCK_CUT_STREAMS: a streamed answer ends unfinished */
+    bool think;       /* MOCK_THINK: the call comes after reasoning_content */
 } directive;
 
 /* The text of a message's content: the string, or its text parts joined. */
@@ -134,6 +137,7 @@ static bool find_directive(const request *r, directive *d)
         d->args = directive_args(at + n);
         d->at = i;
         d->cut_streams = strstr(text.data, "MOCK_CUT_STREAMS") != NULL;
+        d->think = strstr(text.data, "MOCK_THINK") != NULL;
         tg_buf_free(&text);
         return d->tool[0] != '\0';
     }
@@ -181,10 +185,12 @@ static json_t *last_answered_call(const request *r, size_t from, tg_buf *result)
 }
 
 /* One call of `name` with `args` (consumed), whole or streamed in three
- * argument fragments, signed for Gemini 3. */
+ * argument fragments, signed for Gemini 3, after reasoning when `think`. */
 static enum MHD_Result answer_named_call(request *r, struct MHD_Connection *conn, const char *name,
-                                         json_t *args)
+                                         json_t *args, bool think)
 {
+    char thought[200];
+    snprintf(thought, sizeof thought, "MOCK_THOUGHT: calling %s.", name);
     char *a = json_dumps(args, JSON_COMPACT);
     json_decref(args);
     if (!a)
@@ -202,12 +208,17 @@ static enum MHD_Result answer_named_call(request *r, struct MHD_Connection *conn
     enum MHD_Result ret;
     if (!r->stream) {
         json_t *msg = json_pack("{s:s,s:n,s:[o]}", "role", "assistant", "content", "tool_calls", call);
+        if (think)
+            json_object_set_new(msg, "reasoning_content", json_string(thought));
         ret = queue_json(r, conn, 200, completion(r, msg, "tool_calls"));
         free(a);
         return ret;
     }
     stream *s = stream_new(conn, 0);
     int rc = s ? 0 : -1;
+    if (rc == 0 && think)
+        rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant",
+                                                    "reasoning_content", thought), NULL));
     json_t *first = json_deep_copy(call);
     json_object_set_new(first, "index", json_integer(0));
     json_object_set_new(json_object_get(first, "function"), "arguments", json_string(""));
@@ -366,19 +377,19 @@ static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_R
         *ret = answer_result(r, conn, result.data ? result.data : "", d.at);
     else if (fn && search && !strcmp(called, search) && call_tool)
         *ret = answer_named_call(r, conn, call_tool,
-                                 json_pack("{s:s,s:O}", "name", d.tool, "arguments", d.args));
+                                 json_pack("{s:s,s:O}", "name", d.tool, "arguments", d.args), d.think);
     else if (fn && !strcmp(called, "ToolSearch") && offers_tool(r, d.tool))
-        *ret = answer_named_call(r, conn, d.tool, json_incref(d.args));
+        *ret = answer_named_call(r, conn, d.tool, json_incref(d.args), d.think);
     else if (fn)
         *ret = answer_result(r, conn, "unexpected call answered", d.at);
     else if (offers_tool(r, d.tool))
-        *ret = answer_named_call(r, conn, d.tool, json_incref(d.args));
+        *ret = answer_named_call(r, conn, d.tool, json_incref(d.args), d.think);
     else if (offers_tool(r, "ToolSearch")) {
         char query[160];
         snprintf(query, sizeof query, "select:%s", d.tool);
-        *ret = answer_named_call(r, conn, "ToolSearch", json_pack("{s:s}", "query", query));
+        *ret = answer_named_call(r, conn, "ToolSearch", json_pack("{s:s}", "query", query), d.think);
     } else if (search)
-        *ret = answer_named_call(r, conn, search, json_pack("{s:s}", "query", d.tool));
+        *ret = answer_named_call(r, conn, search, json_pack("{s:s}", "query", d.tool), d.think);
     else if (json_object_get(json_object_get(r->json, "response_format"), "json_schema"))
         *ret = answer_structured(r, conn);  /* a side request for JSON (Gemini CLI's model router) */
     else
