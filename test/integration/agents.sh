@@ -23,7 +23,7 @@
 # provider would refuse fails here too; the others, and the flows (a PDF,
 # an image, ToolSearch loading an MCP tool, a sub-agent, a second turn,
 # Codex's default model, view_image, apply_patch, Codex reasoning over two
-# turns: "flows" below), run as
+# turns, opencode's two-step chain: "flows" below), run as
 # the suite agents_new.sh, each on one of two routes, and on all nine in
 # `make test-agents` (TG_AGENT_MATRIX=full). Every agent streams, and none of them has a setting for
 # non-streamed requests; Claude Code falls back to them when a stream
@@ -51,7 +51,7 @@ BIN="$DIR/node_modules/.bin"
 # TG_AGENT_ROUTES names the routes; at most JOBS agents run at once.
 if [ "$TG_AGENT_SET" = new ]; then
     AGENTS=${TG_AGENTS:-gemini pi pi_responses pi_messages cn kilo grok claude_pdf claude_image \
-claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_resume codex_reason}
+claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_resume codex_reason opencode_chain}
 else
     AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
 fi
@@ -75,6 +75,7 @@ runs_on() {
     "claude_mcp disc" | "claude_cont disc") return 0 ;;
     # a reasoning model on a Gemini route, twice in one session
     "codex_reason disc") return 0 ;;
+    "opencode_chain mistral") return 0 ;;
     esac
     return 1
 }
@@ -472,6 +473,15 @@ model_reasoning_summary = "detailed"'
     codex_exec "$1" resume --last "What was the secret word again?"
 }
 
+# opencode's two-step chain: the first read returns the directive of the
+# second (the mock's MOCK_THEN), which reads the note: two calls in a row,
+# each made from the last one's result, their ids and results kept apart.
+run_opencode_chain() { run_opencode "$@"; }
+prepare_opencode_chain() {
+    printf 'MOCK_THEN read filePath=%s\n' "$1/work/note.txt" >"$1/work/first.txt"
+    echo "Follow first.txt to the note. MOCK_CALL read filePath=$1/work/first.txt"
+}
+
 # start_run AGENT ROUTE: in the background; its exit status lands in rc.
 start_run() {
     _d="$TG_TMP/run/$1-$2"
@@ -550,6 +560,7 @@ label() {
     codex_patch) printf ', apply_patch changes a file' ;;
     codex_resume) printf ', a second turn with exec resume' ;;
     codex_reason) printf ', reasoning on, a second turn with exec resume' ;;
+    opencode_chain) printf ', a two-step chain (a read whose result scripts the next)' ;;
     pi) printf ' over chat completions' ;;
     pi_responses) printf ' over the Responses API' ;;
     pi_messages) printf ' over the Messages API' ;;

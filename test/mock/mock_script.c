@@ -25,6 +25,10 @@
  * non-streamed requests. With MOCK_THINK there, the call comes after
  * reasoning ("reasoning_content": "MOCK_THOUGHT: calling <tool>."), as a
  * reasoning model answers, so a test sees the reasoning reach the agent.
+ * A tool's result holding "MOCK_THEN <tool> key=value..." (a line of the
+ * file the call read) scripts the next call: a chain of steps, each made
+ * from what the last one returned, ends with the text quoting the result
+ * of the last.
  * Flows of more than one step: a tool the request does not offer is
  * loaded first through Claude Code's ToolSearch ({query: "select:<tool>"})
  * when that is offered; in a value, "\n" is a newline and MOCK_NEXT is
@@ -356,6 +360,54 @@ static enum MHD_Result answer_cut_stream(request *r, struct MHD_Connection *conn
     return queue_stream(r, conn, s, MHD_SIZE_UNKNOWN, "text/event-stream");
 }
 
+/* The call a result scripts next (MOCK_THEN): its tool into `tool` and its
+ * arguments (returned, owned); NULL when the result scripts none. */
+static json_t *next_step(const char *result, char *tool, size_t size)
+{
+    const char *at = result ? strstr(result, "MOCK_THEN ") : NULL;
+    if (!at)
+        return NULL;
+    at += strlen("MOCK_THEN ");
+    size_t n = strcspn(at, " \t\n");
+    snprintf(tool, size, "%.*s", (int)(n < size ? n : size - 1), at);
+    return tool[0] ? directive_args(at + n) : NULL;
+}
+
+/* Whether a tool result after message `from` scripted a call of `name`:
+ * the calls of a chain are expected ones. */
+static bool chained_to(const request *r, size_t from, const char *name)
+{
+    json_t *msgs = json_object_get(r->json, "messages");
+    bool found = false;
+    for (size_t i = from + 1; i < json_array_size(msgs) && !found; i++) {
+        json_t *m = json_array_get(msgs, i);
+        if (strcmp(json_string_value(json_object_get(m, "role")) ?: "", "tool"))
+            continue;
+        tg_buf text = { 0 };
+        char tool[128];
+        content_text(json_object_get(m, "content"), &text);
+        json_t *args = next_step(text.data, tool, sizeof tool);
+        found = args && !strcmp(tool, name);
+        json_decref(args);
+        tg_buf_free(&text);
+    }
+    return found;
+}
+
+/* The next call of a chain (through call_tool, when the tools are behind
+ * discovery's meta-tools), or its tool's absence said. */
+static enum MHD_Result answer_step(request *r, struct MHD_Connection *conn, const char *tool,
+                                   json_t *args, bool think, const char *call_tool)
+{
+    if (offers_tool(r, tool))
+        return answer_named_call(r, conn, tool, args, think);
+    if (call_tool)
+        return answer_named_call(r, conn, call_tool,
+                                 json_pack("{s:s,s:o}", "name", tool, "arguments", args), think);
+    json_decref(args);
+    return answer_text(r, conn, "mock: no such tool offered here");
+}
+
 /* Answers a request that carries a directive; false (nothing queued) when
  * it carries none. */
 static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_Result *ret)
@@ -373,7 +425,13 @@ static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_R
     tg_buf result = { 0 };
     json_t *fn = last_answered_call(r, d.at, &result);
     const char *called = fn ? json_string_value(json_object_get(fn, "name")) ?: "" : NULL;
-    if (fn && (!strcmp(called, d.tool) || (call_tool && !strcmp(called, call_tool))))
+    char next[128];
+    json_t *next_args = fn ? next_step(result.data, next, sizeof next) : NULL;
+    bool expected = fn && (!strcmp(called, d.tool) || (call_tool && !strcmp(called, call_tool)) ||
+                           chained_to(r, d.at, called));
+    if (expected && next_args)
+        *ret = answer_step(r, conn, next, json_incref(next_args), d.think, call_tool);
+    else if (expected)
         *ret = answer_result(r, conn, result.data ? result.data : "", d.at);
     else if (fn && search && !strcmp(called, search) && call_tool)
         *ret = answer_named_call(r, conn, call_tool,
@@ -395,6 +453,7 @@ static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_R
     else
         *ret = answer_text(r, conn, "mock: no such tool offered here");
     tg_buf_free(&result);
+    json_decref(next_args);
     json_decref(d.args);
     return true;
 }
