@@ -22,7 +22,8 @@
 # front of the mock's strict validator for that provider, so a request the
 # provider would refuse fails here too; the others, and the flows (a PDF,
 # an image, ToolSearch loading an MCP tool, a sub-agent, a second turn,
-# Codex's default model, view_image, apply_patch: "flows" below), run as
+# Codex's default model, view_image, apply_patch, Codex reasoning over two
+# turns, opencode's two-step chain: "flows" below), run as
 # the suite agents_new.sh, each on one of two routes, and on all nine in
 # `make test-agents` (TG_AGENT_MATRIX=full). Every agent streams, and none of them has a setting for
 # non-streamed requests; Claude Code falls back to them when a stream
@@ -50,7 +51,7 @@ BIN="$DIR/node_modules/.bin"
 # TG_AGENT_ROUTES names the routes; at most JOBS agents run at once.
 if [ "$TG_AGENT_SET" = new ]; then
     AGENTS=${TG_AGENTS:-gemini pi pi_responses pi_messages cn kilo grok claude_pdf claude_image \
-claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_resume}
+claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_resume codex_reason opencode_chain}
 else
     AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
 fi
@@ -72,6 +73,9 @@ runs_on() {
     # second turn on Gemini 3 (the signature of a call Claude Code replays
     # without it, issue 31)
     "claude_mcp disc" | "claude_cont disc") return 0 ;;
+    # a reasoning model on a Gemini route, twice in one session
+    "codex_reason disc") return 0 ;;
+    "opencode_chain mistral") return 0 ;;
     esac
     return 1
 }
@@ -157,11 +161,13 @@ run_codex() {
     codex_config "$1" "$2" "$3"
     codex_exec "$1" "$4"
 }
-# codex_config RUN_DIR BASE_URL MODEL: no model line when MODEL is empty.
+# codex_config RUN_DIR BASE_URL MODEL [LINES]: no model line when MODEL
+# is empty; LINES are more top-level settings.
 codex_config() {
     mkdir -p "$1/home/.codex"
     {
         [ -n "$3" ] && echo "model = \"$3\""
+        [ -n "$4" ] && printf '%s\n' "$4"
         cat <<EOF
 model_provider = "toolgate"
 check_for_update_on_startup = false
@@ -450,6 +456,32 @@ run_codex_resume() {
     codex_exec "$1" resume --last "What was the secret word again?"
 }
 
+# Codex with reasoning on, two turns: the effort asked for, the model's
+# reasoning before its call (the mock's MOCK_THINK) shown by Codex, and
+# the first turn's history, reasoning items with it, taken back in the
+# second (exec resume), which has no directive.
+prepare_codex_reason() {
+    echo "List the box. MOCK_THINK MOCK_CALL $(tool_codex "$1/work/note.txt")"
+}
+check_codex_reason() {
+    grep -q "MOCK_THOUGHT: calling" "$1/err" && grep -q "MOCK_RESULT:.*$2" "$1/out"
+}
+run_codex_reason() {
+    codex_config "$1" "$2" "$3" 'model_reasoning_effort = "high"
+model_reasoning_summary = "detailed"'
+    codex_exec "$1" "$4" >"$1/out1" || return $?
+    codex_exec "$1" resume --last "What was the secret word again?"
+}
+
+# opencode's two-step chain: the first read returns the directive of the
+# second (the mock's MOCK_THEN), which reads the note: two calls in a row,
+# each made from the last one's result, their ids and results kept apart.
+run_opencode_chain() { run_opencode "$@"; }
+prepare_opencode_chain() {
+    printf 'MOCK_THEN read filePath=%s\n' "$1/work/note.txt" >"$1/work/first.txt"
+    echo "Follow first.txt to the note. MOCK_CALL read filePath=$1/work/first.txt"
+}
+
 # start_run AGENT ROUTE: in the background; its exit status lands in rc.
 start_run() {
     _d="$TG_TMP/run/$1-$2"
@@ -527,6 +559,8 @@ label() {
     codex_image) printf ', view_image' ;;
     codex_patch) printf ', apply_patch changes a file' ;;
     codex_resume) printf ', a second turn with exec resume' ;;
+    codex_reason) printf ', reasoning on, a second turn with exec resume' ;;
+    opencode_chain) printf ', a two-step chain (a read whose result scripts the next)' ;;
     pi) printf ' over chat completions' ;;
     pi_responses) printf ' over the Responses API' ;;
     pi_messages) printf ' over the Messages API' ;;

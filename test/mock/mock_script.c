@@ -22,7 +22,13 @@
  * thought_signature, as Gemini does (R19); strict:gemini wants it back.
  * With MOCK_CUT_STREAMS anywhere in that message every streamed answer is
  * cut short (non-streamed ones are not), to drive an agent's fallback to
- * non-streamed requests.
+ * non-streamed requests. With MOCK_THINK there, the call comes after
+ * reasoning ("reasoning_content": "MOCK_THOUGHT: calling <tool>."), as a
+ * reasoning model answers, so a test sees the reasoning reach the agent.
+ * A tool's result holding "MOCK_THEN <tool> key=value..." (a line of the
+ * file the call read) scripts the next call: a chain of steps, each made
+ * from what the last one returned, ends with the text quoting the result
+ * of the last.
  * Flows of more than one step: a tool the request does not offer is
  * loaded first through Claude Code's ToolSearch ({query: "select:<tool>"})
  * when that is offered; in a value, "\n" is a newline and MOCK_NEXT is
@@ -39,6 +45,7 @@ typedef struct directive {
     json_t *args;     /* owned */
     size_t at;        /* index of the message that carried it */
     bool cut_streams; /* MOCK_CUT_STREAMS: a streamed answer ends unfinished */
+    bool think;       /* MOCK_THINK: the call comes after reasoning_content */
 } directive;
 
 /* The text of a message's content: the string, or its text parts joined. */
@@ -134,6 +141,7 @@ static bool find_directive(const request *r, directive *d)
         d->args = directive_args(at + n);
         d->at = i;
         d->cut_streams = strstr(text.data, "MOCK_CUT_STREAMS") != NULL;
+        d->think = strstr(text.data, "MOCK_THINK") != NULL;
         tg_buf_free(&text);
         return d->tool[0] != '\0';
     }
@@ -181,10 +189,12 @@ static json_t *last_answered_call(const request *r, size_t from, tg_buf *result)
 }
 
 /* One call of `name` with `args` (consumed), whole or streamed in three
- * argument fragments, signed for Gemini 3. */
+ * argument fragments, signed for Gemini 3, after reasoning when `think`. */
 static enum MHD_Result answer_named_call(request *r, struct MHD_Connection *conn, const char *name,
-                                         json_t *args)
+                                         json_t *args, bool think)
 {
+    char thought[200];
+    snprintf(thought, sizeof thought, "MOCK_THOUGHT: calling %s.", name);
     char *a = json_dumps(args, JSON_COMPACT);
     json_decref(args);
     if (!a)
@@ -202,12 +212,17 @@ static enum MHD_Result answer_named_call(request *r, struct MHD_Connection *conn
     enum MHD_Result ret;
     if (!r->stream) {
         json_t *msg = json_pack("{s:s,s:n,s:[o]}", "role", "assistant", "content", "tool_calls", call);
+        if (think)
+            json_object_set_new(msg, "reasoning_content", json_string(thought));
         ret = queue_json(r, conn, 200, completion(r, msg, "tool_calls"));
         free(a);
         return ret;
     }
     stream *s = stream_new(conn, 0);
     int rc = s ? 0 : -1;
+    if (rc == 0 && think)
+        rc = stream_add_event(s, chunk(r, json_pack("{s:s,s:s}", "role", "assistant",
+                                                    "reasoning_content", thought), NULL));
     json_t *first = json_deep_copy(call);
     json_object_set_new(first, "index", json_integer(0));
     json_object_set_new(json_object_get(first, "function"), "arguments", json_string(""));
@@ -345,6 +360,54 @@ static enum MHD_Result answer_cut_stream(request *r, struct MHD_Connection *conn
     return queue_stream(r, conn, s, MHD_SIZE_UNKNOWN, "text/event-stream");
 }
 
+/* The call a result scripts next (MOCK_THEN): its tool into `tool` and its
+ * arguments (returned, owned); NULL when the result scripts none. */
+static json_t *next_step(const char *result, char *tool, size_t size)
+{
+    const char *at = result ? strstr(result, "MOCK_THEN ") : NULL;
+    if (!at)
+        return NULL;
+    at += strlen("MOCK_THEN ");
+    size_t n = strcspn(at, " \t\n");
+    snprintf(tool, size, "%.*s", (int)(n < size ? n : size - 1), at);
+    return tool[0] ? directive_args(at + n) : NULL;
+}
+
+/* Whether a tool result after message `from` scripted a call of `name`:
+ * the calls of a chain are expected ones. */
+static bool chained_to(const request *r, size_t from, const char *name)
+{
+    json_t *msgs = json_object_get(r->json, "messages");
+    bool found = false;
+    for (size_t i = from + 1; i < json_array_size(msgs) && !found; i++) {
+        json_t *m = json_array_get(msgs, i);
+        if (strcmp(json_string_value(json_object_get(m, "role")) ?: "", "tool"))
+            continue;
+        tg_buf text = { 0 };
+        char tool[128];
+        content_text(json_object_get(m, "content"), &text);
+        json_t *args = next_step(text.data, tool, sizeof tool);
+        found = args && !strcmp(tool, name);
+        json_decref(args);
+        tg_buf_free(&text);
+    }
+    return found;
+}
+
+/* The next call of a chain (through call_tool, when the tools are behind
+ * discovery's meta-tools), or its tool's absence said. */
+static enum MHD_Result answer_step(request *r, struct MHD_Connection *conn, const char *tool,
+                                   json_t *args, bool think, const char *call_tool)
+{
+    if (offers_tool(r, tool))
+        return answer_named_call(r, conn, tool, args, think);
+    if (call_tool)
+        return answer_named_call(r, conn, call_tool,
+                                 json_pack("{s:s,s:o}", "name", tool, "arguments", args), think);
+    json_decref(args);
+    return answer_text(r, conn, "mock: no such tool offered here");
+}
+
 /* Answers a request that carries a directive; false (nothing queued) when
  * it carries none. */
 static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_Result *ret)
@@ -362,28 +425,35 @@ static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_R
     tg_buf result = { 0 };
     json_t *fn = last_answered_call(r, d.at, &result);
     const char *called = fn ? json_string_value(json_object_get(fn, "name")) ?: "" : NULL;
-    if (fn && (!strcmp(called, d.tool) || (call_tool && !strcmp(called, call_tool))))
+    char next[128];
+    json_t *next_args = fn ? next_step(result.data, next, sizeof next) : NULL;
+    bool expected = fn && (!strcmp(called, d.tool) || (call_tool && !strcmp(called, call_tool)) ||
+                           chained_to(r, d.at, called));
+    if (expected && next_args)
+        *ret = answer_step(r, conn, next, json_incref(next_args), d.think, call_tool);
+    else if (expected)
         *ret = answer_result(r, conn, result.data ? result.data : "", d.at);
     else if (fn && search && !strcmp(called, search) && call_tool)
         *ret = answer_named_call(r, conn, call_tool,
-                                 json_pack("{s:s,s:O}", "name", d.tool, "arguments", d.args));
+                                 json_pack("{s:s,s:O}", "name", d.tool, "arguments", d.args), d.think);
     else if (fn && !strcmp(called, "ToolSearch") && offers_tool(r, d.tool))
-        *ret = answer_named_call(r, conn, d.tool, json_incref(d.args));
+        *ret = answer_named_call(r, conn, d.tool, json_incref(d.args), d.think);
     else if (fn)
         *ret = answer_result(r, conn, "unexpected call answered", d.at);
     else if (offers_tool(r, d.tool))
-        *ret = answer_named_call(r, conn, d.tool, json_incref(d.args));
+        *ret = answer_named_call(r, conn, d.tool, json_incref(d.args), d.think);
     else if (offers_tool(r, "ToolSearch")) {
         char query[160];
         snprintf(query, sizeof query, "select:%s", d.tool);
-        *ret = answer_named_call(r, conn, "ToolSearch", json_pack("{s:s}", "query", query));
+        *ret = answer_named_call(r, conn, "ToolSearch", json_pack("{s:s}", "query", query), d.think);
     } else if (search)
-        *ret = answer_named_call(r, conn, search, json_pack("{s:s}", "query", d.tool));
+        *ret = answer_named_call(r, conn, search, json_pack("{s:s}", "query", d.tool), d.think);
     else if (json_object_get(json_object_get(r->json, "response_format"), "json_schema"))
         *ret = answer_structured(r, conn);  /* a side request for JSON (Gemini CLI's model router) */
     else
         *ret = answer_text(r, conn, "mock: no such tool offered here");
     tg_buf_free(&result);
+    json_decref(next_args);
     json_decref(d.args);
     return true;
 }
