@@ -641,6 +641,9 @@ static void route_key(parser *p, tg_route *r, const kv *k)
                                                        : &r->tls_key;
         free(*dst);
         *dst = *v ? tg_strdup(v) : NULL;
+    } else if (!strcmp(key, "drop_params")) {
+        free_list(r->rules.msg.drop);
+        r->rules.msg.drop = *v ? split_list(v) : NULL;
     } else if (!strcmp(key, "fallback")) {
         free(r->fallback);
         r->fallback = *v ? tg_strdup(v) : NULL;
@@ -693,6 +696,7 @@ static void route_free(tg_route *r)
     free_list(r->strip_model);
     free(r->strip_prefix);
     free(r->fallback);
+    free_list(r->rules.msg.drop);
     free_list(r->rules.disc.core);
     free(r->rules.disc.embed_route);
     free(r->rules.disc.embed_model);

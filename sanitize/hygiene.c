@@ -529,6 +529,10 @@ static void clean_top(walk *w, json_t *body)
             /* Groq: "response_format json_object cannot be combined with
              * tool/function calling" (section 4): the tools win */
             drop_key(w, body, key, val, "json-object-with-tools", "section 4 groq");
+        else if (w->drop && in_list((const char *const *)w->drop, key))
+            /* the conf's word: a provider that refuses what its dialect
+             * keeps (Azure AI Foundry's DeepSeek and prompt_cache_key) */
+            drop_param(w, body, key, val, "drop-params", "route drop_params");
         else if ((top || !strcmp(key, "tool_choice")) && (why = top_verdict(w, body, key, val, &ref)))
             drop_param(w, body, key, val, why, ref);
         else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
@@ -630,6 +634,7 @@ static void walk_init(walk *w, tg_ctx *ctx)
     w->ctx = ctx;
     w->row = &presets[d];
     w->f = rules->flags;
+    w->drop = rules->drop;
     w->prefix = NULL;
     w->plen = 0;
     w->id_fwd = w->id_used = NULL;

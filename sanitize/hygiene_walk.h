@@ -112,6 +112,7 @@ typedef struct walk {
     tg_ctx *ctx;
     const dialect_row *row;
     uint64_t f;           /* TG_MR_* in force */
+    char *const *drop;    /* the route's drop_params, or NULL */
     const char *prefix;   /* marker prefix, NULL when disabled */
     size_t plen;
     json_t *id_fwd;       /* agent id -> upstream id, this request */

@@ -104,6 +104,9 @@ enum {
 typedef struct tg_msg_rules {
     tg_dialect dialect;
     uint64_t flags;  /* TG_MR_* bits */
+    /* the route's drop_params: top-level keys its provider refuses though
+     * the dialect keeps them (NULL-terminated, owned by the conf), or NULL */
+    char **drop;
 } tg_msg_rules;
 
 #endif

@@ -567,6 +567,24 @@ static void test_shipped_conf(void **state)
     tg_buf_free(&errs);
 }
 
+/* drop_params: a list, after the dialect's preset whatever the order of
+ * the keys; empty is none. */
+static void test_drop_params(void **state)
+{
+    (void)state;
+    tg_conf *c = load("[route az]\nmodels = *\ndrop_params = prompt_cache_key, safety_identifier\n"
+                      "upstream = http://a\ndialect = openai\n"
+                      "[route none]\nprefix = /n\ndrop_params =\nupstream = http://n\n");
+    assert_non_null(c);
+    char **d = tg_route_by_name(c, "az")->rules.msg.drop;
+    assert_non_null(d);
+    assert_string_equal(d[0], "prompt_cache_key");
+    assert_string_equal(d[1], "safety_identifier");
+    assert_null(d[2]);
+    assert_null(tg_route_by_name(c, "none")->rules.msg.drop);
+    tg_conf_unref(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -575,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_no_model_match),  cmocka_unit_test(test_parsers),
         cmocka_unit_test(test_conf_refcount),   cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_shipped_conf),    cmocka_unit_test(test_model_rewrite),
+        cmocka_unit_test(test_drop_params),
         cmocka_unit_test(test_responses_default),
         cmocka_unit_test(test_messages_default),
         cmocka_unit_test(test_gemini_key),

@@ -434,6 +434,39 @@ static void test_large_body(void **state)
     json_decref(body);
 }
 
+/* A route's drop_params: the keys go on any dialect, even one that keeps
+ * them (openai keeps prompt_cache_key), named in ctx->dropped, with the
+ * stage's shortcuts on and off alike. */
+static void test_drop_params(void **state)
+{
+    (void)state;
+    char *drop[] = {"prompt_cache_key", "safety_identifier", NULL};
+    const char *dialects[] = {"openai", "passthrough", "mistral", NULL};
+    for (const char **d = dialects; *d; d++) {
+        for (int slow = 0; slow < 2; slow++) {
+            json_t *body = json_pack("{s:s, s:[{s:s, s:s}], s:s, s:s, s:f}", "model", "deepseek-v3",
+                                     "messages", "role", "user", "content", "hi",
+                                     "prompt_cache_key", "k1", "safety_identifier", "u1",
+                                     "temperature", 0.5);
+            tg_rules_set rules;
+            tg_ctx ctx;
+            tg_rules_preset((tg_dialect)tg_dialect_from_name(*d), &rules);
+            rules.msg.drop = drop;
+            tg_ctx_init(&ctx, "test", &rules, NULL);
+            ctx.no_shortcuts = slow;
+            tg_error err;
+            memset(&err, 0, sizeof err);
+            assert_int_equal(tg_hygiene_stage(body, &ctx, &err), 0);
+            assert_null(json_object_get(body, "prompt_cache_key"));
+            assert_null(json_object_get(body, "safety_identifier"));
+            assert_non_null(json_object_get(body, "temperature"));
+            assert_int_equal(json_array_size(ctx.dropped), 2);
+            tg_ctx_clear(&ctx);
+            json_decref(body);
+        }
+    }
+}
+
 int main(void)
 {
     const char *root = getenv("TG_ROOT");
@@ -449,6 +482,7 @@ int main(void)
         cmocka_unit_test(test_mistral_multi_turn_ids),
         cmocka_unit_test(test_mistral_id_collision),
         cmocka_unit_test(test_rules_set),
+        cmocka_unit_test(test_drop_params),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_large_body),
     };
