@@ -23,6 +23,7 @@ them all. Prints "port=N" once listening (like the mock upstream). Modes:
                  objects, then a valid chunk
   same_id_args   a stream of one call whose 100,000 argument fragments each
                  repeat its id and name (as some providers send them)
+  drip_slow      a stream event sent a byte every 0.3 s, never ended in time
   dropped_calls  a whole answer of 100,000 calls without a name (each dropped)
                  and one valid call
 
@@ -248,6 +249,16 @@ class Handler(BaseHTTPRequestHandler):
         x = frag("x")
         self.wfile.write((frag('{"text":"') + x * 100000 + frag('"}') +
                           "data: %s\n\ndata: [DONE]\n\n" % chunk(None, "tool_calls")).encode())
+
+    def mode_drip_slow(self):
+        self.sse_head()
+        limit = time.monotonic() + 30
+        for b in ("data: %s\n\n" % chunk("x" * 200, role="assistant")).encode():
+            if time.monotonic() > limit:
+                break
+            self.wfile.write(bytes([b]))
+            self.wfile.flush()
+            time.sleep(0.3)
 
     def mode_dropped_calls(self):
         calls = [{"id": "d%d" % i, "type": "function", "function": {"arguments": "{}"}}

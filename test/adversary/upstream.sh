@@ -35,6 +35,7 @@ conf="$TG_TMP/adversary.conf"
 {
     printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 2\nlog_level = warn\naccess_log = off\nshutdown_grace = 1s\n%s\n\n' \
         "$port" "$KEYS"
+    printf '[route slow]\nmodels = drip_slow\nupstream = %s/v1\ndialect = openai\nidle_timeout = 1s\n\n' "$HURL"
     printf '[route hostile]\nmodels = *\nupstream = %s/v1\ndialect = openai\nidle_timeout = 20s\n' "$HURL"
 } >"$conf"
 
@@ -226,6 +227,14 @@ for e in ev[:-1]:
             args += tc.get("function", {}).get("arguments") or ""
         fin = ch.get("finish_reason") or fin
 assert json.loads(args) == {"text": "x" * 100000} and fin == "tool_calls", (len(args), fin)' "$TG_TMP/same_id_args"
+
+# An upstream that drips an event a byte every 0.3 s: the route's
+# idle_timeout (1 s) counts from the last event or comment, not the last
+# byte, so the stream ends with an error; it was held for as long as the
+# upstream dripped (a 250-byte event, 75 s), the agent sent nothing.
+stream "$TG_TMP/drip_slow" drip_slow 10
+check "an event dripped a byte every 0.3 s: cut at idle_timeout, an error event, then [DONE]" \
+    ends_with_error "$TG_TMP/drip_slow" "stream"
 
 # ---- item 5: readers that never read --------------------------------------
 fresh || exit 1
