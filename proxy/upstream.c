@@ -218,10 +218,8 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
     uint64_t t = now_us();
     if (!r->up.t_first_byte)
         r->up.t_first_byte = t;
-    /* A stream is idle until an event or comment ends (below): bytes
-     * dripped a second apart that never end one (a hostile upstream's
-     * event of 150 bytes took 150 s) kept it open, with the agent told
-     * nothing, for as long as the upstream liked. */
+    /* A stream is idle until an event or comment ends (below): bytes a
+     * second apart that end none kept it open as long as upstream liked. */
     bool sse = r->stream.is_sse && r->up.round_sse && !r->stream.raw;
     if (!sse)
         r->up.t_last_byte = t;
