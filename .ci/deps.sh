@@ -4,7 +4,7 @@
 set -e
 PKGS="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev
 libinih-dev libpoppler-glib-dev libstemmer-dev zlib1g-dev libzstd-dev libcmocka-dev libhiredis-dev libssl-dev redis-server curl python3 python3-yaml nodejs npm wrk
-nginx-light clang libclang-rt-14-dev openssl zstd"
+nginx-light clang libclang-rt-14-dev openssl zstd strace"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -93,12 +93,55 @@ json_int_t tg_bridge_int_at(const json_t *o, const char *k1, const char *k2)
     return json_is_integer(v) ? json_integer_value(v) : 0;
 }
 
-const char *tg_bridge_reasoning(const json_t *msg)
+/* The readable texts of reasoning_details (OpenRouter's and MiniMax's
+ * reasoning.text items, and the summaries of reasoning.summary ones) in
+ * order; encrypted items are no text. */
+static const char *details_text(const json_t *details, tg_buf *own)
+{
+    size_t i;
+    const json_t *d;
+    json_array_foreach(details, i, d) {
+        const char *type = json_string_value(json_object_get(d, "type"));
+        const json_t *t = json_object_get(d, type && !strcmp(type, "reasoning.summary")
+                                                 ? "summary" : "text");
+        if (!type || strncmp(type, "reasoning.", 10) || !json_is_string(t))
+            continue;
+        tg_buf_append(own, json_string_value(t), json_string_length(t));
+    }
+    return own->len ? own->data : NULL;
+}
+
+const char *tg_bridge_reasoning(const json_t *msg, tg_buf *own)
 {
     const char *r = json_string_value(json_object_get(msg, "reasoning_content"));
     if (!r || !*r)
         r = json_string_value(json_object_get(msg, "reasoning"));
-    return r && *r ? r : NULL;
+    if (r && *r)
+        return r;
+    return details_text(json_object_get(msg, "reasoning_details"), own);
+}
+
+/* Does any prompt_filter_results entry say a category was filtered? */
+static bool prompt_filtered(const json_t *completion)
+{
+    size_t i;
+    const json_t *r;
+    json_array_foreach(json_object_get(completion, "prompt_filter_results"), i, r) {
+        const char *k;
+        const json_t *cat;
+        json_object_foreach((json_t *)json_object_get(r, "content_filter_results"), k, cat)
+            if (json_is_true(json_object_get(cat, "filtered")))
+                return true;
+    }
+    return false;
+}
+
+const char *tg_bridge_finish(const json_t *completion)
+{
+    const json_t *choices = json_object_get(completion, "choices");
+    if (json_array_size(choices))
+        return json_string_value(json_object_get(json_array_get(choices, 0), "finish_reason"));
+    return prompt_filtered(completion) ? "content_filter" : NULL;
 }
 
 void tg_bridge_tool_media(json_t *media, const char *call_id, json_t *part, tg_buf *text,
@@ -194,9 +237,11 @@ static bool read_choice(tg_chat_reader *rd, const tg_chat_events *ev, void *b,
                         const json_t *choice, tg_buf *out)
 {
     const json_t *delta = json_object_get(choice, "delta");
-    const char *r = tg_bridge_reasoning(delta);
+    tg_buf own = {0};
+    const char *r = tg_bridge_reasoning(delta, &own);
     if (r)
         ev->reasoning(b, r, out);
+    tg_buf_free(&own);
     const char *t = json_string_value(json_object_get(delta, "content"));
     if (t && *t)
         ev->text(b, t, json_object_get(json_object_get(choice, "logprobs"), "content"), out);

@@ -51,8 +51,16 @@ bool tg_bridge_is_one_of(const char *k, const char *const *list);
 /* The integer at o[k1] (or o[k1][k2]), 0 when it is not one. */
 json_int_t tg_bridge_int_at(const json_t *o, const char *k1, const char *k2);
 /* A chat message's or delta's reasoning text (reasoning_content, or the
- * reasoning some providers send instead), or NULL when it has none. */
-const char *tg_bridge_reasoning(const json_t *msg);
+ * reasoning some providers send instead, or the texts of its
+ * reasoning_details: MiniMax's reasoning_split sends only those), or NULL
+ * when it has none. The details' texts are joined in *own, which the
+ * caller frees; the string fields are borrowed from msg. */
+const char *tg_bridge_reasoning(const json_t *msg, tg_buf *own);
+/* A whole completion's finish_reason (choice 0's), or "content_filter"
+ * for Azure OpenAI's answer to a prompt its filter blocked: no choice at
+ * all, and a prompt_filter_results entry with a filtered category
+ * (microsoft/agent-framework-go#473). NULL when neither says. */
+const char *tg_bridge_finish(const json_t *completion);
 
 /* A part a tool returned that a chat tool message cannot hold (an
  * image_url or file part, stolen): it joins media, the parts of the user

@@ -91,6 +91,52 @@ static const json_t *signature_of(const json_t *call)
 
 /* One GenerateContentResponse: candidate 0 with parts (stolen), and its
  * finishReason and usage (stolen) when given. */
+/* A chat token's logprob entry {token, logprob} as Gemini's candidate
+ * {token, logProbability} (new reference). */
+static json_t *token_of(const json_t *t)
+{
+    json_t *c = json_object();
+    const json_t *tok = json_object_get(t, "token"), *lp = json_object_get(t, "logprob");
+    if (json_is_string(tok))
+        json_object_set(c, "token", (json_t *)tok);
+    if (json_is_number(lp))
+        json_object_set_new(c, "logProbability", json_real(json_number_value(lp)));
+    return c;
+}
+
+/* Chat's choices[].logprobs.content as the candidate's logprobsResult
+ * (chosenCandidates, topCandidates when the tokens carry top_logprobs,
+ * logProbabilitySum) and avgLogprobs, set on cand; nothing for none. */
+static void set_logprobs(json_t *cand, const json_t *content)
+{
+    if (!json_is_array(content) || !json_array_size(content))
+        return;
+    json_t *chosen = json_array(), *tops = json_array();
+    double sum = 0;
+    bool any_top = false;
+    size_t i;
+    const json_t *t;
+    json_array_foreach(content, i, t) {
+        json_array_append_new(chosen, token_of(t));
+        sum += json_number_value(json_object_get(t, "logprob"));
+        json_t *cands = json_array();
+        size_t j;
+        const json_t *alt;
+        json_array_foreach(json_object_get(t, "top_logprobs"), j, alt) {
+            json_array_append_new(cands, token_of(alt));
+            any_top = true;
+        }
+        json_array_append_new(tops, json_pack("{s:o}", "candidates", cands));
+    }
+    json_t *r = json_pack("{s:o, s:f}", "chosenCandidates", chosen, "logProbabilitySum", sum);
+    if (any_top)
+        json_object_set_new(r, "topCandidates", tops);
+    else
+        json_decref(tops);
+    json_object_set_new(cand, "logprobsResult", r);
+    json_object_set_new(cand, "avgLogprobs", json_real(sum / (double)json_array_size(content)));
+}
+
 static json_t *response_of(const tg_gem_bridge *b, json_t *parts, const char *finish,
                            json_t *usage, const json_t *id, const json_t *version)
 {
@@ -112,9 +158,11 @@ json_t *tg_gemini_answer(tg_gem_bridge *b, const json_t *completion)
     const json_t *choice = json_array_get(json_object_get(completion, "choices"), 0);
     const json_t *msg = json_object_get(choice, "message");
     json_t *parts = json_array();
-    const char *reasoning = tg_bridge_reasoning(msg);
+    tg_buf own = {0};
+    const char *reasoning = tg_bridge_reasoning(msg, &own);
     if (reasoning)
         json_array_append_new(parts, json_pack("{s:s, s:b}", "text", reasoning, "thought", 1));
+    tg_buf_free(&own);
     tg_buf t = {0};
     const json_t *c = json_object_get(msg, "content");
     size_t i;
@@ -138,9 +186,13 @@ json_t *tg_gemini_answer(tg_gem_bridge *b, const json_t *completion)
                                                json_string_value(a), json_string_length(a),
                                                signature_of(p)));
     }
-    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
-    return response_of(b, parts, finish_of(finish), usage_of(json_object_get(completion, "usage")),
-                       json_object_get(completion, "id"), json_object_get(completion, "model"));
+    const char *finish = tg_bridge_finish(completion);
+    json_t *r = response_of(b, parts, finish_of(finish),
+                            usage_of(json_object_get(completion, "usage")),
+                            json_object_get(completion, "id"), json_object_get(completion, "model"));
+    set_logprobs(json_array_get(json_object_get(r, "candidates"), 0),
+                 json_object_get(json_object_get(choice, "logprobs"), "content"));
+    return r;
 }
 
 /* ---- the stream ----------------------------------------------------------- */
@@ -191,24 +243,31 @@ static void flush_call(tg_gem_bridge *b, tg_buf *out)
     emit_parts(b, json_pack("[o]", part), out);
 }
 
-static void on_text(tg_gem_bridge *b, const char *text, bool thought, tg_buf *out)
+/* A text part onto the stream; logprobs: the chunk's tokens, as that
+ * response's logprobsResult. */
+static void on_text(tg_gem_bridge *b, const char *text, bool thought, const json_t *logprobs,
+                    tg_buf *out)
 {
     flush_call(b, out);
     json_t *part = json_pack("{s:s}", "text", text);
     if (thought)
         json_object_set_new(part, "thought", json_true());
-    emit_parts(b, json_pack("[o]", part), out);
+    json_t *resp = response_of(b, json_pack("[o]", part), NULL, NULL, b->id, b->version);
+    set_logprobs(json_array_get(json_object_get(resp, "candidates"), 0), logprobs);
+    emit(b, resp, out);
 }
 
-static void on_reasoning(void *b, const char *text, tg_buf *out) { on_text(b, text, true, out); }
+static void on_reasoning(void *b, const char *text, tg_buf *out)
+{
+    on_text(b, text, true, NULL, out);
+}
 
 static void on_content(void *b, const char *text, const json_t *logprobs, tg_buf *out)
 {
-    (void)logprobs;  /* logprobsResult is not asked for by the bridge */
-    on_text(b, text, false, out);
+    on_text(b, text, false, logprobs, out);
 }
 
-static void on_refusal(void *b, const char *text, tg_buf *out) { on_text(b, text, false, out); }
+static void on_refusal(void *b, const char *text, tg_buf *out) { on_text(b, text, false, NULL, out); }
 
 static void emit_error(tg_gem_bridge *b, int code, const char *status, const char *msg,
                        tg_buf *out)

@@ -408,10 +408,36 @@ static void convert_system(const json_t *si, json_t *messages)
 
 /* ---- request: tools and configs ------------------------------------------- */
 
+/* propertyOrdering (the order Gemini writes the object's properties in)
+ * as the order of the properties themselves, the one models read them in;
+ * names it does not list follow, as they were. */
+static void order_properties(json_t *o, const json_t *order)
+{
+    json_t *props = json_object_get(o, "properties");
+    if (!json_is_object(props) || !json_array_size(order))
+        return;
+    json_t *sorted = json_object();
+    size_t i;
+    const json_t *n;
+    json_array_foreach(order, i, n) {
+        json_t *v = json_is_string(n) ? json_object_get(props, json_string_value(n)) : NULL;
+        if (v)
+            json_object_set(sorted, json_string_value(n), v);
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(props, k, v) {
+        if (!json_object_get(sorted, k))
+            json_object_set(sorted, k, v);
+    }
+    json_object_set_new(o, "properties", sorted);
+}
+
 /* Gemini's Schema (an OpenAPI 3.0 subset: upper-case types, nullable,
- * propertyOrdering, int64 bounds as strings) as JSON Schema. Keys of its
- * own with no JSON Schema meaning go; the rest is kept for the schema
- * stage to judge. */
+ * propertyOrdering, example, int64 bounds as strings) as JSON Schema:
+ * nullable a "null" type beside the type, propertyOrdering the order of
+ * the properties, example JSON Schema's examples; the rest is kept for the
+ * schema stage to judge. */
 static json_t *json_schema_of(const json_t *s)
 {
     static const char *const int64_keys[] = {"minItems",  "maxItems",      "minLength",
@@ -444,9 +470,10 @@ static json_t *json_schema_of(const json_t *s)
             const json_t *a;
             json_array_foreach(v, i, a) json_array_append_new(any, json_schema_of(a));
             json_object_set_new(o, k, any);
-        } else if (!strcmp(k, "nullable") || !strcmp(k, "propertyOrdering") ||
-                   !strcmp(k, "example")) {
-            continue;
+        } else if (!strcmp(k, "example")) {  /* JSON Schema's word: examples */
+            json_object_set_new(o, "examples", json_pack("[O]", v));
+        } else if (!strcmp(k, "nullable") || !strcmp(k, "propertyOrdering")) {
+            continue;  /* nullable joins type below; the order is the properties' */
         } else if (json_is_string(v) && tg_bridge_is_one_of(k, int64_keys)) {
             /* proto's int64 in JSON is a string ("3"); JSON Schema's a number */
             char *end;
@@ -457,6 +484,7 @@ static json_t *json_schema_of(const json_t *s)
             json_object_set(o, k, (json_t *)v);
         }
     }
+    order_properties(o, json_object_get(s, "propertyOrdering"));
     const json_t *t = json_object_get(o, "type");
     if (json_is_true(json_object_get(s, "nullable")) && json_is_string(t))
         json_object_set_new(o, "type", json_pack("[O, s]", t, "null"));
@@ -538,7 +566,22 @@ static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
  * narrows the tools offered, and one name is a named choice. */
 static void convert_tool_config(json_t *chat, const json_t *body, conv *cv)
 {
-    const json_t *fcc = json_object_get(json_object_get(body, "toolConfig"), "functionCallingConfig");
+    const json_t *tc = json_object_get(body, "toolConfig");
+    const json_t *fcc = json_object_get(tc, "functionCallingConfig");
+    /* retrievalConfig (the location Google's Maps and Search grounding
+     * use) and includeServerSideToolInvocations are for tools only
+     * Google runs; a streamed call goes whole, never as partialArgs */
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)tc, k, v) {
+        char name[96];
+        snprintf(name, sizeof name, "toolConfig.%.70s", k);
+        if (strcmp(k, "functionCallingConfig") && !json_is_null(v) && !json_is_false(v))
+            tg_bridge_drop(cv->dropped, "fields", name);
+    }
+    if (json_is_true(json_object_get(fcc, "streamFunctionCallArguments")))
+        tg_bridge_drop(cv->dropped, "fields",
+                       "toolConfig.functionCallingConfig.streamFunctionCallArguments");
     const char *mode = json_string_value(json_object_get(fcc, "mode"));
     const json_t *allowed = json_object_get(fcc, "allowedFunctionNames");
     json_t *tools = json_object_get(chat, "tools");
@@ -592,7 +635,8 @@ static void convert_thinking(json_t *chat, const json_t *tc, const char *model, 
     const char *effort = NULL;
     if (level) {
         static const char *const lv[][2] = {{"MINIMAL", "minimal"}, {"LOW", "low"},
-                                            {"MEDIUM", "medium"},   {"HIGH", "high"}};
+                                            {"MEDIUM", "medium"},   {"HIGH", "high"},
+                                            {"XHIGH", "xhigh"}};
         for (size_t i = 0; i < sizeof lv / sizeof lv[0]; i++)
             if (!strcmp(level, lv[i][0]))
                 effort = lv[i][1];
@@ -633,6 +677,27 @@ static void convert_format(json_t *chat, const json_t *gc, conv *cv)
         tg_bridge_drop(cv->dropped, "fields", "generationConfig.responseMimeType");
 }
 
+/* responseLogprobs as chat's logprobs, and logprobs (the top candidates
+ * a step, which Gemini takes only beside responseLogprobs) as its
+ * top_logprobs, within chat's 0..20; the answer's logprobs come back as
+ * the candidate's logprobsResult (gemini_answer.c). logprobs alone asks
+ * for nothing (as on Gemini): said. */
+static void convert_logprobs(json_t *chat, const json_t *gc, conv *cv)
+{
+    const json_t *top = json_object_get(gc, "logprobs");
+    bool on = json_is_true(json_object_get(gc, "responseLogprobs"));
+    if (on)
+        json_object_set_new(chat, "logprobs", json_true());
+    if (!json_is_integer(top))
+        return;
+    if (!on) {
+        tg_bridge_drop(cv->dropped, "fields", "generationConfig.logprobs");
+        return;
+    }
+    json_int_t n = json_integer_value(top);
+    json_object_set_new(chat, "top_logprobs", json_integer(n < 0 ? 0 : n > 20 ? 20 : n));
+}
+
 static void convert_generation(json_t *chat, const json_t *gc, const char *model, conv *cv)
 {
     static const char *const same[][2] = {
@@ -649,11 +714,12 @@ static void convert_generation(json_t *chat, const json_t *gc, const char *model
     }
     convert_thinking(chat, json_object_get(gc, "thinkingConfig"), model, cv);
     convert_format(chat, gc, cv);
+    convert_logprobs(chat, gc, cv);
     static const char *const known[] = {
         "temperature",       "topP",           "topK",           "maxOutputTokens",
         "stopSequences",     "seed",           "presencePenalty", "frequencyPenalty",
         "thinkingConfig",    "responseMimeType", "responseSchema", "responseJsonSchema",
-        "_responseJsonSchema", NULL};
+        "_responseJsonSchema", "responseLogprobs", "logprobs", NULL};
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)gc, k, v) {

@@ -161,12 +161,14 @@ json_t *tg_messages_answer(tg_msg_bridge *b, const json_t *completion)
 {
     const json_t *choice = json_array_get(json_object_get(completion, "choices"), 0);
     const json_t *msg = json_object_get(choice, "message");
-    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    const char *finish = tg_bridge_finish(completion);
     json_t *content = json_array();
-    const char *reasoning = tg_bridge_reasoning(msg);
+    tg_buf own = {0};
+    const char *reasoning = tg_bridge_reasoning(msg, &own);
     if (reasoning)
         json_array_append_new(content, json_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking",
                                                  reasoning, "signature", ""));
+    tg_buf_free(&own);
     const json_t *c = json_object_get(msg, "content");
     tg_buf t = {0};
     size_t i;

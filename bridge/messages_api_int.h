@@ -54,6 +54,8 @@ int tg_msg_join_text(const json_t *v, tg_buf *t, const char *path, tg_error *err
 /* A block's cache_control onto part when the target takes it, else the
  * drop said (an optimization hint only). */
 void tg_msg_carry_cache(json_t *part, const json_t *blk, conv *cv);
+/* A text block's citations, said as dropped (content text.citations). */
+void tg_msg_note_citations(const json_t *blk, conv *cv);
 /* Parts as chat content: a string when all are plain text, else the parts
  * as they are. Steals parts. */
 json_t *tg_msg_content_of(json_t *parts);

@@ -615,6 +615,15 @@ static int other_user_block(const json_t *blk, const char *type, const char *par
     return tg_bridge_bad(err, param, "%s: not a content block type of the Messages API", param);
 }
 
+/* A text block's citations (where Claude's cited answer points into a
+ * document or a search result): chat text has no place for them, so the
+ * text goes alone, said. */
+void tg_msg_note_citations(const json_t *blk, conv *cv)
+{
+    if (json_array_size(json_object_get(blk, "citations")))
+        tg_bridge_drop(cv->dropped, "content", "text.citations");
+}
+
 /* One block of a user message other than a tool_result, as parts. */
 static int user_block(const json_t *blk, const char *type, const char *path, json_t *parts,
                       conv *cv, tg_error *err)
@@ -629,6 +638,7 @@ static int user_block(const json_t *blk, const char *type, const char *path, jso
         }
         p = text_part(json_string_value(t), json_string_length(t));
         tg_msg_carry_cache(p, blk, cv);
+        tg_msg_note_citations(blk, cv);
     } else if (!strcmp(type, "image")) {
         p = image_part(blk, path, cv, err);
     } else if (!strcmp(type, "document")) {

@@ -101,6 +101,7 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
         if (json_is_object(json_object_get(blk, "cache_control")))  /* no part to put it on */
             tg_bridge_drop(cv->dropped, TG_BRIDGE_HINTS, "cache_control");
         if (type && !strcmp(type, "text") && json_is_string(json_object_get(blk, "text"))) {
+            tg_msg_note_citations(blk, cv);
             /* an empty block says nothing, and Gemini refuses the empty
              * part it would become beside the calls */
             if (!json_string_length(json_object_get(blk, "text")))

@@ -83,7 +83,7 @@ json_t *tg_resp_object(tg_resp_bridge *b, json_t *id, json_t *model, json_int_t 
     json_object_set_new(r, "previous_response_id", b->previous ? json_incref(b->previous) : json_null());
     json_object_set_new(r, "reasoning",
                         echo_or(b, "reasoning", json_pack("{s:n, s:n}", "effort", "summary")));
-    json_object_set_new(r, "store", json_false());
+    json_object_set_new(r, "store", json_boolean(b->stored));
     json_object_set_new(r, "temperature", echo_or(b, "temperature", json_null()));
     json_object_set_new(r, "text",
                         echo_or(b, "text", json_pack("{s:{s:s}}", "format", "type", "text")));
@@ -145,13 +145,32 @@ json_t *tg_responses_items(const tg_resp_bridge *b)
     return b->output ? json_incref(b->output) : json_array();
 }
 
+/* The record holds the Response itself without its output (kept once,
+ * beside it), for GET /v1/responses/{id} (responses_stored.c), and the
+ * input only for a client that chains (keeps_record): one that sends the
+ * whole history every turn leaves a record without it, which answers GET
+ * but continues no chain and lists no input items. */
 json_t *tg_responses_record(const tg_resp_bridge *b)
 {
-    if (!b->input || !b->id || !b->output)
+    if (!b->stored || !b->id || !b->output)
         return NULL;
-    return json_pack("{s:s, s:O, s:O, s:O, s:O}", "type", TG_RESP_RECORD, "id", b->id,
-                     "previous_response_id", b->previous ? b->previous : json_null(), "input",
-                     b->input, "output", b->output);
+    json_t *rec = json_pack("{s:s, s:O, s:O, s:O}", "type", TG_RESP_RECORD, "id", b->id,
+                            "previous_response_id", b->previous ? b->previous : json_null(),
+                            "output", b->output);
+    if (b->input)
+        json_object_set(rec, "input", b->input);
+    if (b->final) {
+        json_t *resp = json_copy(b->final);
+        json_object_del(resp, "output");
+        json_object_set_new(rec, "response", resp);
+    }
+    return rec;
+}
+
+void tg_resp_keep_final(tg_resp_bridge *b, const json_t *response)
+{
+    json_decref(b->final);
+    b->final = json_incref((json_t *)response);
 }
 
 json_t *tg_resp_text_part(const char *type, const char *text, size_t n)
@@ -258,17 +277,19 @@ json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion)
     json_t *choices = json_object_get(completion, "choices");
     json_t *choice = json_array_get(choices, 0);
     json_t *msg = json_object_get(choice, "message");
-    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    const char *finish = tg_bridge_finish(completion);
     json_decref(b->id);
     b->id = tg_resp_response_id(b, json_object_get(completion, "id"));
     json_t *output = json_array();
-    const char *reasoning = tg_bridge_reasoning(msg);
+    tg_buf own = {0};
+    const char *reasoning = tg_bridge_reasoning(msg, &own);
     if (reasoning) {
         json_t *item = json_pack("{s:o, s:s, s:[{s:s, s:s}]}", "id", tg_resp_item_id(b, "rs"), "type",
                                  "reasoning", "summary", "type", "summary_text", "text", reasoning);
         tg_resp_set_encrypted(b, item, reasoning, strlen(reasoning));
         json_array_append_new(output, item);
     }
+    tg_buf_free(&own);
     json_t *parts = json_array();
     const json_t *content = json_object_get(msg, "content");
     tg_buf t = {0};
@@ -307,6 +328,7 @@ json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion)
                                 tg_resp_usage(json_object_get(completion, "usage")), NULL);
     json_decref(b->output);
     b->output = output;  /* tg_responses_items */
+    tg_resp_keep_final(b, r);
     return r;
 }
 

@@ -17,6 +17,8 @@ json_t *tg_resp_object(tg_resp_bridge *b, json_t *id, json_t *model, json_int_t 
                        const char *status, const char *finish, json_t *output, json_t *usage,
                        json_t *error);
 /* The reasoning item's encrypted_content, when asked for (see ENCRYPTED_TAG). */
+/* Keeps response (borrowed) as the Response the record repeats. */
+void tg_resp_keep_final(tg_resp_bridge *b, const json_t *response);
 void tg_resp_set_encrypted(tg_resp_bridge *b, json_t *item, const char *text, size_t n);
 /* The next item's id, "<kind>_<n>_<name>" (new reference). */
 json_t *tg_resp_item_id(tg_resp_bridge *b, const char *kind);

@@ -61,6 +61,37 @@ json_t *tg_responses_items(const tg_resp_bridge *b);
 #define TG_RESP_RECORD "toolgate.response"
 json_t *tg_responses_record(const tg_resp_bridge *b);
 
+/* The stored-response endpoints on a bridged route (responses_stored.c),
+ * from a record (borrowed, parsed): the Response it holds (new reference;
+ * encrypted: include[] asked for reasoning.encrypted_content), or NULL
+ * when it is no record of a Response (a tombstone, an item). */
+json_t *tg_responses_stored(const json_t *record, bool encrypted);
+/* What DELETE leaves under a response's and its items' ids: an entry that
+ * every lookup takes for a missing one (new reference). */
+#define TG_RESP_DELETED "toolgate.deleted"
+json_t *tg_responses_tombstone(const char *id);
+/* GET /v1/responses/{id}/input_items's query (NULL: not given). */
+typedef struct tg_resp_list_query {
+    const char *after, *before, *order, *limit;
+} tg_resp_list_query;
+/* Its answer, a ResponseItemList (*list, new reference), or -1 with err
+ * filled (400 naming the query parameter). The record's input as sent,
+ * each item with an id (its own, else one made from the response's id). */
+int tg_responses_input_list(const json_t *record, const tg_resp_list_query *q, json_t **list,
+                            tg_error *err);
+/* GET /v1/responses/{id}?stream=true: the stored Response (borrowed) as
+ * the event stream that would have sent it, each text in one delta, the
+ * events numbered past starting_after only (-1: all); appended to out. */
+void tg_responses_replay(const json_t *response, json_int_t starting_after, tg_buf *out);
+
+/* POST /v1/responses/compact (responses_compact.c): the CompactParams body
+ * as a chat request asking the model for a summary of the conversation
+ * (arguments as tg_responses_to_chat_opts), and its chat answer as the
+ * CompactedResponse (new reference). */
+int tg_responses_compact_to_chat(const json_t *body, const tg_bridge_opts *o, tg_resp_lookup fn,
+                                 void *ud, json_t **chat, tg_resp_bridge **bridge, tg_error *err);
+json_t *tg_responses_compacted(tg_resp_bridge *b, const json_t *completion);
+
 /* A whole chat.completion (borrowed) as a Response object (new reference). */
 json_t *tg_responses_answer(tg_resp_bridge *b, const json_t *completion);
 

@@ -42,6 +42,11 @@ struct tg_resp_bridge {
     json_t *input;         /* the request's own input items, for its record,
                               or NULL when the request said store: false */
     json_t *previous;      /* previous_response_id as sent, or NULL */
+    bool stored;           /* the request did not say store: false */
+    json_t *final;         /* the last Response object made (whole or the
+                              stream's last event's), for its record */
+    json_t *compact_users; /* /responses/compact: the conversation's user
+                              messages as items (responses_compact.c) */
 };
 
 /* A reasoning item's encrypted_content when the request includes
@@ -55,6 +60,10 @@ struct tg_resp_bridge {
  * reasoning_text, refusal), joined onto out; -1 when a part carries no
  * text. */
 int tg_resp_join_text(const json_t *parts, tg_buf *out);
+
+/* A compaction item the bridge made (responses_compact.c): its summary as
+ * an assistant message onto messages, true; false for OpenAI's own. */
+bool tg_resp_input_compaction(const json_t *item, json_t *messages);
 
 /* The request's top-level parameters beside its conversation and tools
  * into chat (borrowed body, chat gains keys), what has no chat form

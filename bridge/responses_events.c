@@ -29,6 +29,12 @@ static json_t *stream_response(tg_resp_bridge *b, const char *status, json_t *er
                            !strcmp(status, "in_progress") ? NULL : tg_resp_usage(b->rd.usage), error);
 }
 
+static json_t *keep_final(tg_resp_bridge *b, json_t *response)
+{
+    tg_resp_keep_final(b, response);
+    return response;
+}
+
 static void stream_start(void *vb, const json_t *chunk, tg_buf *out)
 {
     tg_resp_bridge *b = vb;
@@ -315,6 +321,7 @@ static void stream_finish(void *vb, tg_buf *out)
     const char *status = json_string_value(json_object_get(r, "status"));
     json_t *ev = event_new(b, strcmp(status, "completed") ? "response.incomplete"
                                                           : "response.completed");
+    tg_resp_keep_final(b, r);
     json_object_set_new(ev, "response", r);
     tg_bridge_emit(out, ev);
 }
@@ -340,11 +347,11 @@ static void stream_fail(void *vb, const json_t *error, tg_buf *out)
     ev = event_new(b, "response.failed");
     json_object_set_new(
         ev, "response",
-        stream_response(b, "failed",
+        keep_final(b, stream_response(b, "failed",
                         json_pack("{s:s, s:s}", "code",
                                   json_is_string(code) ? json_string_value(code) : "server_error",
                                   "message",
-                                  json_is_string(msg) ? json_string_value(msg) : "upstream error")));
+                                  json_is_string(msg) ? json_string_value(msg) : "upstream error"))));
     tg_bridge_emit(out, ev);
 }
 

@@ -663,6 +663,8 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
     }
     if (!strcmp(type, "item_reference"))
         return input_reference(item, i, path, messages, reasoning, lk, err);
+    if (!strcmp(type, "compaction") && tg_resp_input_compaction(item, messages))
+        return 0;
     if (!strcmp(type, "additional_tools")) {  /* Codex's tools, in the input (add_tools) */
         char tpath[80];
         snprintf(tpath, sizeof tpath, "%.60s.tools", path);
@@ -1074,7 +1076,10 @@ static json_t *chain_history(const char *first, const lookup *lk, tg_error *err)
         err->status = 0;
         json_t *rec = hops < TG_RESP_CHAIN_MAX && lk->fn ? lk->fn(lk->ud, id, err) : NULL;
         const char *type = json_string_value(json_object_get(rec, "type"));
-        if (!rec || !type || strcmp(type, TG_RESP_RECORD)) {
+        /* a record kept without its input (a client that sends the whole
+         * history each turn, keeps_record) cannot continue a chain */
+        if (!rec || !type || strcmp(type, TG_RESP_RECORD) ||
+            !json_is_array(json_object_get(rec, "input"))) {
             json_decref(rec);
             if (!err->status)  /* OpenAI's words for it */
                 tg_error_set(err, 400, "invalid_request_error", "previous_response_not_found",
@@ -1221,8 +1226,17 @@ static int convert_request(const json_t *body, json_t *chat, const lookup *lk, t
     if (v && !json_is_null(v))
         json_object_set(chat, "max_tokens", (json_t *)v);
     /* logprobs come when include names them (top_logprobs alone returns
-     * none, and chat refuses top_logprobs without logprobs) */
+     * none, and chat refuses top_logprobs without logprobs); what it asks
+     * of the items of tools OpenAI runs, which the bridge leaves out, is
+     * said */
+    static const char *const own[] = {"reasoning.encrypted_content",
+                                      "message.output_text.logprobs",
+                                      "message.input_image.image_url", NULL};
     size_t i;
+    json_array_foreach(json_object_get(body, "include"), i, v) {
+        if (json_is_string(v) && !tg_bridge_is_one_of(json_string_value(v), own))
+            tg_bridge_drop(lk->cv->dropped, "include", json_string_value(v));
+    }
     json_array_foreach(json_object_get(body, "include"), i, v) {
         const char *s = json_string_value(v);
         if (s && !strcmp(s, "message.output_text.logprobs")) {
@@ -1304,6 +1318,7 @@ int tg_responses_to_chat_opts(const json_t *body, const tg_bridge_opts *o, tg_re
     const json_t *prev = json_object_get(body, "previous_response_id");
     if (json_is_string(prev))
         b->previous = json_incref((json_t *)prev);
+    b->stored = !json_is_false(json_object_get(body, "store"));
     if (keeps_record(body))
         b->input = input_items(json_object_get(body, "input"));
     b->msg_at = b->reason_at = -1;
@@ -1336,6 +1351,8 @@ void tg_resp_bridge_free(tg_resp_bridge *b)
     json_decref(b->dropped);
     json_decref(b->input);
     json_decref(b->previous);
+    json_decref(b->final);
+    json_decref(b->compact_users);
     tg_chat_reader_free(&b->rd);
     tg_buf_free(&b->text);
     tg_buf_free(&b->reason);

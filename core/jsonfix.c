@@ -389,3 +389,20 @@ fail:
     json_decref(out);
     return NULL;
 }
+
+json_t *tg_json_leading_object(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && isspace((unsigned char)s[i]))
+        i++;
+    if (i >= n || s[i] != '{')
+        return NULL;
+    const char *end = tg_json_value_end(s + i, s + n);
+    if (!end || memchr(end, '{', (size_t)(s + n - end)))
+        return NULL;
+    json_t *o = tg_json_load(s + i, (size_t)(end - (s + i)), 0, NULL);
+    if (json_is_object(o))
+        return o;
+    json_decref(o);
+    return NULL;
+}

@@ -17,4 +17,8 @@ json_t *tg_json_fix(const char *s, size_t n);
  * parses strictly; NULL otherwise. */
 json_t *tg_json_split_objects(const char *s, size_t n);
 
+/* "{...}}" (one whole object, then stray bytes that open no other object:
+ * Python's "Extra data"): the object, new reference; NULL otherwise. */
+json_t *tg_json_leading_object(const char *s, size_t n);
+
 #endif

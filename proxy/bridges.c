@@ -23,6 +23,18 @@
 #include "core/jsonio.h"
 #include "proxy/log.h"
 
+/* What the store held under an id (new reference), or NULL for a
+ * tombstone that DELETE /v1/responses/{id} left (proxy/stored.c). */
+static json_t *live(json_t *v)
+{
+    const char *type = json_string_value(json_object_get(v, "type"));
+    if (type && !strcmp(type, TG_RESP_DELETED)) {
+        json_decref(v);
+        return NULL;
+    }
+    return v;
+}
+
 /* An item_reference answered from the store; when the store cannot be
  * reached the client is told so (a 503 it may retry), never that its item
  * does not exist. */
@@ -33,7 +45,7 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
     char *text = NULL;
     if (r->prep.fetched && !r->prep.fetch_down) {  /* read before, on the loop */
         json_t *v = json_object_get(r->prep.fetched, id);
-        return v ? json_incref(v) : NULL;
+        return v ? live(json_incref(v)) : NULL;
     }
     if (r->prep.fetch_down ||
         tg_store_get(st, r->w->id, r->client.owner, id, &text) == TG_STORE_DOWN) {
@@ -48,7 +60,7 @@ static json_t *stored_item(void *ud, const char *id, tg_error *err)
     }
     json_t *item = text ? tg_json_load(text, strlen(text), 0, NULL) : NULL;
     free(text);
-    return item;
+    return live(item);
 }
 
 /* ids (a new array): the item_references of input items not in have
@@ -166,6 +178,16 @@ static tg_bridge_opts bridge_opts(tg_req *r, const tg_route *route)
     return o;
 }
 
+/* The request's Responses bridge, named with ids unique past this
+ * request (for the item store). */
+static void take_resp_bridge(tg_req *r, tg_resp_bridge *b)
+{
+    char name[64];
+    tg_request_id(name, sizeof name, &r->w->rng);
+    tg_resp_bridge_name(b, name + 3);
+    r->prep.bridge = b;
+}
+
 static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
                              tg_error *err)
 {
@@ -173,10 +195,7 @@ static int responses_to_chat(tg_req *r, const tg_route *route, const json_t *bod
     tg_bridge_opts o = bridge_opts(r, route);
     if (tg_responses_to_chat_opts(body, &o, stored_item, r, chat, &b, err))
         return -1;
-    char name[64];  /* ids unique past this request, for the item store */
-    tg_request_id(name, sizeof name, &r->w->rng);
-    tg_resp_bridge_name(b, name + 3);
-    r->prep.bridge = b;
+    take_resp_bridge(r, b);
     return 0;
 }
 
@@ -240,6 +259,34 @@ static const bridge_api responses_api = {
     .stream = responses_stream,
     .stream_end = responses_stream_end,
     .done = remember_items,
+    .free = responses_free,
+};
+
+/* POST /v1/responses/compact: a summary asked of the route's model
+ * (bridge/responses_compact.c), no record kept. */
+static int compact_to_chat(tg_req *r, const tg_route *route, const json_t *body, json_t **chat,
+                           tg_error *err)
+{
+    tg_resp_bridge *b = NULL;
+    tg_bridge_opts o = bridge_opts(r, route);
+    if (tg_responses_compact_to_chat(body, &o, stored_item, r, chat, &b, err))
+        return -1;
+    take_resp_bridge(r, b);
+    return 0;
+}
+
+static json_t *compact_answer(void *b, const json_t *c) { return tg_responses_compacted(b, c); }
+
+static const bridge_api compact_api = {
+    .name = "/v1/responses",
+    .bridges = tg_route_bridges_responses,
+    .strip_markers = tg_responses_strip_markers,
+    .prefetch = responses_prefetch,
+    .to_chat = compact_to_chat,
+    .dropped = responses_dropped_peek,
+    .answer = compact_answer,
+    .stream = responses_stream,  /* never: the summary call is not streamed */
+    .stream_end = responses_stream_end,
     .free = responses_free,
 };
 
@@ -402,6 +449,8 @@ const bridge_api *api_of(const char *rest)
     if (!strcmp(rest, "/v1/responses") || !strcmp(rest, "/responses") ||
         !strcmp(rest, "/v1/responses/input_tokens") || !strcmp(rest, "/responses/input_tokens"))
         return &responses_api;
+    if (!strcmp(rest, "/v1/responses/compact") || !strcmp(rest, "/responses/compact"))
+        return &compact_api;
     if (!strcmp(rest, "/v1/messages") || !strcmp(rest, "/v1/messages/count_tokens"))
         return &messages_api;
     return NULL;

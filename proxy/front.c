@@ -13,7 +13,8 @@
  * (queue_stream, read by stream_reader). on_completed logs and counts
  * the request; on_client_hangup ends the upstream of a client gone while
  * it waited. Connections that have not sent a whole head are kept in
- * arrival order for header_timeout (heads_*).
+ * arrival order for header_timeout (heads_*), and a kept-alive one is
+ * parked between an answer and its next bytes (conns_*).
  */
 #include "proxy/front.h"
 
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include "core/alloc.h"
@@ -30,6 +32,7 @@
 #include "proxy/gemini.h"
 #include "proxy/log.h"
 #include "proxy/prepare.h"
+#include "proxy/stored.h"
 #include "proxy/upstream.h"
 
 /* ---- answers to the client ---------------------------------------------- */
@@ -122,8 +125,9 @@ static enum MHD_Result queue_answer(tg_req *r)
             snprintf(v, sizeof v, "%d", r->answer.status);
             MHD_add_response_header(resp, "X-Toolgate-Upstream-Error", v);
         }
-    } else {
-        MHD_add_response_header(resp, "Content-Type", "application/json");
+    } else {  /* toolgate's own: JSON, or a replayed stream (proxy/stored.c) */
+        MHD_add_response_header(resp, "Content-Type",
+                                r->answer.type ? r->answer.type : "application/json");
     }
     return send_response(r, resp, RQ_ANSWERED);
 }
@@ -328,6 +332,9 @@ static int route_request(tg_req *r)
         prepare_plain(r);
         return 0;
     }
+    int stored = stored_route(r, by_prefix);  /* GET /v1/responses/{id}... when bridged */
+    if (stored)
+        return stored;
     if (!strncmp(rest, "/v1/", 4) || !strcmp(rest, "/v1")) {
         r->route = by_prefix ? by_prefix : &r->conf->routes[0];
         if (models_route(r))  /* answered from the conf */
@@ -375,7 +382,7 @@ static enum MHD_Result dispatch(tg_req *r)
         return queue_answer(r);
     if (k > 0 || embed_wait_catalog(r)) {  /* the store reads, or the catalog is embedded,
                                               on the loop; the resume dispatches it again */
-        req_suspend(r);
+        req_suspend_after_run(r);
         return MHD_YES;
     }
     tg_buf u = {0};
@@ -389,7 +396,7 @@ static enum MHD_Result dispatch(tg_req *r)
         return queue_answer(r);
     }
     r->state = RQ_WAIT;
-    req_suspend(r);
+    req_suspend_after_run(r);
     return MHD_YES;
 }
 
@@ -424,6 +431,114 @@ static head_wait *head_of(struct MHD_Connection *conn)
     return ci ? ci->socket_context : NULL;
 }
 
+/* ---- kept-alive connections parked between requests --------------------- */
+
+/* libmicrohttpd 0.9.75 in epoll mode takes a suspended connection out of
+ * its epoll set (EPOLL_CTL_DEL) and marks a resumed one readable, so after
+ * each answer it reads, meets EAGAIN and puts the socket back
+ * (EPOLL_CTL_ADD): three of a small request's seven system calls, none of
+ * them moving a byte. So each connection's socket is also in the worker's
+ * own epoll set, from its accept to its close (one epoll_ctl a connection,
+ * edge-triggered), and a connection kept alive after an answer is
+ * suspended by toolgate right after the run of MHD that sent the answer
+ * ("parked": MHD holds it out of its set already, so the suspend is no
+ * system call). The client's next bytes (or its close) wake the worker,
+ * which resumes it, and MHD's read finds the request: no EAGAIN, no
+ * epoll_ctl. A connection that stays quiet is resumed after PARK_MAX_US
+ * (the sweep), back to MHD's own wait, so the suspended list that every
+ * resume walks (proxy/request.c) holds only recent ones; the drain and
+ * the stop resume them all (MHD aborts when stopped with one suspended).
+ * It needs the request's own suspend made after the run (proxy/request.c
+ * req_suspend_after_run), or MHD reads before the answer and adds the
+ * socket back anyway. Not parked: a connection whose next head was
+ * already whole in the same run (pipelined), one being closed, any while
+ * draining. A pipelined head that is not whole yet waits for its next
+ * bytes or the sweep. The cost: one epoll_ctl a connection, so a client
+ * that opens a connection a request pays one more system call. */
+#define PARK_MAX_US 100000
+
+static void conn_register(worker *w, head_wait *h)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(h->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci || ci->connect_fd < 0)
+        return;
+    size_t fd = (size_t)ci->connect_fd;
+    if (fd >= w->n_conns) {
+        size_t n = w->n_conns ? w->n_conns : 256;
+        while (n <= fd)
+            n *= 2;
+        w->conns = tg_realloc(w->conns, n * sizeof *w->conns);
+        memset(w->conns + w->n_conns, 0, (n - w->n_conns) * sizeof *w->conns);
+        w->n_conns = n;
+    }
+    h->fd = (int)fd;
+    h->gen = ++w->gen & 0xffffff;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
+                             .data.u64 = TAG(K_CONN, h->gen, h->fd)};
+    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, h->fd, &ev) == 0) {
+        h->registered = true;
+        w->conns[fd] = h;
+    }
+}
+
+static void unpark(worker *w, head_wait *h)
+{
+    tg_list_remove(&w->parked, &h->park_node);
+    h->parked = false;
+    w->n_suspended--;
+    MHD_resume_connection(h->conn);
+    w->mhd_pending = true;
+}
+
+/* After a run of MHD: the connections it answered and kept alive. */
+void conns_park(worker *w)
+{
+    uint64_t t = 0;
+    head_wait *h;
+    while ((h = TG_LIST_ITEM(w->park_cands.head, head_wait, park_node))) {
+        tg_list_remove(&w->park_cands, &h->park_node);
+        h->park_cand = false;
+        if (!h->listed || w->draining)  /* its next head is whole: a request runs */
+            continue;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(h->conn, MHD_CONNECTION_INFO_CONNECTION_SUSPENDED);
+        if (!ci || ci->suspended)
+            continue;
+        MHD_suspend_connection(h->conn);
+        w->n_suspended++;
+        h->parked = true;
+        h->parked_at = t ? t : (t = now_us());
+        tg_list_push_back(&w->parked, &h->park_node);
+    }
+}
+
+/* An event on a connection's socket (K_CONN): a parked one's next bytes
+ * or close, or the close of a client whose request waits (watch_client). */
+void conn_event(worker *w, uint64_t tag, uint32_t events)
+{
+    size_t fd = (size_t)TAG_FD(tag);
+    head_wait *h = fd < w->n_conns ? w->conns[fd] : NULL;
+    if (!h || h->gen != TAG_GEN(tag))
+        return;
+    if (h->parked) {
+        unpark(w, h);
+    } else if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        tg_req *r = find_by_client(w, h->fd, h->gen);
+        if (r)
+            on_client_hangup(r);
+    }
+}
+
+/* Parked longer than PARK_MAX_US at time t (all with t = UINT64_MAX). */
+void conns_unpark(worker *w, uint64_t t)
+{
+    head_wait *h;
+    while ((h = TG_LIST_ITEM(w->parked.head, head_wait, park_node)) &&
+           (t == UINT64_MAX || t - h->parked_at > PARK_MAX_US))
+        unpark(w, h);
+}
+
 void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                    enum MHD_ConnectionNotificationCode toe)
 {
@@ -431,11 +546,23 @@ void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         head_wait *h = tg_calloc(1, sizeof *h);
         h->conn = conn;
+        h->fd = -1;
         heads_add(w, h);
+        conn_register(w, h);
         *socket_context = h;
     } else if (*socket_context) {
-        heads_del(w, *socket_context);
-        free(*socket_context);
+        head_wait *h = *socket_context;
+        heads_del(w, h);
+        if (h->park_cand)
+            tg_list_remove(&w->park_cands, &h->park_node);
+        if (h->parked) {  /* MHD closes none it holds suspended: never so */
+            tg_list_remove(&w->parked, &h->park_node);
+            w->n_suspended--;
+        }
+        /* the close that follows takes the socket out of the epoll set */
+        if (h->registered && w->conns[h->fd] == h)
+            w->conns[h->fd] = NULL;
+        free(h);
         *socket_context = NULL;
     }
 }
@@ -448,6 +575,8 @@ void sweep_heads(worker *w, uint64_t t)
     head_wait *h;
     while ((h = TG_LIST_ITEM(w->heads.head, head_wait, node)) && t - h->since > limit) {
         heads_del(w, h);
+        if (h->parked)  /* MHD must see the close */
+            unpark(w, h);
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(h->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (ci)
@@ -585,7 +714,7 @@ static enum MHD_Result answer_when_ready(tg_req *r)
     case RQ_WAIT:
         if (r->client.gone)
             return MHD_NO;
-        req_suspend(r);
+        req_suspend_after_run(r);
         return MHD_YES;
     case RQ_READY:
         if (r->client.gone)
@@ -597,7 +726,7 @@ static enum MHD_Result answer_when_ready(tg_req *r)
              * a discovery round refused before then is answered with the
              * provider's own status (round_answered_whole) */
             if (!r->stream.out.len && !r->stream.done) {
-                req_suspend(r);
+                req_suspend_after_run(r);
                 return MHD_YES;
             }
             return queue_stream(r);
@@ -628,8 +757,15 @@ void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                   enum MHD_RequestTerminationCode toe)
 {
     tg_req *r = *con_cls;
-    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
-        heads_add(cls, head_of(conn));  /* kept alive: the next head's deadline runs */
+    worker *w = cls;
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+        head_wait *h = head_of(conn);
+        heads_add(w, h);  /* kept alive: the next head's deadline runs */
+        if (h && h->registered && !h->park_cand && !h->parked && !w->draining) {
+            h->park_cand = true;  /* conns_park, after this run of MHD */
+            tg_list_push_back(&w->park_cands, &h->park_node);
+        }
+    }
     if (!r)
         return;
     *con_cls = NULL;
@@ -638,6 +774,7 @@ void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (r->client.suspended)
         r->w->n_suspended--;
     r->client.suspended = false;
+    r->client.held = false;
     r->t_done = now_us();
     int status = r->answer.status ? r->answer.status : (int)r->up.status;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {

@@ -17,6 +17,12 @@ void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context
                    enum MHD_ConnectionNotificationCode toe);
 /* Heads late past header_timeout at time t: their sockets are shut down. */
 void sweep_heads(worker *w, uint64_t t);
+/* Kept-alive connections parked between requests: after a run of MHD,
+ * those it answered (conns_park); an event on a connection's socket
+ * (K_CONN); those parked too long at time t, or all (t = UINT64_MAX). */
+void conns_park(worker *w);
+void conn_event(worker *w, uint64_t tag, uint32_t events);
+void conns_unpark(worker *w, uint64_t t);
 /* The client went away while we waited: cancel upstream now. */
 void on_client_hangup(tg_req *r);
 

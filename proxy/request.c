@@ -231,7 +231,10 @@ static void resume_now(tg_req *r)
 {
     r->client.suspended = false;
     r->w->n_suspended--;
-    MHD_resume_connection(r->client.conn);
+    if (r->client.held) {
+        r->client.held = false;
+        MHD_resume_connection(r->client.conn);
+    }  /* else its suspend was still queued: MHD never held it */
     r->w->mhd_pending = true;  /* run MHD in this loop turn, not the next */
 }
 
@@ -272,7 +275,46 @@ void req_suspend(tg_req *r)
     if (!r->client.suspended && r->client.conn) {
         r->client.suspended = true;
         r->w->n_suspended++;
+    }
+    if (r->client.suspended && !r->client.held) {
+        r->client.held = true;
         MHD_suspend_connection(r->client.conn);
+    }
+}
+
+/* libmicrohttpd (0.9.75) does not update a connection's event state once
+ * it is suspended: suspended inside the access handler's final call, it
+ * keeps the "read" state of the request's head, and resumed it reads
+ * first, meets EAGAIN, and after the answer goes back into its epoll set
+ * (EPOLL_CTL_ADD; proxy/front.c says what that costs). Left to the end
+ * of the run, the final call without an answer leaves it "blocked" (no
+ * read, no epoll change), and the suspend that follows the run
+ * (req_flush_suspends) keeps that state for the resume. */
+void req_suspend_after_run(tg_req *r)
+{
+    if (r->client.suspended || !r->client.conn)
+        return;
+    r->client.suspended = true;
+    r->w->n_suspended++;
+    if (!r->client.suspend_queued) {
+        r->client.suspend_queued = true;
+        r->client.suspend_next = r->w->suspendq;
+        r->w->suspendq = req_ref(r);
+    }
+}
+
+void req_flush_suspends(worker *w)
+{
+    while (w->suspendq) {
+        tg_req *r = w->suspendq;
+        w->suspendq = r->client.suspend_next;
+        r->client.suspend_next = NULL;
+        r->client.suspend_queued = false;
+        if (r->client.suspended && !r->client.held && r->client.conn) {
+            r->client.held = true;
+            MHD_suspend_connection(r->client.conn);
+        }
+        req_unref(r);
     }
 }
 
@@ -280,6 +322,20 @@ void req_suspend(tg_req *r)
  * cancels its upstream transfer at once instead of when data next flows. */
 void watch_client(tg_req *r)
 {
+    const union MHD_ConnectionInfo *sc =
+        MHD_get_connection_info(r->client.conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const head_wait *h = sc ? sc->socket_context : NULL;
+    if (h && h->registered) {
+        /* its socket is in the set already (K_CONN, proxy/front.c): armed
+         * again, so that a close that came before is reported now */
+        r->client.fd = h->fd;
+        r->client.gen = h->gen;
+        r->client.shared = true;
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
+                                 .data.u64 = TAG(K_CONN, h->gen, h->fd)};
+        epoll_ctl(r->w->epfd, EPOLL_CTL_MOD, h->fd, &ev);
+        return;
+    }
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(r->client.conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (!ci)
@@ -295,8 +351,10 @@ void watch_client(tg_req *r)
 void unwatch_client(tg_req *r)
 {
     if (r->client.fd >= 0) {
-        epoll_ctl(r->w->epfd, EPOLL_CTL_DEL, r->client.fd, NULL);
+        if (!r->client.shared)
+            epoll_ctl(r->w->epfd, EPOLL_CTL_DEL, r->client.fd, NULL);
         r->client.fd = -1;
+        r->client.shared = false;
     }
 }
 

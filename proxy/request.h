@@ -79,8 +79,12 @@ typedef struct tg_req {
         uint64_t owner;               /* whose Responses items it may read (item_owner) */
         int fd;                       /* its socket while watched (watch_client), or -1 */
         uint32_t gen;
+        bool shared;                  /* watched through its connection's K_CONN entry */
         bool gone;
         bool suspended;               /* as MHD sees it: a queued resume not yet made */
+        bool held;                    /* MHD holds it suspended (its suspend not queued) */
+        bool suspend_queued;          /* on the worker's suspend queue (req_suspend_after_run) */
+        struct tg_req *suspend_next;
         bool resume_queued;           /* on the worker's resume queue */
         struct tg_req *resume_next;
     } client;
@@ -278,6 +282,10 @@ void upstream_headers_free(tg_req *r);
 /* ---- the client connection ---- */
 
 void req_suspend(tg_req *r);
+/* The same from the access handler's final call, made after the run of
+ * MHD (req_flush_suspends, which the loop calls after each run). */
+void req_suspend_after_run(tg_req *r);
+void req_flush_suspends(worker *w);
 /* Resumes now, or in the worker's next batch (request.c says when). */
 void req_resume(tg_req *r);
 void flush_resumes(worker *w);

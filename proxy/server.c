@@ -4,7 +4,8 @@
  * core by default); each is a single event loop over one epoll set that
  * holds: its own libmicrohttpd daemon (external epoll mode, listening on its
  * own SO_REUSEPORT socket so the kernel spreads connections), the sockets of
- * its own curl multi handle, the client sockets of requests that wait, and an
+ * its own curl multi handle, its client sockets (a parked kept-alive
+ * connection's next bytes, a waiting client's close: front.c), and an
  * eventfd for control (stop, reload). A request lives and dies on the worker
  * that accepted it, so the request path takes no lock and makes no thread
  * hand-off: the client connection is suspended while upstream has nothing
@@ -85,6 +86,7 @@ static void begin_drain(worker *w)
     if (w->draining)
         return;
     w->draining = true;
+    conns_unpark(w, UINT64_MAX);  /* each answer now closes its connection */
     w->drain_deadline = now_us() + (uint64_t)w->conf->shutdown_grace_ms * 1000;
 }
 
@@ -186,6 +188,10 @@ static void run_mhd_now(worker *w)
     for (int i = 0; i < 4; i++) {
         w->mhd_pending = false;
         MHD_run(w->mhd);
+        if (w->suspendq)
+            req_flush_suspends(w);
+        if (!tg_list_empty(&w->park_cands))
+            conns_park(w);
         MHD_UNSIGNED_LONG_LONG t;
         if (!w->mhd_pending && (MHD_get_timeout(w->mhd, &t) != MHD_YES || t > 0))
             break;
@@ -225,6 +231,10 @@ static void *worker_main(void *arg)
             case K_STORE:
                 w->srv->items->ops->event(w->srv->items, w->id, evs[i].events);
                 break;
+            case K_CONN:
+                conn_event(w, tag, evs[i].events);
+                run_mhd = true;
+                break;
             case K_CLIENT: {
                 tg_req *r = find_by_client(w, TAG_FD(tag), TAG_GEN(tag));
                 if (r)
@@ -261,6 +271,7 @@ static void *worker_main(void *arg)
             w->next_sweep = t + 200000;
             sweep_timeouts(w, t);
             sweep_heads(w, t);
+            conns_unpark(w, t);
         }
     }
     return NULL;
@@ -403,6 +414,7 @@ static void worker_cleanup(worker *w)
     for (tg_req *r = w->inflight; r; r = r->next)
         req_resume(r);
     flush_resumes(w);
+    conns_unpark(w, UINT64_MAX);
     if (w->mhd)
         MHD_stop_daemon(w->mhd);
     /* Anything still holding a transfer after the grace period is dropped. */
@@ -421,6 +433,7 @@ static void worker_cleanup(worker *w)
         curl_multi_cleanup(w->multi);
     upstream_tls_free(w);
     free(w->upfd);
+    free(w->conns);
     if (w->epfd > 0)
         close(w->epfd);
     if (w->ctlfd > 0)

@@ -2,7 +2,7 @@
  *
  * Types only (and the clock): a worker is one thread's event loop over one
  * epoll set that holds its libmicrohttpd daemon, the sockets of its curl
- * multi handle, the client sockets of requests that wait, its Redis
+ * multi handle, its client sockets (proxy/front.c), its Redis
  * connection (proxy/store.h), and an eventfd for control (proxy/server.c
  * runs it). The layers above read and write
  * the worker's fields (its lists, its cache, its metrics) but call only
@@ -32,7 +32,7 @@
 #include "proxy/store.h"
 
 /* epoll tags: kind in the top byte, a generation in the middle, fd below. */
-enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT, K_UPCONN, K_STORE };
+enum { K_MHD = 1, K_CTL, K_CURL, K_CLIENT, K_UPCONN, K_STORE, K_CONN };
 #define TAG(kind, gen, fd) (((uint64_t)(kind) << 56) | ((uint64_t)((gen) & 0xffffff) << 32) | (uint32_t)(fd))
 #define TAG_KIND(t) ((int)((t) >> 56))
 #define TAG_GEN(t) ((uint32_t)(((t) >> 32) & 0xffffff))
@@ -52,6 +52,16 @@ typedef struct head_wait {
     uint64_t since;
     bool listed;
     tg_list_node node;            /* on the worker's heads */
+    /* Its socket in the worker's epoll set for as long as it is open
+     * (K_CONN, proxy/front.c): a kept-alive connection is parked between
+     * an answer and the client's next bytes. */
+    int fd;
+    uint32_t gen;
+    bool registered;              /* in the epoll set (and w->conns[fd]) */
+    bool park_cand;               /* answered in this run of MHD: on park_cands */
+    bool parked;                  /* suspended by toolgate until its next bytes: on parked */
+    uint64_t parked_at;
+    tg_list_node park_node;       /* on park_cands or parked */
 } head_wait;
 
 struct worker {
@@ -70,11 +80,16 @@ struct worker {
     bool mhd_pending;
     int n_suspended;              /* connections MHD holds suspended */
     struct tg_req *resumeq;              /* resumes batched for the next flush */
+    struct tg_req *suspendq;      /* suspends made at the end of the run of MHD */
     uint64_t resume_due;          /* when the batch goes (now_us clock) */
     uint64_t drain_deadline;      /* end of shutdown_grace, then of the last flush */
     bool drain_cut;               /* the grace passed: open requests were ended */
     struct tg_req *inflight;             /* doubly linked */
     tg_list heads;                /* head_wait, oldest first: connections waiting for a request head */
+    tg_list park_cands;           /* head_wait answered in this run of MHD (front.c) */
+    tg_list parked;               /* head_wait parked, oldest first */
+    head_wait **conns;            /* by socket: the registered connections */
+    size_t n_conns;
     int n_inflight;
     uint32_t gen;
     int n_retry_wait;             /* requests waiting for a retry */

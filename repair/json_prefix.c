@@ -187,6 +187,9 @@ size_t tg_jprefix_feed(tg_jprefix *j, const char *s, size_t n)
         }
     }
     j->pos += i;
+    /* an open escape: `\`, or `\u` and its hex digits so far */
+    size_t open = !j->in_str ? 0 : j->uhex ? 2u + 4u - j->uhex : j->esc ? 1 : 0;
+    j->safe = j->pos - open;
     return i;
 }
 

@@ -16,6 +16,11 @@ typedef struct tg_jprefix {
     int depth;
     bool in_str, esc, key, bad;
     size_t pos;  /* bytes accepted so far */
+    /* of those, the bytes that may go out: an escape not yet whole (a
+     * `\` whose next byte has not come, or one that turned out invalid,
+     * `\$`) is held back, so that what was sent stays continuable by a
+     * repair (bionic-gpt#1041) */
+    size_t safe;
 } tg_jprefix;
 /* Feed n more bytes: returns how many of them keep the text a prefix of
  * one object (n, or fewer once it stops being one; 0 ever after). */

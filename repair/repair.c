@@ -142,6 +142,10 @@ static json_t *args_object(tg_ctx *ctx, const char *name, const json_t *a, bool 
     if (!tg_rr_on(ctx, TG_RR_JSON_FIX))
         return NULL;
     v = tg_json_fix(s, n);
+    if (!json_is_object(v)) {  /* "{...}}": the object, the stray bytes go */
+        json_decref(v);
+        v = tg_json_leading_object(s, n);
+    }
     if (json_is_object(v)) {
         tg_rr_note_other(ctx, "json_fix", name, (json_t *)a, v);
         *rewrote = true;

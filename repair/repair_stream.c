@@ -943,6 +943,16 @@ static int check_chunk(json_t *chunk)
         }
         if (json_is_object(delta))
             bad += check_delta(delta);
+        json_t *u = json_object_get(ch, "usage");
+        if (u) {
+            /* usage inside the choice (Moonshot, earendil-works/pi#2017):
+             * OpenAI's place is the chunk's, where clients and the bridges
+             * read it (R22) */
+            if (json_is_object(u) && !json_is_object(json_object_get(chunk, "usage")))
+                json_object_set(chunk, "usage", u);
+            json_object_del(ch, "usage");
+            bad++;
+        }
     }
     tg_json_array_cut(choices, kept);
     return bad;

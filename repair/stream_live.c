@@ -63,9 +63,9 @@ bool tg_rs_tool_is_live(tg_stream *s, const char *name)
  * beside them). */
 void tg_rs_relay_live(tg_stream *s, schoice *c, scall *k, json_t *extra, json_t *events)
 {
-    size_t from = k->jp.pos;
+    size_t from = k->jp.pos, out = k->jp.safe;
     tg_jprefix_feed(&k->jp, k->args.data + from, k->args.len - from);
-    size_t n = k->jp.pos - from;
+    size_t n = k->jp.safe - out;
     if (!n && !extra)
         return;
     json_t *o = json_object();
@@ -74,7 +74,7 @@ void tg_rs_relay_live(tg_stream *s, schoice *c, scall *k, json_t *extra, json_t 
         json_object_update(o, extra);
     if (n)
         json_object_set_new(o, "function",
-                            json_pack("{s:s%}", "arguments", k->args.data + from, n));
+                            json_pack("{s:s%}", "arguments", k->args.data + out, n));
     tg_rs_queue_delta(s, c, events, json_pack("{s:[o]}", "tool_calls", o), NULL);
 }
 
@@ -95,7 +95,8 @@ void tg_rs_open_live(tg_stream *s, schoice *c, scall *k, json_t *events)
     tg_rr_assign_id(s->ctx, o, c->seed, (size_t)k->out, k->name, "", c->ids);
     const char *id = json_string_value(json_object_get(o, "id"));
     k->agent_id = id ? tg_strdup(id) : NULL;
-    size_t n = tg_jprefix_feed(&k->jp, k->args.data, k->args.len);
+    tg_jprefix_feed(&k->jp, k->args.data, k->args.len);
+    size_t n = k->jp.safe;
     json_object_set_new(o, "function", json_pack("{s:s, s:s%}", "name", k->name, "arguments",
                                                  k->args.data ? k->args.data : "", n));
     tg_rs_queue_delta(s, c, events, json_pack("{s:[o]}", "tool_calls", o), NULL);
@@ -123,6 +124,12 @@ static void split_live(tg_stream *s, schoice *c, scall *k, json_t *events)
     } else {
         json_decref(one);
         parts = tg_json_split_objects(rest, n);
+    }
+    if (!parts && tg_rr_on(s->ctx, TG_RR_JSON_FIX) && !memchr(rest, '{', n)) {
+        /* stray bytes after the whole object ("{...}}", Cogtrix#2289):
+         * what went out is the call; they go */
+        tg_rr_note_other(s->ctx, "json_fix", k->name, NULL, NULL);
+        return;
     }
     if (!parts || !tg_rr_on(s->ctx, TG_RR_SPLIT)) {
         json_decref(parts);
@@ -180,7 +187,7 @@ static void end_live(tg_stream *s, schoice *c, scall *k, json_t *events)
         split_live(s, c, k, events);
         return;
     }
-    size_t sent = k->jp.pos;
+    size_t sent = k->jp.safe;
     bool blank = true;
     for (size_t i = 0; i < k->args.len && blank; i++)
         blank = isspace((unsigned char)k->args.data[i]);

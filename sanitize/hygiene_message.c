@@ -226,10 +226,19 @@ static json_t *fixed_arguments(json_t *args, const char **how)
             fixed = json_incref(json_array_get(parts, 0));
             json_decref(parts);
         }
+        bool trailing = false;
+        if (!json_is_object(fixed)) {
+            /* a whole object and then stray bytes (`{"command": "ls"}}`,
+             * Python's "Extra data", Cogtrix#2289): the object is the call */
+            json_decref(fixed);
+            fixed = tg_json_leading_object(s, n);
+            trailing = fixed != NULL;
+        }
         char *t = json_is_object(fixed) ? tg_json_dumps(fixed) : NULL;
-        *how = !t       ? "arguments-json-lost"
-               : merged ? "arguments-json-first-of-merged"
-                        : "arguments-json-fixed";
+        *how = !t         ? "arguments-json-lost"
+               : merged   ? "arguments-json-first-of-merged"
+               : trailing ? "arguments-json-trailing-data"
+                          : "arguments-json-fixed";
         out = json_string(t ? t : "{}");
         free(t);
         json_decref(fixed);
@@ -340,6 +349,31 @@ bool tg_hy_model_checks_signatures(const char *model)
     return atoi(g) >= 3;
 }
 
+/* A replayed call without a function name calls nothing: LM Studio answered
+ * `{"id": "", "type": "function"}` and refused it back (`Invalid 'messages'
+ * in payload`, lmstudio-bug-tracker#830); no target takes a nameless call.
+ * It goes (its result, left without a call, is the pairing's, section 9).
+ * True when no call is left, and tool_calls went too. */
+static bool drop_nameless_calls(walk *w, json_t *msg, json_t *calls)
+{
+    for (size_t j = json_array_size(calls); j-- > 0;) {
+        json_t *fn = tg_json_get(json_array_get(calls, j), "function");
+        const char *name = json_string_value(tg_json_get(fn, "name"));
+        if (name && *name)
+            continue;
+        size_t m1 = jp_key(&w->ptr, "tool_calls"), m2 = jp_idx(&w->ptr, j);
+        note(w, w->ptr.s, "nameless-call", "rule 8", json_array_get(calls, j), NULL);
+        jp_pop(&w->ptr, m2);
+        jp_pop(&w->ptr, m1);
+        w->ctx->stats.fields_stripped++;
+        json_array_remove(calls, j);
+    }
+    if (json_array_size(calls) > 0)
+        return false;
+    json_object_del(msg, "tool_calls");
+    return true;
+}
+
 /* Cleans messages[i].tool_calls; true when calls remain. */
 static bool clean_calls(walk *w, json_t *msg, bool assistant)
 {
@@ -351,6 +385,8 @@ static bool clean_calls(walk *w, json_t *msg, bool assistant)
             drop_key(w, msg, "tool_calls", calls, "empty-tool-calls", "rule 55");
         return false;
     }
+    if (assistant && (w->f & TG_MR_FIX_CALLS) && drop_nameless_calls(w, msg, calls))
+        return false;
     size_t mark = jp_key(&w->ptr, "tool_calls");
     for (size_t j = 0; j < json_array_size(calls); j++) {
         json_t *call = json_array_get(calls, j);

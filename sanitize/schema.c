@@ -22,9 +22,14 @@
 #include "core/jsonio.h"
 #include "core/rules.h"
 
-#define BASE (TG_SR_ROOT_OBJECT | TG_SR_ITEMS | TG_SR_REQUIRED | TG_SR_EMPTY_TOOLS)
+/* Rule 70 is on wherever a tool without parameters would go without them:
+ * Mistral, xAI and MiniMax (an `openai` route) refuse it, and the empty
+ * object is what OpenAI reads its absence as. Gemini and Vertex leave an
+ * empty root out instead (rule 30), so their base lacks it. */
+#define BASE_SHAPE (TG_SR_ROOT_OBJECT | TG_SR_ITEMS | TG_SR_REQUIRED | TG_SR_EMPTY_TOOLS)
+#define BASE (BASE_SHAPE | TG_SR_NEED_PARAMS)
 #define GEMINI_RULES                                                                       \
-    (BASE | TG_SR_NAMES | TG_SR_NAMES_GEMINI | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF |     \
+    (BASE_SHAPE | TG_SR_NAMES | TG_SR_NAMES_GEMINI | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF |     \
      TG_SR_ONEOF_ANYOF | TG_SR_TYPE_ARRAYS | TG_SR_CONST_ENUM | TG_SR_ENUM_STRINGS |       \
      TG_SR_OPENAPI_SUBSET | TG_SR_ADD_TYPE | TG_SR_EMPTY_ROOT_OMIT)
 
@@ -56,13 +61,16 @@ typedef struct preset {
 /* Rule 87: Anthropic refuses a property key outside ^[a-zA-Z0-9_.-]{1,64}$
  * (`uids[]`, `filter[id]`: claude-code#92648, appstore-connect-mcp#2). */
 #define SCHEMA_ANTHROPIC                                                                    \
-    {BASE | TG_SR_NAMES | TG_SR_KEY_NAMES,                                                 \
+    {BASE | TG_SR_NAMES | TG_SR_KEY_NAMES | TG_SR_HISTORY_TOOLS,                           \
      TG_SR_NO_CONSTRAINTS | TG_SR_STRICT_BUDGET | TG_SR_ONEOF_ANYOF, 64, 0}
 #define SCHEMA_MISTRAL                                                                      \
-    {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY | TG_SR_NO_NULL_DESC |       \
-         TG_SR_NEED_PARAMS,                                                                 \
-     0, 64, 0}
-#define SCHEMA_GROQ {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC | TG_SR_TYPED_PROPS, 0, 64, 128}
+    {BASE | TG_SR_NAMES | TG_SR_MISTRAL_STRIP | TG_SR_CHOICE_ANY | TG_SR_NO_NULL_DESC, 0, 64, 0}
+/* Rule 92: Groq's and Cerebras' structured outputs refuse size keywords in
+ * a response_format schema ("minItems is not supported", beeai-framework#1215;
+ * "Unsupported JSON schema fields: {'minItems', 'items'}",
+ * claude-code-router#708), strict or not. */
+#define SCHEMA_GROQ                                                                         \
+    {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC | TG_SR_TYPED_PROPS | TG_SR_RF_LIMITS, 0, 64, 128}
 /* Fireworks refuses an untyped property as Groq does ("JSON Schema not
  * supported: could not understand the instance", docker/mcp-gateway#234). */
 #define SCHEMA_FIREWORKS {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC | TG_SR_TYPED_PROPS, 0, 64, 0}
@@ -70,7 +78,7 @@ typedef struct preset {
  * keywords; a request with them is refused whole (eliza#11156, #17484). */
 #define SCHEMA_CEREBRAS                                                                     \
     {BASE | TG_SR_NAMES | TG_SR_NO_NULL_DESC | TG_SR_ONEOF_ANYOF | TG_SR_NO_SIZE_LIMITS |   \
-         TG_SR_CHOICE_REQUIRED,                                                             \
+         TG_SR_CHOICE_REQUIRED | TG_SR_RF_LIMITS,                                           \
      TG_SR_ALL_REQUIRED | TG_SR_NULL_ANYOF | TG_SR_CONST_ENUM, 64, 0}
 /* Rule 82: DeepSeek V4 refuses a branch without a type ("field `anyOf`:
  * missing field `type`", can1357/oh-my-pi#2270). */
@@ -79,7 +87,7 @@ typedef struct preset {
      TG_SR_ALL_REQUIRED | TG_SR_NO_CONSTRAINTS | TG_SR_CONST_ENUM, 64, 128}
 #define SCHEMA_XAI                                                                          \
     {BASE | TG_SR_NAMES | TG_SR_INLINE_REFS | TG_SR_MERGE_ALLOF | TG_SR_FREEFORM_STRING |   \
-         TG_SR_XAI_PROPERTIES | TG_SR_NEED_PARAMS | TG_SR_ENUM_NO_NULL,                     \
+         TG_SR_XAI_PROPERTIES | TG_SR_ENUM_NO_NULL,                                         \
      0, 64, 0}
 #define SCHEMA_TOGETHER {BASE | TG_SR_NAMES, 0, 64, 0}
 /* Moonshot (Kimi): OpenAI's JSON Schema handling, names that start with a
@@ -116,6 +124,7 @@ static const tg_rule_name rule_names[] = {
     {"typed_properties", TG_SR_TYPED_PROPS},  {"flat_unions", TG_SR_FLAT_UNIONS},
     {"pattern_nul", TG_SR_PATTERN_NUL},       {"no_key_schemas", TG_SR_NO_KEY_SCHEMAS},
     {"key_names", TG_SR_KEY_NAMES},           {"choice_required", TG_SR_CHOICE_REQUIRED},
+    {"rf_size_limits", TG_SR_RF_LIMITS},      {"history_tools", TG_SR_HISTORY_TOOLS},
     {"strict", 0},
 };
 static const char *const limit_names[] = {"desc_max", "name_max", "max_tools", "max_growth",
@@ -822,6 +831,21 @@ static bool answer_shape_lost(const json_t *changes)
     return false;
 }
 
+/* A response_format schema's rewrite, as its callers answer it: [the
+ * rewritten parameters, their inverse or null] when keep (the changes then
+ * go to explain), else [null, null]. Takes inv. */
+static json_t *rewritten_pair(bool keep, json_t *params, json_t *inv, json_t *changes,
+                              json_t *explain)
+{
+    if (!keep) {
+        json_decref(inv);
+        return json_pack("[n,n]");
+    }
+    if (explain)
+        json_array_extend(explain, changes);
+    return json_pack("[O,o]", params, inv ? inv : json_null());
+}
+
 /* [the strict form of schema, its inverse or null], or [null, null] when
  * it stays as it came (new reference). explain (may be NULL) gets the
  * changes when the form is used. */
@@ -835,16 +859,30 @@ static json_t *strict_response_schema(const tg_schema_rules *r, json_t *schema, 
     json_t *out = tool ? tg_schema_rewrite_tool(r, tool, NULL, changes, &inv, &strict) : NULL;
     json_decref(tool);
     json_t *params = tg_json_get(tg_json_get(out, "function"), "parameters");
-    json_t *res;
-    if (strict && json_is_object(params) && (!asked || !json_equal(params, schema)) &&
-        !answer_shape_lost(changes)) {
-        if (explain)
-            json_array_extend(explain, changes);
-        res = json_pack("[O,o]", params, inv ? inv : json_null());
-    } else {
-        json_decref(inv);
-        res = json_pack("[n,n]");
-    }
+    json_t *res = rewritten_pair(strict && json_is_object(params) &&
+                                     (!asked || !json_equal(params, schema)) &&
+                                     !answer_shape_lost(changes),
+                                 params, inv, changes, explain);
+    json_decref(out);
+    json_decref(changes);
+    return res;
+}
+
+/* Rule 92: [the schema with the dialect's tool rules and its size keywords,
+ * pattern and format moved into hints, its inverse or null], or [null,
+ * null] when nothing changes. Not strict: the agent's strict stays as sent. */
+static json_t *limited_response_schema(const tg_schema_rules *r, json_t *schema, json_t *explain)
+{
+    tg_schema_rules lr = *r;
+    lr.flags = (lr.flags | TG_SR_NO_SIZE_LIMITS) & ~(TG_SR_STRICT | TG_SR_STRICT_PER_TOOL);
+    json_t *tool = json_pack("{s:s, s:{s:s, s:O}}", "type", "function", "function", "name",
+                             "response_format", "parameters", schema);
+    json_t *inv = NULL, *changes = json_array();
+    json_t *out = tool ? tg_schema_rewrite_tool(&lr, tool, NULL, changes, &inv, NULL) : NULL;
+    json_decref(tool);
+    json_t *params = tg_json_get(tg_json_get(out, "function"), "parameters");
+    json_t *res = rewritten_pair(json_is_object(params) && !json_equal(params, schema), params,
+                                 inv, changes, explain);
     json_decref(out);
     json_decref(changes);
     return res;
@@ -859,7 +897,9 @@ static json_t *strict_response_schema(const tg_schema_rules *r, json_t *schema, 
  * for strict, it is rewritten as a tool's parameters are; a lossy rewrite
  * leaves its inverse in ctx->rf_inverse, and the repair stage applies it
  * to the JSON the model writes in content, so the agent gets what its own
- * schema says (no null for a property it made optional). Other targets
+ * schema says (no null for a property it made optional). On Groq and
+ * Cerebras (rule 92) it is rewritten, strict or not, as a tool's
+ * parameters with the size keywords as hints. Other targets
  * take JSON Schema there (Gemini since 2025-11) or ignore it (Anthropic). */
 static void rewrite_response_format(json_t *body, tg_ctx *ctx)
 {
@@ -871,7 +911,8 @@ static void rewrite_response_format(json_t *body, tg_ctx *ctx)
     if (!type || strcmp(type, "json_schema") || !json_is_object(schema))
         return;
     bool asked = tg_json_is(tg_json_get(js, "strict"), JSON_TRUE);
-    if (!(r->flags & TG_SR_STRICT) && !(asked && (r->flags & TG_SR_STRICT_PER_TOOL)))
+    bool strict = (r->flags & TG_SR_STRICT) || (asked && (r->flags & TG_SR_STRICT_PER_TOOL));
+    if (!strict && !(r->flags & TG_SR_RF_LIMITS))
         return;
     /* an agent sends the same schema every turn: rewritten once a worker */
     json_t *res = NULL;
@@ -882,7 +923,8 @@ static void rewrite_response_format(json_t *body, tg_ctx *ctx)
         res = tg_cache_get(ctx->cache, "rfschema", key);
     }
     if (!res) {
-        res = strict_response_schema(r, schema, asked, ctx->explain);
+        res = strict ? strict_response_schema(r, schema, asked, ctx->explain)
+                     : limited_response_schema(r, schema, ctx->explain);
         if (res && key)
             tg_cache_put(ctx->cache, "rfschema", key, res, len * 3 + 64);
     }
@@ -890,7 +932,8 @@ static void rewrite_response_format(json_t *body, tg_ctx *ctx)
     if (json_is_object(params)) {
         json_t *njs = json_copy(js);
         json_object_set(njs, "schema", params);  /* shared with the cache */
-        json_object_set_new(njs, "strict", json_true());
+        if (strict)
+            json_object_set_new(njs, "strict", json_true());
         json_t *nrf = json_copy(rf);
         json_object_set_new(nrf, "json_schema", njs);
         json_object_set_new(body, "response_format", nrf);
@@ -902,11 +945,56 @@ static void rewrite_response_format(json_t *body, tg_ctx *ctx)
     json_decref(res);
 }
 
+/* Rule 93: Anthropic refuses a history with tool_use or tool_result blocks
+ * and no tools ("Requests which include `tool_use` or `tool_result` blocks
+ * must define tools.", browser-use#1243: a planner call replaying an
+ * agent's history). The request asked for no tool, so each name the history
+ * calls is declared with an open schema, and tool_choice "none" keeps the
+ * model from calling one; the rest of the stage then treats them as the
+ * agent's tools (names mapped, history renamed alike). */
+static const char history_tool_text[] =
+    "Called earlier in this conversation; not offered for this turn.";
+
+static void history_tools(json_t *body, tg_ctx *ctx)
+{
+    if (json_array_size(tg_json_get(body, "tools")) > 0)
+        return;
+    json_t *decl = json_array();
+    size_t i, j, k;
+    json_t *m, *call, *t;
+    json_array_foreach(tg_json_get(body, "messages"), i, m) {
+        json_array_foreach(tg_json_get(m, "tool_calls"), j, call) {
+            json_t *name = tg_json_get(tg_json_get(call, "function"), "name");
+            bool seen = !json_is_string(name) || !json_string_length(name);
+            json_array_foreach(decl, k, t) seen = seen || json_equal(
+                tg_json_get(tg_json_get(t, "function"), "name"), name);
+            if (!seen)
+                json_array_append_new(
+                    decl, json_pack("{s:s, s:{s:O, s:s, s:{s:s, s:{}}}}", "type", "function",
+                                    "function", "name", name, "description", history_tool_text,
+                                    "parameters", "type", "object", "properties"));
+        }
+    }
+    if (json_array_size(decl) == 0) {
+        json_decref(decl);
+        return;
+    }
+    json_t *none = json_string("none");
+    tg_explain_add(ctx->explain, "schema", "body", "/tools", "history-tools (rule 93)",
+                   tg_json_get(body, "tools"), decl);
+    tg_explain_add(ctx->explain, "schema", "body", "/tool_choice", "history-tools (rule 93)",
+                   tg_json_get(body, "tool_choice"), none);
+    json_object_set_new(body, "tools", decl);
+    json_object_set_new(body, "tool_choice", none);
+}
+
 int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
     const tg_schema_rules *r = ctx->schema;
     if (!r || !tg_dialect_has(r->dialect, TG_DF_REWRITE) || !json_is_object(body))
         return 0;
+    if (r->flags & TG_SR_HISTORY_TOOLS)
+        history_tools(body, ctx);
     /* A body with none of these (a chat without tools) leaves the rules
      * below nothing to do but the tool names of its history: one pass
      * over its keys, not a dozen look-ups of keys it does not have. */

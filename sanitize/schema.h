@@ -52,7 +52,7 @@ enum {
     TG_SR_EMPTY_TOOLS = 1u << 26,   /* [empty_tools] no tools: [], nor tool_choice / parallel_tool_calls without tools (rule 61) */
     TG_SR_ANYOF_ALONE = 1u << 27,   /* [anyof_alone] a node with anyOf holds nothing else (Vertex, rule 60) */
     TG_SR_NO_SIZE_LIMITS = 1u << 28,/* [no_size_limits] string/array/object size keywords, pattern, format -> hints (Cerebras, rule 50) */
-    TG_SR_NEED_PARAMS = 1u << 29,   /* [need_parameters] a function without parameters gets an empty object (Mistral, xAI, rule 70) */
+    TG_SR_NEED_PARAMS = 1u << 29,   /* [need_parameters] a function without parameters gets an empty object (every dialect but gemini, vertex; rule 70) */
     TG_SR_ENUM_NO_NULL = 1u << 30,  /* [enum_no_null] null leaves an enum, the type list says it (xAI, rule 71) */
     TG_SR_TYPED_PROPS = 1u << 31,   /* [typed_properties] an untyped property travels JSON-encoded (Groq, rule 72) */
 };
@@ -62,6 +62,8 @@ enum {
 #define TG_SR_NO_KEY_SCHEMAS ((uint64_t)1 << 34) /* [no_key_schemas] propertyNames, patternProperties -> hints (vLLM, rule 89) */
 #define TG_SR_CHOICE_REQUIRED ((uint64_t)1 << 36) /* [choice_required] a named tool_choice -> "required" + only that tool (Cerebras, rule 69) */
 #define TG_SR_KEY_NAMES ((uint64_t)1 << 35) /* [key_names] property keys mapped into ^[a-zA-Z0-9_.-]{1,64}$, mapped back in answers (Anthropic, rule 87) */
+#define TG_SR_HISTORY_TOOLS ((uint64_t)1 << 38) /* [history_tools] a history with tool calls and no tools declared gets the called names as tools, and tool_choice "none" (Anthropic, rule 93) */
+#define TG_SR_RF_LIMITS ((uint64_t)1 << 37) /* [rf_size_limits] a response_format schema, strict or not, gets the tool rules and loses size keywords, pattern, format to hints (Groq, Cerebras; rule 92) */
 
 /* The schema rules a preset turns on; a route may override single rules
  * (conf keys `schema.<rule> = on|off`). Held by value in the route. */

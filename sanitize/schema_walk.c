@@ -557,14 +557,28 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
     json_object_set_new(ofn, "name", json_string(upstream_name ? upstream_name : name));
     cut_description(&w, fn, ofn);
     json_t *params = json_object_get(fn, "parameters");
-    json_t *inv = NULL;
+    json_t *inv = NULL, *added = NULL;
     if ((!params || json_is_null(params)) && (w.flags & TG_SR_NEED_PARAMS)) {
-        /* rule 70: Mistral and xAI refuse a function without parameters
-         * ("Field required", "missing field `parameters`"); OpenAI reads
-         * none as an empty object, which is what goes */
-        json_object_set_new(ofn, "parameters", json_pack("{s:s,s:{}}", "type", "object", "properties"));
-        tg_sw_note(&w, "/function/parameters", "parameters-added", NULL, json_object_get(ofn, "parameters"));
-        params = NULL;
+        /* rule 70: Mistral, xAI and MiniMax refuse a function without
+         * parameters ("Field required", "missing field `parameters`",
+         * "function parameters is empty (2013)"); OpenAI reads none as an
+         * empty object, which is what goes, through the rules below (a
+         * strict route closes it) */
+        added = json_pack("{s:s,s:{}}", "type", "object", "properties");
+        tg_sw_note(&w, "/function/parameters", "parameters-added", NULL, added);
+        params = added;
+    }
+    json_t *freq = json_object_get(fn, "required");
+    if (json_is_array(freq) && json_is_object(params) && !json_object_get(params, "required")) {
+        /* `required` written beside parameters instead of in them: no
+         * API reads it there (Mistral refuses the key, extra_forbidden,
+         * mistralai/client-python#91), so it goes where it means what
+         * the agent meant; rule 5 then keeps the names it can */
+        json_t *moved = json_copy(params);
+        json_object_set(moved, "required", freq);
+        tg_sw_note(&w, "/function/required", "required-into-parameters", freq, NULL);
+        json_decref(added);
+        params = added = moved;
     }
     if (params) {
         w.root = params;
@@ -577,6 +591,7 @@ json_t *tg_schema_rewrite_tool_budget(const tg_schema_rules *r, json_t *tool, co
             json_object_set_new(ofn, "parameters", p);
         }
     }
+    json_decref(added);
     bool st = (w.flags & TG_SR_STRICT) != 0;
     if (st)
         json_object_set_new(ofn, "strict", json_true());

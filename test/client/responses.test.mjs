@@ -187,6 +187,36 @@ for (const route of ['', '/gemini', '/anthropic']) {
   });
 }
 
+// the stored-response endpoints through the SDK's own helpers (retrieve,
+// its stream, inputItems' cursor pages, delete, compact), answered from
+// toolgate's store on a bridged route (proxy/stored.c)
+for (const route of ['', '/gemini']) {
+  test(`openai SDK retrieve, inputItems, delete and compact via ${route || '/'}`, async () => {
+    const client = new OpenAI({ baseURL: `${root()}${route}/v1`, apiKey: API_KEY, maxRetries: 0 });
+    const input = ['one', 'two', 'three'].map((t) => ({ role: 'user', content: t }));
+    const made = await client.responses.create({ model: 'mock-agent', input });
+    const got = await client.responses.retrieve(made.id);
+    assert.equal(got.id, made.id);
+    assert.deepEqual(got.output, made.output);
+    assert.equal(got.output_text, made.output_text);
+    const events = [];
+    for await (const ev of await client.responses.retrieve(made.id, { stream: true })) events.push(ev.type);
+    assert.equal(events[0], 'response.created');
+    assert.equal(events.at(-1), 'response.completed');
+    // limit 1: the SDK follows has_more with after=<last id>, page by page
+    const texts = [];
+    for await (const item of client.responses.inputItems.list(made.id, { limit: 1, order: 'asc' })) {
+      texts.push(item.content[0].text);
+    }
+    assert.deepEqual(texts, ['one', 'two', 'three']);
+    const compacted = await client.responses.compact({ model: 'mock-agent', previous_response_id: made.id });
+    assert.equal(compacted.object, 'response.compaction');
+    assert.equal(compacted.output.at(-1).type, 'compaction');
+    await client.responses.delete(made.id);
+    await assert.rejects(client.responses.retrieve(made.id), (e) => e.status === 404);
+  });
+}
+
 test('a tool OpenAI hosts is left out and said so in X-Toolgate-Dropped', async () => {
   const client = new OpenAI({ baseURL: `${root()}/gemini/v1`, apiKey: API_KEY, maxRetries: 0 });
   const { data, response } = await client.responses

@@ -277,6 +277,7 @@ const STREAMS = {
       for (const k of Object.keys(r)) if (r[k] !== undefined && k !== 'sdkHttpResponse') seen.push(`@gemini.response.${k}`);
       for (const k of Object.keys(r.usageMetadata || {})) seen.push(`@gemini.usage.${k}`);
       for (const c of r.candidates || []) if (c.finishReason) seen.push(`@gemini.finish_reason.${c.finishReason}`);
+      for (const c of r.candidates || []) for (const k of Object.keys(c)) if (c[k] !== undefined) seen.push(`@gemini.candidate.${k}`);
     }
     return seen;
   },

@@ -9,7 +9,9 @@
 # X-Toolgate-Translated), the tools its ToolSearch loaded, count_tokens
 # (and Responses' input_tokens) answered with an estimate.
 # With no client_keys, two clients told apart by their provider keys alone
-# keep their Responses items and chains apart in the memory store (owners.py).
+# keep their Responses items and chains apart in the memory store (owners.py);
+# the stored-response endpoints (GET, DELETE, input_items, cancel of
+# /v1/responses/{id}) are answered from that store (stored.py).
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$TG_BIN" ] || { not_ok "toolgate binary exists" "$TG_BIN missing"; finish; }
@@ -379,6 +381,11 @@ expect_match "hosted_tools = refuse: naming the tool" 'tools\[1\]\.googleSearch'
 
 check "provider keys alone keep Responses items and previous_response_id chains apart (memory)" \
     "$PY" "$TG_ROOT/test/integration/owners.py" "$TG_URL"
+
+# ---- stored responses on a bridged route (memory store) --------------------------
+
+check "GET/DELETE /v1/responses/{id}, input_items and cancel answered from the store (memory)" \
+    "$PY" "$TG_ROOT/test/integration/stored.py" "$TG_URL" /gem
 
 stop_toolgate
 finish

@@ -201,14 +201,18 @@ assert "\"temperature\":0.1," in raw and "\"top_p\":0.95," in raw and "\"multipl
 n = json.loads(raw)["tools"][0]["function"]["parameters"]["properties"]["n"]
 assert float(n["maximum"]) == 18446744073709551615.0, n' "$TG_TMP/last" "$st"
 
-# A compressed chat body cannot be read to be rewritten: 415 saying so, not
-# "not valid JSON near \u001F".
+# A compressed chat body is decoded before it is read and rewritten
+# (core/decode.c; request_coding.sh has the rest); one in a coding toolgate
+# does not know is a 415 naming it, not "not valid JSON near \u001F".
 printf '%s' '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}' | gzip -c >"$TG_TMP/body.gz"
 st=$(tg_req "$B" POST /v1/chat/completions -H 'Content-Type: application/json' -H 'Content-Encoding: gzip' \
     --data-binary @"$TG_TMP/body.gz")
-expect_eq "gzip chat body: 415 unsupported_content_encoding naming the encoding" \
+expect_eq "gzip chat body: decoded and answered" "200 chat.completion" "$st $(json_get "$B" object)"
+st=$(tg_req "$B" POST /v1/chat/completions -H 'Content-Type: application/json' -H 'Content-Encoding: compress' \
+    --data-binary @"$TG_TMP/body.gz")
+expect_eq "a body in an unknown coding: 415 unsupported_content_encoding naming it" \
     "415 unsupported_content_encoding yes" \
-    "$st $(json_get "$B" error.code) $(grep -q "Content-Encoding 'gzip'" "$B" && echo yes)"
+    "$st $(json_get "$B" error.code) $(grep -q "Content-Encoding 'compress'" "$B" && echo yes)"
 
 # A tool list that failed its check fails again when resent: only lists
 # that passed are remembered as checked.

@@ -22,6 +22,7 @@ CONF="$TG_TMP/forced.conf"
     conf_server "$PORT"
     printf '[route claude]\nmodels = claude-*\nupstream = http://127.0.0.1:%s/v1\ndialect = anthropic\n\n' "$UP_PORT"
     printf '[route passed]\nmodels = passed-*\nupstream = http://127.0.0.1:%s/v1\ndialect = openai\nresponses = pass\n\n' "$UP_PORT"
+    printf '[route disc]\nprefix = /disc\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\ndiscovery = on\n\n' "$MOCK_PORT"
     printf '[route gemini]\nmodels = gemini-*\nupstream = http://127.0.0.1:%s/v1\ndialect = gemini\n\n' "$MOCK_PORT"
     printf '[route mistral]\nmodels = mistral-*\nupstream = http://127.0.0.1:%s/v1\ndialect = mistral\n\n' "$MOCK_PORT"
     conf_route openai '*'
@@ -141,6 +142,36 @@ expect_match "Messages asked whole, provider streams: a message with the tool_us
     '200 message tool_use get_weather tool_use' \
     "$code $(json_get "$TG_TMP/m.out" type) $(json_get "$TG_TMP/m.out" content.-1.type) $(json_get "$TG_TMP/m.out" content.-1.name) $(json_get "$TG_TMP/m.out" stop_reason)"
 
+# Discovery rounds toolgate builds, each answered in the other mode: the
+# agent gets its real tool's call, and Gemini's signatures ride back on
+# every round.
+DTOOLS=$("$PY" -c '
+import json
+print(json.dumps([{"type": "function", "function": {"name": n, "description": d,
+    "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}
+    for n, d in [("get_weather", "the weather forecast for a city"), ("send_mail", "sends an email"),
+                 ("read_file", "reads a file")]]))')
+for asked in false true; do
+    force=stream
+    [ $asked = true ] && force=whole
+    code=$(tg_req "$TG_TMP/d.out" POST /disc/v1/chat/completions -H 'Content-Type: application/json' \
+        -H 'X-Mock: discovery' -H 'X-Mock-Signature: sig-Zm9v' -H "X-Mock-Force: $force" --data-binary \
+        "{\"model\":\"gemini-3-pro\",\"stream\":$asked,\"messages\":[{\"role\":\"user\",\"content\":\"weather forecast\"}],\"tools\":$DTOOLS}")
+    mock_last "$TG_TMP/dlast"
+    signed=$("$PY" - "$TG_TMP/dlast" <<'PYEOF'
+import json, sys
+b = json.loads(json.load(open(sys.argv[1]))["body"])
+calls = [c for m in b["messages"] for c in m.get("tool_calls", []) if c["id"].startswith("call_disc")]
+ok = [c for c in calls if c.get("extra_content", {}).get("google", {}).get("thought_signature") == "sig-Zm9v"]
+print("%d/%d" % (len(ok), len(calls)))
+PYEOF
+)
+    mode=whole
+    [ $asked = true ] && mode=stream
+    expect_match "discovery, asked $mode, provider $force: the real tool's call, signatures on every round" \
+        "^200 signed 2/2 .*calls=1 names=get_weather args_ok=1" "$code signed $signed $(gist "$TG_TMP/d.out" $mode)"
+done
+
 # Bridged, asked as a stream, answered whole: the API's own stream, plain
 # text as well as a call.
 for sc in default tools; do
@@ -155,6 +186,18 @@ for sc in default tools; do
     expect_match "Messages asked as a stream ($sc), provider answers whole: a Messages stream" \
         '^200 .*event: message_stop' "$code $(tr '\n' ' ' <"$TG_TMP/ms.out")"
 done
+
+# Gemini's API (Gemini CLI), bridged over a chat provider in the other mode.
+GEM='{"contents":[{"role":"user","parts":[{"text":"Weather in Paris?"}]}],"tools":[{"functionDeclarations":[{"name":"get_weather","parameters":{"type":"OBJECT","properties":{"location":{"type":"STRING"}}}}]}]}'
+code=$(tg_req "$TG_TMP/g1.out" POST '/v1beta/models/gemini-2.5-pro:generateContent' -H 'Content-Type: application/json' \
+    -H 'X-Mock: tools' -H 'X-Mock-Force: stream' --data-binary "$GEM")
+expect_eq "Gemini API generateContent, provider streams: one response with the functionCall" \
+    "200 get_weather STOP" \
+    "$code $(json_get "$TG_TMP/g1.out" candidates.0.content.parts.0.functionCall.name) $(json_get "$TG_TMP/g1.out" candidates.0.finishReason)"
+code=$(tg_req "$TG_TMP/g2.out" POST '/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse' -H 'Content-Type: application/json' \
+    -H 'X-Mock: default' -H 'X-Mock-Force: whole' --data-binary "$GEM")
+expect_match "Gemini API streamGenerateContent, provider answers whole: an SSE stream ending in STOP" \
+    '^200 data: .*"finishReason":"STOP"' "$code $(tr '\n' ' ' <"$TG_TMP/g2.out")"
 
 # Passed through: an Anthropic route's /v1/messages and a `responses = pass`
 # route's /v1/responses, asked whole, answered with the API's event stream.

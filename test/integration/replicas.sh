@@ -324,6 +324,8 @@ stop_toolgate
 start_toolgate "$TG_TMP/c.conf" || exit 1
 check "provider keys alone keep Responses items and previous_response_id chains apart (Redis)" \
     "$PY" "$TG_ROOT/test/integration/owners.py" "$TG_URL"
+check "GET/DELETE /v1/responses/{id}, input_items and cancel answered from the store (Redis)" \
+    "$PY" "$TG_ROOT/test/integration/stored.py" "$TG_URL"
 
 stop_pid "$B_PID" 20
 B_PID=

@@ -564,6 +564,30 @@ static long catalog_pos(json_t *cat, const char *want)
     return -1;
 }
 
+/* TG_EVAL_FOLD="k/n" (or "k/n/held"): the sweep counts only the tune
+ * servers whose rank among the tune half's servers (sorted by name) is not
+ * k modulo n (with "held": only those that are), to cross-validate a fit
+ * by server within the tune half. */
+static int fold_skips(json_t *queries, const char *server)
+{
+    const char *f = getenv("TG_EVAL_FOLD");
+    int k, n, used = 0;
+    if (!f || sscanf(f, "%d/%d%n", &k, &n, &used) != 2 || n < 2)
+        return 0;
+    int held = strcmp(f + used, "/held") == 0;
+    json_t *seen = json_object();
+    for (size_t q = 0; q < json_array_size(queries); q++) {
+        json_t *qq = json_array_get(queries, q);
+        const char *s = json_string_value(json_object_get(qq, "server"));
+        if (s && strcmp(json_string_value(json_object_get(qq, "half")), "tune") == 0 &&
+            strcmp(s, server) < 0)
+            json_object_set_new(seen, s, json_true());
+    }
+    int in = (int)(json_object_size(seen) % (size_t)n) == k;
+    json_decref(seen);
+    return held ? !in : in;
+}
+
 static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
 {
     static const int sizes[] = { 100, 400, 1000 };
@@ -581,7 +605,7 @@ static int grid(json_t *queries, json_t *corpus, const tg_dindex_params *base)
                 continue;
             const char *server = json_string_value(json_object_get(qq, "server"));
             json_t *tool = query_tool(corpus, qq);
-            if (!tool)
+            if (!tool || fold_skips(queries, server))
                 continue;
             char want[512];
             json_t *cat = catalog_for(bt, server, tool, want, sizeof want);

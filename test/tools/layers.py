@@ -32,7 +32,8 @@ LAYER = {"core": 0, "sanitize": 1, "bridge": 1, "repair": 2, "discovery": 3,
          # inside proxy/, the order proxy/worker.h states: its helpers
          # (http, log, metrics, sse, store, embed_http: 6) at the bottom
          "proxy/worker": 6.1, "proxy/request": 6.2, "proxy/retry": 6.2,
-         "proxy/bridges": 6.3, "proxy/fold": 6.3, "proxy/embed_wait": 6.35, "proxy/prepare": 6.4, "proxy/gemini": 6.45,
+         "proxy/bridges": 6.3, "proxy/fold": 6.3, "proxy/embed_wait": 6.35, "proxy/stored": 6.35,
+         "proxy/prepare": 6.4, "proxy/gemini": 6.45,
          "proxy/upsock": 6.5,
          "proxy/upconn": 6.5,
          "proxy/upstream": 6.6, "proxy/front": 6.7, "proxy/server": 6.8,

@@ -21,20 +21,37 @@
 #define VEC_DIR "test/vectors/collect"
 #define API_DIR "test/vectors/api_fold"
 
-static void run_vector(void **state)
+/* Each event of the fixture's "sse" list to fn, as the data an SSE parser
+ * hands on: a string as it is, any other value as its JSON text. */
+static void feed(const json_t *fx, void (*fn)(void *, const char *, size_t), void *ud)
 {
-    json_t *fx = load_vector(VEC_DIR, *state);
     json_t *sse = json_object_get(fx, "sse");
     assert_true(json_is_array(sse));
-    tg_collect *c = tg_collect_new();
     size_t i;
     json_t *ev;
     json_array_foreach(sse, i, ev) {
         char *data = json_is_string(ev) ? strdup(json_string_value(ev))
                                         : json_dumps(ev, JSON_COMPACT | JSON_ENCODE_ANY);
-        tg_collect_event(c, data, strlen(data));
+        fn(ud, data, strlen(data));
         free(data);
     }
+}
+
+static void to_collect(void *c, const char *data, size_t len)
+{
+    tg_collect_event(c, data, len);
+}
+
+static void to_api_fold(void *f, const char *data, size_t len)
+{
+    tg_api_fold_event(f, data, len);
+}
+
+static void run_vector(void **state)
+{
+    json_t *fx = load_vector(VEC_DIR, *state);
+    tg_collect *c = tg_collect_new();
+    feed(fx, to_collect, c);
     json_t *got = tg_collect_end(c);
     json_t *exp = json_object_get(fx, "expected");
     if (json_is_null(exp))
@@ -48,17 +65,8 @@ static void run_vector(void **state)
 static void run_api_vector(void **state)
 {
     json_t *fx = load_vector(API_DIR, *state);
-    json_t *sse = json_object_get(fx, "sse");
-    assert_true(json_is_array(sse));
     tg_api_fold *f = tg_api_fold_new();
-    size_t i;
-    json_t *ev;
-    json_array_foreach(sse, i, ev) {
-        char *data = json_is_string(ev) ? strdup(json_string_value(ev))
-                                        : json_dumps(ev, JSON_COMPACT | JSON_ENCODE_ANY);
-        tg_api_fold_event(f, data, strlen(data));
-        free(data);
-    }
+    feed(fx, to_api_fold, f);
     int failed = -1;
     json_t *got = tg_api_fold_end(f, &failed);
     json_t *exp = json_object_get(fx, "expected");

@@ -987,6 +987,13 @@ static json_t *build_message(const json_t *events, why *w)
             if (open >= 0)
                 say(w, "message_delta with block %ld open", open);
             json_object_update(msg, json_object_get(ev, "delta"));
+            /* the SDK's accumulator: the event's usage counts over the
+             * message_start one, key by key */
+            json_t *u = json_object_get(ev, "usage"), *mu = json_object_get(msg, "usage");
+            if (json_is_object(u) && json_is_object(mu))
+                json_object_update(mu, u);
+            else if (json_is_object(u))
+                json_object_set(msg, "usage", u);
         } else if (!strcmp(type, "message_stop")) {
             if (i + 1 != json_array_size(events))
                 say(w, "events after message_stop");

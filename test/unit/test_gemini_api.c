@@ -341,8 +341,37 @@ static void test_repair_fixture(void **state)
     tg_buf_free(&text);
 }
 
+/* propertyOrdering is the order of the chat schema's properties (a
+ * vector's "chat" is compared as JSON, where an object has no order). */
+static void test_property_ordering(void **state)
+{
+    (void)state;
+    json_t *req = json_loads("{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"x\"}]}],"
+                             "\"tools\":[{\"functionDeclarations\":[{\"name\":\"f\",\"parameters\":"
+                             "{\"type\":\"OBJECT\",\"properties\":{\"zeta\":{\"type\":\"STRING\"},"
+                             "\"alpha\":{\"type\":\"STRING\"},\"mid\":{\"type\":\"STRING\"}},"
+                             "\"propertyOrdering\":[\"alpha\",\"zeta\"]}}]}]}", 0, NULL);
+    tg_gemini_call call = {.model = "gemini-x"};
+    json_t *chat = NULL;
+    tg_gem_bridge *b = NULL;
+    tg_error err;
+    assert_int_equal(tg_gemini_to_chat(req, &call, NULL, &chat, &b, &err), 0);
+    char *text = tg_json_dumps(json_object_get(json_object_get(json_object_get(
+        json_array_get(json_object_get(chat, "tools"), 0), "function"), "parameters"), "properties"));
+    assert_non_null(text);
+    const char *a = strstr(text, "alpha"), *z = strstr(text, "zeta"), *m = strstr(text, "mid");
+    assert_true(a && z && m && a < z && z < m);
+    free(text);
+    json_decref(chat);
+    tg_gem_bridge_free(b);
+    json_decref(req);
+}
+
 int main(void)
 {
+    const struct CMUnitTest own[] = {cmocka_unit_test(test_property_ordering)};
+    if (cmocka_run_group_tests_name("schema conversion", own, NULL, NULL))
+        return 1;
     (void)parse_events;  /* bridge_vectors.h's readers of event: streams */
     (void)check_comments;
     const char *root = getenv("TG_ROOT");

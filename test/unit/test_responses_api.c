@@ -128,6 +128,46 @@ static void check_invariants(const json_t *evs)
     json_decref(done);
 }
 
+/* GET /v1/responses/{id}?stream=true: a Response (borrowed) replayed
+ * keeps the stream's invariants, ends with the Response itself, its text
+ * deltas make its text, and starting_after leaves out the events up to it. */
+static void check_replay(const json_t *resp)
+{
+    tg_buf out = {0}, tail = {0};
+    tg_responses_replay(resp, -1, &out);
+    json_t *evs = parse_events(&out);
+    check_invariants(evs);
+    const json_t *last = json_array_get(json_array_get(evs, json_array_size(evs) - 1), 1);
+    expect(json_equal(json_object_get(last, "response"), resp), resp, last, "replayed Response");
+    tg_buf text = {0}, want = {0};
+    size_t i;
+    const json_t *ev, *item;
+    json_array_foreach(evs, i, ev) {
+        const json_t *d = json_array_get(ev, 1);
+        if (!strcmp(json_string_value(json_array_get(ev, 0)), "response.output_text.delta"))
+            tg_buf_puts(&text, json_string_value(json_object_get(d, "delta")));
+    }
+    json_array_foreach(json_object_get(resp, "output"), i, item) {
+        size_t j;
+        const json_t *part;
+        json_array_foreach(json_object_get(item, "content"), j, part) {
+            if (!strcmp(json_string_value(json_object_get(part, "type")), "output_text"))
+                tg_buf_puts(&want, json_string_value(json_object_get(part, "text")));
+        }
+    }
+    assert_int_equal(text.len, want.len);
+    assert_true(!text.len || !memcmp(text.data, want.data, text.len));
+    tg_responses_replay(resp, 1, &tail);
+    json_t *tevs = parse_events(&tail);
+    assert_int_equal(json_array_size(tevs) + 2, json_array_size(evs));
+    json_decref(tevs);
+    json_decref(evs);
+    tg_buf_free(&out);
+    tg_buf_free(&tail);
+    tg_buf_free(&text);
+    tg_buf_free(&want);
+}
+
 static void run_stream(const json_t *v)
 {
     const json_t *request = json_object_get(v, "request");
@@ -174,6 +214,8 @@ static void run_stream(const json_t *v)
                                           "response");
         expect(subset(final, r), final, r, "final response");
     }
+    check_replay(json_object_get(json_array_get(json_array_get(evs, json_array_size(evs) - 1), 1),
+                                 "response"));
     json_decref(evs);
     tg_buf_free(&in);
     tg_buf_free(&whole);
@@ -190,6 +232,13 @@ static void test_vector(void **state)
         json_t *r = tg_responses_answer(b, answer);
         const json_t *want = json_object_get(v, "response");
         expect(subset(want, r), want, r, "response");
+        json_t *rec = tg_responses_record(b);  /* what GET /v1/responses/{id} reads */
+        json_t *again = tg_responses_stored(rec, false);
+        if (rec)
+            expect(json_equal(again, r), r, again, "stored Response");
+        check_replay(r);
+        json_decref(again);
+        json_decref(rec);
         json_decref(r);
         any = true;
     }
@@ -373,6 +422,9 @@ static json_t *record_after(const char *request)
         assert_true(json_equal(json_object_get(rec, "output"), json_object_get(resp, "output")));
         assert_true(json_equal(json_object_get(rec, "previous_response_id"),
                                json_object_get(resp, "previous_response_id")));
+        json_t *again = tg_responses_stored(rec, false);  /* GET /v1/responses/{id} */
+        expect(json_equal(again, resp), resp, again, "stored Response");
+        json_decref(again);
     }
     json_decref(resp);
     json_decref(completion);
@@ -390,17 +442,91 @@ static void test_record(void **state)
     assert_int_equal(json_array_size(json_object_get(rec, "input")), 1);
     json_decref(rec);
     assert_null(record_after("{\"model\":\"m\",\"input\":\"hi\",\"store\":false}"));
-    /* a whole history (an assistant turn in the input): not a chain */
-    assert_null(record_after("{\"model\":\"m\",\"input\":[{\"role\":\"user\",\"content\":\"a\"},"
-                             "{\"role\":\"assistant\",\"content\":\"b\"},"
-                             "{\"role\":\"user\",\"content\":\"c\"}]}"));
+    /* a whole history (an assistant turn in the input): not a chain, so
+     * no input kept; the Response is, for GET /v1/responses/{id} */
+    rec = record_after("{\"model\":\"m\",\"input\":[{\"role\":\"user\",\"content\":\"a\"},"
+                       "{\"role\":\"assistant\",\"content\":\"b\"},"
+                       "{\"role\":\"user\",\"content\":\"c\"}]}");
+    assert_non_null(rec);
+    assert_null(json_object_get(rec, "input"));
+    json_t *resp = tg_responses_stored(rec, false);
+    assert_non_null(resp);
+    assert_true(json_is_true(json_object_get(resp, "store")));
+    json_decref(resp);
+    json_decref(rec);
+    /* a tombstone is no Response */
+    json_t *t = tg_responses_tombstone("resp_x");
+    assert_null(tg_responses_stored(t, false));
+    json_decref(t);
+}
+
+/* POST /v1/responses/compact: the conversation and a request for its
+ * summary go to chat; the answer is its user messages and a compaction
+ * item, which a later request turns back into the summary. */
+static void test_compact(void **state)
+{
+    json_t *body = json_loads("{\"model\":\"m\",\"image\":{\"context_compression\":\"auto\"},"
+                              "\"input\":[{\"role\":\"user\",\"content\":\"a\"},"
+                              "{\"role\":\"assistant\",\"content\":\"b\"},"
+                              "{\"role\":\"user\",\"content\":[{\"type\":\"input_text\","
+                              "\"text\":\"c\"}]}]}", 0, NULL);
+    json_t *chat = NULL;
+    tg_resp_bridge *b = NULL;
+    tg_error err;
+    tg_bridge_opts o = {0};
+    assert_int_equal(tg_responses_compact_to_chat(body, &o, NULL, NULL, &chat, &b, &err), 0);
+    const json_t *msgs = json_object_get(chat, "messages");
+    assert_int_equal(json_array_size(msgs), 4);
+    const json_t *ask = json_array_get(msgs, 3);
+    assert_string_equal(json_string_value(json_object_get(ask, "role")), "user");
+    assert_non_null(strstr(json_string_value(json_object_get(ask, "content")), "Summarize"));
+    assert_null(json_object_get(chat, "image"));
+    char *said = tg_bridge_dropped_text(tg_resp_bridge_dropped_peek(b));
+    assert_string_equal(said, "fields image");
+    free(said);
+    json_t *completion = json_loads("{\"id\":\"c1\",\"created\":7,\"choices\":[{\"index\":0,"
+                                    "\"message\":{\"role\":\"assistant\",\"content\":\"S.\"},"
+                                    "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":9,"
+                                    "\"completion_tokens\":2}}", 0, NULL);
+    json_t *r = tg_responses_compacted(b, completion);
+    assert_string_equal(json_string_value(json_object_get(r, "object")), "response.compaction");
+    assert_int_equal(json_integer_value(json_object_get(r, "created_at")), 7);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "usage"), "total_tokens")), 11);
+    const json_t *out = json_object_get(r, "output");
+    assert_int_equal(json_array_size(out), 3);
+    const json_t *c = json_array_get(out, 2);
+    assert_string_equal(json_string_value(json_object_get(c, "type")), "compaction");
+    assert_string_equal(json_string_value(json_object_get(c, "encrypted_content")), "toolgate:S.");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(
+                            json_array_get(out, 1), "content"), 0), "text")), "c");
+    /* the compacted output, and a new turn, as the next request's input */
+    json_t *next = json_pack("{s:s, s:O}", "model", "m", "input", out);
+    json_array_append_new(json_object_get(next, "input"),
+                          json_pack("{s:s, s:s}", "role", "user", "content", "d"));
+    json_t *chat2 = NULL;
+    tg_resp_bridge *b2 = NULL;
+    assert_int_equal(tg_responses_to_chat(next, &chat2, &b2, &err), 0);
+    const json_t *m2 = json_object_get(chat2, "messages");
+    assert_int_equal(json_array_size(m2), 4);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(m2, 2), "content")),
+                        "Summary of the conversation so far:\nS.");
+    json_decref(chat2);
+    tg_resp_bridge_free(b2);
+    json_decref(next);
+    json_decref(r);
+    json_decref(completion);
+    json_decref(chat);
+    tg_resp_bridge_free(b);
+    json_decref(body);
+    (void)state;
 }
 
 int main(void)
 {
     const char *root = getenv("TG_ROOT");
     const struct CMUnitTest store[] = {cmocka_unit_test(test_store_down),
-                                       cmocka_unit_test(test_record)};
+                                       cmocka_unit_test(test_record),
+                                       cmocka_unit_test(test_compact)};
     if (cmocka_run_group_tests_name("item_reference lookups", store, NULL, NULL))
         return 1;
     snprintf(vec_dir, sizeof vec_dir, "%s/test/vectors/responses_api", root ? root : ".");
