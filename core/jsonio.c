@@ -639,3 +639,9 @@ const char *tg_json_type_name(const json_t *v)
     default: return "null";
     }
 }
+
+void tg_json_array_cut(json_t *arr, size_t n)
+{
+    while (json_array_size(arr) > n)
+        json_array_remove(arr, json_array_size(arr) - 1);
+}

@@ -163,6 +163,7 @@ typedef struct tg_req {
         bool fell_back;               /* the route's fallback is in use */
         uint64_t retry_at;            /* 0, or when to send again */
         uint64_t t_start, t_first_byte, t_last_byte;
+        bool evented;                 /* a stream read ended an event or comment */
     } up;
 
     struct {

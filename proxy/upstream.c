@@ -39,6 +39,7 @@ static void on_sse_event(void *user, const char *event, const char *data, size_t
 {
     tg_req *r = user;
     (void)event;
+    r->up.evented = true;
     tg_stream_event(r->stream.repair, data, len, stream_dst(r));
     bridge_flush(r, false);
 }
@@ -46,6 +47,7 @@ static void on_sse_event(void *user, const char *event, const char *data, size_t
 static void on_sse_comment(void *user, const char *text, size_t len)
 {
     tg_req *r = user;
+    r->up.evented = true;
     /* Keep-alive comments keep idle clients and their proxies from timing out. */
     tg_buf_append(&r->stream.out, text, len);
     tg_buf_append(&r->stream.out, "\n\n", 2);
@@ -216,7 +218,11 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
     uint64_t t = now_us();
     if (!r->up.t_first_byte)
         r->up.t_first_byte = t;
-    r->up.t_last_byte = t;
+    /* A stream is idle until an event or comment ends (below): bytes a
+     * second apart that end none kept it open as long as upstream liked. */
+    bool sse = r->stream.is_sse && r->up.round_sse && !r->stream.raw;
+    if (!sse)
+        r->up.t_last_byte = t;
     if (r->client.gone || r->up.head_cut)
         return 0;  /* abort the transfer */
     if (!r->up.headers_done)
@@ -244,7 +250,10 @@ static size_t on_upstream_data(char *data, size_t size, size_t nmemb, void *ud)
         tg_stream *rs = r->stream.repair;
         if (rs)  /* this read's events: one clock read for all */
             tg_stream_clock(rs, t);
+        r->up.evented = false;
         int cut = tg_sse_feed(&r->stream.sse, data, n);
+        if (r->up.evented)
+            r->up.t_last_byte = t;
         if (rs)
             tg_stream_clock(rs, 0);
         if (cut) {

@@ -187,18 +187,29 @@ static void fix_args(tg_ctx *ctx, const char *agent_name, json_t *fn)
     json_decref(obj);
 }
 
-/* R4/R20: one call whose arguments are {...}{...} becomes several. */
+/* R4/R20: one call whose arguments are {...}{...} becomes several. The
+ * calls are laid out again in one pass once one splits (an insert in the
+ * middle moved the whole tail, each time). */
 static void split_calls(tg_ctx *ctx, json_t *calls)
 {
+    json_t *out = NULL;
     for (size_t i = 0; i < json_array_size(calls); i++) {
         json_t *c = json_array_get(calls, i);
         json_t *fn = json_object_get(c, "function");
         json_t *a = json_object_get(fn, "arguments");
-        if (!json_is_string(a))
+        json_t *parts = json_is_string(a)
+                            ? tg_json_split_objects(json_string_value(a), json_string_length(a))
+                            : NULL;
+        if (!parts) {
+            if (out)
+                json_array_append(out, c);
             continue;
-        json_t *parts = tg_json_split_objects(json_string_value(a), json_string_length(a));
-        if (!parts)
-            continue;
+        }
+        if (!out) {
+            out = json_array();
+            for (size_t k = 0; k < i; k++)
+                json_array_append(out, json_array_get(calls, k));
+        }
         tg_rr_note(ctx, TG_R20, json_string_value(json_object_get(fn, "name")), a, parts);
         size_t j;
         json_t *o;
@@ -209,13 +220,14 @@ static void split_calls(tg_ctx *ctx, json_t *calls)
             char *t = tg_json_dumps(o);
             json_object_set_new(json_object_get(nc, "function"), "arguments", json_string(t));
             free(t);
-            if (j)
-                json_array_insert_new(calls, i + j, nc);
-            else
-                json_decref(nc);
+            json_array_append_new(out, nc);
         }
-        i += json_array_size(parts) - 1;
         json_decref(parts);
+    }
+    if (out) {
+        json_array_clear(calls);
+        json_array_extend(calls, out);
+        json_decref(out);
     }
 }
 
@@ -283,13 +295,19 @@ void tg_rr_assign_id(tg_ctx *ctx, json_t *c, uint64_t seed, size_t pos, const ch
         json_object_set_new(c, "id", json_string(buf));
         tg_rr_note(ctx, TG_R8, agent, NULL, NULL);
     } else if (json_object_get(ids, id)) {
-        size_t len = strlen(id) + 16;
+        /* The id's entry keeps the next suffix to try: a provider that
+         * repeats one id on every call made each copy walk all the
+         * suffixes before it (25,000 calls took minutes of a worker). */
+        json_t *seen = json_object_get(ids, id);
+        json_int_t k = json_is_integer(seen) ? json_integer_value(seen) : 2;
+        size_t len = strlen(id) + 24;
         char *nid = tg_malloc(len);
-        for (unsigned k = 2;; k++) {
-            snprintf(nid, len, "%s_%u", id, k);
+        for (;; k++) {
+            snprintf(nid, len, "%s_%lld", id, (long long)k);
             if (!json_object_get(ids, nid))
                 break;
         }
+        json_object_set_new(ids, id, json_integer(k + 1));
         tg_rr_note(ctx, TG_R9, agent, json_object_get(c, "id"), NULL);
         json_object_set_new(c, "id", json_string(nid));
         free(nid);
@@ -339,20 +357,21 @@ size_t tg_rr_fix_calls(tg_ctx *ctx, json_t *calls, uint64_t seed, size_t first_p
 {
     if (tg_rr_on(ctx, TG_RR_SPLIT))
         split_calls(ctx, calls);
-    for (size_t i = 0; i < json_array_size(calls);) {
+    size_t kept = 0;  /* the calls kept move down (tg_json_array_cut) */
+    for (size_t i = 0; i < json_array_size(calls); i++) {
         json_t *c = json_array_get(calls, i);
-        if (tg_rr_custom_shaped(c)) {  /* given back already: nothing to fix */
-            i++;
-            continue;
+        if (!tg_rr_custom_shaped(c)) {  /* one given back already needs nothing */
+            if (fix_call(ctx, c, seed, first_pos + kept, ids)) {
+                tg_rr_fail(ctx, "call_dropped", NULL, c);
+                continue;
+            }
+            keep_opaque(ctx, c);
         }
-        if (fix_call(ctx, c, seed, first_pos + i, ids)) {
-            tg_rr_fail(ctx, "call_dropped", NULL, c);
-            json_array_remove(calls, i);
-            continue;
-        }
-        keep_opaque(ctx, c);
-        i++;
+        if (kept != i)
+            json_array_set(calls, kept, c);
+        kept++;
     }
+    tg_json_array_cut(calls, kept);
     tg_rr_custom_calls(ctx, calls);
     return json_array_size(calls);
 }

@@ -925,14 +925,17 @@ static int check_chunk(json_t *chunk)
     if (!json_is_array(choices))
         return -1;
     int bad = 0;
-    for (size_t i = 0; i < json_array_size(choices);) {
+    size_t kept = 0;  /* the choices kept move down (tg_json_array_cut) */
+    for (size_t i = 0; i < json_array_size(choices); i++) {
         json_t *ch = json_array_get(choices, i);
         json_t *delta = json_object_get(ch, "delta");
         if (!json_is_object(ch) || (delta && !json_is_object(delta) && !json_is_null(delta))) {
-            json_array_remove(choices, i);  /* a choice with no readable delta */
-            bad++;
+            bad++;  /* a choice with no readable delta */
             continue;
         }
+        if (kept != i)
+            json_array_set(choices, kept, ch);
+        kept++;
         json_t *f = json_object_get(ch, "finish_reason");
         if (f && !json_is_string(f) && !json_is_null(f)) {
             json_object_del(ch, "finish_reason");
@@ -950,8 +953,8 @@ static int check_chunk(json_t *chunk)
             json_object_del(ch, "usage");
             bad++;
         }
-        i++;
     }
+    tg_json_array_cut(choices, kept);
     return bad;
 }
 

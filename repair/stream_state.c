@@ -162,14 +162,60 @@ scall *tg_rs_call_new(schoice *c)
     return k;
 }
 
+/* Feeds the bytes of args not scanned yet to k->ck: where the brackets
+ * (outside strings) close the first object or array, and whether anything
+ * but whitespace follows. */
+static void args_scan(scall *k)
+{
+    const char *p = k->args.data;
+    for (size_t i = k->ck.pos; i < k->args.len && k->ck.st != 3; i++) {
+        char b = p[i];
+        bool ws = b == ' ' || b == '\t' || b == '\n' || b == '\r';
+        if (k->ck.st != 1) {  /* before the value, or after it */
+            if (ws)
+                continue;
+            if (k->ck.st == 0 && (b == '{' || b == '[')) {
+                k->ck.st = 1;
+                k->ck.depth = 1;
+            } else {
+                k->ck.st = 3;  /* no object or array, or bytes after it */
+            }
+        } else if (k->ck.in_str) {
+            if (k->ck.esc)
+                k->ck.esc = false;
+            else if (b == '\\')
+                k->ck.esc = true;
+            else if (b == '"')
+                k->ck.in_str = false;
+        } else if (b == '"') {
+            k->ck.in_str = true;
+        } else if (b == '{' || b == '[') {
+            k->ck.depth++;
+        } else if ((b == '}' || b == ']') && --k->ck.depth == 0) {
+            k->ck.st = 2;
+            json_t *v = tg_json_load(p, i + 1, JSON_ALLOW_NUL, NULL);
+            k->ck.ok = v != NULL;
+            json_decref(v);
+        }
+    }
+    k->ck.pos = k->args.len;
+}
+
+/* Asked on every fragment of a call, so it must not parse all the
+ * arguments each time (a 100 KB argument streamed a byte a chunk with its
+ * id on each took seconds of a worker, and 100,000 chunks minutes): the
+ * bytes are scanned once, and the one parse is made where the brackets
+ * close. jansson takes an object or array, whitespace around it, and
+ * nothing else, so until they close, or once a byte follows, the answer
+ * is no. The scan is a cache of args, which only grow: k is otherwise
+ * left as it is (hence the const). */
 bool tg_rs_args_complete(const scall *k)
 {
-    if (!k->args.len)
-        return false;
-    json_t *v = tg_json_load(k->args.data, k->args.len, JSON_ALLOW_NUL, NULL);
-    bool ok = v != NULL;
-    json_decref(v);
-    return ok;
+    scall *m = (scall *)k;
+    if (m->args.len < m->ck.pos)
+        memset(&m->ck, 0, sizeof m->ck);
+    args_scan(m);
+    return m->ck.st == 2 && m->ck.ok;
 }
 
 /* --- sending calls -------------------------------------------------------- */

@@ -33,6 +33,12 @@ typedef struct scall {
     bool closed;    /* a live call's end was handled */
     tg_jprefix jp;  /* live: how far args are the start of one object;
                        jp.pos bytes of args are with the agent */
+    struct {        /* tg_rs_args_complete's scan of args so far */
+        size_t pos;
+        long depth;
+        unsigned char st;  /* 0 before the value, 1 in it, 2 closed, 3 never */
+        bool in_str, esc, ok;
+    } ck;
 } scall;
 
 typedef struct schoice {

@@ -18,6 +18,14 @@ them all. Prints "port=N" once listening (like the mock upstream). Modes:
   big_header_stream  the same head on a stream
   fresh_calls    a stream that opens a new tool call (fresh index and id) in
                  each of its 3,000 chunks, to a stream or to a whole request
+  same_id        a whole answer of 20,000 tool calls that all carry one id
+  bad_choices    one 800 KB stream event of 400,000 choices that are not
+                 objects, then a valid chunk
+  same_id_args   a stream of one call whose 100,000 argument fragments each
+                 repeat its id and name (as some providers send them)
+  drip_slow      a stream event sent a byte every 0.3 s, never ended in time
+  dropped_calls  a whole answer of 100,000 calls without a name (each dropped)
+                 and one valid call
 
 GET /_stolen reports how many requests reached /stolen.
 """
@@ -223,6 +231,49 @@ class Handler(BaseHTTPRequestHandler):
             out.append("data: %s\n\n" % json.dumps(c))
         out.append("data: %s\n\ndata: [DONE]\n\n" % chunk(None, "tool_calls"))
         self.wfile.write("".join(out).encode())
+
+    def mode_same_id(self):
+        calls = [{"id": "same", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                 for _ in range(20000)]
+        self.send_json(200, json.dumps({
+            "id": "chatcmpl-h", "object": "chat.completion", "created": 1, "model": "h",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": None, "tool_calls": calls}}]}).encode())
+
+    def mode_same_id_args(self):
+        self.sse_head()
+        def frag(a):
+            return "data: %s\n\n" % json.dumps({"id": "c", "choices": [{"index": 0, "finish_reason": None, "delta": {
+                "tool_calls": [{"index": 0, "id": "call_s", "type": "function",
+                                "function": {"name": "write", "arguments": a}}]}}]})
+        x = frag("x")
+        self.wfile.write((frag('{"text":"') + x * 100000 + frag('"}') +
+                          "data: %s\n\ndata: [DONE]\n\n" % chunk(None, "tool_calls")).encode())
+
+    def mode_drip_slow(self):
+        self.sse_head()
+        limit = time.monotonic() + 30
+        for b in ("data: %s\n\n" % chunk("x" * 200, role="assistant")).encode():
+            if time.monotonic() > limit:
+                break
+            self.wfile.write(bytes([b]))
+            self.wfile.flush()
+            time.sleep(0.3)
+
+    def mode_dropped_calls(self):
+        calls = [{"id": "d%d" % i, "type": "function", "function": {"arguments": "{}"}}
+                 for i in range(100000)]
+        calls.append({"id": "ok", "type": "function", "function": {"name": "f", "arguments": "{}"}})
+        self.send_json(200, json.dumps({
+            "id": "chatcmpl-h", "object": "chat.completion", "created": 1, "model": "h",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": None, "tool_calls": calls}}]}).encode())
+
+    def mode_bad_choices(self):
+        self.sse_head()
+        self.wfile.write(b'data: {"id":"c","choices":[' + b"7," * 400000 +
+                         b'{"index":0,"delta":{"role":"assistant","content":"ok"}}]}\n\n')
+        self.wfile.write(("data: %s\n\ndata: [DONE]\n\n" % chunk(None, "stop")).encode())
 
     def big_head(self, ctype):
         self.send_response(200)

@@ -35,6 +35,7 @@ conf="$TG_TMP/adversary.conf"
 {
     printf '[server]\nlisten = 127.0.0.1:%s\nthreads = 2\nlog_level = warn\naccess_log = off\nshutdown_grace = 1s\n%s\n\n' \
         "$port" "$KEYS"
+    printf '[route slow]\nmodels = drip_slow\nupstream = %s/v1\ndialect = openai\nidle_timeout = 1s\n\n' "$HURL"
     printf '[route hostile]\nmodels = *\nupstream = %s/v1\ndialect = openai\nidle_timeout = 20s\n' "$HURL"
 } >"$conf"
 
@@ -184,6 +185,56 @@ import json, sys
 v = json.load(open(sys.argv[1]))
 n = len(v["choices"][0]["message"]["tool_calls"])
 assert n == 1024 and v["choices"][0]["finish_reason"] == "tool_calls", n' "$TG_TMP/fresh_whole"
+
+# Loops that dropped or renamed one element at a time did it in quadratic
+# time: 20,000 calls under one id (each copy walked every suffix before
+# its own), 100,000 calls dropped (each json_array_remove moved the tail)
+# and one 800 KB event of 400,000 choices that are not objects each held a
+# worker for minutes. Linear now: answered within curl's time.
+whole "$TG_TMP/same_id" same_id
+check "one id on 20,000 calls: each call its own id" "$PY" -c '
+import json, sys
+v = json.load(open(sys.argv[1]))
+ids = [c["id"] for c in v["choices"][0]["message"]["tool_calls"]]
+assert len(ids) == 20000 and len(set(ids)) == 20000, (len(ids), len(set(ids)))
+assert ids[:2] == ["same", "same_2"] and ids[-1] == "same_20000", ids[-1]' "$TG_TMP/same_id"
+whole "$TG_TMP/dropped" dropped_calls
+check "100,000 calls without a name dropped, the named one kept" "$PY" -c '
+import json, sys
+v = json.load(open(sys.argv[1]))
+ids = [c["id"] for c in v["choices"][0]["message"]["tool_calls"]]
+assert ids == ["ok"], ids[:3]' "$TG_TMP/dropped"
+stream "$TG_TMP/bad_choices" bad_choices 20
+check "400,000 choices that are not objects in one event: dropped, the valid one relayed" "$PY" -c '
+import json, sys
+ev = [l[6:] for l in open(sys.argv[1]).read().split("\n") if l.startswith("data: ")]
+assert ev and ev[-1] == "[DONE]", ev[-3:]
+text = "".join(ch["delta"].get("content") or "" for e in ev[:-1] for ch in json.loads(e)["choices"])
+assert text == "ok", text' "$TG_TMP/bad_choices"
+# A call whose every argument fragment repeats its id: each fragment
+# parsed all the arguments so far to ask whether they had closed (20,000
+# fragments took 5 s of a worker, 100,000 about two minutes); now they are
+# scanned once (repair/stream_state.c).
+stream "$TG_TMP/same_id_args" same_id_args 60
+check "100,000 fragments of one call, each with its id: the call whole, then tool_calls" "$PY" -c '
+import json, sys
+ev = [l[6:] for l in open(sys.argv[1]).read().split("\n") if l.startswith("data: ")]
+assert ev and ev[-1] == "[DONE]", ev[-3:]
+args, fin = "", None
+for e in ev[:-1]:
+    for ch in json.loads(e)["choices"]:
+        for tc in ch["delta"].get("tool_calls") or []:
+            args += tc.get("function", {}).get("arguments") or ""
+        fin = ch.get("finish_reason") or fin
+assert json.loads(args) == {"text": "x" * 100000} and fin == "tool_calls", (len(args), fin)' "$TG_TMP/same_id_args"
+
+# An upstream that drips an event a byte every 0.3 s: the route's
+# idle_timeout (1 s) counts from the last event or comment, not the last
+# byte, so the stream ends with an error; it was held for as long as the
+# upstream dripped (a 250-byte event, 75 s), the agent sent nothing.
+stream "$TG_TMP/drip_slow" drip_slow 10
+check "an event dripped a byte every 0.3 s: cut at idle_timeout, an error event, then [DONE]" \
+    ends_with_error "$TG_TMP/drip_slow" "stream"
 
 # ---- item 5: readers that never read --------------------------------------
 fresh || exit 1
