@@ -18,12 +18,13 @@ import sys
 import urllib.error
 import urllib.request
 
+from tally import check, finish
+
 URL = sys.argv[1].rstrip("/") + (sys.argv[2] if len(sys.argv) > 2 else "")
 X = {"Authorization": "Bearer sk-owner-x-0123456789"}
 YS = [("Authorization", {"Authorization": "Bearer sk-owner-y-0123456789"}),
       ("x-api-key", {"x-api-key": "sk-owner-y-0123456789"}),
       ("x-upstream-authorization", {"x-upstream-authorization": "Bearer sk-owner-y-01234"})]
-failed = 0
 
 
 def post(headers, body):
@@ -34,15 +35,6 @@ def post(headers, body):
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
-
-
-def check(name, want, got):
-    global failed
-    if want == got:
-        print("ok: " + name)
-    else:
-        failed += 1
-        print("FAILED: %s\n  want: %r\n  got:  %r" % (name, want, got))
 
 
 def error_code(text):
@@ -88,4 +80,4 @@ s, t = post(X, {"model": "gpt-4o", "input": [{"type": "item_reference", "id": it
                                              {"role": "user", "content": "x"}]})
 got.append(s)
 check("client X itself continues both chains and references its item", [200, 200, 200], got)
-sys.exit(1 if failed else 0)
+finish()

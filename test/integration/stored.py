@@ -23,12 +23,13 @@ import sys
 import urllib.error
 import urllib.request
 
+from tally import check, finish
+
 BASE = sys.argv[1].rstrip("/") + (sys.argv[2] if len(sys.argv) > 2 else "")
 READ = (sys.argv[3].rstrip("/") + (sys.argv[2] if len(sys.argv) > 2 else "")
         if len(sys.argv) > 3 else BASE)
 X = {"Authorization": "Bearer sk-stored-x-0123456789"}
 Y = {"Authorization": "Bearer sk-stored-y-0123456789"}
-failed = 0
 
 
 def call(method, path, headers, body=None, base=None):
@@ -46,15 +47,6 @@ def call(method, path, headers, body=None, base=None):
 
 def post(headers, body):
     return call("POST", "/v1/responses", headers, body, BASE)
-
-
-def check(name, want, got):
-    global failed
-    if want == got:
-        print("ok: " + name)
-    else:
-        failed += 1
-        print("FAILED: %s\n  want: %r\n  got:  %r" % (name, want, got))
 
 
 def loads(text):
@@ -221,4 +213,4 @@ s, t, _ = call("DELETE", "/v1/responses/" + rid, X)
 check("a second DELETE: the 404", 404, s)
 s, t, _ = post(X, {"model": "gpt-4o", "previous_response_id": sid, "input": "and then?"})
 check("the other response still continues", 200, s)
-sys.exit(1 if failed else 0)
+finish()
