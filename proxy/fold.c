@@ -34,6 +34,16 @@ void tg_answer_mode_said(tg_req *r, const char *what)
            r->route->upstream, r->ctx.stream ? "whole rather" : "a stream rather", what);
 }
 
+/* Each event of the collected body to fn. */
+static void each_event(const tg_req *r, tg_sse_event_fn fn, void *ud)
+{
+    tg_sse sse;
+    tg_sse_init(&sse, fn, NULL, ud);
+    tg_sse_feed(&sse, r->up.resp.data ? r->up.resp.data : "", r->up.resp.len);
+    tg_sse_finish(&sse);
+    tg_sse_free(&sse);
+}
+
 static void on_fold_event(void *user, const char *event, const char *data, size_t len)
 {
     (void)event;
@@ -82,11 +92,7 @@ void tg_fold_api_stream(tg_req *r)
         !answered_sse(r))
         return;
     tg_api_fold *f = tg_api_fold_new();
-    tg_sse sse;
-    tg_sse_init(&sse, on_api_fold_event, NULL, f);
-    tg_sse_feed(&sse, r->up.resp.data ? r->up.resp.data : "", r->up.resp.len);
-    tg_sse_finish(&sse);
-    tg_sse_free(&sse);
+    each_event(r, on_api_fold_event, f);
     int failed = 0;
     json_t *v = tg_api_fold_end(f, &failed);
     if (!v)
@@ -101,14 +107,8 @@ void tg_fold_chat_stream(tg_req *r)
 {
     if (!answered_sse(r))
         return;
-    const char *p = r->up.resp.data ? r->up.resp.data : "";
-    size_t n = r->up.resp.len;
     tg_collect *c = tg_collect_new();
-    tg_sse sse;
-    tg_sse_init(&sse, on_fold_event, NULL, c);
-    tg_sse_feed(&sse, p, n);
-    tg_sse_finish(&sse);
-    tg_sse_free(&sse);
+    each_event(r, on_fold_event, c);
     json_t *v = tg_collect_end(c);
     if (!v)
         return;  /* no chunk in it: relayed as what it is */

@@ -270,16 +270,23 @@ void flush_resumes(worker *w)
     }
 }
 
+/* MHD suspends it now, if it counts as suspended and MHD does not hold it
+ * yet (the one place MHD_suspend_connection is called for a request). */
+static void hold(tg_req *r)
+{
+    if (r->client.suspended && !r->client.held && r->client.conn) {
+        r->client.held = true;
+        MHD_suspend_connection(r->client.conn);
+    }
+}
+
 void req_suspend(tg_req *r)
 {
     if (!r->client.suspended && r->client.conn) {
         r->client.suspended = true;
         r->w->n_suspended++;
     }
-    if (r->client.suspended && !r->client.held) {
-        r->client.held = true;
-        MHD_suspend_connection(r->client.conn);
-    }
+    hold(r);
 }
 
 /* libmicrohttpd (0.9.75) does not update a connection's event state once
@@ -310,10 +317,7 @@ void req_flush_suspends(worker *w)
         w->suspendq = r->client.suspend_next;
         r->client.suspend_next = NULL;
         r->client.suspend_queued = false;
-        if (r->client.suspended && !r->client.held && r->client.conn) {
-            r->client.held = true;
-            MHD_suspend_connection(r->client.conn);
-        }
+        hold(r);
         req_unref(r);
     }
 }
