@@ -1141,6 +1141,19 @@ static void finish_whole(tg_req *r)
                   "could not start the next discovery round");
         return;
     }
+    if (json_is_object(json_object_get(resp, "error"))) {
+        /* a success status over an error, or over an answer that is none
+         * (no choices, a failed generation's finish, tg_repair_response):
+         * the agent gets it as the error it is, never as a 200 */
+        tg_buf err = {0};
+        tg_json_dump(resp, &err);
+        json_decref(resp);
+        char *s = tg_buf_steal(&err, &len);
+        set_answer(r, r->up.status >= 200 && r->up.status < 300 ? 502 : (int)r->up.status, s,
+                   len, true);
+        r->answer.type = "application/json";
+        return;
+    }
     if (make_stream) {
         /* The agent asked for a stream and the provider answered whole
          * (older Ollama with tools, some gateways): sent as the stream it

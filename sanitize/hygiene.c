@@ -192,7 +192,8 @@ static const rename_rule mistral_renames[] = {
  * the same thought signatures (R19) and top-level set (section 6, Vertex) */
 #define MSG_GEMINI                                                                          \
     {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE | TG_MR_DROP_REASONING |      \
-         TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL | TG_MR_SYSTEM_FIRST | TG_MR_FIX_CONTENT,       \
+         TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL | TG_MR_SYSTEM_FIRST | TG_MR_FIX_CONTENT |      \
+         TG_MR_NULL_KEYS,                                                                   \
      NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"}
 #define MSG_ANTHROPIC                                                                       \
     {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT | TG_MR_DROP_EMPTY, NULL,          \
@@ -248,7 +249,7 @@ static const dialect_row presets[TG_D_COUNT] = {TG_DIALECTS(ROW)};
 static const tg_rule_name conf_rules[] = {
     {"strip_unknown", TG_MR_ALLOWLIST | TG_MR_CALL_SHAPE},
     {"bookkeeping", TG_MR_BOOKKEEPING | TG_MR_CALL_EXTRAS},
-    {"drop_nulls", TG_MR_DROP_NULLS},
+    {"drop_nulls", TG_MR_DROP_NULLS | TG_MR_NULL_KEYS},
     {"drop_reasoning", TG_MR_DROP_REASONING},
     {"keep_reasoning", TG_MR_KEEP_REASONING},
     {"keep_signatures", TG_MR_KEEP_SIGNATURE},
@@ -535,7 +536,7 @@ static void clean_top(walk *w, json_t *body)
             drop_param(w, body, key, val, "drop-params", "route drop_params");
         else if ((top || !strcmp(key, "tool_choice")) && (why = top_verdict(w, body, key, val, &ref)))
             drop_param(w, body, key, val, why, ref);
-        else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
+        else if (tg_hy_drop_null(w, key, val))
             drop_key(w, body, key, val, "null-key", tg_hy_null_rule(w));
     }
 }

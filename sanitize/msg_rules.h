@@ -97,6 +97,10 @@ enum {
 #define TG_MR_EFFORT_TOP ((uint64_t)1 << 36) /* reasoning_effort above high
                                         (xhigh, max) sent as high (rule 91,
                                         Moonshot) */
+#define TG_MR_NULL_KEYS ((uint64_t)1 << 37) /* null-valued keys but a
+                                        message's content dropped (rule 95,
+                                        Gemini: "Value is not a string:
+                                        null") */
 #define TG_MR_COMPLETION_TOKENS ((uint64_t)1 << 34) /* max_tokens as
                                         max_completion_tokens on OpenAI's
                                         reasoning models (rule 85) */
