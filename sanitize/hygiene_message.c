@@ -828,6 +828,13 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
     if ((r == R_SYSTEM || r == R_DEVELOPER || r == R_USER) && !w->last &&
         (w->f & TG_MR_EMPTY_TURNS) && no_words(msg))
         return message_dropped(w, msg, r == R_USER ? "empty-user" : "empty-system", "rule 83");
+    /* the same refusal of an assistant turn with neither words nor calls
+     * (a turn cut before its first token, charmbracelet/crush#964): the
+     * next answer is asked for with or without it, so it goes anywhere */
+    if (r == R_ASSISTANT && (w->f & TG_MR_EMPTY_TURNS) && no_words(msg) &&
+        !json_array_size(tg_json_get(msg, "tool_calls")) &&
+        !tg_json_is(tg_json_get(msg, "prefix"), JSON_TRUE))
+        return message_dropped(w, msg, "empty-assistant", "rule 83");
     /* Anthropic: "text content blocks must be non-empty". An empty user
      * turn says nothing, so it goes, but not the last one: without it the
      * request would ask for something else (a continuation of the
