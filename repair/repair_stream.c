@@ -918,16 +918,16 @@ static int check_chunk(json_t *chunk)
 {
     if (!json_is_object(chunk))
         return -1;
+    int bad = tg_rr_usage_shape(chunk);  /* R22: OpenAI's usage shape */
     json_t *choices = json_object_get(chunk, "choices");
     if (!choices)
-        return 0;
+        return bad;
     if (json_is_null(choices)) {
         json_object_set_new(chunk, "choices", json_array());
         return 1;
     }
     if (!json_is_array(choices))
         return -1;
-    int bad = 0;
     size_t kept = 0;  /* the choices kept move down (tg_json_array_cut) */
     for (size_t i = 0; i < json_array_size(choices); i++) {
         json_t *ch = json_array_get(choices, i);
@@ -958,7 +958,7 @@ static int check_chunk(json_t *chunk)
         }
     }
     tg_json_array_cut(choices, kept);
-    return bad;
+    return bad + tg_rr_usage_shape(chunk);  /* a choice's, moved up */
 }
 
 void tg_stream_fail(tg_stream *s, const char *code, const char *msg, tg_buf *out)

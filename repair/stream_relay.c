@@ -629,6 +629,12 @@ static bool plain_key_ok(const char *p, const char *e, bool *choices, bool *delt
             return true;
         v = after_colon(p + 6, e);
         return e - v >= 3 && v[0] == '"' && v[1] != '"';
+    case 'u':  /* R22: usage in OpenAI's shape, or the parse makes it so */
+        if (!AT(p, e, "\"usage\""))
+            return true;
+        v = after_colon(p + 7, e);
+        return (e - v >= 4 && !memcmp(v, "null", 4)) ||
+               (v < e && *v == '{' && tg_rr_usage_counters(v, e));
     }
     return true;
 }
