@@ -203,7 +203,8 @@ static const rename_rule mistral_renames[] = {
          TG_MR_DEVELOPER_ROLE | TG_MR_SYSTEM_FIRST,                                         \
      tg_hy_mistral_roles, "rule 43", mistral_top, NULL, mistral_renames, "section 4 mistral"}
 #define MSG_GROQ                                                                            \
-    {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS | TG_MR_STRING_CONTENT,           \
+    {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS | TG_MR_STRING_CONTENT |          \
+         TG_MR_EFFORT_TOP | TG_MR_EFFORT_FLOOR,                                             \
      tg_hy_groq_roles, "rule 47", groq_top, NULL, NULL, "rule 49"}
 #define MSG_FIREWORKS                                                                       \
     {MR_STRICT, tg_hy_openai_roles, "rule 47", NULL, fireworks_deny, NULL, "section 4 fireworks"}
@@ -284,6 +285,7 @@ static const tg_rule_name conf_rules[] = {
     {"effort_top", TG_MR_EFFORT_TOP},
     {"tool_media", TG_MR_TOOL_MEDIA},
     {"schema_as_object", TG_MR_SCHEMA_AS_OBJECT},
+    {"effort_floor", TG_MR_EFFORT_FLOOR},
 };
 static const tg_rule_section section = {"messages", conf_rules,
                                         sizeof conf_rules / sizeof *conf_rules, NULL};
@@ -392,6 +394,11 @@ static bool xai_effort_refused(const char *model)
         return false;
     if (strstr(g, "grok-3-mini"))
         return false;
+    /* an id that names its reasoning mode picks it by itself, a dotted
+     * release too: "Model grok-4.20-0309-reasoning does not support
+     * parameter reasoningEffort." (chenyme/grok2api#814) */
+    if (strstr(g, "reasoning"))
+        return true;
     const char *four = strstr(g, "grok-4.");
     if (!four || four[7] < '0' || four[7] > '9')
         return true;
@@ -460,11 +467,21 @@ static void thinking_choice(walk *w, json_t *body)
 static void effort_top(walk *w, json_t *body)
 {
     const char *e = json_string_value(tg_json_get(body, "reasoning_effort"));
-    if (!e || (strcmp(e, "xhigh") && strcmp(e, "max")))
+    const char *model = json_string_value(tg_json_get(body, "model"));
+    /* rule 98: gpt-oss on Groq takes low, medium and high only ("none"
+     * fails validation, DataTalksClub/llm-zoomcamp#184): OpenAI's levels
+     * below low go as low */
+    bool floor = (w->f & TG_MR_EFFORT_FLOOR) && model && strstr(model, "gpt-oss") && e &&
+                 (!strcmp(e, "none") || !strcmp(e, "minimal"));
+    if (!e || (!floor && strcmp(e, "xhigh") && strcmp(e, "max")))
         return;
     tg_ctx_translated(w->ctx, "reasoning_effort", e);
     /* last: `e` lives in the value this replaces */
-    rebuild_key(w, body, "reasoning_effort", json_string("high"), "effort-above-high", "rule 91");
+    if (floor)
+        rebuild_key(w, body, "reasoning_effort", json_string("low"), "effort-below-low", "rule 98");
+    else
+        rebuild_key(w, body, "reasoning_effort", json_string("high"), "effort-above-high",
+                    "rule 91");
 }
 
 /* Rule 97: DeepSeek's response_format is text or json_object ("This
@@ -557,7 +574,7 @@ static void clean_top(walk *w, json_t *body)
         completion_tokens(w, body);
     if (w->f & TG_MR_THINKING_CHOICE)
         thinking_choice(w, body);
-    if (w->f & TG_MR_EFFORT_TOP)
+    if (w->f & (TG_MR_EFFORT_TOP | TG_MR_EFFORT_FLOOR))
         effort_top(w, body);
     if (w->f & TG_MR_SCHEMA_AS_OBJECT)
         schema_as_object(w, body);

@@ -109,6 +109,9 @@ enum {
                                         response_format sent as json_object,
                                         the schema in the system turn (rule
                                         97, DeepSeek) */
+#define TG_MR_EFFORT_FLOOR ((uint64_t)1 << 40) /* reasoning_effort below low
+                                        (none, minimal) sent as low to gpt-oss
+                                        (rule 98, Groq) */
 #define TG_MR_COMPLETION_TOKENS ((uint64_t)1 << 34) /* max_tokens as
                                         max_completion_tokens on OpenAI's
                                         reasoning models (rule 85) */
