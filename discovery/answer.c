@@ -247,6 +247,24 @@ static size_t split_in_view(const tg_ctx *ctx, json_t *d, const size_t *hits,
     return got;
 }
 
+/* A group's tools in catalog order, for a search that names a group and
+ * no query (a model browsing a group): all count, the first `cap` go to
+ * hits, alike in strength. Returns how many the group has. */
+static size_t group_tools(json_t *d, const unsigned char *mask, size_t *hits, double *strength,
+                          size_t cap)
+{
+    size_t n = json_array_size(json_object_get(d, "groups")), m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (mask[i]) {
+            if (m < cap) {
+                hits[m] = i;
+                strength[m] = 1;
+            }
+            m++;
+        }
+    return m;
+}
+
 json_t *tg_dd_search_answer(const tg_ctx *ctx, json_t *d, json_t *args)
 {
     json_int_t limit = json_integer_value(json_object_get(args, "limit"));
@@ -263,7 +281,10 @@ json_t *tg_dd_search_answer(const tg_ctx *ctx, json_t *d, json_t *args)
         unknown = 0;
     size_t hits[FUSE_DEPTH];
     double strength[FUSE_DEPTH];
-    size_t matched = nq ? fused_search(ctx, d, q, nq, mask, hits, strength, FUSE_DEPTH) : 0;
+    size_t matched = nq     ? fused_search(ctx, d, q, nq, mask, hits, strength, FUSE_DEPTH)
+                     : mask ? group_tools(d, mask, hits, strength, FUSE_DEPTH)
+                            : 0;
+    int browsed = !nq && mask;
     free(mask);
     json_t *results = json_array(), *seen = json_array();
     size_t got = split_in_view(ctx, d, hits, strength, matched < FUSE_DEPTH ? matched : FUSE_DEPTH,
@@ -279,7 +300,12 @@ json_t *tg_dd_search_answer(const tg_ctx *ctx, json_t *d, json_t *args)
     } else {
         json_decref(seen);
     }
-    if (!nq)
+    if (browsed)
+        json_object_set_new(r, "message",
+                            json_string("No query given: these are the group's tools in "
+                                        "catalog order. Pass {\"query\": \"what you want to "
+                                        "do\"} to rank them."));
+    else if (!nq)
         json_object_set_new(r, "message",
                             json_string("Pass {\"query\": \"what you want to do\"}, e.g. "
                                         "{\"query\": \"create a calendar event\"}."));

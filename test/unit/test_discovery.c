@@ -415,6 +415,15 @@ static void test_meta_aliases(void **state)
                                                       "max_results", 2)));
     assert_int_equal(json_array_size(json_object_get(ans, "results")), 2);
     json_decref(ans);
+    /* a group and no query (written "category"): the group's tools */
+    ans = meta_answer(&ctx, mk_call("search_tools", json_pack("{ss}", "category", "Docker")));
+    json_t *res = json_object_get(ans, "results");
+    assert_true(json_array_size(res) >= 3);
+    for (size_t i = 0; i < json_array_size(res); i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(res, i), "group")),
+                            "docker");
+    assert_non_null(strstr(json_string_value(json_object_get(ans, "message")), "No query given"));
+    json_decref(ans);
     static const char *const names_keys[] = { "tool_names", "tools", "tool_name", "toolNames" };
     for (size_t i = 0; i < 4; i++) {
         ans = meta_answer(&ctx, mk_call("get_tool_schema",
