@@ -429,7 +429,29 @@ static const char *const finish_words[][2] = {
     {"tool_call", "tool_calls"},
     {"error_toxic", "content_filter"},
     {"error_limit", "length"},
+    /* Zhipu's (z.ai's) documented words beside OpenAI's: a safety
+     * interception (pydantic/pydantic-ai#7678, BerriAI/litellm#24373) */
+    {"sensitive", "content_filter"},
 };
+
+/* Words that say the generation failed rather than ended: the answer is
+ * cut, not finished, so the agent gets an error (R26), never a finish its
+ * client would take for a whole answer. Mistral's "error"
+ * (mistralai/client-python#74), Zhipu's "network_error" (inference
+ * interrupted, pydantic/pydantic-ai#7678, BerriAI/litellm#23386), vLLM's
+ * "abort" (an engine abort: scale-down, shutdown, sleep;
+ * vllm-project/vllm#57082) and DeepSeek's "insufficient_system_resource"
+ * (its API reference's finish_reason enum). */
+static const char *const failed_words[] = {"error", "network_error", "abort",
+                                           "insufficient_system_resource"};
+
+bool tg_rr_finish_failed(const char *f)
+{
+    for (size_t i = 0; f && i < sizeof failed_words / sizeof *failed_words; i++)
+        if (!strcasecmp(f, failed_words[i]))
+            return true;
+    return false;
+}
 
 /* OpenAI's own words, the form a typed client accepts. */
 static const char *const openai_finish[] = {"stop", "length", "tool_calls", "content_filter",
@@ -781,6 +803,34 @@ static int recover_tool_use_failed(json_t *resp, tg_ctx *ctx)
     return TG_REPAIR_NOW_SUCCESS;
 }
 
+/* A whole answer that holds no answer becomes an error in OpenAI's shape
+ * (the proxy sends it with 502, the bridges in their API's shape), the
+ * provider's body kept beside it: the agent sees a failure to retry rather
+ * than a cut or empty turn it would take for a whole one. */
+static void answer_to_error(json_t *resp, const char *code, json_t *msg)
+{
+    json_t *provider = json_deep_copy(resp);
+    json_object_clear(resp);
+    json_object_set_new(resp, "error",
+                        json_pack("{s:o, s:s, s:n, s:s, s:o}", "message", msg, "type",
+                                  "upstream_error", "param", "code", code, "provider_answer",
+                                  provider));
+}
+
+/* R26 on a whole answer: the first choice whose finish_reason says the
+ * generation failed (tg_rr_finish_failed), or NULL. */
+static const char *failed_finish(const json_t *choices)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(choices, i, c) {
+        const char *f = json_string_value(json_object_get(c, "finish_reason"));
+        if (tg_rr_finish_failed(f))
+            return f;
+    }
+    return NULL;
+}
+
 int tg_repair_response(json_t *resp, tg_ctx *ctx)
 {
     if (!json_is_object(resp) || !ctx)
@@ -788,6 +838,25 @@ int tg_repair_response(json_t *resp, tg_ctx *ctx)
     if (json_is_object(json_object_get(resp, "error")))
         return recover_tool_use_failed(resp, ctx);
     json_t *choices = json_object_get(resp, "choices");
+    if (!json_is_array(choices) && tg_rr_on(ctx, TG_RR_FINISH)) {
+        /* "choices": null (MiniMax through a gateway, CherryHQ/cherry-studio#11287)
+         * or none: a success status without a chat completion (section 8) */
+        tg_rr_note_other(ctx, "section 8", "choices", choices, NULL);
+        answer_to_error(resp, "bad_upstream_response",
+                        json_string(choices ? "upstream answered without a chat completion: "
+                                              "choices is not a list"
+                                            : "upstream answered without a chat completion: "
+                                              "no choices"));
+        return 0;
+    }
+    const char *failed = tg_rr_on(ctx, TG_RR_FINISH) ? failed_finish(choices) : NULL;
+    if (failed) {
+        tg_rr_note(ctx, TG_R26, "finish_reason", NULL, NULL);
+        answer_to_error(resp, "upstream_finish_error",
+                        json_sprintf("upstream ended the answer with finish_reason \"%.40s\"",
+                                     failed));
+        return 0;
+    }
     const char *rid = json_string_value(json_object_get(resp, "id"));
     size_t i;
     json_t *c;
@@ -968,7 +1037,9 @@ bool tg_repair_finish_plain(const char *d, size_t n)
     }
     for (const char *p = tg_rr_find(d, e, "\"message\""); p; p = tg_rr_find(p + 9, e, "\"message\""))
         msgs++;
-    return fins >= msgs;
+    /* no message: no choice (choices null or [], or no answer at all),
+     * which the parse decides on */
+    return msgs > 0 && fins >= msgs;
 }
 
 bool tg_repair_surely_plain(const tg_ctx *ctx, const char *d, size_t n)

@@ -498,10 +498,13 @@ static void finish_choice(tg_stream *s, schoice *c, const char *f, bool with_cal
 {
     if (c->finished)  /* said again (a relay's "stop" after every chunk): once is enough */
         return;
-    if (!strcmp(f, "error")) {  /* Mistral's failed generation (mistralai/client-python#74):
-                                 * the choice stays unfinished, the end is R26's error */
+    if (tg_rr_finish_failed(f)) {  /* a failed generation (Mistral's "error", vLLM's
+                                    * "abort", ...): the choice stays unfinished, the
+                                    * end is R26's error */
         s->fail_code = "upstream_finish_error";
-        s->fail_msg = "upstream ended the answer with finish_reason \"error\"";
+        snprintf(s->fail_buf, sizeof s->fail_buf,
+                 "upstream ended the answer with finish_reason \"%.40s\"", f);
+        s->fail_msg = s->fail_buf;
         return;
     }
     if (has_open_call(c, !strcmp(f, "stop"))) {

@@ -412,7 +412,7 @@ static bool relay_finish(tg_stream *s, const tg_frag *f, const char *data, size_
     memcpy(fr, f->finish, f->finish_len);
     fr[f->finish_len] = '\0';
     const char *nf = tg_rr_finish(s->ctx, fr, c ? c->next_out : 0);
-    if (!nf || strcmp(nf, fr))
+    if (!nf || strcmp(nf, fr) || tg_rr_finish_failed(fr))  /* R26's error, by the parse */
         return false;
     keep_last_raw(s, data, len, f);
     c = event_choice(s, f);

@@ -113,6 +113,7 @@ struct tg_stream {
     uint64_t clock_us;         /* tg_stream_clock's time, 0: read the clock */
     long keepalive_ms;    /* TG_KEEPALIVE_MS, or what tg_stream_set_keepalive set */
     const char *fail_code, *fail_msg;  /* tg_stream_fail's, for send_truncated */
+    char fail_buf[96];                 /* fail_msg naming a failed finish's word */
     unsigned no_scan;     /* tests: TG_SCAN_* fast paths turned off */
     tg_buf scratch;       /* tg_rs_live_fragment's decoded arguments, reused */
     /* tg_rs_live_fragment's shape: the last event it took after a full scan,

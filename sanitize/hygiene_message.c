@@ -66,7 +66,21 @@ static const char *const function_keys[] = {"name", "arguments", NULL};
 /* Rule 43 says it for Mistral, rule 48 for Groq and the others. */
 const char *tg_hy_null_rule(const walk *w)
 {
+    if (!(w->f & TG_MR_DROP_NULLS))
+        return "rule 95";
     return w->row->roles == tg_hy_mistral_roles ? "rule 43" : "rule 48";
+}
+
+/* Groq and Mistral refuse every null; Gemini's OpenAI-compatible endpoint
+ * every null it reads into a typed field ("Value is not a string: null":
+ * refusal, github/copilot-sdk#2061; name, lastmile-ai/mcp-agent#121; stop,
+ * floneum/kalosm#354), while an assistant's content null beside its calls
+ * is OpenAI's own shape, which it takes. */
+bool tg_hy_drop_null(const walk *w, const char *key, const json_t *val)
+{
+    if (!json_is_null(val))
+        return false;
+    return (w->f & TG_MR_DROP_NULLS) || ((w->f & TG_MR_NULL_KEYS) && strcmp(key, "content"));
 }
 
 /* ---- tool-call ids (rules 39, 42; section 7) ---------------------------- */
@@ -267,7 +281,7 @@ static void clean_function(walk *w, json_t *fn)
             drop_key(w, fn, key, val, "marker", "section 4.1");
         else if ((w->f & TG_MR_CALL_SHAPE) && !in_list(function_keys, key))
             drop_key(w, fn, key, val, "call-shape", w->row->msg_rule);
-        else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
+        else if (tg_hy_drop_null(w, key, val))
             drop_key(w, fn, key, val, "null-key", tg_hy_null_rule(w));
     }
 }
@@ -282,7 +296,7 @@ static void clean_call(walk *w, json_t *call, bool assistant)
         bool signature = !strcmp(key, "extra_content");
         if (is_marker(w, key))
             drop_key(w, call, key, val, "marker", "section 4.1");
-        else if (signature && (w->f & TG_MR_KEEP_SIGNATURE))
+        else if (signature && (w->f & TG_MR_KEEP_SIGNATURE) && !json_is_null(val))
             continue;
         else if (signature && (w->f & (TG_MR_CALL_EXTRAS | TG_MR_CALL_SHAPE)))
             drop_key(w, call, key, val, "thought-signature", "rule 34");
@@ -290,7 +304,7 @@ static void clean_call(walk *w, json_t *call, bool assistant)
             drop_key(w, call, key, val, "call-shape", w->row->msg_rule);
         else if ((w->f & TG_MR_CALL_EXTRAS) && in_list(call_extra_keys, key))
             drop_key(w, call, key, val, "call-field", "section 4.1");
-        else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
+        else if (tg_hy_drop_null(w, key, val))
             drop_key(w, call, key, val, "null-key", tg_hy_null_rule(w));
     }
     if ((w->f & TG_MR_FIX_CALLS) && !tg_json_get(call, "type"))
@@ -715,7 +729,7 @@ static const char *message_key_verdict(const walk *w, const char *key, json_t *v
         return *ref = "section 4.2", "reasoning";
     if ((w->f & TG_MR_DROP_CACHE) && is_cache_hint(key))
         return *ref = "section 4.1", "cache-control";
-    if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
+    if (tg_hy_drop_null(w, key, val))
         return *ref = tg_hy_null_rule(w), "null-key";
     /* Rule 81: xAI, "Only messages of role 'user' can have a name."
      * (BerriAI/litellm#9720); the name is the agent's label of a turn, not
@@ -814,6 +828,13 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
     if ((r == R_SYSTEM || r == R_DEVELOPER || r == R_USER) && !w->last &&
         (w->f & TG_MR_EMPTY_TURNS) && no_words(msg))
         return message_dropped(w, msg, r == R_USER ? "empty-user" : "empty-system", "rule 83");
+    /* the same refusal of an assistant turn with neither words nor calls
+     * (a turn cut before its first token, charmbracelet/crush#964): the
+     * next answer is asked for with or without it, so it goes anywhere */
+    if (r == R_ASSISTANT && (w->f & TG_MR_EMPTY_TURNS) && no_words(msg) &&
+        !json_array_size(tg_json_get(msg, "tool_calls")) &&
+        !tg_json_is(tg_json_get(msg, "prefix"), JSON_TRUE))
+        return message_dropped(w, msg, "empty-assistant", "rule 83");
     /* Anthropic: "text content blocks must be non-empty". An empty user
      * turn says nothing, so it goes, but not the last one: without it the
      * request would ask for something else (a continuation of the

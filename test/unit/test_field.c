@@ -1059,6 +1059,22 @@ static json_t *bridged_answer(bridged *g, const json_t *c, tg_ctx *ctx, why *w)
     if (tg_pipeline_response(chat, ctx, &next))
         say(w, "the answer asked for another upstream round");
     json_decref(next);
+    if (json_is_object(json_object_get(chat, "error"))) {
+        /* an answer the response stages made an error (no choices, a failed
+         * generation): the proxy sends it with 502, in the API's error
+         * shape (the Responses API's is OpenAI's own) */
+        json_t *out = chat;
+        if (g->messages) {
+            char *s = json_dumps(chat, JSON_COMPACT);
+            size_t n = 0;
+            char *body = tg_messages_error_body(502, s, strlen(s), &n);
+            out = body ? json_loadb(body, n, 0, NULL) : json_incref(chat);
+            free(body);
+            free(s);
+            json_decref(chat);
+        }
+        return out;
+    }
     json_t *out = g->messages ? tg_messages_answer(g->mb, chat) : tg_responses_answer(g->rb, chat);
     json_decref(chat);
     return out;
