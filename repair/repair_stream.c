@@ -588,6 +588,8 @@ static void do_choice(tg_stream *s, const json_t *ch, json_t *events)
     json_object_del(delta, "tool_calls");
     json_t *text_calls = json_array();
     fix_delta(s, c, delta, tcs != NULL, text_calls);
+    if (c->live_open >= 0 && !c->after)  /* made when first needed: most choices never wait */
+        c->after = json_array();
     queue_rest(s, c, ch, delta, c->live_open >= 0 ? c->after : events);
     json_decref(delta);
 

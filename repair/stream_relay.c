@@ -386,6 +386,8 @@ static bool relay_start(tg_stream *s, const tg_frag *f, const char *data, size_t
     if (c ? c->ncalls || c->live_open >= 0 || !c->any_sent || c->next_out != (size_t)f->index
           : !s->raw_sent || f->index != 0)
         return false;
+    if (!tg_rr_on(s->ctx, TG_RR_STREAM_ARGS))  /* no tool is live: tg_rs_tool_is_live below */
+        return false;
     tg_jprefix jp = {0};
     const char *a = s->scratch.data ? s->scratch.data : "";
     if (tg_jprefix_feed(&jp, a, s->scratch.len) != s->scratch.len)

@@ -74,7 +74,7 @@ typedef struct schoice {
     json_t *after;    /* chunks (text, reasoning) that came while it was
                          open: they follow it, so a call's fragments are
                          never split by other output (the bridges need
-                         items one after the other) */
+                         items one after the other); NULL until one does */
 } schoice;
 
 struct tg_stream {
