@@ -128,6 +128,7 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
                                        cv);
         } else if (type && !strcmp(type, "compaction") &&
                    json_is_string(json_object_get(blk, "content"))) {
+            tg_msg_tool_changes(blk, cv);
             if (n_text++)  /* the summary of what came before */
                 tg_buf_puts(&text, "\n\n");
             tg_buf_puts(&text, json_string_value(json_object_get(blk, "content")));
