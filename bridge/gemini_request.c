@@ -241,6 +241,7 @@ static void response_parts(const json_t *fr, json_t *rest, conv *cv)
     const json_t *p, *v;
     json_array_foreach(json_object_get(fr, "parts"), i, p) {
         json_t *part = NULL;
+        drop_part_keys(p, cv);  /* their metadata, as a part's */
         if ((v = json_object_get(p, "inlineData")))
             part = inline_part(v, cv);
         else if ((v = json_object_get(p, "fileData")))
