@@ -230,10 +230,34 @@ static json_t *response_id(const json_t *fr, const char *name, size_t ci, size_t
     return json_string(gen);
 }
 
+/* A functionResponse's own parts (images, files the function gave back)
+ * into rest, the user message after the tool messages: a chat tool
+ * message takes no images (issue 26), so they follow it, as the Messages
+ * bridge moves a tool_result's (what chat has no form for is said, as for
+ * any part). */
+static void response_parts(const json_t *fr, json_t *rest, conv *cv)
+{
+    size_t i;
+    const json_t *p, *v;
+    json_array_foreach(json_object_get(fr, "parts"), i, p) {
+        json_t *part = NULL;
+        drop_part_keys(p, cv);  /* their metadata, as a part's */
+        if ((v = json_object_get(p, "inlineData")))
+            part = inline_part(v, cv);
+        else if ((v = json_object_get(p, "fileData")))
+            part = file_part(v, cv);
+        if (part)
+            json_array_append_new(rest, part);
+    }
+}
+
 /* functionResponse {name, response, id?} as a chat tool message: the
  * response object's JSON text (Gemini's is {"output": ...} or {"error":
- * ...} by convention; the model reads it as it came). */
-static json_t *tool_message(const json_t *fr, size_t ci, size_t pi, conv *cv, tg_error *err)
+ * ...} by convention; the model reads it as it came); its parts go to
+ * rest (response_parts). scheduling and willContinue steer the Live API's
+ * non-blocking calls, which a turn of generateContent has none of. */
+static json_t *tool_message(const json_t *fr, size_t ci, size_t pi, json_t *rest, conv *cv,
+                            tg_error *err)
 {
     const char *name = json_string_value(json_object_get(fr, "name"));
     if (!name) {
@@ -247,6 +271,7 @@ static json_t *tool_message(const json_t *fr, size_t ci, size_t pi, conv *cv, tg
     json_t *m = json_pack("{s:s, s:o, s:s}", "role", "tool", "tool_call_id",
                           response_id(fr, name, ci, pi, cv), "content", text ? text : "{}");
     free(text);
+    response_parts(fr, rest, cv);
     return m;
 }
 
@@ -261,7 +286,7 @@ static int user_content(const json_t *parts, size_t ci, json_t *messages, conv *
         const json_t *v;
         json_t *part = NULL;
         if ((v = json_object_get(p, "functionResponse"))) {
-            json_t *m = tool_message(v, ci, i, cv, err);
+            json_t *m = tool_message(v, ci, i, rest, cv, err);
             if (!m) {
                 json_decref(rest);
                 return -1;
