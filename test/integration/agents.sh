@@ -51,8 +51,11 @@ BIN="$DIR/node_modules/.bin"
 # TG_AGENT_ROUTES names the routes; at most JOBS agents run at once.
 if [ "$TG_AGENT_SET" = new ]; then
     AGENTS=${TG_AGENTS:-gemini pi pi_responses pi_messages cn kilo grok claude_pdf claude_image \
-claude_mcp claude_task claude_cont claude_websearch claude_compact codex_default codex_image codex_patch \
-codex_freeform codex_resume codex_reason opencode_chain opencode_image opencode_task gemini_image}
+claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_resume codex_reason opencode_chain}
+elif [ "$TG_AGENT_SET" = flows ]; then
+    # the flows of agents_flows.sh (issue of 2026-12-06), the same way
+    AGENTS=${TG_AGENTS:-claude_websearch claude_compact claude_think codex_freeform opencode_image \
+opencode_task opencode_think gemini_image gemini_cont gemini_think pi_image pi_think qwen_think}
 else
     AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
 fi
@@ -66,16 +69,20 @@ runs_on() {
     # them): the image cannot reach toolgate on a Gemini 3 route.
     case "$1 $2" in "gemini_image gemini3" | "gemini_image disc") return 1 ;; esac
     [ -n "$TG_AGENT_ROUTES" ] || [ "$TG_AGENT_MATRIX" = full ] && return 0
-    [ "$TG_AGENT_SET" = new ] || return 0
+    [ "$TG_AGENT_SET" = new ] || [ "$TG_AGENT_SET" = flows ] || return 0
     case "$1 $2" in
     "gemini gemini3" | "pi_messages gemini3" | "cn gemini3" | "grok gemini3" | \
         "claude_pdf gemini3" | "claude_task gemini3" | "codex_default gemini3" | \
         "codex_patch gemini3" | "claude_websearch gemini3" | "codex_freeform gemini3" | \
-        "opencode_task gemini3") return 0 ;;
+        "opencode_task gemini3" | "gemini_cont gemini3" | "pi_think gemini3" | \
+        "gemini_think gemini3") return 0 ;;
     "pi strict" | "pi_responses strict" | "kilo strict" | "claude_image strict" | \
         "claude_mcp strict" | "claude_cont strict" | "codex_image strict" | \
         "codex_resume strict" | "claude_compact strict" | "opencode_image strict" | \
-        "gemini_image strict") return 0 ;;
+        "gemini_image strict" | "pi_image strict" | "opencode_think strict" | \
+        "qwen_think strict") return 0 ;;
+    # DeepSeek wants the reasoning of a call's turn back (rule 90's route)
+    "claude_think deepseek") return 0 ;;
     # discovery: Claude Code's deferred MCP tools in the catalog, and a
     # second turn on Gemini 3 (the signature of a call Claude Code replays
     # without it, issue 31)
@@ -227,7 +234,7 @@ run_gemini() {
         >"$1/home/.gemini/settings.json"
     env -i PATH="$PATH" HOME="$1/home" GEMINI_CLI_NO_RELAUNCH=true GEMINI_CLI_TRUST_WORKSPACE=true \
         GOOGLE_GEMINI_BASE_URL="$2" GEMINI_API_KEY=dummy \
-        timeout "$TIMEOUT" "$BIN/gemini" -m "$3" -p "$4"
+        timeout "$TIMEOUT" "$BIN/gemini" -m "$3" -p "$4" ${5:+"$5"} ${6:+"$6"}
 }
 tool_gemini() { echo "read_file file_path=$1"; }
 
@@ -237,9 +244,11 @@ tool_gemini() { echo "read_file file_path=$1"; }
 # its update checks and install telemetry off. -p prints the final text.
 pi_run() {
     mkdir -p "$1/home/.pi/agent"
+    _pin=
+    [ -n "$PI_INPUT" ] && _pin=", \"input\": $PI_INPUT"
     cat >"$1/home/.pi/agent/models.json" <<EOF
 { "providers": { "toolgate": { "baseUrl": "$2", "api": "$5", "apiKey": "dummy",
-  "models": [ { "id": "$3" } ] } } }
+  "models": [ { "id": "$3"$_pin } ] } } }
 EOF
     env -i PATH="$PATH" HOME="$1/home" PI_OFFLINE=1 \
         timeout "$TIMEOUT" "$BIN/pi" --provider toolgate --model "$3" -p "$4"
@@ -549,6 +558,36 @@ prepare_gemini_image() {
 }
 check_gemini_image() { image_seen "$1" "$2" gemini_image; }
 
+# Gemini CLI's second turn (--resume latest): the first turn's
+# functionCall and functionResponse (with the ids toolgate gave) go back
+# as history, and the second prompt has no directive.
+tool_gemini_cont() { tool_gemini "$@"; }
+run_gemini_cont() {
+    run_gemini "$@" >"$1/out1" || return $?
+    run_gemini "$1" "$2" "$3" "What was the secret word again?" --resume latest
+}
+
+# pi reads an image (chat completions): its read tool answers an image
+# block beside the result's text, for a model whose input takes images
+# (without it pi leaves the image out).
+run_pi_image() { PI_INPUT='["text", "image"]' run_pi "$@"; }
+prepare_pi_image() {
+    make_png "$1/work/image.png" "$2"
+    echo "Look at the image image.png. MOCK_CALL read path=$1/work/image.png"
+}
+check_pi_image() { image_seen "$1" "$2" pi_image; }
+
+# Reasoning before the call (the mock's MOCK_THINK answers
+# reasoning_content first): each agent sends back with the call's result
+# what it keeps of it (Claude Code a thinking block with an empty
+# signature), which the route's provider must accept.
+for _a in claude opencode pi gemini qwen; do
+    eval "run_${_a}_think() { run_$_a \"\$@\"; }
+prepare_${_a}_think() {
+    echo \"Read the file note.txt and tell me the secret word. MOCK_THINK MOCK_CALL \$(tool_$_a \"\$1/work/note.txt\")\"
+}"
+done
+
 # opencode's two-step chain: the first read returns the directive of the
 # second (the mock's MOCK_THEN), which reads the note: two calls in a row,
 # each made from the last one's result, their ids and results kept apart.
@@ -638,6 +677,9 @@ label() {
     opencode_image) printf ', read of an image (an attachment of the tool result)' ;;
     opencode_task) printf ', a sub-agent (task tool)' ;;
     gemini_image) printf ', read_file of an image (inlineData)' ;;
+    gemini_cont) printf ', a second turn with --resume latest' ;;
+    pi_image) printf ', read of an image, over chat completions' ;;
+    *_think) printf ', reasoning before the call, sent back with its result' ;;
     codex_image) printf ', view_image' ;;
     codex_patch) printf ', apply_patch changes a file' ;;
     codex_resume) printf ', a second turn with exec resume' ;;
