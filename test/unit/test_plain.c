@@ -195,8 +195,9 @@ static void test_one_pass_matches_the_searches(void **state)
 static void test_finish_words_force_a_parse(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
-        assert_true(tg_repair_finish_plain(plain[i], strlen(plain[i])));
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)  /* no choice: the parse's */
+        assert_true(tg_repair_finish_plain(plain[i], strlen(plain[i])) ==
+                    (strstr(plain[i], "\"message\"") != NULL));
     static const char *const need[] = {
         "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"}}]}",
         "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"x\"},\"finish_reason\":\"eos\"}]}",
