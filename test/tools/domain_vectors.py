@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """domain_vectors.py -- word vectors learned from software package descriptions,
-to measure against the GloVe table search_tools ships (docs/discovery.md,
-"Discovery quality", seventh pass). A measuring tool: its table is not
+to measure against the GloVe table search_tools ships (docs/discovery_quality.md,
+seventh pass). A measuring tool: its table is not
 shipped, because it did not hold on the test half.
 
     python3 test/tools/domain_vectors.py corpus DEBIAN NPM_TSV PYPI_TSV > corpus.txt
