@@ -386,6 +386,16 @@ bool tg_msg_tool_addition(const json_t *blk, conv *cv)
     return true;
 }
 
+void tg_msg_tool_changes(const json_t *blk, conv *cv)
+{
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(blk, "tool_changes"), i, c) {
+        if (!(tg_msg_is_type(c, "tool_addition") && tg_msg_tool_addition(c, cv)))
+            tg_bridge_drop(cv->dropped, "content", "compaction.tool_changes");
+    }
+}
+
 /* What a tool_result holds, as text and parts: text blocks into t; images
  * and files into moved (for the user message after the tool messages). */
 typedef struct result_acc {
@@ -593,6 +603,7 @@ static int other_user_block(const json_t *blk, const char *type, const char *par
 {
     if (!strcmp(type, "compaction")) {
         const char *c = json_string_value(json_object_get(blk, "content"));
+        tg_msg_tool_changes(blk, cv);
         if (c && *c) {
             json_array_append_new(parts, text_part(c, strlen(c)));
             tg_bridge_drop(cv->translated, "content", "compaction");

@@ -232,6 +232,11 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
         return NULL;
     }
     bool text_only = strcmp(role, "user") != 0;
+    size_t i;
+    const json_t *p;
+    json_array_foreach(content, i, p)  /* a replayed answer's citations: no chat form, said */
+        if (json_array_size(json_object_get(p, "annotations")))
+            tg_bridge_drop(dropped, "content", "output_text.annotations");
     tg_buf t = {0};
     if (tg_resp_join_text(content, &t) == 0) {
         json_t *s = json_stringn(t.data ? t.data : "", t.len);
@@ -242,8 +247,6 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
     if (text_only)
         return text_only_content(content, path, media, dropped, err);
     json_t *parts = json_array();
-    size_t i;
-    const json_t *p;
     json_array_foreach(content, i, p) {
         char sub[128];
         snprintf(sub, sizeof sub, "%.100s[%zu]", path, i);

@@ -80,8 +80,10 @@ static bool header_held_back(const char *line, size_t n)
     if (!colon)
         return false;
     size_t k = (size_t)(colon - line);
+    unsigned char c0 = (unsigned char)(line[0] | 0x20);  /* ASCII letters: lower case */
     for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
-        if (held[i].len == k && !strncasecmp(line, held[i].name, k))
+        if (held[i].len == k && (unsigned char)held[i].name[0] == c0 &&
+            !strncasecmp(line, held[i].name, k))
             return true;
     return false;
 }
@@ -168,7 +170,7 @@ static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *u
 {
     tg_req *r = ud;
     size_t n = size * nitems;
-    if (n >= 5 && !strncmp(line, "HTTP/", 5)) {
+    if (n >= 5 && !memcmp(line, "HTTP/", 5)) {
         const char *sp = memchr(line, ' ', n);
         r->up.status = sp ? strtol(sp + 1, NULL, 10) : 0;
         tg_header_list_free(&r->up.hdrs);
