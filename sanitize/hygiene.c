@@ -172,9 +172,9 @@ static const rename_rule mistral_renames[] = {
  * known to break: bookkeeping, foreign tool_calls fields, bad arguments. */
 #define MR_LENIENT                                                             \
     (TG_MR_BOOKKEEPING | TG_MR_CALL_EXTRAS | TG_MR_FIX_CALLS | TG_MR_PAIR_CALLS |  \
-     TG_MR_LEGACY_FUNCS | TG_MR_TOOL_MEDIA)
+     TG_MR_LEGACY_FUNCS | TG_MR_TOOL_MEDIA | TG_MR_PDF_TEXT)
 /* OpenAI itself still serves the legacy function-calling turns. */
-#define MR_OPENAI (MR_LENIENT & ~TG_MR_LEGACY_FUNCS)
+#define MR_OPENAI (MR_LENIENT & ~(TG_MR_LEGACY_FUNCS | TG_MR_PDF_TEXT))
 #define MR_STRICT                                                              \
     (MR_LENIENT | TG_MR_ALLOWLIST | TG_MR_CALL_SHAPE | TG_MR_DROP_CACHE |      \
      TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL)
@@ -196,7 +196,8 @@ static const rename_rule mistral_renames[] = {
          TG_MR_NULL_KEYS,                                                                   \
      NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"}
 #define MSG_ANTHROPIC                                                                       \
-    {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT | TG_MR_DROP_EMPTY, NULL,          \
+    {(MR_LENIENT & ~TG_MR_PDF_TEXT) | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT |             \
+         TG_MR_DROP_EMPTY, NULL,                                                            \
      "section 4 anthropic", NULL, NULL, NULL, NULL}
 #define MSG_MISTRAL                                                                         \
     {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_MISTRAL_IDS | TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | \
@@ -286,6 +287,7 @@ static const tg_rule_name conf_rules[] = {
     {"tool_media", TG_MR_TOOL_MEDIA},
     {"schema_as_object", TG_MR_SCHEMA_AS_OBJECT},
     {"effort_floor", TG_MR_EFFORT_FLOOR},
+    {"pdf_text", TG_MR_PDF_TEXT},
 };
 static const tg_rule_section section = {"messages", conf_rules,
                                         sizeof conf_rules / sizeof *conf_rules, NULL};

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bridge/pdftext.h"
+#include "core/cache.h"
 #include "core/ctx.h"
 #include "core/hash.h"
 #include "core/jsonfix.h"
@@ -489,6 +491,69 @@ static void fix_content(walk *w, json_t *msg, role r, bool has_calls)
         rebuild_key(w, msg, "content", json_string(""), "null-content", "rule 55");
 }
 
+/* A base64 PDF's text as {text, pages, read, cut}, or {} when poppler
+ * cannot open it (new reference), from the worker's cache under the kind
+ * the Messages bridge keys it with, so an agent that resends its history
+ * costs one read. */
+static json_t *pdf_read(walk *w, const char *b64, size_t n)
+{
+    uint64_t key = tg_hash64(b64, n, 0);
+    json_t *r = tg_cache_get(w->ctx->cache, "pdftext", key);  /* NULL cache: a miss */
+    if (r)
+        return r;
+    tg_pdf_text info;
+    tg_buf body = {0};
+    if (tg_pdf_text_of_base64(b64, n, &body, &info))
+        r = json_object();
+    else
+        r = json_pack("{s:s%, s:i, s:i, s:b}", "text", body.data ? body.data : "", body.len,
+                      "pages", info.pages, "read", info.pages_read, "cut", info.cut);
+    tg_cache_put(w->ctx->cache, "pdftext", key, r, body.len + 64);
+    tg_buf_free(&body);
+    return r;
+}
+
+/* Rule 99: a chat `file` part holding a base64 PDF, on a target that takes
+ * no such part (DeepSeek: "file must have a file_id or file_data",
+ * danny-avila/LibreChat#16235; OpenAI's own API is the one that does),
+ * goes as a text part with the PDF's text, as the Messages bridge sends a
+ * document block: the model reads the words rather than nothing. */
+static void pdf_parts_text(walk *w, json_t *msg)
+{
+    static const char pre[] = "data:application/pdf;base64,";
+    json_t *c = tg_json_get(msg, "content");
+    size_t j;
+    json_t *part;
+    json_array_foreach(c, j, part) {
+        const char *t = json_string_value(tg_json_get(part, "type"));
+        const char *d = json_string_value(tg_json_get(tg_json_get(part, "file"), "file_data"));
+        if (!t || strcmp(t, "file") || !d || strncmp(d, pre, sizeof pre - 1))
+            continue;
+        json_t *r = pdf_read(w, d + sizeof pre - 1, strlen(d + sizeof pre - 1));
+        const json_t *text = json_object_get(r, "text");
+        if (json_is_string(text)) {
+            bool cut = json_is_true(json_object_get(r, "cut"));
+            int pages = (int)json_integer_value(json_object_get(r, "pages"));
+            tg_buf b = {0};
+            tg_buf_printf(&b, "[the text of a %d-page PDF, extracted by toolgate: this provider "
+                              "takes no PDF, so its layout and images are not here%s]\n\n",
+                          pages, cut ? "; cut at toolgate's bound" : "");
+            tg_buf_append(&b, json_string_value(text), json_string_length(text));
+            if (cut)
+                tg_buf_printf(&b, "\n\n[... %d of %d pages shown]",
+                              (int)json_integer_value(json_object_get(r, "read")), pages);
+            size_t mark = jp_idx(&w->ptr, j);
+            note(w, w->ptr.s, "pdf-as-text", "rule 99", NULL, NULL);
+            jp_pop(&w->ptr, mark);
+            json_array_set_new(c, j, json_pack("{s:s, s:s%}", "type", "text", "text",
+                                               b.data ? b.data : "", b.len));
+            tg_buf_free(&b);
+            tg_ctx_translated(w->ctx, "file part", "PDF as its text");
+        }
+        json_decref(r);
+    }
+}
+
 /* Rule 68: targets that take only a string as content (Groq: "'messages.0'
  * : for 'role:system' the following must be satisfied[('messages.0.content'
  * : value must be a string)]") get the text parts joined by a blank line,
@@ -803,6 +868,8 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
     json_t *content = tg_json_get(msg, "content");
     if (json_is_array(content))
         clean_parts(w, content);
+    if ((w->f & TG_MR_PDF_TEXT) && tg_json_is(tg_json_get(msg, "content"), JSON_ARRAY))
+        pdf_parts_text(w, msg);
     parts_to_string(w, msg, r);
     if ((w->f & TG_MR_ONE_TEXT) && tg_json_is(tg_json_get(msg, "content"), JSON_ARRAY))
         one_text_part(w, msg);

@@ -112,6 +112,10 @@ enum {
 #define TG_MR_EFFORT_FLOOR ((uint64_t)1 << 40) /* reasoning_effort below low
                                         (none, minimal) sent as low to gpt-oss
                                         (rule 98, Groq) */
+#define TG_MR_PDF_TEXT ((uint64_t)1 << 41) /* a chat file part holding a
+                                        PDF goes as its text (rule 99: every
+                                        target but OpenAI's, which takes it,
+                                        and Anthropic's, which reads PDFs) */
 #define TG_MR_COMPLETION_TOKENS ((uint64_t)1 << 34) /* max_tokens as
                                         max_completion_tokens on OpenAI's
                                         reasoning models (rule 85) */

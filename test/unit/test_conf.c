@@ -459,11 +459,11 @@ static void test_rule_switches(void **state)
     (void)state;
     static const switch_case keys[] = {
         {"schema.items", "schema", "max_bytes"},
-        {"messages.drop_nulls", "messages", "effort_floor"},
+        {"messages.drop_nulls", "messages", "pdf_text"},
         {"schema.flat_unions", "schema", "max_bytes"},      /* bit 32: the word is 64 bits */
-        {"messages.empty_turns", "messages", "effort_floor"},
-        {"messages.effort_top", "messages", "effort_floor"},
-        {"messages.tool_media", "messages", "effort_floor"},
+        {"messages.empty_turns", "messages", "pdf_text"},
+        {"messages.effort_top", "messages", "pdf_text"},
+        {"messages.tool_media", "messages", "pdf_text"},
         {"repair.json_fix", "repair", "R12"},
         {"repair.R12", "repair", "R12"},
         {"text_tool_calls", NULL, NULL},
