@@ -55,7 +55,8 @@ claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_r
 elif [ "$TG_AGENT_SET" = flows ]; then
     # the flows of agents_flows.sh (issue of 2026-12-06), the same way
     AGENTS=${TG_AGENTS:-claude_websearch claude_compact claude_think codex_freeform opencode_image \
-opencode_task opencode_think gemini_image gemini_cont gemini_think pi_image pi_think qwen_think}
+opencode_task opencode_think gemini_image gemini_cont gemini_compress gemini_think pi_image pi_think \
+qwen_think}
 else
     AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
 fi
@@ -74,7 +75,7 @@ runs_on() {
     "gemini gemini3" | "pi_messages gemini3" | "cn gemini3" | "grok gemini3" | \
         "claude_pdf gemini3" | "claude_task gemini3" | "codex_default gemini3" | \
         "codex_patch gemini3" | "claude_websearch gemini3" | "codex_freeform gemini3" | \
-        "opencode_task gemini3" | "gemini_cont gemini3" | "pi_think gemini3" | \
+        "opencode_task gemini3" | "gemini_cont gemini3" | "gemini_compress gemini3" | "pi_think gemini3" | \
         "gemini_think gemini3") return 0 ;;
     "pi strict" | "pi_responses strict" | "kilo strict" | "claude_image strict" | \
         "claude_mcp strict" | "claude_cont strict" | "codex_image strict" | \
@@ -230,8 +231,8 @@ tool_qwen() { echo "read_file file_path=$1"; }
 # read_file tool needs no approval.
 run_gemini() {
     mkdir -p "$1/home/.gemini"
-    printf '%s\n' '{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false}}' \
-        >"$1/home/.gemini/settings.json"
+    printf '%s%s}\n' '{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false}' \
+        "${GEMINI_SETTINGS:+,$GEMINI_SETTINGS}" >"$1/home/.gemini/settings.json"
     env -i PATH="$PATH" HOME="$1/home" GEMINI_CLI_NO_RELAUNCH=true GEMINI_CLI_TRUST_WORKSPACE=true \
         GOOGLE_GEMINI_BASE_URL="$2" GEMINI_API_KEY=dummy \
         timeout "$TIMEOUT" "$BIN/gemini" -m "$3" -p "$4" ${5:+"$5"} ${6:+"$6"}
@@ -567,6 +568,24 @@ run_gemini_cont() {
     run_gemini "$1" "$2" "$3" "What was the secret word again?" --resume latest
 }
 
+# Gemini CLI's chat compression: with compressionThreshold at a millionth
+# of the context, the second turn (--resume latest) first compresses the
+# history (two generateContent requests, unstreamed and without tools,
+# over a history that holds the functionCall and its functionResponse:
+# a <state_snapshot> and its check), then asks with the mock's MOCK_RECALL,
+# which finds the token in what the compressed session kept.
+tool_gemini_compress() { tool_gemini "$@"; }
+run_gemini_compress() {
+    GEMINI_SETTINGS='"model":{"compressionThreshold":0.000001}' run_gemini "$@" >"$1/out1" || return $?
+    GEMINI_SETTINGS='"model":{"compressionThreshold":0.000001}' \
+        run_gemini "$1" "$2" "$3" "What was the secret word again? MOCK_RECALL" --resume latest
+}
+check_gemini_compress() {
+    grep -q "MOCK_RECALLED:.*$2" "$1/out" &&
+        grep -F "\"path\":\"/gemini_compress-${1##*-}/" "$TG_LOG" | grep -q ':generateContent"' &&
+        [ -z "$(refused_requests gemini_compress "${1##*-}")" ]
+}
+
 # pi reads an image (chat completions): its read tool answers an image
 # block beside the result's text, for a model whose input takes images
 # (without it pi leaves the image out).
@@ -678,6 +697,7 @@ label() {
     opencode_task) printf ', a sub-agent (task tool)' ;;
     gemini_image) printf ', read_file of an image (inlineData)' ;;
     gemini_cont) printf ', a second turn with --resume latest' ;;
+    gemini_compress) printf ', chat compression before a second turn' ;;
     pi_image) printf ', read of an image, over chat completions' ;;
     *_think) printf ', reasoning before the call, sent back with its result' ;;
     codex_image) printf ', view_image' ;;
