@@ -54,7 +54,7 @@ if [ "$TG_AGENT_SET" = new ]; then
 claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_resume codex_reason opencode_chain}
 elif [ "$TG_AGENT_SET" = flows ]; then
     # the flows of agents_flows.sh (issue of 2026-12-06), the same way
-    AGENTS=${TG_AGENTS:-claude_websearch claude_compact claude_think codex_freeform opencode_image \
+    AGENTS=${TG_AGENTS:-claude_websearch claude_compact claude_think claude_schema codex_freeform opencode_image \
 opencode_task opencode_think gemini_image gemini_cont gemini_compress gemini_think pi_image pi_think \
 qwen_think}
 else
@@ -80,7 +80,7 @@ runs_on() {
     "pi strict" | "pi_responses strict" | "kilo strict" | "claude_image strict" | \
         "claude_mcp strict" | "claude_cont strict" | "codex_image strict" | \
         "codex_resume strict" | "claude_compact strict" | "opencode_image strict" | \
-        "gemini_image strict" | "pi_image strict" | "opencode_think strict" | \
+        "gemini_image strict" | "pi_image strict" | "opencode_think strict" | "claude_schema strict" | \
         "qwen_think strict") return 0 ;;
     # DeepSeek wants the reasoning of a call's turn back (rule 90's route)
     "claude_think deepseek") return 0 ;;
@@ -444,6 +444,24 @@ check_claude_compact() {
     grep -q "MOCK_RECALLED:.*$2" "$1/out" && [ -z "$(refused_requests claude_compact "${1##*-}")" ]
 }
 
+# Claude Code's structured output (-p --json-schema): its StructuredOutput
+# tool takes the schema as its input schema, and the final answer is that
+# tool's call. A read first whose result scripts the call (MOCK_THEN), so
+# the token reaches the output only through the call's arguments, which
+# come back in the JSON result's structured_output.
+run_claude_schema() {
+    run_claude "$@" --output-format json \
+        --json-schema '{"type":"object","properties":{"word":{"type":"string"},"sure":{"type":"boolean"}},"required":["word"]}'
+}
+prepare_claude_schema() {
+    printf 'MOCK_THEN StructuredOutput word=%s\n' "$2" >"$1/work/first.txt"
+    echo "Follow first.txt. MOCK_CALL Read file_path=$1/work/first.txt"
+}
+check_claude_schema() {
+    "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(r.get("structured_output",{}).get("word")!=sys.argv[2])' \
+        "$1/out" "$2" 2>/dev/null
+}
+
 # Codex with its default model: no model in config.toml, so it sends its
 # tools in an additional_tools input item, not in tools: namespaces
 # (flattened by the bridge as functions__exec...) with the code-mode exec
@@ -691,6 +709,7 @@ label() {
     claude_cont) printf ', a second turn with -c' ;;
     claude_websearch) printf ', WebSearch (its server tool web_search_20250305, forced)' ;;
     claude_compact) printf ', /compact, then a turn after it' ;;
+    claude_schema) printf ', --json-schema (its StructuredOutput tool)' ;;
     codex_default) printf ', its default model (tools in additional_tools)' ;;
     codex_freeform) printf ', freeform apply_patch (a custom tool with a grammar, gpt-5.5)' ;;
     opencode_image) printf ', read of an image (an attachment of the tool result)' ;;
