@@ -54,7 +54,7 @@ if [ "$TG_AGENT_SET" = new ]; then
 claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_resume codex_reason opencode_chain}
 elif [ "$TG_AGENT_SET" = flows ]; then
     # the flows of agents_flows.sh (issue of 2026-12-06), the same way
-    AGENTS=${TG_AGENTS:-claude_websearch claude_compact claude_think claude_schema codex_freeform opencode_image \
+    AGENTS=${TG_AGENTS:-claude_websearch claude_compact claude_think claude_schema codex_freeform codex_schema opencode_image \
 opencode_task opencode_think gemini_image gemini_cont gemini_compress gemini_think pi_image pi_think \
 qwen_think}
 else
@@ -69,12 +69,15 @@ runs_on() {
     # out of its request (stripToolCallIdPrefixes rebuilds the part without
     # them): the image cannot reach toolgate on a Gemini 3 route.
     case "$1 $2" in "gemini_image gemini3" | "gemini_image disc") return 1 ;; esac
+    # codex_schema names a tool that is nowhere: behind discovery the
+    # mock's model searches for it instead of answering JSON
+    case "$1 $2" in "codex_schema disc"*) return 1 ;; esac
     [ -n "$TG_AGENT_ROUTES" ] || [ "$TG_AGENT_MATRIX" = full ] && return 0
     [ "$TG_AGENT_SET" = new ] || [ "$TG_AGENT_SET" = flows ] || return 0
     case "$1 $2" in
     "gemini gemini3" | "pi_messages gemini3" | "cn gemini3" | "grok gemini3" | \
         "claude_pdf gemini3" | "claude_task gemini3" | "codex_default gemini3" | \
-        "codex_patch gemini3" | "claude_websearch gemini3" | "codex_freeform gemini3" | \
+        "codex_patch gemini3" | "claude_websearch gemini3" | "codex_freeform gemini3" | "codex_schema gemini3" | \
         "opencode_task gemini3" | "gemini_cont gemini3" | "gemini_compress gemini3" | "pi_think gemini3" | \
         "gemini_think gemini3") return 0 ;;
     "pi strict" | "pi_responses strict" | "kilo strict" | "claude_image strict" | \
@@ -522,6 +525,19 @@ prepare_codex_freeform() {
 }
 check_codex_freeform() { check_codex_patch "$@"; }
 
+# Codex's --output-schema: the schema goes as the Responses text.format
+# (json_schema, strict), which the bridge gives upstream as response_format;
+# the directive names a tool Codex does not have, so the mock answers JSON
+# sampled from the schema it got, which Codex prints.
+run_codex_schema() {
+    printf '%s\n' '{"type":"object","properties":{"word":{"type":"string"},"count":{"type":"integer"}},"required":["word","count"],"additionalProperties":false}' \
+        >"$1/schema.json"
+    codex_config "$1" "$2" "$3"
+    codex_exec "$1" --output-schema "$1/schema.json" "$4"
+}
+prepare_codex_schema() { echo "Answer in JSON. MOCK_CALL no_such_tool"; }
+check_codex_schema() { [ "$(tail -n 1 "$1/out")" = '{"word":"x","count":1}' ]; }
+
 # Codex's second turn: exec resume --last, without a directive.
 tool_codex_resume() { tool_codex "$@"; }
 run_codex_resume() {
@@ -711,6 +727,7 @@ label() {
     claude_compact) printf ', /compact, then a turn after it' ;;
     claude_schema) printf ', --json-schema (its StructuredOutput tool)' ;;
     codex_default) printf ', its default model (tools in additional_tools)' ;;
+    codex_schema) printf ', --output-schema (text.format json_schema)' ;;
     codex_freeform) printf ', freeform apply_patch (a custom tool with a grammar, gpt-5.5)' ;;
     opencode_image) printf ', read of an image (an attachment of the tool result)' ;;
     opencode_task) printf ', a sub-agent (task tool)' ;;
