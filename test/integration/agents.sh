@@ -55,7 +55,7 @@ claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_r
 elif [ "$TG_AGENT_SET" = flows ]; then
     # the flows of agents_flows.sh (issue of 2026-12-06), the same way
     AGENTS=${TG_AGENTS:-claude_websearch claude_compact claude_think claude_schema codex_freeform codex_schema opencode_image \
-opencode_task opencode_think gemini_image gemini_cont gemini_compress gemini_think pi_image pi_think \
+opencode_task opencode_think gemini_image gemini_cont gemini_compress gemini_websearch gemini_think pi_image pi_think \
 qwen_think}
 else
     AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
@@ -83,7 +83,7 @@ runs_on() {
     "pi strict" | "pi_responses strict" | "kilo strict" | "claude_image strict" | \
         "claude_mcp strict" | "claude_cont strict" | "codex_image strict" | \
         "codex_resume strict" | "claude_compact strict" | "opencode_image strict" | \
-        "gemini_image strict" | "pi_image strict" | "opencode_think strict" | "claude_schema strict" | \
+        "gemini_image strict" | "gemini_websearch strict" | "pi_image strict" | "opencode_think strict" | "claude_schema strict" | \
         "qwen_think strict") return 0 ;;
     # DeepSeek wants the reasoning of a call's turn back (rule 90's route)
     "claude_think deepseek") return 0 ;;
@@ -620,6 +620,15 @@ check_gemini_compress() {
         [ -z "$(refused_requests gemini_compress "${1##*-}")" ]
 }
 
+# Gemini CLI's google_web_search: the tool is the CLI's own, but it runs by
+# asking the API again (generateContent, unstreamed) with only the
+# googleSearch tool, which only Google runs: dropped and said, the side
+# request answered, and its text goes back as the tool's result.
+run_gemini_websearch() { run_gemini "$@"; }
+prepare_gemini_websearch() {
+    echo "Search the web for the secret word. MOCK_CALL google_web_search query='secret word $2'"
+}
+
 # pi reads an image (chat completions): its read tool answers an image
 # block beside the result's text, for a model whose input takes images
 # (without it pi leaves the image out).
@@ -733,6 +742,7 @@ label() {
     opencode_task) printf ', a sub-agent (task tool)' ;;
     gemini_image) printf ', read_file of an image (inlineData)' ;;
     gemini_cont) printf ', a second turn with --resume latest' ;;
+    gemini_websearch) printf ', google_web_search (its googleSearch tool)' ;;
     gemini_compress) printf ', chat compression before a second turn' ;;
     pi_image) printf ', read of an image, over chat completions' ;;
     *_think) printf ', reasoning before the call, sent back with its result' ;;
