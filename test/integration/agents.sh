@@ -54,8 +54,9 @@ if [ "$TG_AGENT_SET" = new ]; then
 claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_resume codex_reason opencode_chain}
 elif [ "$TG_AGENT_SET" = flows ]; then
     # the flows of agents_flows.sh (issue of 2026-12-06), the same way
-    AGENTS=${TG_AGENTS:-claude_websearch claude_compact claude_think codex_freeform opencode_image \
-opencode_task opencode_think gemini_image gemini_cont gemini_think pi_image pi_think qwen_think}
+    AGENTS=${TG_AGENTS:-claude_websearch claude_compact claude_think claude_schema codex_freeform codex_schema opencode_image \
+opencode_task opencode_think gemini_image gemini_cont gemini_compress gemini_websearch gemini_think pi_image pi_think \
+qwen_think}
 else
     AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
 fi
@@ -68,18 +69,21 @@ runs_on() {
     # out of its request (stripToolCallIdPrefixes rebuilds the part without
     # them): the image cannot reach toolgate on a Gemini 3 route.
     case "$1 $2" in "gemini_image gemini3" | "gemini_image disc") return 1 ;; esac
+    # codex_schema names a tool that is nowhere: behind discovery the
+    # mock's model searches for it instead of answering JSON
+    case "$1 $2" in "codex_schema disc"*) return 1 ;; esac
     [ -n "$TG_AGENT_ROUTES" ] || [ "$TG_AGENT_MATRIX" = full ] && return 0
     [ "$TG_AGENT_SET" = new ] || [ "$TG_AGENT_SET" = flows ] || return 0
     case "$1 $2" in
     "gemini gemini3" | "pi_messages gemini3" | "cn gemini3" | "grok gemini3" | \
         "claude_pdf gemini3" | "claude_task gemini3" | "codex_default gemini3" | \
-        "codex_patch gemini3" | "claude_websearch gemini3" | "codex_freeform gemini3" | \
-        "opencode_task gemini3" | "gemini_cont gemini3" | "pi_think gemini3" | \
+        "codex_patch gemini3" | "claude_websearch gemini3" | "codex_freeform gemini3" | "codex_schema gemini3" | \
+        "opencode_task gemini3" | "gemini_cont gemini3" | "gemini_compress gemini3" | "pi_think gemini3" | \
         "gemini_think gemini3") return 0 ;;
     "pi strict" | "pi_responses strict" | "kilo strict" | "claude_image strict" | \
         "claude_mcp strict" | "claude_cont strict" | "codex_image strict" | \
         "codex_resume strict" | "claude_compact strict" | "opencode_image strict" | \
-        "gemini_image strict" | "pi_image strict" | "opencode_think strict" | \
+        "gemini_image strict" | "gemini_websearch strict" | "pi_image strict" | "opencode_think strict" | "claude_schema strict" | \
         "qwen_think strict") return 0 ;;
     # DeepSeek wants the reasoning of a call's turn back (rule 90's route)
     "claude_think deepseek") return 0 ;;
@@ -230,8 +234,8 @@ tool_qwen() { echo "read_file file_path=$1"; }
 # read_file tool needs no approval.
 run_gemini() {
     mkdir -p "$1/home/.gemini"
-    printf '%s\n' '{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false}}' \
-        >"$1/home/.gemini/settings.json"
+    printf '%s%s}\n' '{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false}' \
+        "${GEMINI_SETTINGS:+,$GEMINI_SETTINGS}" >"$1/home/.gemini/settings.json"
     env -i PATH="$PATH" HOME="$1/home" GEMINI_CLI_NO_RELAUNCH=true GEMINI_CLI_TRUST_WORKSPACE=true \
         GOOGLE_GEMINI_BASE_URL="$2" GEMINI_API_KEY=dummy \
         timeout "$TIMEOUT" "$BIN/gemini" -m "$3" -p "$4" ${5:+"$5"} ${6:+"$6"}
@@ -443,6 +447,24 @@ check_claude_compact() {
     grep -q "MOCK_RECALLED:.*$2" "$1/out" && [ -z "$(refused_requests claude_compact "${1##*-}")" ]
 }
 
+# Claude Code's structured output (-p --json-schema): its StructuredOutput
+# tool takes the schema as its input schema, and the final answer is that
+# tool's call. A read first whose result scripts the call (MOCK_THEN), so
+# the token reaches the output only through the call's arguments, which
+# come back in the JSON result's structured_output.
+run_claude_schema() {
+    run_claude "$@" --output-format json \
+        --json-schema '{"type":"object","properties":{"word":{"type":"string"},"sure":{"type":"boolean"}},"required":["word"]}'
+}
+prepare_claude_schema() {
+    printf 'MOCK_THEN StructuredOutput word=%s\n' "$2" >"$1/work/first.txt"
+    echo "Follow first.txt. MOCK_CALL Read file_path=$1/work/first.txt"
+}
+check_claude_schema() {
+    "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(r.get("structured_output",{}).get("word")!=sys.argv[2])' \
+        "$1/out" "$2" 2>/dev/null
+}
+
 # Codex with its default model: no model in config.toml, so it sends its
 # tools in an additional_tools input item, not in tools: namespaces
 # (flattened by the bridge as functions__exec...) with the code-mode exec
@@ -502,6 +524,19 @@ prepare_codex_freeform() {
     printf '%s\n' "Change patched.txt. MOCK_CALL apply_patch input='*** Begin Patch\\n*** Update File: patched.txt\\n@@\\n-old line\\n+$2\\n*** End Patch'"
 }
 check_codex_freeform() { check_codex_patch "$@"; }
+
+# Codex's --output-schema: the schema goes as the Responses text.format
+# (json_schema, strict), which the bridge gives upstream as response_format;
+# the directive names a tool Codex does not have, so the mock answers JSON
+# sampled from the schema it got, which Codex prints.
+run_codex_schema() {
+    printf '%s\n' '{"type":"object","properties":{"word":{"type":"string"},"count":{"type":"integer"}},"required":["word","count"],"additionalProperties":false}' \
+        >"$1/schema.json"
+    codex_config "$1" "$2" "$3"
+    codex_exec "$1" --output-schema "$1/schema.json" "$4"
+}
+prepare_codex_schema() { echo "Answer in JSON. MOCK_CALL no_such_tool"; }
+check_codex_schema() { [ "$(tail -n 1 "$1/out")" = '{"word":"x","count":1}' ]; }
 
 # Codex's second turn: exec resume --last, without a directive.
 tool_codex_resume() { tool_codex "$@"; }
@@ -565,6 +600,33 @@ tool_gemini_cont() { tool_gemini "$@"; }
 run_gemini_cont() {
     run_gemini "$@" >"$1/out1" || return $?
     run_gemini "$1" "$2" "$3" "What was the secret word again?" --resume latest
+}
+
+# Gemini CLI's chat compression: with compressionThreshold at a millionth
+# of the context, the second turn (--resume latest) first compresses the
+# history (two generateContent requests, unstreamed and without tools,
+# over a history that holds the functionCall and its functionResponse:
+# a <state_snapshot> and its check), then asks with the mock's MOCK_RECALL,
+# which finds the token in what the compressed session kept.
+tool_gemini_compress() { tool_gemini "$@"; }
+run_gemini_compress() {
+    GEMINI_SETTINGS='"model":{"compressionThreshold":0.000001}' run_gemini "$@" >"$1/out1" || return $?
+    GEMINI_SETTINGS='"model":{"compressionThreshold":0.000001}' \
+        run_gemini "$1" "$2" "$3" "What was the secret word again? MOCK_RECALL" --resume latest
+}
+check_gemini_compress() {
+    grep -q "MOCK_RECALLED:.*$2" "$1/out" &&
+        grep -F "\"path\":\"/gemini_compress-${1##*-}/" "$TG_LOG" | grep -q ':generateContent"' &&
+        [ -z "$(refused_requests gemini_compress "${1##*-}")" ]
+}
+
+# Gemini CLI's google_web_search: the tool is the CLI's own, but it runs by
+# asking the API again (generateContent, unstreamed) with only the
+# googleSearch tool, which only Google runs: dropped and said, the side
+# request answered, and its text goes back as the tool's result.
+run_gemini_websearch() { run_gemini "$@"; }
+prepare_gemini_websearch() {
+    echo "Search the web for the secret word. MOCK_CALL google_web_search query='secret word $2'"
 }
 
 # pi reads an image (chat completions): its read tool answers an image
@@ -672,12 +734,16 @@ label() {
     claude_cont) printf ', a second turn with -c' ;;
     claude_websearch) printf ', WebSearch (its server tool web_search_20250305, forced)' ;;
     claude_compact) printf ', /compact, then a turn after it' ;;
+    claude_schema) printf ', --json-schema (its StructuredOutput tool)' ;;
     codex_default) printf ', its default model (tools in additional_tools)' ;;
+    codex_schema) printf ', --output-schema (text.format json_schema)' ;;
     codex_freeform) printf ', freeform apply_patch (a custom tool with a grammar, gpt-5.5)' ;;
     opencode_image) printf ', read of an image (an attachment of the tool result)' ;;
     opencode_task) printf ', a sub-agent (task tool)' ;;
     gemini_image) printf ', read_file of an image (inlineData)' ;;
     gemini_cont) printf ', a second turn with --resume latest' ;;
+    gemini_websearch) printf ', google_web_search (its googleSearch tool)' ;;
+    gemini_compress) printf ', chat compression before a second turn' ;;
     pi_image) printf ', read of an image, over chat completions' ;;
     *_think) printf ', reasoning before the call, sent back with its result' ;;
     codex_image) printf ', view_image' ;;
