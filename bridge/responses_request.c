@@ -736,6 +736,7 @@ static json_t *chat_function(const json_t *t, json_t *name)
         if (v && !json_is_null(v))
             json_object_set(fn, *k, (json_t *)v);
     }
+    tg_resp_output_schema(fn, t);
     return json_pack("{s:s, s:o}", "type", "function", "function", fn);
 }
 
