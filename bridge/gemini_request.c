@@ -332,6 +332,8 @@ static json_t *tool_call(const json_t *part, const json_t *fc, size_t ci, size_t
     else
         snprintf(id, sizeof id, "gc_%zu_%zu", ci, pi);
     const json_t *args = json_object_get(fc, "args");
+    if ((!args || json_is_null(args)) && json_array_size(json_object_get(fc, "partialArgs")))
+        tg_bridge_drop(cv->dropped, "parts", "functionCall.partialArgs");  /* a stream's pieces */
     char *text = args && !json_is_null(args) ? tg_json_dumps(args) : NULL;
     json_t *call = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
                              "function", "name", name, "arguments", text ? text : "{}");
@@ -516,6 +518,32 @@ static json_t *json_schema_of(const json_t *s)
     return o;
 }
 
+/* A declaration's response schema (responseJsonSchema, or response in
+ * Gemini's Schema form): what the function gives back, which chat's
+ * function has no field for; in the description, where the model reads
+ * it, as the Responses bridge puts a function's output_schema. */
+static void response_schema_into(json_t *fn, const json_t *fd)
+{
+    const json_t *js = json_object_get(fd, "responseJsonSchema"), *rs = json_object_get(fd, "response");
+    json_t *schema = json_is_object(js) ? json_incref((json_t *)js)
+                     : json_is_object(rs) ? json_schema_of(rs) : NULL;
+    if (!schema)
+        return;
+    char *text = tg_json_dumps(schema);
+    const char *d = json_string_value(json_object_get(fn, "description"));
+    tg_buf b = {0};
+    if (d && *d) {
+        tg_buf_puts(&b, d);
+        tg_buf_puts(&b, "\n\n");
+    }
+    tg_buf_puts(&b, "It returns JSON of this schema: ");
+    tg_buf_puts(&b, text ? text : "{}");
+    json_object_set_new(fn, "description", json_stringn(b.data, b.len));
+    tg_buf_free(&b);
+    free(text);
+    json_decref(schema);
+}
+
 static json_t *function_tool(const json_t *fd, size_t ti, size_t fi, tg_error *err)
 {
     const char *name = json_string_value(json_object_get(fd, "name"));
@@ -534,6 +562,7 @@ static json_t *function_tool(const json_t *fd, size_t ti, size_t fi, tg_error *e
     const json_t *d = json_object_get(fd, "description");
     if (json_is_string(d))
         json_object_set(fn, "description", (json_t *)d);
+    response_schema_into(fn, fd);
     return json_pack("{s:s, s:o}", "type", "function", "function", fn);
 }
 
