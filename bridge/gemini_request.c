@@ -411,8 +411,10 @@ static int convert_contents(const json_t *contents, json_t *messages, conv *cv, 
     return 0;
 }
 
-/* systemInstruction: a Content (its text parts joined), or a string. */
-static void convert_system(const json_t *si, json_t *messages)
+/* systemInstruction: a Content (its text parts joined), or a string; a
+ * part of another kind (an image) has no place in a chat system message:
+ * said. */
+static void convert_system(const json_t *si, json_t *messages, conv *cv)
 {
     tg_buf t = {0};
     if (json_is_string(si))
@@ -421,8 +423,10 @@ static void convert_system(const json_t *si, json_t *messages)
     const json_t *p;
     json_array_foreach(json_object_get(si, "parts"), i, p) {
         const char *s = json_string_value(json_object_get(p, "text"));
-        if (!s)
+        if (!s) {
+            tg_bridge_drop(cv->dropped, "parts", "systemInstruction.media");
             continue;
+        }
         if (t.len)
             tg_buf_puts(&t, "\n");
         tg_buf_puts(&t, s);
@@ -709,8 +713,44 @@ static void convert_thinking(json_t *chat, const json_t *tc, const char *model, 
     json_object_set_new(chat, "reasoning_effort", json_string(effort));
 }
 
+/* text/x.enum: Gemini answers one of the schema's enum values as plain
+ * text. Chat has no such mode, and a json_schema would have the answer
+ * quoted (and a string root, which OpenAI's structured outputs refuse):
+ * the values are told the model in the leading system message instead. */
+static void enum_instruction(json_t *chat, const json_t *schema)
+{
+    const json_t *vals = json_object_get(schema, "enum");
+    if (!json_array_size(vals))
+        return;
+    tg_buf t = {0};
+    tg_buf_puts(&t, "Answer with exactly one of these values, as plain text and nothing else: ");
+    size_t i;
+    const json_t *v;
+    json_array_foreach(vals, i, v) {
+        if (i)
+            tg_buf_puts(&t, ", ");
+        tg_buf_puts(&t, json_is_string(v) ? json_string_value(v) : "");
+    }
+    json_t *msgs = json_object_get(chat, "messages");
+    json_t *first = json_array_get(msgs, 0);
+    const char *role = json_string_value(json_object_get(first, "role"));
+    const char *had = json_string_value(json_object_get(first, "content"));
+    if (role && !strcmp(role, "system") && had) {
+        tg_buf all = {0};
+        tg_buf_puts(&all, had);
+        tg_buf_puts(&all, "\n\n");
+        tg_buf_append(&all, t.data, t.len);
+        json_object_set_new(first, "content", json_stringn(all.data, all.len));
+        tg_buf_free(&all);
+    } else {
+        json_array_insert_new(msgs, 0, json_pack("{s:s, s:s%}", "role", "system", "content",
+                                                 t.data, t.len));
+    }
+    tg_buf_free(&t);
+}
+
 /* responseMimeType with responseSchema / responseJsonSchema as chat's
- * response_format. */
+ * response_format (text/x.enum: enum_instruction). */
 static void convert_format(json_t *chat, const json_t *gc, conv *cv)
 {
     const char *mime = json_string_value(json_object_get(gc, "responseMimeType"));
@@ -719,6 +759,11 @@ static void convert_format(json_t *chat, const json_t *gc, conv *cv)
         js = json_object_get(gc, "_responseJsonSchema");
     const json_t *s = json_object_get(gc, "responseSchema");
     json_t *schema = json_is_object(js) ? json_deep_copy(js) : json_is_object(s) ? json_schema_of(s) : NULL;
+    if (schema && mime && !strcmp(mime, "text/x.enum")) {
+        enum_instruction(chat, schema);
+        json_decref(schema);
+        return;
+    }
     if (schema) {
         json_object_set_new(chat, "response_format",
                             json_pack("{s:s, s:{s:s, s:o}}", "type", "json_schema", "json_schema",
@@ -809,7 +854,7 @@ static int convert_request(const json_t *body, const tg_gemini_call *call, json_
     json_object_set_new(chat, "model", json_string(call->model ? call->model : ""));
     json_object_set_new(chat, "messages", messages);
     const json_t *si = json_object_get(body, "systemInstruction");
-    convert_system(si ? si : json_object_get(body, "system_instruction"), messages);
+    convert_system(si ? si : json_object_get(body, "system_instruction"), messages, cv);
     if (convert_contents(json_object_get(body, "contents"), messages, cv, err))
         return -1;
     const json_t *v = json_object_get(body, "tools");
