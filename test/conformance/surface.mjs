@@ -10,7 +10,11 @@
 // type-checks each row's sample request against the SDK's request type, so
 // that table.json can be held against them both ways: a declared key with
 // no row fails the suite (an SDK update adds a type), and so does a row
-// whose key the SDK no longer declares. Read with the type checker, not
+// whose key the SDK no longer declares. Below the top, nestedUnions walks
+// the request bodies (ROOTS) for every other union and enum a request can
+// hold, so that what no surface enumerates is seen, not overlooked: each
+// is a surface or named, with what covers it, in table.json's "nested".
+// Read with the type checker, not
 // with regexes: aliases, namespaces merged with types, `Shared.X` imports
 // and literal unions are all resolved the way tsc resolves them.
 //
