@@ -353,6 +353,35 @@ static json_t *client_function(const json_t *t, const char *type, const struct c
     return json_pack("{s:s, s:o}", "type", "function", "function", fn);
 }
 
+/* A tool's input_examples (inputs that show how to call it), which
+ * Anthropic shows the model beside the schema: appended to the chat
+ * function's description, where any model reads them; said. */
+static void examples_into_description(json_t *f, const json_t *t, conv *cv)
+{
+    const json_t *ex = json_object_get(t, "input_examples");
+    json_t *fn = json_object_get(f, "function");
+    if (!json_array_size(ex) || !json_is_object(fn))
+        return;
+    tg_buf d = {0};
+    const char *own = json_string_value(json_object_get(fn, "description"));
+    if (own && *own) {
+        tg_buf_puts(&d, own);
+        tg_buf_puts(&d, "\n\n");
+    }
+    tg_buf_puts(&d, "Examples of input:");
+    size_t i;
+    const json_t *e;
+    json_array_foreach(ex, i, e) {
+        char *s = tg_json_dumps(e);
+        tg_buf_puts(&d, "\n");
+        tg_buf_puts(&d, s ? s : "{}");
+        free(s);
+    }
+    json_object_set_new(fn, "description", json_stringn(d.data, d.len));
+    tg_buf_free(&d);
+    tg_bridge_drop(cv->translated, "tools", "input_examples");
+}
+
 /* Does the request hold Anthropic's own tool search (a server tool)? */
 static bool has_server_search(const json_t *tools)
 {
@@ -414,6 +443,7 @@ static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
             if (c && json_is_string(name)) {
                 json_t *f = client_function(t, ty, c);
                 tg_msg_carry_cache(f, t, cv);
+                examples_into_description(f, t, cv);
                 json_array_append_new(out, f);
                 continue;
             }
@@ -450,6 +480,7 @@ static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
             json_object_set(fn, "strict", (json_t *)v);
         json_t *f = json_pack("{s:s, s:o}", "type", "function", "function", fn);
         tg_msg_carry_cache(f, t, cv);
+        examples_into_description(f, t, cv);
         json_array_append_new(out, f);
     }
     return out;

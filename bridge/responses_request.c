@@ -658,6 +658,8 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
             if (t.len)
                 tg_buf_puts(&t, "\n");
             tg_buf_puts(&t, enc + tag);
+        } else if (enc && *enc && strncmp(enc, ENCRYPTED_TAG, tag)) {  /* OpenAI's: opaque */
+            tg_bridge_drop(lk->cv->dropped, "content", "reasoning.encrypted_content");
         }
         json_decref(*reasoning);
         *reasoning = t.len ? json_stringn(t.data, t.len) : NULL;
@@ -736,6 +738,7 @@ static json_t *chat_function(const json_t *t, json_t *name)
         if (v && !json_is_null(v))
             json_object_set(fn, *k, (json_t *)v);
     }
+    tg_resp_output_schema(fn, t);
     return json_pack("{s:s, s:o}", "type", "function", "function", fn);
 }
 

@@ -1,7 +1,8 @@
 // run.mjs -- the conformance suite's runner (TAP on stdout).
 //
 // Holds table.json against the surface the pinned SDKs declare
-// (surface.mjs), renders docs/conformance.md from both, and, with a
+// (surface.mjs; its families made into rows first, its nested unions each
+// a surface or named), renders docs/conformance.md from both, and, with a
 // toolgate in front of the mock's strict validators (conformance.sh
 // starts them), sends every request row through each bridged route and
 // every answer fixture through each bridge, streamed, read with the SDKs'

@@ -10,7 +10,11 @@
 // type-checks each row's sample request against the SDK's request type, so
 // that table.json can be held against them both ways: a declared key with
 // no row fails the suite (an SDK update adds a type), and so does a row
-// whose key the SDK no longer declares. Read with the type checker, not
+// whose key the SDK no longer declares. Below the top, nestedUnions walks
+// the request bodies (ROOTS) for every other union and enum a request can
+// hold, so that what no surface enumerates is seen, not overlooked: each
+// is a surface or named, with what covers it, in table.json's "nested".
+// Read with the type checker, not
 // with regexes: aliases, namespaces merged with types, `Shared.X` imports
 // and literal unions are all resolved the way tsc resolves them.
 //
@@ -71,6 +75,7 @@ export const SURFACES = [
   { id: 'responses.shell_environment', file: 'openai_responses', type: 'FunctionShellTool', path: ['environment'], by: 'type' },
   { id: 'responses.shell_outcome', file: 'openai_responses', type: 'ResponseFunctionShellCallOutputContent', path: ['outcome'], by: 'type' },
   { id: 'responses.patch_operation', file: 'openai_responses', type: 'ResponseInputItem.ApplyPatchCall', path: ['operation'], by: 'type' },
+  { id: 'responses.function_field', file: 'openai_responses', type: 'FunctionTool', by: 'props' },
   { id: 'responses.event', file: 'openai_responses', type: 'ResponseStreamEvent', by: 'type', answer: true },
   { id: 'responses.output_item', file: 'openai_responses', type: 'ResponseOutputItem', by: 'type', answer: true },
   { id: 'responses.response', file: 'openai_responses', type: 'Response', by: 'props', answer: true },
@@ -94,6 +99,7 @@ export const SURFACES = [
   { id: 'messages.caller', file: 'anthropic', type: 'ToolUseBlockParam', beta: 'BetaToolUseBlockParam', path: ['caller'], by: 'type' },
   { id: 'messages.system_content', file: 'anthropic_beta', type: 'BetaSystemMessageParam', path: ['content', '[]'], by: 'type' },
   { id: 'messages.tool_change', file: 'anthropic_beta', type: 'BetaRequestToolAdditionBlock', path: ['tool'], by: 'type' },
+  { id: 'messages.tool_field', file: 'anthropic', type: 'Tool', beta: 'BetaTool', by: 'props' },
   { id: 'messages.event', file: 'anthropic', type: 'RawMessageStreamEvent', beta: 'BetaRawMessageStreamEvent', by: 'type', answer: true },
   { id: 'messages.delta', file: 'anthropic', type: 'RawContentBlockDelta', beta: 'BetaRawContentBlockDelta', by: 'type', answer: true },
   { id: 'messages.content_block', file: 'anthropic', type: 'ContentBlock', beta: 'BetaContentBlock', by: 'type', answer: true },
@@ -115,6 +121,10 @@ export const SURFACES = [
   { id: 'gemini.function_calling_config', file: 'genai', type: 'FunctionCallingConfig', by: 'props' },
   { id: 'gemini.thinking_config', file: 'genai', type: 'ThinkingConfig', by: 'props' },
   { id: 'gemini.thinking_level', file: 'genai', type: 'ThinkingLevel', by: 'enum' },
+  { id: 'gemini.function_declaration', file: 'genai', type: 'FunctionDeclaration', by: 'props' },
+  { id: 'gemini.function_call', file: 'genai', type: 'FunctionCall', by: 'props' },
+  { id: 'gemini.function_response', file: 'genai', type: 'FunctionResponse', by: 'props' },
+  { id: 'gemini.function_response_part', file: 'genai', type: 'FunctionResponsePart', by: 'props' },
   { id: 'gemini.scheduling', file: 'genai', type: 'FunctionResponseScheduling', by: 'enum' },
   { id: 'gemini.behavior', file: 'genai', type: 'Behavior', by: 'enum' },
   { id: 'gemini.response', file: 'genai', type: 'GenerateContentResponse', by: 'props', answer: true },
