@@ -620,7 +620,7 @@ bool tg_rs_relay_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
         return false;
     bool object = false;
     for (int i = 0; i < f.nenv; i++)
-        object |= !strcmp(f.env[i].key, "object");
+        object |= f.env[i].key[0] == 'o' && !strcmp(f.env[i].key, "object");
     if (!object)  /* tg_rs_make_chunk would add one */
         return false;
     if (f.call)
