@@ -10,7 +10,9 @@
  * a held call's first chunk on that scan is kept, nothing sent; a finish
  * that releases held calls whose repair is the identity goes out as it
  * came, after those calls written from the scan as the parse writes them,
- * held_finish). Each keeps the bookkeeping the parse would have kept. */
+ * held_finish). Each keeps the bookkeeping the parse would have kept.
+ * A fragment of the same shape as the one just taken, with nothing else
+ * run on the stream between them, is that call's too (run_fragment). */
 #include "repair/stream_relay.h"
 
 #include "core/alloc.h"
