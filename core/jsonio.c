@@ -403,31 +403,25 @@ json_t *tg_json_load(const char *s, size_t n, size_t flags, json_error_t *err)
 
 /* ---- the writer ------------------------------------------------------------ */
 
-/* A byte that a JSON string cannot hold as it is. */
-static bool needs_escape(unsigned char c)
-{
-    return c < 0x20 || c == '"' || c == '\\';
-}
-
-/* What a byte needing an escape adds: \" \\ \b \f \n \r \t one byte, the
- * other controls five (\u00XX). */
-static size_t escape_extra(unsigned char c)
-{
-    return c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' ||
-                   c == '\t'
-               ? 1
-               : 5;
-}
+/* How a byte is written in a JSON string: 0 as it is, else the letter
+ * after its backslash ('u': \u00XX, the controls without a short form). */
+#define U_ 'u'
+static const char escape_as[256] = {
+    U_, U_, U_, U_, U_, U_, U_, U_, 'b', 't', 'n', U_, 'f', 'r', U_, U_,
+    U_, U_, U_, U_, U_, U_, U_, U_, U_, U_, U_, U_, U_, U_, U_, U_,
+    0, 0, '"', [92] = '\\',
+};
+#undef U_
 
 /* A string with escapes (a call's arguments: every key's quotes) is sized
  * first, then written into the buffer directly: one reserve, no append a
- * run and an escape. */
+ * run and an escape; a byte is classed by one table load. */
 static void dump_string(const char *s, size_t n, tg_buf *out)
 {
     static const char hex[] = "0123456789ABCDEF";
     tg_buf_reserve(out, n + 2);
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
-    while (p < end && !needs_escape(*p))
+    while (p < end && !escape_as[*p])
         p++;
     if (p == end) {  /* most keys and values: written at once */
         char *d = out->data + out->len;
@@ -439,9 +433,10 @@ static void dump_string(const char *s, size_t n, tg_buf *out)
         return;
     }
     size_t plain = (size_t)(p - (const unsigned char *)s), extra = 0;
-    for (const unsigned char *q = p; q < end; q++)
-        if (needs_escape(*q))
-            extra += escape_extra(*q);
+    for (const unsigned char *q = p; q < end; q++) {
+        char e = escape_as[*q];
+        extra += e ? (e == 'u' ? 5 : 1) : 0;
+    }
     tg_buf_reserve(out, n + extra + 2);
     char *d = out->data + out->len;
     *d++ = '"';
@@ -449,25 +444,20 @@ static void dump_string(const char *s, size_t n, tg_buf *out)
     d += plain;
     for (; p < end; p++) {
         unsigned char c = *p;
-        if (!needs_escape(c)) {
+        char e = escape_as[c];
+        if (!e) {
             *d++ = (char)c;
             continue;
         }
         *d++ = '\\';
-        switch (c) {
-        case '"': *d++ = '"'; break;
-        case '\\': *d++ = '\\'; break;
-        case '\b': *d++ = 'b'; break;
-        case '\f': *d++ = 'f'; break;
-        case '\n': *d++ = 'n'; break;
-        case '\r': *d++ = 'r'; break;
-        case '\t': *d++ = 't'; break;
-        default:
-            memcpy(d, "u00", 3);
-            d[3] = hex[c >> 4];
-            d[4] = hex[c & 15];
-            d += 5;
+        if (e != 'u') {
+            *d++ = e;
+            continue;
         }
+        memcpy(d, "u00", 3);
+        d[3] = hex[c >> 4];
+        d[4] = hex[c & 15];
+        d += 5;
     }
     *d++ = '"';
     *d = '\0';

@@ -113,6 +113,28 @@ static const char *find_eol(const char *s, const char *end, const char **cr)
     return lf;
 }
 
+/* Most events are one "data:" line and the blank line after it, whole in
+ * the bytes being fed: dispatched here, as the two lines would be by
+ * on_line (nothing pending before it, the same bounds), without their
+ * two calls and dispatch's. b: the line's start, eol its LF or CR. */
+static bool whole_event(tg_sse *p, const char *b, const char *eol, const char *end)
+{
+    size_t n = (size_t)(eol - b);
+    if (*eol != '\n' || end - eol < 2 || eol[1] != '\n' || n < 5 || memcmp(b, "data:", 5) ||
+        p->line.len || p->has_data || p->event.len)
+        return false;
+    const char *v = b + 5;
+    size_t vlen = n - 5;
+    if (vlen && *v == ' ') {
+        v++;
+        vlen--;
+    }
+    if (p->max_event && (n > p->max_event + LINE_SLACK || vlen > p->max_event))
+        return false;  /* on_line's to refuse */
+    p->on_event(p->user, NULL, v, vlen);
+    return true;
+}
+
 /* Past max_event: what was kept goes, and so does what comes after. */
 static int overflowed(tg_sse *p)
 {
@@ -142,6 +164,10 @@ int tg_sse_feed(tg_sse *p, const char *b, size_t n)
             else
                 tg_buf_append(&p->line, b, (size_t)(end - b));
             break;
+        }
+        if (whole_event(p, b, eol, end)) {
+            b = eol + 2;
+            continue;
         }
         if (p->line.len) {
             tg_buf_append(&p->line, b, (size_t)(eol - b));

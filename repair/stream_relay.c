@@ -10,7 +10,9 @@
  * a held call's first chunk on that scan is kept, nothing sent; a finish
  * that releases held calls whose repair is the identity goes out as it
  * came, after those calls written from the scan as the parse writes them,
- * held_finish). Each keeps the bookkeeping the parse would have kept. */
+ * held_finish). Each keeps the bookkeeping the parse would have kept.
+ * A fragment of the same shape as the one just taken, with nothing else
+ * run on the stream between them, is that call's too (run_fragment). */
 #include "repair/stream_relay.h"
 
 #include "core/alloc.h"
@@ -620,7 +622,7 @@ bool tg_rs_relay_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
         return false;
     bool object = false;
     for (int i = 0; i < f.nenv; i++)
-        object |= !strcmp(f.env[i].key, "object");
+        object |= f.env[i].key[0] == 'o' && !strcmp(f.env[i].key, "object");
     if (!object)  /* tg_rs_make_chunk would add one */
         return false;
     if (f.call)
