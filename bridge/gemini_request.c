@@ -9,7 +9,7 @@
  * part's thoughtSignature in the call's extra_content.google, where
  * Gemini's OpenAI-compatible endpoint reads it back); a "user" content's
  * functionResponse parts become tool messages, in order, before a user
- * message with the rest. Calls without an id get one from their place in
+ * message with the rest (and with the media of their own parts). Calls without an id get one from their place in
  * the history (gc_CONTENT_PART: the same every turn, since the agent sends
  * the same history), and a response without one answers the first
  * unanswered call of its name, as Gemini pairs them. Gemini's tool
@@ -230,33 +230,16 @@ static json_t *response_id(const json_t *fr, const char *name, size_t ci, size_t
     return json_string(gen);
 }
 
-/* A functionResponse's own parts (images, files the function gave back)
- * into rest, the user message after the tool messages: a chat tool
- * message takes no images (issue 26), so they follow it, as the Messages
- * bridge moves a tool_result's (what chat has no form for is said, as for
- * any part). */
-static void response_parts(const json_t *fr, json_t *rest, conv *cv)
-{
-    size_t i;
-    const json_t *p, *v;
-    json_array_foreach(json_object_get(fr, "parts"), i, p) {
-        json_t *part = NULL;
-        drop_part_keys(p, cv);  /* their metadata, as a part's */
-        if ((v = json_object_get(p, "inlineData")))
-            part = inline_part(v, cv);
-        else if ((v = json_object_get(p, "fileData")))
-            part = file_part(v, cv);
-        if (part)
-            json_array_append_new(rest, part);
-    }
-}
-
 /* functionResponse {name, response, id?} as a chat tool message: the
  * response object's JSON text (Gemini's is {"output": ...} or {"error":
- * ...} by convention; the model reads it as it came); its parts go to
- * rest (response_parts). scheduling and willContinue steer the Live API's
- * non-blocking calls, which a turn of generateContent has none of. */
-static json_t *tool_message(const json_t *fr, size_t ci, size_t pi, json_t *rest, conv *cv,
+ * ...} by convention; the model reads it as it came). Its parts (a Gemini
+ * 3 multimodal function response: inlineData, fileData, as Gemini CLI's
+ * read_file of an image sends it) cannot go in a chat tool message: they
+ * go in media, the user message after the tool messages, the tool text
+ * pointing there (their metadata said, as a part's). scheduling and
+ * willContinue steer the Live API's non-blocking calls, which a turn of
+ * generateContent has none of. */
+static json_t *tool_message(const json_t *fr, size_t ci, size_t pi, conv *cv, json_t *media,
                             tg_error *err)
 {
     const char *name = json_string_value(json_object_get(fr, "name"));
@@ -268,10 +251,33 @@ static json_t *tool_message(const json_t *fr, size_t ci, size_t pi, json_t *rest
     }
     const json_t *resp = json_object_get(fr, "response");
     char *text = resp ? tg_json_dumps(resp) : NULL;
-    json_t *m = json_pack("{s:s, s:o, s:s}", "role", "tool", "tool_call_id",
-                          response_id(fr, name, ci, pi, cv), "content", text ? text : "{}");
+    json_t *id = response_id(fr, name, ci, pi, cv);
+    tg_buf t = {0};
+    size_t n_text = 1;
+    tg_buf_puts(&t, text ? text : "{}");
     free(text);
-    response_parts(fr, rest, cv);
+    size_t i;
+    const json_t *p, *v;
+    json_array_foreach(json_object_get(fr, "parts"), i, p) {
+        json_t *part = NULL;
+        drop_part_keys(p, cv);
+        if ((v = json_object_get(p, "inlineData")))
+            part = inline_part(v, cv);
+        else if ((v = json_object_get(p, "fileData")))
+            part = file_part(v, cv);
+        else
+            tg_bridge_drop(cv->dropped, "parts", "functionResponse part");
+        const char *pt = json_string_value(json_object_get(part, "type"));
+        if (pt && !strcmp(pt, "text")) {  /* a text file, decoded: the tool's own text */
+            tg_buf_printf(&t, "\n\n%s", json_string_value(json_object_get(part, "text")));
+            json_decref(part);
+        } else if (part) {
+            tg_bridge_tool_media(media, json_string_value(id), part, &t, &n_text);
+        }
+    }
+    json_t *m = json_pack("{s:s, s:o, s:s%}", "role", "tool", "tool_call_id", id, "content",
+                          t.data ? t.data : "", t.len);
+    tg_buf_free(&t);
     return m;
 }
 
@@ -286,7 +292,7 @@ static int user_content(const json_t *parts, size_t ci, json_t *messages, conv *
         const json_t *v;
         json_t *part = NULL;
         if ((v = json_object_get(p, "functionResponse"))) {
-            json_t *m = tool_message(v, ci, i, rest, cv, err);
+            json_t *m = tool_message(v, ci, i, cv, rest, err);
             if (!m) {
                 json_decref(rest);
                 return -1;

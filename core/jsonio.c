@@ -409,6 +409,19 @@ static bool needs_escape(unsigned char c)
     return c < 0x20 || c == '"' || c == '\\';
 }
 
+/* What a byte needing an escape adds: \" \\ \b \f \n \r \t one byte, the
+ * other controls five (\u00XX). */
+static size_t escape_extra(unsigned char c)
+{
+    return c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' ||
+                   c == '\t'
+               ? 1
+               : 5;
+}
+
+/* A string with escapes (a call's arguments: every key's quotes) is sized
+ * first, then written into the buffer directly: one reserve, no append a
+ * run and an escape. */
 static void dump_string(const char *s, size_t n, tg_buf *out)
 {
     static const char hex[] = "0123456789ABCDEF";
@@ -425,35 +438,40 @@ static void dump_string(const char *s, size_t n, tg_buf *out)
         out->len += n + 2;
         return;
     }
-    p = (const unsigned char *)s;
-    tg_buf_append(out, "\"", 1);
-    while (p < end) {
-        const unsigned char *run = p;
-        while (p < end && !needs_escape(*p))
-            p++;
-        tg_buf_append(out, run, (size_t)(p - run));
-        if (p >= end)
-            break;
-        char e[6] = {'\\', 0};
-        size_t en = 2;
-        switch (*p) {
-        case '"': e[1] = '"'; break;
-        case '\\': e[1] = '\\'; break;
-        case '\b': e[1] = 'b'; break;
-        case '\f': e[1] = 'f'; break;
-        case '\n': e[1] = 'n'; break;
-        case '\r': e[1] = 'r'; break;
-        case '\t': e[1] = 't'; break;
-        default:
-            memcpy(e, "\\u00", 4);
-            e[4] = hex[*p >> 4];
-            e[5] = hex[*p & 15];
-            en = 6;
+    size_t plain = (size_t)(p - (const unsigned char *)s), extra = 0;
+    for (const unsigned char *q = p; q < end; q++)
+        if (needs_escape(*q))
+            extra += escape_extra(*q);
+    tg_buf_reserve(out, n + extra + 2);
+    char *d = out->data + out->len;
+    *d++ = '"';
+    memcpy(d, s, plain);
+    d += plain;
+    for (; p < end; p++) {
+        unsigned char c = *p;
+        if (!needs_escape(c)) {
+            *d++ = (char)c;
+            continue;
         }
-        tg_buf_append(out, e, en);
-        p++;
+        *d++ = '\\';
+        switch (c) {
+        case '"': *d++ = '"'; break;
+        case '\\': *d++ = '\\'; break;
+        case '\b': *d++ = 'b'; break;
+        case '\f': *d++ = 'f'; break;
+        case '\n': *d++ = 'n'; break;
+        case '\r': *d++ = 'r'; break;
+        case '\t': *d++ = 't'; break;
+        default:
+            memcpy(d, "u00", 3);
+            d[3] = hex[c >> 4];
+            d[4] = hex[c & 15];
+            d += 5;
+        }
     }
-    tg_buf_append(out, "\"", 1);
+    *d++ = '"';
+    *d = '\0';
+    out->len = (size_t)(d - out->data);
 }
 
 void tg_json_dump_string(const char *s, size_t n, tg_buf *out)

@@ -10,7 +10,7 @@
 // bridge must pair it with its call by name and order.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GoogleGenAI, ApiError } from '@google/genai';
+import { GoogleGenAI, ApiError, createPartFromFunctionResponse, createFunctionResponsePartFromBase64 } from '@google/genai';
 import { baseURL, API_KEY } from './common.mjs';
 
 const root = () => baseURL().replace(/\/v1$/, '');
@@ -110,6 +110,34 @@ test('@google/genai on a strict Gemini upstream: a Gemini 3 call\'s thoughtSigna
   const up = await lastUpstream();
   const asked = up.body.messages.find((m) => m.tool_calls);
   assert.equal(asked.tool_calls[0].extra_content.google.thought_signature, call.thoughtSignature);
+});
+
+// A Gemini 3 multimodal function response: the image a tool returned rides
+// in functionResponse.parts (Gemini CLI's read_file of an image sends it so
+// for gemini-3 models). A chat tool message holds text only: the image goes
+// in the user message after it, the tool text pointing there; the model
+// sees its bytes (the mock's MOCK_SEEN finds the token in them). It was
+// left out without a word.
+test('@google/genai on a strict Gemini upstream: an image in functionResponse.parts reaches the model', async () => {
+  const ai = client('/gstrict');
+  const contents = [{ role: 'user', parts: [{ text: 'Look at the picture. MOCK_CALL weather.get city=Paris' }] }];
+  const first = await ai.models.generateContent({ model: 'gemini-3-flash-preview', contents, config: { tools } });
+  const call = first.functionCalls[0];
+  const png = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), Buffer.from(' tok-frparts-7f3a ')]).toString('base64');
+  contents.push(first.candidates[0].content, {
+    role: 'user',
+    parts: [createPartFromFunctionResponse(call.id, call.name, { output: 'Binary content provided (1 item(s)).' },
+      [createFunctionResponsePartFromBase64(png, 'image/png')])],
+  });
+  const second = await ai.models.generateContent({ model: 'gemini-3-flash-preview', contents, config: { tools } });
+  assert.match(second.text, /MOCK_RESULT: .*Binary content provided/);
+  assert.match(second.text, /MOCK_SEEN: tok-frparts-7f3a/);
+  const up = await lastUpstream();
+  const tool = up.body.messages.find((m) => m.role === 'tool');
+  assert.match(tool.content, /image: see the next user message/);
+  const after = up.body.messages[up.body.messages.indexOf(tool) + 1];
+  assert.equal(after.role, 'user');
+  assert.ok(after.content.some((p) => p.type === 'image_url' && p.image_url.url === `data:image/png;base64,${png}`));
 });
 
 test('@google/genai errors come in Gemini\'s shape', async () => {

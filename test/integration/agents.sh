@@ -52,6 +52,11 @@ BIN="$DIR/node_modules/.bin"
 if [ "$TG_AGENT_SET" = new ]; then
     AGENTS=${TG_AGENTS:-gemini pi pi_responses pi_messages cn kilo grok claude_pdf claude_image \
 claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_resume codex_reason opencode_chain}
+elif [ "$TG_AGENT_SET" = flows ]; then
+    # the flows of agents_flows.sh (issue of 2026-12-06), the same way
+    AGENTS=${TG_AGENTS:-claude_websearch claude_compact claude_think claude_schema codex_freeform codex_schema opencode_image \
+opencode_task opencode_think gemini_image gemini_cont gemini_compress gemini_websearch gemini_think pi_image pi_think \
+qwen_think}
 else
     AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
 fi
@@ -60,15 +65,28 @@ JOBS=${TG_AGENT_JOBS:-8}
 
 # runs_on AGENT ROUTE: whether this suite runs AGENT on ROUTE.
 runs_on() {
+    # Gemini CLI 0.61.0 leaves a gemini-3 model's functionResponse.parts
+    # out of its request (stripToolCallIdPrefixes rebuilds the part without
+    # them): the image cannot reach toolgate on a Gemini 3 route.
+    case "$1 $2" in "gemini_image gemini3" | "gemini_image disc") return 1 ;; esac
+    # codex_schema names a tool that is nowhere: behind discovery the
+    # mock's model searches for it instead of answering JSON
+    case "$1 $2" in "codex_schema disc"*) return 1 ;; esac
     [ -n "$TG_AGENT_ROUTES" ] || [ "$TG_AGENT_MATRIX" = full ] && return 0
-    [ "$TG_AGENT_SET" = new ] || return 0
+    [ "$TG_AGENT_SET" = new ] || [ "$TG_AGENT_SET" = flows ] || return 0
     case "$1 $2" in
     "gemini gemini3" | "pi_messages gemini3" | "cn gemini3" | "grok gemini3" | \
         "claude_pdf gemini3" | "claude_task gemini3" | "codex_default gemini3" | \
-        "codex_patch gemini3") return 0 ;;
+        "codex_patch gemini3" | "claude_websearch gemini3" | "codex_freeform gemini3" | "codex_schema gemini3" | \
+        "opencode_task gemini3" | "gemini_cont gemini3" | "gemini_compress gemini3" | "pi_think gemini3" | \
+        "gemini_think gemini3") return 0 ;;
     "pi strict" | "pi_responses strict" | "kilo strict" | "claude_image strict" | \
         "claude_mcp strict" | "claude_cont strict" | "codex_image strict" | \
-        "codex_resume strict") return 0 ;;
+        "codex_resume strict" | "claude_compact strict" | "opencode_image strict" | \
+        "gemini_image strict" | "gemini_websearch strict" | "pi_image strict" | "opencode_think strict" | "claude_schema strict" | \
+        "qwen_think strict") return 0 ;;
+    # DeepSeek wants the reasoning of a call's turn back (rule 90's route)
+    "claude_think deepseek") return 0 ;;
     # discovery: Claude Code's deferred MCP tools in the catalog, and a
     # second turn on Gemini 3 (the signature of a call Claude Code replays
     # without it, issue 31)
@@ -216,11 +234,11 @@ tool_qwen() { echo "read_file file_path=$1"; }
 # read_file tool needs no approval.
 run_gemini() {
     mkdir -p "$1/home/.gemini"
-    printf '%s\n' '{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false}}' \
-        >"$1/home/.gemini/settings.json"
+    printf '%s%s}\n' '{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false}' \
+        "${GEMINI_SETTINGS:+,$GEMINI_SETTINGS}" >"$1/home/.gemini/settings.json"
     env -i PATH="$PATH" HOME="$1/home" GEMINI_CLI_NO_RELAUNCH=true GEMINI_CLI_TRUST_WORKSPACE=true \
         GOOGLE_GEMINI_BASE_URL="$2" GEMINI_API_KEY=dummy \
-        timeout "$TIMEOUT" "$BIN/gemini" -m "$3" -p "$4"
+        timeout "$TIMEOUT" "$BIN/gemini" -m "$3" -p "$4" ${5:+"$5"} ${6:+"$6"}
 }
 tool_gemini() { echo "read_file file_path=$1"; }
 
@@ -230,9 +248,11 @@ tool_gemini() { echo "read_file file_path=$1"; }
 # its update checks and install telemetry off. -p prints the final text.
 pi_run() {
     mkdir -p "$1/home/.pi/agent"
+    _pin=
+    [ -n "$PI_INPUT" ] && _pin=", \"input\": $PI_INPUT"
     cat >"$1/home/.pi/agent/models.json" <<EOF
 { "providers": { "toolgate": { "baseUrl": "$2", "api": "$5", "apiKey": "dummy",
-  "models": [ { "id": "$3" } ] } } }
+  "models": [ { "id": "$3"$_pin } ] } } }
 EOF
     env -i PATH="$PATH" HOME="$1/home" PI_OFFLINE=1 \
         timeout "$TIMEOUT" "$BIN/pi" --provider toolgate --model "$3" -p "$4"
@@ -403,6 +423,48 @@ run_claude_cont() {
     run_claude "$1" "$2" "$3" "What was the secret word again?" -c
 }
 
+# Claude Code's WebSearch: the tool is Claude Code's own, but it runs by
+# asking the API again, with only the server tool web_search_20250305 and
+# tool_choice forcing it; a chat upstream has no such tool.
+run_claude_websearch() { run_claude "$@" --allowedTools WebSearch; }
+prepare_claude_websearch() {
+    echo "Search the web for the secret word. MOCK_CALL WebSearch query='secret word $2'"
+}
+
+# Claude Code's /compact: a first turn reads the note, a second (-c)
+# compacts the session (a request whose history holds the tool call and
+# its result, asking for a summary), a third (-c) asks again: only what
+# the summary kept can answer.
+tool_claude_compact() { tool_claude "$@"; }
+run_claude_compact() {
+    run_claude "$@" >"$1/out1" || return $?
+    run_claude "$1" "$2" "$3" "/compact" -c >"$1/out2" || return $?
+    run_claude "$1" "$2" "$3" "What was the secret word again? MOCK_RECALL" -c
+}
+# the summary was asked for (the compact request held the tool's result),
+# and the turn after it still has the word
+check_claude_compact() {
+    grep -q "MOCK_RECALLED:.*$2" "$1/out" && [ -z "$(refused_requests claude_compact "${1##*-}")" ]
+}
+
+# Claude Code's structured output (-p --json-schema): its StructuredOutput
+# tool takes the schema as its input schema, and the final answer is that
+# tool's call. A read first whose result scripts the call (MOCK_THEN), so
+# the token reaches the output only through the call's arguments, which
+# come back in the JSON result's structured_output.
+run_claude_schema() {
+    run_claude "$@" --output-format json \
+        --json-schema '{"type":"object","properties":{"word":{"type":"string"},"sure":{"type":"boolean"}},"required":["word"]}'
+}
+prepare_claude_schema() {
+    printf 'MOCK_THEN StructuredOutput word=%s\n' "$2" >"$1/work/first.txt"
+    echo "Follow first.txt. MOCK_CALL Read file_path=$1/work/first.txt"
+}
+check_claude_schema() {
+    "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(r.get("structured_output",{}).get("word")!=sys.argv[2])' \
+        "$1/out" "$2" 2>/dev/null
+}
+
 # Codex with its default model: no model in config.toml, so it sends its
 # tools in an additional_tools input item, not in tools: namespaces
 # (flattened by the bridge as functions__exec...) with the code-mode exec
@@ -449,6 +511,33 @@ prepare_codex_patch() {
 }
 check_codex_patch() { [ "$(cat "$1/work/patched.txt")" = "$2" ]; }
 
+# Codex's freeform apply_patch: for a model in its catalogue whose
+# apply_patch_tool_type is "freeform" (gpt-5.5), apply_patch is a custom
+# tool with a Lark grammar, its call a custom_tool_call whose input is the
+# patch itself (no JSON); the route's own model stays upstream's concern.
+run_codex_freeform() {
+    codex_config "$1" "$2" gpt-5.5
+    codex_exec "$1" -s workspace-write "$4"
+}
+prepare_codex_freeform() {
+    printf 'old line\n' >"$1/work/patched.txt"
+    printf '%s\n' "Change patched.txt. MOCK_CALL apply_patch input='*** Begin Patch\\n*** Update File: patched.txt\\n@@\\n-old line\\n+$2\\n*** End Patch'"
+}
+check_codex_freeform() { check_codex_patch "$@"; }
+
+# Codex's --output-schema: the schema goes as the Responses text.format
+# (json_schema, strict), which the bridge gives upstream as response_format;
+# the directive names a tool Codex does not have, so the mock answers JSON
+# sampled from the schema it got, which Codex prints.
+run_codex_schema() {
+    printf '%s\n' '{"type":"object","properties":{"word":{"type":"string"},"count":{"type":"integer"}},"required":["word","count"],"additionalProperties":false}' \
+        >"$1/schema.json"
+    codex_config "$1" "$2" "$3"
+    codex_exec "$1" --output-schema "$1/schema.json" "$4"
+}
+prepare_codex_schema() { echo "Answer in JSON. MOCK_CALL no_such_tool"; }
+check_codex_schema() { [ "$(tail -n 1 "$1/out")" = '{"word":"x","count":1}' ]; }
+
 # Codex's second turn: exec resume --last, without a directive.
 tool_codex_resume() { tool_codex "$@"; }
 run_codex_resume() {
@@ -472,6 +561,94 @@ model_reasoning_summary = "detailed"'
     codex_exec "$1" "$4" >"$1/out1" || return $?
     codex_exec "$1" resume --last "What was the secret word again?"
 }
+
+# opencode reads an image: its read tool answers an image file as an
+# attachment of the tool result, which opencode sends in a user message
+# after the tool message, for a model whose options say it reads images
+# (without them it sends an error text in the image's place).
+run_opencode_image() {
+    OPENCODE_MODEL='{"attachment": true, "modalities": {"input": ["text", "image"], "output": ["text"]}}' \
+        run_opencode "$@"
+}
+prepare_opencode_image() {
+    make_png "$1/work/image.png" "$2"
+    echo "Look at the image image.png. MOCK_CALL read filePath=$1/work/image.png"
+}
+check_opencode_image() { image_seen "$1" "$2" opencode_image; }
+
+# opencode's sub-agent: the model calls the task tool, whose prompt holds
+# the sub-agent's own directive; the sub-agent's final text is the task
+# tool's result.
+run_opencode_task() { run_opencode "$@"; }
+prepare_opencode_task() {
+    echo "Ask a sub-agent to read note.txt. MOCK_CALL task description=read-the-note subagent_type=general prompt='Read the file note.txt. MOCK_NEXT read filePath=$1/work/note.txt'"
+}
+
+# Gemini CLI reads an image: read_file answers inlineData, which goes
+# back in the functionResponse's parts (or beside it).
+run_gemini_image() { run_gemini "$@"; }
+prepare_gemini_image() {
+    make_png "$1/work/image.png" "$2"
+    echo "Look at the image image.png. MOCK_CALL read_file file_path=$1/work/image.png"
+}
+check_gemini_image() { image_seen "$1" "$2" gemini_image; }
+
+# Gemini CLI's second turn (--resume latest): the first turn's
+# functionCall and functionResponse (with the ids toolgate gave) go back
+# as history, and the second prompt has no directive.
+tool_gemini_cont() { tool_gemini "$@"; }
+run_gemini_cont() {
+    run_gemini "$@" >"$1/out1" || return $?
+    run_gemini "$1" "$2" "$3" "What was the secret word again?" --resume latest
+}
+
+# Gemini CLI's chat compression: with compressionThreshold at a millionth
+# of the context, the second turn (--resume latest) first compresses the
+# history (two generateContent requests, unstreamed and without tools,
+# over a history that holds the functionCall and its functionResponse:
+# a <state_snapshot> and its check), then asks with the mock's MOCK_RECALL,
+# which finds the token in what the compressed session kept.
+tool_gemini_compress() { tool_gemini "$@"; }
+run_gemini_compress() {
+    GEMINI_SETTINGS='"model":{"compressionThreshold":0.000001}' run_gemini "$@" >"$1/out1" || return $?
+    GEMINI_SETTINGS='"model":{"compressionThreshold":0.000001}' \
+        run_gemini "$1" "$2" "$3" "What was the secret word again? MOCK_RECALL" --resume latest
+}
+check_gemini_compress() {
+    grep -q "MOCK_RECALLED:.*$2" "$1/out" &&
+        grep -F "\"path\":\"/gemini_compress-${1##*-}/" "$TG_LOG" | grep -q ':generateContent"' &&
+        [ -z "$(refused_requests gemini_compress "${1##*-}")" ]
+}
+
+# Gemini CLI's google_web_search: the tool is the CLI's own, but it runs by
+# asking the API again (generateContent, unstreamed) with only the
+# googleSearch tool, which only Google runs: dropped and said, the side
+# request answered, and its text goes back as the tool's result.
+run_gemini_websearch() { run_gemini "$@"; }
+prepare_gemini_websearch() {
+    echo "Search the web for the secret word. MOCK_CALL google_web_search query='secret word $2'"
+}
+
+# pi reads an image (chat completions): its read tool answers an image
+# block beside the result's text, for a model whose input takes images
+# (without it pi leaves the image out).
+run_pi_image() { PI_INPUT='["text", "image"]' run_pi "$@"; }
+prepare_pi_image() {
+    make_png "$1/work/image.png" "$2"
+    echo "Look at the image image.png. MOCK_CALL read path=$1/work/image.png"
+}
+check_pi_image() { image_seen "$1" "$2" pi_image; }
+
+# Reasoning before the call (the mock's MOCK_THINK answers
+# reasoning_content first): each agent sends back with the call's result
+# what it keeps of it (Claude Code a thinking block with an empty
+# signature), which the route's provider must accept.
+for _a in claude opencode pi gemini qwen; do
+    eval "run_${_a}_think() { run_$_a \"\$@\"; }
+prepare_${_a}_think() {
+    echo \"Read the file note.txt and tell me the secret word. MOCK_THINK MOCK_CALL \$(tool_$_a \"\$1/work/note.txt\")\"
+}"
+done
 
 # opencode's two-step chain: the first read returns the directive of the
 # second (the mock's MOCK_THEN), which reads the note: two calls in a row,
@@ -555,7 +732,20 @@ label() {
     claude_mcp) printf ', a deferred MCP tool (ToolSearch loads it; search_tools finds it on discovery)' ;;
     claude_task) printf ', a sub-agent (Agent tool)' ;;
     claude_cont) printf ', a second turn with -c' ;;
+    claude_websearch) printf ', WebSearch (its server tool web_search_20250305, forced)' ;;
+    claude_compact) printf ', /compact, then a turn after it' ;;
+    claude_schema) printf ', --json-schema (its StructuredOutput tool)' ;;
     codex_default) printf ', its default model (tools in additional_tools)' ;;
+    codex_schema) printf ', --output-schema (text.format json_schema)' ;;
+    codex_freeform) printf ', freeform apply_patch (a custom tool with a grammar, gpt-5.5)' ;;
+    opencode_image) printf ', read of an image (an attachment of the tool result)' ;;
+    opencode_task) printf ', a sub-agent (task tool)' ;;
+    gemini_image) printf ', read_file of an image (inlineData)' ;;
+    gemini_cont) printf ', a second turn with --resume latest' ;;
+    gemini_websearch) printf ', google_web_search (its googleSearch tool)' ;;
+    gemini_compress) printf ', chat compression before a second turn' ;;
+    pi_image) printf ', read of an image, over chat completions' ;;
+    *_think) printf ', reasoning before the call, sent back with its result' ;;
     codex_image) printf ', view_image' ;;
     codex_patch) printf ', apply_patch changes a file' ;;
     codex_resume) printf ', a second turn with exec resume' ;;

@@ -154,10 +154,12 @@ agents_ready() {
 # opencode_run RUN_DIR BASE_URL MODEL PROMPT [MORE]: opencode (BIN, TIMEOUT
 # of the caller) headless in the current directory, with a provider on the
 # AI SDK's openai-compatible package (bundled) in the project's
-# RUN_DIR/work/opencode.json, and MORE (JSON members) added to that file;
+# RUN_DIR/work/opencode.json, and MORE (JSON members) added to that file
+# (OPENCODE_MODEL: the model's own options, {} unless set);
 # HOME is RUN_DIR/home. npm is pointed at a closed port: opencode installs
 # its plugin types from npm at start, which it can do without.
 opencode_run() {
+    _ocm=${OPENCODE_MODEL:-"{}"}
     cat >"$1/work/opencode.json" <<EOF
 {
   "\$schema": "https://opencode.ai/config.json",
@@ -165,7 +167,7 @@ opencode_run() {
     "toolgate": {
       "npm": "@ai-sdk/openai-compatible",
       "options": { "baseURL": "$2/v1", "apiKey": "dummy" },
-      "models": { "$3": {} }
+      "models": { "$3": $_ocm }
     }
   },
   "model": "toolgate/$3"${5:+,

@@ -38,7 +38,9 @@
  * (an image or document moved to a user message, or text drawn from it):
  * every word "tok-..." in the text of later messages and in the decoded
  * base64 of their data URLs and file parts ("MOCK_SEEN: tok-..."), so a
- * test sees that a file's bytes reached the model. */
+ * test sees that a file's bytes reached the model. MOCK_RECALL in the last
+ * user message answers with every such word of the whole history
+ * (answer_recall). */
 
 typedef struct directive {
     char tool[128];
@@ -408,10 +410,38 @@ static enum MHD_Result answer_step(request *r, struct MHD_Connection *conn, cons
     return answer_text(r, conn, "mock: no such tool offered here");
 }
 
+/* MOCK_RECALL in the last user message: the model answers with every
+ * "tok-..." word its user and tool messages hold ("MOCK_RECALLED: ..."),
+ * directive or not, so a test sees what a session kept of its history (a
+ * turn after Claude Code's /compact, which holds no directive). */
+static bool answer_recall(request *r, struct MHD_Connection *conn, enum MHD_Result *ret)
+{
+    json_t *msgs = json_object_get(r->json, "messages");
+    size_t i = json_array_size(msgs);
+    while (i-- > 0 && strcmp(json_string_value(json_object_get(json_array_get(msgs, i), "role")) ?: "", "user"))
+        ;
+    if (i == (size_t)-1)
+        return false;
+    tg_buf text = { 0 }, tokens = { 0 };
+    content_text(json_object_get(json_array_get(msgs, i), "content"), &text);
+    bool recall = text.data && strstr(text.data, "MOCK_RECALL");
+    tg_buf_free(&text);
+    if (!recall)
+        return false;
+    seen_tokens(r, (size_t)-1, &tokens);
+    char out[1200];
+    snprintf(out, sizeof out, "MOCK_RECALLED:%.1100s", tokens.data ? tokens.data : " nothing");
+    tg_buf_free(&tokens);
+    *ret = answer_text(r, conn, out);
+    return true;
+}
+
 /* Answers a request that carries a directive; false (nothing queued) when
  * it carries none. */
 static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_Result *ret)
 {
+    if (answer_recall(r, conn, ret))
+        return true;
     directive d = { 0 };
     if (!find_directive(r, &d))
         return false;
