@@ -995,14 +995,17 @@ static void history_tools(json_t *body, tg_ctx *ctx)
     json_object_set_new(body, "tool_choice", none);
 }
 
-/* Anthropic's cache_control on a tool (the breakpoint after the tools)
- * where the route keeps cache hints (its message rules do not drop them):
- * the rewrite makes each tool anew, {type, function}, and its array is
- * shared with the cache, so a copy of it carries each hint to the tool the
- * agent's tool became (by name). NULL: nothing to carry. */
+/* Anthropic's cache_control on a tool (the breakpoint after the tools) on
+ * an anthropic route, whose provider takes it there (the bridges carry it
+ * for that dialect alone: proxy/bridges.c), unless the route drops cache
+ * hints (drop_cache_control): the rewrite makes each tool anew, {type,
+ * function}, and its array is shared with the cache, so a copy of it
+ * carries each hint to the tool the agent's tool became (by name). Other
+ * dialects validate a tool's keys (OpenAI: unknown parameter): there it
+ * goes with the rewrite, as before. NULL: nothing to carry. */
 static json_t *carry_tool_cache(const json_t *orig, json_t *out, const tg_ctx *ctx)
 {
-    if (!ctx->msg || (ctx->msg->flags & TG_MR_DROP_CACHE))
+    if (ctx->dialect != TG_D_ANTHROPIC || !ctx->msg || (ctx->msg->flags & TG_MR_DROP_CACHE))
         return NULL;
     json_t *res = NULL;
     size_t i, j;
