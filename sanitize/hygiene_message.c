@@ -844,6 +844,24 @@ static bool message_dropped(walk *w, json_t *msg, const char *name, const char *
     return false;
 }
 
+/* Reasoning the model wrote, left out for a target that refuses it
+ * (Gemini's compatible endpoint, a strict validator's allowlist): words
+ * the agent kept, so named in X-Toolgate-Dropped as messages[].KEY (once
+ * each, in ctx->dropped), not only counted. */
+static void say_reasoning(walk *w, const char *key)
+{
+    char name[64];
+    snprintf(name, sizeof name, "messages[].%.40s", key);
+    if (!w->ctx->dropped)
+        w->ctx->dropped = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(w->ctx->dropped, i, v)
+        if (!strcmp(json_string_value(v), name))
+            return;
+    json_array_append_new(w->ctx->dropped, json_string(name));
+}
+
 /* Cleans one message in place; false when the message must be dropped. */
 bool tg_hy_clean_message(walk *w, json_t *msg)
 {
@@ -881,6 +899,8 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
         const char *why = message_key_verdict(w, key, val, allow, r, tool_turn, &ref);
         if (why && !strcmp(key, "role"))
             w->role = R_NONE;  /* a marker prefix such as "r" */
+        if (why && in_list(reasoning_keys, key))
+            say_reasoning(w, key);
         if (why)
             drop_key(w, msg, key, val, why, ref);
     }

@@ -467,6 +467,36 @@ static void test_drop_params(void **state)
     }
 }
 
+/* Reasoning a target refuses (Gemini, a strict validator, DeepSeek off a
+ * tool turn) is left out and named in ctx->dropped (X-Toolgate-Dropped)
+ * once, however many turns had it. */
+static void test_reasoning_said(void **state)
+{
+    (void)state;
+    const char *dialects[] = {"gemini", "groq", "deepseek", NULL};
+    for (const char **d = dialects; *d; d++) {
+        json_t *body = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s}]}",
+                                 "model", "m", "messages", "role", "user", "content", "a",
+                                 "role", "assistant", "content", "b", "reasoning_content", "r1",
+                                 "role", "user", "content", "c",
+                                 "role", "assistant", "content", "d", "reasoning_content", "r2",
+                                 "role", "user", "content", "e");
+        tg_rules_set rules;
+        tg_ctx ctx;
+        run_stage(body, *d, NULL, NULL, &rules, &ctx);
+        json_t *a = json_array_get(json_object_get(body, "messages"), 1);
+        int kept = json_object_get(a, "reasoning_content") != NULL;
+        size_t named = 0;
+        for (size_t i = 0; i < json_array_size(ctx.dropped); i++)
+            named += !strcmp(json_string_value(json_array_get(ctx.dropped, i)),
+                             "messages[].reasoning_content");
+        assert_false(kept);  /* DeepSeek refuses it off a tool turn too (rule 52) */
+        assert_int_equal(named, 1);
+        tg_ctx_clear(&ctx);
+        json_decref(body);
+    }
+}
+
 int main(void)
 {
     const char *root = getenv("TG_ROOT");
@@ -483,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_mistral_id_collision),
         cmocka_unit_test(test_rules_set),
         cmocka_unit_test(test_drop_params),
+        cmocka_unit_test(test_reasoning_said),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_large_body),
     };
