@@ -1,4 +1,17 @@
-/* bridge.c -- see bridge.h. */
+/* bridge.c -- what the three agent-API bridges share (bridge.h), so that
+ * each bridge file holds only its own API's shapes:
+ *  - the dropped-and-said list (tg_bridge_drop and its header text): every
+ *    bridge names what it could not carry the same way, each name made
+ *    header-safe here once;
+ *  - the reader of the repaired chat stream (tg_chat_read): SSE events cut
+ *    at blank lines, choice 0's reasoning, text, refusal and calls handed to
+ *    the bridge's callbacks (tg_chat_events) in the order a client shows
+ *    them; a call that ends the answer stops the reading;
+ *  - the event writer and small JSON helpers both directions use (the
+ *    finish of a whole answer, reasoning from reasoning_details, the
+ *    character tallies of the token estimates).
+ * One reader for three APIs keeps their answers alike: a chunk shape the
+ * repair stage lets through is read the same by every bridge. */
 #include "bridge/bridge.h"
 
 #include <stdio.h>

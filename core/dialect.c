@@ -1,4 +1,7 @@
-/* dialect.c -- the names and features of the dialect table (see dialect.h). */
+/* dialect.c -- the names, feature bits and printed list of the dialect
+ * table (dialect.h). Each is expanded from the one TG_DIALECTS list, so a
+ * new dialect is one row there and its name, features and place in the
+ * usage text and conf errors cannot drift apart. */
 #include "core/dialect.h"
 
 #include <string.h>

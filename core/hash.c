@@ -1,4 +1,9 @@
-/* hash.c -- the hashes of hash.h. */
+/* hash.c -- the two hashes of hash.h: tg_hash64 (wyhash's multiply-fold
+ * mixing, 16 bytes a step) for keys that never leave the process, whose
+ * values may change between versions, and FNV-1a 64 for ids an agent or a
+ * provider sees and sends back, whose values must never change (the test
+ * vectors pin them). Two functions, so that speeding up one cannot change
+ * the ids the other makes. */
 #include "core/hash.h"
 
 #include <string.h>

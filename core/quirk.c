@@ -1,4 +1,7 @@
-/* quirk.c -- names of the quirk ids (see quirk.h). */
+/* quirk.c -- the names of the quirk ids (quirk.h): "R1".."R29" and
+ * "other", made from the same TG_QUIRK_NUMBERS list as the enum, so a new
+ * R-number gets its name (in logs, /metrics and the repair.* conf keys)
+ * without a second list to keep in step. */
 #include "core/quirk.h"
 
 #include <string.h>

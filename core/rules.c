@@ -1,4 +1,9 @@
-/* rules.c -- the one reader of rule switches (see rules.h). */
+/* rules.c -- the one reader of rule switches (rules.h): on/off values in
+ * their accepted spellings, and a SECTION.NAME looked up in the section's
+ * own table (tg_rule_section). Every stage's switches and the conf's plain
+ * booleans go through here, so the spellings a user may write and the
+ * error they get for an unknown name (the known ones listed from the same
+ * table, cut to the message's bound) are the same in every section. */
 #include "core/rules.h"
 
 #include <stdio.h>

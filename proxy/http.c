@@ -1,4 +1,16 @@
-/* http.c -- HTTP helpers of the proxy (see http.h). */
+/* http.c -- the proxy's small HTTP helpers (http.h), pure functions kept
+ * out of the network files so the unit tests reach them without sockets:
+ *  - header lists and what is forwarded upstream: hop-by-hop and
+ *    toolgate's own headers never, credentials by the key rules, and of the
+ *    rest only an allow-list of what providers read (plus forward_headers);
+ *  - the upstream URL's path and query, and the dot-segment check that
+ *    keeps a client from walking out of the route's upstream path;
+ *  - request ids from a per-worker pool of getrandom bytes, and a
+ *    constant-time compare for client keys;
+ *  - the cheap checks of a chat request (tg_validate_chat_request): only
+ *    what every provider refuses alike, as an error naming the field (the
+ *    front door answers it in the API's own shape); what differs by
+ *    provider is the dialect stages' job. */
 #include "proxy/http.h"
 #include "core/alloc.h"
 #include "core/jsonio.h"

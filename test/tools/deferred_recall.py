@@ -70,6 +70,8 @@ def search_result(mock):
 
 
 def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)  # no kept run named: say how to make one
     keep = sys.argv[1]
     tg_bin = sys.argv[2] if len(sys.argv) > 2 else "build/toolgate"
     mock_bin = sys.argv[3] if len(sys.argv) > 3 else "build/mock-upstream"

@@ -63,6 +63,8 @@ def answer(mock):
 
 
 def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)  # no kept run named: say how to make one
     own_all = [t["function"] for t in json.loads(json.load(open(sys.argv[1]))["body"])["tools"]
                if t["function"]["name"] not in META]
     qdir = sys.argv[2]
