@@ -38,6 +38,11 @@ typedef struct tg_bridge_opts {
 /* Records in dropped ({kind: [name, ...]}, borrowed) that name of kind
  * ("tools", "input", "fields"...) was left out; a name is listed once. */
 void tg_bridge_drop(json_t *dropped, const char *kind, const char *name);
+/* What a function gives back (schema, borrowed), told where a chat model
+ * reads it: "It returns JSON of this schema: ..." after fn's description
+ * (a Responses function's output_schema, a Gemini declaration's response
+ * schema; chat's function has no field for it). */
+void tg_bridge_describe_returns(json_t *fn, const json_t *schema);
 /* dropped as one header line, "tools web_search, file_search; fields
  * container" (malloc'd), or NULL when nothing was dropped. */
 char *tg_bridge_dropped_text(const json_t *dropped);

@@ -539,18 +539,7 @@ static void response_schema_into(json_t *fn, const json_t *fd)
                      : json_is_object(rs) ? json_schema_of(rs) : NULL;
     if (!schema)
         return;
-    char *text = tg_json_dumps(schema);
-    const char *d = json_string_value(json_object_get(fn, "description"));
-    tg_buf b = {0};
-    if (d && *d) {
-        tg_buf_puts(&b, d);
-        tg_buf_puts(&b, "\n\n");
-    }
-    tg_buf_puts(&b, "It returns JSON of this schema: ");
-    tg_buf_puts(&b, text ? text : "{}");
-    json_object_set_new(fn, "description", json_stringn(b.data, b.len));
-    tg_buf_free(&b);
-    free(text);
+    tg_bridge_describe_returns(fn, schema);
     json_decref(schema);
 }
 

@@ -14,6 +14,8 @@
 #include <poppler.h>
 #include <string.h>
 
+#include "core/hash.h"
+
 /* Appends at most room bytes of s, cut at a UTF-8 boundary; true when all
  * of it went. */
 static bool append_bounded(tg_buf *out, const char *s, size_t room)
@@ -83,4 +85,22 @@ int tg_pdf_text_within(const char *b64, size_t n, long max_ms, tg_buf *out, tg_p
     read_pages(doc, max_ms, out, info);
     g_object_unref(doc);
     return 0;
+}
+
+json_t *tg_pdf_text_cached(tg_cache *cache, const char *b64, size_t n)
+{
+    uint64_t key = tg_hash64(b64, n, 0);
+    json_t *r = tg_cache_get(cache, "pdftext", key);  /* NULL cache: a miss */
+    if (r)
+        return r;
+    tg_pdf_text info;
+    tg_buf body = {0};
+    if (tg_pdf_text_of_base64(b64, n, &body, &info))
+        r = json_object();
+    else
+        r = json_pack("{s:s%, s:i, s:i, s:b}", "text", body.data ? body.data : "", body.len,
+                      "pages", info.pages, "read", info.pages_read, "cut", info.cut);
+    tg_cache_put(cache, "pdftext", key, r, body.len + 64);
+    tg_buf_free(&body);
+    return r;
 }

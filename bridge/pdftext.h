@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "core/buf.h"
+#include "core/cache.h"
 
 /* The bounds of one document's read. */
 enum {
@@ -36,5 +37,12 @@ int tg_pdf_text_of_base64(const char *b64, size_t n, tg_buf *out, tg_pdf_text *i
 /* The same with a time bound of max_ms instead of TG_PDF_MAX_MS (tests
  * of the other bounds give it room a loaded machine needs). */
 int tg_pdf_text_within(const char *b64, size_t n, long max_ms, tg_buf *out, tg_pdf_text *info);
+
+/* A base64 PDF's text as {text, pages, read, cut}, or {} when poppler
+ * cannot open it (new reference): from cache (the worker's; NULL: no
+ * cache) under kind "pdftext" when the same PDF came before, since an
+ * agent resends its history every turn. The Messages bridge and the
+ * hygiene stage's PDF rule read through it, so each turn costs one read. */
+json_t *tg_pdf_text_cached(tg_cache *cache, const char *b64, size_t n);
 
 #endif

@@ -91,18 +91,6 @@ void tg_resp_params(json_t *chat, const json_t *body, json_t *dropped)
 void tg_resp_output_schema(json_t *fn, const json_t *t)
 {
     const json_t *os = json_object_get(t, "output_schema");
-    if (!json_is_object(os))
-        return;
-    char *schema = tg_json_dumps(os);
-    const char *d = json_string_value(json_object_get(fn, "description"));
-    tg_buf b = {0};
-    if (d && *d) {
-        tg_buf_puts(&b, d);
-        tg_buf_puts(&b, "\n\n");
-    }
-    tg_buf_puts(&b, "It returns JSON of this schema: ");
-    tg_buf_puts(&b, schema ? schema : "{}");
-    json_object_set_new(fn, "description", json_stringn(b.data, b.len));
-    tg_buf_free(&b);
-    free(schema);
+    if (json_is_object(os))
+        tg_bridge_describe_returns(fn, os);
 }

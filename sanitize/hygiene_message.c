@@ -491,28 +491,6 @@ static void fix_content(walk *w, json_t *msg, role r, bool has_calls)
         rebuild_key(w, msg, "content", json_string(""), "null-content", "rule 55");
 }
 
-/* A base64 PDF's text as {text, pages, read, cut}, or {} when poppler
- * cannot open it (new reference), from the worker's cache under the kind
- * the Messages bridge keys it with, so an agent that resends its history
- * costs one read. */
-static json_t *pdf_read(walk *w, const char *b64, size_t n)
-{
-    uint64_t key = tg_hash64(b64, n, 0);
-    json_t *r = tg_cache_get(w->ctx->cache, "pdftext", key);  /* NULL cache: a miss */
-    if (r)
-        return r;
-    tg_pdf_text info;
-    tg_buf body = {0};
-    if (tg_pdf_text_of_base64(b64, n, &body, &info))
-        r = json_object();
-    else
-        r = json_pack("{s:s%, s:i, s:i, s:b}", "text", body.data ? body.data : "", body.len,
-                      "pages", info.pages, "read", info.pages_read, "cut", info.cut);
-    tg_cache_put(w->ctx->cache, "pdftext", key, r, body.len + 64);
-    tg_buf_free(&body);
-    return r;
-}
-
 /* Rule 99: a chat `file` part holding a base64 PDF, on a target that takes
  * no such part (DeepSeek: "file must have a file_id or file_data",
  * danny-avila/LibreChat#16235; OpenAI's own API is the one that does),
@@ -529,7 +507,7 @@ static void pdf_parts_text(walk *w, json_t *msg)
         const char *d = json_string_value(tg_json_get(tg_json_get(part, "file"), "file_data"));
         if (!t || strcmp(t, "file") || !d || strncmp(d, pre, sizeof pre - 1))
             continue;
-        json_t *r = pdf_read(w, d + sizeof pre - 1, strlen(d + sizeof pre - 1));
+        json_t *r = tg_pdf_text_cached(w->ctx->cache, d + sizeof pre - 1, strlen(d + sizeof pre - 1));
         const json_t *text = json_object_get(r, "text");
         if (json_is_string(text)) {
             bool cut = json_is_true(json_object_get(r, "cut"));
