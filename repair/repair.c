@@ -649,8 +649,22 @@ json_t *tg_rr_structured_content(tg_ctx *ctx, const char *text, size_t n)
     return out;
 }
 
+int tg_rr_choice_body(json_t *choice, const char *want, const char *other)
+{
+    json_t *body = json_object_get(choice, other);
+    if (!json_is_object(choice) || json_is_object(json_object_get(choice, want)) ||
+        !json_is_object(body))
+        return 0;
+    json_object_set(choice, want, body);
+    json_object_del(choice, other);
+    return 1;
+}
+
 static void repair_choice(tg_ctx *ctx, json_t *choice, uint64_t seed)
 {
+    /* a whole answer's choice written as a chunk's (rayonlabs/nineteen#140) */
+    if (tg_rr_choice_body(choice, "message", "delta"))
+        tg_rr_note_other(ctx, "section 5", "choices[].delta", NULL, NULL);
     json_t *msg = json_object_get(choice, "message");
     if (!json_is_object(msg))
         return;
@@ -1104,7 +1118,13 @@ bool tg_repair_finish_plain(const char *d, size_t n)
     /* choices not a list (null, or none at all): the parse says what it is */
     const char *c = tg_rr_find(d, e, "\"choices\"");
     const char *cv = c ? value_after(c + 9, e) : e;
-    return cv < e && *cv == '[' && fins >= msgs && usage_plain(d, e);
+    if (cv >= e || *cv != '[')
+        return false;
+    /* a choice without a message (its body under "delta") is the parse's */
+    const char *first = cv + 1;
+    while (first < e && (*first == ' ' || *first == '\n' || *first == '\r' || *first == '\t'))
+        first++;
+    return (msgs > 0 || (first < e && *first == ']')) && fins >= msgs && usage_plain(d, e);
 }
 
 bool tg_repair_surely_plain(const tg_ctx *ctx, const char *d, size_t n)

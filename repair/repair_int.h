@@ -42,6 +42,10 @@ bool tg_rr_finish_failed(const char *f);
  * missing one is what the others imply), or gone when it names none
  * ("usage": {}). 1 when changed. */
 int tg_rr_usage_shape(json_t *holder);
+/* A choice whose body came under the other mode's key (a chunk's under
+ * "message", Amm1rr/WebAI-to-API#55; a whole answer's under "delta"):
+ * moved to `want` when that key holds no object. 1 when moved. */
+int tg_rr_choice_body(json_t *choice, const char *want, const char *other);
 /* The bytes from v (a usage object's '{') to e name OpenAI's three
  * counters, each with a number: R22's byte check on the shortcuts. */
 bool tg_rr_usage_counters(const char *v, const char *e);

@@ -942,6 +942,7 @@ static int check_chunk(json_t *chunk)
     size_t kept = 0;  /* the choices kept move down (tg_json_array_cut) */
     for (size_t i = 0; i < json_array_size(choices); i++) {
         json_t *ch = json_array_get(choices, i);
+        bad += tg_rr_choice_body(ch, "delta", "message");
         json_t *delta = json_object_get(ch, "delta");
         if (!json_is_object(ch) || (delta && !json_is_object(delta) && !json_is_null(delta))) {
             bad++;  /* a choice with no readable delta */

@@ -191,7 +191,8 @@ static const rename_rule mistral_renames[] = {
 /* Vertex's OpenAI-compatible endpoint fronts the same models as Gemini's:
  * the same thought signatures (R19) and top-level set (section 6, Vertex) */
 #define MSG_GEMINI                                                                          \
-    {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE | TG_MR_DROP_REASONING |      \
+    {(MR_LENIENT & ~TG_MR_PDF_TEXT) | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE |          \
+         TG_MR_DROP_REASONING |                                                             \
          TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL | TG_MR_SYSTEM_FIRST | TG_MR_FIX_CONTENT |      \
          TG_MR_NULL_KEYS,                                                                   \
      NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"}

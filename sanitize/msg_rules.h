@@ -114,8 +114,8 @@ enum {
                                         (rule 98, Groq) */
 #define TG_MR_PDF_TEXT ((uint64_t)1 << 41) /* a chat file part holding a
                                         PDF goes as its text (rule 99: every
-                                        target but OpenAI's, which takes it,
-                                        and Anthropic's, which reads PDFs) */
+                                        target but OpenAI's and Gemini's,
+                                        which take it, and Anthropic's) */
 #define TG_MR_COMPLETION_TOKENS ((uint64_t)1 << 34) /* max_tokens as
                                         max_completion_tokens on OpenAI's
                                         reasoning models (rule 85) */
