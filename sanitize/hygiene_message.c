@@ -13,6 +13,7 @@
 #include "core/ctx.h"
 #include "core/hash.h"
 #include "core/jsonfix.h"
+#include "bridge/pdftext.h"
 #include "core/jsonio.h"
 #include "sanitize/hygiene_message.h"
 
@@ -475,6 +476,29 @@ static void fix_content(walk *w, json_t *msg, role r, bool has_calls)
         rebuild_key(w, msg, "content", json_string(""), "null-content", "rule 55");
 }
 
+/* A chat file part holding a PDF (file.file_data: a data URL or bare
+ * base64, as OpenAI takes it) as its text, said (X-Toolgate-Translated
+ * "file:pdf as its text"); false for any other part, or a PDF poppler
+ * cannot read. */
+static bool pdf_part_as_text(walk *w, const json_t *part, tg_buf *t)
+{
+    static const char url[] = "data:application/pdf;base64,";
+    const json_t *file = tg_json_get(part, "file");
+    const char *data = json_string_value(tg_json_get(file, "file_data"));
+    const char *name = json_string_value(tg_json_get(file, "filename"));
+    if (!data)
+        return false;
+    if (!strncmp(data, url, sizeof url - 1))
+        data += sizeof url - 1;
+    else if (!strncmp(data, "data:", 5) || !name || strlen(name) < 4 ||
+             strcasecmp(name + strlen(name) - 4, ".pdf"))
+        return false;  /* another file, or a bare base64 not named a PDF */
+    if (!tg_pdf_as_text(w->ctx->cache, data, strlen(data), "this model reads text only", t))
+        return false;
+    tg_ctx_translated(w->ctx, "file:pdf", "as its text");
+    return true;
+}
+
 /* Rule 68: targets that take only a string as content (Groq: "'messages.0'
  * : for 'role:system' the following must be satisfied[('messages.0.content'
  * : value must be a string)]") get the text parts joined by a blank line,
@@ -501,13 +525,19 @@ static void parts_to_string(walk *w, json_t *msg, role r)
     if (user && !other)
         return;  /* a user turn's text parts are taken as a list */
     tg_buf t = {0};
+    bool noted = false;
     json_array_foreach(c, j, part) {
         const char *pt = json_string_value(tg_json_get(part, "type"));
         json_t *text = tg_json_get(part, "text");
         if (user && (!pt || strcmp(pt, "text") || !json_is_string(text))) {
-            /* rule 90: the model learns a part was there, not what it held */
-            tg_buf_printf(&t, "%s[%s not sent: this model reads text only]", t.len ? "\n\n" : "",
-                          pt ? pt : "part");
+            /* rule 90: the model learns a part was there, not what it held;
+             * a PDF's own words it can read (bridge/pdftext.h) */
+            if (t.len)
+                tg_buf_puts(&t, "\n\n");
+            if (!pdf_part_as_text(w, part, &t)) {
+                tg_buf_printf(&t, "[%s not sent: this model reads text only]", pt ? pt : "part");
+                noted = true;
+            }
             continue;
         }
         if (!pt || strcmp(pt, "text") || !json_is_string(text))
@@ -522,7 +552,8 @@ static void parts_to_string(walk *w, json_t *msg, role r)
     rebuild_key(w, msg, "content", json_stringn(t.data ? t.data : "", t.len), how,
                 user && other ? "rule 90" : "rule 68");
     if (user && other) {  /* X-Toolgate-Translated: "image as text" */
-        tg_ctx_translated(w->ctx, "non-text parts", "as text notes");
+        if (noted)
+            tg_ctx_translated(w->ctx, "non-text parts", "as text notes");
     } else if (other) {
         w->ctx->stats.fields_stripped++;
     }
