@@ -236,7 +236,9 @@ static json_t *response_id(const json_t *fr, const char *name, size_t ci, size_t
  * 3 multimodal function response: inlineData, fileData, as Gemini CLI's
  * read_file of an image sends it) cannot go in a chat tool message: they
  * go in media, the user message after the tool messages, the tool text
- * pointing there. */
+ * pointing there (their metadata said, as a part's). scheduling and
+ * willContinue steer the Live API's non-blocking calls, which a turn of
+ * generateContent has none of. */
 static json_t *tool_message(const json_t *fr, size_t ci, size_t pi, conv *cv, json_t *media,
                             tg_error *err)
 {
@@ -258,6 +260,7 @@ static json_t *tool_message(const json_t *fr, size_t ci, size_t pi, conv *cv, js
     const json_t *p, *v;
     json_array_foreach(json_object_get(fr, "parts"), i, p) {
         json_t *part = NULL;
+        drop_part_keys(p, cv);
         if ((v = json_object_get(p, "inlineData")))
             part = inline_part(v, cv);
         else if ((v = json_object_get(p, "fileData")))
@@ -335,6 +338,8 @@ static json_t *tool_call(const json_t *part, const json_t *fc, size_t ci, size_t
     else
         snprintf(id, sizeof id, "gc_%zu_%zu", ci, pi);
     const json_t *args = json_object_get(fc, "args");
+    if ((!args || json_is_null(args)) && json_array_size(json_object_get(fc, "partialArgs")))
+        tg_bridge_drop(cv->dropped, "parts", "functionCall.partialArgs");  /* a stream's pieces */
     char *text = args && !json_is_null(args) ? tg_json_dumps(args) : NULL;
     json_t *call = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
                              "function", "name", name, "arguments", text ? text : "{}");
@@ -412,8 +417,10 @@ static int convert_contents(const json_t *contents, json_t *messages, conv *cv, 
     return 0;
 }
 
-/* systemInstruction: a Content (its text parts joined), or a string. */
-static void convert_system(const json_t *si, json_t *messages)
+/* systemInstruction: a Content (its text parts joined), or a string; a
+ * part of another kind (an image) has no place in a chat system message:
+ * said. */
+static void convert_system(const json_t *si, json_t *messages, conv *cv)
 {
     tg_buf t = {0};
     if (json_is_string(si))
@@ -422,8 +429,10 @@ static void convert_system(const json_t *si, json_t *messages)
     const json_t *p;
     json_array_foreach(json_object_get(si, "parts"), i, p) {
         const char *s = json_string_value(json_object_get(p, "text"));
-        if (!s)
+        if (!s) {
+            tg_bridge_drop(cv->dropped, "parts", "systemInstruction.media");
             continue;
+        }
         if (t.len)
             tg_buf_puts(&t, "\n");
         tg_buf_puts(&t, s);
@@ -519,6 +528,32 @@ static json_t *json_schema_of(const json_t *s)
     return o;
 }
 
+/* A declaration's response schema (responseJsonSchema, or response in
+ * Gemini's Schema form): what the function gives back, which chat's
+ * function has no field for; in the description, where the model reads
+ * it, as the Responses bridge puts a function's output_schema. */
+static void response_schema_into(json_t *fn, const json_t *fd)
+{
+    const json_t *js = json_object_get(fd, "responseJsonSchema"), *rs = json_object_get(fd, "response");
+    json_t *schema = json_is_object(js) ? json_incref((json_t *)js)
+                     : json_is_object(rs) ? json_schema_of(rs) : NULL;
+    if (!schema)
+        return;
+    char *text = tg_json_dumps(schema);
+    const char *d = json_string_value(json_object_get(fn, "description"));
+    tg_buf b = {0};
+    if (d && *d) {
+        tg_buf_puts(&b, d);
+        tg_buf_puts(&b, "\n\n");
+    }
+    tg_buf_puts(&b, "It returns JSON of this schema: ");
+    tg_buf_puts(&b, text ? text : "{}");
+    json_object_set_new(fn, "description", json_stringn(b.data, b.len));
+    tg_buf_free(&b);
+    free(text);
+    json_decref(schema);
+}
+
 static json_t *function_tool(const json_t *fd, size_t ti, size_t fi, tg_error *err)
 {
     const char *name = json_string_value(json_object_get(fd, "name"));
@@ -537,6 +572,7 @@ static json_t *function_tool(const json_t *fd, size_t ti, size_t fi, tg_error *e
     const json_t *d = json_object_get(fd, "description");
     if (json_is_string(d))
         json_object_set(fn, "description", (json_t *)d);
+    response_schema_into(fn, fd);
     return json_pack("{s:s, s:o}", "type", "function", "function", fn);
 }
 
@@ -683,8 +719,44 @@ static void convert_thinking(json_t *chat, const json_t *tc, const char *model, 
     json_object_set_new(chat, "reasoning_effort", json_string(effort));
 }
 
+/* text/x.enum: Gemini answers one of the schema's enum values as plain
+ * text. Chat has no such mode, and a json_schema would have the answer
+ * quoted (and a string root, which OpenAI's structured outputs refuse):
+ * the values are told the model in the leading system message instead. */
+static void enum_instruction(json_t *chat, const json_t *schema)
+{
+    const json_t *vals = json_object_get(schema, "enum");
+    if (!json_array_size(vals))
+        return;
+    tg_buf t = {0};
+    tg_buf_puts(&t, "Answer with exactly one of these values, as plain text and nothing else: ");
+    size_t i;
+    const json_t *v;
+    json_array_foreach(vals, i, v) {
+        if (i)
+            tg_buf_puts(&t, ", ");
+        tg_buf_puts(&t, json_is_string(v) ? json_string_value(v) : "");
+    }
+    json_t *msgs = json_object_get(chat, "messages");
+    json_t *first = json_array_get(msgs, 0);
+    const char *role = json_string_value(json_object_get(first, "role"));
+    const char *had = json_string_value(json_object_get(first, "content"));
+    if (role && !strcmp(role, "system") && had) {
+        tg_buf all = {0};
+        tg_buf_puts(&all, had);
+        tg_buf_puts(&all, "\n\n");
+        tg_buf_append(&all, t.data, t.len);
+        json_object_set_new(first, "content", json_stringn(all.data, all.len));
+        tg_buf_free(&all);
+    } else {
+        json_array_insert_new(msgs, 0, json_pack("{s:s, s:s%}", "role", "system", "content",
+                                                 t.data, t.len));
+    }
+    tg_buf_free(&t);
+}
+
 /* responseMimeType with responseSchema / responseJsonSchema as chat's
- * response_format. */
+ * response_format (text/x.enum: enum_instruction). */
 static void convert_format(json_t *chat, const json_t *gc, conv *cv)
 {
     const char *mime = json_string_value(json_object_get(gc, "responseMimeType"));
@@ -693,6 +765,11 @@ static void convert_format(json_t *chat, const json_t *gc, conv *cv)
         js = json_object_get(gc, "_responseJsonSchema");
     const json_t *s = json_object_get(gc, "responseSchema");
     json_t *schema = json_is_object(js) ? json_deep_copy(js) : json_is_object(s) ? json_schema_of(s) : NULL;
+    if (schema && mime && !strcmp(mime, "text/x.enum")) {
+        enum_instruction(chat, schema);
+        json_decref(schema);
+        return;
+    }
     if (schema) {
         json_object_set_new(chat, "response_format",
                             json_pack("{s:s, s:{s:s, s:o}}", "type", "json_schema", "json_schema",
@@ -783,7 +860,7 @@ static int convert_request(const json_t *body, const tg_gemini_call *call, json_
     json_object_set_new(chat, "model", json_string(call->model ? call->model : ""));
     json_object_set_new(chat, "messages", messages);
     const json_t *si = json_object_get(body, "systemInstruction");
-    convert_system(si ? si : json_object_get(body, "system_instruction"), messages);
+    convert_system(si ? si : json_object_get(body, "system_instruction"), messages, cv);
     if (convert_contents(json_object_get(body, "contents"), messages, cv, err))
         return -1;
     const json_t *v = json_object_get(body, "tools");

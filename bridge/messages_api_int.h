@@ -66,6 +66,9 @@ void tg_msg_note_references(const json_t *refs, conv *cv);
  * joins the tools (cv->added); true when it was one of those (said as
  * translated), false for what has no chat form (an MCP reference). */
 bool tg_msg_tool_addition(const json_t *blk, conv *cv);
+/* A compaction's tool_changes: each addition as a tool_addition block;
+ * a removal, or an addition with no chat form, said as dropped. */
+void tg_msg_tool_changes(const json_t *blk, conv *cv);
 /* The tool of tools (an array of Messages tools) called name, or NULL. */
 const json_t *tg_msg_tool_named(const json_t *tools, const char *name);
 /* A user message's blocks as chat messages appended to messages: its

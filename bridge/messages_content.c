@@ -183,17 +183,49 @@ static void doc_heading(const json_t *blk, tg_buf *t)
     }
 }
 
-/* A base64 PDF's text, said as such, into t (bridge/pdftext.h, through
- * the worker's cache: an agent resends its history every turn). */
+/* A base64 PDF's text as {text, pages, read, cut}, or {} when poppler
+ * cannot open it (new reference): from the worker's cache when the same
+ * PDF came before (an agent resends its history every turn). */
+static json_t *pdf_read(const char *data, size_t n, conv *cv)
+{
+    uint64_t key = tg_hash64(data, n, 0);
+    json_t *r = tg_cache_get(cv->o->cache, "pdftext", key);
+    if (r)
+        return r;
+    tg_pdf_text info;
+    tg_buf body = {0};
+    if (tg_pdf_text_of_base64(data, n, &body, &info))
+        r = json_object();
+    else
+        r = json_pack("{s:s%, s:i, s:i, s:b}", "text", body.data ? body.data : "", body.len,
+                      "pages", info.pages, "read", info.pages_read, "cut", info.cut);
+    tg_cache_put(cv->o->cache, "pdftext", key, r, body.len + 64);
+    tg_buf_free(&body);
+    return r;
+}
+
+/* A base64 PDF's text, said as such, into t. */
 static void pdf_as_text(const char *data, size_t n, tg_buf *t, conv *cv)
 {
-    if (tg_pdf_as_text(cv->o->cache, data, n, "this provider takes no PDF", t)) {
+    json_t *r = pdf_read(data, n, cv);
+    const json_t *text = json_object_get(r, "text");
+    int pages = (int)json_integer_value(json_object_get(r, "pages"));
+    bool cut = json_is_true(json_object_get(r, "cut"));
+    if (!json_is_string(text)) {
+        tg_bridge_drop(cv->dropped, "content", "document:unreadable-pdf");
+        tg_buf_puts(t, "[a PDF document was here; toolgate could not read its text, and this "
+                       "provider takes no PDF]");
+    } else {
         tg_bridge_drop(cv->translated, "content", "document:pdf-text");
-        return;
+        tg_buf_printf(t, "[the text of a %d-page PDF, extracted by toolgate: this provider takes "
+                         "no PDF, so its layout and images are not here%s]\n\n",
+                      pages, cut ? "; cut at toolgate's bound" : "");
+        tg_buf_append(t, json_string_value(text), json_string_length(text));
+        if (cut)
+            tg_buf_printf(t, "\n\n[... %d of %d pages shown]",
+                          (int)json_integer_value(json_object_get(r, "read")), pages);
     }
-    tg_bridge_drop(cv->dropped, "content", "document:unreadable-pdf");
-    tg_buf_puts(t, "[a PDF document was here; toolgate could not read its text, and this "
-                   "provider takes no PDF]");
+    json_decref(r);
 }
 
 /* A base64 PDF as the chat file part OpenAI takes (new reference). */
@@ -352,6 +384,16 @@ bool tg_msg_tool_addition(const json_t *blk, conv *cv)
         return false;
     tg_bridge_drop(cv->translated, "content", "tool_addition");
     return true;
+}
+
+void tg_msg_tool_changes(const json_t *blk, conv *cv)
+{
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(blk, "tool_changes"), i, c) {
+        if (!(tg_msg_is_type(c, "tool_addition") && tg_msg_tool_addition(c, cv)))
+            tg_bridge_drop(cv->dropped, "content", "compaction.tool_changes");
+    }
 }
 
 /* What a tool_result holds, as text and parts: text blocks into t; images
@@ -561,6 +603,7 @@ static int other_user_block(const json_t *blk, const char *type, const char *par
 {
     if (!strcmp(type, "compaction")) {
         const char *c = json_string_value(json_object_get(blk, "content"));
+        tg_msg_tool_changes(blk, cv);
         if (c && *c) {
             json_array_append_new(parts, text_part(c, strlen(c)));
             tg_bridge_drop(cv->translated, "content", "compaction");

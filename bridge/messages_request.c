@@ -128,6 +128,7 @@ static int assistant_message(const json_t *content, const char *path, json_t *me
                                        cv);
         } else if (type && !strcmp(type, "compaction") &&
                    json_is_string(json_object_get(blk, "content"))) {
+            tg_msg_tool_changes(blk, cv);
             if (n_text++)  /* the summary of what came before */
                 tg_buf_puts(&text, "\n\n");
             tg_buf_puts(&text, json_string_value(json_object_get(blk, "content")));
@@ -204,14 +205,56 @@ static json_t *system_content(const json_t *v, const char *path, conv *cv, tg_er
     return c;
 }
 
-/* A system message inside messages, as a chat system message. */
-static int system_message(const json_t *content, const char *path, json_t *messages, conv *cv,
-                          tg_error *err)
+/* Whether a user message follows message i: a system message with
+ * clear_at "next_user_message" is shown only until one does. */
+static bool str_is(const json_t *v, const char *s)
 {
-    json_t *c = system_content(content, path, cv, err);
+    return json_is_string(v) && !strcmp(json_string_value(v), s);
+}
+
+static bool user_after(const json_t *msgs, size_t i)
+{
+    for (size_t j = i + 1; j < json_array_size(msgs); j++)
+        if (str_is(json_object_get(json_array_get(msgs, j), "role"), "user"))
+            return true;
+    return false;
+}
+
+/* A system message inside messages (the beta's role "system"), as a chat
+ * system message: its text blocks; a tool_addition among them adds its
+ * tool as one in a user turn does, a tool_removal has no chat form (said);
+ * one cleared by a later user turn (clear_at) is left out, as Anthropic
+ * hides it then; its per-turn output_config has no chat form (said). */
+static int system_message(const json_t *msgs, size_t i, const char *path, json_t *messages,
+                          conv *cv, tg_error *err)
+{
+    const json_t *m = json_array_get(msgs, i), *content = json_object_get(m, "content");
+    if (json_is_object(json_object_get(m, "output_config")))
+        tg_bridge_drop(cv->dropped, "fields", "messages.output_config");
+    if (str_is(json_object_get(m, "clear_at"), "next_user_message") && user_after(msgs, i)) {
+        tg_bridge_drop(cv->translated, "content", "system.clear_at");
+        return 0;
+    }
+    json_t *texts = json_is_array(content) ? json_array() : NULL;
+    size_t k;
+    const json_t *blk;
+    json_array_foreach(content, k, blk) {
+        if (tg_msg_is_type(blk, "tool_addition") && tg_msg_tool_addition(blk, cv))
+            continue;
+        if (tg_msg_is_type(blk, "tool_addition") || tg_msg_is_type(blk, "tool_removal")) {
+            tg_bridge_drop(cv->dropped, "content", json_string_value(json_object_get(blk, "type")));
+            continue;
+        }
+        json_array_append(texts, (json_t *)blk);  /* the rest: text, or refused below */
+    }
+    json_t *c = system_content(texts ? texts : content, path, cv, err);
+    json_decref(texts);
     if (!c)
         return -1;
-    json_array_append_new(messages, json_pack("{s:s, s:o}", "role", "system", "content", c));
+    if (json_is_string(c) && !json_string_length(c))
+        json_decref(c);  /* nothing to say (a message of output_config alone) */
+    else
+        json_array_append_new(messages, json_pack("{s:s, s:o}", "role", "system", "content", c));
     return 0;
 }
 
@@ -233,7 +276,7 @@ static int convert_messages(const json_t *msgs, json_t *messages, conv *cv, tg_e
         const json_t *content = json_object_get(m, "content");
         snprintf(param, sizeof param, "%s.content", path);
         if (!strcmp(role, "system")) {
-            if (system_message(content, param, messages, cv, err))
+            if (system_message(msgs, i, param, messages, cv, err))
                 return -1;
             continue;
         }
@@ -310,6 +353,35 @@ static json_t *client_function(const json_t *t, const char *type, const struct c
     return json_pack("{s:s, s:o}", "type", "function", "function", fn);
 }
 
+/* A tool's input_examples (inputs that show how to call it), which
+ * Anthropic shows the model beside the schema: appended to the chat
+ * function's description, where any model reads them; said. */
+static void examples_into_description(json_t *f, const json_t *t, conv *cv)
+{
+    const json_t *ex = json_object_get(t, "input_examples");
+    json_t *fn = json_object_get(f, "function");
+    if (!json_array_size(ex) || !json_is_object(fn))
+        return;
+    tg_buf d = {0};
+    const char *own = json_string_value(json_object_get(fn, "description"));
+    if (own && *own) {
+        tg_buf_puts(&d, own);
+        tg_buf_puts(&d, "\n\n");
+    }
+    tg_buf_puts(&d, "Examples of input:");
+    size_t i;
+    const json_t *e;
+    json_array_foreach(ex, i, e) {
+        char *s = tg_json_dumps(e);
+        tg_buf_puts(&d, "\n");
+        tg_buf_puts(&d, s ? s : "{}");
+        free(s);
+    }
+    json_object_set_new(fn, "description", json_stringn(d.data, d.len));
+    tg_buf_free(&d);
+    tg_bridge_drop(cv->translated, "tools", "input_examples");
+}
+
 /* Does the request hold Anthropic's own tool search (a server tool)? */
 static bool has_server_search(const json_t *tools)
 {
@@ -371,6 +443,7 @@ static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
             if (c && json_is_string(name)) {
                 json_t *f = client_function(t, ty, c);
                 tg_msg_carry_cache(f, t, cv);
+                examples_into_description(f, t, cv);
                 json_array_append_new(out, f);
                 continue;
             }
@@ -407,6 +480,7 @@ static json_t *convert_tools(const json_t *tools, conv *cv, tg_error *err)
             json_object_set(fn, "strict", (json_t *)v);
         json_t *f = json_pack("{s:s, s:o}", "type", "function", "function", fn);
         tg_msg_carry_cache(f, t, cv);
+        examples_into_description(f, t, cv);
         json_array_append_new(out, f);
     }
     return out;

@@ -11,12 +11,8 @@
 #include "bridge/pdftext.h"
 
 #include <glib.h>
-#include <jansson.h>
 #include <poppler.h>
 #include <string.h>
-
-#include "core/cache.h"
-#include "core/hash.h"
 
 /* Appends at most room bytes of s, cut at a UTF-8 boundary; true when all
  * of it went. */
@@ -87,46 +83,4 @@ int tg_pdf_text_within(const char *b64, size_t n, long max_ms, tg_buf *out, tg_p
     read_pages(doc, max_ms, out, info);
     g_object_unref(doc);
     return 0;
-}
-
-/* A base64 PDF's text as {text, pages, read, cut}, or {} when poppler
- * cannot open it (new reference), through the worker's cache. */
-static json_t *read_cached(struct tg_cache *cache, const char *b64, size_t n)
-{
-    uint64_t key = tg_hash64(b64, n, 0);
-    json_t *r = cache ? tg_cache_get(cache, "pdftext", key) : NULL;
-    if (r)
-        return r;
-    tg_pdf_text info;
-    tg_buf body = {0};
-    if (tg_pdf_text_of_base64(b64, n, &body, &info))
-        r = json_object();
-    else
-        r = json_pack("{s:s%, s:i, s:i, s:b}", "text", body.data ? body.data : "", body.len,
-                      "pages", info.pages, "read", info.pages_read, "cut", info.cut);
-    if (cache)
-        tg_cache_put(cache, "pdftext", key, r, body.len + 64);
-    tg_buf_free(&body);
-    return r;
-}
-
-bool tg_pdf_as_text(struct tg_cache *cache, const char *b64, size_t n, const char *why, tg_buf *t)
-{
-    json_t *r = read_cached(cache, b64, n);
-    const json_t *text = json_object_get(r, "text");
-    if (!json_is_string(text)) {
-        json_decref(r);
-        return false;
-    }
-    int pages = (int)json_integer_value(json_object_get(r, "pages"));
-    bool cut = json_is_true(json_object_get(r, "cut"));
-    tg_buf_printf(t, "[the text of a %d-page PDF, extracted by toolgate: %s, so its layout and "
-                     "images are not here%s]\n\n",
-                  pages, why, cut ? "; cut at toolgate's bound" : "");
-    tg_buf_append(t, json_string_value(text), json_string_length(text));
-    if (cut)
-        tg_buf_printf(t, "\n\n[... %d of %d pages shown]",
-                      (int)json_integer_value(json_object_get(r, "read")), pages);
-    json_decref(r);
-    return true;
 }

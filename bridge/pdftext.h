@@ -13,8 +13,6 @@
 
 #include "core/buf.h"
 
-struct tg_cache;
-
 /* The bounds of one document's read. */
 enum {
     TG_PDF_MAX_BYTES = 32 * 1024 * 1024,  /* decoded PDF bytes read at all */
@@ -38,13 +36,5 @@ int tg_pdf_text_of_base64(const char *b64, size_t n, tg_buf *out, tg_pdf_text *i
 /* The same with a time bound of max_ms instead of TG_PDF_MAX_MS (tests
  * of the other bounds give it room a loaded machine needs). */
 int tg_pdf_text_within(const char *b64, size_t n, long max_ms, tg_buf *out, tg_pdf_text *info);
-
-/* The PDF's text, said as such, appended to t for a model that takes no
- * PDF (`why`: "this provider takes no PDF"): a line saying it is the text
- * toolgate extracted (its pages, and where a bound cut it), then the text.
- * From cache (NULL: none) when the same base64 came before, as it does
- * every turn of an agent's history. False, t unchanged, when poppler
- * cannot read it. */
-bool tg_pdf_as_text(struct tg_cache *cache, const char *b64, size_t n, const char *why, tg_buf *t);
 
 #endif

@@ -69,5 +69,8 @@ bool tg_resp_input_compaction(const json_t *item, json_t *messages);
  * into chat (borrowed body, chat gains keys), what has no chat form
  * recorded in dropped (responses_params.c). */
 void tg_resp_params(json_t *chat, const json_t *body, json_t *dropped);
+/* A function tool's output_schema, which chat's function has no field
+ * for, appended to fn's description (responses_params.c). */
+void tg_resp_output_schema(json_t *fn, const json_t *t);
 
 #endif

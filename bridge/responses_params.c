@@ -6,12 +6,15 @@
  * only steers OpenAI's service is said as a hint, and what would change
  * the conversation server-side as a dropped field. The list follows
  * openai 7.60's ResponseCreateParams (test/conformance's responses.param
- * rows hold each key to it).
+ * rows hold each key to it). A function tool's output_schema, the one
+ * field of a tool chat has no place for but the description, is here too.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bridge/responses_api_int.h"
+#include "core/jsonio.h"
 
 /* Keys chat completions has under the same name and meaning (openai
  * 7.60's ChatCompletionCreateParams): they go up as they came, and the
@@ -80,4 +83,26 @@ void tg_resp_params(json_t *chat, const json_t *body, json_t *dropped)
             !(s && !strcmp(s, "disabled")))
             tg_bridge_drop(dropped, "fields", *k);
     }
+}
+
+/* output_schema tells the model what the function gives back (its
+ * programs read the result by it): where the model reads it, in the
+ * description, as Anthropic's bridge puts input_examples. */
+void tg_resp_output_schema(json_t *fn, const json_t *t)
+{
+    const json_t *os = json_object_get(t, "output_schema");
+    if (!json_is_object(os))
+        return;
+    char *schema = tg_json_dumps(os);
+    const char *d = json_string_value(json_object_get(fn, "description"));
+    tg_buf b = {0};
+    if (d && *d) {
+        tg_buf_puts(&b, d);
+        tg_buf_puts(&b, "\n\n");
+    }
+    tg_buf_puts(&b, "It returns JSON of this schema: ");
+    tg_buf_puts(&b, schema ? schema : "{}");
+    json_object_set_new(fn, "description", json_stringn(b.data, b.len));
+    tg_buf_free(&b);
+    free(schema);
 }

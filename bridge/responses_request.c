@@ -232,6 +232,11 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
         return NULL;
     }
     bool text_only = strcmp(role, "user") != 0;
+    size_t i;
+    const json_t *p;
+    json_array_foreach(content, i, p)  /* a replayed answer's citations: no chat form, said */
+        if (json_array_size(json_object_get(p, "annotations")))
+            tg_bridge_drop(dropped, "content", "output_text.annotations");
     tg_buf t = {0};
     if (tg_resp_join_text(content, &t) == 0) {
         json_t *s = json_stringn(t.data ? t.data : "", t.len);
@@ -242,8 +247,6 @@ static json_t *chat_content(const char *role, const json_t *content, const char 
     if (text_only)
         return text_only_content(content, path, media, dropped, err);
     json_t *parts = json_array();
-    size_t i;
-    const json_t *p;
     json_array_foreach(content, i, p) {
         char sub[128];
         snprintf(sub, sizeof sub, "%.100s[%zu]", path, i);
@@ -655,6 +658,8 @@ static int input_item(const json_t *item, size_t i, json_t *messages, json_t **r
             if (t.len)
                 tg_buf_puts(&t, "\n");
             tg_buf_puts(&t, enc + tag);
+        } else if (enc && *enc && strncmp(enc, ENCRYPTED_TAG, tag)) {  /* OpenAI's: opaque */
+            tg_bridge_drop(lk->cv->dropped, "content", "reasoning.encrypted_content");
         }
         json_decref(*reasoning);
         *reasoning = t.len ? json_stringn(t.data, t.len) : NULL;
@@ -733,6 +738,7 @@ static json_t *chat_function(const json_t *t, json_t *name)
         if (v && !json_is_null(v))
             json_object_set(fn, *k, (json_t *)v);
     }
+    tg_resp_output_schema(fn, t);
     return json_pack("{s:s, s:o}", "type", "function", "function", fn);
 }
 

@@ -158,10 +158,20 @@ size_t tg_utf8_len(const unsigned char *p, const unsigned char *end)
     return n;
 }
 
+/* ASCII runs eight bytes at a time: most text is ASCII. */
 bool tg_utf8_valid(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s, *e = p + n;
     while (p < e) {
+        uint64_t w;
+        if (e - p >= 8 && (memcpy(&w, p, 8), !(w & 0x8080808080808080ull))) {
+            p += 8;
+            continue;
+        }
+        if (*p < 0x80) {
+            p++;
+            continue;
+        }
         size_t l = tg_utf8_len(p, e);
         if (!l)
             return false;

@@ -403,18 +403,25 @@ json_t *tg_json_load(const char *s, size_t n, size_t flags, json_error_t *err)
 
 /* ---- the writer ------------------------------------------------------------ */
 
-/* A byte that a JSON string cannot hold as it is. */
-static bool needs_escape(unsigned char c)
-{
-    return c < 0x20 || c == '"' || c == '\\';
-}
+/* How a byte is written in a JSON string: 0 as it is, else the letter
+ * after its backslash ('u': \u00XX, the controls without a short form). */
+#define U_ 'u'
+static const char escape_as[256] = {
+    U_, U_, U_, U_, U_, U_, U_, U_, 'b', 't', 'n', U_, 'f', 'r', U_, U_,
+    U_, U_, U_, U_, U_, U_, U_, U_, U_, U_, U_, U_, U_, U_, U_, U_,
+    0, 0, '"', [92] = '\\',
+};
+#undef U_
 
+/* A string with escapes (a call's arguments: every key's quotes) is sized
+ * first, then written into the buffer directly: one reserve, no append a
+ * run and an escape; a byte is classed by one table load. */
 static void dump_string(const char *s, size_t n, tg_buf *out)
 {
     static const char hex[] = "0123456789ABCDEF";
     tg_buf_reserve(out, n + 2);
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
-    while (p < end && !needs_escape(*p))
+    while (p < end && !escape_as[*p])
         p++;
     if (p == end) {  /* most keys and values: written at once */
         char *d = out->data + out->len;
@@ -425,35 +432,36 @@ static void dump_string(const char *s, size_t n, tg_buf *out)
         out->len += n + 2;
         return;
     }
-    p = (const unsigned char *)s;
-    tg_buf_append(out, "\"", 1);
-    while (p < end) {
-        const unsigned char *run = p;
-        while (p < end && !needs_escape(*p))
-            p++;
-        tg_buf_append(out, run, (size_t)(p - run));
-        if (p >= end)
-            break;
-        char e[6] = {'\\', 0};
-        size_t en = 2;
-        switch (*p) {
-        case '"': e[1] = '"'; break;
-        case '\\': e[1] = '\\'; break;
-        case '\b': e[1] = 'b'; break;
-        case '\f': e[1] = 'f'; break;
-        case '\n': e[1] = 'n'; break;
-        case '\r': e[1] = 'r'; break;
-        case '\t': e[1] = 't'; break;
-        default:
-            memcpy(e, "\\u00", 4);
-            e[4] = hex[*p >> 4];
-            e[5] = hex[*p & 15];
-            en = 6;
-        }
-        tg_buf_append(out, e, en);
-        p++;
+    size_t plain = (size_t)(p - (const unsigned char *)s), extra = 0;
+    for (const unsigned char *q = p; q < end; q++) {
+        char e = escape_as[*q];
+        extra += e ? (e == 'u' ? 5 : 1) : 0;
     }
-    tg_buf_append(out, "\"", 1);
+    tg_buf_reserve(out, n + extra + 2);
+    char *d = out->data + out->len;
+    *d++ = '"';
+    memcpy(d, s, plain);
+    d += plain;
+    for (; p < end; p++) {
+        unsigned char c = *p;
+        char e = escape_as[c];
+        if (!e) {
+            *d++ = (char)c;
+            continue;
+        }
+        *d++ = '\\';
+        if (e != 'u') {
+            *d++ = e;
+            continue;
+        }
+        memcpy(d, "u00", 3);
+        d[3] = hex[c >> 4];
+        d[4] = hex[c & 15];
+        d += 5;
+    }
+    *d++ = '"';
+    *d = '\0';
+    out->len = (size_t)(d - out->data);
 }
 
 void tg_json_dump_string(const char *s, size_t n, tg_buf *out)

@@ -153,7 +153,9 @@ const json_t *tg_tool_peek(const json_t *tools, const char *name)
     if (!name)
         return NULL;
     json_array_foreach(tools, i, t) {
-        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        /* tg_json_get: a tool and its function have a few keys (jansson's
+         * hashed look-up cost more than the walk, every stream's call) */
+        const char *n = json_string_value(tg_json_get(tg_json_get(t, "function"), "name"));
         if (n && !strcmp(n, name))
             return t;
     }

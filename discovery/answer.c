@@ -247,6 +247,24 @@ static size_t split_in_view(const tg_ctx *ctx, json_t *d, const size_t *hits,
     return got;
 }
 
+/* A group's tools in catalog order, for a search that names a group and
+ * no query (a model browsing a group): all count, the first `cap` go to
+ * hits, alike in strength. Returns how many the group has. */
+static size_t group_tools(json_t *d, const unsigned char *mask, size_t *hits, double *strength,
+                          size_t cap)
+{
+    size_t n = json_array_size(json_object_get(d, "groups")), m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (mask[i]) {
+            if (m < cap) {
+                hits[m] = i;
+                strength[m] = 1;
+            }
+            m++;
+        }
+    return m;
+}
+
 json_t *tg_dd_search_answer(const tg_ctx *ctx, json_t *d, json_t *args)
 {
     json_int_t limit = json_integer_value(json_object_get(args, "limit"));
@@ -263,7 +281,10 @@ json_t *tg_dd_search_answer(const tg_ctx *ctx, json_t *d, json_t *args)
         unknown = 0;
     size_t hits[FUSE_DEPTH];
     double strength[FUSE_DEPTH];
-    size_t matched = nq ? fused_search(ctx, d, q, nq, mask, hits, strength, FUSE_DEPTH) : 0;
+    size_t matched = nq     ? fused_search(ctx, d, q, nq, mask, hits, strength, FUSE_DEPTH)
+                     : mask ? group_tools(d, mask, hits, strength, FUSE_DEPTH)
+                            : 0;
+    int browsed = !nq && mask;
     free(mask);
     json_t *results = json_array(), *seen = json_array();
     size_t got = split_in_view(ctx, d, hits, strength, matched < FUSE_DEPTH ? matched : FUSE_DEPTH,
@@ -279,7 +300,12 @@ json_t *tg_dd_search_answer(const tg_ctx *ctx, json_t *d, json_t *args)
     } else {
         json_decref(seen);
     }
-    if (!nq)
+    if (browsed)
+        json_object_set_new(r, "message",
+                            json_string("No query given: these are the group's tools in "
+                                        "catalog order. Pass {\"query\": \"what you want to "
+                                        "do\"} to rank them."));
+    else if (!nq)
         json_object_set_new(r, "message",
                             json_string("Pass {\"query\": \"what you want to do\"}, e.g. "
                                         "{\"query\": \"create a calendar event\"}."));
@@ -408,13 +434,78 @@ json_t *tg_dd_parse_args(json_t *call)
     return NULL;
 }
 
+/* What models write for the meta-tools' parameters: the other keys each
+ * canonical one is met under ("tool_name" for call_tool's name, "args" or
+ * "input" for its arguments, "q" or "task" for search_tools' query). A
+ * row: which meta-tool, the canonical key, then its aliases. */
+static const char *const aliases[][12] = {
+    { "search", "query", "q", "search", "search_query", "query_text", "keywords", "keyword",
+      "text", "task", "prompt", NULL },
+    { "search", "queries", "alternatives", "alternative_queries", "other_queries", "synonyms",
+      NULL },
+    { "search", "group", "category", "server", "namespace", "group_name", "toolset", NULL },
+    { "search", "limit", "max_results", "top_k", "k", "n", "count", "num_results", NULL },
+    { "schema", "names", "name", "tool_names", "toolNames", "tools", "tool_name", "toolName", "tool",
+      NULL },
+    { "call", "name", "tool_name", "toolName", "tool", "function", "function_name", "tool_id",
+      NULL },
+    { "call", "arguments", "args", "parameters", "params", "input", "tool_input", "toolInput",
+      "inputs", "kwargs", "arguments_json", NULL },
+};
+
+/* The key of args that is `key` but for case, or NULL. */
+static const char *key_like(json_t *args, const char *key)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(args, k, v)
+        if (strcasecmp(k, key) == 0)
+            return k;
+    return NULL;
+}
+
+/* Rename an alias to its canonical key where the canonical one is not
+ * there (case aside), so a model that wrote {"tool_name": ..., "args": ...}
+ * or {"Query": ...} is understood. call_tool's arguments written flat
+ * beside its name ({"name": "x", "path": "/a"}) become its arguments. */
+static void canonical_keys(json_t *args, const char *which)
+{
+    for (size_t r = 0; r < sizeof aliases / sizeof aliases[0]; r++) {
+        if (strcmp(aliases[r][0], which) || json_object_get(args, aliases[r][1]))
+            continue;
+        for (size_t a = 1; aliases[r][a]; a++) {
+            const char *k = key_like(args, aliases[r][a]);
+            if (!k)
+                continue;
+            json_t *v = json_incref(json_object_get(args, k));
+            json_object_del(args, k);
+            json_object_set_new(args, aliases[r][1], v);
+            break;
+        }
+    }
+    if (strcmp(which, "call") || json_object_get(args, "arguments") ||
+        !json_is_string(json_object_get(args, "name")) || json_object_size(args) < 2)
+        return;
+    json_t *flat = json_deep_copy(args);
+    json_object_del(flat, "name");
+    json_object_set_new(args, "arguments", flat);
+}
+
+json_t *tg_dd_meta_parse(json_t *call, const char *which)
+{
+    json_t *args = tg_dd_parse_args(call);
+    if (args)
+        canonical_keys(args, which);
+    return args;
+}
+
 /* A meta-tool call's arguments, repaired like any tool's against the
  * meta-tool's declared parameters (R15: "[\"a\"]" where names is an array,
  * "5" where limit is an integer), so a model's slip costs no round; NULL
  * when they are not an object. which: "search", "schema" or "call". */
 static json_t *meta_args(tg_ctx *ctx, json_t *d, json_t *call, const char *which)
 {
-    json_t *args = tg_dd_parse_args(call);
+    json_t *args = tg_dd_meta_parse(call, which);
     json_t *params = json_object_get(json_object_get(d, "meta_params"), which);
     if (args && params)
         tg_repair_decode_args(ctx, params, args);
@@ -490,6 +581,33 @@ json_t *tg_dd_convert_call_tool(tg_ctx *ctx, json_t *d, json_t *call, json_t **e
             !json_object_get(out, k))
             json_object_set(out, k, v);
     free(text);
+    json_decref(args);
+    return out;
+}
+
+/* A call of a catalog tool by a case or separator variant of its name
+ * (`Docker_Logs` for `docker-logs`), made directly instead of through
+ * call_tool: converted as that call_tool call would be, when exactly one
+ * catalog tool has the name's loose form; NULL otherwise. */
+json_t *tg_dd_convert_loose_call(tg_ctx *ctx, json_t *d, json_t *call)
+{
+    json_t *fn = json_object_get(call, "function");
+    long at = lookup_loose(d, json_string_value(json_object_get(fn, "name")));
+    if (at < 0 || tg_dd_kind_of(d, tg_dd_up_name(d, at)) != K_REAL)
+        return NULL;
+    json_t *raw = json_object_get(fn, "arguments");
+    json_t *args = tg_dd_parse_args(call);
+    if (!args && (!raw || json_is_null(raw) || (json_is_string(raw) && !json_string_length(raw))))
+        args = json_object();  /* a tool without arguments */
+    if (!args)
+        return NULL;
+    json_t *wrap = json_copy(call), *err = NULL;
+    json_object_set_new(wrap, "function",
+                        json_pack("{sss{sssO}}", "name", tg_dd_meta_name(d, "call"), "arguments",
+                                  "name", tg_dd_up_name(d, at), "arguments", args));
+    json_t *out = tg_dd_convert_call_tool(ctx, d, wrap, &err);
+    json_decref(err);
+    json_decref(wrap);
     json_decref(args);
     return out;
 }

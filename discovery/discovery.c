@@ -284,19 +284,21 @@ static void classify(tg_ctx *ctx, json_t *d, json_t *msg, verdict *v)
     v->converted = json_array();
     v->answerable = json_array();
     for (size_t i = 0; i < json_array_size(calls); i++) {
-        json_t *c = json_array_get(calls, i), *err = NULL;
+        json_t *c = json_array_get(calls, i), *err = NULL, *conv;
         enum call_kind k = tg_dd_kind_of(d, json_string_value(json_object_get(
                                           json_object_get(c, "function"), "name")));
         if (k == K_REAL) {
             json_array_append(v->out_calls, c);
         } else if (k == K_CALL) {
-            json_t *conv = tg_dd_convert_call_tool(ctx, d, c, &err);
+            conv = tg_dd_convert_call_tool(ctx, d, c, &err);
             if (conv) {
                 json_array_append_new(v->converted, conv);
             } else {
                 json_decref(err);
                 json_array_append(v->answerable, c);
             }
+        } else if (k == K_UNKNOWN && (conv = tg_dd_convert_loose_call(ctx, d, c))) {
+            json_array_append_new(v->converted, conv);
         } else {
             json_array_append(v->answerable, c);
         }
@@ -494,7 +496,7 @@ json_t *tg_discovery_search_texts(const tg_ctx *ctx, json_t *completion)
                                                              "name"));
         if (tg_dd_kind_of(d, name) != K_SEARCH)
             continue;
-        json_t *args = tg_dd_parse_args(c);
+        json_t *args = tg_dd_meta_parse(c, "search");
         const char *q[QUERIES_MAX];
         size_t n = args ? tg_dd_collect_queries(args, q) : 0;
         json_t *texts = tg_disc_embed_query_texts(q, n);

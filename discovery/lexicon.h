@@ -16,7 +16,7 @@
  * shipped table holds TG_LEX_GLOSS pairs and TG_LEX_SYN1_VERB pairs (the
  * synonyms of a word's first verb sense, which a tool name's words are
  * matched by); the other synonyms and derivations did not help
- * search_tools (docs/discovery.md, "Discovery quality"); lexicon_gen.py
+ * search_tools (docs/discovery_quality.md); lexicon_gen.py
  * --flags writes them. */
 enum {
     TG_LEX_SYN1_NOUN = 1,   /* same synset, the word's first (most common) sense */

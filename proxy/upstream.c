@@ -62,8 +62,7 @@ static void sse_start(tg_req *r)
 
 /* Headers the client must not receive from us as they are: framing and
  * hop-by-hop ones (MHD writes its own), and the upstream's request id
- * (ours goes out). Looked up by the name's length first: a response's
- * ten headers took 110 string compares. */
+ * (ours goes out). Looked up by the name's length and first letter. */
 static bool header_held_back(const char *line, size_t n)
 {
     static const struct {
@@ -81,7 +80,8 @@ static bool header_held_back(const char *line, size_t n)
         return false;
     size_t k = (size_t)(colon - line);
     for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
-        if (held[i].len == k && !strncasecmp(line, held[i].name, k))
+        if (held[i].len == k && held[i].name[0] == (line[0] | 0x20) &&
+            !strncasecmp(line, held[i].name, k))
             return true;
     return false;
 }
@@ -168,7 +168,7 @@ static size_t on_upstream_header(char *line, size_t size, size_t nitems, void *u
 {
     tg_req *r = ud;
     size_t n = size * nitems;
-    if (n >= 5 && !strncmp(line, "HTTP/", 5)) {
+    if (n >= 5 && !memcmp(line, "HTTP/", 5)) {
         const char *sp = memchr(line, ' ', n);
         r->up.status = sp ? strtol(sp + 1, NULL, 10) : 0;
         tg_header_list_free(&r->up.hdrs);
@@ -988,11 +988,14 @@ static void round_refused(tg_req *r)
 /* An upstream error answer, with the upstream's status (or `status` for a
  * 2xx that carried no answer): relayed as it came when OpenAI-shaped, else
  * rewritten into that shape with the provider's message kept, so that
- * every client shows it. */
-static void relay_upstream_error(tg_req *r, int status)
+ * every client shows it; `err`, when the response stages made the error
+ * (tg_repair_response: no choice, a failed generation), is what goes. */
+static void relay_upstream_error(tg_req *r, int status, const json_t *err)
 {
     size_t len = r->up.resp.len, n = 0;
-    char *norm = tg_upstream_error_body(r->up.resp.data, len, r->up.status, &n);
+    char *norm = err ? tg_json_dumps(err)
+                     : tg_upstream_error_body(r->up.resp.data, len, r->up.status, &n);
+    n = err && norm ? strlen(norm) : n;
     if (!norm) {
         set_answer(r, status, tg_buf_steal(&r->up.resp, &len), len, true);
         return;
@@ -1031,7 +1034,7 @@ static void round_answered_whole(tg_req *r)
     if (r->state == RQ_READY && !r->stream.out.len && !r->stream.chat_out.len) {
         /* the client has had nothing, not even the status line */
         r->stream.is_sse = false;
-        relay_upstream_error(r, r->up.status >= 400 ? (int)r->up.status : 502);
+        relay_upstream_error(r, r->up.status >= 400 ? (int)r->up.status : 502, NULL);
         req_resume(r);
         return;
     }
@@ -1103,7 +1106,7 @@ static void finish_whole(tg_req *r)
         json_decref(err);
         if (r->ctx.stats.discovery_rounds)  /* a round toolgate built was refused */
             round_refused(r);
-        relay_upstream_error(r, (int)r->up.status);
+        relay_upstream_error(r, (int)r->up.status, NULL);
         return;
     }
     if (!r->ctx.stream)
@@ -1120,17 +1123,9 @@ static void finish_whole(tg_req *r)
         set_answer(r, (int)r->up.status, tg_buf_steal(&r->up.resp, &len), len, true);
         return;
     }
-    json_t *resp = tg_json_load_answer(r->up.resp.data ? r->up.resp.data : "", len);
-    if (!json_is_object(resp)) {
-        /* a success status over an error ([{"error": ...}]) or garbage:
-         * what the provider said, as an error the agent can read */
-        json_decref(resp);
-        relay_upstream_error(r, 502);
-        return;
-    }
-    json_t *next = NULL;
+    json_t *next = NULL, *resp = tg_json_load_answer(r->up.resp.data ? r->up.resp.data : "", len);
     unsigned repairs = r->ctx.stats.repairs, failures = r->ctx.stats.repair_failures;
-    if (tg_pipeline_response(resp, &r->ctx, &next) == 1 && next) {
+    if (json_is_object(resp) && tg_pipeline_response(resp, &r->ctx, &next) == 1 && next) {
         json_decref(resp);
         up_body_free(r);
         tg_json_dump(next, &r->up.body);
@@ -1139,6 +1134,12 @@ static void finish_whole(tg_req *r)
             return;
         set_error(r, 502, "upstream_error", "upstream_unreachable", NULL,
                   "could not start the next discovery round");
+        return;
+    }
+    if (!json_is_object(resp) || json_is_object(json_object_get(resp, "error"))) {
+        /* a 2xx over an error, garbage, or no answer (tg_repair_response) */
+        relay_upstream_error(r, 502, json_is_object(resp) ? resp : NULL);
+        json_decref(resp);
         return;
     }
     if (make_stream) {

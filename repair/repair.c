@@ -429,7 +429,29 @@ static const char *const finish_words[][2] = {
     {"tool_call", "tool_calls"},
     {"error_toxic", "content_filter"},
     {"error_limit", "length"},
+    /* Zhipu's (z.ai's) documented words beside OpenAI's: a safety
+     * interception (pydantic/pydantic-ai#7678, BerriAI/litellm#24373) */
+    {"sensitive", "content_filter"},
 };
+
+/* Words that say the generation failed rather than ended: the answer is
+ * cut, not finished, so the agent gets an error (R26), never a finish its
+ * client would take for a whole answer. Mistral's "error"
+ * (mistralai/client-python#74), Zhipu's "network_error" (inference
+ * interrupted, pydantic/pydantic-ai#7678, BerriAI/litellm#23386), vLLM's
+ * "abort" (an engine abort: scale-down, shutdown, sleep;
+ * vllm-project/vllm#57082) and DeepSeek's "insufficient_system_resource"
+ * (its API reference's finish_reason enum). */
+static const char *const failed_words[] = {"error", "network_error", "abort",
+                                           "insufficient_system_resource"};
+
+bool tg_rr_finish_failed(const char *f)
+{
+    for (size_t i = 0; f && i < sizeof failed_words / sizeof *failed_words; i++)
+        if (!strcasecmp(f, failed_words[i]))
+            return true;
+    return false;
+}
 
 /* OpenAI's own words, the form a typed client accepts. */
 static const char *const openai_finish[] = {"stop", "length", "tool_calls", "content_filter",
@@ -781,6 +803,73 @@ static int recover_tool_use_failed(json_t *resp, tg_ctx *ctx)
     return TG_REPAIR_NOW_SUCCESS;
 }
 
+/* A counter of usage u, or -1 when absent, null or not a number. */
+static json_int_t counter(const json_t *u, const char *key)
+{
+    const json_t *v = json_object_get(u, key);
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    return json_is_real(v) && json_real_value(v) >= 0 ? (json_int_t)json_real_value(v) : -1;
+}
+
+int tg_rr_usage_shape(json_t *holder)
+{
+    json_t *u = json_object_get(holder, "usage");
+    if (!json_is_object(u))
+        return 0;
+    json_int_t p = counter(u, "prompt_tokens"), c = counter(u, "completion_tokens"),
+               t = counter(u, "total_tokens");
+    if (p < 0 && c < 0 && t < 0) {  /* "usage": {} (MiniMax, zed-industries/zed#42893) */
+        json_object_del(holder, "usage");
+        return 1;
+    }
+    if (p >= 0 && c >= 0 && t >= 0 && json_is_integer(json_object_get(u, "prompt_tokens")) &&
+        json_is_integer(json_object_get(u, "completion_tokens")) &&
+        json_is_integer(json_object_get(u, "total_tokens")))
+        return 0;
+    /* a counter left out is what the others imply (total = prompt +
+     * completion), never below 0: typed clients require all three
+     * (router-for-me/CLIProxyAPI#4498, vercel/ai#2763) */
+    if (c < 0)
+        c = p >= 0 && t > p ? t - p : 0;
+    if (p < 0)
+        p = t > c ? t - c : 0;
+    if (t < 0)
+        t = p + c;
+    json_object_set_new(u, "prompt_tokens", json_integer(p));
+    json_object_set_new(u, "completion_tokens", json_integer(c));
+    json_object_set_new(u, "total_tokens", json_integer(t));
+    return 1;
+}
+
+/* A whole answer that holds no answer becomes an error in OpenAI's shape
+ * (the proxy sends it with 502, the bridges in their API's shape), the
+ * provider's body kept beside it: the agent sees a failure to retry rather
+ * than a cut or empty turn it would take for a whole one. */
+static void answer_to_error(json_t *resp, const char *code, json_t *msg)
+{
+    json_t *provider = json_deep_copy(resp);
+    json_object_clear(resp);
+    json_object_set_new(resp, "error",
+                        json_pack("{s:o, s:s, s:n, s:s, s:o}", "message", msg, "type",
+                                  "upstream_error", "param", "code", code, "provider_answer",
+                                  provider));
+}
+
+/* R26 on a whole answer: the first choice whose finish_reason says the
+ * generation failed (tg_rr_finish_failed), or NULL. */
+static const char *failed_finish(const json_t *choices)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(choices, i, c) {
+        const char *f = json_string_value(json_object_get(c, "finish_reason"));
+        if (tg_rr_finish_failed(f))
+            return f;
+    }
+    return NULL;
+}
+
 int tg_repair_response(json_t *resp, tg_ctx *ctx)
 {
     if (!json_is_object(resp) || !ctx)
@@ -788,6 +877,27 @@ int tg_repair_response(json_t *resp, tg_ctx *ctx)
     if (json_is_object(json_object_get(resp, "error")))
         return recover_tool_use_failed(resp, ctx);
     json_t *choices = json_object_get(resp, "choices");
+    if (!json_is_array(choices) && tg_rr_on(ctx, TG_RR_FINISH)) {
+        /* "choices": null (MiniMax through a gateway, CherryHQ/cherry-studio#11287)
+         * or none: a success status without a chat completion (section 8) */
+        tg_rr_note_other(ctx, "section 8", "choices", choices, NULL);
+        answer_to_error(resp, "bad_upstream_response",
+                        json_string(choices ? "upstream answered without a chat completion: "
+                                              "choices is not a list"
+                                            : "upstream answered without a chat completion: "
+                                              "no choices"));
+        return 0;
+    }
+    const char *failed = tg_rr_on(ctx, TG_RR_FINISH) ? failed_finish(choices) : NULL;
+    if (failed) {
+        tg_rr_note(ctx, TG_R26, "finish_reason", NULL, NULL);
+        answer_to_error(resp, "upstream_finish_error",
+                        json_sprintf("upstream ended the answer with finish_reason \"%.40s\"",
+                                     failed));
+        return 0;
+    }
+    if (tg_rr_usage_shape(resp))
+        tg_rr_note(ctx, TG_R22, "usage", NULL, NULL);
     const char *rid = json_string_value(json_object_get(resp, "id"));
     size_t i;
     json_t *c;
@@ -947,6 +1057,29 @@ static bool plain_scan(const char *d, const char *e)
     }
 }
 
+/* R22 on the shortcut: usage, when an object, names OpenAI's three
+ * counters with a number each (the first usage key: a whole answer has
+ * one); anything else goes to the parse (tg_rr_usage_shape). */
+bool tg_rr_usage_counters(const char *v, const char *e)
+{
+    static const char *const keys[] = {"\"prompt_tokens\"", "\"completion_tokens\"",
+                                       "\"total_tokens\""};
+    for (size_t k = 0; k < 3; k++) {
+        const char *p = tg_rr_find(v, e, keys[k]);
+        const char *x = p ? value_after(p + strlen(keys[k]), e) : e;
+        if (x >= e || !isdigit((unsigned char)*x))
+            return false;
+    }
+    return true;
+}
+
+static bool usage_plain(const char *d, const char *e)
+{
+    const char *u = tg_rr_find(d, e, "\"usage\"");
+    const char *v = u ? value_after(u + 7, e) : e;
+    return v >= e || *v != '{' || tg_rr_usage_counters(v, e);
+}
+
 /* R10 on the shortcut: every choice ends with one of OpenAI's own words
  * (tool_calls and function_call already send the answer to the parse).
  * An answer with a choice without finish_reason, or with another word
@@ -968,7 +1101,10 @@ bool tg_repair_finish_plain(const char *d, size_t n)
     }
     for (const char *p = tg_rr_find(d, e, "\"message\""); p; p = tg_rr_find(p + 9, e, "\"message\""))
         msgs++;
-    return fins >= msgs;
+    /* choices not a list (null, or none at all): the parse says what it is */
+    const char *c = tg_rr_find(d, e, "\"choices\"");
+    const char *cv = c ? value_after(c + 9, e) : e;
+    return cv < e && *cv == '[' && fins >= msgs && usage_plain(d, e);
 }
 
 bool tg_repair_surely_plain(const tg_ctx *ctx, const char *d, size_t n)

@@ -96,12 +96,15 @@ void tg_stream_clock(tg_stream *s, uint64_t now_us);
  * call's first chunk so written (byte for byte the same on any input);
  * TG_SCAN_HELD: a held call's argument fragments
  * (byte for byte the same on any input); TG_SCAN_HELD_END: a finish that
- * releases held calls, the calls written from the scan (the same). */
+ * releases held calls, the calls written from the scan (the same);
+ * TG_SCAN_RUN: of a live or held call's fragments, one of the same shape
+ * as the one just taken, taken without the checks again (the same). */
 #define TG_SCAN_ARGS 1u
 #define TG_SCAN_PLAIN 2u
 #define TG_SCAN_EVENT 4u
 #define TG_SCAN_HELD 8u
 #define TG_SCAN_HELD_END 16u
+#define TG_SCAN_RUN 32u
 void tg_stream_no_scan(tg_stream *s, unsigned which);
 /* Upstream ended. transport_error: the transfer broke (reset, timeout).
  * Flushes what is held back; a stream that never finished becomes an error

@@ -34,6 +34,17 @@ const char *tg_rr_finish(tg_ctx *ctx, const char *f, size_t ncalls);
 /* f's OpenAI word when f is a known foreign one ("eos" -> "stop",
  * "model_length" -> "length"), else f itself. */
 const char *tg_rr_finish_word(const char *f);
+/* f says the generation failed (Mistral's "error", Zhipu's "network_error",
+ * vLLM's "abort", DeepSeek's "insufficient_system_resource"): R26's error,
+ * streamed and whole. */
+bool tg_rr_finish_failed(const char *f);
+/* R22: holder's usage in OpenAI's shape, the three counters integers (a
+ * missing one is what the others imply), or gone when it names none
+ * ("usage": {}). 1 when changed. */
+int tg_rr_usage_shape(json_t *holder);
+/* The bytes from v (a usage object's '{') to e name OpenAI's three
+ * counters, each with a number: R22's byte check on the shortcuts. */
+bool tg_rr_usage_counters(const char *v, const char *e);
 /* Content written for a rewritten response_format schema, restored to the
  * agent's schema: a new string, or NULL (unparsable, or nothing to undo). */
 json_t *tg_rr_structured_content(tg_ctx *ctx, const char *text, size_t n);

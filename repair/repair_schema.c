@@ -218,7 +218,7 @@ static int decode_nested(tg_ctx *ctx, const json_t *root, json_t *v, const json_
 static const json_t *params_peek(const tg_ctx *ctx, const char *agent_name)
 {
     const json_t *tool = tg_rr_tool_peek(ctx, agent_name);
-    return json_object_get(json_object_get(tool, "function"), "parameters");
+    return tg_json_get(tg_json_get(tool, "function"), "parameters");
 }
 
 int tg_rr_decode_values(tg_ctx *ctx, const char *agent_name, json_t *args)

@@ -94,6 +94,15 @@
 
 #define TG_KEEPALIVE_MS 3000
 
+/* The monotonic clock in microseconds (the proxy's tg_stream_clock is
+ * the same clock). */
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 /* --- content -------------------------------------------------------------- */
 
 /* The held text is a complete open tag waiting for its closer: every
@@ -498,10 +507,13 @@ static void finish_choice(tg_stream *s, schoice *c, const char *f, bool with_cal
 {
     if (c->finished)  /* said again (a relay's "stop" after every chunk): once is enough */
         return;
-    if (!strcmp(f, "error")) {  /* Mistral's failed generation (mistralai/client-python#74):
-                                 * the choice stays unfinished, the end is R26's error */
+    if (tg_rr_finish_failed(f)) {  /* a failed generation (Mistral's "error", vLLM's
+                                    * "abort", ...): the choice stays unfinished, the
+                                    * end is R26's error */
         s->fail_code = "upstream_finish_error";
-        s->fail_msg = "upstream ended the answer with finish_reason \"error\"";
+        snprintf(s->fail_buf, sizeof s->fail_buf,
+                 "upstream ended the answer with finish_reason \"%.40s\"", f);
+        s->fail_msg = s->fail_buf;
         return;
     }
     if (has_open_call(c, !strcmp(f, "stop"))) {
@@ -579,6 +591,8 @@ static void do_choice(tg_stream *s, const json_t *ch, json_t *events)
     json_object_del(delta, "tool_calls");
     json_t *text_calls = json_array();
     fix_delta(s, c, delta, tcs != NULL, text_calls);
+    if (c->live_open >= 0 && !c->after)  /* made when first needed: most choices never wait */
+        c->after = json_array();
     queue_rest(s, c, ch, delta, c->live_open >= 0 ? c->after : events);
     json_decref(delta);
 
@@ -684,7 +698,7 @@ tg_stream *tg_stream_new(tg_ctx *ctx)
     s->ctx = ctx;
     s->r12 = tg_rr_text_calls_on(ctx);
     s->keep_content = ctx->intercept != NULL;
-    clock_gettime(CLOCK_MONOTONIC, &s->last_out);
+    s->last_out_us = mono_us();
     s->keepalive_ms = TG_KEEPALIVE_MS;
     return s;
 }
@@ -915,16 +929,16 @@ static int check_chunk(json_t *chunk)
 {
     if (!json_is_object(chunk))
         return -1;
+    int bad = tg_rr_usage_shape(chunk);  /* R22: OpenAI's usage shape */
     json_t *choices = json_object_get(chunk, "choices");
     if (!choices)
-        return 0;
+        return bad;
     if (json_is_null(choices)) {
         json_object_set_new(chunk, "choices", json_array());
         return 1;
     }
     if (!json_is_array(choices))
         return -1;
-    int bad = 0;
     size_t kept = 0;  /* the choices kept move down (tg_json_array_cut) */
     for (size_t i = 0; i < json_array_size(choices); i++) {
         json_t *ch = json_array_get(choices, i);
@@ -955,11 +969,12 @@ static int check_chunk(json_t *chunk)
         }
     }
     tg_json_array_cut(choices, kept);
-    return bad;
+    return bad + tg_rr_usage_shape(chunk);  /* a choice's, moved up */
 }
 
 void tg_stream_fail(tg_stream *s, const char *code, const char *msg, tg_buf *out)
 {
+    s->run = 0;
     if (s->done)
         return;
     send_released(s, out);
@@ -976,6 +991,8 @@ void tg_stream_fail(tg_stream *s, const char *code, const char *msg, tg_buf *out
 
 static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
+    unsigned run = s->run;  /* only the fragments' scans set it again */
+    s->run = 0;
     if (len == 6 && !memcmp(data, "[DONE]", 6)) {
         if (!s->finished)
             infer_call_finishes(s);
@@ -988,10 +1005,11 @@ static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out
         }
         return;
     }
-    if (!(s->no_scan & TG_SCAN_ARGS) && s->live_open && tg_rs_live_fragment(s, data, len, out))
+    if (!(s->no_scan & TG_SCAN_ARGS) && s->live_open &&
+        tg_rs_live_fragment(s, data, len, out, run))
         return;
     if (!(s->no_scan & TG_SCAN_HELD) && !s->live_open && s->nch &&
-        tg_rs_held_fragment(s, data, len))
+        tg_rs_held_fragment(s, data, len, run))
         return;
     if (!(s->no_scan & TG_SCAN_PLAIN) && tg_rs_surely_plain(s, data, len)) {
         for (size_t i = 0; i < s->nch; i++)
@@ -1039,30 +1057,25 @@ static void stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out
     json_decref(chunk);
 }
 
-static long ms_since(const struct timespec *then, const struct timespec *now)
-{
-    return (long)(now->tv_sec - then->tv_sec) * 1000 + (now->tv_nsec - then->tv_nsec) / 1000000;
-}
-
 /* An event that gave the agent nothing (a held call, held markup, a
  * discovery round) still shows the connection is alive, at most every
- * TG_KEEPALIVE_MS: an SSE comment, which every client ignores. */
+ * TG_KEEPALIVE_MS: an SSE comment, which every client ignores. The time is
+ * the caller's (tg_stream_clock) in microseconds, compared as such: no
+ * conversion an event. */
 void tg_stream_event(tg_stream *s, const char *data, size_t len, tg_buf *out)
 {
     if (s->done)
         return;
     size_t before = out->len;
     stream_event(s, data, len, out);
-    struct timespec now;
-    if (s->clock_us)
-        now = (struct timespec){.tv_sec = (time_t)(s->clock_us / 1000000u),
-                                .tv_nsec = (long)(s->clock_us % 1000000u) * 1000};
-    else
-        clock_gettime(CLOCK_MONOTONIC, &now);
-    if (out->len == before && !s->done && ms_since(&s->last_out, &now) >= s->keepalive_ms)
-        tg_buf_puts(out, ": keepalive\n\n");
+    uint64_t now = s->clock_us ? s->clock_us : mono_us();
     if (out->len != before)
-        s->last_out = now;
+        s->last_out_us = now;
+    else if (!s->done && now >= s->last_out_us &&
+             now - s->last_out_us >= (uint64_t)s->keepalive_ms * 1000u) {
+        tg_buf_puts(out, ": keepalive\n\n");
+        s->last_out_us = now;
+    }
 }
 
 /* The round's assistant message for the discovery hooks (upstream names). */
@@ -1135,6 +1148,7 @@ json_t *tg_stream_round_message(tg_stream *s)
 
 int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next_body)
 {
+    s->run = 0;
     *next_body = NULL;
     if (s->done)
         return 0;
@@ -1190,6 +1204,7 @@ int tg_stream_end(tg_stream *s, bool transport_error, tg_buf *out, json_t **next
 void tg_stream_round_refused(tg_stream *s, long status, const char *body, size_t len,
                              tg_buf *out)
 {
+    s->run = 0;
     if (s->done)
         return;
     size_t n = 0;

@@ -10,11 +10,13 @@
 /* A parsed chunk that is a live call's plain argument fragment. */
 bool tg_rs_relay_raw(tg_stream *s, const json_t *chunk, const char *raw, size_t len,
                      tg_buf *out);
-/* The same judged on a scan of the event's bytes (no parse). */
-bool tg_rs_live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *out);
+/* The same judged on a scan of the event's bytes (no parse). run: s->run
+ * as it was before this event (the caller clears it for every event). */
+bool tg_rs_live_fragment(tg_stream *s, const char *data, size_t len, tg_buf *out,
+                         unsigned run);
 /* A held call's plain argument fragment, on the same scan: its arguments
- * are kept and nothing goes out (out is not touched). */
-bool tg_rs_held_fragment(tg_stream *s, const char *data, size_t len);
+ * are kept and nothing goes out (out is not touched). run: as above. */
+bool tg_rs_held_fragment(tg_stream *s, const char *data, size_t len, unsigned run);
 /* A call's first chunk or a finish that no rule changes, on a scan. */
 bool tg_rs_relay_event(tg_stream *s, const char *data, size_t len, tg_buf *out);
 /* A chunk surely without anything to repair: a cheap, conservative test

@@ -121,7 +121,6 @@ schoice *tg_rs_choice_add(tg_stream *s, long index, const char *resp_id)
     c->at_start = true;
     c->any_sent = s->raw_sent;
     c->ids = json_object();
-    c->after = json_array();
     c->seed = tg_rr_seed(resp_id, index);
     return c;
 }

@@ -74,7 +74,7 @@ typedef struct schoice {
     json_t *after;    /* chunks (text, reasoning) that came while it was
                          open: they follow it, so a call's fragments are
                          never split by other output (the bridges need
-                         items one after the other) */
+                         items one after the other); NULL until one does */
 } schoice;
 
 struct tg_stream {
@@ -109,10 +109,11 @@ struct tg_stream {
     char *live_name;      /* the tool tg_rs_tool_is_live answered last, */
     bool live_last;       /* its answer (most streams call one tool), */
     json_t *live_tools;   /* and the others': {upstream name: true|false} */
-    struct timespec last_out;  /* when the agent last got bytes */
+    uint64_t last_out_us;      /* when the agent last got bytes (monotonic µs) */
     uint64_t clock_us;         /* tg_stream_clock's time, 0: read the clock */
     long keepalive_ms;    /* TG_KEEPALIVE_MS, or what tg_stream_set_keepalive set */
     const char *fail_code, *fail_msg;  /* tg_stream_fail's, for send_truncated */
+    char fail_buf[96];                 /* fail_msg naming a failed finish's word */
     unsigned no_scan;     /* tests: TG_SCAN_* fast paths turned off */
     tg_buf scratch;       /* tg_rs_live_fragment's decoded arguments, reused */
     /* tg_rs_live_fragment's shape: the last event it took after a full scan,
@@ -123,7 +124,17 @@ struct tg_stream {
     size_t shape_head;
     long shape_choice, shape_index;
     bool shape_ok;
+    /* The event before was an argument fragment that tg_rs_live_fragment
+     * (TG_RUN_LIVE) or tg_rs_held_fragment (TG_RUN_HELD) took, in the kept
+     * shape, for choice s->ch[run_ch]'s live or current call: nothing has
+     * run on the stream since (every other way clears it), so a fragment of
+     * the same shape belongs to that call as well. */
+    unsigned char run;
+    size_t run_ch;
 };
+
+#define TG_RUN_LIVE 1
+#define TG_RUN_HELD 2
 
 /* --- output (stream_state.c) ---------------------------------------------- */
 

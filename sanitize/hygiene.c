@@ -172,9 +172,9 @@ static const rename_rule mistral_renames[] = {
  * known to break: bookkeeping, foreign tool_calls fields, bad arguments. */
 #define MR_LENIENT                                                             \
     (TG_MR_BOOKKEEPING | TG_MR_CALL_EXTRAS | TG_MR_FIX_CALLS | TG_MR_PAIR_CALLS |  \
-     TG_MR_LEGACY_FUNCS)
+     TG_MR_LEGACY_FUNCS | TG_MR_TOOL_MEDIA | TG_MR_PDF_TEXT)
 /* OpenAI itself still serves the legacy function-calling turns. */
-#define MR_OPENAI (MR_LENIENT & ~TG_MR_LEGACY_FUNCS)
+#define MR_OPENAI (MR_LENIENT & ~(TG_MR_LEGACY_FUNCS | TG_MR_PDF_TEXT))
 #define MR_STRICT                                                              \
     (MR_LENIENT | TG_MR_ALLOWLIST | TG_MR_CALL_SHAPE | TG_MR_DROP_CACHE |      \
      TG_MR_FIX_CONTENT | TG_MR_TOP_LEVEL)
@@ -192,17 +192,20 @@ static const rename_rule mistral_renames[] = {
  * the same thought signatures (R19) and top-level set (section 6, Vertex) */
 #define MSG_GEMINI                                                                          \
     {MR_LENIENT | TG_MR_KEEP_SIGNATURE | TG_MR_FILL_SIGNATURE | TG_MR_DROP_REASONING |      \
-         TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL | TG_MR_SYSTEM_FIRST | TG_MR_FIX_CONTENT,       \
+         TG_MR_DROP_CACHE | TG_MR_TOP_LEVEL | TG_MR_SYSTEM_FIRST | TG_MR_FIX_CONTENT |      \
+         TG_MR_NULL_KEYS,                                                                   \
      NULL, "section 4.2", gemini_top, NULL, NULL, "rule 36"}
 #define MSG_ANTHROPIC                                                                       \
-    {MR_LENIENT | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT | TG_MR_DROP_EMPTY, NULL,          \
+    {(MR_LENIENT & ~TG_MR_PDF_TEXT) | TG_MR_ANTHROPIC_IDS | TG_MR_EMPTY_TEXT |             \
+         TG_MR_DROP_EMPTY, NULL,                                                            \
      "section 4 anthropic", NULL, NULL, NULL, NULL}
 #define MSG_MISTRAL                                                                         \
     {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_MISTRAL_IDS | TG_MR_ROLE_ORDER | TG_MR_DROP_EMPTY | \
          TG_MR_DEVELOPER_ROLE | TG_MR_SYSTEM_FIRST,                                         \
      tg_hy_mistral_roles, "rule 43", mistral_top, NULL, mistral_renames, "section 4 mistral"}
 #define MSG_GROQ                                                                            \
-    {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS | TG_MR_STRING_CONTENT,           \
+    {MR_STRICT | TG_MR_DROP_NULLS | TG_MR_JSON_MODE_TOOLS | TG_MR_STRING_CONTENT |          \
+         TG_MR_EFFORT_TOP | TG_MR_EFFORT_FLOOR,                                             \
      tg_hy_groq_roles, "rule 47", groq_top, NULL, NULL, "rule 49"}
 #define MSG_FIREWORKS                                                                       \
     {MR_STRICT, tg_hy_openai_roles, "rule 47", NULL, fireworks_deny, NULL, "section 4 fireworks"}
@@ -212,7 +215,7 @@ static const rename_rule mistral_renames[] = {
 /* Rule 78 on DeepSeek: its thinking models refuse a forced tool_choice. */
 #define MSG_DEEPSEEK                                                                        \
     {MR_LENIENT | TG_MR_KEEP_REASONING | TG_MR_FIX_CONTENT | TG_MR_STRING_CONTENT |         \
-         TG_MR_THINKING_CHOICE | TG_MR_TEXT_ONLY,                                           \
+         TG_MR_THINKING_CHOICE | TG_MR_TEXT_ONLY | TG_MR_SCHEMA_AS_OBJECT,                  \
      NULL, "rule 52", NULL, NULL, NULL, NULL}
 #define MSG_LENIENT {MR_LENIENT | TG_MR_FIX_CONTENT, NULL, "section 4.1", NULL, NULL, NULL, NULL}
 #define MSG_XAI                                                                             \
@@ -248,7 +251,7 @@ static const dialect_row presets[TG_D_COUNT] = {TG_DIALECTS(ROW)};
 static const tg_rule_name conf_rules[] = {
     {"strip_unknown", TG_MR_ALLOWLIST | TG_MR_CALL_SHAPE},
     {"bookkeeping", TG_MR_BOOKKEEPING | TG_MR_CALL_EXTRAS},
-    {"drop_nulls", TG_MR_DROP_NULLS},
+    {"drop_nulls", TG_MR_DROP_NULLS | TG_MR_NULL_KEYS},
     {"drop_reasoning", TG_MR_DROP_REASONING},
     {"keep_reasoning", TG_MR_KEEP_REASONING},
     {"keep_signatures", TG_MR_KEEP_SIGNATURE},
@@ -281,6 +284,10 @@ static const tg_rule_name conf_rules[] = {
     {"name_user_only", TG_MR_NAME_USER_ONLY},
     {"empty_turns", TG_MR_EMPTY_TURNS},
     {"effort_top", TG_MR_EFFORT_TOP},
+    {"tool_media", TG_MR_TOOL_MEDIA},
+    {"schema_as_object", TG_MR_SCHEMA_AS_OBJECT},
+    {"effort_floor", TG_MR_EFFORT_FLOOR},
+    {"pdf_text", TG_MR_PDF_TEXT},
 };
 static const tg_rule_section section = {"messages", conf_rules,
                                         sizeof conf_rules / sizeof *conf_rules, NULL};
@@ -389,6 +396,11 @@ static bool xai_effort_refused(const char *model)
         return false;
     if (strstr(g, "grok-3-mini"))
         return false;
+    /* an id that names its reasoning mode picks it by itself, a dotted
+     * release too: "Model grok-4.20-0309-reasoning does not support
+     * parameter reasoningEffort." (chenyme/grok2api#814) */
+    if (strstr(g, "reasoning"))
+        return true;
     const char *four = strstr(g, "grok-4.");
     if (!four || four[7] < '0' || four[7] > '9')
         return true;
@@ -457,11 +469,57 @@ static void thinking_choice(walk *w, json_t *body)
 static void effort_top(walk *w, json_t *body)
 {
     const char *e = json_string_value(tg_json_get(body, "reasoning_effort"));
-    if (!e || (strcmp(e, "xhigh") && strcmp(e, "max")))
+    const char *model = json_string_value(tg_json_get(body, "model"));
+    /* rule 98: gpt-oss on Groq takes low, medium and high only ("none"
+     * fails validation, DataTalksClub/llm-zoomcamp#184): OpenAI's levels
+     * below low go as low */
+    bool floor = (w->f & TG_MR_EFFORT_FLOOR) && model && strstr(model, "gpt-oss") && e &&
+                 (!strcmp(e, "none") || !strcmp(e, "minimal"));
+    if (!e || (!floor && strcmp(e, "xhigh") && strcmp(e, "max")))
         return;
     tg_ctx_translated(w->ctx, "reasoning_effort", e);
     /* last: `e` lives in the value this replaces */
-    rebuild_key(w, body, "reasoning_effort", json_string("high"), "effort-above-high", "rule 91");
+    if (floor)
+        rebuild_key(w, body, "reasoning_effort", json_string("low"), "effort-below-low", "rule 98");
+    else
+        rebuild_key(w, body, "reasoning_effort", json_string("high"), "effort-above-high",
+                    "rule 91");
+}
+
+/* Rule 97: DeepSeek's response_format is text or json_object ("This
+ * response_format type is unavailable now", llm-exe/llm-exe#662): a
+ * json_schema goes as json_object, and its schema, which the model then
+ * follows only by being told, joins the leading system turn (the word
+ * JSON that DeepSeek's JSON mode wants in the prompt comes with it). */
+static void schema_as_object(walk *w, json_t *body)
+{
+    json_t *rf = tg_json_get(body, "response_format");
+    const char *t = json_string_value(tg_json_get(rf, "type"));
+    if (!t || strcmp(t, "json_schema"))
+        return;
+    json_t *schema = tg_json_get(tg_json_get(rf, "json_schema"), "schema");
+    char *text = json_is_object(schema) ? tg_json_dumps(schema) : NULL;
+    tg_buf b = {0};
+    tg_buf_printf(&b, "Answer with one JSON object%s%s", text ? " that matches this JSON Schema: " : ".",
+                  text ? text : "");
+    free(text);
+    json_t *msgs = tg_json_get(body, "messages");
+    json_t *first = json_array_get(msgs, 0);
+    json_t *c = tg_json_get(first, "content");
+    const char *who = json_string_value(tg_json_get(first, "role"));
+    if (who && !strcmp(who, "system") && json_is_string(c)) {
+        json_t *now = json_sprintf("%s\n\n%s", json_string_value(c), b.data);
+        note(w, "/messages/0/content", "json-schema-in-system", "rule 97", c, now);
+        json_object_set_new(first, "content", now);
+    } else if (json_is_array(msgs)) {
+        json_t *sys = json_pack("{s:s, s:s}", "role", "system", "content", b.data);
+        note(w, "/messages/0", "json-schema-in-system", "rule 97", NULL, sys);
+        json_array_insert_new(msgs, 0, sys);
+    }
+    tg_buf_free(&b);
+    tg_ctx_translated(w->ctx, "response_format", "json_object, the schema in the system turn");
+    rebuild_key(w, body, "response_format", json_pack("{s:s}", "type", "json_object"),
+                "json-schema-as-object", "rule 97");
 }
 
 /* Why a top-level key goes (NULL: it stays); *ref gets the rule. */
@@ -518,8 +576,10 @@ static void clean_top(walk *w, json_t *body)
         completion_tokens(w, body);
     if (w->f & TG_MR_THINKING_CHOICE)
         thinking_choice(w, body);
-    if (w->f & TG_MR_EFFORT_TOP)
+    if (w->f & (TG_MR_EFFORT_TOP | TG_MR_EFFORT_FLOOR))
         effort_top(w, body);
+    if (w->f & TG_MR_SCHEMA_AS_OBJECT)
+        schema_as_object(w, body);
     json_object_foreach_safe(body, tmp, key, val) {
         if (is_marker(w, key))
             drop_key(w, body, key, val, "marker", "section 4.1");
@@ -535,7 +595,7 @@ static void clean_top(walk *w, json_t *body)
             drop_param(w, body, key, val, "drop-params", "route drop_params");
         else if ((top || !strcmp(key, "tool_choice")) && (why = top_verdict(w, body, key, val, &ref)))
             drop_param(w, body, key, val, why, ref);
-        else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
+        else if (tg_hy_drop_null(w, key, val))
             drop_key(w, body, key, val, "null-key", tg_hy_null_rule(w));
     }
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bridge/bridge.h"
+#include "core/alloc.h"
 #include "core/ctx.h"
 #include "core/jsonio.h"
 #include "sanitize/hygiene_history.h"
@@ -352,12 +354,95 @@ static json_t *rebuilding(json_t **out, json_t *msgs, size_t i)
     return *out;
 }
 
+/* Rule 96: a chat tool message holds text (OpenAI's tool message content is
+ * a string or text parts; vLLM: "tool message content only supports text
+ * content", vllm-project/vllm#43203): an image or file part of a tool turn
+ * moves to media, for a user turn after the tool turns, and a note in the
+ * tool turn says where it went, as the Responses bridge does with Codex's
+ * view_image (tg_bridge_tool_media). */
+static void tool_media_out(walk *w, json_t *msg, json_t *media)
+{
+    json_t *c = tg_json_get(msg, "content");
+    if (!json_is_array(c))
+        return;
+    bool other = false;
+    size_t j;
+    json_t *part;
+    json_array_foreach(c, j, part) {
+        const char *t = json_string_value(tg_json_get(part, "type"));
+        other |= !t || strcmp(t, "text");
+    }
+    if (!other)
+        return;
+    const char *id = json_string_value(tg_json_get(msg, "tool_call_id"));
+    tg_buf text = {0};
+    size_t n_text = 0;
+    json_array_foreach(c, j, part) {
+        const char *t = json_string_value(tg_json_get(part, "type"));
+        json_t *tx = tg_json_get(part, "text");
+        if (t && !strcmp(t, "text")) {
+            if (json_is_string(tx) && n_text++)
+                tg_buf_puts(&text, "\n\n");
+            if (json_is_string(tx))
+                tg_buf_append(&text, json_string_value(tx), json_string_length(tx));
+        } else if (json_is_object(part)) {
+            tg_bridge_tool_media(media, id, json_incref(part), &text, &n_text);
+        }
+    }
+    rebuild_key(w, msg, "content", json_stringn(text.data ? text.data : "", text.len),
+                "tool-media-to-user", "rule 96");
+    tg_buf_free(&text);
+    tg_ctx_translated(w->ctx, "tool result media", "in a user turn");
+}
+
+/* The notes of media[from..] name the tool call by the id the target sees
+ * (Mistral's and Anthropic's ids are rewritten when the turn is cleaned). */
+static void media_ids(json_t *media, size_t from, const char *before, const char *now)
+{
+    if (!before || !now || !strcmp(before, now))
+        return;
+    for (size_t k = from; k < json_array_size(media); k++) {
+        json_t *p = json_array_get(media, k);
+        const char *t = json_string_value(json_object_get(p, "text"));
+        size_t tl = t ? strlen(t) : 0, bl = strlen(before);
+        if (tl > bl && !strcmp(t + tl - bl, before) && t[tl - bl - 1] == ' ') {
+            tg_buf b = {0};
+            tg_buf_append(&b, t, tl - bl);
+            tg_buf_puts(&b, now);
+            json_object_set_new(p, "text", json_stringn(b.data, b.len));
+            tg_buf_free(&b);
+        }
+    }
+}
+
+/* The user turn that carries the tool turns' media (rule 96), cleaned as
+ * any turn for the target (rule 90 makes its image a note where the model
+ * reads text only), with Mistral's bridge before it (rule 44). */
+static void media_turn(walk *w, json_t *out, json_t *media, role *prev)
+{
+    if (!json_array_size(media))
+        return;
+    json_t *user = json_pack("{s:s, s:o}", "role", "user", "content", json_copy(media));
+    json_array_clear(media);
+    if ((w->f & TG_MR_ROLE_ORDER) && *prev == R_TOOL) {
+        json_t *bridge = bridge_message();
+        note(w, w->ptr.s, "tool-user-bridge", "rule 44", NULL, bridge);
+        json_array_append_new(out, bridge);
+    }
+    note(w, w->ptr.s, "tool-media-turn", "rule 96", NULL, user);
+    if (tg_hy_clean_message(w, user))
+        json_array_append(out, user);
+    json_decref(user);
+    *prev = R_USER;
+}
+
 void tg_hy_walk_messages(walk *w, json_t *body)
 {
     json_t *msgs = tg_json_get(body, "messages");
     if (!json_is_array(msgs))
         return;
     json_t *out = NULL;  /* NULL: the history unchanged so far (rebuilding) */
+    json_t *media = json_array();  /* rule 96: the tool turns' images, files */
     role prev = R_NONE;
     char where[40];
     w->where = where;
@@ -375,7 +460,19 @@ void tg_hy_walk_messages(walk *w, json_t *body)
             continue;
         }
         w->last = i + 1 == n;
-        if (!tg_hy_clean_message(w, msg)) {
+        bool tool = tg_hy_role_of(msg) == R_TOOL;
+        if (json_array_size(media) && !tool)
+            media_turn(w, rebuilding(&out, msgs, i), media, &prev);
+        size_t from = json_array_size(media);
+        const char *cid = json_string_value(tg_json_get(msg, "tool_call_id"));
+        char *id = tool && cid ? tg_strdup(cid) : NULL;
+        if ((w->f & TG_MR_TOOL_MEDIA) && tool)  /* before rule 68 drops the parts */
+            tool_media_out(w, msg, media);
+        bool kept = tg_hy_clean_message(w, msg);
+        if (tool)
+            media_ids(media, from, id, json_string_value(tg_json_get(msg, "tool_call_id")));
+        free(id);
+        if (!kept) {
             rebuilding(&out, msgs, i);
             continue;
         }
@@ -400,6 +497,9 @@ void tg_hy_walk_messages(walk *w, json_t *body)
             json_array_append(out, msg);
         prev = r;
     }
+    if (json_array_size(media))  /* the history ends in tool turns */
+        media_turn(w, rebuilding(&out, msgs, n), media, &prev);
+    json_decref(media);
     json_t *now = out ? out : msgs;
     if ((w->f & TG_MR_ROLE_ORDER) && json_array_size(now))
         mark_prefix(w, now);

@@ -10,10 +10,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bridge/pdftext.h"
+#include "core/cache.h"
 #include "core/ctx.h"
 #include "core/hash.h"
 #include "core/jsonfix.h"
-#include "bridge/pdftext.h"
 #include "core/jsonio.h"
 #include "sanitize/hygiene_message.h"
 
@@ -67,7 +68,21 @@ static const char *const function_keys[] = {"name", "arguments", NULL};
 /* Rule 43 says it for Mistral, rule 48 for Groq and the others. */
 const char *tg_hy_null_rule(const walk *w)
 {
+    if (!(w->f & TG_MR_DROP_NULLS))
+        return "rule 95";
     return w->row->roles == tg_hy_mistral_roles ? "rule 43" : "rule 48";
+}
+
+/* Groq and Mistral refuse every null; Gemini's OpenAI-compatible endpoint
+ * every null it reads into a typed field ("Value is not a string: null":
+ * refusal, github/copilot-sdk#2061; name, lastmile-ai/mcp-agent#121; stop,
+ * floneum/kalosm#354), while an assistant's content null beside its calls
+ * is OpenAI's own shape, which it takes. */
+bool tg_hy_drop_null(const walk *w, const char *key, const json_t *val)
+{
+    if (!json_is_null(val))
+        return false;
+    return (w->f & TG_MR_DROP_NULLS) || ((w->f & TG_MR_NULL_KEYS) && strcmp(key, "content"));
 }
 
 /* ---- tool-call ids (rules 39, 42; section 7) ---------------------------- */
@@ -268,7 +283,7 @@ static void clean_function(walk *w, json_t *fn)
             drop_key(w, fn, key, val, "marker", "section 4.1");
         else if ((w->f & TG_MR_CALL_SHAPE) && !in_list(function_keys, key))
             drop_key(w, fn, key, val, "call-shape", w->row->msg_rule);
-        else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
+        else if (tg_hy_drop_null(w, key, val))
             drop_key(w, fn, key, val, "null-key", tg_hy_null_rule(w));
     }
 }
@@ -283,7 +298,7 @@ static void clean_call(walk *w, json_t *call, bool assistant)
         bool signature = !strcmp(key, "extra_content");
         if (is_marker(w, key))
             drop_key(w, call, key, val, "marker", "section 4.1");
-        else if (signature && (w->f & TG_MR_KEEP_SIGNATURE))
+        else if (signature && (w->f & TG_MR_KEEP_SIGNATURE) && !json_is_null(val))
             continue;
         else if (signature && (w->f & (TG_MR_CALL_EXTRAS | TG_MR_CALL_SHAPE)))
             drop_key(w, call, key, val, "thought-signature", "rule 34");
@@ -291,7 +306,7 @@ static void clean_call(walk *w, json_t *call, bool assistant)
             drop_key(w, call, key, val, "call-shape", w->row->msg_rule);
         else if ((w->f & TG_MR_CALL_EXTRAS) && in_list(call_extra_keys, key))
             drop_key(w, call, key, val, "call-field", "section 4.1");
-        else if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
+        else if (tg_hy_drop_null(w, key, val))
             drop_key(w, call, key, val, "null-key", tg_hy_null_rule(w));
     }
     if ((w->f & TG_MR_FIX_CALLS) && !tg_json_get(call, "type"))
@@ -476,27 +491,67 @@ static void fix_content(walk *w, json_t *msg, role r, bool has_calls)
         rebuild_key(w, msg, "content", json_string(""), "null-content", "rule 55");
 }
 
-/* A chat file part holding a PDF (file.file_data: a data URL or bare
- * base64, as OpenAI takes it) as its text, said (X-Toolgate-Translated
- * "file:pdf as its text"); false for any other part, or a PDF poppler
- * cannot read. */
-static bool pdf_part_as_text(walk *w, const json_t *part, tg_buf *t)
+/* A base64 PDF's text as {text, pages, read, cut}, or {} when poppler
+ * cannot open it (new reference), from the worker's cache under the kind
+ * the Messages bridge keys it with, so an agent that resends its history
+ * costs one read. */
+static json_t *pdf_read(walk *w, const char *b64, size_t n)
 {
-    static const char url[] = "data:application/pdf;base64,";
-    const json_t *file = tg_json_get(part, "file");
-    const char *data = json_string_value(tg_json_get(file, "file_data"));
-    const char *name = json_string_value(tg_json_get(file, "filename"));
-    if (!data)
-        return false;
-    if (!strncmp(data, url, sizeof url - 1))
-        data += sizeof url - 1;
-    else if (!strncmp(data, "data:", 5) || !name || strlen(name) < 4 ||
-             strcasecmp(name + strlen(name) - 4, ".pdf"))
-        return false;  /* another file, or a bare base64 not named a PDF */
-    if (!tg_pdf_as_text(w->ctx->cache, data, strlen(data), "this model reads text only", t))
-        return false;
-    tg_ctx_translated(w->ctx, "file:pdf", "as its text");
-    return true;
+    uint64_t key = tg_hash64(b64, n, 0);
+    json_t *r = tg_cache_get(w->ctx->cache, "pdftext", key);  /* NULL cache: a miss */
+    if (r)
+        return r;
+    tg_pdf_text info;
+    tg_buf body = {0};
+    if (tg_pdf_text_of_base64(b64, n, &body, &info))
+        r = json_object();
+    else
+        r = json_pack("{s:s%, s:i, s:i, s:b}", "text", body.data ? body.data : "", body.len,
+                      "pages", info.pages, "read", info.pages_read, "cut", info.cut);
+    tg_cache_put(w->ctx->cache, "pdftext", key, r, body.len + 64);
+    tg_buf_free(&body);
+    return r;
+}
+
+/* Rule 99: a chat `file` part holding a base64 PDF, on a target that takes
+ * no such part (DeepSeek: "file must have a file_id or file_data",
+ * danny-avila/LibreChat#16235; OpenAI's own API is the one that does),
+ * goes as a text part with the PDF's text, as the Messages bridge sends a
+ * document block: the model reads the words rather than nothing. */
+static void pdf_parts_text(walk *w, json_t *msg)
+{
+    static const char pre[] = "data:application/pdf;base64,";
+    json_t *c = tg_json_get(msg, "content");
+    size_t j;
+    json_t *part;
+    json_array_foreach(c, j, part) {
+        const char *t = json_string_value(tg_json_get(part, "type"));
+        const char *d = json_string_value(tg_json_get(tg_json_get(part, "file"), "file_data"));
+        if (!t || strcmp(t, "file") || !d || strncmp(d, pre, sizeof pre - 1))
+            continue;
+        json_t *r = pdf_read(w, d + sizeof pre - 1, strlen(d + sizeof pre - 1));
+        const json_t *text = json_object_get(r, "text");
+        if (json_is_string(text)) {
+            bool cut = json_is_true(json_object_get(r, "cut"));
+            int pages = (int)json_integer_value(json_object_get(r, "pages"));
+            tg_buf b = {0};
+            tg_buf_printf(&b, "[the text of a %d-page PDF, extracted by toolgate: this provider "
+                              "takes no PDF, so its layout and images are not here%s]\n\n",
+                          pages, cut ? "; cut at toolgate's bound" : "");
+            tg_buf_append(&b, json_string_value(text), json_string_length(text));
+            if (cut)
+                tg_buf_printf(&b, "\n\n[... %d of %d pages shown]",
+                              (int)json_integer_value(json_object_get(r, "read")), pages);
+            size_t mark = jp_idx(&w->ptr, j);
+            note(w, w->ptr.s, "pdf-as-text", "rule 99", NULL, NULL);
+            jp_pop(&w->ptr, mark);
+            json_array_set_new(c, j, json_pack("{s:s, s:s%}", "type", "text", "text",
+                                               b.data ? b.data : "", b.len));
+            tg_buf_free(&b);
+            tg_ctx_translated(w->ctx, "file part", "PDF as its text");
+        }
+        json_decref(r);
+    }
 }
 
 /* Rule 68: targets that take only a string as content (Groq: "'messages.0'
@@ -525,19 +580,13 @@ static void parts_to_string(walk *w, json_t *msg, role r)
     if (user && !other)
         return;  /* a user turn's text parts are taken as a list */
     tg_buf t = {0};
-    bool noted = false;
     json_array_foreach(c, j, part) {
         const char *pt = json_string_value(tg_json_get(part, "type"));
         json_t *text = tg_json_get(part, "text");
         if (user && (!pt || strcmp(pt, "text") || !json_is_string(text))) {
-            /* rule 90: the model learns a part was there, not what it held;
-             * a PDF's own words it can read (bridge/pdftext.h) */
-            if (t.len)
-                tg_buf_puts(&t, "\n\n");
-            if (!pdf_part_as_text(w, part, &t)) {
-                tg_buf_printf(&t, "[%s not sent: this model reads text only]", pt ? pt : "part");
-                noted = true;
-            }
+            /* rule 90: the model learns a part was there, not what it held */
+            tg_buf_printf(&t, "%s[%s not sent: this model reads text only]", t.len ? "\n\n" : "",
+                          pt ? pt : "part");
             continue;
         }
         if (!pt || strcmp(pt, "text") || !json_is_string(text))
@@ -552,8 +601,7 @@ static void parts_to_string(walk *w, json_t *msg, role r)
     rebuild_key(w, msg, "content", json_stringn(t.data ? t.data : "", t.len), how,
                 user && other ? "rule 90" : "rule 68");
     if (user && other) {  /* X-Toolgate-Translated: "image as text" */
-        if (noted)
-            tg_ctx_translated(w->ctx, "non-text parts", "as text notes");
+        tg_ctx_translated(w->ctx, "non-text parts", "as text notes");
     } else if (other) {
         w->ctx->stats.fields_stripped++;
     }
@@ -746,7 +794,7 @@ static const char *message_key_verdict(const walk *w, const char *key, json_t *v
         return *ref = "section 4.2", "reasoning";
     if ((w->f & TG_MR_DROP_CACHE) && is_cache_hint(key))
         return *ref = "section 4.1", "cache-control";
-    if ((w->f & TG_MR_DROP_NULLS) && json_is_null(val))
+    if (tg_hy_drop_null(w, key, val))
         return *ref = tg_hy_null_rule(w), "null-key";
     /* Rule 81: xAI, "Only messages of role 'user' can have a name."
      * (BerriAI/litellm#9720); the name is the agent's label of a turn, not
@@ -820,6 +868,8 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
     json_t *content = tg_json_get(msg, "content");
     if (json_is_array(content))
         clean_parts(w, content);
+    if ((w->f & TG_MR_PDF_TEXT) && tg_json_is(tg_json_get(msg, "content"), JSON_ARRAY))
+        pdf_parts_text(w, msg);
     parts_to_string(w, msg, r);
     if ((w->f & TG_MR_ONE_TEXT) && tg_json_is(tg_json_get(msg, "content"), JSON_ARRAY))
         one_text_part(w, msg);
@@ -845,6 +895,13 @@ bool tg_hy_clean_message(walk *w, json_t *msg)
     if ((r == R_SYSTEM || r == R_DEVELOPER || r == R_USER) && !w->last &&
         (w->f & TG_MR_EMPTY_TURNS) && no_words(msg))
         return message_dropped(w, msg, r == R_USER ? "empty-user" : "empty-system", "rule 83");
+    /* the same refusal of an assistant turn with neither words nor calls
+     * (a turn cut before its first token, charmbracelet/crush#964): the
+     * next answer is asked for with or without it, so it goes anywhere */
+    if (r == R_ASSISTANT && (w->f & TG_MR_EMPTY_TURNS) && no_words(msg) &&
+        !json_array_size(tg_json_get(msg, "tool_calls")) &&
+        !tg_json_is(tg_json_get(msg, "prefix"), JSON_TRUE))
+        return message_dropped(w, msg, "empty-assistant", "rule 83");
     /* Anthropic: "text content blocks must be non-empty". An empty user
      * turn says nothing, so it goes, but not the last one: without it the
      * request would ask for something else (a continuation of the

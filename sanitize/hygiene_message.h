@@ -25,5 +25,7 @@ bool tg_hy_clean_message(walk *w, json_t *msg);
 bool tg_hy_model_checks_signatures(const char *model);
 /* The rule a dropped null-valued key cites: 43 for Mistral, 48 else. */
 const char *tg_hy_null_rule(const walk *w);
+/* Does the route drop key's null value (rules 43, 48, 95)? */
+bool tg_hy_drop_null(const walk *w, const char *key, const json_t *val);
 
 #endif

@@ -97,6 +97,25 @@ enum {
 #define TG_MR_EFFORT_TOP ((uint64_t)1 << 36) /* reasoning_effort above high
                                         (xhigh, max) sent as high (rule 91,
                                         Moonshot) */
+#define TG_MR_NULL_KEYS ((uint64_t)1 << 37) /* null-valued keys but a
+                                        message's content dropped (rule 95,
+                                        Gemini: "Value is not a string:
+                                        null") */
+#define TG_MR_TOOL_MEDIA ((uint64_t)1 << 38) /* an image or file part in a
+                                        tool turn moves to a user turn after
+                                        the tool turns (rule 96: a chat tool
+                                        message holds text) */
+#define TG_MR_SCHEMA_AS_OBJECT ((uint64_t)1 << 39) /* a json_schema
+                                        response_format sent as json_object,
+                                        the schema in the system turn (rule
+                                        97, DeepSeek) */
+#define TG_MR_EFFORT_FLOOR ((uint64_t)1 << 40) /* reasoning_effort below low
+                                        (none, minimal) sent as low to gpt-oss
+                                        (rule 98, Groq) */
+#define TG_MR_PDF_TEXT ((uint64_t)1 << 41) /* a chat file part holding a
+                                        PDF goes as its text (rule 99: every
+                                        target but OpenAI's, which takes it,
+                                        and Anthropic's, which reads PDFs) */
 #define TG_MR_COMPLETION_TOKENS ((uint64_t)1 << 34) /* max_tokens as
                                         max_completion_tokens on OpenAI's
                                         reasoning models (rule 85) */

@@ -21,6 +21,7 @@
 #include "core/ctx.h"
 #include "core/jsonio.h"
 #include "core/rules.h"
+#include "sanitize/msg_rules.h"
 
 /* Rule 70 is on wherever a tool without parameters would go without them:
  * Mistral, xAI and MiniMax (an `openai` route) refuse it, and the empty
@@ -994,6 +995,37 @@ static void history_tools(json_t *body, tg_ctx *ctx)
     json_object_set_new(body, "tool_choice", none);
 }
 
+/* Anthropic's cache_control on a tool (the breakpoint after the tools)
+ * where the route keeps cache hints (its message rules do not drop them):
+ * the rewrite makes each tool anew, {type, function}, and its array is
+ * shared with the cache, so a copy of it carries each hint to the tool the
+ * agent's tool became (by name). NULL: nothing to carry. */
+static json_t *carry_tool_cache(const json_t *orig, json_t *out, const tg_ctx *ctx)
+{
+    if (!ctx->msg || (ctx->msg->flags & TG_MR_DROP_CACHE))
+        return NULL;
+    json_t *res = NULL;
+    size_t i, j;
+    json_t *o, *t;
+    json_array_foreach(orig, i, o) {
+        json_t *cc = json_object_get(o, "cache_control");
+        const char *name = json_string_value(tg_json_get(tg_json_get(o, "function"), "name"));
+        if (!json_is_object(cc) || !name)
+            continue;
+        if (!res)
+            res = json_copy(out);
+        json_array_foreach(res, j, t) {
+            const char *up = json_string_value(tg_json_get(tg_json_get(t, "function"), "name"));
+            if (up && !strcmp(tg_schema_agent_name(ctx, up), name)) {
+                json_t *c = json_copy(t);
+                json_object_set(c, "cache_control", cc);
+                json_array_set_new(res, j, c);
+            }
+        }
+    }
+    return res;
+}
+
 int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
 {
     const tg_schema_rules *r = ctx->schema;
@@ -1056,13 +1088,15 @@ int tg_schema_stage(json_t *body, tg_ctx *ctx, tg_error *err)
             return -1;
         }
         json_t *out = k[R_TOOLS];
-        json_object_set(body, "tools", out);  /* shared with the cache: see schema.h */
         json_t *names = k[R_NAMES];
         json_t *inv = k[R_INVERSE];
         json_decref(ctx->name_map);
         json_decref(ctx->arg_inverse);
         ctx->name_map = json_object_size(names) ? json_incref(names) : NULL;
         ctx->arg_inverse = json_object_size(inv) ? json_incref(inv) : NULL;
+        json_t *cached = carry_tool_cache(tools, out, ctx);
+        /* shared with the cache: see schema.h */
+        json_object_set_new(body, "tools", cached ? cached : json_incref(out));
         ctx->stats.schema_rewrites += (unsigned)json_integer_value(k[R_CHANGES]);
         /* rule 62, degraded: said in X-Toolgate-Degraded, the access log
          * and toolgate_schema_budget_standins_total */

@@ -16,7 +16,7 @@ const DIALECT = { oa: 'openai', gm: 'gemini', an: 'anthropic' };
 
 const cell = (s) => String(s ?? '').replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
-export function renderDocs(table, surface, versions) {
+export function renderDocs(table, surface, versions, nested = []) {
   const rows = new Map(table.rows.map((r) => [r.key, r]));
   const out = [];
   out.push('# Conformance: every type the official SDKs declare');
@@ -61,6 +61,24 @@ export function renderDocs(table, surface, versions) {
       out.push(`| \`${cell(k)}\` | ${what} | ${cell(how)} |`);
     }
   }
+  renderNested(out, table, nested);
   out.push('');
   return out.join('\n');
+}
+
+// The unions and enums below the request roots (surface.mjs nestedUnions),
+// each with the surface above that checks it or what covers it.
+function renderNested(out, table, nested) {
+  out.push('', '## Below the top: every union and enum a request can hold', '');
+  out.push('Every union the SDKs tell apart by `type` or `role`, and every enum, that a request');
+  out.push('body can reach (read from the same type definitions), where it is first reached. Each');
+  out.push('is a section above (its every kind a row, sent through the three routes) or says here');
+  out.push('what covers it; a new one fails the suite until it is one or the other.');
+  for (const api of Object.keys(TITLES)) {
+    const list = nested.filter((u) => u.api === api);
+    if (!list.length) continue;
+    out.push('', `### ${TITLES[api].split(' (')[0]}`, '', '| union | kinds | covered by |', '|---|---|---|');
+    for (const u of list)
+      out.push(`| \`${cell(u.id)}\` | ${cell(u.keys.join(', '))} | ${u.surface ? `\`${u.surface}\`` : cell(table.nested?.[u.id] || '**nothing**')} |`);
+  }
 }

@@ -1,7 +1,8 @@
 // run.mjs -- the conformance suite's runner (TAP on stdout).
 //
 // Holds table.json against the surface the pinned SDKs declare
-// (surface.mjs), renders docs/conformance.md from both, and, with a
+// (surface.mjs; its families made into rows first, its nested unions each
+// a surface or named), renders docs/conformance.md from both, and, with a
 // toolgate in front of the mock's strict validators (conformance.sh
 // starts them), sends every request row through each bridged route and
 // every answer fixture through each bridge, streamed, read with the SDKs'
@@ -40,7 +41,28 @@ const tap = (pass, name, detail, todo) => {
 
 // ---- the table against the SDKs ---------------------------------------------
 
-const { surface, sampleErrors, required } = enumerate(table.rows);
+// Families: one request template for each key of a surface ("$KEY" in its
+// strings; `except` gives a key its own fields), so that a key an SDK
+// update adds is a row, a sample type-checked against the SDK and a
+// request through every route at once, not a gap until someone writes it.
+// A hand-written row for the key wins.
+function expand(surf) {
+  const rows = [...table.rows];
+  const have = new Set(rows.map((r) => r.key));
+  for (const [id, fam] of Object.entries(table.families || {})) {
+    for (const k of surf[id] || []) {
+      if (have.has(`${id}.${k}`)) continue;
+      const sub = (v) => (typeof v === 'string' ? v.replaceAll('$KEY', k)
+        : Array.isArray(v) ? v.map(sub)
+          : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([a, b]) => [a, sub(b)])) : v);
+      const { except, ...rest } = fam;
+      rows.push({ key: `${id}.${k}`, ...sub(rest), ...(except?.[k] || {}) });
+    }
+  }
+  return rows;
+}
+const { surface, sampleErrors, required, nested, rows: allRows } = enumerate(expand);
+table.rows = allRows;
 const rowsByKey = new Map();
 for (const r of table.rows) {
   if (rowsByKey.has(r.key)) tap(false, `table: ${r.key} has one row`, 'a second row for it');
@@ -62,10 +84,20 @@ for (const r of table.rows.filter((x) => x.request)) {
 }
 tap(![...badSamples.keys()].some((k) => !rowsByKey.has(k)), 'the samples compile against the SDKs\' types',
   [...badSamples.entries()].filter(([k]) => !rowsByKey.has(k)).map(([k, v]) => `${k}: ${v.join(' ')}`).join('\n'));
+// the unions below the request roots (surface.mjs nestedUnions): each is a
+// surface, or table.json's "nested" says what covers it
+for (const api of ['chat', 'responses', 'messages', 'gemini']) {
+  const gaps = nested.filter((u) => u.api === api && !u.surface && !table.nested?.[u.id]);
+  tap(!gaps.length, `every union and enum below the ${api} request is a surface or named in table.json's nested`,
+    gaps.map((u) => `${u.id}: ${u.keys.join(', ')}`).join('\n'));
+}
+const staleNested = Object.keys(table.nested || {}).filter((id) => !nested.some((u) => u.id === id && !u.surface));
+tap(!staleNested.length, 'each of table.json\'s nested names a union the SDKs declare and no surface enumerates',
+  `stale: ${staleNested.join(', ')}`);
 const stale = table.rows.filter((r) => !declared.has(r.key)).map((r) => r.key);
 tap(stale.length === 0, 'every row names a type the pinned SDKs still declare', `gone from the SDKs: ${stale.join(', ')}`);
 
-const want = renderDocs(table, surface, sdkVersions());
+const want = renderDocs(table, surface, sdkVersions(), nested);
 if (args.includes('--write')) fs.writeFileSync(DOCS, want);
 const have = fs.existsSync(DOCS) ? fs.readFileSync(DOCS, 'utf8') : '';
 tap(have === want, 'docs/conformance.md is the table as it is (node test/conformance/run.mjs --write)',

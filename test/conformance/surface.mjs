@@ -10,7 +10,11 @@
 // type-checks each row's sample request against the SDK's request type, so
 // that table.json can be held against them both ways: a declared key with
 // no row fails the suite (an SDK update adds a type), and so does a row
-// whose key the SDK no longer declares. Read with the type checker, not
+// whose key the SDK no longer declares. Below the top, nestedUnions walks
+// the request bodies (ROOTS) for every other union and enum a request can
+// hold, so that what no surface enumerates is seen, not overlooked: each
+// is a surface or named, with what covers it, in table.json's "nested".
+// Read with the type checker, not
 // with regexes: aliases, namespaces merged with types, `Shared.X` imports
 // and literal unions are all resolved the way tsc resolves them.
 //
@@ -63,6 +67,15 @@ export const SURFACES = [
   { id: 'responses.tool_choice', file: 'openai_responses', type: 'ResponseCreateParamsBase', path: ['tool_choice'], by: 'type' },
   { id: 'responses.text_format', file: 'openai_responses', type: 'ResponseFormatTextConfig', by: 'type' },
   { id: 'responses.include', file: 'openai_responses', type: 'ResponseIncludable', by: 'type' },
+  // below the top (nestedUnions finds them; each kind is a row)
+  { id: 'responses.annotation', file: 'openai_responses', type: 'ResponseOutputText', path: ['annotations', '[]'], by: 'type' },
+  { id: 'responses.caller', file: 'openai_responses', type: 'ResponseFunctionToolCall', path: ['caller'], by: 'type' },
+  { id: 'responses.custom_format', file: 'openai_responses', type: 'CustomTool', path: ['format'], by: 'type' },
+  { id: 'responses.namespace_tool', file: 'openai_responses', type: 'NamespaceTool', path: ['tools', '[]'], by: 'type' },
+  { id: 'responses.shell_environment', file: 'openai_responses', type: 'FunctionShellTool', path: ['environment'], by: 'type' },
+  { id: 'responses.shell_outcome', file: 'openai_responses', type: 'ResponseFunctionShellCallOutputContent', path: ['outcome'], by: 'type' },
+  { id: 'responses.patch_operation', file: 'openai_responses', type: 'ResponseInputItem.ApplyPatchCall', path: ['operation'], by: 'type' },
+  { id: 'responses.function_field', file: 'openai_responses', type: 'FunctionTool', by: 'props' },
   { id: 'responses.event', file: 'openai_responses', type: 'ResponseStreamEvent', by: 'type', answer: true },
   { id: 'responses.output_item', file: 'openai_responses', type: 'ResponseOutputItem', by: 'type', answer: true },
   { id: 'responses.response', file: 'openai_responses', type: 'Response', by: 'props', answer: true },
@@ -80,6 +93,13 @@ export const SURFACES = [
   { id: 'messages.thinking', file: 'anthropic', type: 'ThinkingConfigParam', beta: 'BetaThinkingConfigParam', by: 'type' },
   { id: 'messages.citation', file: 'anthropic', type: 'TextBlockParam', beta: 'BetaTextBlockParam', path: ['citations', '[]'], by: 'type' },
   { id: 'messages.effort', file: 'anthropic', type: 'OutputConfig', beta: 'BetaOutputConfig', path: ['effort'], by: 'type' },
+  // below the top (nestedUnions finds them; each kind is a row)
+  { id: 'messages.role', file: 'anthropic', type: 'MessageCreateParamsBase', beta: 'MessageCreateParamsBase', path: ['messages', '[]'], by: 'role' },
+  { id: 'messages.document_content', file: 'anthropic', type: 'ContentBlockSource', beta: 'BetaContentBlockSource', path: ['content', '[]'], by: 'type' },
+  { id: 'messages.caller', file: 'anthropic', type: 'ToolUseBlockParam', beta: 'BetaToolUseBlockParam', path: ['caller'], by: 'type' },
+  { id: 'messages.system_content', file: 'anthropic_beta', type: 'BetaSystemMessageParam', path: ['content', '[]'], by: 'type' },
+  { id: 'messages.tool_change', file: 'anthropic_beta', type: 'BetaRequestToolAdditionBlock', path: ['tool'], by: 'type' },
+  { id: 'messages.tool_field', file: 'anthropic', type: 'Tool', beta: 'BetaTool', by: 'props' },
   { id: 'messages.event', file: 'anthropic', type: 'RawMessageStreamEvent', beta: 'BetaRawMessageStreamEvent', by: 'type', answer: true },
   { id: 'messages.delta', file: 'anthropic', type: 'RawContentBlockDelta', beta: 'BetaRawContentBlockDelta', by: 'type', answer: true },
   { id: 'messages.content_block', file: 'anthropic', type: 'ContentBlock', beta: 'BetaContentBlock', by: 'type', answer: true },
@@ -101,6 +121,12 @@ export const SURFACES = [
   { id: 'gemini.function_calling_config', file: 'genai', type: 'FunctionCallingConfig', by: 'props' },
   { id: 'gemini.thinking_config', file: 'genai', type: 'ThinkingConfig', by: 'props' },
   { id: 'gemini.thinking_level', file: 'genai', type: 'ThinkingLevel', by: 'enum' },
+  { id: 'gemini.function_declaration', file: 'genai', type: 'FunctionDeclaration', by: 'props' },
+  { id: 'gemini.function_call', file: 'genai', type: 'FunctionCall', by: 'props' },
+  { id: 'gemini.function_response', file: 'genai', type: 'FunctionResponse', by: 'props' },
+  { id: 'gemini.function_response_part', file: 'genai', type: 'FunctionResponsePart', by: 'props' },
+  { id: 'gemini.scheduling', file: 'genai', type: 'FunctionResponseScheduling', by: 'enum' },
+  { id: 'gemini.behavior', file: 'genai', type: 'Behavior', by: 'enum' },
   { id: 'gemini.response', file: 'genai', type: 'GenerateContentResponse', by: 'props', answer: true },
   { id: 'gemini.candidate', file: 'genai', type: 'Candidate', by: 'props', answer: true },
   { id: 'gemini.usage', file: 'genai', type: 'GenerateContentResponseUsageMetadata', by: 'props', answer: true },
@@ -119,6 +145,21 @@ export const REQUIRED_OF = [
   ['messages.usage', 'anthropic', 'Usage'],
   ['responses.response', 'openai_responses', 'Response'],
   ['messages.message', 'anthropic', 'Message'],
+];
+
+// The request bodies the nested walk (nestedUnions) starts from: every
+// union below them that toolgate must read is either one of SURFACES or
+// named in table.json's "nested" with what covers it.
+export const ROOTS = [
+  ['chat', 'openai_chat', 'ChatCompletionCreateParamsBase'],
+  ['responses', 'openai_responses', 'ResponseCreateParamsBase'],
+  ['messages', 'anthropic', 'MessageCreateParamsBase'],
+  ['messages', 'anthropic_beta', 'MessageCreateParamsBase'],
+  ['gemini', 'genai', 'Content'],
+  ['gemini', 'genai', 'Tool'],
+  ['gemini', 'genai', 'ToolConfig'],
+  ['gemini', 'genai', 'GenerationConfig'],
+  ['gemini', 'genai', 'SafetySetting'],
 ];
 
 function findSymbol(checker, sf, dotted) {
@@ -193,6 +234,69 @@ function requiredOf(checker, types, by) {
   return req;
 }
 
+// A union's identity: its members' type ids (the checker interns types, so
+// the same union is the same ids wherever it is reached), or an enum's name.
+const sigOf = (objs) => objs.map((t) => t.id).sort((a, b) => a - b).join(',');
+const tagOf = (checker, t, by) => {
+  const p = t.getProperty?.(by);
+  if (!p) return null;
+  const vals = members(checker.getNonNullableType(checker.getTypeOfSymbol(p)));
+  return vals.length && vals.every((v) => v.flags & ts.TypeFlags.StringLiteral) ? vals.map((v) => v.value) : null;
+};
+const enumOf = (t) => (t.flags & ts.TypeFlags.EnumLiteral || (t.isUnion() && t.types.every((x) => x.flags & ts.TypeFlags.EnumLiteral))
+  ? (t.symbol?.flags & ts.SymbolFlags.Enum ? t.symbol : t.symbol?.parent) : null);
+
+// Every union below the request roots (ROOTS) that the API tells apart by
+// a member's "type" or "role" (at least two kinds), and every enum a field
+// has (Gemini's), by where it is first reached: "ToolUseBlockParam.caller",
+// "ResponseOutputText.annotations[]". Each with its keys and its identity
+// (sig), to be held against SURFACES: what no surface enumerates is a gap
+// unless table.json's "nested" says what covers it.
+function nestedUnions(checker, program, files) {
+  const found = new Map();
+  const seen = new Set();
+  const nameOf = (t, owner, prop) => {
+    const n = checker.typeToString(t);
+    return /^[A-Za-z_][\w.]*$/.test(n) ? n : `${owner}.${prop}`;
+  };
+  const visit = (api, type, owner, prop) => {
+    const t = checker.getNonNullableType(type);
+    const en = enumOf(t);
+    if (en) {
+      const id = `${owner}.${prop}`;
+      if (!found.has(id)) found.set(id, { api, id, sig: `enum:${en.name}`, keys: [...en.exports.keys()] });
+      return;
+    }
+    const objs = [];
+    for (const m of members(t)) {
+      if (checker.isArrayType(m)) visit(api, checker.getTypeArguments(m)[0], owner, `${prop}[]`);
+      else if (m.flags & ts.TypeFlags.Object && !m.getCallSignatures().length) objs.push(m);
+    }
+    for (const by of ['type', 'role']) {
+      const tagged = objs.filter((m) => tagOf(checker, m, by));
+      const keys = [...new Set(tagged.flatMap((m) => tagOf(checker, m, by)))];
+      if (tagged.length < 2 || keys.length < 2) continue;
+      const id = `${owner}.${prop}`;
+      if (!found.has(id)) found.set(id, { api, id, sig: sigOf(tagged), keys, by });
+      break;
+    }
+    for (const m of objs) {
+      if (seen.has(m.id)) continue;
+      seen.add(m.id);
+      const name = nameOf(m, owner, prop);
+      for (const q of checker.getPropertiesOfType(m)) {
+        const qt = checker.getTypeOfSymbol(q);
+        if (!qt.getCallSignatures().length) visit(api, qt, name, q.name);
+      }
+    }
+  };
+  for (const [api, file, name] of ROOTS) {
+    const t = checker.getDeclaredTypeOfSymbol(findSymbol(checker, program.getSourceFile(files[file]), name));
+    for (const q of checker.getPropertiesOfType(t)) visit(api, checker.getTypeOfSymbol(q), name, q.name);
+  }
+  return [...found.values()];
+}
+
 // The type each API's sample requests must have, imported from the SDKs:
 // a sample the SDK's own types reject (a misspelt field, a missing one) is
 // not a request the API accepts, and would prove nothing. Gemini's REST body
@@ -232,11 +336,13 @@ function samplesSource(rows) {
 }
 
 // enumerate(rows): { surface: { surfaceId: [key, ...] }, sampleErrors:
-// [[row key, message]] } for the pinned SDKs; rows' requests are checked
-// against the SDKs' request types in the same program.
-export function enumerate(rows) {
+// [[row key, message]], required, nested } for the pinned SDKs; rows (or
+// rows(surface), when the rows are made from the surface: run.mjs's
+// families) have their requests checked against the SDKs' request types, in
+// a second program that reuses the first's files.
+export function enumerate(rowsFor) {
   const files = Object.fromEntries(Object.entries(SDK_FILES).map(([k, f]) => [k, f()]));
-  const samples = samplesSource(rows);
+  let samples = { text: '', at: [] };
   const samplesFile = path.join(HERE, '__samples__.ts');
   const options = {
     noEmit: true, skipLibCheck: true, types: [], target: ts.ScriptTarget.ES2022, strict: true,
@@ -248,10 +354,12 @@ export function enumerate(rows) {
     ? ts.createSourceFile(name, samples.text, lang) : getSourceFile(name, lang, ...rest));
   const fileExists = host.fileExists.bind(host);
   host.fileExists = (name) => path.resolve(name) === samplesFile || fileExists(name);
-  const program = ts.createProgram([...Object.values(files), samplesFile], options, host);
-  const checker = program.getTypeChecker();
+  const sdkProgram = ts.createProgram(Object.values(files), options, host);
+  const checker = sdkProgram.getTypeChecker();
+  const program = sdkProgram;
   const out = {};
   const required = {};
+  const sigs = new Map();  // a union's identity -> the surface that enumerates it
   for (const s of SURFACES) {
     const sf = program.getSourceFile(files[s.file]);
     const sym = findSymbol(checker, sf, s.type);
@@ -263,6 +371,7 @@ export function enumerate(rows) {
         keys.push(typeof v === 'string' ? v : m.name);
       }
       out[s.id] = keys;
+      sigs.set(`enum:${sym.name}`, s.id);
       continue;
     }
     const keys = new Set();
@@ -272,14 +381,18 @@ export function enumerate(rows) {
       for (const part of s.path || []) types = types.flatMap((t) => step(checker, t, part));
       if (s.by !== 'props') types = types.flatMap((t) => members(t));
       keysOf(checker, types, s.by, s.id).forEach((k) => keys.add(k));
+      if (s.by !== 'props') sigs.set(sigOf(types.filter((t) => t.flags & ts.TypeFlags.Object && tagOf(checker, t, s.by))), s.id);
       all.push(...types);
     }
     out[s.id] = [...keys].filter((k) => !(s.minus && out[s.minus].includes(k)));
     if (s.by !== 'props' && s.by !== 'enum') required[s.id] = requiredOf(checker, all, s.by);
   }
+  const rows = typeof rowsFor === 'function' ? rowsFor(out) : rowsFor;
+  samples = samplesSource(rows);
+  const withSamples = ts.createProgram([...Object.values(files), samplesFile], options, host, sdkProgram);
   const sampleErrors = [];
-  const sf = program.getSourceFile(samplesFile);
-  for (const d of [...program.getSyntacticDiagnostics(sf), ...program.getSemanticDiagnostics(sf)]) {
+  const sf = withSamples.getSourceFile(samplesFile);
+  for (const d of [...withSamples.getSyntacticDiagnostics(sf), ...withSamples.getSemanticDiagnostics(sf)]) {
     const line = d.start === undefined ? 0 : sf.getLineAndCharacterOfPosition(d.start).line;
     const row = samples.at.find(([l]) => l === line);
     sampleErrors.push([row ? row[1] : `line ${line}`, ts.flattenDiagnosticMessageText(d.messageText, ' ').slice(0, 600)]);
@@ -288,7 +401,8 @@ export function enumerate(rows) {
     const t = checker.getDeclaredTypeOfSymbol(findSymbol(checker, program.getSourceFile(files[file]), type));
     required[id] = { '': checker.getPropertiesOfType(t).filter((q) => !(q.flags & ts.SymbolFlags.Optional)).map((q) => q.name) };
   }
-  return { surface: out, sampleErrors, required };
+  const nested = nestedUnions(checker, program, files).map((u) => ({ ...u, surface: sigs.get(u.sig) || null }));
+  return { surface: out, sampleErrors, required, nested, rows };
 }
 
 export function sdkVersions() {

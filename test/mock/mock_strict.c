@@ -667,8 +667,36 @@ static verdict gemini_signatures(json_t *req)
     return (verdict){ 0, NULL };
 }
 
+/* An explicit null where a typed field is read: "Value is not a string:
+ * null" (a message's refusal, github/copilot-sdk#2061; top-level ones,
+ * floneum/kalosm#354); content null beside calls is OpenAI's shape and
+ * taken (rule 95). */
+static bool gemini_has_null(json_t *req)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(req, k, v)
+        if (json_is_null(v))
+            return true;
+    size_t i, j;
+    json_t *m, *tc;
+    json_array_foreach(json_object_get(req, "messages"), i, m) {
+        json_object_foreach(m, k, v)
+            if (json_is_null(v) && strcmp(k, "content"))
+                return true;
+        json_array_foreach(json_object_get(m, "tool_calls"), j, tc) {
+            json_object_foreach(tc, k, v)
+                if (json_is_null(v))
+                    return true;
+        }
+    }
+    return false;
+}
+
 static verdict check_gemini(json_t *req)
 {
+    if (gemini_has_null(req))
+        return gemini_error("Value is not a string: null", false, NULL);
     /* The chat-completions fields Gemini's compat endpoint maps; others 400. */
     static const char *const top[] = {
         "model", "messages", "tools", "tool_choice", "stream", "stream_options", "temperature",

@@ -280,7 +280,7 @@ static void tally_row(const char *half, int size, const tally *t)
 }
 
 /* -v prints misses of the tuning half only: the test half's misses must
- * never guide the ranker (see README, "Discovery quality"); -t leaves the
+ * never guide the ranker (docs/discovery_quality.md); -t leaves the
  * test half out altogether, for deciding a change before its one look. */
 static int tune_only;
 

@@ -427,6 +427,8 @@ static bool switch_is_on(const tg_route *r, const char *key)
         return (r->rules.msg.flags & TG_MR_EMPTY_TURNS) != 0;
     if (!strcmp(key, "messages.effort_top"))  /* bit 36 */
         return (r->rules.msg.flags & TG_MR_EFFORT_TOP) != 0;
+    if (!strcmp(key, "messages.tool_media"))  /* bit 38 */
+        return (r->rules.msg.flags & TG_MR_TOOL_MEDIA) != 0;
     if (!strcmp(key, "repair.json_fix"))
         return r->rules.repair.flags & TG_RR_JSON_FIX;
     if (!strcmp(key, "repair.R12") || !strcmp(key, "text_tool_calls"))
@@ -457,10 +459,11 @@ static void test_rule_switches(void **state)
     (void)state;
     static const switch_case keys[] = {
         {"schema.items", "schema", "max_bytes"},
-        {"messages.drop_nulls", "messages", "effort_top"},
+        {"messages.drop_nulls", "messages", "pdf_text"},
         {"schema.flat_unions", "schema", "max_bytes"},      /* bit 32: the word is 64 bits */
-        {"messages.empty_turns", "messages", "effort_top"},
-        {"messages.effort_top", "messages", "effort_top"},
+        {"messages.empty_turns", "messages", "pdf_text"},
+        {"messages.effort_top", "messages", "pdf_text"},
+        {"messages.tool_media", "messages", "pdf_text"},
         {"repair.json_fix", "repair", "R12"},
         {"repair.R12", "repair", "R12"},
         {"text_tool_calls", NULL, NULL},

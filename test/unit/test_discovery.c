@@ -366,6 +366,114 @@ static void test_meta_forgiving(void **state)
     tg_ctx_clear(&ctx);
 }
 
+/* The whole answer's calls for the agent after one response (no round). */
+static json_t *agent_calls(tg_ctx *ctx, json_t *calls)
+{
+    json_t *resp = mk_resp(NULL, calls), *next = NULL;
+    json_object_set_new(ctx->disc_state, "rounds", json_integer(0));
+    assert_int_equal(respond(ctx, resp, &next), 0);
+    json_t *out = json_incref(json_object_get(json_object_get(json_array_get(
+                                                                  json_object_get(resp, "choices"), 0),
+                                                              "message"),
+                                              "tool_calls"));
+    json_decref(resp);
+    return out;
+}
+
+static const char *arg_of(json_t *call, const char *key, json_t **keep)
+{
+    *keep = json_loads(json_string_value(json_object_get(json_object_get(call, "function"),
+                                                         "arguments")),
+                       0, NULL);
+    return json_string_value(json_object_get(*keep, key));
+}
+
+/* What models write for the meta-tools' keys (tool_name, args, q, Query,
+ * tool_names), call_tool's arguments written flat beside its name, and a
+ * catalog tool called directly by a variant of its name, whole and
+ * streamed: each reaches the tool meant, not an error. */
+static void test_meta_aliases(void **state)
+{
+    (void)state;
+    tg_rules_set r;
+    rules_for(&r, TG_D_OPENAI);
+    tg_ctx ctx;
+    json_t *body = staged(&ctx, &r, 100);
+    static const char *const query_keys[] = { "q", "Query", "search_query", "task", "keywords" };
+    for (size_t i = 0; i < 5; i++) {
+        json_t *ans = meta_answer(&ctx, mk_call("search_tools",
+                                                json_pack("{ss}", query_keys[i],
+                                                          "show the logs of a docker container")));
+        assert_string_equal(json_string_value(json_object_get(
+                                json_array_get(json_object_get(ans, "results"), 0), "name")),
+                            "docker-logs");
+        assert_null(json_object_get(ans, "message"));
+        json_decref(ans);
+    }
+    json_t *ans = meta_answer(&ctx, mk_call("search_tools",
+                                            json_pack("{sssi}", "query", "docker container logs",
+                                                      "max_results", 2)));
+    assert_int_equal(json_array_size(json_object_get(ans, "results")), 2);
+    json_decref(ans);
+    /* a group and no query (written "category"): the group's tools */
+    ans = meta_answer(&ctx, mk_call("search_tools", json_pack("{ss}", "category", "Docker")));
+    json_t *res = json_object_get(ans, "results");
+    assert_true(json_array_size(res) >= 3);
+    for (size_t i = 0; i < json_array_size(res); i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(res, i), "group")),
+                            "docker");
+    assert_non_null(strstr(json_string_value(json_object_get(ans, "message")), "No query given"));
+    json_decref(ans);
+    static const char *const names_keys[] = { "tool_names", "tools", "tool_name", "toolNames" };
+    for (size_t i = 0; i < 4; i++) {
+        ans = meta_answer(&ctx, mk_call("get_tool_schema",
+                                        json_pack("{ss}", names_keys[i], "[\"docker-logs\"]")));
+        assert_string_equal(first_tool(ans), "docker-logs");
+        json_decref(ans);
+    }
+
+    /* call_tool: name and arguments under other keys, or the arguments flat */
+    json_t *const calls[] = {
+        json_pack("{sss{ss}}", "tool_name", "docker-logs", "args", "containerId", "web"),
+        json_pack("{sss{ss}}", "tool", "docker-logs", "input", "containerId", "web"),
+        json_pack("{ssss}", "toolName", "docker-logs", "parameters", "{\"containerId\":\"web\"}"),
+        json_pack("{ssss}", "name", "docker-logs", "containerId", "web"),
+    };
+    for (size_t i = 0; i < 4; i++) {
+        json_t *got = agent_calls(&ctx, json_pack("[o]", mk_call("call_tool", calls[i]))), *a;
+        assert_int_equal(json_array_size(got), 1);
+        assert_string_equal(fn_name(json_array_get(got, 0)), "docker-logs");
+        assert_string_equal(arg_of(json_array_get(got, 0), "containerId", &a), "web");
+        json_decref(a);
+        json_decref(got);
+    }
+
+    /* a catalog tool called directly by a variant of its name */
+    json_t *got = agent_calls(&ctx, json_pack("[o]", mk_call("Docker_Logs",
+                                                             json_pack("{ss}", "containerId", "web")))),
+           *a;
+    assert_int_equal(json_array_size(got), 1);
+    assert_string_equal(fn_name(json_array_get(got, 0)), "docker-logs");
+    assert_string_equal(arg_of(json_array_get(got, 0), "containerId", &a), "web");
+    json_decref(a);
+    json_decref(got);
+    json_t *emit = NULL, *next = NULL;
+    json_t *msg = json_pack("{sssns[o]}", "role", "assistant", "content", "tool_calls",
+                            mk_call("dockerLogs", json_pack("{ss}", "containerId", "web")));
+    json_object_set_new(ctx.disc_state, "rounds", json_integer(0));
+    assert_int_equal(tg_discovery_stream_round(&ctx, msg, &emit, &next), 0);
+    assert_null(next);
+    assert_string_equal(fn_name(json_array_get(emit, 0)), "docker-logs");
+    json_decref(emit);
+    json_decref(msg);
+    /* a name no tool has loosely stays an unknown tool, answered in a round */
+    ans = meta_answer(&ctx, mk_call("Docker_Logz", json_object()));
+    assert_non_null(json_object_get(ans, "did_you_mean"));
+    json_decref(ans);
+    json_decref(body);
+    tg_ctx_clear(&ctx);
+}
+
 /* The round toolgate builds replays the model's turn with what the
  * provider put on it, where the route's dialect takes it: Gemini 3's
  * thought signature on the call (R18/R19), DeepSeek's reasoning_content on
@@ -761,6 +869,7 @@ int main(void)
         cmocka_unit_test(test_max_rounds),
         cmocka_unit_test(test_unknown_tool),
         cmocka_unit_test(test_meta_forgiving),
+        cmocka_unit_test(test_meta_aliases),
         cmocka_unit_test(test_real_and_mixed_calls),
         cmocka_unit_test(test_name_collision),
         cmocka_unit_test(test_core_and_tool_choice),

@@ -513,6 +513,19 @@ static void check_outcome(const json_t *c, const outcome *o, why *w)
         say(w, "the agent got an error");
 }
 
+/* OpenAI's CompletionUsage, as typed clients read it (Rust serde, zod):
+ * the three counters are integers, whenever usage is there at all
+ * (router-for-me/CLIProxyAPI#4498, zed-industries/zed#42893). */
+static void check_usage(const json_t *u, why *w)
+{
+    static const char *const keys[] = {"prompt_tokens", "completion_tokens", "total_tokens"};
+    if (!u || json_is_null(u))
+        return;
+    for (size_t k = 0; k < 3; k++)
+        if (!json_is_integer(json_object_get(u, keys[k])))
+            say(w, "usage without an integer %s", keys[k]);
+}
+
 static void run_answer(const json_t *c, tg_dialect d, why *w)
 {
     tg_rules_set rules;
@@ -530,6 +543,8 @@ static void run_answer(const json_t *c, tg_dialect d, why *w)
         say(w, "the answer asked for another upstream round (%d)", rc);
     json_t *msg = at_pointer(resp, "/choices/0/message");
     o.error = json_object_get(resp, "error") != NULL;
+    if (!o.error)
+        check_usage(json_object_get(resp, "usage"), w);
     o.finish = json_incref(at_pointer(resp, "/choices/0/finish_reason"));
     o.content = json_incref(json_object_get(msg, "content"));
     size_t i;
@@ -597,6 +612,30 @@ static void sse_bytes(const json_t *events, tg_buf *b)
 /* The agent's view of the stream: calls assembled by index, with rule 10
  * checked on the way (integer indexes, dense from 0 in order of first
  * appearance, never two ids on one index). */
+/* Each event the agent reads is a chunk: an object (or [DONE]) whose
+ * choices is a list of choices that each carry a delta object. */
+static void check_chunk_shape(const json_t *ev, size_t i, why *w)
+{
+    if (json_is_string(ev)) {
+        if (strcmp(json_string_value(ev), "[DONE]"))
+            say(w, "event %zu is not a chunk: %.60s", i, json_string_value(ev));
+        return;
+    }
+    if (!json_is_object(ev) || json_object_get(ev, "error"))
+        return;
+    const json_t *choices = json_object_get(ev, "choices");
+    if (!json_is_array(choices)) {
+        say(w, "event %zu: choices is not a list", i);
+        return;
+    }
+    size_t j;
+    const json_t *ch;
+    json_array_foreach(choices, j, ch)
+        if (!json_is_object(json_object_get(ch, "delta")))
+            say(w, "event %zu: choice %zu without a delta object", i, j);
+    check_usage(json_object_get(ev, "usage"), w);
+}
+
 static void assemble(json_t *events, outcome *o, why *w)
 {
     size_t i;
@@ -604,6 +643,7 @@ static void assemble(json_t *events, outcome *o, why *w)
     tg_buf text = {0};
     bool any_text = false;
     json_array_foreach(events, i, ev) {
+        check_chunk_shape(ev, i, w);
         if (!json_is_object(ev))
             continue;
         if (json_object_get(ev, "error"))
@@ -1059,6 +1099,22 @@ static json_t *bridged_answer(bridged *g, const json_t *c, tg_ctx *ctx, why *w)
     if (tg_pipeline_response(chat, ctx, &next))
         say(w, "the answer asked for another upstream round");
     json_decref(next);
+    if (json_is_object(json_object_get(chat, "error"))) {
+        /* an answer the response stages made an error (no choices, a failed
+         * generation): the proxy sends it with 502, in the API's error
+         * shape (the Responses API's is OpenAI's own) */
+        json_t *out = chat;
+        if (g->messages) {
+            char *s = json_dumps(chat, JSON_COMPACT);
+            size_t n = 0;
+            char *body = tg_messages_error_body(502, s, strlen(s), &n);
+            out = body ? json_loadb(body, n, 0, NULL) : json_incref(chat);
+            free(body);
+            free(s);
+            json_decref(chat);
+        }
+        return out;
+    }
     json_t *out = g->messages ? tg_messages_answer(g->mb, chat) : tg_responses_answer(g->rb, chat);
     json_decref(chat);
     return out;

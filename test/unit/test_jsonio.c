@@ -261,6 +261,11 @@ static void test_writer_edges(void **state)
     json_object_set_new(v, "min", json_integer(INT64_MIN));
     json_object_set_new(v, "max", json_integer(INT64_MAX));
     json_object_set_new(v, "zero", json_integer(0));
+    char ascii[130];  /* every ASCII byte (the writer's escape table), then UTF-8 */
+    for (int c = 0; c < 128; c++)
+        ascii[c] = (char)c;
+    memcpy(ascii + 128, "\xc3\xa9", 2);
+    json_object_set_new(v, "ascii", json_stringn(ascii, sizeof ascii));
     check_dump(v, "edges");
     json_decref(v);
 }

@@ -13,7 +13,7 @@
 
 static const char *const plain[] = {
     "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
-    "\"assistant\",\"content\":\"hello\"},\"finish_reason\":\"stop\"}],\"usage\":{\"total_tokens\":3}}",
+    "\"assistant\",\"content\":\"hello\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2,\"total_tokens\":3}}",
     "  {\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"a [b] {c}\"},\"finish_reason\":\"length\"}]}\n",
     "{\"choices\":[]}",
 };
@@ -195,9 +195,16 @@ static void test_one_pass_matches_the_searches(void **state)
 static void test_finish_words_force_a_parse(void **state)
 {
     (void)state;
+    /* choices: [] is plain (nothing to repair); choices not a list is the
+     * parse's (need[] below) */
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
         assert_true(tg_repair_finish_plain(plain[i], strlen(plain[i])));
     static const char *const need[] = {
+        /* R22: usage without OpenAI's three counters; R26: choices not a list */
+        "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"x\"},\"finish_reason\":\"stop\"}],\"usage\":{\"total_tokens\":3}}",
+        "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"x\"},\"finish_reason\":\"stop\"}],\"usage\":{}}",
+        "{\"id\":\"x\",\"choices\":null,\"usage\":{\"prompt_tokens\":0,\"completion_tokens\":0,\"total_tokens\":0}}",
+        "{\"id\":\"x\"}",
         "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"}}]}",
         "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"x\"},\"finish_reason\":\"eos\"}]}",
         "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"x\"},\"finish_reason\":\"end_turn\"}]}",

@@ -524,6 +524,9 @@ static void run_stream(const json_t *fx)
                                TG_SCAN_HELD_END,
                            &slow));
         same_bytes(&fast, &slow, "fast and slow paths");
+        tg_buf_free(&slow);
+        json_decref(replay(fx, in, rounds, split, TG_SCAN_RUN, &slow));
+        same_bytes(&fast, &slow, "fragments with and without the run");
         tg_buf_free(&fast);
         tg_buf_free(&slow);
     }
@@ -759,6 +762,9 @@ static void stream_bytes(const json_t *fx, const char *b, size_t n, bool transpo
     stream_bytes_way(fx, b, n, transport_error,
                      TG_SCAN_ARGS | TG_SCAN_EVENT | TG_SCAN_HELD | TG_SCAN_HELD_END, &slow);
     same_bytes(&fast, &slow, "mutated stream: fast and slow paths");
+    tg_buf_free(&slow);
+    stream_bytes_way(fx, b, n, transport_error, TG_SCAN_RUN, &slow);
+    same_bytes(&fast, &slow, "mutated stream: fragments with and without the run");
     tg_buf_free(&fast);
     tg_buf_free(&slow);
 }

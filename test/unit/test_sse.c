@@ -308,7 +308,7 @@ static void test_max_event_split_invariant(void **state)
 {
     (void)state;
     for (size_t len = 10; len <= 22; len++) {
-        for (int shape = 0; shape < 3; shape++) {
+        for (int shape = 0; shape < 4; shape++) {
             char in[256], v[64];
             memset(v, 'v', len);
             v[len] = '\0';
@@ -317,8 +317,10 @@ static void test_max_event_split_invariant(void **state)
             else if (shape == 1)  /* two lines that join past it */
                 snprintf(in, sizeof in, "data: a\n\ndata: %.*s\ndata: %s\n\ndata: z\n\n",
                          (int)(len / 2), v, v + len / 2);
-            else  /* an event: line, which is no data */
+            else if (shape == 2)  /* an event: line, which is no data */
                 snprintf(in, sizeof in, "data: a\n\nevent: %s\ndata: b\n\n", v);
+            else  /* "data:" without its space: the value one byte longer */
+                snprintf(in, sizeof in, "data:a\n\ndata:%s\n\ndata:z\n\n", v);
             size_t n = strlen(in);
             size_t *cuts = calloc(n + 1, sizeof *cuts);
             for (size_t i = 0; i < n; i++)
