@@ -87,7 +87,7 @@ runs_on() {
         "qwen_think strict") return 0 ;;
     # DeepSeek wants the reasoning of a call's turn back (rule 90's route)
     "claude_think deepseek") return 0 ;;
-    # a PDF to a model that reads text only: its text
+    # a PDF to a model that reads text only: its text (rule 99)
     "opencode_pdf deepseek") return 0 ;;
     # discovery: Claude Code's deferred MCP tools in the catalog, and a
     # second turn on Gemini 3 (the signature of a call Claude Code replays
