@@ -55,7 +55,7 @@ claude_mcp claude_task claude_cont codex_default codex_image codex_patch codex_r
 elif [ "$TG_AGENT_SET" = flows ]; then
     # the flows of agents_flows.sh (issue of 2026-12-06), the same way
     AGENTS=${TG_AGENTS:-claude_websearch claude_compact claude_think claude_schema codex_freeform codex_schema opencode_image \
-opencode_task opencode_think gemini_image gemini_cont gemini_compress gemini_websearch gemini_think pi_image pi_think \
+opencode_pdf opencode_task opencode_think gemini_image gemini_cont gemini_compress gemini_websearch gemini_think pi_image pi_think \
 qwen_think}
 else
     AGENTS=${TG_AGENTS:-claude claude_whole codex opencode qwen}
@@ -87,6 +87,8 @@ runs_on() {
         "qwen_think strict") return 0 ;;
     # DeepSeek wants the reasoning of a call's turn back (rule 90's route)
     "claude_think deepseek") return 0 ;;
+    # a PDF to a model that reads text only: its text (rule 99)
+    "opencode_pdf deepseek") return 0 ;;
     # discovery: Claude Code's deferred MCP tools in the catalog, and a
     # second turn on Gemini 3 (the signature of a call Claude Code replays
     # without it, issue 31)
@@ -576,6 +578,19 @@ prepare_opencode_image() {
 }
 check_opencode_image() { image_seen "$1" "$2" opencode_image; }
 
+# opencode reads a PDF: the attachment goes as a chat file part (a PDF
+# data URL) in the user message after the tool message, for a model whose
+# options say it reads PDFs; the token is the page's text, which reaches a
+# model that reads text only (deepseek) as the PDF's extracted text.
+run_opencode_pdf() {
+    OPENCODE_MODEL='{"attachment": true, "modalities": {"input": ["text", "image", "pdf"], "output": ["text"]}}' \
+        run_opencode "$@"
+}
+prepare_opencode_pdf() {
+    make_pdf "$1/work/doc.pdf" "The secret word is $2."
+    echo "Read the file doc.pdf and tell me the secret word. MOCK_CALL read filePath=$1/work/doc.pdf"
+}
+
 # opencode's sub-agent: the model calls the task tool, whose prompt holds
 # the sub-agent's own directive; the sub-agent's final text is the task
 # tool's result.
@@ -739,6 +754,7 @@ label() {
     codex_schema) printf ', --output-schema (text.format json_schema)' ;;
     codex_freeform) printf ', freeform apply_patch (a custom tool with a grammar, gpt-5.5)' ;;
     opencode_image) printf ', read of an image (an attachment of the tool result)' ;;
+    opencode_pdf) printf ', read of a PDF (a file part)' ;;
     opencode_task) printf ', a sub-agent (task tool)' ;;
     gemini_image) printf ', read_file of an image (inlineData)' ;;
     gemini_cont) printf ', a second turn with --resume latest' ;;
