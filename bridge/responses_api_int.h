@@ -58,12 +58,8 @@ struct tg_resp_bridge {
 
 /* The text of parts [{type, text}] (input_text, output_text, summary_text,
  * reasoning_text, refusal), joined onto out; -1 when a part carries no
- * text. */
+ * text (responses_params.c, the leaf every other file reads text by). */
 int tg_resp_join_text(const json_t *parts, tg_buf *out);
-
-/* A compaction item the bridge made (responses_compact.c): its summary as
- * an assistant message onto messages, true; false for OpenAI's own. */
-bool tg_resp_input_compaction(const json_t *item, json_t *messages);
 
 /* The request's top-level parameters beside its conversation and tools
  * into chat (borrowed body, chat gains keys), what has no chat form

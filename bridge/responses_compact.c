@@ -22,6 +22,7 @@
 #include "bridge/bridge.h"
 #include "bridge/responses_answer.h"
 #include "bridge/responses_api_int.h"
+#include "bridge/responses_compact.h"
 #include "core/jsonio.h"
 
 #define COMPACT_ASK                                                                          \

@@ -85,6 +85,21 @@ void tg_resp_params(json_t *chat, const json_t *body, json_t *dropped)
     }
 }
 
+int tg_resp_join_text(const json_t *parts, tg_buf *out)
+{
+    size_t i;
+    const json_t *p;
+    json_array_foreach(parts, i, p) {
+        const json_t *t = json_object_get(p, "text");
+        if (!json_is_string(t))
+            t = json_object_get(p, "refusal");
+        if (!json_is_string(t))
+            return -1;
+        tg_buf_append(out, json_string_value(t), json_string_length(t));
+    }
+    return 0;
+}
+
 /* output_schema tells the model what the function gives back (its
  * programs read the result by it): where the model reads it, in the
  * description, as Anthropic's bridge puts input_examples. */

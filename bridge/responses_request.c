@@ -42,6 +42,7 @@
 
 #include "bridge/bridge.h"
 #include "bridge/responses_api_int.h"
+#include "bridge/responses_compact.h"
 #include "core/alloc.h"
 #include "core/jsonio.h"
 
@@ -74,21 +75,6 @@ static const char *const echoed_keys[] = {"instructions", "max_output_tokens", "
                                           "model", "max_tool_calls", "prompt_cache_key",
                                           "safety_identifier", "service_tier", "top_logprobs",
                                           NULL};
-
-int tg_resp_join_text(const json_t *parts, tg_buf *out)
-{
-    size_t i;
-    const json_t *p;
-    json_array_foreach(parts, i, p) {
-        const json_t *t = json_object_get(p, "text");
-        if (!json_is_string(t))
-            t = json_object_get(p, "refusal");
-        if (!json_is_string(t))
-            return -1;
-        tg_buf_append(out, json_string_value(t), json_string_length(t));
-    }
-    return 0;
-}
 
 /* What stands for a part that names something only OpenAI can read (a
  * file_id of its file store) or that chat has no part for (a file_url):
