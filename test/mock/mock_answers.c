@@ -116,11 +116,35 @@ static json_t *sample_value(json_t *node)
     return json_string("x");
 }
 
+/* The schema a JSON-mode request (response_format json_object) gives in
+ * its system turn, as toolgate writes a json_schema for a target that takes
+ * only json_object (rule 97: "... matches this JSON Schema: {...}"); new
+ * reference or NULL. A model in JSON mode follows it by being told. */
+static json_t *schema_told(const request *r)
+{
+    const char *t = json_string_value(json_object_get(json_object_get(r->json, "response_format"),
+                                                      "type"));
+    json_t *first = json_array_get(json_object_get(r->json, "messages"), 0);
+    const char *sys = json_string_value(json_object_get(first, "content"));
+    const char *at = t && !strcmp(t, "json_object") && sys ? strstr(sys, "JSON Schema: ") : NULL;
+    return at ? json_loads(at + 13, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+}
+
+static bool wants_json_object(const request *r)
+{
+    json_t *told = schema_told(r);
+    json_decref(told);
+    return told != NULL;
+}
+
 static enum MHD_Result answer_structured(request *r, struct MHD_Connection *conn)
 {
-    json_t *schema = json_object_get(
-        json_object_get(json_object_get(r->json, "response_format"), "json_schema"), "schema");
+    json_t *told = schema_told(r);
+    json_t *schema = told ? told : json_object_get(json_object_get(json_object_get(r->json, "response_format"),
+                                                                   "json_schema"),
+                                                   "schema");
     json_t *v = sample_value(schema);  /* a NULL schema samples a string */
+    json_decref(told);
     char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     json_decref(v);
     enum MHD_Result ret;

@@ -478,8 +478,10 @@ static bool answer_directive(request *r, struct MHD_Connection *conn, enum MHD_R
         *ret = answer_named_call(r, conn, "ToolSearch", json_pack("{s:s}", "query", query), d.think);
     } else if (search)
         *ret = answer_named_call(r, conn, search, json_pack("{s:s}", "query", d.tool), d.think);
-    else if (json_object_get(json_object_get(r->json, "response_format"), "json_schema"))
-        *ret = answer_structured(r, conn);  /* a side request for JSON (Gemini CLI's model router) */
+    else if (json_object_get(json_object_get(r->json, "response_format"), "json_schema") ||
+             wants_json_object(r))
+        *ret = answer_structured(r, conn);  /* a side request for JSON (Gemini CLI's model router),
+                                               or JSON mode with the schema told (rule 97) */
     else
         *ret = answer_text(r, conn, "mock: no such tool offered here");
     tg_buf_free(&result);
