@@ -60,6 +60,8 @@ struct tg_resp_bridge {
  * reasoning_text, refusal), joined onto out; -1 when a part carries no
  * text (responses_params.c, the leaf every other file reads text by). */
 int tg_resp_join_text(const json_t *parts, tg_buf *out);
+/* A part's text (its "text", else its "refusal"), or NULL: borrowed. */
+const json_t *tg_resp_part_text(const json_t *part);
 
 /* The request's top-level parameters beside its conversation and tools
  * into chat (borrowed body, chat gains keys), what has no chat form

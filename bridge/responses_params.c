@@ -85,15 +85,20 @@ void tg_resp_params(json_t *chat, const json_t *body, json_t *dropped)
     }
 }
 
+const json_t *tg_resp_part_text(const json_t *part)
+{
+    const json_t *t = json_object_get(part, "text");
+    if (!json_is_string(t))
+        t = json_object_get(part, "refusal");
+    return json_is_string(t) ? t : NULL;
+}
+
 int tg_resp_join_text(const json_t *parts, tg_buf *out)
 {
     size_t i;
-    const json_t *p;
+    const json_t *p, *t;
     json_array_foreach(parts, i, p) {
-        const json_t *t = json_object_get(p, "text");
-        if (!json_is_string(t))
-            t = json_object_get(p, "refusal");
-        if (!json_is_string(t))
+        if (!(t = tg_resp_part_text(p)))
             return -1;
         tg_buf_append(out, json_string_value(t), json_string_length(t));
     }

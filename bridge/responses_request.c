@@ -181,10 +181,8 @@ static json_t *text_only_content(const json_t *content, const char *path, json_t
     size_t i;
     const json_t *p;
     json_array_foreach(content, i, p) {
-        const json_t *text = json_object_get(p, "text");
-        if (!json_is_string(text))
-            text = json_object_get(p, "refusal");
-        if (json_is_string(text)) {
+        const json_t *text = tg_resp_part_text(p);
+        if (text) {
             tg_buf_append(&t, json_string_value(text), json_string_length(text));
             continue;
         }
