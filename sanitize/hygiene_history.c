@@ -360,7 +360,7 @@ static json_t *rebuilding(json_t **out, json_t *msgs, size_t i)
  * moves to media, for a user turn after the tool turns, and a note in the
  * tool turn says where it went, as the Responses bridge does with Codex's
  * view_image (tg_bridge_tool_media). */
-static void tool_media_out(walk *w, json_t *msg, json_t *media)
+static void tool_media_out(walk *w, json_t *msg, json_t **media)
 {
     json_t *c = tg_json_get(msg, "content");
     if (!json_is_array(c))
@@ -386,7 +386,9 @@ static void tool_media_out(walk *w, json_t *msg, json_t *media)
             if (json_is_string(tx))
                 tg_buf_append(&text, json_string_value(tx), json_string_length(tx));
         } else if (json_is_object(part)) {
-            tg_bridge_tool_media(media, id, json_incref(part), &text, &n_text);
+            if (!*media)
+                *media = json_array();
+            tg_bridge_tool_media(*media, id, json_incref(part), &text, &n_text);
         }
     }
     rebuild_key(w, msg, "content", json_stringn(text.data ? text.data : "", text.len),
@@ -442,7 +444,7 @@ void tg_hy_walk_messages(walk *w, json_t *body)
     if (!json_is_array(msgs))
         return;
     json_t *out = NULL;  /* NULL: the history unchanged so far (rebuilding) */
-    json_t *media = json_array();  /* rule 96: the tool turns' images, files */
+    json_t *media = NULL;  /* rule 96: the tool turns' images, files (made when one comes) */
     role prev = R_NONE;
     char where[40];
     w->where = where;
@@ -464,12 +466,15 @@ void tg_hy_walk_messages(walk *w, json_t *body)
         if (json_array_size(media) && !tool)
             media_turn(w, rebuilding(&out, msgs, i), media, &prev);
         size_t from = json_array_size(media);
-        const char *cid = json_string_value(tg_json_get(msg, "tool_call_id"));
-        char *id = tool && cid ? tg_strdup(cid) : NULL;
-        if ((w->f & TG_MR_TOOL_MEDIA) && tool)  /* before rule 68 drops the parts */
-            tool_media_out(w, msg, media);
+        char *id = NULL;  /* the call's id before the turn is cleaned, when it moved media */
+        if ((w->f & TG_MR_TOOL_MEDIA) && tool) {  /* before rule 68 drops the parts */
+            tool_media_out(w, msg, &media);
+            const char *cid = json_string_value(tg_json_get(msg, "tool_call_id"));
+            if (json_array_size(media) > from && cid)
+                id = tg_strdup(cid);
+        }
         bool kept = tg_hy_clean_message(w, msg);
-        if (tool)
+        if (id)
             media_ids(media, from, id, json_string_value(tg_json_get(msg, "tool_call_id")));
         free(id);
         if (!kept) {
