@@ -612,13 +612,6 @@ json_t *tg_dd_convert_loose_call(tg_ctx *ctx, json_t *d, json_t *call)
     return out;
 }
 
-/* get_tool_schema's names, or what a model wrote instead: one "name". */
-static json_t *names_arg(json_t *args)
-{
-    json_t *n = json_object_get(args, "names");
-    return n ? n : json_object_get(args, "name");
-}
-
 /* The answer to one meta (or unknown) call, as the tool message content. */
 json_t *tg_dd_answer_call(tg_ctx *ctx, json_t *d, json_t *call, enum call_kind k)
 {
@@ -635,7 +628,7 @@ json_t *tg_dd_answer_call(tg_ctx *ctx, json_t *d, json_t *call, enum call_kind k
     else if (k == K_SEARCH)
         r = tg_dd_search_answer(ctx, d, args);
     else if (k == K_SCHEMA)
-        r = schema_answer(d, names_arg(args));
+        r = schema_answer(d, json_object_get(args, "names"));  /* "name" and the rest: aliases */
     else {
         json_t *out = tg_dd_convert_call_tool(ctx, d, call, &r);
         json_decref(out);  /* convertible calls never get here */
